@@ -1,0 +1,31 @@
+"""rankmetric: supervised metric and similarity learning (WARCA, SSNE, RPL and baselines)."""
+
+from __future__ import annotations
+
+import importlib
+
+__version__ = "0.1.0"
+
+# Public estimators, imported lazily so that ``import rankmetric`` stays fast.
+_LAZY = {
+    "WARCA": "rankmetric.estimators.warca",
+    "KernelWARCA": "rankmetric.estimators.kernel_warca",
+    "SSNE": "rankmetric.estimators.ssne",
+    "RPLEmbedding": "rankmetric.estimators.rpl",
+    "LMNN": "rankmetric.estimators.lmnn",
+    "ITML": "rankmetric.estimators.itml",
+    "save_model": "rankmetric.io",
+    "load_model": "rankmetric.io",
+}
+
+__all__ = ["__version__", *_LAZY]
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'rankmetric' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(__all__)

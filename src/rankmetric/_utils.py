@@ -1,0 +1,53 @@
+"""Small helpers: devices, seeds, progress bars."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+__all__ = ["resolve_device", "make_rng", "torch_generator", "progress", "to_tensor"]
+
+
+def resolve_device(device: str | torch.device | None) -> torch.device:
+    """Turn ``None``/"auto"/"cpu"/"cuda[:k]" into a ``torch.device``.
+
+    ``None`` and ``"auto"`` pick CUDA when it is available, else the CPU.
+    """
+    if device is None or device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = torch.device(device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device={str(device)!r} was requested but CUDA is not available.")
+    return device
+
+
+def make_rng(random_state) -> np.random.Generator:
+    """A NumPy ``Generator`` from ``None``, an int, a ``RandomState`` or a ``Generator``."""
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    if isinstance(random_state, np.random.RandomState):
+        return np.random.default_rng(random_state.randint(0, 2**31 - 1))
+    return np.random.default_rng(random_state)
+
+
+def torch_generator(rng: np.random.Generator, device: torch.device | str = "cpu") -> torch.Generator:
+    """A torch ``Generator`` on ``device`` seeded from ``rng`` (so one seed drives both)."""
+    gen = torch.Generator(device=device)
+    gen.manual_seed(int(rng.integers(0, 2**62)))
+    return gen
+
+
+def progress(iterable=None, *, total=None, desc=None, verbose: bool | int = False, **kwargs):
+    """A tqdm bar that shows only when ``verbose`` and stderr is a terminal."""
+    disable = not verbose or not sys.stderr.isatty()
+    return tqdm(iterable, total=total, desc=desc, disable=disable, leave=False, **kwargs)
+
+
+def to_tensor(X, device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """Copy an array to a contiguous tensor of ``dtype`` on ``device``."""
+    if isinstance(X, torch.Tensor):
+        return X.to(device=device, dtype=dtype).contiguous()
+    return torch.as_tensor(np.ascontiguousarray(X), dtype=dtype, device=device)

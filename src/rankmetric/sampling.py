@@ -1,0 +1,103 @@
+"""Vectorised samplers over class labels: positive pairs, negatives, balanced pairs and batches.
+
+Every sampler draws all of its indices at once from a NumPy ``Generator`` (no Python loop over
+samples or pairs), so one seed reproduces a whole training run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["LabelIndex"]
+
+
+@dataclass(frozen=True)
+class LabelIndex:
+    """Samples grouped by class, for O(1) vectorised draws.
+
+    Parameters
+    ----------
+    codes : ndarray of shape (n_samples,)
+        Integer class codes ``0..Q-1`` (as returned by ``check_labels``).
+    """
+
+    codes: np.ndarray
+    order: np.ndarray  # sample indices sorted by class
+    starts: np.ndarray  # first position of each class in ``order``
+    counts: np.ndarray  # samples per class
+
+    @classmethod
+    def from_codes(cls, codes: np.ndarray) -> LabelIndex:
+        codes = np.asarray(codes, dtype=np.int64)
+        order = np.argsort(codes, kind="stable")
+        counts = np.bincount(codes)
+        starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        return cls(codes=codes, order=order, starts=starts, counts=counts)
+
+    @property
+    def n_samples(self) -> int:
+        return self.codes.shape[0]
+
+    def positive_pairs(self, n_pairs: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        """Ordered pairs ``(i, j)``, ``i != j``, same class, uniform over all such pairs."""
+        weights = self.counts * (self.counts - 1.0)
+        if weights.sum() <= 0:
+            raise ValueError("no class has two samples, so no positive pair exists.")
+        cls = rng.choice(len(self.counts), size=n_pairs, p=weights / weights.sum())
+        n_c = self.counts[cls]
+        a = rng.integers(0, n_c)
+        b = rng.integers(0, n_c - 1)
+        b = b + (b >= a)
+        return self.order[self.starts[cls] + a], self.order[self.starts[cls] + b]
+
+    def negatives(self, anchors: np.ndarray, n_per_anchor: int, rng: np.random.Generator) -> np.ndarray:
+        """For each anchor, ``n_per_anchor`` samples of another class, uniform with replacement.
+
+        Returns an array of shape (len(anchors), n_per_anchor).
+        """
+        c = self.codes[anchors][:, None]
+        n_other = self.n_samples - self.counts[c]
+        if np.any(n_other <= 0):
+            raise ValueError("an anchor's class holds every sample, so it has no negatives.")
+        pos = rng.integers(0, n_other, size=(len(anchors), n_per_anchor))
+        pos = pos + np.where(pos >= self.starts[c], self.counts[c], 0)
+        return self.order[pos]
+
+    def n_negatives(self, anchors: np.ndarray) -> np.ndarray:
+        """Number of samples of another class than each anchor's."""
+        return self.n_samples - self.counts[self.codes[anchors]]
+
+    def balanced_pairs(
+        self, n_pairs: int, rng: np.random.Generator, positive_fraction: float = 0.5
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Pairs with a fixed share of same-class pairs; returns ``(i, j, same)``."""
+        n_pos = int(round(n_pairs * positive_fraction))
+        pi, pj = self.positive_pairs(n_pos, rng) if n_pos else (np.empty(0, int), np.empty(0, int))
+        ni = rng.integers(0, self.n_samples, size=n_pairs - n_pos)
+        nj = self.negatives(ni, 1, rng)[:, 0]
+        i = np.concatenate([pi, ni])
+        j = np.concatenate([pj, nj])
+        same = np.concatenate([np.ones(n_pos, bool), np.zeros(n_pairs - n_pos, bool)])
+        return i, j, same
+
+    def class_balanced_batch(
+        self, n_classes: int, n_per_class: int, rng: np.random.Generator
+    ) -> np.ndarray:
+        """``n_per_class`` samples from each of ``n_classes`` random classes.
+
+        Classes with fewer samples than ``n_per_class`` are drawn with repetition.
+        Returns indices of shape (n_classes * n_per_class,).
+        """
+        n_classes = min(n_classes, len(self.counts))
+        present = np.flatnonzero(self.counts > 0)
+        cls = rng.choice(present, size=min(n_classes, len(present)), replace=False)
+        n_c = self.counts[cls]
+        keys = rng.random((len(cls), int(n_c.max())))
+        keys[np.arange(keys.shape[1])[None, :] >= n_c[:, None]] = np.inf
+        ranks = np.argsort(keys, axis=1)[:, :n_per_class]
+        if ranks.shape[1] < n_per_class:
+            ranks = np.pad(ranks, ((0, 0), (0, n_per_class - ranks.shape[1])), mode="wrap")
+        ranks = ranks % n_c[:, None]
+        return self.order[(self.starts[cls][:, None] + ranks).ravel()]

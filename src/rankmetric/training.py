@@ -1,0 +1,238 @@
+"""The one training loop behind every torch-trained estimator (WARCA, SSNE, RPL, ...).
+
+An estimator supplies a module holding its parameters, an optimiser and a ``loss_step(step)``
+callable that samples a batch from the estimator's NumPy generator and returns a scalar loss.
+The loop does the rest: backward, gradient synchronisation across processes, optimiser and
+post-step (proximal or retraction) updates, validation with early stopping, a progress bar,
+non-finite guards, and resumable checkpoints.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import os
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+from sklearn.exceptions import ConvergenceWarning
+
+from ._utils import progress
+
+__all__ = ["TrainingResult", "NonFiniteLossError", "train"]
+
+
+class NonFiniteLossError(ValueError, FloatingPointError):
+    """Raised when a loss or gradient becomes NaN/inf; the parameters keep their last good values."""
+
+
+@dataclass
+class TrainingResult:
+    """What a run of :func:`train` did.
+
+    Attributes
+    ----------
+    n_iter : int
+        Steps taken.
+    history : list of dict
+        One entry per logged step: ``{"step", "loss"}`` and ``"val_score"`` when validated.
+    best_step : int or None
+        Step of the best validation score (``None`` without validation).
+    stopped_early : bool
+        Whether validation patience or the loss tolerance ended the run.
+    """
+
+    n_iter: int = 0
+    history: list[dict] = field(default_factory=list)
+    best_step: int | None = None
+    best_score: float = -math.inf
+    stopped_early: bool = False
+
+
+def _sync_gradients(params: list[torch.Tensor]) -> None:
+    """Average gradients over ranks when running under ``torch.distributed``."""
+    if not (torch.distributed.is_available() and torch.distributed.is_initialized()):
+        return
+    world = torch.distributed.get_world_size()
+    if world == 1:
+        return
+    for p in params:
+        if p.grad is not None:
+            torch.distributed.all_reduce(p.grad)
+            p.grad.div_(world)
+
+
+def _is_main_process() -> bool:
+    return not (torch.distributed.is_available() and torch.distributed.is_initialized()) or (
+        torch.distributed.get_rank() == 0
+    )
+
+
+def _save_checkpoint(path: Path, module, optimizer, rng, step, result, best_state) -> None:
+    payload = {
+        "step": step,
+        "module": module.state_dict(),
+        "optimizer": optimizer.state_dict(),
+        "rng_state": json.dumps(rng.bit_generator.state),
+        "history": json.dumps(result.history),
+        "best_step": -1 if result.best_step is None else result.best_step,
+        "best_score": result.best_score,
+        "best_state": best_state if best_state is not None else {},
+    }
+    tmp = path.with_suffix(".tmp")
+    torch.save(payload, tmp)
+    os.replace(tmp, path)
+
+
+def _load_checkpoint(path: Path, module, optimizer, rng, result):
+    payload = torch.load(path, map_location="cpu", weights_only=True)
+    module.load_state_dict(payload["module"])
+    optimizer.load_state_dict(payload["optimizer"])
+    rng.bit_generator.state = json.loads(payload["rng_state"])
+    result.history = json.loads(payload["history"])
+    result.best_step = None if payload["best_step"] < 0 else int(payload["best_step"])
+    result.best_score = float(payload["best_score"])
+    best_state = payload["best_state"] or None
+    return int(payload["step"]), best_state
+
+
+def train(
+    module: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    loss_step: Callable[[int], torch.Tensor],
+    *,
+    rng: np.random.Generator,
+    max_iter: int,
+    post_step: Callable[[], None] | None = None,
+    validate: Callable[[], float] | None = None,
+    validation_every: int = 50,
+    patience: int | None = 10,
+    tol: float | None = None,
+    tol_window: int = 100,
+    verbose: bool | int = False,
+    desc: str = "training",
+    checkpoint_dir: str | os.PathLike | None = None,
+    checkpoint_every: int = 100,
+    stop_after: int | None = None,
+) -> TrainingResult:
+    """Run ``max_iter`` optimisation steps of ``loss_step`` on ``module``'s parameters.
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+        Holds every trained tensor; its ``state_dict`` is what checkpoints and early stopping keep.
+    optimizer : torch.optim.Optimizer
+        Optimiser over ``module.parameters()``.
+    loss_step : callable ``step -> scalar tensor``
+        Draws a batch (from ``rng``) and returns the loss to minimise.
+    rng : numpy.random.Generator
+        The generator every sampler of the estimator draws from; saved in checkpoints.
+    max_iter : int
+        Number of steps.
+    post_step : callable, optional
+        Called after each optimiser step (a proximal step, a retraction onto a manifold, ...).
+    validate : callable ``() -> float``, optional
+        A score where higher is better; enables early stopping and best-parameter restoring.
+    validation_every, patience : int
+        Validate every ``validation_every`` steps; stop after ``patience`` validations without
+        improvement (``None``: never stop early, still restore the best parameters).
+    tol, tol_window : float, int
+        Without validation: stop when the mean loss over the last ``tol_window`` steps improved
+        by less than ``tol`` (relative) on the window before. ``None`` disables it.
+    verbose : bool or int
+        Show a progress bar (only on a terminal).
+    checkpoint_dir : path, optional
+        Write ``checkpoint.pt`` there every ``checkpoint_every`` steps; an existing checkpoint is
+        resumed, so a killed fit ends with the same parameters as an uninterrupted one.
+    stop_after : int, optional
+        Testing aid: return after this many steps as if interrupted (a checkpoint is written).
+
+    Returns
+    -------
+    TrainingResult
+
+    Raises
+    ------
+    NonFiniteLossError
+        When the loss or a gradient is not finite; the parameters keep their last good values.
+    """
+    params = [p for p in module.parameters() if p.requires_grad]
+    result = TrainingResult()
+    best_state = None
+    start = 0
+    ckpt_path = None
+    if checkpoint_dir is not None:
+        ckpt_path = Path(checkpoint_dir) / "checkpoint.pt"
+        ckpt_path.parent.mkdir(parents=True, exist_ok=True)
+        if ckpt_path.exists():
+            start, best_state = _load_checkpoint(ckpt_path, module, optimizer, rng, result)
+    bad_validations = 0
+    losses: list[float] = [h["loss"] for h in result.history]
+    bar = progress(range(start, max_iter), total=max_iter, initial=start, desc=desc, verbose=verbose)
+    step = start
+    for step in bar:
+        optimizer.zero_grad(set_to_none=True)
+        loss = loss_step(step)
+        if not torch.isfinite(loss):
+            raise NonFiniteLossError(
+                f"{desc}: the loss became {loss.item()} at step {step}; parameters are left at "
+                "their last finite values. Lower the learning rate or check the input scaling."
+            )
+        loss.backward()
+        _sync_gradients(params)
+        if any(p.grad is not None and not torch.isfinite(p.grad).all() for p in params):
+            raise NonFiniteLossError(
+                f"{desc}: a gradient became non-finite at step {step}; parameters are left at "
+                "their last finite values."
+            )
+        optimizer.step()
+        if post_step is not None:
+            with torch.no_grad():
+                post_step()
+        value = float(loss.detach())
+        losses.append(value)
+        entry = {"step": step + 1, "loss": value}
+        if validate is not None and ((step + 1) % validation_every == 0 or step + 1 == max_iter):
+            score = float(validate())
+            entry["val_score"] = score
+            if score > result.best_score:
+                result.best_score, result.best_step = score, step + 1
+                best_state = copy.deepcopy(module.state_dict())
+                bad_validations = 0
+            else:
+                bad_validations += 1
+        result.history.append(entry)
+        if verbose:
+            bar.set_postfix(loss=f"{value:.4g}")
+        if ckpt_path is not None and (step + 1) % checkpoint_every == 0 and _is_main_process():
+            _save_checkpoint(ckpt_path, module, optimizer, rng, step + 1, result, best_state)
+        if stop_after is not None and step + 1 - start >= stop_after:
+            result.n_iter = step + 1
+            return result
+        if patience is not None and validate is not None and bad_validations >= patience:
+            result.stopped_early = True
+            break
+        if tol is not None and validate is None and len(losses) >= 2 * tol_window:
+            recent = np.mean(losses[-tol_window:])
+            before = np.mean(losses[-2 * tol_window : -tol_window])
+            if before - recent < tol * max(abs(before), 1e-12):
+                result.stopped_early = True
+                break
+    result.n_iter = step + 1 if max_iter > start else start
+    if best_state is not None:
+        module.load_state_dict(best_state)
+    elif validate is None and tol is not None and not result.stopped_early and max_iter > 0:
+        warnings.warn(
+            f"{desc}: stopped at max_iter={max_iter} before the loss settled (tol={tol}); "
+            "consider increasing max_iter.",
+            ConvergenceWarning,
+            stacklevel=2,
+        )
+    if ckpt_path is not None and ckpt_path.exists() and _is_main_process():
+        ckpt_path.unlink()
+    return result

@@ -53,8 +53,8 @@ def _to_json(v: Any, what: str):
         return v.item()
     if _is_json_scalar(v):
         return v
-    if isinstance(v, (list, tuple)) and all(_is_json_scalar(x) or isinstance(x, np.generic) for x in v):
-        return [x.item() if isinstance(x, np.generic) else x for x in v]
+    if isinstance(v, (list, tuple)):
+        return [_to_json(x, f"{what}[{i}]") for i, x in enumerate(v)]
     if isinstance(v, dict) and all(isinstance(k, str) for k in v):
         return {k: _to_json(x, f"{what}[{k!r}]") for k, x in v.items()}
     raise ValueError(f"cannot save {what} of type {type(v).__name__} in a model file.")

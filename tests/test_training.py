@@ -1,0 +1,98 @@
+import numpy as np
+import pytest
+import torch
+from sklearn.exceptions import ConvergenceWarning
+
+from rankmetric.training import NonFiniteLossError, train
+
+
+class Quadratic(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.zeros(3))
+
+
+def _setup(seed=0, lr=0.1, noise_scale=0.01):
+    torch.manual_seed(seed)
+    module = Quadratic()
+    opt = torch.optim.Adam(module.parameters(), lr=lr)
+    rng = np.random.default_rng(seed)
+    target = torch.tensor([1.0, -2.0, 0.5])
+
+    def loss_step(step):
+        noise = torch.as_tensor(rng.normal(size=3) * noise_scale, dtype=torch.float32)
+        return ((module.w - target - noise) ** 2).sum()
+
+    return module, opt, rng, loss_step, target
+
+
+def test_train_minimises_and_records_history():
+    module, opt, rng, loss_step, target = _setup()
+    result = train(module, opt, loss_step, rng=rng, max_iter=300)
+    assert result.n_iter == 300
+    assert len(result.history) == 300
+    assert result.history[-1]["loss"] < result.history[0]["loss"]
+    torch.testing.assert_close(module.w.detach(), target, atol=0.05, rtol=0)
+
+
+def test_validation_restores_best_and_stops_early():
+    module, opt, rng, loss_step, _ = _setup()
+    scores = iter([1.0, 5.0, 2.0, 1.0, 0.5, 0.4, 0.3] + [0.0] * 100)
+    snapshots = []
+
+    def validate():
+        snapshots.append(module.w.detach().clone())
+        return next(scores)
+
+    result = train(
+        module, opt, loss_step, rng=rng, max_iter=1000, validate=validate,
+        validation_every=10, patience=3,
+    )
+    assert result.stopped_early
+    assert result.best_step == 20
+    assert result.n_iter == 50
+    torch.testing.assert_close(module.w.detach(), snapshots[1])
+
+
+def test_non_finite_loss_raises_and_keeps_last_good_parameters():
+    module, opt, rng, _, _ = _setup()
+
+    def loss_step(step):
+        if step == 5:
+            return module.w.sum() * float("nan")
+        return ((module.w - 1) ** 2).sum()
+
+    with pytest.raises(NonFiniteLossError, match="step 5"):
+        train(module, opt, loss_step, rng=rng, max_iter=10)
+    assert torch.isfinite(module.w).all()
+    assert module.w.abs().sum() > 0
+
+
+def test_tolerance_stops_or_warns():
+    module, opt, rng, loss_step, _ = _setup()
+    result = train(module, opt, loss_step, rng=rng, max_iter=2000, tol=1e-3, tol_window=50)
+    assert result.stopped_early and result.n_iter < 2000
+    module, opt, rng, loss_step, _ = _setup(lr=1e-4, noise_scale=0.0)
+    with pytest.warns(ConvergenceWarning):
+        train(module, opt, loss_step, rng=rng, max_iter=100, tol=1e-6, tol_window=10)
+
+
+def test_checkpoint_resume_matches_uninterrupted_run(tmp_path):
+    module, opt, rng, loss_step, _ = _setup(seed=1)
+    train(module, opt, loss_step, rng=rng, max_iter=120)
+    reference = module.w.detach().clone()
+
+    module, opt, rng, loss_step, _ = _setup(seed=1)
+    partial = train(
+        module, opt, loss_step, rng=rng, max_iter=120, checkpoint_dir=tmp_path,
+        checkpoint_every=20, stop_after=60,
+    )
+    assert partial.n_iter == 60 and (tmp_path / "checkpoint.pt").exists()
+    # a fresh process: new objects, state only from the checkpoint
+    module, opt, rng, loss_step, _ = _setup(seed=99)
+    result = train(
+        module, opt, loss_step, rng=rng, max_iter=120, checkpoint_dir=tmp_path, checkpoint_every=20
+    )
+    assert result.n_iter == 120 and len(result.history) == 120
+    torch.testing.assert_close(module.w.detach(), reference, rtol=0, atol=0)
+    assert not (tmp_path / "checkpoint.pt").exists()

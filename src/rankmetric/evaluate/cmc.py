@@ -1,0 +1,111 @@
+"""Cumulative match characteristic (CMC) of a probe set against a gallery (re-identification)."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from .._utils import resolve_device
+from ._inputs import as_embeddings, check_ks, check_same_width, compute_dtype, encode_labels
+from ._search import Gallery, check_metric, resolve_chunk_size, score_chunks
+
+__all__ = ["cmc_curve"]
+
+
+def _first_match_rank(scores: torch.Tensor, is_match: torch.Tensor) -> torch.Tensor:
+    """1-based rank of the best-ranked matching gallery item of each row.
+
+    Parameters
+    ----------
+    scores : tensor of shape (n, m)
+        Ranking scores (lower is nearer).
+    is_match : bool tensor of shape (n, m)
+        Gallery items of the probe's identity; each row has at least one.
+
+    Returns
+    -------
+    int64 tensor of shape (n,)
+        ``1 + #{g : s_g < s*} + #{g : s_g = s*, g < g*}`` where ``g*`` is the first matching
+        item with the smallest score ``s*`` (ties broken by the lower gallery index).
+    """
+    best, best_idx = scores.masked_fill(~is_match, torch.inf).min(dim=1)
+    best, best_idx = best.unsqueeze(1), best_idx.unsqueeze(1)
+    column = torch.arange(scores.shape[1], device=scores.device)
+    strictly_nearer = torch.count_nonzero(scores < best, dim=1)
+    tied_before = torch.count_nonzero((scores == best) & (column < best_idx), dim=1)
+    return 1 + strictly_nearer + tied_before
+
+
+def cmc_curve(
+    probe,
+    probe_ids,
+    gallery,
+    gallery_ids,
+    ranks=(1, 5, 10, 15, 20),
+    *,
+    metric: str = "euclidean",
+    chunk_size: int | None = None,
+    device: str | torch.device | None = None,
+    return_curve: bool = False,
+):
+    """CMC(r): fraction of probes whose identity is among the r best-ranked gallery items.
+
+    Each probe ranks every gallery item by distance (ties by the lower gallery index); its
+    *match rank* is the position of the first gallery item of its own identity. A gallery
+    may hold one item per identity (single-shot) or several (multi-shot: the best-ranked
+    one counts); ranks count gallery items, not identities.
+
+    Parameters
+    ----------
+    probe : array-like or tensor of shape (n_probes, n_features)
+    probe_ids : array-like of shape (n_probes,)
+        Identities; each must occur in ``gallery_ids`` (closed-set identification).
+    gallery : array-like or tensor of shape (n_gallery, n_features)
+    gallery_ids : array-like of shape (n_gallery,)
+        At least two identities.
+    ranks : int or iterable of int, default=(1, 5, 10, 15, 20)
+        Ranks to report, each at most ``n_gallery``.
+    metric : {"euclidean", "sqeuclidean", "cosine"}, default="euclidean"
+    chunk_size : int, optional
+        Probes per chunk (None: chosen for about 256 MB of temporaries).
+    device : str or torch.device, optional
+    return_curve : bool, default=False
+        Also return the whole curve.
+
+    Returns
+    -------
+    scores : dict[int, float]
+        ``{r: CMC(r)}``.
+    curve : ndarray of shape (n_gallery,)
+        Only with ``return_curve``: ``curve[r − 1] = CMC(r)`` for r = 1..n_gallery.
+    """
+    check_metric(metric)
+    dev = resolve_device(device)
+    dtype = compute_dtype(probe, gallery)
+    P = as_embeddings(probe, "probe", dev, dtype)
+    G = as_embeddings(gallery, "gallery", dev, dtype)
+    check_same_width(P, G, "probe", "gallery")
+    _, (p_codes, g_codes) = encode_labels(
+        probe_ids, gallery_ids, lengths=[P.shape[0], G.shape[0]], names=["probe_ids", "gallery_ids"]
+    )
+    if np.unique(g_codes).shape[0] < 2:
+        raise ValueError("gallery_ids hold a single identity; CMC needs at least two.")
+    missing = ~np.isin(p_codes, g_codes)
+    if missing.any():
+        raise ValueError(
+            f"{int(missing.sum())} probe(s) have an identity absent from the gallery; CMC is "
+            "defined for closed-set identification: drop those probes first."
+        )
+    ranks = check_ks(ranks, G.shape[0], "ranks")
+    chunk = resolve_chunk_size(chunk_size, P.shape[0], n_gallery=G.shape[0], itemsize=P.element_size())
+
+    p_codes_t, g_codes_t = torch.as_tensor(p_codes, device=dev), torch.as_tensor(g_codes, device=dev)
+    match_rank = torch.empty(P.shape[0], dtype=torch.int64, device=dev)
+    for rows, scores, _ in score_chunks(P, Gallery.build(G, metric), chunk):
+        is_match = g_codes_t.unsqueeze(0) == p_codes_t[rows].unsqueeze(1)
+        match_rank[rows] = _first_match_rank(scores, is_match)
+
+    counts = np.bincount(match_rank.cpu().numpy() - 1, minlength=G.shape[0])
+    curve = np.cumsum(counts) / P.shape[0]
+    result = {r: float(curve[r - 1]) for r in ranks}
+    return (result, curve) if return_curve else result

@@ -1,0 +1,206 @@
+"""Exact k-nearest-neighbour search, k-NN classification and k-NN accuracy."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import numpy as np
+import torch
+
+from .._utils import resolve_device
+from ._inputs import (
+    as_embeddings,
+    as_label_array,
+    check_ks,
+    check_same_width,
+    compute_dtype,
+    encode_labels,
+)
+from ._search import Gallery, check_metric, resolve_chunk_size, score_chunks, smallest_k, to_distance
+
+__all__ = ["knn_search", "knn_predict", "knn_accuracy"]
+
+BACKENDS = ("auto", "torch", "faiss")
+
+
+def _faiss_available() -> bool:
+    return importlib.util.find_spec("faiss") is not None
+
+
+def _resolve_backend(backend: str) -> str:
+    """"auto" → "torch" (faiss-cpu's flat index was slower here; see docs/evaluation.md)."""
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}.")
+    if backend == "faiss" and not _faiss_available():
+        raise ImportError("backend='faiss' needs the faiss package: pip install faiss-cpu.")
+    return "torch" if backend == "auto" else backend
+
+
+def knn_search(
+    queries,
+    gallery=None,
+    k: int = 1,
+    *,
+    metric: str = "euclidean",
+    exclude_self: bool | None = None,
+    chunk_size: int | None = None,
+    device: str | torch.device | None = None,
+    backend: str = "auto",
+) -> tuple[np.ndarray, np.ndarray]:
+    """Exact k nearest gallery items of each query, in chunks of queries.
+
+    Parameters
+    ----------
+    queries : array-like or tensor of shape (n_queries, n_features)
+    gallery : array-like or tensor of shape (n_gallery, n_features), optional
+        Items to search. None searches ``queries`` themselves, leaving each query out.
+    k : int, default=1
+        Neighbours per query; at most ``n_gallery`` (``n_gallery − 1`` when self is excluded).
+    metric : {"euclidean", "sqeuclidean", "cosine"}, default="euclidean"
+        ``cosine`` is ``1 − cos(q, g)``; a zero vector is at distance 1 from everything.
+    exclude_self : bool, optional
+        Query ``i`` is gallery item ``i`` and is not its own neighbour (the item is excluded by
+        index, so exact duplicates of a query are still found). Defaults to ``gallery is None``;
+        with an explicit gallery it requires ``n_queries <= n_gallery``.
+    chunk_size : int, optional
+        Queries per chunk; None picks it so a chunk's temporaries take about 256 MB.
+    device : str or torch.device, optional
+        Where to compute; None uses CUDA when available.
+    backend : {"auto", "torch", "faiss"}, default="auto"
+        ``"auto"`` uses the chunked torch search; ``"faiss"`` an exact faiss flat index on the
+        CPU (faiss must be installed; its tie order at the k-th place may differ).
+
+    Returns
+    -------
+    distances : ndarray of shape (n_queries, k)
+        Ascending per row; float64 if an input is float64, else float32.
+    indices : ndarray of shape (n_queries, k), dtype int64
+        Gallery indices; equal distances are ordered by the lower index, and the lower index is
+        kept when equal distances compete for the last place.
+    """
+    check_metric(metric)
+    backend = _resolve_backend(backend)
+    dev = resolve_device(device)
+    dtype = compute_dtype(queries, gallery)
+    Q = as_embeddings(queries, "queries", dev, dtype)
+    G = Q if gallery is None else as_embeddings(gallery, "gallery", dev, dtype)
+    check_same_width(Q, G, "queries", "gallery")
+    exclude_self = gallery is None if exclude_self is None else bool(exclude_self)
+    if exclude_self and Q.shape[0] > G.shape[0]:
+        raise ValueError(
+            "exclude_self=True means query i is gallery item i, but there are more queries "
+            f"({Q.shape[0]}) than gallery items ({G.shape[0]})."
+        )
+    (k,) = check_ks(k, G.shape[0] - int(exclude_self))
+    if backend == "faiss":
+        return _faiss_search(Q, G, k, metric, exclude_self)
+    chunk = resolve_chunk_size(
+        chunk_size, Q.shape[0], n_gallery=G.shape[0], itemsize=Q.element_size(), n_selected=k
+    )
+    space = Gallery.build(G, metric)
+    distances = torch.empty((Q.shape[0], k), dtype=dtype, device=dev)
+    indices = torch.empty((Q.shape[0], k), dtype=torch.int64, device=dev)
+    for rows, scores, const in score_chunks(Q, space, chunk, exclude_self=exclude_self):
+        values, idx = smallest_k(scores, k)
+        distances[rows] = to_distance(values, const, metric)
+        indices[rows] = idx
+    return distances.cpu().numpy(), indices.cpu().numpy()
+
+
+def _faiss_search(
+    Q: torch.Tensor, G: torch.Tensor, k: int, metric: str, exclude_self: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """Exact search with a faiss flat index (float32, CPU); results ordered as the torch path."""
+    import faiss
+
+    space = Gallery.build(G.to("cpu", torch.float32), metric)
+    Qp, _ = space.prepare_queries(Q.to("cpu", torch.float32))
+    index = faiss.IndexFlatIP(G.shape[1]) if metric == "cosine" else faiss.IndexFlatL2(G.shape[1])
+    index.add(space.vectors.numpy())
+    found, idx = index.search(Qp.numpy(), k + int(exclude_self))
+    if exclude_self:
+        found, idx = _drop_self(found, idx, k)
+    dist = torch.from_numpy(np.ascontiguousarray(found))
+    if metric == "cosine":
+        dist = (1.0 - dist).clamp_(0.0, 2.0)
+    else:
+        dist = dist.clamp_(min=0.0)
+        if metric == "euclidean":
+            dist = dist.sqrt_()
+    order = np.lexsort((idx, dist.numpy()), axis=-1)
+    dist = np.take_along_axis(dist.numpy(), order, axis=1).astype(_numpy_dtype(Q), copy=False)
+    return dist, np.take_along_axis(idx.astype(np.int64), order, axis=1)
+
+
+def _numpy_dtype(T: torch.Tensor) -> np.dtype:
+    return np.dtype(np.float64) if T.dtype == torch.float64 else np.dtype(np.float32)
+
+
+def _drop_self(found: np.ndarray, idx: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Remove each query's own index from ``k + 1`` results (or the last one if absent)."""
+    is_self = idx == np.arange(idx.shape[0])[:, None]
+    is_self[~is_self.any(axis=1), -1] = True
+    keep = ~is_self
+    return found[keep].reshape(-1, k), idx[keep].reshape(-1, k)
+
+
+def _majority_vote(neighbour_codes: np.ndarray) -> np.ndarray:
+    """Most frequent code of each row (n, k); ties go to the smallest code, like scikit-learn."""
+    n, k = neighbour_codes.shape
+    s = np.sort(neighbour_codes, axis=1)
+    run_start = np.ones((n, k), dtype=bool)
+    run_start[:, 1:] = s[:, 1:] != s[:, :-1]
+    run_id = np.cumsum(run_start.ravel()) - 1
+    counts = np.bincount(run_id)[run_id].reshape(n, k)
+    return s[np.arange(n), np.argmax(counts, axis=1)]
+
+
+def knn_predict(X_train, y_train, X_test, k: int = 3, **search_kw) -> np.ndarray:
+    """Majority vote of the ``k`` nearest training points.
+
+    Parameters
+    ----------
+    X_train : array-like or tensor of shape (n_train, n_features)
+    y_train : array-like of shape (n_train,)
+    X_test : array-like or tensor of shape (n_test, n_features)
+    k : int, default=3
+    **search_kw
+        Passed to :func:`knn_search` (``metric``, ``chunk_size``, ``device``, ``backend``;
+        ``exclude_self=True`` with ``X_test`` = ``X_train`` gives leave-one-out predictions).
+
+    Returns
+    -------
+    ndarray of shape (n_test,)
+        Predicted labels (of ``y_train``'s type). Neighbours are chosen as in
+        :func:`knn_search`; a tied vote goes to the smallest label, as in scikit-learn's
+        ``KNeighborsClassifier(weights="uniform")``.
+    """
+    n_train = X_train.shape[0] if hasattr(X_train, "shape") else len(X_train)
+    classes, (codes,) = encode_labels(y_train, lengths=[n_train], names=["y_train"])
+    _, idx = knn_search(X_test, X_train, k, **search_kw)
+    return classes[_majority_vote(codes[idx])]
+
+
+def knn_accuracy(X_train, y_train, X_test, y_test, k: int = 3, **search_kw) -> float:
+    """Fraction of test points whose k-NN majority vote (see :func:`knn_predict`) is right.
+
+    Parameters
+    ----------
+    X_train : array-like or tensor of shape (n_train, n_features)
+    y_train : array-like of shape (n_train,)
+    X_test : array-like or tensor of shape (n_test, n_features)
+    y_test : array-like of shape (n_test,)
+    k : int, default=3
+    **search_kw
+        Passed to :func:`knn_search`.
+
+    Returns
+    -------
+    float in [0, 1]
+    """
+    y_test = as_label_array(y_test, "y_test")
+    n_test = X_test.shape[0] if hasattr(X_test, "shape") else len(X_test)
+    if y_test.shape[0] != n_test:
+        raise ValueError(f"y_test has {y_test.shape[0]} labels but X_test has {n_test} rows.")
+    predicted = knn_predict(X_train, y_train, X_test, k, **search_kw)
+    return float(np.mean(predicted == y_test))

@@ -1,0 +1,41 @@
+"""Small linear-algebra helpers shared by the distance and mean modules."""
+
+from __future__ import annotations
+
+import torch
+
+from .checks import as_symmetric_tensor, raise_if_cholesky_failed
+
+
+def cholesky(A: torch.Tensor, name: str) -> torch.Tensor:
+    """Lower Cholesky factor of ``A`` (..., c, c); ``ValueError`` naming ``name`` if not PD."""
+    L, info = torch.linalg.cholesky_ex(A)
+    raise_if_cholesky_failed(info, name)
+    return L
+
+
+def inverse_congruence(L: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
+    """``L⁻¹ X L⁻ᵀ`` for lower-triangular ``L`` and symmetric ``X``, broadcasting (..., c, c)."""
+    L, X = torch.broadcast_tensors(L, X)
+    half = torch.linalg.solve_triangular(L, X, upper=False)  # L⁻¹ X
+    return torch.linalg.solve_triangular(L, half.mT, upper=False)  # L⁻¹ (L⁻¹ X)ᵀ = L⁻¹ X L⁻ᵀ
+
+
+def common_dtype(A: torch.Tensor, B: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Cast two matrix stacks to their promoted dtype, checking matrix size and device."""
+    if A.shape[-1] != B.shape[-1]:
+        raise ValueError(
+            f"A and B hold matrices of different sizes: {A.shape[-1]} and {B.shape[-1]}."
+        )
+    if A.device != B.device:
+        raise ValueError(f"A and B are on different devices: {A.device} and {B.device}.")
+    dtype = torch.promote_types(A.dtype, B.dtype)
+    return A.to(dtype), B.to(dtype)
+
+
+def as_matrix_stack(X, name: str) -> torch.Tensor:
+    """Checked symmetric tensor of shape (n, c, c)."""
+    X = as_symmetric_tensor(X, name)
+    if X.ndim != 3:
+        raise ValueError(f"{name} must have shape (n_matrices, c, c), got {tuple(X.shape)}.")
+    return X

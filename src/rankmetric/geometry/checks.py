@@ -1,0 +1,148 @@
+"""Validation of stacks of symmetric (positive-definite) matrices, for NumPy and torch input.
+
+Two levels:
+
+- :func:`check_spd` is the full, public check (shape, finite, symmetric, positive definite). NumPy
+  input goes through :func:`rankmetric._validation.check_spd_array` (one formula for NumPy); torch
+  input is checked on its own device with the same tolerance.
+- :func:`as_symmetric_tensor` is the cheap check every geometry function runs on its input: shape,
+  finiteness and symmetry, O(c²) per matrix. Positive definiteness is read off the
+  eigen-decomposition or Cholesky factorisation the function computes anyway
+  (:func:`raise_if_not_positive`), so no function pays for a second decomposition.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from .._validation import check_spd_array
+
+__all__ = ["check_spd", "as_symmetric_tensor", "raise_if_not_positive"]
+
+#: Relative asymmetry tolerated, the same as ``check_spd_array``'s default (``rtol=1e-6`` times 10).
+SYMMETRY_RTOL = 1e-5
+
+
+def check_spd(X, name: str = "X"):
+    """Validate symmetric positive-definite matrices of shape ``(..., c, c)``.
+
+    Parameters
+    ----------
+    X : ndarray or Tensor of shape (..., c, c)
+        Matrices to check. Leading dimensions are flattened for the error message index.
+    name : str, default="X"
+        Name used in error messages.
+
+    Returns
+    -------
+    X : ndarray or Tensor of shape (..., c, c)
+        The input (NumPy integer input is converted to float64, as ``check_spd_array`` does).
+
+    Raises
+    ------
+    ValueError
+        If ``X`` is not a stack of square matrices, is empty, holds NaN or infinity, is not
+        symmetric (relative tolerance ``1e-5``) or not positive definite.
+    """
+    if isinstance(X, torch.Tensor):
+        X = as_symmetric_tensor(X, name)
+        eigenvalues = torch.linalg.eigvalsh(_flat(X))
+        raise_if_not_positive(eigenvalues[..., 0], name)
+        return X
+    X = np.asarray(X)
+    _check_square_shape(X.shape, name)
+    return check_spd_array(X.reshape(-1, *X.shape[-2:]), name).reshape(X.shape)
+
+
+def as_symmetric_tensor(X, name: str = "X") -> torch.Tensor:
+    """Return ``X`` as a floating tensor after checking shape, finiteness and symmetry.
+
+    Parameters
+    ----------
+    X : Tensor or array-like of shape (..., c, c)
+        Symmetric matrices. NumPy arrays keep their floating dtype; integer input becomes
+        ``torch.get_default_dtype()``.
+    name : str, default="X"
+        Name used in error messages.
+
+    Returns
+    -------
+    X : Tensor of shape (..., c, c)
+        Floating tensor on the input's device (no copy when ``X`` already is one).
+
+    Raises
+    ------
+    ValueError
+        If the shape is not ``(..., c, c)``, ``X`` is empty, holds NaN/infinity or is not symmetric.
+    """
+    if not isinstance(X, torch.Tensor):
+        X = torch.as_tensor(np.asarray(X))
+    if X.is_complex():
+        raise ValueError(f"{name} must be real, got dtype {X.dtype}.")
+    if not X.is_floating_point():
+        X = X.to(torch.get_default_dtype())
+    _check_square_shape(tuple(X.shape), name)
+    flat = _flat(X).detach()
+    finite = torch.isfinite(flat).all(dim=(-2, -1))
+    asym = (flat - flat.mT).abs().amax(dim=(-2, -1))
+    scale = flat.abs().amax(dim=(-2, -1))
+    symmetric = asym <= SYMMETRY_RTOL * scale + 1e-12
+    if bool((finite & symmetric).all()):
+        return X
+    bad = int(torch.argmin(finite.to(torch.int8)))
+    if not finite[bad]:
+        raise ValueError(f"{name} contains NaN or infinity (matrix {bad}).")
+    bad = int(torch.argmin(symmetric.to(torch.int8)))
+    raise ValueError(
+        f"{name}[{bad}] is not symmetric (largest |X - X^T| = {float(asym[bad]):.3g})."
+    )
+
+
+def raise_if_not_positive(smallest_eigenvalue: torch.Tensor, name: str = "X") -> None:
+    """Raise if any matrix has a non-positive smallest eigenvalue.
+
+    Parameters
+    ----------
+    smallest_eigenvalue : Tensor of shape (...,)
+        Smallest eigenvalue of each matrix.
+    name : str, default="X"
+        Name used in error messages.
+    """
+    flat = smallest_eigenvalue.detach().reshape(-1)
+    if flat.numel() == 0 or bool((flat > 0).all()):
+        return
+    non_positive = torch.nonzero(flat <= 0)
+    bad = int(non_positive[0, 0]) if non_positive.numel() else int(torch.argmin(flat))
+    raise ValueError(
+        f"{name}[{bad}] is not positive definite (smallest eigenvalue {float(flat[bad]):.3g})."
+    )
+
+
+def raise_if_cholesky_failed(info: torch.Tensor, name: str = "X") -> None:
+    """Raise if ``torch.linalg.cholesky_ex`` reported a non-positive-definite matrix.
+
+    Parameters
+    ----------
+    info : Tensor of shape (...,), int
+        The ``info`` output of ``cholesky_ex``: 0 where the factorisation succeeded.
+    name : str, default="X"
+        Name used in error messages.
+    """
+    flat = info.reshape(-1)
+    if flat.numel() == 0 or not bool(flat.any()):
+        return
+    bad = int(torch.nonzero(flat)[0, 0])
+    raise ValueError(f"{name}[{bad}] is not positive definite (Cholesky factorisation failed).")
+
+
+def _check_square_shape(shape: tuple[int, ...], name: str) -> None:
+    if len(shape) < 2 or shape[-1] != shape[-2]:
+        raise ValueError(f"{name} must have shape (..., c, c) (square matrices), got {shape}.")
+    if 0 in shape:
+        raise ValueError(f"{name} is empty (shape {shape}).")
+
+
+def _flat(X: torch.Tensor) -> torch.Tensor:
+    """View ``(..., c, c)`` as ``(n, c, c)``."""
+    return X.reshape(-1, *X.shape[-2:])

@@ -1,0 +1,456 @@
+r"""Functions of symmetric matrices with an eigen-decomposition backward that is exact at ties.
+
+For a symmetric matrix :math:`X = U \operatorname{diag}(\lambda) U^\top` and a scalar function
+:math:`f`, :math:`f(X) = U \operatorname{diag}(f(\lambda)) U^\top`. Its derivative is the
+Daleckii–Krein formula [1]_ [2]_
+
+.. math::
+    \frac{\partial \ell}{\partial X} = U \big(L \circ (U^\top \operatorname{sym}(G) U)\big) U^\top,
+    \qquad L_{ij} = \frac{f(\lambda_i) - f(\lambda_j)}{\lambda_i - \lambda_j},
+    \quad L_{ii} = f'(\lambda_i),
+
+with :math:`G = \partial \ell / \partial f(X)`. Plain autograd through ``torch.linalg.eigh`` divides
+by :math:`\lambda_i - \lambda_j` and returns NaN as soon as two eigenvalues coincide (e.g. at
+:math:`X = I`); here the divided difference is replaced by :math:`f'` at the midpoint of the pair
+when the two eigenvalues are (numerically) tied, which is its limit.
+
+Precision: the decomposition runs in the input dtype. A float32 matrix whose eigenvalues span more
+than float32 resolves (smallest :math:`|\lambda|` below :data:`FLOAT32_REFINE_RATIO` times the
+largest, i.e. condition number above about :math:`10^5`) is decomposed again in float64, so that an
+SPD float32 matrix of condition number :math:`10^8` keeps positive eigenvalues and a finite log.
+
+References
+----------
+.. [1] Ju. L. Daleckii, S. G. Krein, "Integration and differentiation of functions of Hermitian
+   operators and applications to the theory of perturbations", AMS Translations (2) 47, 1965.
+.. [2] C. Ionescu, O. Vantzos, C. Sminchisescu, "Matrix backpropagation for deep networks with
+   structured layers", ICCV 2015.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+import torch
+from torch.autograd.function import once_differentiable
+
+from .checks import as_symmetric_tensor, raise_if_not_positive
+
+__all__ = [
+    "sym_function",
+    "symmetrize",
+    "spd_log",
+    "spd_exp",
+    "spd_sqrt",
+    "spd_inv_sqrt",
+    "spd_power",
+    "spd_clamp",
+    "FLOAT32_REFINE_RATIO",
+]
+
+ElementwiseFn = Callable[[torch.Tensor], torch.Tensor]
+
+#: float32 matrices with ``min |λ| <= FLOAT32_REFINE_RATIO * max |λ|`` are decomposed in float64.
+FLOAT32_REFINE_RATIO = 100 * torch.finfo(torch.float32).eps
+
+#: Least work (matrices × c³) given to a thread when a CPU batch of decompositions is split.
+MIN_WORK_PER_THREAD = 2**18
+
+
+def symmetrize(X: torch.Tensor) -> torch.Tensor:
+    r"""Symmetric part :math:`(X + X^\top) / 2`.
+
+    Parameters
+    ----------
+    X : Tensor of shape (..., c, c)
+
+    Returns
+    -------
+    Tensor of shape (..., c, c)
+    """
+    return (X + X.mT) / 2
+
+
+@torch.no_grad()
+def eigh(S: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Eigen-decomposition of symmetric matrices, refined in float64 where float32 falls short.
+
+    Large CPU batches are split over ``torch.get_num_threads()`` threads (torch runs a batched
+    CPU eigen-decomposition on one thread). Not differentiable: used inside this package's custom
+    autograd functions.
+
+    Parameters
+    ----------
+    S : Tensor of shape (..., c, c)
+        Symmetric matrices (only the lower triangle is read).
+
+    Returns
+    -------
+    eigenvalues : Tensor of shape (..., c)
+        In ascending order, dtype of ``S``.
+    eigenvectors : Tensor of shape (..., c, c)
+        Orthonormal columns, dtype of ``S``.
+    """
+    eigenvalues, eigenvectors = _threaded(torch.linalg.eigh, S)
+    unresolved = _float32_unresolved(eigenvalues)
+    if unresolved is not None:
+        refined_values, refined_vectors = torch.linalg.eigh(S[unresolved].double())
+        eigenvalues[unresolved] = refined_values.to(S.dtype)
+        eigenvectors[unresolved] = refined_vectors.to(S.dtype)
+    return eigenvalues, eigenvectors
+
+
+@torch.no_grad()
+def eigvalsh(S: torch.Tensor) -> torch.Tensor:
+    """Eigenvalues of symmetric matrices, with the same refinement and threads as :func:`eigh`.
+
+    Parameters
+    ----------
+    S : Tensor of shape (..., c, c)
+
+    Returns
+    -------
+    eigenvalues : Tensor of shape (..., c)
+        In ascending order.
+    """
+    eigenvalues = _threaded(torch.linalg.eigvalsh, S)
+    unresolved = _float32_unresolved(eigenvalues)
+    if unresolved is not None:
+        eigenvalues[unresolved] = torch.linalg.eigvalsh(S[unresolved].double()).to(S.dtype)
+    return eigenvalues
+
+
+def _threaded(decomposition: Callable, S: torch.Tensor):
+    """Run a batched CPU decomposition over slices of the batch, one per torch thread."""
+    c = S.shape[-1]
+    flat = S.reshape(-1, c, c)
+    parts = min(torch.get_num_threads(), flat.shape[0] * c**3 // MIN_WORK_PER_THREAD)
+    if S.device.type != "cpu" or parts < 2:
+        return decomposition(S)
+    results = list(_thread_pool(parts).map(_no_grad(decomposition), flat.tensor_split(parts)))
+    batch = S.shape[:-2]
+    if isinstance(results[0], torch.Tensor):
+        return torch.cat(results).reshape(*batch, c)
+    values, vectors = zip(*results, strict=True)
+    return torch.cat(values).reshape(*batch, c), torch.cat(vectors).reshape(*batch, c, c)
+
+
+def _no_grad(fn: Callable) -> Callable:
+    def call(*args):
+        with torch.no_grad():
+            return fn(*args)
+
+    return call
+
+
+_POOLS: dict[tuple[int, int], ThreadPoolExecutor] = {}
+
+
+def _thread_pool(workers: int) -> ThreadPoolExecutor:
+    """A pool of ``workers`` threads for this process (a forked child gets a fresh one)."""
+    key = (os.getpid(), workers)
+    if key not in _POOLS:
+        _POOLS[key] = ThreadPoolExecutor(workers, thread_name_prefix="rankmetric-eigh")
+    return _POOLS[key]
+
+
+def _float32_unresolved(eigenvalues: torch.Tensor) -> torch.Tensor | None:
+    """Boolean mask of float32 matrices whose spectrum is too wide for float32, or None."""
+    if eigenvalues.dtype != torch.float32:
+        return None
+    magnitude = eigenvalues.abs()
+    unresolved = magnitude.amin(-1) <= FLOAT32_REFINE_RATIO * magnitude.amax(-1)
+    return unresolved if bool(unresolved.any()) else None
+
+
+def divided_differences(
+    eigenvalues: torch.Tensor,
+    f_values: torch.Tensor,
+    f_prime: ElementwiseFn,
+    tol: float | None = None,
+) -> torch.Tensor:
+    r"""First divided differences of ``f`` on pairs of eigenvalues (the Loewner matrix).
+
+    .. math::
+        L_{ij} = \begin{cases}
+            \dfrac{f(\lambda_i) - f(\lambda_j)}{\lambda_i - \lambda_j}
+                & |\lambda_i - \lambda_j| > \text{tol} \cdot \max(|\lambda_i|, |\lambda_j|) \\
+            f'\big(\tfrac{\lambda_i + \lambda_j}{2}\big) & \text{otherwise (ties)}
+        \end{cases}
+
+    The tie test is relative to the pair, so that the close, small eigenvalues of an
+    ill-conditioned matrix keep their exact divided difference. The midpoint keeps :math:`L`
+    symmetric and makes the tie branch accurate to :math:`O(\text{tol}^2)`; the default
+    ``tol = eps ** (1/3)`` balances that against rounding in the quotient.
+
+    Parameters
+    ----------
+    eigenvalues : Tensor of shape (..., c)
+    f_values : Tensor of shape (..., c)
+        ``f(eigenvalues)``.
+    f_prime : callable
+        Derivative of ``f``, elementwise on a tensor.
+    tol : float, optional
+        Relative tie tolerance; ``torch.finfo(dtype).eps ** (1/3)`` by default.
+
+    Returns
+    -------
+    L : Tensor of shape (..., c, c)
+        Symmetric.
+    """
+    if tol is None:
+        tol = torch.finfo(eigenvalues.dtype).eps ** (1 / 3)
+    lam_i, lam_j = eigenvalues.unsqueeze(-1), eigenvalues.unsqueeze(-2)
+    gap = lam_i - lam_j
+    tied = gap.abs() <= tol * torch.maximum(lam_i.abs(), lam_j.abs())
+    quotient = (f_values.unsqueeze(-1) - f_values.unsqueeze(-2)) / torch.where(tied, 1.0, gap)
+    return torch.where(tied, f_prime((lam_i + lam_j) / 2), quotient)
+
+
+class _SymFunction(torch.autograd.Function):
+    """``U diag(f(λ)) Uᵀ`` with the Daleckii–Krein backward."""
+
+    @staticmethod
+    def forward(ctx, X, f, f_prime, tol, positive_name):
+        eigenvalues, eigenvectors = eigh(symmetrize(X))
+        if positive_name is not None:
+            raise_if_not_positive(eigenvalues[..., 0], positive_name)
+        f_values = f(eigenvalues)
+        ctx.save_for_backward(eigenvalues, eigenvectors, f_values)
+        ctx.f_prime, ctx.tol = f_prime, tol
+        return (eigenvectors * f_values.unsqueeze(-2)) @ eigenvectors.mT
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad_output):
+        eigenvalues, eigenvectors, f_values = ctx.saved_tensors
+        loewner = divided_differences(eigenvalues, f_values, ctx.f_prime, ctx.tol)
+        inner = eigenvectors.mT @ symmetrize(grad_output) @ eigenvectors
+        grad_input = eigenvectors @ (loewner * inner) @ eigenvectors.mT
+        return grad_input, None, None, None, None
+
+
+def sym_function(
+    X: torch.Tensor,
+    f: ElementwiseFn,
+    f_prime: ElementwiseFn,
+    *,
+    tol: float | None = None,
+) -> torch.Tensor:
+    r"""Apply a scalar function to the eigenvalues of symmetric matrices.
+
+    .. math::
+        f(X) = U \operatorname{diag}(f(\lambda)) U^\top,
+        \qquad X = U \operatorname{diag}(\lambda) U^\top
+
+    Differentiable with the Daleckii–Krein backward
+    :math:`U (L \circ (U^\top \operatorname{sym}(G) U)) U^\top` (see :func:`divided_differences`),
+    which stays finite and exact when eigenvalues repeat. The input is symmetrised first, so the
+    gradient is symmetric. Not twice differentiable.
+
+    Parameters
+    ----------
+    X : Tensor of shape (..., c, c)
+        Symmetric matrices, float32 or float64.
+    f : callable
+        Elementwise torch function of the eigenvalue tensor, e.g. ``torch.log``.
+    f_prime : callable
+        Its derivative, elementwise.
+    tol : float, optional
+        Relative tie tolerance of the divided differences (``eps ** (1/3)`` by default).
+
+    Returns
+    -------
+    Tensor of shape (..., c, c)
+        ``f(X)``, symmetric, in the dtype of ``X``.
+
+    Raises
+    ------
+    ValueError
+        If ``X`` is not ``(..., c, c)``, holds NaN/infinity or is not symmetric.
+
+    References
+    ----------
+    .. [1] C. Ionescu, O. Vantzos, C. Sminchisescu, "Matrix backpropagation for deep networks with
+       structured layers", ICCV 2015, Prop. 2.
+    """
+    X = as_symmetric_tensor(X, "X")
+    return _SymFunction.apply(X, f, f_prime, tol, None)
+
+
+def _spd_function(X, f: ElementwiseFn, f_prime: ElementwiseFn, name: str = "X") -> torch.Tensor:
+    """:func:`sym_function` for SPD input: also raises if ``X`` is not positive definite."""
+    X = as_symmetric_tensor(X, name)
+    return _SymFunction.apply(X, f, f_prime, None, name)
+
+
+def log_unchecked(X: torch.Tensor, name: str = "X") -> torch.Tensor:
+    """:func:`spd_log` for tensors built inside this package: no shape/symmetry check (``X`` is
+    symmetrised), but a non-positive eigenvalue still raises a ``ValueError`` naming ``name``."""
+    return _SymFunction.apply(X, torch.log, torch.reciprocal, None, name)
+
+
+def exp_unchecked(X: torch.Tensor) -> torch.Tensor:
+    """:func:`spd_exp` for tensors built inside this package (no input check)."""
+    return _SymFunction.apply(X, torch.exp, torch.exp, None, None)
+
+
+def spd_log(X: torch.Tensor) -> torch.Tensor:
+    r"""Principal matrix logarithm :math:`\log X = U \operatorname{diag}(\log \lambda) U^\top`.
+
+    Parameters
+    ----------
+    X : Tensor of shape (..., c, c)
+        SPD matrices.
+
+    Returns
+    -------
+    Tensor of shape (..., c, c)
+        Symmetric matrices.
+
+    Raises
+    ------
+    ValueError
+        If ``X`` is not a stack of SPD matrices.
+
+    References
+    ----------
+    .. [1] N. J. Higham, "Functions of Matrices", SIAM 2008, ch. 11.
+    """
+    return log_unchecked(as_symmetric_tensor(X, "X"), "X")
+
+
+def spd_exp(X: torch.Tensor) -> torch.Tensor:
+    r"""Matrix exponential :math:`\exp X = U \operatorname{diag}(e^\lambda) U^\top` (symmetric X).
+
+    Parameters
+    ----------
+    X : Tensor of shape (..., c, c)
+        Symmetric matrices (any sign: tangent vectors).
+
+    Returns
+    -------
+    Tensor of shape (..., c, c)
+        SPD matrices.
+
+    Raises
+    ------
+    ValueError
+        If ``X`` is not a stack of symmetric matrices.
+
+    References
+    ----------
+    .. [1] N. J. Higham, "Functions of Matrices", SIAM 2008, ch. 10.
+    """
+    return sym_function(X, torch.exp, torch.exp)
+
+
+def spd_sqrt(X: torch.Tensor) -> torch.Tensor:
+    r"""Principal square root :math:`X^{1/2} = U \operatorname{diag}(\sqrt{\lambda}) U^\top`.
+
+    Parameters
+    ----------
+    X : Tensor of shape (..., c, c)
+        SPD matrices.
+
+    Returns
+    -------
+    Tensor of shape (..., c, c)
+        SPD matrices.
+
+    Raises
+    ------
+    ValueError
+        If ``X`` is not a stack of SPD matrices.
+    """
+    return _spd_function(X, torch.sqrt, lambda lam: 0.5 * torch.rsqrt(lam))
+
+
+def spd_inv_sqrt(X: torch.Tensor) -> torch.Tensor:
+    r"""Inverse square root :math:`X^{-1/2} = U \operatorname{diag}(\lambda^{-1/2}) U^\top`.
+
+    Parameters
+    ----------
+    X : Tensor of shape (..., c, c)
+        SPD matrices.
+
+    Returns
+    -------
+    Tensor of shape (..., c, c)
+        SPD matrices.
+
+    Raises
+    ------
+    ValueError
+        If ``X`` is not a stack of SPD matrices.
+    """
+    return _spd_function(X, torch.rsqrt, lambda lam: -0.5 * torch.rsqrt(lam) / lam)
+
+
+def spd_power(X: torch.Tensor, p: float) -> torch.Tensor:
+    r"""Matrix power :math:`X^p = U \operatorname{diag}(\lambda^p) U^\top` for real ``p``.
+
+    Parameters
+    ----------
+    X : Tensor of shape (..., c, c)
+        SPD matrices.
+    p : float
+        Exponent.
+
+    Returns
+    -------
+    Tensor of shape (..., c, c)
+        SPD matrices.
+
+    Raises
+    ------
+    ValueError
+        If ``X`` is not a stack of SPD matrices or ``p`` is not a finite real number.
+    """
+    p = _check_exponent(p)
+    return _spd_function(X, lambda lam: lam**p, lambda lam: p * lam ** (p - 1))
+
+
+def spd_clamp(X: torch.Tensor, eps: float = 1e-4) -> torch.Tensor:
+    r"""Eigenvalue floor (ReEig) :math:`U \operatorname{diag}(\max(\lambda, \epsilon)) U^\top`.
+
+    The derivative used on ties is :math:`f'(\lambda) = 1[\lambda > \epsilon]`; off ties the exact
+    divided difference, so the backward is the true Daleckii–Krein derivative (the SPDNet paper's
+    formula differs from it off the diagonal).
+
+    Parameters
+    ----------
+    X : Tensor of shape (..., c, c)
+        Symmetric matrices (positive semi-definite in SPDNet).
+    eps : float, default=1e-4
+        Floor on the eigenvalues; must be positive.
+
+    Returns
+    -------
+    Tensor of shape (..., c, c)
+        SPD matrices with eigenvalues ``>= eps``.
+
+    Raises
+    ------
+    ValueError
+        If ``X`` is not a stack of symmetric matrices or ``eps <= 0``.
+
+    References
+    ----------
+    .. [1] Z. Huang, L. Van Gool, "A Riemannian network for SPD matrix learning", AAAI 2017.
+    """
+    if not (isinstance(eps, (int, float)) and eps > 0 and eps < float("inf")):
+        raise ValueError(f"eps must be a positive finite number, got {eps!r}.")
+    return sym_function(X, lambda lam: lam.clamp_min(eps), lambda lam: (lam > eps).to(lam.dtype))
+
+
+def _check_exponent(p) -> float:
+    try:
+        p = float(p)
+    except (TypeError, ValueError):
+        raise ValueError(f"p must be a real number, got {p!r}.") from None
+    if p != p or abs(p) == float("inf"):
+        raise ValueError(f"p must be finite, got {p!r}.")
+    return p

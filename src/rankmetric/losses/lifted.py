@@ -1,0 +1,121 @@
+"""Lifted structured loss (Song et al. 2016), exact, in O(B²) memory; and its generalised form.
+
+Original form (Song, Xiang, Jegelka & Savarese, CVPR 2016, eq. 4), with ``P`` the positive pairs
+and ``N(i)`` the negatives of ``i`` in the batch, ``D`` the injected distance and ``α`` the margin:
+
+    J_ij = log( Σ_{k ∈ N(i)} exp(α − D_ik) + Σ_{l ∈ N(j)} exp(α − D_jl) ) + D_ij ,
+    J    = 1 / (2|P|) · Σ_{(i,j) ∈ P} [J_ij]₊² .
+
+``J_ij`` is symmetric, so the value is the same whether ``P`` holds ordered or unordered pairs
+(we sum over ordered pairs ``i ≠ j``). The two sums over negatives depend on one row each, so with
+``r_i = log Σ_{k ∈ N(i)} exp(α − D_ik)`` (one masked log-sum-exp per row, computed once)
+
+    J_ij = logaddexp(r_i, r_j) + D_ij ,
+
+an O(B²)-time, O(B²)-memory computation with no (#pos × #neg) or (B, B, B) tensor.
+
+Generalised form (Hermans, Beyer & Leibe 2017, *In Defense of the Triplet Loss*, sec. 2), averaged
+over the anchors that have both a positive and a negative:
+
+    L_a = [ log Σ_{p ∈ P(a)} exp(D_ap) + log Σ_{n ∈ N(a)} exp(α − D_an) ]₊ .
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import torch
+from torch import Tensor, nn
+
+from .pair_distances import (
+    SPD_METRICS,
+    VECTOR_METRICS,
+    Metric,
+    check_batch,
+    check_metric,
+    label_masks,
+    masked_logsumexp,
+    pairwise_distance,
+    zero_loss,
+)
+
+__all__ = ["LiftedStructureLoss", "FORMS"]
+
+FORMS = ("original", "generalized")
+
+
+class LiftedStructureLoss(nn.Module):
+    """Lifted structured loss over every positive and negative pair of a batch.
+
+    Parameters
+    ----------
+    margin : float, default=1.0
+        ``α`` (Song et al. use 1 with Euclidean distances).
+    distance : {"euclidean", "sqeuclidean", "cosine", "airm", "log_euclidean"} or callable, \
+default="euclidean"
+        Injected distance (:func:`~rankmetric.losses.pair_distances.pairwise_distance`).
+    form : {"original", "generalized"}, default="original"
+        ``"original"``: Song et al. 2016, exact, O(B²) memory. ``"generalized"``: Hermans et al.
+        2017 (one log-sum-exp over positives and one over negatives per anchor).
+
+    References
+    ----------
+    Song, Xiang, Jegelka & Savarese, *Deep Metric Learning via Lifted Structured Feature
+    Embedding*, CVPR 2016. Hermans, Beyer & Leibe, arXiv:1703.07737, 2017.
+    """
+
+    def __init__(
+        self,
+        margin: float = 1.0,
+        distance: Metric = "euclidean",
+        *,
+        form: Literal["original", "generalized"] = "original",
+    ) -> None:
+        super().__init__()
+        if form not in FORMS:
+            raise ValueError(f"form must be one of {FORMS}, got {form!r}.")
+        self.margin = float(margin)
+        self.distance = check_metric(distance, VECTOR_METRICS + SPD_METRICS)
+        self.form = form
+
+    def extra_repr(self) -> str:
+        return f"margin={self.margin}, distance={self.distance!r}, form={self.form!r}"
+
+    def forward(self, embeddings: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        """The loss of a batch.
+
+        Parameters
+        ----------
+        embeddings : tensor of shape (B, d), or (B, c, c) for an SPD metric
+        labels : integer tensor of shape (B,)
+
+        Returns
+        -------
+        scalar tensor
+            0 (still attached to the graph) when the batch has no positive pair or no negative.
+        """
+        labels = check_batch(embeddings, labels, allow_matrices=True)
+        positive, negative = label_masks(labels)
+        valid_anchor = positive.any(dim=1) & negative.any(dim=1)
+        if not bool(valid_anchor.any()):
+            return zero_loss(embeddings)
+        dist = pairwise_distance(embeddings, self.distance)
+        if self.form == "original":
+            return self._original(dist, positive, negative)
+        return self._generalized(dist, positive, negative, valid_anchor)
+
+    def _original(self, dist: Tensor, positive: Tensor, negative: Tensor) -> Tensor:
+        """``1/(2|P|) Σ_P [logaddexp(r_i, r_j) + D_ij]₊²`` (every row has a negative here)."""
+        row_lse, _ = masked_logsumexp(self.margin - dist, negative)
+        lifted = torch.logaddexp(row_lse[:, None], row_lse[None, :]) + dist
+        squared = torch.where(positive, torch.relu(lifted) ** 2, 0.0)
+        return squared.sum() / (2 * positive.sum())
+
+    def _generalized(
+        self, dist: Tensor, positive: Tensor, negative: Tensor, valid_anchor: Tensor
+    ) -> Tensor:
+        """``mean_a [lse_P(a)(D) + lse_N(a)(α − D)]₊`` over anchors with positives and negatives."""
+        pos_lse, _ = masked_logsumexp(dist, positive)
+        neg_lse, _ = masked_logsumexp(self.margin - dist, negative)
+        per_anchor = torch.where(valid_anchor, torch.relu(pos_lse + neg_lse), 0.0)
+        return per_anchor.sum() / valid_anchor.sum()

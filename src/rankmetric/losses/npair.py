@@ -1,0 +1,112 @@
+"""Multi-class N-pair loss (Sohn, NeurIPS 2016) with its L2 embedding regulariser.
+
+From a batch, one (anchor, positive) pair is taken per class: the first two samples of each class
+in batch order (classes with a single sample are left out). With ``N`` such pairs
+``(f_i, f_i⁺)`` of distinct classes and ``s`` the injected similarity (the inner product in the
+paper),
+
+    L = 1/N Σ_i log(1 + Σ_{j ≠ i} exp(s(f_i, f_j⁺) − s(f_i, f_i⁺)))
+        + λ/2 · mean_{f ∈ {f_i} ∪ {f_i⁺}} ||f||² ,
+
+i.e. the cross-entropy of the (N, N) similarity matrix ``s(f_i, f_j⁺)`` with targets on its
+diagonal, plus the regulariser of the paper (Sohn keeps the embedding norms small instead of
+normalising them). The regulariser's scale follows TensorFlow's ``npairs_loss(reg_lambda=0.002)``:
+``0.25 λ (mean ||f_i||² + mean ||f_i⁺||²)``. Cost: an O(B log B) sort and an (N, N) matrix.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .pair_distances import (
+    SIMILARITIES,
+    Similarity,
+    check_batch,
+    check_metric,
+    pairwise_similarity,
+    zero_loss,
+)
+
+__all__ = ["NPairLoss", "first_pair_per_class"]
+
+
+class NPairLoss(nn.Module):
+    """Multi-class N-pair loss: softmax of each anchor over the positives of all classes.
+
+    Parameters
+    ----------
+    l2_weight : float, default=0.002
+        ``λ`` of the L2 embedding regulariser (0 disables it).
+    similarity : {"dot", "cosine"} or callable, default="dot"
+        Injected similarity (:func:`~rankmetric.losses.pair_distances.pairwise_similarity`).
+
+    Notes
+    -----
+    The batch should hold at least two samples of at least two classes (the paper's batches hold
+    exactly two per class); only the first two samples of each class are used. A batch with fewer
+    than two such pairs gives a zero loss (still attached to the graph).
+
+    References
+    ----------
+    Sohn, *Improved Deep Metric Learning with Multi-class N-pair Loss Objective*, NeurIPS 2016.
+    """
+
+    def __init__(self, l2_weight: float = 0.002, similarity: Similarity = "dot") -> None:
+        super().__init__()
+        if not l2_weight >= 0:
+            raise ValueError(f"l2_weight must be >= 0, got {l2_weight}.")
+        self.l2_weight = float(l2_weight)
+        self.similarity = check_metric(similarity, SIMILARITIES, "similarity")
+
+    def extra_repr(self) -> str:
+        return f"l2_weight={self.l2_weight}, similarity={self.similarity!r}"
+
+    def forward(self, embeddings: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        """The loss of a batch.
+
+        Parameters
+        ----------
+        embeddings : tensor of shape (B, d)
+        labels : integer tensor of shape (B,)
+
+        Returns
+        -------
+        scalar tensor
+        """
+        labels = check_batch(embeddings, labels)
+        anchor_idx, positive_idx = first_pair_per_class(labels)
+        if anchor_idx.shape[0] < 2:
+            return zero_loss(embeddings)
+        anchors, positives = embeddings[anchor_idx], embeddings[positive_idx]
+        logits = pairwise_similarity(anchors, self.similarity, positives)
+        targets = torch.arange(anchors.shape[0], device=embeddings.device)
+        loss = F.cross_entropy(logits, targets)
+        if self.l2_weight > 0:
+            sq_norms = torch.cat([anchors, positives]).pow(2).sum(dim=1)
+            loss = loss + 0.5 * self.l2_weight * sq_norms.mean()
+        return loss
+
+
+def first_pair_per_class(labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Indices of the first and second sample of every class that has two.
+
+    Parameters
+    ----------
+    labels : tensor of shape (B,)
+
+    Returns
+    -------
+    anchors, positives : int64 tensors of shape (N,)
+        One entry per class with at least two samples, in increasing label order.
+    """
+    order = torch.sort(labels, stable=True).indices
+    ranked = labels[order]
+    starts = torch.ones_like(ranked, dtype=torch.bool)
+    starts[1:] = ranked[1:] != ranked[:-1]
+    first = torch.nonzero(starts).flatten()
+    has_second = first + 1 < ranked.shape[0]
+    first = first[has_second]
+    first = first[ranked[first + 1] == ranked[first]]
+    return order[first], order[first + 1]

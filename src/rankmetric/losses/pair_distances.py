@@ -1,0 +1,263 @@
+"""Pairwise distances and similarities for batch losses, and the checks every batch loss shares.
+
+One dispatcher, one formula per metric, so that every loss of :mod:`rankmetric.losses` (the deep
+baselines and the Riemannian potato) measures a batch the same way:
+
+* vectors ``(n, d)``: ``"euclidean"`` ``||x − y||₂``, ``"sqeuclidean"`` ``||x − y||₂²``,
+  ``"cosine"`` ``1 − xᵀy / (||x|| ||y||)``;
+* SPD matrices ``(n, c, c)``: ``"airm"`` (affine-invariant Riemannian) and ``"log_euclidean"``,
+  delegated to :mod:`rankmetric.geometry.distances`;
+* any callable ``f(x, y) -> (n_x, n_y)`` tensor (the distance is injected, not subclassed).
+
+The Euclidean distance is computed from the Gram matrix (one matrix product, no ``(n, n, d)``
+tensor); its gradient at a zero distance (the diagonal, or duplicated points) is set to 0, the
+minimum-norm subgradient, instead of the ``inf``/NaN of a plain ``sqrt``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Literal
+
+import torch
+import torch.nn.functional as F
+
+__all__ = [
+    "Metric",
+    "Similarity",
+    "VECTOR_METRICS",
+    "SPD_METRICS",
+    "SIMILARITIES",
+    "pairwise_distance",
+    "pairwise_similarity",
+    "check_metric",
+    "check_batch",
+    "label_masks",
+    "zero_loss",
+    "masked_logsumexp",
+]
+
+VECTOR_METRICS = ("euclidean", "sqeuclidean", "cosine")
+SPD_METRICS = ("airm", "log_euclidean")
+SIMILARITIES = ("cosine", "dot")
+
+PairwiseFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+Metric = Literal["euclidean", "sqeuclidean", "cosine", "airm", "log_euclidean"] | PairwiseFn
+Similarity = Literal["cosine", "dot"] | PairwiseFn
+
+
+def check_metric(metric: Metric | Similarity, allowed: tuple[str, ...], name: str = "distance"):
+    """Return ``metric`` if it is callable or one of ``allowed``; raise ``ValueError`` otherwise."""
+    if callable(metric) or metric in allowed:
+        return metric
+    raise ValueError(f"{name} must be one of {allowed} or a callable f(x, y), got {metric!r}.")
+
+
+def pairwise_distance(
+    x: torch.Tensor, metric: Metric = "euclidean", y: torch.Tensor | None = None
+) -> torch.Tensor:
+    """Distances between every row of ``x`` and every row of ``y``.
+
+    Parameters
+    ----------
+    x : tensor of shape (n_x, d) or (n_x, c, c)
+        Vectors, or SPD matrices for ``"airm"`` / ``"log_euclidean"``.
+    metric : {"euclidean", "sqeuclidean", "cosine", "airm", "log_euclidean"} or callable
+        A callable is called as ``metric(x, y)`` (with ``y = x`` when ``y`` is None) and must
+        return a tensor of shape (n_x, n_y).
+    y : tensor of shape (n_y, d) or (n_y, c, c), optional
+        Defaults to ``x``; then the diagonal of a vector metric is exactly 0.
+
+    Returns
+    -------
+    tensor of shape (n_x, n_y)
+        Differentiable distances, in the dtype of ``x``.
+    """
+    if callable(metric):
+        return _call_injected(metric, x, x if y is None else y)
+    check_metric(metric, VECTOR_METRICS + SPD_METRICS)
+    if metric in SPD_METRICS:
+        return _spd_distance(x, metric, y)
+    _check_vectors(x, y, metric)
+    if metric == "cosine":
+        return 1.0 - _cosine(x, y)
+    sq = _squared_euclidean(x, y)
+    if metric == "sqeuclidean":
+        return sq
+    return _safe_sqrt(sq)
+
+
+def pairwise_similarity(
+    x: torch.Tensor, metric: Similarity = "cosine", y: torch.Tensor | None = None
+) -> torch.Tensor:
+    """Similarities between every row of ``x`` and every row of ``y`` (larger = more alike).
+
+    Parameters
+    ----------
+    x : tensor of shape (n_x, d)
+    metric : {"cosine", "dot"} or callable
+        ``"cosine"``: ``xᵀy / (||x|| ||y||)``; ``"dot"``: ``xᵀy``; a callable ``metric(x, y)``
+        returning shape (n_x, n_y).
+    y : tensor of shape (n_y, d), optional
+        Defaults to ``x``.
+
+    Returns
+    -------
+    tensor of shape (n_x, n_y)
+    """
+    if callable(metric):
+        return _call_injected(metric, x, x if y is None else y)
+    check_metric(metric, SIMILARITIES, "similarity")
+    _check_vectors(x, y, metric)
+    if metric == "cosine":
+        return _cosine(x, y)
+    return x @ (x if y is None else y).T
+
+
+def check_batch(
+    embeddings: torch.Tensor, labels: torch.Tensor, *, allow_matrices: bool = False
+) -> torch.Tensor:
+    """Validate a batch for a loss and return its labels as int64 on the embeddings' device.
+
+    Parameters
+    ----------
+    embeddings : tensor of shape (B, d), or (B, c, c) when ``allow_matrices``
+        Floating point and finite.
+    labels : integer tensor or array-like of shape (B,)
+    allow_matrices : bool, default=False
+        Accept square matrices (SPD embeddings for the Riemannian metrics).
+
+    Returns
+    -------
+    labels : int64 tensor of shape (B,)
+
+    Raises
+    ------
+    ValueError
+        Wrong shape or dtype, a label count different from the batch size, NaN or infinity.
+    """
+    if not isinstance(embeddings, torch.Tensor):
+        raise ValueError(f"embeddings must be a torch.Tensor, got {type(embeddings).__name__}.")
+    shape = tuple(embeddings.shape)
+    is_matrix = embeddings.ndim == 3 and shape[1] == shape[2]
+    if not (embeddings.ndim == 2 or (allow_matrices and is_matrix)):
+        expected = "(B, d) or (B, c, c)" if allow_matrices else "(B, d)"
+        raise ValueError(f"embeddings must have shape {expected}, got {shape}.")
+    if shape[0] == 0:
+        raise ValueError("embeddings are empty (a batch of 0 samples).")
+    if not embeddings.dtype.is_floating_point:
+        raise ValueError(f"embeddings must be floating point, got dtype {embeddings.dtype}.")
+    labels = torch.as_tensor(labels, device=embeddings.device)
+    if labels.ndim != 1 or labels.shape[0] != shape[0]:
+        raise ValueError(
+            f"labels must have shape ({shape[0]},) to match the embeddings, "
+            f"got {tuple(labels.shape)}."
+        )
+    if labels.dtype.is_floating_point or labels.dtype.is_complex or labels.dtype == torch.bool:
+        raise ValueError(f"labels must be integers, got dtype {labels.dtype}.")
+    if not bool(torch.isfinite(embeddings).all()):
+        raise ValueError("embeddings contain NaN or infinity.")
+    return labels.long()
+
+
+def label_masks(labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Boolean masks of the positive and negative pairs of a batch.
+
+    Parameters
+    ----------
+    labels : tensor of shape (B,)
+
+    Returns
+    -------
+    positive : bool tensor of shape (B, B)
+        ``labels[i] == labels[j]`` and ``i != j``.
+    negative : bool tensor of shape (B, B)
+        ``labels[i] != labels[j]``.
+    """
+    same = labels[:, None] == labels[None, :]
+    not_self = ~torch.eye(labels.shape[0], dtype=torch.bool, device=labels.device)
+    return same & not_self, ~same
+
+
+def zero_loss(*tensors: torch.Tensor) -> torch.Tensor:
+    """A scalar 0 attached to the graph of ``tensors`` (``backward()`` works, with zero grads)."""
+    return sum(t.sum() * 0.0 for t in tensors)
+
+
+def _call_injected(metric: PairwiseFn, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    out = metric(x, y)
+    expected = (x.shape[0], y.shape[0])
+    if not isinstance(out, torch.Tensor) or tuple(out.shape) != expected:
+        got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
+        raise ValueError(
+            f"the injected metric must return a tensor of shape {expected}, got {got}."
+        )
+    return out
+
+
+def _check_vectors(x: torch.Tensor, y: torch.Tensor | None, metric: str) -> None:
+    for name, t in (("x", x), ("y", y)):
+        if t is not None and t.ndim != 2:
+            raise ValueError(
+                f"metric {metric!r} needs vectors of shape (n, d); {name} has shape "
+                f"{tuple(t.shape)} (use 'airm' or 'log_euclidean' for SPD matrices)."
+            )
+    if y is not None and y.shape[1] != x.shape[1]:
+        raise ValueError(f"x and y have different dimensions: {x.shape[1]} and {y.shape[1]}.")
+
+
+def _spd_distance(x: torch.Tensor, metric: str, y: torch.Tensor | None) -> torch.Tensor:
+    for name, t in (("x", x), ("y", y)):
+        if t is not None and (t.ndim != 3 or t.shape[1] != t.shape[2]):
+            raise ValueError(
+                f"metric {metric!r} needs SPD matrices of shape (n, c, c); {name} has shape "
+                f"{tuple(t.shape)}."
+            )
+    from ..geometry.distances import pairwise_airm, pairwise_log_euclidean
+
+    fn = pairwise_airm if metric == "airm" else pairwise_log_euclidean
+    return fn(x, y)
+
+
+def _squared_euclidean(x: torch.Tensor, y: torch.Tensor | None) -> torch.Tensor:
+    """``||x_i − y_j||²`` from the Gram matrix, clamped at 0 (exact 0 on the diagonal if y is x)."""
+    other = x if y is None else y
+    sq_x = (x * x).sum(dim=1)
+    sq_y = sq_x if y is None else (other * other).sum(dim=1)
+    sq = (sq_x[:, None] + sq_y[None, :] - 2.0 * (x @ other.T)).clamp_min(0.0)
+    if y is None:
+        diagonal = torch.eye(x.shape[0], dtype=torch.bool, device=x.device)
+        sq = sq.masked_fill(diagonal, 0.0)
+    return sq
+
+
+def _safe_sqrt(sq: torch.Tensor) -> torch.Tensor:
+    """``sqrt`` with a zero gradient where its argument is 0."""
+    positive = sq > 0
+    return torch.where(positive, torch.sqrt(torch.where(positive, sq, 1.0)), 0.0)
+
+
+def _cosine(x: torch.Tensor, y: torch.Tensor | None) -> torch.Tensor:
+    x_unit = F.normalize(x, dim=1)
+    y_unit = x_unit if y is None else F.normalize(y, dim=1)
+    return x_unit @ y_unit.T
+
+
+def masked_logsumexp(x: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Row-wise ``log Σ_{j : mask_ij} exp(x_ij)`` with finite values and gradients everywhere.
+
+    Parameters
+    ----------
+    x : tensor of shape (n, m)
+    mask : bool tensor of shape (n, m)
+
+    Returns
+    -------
+    values : tensor of shape (n,)
+        The masked log-sum-exp of each row; an arbitrary finite number for a row with an empty mask.
+    nonempty : bool tensor of shape (n,)
+        Rows with at least one selected entry (select ``values`` with it, e.g. ``torch.where``).
+    """
+    nonempty = mask.any(dim=1)
+    mask = mask | ~nonempty[:, None]
+    return torch.logsumexp(x.masked_fill(~mask, -torch.inf), dim=1), nonempty

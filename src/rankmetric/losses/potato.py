@@ -1,0 +1,330 @@
+"""Riemannian Potato-based Ranking Loss (RPL; Kim, Suh, Lee & Jo), as defined in SPEC.md section 3.
+
+For an anchor ``i`` of class ``c`` and every other sample ``j`` of the batch, with ``d_ij`` the
+Riemannian distance between their embeddings, the potato of class ``c`` (the geometric mean ``μ_c``
+and geometric standard deviation ``σ_c`` of within-class distances, kept as buffers and updated
+online) turns distances into z-scores
+
+    z_ij = (log d_ij − log μ_c) / log σ_c .
+
+Hard positives ``P̂_i = {j ≠ i : y_j = c, z_ij > z_th}`` are pulled inside the potato and hard
+negatives ``N̂_i = {j : y_j ≠ c, z_ij < z_th + m}`` pushed out of it:
+
+    L_P(i) = mean_{j ∈ P̂_i} [z_ij − z_th]₊ ,   L_N(i) = mean_{j ∈ N̂_i} [z_th + m − z_ij]₊ ,
+    L = mean_i ( L_P(i) + λ L_N(i) )          (an empty set contributes 0).
+
+The potato update (the Riemannian potato's recursive rule, Barachant et al. 2013) runs in training
+mode, before the z-scores are computed, on the within-class pairs ``i < j`` of the batch, detached:
+
+    log μ_c ← (1 − α) log μ_c + α m_c ,   log² σ_c ← (1 − α) log² σ_c + α v_c ,
+
+with ``m_c`` the batch mean of ``log d`` over class-``c`` pairs and ``v_c`` the batch mean of
+``(log d − log μ_c)²`` around the *new* ``log μ_c``. A class seen for the first time takes the batch
+statistics directly. Under ``torch.distributed`` the per-class sums behind ``m_c`` and ``v_c`` are
+all-reduced, so every rank holds the same potato.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from ..geometry.distances import pairwise_airm, pairwise_log_euclidean
+
+__all__ = ["RiemannianPotatoLoss", "embedding_distances", "DISTANCES"]
+
+DISTANCES = ("airm", "log_euclidean")
+
+
+def embedding_distances(
+    A: torch.Tensor, B: torch.Tensor | None = None, distance: str = "airm"
+) -> torch.Tensor:
+    """Pairwise distances between embeddings: Riemannian for SPD matrices, Euclidean for vectors.
+
+    Parameters
+    ----------
+    A : tensor of shape (nA, c, c) or (nA, d)
+        SPD matrices (3-D) or vectors (2-D).
+    B : tensor of shape (nB, c, c) or (nB, d), optional
+        Defaults to ``A``.
+    distance : {"airm", "log_euclidean"}, default="airm"
+        Distance between SPD matrices: affine-invariant Riemannian (``sqrt(Σ log² λ_k(A, B))``)
+        or log-Euclidean (``||log A − log B||_F``). Ignored for vectors (Euclidean distance).
+
+    Returns
+    -------
+    tensor of shape (nA, nB)
+        Differentiable distances.
+    """
+    if distance not in DISTANCES:
+        raise ValueError(f"distance must be one of {DISTANCES}, got {distance!r}.")
+    if A.ndim == 2:
+        return torch.cdist(A, A if B is None else B)
+    if A.ndim != 3 or A.shape[-1] != A.shape[-2]:
+        raise ValueError(
+            f"embeddings must be vectors (n, d) or square matrices (n, c, c), got {tuple(A.shape)}."
+        )
+    if distance == "airm":
+        return pairwise_airm(A, B)
+    return pairwise_log_euclidean(A, B)
+
+
+def _all_reduce_sum(tensor: torch.Tensor) -> torch.Tensor:
+    """Sum ``tensor`` in place over the ranks of ``torch.distributed`` (a no-op when not running)."""
+    if (
+        torch.distributed.is_available()
+        and torch.distributed.is_initialized()
+        and torch.distributed.get_world_size() > 1
+    ):
+        torch.distributed.all_reduce(tensor, op=torch.distributed.ReduceOp.SUM)
+    return tensor
+
+
+def _all_reduce_max(value: int, device: torch.device) -> int:
+    """Largest ``value`` over the ranks of ``torch.distributed`` (``value`` itself when not running)."""
+    if (
+        torch.distributed.is_available()
+        and torch.distributed.is_initialized()
+        and torch.distributed.get_world_size() > 1
+    ):
+        t = torch.tensor([value], device=device)
+        torch.distributed.all_reduce(t, op=torch.distributed.ReduceOp.MAX)
+        return int(t.item())
+    return value
+
+
+def _masked_mean(values: torch.Tensor, mask: torch.Tensor, temperature: float) -> torch.Tensor:
+    """Per-row (weighted) mean of ``values`` over ``mask``; rows with an empty mask give 0.
+
+    With ``temperature > 0`` each entry is weighted by ``exp(temperature · value)`` (normalised
+    over the row's mask, weights detached), the Ranked List Loss weighting of violators.
+    """
+    if temperature > 0:
+        logits = torch.where(mask, temperature * values.detach(), -torch.inf)
+        row_max = logits.amax(dim=1, keepdim=True).clamp_min(0.0)
+        weights = torch.exp(logits - row_max)
+    else:
+        weights = mask.to(values.dtype)
+    total = weights.sum(dim=1)
+    weighted = torch.where(mask, weights * values, torch.zeros_like(values)).sum(dim=1)
+    return torch.where(total > 0, weighted / total.clamp_min(torch.finfo(values.dtype).tiny), 0.0)
+
+
+class RiemannianPotatoLoss(nn.Module):
+    """Riemannian Potato-based Ranking Loss over a batch of embeddings and class labels.
+
+    Parameters
+    ----------
+    z_threshold : float, default=0
+        ``z_th``: positives with ``z > z_th`` are hard; negatives with ``z < z_th + margin`` are hard.
+    margin : float, default=1
+        ``m``, in units of the potato's (log-)standard deviation.
+    neg_weight : float, default=1
+        ``λ``, weight of the negative term.
+    momentum : float, default=0.1
+        ``α``, rate of the online update of the potato statistics, in (0, 1].
+    distance : {"airm", "log_euclidean"}, default="airm"
+        Distance between SPD embeddings; vector embeddings always use the Euclidean distance.
+    temperature : float, default=0
+        0 averages the hinge terms of each set uniformly (SPEC.md); ``T > 0`` weights each violator
+        by ``exp(T · hinge)`` as in the Ranked List Loss (Wang et al., CVPR 2019), weights detached.
+    n_classes : int, optional
+        Number of classes (labels are ``0..n_classes−1``). ``None`` grows the statistics buffers
+        as larger labels appear.
+    eps : float, default=1e-6
+        Distances are clamped at ``eps`` before the logarithm (identical embeddings).
+    min_log_sigma : float, default=0.05
+        Floor on ``log σ_c`` so that a potato built from one or two pairs gives finite z-scores.
+
+    Attributes (buffers)
+    --------------------
+    log_mu : tensor of shape (n_classes,)
+        Running mean of ``log d`` over within-class pairs, per class (``log μ_c``).
+    log_sigma : tensor of shape (n_classes,)
+        Running standard deviation of ``log d`` over within-class pairs (``log σ_c``).
+    seen : bool tensor of shape (n_classes,)
+        Whether a class's potato has been initialised; anchors of unseen classes contribute 0.
+
+    Notes
+    -----
+    Call as ``loss(embeddings, labels)`` with ``embeddings`` of shape (B, c, c) (SPD) or (B, d)
+    and integer ``labels`` of shape (B,). The statistics are updated in training mode only
+    (``loss.train()``, the default); in ``eval()`` mode the stored potato is used as is.
+    The cost is one (B, B) distance matrix and O(B²) masked arithmetic, no loop over anchors.
+    """
+
+    def __init__(
+        self,
+        z_threshold: float = 0.0,
+        margin: float = 1.0,
+        neg_weight: float = 1.0,
+        momentum: float = 0.1,
+        distance: str = "airm",
+        *,
+        temperature: float = 0.0,
+        n_classes: int | None = None,
+        eps: float = 1e-6,
+        min_log_sigma: float = 0.05,
+    ) -> None:
+        super().__init__()
+        _check_loss_params(margin, neg_weight, momentum, distance, temperature, n_classes, eps)
+        if min_log_sigma <= 0:
+            raise ValueError(f"min_log_sigma must be > 0, got {min_log_sigma}.")
+        self.z_threshold = float(z_threshold)
+        self.margin = float(margin)
+        self.neg_weight = float(neg_weight)
+        self.momentum = float(momentum)
+        self.distance = distance
+        self.temperature = float(temperature)
+        self.eps = float(eps)
+        self.min_log_sigma = float(min_log_sigma)
+        size = 0 if n_classes is None else int(n_classes)
+        self.fixed_classes = n_classes is not None
+        self.register_buffer("log_mu", torch.zeros(size))
+        self.register_buffer("log_sigma", torch.ones(size))
+        self.register_buffer("seen", torch.zeros(size, dtype=torch.bool))
+
+    def extra_repr(self) -> str:
+        return (
+            f"z_threshold={self.z_threshold}, margin={self.margin}, neg_weight={self.neg_weight}, "
+            f"momentum={self.momentum}, distance={self.distance!r}, "
+            f"temperature={self.temperature}, n_classes={self.log_mu.shape[0]}"
+        )
+
+    def forward(self, embeddings: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        """The loss of a batch.
+
+        Parameters
+        ----------
+        embeddings : tensor of shape (B, c, c) or (B, d)
+            SPD embeddings or vectors.
+        labels : integer tensor of shape (B,)
+            Class codes in ``0..n_classes−1``.
+
+        Returns
+        -------
+        scalar tensor
+        """
+        labels = self._check_inputs(embeddings, labels)
+        log_d = embedding_distances(embeddings, distance=self.distance).clamp_min(self.eps).log()
+        same = labels[:, None] == labels[None, :]
+        not_self = ~torch.eye(labels.shape[0], dtype=torch.bool, device=labels.device)
+        if self.training:
+            self._update_statistics(log_d.detach(), labels, same & not_self)
+        z = self.z_scores(log_d, labels)
+        known = self.seen[labels][:, None]
+        hard_pos = same & not_self & known & (z > self.z_threshold)
+        hard_neg = ~same & known & (z < self.z_threshold + self.margin)
+        loss_pos = _masked_mean(torch.relu(z - self.z_threshold), hard_pos, self.temperature)
+        loss_neg = _masked_mean(
+            torch.relu(self.z_threshold + self.margin - z), hard_neg, self.temperature
+        )
+        return (loss_pos + self.neg_weight * loss_neg).mean()
+
+    def z_scores(self, log_d: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        """``z_ij = (log d_ij − log μ_{y_i}) / log σ_{y_i}`` for a (B, B) matrix of log-distances.
+
+        Parameters
+        ----------
+        log_d : tensor of shape (B, N)
+            ``log d_ij`` from anchor ``i`` to sample ``j``.
+        labels : integer tensor of shape (B,)
+            Anchors' classes (whose potatoes are used).
+
+        Returns
+        -------
+        tensor of shape (B, N)
+        """
+        log_mu = self.log_mu[labels].to(log_d.dtype)[:, None]
+        log_sigma = self.log_sigma[labels].to(log_d.dtype).clamp_min(self.min_log_sigma)[:, None]
+        return (log_d - log_mu) / log_sigma
+
+    @torch.no_grad()
+    def _update_statistics(
+        self, log_d: torch.Tensor, labels: torch.Tensor, within: torch.Tensor
+    ) -> None:
+        """Online update of each class's potato from the within-class pairs ``i < j`` of a batch."""
+        pairs = torch.triu(within, diagonal=1)
+        cls = labels[:, None].expand_as(pairs)[pairs]
+        values = log_d[pairs].to(torch.float64)
+        n_classes = self.log_mu.shape[0]
+        sums = torch.zeros(3, n_classes, dtype=torch.float64, device=log_d.device)
+        sums[0].index_add_(0, cls, torch.ones_like(values))
+        sums[1].index_add_(0, cls, values)
+        sums[2].index_add_(0, cls, values * values)
+        count, s1, s2 = _all_reduce_sum(sums)
+        present = count > 0
+        safe_count = count.clamp_min(1.0)
+        batch_mean = s1 / safe_count
+        old_mu = self.log_mu.to(torch.float64)
+        old_var = self.log_sigma.to(torch.float64) ** 2
+        seen = self.seen
+        alpha = self.momentum
+        new_mu = torch.where(seen, (1 - alpha) * old_mu + alpha * batch_mean, batch_mean)
+        spread = (s2 - 2 * new_mu * s1 + count * new_mu**2) / safe_count
+        new_var = torch.where(seen, (1 - alpha) * old_var + alpha * spread, spread).clamp_min(0.0)
+        self.log_mu.copy_(torch.where(present, new_mu, old_mu))
+        self.log_sigma.copy_(torch.where(present, new_var.sqrt(), old_var.sqrt()))
+        self.seen |= present
+
+    def _check_inputs(self, embeddings: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        if embeddings.ndim not in (2, 3):
+            raise ValueError(
+                f"embeddings must have shape (B, d) or (B, c, c), got {tuple(embeddings.shape)}."
+            )
+        labels = torch.as_tensor(labels, device=embeddings.device)
+        if labels.ndim != 1 or labels.shape[0] != embeddings.shape[0]:
+            raise ValueError(
+                f"labels must have shape ({embeddings.shape[0]},), got {tuple(labels.shape)}."
+            )
+        if labels.shape[0] < 2:
+            raise ValueError("a batch needs at least 2 embeddings to form pairs.")
+        if labels.dtype.is_floating_point or labels.dtype == torch.bool:
+            raise ValueError(f"labels must be integer class codes, got dtype {labels.dtype}.")
+        labels = labels.long()
+        if int(labels.min()) < 0:
+            raise ValueError("labels must be non-negative class codes 0..n_classes-1.")
+        self._ensure_classes(int(labels.max()) + 1)
+        return labels
+
+    def _ensure_classes(self, needed: int) -> None:
+        """Grow the statistics buffers to ``needed`` classes (unless ``n_classes`` was fixed)."""
+        current = self.log_mu.shape[0]
+        if self.fixed_classes:
+            if needed > current:
+                raise ValueError(f"labels must be < n_classes={current}, got label {needed - 1}.")
+            return
+        needed = _all_reduce_max(needed, self.log_mu.device)
+        if needed > current:
+            self._resize(needed)
+
+    def _resize(self, size: int) -> None:
+        grow = size - self.log_mu.shape[0]
+        self.log_mu = torch.cat([self.log_mu, self.log_mu.new_zeros(grow)])
+        self.log_sigma = torch.cat([self.log_sigma, self.log_sigma.new_ones(grow)])
+        self.seen = torch.cat([self.seen, self.seen.new_zeros(grow)])
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        incoming = state_dict.get(prefix + "log_mu")
+        if incoming is not None and not self.fixed_classes and incoming.shape != self.log_mu.shape:
+            self.log_mu = torch.zeros_like(incoming, device=self.log_mu.device)
+            self.log_sigma = torch.ones_like(incoming, device=self.log_sigma.device)
+            self.seen = torch.zeros(incoming.shape, dtype=torch.bool, device=self.seen.device)
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+
+
+def _check_loss_params(margin, neg_weight, momentum, distance, temperature, n_classes, eps) -> None:
+    if margin < 0:
+        raise ValueError(f"margin must be >= 0, got {margin}.")
+    if neg_weight < 0:
+        raise ValueError(f"neg_weight must be >= 0, got {neg_weight}.")
+    if not 0 < momentum <= 1:
+        raise ValueError(f"momentum must be in (0, 1], got {momentum}.")
+    if distance not in DISTANCES:
+        raise ValueError(f"distance must be one of {DISTANCES}, got {distance!r}.")
+    if temperature < 0:
+        raise ValueError(f"temperature must be >= 0, got {temperature}.")
+    if n_classes is not None and (int(n_classes) != n_classes or n_classes < 1):
+        raise ValueError(f"n_classes must be a positive integer or None, got {n_classes!r}.")
+    if eps <= 0:
+        raise ValueError(f"eps must be > 0, got {eps}.")

@@ -1,0 +1,132 @@
+"""Proxy NCA loss (Movshovitz-Attias et al., ICCV 2017): NCA against one learnable proxy per class.
+
+With unit-norm embeddings ``x̂ = x / ||x||`` and proxies ``p̂_z = p_z / ||p_z||``, the squared
+Euclidean distance ``d(x, z) = ||x̂ − p̂_z||²`` and a softmax scale ``s`` (1 in the paper),
+
+    ℓ(x, y) = −log( exp(−s d(x, y)) / Σ_{z ∈ Z'} exp(−s d(x, z)) ) ,     L = mean over the batch,
+
+where ``Z' = Z \\ {y}`` (the paper's eq. 9: the positive proxy is left out of the denominator,
+``exclude_positive=True``) or ``Z' = Z`` (a plain softmax over all proxies, the convention of
+pytorch-metric-learning's ``ProxyNCALoss``). Cost: a (B, n_classes) distance matrix.
+"""
+
+from __future__ import annotations
+
+from numbers import Integral
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .pair_distances import check_batch, pairwise_distance
+
+__all__ = ["ProxyNCALoss"]
+
+
+class ProxyNCALoss(nn.Module):
+    """Proxy NCA with one learnable proxy per class (the proxies are an ``nn.Parameter``).
+
+    Parameters
+    ----------
+    n_classes : int
+        Number of classes ``≥ 2``; labels must be the codes ``0..n_classes−1``.
+    embedding_dim : int
+        Dimension ``d`` of the embeddings (and of the proxies).
+    softmax_scale : float, default=1.0
+        ``s > 0``, multiplies the negative squared distances before the softmax.
+    exclude_positive : bool, default=True
+        Leave the positive proxy out of the denominator (the paper) or not (a plain softmax).
+    generator : torch.Generator, optional
+        Random source of the proxies' initialisation, ``N(0, 1)`` entries (on the CPU).
+    dtype : torch.dtype, default=torch.float32
+    device : str or torch.device, optional
+
+    Attributes
+    ----------
+    proxies : nn.Parameter of shape (n_classes, embedding_dim)
+        Unnormalised proxies (normalised inside the loss); train them with the embedding model.
+
+    References
+    ----------
+    Movshovitz-Attias, Toshev, Leung, Ioffe & Singh, *No Fuss Distance Metric Learning using
+    Proxies*, ICCV 2017.
+    """
+
+    def __init__(
+        self,
+        n_classes: int,
+        embedding_dim: int,
+        *,
+        softmax_scale: float = 1.0,
+        exclude_positive: bool = True,
+        generator: torch.Generator | None = None,
+        dtype: torch.dtype = torch.float32,
+        device: str | torch.device | None = None,
+    ) -> None:
+        super().__init__()
+        _check_positive_int(n_classes, "n_classes", minimum=2)
+        _check_positive_int(embedding_dim, "embedding_dim", minimum=1)
+        if not softmax_scale > 0:
+            raise ValueError(f"softmax_scale must be > 0, got {softmax_scale}.")
+        self.softmax_scale = float(softmax_scale)
+        self.exclude_positive = bool(exclude_positive)
+        init = torch.randn(n_classes, embedding_dim, generator=generator, dtype=dtype)
+        self.proxies = nn.Parameter(init.to(device))
+
+    @property
+    def n_classes(self) -> int:
+        return self.proxies.shape[0]
+
+    def extra_repr(self) -> str:
+        return (
+            f"n_classes={self.proxies.shape[0]}, embedding_dim={self.proxies.shape[1]}, "
+            f"softmax_scale={self.softmax_scale}, exclude_positive={self.exclude_positive}"
+        )
+
+    def forward(self, embeddings: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        """The loss of a batch.
+
+        Parameters
+        ----------
+        embeddings : tensor of shape (B, embedding_dim)
+            Same dtype and device as the proxies.
+        labels : integer tensor of shape (B,)
+            Class codes in ``0..n_classes−1``.
+
+        Returns
+        -------
+        scalar tensor
+        """
+        labels = self._check_inputs(embeddings, labels)
+        x_unit = F.normalize(embeddings, dim=1)
+        proxies_unit = F.normalize(self.proxies, dim=1)
+        logits = -self.softmax_scale * pairwise_distance(x_unit, "sqeuclidean", proxies_unit)
+        positive_logit = logits.gather(1, labels[:, None])[:, 0]
+        if self.exclude_positive:
+            own_class = F.one_hot(labels, self.n_classes).bool()
+            logits = logits.masked_fill(own_class, -torch.inf)
+        return (torch.logsumexp(logits, dim=1) - positive_logit).mean()
+
+    def _check_inputs(self, embeddings: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        labels = check_batch(embeddings, labels)
+        if embeddings.shape[1] != self.proxies.shape[1]:
+            raise ValueError(
+                f"embeddings have dimension {embeddings.shape[1]}, the proxies "
+                f"{self.proxies.shape[1]} (embedding_dim)."
+            )
+        if embeddings.dtype != self.proxies.dtype or embeddings.device != self.proxies.device:
+            raise ValueError(
+                f"embeddings are {embeddings.dtype} on {embeddings.device} but the proxies are "
+                f"{self.proxies.dtype} on {self.proxies.device}; move the loss with .to(...)."
+            )
+        if int(labels.min()) < 0 or int(labels.max()) >= self.n_classes:
+            raise ValueError(
+                f"labels must be class codes in 0..{self.n_classes - 1}, got values in "
+                f"[{int(labels.min())}, {int(labels.max())}]."
+            )
+        return labels
+
+
+def _check_positive_int(value, name: str, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, Integral) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}.")

@@ -1,0 +1,175 @@
+"""Similarity regression on the sphere and the L1,2 group norm of SSNE.
+
+SSNE (Batra & Shakhnarovich) minimises, over pairs ``q`` with target similarity ``s_q``,
+
+    J(W) = λ Σ_q (s_q − Ŝ_q)² + Σ_m ||w_m||₂ ,      Ŝ_q = H(x_{q1})ᵀ H(x_{q2}).
+
+This module holds the squared loss (averaged per pair, so its scale does not depend on how many
+pairs are drawn), the group-norm penalty and its proximal operator. With the per-pair mean the
+objective optimised is ``J'(W) = mean_q (s_q − Ŝ_q)² + reg_lambda · Σ_m ||w_m||₂``, i.e.
+``J' = J / (λ |C|)`` with ``reg_lambda = 1 / (λ |C|)`` for ``|C|`` pairs.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from ..models.sphere import sphere_similarity
+
+__all__ = [
+    "SimilarityRegressionLoss",
+    "label_similarity_targets",
+    "group_norm_penalty",
+    "group_soft_threshold_",
+]
+
+
+def label_similarity_targets(
+    labels_a: torch.Tensor, labels_b: torch.Tensor, neg_target: float = -1.0
+) -> torch.Tensor:
+    """Targets ``s = 1`` for same-label pairs and ``neg_target`` otherwise.
+
+    ``labels_a`` and ``labels_b`` broadcast against each other (paired vectors, or a column and a
+    row for every pair of a batch); the result has their broadcast shape and float32 dtype.
+    """
+    same = labels_a == labels_b
+    return torch.where(same, 1.0, float(neg_target)).to(torch.float32)
+
+
+def _check_neg_target(neg_target: float) -> float:
+    neg_target = float(neg_target)
+    if not -1.0 <= neg_target < 1.0:
+        raise ValueError(f"neg_target must lie in [-1, 1), got {neg_target}.")
+    return neg_target
+
+
+class SimilarityRegressionLoss(nn.Module):
+    """Squared loss between target similarities and ``Ŝ = H(a)ᵀ H(b)``, averaged over pairs.
+
+    Two faces share one formula:
+
+    * ``loss(embeddings, labels)``: every unordered pair ``i < j`` of the batch, with target
+      ``+1`` for the same label and ``neg_target`` otherwise;
+    * ``loss.pairs(emb_a, emb_b, targets)``: explicit pairs with real-valued targets in
+      ``[-1, 1]`` (partial supervision).
+
+    Parameters
+    ----------
+    neg_target : float, default=-1.0
+        Target similarity of a pair with different labels (``-1``: opposite points on the sphere;
+        ``0``: orthogonal).
+    """
+
+    def __init__(self, neg_target: float = -1.0) -> None:
+        super().__init__()
+        self.neg_target = _check_neg_target(neg_target)
+
+    def pairs(
+        self,
+        emb_a: torch.Tensor,
+        emb_b: torch.Tensor,
+        targets: torch.Tensor,
+        weights: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """Mean of ``(s_q − H(a_q)ᵀ H(b_q))²`` over the pairs ``q``.
+
+        Parameters
+        ----------
+        emb_a, emb_b : Tensor of shape (n_pairs, n_components)
+            Unit-norm embeddings of the two sides of each pair.
+        targets : Tensor of shape (n_pairs,)
+            Target similarities ``s_q``.
+        weights : Tensor of shape (n_pairs,), optional
+            Non-negative pair weights; the result is then the weighted mean.
+
+        Returns
+        -------
+        Scalar tensor.
+        """
+        if targets.shape != emb_a.shape[:1]:
+            raise ValueError(
+                f"targets must have shape ({emb_a.shape[0]},), got {tuple(targets.shape)}."
+            )
+        sq = (targets.to(emb_a.dtype) - sphere_similarity(emb_a, emb_b)) ** 2
+        if weights is None:
+            return sq.mean()
+        weights = weights.to(sq.dtype)
+        return (weights * sq).sum() / weights.sum().clamp_min(torch.finfo(sq.dtype).tiny)
+
+    def forward(self, embeddings: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        """Mean squared similarity error over the ``B (B − 1) / 2`` pairs of a labelled batch.
+
+        Parameters
+        ----------
+        embeddings : Tensor of shape (batch_size, n_components)
+            Unit-norm embeddings.
+        labels : Tensor of shape (batch_size,)
+            Class labels (integers).
+
+        Returns
+        -------
+        Scalar tensor.
+        """
+        n = embeddings.shape[0]
+        if labels.shape != (n,):
+            raise ValueError(f"labels must have shape ({n},), got {tuple(labels.shape)}.")
+        if n < 2:
+            raise ValueError("a batch needs at least two embeddings to form a pair.")
+        gram = embeddings @ embeddings.T
+        targets = label_similarity_targets(labels[:, None], labels[None, :], self.neg_target)
+        upper = torch.triu(torch.ones(n, n, dtype=torch.bool, device=embeddings.device), 1)
+        return ((targets.to(gram.dtype) - gram)[upper] ** 2).mean()
+
+
+def group_norm_penalty(weight: torch.Tensor) -> torch.Tensor:
+    """The L1,2 group norm ``R(W) = Σ_m ||w_m||₂`` over the columns of ``weight``.
+
+    Parameters
+    ----------
+    weight : Tensor of shape (n_rows, n_groups)
+        One group per column (for SSNE, ``W`` with the bias in the last row: the bias is part of
+        its unit's group, so a zeroed group is a unit that outputs exactly 0).
+
+    Returns
+    -------
+    Scalar tensor.
+    """
+    return torch.linalg.vector_norm(weight, dim=0).sum()
+
+
+@torch.no_grad()
+def group_soft_threshold_(
+    weight: torch.Tensor, threshold: float, columns: torch.Tensor | None = None
+) -> torch.Tensor:
+    """Proximal operator of ``threshold · R``, applied in place: ``w_m ← w_m · max(0, 1 − τ / ||w_m||)``.
+
+    Columns whose norm is at most ``τ`` become exactly zero; the others shrink towards zero by
+    ``τ`` in norm. After a gradient step of size ``η`` on the loss, ``τ = η · reg_lambda`` makes
+    this a proximal-gradient step on ``loss + reg_lambda · R``.
+
+    Parameters
+    ----------
+    weight : Tensor of shape (n_rows, n_groups)
+        Modified in place.
+    threshold : float
+        ``τ ≥ 0``.
+    columns : Tensor, optional
+        Indices (or boolean mask) of the columns to threshold; the others are left untouched
+        (block-coordinate steps). Default: every column.
+
+    Returns
+    -------
+    Tensor of shape (n_groups,), bool
+        Which columns are non-zero afterwards.
+    """
+    if threshold < 0:
+        raise ValueError(f"the soft-threshold must be non-negative, got {threshold}.")
+    norms = torch.linalg.vector_norm(weight, dim=0)
+    shrink = (1.0 - threshold / norms.clamp_min(torch.finfo(weight.dtype).tiny)).clamp_min(0.0)
+    if columns is not None:
+        keep = torch.ones_like(shrink)
+        keep[columns] = shrink[columns]
+        shrink = keep
+    weight.mul_(shrink)
+    return (weight != 0).any(dim=0)

@@ -1,0 +1,202 @@
+"""Triplet margin loss with four in-batch mining strategies, in O(B²) memory.
+
+For an anchor ``a``, a positive ``p`` (same label, ``p ≠ a``) and a negative ``n`` (another label),
+with ``D`` the injected distance and ``m`` the margin,
+
+    ℓ(a, p, n) = [D_ap − D_an + m]₊ .
+
+Mining picks the triplets of a batch (``P(a)`` / ``N(a)``: positives / negatives of ``a``):
+
+* ``"all"``: every valid triplet (Weinberger & Saul 2009; "batch all", Hermans et al. 2017);
+* ``"hard"``: per anchor the farthest positive and the closest negative ("batch hard",
+  Hermans, Beyer & Leibe 2017, *In Defense of the Triplet Loss*);
+* ``"semihard"``: FaceNet (Schroff, Kalenichenko & Philbin 2015): every anchor-positive pair with
+  its semi-hard negative, the closest negative farther than the positive,
+  ``n* = argmin {D_an : n ∈ N(a), D_an > D_ap}``. When no negative is farther than the positive,
+  the farthest negative is used (TensorFlow's ``triplet_semihard_loss`` convention: the mildest
+  violator, not the hardest one);
+* ``"random"``: per anchor one positive and one negative drawn uniformly (Triplet-Random).
+
+The loss is the mean of ``ℓ`` over the mined triplets (``average_nonzero=True``: over those with
+``ℓ > 0``, as pytorch-metric-learning's ``AvgNonZeroReducer``).
+
+Cost: one (B, B) distance matrix. ``"all"`` never forms the (B, B, B) hinge tensor: per anchor the
+negative distances are sorted once, and for each positive ``t = D_ap + m``
+
+    Σ_{n ∈ N(a)} [t − D_an]₊ = c · t − Σ_{n : D_an < t} D_an ,    c = #{n ∈ N(a) : D_an < t},
+
+read off prefix sums with a binary search: O(B² log B) time, O(B²) memory, exact gradients.
+``"semihard"`` uses the same search; ``"hard"`` and ``"random"`` are masked reductions.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import torch
+from torch import Tensor, nn
+
+from .pair_distances import (
+    SPD_METRICS,
+    VECTOR_METRICS,
+    Metric,
+    check_batch,
+    check_metric,
+    label_masks,
+    pairwise_distance,
+    zero_loss,
+)
+
+__all__ = ["TripletLoss", "MINING"]
+
+MINING = ("all", "hard", "semihard", "random")
+Mining = Literal["all", "hard", "semihard", "random"]
+Mined = tuple[Tensor, int, int]  # (sum of the hinges, number of triplets, number of them > 0)
+
+
+class TripletLoss(nn.Module):
+    """Triplet margin loss ``[D_ap − D_an + m]₊`` over in-batch mined triplets.
+
+    Parameters
+    ----------
+    margin : float, default=0.2
+        ``m ≥ 0`` (FaceNet's α = 0.2, for unit-norm embeddings).
+    mining : {"all", "hard", "semihard", "random"}, default="all"
+        Which triplets of the batch enter the loss (see the module docstring).
+    distance : {"euclidean", "sqeuclidean", "cosine", "airm", "log_euclidean"} or callable, \
+default="euclidean"
+        Injected distance (:func:`~rankmetric.losses.pair_distances.pairwise_distance`); a
+        callable ``f(x, y)`` returns the (n_x, n_y) distance matrix.
+    average_nonzero : bool, default=False
+        Average over the triplets with a positive hinge only, instead of all mined triplets.
+    generator : torch.Generator, optional
+        Random source of ``mining="random"`` (seed it for reproducible draws).
+
+    References
+    ----------
+    Schroff, Kalenichenko & Philbin, *FaceNet*, CVPR 2015. Hermans, Beyer & Leibe, *In Defense of
+    the Triplet Loss for Person Re-Identification*, arXiv:1703.07737, 2017.
+    """
+
+    def __init__(
+        self,
+        margin: float = 0.2,
+        mining: Mining = "all",
+        distance: Metric = "euclidean",
+        *,
+        average_nonzero: bool = False,
+        generator: torch.Generator | None = None,
+    ) -> None:
+        super().__init__()
+        if not margin >= 0:
+            raise ValueError(f"margin must be >= 0, got {margin}.")
+        if mining not in MINING:
+            raise ValueError(f"mining must be one of {MINING}, got {mining!r}.")
+        self.margin = float(margin)
+        self.mining = mining
+        self.distance = check_metric(distance, VECTOR_METRICS + SPD_METRICS)
+        self.average_nonzero = bool(average_nonzero)
+        self.generator = generator
+
+    def extra_repr(self) -> str:
+        return (
+            f"margin={self.margin}, mining={self.mining!r}, distance={self.distance!r}, "
+            f"average_nonzero={self.average_nonzero}"
+        )
+
+    def forward(self, embeddings: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        """The loss of a batch.
+
+        Parameters
+        ----------
+        embeddings : tensor of shape (B, d), or (B, c, c) for an SPD metric
+        labels : integer tensor of shape (B,)
+
+        Returns
+        -------
+        scalar tensor
+            0 (still attached to the graph) when the batch has no valid triplet.
+        """
+        labels = check_batch(embeddings, labels, allow_matrices=True)
+        positive, negative = label_masks(labels)
+        if not bool((positive.any(dim=1) & negative.any(dim=1)).any()):
+            return zero_loss(embeddings)
+        dist = pairwise_distance(embeddings, self.distance)
+        miner = {
+            "all": _all_triplets,
+            "hard": _batch_hard,
+            "semihard": _semihard,
+            "random": self._random,
+        }[self.mining]
+        total, n_terms, n_nonzero = miner(dist, positive, negative, self.margin)
+        count = n_nonzero if self.average_nonzero else n_terms
+        if count == 0:
+            return zero_loss(embeddings) + total * 0.0
+        return total / count
+
+    def _random(self, dist: Tensor, positive: Tensor, negative: Tensor, margin: float) -> Mined:
+        """One uniformly drawn positive and negative per anchor."""
+        pos_idx = _uniform_choice(positive, self.generator)
+        neg_idx = _uniform_choice(negative, self.generator)
+        d_ap = dist.gather(1, pos_idx[:, None])[:, 0]
+        d_an = dist.gather(1, neg_idx[:, None])[:, 0]
+        valid = positive.any(dim=1) & negative.any(dim=1)
+        return _hinge_sum(d_ap - d_an + margin, valid)
+
+
+def _hinge_sum(violation: Tensor, valid: Tensor) -> Mined:
+    """``(Σ_valid [v]₊, #valid, #{valid : v > 0})``."""
+    hinge = torch.where(valid, torch.relu(violation), 0.0)
+    return hinge.sum(), int(valid.sum()), int((valid & (violation > 0)).sum())
+
+
+def _sorted_negatives(dist: Tensor, negative: Tensor) -> tuple[Tensor, Tensor]:
+    """Each row's negative distances in increasing order, non-negatives (+inf) last.
+
+    Returns ``(sorted_dist (B, B), n_negatives (B,))``.
+    """
+    masked = dist.masked_fill(~negative, torch.inf)
+    return masked.sort(dim=1).values, negative.sum(dim=1)
+
+
+def _all_triplets(dist: Tensor, positive: Tensor, negative: Tensor, margin: float) -> Mined:
+    """Every valid triplet, by prefix sums over sorted negative distances (see module docstring)."""
+    sorted_neg, n_neg = _sorted_negatives(dist, negative)
+    threshold = dist + margin  # t_ap, shape (B, B)
+    below = torch.searchsorted(sorted_neg.contiguous(), threshold.detach().contiguous())
+    finite = sorted_neg.masked_fill(torch.isinf(sorted_neg), 0.0).to(torch.float64)
+    prefix = torch.cat([finite.new_zeros(dist.shape[0], 1), finite.cumsum(dim=1)], dim=1)
+    # c·t − Σ D_an in float64: the difference of two sums of up to B terms each
+    per_pair = (below * threshold.to(torch.float64) - prefix.gather(1, below)).to(dist.dtype)
+    total = torch.where(positive, per_pair, 0.0).sum()
+    n_terms = int((positive.sum(dim=1) * n_neg).sum())
+    n_nonzero = int(torch.where(positive, below, 0).sum())
+    return total, n_terms, n_nonzero
+
+
+def _semihard(dist: Tensor, positive: Tensor, negative: Tensor, margin: float) -> Mined:
+    """Every anchor-positive pair with its semi-hard negative (FaceNet; TF's fallback)."""
+    sorted_neg, n_neg = _sorted_negatives(dist, negative)
+    farther = torch.searchsorted(sorted_neg.contiguous(), dist.detach().contiguous(), right=True)
+    last = (n_neg - 1).clamp_min(0)[:, None].expand_as(farther)
+    chosen = torch.where(farther < n_neg[:, None], farther, last)
+    d_an = sorted_neg.gather(1, chosen)
+    valid = positive & (n_neg > 0)[:, None]
+    d_an = torch.where(valid, d_an, 0.0)
+    return _hinge_sum(dist - d_an + margin, valid)
+
+
+def _batch_hard(dist: Tensor, positive: Tensor, negative: Tensor, margin: float) -> Mined:
+    """Per anchor: the farthest positive against the closest negative (Hermans et al. 2017)."""
+    hardest_pos = dist.masked_fill(~positive, -torch.inf).amax(dim=1)
+    hardest_neg = dist.masked_fill(~negative, torch.inf).amin(dim=1)
+    valid = positive.any(dim=1) & negative.any(dim=1)
+    violation = torch.where(valid, hardest_pos - hardest_neg + margin, 0.0)
+    return _hinge_sum(violation, valid)
+
+
+def _uniform_choice(mask: Tensor, generator: torch.Generator | None) -> Tensor:
+    """Per row, the column of one uniformly drawn ``True`` entry (arbitrary for an empty row)."""
+    device = generator.device if generator is not None else mask.device
+    scores = torch.rand(mask.shape, generator=generator, device=device).to(mask.device)
+    return scores.masked_fill(~mask, -1.0).argmax(dim=1)

@@ -1,0 +1,546 @@
+"""The WARP loss of WARCA (Jose & Fleuret, ECCV 2016, eq. 3–7) and its AON regulariser.
+
+For an anchor ``i``, a positive ``j`` (same label) and the negatives ``k ∈ other(i)``::
+
+    ξ_ijk       = F(x_i, x_j) − F(x_i, x_k)                         (eq. 6)
+    rank^γ_ij   = #{k ∈ other(i) : γ + ξ_ijk > 0}                   (eq. 7)
+    term_ij     = L(rank^γ_ij) / rank^γ_ij · Σ_k |γ + ξ_ijk|₊       (eq. 5)
+    L(r)        = Σ_{t=1..r} 1/t                                    (WARP weight, L(0) = 0)
+
+The formula is written once, in :func:`warp_loss_from_violations`, as ``L(r̂) / v · Σ_viol hinge``
+where ``v`` counts the violators found and ``r̂`` estimates the rank. Three ways of finding them
+feed it:
+
+* :class:`WARPLoss` — in-batch, for any network: every other-label sample of the batch is a
+  negative and the rank is the exact in-batch count (optionally rescaled to the data set by the
+  fraction of violators). Built from sorted negative distances and prefix sums: O(B²) memory,
+  never a B × B × B tensor.
+* :func:`sampled_warp_loss` with ``sampling="batched"`` (WARCA's default) — S negatives drawn at
+  once per positive pair, ``r̂ = |other(i)| · v / S``, an unbiased estimate of eq. 7.
+* :func:`sampled_warp_loss` with ``sampling="sequential"`` — the reference code's estimator:
+  negatives drawn until the first violator (at most ``max_sampling``), ``r̂ = ⌊|other(i)| / draws⌋``,
+  vectorised across pairs (growing chunks of draws, the first violator found with ``argmax``).
+
+The regularisers: :func:`aon_penalty` ``½||W Wᵀ − I||²`` (eq. 4) and :func:`kernel_aon_penalty`
+``½||A K Aᵀ − I||²`` (eq. 8) computed from ``K Aᵀ`` alone (no N × N beyond ``K``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from numbers import Real
+
+import numpy as np
+import torch
+from torch import nn
+
+from ..sampling import LabelIndex
+from .pair_distances import Metric, check_batch, check_metric, label_masks, pairwise_distance
+
+__all__ = [
+    "SAMPLINGS",
+    "harmonic_number",
+    "warp_hinge",
+    "warp_loss_from_violations",
+    "batched_rank_estimate",
+    "sequential_rank_estimate",
+    "first_violation",
+    "exact_rank",
+    "sampled_warp_loss",
+    "aon_penalty",
+    "kernel_aon_penalty",
+    "WARPLoss",
+]
+
+SAMPLINGS = ("batched", "sequential")
+EULER_GAMMA = 0.5772156649015329
+#: First chunk of draws of the sequential sampler (doubles each round).
+SEQUENTIAL_FIRST_CHUNK = 16
+#: Squared distances are clamped at this value before the square root (finite gradients).
+DISTANCE_EPS = 1e-12
+
+Embed = Callable[[torch.Tensor], torch.Tensor]
+
+
+def harmonic_number(rank: torch.Tensor) -> torch.Tensor:
+    """WARP weight ``L(r) = Σ_{t=1..r} 1/t``, extended to real ``r ≥ 0`` by ``ψ(r + 1) + γ_E``.
+
+    Equal to the harmonic number on integers, exactly 0 at ``r = 0``, increasing and concave, so
+    the real-valued batched estimate ``r̂`` needs no rounding.
+
+    Parameters
+    ----------
+    rank : tensor of any shape, values ``≥ 0``
+
+    Returns
+    -------
+    tensor of the same shape
+    """
+    rank = rank.to(torch.get_default_dtype()) if not rank.is_floating_point() else rank
+    value = torch.special.digamma(rank + 1.0) + EULER_GAMMA
+    return torch.where(rank > 0, value, torch.zeros_like(value))
+
+
+def warp_hinge(
+    d_pos: torch.Tensor, d_neg: torch.Tensor, margin: float, valid: torch.Tensor | None = None
+) -> torch.Tensor:
+    """``|γ + ξ|₊ = max(0, γ + d(a, p) − d(a, n))`` for each (anchor, positive) row and negative.
+
+    Parameters
+    ----------
+    d_pos : tensor of shape (P,)
+        Distance from each anchor to its positive.
+    d_neg : tensor of shape (P, S)
+        Distances from each anchor to S negatives.
+    margin : float
+        ``γ``.
+    valid : bool tensor of shape (P, S), optional
+        Negatives to count; the others get a hinge of 0.
+
+    Returns
+    -------
+    tensor of shape (P, S)
+    """
+    hinge = torch.relu(margin + d_pos[:, None] - d_neg)
+    return hinge if valid is None else torch.where(valid, hinge, torch.zeros_like(hinge))
+
+
+def warp_loss_from_violations(
+    hinge_sum: torch.Tensor, n_violators: torch.Tensor, rank: torch.Tensor
+) -> torch.Tensor:
+    """One term of eq. 5 per (anchor, positive) row: ``L(r̂) / v · Σ_{violators} |γ + ξ|₊``.
+
+    With all negatives seen, ``v = r̂ = rank^γ`` and this is eq. 5 exactly. With S negatives drawn
+    uniformly, ``|other| / S · Σ_sampled`` estimates ``Σ_k`` and ``r̂ = |other| v / S``, so
+    ``L(r̂)/r̂ · |other|/S · Σ = L(r̂)/v · Σ``. With the sequential sampler ``v = 1`` (the first
+    violator) and ``r̂ = ⌊|other| / draws⌋``. The weight is a constant of the gradient (the rank
+    is piecewise constant in the parameters).
+
+    Parameters
+    ----------
+    hinge_sum : tensor of shape (P,)
+        Sum of the hinges of the violators found for each row.
+    n_violators : tensor of shape (P,)
+        Number of violators found (``v``).
+    rank : tensor of shape (P,)
+        Rank estimate ``r̂`` (``rank^γ`` of eq. 7 or its estimate).
+
+    Returns
+    -------
+    tensor of shape (P,)
+        0 for rows without a violator.
+    """
+    v = n_violators.to(hinge_sum.dtype)
+    weight = harmonic_number(rank.to(hinge_sum.dtype)) / v.clamp_min(1.0)
+    return torch.where(v > 0, weight.detach() * hinge_sum, torch.zeros_like(hinge_sum))
+
+
+def batched_rank_estimate(
+    n_violators: torch.Tensor, n_drawn: torch.Tensor | int, n_other: torch.Tensor
+) -> torch.Tensor:
+    """``r̂ = |other(i)| · v / S``: unbiased for eq. 7 when the S negatives are uniform draws.
+
+    Parameters
+    ----------
+    n_violators : tensor of shape (P,)
+        ``v``, violators among the S draws.
+    n_drawn : int or tensor of shape (P,)
+        ``S``.
+    n_other : tensor of shape (P,)
+        ``|other(i)|``.
+    """
+    return n_other.to(torch.float64) * n_violators.to(torch.float64) / n_drawn
+
+
+def sequential_rank_estimate(n_draws: torch.Tensor, n_other: torch.Tensor) -> torch.Tensor:
+    """The reference code's ``r̂ = ⌊|other(i)| / draws⌋`` (draws up to and with the first violator)."""
+    return torch.floor(n_other.to(torch.float64) / n_draws.to(torch.float64).clamp_min(1.0))
+
+
+def first_violation(violates: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Position of the first ``True`` of each row.
+
+    Parameters
+    ----------
+    violates : bool tensor of shape (P, S)
+
+    Returns
+    -------
+    found : bool tensor of shape (P,)
+    position : int64 tensor of shape (P,)
+        Index of the first violator (0 where none was found).
+    """
+    found = violates.any(dim=1)
+    position = violates.to(torch.uint8).argmax(dim=1)
+    return found, position
+
+
+def exact_rank(d_pos: torch.Tensor, d_neg: torch.Tensor, margin: float) -> torch.Tensor:
+    """``rank^γ`` of eq. 7: ``#{k : γ + d(a, p) − d(a, k) > 0}`` over all negatives given.
+
+    Parameters
+    ----------
+    d_pos : tensor of shape (P,)
+    d_neg : tensor of shape (P, n_other)
+        Distances to every negative of each anchor.
+
+    Returns
+    -------
+    int64 tensor of shape (P,)
+    """
+    return (margin + d_pos[:, None] - d_neg > 0).sum(dim=1)
+
+
+def _paired_euclidean(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``F(a, b) = ||a − b||₂`` row by row (broadcasting), with a finite gradient at 0."""
+    return (a - b).square().sum(-1).clamp_min(DISTANCE_EPS).sqrt()
+
+
+def _as_index(indices: np.ndarray, device: torch.device) -> torch.Tensor:
+    return torch.as_tensor(np.ascontiguousarray(indices), dtype=torch.long, device=device)
+
+
+def _embed_rows(embed: Embed, indices: torch.Tensor, n_samples: int) -> torch.Tensor:
+    """``embed`` of an index tensor of any shape, shape ``(*indices.shape, r)``.
+
+    When there are at least as many indices as training samples, every sample is embedded once
+    and the rows are gathered (cheaper than embedding duplicates).
+    """
+    flat = indices.reshape(-1)
+    if flat.numel() >= n_samples:
+        everything = embed(torch.arange(n_samples, device=indices.device))
+        return everything[flat].reshape(*indices.shape, -1)
+    return embed(flat).reshape(*indices.shape, -1)
+
+
+def _distances_to_negatives(ends: torch.Tensor, e_neg: torch.Tensor) -> torch.Tensor:
+    """``F`` from each of the two ends of a pair to each of its negatives (detection pass only).
+
+    Uses ``||a||² + ||n||² − 2 aᵀn`` with one batched product instead of a (P, S, r) difference.
+
+    Parameters
+    ----------
+    ends : tensor of shape (P, 2, r)
+        Embeddings of the anchor and the positive of each pair.
+    e_neg : tensor of shape (P, S, r)
+
+    Returns
+    -------
+    tensor of shape (P, 2, S)
+    """
+    dots = torch.bmm(ends, e_neg.transpose(1, 2))
+    sq_ends = torch.linalg.vector_norm(ends, dim=-1).square_()
+    sq_neg = torch.linalg.vector_norm(e_neg, dim=-1).square_()
+    sq = sq_ends[:, :, None] + sq_neg[:, None, :] - 2.0 * dots
+    return sq.clamp_min_(DISTANCE_EPS).sqrt_()
+
+
+class _Violations:
+    """What the detection pass found, per (anchor, positive) row of the symmetric batch.
+
+    Rows ``0..P-1`` use anchor ``first`` and positive ``second``; rows ``P..2P-1`` the reverse
+    (the reference code's symmetric treatment: both ends of a positive pair are anchors against
+    the same negatives).
+    """
+
+    def __init__(self, anchors, positives, rows, negatives, n_violators, rank):
+        self.anchors = anchors  # (R,) sample index of each row's anchor
+        self.positives = positives  # (R,)
+        self.rows = rows  # (V,) row of each selected violator
+        self.negatives = negatives  # (V,) sample index of each selected violator
+        self.n_violators = n_violators  # (R,)
+        self.rank = rank  # (R,)
+
+
+def _detect_batched(
+    embed: Embed, index: LabelIndex, rng, first, second, n_other, n_negatives, margin, device
+) -> _Violations:
+    negatives = _as_index(index.negatives(first, n_negatives, rng), device)  # (P, S)
+    a, p = _as_index(first, device), _as_index(second, device)
+    with torch.no_grad():
+        e_a, e_p = embed(a), embed(p)
+        ends = torch.stack([e_a, e_p], dim=1)  # (P, 2, r)
+        e_n = _embed_rows(embed, negatives, index.n_samples)
+        d_ends = _distances_to_negatives(ends, e_n)  # (P, 2, S)
+        threshold = margin + _paired_euclidean(e_a, e_p)
+    violates = (threshold[:, None, None] - d_ends > 0).transpose(0, 1).reshape(-1, n_negatives)
+    n_violators = violates.sum(dim=1)
+    rank = batched_rank_estimate(n_violators, n_negatives, torch.cat([n_other, n_other]))
+    rows, cols = violates.nonzero(as_tuple=True)
+    neg_index = torch.cat([negatives, negatives])[rows, cols]
+    return _Violations(torch.cat([a, p]), torch.cat([p, a]), rows, neg_index, n_violators, rank)
+
+
+def _detect_sequential(
+    embed: Embed, index: LabelIndex, rng, first, second, n_other, max_sampling, margin, device
+) -> _Violations:
+    n_pairs = first.shape[0]
+    limit = torch.clamp(n_other, max=max_sampling)  # draws allowed per pair (capped at |other|)
+    chosen = torch.full((n_pairs,), -1, dtype=torch.long, device=device)
+    n_draws = torch.zeros(n_pairs, dtype=torch.long, device=device)
+    a, p = _as_index(first, device), _as_index(second, device)
+    with torch.no_grad():
+        e_a, e_p = embed(a), embed(p)
+        ends = torch.stack([e_a, e_p], dim=1)
+        threshold = margin + _paired_euclidean(e_a, e_p)
+    pending = torch.arange(n_pairs, device=device)
+    offset, chunk, max_limit = 0, SEQUENTIAL_FIRST_CHUNK, int(limit.max())
+    while pending.numel() and offset < max_limit:
+        size = min(chunk, max_limit - offset)
+        drawn = _as_index(index.negatives(first[pending.cpu().numpy()], size, rng), device)
+        with torch.no_grad():
+            e_n = _embed_rows(embed, drawn, index.n_samples)
+            d_ends = _distances_to_negatives(ends[pending], e_n)  # (p, 2, size)
+        violates = (threshold[pending, None, None] - d_ends > 0).any(dim=1)
+        allowed = offset + torch.arange(size, device=device) < limit[pending, None]
+        found, position = first_violation(violates & allowed)
+        hit = pending[found]
+        chosen[hit] = drawn[found, position[found]]
+        n_draws[hit] = offset + position[found] + 1
+        pending = pending[~found]
+        offset += size
+        chunk *= 2
+    pair_rows = torch.nonzero(chosen >= 0).squeeze(1)
+    rows = torch.cat([pair_rows, pair_rows + n_pairs])
+    n_violators = (chosen >= 0).long().repeat(2)
+    rank = sequential_rank_estimate(n_draws, n_other).repeat(2)
+    return _Violations(
+        torch.cat([a, p]), torch.cat([p, a]), rows, chosen[pair_rows].repeat(2), n_violators, rank
+    )
+
+
+def sampled_warp_loss(
+    embed: Embed,
+    index: LabelIndex,
+    rng: np.random.Generator,
+    *,
+    n_pairs: int,
+    max_sampling: int,
+    margin: float = 1.0,
+    sampling: str = "batched",
+    device: str | torch.device = "cpu",
+    embed_detached: Embed | None = None,
+) -> torch.Tensor:
+    """WARCA's stochastic WARP loss over a whole training set (the estimator's loss).
+
+    Draws ``n_pairs`` positive pairs uniformly over same-label pairs, finds violating negatives
+    for both ends of each pair without building a graph, then evaluates the loss with gradients
+    on the violators only, and returns the mean of :func:`warp_loss_from_violations` over the
+    ``2 · n_pairs`` (anchor, positive) rows.
+
+    Parameters
+    ----------
+    embed : callable ``indices (n,) -> embeddings (n, r)``
+        Differentiable embedding of training samples by index.
+    index : LabelIndex
+        The training labels.
+    rng : numpy Generator
+        Draws pairs and negatives.
+    n_pairs : int
+        Positive pairs per call.
+    max_sampling : int
+        ``"batched"``: negatives drawn per pair (S). ``"sequential"``: most draws per pair before
+        giving up (capped at ``|other(i)|``).
+    margin : float, default=1.0
+        ``γ``.
+    sampling : {"batched", "sequential"}
+    device : torch device of the embeddings.
+    embed_detached : callable, optional
+        A cheaper ``embed`` for the detection pass (no gradient needed), e.g. rows of a
+        precomputed embedding.
+
+    Returns
+    -------
+    scalar tensor
+    """
+    if sampling not in SAMPLINGS:
+        raise ValueError(f"sampling must be one of {SAMPLINGS}, got {sampling!r}.")
+    device = torch.device(device)
+    first, second = index.positive_pairs(n_pairs, rng)
+    n_other = _as_index(index.n_negatives(first), device)
+    detect = _detect_batched if sampling == "batched" else _detect_sequential
+    found = detect(
+        embed_detached or embed, index, rng, first, second, n_other, max_sampling, margin, device
+    )
+    return _loss_on_violators(embed, found, margin, index.n_samples)
+
+
+def _loss_on_violators(
+    embed: Embed, found: _Violations, margin: float, n_samples: int
+) -> torch.Tensor:
+    """Differentiable mean over rows of ``L(r̂)/v · Σ hinge`` using only the selected violators."""
+    n_rows = found.anchors.shape[0]
+    active = torch.unique(found.rows)
+    slot = torch.full((n_rows,), -1, dtype=torch.long, device=found.rows.device)
+    slot[active] = torch.arange(active.numel(), device=active.device)
+    points = torch.cat([found.anchors[active], found.positives[active], found.negatives])
+    emb = _embed_rows(embed, points, n_samples)
+    n_active = active.numel()
+    e_a, e_p, e_n = emb[:n_active], emb[n_active : 2 * n_active], emb[2 * n_active :]
+    d_ap = _paired_euclidean(e_a, e_p)
+    row_slot = slot[found.rows]
+    hinge = torch.relu(margin + d_ap[row_slot] - _paired_euclidean(e_a[row_slot], e_n))
+    hinge_sum = torch.zeros(n_active, dtype=hinge.dtype, device=hinge.device)
+    hinge_sum = hinge_sum.index_add(0, row_slot, hinge)
+    terms = warp_loss_from_violations(hinge_sum, found.n_violators[active], found.rank[active])
+    return terms.sum() / n_rows
+
+
+def aon_penalty(weight: torch.Tensor) -> torch.Tensor:
+    """Approximate-orthonormality regulariser ``½ ||W Wᵀ − I||²_F`` (eq. 4 with the ½ of eq. 5).
+
+    Parameters
+    ----------
+    weight : tensor of shape (r, D)
+
+    Returns
+    -------
+    scalar tensor
+    """
+    gram = weight @ weight.T
+    eye = torch.eye(gram.shape[0], dtype=gram.dtype, device=gram.device)
+    return 0.5 * (gram - eye).square().sum()
+
+
+class _KernelAON(torch.autograd.Function):
+    """``½||A (K Aᵀ) − I||²`` from a given ``KA = K Aᵀ``, with the exact gradient ``2 R (K Aᵀ)ᵀ``."""
+
+    @staticmethod
+    def forward(ctx, A: torch.Tensor, KA: torch.Tensor) -> torch.Tensor:
+        gram = A @ KA
+        residual = 0.5 * (gram + gram.T) - torch.eye(gram.shape[0], dtype=A.dtype, device=A.device)
+        ctx.save_for_backward(residual, KA)
+        return 0.5 * residual.square().sum()
+
+    @staticmethod
+    def backward(ctx, grad_output: torch.Tensor):
+        residual, KA = ctx.saved_tensors
+        return 2.0 * grad_output * (residual @ KA.T), None
+
+
+def kernel_aon_penalty(
+    A: torch.Tensor, K: torch.Tensor | None = None, KA: torch.Tensor | None = None
+) -> torch.Tensor:
+    """Kernel AON regulariser ``½ ||A K Aᵀ − I||²_F`` (eq. 8).
+
+    Computed as ``A (K Aᵀ)`` so that nothing N × N is allocated besides ``K``; pass ``KA`` when
+    ``K Aᵀ`` is already at hand (WARCA computes it once per step for the embeddings). The
+    gradient ``2 (A K Aᵀ − I) A K = 2 R (K Aᵀ)ᵀ`` is exact and also needs only ``K Aᵀ``.
+
+    Parameters
+    ----------
+    A : tensor of shape (r, N)
+    K : tensor of shape (N, N), optional
+        Symmetric kernel matrix (needed when ``KA`` is not given).
+    KA : tensor of shape (N, r), optional
+        ``K Aᵀ`` for the current ``A`` (treated as a constant of the graph).
+
+    Returns
+    -------
+    scalar tensor
+    """
+    if KA is None:
+        if K is None:
+            raise ValueError("kernel_aon_penalty needs K or KA = K @ A.T.")
+        with torch.no_grad():
+            KA = K @ A.T
+    return _KernelAON.apply(A, KA.detach())
+
+
+def _batch_warp_terms(
+    dist: torch.Tensor, negative: torch.Tensor, margin: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Violator count and hinge sum for every (anchor, positive) cell of a batch.
+
+    For anchor ``a`` with its negatives' distances sorted ascending ``s_1 ≤ s_2 ≤ …``, the
+    violators of positive ``p`` are the ``v = #{s < γ + d_ap}`` first ones, and
+    ``Σ hinge = v (γ + d_ap) − (s_1 + … + s_v)``: O(B² log B) time and O(B²) memory.
+
+    Parameters
+    ----------
+    dist : tensor of shape (B, B)
+    negative : bool tensor of shape (B, B)
+
+    Returns
+    -------
+    n_violators : int64 tensor of shape (B, B)
+    hinge_sum : tensor of shape (B, B)
+    """
+    inf = torch.tensor(math.inf, dtype=dist.dtype, device=dist.device)
+    sorted_neg, _ = torch.where(negative, dist, inf).sort(dim=1)
+    prefix = torch.where(torch.isfinite(sorted_neg), sorted_neg, 0.0).cumsum(dim=1)
+    threshold = margin + dist
+    n_violators = torch.searchsorted(sorted_neg.detach(), threshold.detach().contiguous())
+    taken = prefix.gather(1, (n_violators - 1).clamp_min(0))
+    taken = torch.where(n_violators > 0, taken, torch.zeros_like(taken))
+    return n_violators, n_violators.to(dist.dtype) * threshold - taken
+
+
+class WARPLoss(nn.Module):
+    """In-batch WARP loss (eq. 5) for any embedding network.
+
+    Every same-label ordered pair ``(a, p)`` of the batch is a row; every other-label sample is a
+    negative. The rank is the exact in-batch count of eq. 7, or that count rescaled to the data
+    set (``r̂ = |other(a)| · v / |other_batch(a)|``) when ``n_other`` is given to :meth:`forward`.
+
+    Parameters
+    ----------
+    margin : float, default=1.0
+        ``γ``.
+    distance : str or callable, default="euclidean"
+        Any metric of :func:`rankmetric.losses.pair_distances.pairwise_distance` or a callable
+        ``f(x, y) -> (n_x, n_y)``; WARCA's ``F`` is the (non-squared) Euclidean distance.
+    reduction : {"mean", "sum", "none"}, default="mean"
+        Over the (anchor, positive) rows; ``"none"`` returns one term per row, in the order of
+        ``positive_mask.nonzero()``.
+
+    Examples
+    --------
+    >>> loss_fn = WARPLoss(margin=1.0)
+    >>> loss = loss_fn(net(x), y)  # doctest: +SKIP
+    >>> loss.backward()  # doctest: +SKIP
+    """
+
+    def __init__(
+        self, margin: float = 1.0, distance: Metric = "euclidean", reduction: str = "mean"
+    ) -> None:
+        super().__init__()
+        if not isinstance(margin, Real) or isinstance(margin, bool) or not margin >= 0:
+            raise ValueError(f"margin must be a non-negative number, got {margin!r}.")
+        if reduction not in ("mean", "sum", "none"):
+            raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}.")
+        self.margin = float(margin)
+        self.distance = check_metric(distance, ("euclidean", "sqeuclidean", "cosine"))
+        self.reduction = reduction
+
+    def forward(
+        self, embeddings: torch.Tensor, labels, n_other: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """WARP loss of a batch.
+
+        Parameters
+        ----------
+        embeddings : tensor of shape (B, r)
+        labels : integer tensor or array of shape (B,)
+        n_other : tensor of shape (B,), optional
+            ``|other(a)|`` in the whole data set for each sample, to rescale in-batch ranks.
+
+        Returns
+        -------
+        scalar tensor, or tensor of shape (n_positive_pairs,) with ``reduction="none"``
+        """
+        labels = check_batch(embeddings, labels)
+        positive, negative = label_masks(labels)
+        dist = pairwise_distance(embeddings, self.distance)
+        n_violators, hinge_sum = _batch_warp_terms(dist, negative, self.margin)
+        rank = n_violators.to(torch.float64)
+        if n_other is not None:
+            scale = torch.as_tensor(n_other, dtype=torch.float64, device=dist.device)
+            rank = rank * (scale / negative.sum(1).clamp_min(1))[:, None]
+        terms = warp_loss_from_violations(hinge_sum[positive], n_violators[positive], rank[positive])
+        if self.reduction == "none":
+            return terms
+        if self.reduction == "sum":
+            return terms.sum()
+        return terms.mean() if terms.numel() else dist.sum() * 0.0

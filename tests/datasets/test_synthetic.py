@@ -1,0 +1,73 @@
+"""Synthetic generators: reproducible, balanced, with the structure they promise."""
+
+import numpy as np
+import pytest
+
+from rankmetric._validation import check_spd_array
+from rankmetric.datasets import make_gaussian_clusters, make_spd_clusters
+
+
+@pytest.mark.parametrize("make", [make_gaussian_clusters, make_spd_clusters])
+def test_same_seed_same_data(make):
+    X1, y1 = make(random_state=3)
+    X2, y2 = make(random_state=np.random.default_rng(3))
+    X3, _ = make(random_state=4)
+    np.testing.assert_array_equal(X1, X2)
+    np.testing.assert_array_equal(y1, y2)
+    assert not np.allclose(X1, X3)
+
+
+def test_gaussian_clusters_shape_balance_and_signal():
+    X, y = make_gaussian_clusters(3000, n_features=6, n_classes=4, class_sep=2.0, random_state=0)
+    assert X.shape == (3000, 6) and X.dtype == np.float64 and y.dtype == np.int64
+    np.testing.assert_array_equal(np.bincount(y), [750] * 4)
+    means = np.stack([X[y == c].mean(axis=0) for c in range(4)])
+    informative = 2  # ceil(log2(4))
+    # informative features: class means at +-class_sep, all distinct
+    np.testing.assert_allclose(np.abs(means[:, :informative]), 2.0, atol=0.15)
+    assert len(np.unique(np.sign(means[:, :informative]), axis=0)) == 4
+    # noise features: no class signal, unit variance
+    np.testing.assert_allclose(means[:, informative:], 0.0, atol=0.15)
+    np.testing.assert_allclose(X[:, informative:].std(axis=0), 1.0, atol=0.05)
+
+
+def test_gaussian_clusters_many_classes_on_few_features():
+    X, y = make_gaussian_clusters(64, n_features=4, n_classes=16, n_informative=4, random_state=0)
+    assert np.bincount(y).tolist() == [4] * 16
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"n_classes": 1}, "n_classes"),
+        ({"n_samples": 0}, "n_samples"),
+        ({"n_informative": 11}, "n_informative"),
+        ({"n_classes": 5, "n_informative": 2}, "distinct class means"),
+        ({"class_sep": -1.0}, "class_sep"),
+    ],
+)
+def test_gaussian_clusters_bad_input(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        make_gaussian_clusters(**kwargs)
+
+
+def test_spd_clusters_are_spd_and_separated():
+    X, y = make_spd_clusters(150, n_channels=3, n_classes=3, class_sep=3.0, random_state=1)
+    assert X.shape == (150, 3, 3) and y.shape == (150,)
+    check_spd_array(X)
+    np.testing.assert_array_equal(np.bincount(y), [50] * 3)
+    logs = np.stack([_logm(x) for x in X])  # log-Euclidean class means
+    centres = np.stack([logs[y == c].mean(axis=0) for c in range(3)])
+    within = np.mean([np.linalg.norm(logs[i] - centres[y[i]]) for i in range(150)])
+    between = min(np.linalg.norm(centres[a] - centres[b]) for a in range(3) for b in range(a))
+    assert between > 2 * within
+
+
+def test_spd_clusters_bad_input():
+    with pytest.raises(ValueError, match="n_channels"):
+        make_spd_clusters(n_channels=0)
+
+
+def _logm(matrix):
+    values, vectors = np.linalg.eigh(matrix)
+    return (vectors * np.log(values)) @ vectors.T

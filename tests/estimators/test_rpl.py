@@ -1,0 +1,385 @@
+"""Tests of RPLEmbedding: the scikit-learn contract, outputs, learning, persistence."""
+
+import pickle
+
+import numpy as np
+import pytest
+import scipy.linalg
+import torch
+from pyriemann.estimation import Covariances
+from sklearn.base import clone
+from sklearn.metrics import average_precision_score
+from sklearn.neighbors import KNeighborsClassifier
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import FunctionTransformer
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from rankmetric.estimators.rpl import (
+    RPLEmbedding,
+    _mean_average_precision,
+    _stratified_split,
+    default_hidden_sizes,
+)
+from rankmetric.io import load_model, save_model
+
+FAST = {"max_iter": 5, "random_state": 0, "device": "cpu"}
+
+
+# ---------------------------------------------------------------- data
+
+
+def _spd_classes(n_per_class=12, c=6, n_classes=3, sep=1.5, noise=0.4, seed=0):
+    """SPD matrices around one random SPD mean per class: M_k^{1/2} exp(noise · S) M_k^{1/2}."""
+    rng = np.random.default_rng(seed)
+
+    def expm_sym(S):
+        w, U = np.linalg.eigh(S)
+        return (U * np.exp(w)[..., None, :]) @ np.swapaxes(U, -1, -2)
+
+    def random_sym(*shape):
+        A = rng.normal(size=(*shape, c, c))
+        return (A + np.swapaxes(A, -1, -2)) / 2
+
+    means = expm_sym(sep * random_sym(n_classes) / np.sqrt(c))
+    roots = np.stack([scipy.linalg.sqrtm(m).real for m in means])
+    y = np.repeat(np.arange(n_classes), n_per_class)
+    X = roots[y] @ expm_sym(noise * random_sym(len(y)) / np.sqrt(c)) @ roots[y]
+    return (X + np.swapaxes(X, -1, -2)) / 2, y
+
+
+def _rows_to_spd(X):
+    """Map feature rows x (d,) to SPD matrices diag(1.5 + tanh x) + 0.2 tanh(x) tanh(x)ᵀ / d.
+
+    Lets scikit-learn's 2-D estimator checks reach RPLEmbedding with valid SPD input; the dtype
+    of ``X`` is kept.
+    """
+    t = np.tanh(np.asarray(X))
+    d = t.shape[1]
+    eye = np.eye(d, dtype=t.dtype)
+    return eye * (1.5 + t)[:, :, None] + 0.2 * t[:, :, None] * t[:, None, :] / d
+
+
+def _knn_accuracy(Z_train, y_train, Z_test, y_test):
+    return KNeighborsClassifier(1).fit(Z_train, y_train).score(Z_test, y_test)
+
+
+# ---------------------------------------------------------------- scikit-learn contract
+
+# scikit-learn's checks feed 2-D feature arrays; RPLEmbedding's input is a stack of SPD matrices
+# (n, c, c), so every check that fits or transforms the bare estimator fails on the shape. The
+# same checks run below on a pipeline whose first step turns rows into SPD matrices.
+_NEEDS_2D = "the check feeds 2-D features; RPLEmbedding takes SPD matrices (n, c, c)"
+_BARE_EXPECTED_FAILURES = {
+    name: _NEEDS_2D
+    for name in [
+        "check_fit_score_takes_y",
+        "check_estimators_overwrite_params",
+        "check_dont_overwrite_parameters",
+        "check_estimators_fit_returns_self",
+        "check_readonly_memmap_input",
+        "check_n_features_in_after_fitting",
+        "check_positive_only_tag_during_fit",
+        "check_estimators_dtypes",
+        "check_dtype_object",
+        "check_pipeline_consistency",
+        "check_estimators_nan_inf",
+        "check_estimators_pickle",
+        "check_f_contiguous_array_estimator",
+        "check_transformer_data_not_an_array",
+        "check_transformer_general",
+        "check_transformer_preserve_dtypes",
+        "check_transformer_n_iter",
+        "check_methods_sample_order_invariance",
+        "check_methods_subset_invariance",
+        "check_fit2d_1sample",
+        "check_fit2d_1feature",
+        "check_dict_unchanged",
+        "check_fit_idempotent",
+        "check_fit_check_is_fitted",
+        "check_n_features_in",
+        "check_fit2d_predict1d",
+    ]
+}
+
+
+@parametrize_with_checks(
+    [RPLEmbedding(**FAST)], expected_failed_checks=lambda est: _BARE_EXPECTED_FAILURES
+)
+def test_sklearn_checks_bare(estimator, check):
+    check(estimator)
+
+
+def _spd_pipeline():
+    return make_pipeline(FunctionTransformer(_rows_to_spd, validate=True), RPLEmbedding(**FAST))
+
+
+_IN_PLACE = "a Pipeline fits its steps in place, so its `steps` parameter changes (not RPL's doing)"
+_PIPELINE_EXPECTED_FAILURES = {
+    "check_estimators_overwrite_params": _IN_PLACE,
+    "check_dont_overwrite_parameters": _IN_PLACE,
+    "check_transformer_preserve_dtypes": "needs set_output; RPLEmbedding's output can be 3-D",
+}
+
+
+@parametrize_with_checks(
+    [_spd_pipeline()], expected_failed_checks=lambda est: _PIPELINE_EXPECTED_FAILURES
+)
+def test_sklearn_checks_on_spd_input(estimator, check):
+    check(estimator)
+
+
+# ---------------------------------------------------------------- outputs
+
+
+@pytest.fixture(scope="module")
+def data():
+    return _spd_classes()
+
+
+@pytest.fixture(scope="module")
+def fitted(data):
+    X, y = data
+    return RPLEmbedding(hidden_sizes=3, max_iter=40, random_state=0, device="cpu").fit(X, y)
+
+
+def test_fitted_attributes(fitted, data):
+    X, y = data
+    assert fitted.n_features_in_ == 6
+    np.testing.assert_array_equal(fitted.classes_, [0, 1, 2])
+    assert [w.shape for w in fitted.weights_] == [(6, 3)]
+    for w in fitted.weights_:
+        assert isinstance(w, np.ndarray)
+        np.testing.assert_allclose(w.T.astype(float) @ w, np.eye(w.shape[1]), atol=1e-6)
+    assert fitted.potato_log_mu_.shape == fitted.potato_log_sigma_.shape == (3,)
+    assert np.all(fitted.potato_log_sigma_ > 0)
+    assert 1 <= fitted.n_iter_ <= 40 and fitted.loss_curve_.shape == (fitted.n_iter_,)
+    assert fitted.best_iter_ is not None and fitted.best_iter_ <= fitted.n_iter_
+    assert 0 < fitted.validation_score_ <= 1
+
+
+def test_whitening_centres_the_training_data(data):
+    X, y = data
+    est = RPLEmbedding(max_iter=1, validation_fraction=0, random_state=0, device="cpu").fit(X, y)
+    W = est.whitening_
+    Xw = W @ X @ W
+    # The Riemannian mean of whitened data is I: the mean of the logarithms at I vanishes.
+    logs = [scipy.linalg.logm(x).real for x in Xw]
+    np.testing.assert_allclose(np.mean(logs, axis=0), 0, atol=1e-5)
+    plain = RPLEmbedding(max_iter=1, whiten=False, validation_fraction=0, device="cpu").fit(X, y)
+    np.testing.assert_array_equal(plain.whitening_, np.eye(6))
+
+
+def test_outputs_agree_with_each_other(fitted, data):
+    X, _ = data
+    spd = clone(fitted).set_params(output="spd")
+    spd.__dict__.update({k: v for k, v in vars(fitted).items() if k.endswith("_")})
+    log = clone(spd).set_params(output="log")
+    log.__dict__.update({k: v for k, v in vars(fitted).items() if k.endswith("_")})
+    Y, L, V = spd.transform(X), log.transform(X), fitted.transform(X)
+    assert Y.shape == L.shape == (len(X), 3, 3) and V.shape == (len(X), 6)
+    assert np.all(np.linalg.eigvalsh(Y) >= fitted.eps * (1 - 1e-3))
+    np.testing.assert_allclose(Y, np.swapaxes(Y, 1, 2))
+    np.testing.assert_allclose(np.stack([scipy.linalg.expm(l) for l in L]), Y, rtol=1e-4, atol=1e-5)
+    # Euclidean distances between vectors = log-Euclidean distances between SPD outputs.
+    dv = np.linalg.norm(V[:, None] - V[None], axis=-1)
+    dl = np.linalg.norm(L[:, None] - L[None], axis=(-2, -1))
+    np.testing.assert_allclose(dv, dl, atol=1e-4)
+
+
+def test_pair_distances_are_airm_between_outputs(fitted, data):
+    X, _ = data
+    spd = clone(fitted).set_params(output="spd")
+    spd.__dict__.update({k: v for k, v in vars(fitted).items() if k.endswith("_")})
+    Y = spd.transform(X).astype(np.float64)
+    got = fitted.pair_distances(X[:5], X[5:10])
+    expected = [
+        np.sqrt((np.log(scipy.linalg.eigh(b, a, eigvals_only=True)) ** 2).sum())
+        for a, b in zip(Y[:5], Y[5:10])
+    ]
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
+    metric = fitted.get_metric()
+    assert metric(X[0], X[5]) == pytest.approx(got[0], rel=1e-6)
+    with pytest.raises(ValueError, match="as many rows"):
+        fitted.pair_distances(X[:2], X[:3])
+
+
+def test_transform_preserves_float32_and_is_chunk_independent(fitted, data):
+    X, _ = data
+    Z64 = fitted.transform(X)
+    Z32 = fitted.transform(X.astype(np.float32))
+    assert Z64.dtype == np.float64 and Z32.dtype == np.float32
+    np.testing.assert_allclose(Z32, Z64, rtol=1e-3, atol=1e-4)
+    np.testing.assert_allclose(fitted.transform(X[:7]), Z64[:7], rtol=1e-6, atol=1e-7)
+
+
+# ---------------------------------------------------------------- learning
+
+
+def test_training_improves_retrieval_on_held_out_data():
+    X, y = _spd_classes(n_per_class=30, c=8, n_classes=3, sep=0.8, noise=0.8, seed=3)
+    train = np.arange(len(y)) % 3 != 0
+    untrained = RPLEmbedding(hidden_sizes=4, max_iter=1, validation_fraction=0, random_state=0)
+    trained = clone(untrained).set_params(max_iter=150, validation_fraction=0.2)
+    scores = []
+    for est in (untrained, trained):
+        est.set_params(device="cpu").fit(X[train], y[train])
+        scores.append(_knn_accuracy(est.transform(X[train]), y[train], est.transform(X[~train]), y[~train]))
+    assert scores[1] > scores[0] + 0.1, scores
+
+
+def test_same_seed_same_model_other_seed_other_model(data):
+    X, y = data
+    a = RPLEmbedding(**FAST).fit(X, y).transform(X)
+    b = RPLEmbedding(**FAST).fit(X, y).transform(X)
+    c = RPLEmbedding(**{**FAST, "random_state": 1}).fit(X, y).transform(X)
+    np.testing.assert_array_equal(a, b)
+    assert not np.allclose(a, c)
+
+
+@pytest.mark.parametrize("distance", ["airm", "log_euclidean"])
+def test_distances_and_batch_options_train(data, distance):
+    X, y = data
+    est = RPLEmbedding(
+        hidden_sizes="4,2",
+        distance=distance,
+        n_classes_per_batch=2,
+        n_per_class=20,  # more than a class holds: drawn with repetition (identical matrices)
+        temperature=1.0,
+        **FAST,
+    ).fit(X, y)
+    assert [w.shape for w in est.weights_] == [(6, 4), (4, 2)]
+    assert np.all(np.isfinite(est.loss_curve_))
+    assert est.transform(X).shape == (len(X), 3)
+
+
+def test_without_validation_runs_all_steps(data):
+    X, y = data
+    est = RPLEmbedding(validation_fraction=0, **FAST).fit(X, y)
+    assert est.n_iter_ == 5 and est.best_iter_ is None and est.validation_score_ is None
+
+
+def test_early_stopping_stops_before_max_iter(data):
+    X, y = data
+    est = RPLEmbedding(
+        max_iter=400, validation_every=1, patience=2, learning_rate=1e-5, random_state=0, device="cpu"
+    ).fit(X, y)
+    assert est.n_iter_ < 400
+
+
+def test_pipeline_with_pyriemann_covariances():
+    rng = np.random.default_rng(0)
+    n, channels, times = 40, 5, 64
+    y = np.repeat([0, 1], n // 2)
+    mixing = np.stack([np.eye(channels), np.eye(channels) + 0.8 * rng.normal(size=(channels, channels))])
+    signals = mixing[y] @ rng.normal(size=(n, channels, times))
+    pipe = make_pipeline(
+        Covariances("oas"),
+        RPLEmbedding(max_iter=20, random_state=0, device="cpu"),
+        KNeighborsClassifier(3),
+    )
+    pipe.fit(signals[::2], y[::2])
+    assert pipe.score(signals[1::2], y[1::2]) >= 0.8
+
+
+# ---------------------------------------------------------------- persistence
+
+
+def test_save_load_and_pickle_round_trips(fitted, data, tmp_path):
+    X, _ = data
+    path = tmp_path / "rpl.npz"
+    save_model(fitted, path)
+    loaded = load_model(path)
+    assert isinstance(loaded, RPLEmbedding)
+    np.testing.assert_array_equal(loaded.transform(X), fitted.transform(X))
+    fitted.save(tmp_path / "again.npz")
+    np.testing.assert_array_equal(RPLEmbedding.load(tmp_path / "again.npz").transform(X), fitted.transform(X))
+    unpickled = pickle.loads(pickle.dumps(fitted))
+    np.testing.assert_array_equal(unpickled.transform(X), fitted.transform(X))
+
+
+# ---------------------------------------------------------------- validation
+
+
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        ({"distance": "euclidean"}, "distance"),
+        ({"output": "matrix"}, "output"),
+        ({"margin": -1.0}, "margin"),
+        ({"momentum": 0.0}, "momentum"),
+        ({"learning_rate": 0.0}, "learning_rate"),
+        ({"validation_fraction": 1.0}, "validation_fraction"),
+        ({"n_per_class": 1}, "n_per_class"),
+        ({"max_iter": 0}, "max_iter"),
+        ({"patience": 0}, "patience"),
+        ({"n_classes_per_batch": 1}, "n_classes_per_batch"),
+        ({"hidden_sizes": [7]}, "hidden_sizes"),
+        ({"hidden_sizes": [3, 4]}, "hidden_sizes"),
+        ({"hidden_sizes": "a,b"}, "hidden_sizes"),
+        ({"whiten": "yes"}, "whiten"),
+        ({"eps": 0.0}, "eps"),
+    ],
+)
+def test_bad_parameters_raise(data, params, message):
+    X, y = data
+    with pytest.raises(ValueError, match=message):
+        RPLEmbedding(**{**FAST, **params}).fit(X, y)
+
+
+def test_bad_inputs_raise(data, fitted):
+    X, y = data
+    with pytest.raises(ValueError, match=r"shape \(n_matrices, c, c\)"):
+        RPLEmbedding(**FAST).fit(X.reshape(len(X), -1), y)
+    not_spd = X.copy()
+    not_spd[0] = -np.eye(6)
+    with pytest.raises(ValueError, match="not positive definite"):
+        RPLEmbedding(**FAST).fit(not_spd, y)
+    with pytest.raises(ValueError, match="6 features"):
+        fitted.transform(X[:, :5, :5])
+    with pytest.raises(ValueError, match="fewer than 2 samples"):
+        RPLEmbedding(**FAST).fit(X[[0, 12, 24]], y[[0, 12, 24]])
+    with pytest.raises(ValueError, match="CUDA"):
+        if not torch.cuda.is_available():
+            RPLEmbedding(**{**FAST, "device": "cuda"}).fit(X, y)
+        else:
+            raise ValueError("CUDA available: nothing to test")
+
+
+def test_one_channel_input_works():
+    rng = np.random.default_rng(0)
+    X = np.exp(rng.normal(size=(20, 1, 1)))
+    y = np.repeat([0, 1], 10)
+    Z = RPLEmbedding(**FAST).fit(X, y).transform(X)
+    assert Z.shape == (20, 1) and np.all(np.isfinite(Z))
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def test_default_hidden_sizes():
+    assert default_hidden_sizes(1) == (1,)
+    assert default_hidden_sizes(6) == (3,)
+    assert default_hidden_sizes(7) == (4,)
+    assert default_hidden_sizes(93) == (47,)
+
+
+def test_stratified_split_keeps_two_training_samples_per_class():
+    codes = np.array([0] * 10 + [1] * 3 + [2] * 2)
+    train, val = _stratified_split(codes, 0.5, np.random.default_rng(0))
+    assert np.intersect1d(train, val).size == 0 and len(train) + len(val) == len(codes)
+    np.testing.assert_array_equal(np.bincount(codes[val], minlength=3), [5, 1, 0])
+    assert np.bincount(codes[train]).min() >= 2
+    train, val = _stratified_split(np.array([0, 0, 1, 1]), 0.5, np.random.default_rng(0))
+    assert val.size == 0 and train.size == 4
+
+
+def test_mean_average_precision_matches_sklearn():
+    rng = np.random.default_rng(0)
+    dist = rng.random((6, 15))
+    relevant = rng.random((6, 15)) < 0.3
+    relevant[0] = False  # a query without relevant items is left out
+    expected = np.mean(
+        [average_precision_score(relevant[q], -dist[q]) for q in range(1, 6)]
+    )
+    got = _mean_average_precision(torch.as_tensor(dist), torch.as_tensor(relevant))
+    assert got == pytest.approx(expected, rel=1e-12)

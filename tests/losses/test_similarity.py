@@ -1,0 +1,167 @@
+"""Similarity regression loss, L1,2 penalty and its proximal operator against brute force."""
+
+import numpy as np
+import pytest
+import torch
+
+from rankmetric.losses.similarity import (
+    SimilarityRegressionLoss,
+    group_norm_penalty,
+    group_soft_threshold_,
+    label_similarity_targets,
+)
+from rankmetric.models.sphere import SphereTanhEmbedding
+
+
+def _unit_rows(rng, n, m):
+    z = rng.normal(size=(n, m))
+    return torch.as_tensor(z / np.linalg.norm(z, axis=1, keepdims=True))
+
+
+def _brute_force_pairs_loss(a, b, s):
+    return np.mean([(s[q] - a[q] @ b[q]) ** 2 for q in range(len(s))])
+
+
+def _brute_force_batch_loss(emb, labels, neg_target):
+    terms = []
+    for i in range(len(labels)):
+        for j in range(i + 1, len(labels)):
+            target = 1.0 if labels[i] == labels[j] else neg_target
+            terms.append((target - emb[i] @ emb[j]) ** 2)
+    return np.mean(terms)
+
+
+def test_pairs_loss_matches_brute_force(rng):
+    a, b = _unit_rows(rng, 9, 4), _unit_rows(rng, 9, 4)
+    s = torch.as_tensor(rng.uniform(-1, 1, size=9))
+    got = SimilarityRegressionLoss().pairs(a, b, s)
+    assert float(got) == pytest.approx(_brute_force_pairs_loss(a.numpy(), b.numpy(), s.numpy()))
+
+
+def test_pairs_loss_weighted_mean(rng):
+    a, b = _unit_rows(rng, 5, 3), _unit_rows(rng, 5, 3)
+    s = torch.as_tensor(rng.uniform(-1, 1, size=5))
+    w = torch.tensor([1.0, 0.0, 2.0, 0.0, 1.0], dtype=torch.float64)
+    sq = (s - (a * b).sum(1)) ** 2
+    expected = (sq[0] + 2 * sq[2] + sq[4]) / 4
+    assert float(SimilarityRegressionLoss().pairs(a, b, s, w)) == pytest.approx(float(expected))
+
+
+@pytest.mark.parametrize("neg_target", [-1.0, 0.0, -0.3])
+def test_batch_loss_matches_brute_force(rng, neg_target):
+    emb = _unit_rows(rng, 8, 5)
+    labels = torch.as_tensor(rng.integers(0, 3, size=8))
+    got = SimilarityRegressionLoss(neg_target)(emb, labels)
+    expected = _brute_force_batch_loss(emb.numpy(), labels.numpy(), neg_target)
+    assert float(got) == pytest.approx(expected)
+
+
+def test_batch_face_equals_pairs_face(rng):
+    emb = _unit_rows(rng, 6, 4)
+    labels = torch.as_tensor(rng.integers(0, 2, size=6))
+    i, j = torch.triu_indices(6, 6, 1)
+    loss = SimilarityRegressionLoss(-0.5)
+    targets = label_similarity_targets(labels[i], labels[j], -0.5)
+    torch.testing.assert_close(loss(emb, labels), loss.pairs(emb[i], emb[j], targets))
+
+
+def test_objective_gradcheck_through_embedding(rng):
+    """J'(W) = mean (s − H(a)ᵀH(b))² + λ Σ ||w_m||, differentiated through the sphere embedding."""
+    module = SphereTanhEmbedding(3, 4).to(torch.float64)
+    module.reset_parameters(torch.Generator().manual_seed(1))
+    x = torch.as_tensor(rng.normal(size=(10, 3)))
+    pairs = torch.as_tensor(rng.integers(0, 10, size=(7, 2)))
+    s = torch.as_tensor(rng.uniform(-1, 1, size=7))
+    loss_fn = SimilarityRegressionLoss()
+
+    def objective(weight):
+        emb = torch.func.functional_call(module, {"weight": weight}, (x,))
+        return loss_fn.pairs(emb[pairs[:, 0]], emb[pairs[:, 1]], s) + 0.1 * group_norm_penalty(
+            weight
+        )
+
+    weight = module.weight.detach().clone().requires_grad_(True)
+    assert torch.autograd.gradcheck(objective, (weight,))
+
+    # and the value against a loop over pairs with the embedding written out by hand
+    W = weight.detach().numpy()
+    phi = np.hstack([x.numpy(), np.ones((10, 1))])
+    h = 2 / (1 + np.exp(phi @ W)) - 1
+    H = h / np.linalg.norm(h, axis=1, keepdims=True)
+    p = pairs.numpy()
+    expected = _brute_force_pairs_loss(H[p[:, 0]], H[p[:, 1]], s.numpy())
+    expected += 0.1 * sum(np.linalg.norm(W[:, m]) for m in range(W.shape[1]))
+    assert float(objective(weight.detach())) == pytest.approx(expected, rel=1e-12)
+
+
+def test_batch_loss_gradcheck(rng):
+    emb = _unit_rows(rng, 5, 3).requires_grad_(True)
+    labels = torch.tensor([0, 0, 1, 1, 2])
+    assert torch.autograd.gradcheck(lambda e: SimilarityRegressionLoss(-1.0)(e, labels), (emb,))
+
+
+def test_group_norm_penalty_sums_column_norms(rng):
+    W = torch.as_tensor(rng.normal(size=(4, 6)))
+    expected = sum(np.linalg.norm(W.numpy()[:, m]) for m in range(6))
+    assert float(group_norm_penalty(W)) == pytest.approx(expected)
+
+
+def test_soft_threshold_zeroes_exactly_the_small_columns(rng):
+    W = torch.as_tensor(rng.normal(size=(5, 6)))
+    norms = W.norm(dim=0).numpy()
+    tau = float(np.median(norms))
+    before = W.clone()
+    active = group_soft_threshold_(W, tau)
+    expected_active = norms > tau
+    assert active.tolist() == expected_active.tolist()
+    assert torch.all(W[:, ~torch.as_tensor(expected_active)] == 0)
+    kept = np.flatnonzero(expected_active)
+    # surviving columns keep their direction and lose exactly tau in norm
+    np.testing.assert_allclose(W.norm(dim=0).numpy()[kept], norms[kept] - tau)
+    cos = (W[:, kept] * before[:, kept]).sum(0) / (W[:, kept].norm(dim=0) * before[:, kept].norm(dim=0))
+    np.testing.assert_allclose(cos.numpy(), 1.0)
+
+
+def test_soft_threshold_is_the_proximal_operator(rng):
+    """prox_{τR}(V) = argmin_W ½||W − V||² + τ Σ||w_m||: no perturbation does better."""
+    V = torch.as_tensor(rng.normal(size=(3, 4)))
+    tau = 0.8
+    W = V.clone()
+    group_soft_threshold_(W, tau)
+
+    def prox_objective(Z):
+        return 0.5 * ((Z - V) ** 2).sum() + tau * group_norm_penalty(Z)
+
+    best = prox_objective(W)
+    for _ in range(200):
+        trial = W + 0.05 * torch.as_tensor(rng.normal(size=W.shape))
+        assert prox_objective(trial) >= best - 1e-12
+
+
+def test_soft_threshold_restricted_to_a_block(rng):
+    W = torch.as_tensor(rng.normal(size=(4, 5)))
+    before = W.clone()
+    group_soft_threshold_(W, 1e6, columns=torch.tensor([1, 3]))
+    assert torch.all(W[:, [1, 3]] == 0)
+    torch.testing.assert_close(W[:, [0, 2, 4]], before[:, [0, 2, 4]])
+
+
+def test_soft_threshold_leaves_zero_columns_zero_and_rejects_negative():
+    W = torch.zeros(3, 2, dtype=torch.float64)
+    assert not group_soft_threshold_(W, 0.1).any()
+    assert torch.all(W == 0)
+    with pytest.raises(ValueError, match="non-negative"):
+        group_soft_threshold_(W, -1.0)
+
+
+def test_bad_inputs_raise(rng):
+    with pytest.raises(ValueError, match="neg_target"):
+        SimilarityRegressionLoss(neg_target=1.0)
+    loss = SimilarityRegressionLoss()
+    emb = _unit_rows(rng, 4, 3)
+    with pytest.raises(ValueError, match="labels must have shape"):
+        loss(emb, torch.zeros(3, dtype=torch.long))
+    with pytest.raises(ValueError, match="targets must have shape"):
+        loss.pairs(emb, emb, torch.zeros(3))
+    with pytest.raises(ValueError, match="at least two"):
+        loss(emb[:1], torch.zeros(1, dtype=torch.long))

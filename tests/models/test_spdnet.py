@@ -1,0 +1,166 @@
+"""Tests of the SPDNet layers and network: shapes, SPD outputs, Stiefel weights under training."""
+
+import numpy as np
+import pytest
+import torch
+from pyriemann.datasets import make_matrices
+
+from rankmetric.models.spdnet import BiMap, LogEig, ReEig, SPDNet, sym_to_vec
+from rankmetric.models.stiefel import StiefelAdam, StiefelSGD, orthonormality_error
+
+
+def _spd(n, c, seed=0, dtype=torch.float32):
+    X = make_matrices(n, c, "spd", rs=np.random.RandomState(seed), evals_low=0.1, evals_high=5.0)
+    return torch.as_tensor(X, dtype=dtype)
+
+
+def _gen(seed=0):
+    return torch.Generator().manual_seed(seed)
+
+
+def _min_eigenvalue(Y):
+    return float(torch.linalg.eigvalsh(Y.detach().double()).min())
+
+
+def test_bimap_matches_definition_and_keeps_spd():
+    layer = BiMap(6, 3, generator=_gen(), dtype=torch.float64)
+    X = _spd(4, 6, dtype=torch.float64)
+    W = layer.weight.detach()
+    Y = layer(X)
+    assert Y.shape == (4, 3, 3)
+    expected = torch.stack([W.T @ x @ W for x in X])
+    assert torch.allclose(Y, expected, atol=1e-12)
+    assert torch.equal(Y, Y.mT)
+    assert _min_eigenvalue(Y) > 0
+    assert orthonormality_error(W) < 1e-12
+
+
+def test_bimap_refuses_to_grow_dimension():
+    with pytest.raises(ValueError, match="d_out=4 must be <= d_in=3"):
+        BiMap(3, 4)
+
+
+def test_reeig_clamps_eigenvalues_and_keeps_eigenvectors():
+    X = _spd(5, 4, seed=1, dtype=torch.float64)
+    eps = 0.5
+    Y = ReEig(eps)(X)
+    w, U = torch.linalg.eigh(X)
+    expected = U @ torch.diag_embed(w.clamp_min(eps)) @ U.mT
+    assert torch.allclose(Y, expected, atol=1e-10)
+    assert _min_eigenvalue(Y) >= eps - 1e-10
+    with pytest.raises(ValueError, match="eps"):
+        ReEig(0.0)
+
+
+def test_logeig_is_matrix_logarithm():
+    X = _spd(3, 4, seed=2, dtype=torch.float64)
+    L = LogEig()(X)
+    assert torch.allclose(torch.linalg.matrix_exp(L), X, atol=1e-10)
+
+
+def test_sym_to_vec_is_an_isometry():
+    S = torch.randn(5, 4, 4, dtype=torch.float64)
+    S = S + S.mT
+    v = sym_to_vec(S)
+    assert v.shape == (5, 10)
+    assert torch.allclose(v.norm(dim=1), torch.linalg.matrix_norm(S), atol=1e-12)
+    assert torch.allclose(torch.cdist(v, v), torch.linalg.matrix_norm(S[:, None] - S[None]))
+
+
+@pytest.mark.parametrize("sizes", [[12, 6], [12, 8, 5, 3]])
+def test_spdnet_outputs_are_spd_with_eigenvalue_floor(sizes):
+    net = SPDNet(sizes, eps=1e-3, generator=_gen())
+    X = _spd(8, sizes[0])
+    Y = net(X)
+    assert Y.shape == (8, sizes[-1], sizes[-1])
+    assert torch.allclose(Y, Y.mT)
+    assert _min_eigenvalue(Y) >= 1e-3 * (1 - 1e-4)
+    assert len(net.bimaps) == len(sizes) - 1
+
+
+def test_spdnet_configurations_of_the_papers_build():
+    hdm05 = SPDNet([93, 30], generator=_gen())
+    afew = SPDNet([400, 200, 100, 50], generator=_gen())
+    assert [tuple(b.weight.shape) for b in hdm05.bimaps] == [(93, 30)]
+    assert [tuple(b.weight.shape) for b in afew.bimaps] == [(400, 200), (200, 100), (100, 50)]
+    assert hdm05(_spd(2, 93)).shape == (2, 30, 30)
+
+
+def test_log_output_and_head():
+    X = _spd(6, 8, seed=3)
+    net = SPDNet([8, 4], generator=_gen(1))
+    log_net = SPDNet([8, 4], log_output=True, generator=_gen(1))
+    head_net = SPDNet([8, 4], head_dim=5, generator=_gen(1))
+    Y = net(X)
+    assert torch.allclose(torch.linalg.matrix_exp(log_net(X).double()), Y.double(), atol=1e-4)
+    out = head_net(X)
+    assert out.shape == (6, 5)
+    expected = head_net.head(sym_to_vec(log_net(X)))
+    assert torch.allclose(out, expected, atol=1e-5)
+    groups = head_net.parameter_groups()
+    assert groups[0]["stiefel"] and len(groups[0]["params"]) == 1
+    assert len(groups[1]["params"]) == 2  # head weight and bias
+
+
+def test_initialisation_is_seeded():
+    a, b = SPDNet([6, 3], generator=_gen(5)), SPDNet([6, 3], generator=_gen(5))
+    c = SPDNet([6, 3], generator=_gen(6))
+    assert torch.equal(a.bimaps[0].weight, b.bimaps[0].weight)
+    assert not torch.equal(a.bimaps[0].weight, c.bimaps[0].weight)
+
+
+@pytest.mark.parametrize(
+    "sizes, message",
+    [([], "non-empty"), ([4, 0], "positive"), ([4, 5], "non-increasing"), (["a"], "integers")],
+)
+def test_bad_sizes_raise(sizes, message):
+    with pytest.raises(ValueError, match=message):
+        SPDNet(sizes)
+
+
+def test_bad_input_shape_raises():
+    with pytest.raises(ValueError, match=r"\(B, 6, 6\)"):
+        SPDNet([6, 3])(torch.eye(5).expand(2, 5, 5))
+
+
+def test_gradient_is_finite_at_identity_inputs():
+    # Repeated eigenvalues everywhere: plain eigh autograd would give NaN here.
+    net = SPDNet([6, 4, 2], log_output=True, generator=_gen())
+    X = torch.eye(6).expand(3, 6, 6).clone()
+    net(X).pow(2).sum().backward()
+    for p in net.parameters():
+        assert torch.isfinite(p.grad).all()
+
+
+def test_gradcheck_through_the_network_float64():
+    net = SPDNet([5, 3], log_output=True, eps=1e-2, generator=_gen(), dtype=torch.float64)
+    X = _spd(2, 5, seed=4, dtype=torch.float64)
+    W = net.bimaps[0].weight
+
+    def forward(weight):
+        Y = torch.func.functional_call(net, {"layers.0.weight": weight}, (X,))
+        return Y.pow(2).sum()
+
+    assert torch.autograd.gradcheck(forward, (W.detach().clone().requires_grad_(True),))
+
+
+@pytest.mark.parametrize("optimizer", [StiefelAdam, StiefelSGD])
+def test_weights_stay_orthonormal_and_outputs_spd_after_training(optimizer):
+    torch.manual_seed(0)
+    X = _spd(16, 10, seed=7)
+    labels = torch.arange(16) % 2
+    net = SPDNet([10, 6, 3], generator=_gen())
+    opt = optimizer(net.parameter_groups(), lr=0.05)
+    target = torch.where(labels[:, None, None] == 0, 2.0, 0.5) * torch.eye(3)
+    losses = []
+    for _ in range(60):
+        opt.zero_grad()
+        loss = (LogEig()(net(X)) - LogEig()(target)).pow(2).mean()
+        loss.backward()
+        opt.step()
+        losses.append(float(loss.detach()))
+        for bimap in net.bimaps:
+            assert orthonormality_error(bimap.weight) < 1e-6
+    assert losses[-1] < losses[0]
+    Y = net(X)
+    assert _min_eigenvalue(Y) > 0 and torch.allclose(Y, Y.mT)

@@ -182,7 +182,7 @@ def main(argv=None) -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[64, 128, 256, 512])
     parser.add_argument("--classes", type=int, default=4, help="balanced classes per batch")
     parser.add_argument("--repeats", type=int, default=15)
-    parser.add_argument("--budget", type=float, default=10.0, help="seconds of timing per cell")
+    parser.add_argument("--budget", type=float, default=5.0, help="seconds of timing per cell")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--losses", nargs="+", default=list(LOSSES), choices=LOSSES)
     parser.add_argument("--pml-lifted-max-batch", type=int, default=128)

@@ -50,7 +50,7 @@ def check_labels(y, n_samples: int | None = None, *, min_classes: int = 2) -> tu
         raise ValueError(f"X and y have different lengths: {n_samples} samples but {y.shape[0]} labels.")
     if y.shape[0] == 0:
         raise ValueError("y is empty.")
-    kind = type_of_target(y)
+    kind = type_of_target(y, input_name="y", raise_unknown=True)
     if kind not in ("binary", "multiclass"):
         raise ValueError(f"y must hold class labels, got target type {kind!r}.")
     classes, codes = np.unique(y, return_inverse=True)

@@ -113,8 +113,13 @@ def test_block_coordinate_step_moves_only_its_block(rng):
     initial = SphereTanhEmbedding(X.shape[1], n_components)
     initial.reset_parameters(torch_generator(make_rng(0)))
     model = SSNE(
-        n_components=n_components, solver="bcd", block_size=block_size, reg_lambda=0.0,
-        max_iter=1, random_state=0, device="cpu",
+        n_components=n_components,
+        solver="bcd",
+        block_size=block_size,
+        reg_lambda=0.0,
+        max_iter=1,
+        random_state=0,
+        device="cpu",
     ).fit(X, y)
     moved = np.any(model.weight_ != initial.weight.detach().numpy(), axis=0)
     assert moved.sum() == block_size

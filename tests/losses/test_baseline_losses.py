@@ -6,6 +6,7 @@ import math
 import numpy as np
 import pytest
 import scipy.linalg
+import scipy.spatial.distance
 import torch
 
 from rankmetric.losses.lifted import LiftedStructureLoss
@@ -15,11 +16,12 @@ from rankmetric.losses.pair_distances import (
     check_batch,
     label_masks,
     masked_logsumexp,
+    paired_distance,
     pairwise_distance,
     pairwise_similarity,
 )
 from rankmetric.losses.proxy_nca import ProxyNCALoss
-from rankmetric.losses.triplet import TripletLoss, _uniform_choice
+from rankmetric.losses.triplet import TripletLoss, random_partners
 
 LABELS = torch.tensor([0, 1, 2, 0, 1, 2, 0, 1, 3, 2])
 
@@ -172,6 +174,18 @@ def test_pairwise_distance_between_two_sets():
     np.testing.assert_allclose(sims, _np(x) @ _np(y).T, atol=1e-12)
 
 
+@pytest.mark.parametrize("metric", ["euclidean", "sqeuclidean", "cosine", "airm", "log_euclidean"])
+def test_paired_distance_is_the_diagonal_of_the_pairwise_one(metric):
+    if metric in ("airm", "log_euclidean"):
+        x, y = _random_spd(6, 3, 0), _random_spd(6, 3, 1)
+    else:
+        (x, _), (y, _) = _batch(0, n=6), _batch(1, n=6)
+    expected = pairwise_distance(x, metric, y).diagonal()
+    torch.testing.assert_close(paired_distance(x, y, metric), expected)
+    manhattan = lambda a, b: (a[:, None] - b[None]).abs().flatten(2).sum(-1)  # noqa: E731
+    torch.testing.assert_close(paired_distance(x, y, manhattan), (x - y).abs().flatten(1).sum(1))
+
+
 def test_euclidean_gradient_is_finite_at_duplicate_points():
     x, _ = _batch(n=4)
     x = torch.cat([x, x[:1]]).requires_grad_()
@@ -201,10 +215,12 @@ def test_spd_metrics_match_their_definitions():
     X = _random_spd(5, 3, 0)
     airm = pairwise_distance(X, "airm")
     log_euc = pairwise_distance(X, "log_euclidean")
+    w, V = np.linalg.eigh(_np(X))
+    logs = V @ (np.log(w)[:, :, None] * V.transpose(0, 2, 1))  # matrix logarithms
     for i, j in itertools.product(range(5), repeat=2):
         lam = scipy.linalg.eigh(_np(X[i]), _np(X[j]), eigvals_only=True)
         assert airm[i, j].item() == pytest.approx(np.sqrt(np.sum(np.log(lam) ** 2)), abs=1e-6)
-        diff = scipy.linalg.logm(_np(X[i])) - scipy.linalg.logm(_np(X[j]))
+        diff = logs[i] - logs[j]
         assert log_euc[i, j].item() == pytest.approx(np.linalg.norm(diff), abs=1e-6)
 
 
@@ -289,7 +305,7 @@ def test_triplet_random_is_unbiased_for_the_all_pairs_mean():
         per_anchor.setdefault(a, []).append(max(D[a, p] - D[a, q] + 0.5, 0.0))
     expected = np.mean([np.mean(v) for v in per_anchor.values()])
     loss = TripletLoss(0.5, "random", generator=torch.Generator().manual_seed(0))
-    draws = np.array([loss(x, y).item() for _ in range(3000)])
+    draws = np.array([loss(x, y).item() for _ in range(1000)])
     assert abs(draws.mean() - expected) < 4 * draws.std() / np.sqrt(len(draws))
 
 
@@ -300,12 +316,25 @@ def test_triplet_random_is_reproducible_with_a_seeded_generator():
     assert first.item() == second.item()
 
 
-def test_uniform_choice_draws_valid_entries_uniformly():
-    mask = torch.tensor([[1, 0, 1, 1], [0, 1, 0, 0]], dtype=torch.bool).repeat(2000, 1)
-    picks = _uniform_choice(mask, torch.Generator().manual_seed(0))
-    assert mask.gather(1, picks[:, None]).all()
-    counts = np.bincount(_np(picks[0::2]), minlength=4)[[0, 2, 3]]
-    assert np.all(np.abs(counts / 2000 - 1 / 3) < 0.04)
+def test_random_partners_are_valid_and_uniform():
+    labels = torch.tensor([2, 0, 2, 1, 2, 0, 2, 7])  # class 7 has no positive
+    gen = torch.Generator().manual_seed(0)
+    draws = [random_partners(labels, gen) for _ in range(2000)]
+    positives = torch.stack([d[0] for d in draws])
+    negatives = torch.stack([d[1] for d in draws])
+    valid = draws[0][2]
+    assert valid.tolist() == [True, True, True, False, True, True, True, False]
+    n = len(labels)
+    for i in range(n):
+        same = [j for j in range(n) if j != i and labels[j] == labels[i]]
+        other = [j for j in range(n) if labels[j] != labels[i]]
+        assert set(negatives[:, i].tolist()) == set(other)
+        counts = np.bincount(_np(negatives[:, i]), minlength=n)[other] / 2000
+        assert np.all(np.abs(counts - 1 / len(other)) < 0.045)  # about 4 standard deviations
+        if valid[i]:
+            assert set(positives[:, i].tolist()) == set(same)
+            counts = np.bincount(_np(positives[:, i]), minlength=n)[same] / 2000
+            assert np.all(np.abs(counts - 1 / len(same)) < 0.045)
 
 
 # ----------------------------------------------------------------------------- lifted

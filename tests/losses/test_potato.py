@@ -43,7 +43,9 @@ def _weighted_mean(hinges: list[float], temperature: float) -> float:
     return float((w * h).sum() / w.sum())
 
 
-def _brute_force(D, labels, state, *, z_th, m, lam, alpha, T=0.0, eps=1e-6, floor=0.05, update=True):
+def _brute_force(
+    D, labels, state, *, z_th, m, lam, alpha, T=0.0, eps=1e-6, floor=0.05, update=True
+):
     """Loss and updated potato state, with explicit loops over classes, anchors and pairs."""
     log_mu, log_sigma, seen = (np.array(s, dtype=float) for s in state)
     seen = seen.astype(bool)
@@ -51,7 +53,9 @@ def _brute_force(D, labels, state, *, z_th, m, lam, alpha, T=0.0, eps=1e-6, floo
     n = len(labels)
     if update:
         for c in np.unique(labels):
-            vals = [logd[i, j] for i in range(n) for j in range(i + 1, n) if labels[i] == labels[j] == c]
+            vals = [
+                logd[i, j] for i in range(n) for j in range(i + 1, n) if labels[i] == labels[j] == c
+            ]
             if not vals:
                 continue
             vals = np.asarray(vals)
@@ -172,8 +176,14 @@ def test_eval_mode_uses_stored_potato_without_updating():
     for a, b in zip(before, _state(loss_fn)):
         np.testing.assert_array_equal(a, b)
     expected, _ = _brute_force(
-        _distance_matrix(E2.numpy(), "airm"), labels.numpy(), before,
-        z_th=0.0, m=1.0, lam=1.0, alpha=0.1, update=False,
+        _distance_matrix(E2.numpy(), "airm"),
+        labels.numpy(),
+        before,
+        z_th=0.0,
+        m=1.0,
+        lam=1.0,
+        alpha=0.1,
+        update=False,
     )
     assert float(got) == pytest.approx(expected, rel=1e-9)
 
@@ -186,7 +196,9 @@ def test_unseen_classes_contribute_nothing_in_eval():
 # ---------------------------------------------------------------- gradients
 
 
-@pytest.mark.parametrize("kind, distance", [("vector", "airm"), ("spd", "airm"), ("spd", "log_euclidean")])
+@pytest.mark.parametrize(
+    "kind, distance", [("vector", "airm"), ("spd", "airm"), ("spd", "log_euclidean")]
+)
 def test_gradcheck_float64(kind, distance):
     labels = torch.tensor([0, 0, 1, 1, 1, 0, 2])  # ≥ 3 per class: no z exactly at a kink
     E = torch.as_tensor(_embeddings(kind, 7, seed=7))
@@ -213,6 +225,22 @@ def test_duplicate_embeddings_give_finite_gradients(kind):
     loss = RiemannianPotatoLoss()(E, labels)
     loss.backward()
     assert torch.isfinite(loss) and torch.isfinite(E.grad).all()
+
+
+def test_log_euclidean_on_matrices_equals_euclidean_on_vectorised_logs():
+    # The route RPLEmbedding takes for distance="log_euclidean".
+    from rankmetric.geometry import spd_log
+    from rankmetric.models.spdnet import sym_to_vec
+
+    S = torch.as_tensor(_spd(8, 3, seed=4))
+    labels = torch.tensor([0, 0, 0, 1, 1, 1, 2, 2])
+    on_matrices = RiemannianPotatoLoss(distance="log_euclidean").double()
+    on_vectors = RiemannianPotatoLoss().double()
+    for _ in range(2):
+        a = on_matrices(S, labels)
+        b = on_vectors(sym_to_vec(spd_log(S)), labels)
+        assert float(a) == pytest.approx(float(b), rel=1e-6)
+    np.testing.assert_allclose(on_matrices.log_mu, on_vectors.log_mu, atol=1e-6)
 
 
 def test_statistics_are_detached():
@@ -255,13 +283,15 @@ def test_buffers_grow_and_reload():
 
 def test_embedding_distances_dispatch():
     V = torch.randn(4, 3, dtype=torch.float64)
-    np.testing.assert_allclose(embedding_distances(V).numpy(), _distance_matrix(V.numpy(), ""), atol=1e-10)
+    np.testing.assert_allclose(
+        embedding_distances(V).numpy(), _distance_matrix(V.numpy(), ""), atol=1e-10
+    )
     S = torch.as_tensor(_spd(4, 3, seed=1))
     for distance in ("airm", "log_euclidean"):
         np.testing.assert_allclose(
             embedding_distances(S[:3], S, distance).numpy(),
             _distance_matrix(S.numpy(), distance)[:3],
-            atol=1e-8,
+            atol=1e-6,  # log-Euclidean Gram formula: sqrt of rounding at zero
         )
 
 
@@ -273,7 +303,8 @@ def test_embedding_distances_dispatch():
         (torch.randn(4, 2), torch.tensor([0.0, 0.0, 1.0, 1.0]), "integer"),
         (torch.randn(4, 2), torch.tensor([0, -1, 1, 1]), "non-negative"),
         (torch.randn(1, 2), torch.tensor([0]), "at least 2"),
-        (torch.randn(4, 2, 3), torch.tensor([0, 0, 1, 1]), "square"),
+        (torch.randn(4, 2, 3), torch.tensor([0, 0, 1, 1]), "shape"),
+        (torch.full((4, 2), torch.nan), torch.tensor([0, 0, 1, 1]), "NaN"),
     ],
 )
 def test_bad_inputs_raise(embeddings, labels, message):
@@ -341,4 +372,6 @@ def test_statistics_are_all_reduced_across_ranks():
             vals.append(D[torch.triu(torch.ones_like(D, dtype=torch.bool), 1)].log())
         vals = torch.cat(vals)
         assert state["log_mu"][c].item() == pytest.approx(vals.mean().item(), rel=1e-9)
-        assert state["log_sigma"][c].item() == pytest.approx(vals.std(unbiased=False).item(), rel=1e-9)
+        assert state["log_sigma"][c].item() == pytest.approx(
+            vals.std(unbiased=False).item(), rel=1e-9
+        )

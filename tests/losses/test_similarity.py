@@ -118,7 +118,9 @@ def test_soft_threshold_zeroes_exactly_the_small_columns(rng):
     kept = np.flatnonzero(expected_active)
     # surviving columns keep their direction and lose exactly tau in norm
     np.testing.assert_allclose(W.norm(dim=0).numpy()[kept], norms[kept] - tau)
-    cos = (W[:, kept] * before[:, kept]).sum(0) / (W[:, kept].norm(dim=0) * before[:, kept].norm(dim=0))
+    cos = (W[:, kept] * before[:, kept]).sum(0) / (
+        W[:, kept].norm(dim=0) * before[:, kept].norm(dim=0)
+    )
     np.testing.assert_allclose(cos.numpy(), 1.0)
 
 

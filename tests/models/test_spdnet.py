@@ -5,7 +5,7 @@ import pytest
 import torch
 from pyriemann.datasets import make_matrices
 
-from rankmetric.models.spdnet import BiMap, LogEig, ReEig, SPDNet, sym_to_vec
+from rankmetric.models.spdnet import BiMap, LogEig, ReEig, SPDNet, rectified_log, sym_to_vec
 from rankmetric.models.stiefel import StiefelAdam, StiefelSGD, orthonormality_error
 
 
@@ -84,6 +84,19 @@ def test_spdnet_configurations_of_the_papers_build():
     assert [tuple(b.weight.shape) for b in hdm05.bimaps] == [(93, 30)]
     assert [tuple(b.weight.shape) for b in afew.bimaps] == [(400, 200), (200, 100), (100, 50)]
     assert hdm05(_spd(2, 93)).shape == (2, 30, 30)
+
+
+def test_rectified_log_equals_log_of_reeig_with_its_gradient():
+    X = _spd(4, 5, seed=8, dtype=torch.float64)
+    X = X - 0.3 * torch.eye(5, dtype=torch.float64)  # some eigenvalues fall under the floor
+    eps = 0.2
+    assert float(torch.linalg.eigvalsh(X).min()) < eps
+    fused = rectified_log(X, eps)
+    assert torch.allclose(fused, LogEig()(ReEig(eps)(X)), atol=1e-12)
+    S = torch.zeros_like(X, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda S: rectified_log(X + S + S.mT, eps).sum(), (S,))
+    with pytest.raises(ValueError, match="eps"):
+        rectified_log(X, 0.0)
 
 
 def test_log_output_and_head():

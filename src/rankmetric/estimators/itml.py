@@ -27,6 +27,7 @@ import numpy as np
 from scipy.linalg import blas
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
 from .._utils import make_rng, single_blas_thread
@@ -172,7 +173,7 @@ def _symmetrise_upper(M: np.ndarray) -> np.ndarray:
 
 
 def components_from_metric(M: np.ndarray) -> np.ndarray:
-    """``L`` (n_features, n_features) with ``Lᵀ L = M``: Cholesky, or eigen square root if singular."""
+    """``L`` (n_features, n_features) with ``Lᵀ L = M``: Cholesky, else eigen square root."""
     try:
         return np.linalg.cholesky(M).T
     except np.linalg.LinAlgError:
@@ -286,7 +287,9 @@ class ITML(ClassNamePrefixFeaturesOutMixin, MahalanobisMixin, TransformerMixin, 
         else:
             bounds = np.asarray(self.bounds, dtype=np.float64).ravel()
             if bounds.shape != (2,) or not np.all(np.isfinite(bounds)) or np.any(bounds <= 0):
-                raise ValueError(f"bounds must be two positive numbers (u, l), got {self.bounds!r}.")
+                raise ValueError(
+                    f"bounds must be two positive numbers (u, l), got {self.bounds!r}."
+                )
         # Identical points make a percentile 0; keep the projections finite as the authors do.
         return np.maximum(bounds, 1e-9)
 
@@ -299,6 +302,7 @@ class ITML(ClassNamePrefixFeaturesOutMixin, MahalanobisMixin, TransformerMixin, 
         """
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
         X = X.astype(np.float64, copy=False)
+        check_classification_targets(y)
         _, codes = check_labels(y, X.shape[0])
         self._validate_params()
         rng = make_rng(self.random_state)
@@ -311,7 +315,13 @@ class ITML(ClassNamePrefixFeaturesOutMixin, MahalanobisMixin, TransformerMixin, 
         bounds = self._bounds(X, prior, rng)
         with single_blas_thread():  # tiny BLAS calls: threads only hurt
             M, n_iter, converged = itml_projections(
-                V[nonzero], similar[nonzero], bounds, prior, float(self.gamma), self.max_iter, self.tol
+                V[nonzero],
+                similar[nonzero],
+                bounds,
+                prior,
+                float(self.gamma),
+                self.max_iter,
+                self.tol,
             )
         if not converged:
             warnings.warn(

@@ -8,7 +8,8 @@ The objective over a linear map ``L`` (``components_``, shape (r, D)) is
 with ``j⇝i`` the ``k`` target neighbours of ``i`` (same class, nearest in the input space) and
 ``y_il = 1`` when ``i`` and ``l`` share a class. Impostor pairs ``(i, l)`` enter through an
 *active set*: the pairs inside the margin radius ``max_j ||L(x_i − x_j)||² + 1`` found by a
-chunked neighbour search, refreshed every ``active_set_update`` iterations. Fitting ends when the
+chunked neighbour search, refreshed every ``active_set_update`` iterations of scipy's L-BFGS-B
+(or of gradient descent with Weinberger's step adaptation). Fitting ends when the
 optimiser has converged on the active set *and* a fresh search finds no violated triplet outside
 it, so the result is a stationary point of the full objective.
 
@@ -29,6 +30,7 @@ import torch
 from scipy.optimize import minimize
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
 from .._utils import make_rng, resolve_device, single_blas_thread, to_tensor
@@ -122,16 +124,19 @@ def find_target_neighbors(
         for start in range(0, members.numel(), step):
             rows = members[start : start + step]
             d = _squared_distances(X[rows], Xc)
-            d[torch.arange(rows.numel(), device=X.device), torch.arange(start, start + rows.numel())] = (
-                torch.inf
-            )
+            d[
+                torch.arange(rows.numel(), device=X.device),
+                torch.arange(start, start + rows.numel()),
+            ] = torch.inf
             nearest = d.topk(k_c, dim=1, largest=False).indices
             targets[rows, :k_c] = members[nearest]
             mask[rows, :k_c] = True
     return targets, mask
 
 
-def _margin_radii(Z: torch.Tensor, targets: torch.Tensor, target_mask: torch.Tensor) -> torch.Tensor:
+def _margin_radii(
+    Z: torch.Tensor, targets: torch.Tensor, target_mask: torch.Tensor
+) -> torch.Tensor:
     """``max_j ||z_i − z_j||² + 1`` over the target neighbours (−inf for samples without any)."""
     d = ((Z[:, None, :] - Z[targets]) ** 2).sum(-1)
     d = d.masked_fill(~target_mask, -torch.inf)
@@ -296,7 +301,9 @@ class LMNN(ClassNamePrefixFeaturesOutMixin, MahalanobisMixin, TransformerMixin, 
     init : {"pca", "identity", "random"} or ndarray of shape (n_components, n_features)
         Initial map: leading principal axes, the (truncated) identity, or a Gaussian matrix.
     active_set_update : int, default=10
-        Iterations between two impostor searches.
+        Iterations between two impostor searches (the first rounds, while the set shrinks
+        fast, last 1, 2, 4, ... iterations). Previous pairs still within the margin radius + 1
+        stay in the set, so pairs do not flicker in and out.
     tol : float, default=1e-5
         Relative objective decrease below which the optimiser stops on an active set.
     solver : {"lbfgs", "gd"}, default="lbfgs"
@@ -368,7 +375,8 @@ class LMNN(ClassNamePrefixFeaturesOutMixin, MahalanobisMixin, TransformerMixin, 
         """Check the hyper-parameters; return the number of components."""
         integral = (numbers.Integral,)
         _check_param(
-            isinstance(self.k, integral) and self.k >= 1, f"k must be an integer ≥ 1, got {self.k!r}."
+            isinstance(self.k, integral) and self.k >= 1,
+            f"k must be an integer ≥ 1, got {self.k!r}.",
         )
         _check_param(
             isinstance(self.regularization, numbers.Real) and 0.0 <= self.regularization <= 1.0,
@@ -425,13 +433,14 @@ class LMNN(ClassNamePrefixFeaturesOutMixin, MahalanobisMixin, TransformerMixin, 
         self : LMNN
         """
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
+        check_classification_targets(y)
         _, codes = check_labels(y, X.shape[0])
         check_min_per_class(codes, 2, what="target neighbours")
         r = self._validate_params(X.shape[1])
         self._warn_small_classes(codes)
         device = resolve_device(self.device)
         L0 = self._initial_map(X, r, make_rng(self.random_state))
-        Xt = to_tensor(X, device)
+        Xt = to_tensor(X.astype(np.float32), device)  # a writable float32 copy
         codes_t = torch.as_tensor(codes, device=device)
         targets, target_mask = find_target_neighbors(Xt, codes_t, self.k)
         L, n_iter, loss, active, converged = self._optimise(Xt, codes_t, targets, target_mask, L0)

@@ -20,7 +20,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._utils import make_rng, resolve_device, to_tensor, torch_generator
 from .._validation import check_labels, check_min_per_class, check_spd_array
 from ..geometry.distances import airm_distance, log_euclidean_distance
-from ..geometry.matrix_functions import spd_inv_sqrt, spd_log, symmetrize
+from ..geometry.matrix_functions import spd_inv_sqrt, symmetrize
 from ..geometry.means import riemannian_mean
 from ..io import register_estimator
 from ..losses.potato import DISTANCES, RiemannianPotatoLoss, embedding_distances
@@ -188,7 +188,15 @@ class RPLEmbedding(MetricLearnerMixin, TransformerMixin, BaseEstimator):
         X_t = _congruence(X_t, to_tensor(self.whitening_, device, torch.float64)).float()
 
         train_idx, val_idx = _stratified_split(codes, self.validation_fraction, rng)
-        net = SPDNet(sizes, eps=self.eps, generator=torch_generator(rng), device=device)
+        # log-Euclidean: the loss sees vec(log Y), whose Euclidean distances are log-Euclidean
+        # distances between outputs, and the last ReEig shares its eigen-decomposition with LogEig.
+        net = SPDNet(
+            sizes,
+            eps=self.eps,
+            log_output=self.distance == "log_euclidean",
+            generator=torch_generator(rng),
+            device=device,
+        )
         loss_fn = RiemannianPotatoLoss(
             self.z_threshold,
             self.margin,
@@ -208,7 +216,7 @@ class RPLEmbedding(MetricLearnerMixin, TransformerMixin, BaseEstimator):
                 train_idx[index.class_balanced_batch(n_classes, self.n_per_class, rng)],
                 device=device,
             )
-            return loss_fn(net(X_t[batch]), codes_t[batch])
+            return loss_fn(_training_embedding(net, X_t[batch]), codes_t[batch])
 
         validate = None
         if val_idx.size:
@@ -243,7 +251,9 @@ class RPLEmbedding(MetricLearnerMixin, TransformerMixin, BaseEstimator):
         @torch.no_grad()
         def score() -> float:
             dist = embedding_distances(
-                net(X_t[queries_t]), net(X_t[gallery_t]), distance=self.distance
+                _training_embedding(net, X_t[queries_t]),
+                _training_embedding(net, X_t[gallery_t]),
+                distance=self.distance,
             )
             relevant = codes_t[queries_t][:, None] == codes_t[gallery_t][None, :]
             return _mean_average_precision(dist, relevant)
@@ -271,12 +281,29 @@ class RPLEmbedding(MetricLearnerMixin, TransformerMixin, BaseEstimator):
             (n_samples, h (h + 1) / 2) for ``output="vector"``, (n_samples, h, h) otherwise
             (``h = hidden_sizes[-1]``), in the dtype of ``X`` (float32 or float64).
         """
-        Y, dtype = self._spd_outputs(X)
-        if self.output == "log":
-            Y = spd_log(Y)
-        elif self.output == "vector":
-            Y = sym_to_vec(spd_log(Y))
+        Y, dtype = self._outputs(X, log=self.output != "spd")
+        if self.output == "vector":
+            Y = sym_to_vec(Y)
         return Y.cpu().numpy().astype(dtype, copy=False)
+
+    def get_feature_names_out(self, input_features=None) -> np.ndarray:
+        """Names of the columns of :meth:`transform` for ``output="vector"``.
+
+        Returns
+        -------
+        ndarray of str of shape (h (h + 1) / 2,)
+            ``"rplembedding0"``, ``"rplembedding1"``, ... (entries of the upper triangle of
+            ``log Y``, row by row).
+        """
+        check_is_fitted(self, "weights_")
+        if self.output != "vector":
+            raise ValueError(
+                f"output={self.output!r} gives matrices, which have no column names; "
+                "use output='vector'."
+            )
+        h = self.weights_[-1].shape[1]
+        prefix = type(self).__name__.lower()
+        return np.asarray([f"{prefix}{k}" for k in range(h * (h + 1) // 2)], dtype=object)
 
     def pair_distances(self, X1, X2) -> np.ndarray:
         """Learned distance ``distance(f(X1[k]), f(X2[k]))`` between paired SPD matrices.
@@ -292,20 +319,21 @@ class RPLEmbedding(MetricLearnerMixin, TransformerMixin, BaseEstimator):
         -------
         ndarray of shape (n_pairs,)
         """
-        Y1, _ = self._spd_outputs(X1)
-        Y2, _ = self._spd_outputs(X2)
+        Y1, _ = self._outputs(X1)
+        Y2, _ = self._outputs(X2)
         if Y1.shape[0] != Y2.shape[0]:
             raise ValueError(f"X1 and X2 must have as many rows: {Y1.shape[0]} != {Y2.shape[0]}.")
         dist = airm_distance if self.distance == "airm" else log_euclidean_distance
         with torch.no_grad():
             return dist(Y1.double(), Y2.double()).cpu().numpy()
 
-    def _spd_outputs(self, X) -> tuple[torch.Tensor, np.dtype]:
-        """The network's SPD outputs (n, h, h) as a float32 tensor, and the input's dtype."""
+    def _outputs(self, X, log: bool = False) -> tuple[torch.Tensor, np.dtype]:
+        """The network's SPD outputs (n, h, h) (their logarithms if ``log``) as a float32 tensor,
+        and the input's dtype."""
         check_is_fitted(self, "weights_")
         X, _ = self._validate_spd(X, reset=False)
         device = resolve_device(self.device)
-        net = self._network(device)
+        net = self._network(device, log)
         W = to_tensor(self.whitening_, device, torch.float64)
         outputs = []
         with torch.no_grad():
@@ -314,10 +342,10 @@ class RPLEmbedding(MetricLearnerMixin, TransformerMixin, BaseEstimator):
                 outputs.append(net(_congruence(chunk, W).float()))
         return torch.cat(outputs), X.dtype
 
-    def _network(self, device: torch.device) -> SPDNet:
+    def _network(self, device: torch.device, log_output: bool = False) -> SPDNet:
         """The SPDNet rebuilt from ``weights_``."""
         sizes = [self.weights_[0].shape[0], *(w.shape[1] for w in self.weights_)]
-        net = SPDNet(sizes, eps=self.eps, device=device)
+        net = SPDNet(sizes, eps=self.eps, log_output=log_output, device=device)
         with torch.no_grad():
             for bimap, weight in zip(net.bimaps, self.weights_):
                 bimap.weight.copy_(to_tensor(weight, device))
@@ -376,6 +404,13 @@ class RPLEmbedding(MetricLearnerMixin, TransformerMixin, BaseEstimator):
             _check_integer("patience", self.patience, low=1)
         if not isinstance(self.whiten, (bool, np.bool_)):
             raise ValueError(f"whiten must be a bool, got {self.whiten!r}.")
+
+
+def _training_embedding(net: SPDNet, X: torch.Tensor) -> torch.Tensor:
+    """What the loss compares: SPD outputs (n, h, h), or ``vec(log Y)`` (n, h (h + 1) / 2) for a
+    network with ``log_output`` (trained with the log-Euclidean distance)."""
+    Y = net(X)
+    return sym_to_vec(Y) if net.log_output else Y
 
 
 def _congruence(X: torch.Tensor, W: torch.Tensor) -> torch.Tensor:

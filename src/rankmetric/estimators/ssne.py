@@ -7,7 +7,6 @@ A scikit-learn face over :class:`rankmetric.models.sphere.SphereTanhEmbedding` a
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from numbers import Integral, Real
 
 import numpy as np
@@ -23,6 +22,7 @@ from ..losses.similarity import (
     SimilarityRegressionLoss,
     group_norm_penalty,
     group_soft_threshold_,
+    label_similarity_targets,
 )
 from ..models.sphere import SphereTanhEmbedding, sphere_similarity
 from ..sampling import LabelIndex
@@ -38,8 +38,6 @@ _SIMILARITIES = ("labels",)
 _TRANSFORM_CHUNK = 65536
 #: Round-off allowed on target similarities (dot products of unit vectors can exceed 1 by ~1e-16).
 _RANGE_TOL = 1e-6
-_OPT = "sgd"
-_DECAY = False
 
 # A batch sampler returns (first indices, second indices, target similarities) of n pairs.
 PairSampler = Callable[[np.random.Generator], tuple[np.ndarray, np.ndarray, np.ndarray]]
@@ -51,13 +49,59 @@ def default_n_components(n_features: int) -> int:
     return int(np.clip(2 * n_features, MIN_DEFAULT_COMPONENTS, MAX_DEFAULT_COMPONENTS))
 
 
-@dataclass
-class _BlockState:
-    """The block of columns a block-coordinate step may change, and the others' old values."""
+class _ProximalStepper:
+    """Proximal stochastic gradient steps on ``loss + reg_lambda · Σ_m ||w_m||``.
 
-    columns: torch.Tensor | None = None
-    frozen: torch.Tensor | None = None
-    lr: float = 0.0
+    SGD with momentum 0.9 and a step size decaying linearly from ``learning_rate`` to 0; after
+    each step the columns of ``W`` are group-soft-thresholded by ``step size · reg_lambda``.
+    With ``block_size`` set, a step is block-coordinate: the gradient of every column outside a
+    random block of ``block_size`` columns is masked, those columns are restored after the
+    optimiser step (momentum cannot move them), and only the block is thresholded.
+    """
+
+    MOMENTUM = 0.9
+
+    def __init__(
+        self,
+        module: SphereTanhEmbedding,
+        *,
+        learning_rate: float,
+        reg_lambda: float,
+        max_iter: int,
+        block_size: int | None,
+    ) -> None:
+        self.weight = module.weight
+        self.optimizer = torch.optim.SGD(
+            module.parameters(), lr=learning_rate, momentum=self.MOMENTUM
+        )
+        self.learning_rate, self.reg_lambda, self.max_iter = learning_rate, reg_lambda, max_iter
+        self.block_size = block_size
+        self.lr = learning_rate
+        self.block: torch.Tensor | None = None
+        self.frozen: torch.Tensor | None = None
+        self.mask: torch.Tensor | None = None
+        if block_size is not None:
+            self.weight.register_hook(lambda grad: grad * self.mask)
+
+    def begin(self, step: int, rng: np.random.Generator) -> None:
+        """Set this step's size and, for block-coordinate steps, draw its block of columns."""
+        self.lr = self.learning_rate * (1.0 - step / self.max_iter)
+        self.optimizer.param_groups[0]["lr"] = self.lr
+        if self.block_size is None:
+            return
+        n_columns = self.weight.shape[1]
+        cols = rng.choice(n_columns, size=self.block_size, replace=False)
+        self.block = torch.as_tensor(cols, device=self.weight.device)
+        self.mask = torch.zeros(n_columns, dtype=self.weight.dtype, device=self.weight.device)
+        self.mask[self.block] = 1.0
+        self.frozen = self.weight.detach().clone()
+
+    def proximal_step(self) -> None:
+        """After the optimiser step: restore the columns outside the block, then threshold."""
+        if self.block is not None:
+            outside = self.mask == 0
+            self.weight[:, outside] = self.frozen[:, outside]
+        group_soft_threshold_(self.weight, self.lr * self.reg_lambda, self.block)
 
 
 @register_estimator
@@ -96,10 +140,11 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
         Columns per block-coordinate step (``solver="bcd"``; clipped to ``M``).
     batch_size : int, default=256
         Pairs per step.
-    learning_rate : float, default=0.01
-        Adam step size; the proximal threshold of a step is ``learning_rate · reg_lambda``.
-    max_iter : int, default=2000
-        Optimisation steps.
+    learning_rate : float, default=0.3
+        Initial step size of SGD with momentum 0.9; it decays linearly to 0 over ``max_iter``
+        steps. The proximal threshold of a step is its step size times ``reg_lambda``.
+    max_iter : int, default=1000
+        Optimisation steps (a fixed budget: the step size reaches 0 at the last one).
     random_state : int, Generator or None
         Seed of every draw (initial ``W``, pairs, blocks).
     device : str or None
@@ -134,7 +179,7 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
         block_size: int = 16,
         batch_size: int = 256,
         learning_rate: float = 0.3,
-        max_iter: int = 2000,
+        max_iter: int = 1000,
         random_state=None,
         device: str | None = None,
         verbose: bool | int = False,
@@ -176,8 +221,9 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
         n, frac, neg = int(self.batch_size), float(self.positive_fraction), float(self.neg_target)
 
         def sample(rng: np.random.Generator):
-            i, j, same = index.balanced_pairs(n, rng, frac)
-            return i, j, np.where(same, 1.0, neg)
+            i, j, _ = index.balanced_pairs(n, rng, frac)
+            a, b = torch.as_tensor(codes[i]), torch.as_tensor(codes[j])
+            return i, j, label_similarity_targets(a, b, neg)
 
         return self._fit_sampled(X, sample)
 
@@ -234,44 +280,29 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
         module = SphereTanhEmbedding(X.shape[1], n_components)
         module.reset_parameters(torch_generator(rng))
         module.to(device)
-        if _OPT == "sgd":
-            optimizer = torch.optim.SGD(module.parameters(), lr=float(self.learning_rate), momentum=0.9)
-        else:
-            optimizer = torch.optim.Adam(module.parameters(), lr=float(self.learning_rate))
+        stepper = _ProximalStepper(
+            module,
+            learning_rate=float(self.learning_rate),
+            reg_lambda=float(self.reg_lambda),
+            max_iter=int(self.max_iter),
+            block_size=min(int(self.block_size), n_components) if self.solver == "bcd" else None,
+        )
         loss_fn = SimilarityRegressionLoss(self.neg_target)
-        block = _BlockState()
-        block_size = min(int(self.block_size), n_components)
-
-        lr0 = float(self.learning_rate)
-        max_iter = int(self.max_iter)
 
         def loss_step(step: int) -> torch.Tensor:
-            lr = lr0 * (1 - step / max_iter) if _DECAY else lr0
-            optimizer.param_groups[0]["lr"] = lr
-            block.lr = lr
+            stepper.begin(step, rng)
             i, j, s = sample(rng)
-            if self.solver == "bcd":
-                cols = rng.choice(n_components, size=block_size, replace=False)
-                block.columns = torch.as_tensor(cols, device=device)
-                block.frozen = module.weight.detach().clone()
             emb = module(Xt[torch.as_tensor(np.concatenate([i, j]), device=device)])
-            targets = torch.as_tensor(s, dtype=emb.dtype, device=device)
+            targets = torch.as_tensor(s, device=device).to(emb.dtype)
             return loss_fn.pairs(emb[: len(i)], emb[len(i) :], targets)
-
-        def proximal_step() -> None:
-            if block.columns is not None:
-                moved = block.frozen.clone()
-                moved[:, block.columns] = module.weight[:, block.columns]
-                module.weight.copy_(moved)
-            group_soft_threshold_(module.weight, block.lr * float(self.reg_lambda), block.columns)
 
         result = train(
             module,
-            optimizer,
+            stepper.optimizer,
             loss_step,
             rng=rng,
             max_iter=int(self.max_iter),
-            post_step=proximal_step,
+            post_step=stepper.proximal_step,
             verbose=self.verbose,
             desc="SSNE",
         )
@@ -380,7 +411,7 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
 
 
 def _check_pairs(pairs, similarities, n_samples: int) -> tuple[np.ndarray, np.ndarray]:
-    """Validate pair indices (n_pairs, 2) into ``n_samples`` rows and targets (n_pairs,) in [-1, 1]."""
+    """Validate row indices ``pairs`` (n_pairs, 2) and targets (n_pairs,) in ``[-1, 1]``."""
     pairs = np.asarray(pairs)
     if pairs.ndim != 2 or pairs.shape[1] != 2:
         raise ValueError(f"pairs must have shape (n_pairs, 2), got {pairs.shape}.")

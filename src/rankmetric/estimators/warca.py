@@ -19,7 +19,7 @@ from sklearn.utils.validation import validate_data
 from .._utils import make_rng, resolve_device, to_tensor
 from .._validation import check_labels, check_min_per_class
 from ..io import register_estimator
-from ..losses.warp import SAMPLINGS, aon_penalty, sampled_warp_loss
+from ..losses.warp import SAMPLINGS, Embed, aon_penalty, sampled_warp_loss
 from ..models.linear import INITS, LinearMap
 from ..sampling import LabelIndex
 from ..training import TrainingResult, train
@@ -98,7 +98,8 @@ class BaseWARCA(TransformerMixin, BaseEstimator):
                  f"learning_rate must be a positive number, got {p['learning_rate']!r}.")
         _require(p["sampling"] in SAMPLINGS,
                  f"sampling must be one of {SAMPLINGS}, got {p['sampling']!r}.")
-        _require(p["init"] in INITS, f"init must be one of {INITS}, got {p['init']!r}.")
+        if "init" in p:
+            _require(p["init"] in INITS, f"init must be one of {INITS}, got {p['init']!r}.")
         _require(p["patience"] is None or (_is_int(p["patience"]) and p["patience"] >= 1),
                  f"patience must be a positive integer or None, got {p['patience']!r}.")
         _require(p["tol"] is None or (_is_real(p["tol"]) and p["tol"] >= 0),
@@ -146,24 +147,22 @@ class BaseWARCA(TransformerMixin, BaseEstimator):
     def _train_warp(
         self,
         module: torch.nn.Module,
-        embed: Callable[[torch.Tensor], torch.Tensor],
-        regulariser: Callable[[], torch.Tensor],
+        prepare_step: Callable[[], tuple[Embed, Embed | None, Callable[[], torch.Tensor]]],
         index: LabelIndex,
         rng: np.random.Generator,
         device: torch.device,
-        *,
-        prepare: Callable[[], Callable | None] | None = None,
         validate: Callable[[], float] | None = None,
     ) -> TrainingResult:
-        """Adam on ``mean WARP + reg_lambda · regulariser()`` through :func:`training.train`.
+        """Adam on ``mean WARP + reg_lambda · penalty()`` through :func:`training.train`.
 
-        ``prepare`` (optional) runs at the start of each step and may return a cheaper detached
-        embedding for the violation-detection pass (kernel WARCA's ``K Aᵀ`` rows).
+        ``prepare_step()`` runs at the start of each step and returns ``(embed, embed_detached,
+        penalty)``: the differentiable embedding of training samples by index (``None``: all),
+        an optional cheaper one for the violation-detection pass, and the regulariser.
         """
         optimizer = torch.optim.Adam(module.parameters(), lr=self.learning_rate)
 
         def loss_step(step: int) -> torch.Tensor:
-            detached = prepare() if prepare is not None else None
+            embed, embed_detached, penalty = prepare_step()
             warp = sampled_warp_loss(
                 embed,
                 index,
@@ -173,9 +172,9 @@ class BaseWARCA(TransformerMixin, BaseEstimator):
                 margin=self.margin,
                 sampling=self.sampling,
                 device=device,
-                embed_detached=detached,
+                embed_detached=embed_detached,
             )
-            return warp + self.reg_lambda * regulariser()
+            return warp + self.reg_lambda * penalty()
 
         result = train(
             module,
@@ -350,8 +349,8 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         model = LinearMap(n_features, n_components, mean=mean, scale=scale, device=device)
         model.reset_parameters(rng, self.init, data)
 
-        def embed(indices: torch.Tensor) -> torch.Tensor:
-            return model(data[indices])
+        def embed(indices: torch.Tensor | None) -> torch.Tensor:
+            return model(data if indices is None else data[indices])
 
         validate = None
         if X_val is not None:
@@ -361,8 +360,7 @@ class WARCA(MahalanobisMixin, BaseWARCA):
             )
         self._train_warp(
             model,
-            embed,
-            lambda: aon_penalty(model.weight),
+            lambda: (embed, None, lambda: aon_penalty(model.weight)),
             LabelIndex.from_codes(codes),
             rng,
             device,

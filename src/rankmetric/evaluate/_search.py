@@ -15,13 +15,13 @@ gallery index, among equal *computed* scores.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
-__all__ = ["METRICS", "Gallery", "auto_chunk_size", "score_chunks", "smallest_k", "to_distance"]
+__all__ = ["METRICS", "Gallery", "auto_chunk_size", "for_each_chunk", "smallest_k", "to_distance"]
 
 METRICS = ("euclidean", "sqeuclidean", "cosine")
 MEMORY_BUDGET = 256 * 2**20  # bytes for the per-chunk temporaries
@@ -106,15 +106,19 @@ def resolve_chunk_size(chunk_size, n_queries: int, **auto_kw) -> int:
     return int(chunk_size)
 
 
-def score_chunks(
+def for_each_chunk(
     Q: torch.Tensor,
     gallery: Gallery,
     chunk_size: int,
+    visit: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], None],
     *,
     exclude_self: bool = False,
     order: torch.Tensor | None = None,
-) -> Iterator[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
-    """Yield ``(rows, scores, query_const)`` for successive chunks of queries.
+) -> None:
+    """Score successive chunks of queries and hand each to ``visit(rows, scores, query_const)``.
+
+    A chunk's scores are released before the next chunk is scored, so at most one chunk of
+    scores exists at a time.
 
     Parameters
     ----------
@@ -122,18 +126,14 @@ def score_chunks(
         Raw queries (they are prepared here).
     gallery : Gallery
     chunk_size : int
+    visit : callable
+        Called with ``rows`` (n_chunk,), the query indices of the chunk; ``scores``
+        (n_chunk, n_gallery); and ``query_const`` (n_chunk,), ``||q||²`` (0 for cosine), which
+        turns scores into distances with :func:`to_distance`.
     exclude_self : bool, default=False
         Query ``i`` is gallery item ``i``: its own score is set to ``+inf``.
     order : tensor of shape (n_queries,), optional
         The order in which queries are visited (default: ``0..n_queries-1``).
-
-    Yields
-    ------
-    rows : tensor of shape (n_chunk,)
-        Query indices of the chunk.
-    scores : tensor of shape (n_chunk, n_gallery)
-    query_const : tensor of shape (n_chunk,)
-        ``||q||²`` (0 for cosine), to turn scores into distances with :func:`to_distance`.
     """
     Qp, const = gallery.prepare_queries(Q)
     if order is None:
@@ -143,7 +143,8 @@ def score_chunks(
         scores = gallery.scores(Qp[rows])
         if exclude_self:
             scores[torch.arange(rows.shape[0], device=rows.device), rows] = torch.inf
-        yield rows, scores, const[rows]
+        visit(rows, scores, const[rows])
+        del scores
 
 
 def _kth_smallest(scores: torch.Tensor, k: int) -> torch.Tensor:

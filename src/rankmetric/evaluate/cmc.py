@@ -7,7 +7,7 @@ import torch
 
 from .._utils import resolve_device
 from ._inputs import as_embeddings, check_ks, check_same_width, compute_dtype, encode_labels
-from ._search import Gallery, check_metric, resolve_chunk_size, score_chunks
+from ._search import Gallery, check_metric, resolve_chunk_size, for_each_chunk
 
 __all__ = ["cmc_curve"]
 
@@ -101,9 +101,12 @@ def cmc_curve(
 
     p_codes_t, g_codes_t = torch.as_tensor(p_codes, device=dev), torch.as_tensor(g_codes, device=dev)
     match_rank = torch.empty(P.shape[0], dtype=torch.int64, device=dev)
-    for rows, scores, _ in score_chunks(P, Gallery.build(G, metric), chunk):
+
+    def rank_first_match(rows, scores, _):
         is_match = g_codes_t.unsqueeze(0) == p_codes_t[rows].unsqueeze(1)
         match_rank[rows] = _first_match_rank(scores, is_match)
+
+    for_each_chunk(P, Gallery.build(G, metric), chunk, rank_first_match)
 
     counts = np.bincount(match_rank.cpu().numpy() - 1, minlength=G.shape[0])
     curve = np.cumsum(counts) / P.shape[0]

@@ -16,7 +16,7 @@ from ._inputs import (
     compute_dtype,
     encode_labels,
 )
-from ._search import Gallery, check_metric, resolve_chunk_size, score_chunks, smallest_k, to_distance
+from ._search import Gallery, check_metric, resolve_chunk_size, for_each_chunk, smallest_k, to_distance
 
 __all__ = ["knn_search", "knn_predict", "knn_accuracy"]
 
@@ -100,10 +100,12 @@ def knn_search(
     space = Gallery.build(G, metric)
     distances = torch.empty((Q.shape[0], k), dtype=dtype, device=dev)
     indices = torch.empty((Q.shape[0], k), dtype=torch.int64, device=dev)
-    for rows, scores, const in score_chunks(Q, space, chunk, exclude_self=exclude_self):
-        values, idx = smallest_k(scores, k)
+
+    def keep_nearest(rows, scores, const):
+        values, indices[rows] = smallest_k(scores, k)
         distances[rows] = to_distance(values, const, metric)
-        indices[rows] = idx
+
+    for_each_chunk(Q, space, chunk, keep_nearest, exclude_self=exclude_self)
     return distances.cpu().numpy(), indices.cpu().numpy()
 
 

@@ -21,7 +21,7 @@ import torch
 
 from .._utils import resolve_device
 from ._inputs import as_embeddings, check_ks, check_same_width, compute_dtype, encode_labels
-from ._search import Gallery, check_metric, resolve_chunk_size, score_chunks, smallest_k
+from ._search import Gallery, check_metric, resolve_chunk_size, for_each_chunk, smallest_k
 
 __all__ = ["retrieval_scores", "recall_at_k", "precision_at_1", "map_at_r"]
 
@@ -104,14 +104,16 @@ def _retrieval_pass(
     first_hit = torch.full((Q.shape[0],), G.shape[0], dtype=torch.int64, device=dev)
     ap = torch.zeros(Q.shape[0], dtype=torch.float64, device=dev)
     space = Gallery.build(G, metric)
-    for rows, scores, _ in score_chunks(Q, space, chunk, exclude_self=leave_one_out, order=order):
+
+    def reduce_chunk(rows, scores, _):
         k_chunk = max(ks[-1], int(R_t[rows].max())) if need_map else ks[-1]
-        _, idx = smallest_k(scores, k_chunk)
-        relevant = g_codes_t[idx] == q_codes_t[rows].unsqueeze(1)
+        relevant = g_codes_t[smallest_k(scores, k_chunk)[1]] == q_codes_t[rows].unsqueeze(1)
         first = torch.argmax(relevant.to(torch.uint8), dim=1)
         first_hit[rows] = torch.where(relevant.any(dim=1), first, G.shape[0])
         if need_map:
             ap[rows] = _average_precision_at_r(relevant, R_t[rows])
+
+    for_each_chunk(Q, space, chunk, reduce_chunk, exclude_self=leave_one_out, order=order)
 
     first_hit, ap, scored = first_hit.cpu().numpy(), ap.cpu().numpy(), R > 0
     result = {f"recall@{k}": float(np.mean(first_hit < k)) for k in ks}

@@ -84,9 +84,9 @@ def as_symmetric_tensor(X, name: str = "X") -> torch.Tensor:
         X = X.to(torch.get_default_dtype())
     _check_square_shape(tuple(X.shape), name)
     flat = _flat(X).detach()
-    finite = torch.isfinite(flat).all(dim=(-2, -1))
-    asym = (flat - flat.mT).abs().amax(dim=(-2, -1))
     scale = flat.abs().amax(dim=(-2, -1))
+    finite = torch.isfinite(scale)  # amax propagates NaN and infinity
+    asym = (flat - flat.mT).abs().amax(dim=(-2, -1))
     symmetric = asym <= SYMMETRY_RTOL * scale + 1e-12
     if bool((finite & symmetric).all()):
         return X

@@ -22,6 +22,14 @@ from typing import Literal
 import torch
 import torch.nn.functional as F
 
+from ..geometry.distances import (
+    airm_distance,
+    log_euclidean_distance,
+    pairwise_airm,
+    pairwise_log_euclidean,
+    safe_sqrt,
+)
+
 __all__ = [
     "Metric",
     "Similarity",
@@ -29,6 +37,7 @@ __all__ = [
     "SPD_METRICS",
     "SIMILARITIES",
     "pairwise_distance",
+    "paired_distance",
     "pairwise_similarity",
     "check_metric",
     "check_batch",
@@ -83,8 +92,38 @@ def pairwise_distance(
         return 1.0 - _cosine(x, y)
     sq = _squared_euclidean(x, y)
     if metric == "sqeuclidean":
-        return sq
-    return _safe_sqrt(sq)
+        return sq.clamp_min(0.0)
+    return safe_sqrt(sq)
+
+
+def paired_distance(x: torch.Tensor, y: torch.Tensor, metric: Metric = "euclidean") -> torch.Tensor:
+    """Distances between matching rows, ``d(x_i, y_i)``: O(n) work instead of an (n, n) matrix.
+
+    Parameters
+    ----------
+    x, y : tensors of shape (n, d) or (n, c, c)
+    metric : {"euclidean", "sqeuclidean", "cosine", "airm", "log_euclidean"} or callable
+        As in :func:`pairwise_distance`. A callable only computes matrices, so its (n, n) matrix
+        ``metric(x, y)`` is formed and its diagonal returned.
+
+    Returns
+    -------
+    tensor of shape (n,)
+    """
+    if callable(metric):
+        return torch.diagonal(_call_injected(metric, x, y))
+    check_metric(metric, VECTOR_METRICS + SPD_METRICS)
+    if x.shape != y.shape:
+        raise ValueError(f"x and y must have the same shape, got {tuple(x.shape)} and {tuple(y.shape)}.")
+    if metric in SPD_METRICS:
+        _check_matrices(x, None, metric)
+        paired = airm_distance if metric == "airm" else log_euclidean_distance
+        return paired(x, y)
+    _check_vectors(x, y, metric)
+    if metric == "cosine":
+        return 1.0 - (F.normalize(x, dim=1) * F.normalize(y, dim=1)).sum(dim=1)
+    sq = ((x - y) ** 2).sum(dim=1)
+    return sq if metric == "sqeuclidean" else safe_sqrt(sq)
 
 
 def pairwise_similarity(
@@ -206,35 +245,34 @@ def _check_vectors(x: torch.Tensor, y: torch.Tensor | None, metric: str) -> None
         raise ValueError(f"x and y have different dimensions: {x.shape[1]} and {y.shape[1]}.")
 
 
-def _spd_distance(x: torch.Tensor, metric: str, y: torch.Tensor | None) -> torch.Tensor:
+def _check_matrices(x: torch.Tensor, y: torch.Tensor | None, metric: str) -> None:
     for name, t in (("x", x), ("y", y)):
         if t is not None and (t.ndim != 3 or t.shape[1] != t.shape[2]):
             raise ValueError(
                 f"metric {metric!r} needs SPD matrices of shape (n, c, c); {name} has shape "
                 f"{tuple(t.shape)}."
             )
-    from ..geometry.distances import pairwise_airm, pairwise_log_euclidean
 
+
+def _spd_distance(x: torch.Tensor, metric: str, y: torch.Tensor | None) -> torch.Tensor:
+    _check_matrices(x, y, metric)
     fn = pairwise_airm if metric == "airm" else pairwise_log_euclidean
     return fn(x, y)
 
 
 def _squared_euclidean(x: torch.Tensor, y: torch.Tensor | None) -> torch.Tensor:
-    """``||x_i − y_j||²`` from the Gram matrix, clamped at 0 (exact 0 on the diagonal if y is x)."""
+    """``||x_i − y_j||²`` from the Gram matrix (one fused GEMM), exact 0 on the diagonal if y is x.
+
+    Rounding can leave entries slightly below 0; the callers clamp them.
+    """
     other = x if y is None else y
     sq_x = (x * x).sum(dim=1)
     sq_y = sq_x if y is None else (other * other).sum(dim=1)
-    sq = (sq_x[:, None] + sq_y[None, :] - 2.0 * (x @ other.T)).clamp_min(0.0)
+    sq = torch.addmm(sq_x[:, None] + sq_y[None, :], x, other.T, alpha=-2.0)
     if y is None:
         diagonal = torch.eye(x.shape[0], dtype=torch.bool, device=x.device)
         sq = sq.masked_fill(diagonal, 0.0)
     return sq
-
-
-def _safe_sqrt(sq: torch.Tensor) -> torch.Tensor:
-    """``sqrt`` with a zero gradient where its argument is 0."""
-    positive = sq > 0
-    return torch.where(positive, torch.sqrt(torch.where(positive, sq, 1.0)), 0.0)
 
 
 def _cosine(x: torch.Tensor, y: torch.Tensor | None) -> torch.Tensor:

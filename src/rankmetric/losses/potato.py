@@ -29,11 +29,11 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..geometry.distances import pairwise_airm, pairwise_log_euclidean
+from .pair_distances import SPD_METRICS, check_batch, label_masks, pairwise_distance
 
 __all__ = ["RiemannianPotatoLoss", "embedding_distances", "DISTANCES"]
 
-DISTANCES = ("airm", "log_euclidean")
+DISTANCES = SPD_METRICS  # ("airm", "log_euclidean")
 
 
 def embedding_distances(
@@ -54,23 +54,16 @@ def embedding_distances(
     Returns
     -------
     tensor of shape (nA, nB)
-        Differentiable distances.
+        Differentiable distances (zero gradient at zero distance), from
+        :func:`rankmetric.losses.pair_distances.pairwise_distance`.
     """
     if distance not in DISTANCES:
         raise ValueError(f"distance must be one of {DISTANCES}, got {distance!r}.")
-    if A.ndim == 2:
-        return torch.cdist(A, A if B is None else B)
-    if A.ndim != 3 or A.shape[-1] != A.shape[-2]:
-        raise ValueError(
-            f"embeddings must be vectors (n, d) or square matrices (n, c, c), got {tuple(A.shape)}."
-        )
-    if distance == "airm":
-        return pairwise_airm(A, B)
-    return pairwise_log_euclidean(A, B)
+    return pairwise_distance(A, "euclidean" if A.ndim == 2 else distance, B)
 
 
 def _all_reduce_sum(tensor: torch.Tensor) -> torch.Tensor:
-    """Sum ``tensor`` in place over the ranks of ``torch.distributed`` (a no-op when not running)."""
+    """Sum ``tensor`` in place over the ranks of ``torch.distributed`` (no-op when not running)."""
     if (
         torch.distributed.is_available()
         and torch.distributed.is_initialized()
@@ -81,7 +74,7 @@ def _all_reduce_sum(tensor: torch.Tensor) -> torch.Tensor:
 
 
 def _all_reduce_max(value: int, device: torch.device) -> int:
-    """Largest ``value`` over the ranks of ``torch.distributed`` (``value`` itself when not running)."""
+    """Largest ``value`` over the ranks of ``torch.distributed`` (``value`` when not running)."""
     if (
         torch.distributed.is_available()
         and torch.distributed.is_initialized()
@@ -116,7 +109,7 @@ class RiemannianPotatoLoss(nn.Module):
     Parameters
     ----------
     z_threshold : float, default=0
-        ``z_th``: positives with ``z > z_th`` are hard; negatives with ``z < z_th + margin`` are hard.
+        ``z_th``: positives with ``z > z_th`` and negatives with ``z < z_th + margin`` are hard.
     margin : float, default=1
         ``m``, in units of the potato's (log-)standard deviation.
     neg_weight : float, default=1
@@ -207,14 +200,13 @@ class RiemannianPotatoLoss(nn.Module):
         """
         labels = self._check_inputs(embeddings, labels)
         log_d = embedding_distances(embeddings, distance=self.distance).clamp_min(self.eps).log()
-        same = labels[:, None] == labels[None, :]
-        not_self = ~torch.eye(labels.shape[0], dtype=torch.bool, device=labels.device)
+        positive, negative = label_masks(labels)
         if self.training:
-            self._update_statistics(log_d.detach(), labels, same & not_self)
+            self._update_statistics(log_d.detach(), labels, positive)
         z = self.z_scores(log_d, labels)
         known = self.seen[labels][:, None]
-        hard_pos = same & not_self & known & (z > self.z_threshold)
-        hard_neg = ~same & known & (z < self.z_threshold + self.margin)
+        hard_pos = positive & known & (z > self.z_threshold)
+        hard_neg = negative & known & (z < self.z_threshold + self.margin)
         loss_pos = _masked_mean(torch.relu(z - self.z_threshold), hard_pos, self.temperature)
         loss_neg = _masked_mean(
             torch.relu(self.z_threshold + self.margin - z), hard_neg, self.temperature
@@ -268,20 +260,9 @@ class RiemannianPotatoLoss(nn.Module):
         self.seen |= present
 
     def _check_inputs(self, embeddings: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        if embeddings.ndim not in (2, 3):
-            raise ValueError(
-                f"embeddings must have shape (B, d) or (B, c, c), got {tuple(embeddings.shape)}."
-            )
-        labels = torch.as_tensor(labels, device=embeddings.device)
-        if labels.ndim != 1 or labels.shape[0] != embeddings.shape[0]:
-            raise ValueError(
-                f"labels must have shape ({embeddings.shape[0]},), got {tuple(labels.shape)}."
-            )
+        labels = check_batch(embeddings, labels, allow_matrices=True)
         if labels.shape[0] < 2:
             raise ValueError("a batch needs at least 2 embeddings to form pairs.")
-        if labels.dtype.is_floating_point or labels.dtype == torch.bool:
-            raise ValueError(f"labels must be integer class codes, got dtype {labels.dtype}.")
-        labels = labels.long()
         if int(labels.min()) < 0:
             raise ValueError("labels must be non-negative class codes 0..n_classes-1.")
         self._ensure_classes(int(labels.max()) + 1)

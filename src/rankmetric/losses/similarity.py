@@ -142,7 +142,7 @@ def group_norm_penalty(weight: torch.Tensor) -> torch.Tensor:
 def group_soft_threshold_(
     weight: torch.Tensor, threshold: float, columns: torch.Tensor | None = None
 ) -> torch.Tensor:
-    """Proximal operator of ``threshold · R``, applied in place: ``w_m ← w_m · max(0, 1 − τ / ||w_m||)``.
+    """Proximal operator of ``τ · R`` in place: ``w_m ← w_m · max(0, 1 − τ / ||w_m||)``.
 
     Columns whose norm is at most ``τ`` become exactly zero; the others shrink towards zero by
     ``τ`` in norm. After a gradient step of size ``η`` on the loss, ``τ = η · reg_lambda`` makes

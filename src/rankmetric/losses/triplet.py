@@ -15,18 +15,20 @@ Mining picks the triplets of a batch (``P(a)`` / ``N(a)``: positives / negatives
   ``n* = argmin {D_an : n ∈ N(a), D_an > D_ap}``. When no negative is farther than the positive,
   the farthest negative is used (TensorFlow's ``triplet_semihard_loss`` convention: the mildest
   violator, not the hardest one);
-* ``"random"``: per anchor one positive and one negative drawn uniformly (Triplet-Random).
+* ``"random"``: per anchor one positive and one negative drawn uniformly (Triplet-Random;
+  :func:`random_partners` draws them in O(B log B) without a (B, B) random matrix, and only
+  those 2B distances are computed, which matters for the AIRM distance).
 
 The loss is the mean of ``ℓ`` over the mined triplets (``average_nonzero=True``: over those with
 ``ℓ > 0``, as pytorch-metric-learning's ``AvgNonZeroReducer``).
 
-Cost: one (B, B) distance matrix. ``"all"`` never forms the (B, B, B) hinge tensor: per anchor the
+Cost: one (B, B) distance matrix (``"random"``: only the 2B distances it draws). ``"all"`` never forms the (B, B, B) hinge tensor: per anchor the
 negative distances are sorted once, and for each positive ``t = D_ap + m``
 
     Σ_{n ∈ N(a)} [t − D_an]₊ = c · t − Σ_{n : D_an < t} D_an ,    c = #{n ∈ N(a) : D_an < t},
 
 read off prefix sums with a binary search: O(B² log B) time, O(B²) memory, exact gradients.
-``"semihard"`` uses the same search; ``"hard"`` and ``"random"`` are masked reductions.
+``"semihard"`` uses the same search; ``"hard"`` is a masked reduction.
 """
 
 from __future__ import annotations
@@ -43,11 +45,12 @@ from .pair_distances import (
     check_batch,
     check_metric,
     label_masks,
+    paired_distance,
     pairwise_distance,
     zero_loss,
 )
 
-__all__ = ["TripletLoss", "MINING"]
+__all__ = ["TripletLoss", "MINING", "random_partners"]
 
 MINING = ("all", "hard", "semihard", "random")
 Mining = Literal["all", "hard", "semihard", "random"]
@@ -118,30 +121,33 @@ default="euclidean"
             0 (still attached to the graph) when the batch has no valid triplet.
         """
         labels = check_batch(embeddings, labels, allow_matrices=True)
-        positive, negative = label_masks(labels)
-        if not bool((positive.any(dim=1) & negative.any(dim=1)).any()):
+        mine = self._random if self.mining == "random" else self._from_masks
+        mined = mine(embeddings, labels)
+        if mined is None:
             return zero_loss(embeddings)
-        dist = pairwise_distance(embeddings, self.distance)
-        miner = {
-            "all": _all_triplets,
-            "hard": _batch_hard,
-            "semihard": _semihard,
-            "random": self._random,
-        }[self.mining]
-        total, n_terms, n_nonzero = miner(dist, positive, negative, self.margin)
+        total, n_terms, n_nonzero = mined
         count = n_nonzero if self.average_nonzero else n_terms
         if count == 0:
             return zero_loss(embeddings) + total * 0.0
         return total / count
 
-    def _random(self, dist: Tensor, positive: Tensor, negative: Tensor, margin: float) -> Mined:
-        """One uniformly drawn positive and negative per anchor."""
-        pos_idx = _uniform_choice(positive, self.generator)
-        neg_idx = _uniform_choice(negative, self.generator)
-        d_ap = dist.gather(1, pos_idx[:, None])[:, 0]
-        d_an = dist.gather(1, neg_idx[:, None])[:, 0]
-        valid = positive.any(dim=1) & negative.any(dim=1)
-        return _hinge_sum(d_ap - d_an + margin, valid)
+    def _from_masks(self, embeddings: Tensor, labels: Tensor) -> Mined | None:
+        """ "all", "hard" and "semihard" mining over the (B, B) positive/negative masks."""
+        positive, negative = label_masks(labels)
+        if not bool((positive.any(dim=1) & negative.any(dim=1)).any()):
+            return None
+        dist = pairwise_distance(embeddings, self.distance)
+        miner = {"all": _all_triplets, "hard": _batch_hard, "semihard": _semihard}[self.mining]
+        return miner(dist, positive, negative, self.margin)
+
+    def _random(self, embeddings: Tensor, labels: Tensor) -> Mined | None:
+        """One uniformly drawn positive and negative per anchor: 2B distances, no (B, B) matrix."""
+        pos_idx, neg_idx, valid = random_partners(labels, self.generator)
+        if not bool(valid.any()):
+            return None
+        d_ap = paired_distance(embeddings, embeddings[pos_idx], self.distance)
+        d_an = paired_distance(embeddings, embeddings[neg_idx], self.distance)
+        return _hinge_sum(d_ap - d_an + self.margin, valid)
 
 
 def _hinge_sum(violation: Tensor, valid: Tensor) -> Mined:
@@ -195,8 +201,44 @@ def _batch_hard(dist: Tensor, positive: Tensor, negative: Tensor, margin: float)
     return _hinge_sum(violation, valid)
 
 
-def _uniform_choice(mask: Tensor, generator: torch.Generator | None) -> Tensor:
-    """Per row, the column of one uniformly drawn ``True`` entry (arbitrary for an empty row)."""
-    device = generator.device if generator is not None else mask.device
-    scores = torch.rand(mask.shape, generator=generator, device=device).to(mask.device)
-    return scores.masked_fill(~mask, -1.0).argmax(dim=1)
+def random_partners(
+    labels: Tensor, generator: torch.Generator | None = None
+) -> tuple[Tensor, Tensor, Tensor]:
+    """For every sample, one uniformly drawn positive (same label, not itself) and negative.
+
+    O(B log B) time and O(B) memory: the batch is sorted by label once, so that a class occupies
+    a contiguous block ``[start, start + count)``; a positive is a uniform offset into the block
+    that skips the sample itself, a negative a uniform position outside the block.
+
+    Parameters
+    ----------
+    labels : tensor of shape (B,)
+    generator : torch.Generator, optional
+        Random source (on any device; the draws are moved to the labels' device).
+
+    Returns
+    -------
+    positives, negatives : int64 tensors of shape (B,)
+        Batch indices; arbitrary where ``valid`` is False.
+    valid : bool tensor of shape (B,)
+        Samples that have a positive and a negative.
+    """
+    n = labels.shape[0]
+    order = torch.sort(labels, stable=True).indices
+    _, block, counts = torch.unique_consecutive(
+        labels[order], return_inverse=True, return_counts=True
+    )
+    rank = torch.empty_like(order)
+    rank[order] = torch.arange(n, device=labels.device)
+    start, count = (counts.cumsum(0) - counts)[block[rank]], counts[block[rank]]
+    device = generator.device if generator is not None else labels.device
+    draws = torch.rand(2, n, generator=generator, device=device, dtype=torch.float64)
+    draws = draws.to(labels.device)
+    n_pos, n_neg = (count - 1).clamp_min(1), (n - count).clamp_min(1)
+    pos_offset = torch.minimum((draws[0] * n_pos).long(), n_pos - 1)
+    pos_offset = pos_offset + (pos_offset >= rank - start).long()  # skip the sample itself
+    neg_slot = torch.minimum((draws[1] * n_neg).long(), n_neg - 1)
+    neg_slot = neg_slot + count * (neg_slot >= start).long()  # jump over the own block
+    positives = order[(start + pos_offset).clamp_max(n - 1)]
+    negatives = order[neg_slot.clamp_max(n - 1)]
+    return positives, negatives, (count >= 2) & (count < n)

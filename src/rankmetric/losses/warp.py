@@ -53,14 +53,18 @@ __all__ = [
     "WARPLoss",
 ]
 
-SAMPLINGS = ("batched", "sequential")
+SAMPLINGS = ("batched", "sequential", "exact")
 EULER_GAMMA = 0.5772156649015329
 #: First chunk of draws of the sequential sampler (doubles each round).
 SEQUENTIAL_FIRST_CHUNK = 16
+#: Largest (2·batch) × N distance matrix the ``"exact"`` mode may build (2^27 = 512 MiB float32).
+EXACT_MAX_ENTRIES = 1 << 27
 #: Squared distances are clamped at this value before the square root (finite gradients).
 DISTANCE_EPS = 1e-12
 
-Embed = Callable[[torch.Tensor], torch.Tensor]
+#: ``embed(indices)`` returns the embeddings (n, r) of training samples ``indices`` (n,);
+#: ``embed(None)`` returns all N of them (so a kernel model can use ``K`` without copying it).
+Embed = Callable[[torch.Tensor | None], torch.Tensor]
 
 
 def harmonic_number(rank: torch.Tensor) -> torch.Tensor:
@@ -197,6 +201,24 @@ def _paired_euclidean(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return (a - b).square().sum(-1).clamp_min(DISTANCE_EPS).sqrt()
 
 
+def _cross_euclidean(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``F(a_i, b_j)`` for every row pair from ``||a||² + ||b||² − 2 aᵀb`` (one matrix product).
+
+    Parameters
+    ----------
+    a : tensor of shape (..., n_a, r)
+    b : tensor of shape (..., n_b, r)
+
+    Returns
+    -------
+    tensor of shape (..., n_a, n_b)
+    """
+    sq_a = torch.linalg.vector_norm(a, dim=-1).square()
+    sq_b = torch.linalg.vector_norm(b, dim=-1).square()
+    sq = sq_a[..., :, None] + sq_b[..., None, :] - 2.0 * (a @ b.transpose(-1, -2))
+    return sq.clamp_min(DISTANCE_EPS).sqrt()
+
+
 def _as_index(indices: np.ndarray, device: torch.device) -> torch.Tensor:
     return torch.as_tensor(np.ascontiguousarray(indices), dtype=torch.long, device=device)
 
@@ -205,35 +227,34 @@ def _embed_rows(embed: Embed, indices: torch.Tensor, n_samples: int) -> torch.Te
     """``embed`` of an index tensor of any shape, shape ``(*indices.shape, r)``.
 
     When there are at least as many indices as training samples, every sample is embedded once
-    and the rows are gathered (cheaper than embedding duplicates).
+    and rows are gathered: cheaper than embedding duplicates, and the gradient then flows
+    through one ``(N, D) @ (D, r)`` product.
     """
     flat = indices.reshape(-1)
-    if flat.numel() >= n_samples:
-        everything = embed(torch.arange(n_samples, device=indices.device))
-        return everything[flat].reshape(*indices.shape, -1)
-    return embed(flat).reshape(*indices.shape, -1)
+    rows = embed(None)[flat] if flat.numel() >= n_samples else embed(flat)
+    return rows.reshape(*indices.shape, rows.shape[-1])
 
 
-def _distances_to_negatives(ends: torch.Tensor, e_neg: torch.Tensor) -> torch.Tensor:
-    """``F`` from each of the two ends of a pair to each of its negatives (detection pass only).
+class _Distances:
+    """Distances from both ends of each positive pair to chosen training samples (no gradient).
 
-    Uses ``||a||² + ||n||² − 2 aᵀn`` with one batched product instead of a (P, S, r) difference.
-
-    Parameters
-    ----------
-    ends : tensor of shape (P, 2, r)
-        Embeddings of the anchor and the positive of each pair.
-    e_neg : tensor of shape (P, S, r)
-
-    Returns
-    -------
-    tensor of shape (P, 2, S)
+    Sparse by default: only the drawn negatives are embedded (O(P·S·r), independent of N; all N
+    samples are embedded once instead when N ≤ P·S). Dense for the ``"exact"`` mode: the ends'
+    distances to all N samples, one matrix product, O(P·N) memory.
     """
-    dots = torch.bmm(ends, e_neg.transpose(1, 2))
-    sq_ends = torch.linalg.vector_norm(ends, dim=-1).square_()
-    sq_neg = torch.linalg.vector_norm(e_neg, dim=-1).square_()
-    sq = sq_ends[:, :, None] + sq_neg[:, None, :] - 2.0 * dots
-    return sq.clamp_min_(DISTANCE_EPS).sqrt_()
+
+    def __init__(self, embed: Embed, ends: torch.Tensor, n_samples: int, dense: bool) -> None:
+        self.embed, self.ends, self.n_samples, self.full = embed, ends, n_samples, None
+        if dense:
+            flat = _cross_euclidean(ends.reshape(-1, ends.shape[-1]), embed(None))
+            self.full = flat.reshape(ends.shape[0], 2, n_samples)  # (P, 2, N)
+
+    def to(self, pairs: torch.Tensor, negatives: torch.Tensor) -> torch.Tensor:
+        """Distances of shape (p, 2, S) from the ends of ``pairs`` (p,) to ``negatives`` (p, S)."""
+        if self.full is not None:
+            return self.full[pairs].gather(2, negatives[:, None, :].expand(-1, 2, -1))
+        e_neg = _embed_rows(self.embed, negatives, self.n_samples)
+        return _cross_euclidean(self.ends[pairs], e_neg)
 
 
 class _Violations:
@@ -241,7 +262,7 @@ class _Violations:
 
     Rows ``0..P-1`` use anchor ``first`` and positive ``second``; rows ``P..2P-1`` the reverse
     (the reference code's symmetric treatment: both ends of a positive pair are anchors against
-    the same negatives).
+    the same negatives). ``rows``/``negatives`` list each counted (row, negative) draw.
     """
 
     def __init__(self, anchors, positives, rows, negatives, n_violators, rank):
@@ -253,61 +274,60 @@ class _Violations:
         self.rank = rank  # (R,)
 
 
-def _detect_batched(
-    embed: Embed, index: LabelIndex, rng, first, second, n_other, n_negatives, margin, device
-) -> _Violations:
-    negatives = _as_index(index.negatives(first, n_negatives, rng), device)  # (P, S)
-    a, p = _as_index(first, device), _as_index(second, device)
-    with torch.no_grad():
-        e_a, e_p = embed(a), embed(p)
-        ends = torch.stack([e_a, e_p], dim=1)  # (P, 2, r)
-        e_n = _embed_rows(embed, negatives, index.n_samples)
-        d_ends = _distances_to_negatives(ends, e_n)  # (P, 2, S)
-        threshold = margin + _paired_euclidean(e_a, e_p)
-    violates = (threshold[:, None, None] - d_ends > 0).transpose(0, 1).reshape(-1, n_negatives)
+def _detect_batched(dist, index, rng, first, threshold, n_other, n_negatives) -> tuple:
+    negatives = _as_index(index.negatives(first, n_negatives, rng), threshold.device)  # (P, S)
+    pairs = torch.arange(first.shape[0], device=threshold.device)
+    violates = threshold[:, None, None] - dist.to(pairs, negatives) > 0  # (P, 2, S)
+    violates = violates.transpose(0, 1).reshape(-1, n_negatives)  # rows: anchor first, then second
     n_violators = violates.sum(dim=1)
-    rank = batched_rank_estimate(n_violators, n_negatives, torch.cat([n_other, n_other]))
+    rank = batched_rank_estimate(n_violators, n_negatives, n_other.repeat(2))
     rows, cols = violates.nonzero(as_tuple=True)
-    neg_index = torch.cat([negatives, negatives])[rows, cols]
-    return _Violations(torch.cat([a, p]), torch.cat([p, a]), rows, neg_index, n_violators, rank)
+    return rows, negatives.repeat(2, 1)[rows, cols], n_violators, rank
 
 
-def _detect_sequential(
-    embed: Embed, index: LabelIndex, rng, first, second, n_other, max_sampling, margin, device
-) -> _Violations:
-    n_pairs = first.shape[0]
+def _detect_sequential(dist, index, rng, first, threshold, n_other, max_sampling) -> tuple:
+    device, n_pairs = threshold.device, first.shape[0]
     limit = torch.clamp(n_other, max=max_sampling)  # draws allowed per pair (capped at |other|)
     chosen = torch.full((n_pairs,), -1, dtype=torch.long, device=device)
     n_draws = torch.zeros(n_pairs, dtype=torch.long, device=device)
-    a, p = _as_index(first, device), _as_index(second, device)
-    with torch.no_grad():
-        e_a, e_p = embed(a), embed(p)
-        ends = torch.stack([e_a, e_p], dim=1)
-        threshold = margin + _paired_euclidean(e_a, e_p)
     pending = torch.arange(n_pairs, device=device)
     offset, chunk, max_limit = 0, SEQUENTIAL_FIRST_CHUNK, int(limit.max())
     while pending.numel() and offset < max_limit:
         size = min(chunk, max_limit - offset)
         drawn = _as_index(index.negatives(first[pending.cpu().numpy()], size, rng), device)
-        with torch.no_grad():
-            e_n = _embed_rows(embed, drawn, index.n_samples)
-            d_ends = _distances_to_negatives(ends[pending], e_n)  # (p, 2, size)
-        violates = (threshold[pending, None, None] - d_ends > 0).any(dim=1)
+        violates = (threshold[pending, None, None] - dist.to(pending, drawn) > 0).any(dim=1)
         allowed = offset + torch.arange(size, device=device) < limit[pending, None]
         found, position = first_violation(violates & allowed)
         hit = pending[found]
         chosen[hit] = drawn[found, position[found]]
         n_draws[hit] = offset + position[found] + 1
         pending = pending[~found]
-        offset += size
-        chunk *= 2
+        offset, chunk = offset + size, chunk * 2
     pair_rows = torch.nonzero(chosen >= 0).squeeze(1)
     rows = torch.cat([pair_rows, pair_rows + n_pairs])
     n_violators = (chosen >= 0).long().repeat(2)
     rank = sequential_rank_estimate(n_draws, n_other).repeat(2)
-    return _Violations(
-        torch.cat([a, p]), torch.cat([p, a]), rows, chosen[pair_rows].repeat(2), n_violators, rank
-    )
+    return rows, chosen[pair_rows].repeat(2), n_violators, rank
+
+
+def _detect_exact(dist, index, first, threshold) -> tuple:
+    device = threshold.device
+    codes = torch.as_tensor(index.codes, device=device)
+    first_t = _as_index(first, device)
+    negative = codes[None, :] != codes[first_t][:, None]  # (P, N): other(i) = other(j)
+    violates = (threshold[:, None, None] - dist.full > 0) & negative[:, None, :]
+    violates = violates.transpose(0, 1).reshape(-1, negative.shape[1])  # (2P, N)
+    n_violators = violates.sum(dim=1)
+    rows, negatives = violates.nonzero(as_tuple=True)
+    return rows, negatives, n_violators, n_violators.to(torch.float64)
+
+
+def _check_exact_size(n_pairs: int, n_samples: int) -> None:
+    if 2 * n_pairs * n_samples > EXACT_MAX_ENTRIES:
+        raise ValueError(
+            f"sampling='exact' needs a (2·batch_size) × n_samples = {2 * n_pairs} × {n_samples} "
+            f"distance matrix, above {EXACT_MAX_ENTRIES} entries; use sampling='batched'."
+        )
 
 
 def sampled_warp_loss(
@@ -331,8 +351,8 @@ def sampled_warp_loss(
 
     Parameters
     ----------
-    embed : callable ``indices (n,) -> embeddings (n, r)``
-        Differentiable embedding of training samples by index.
+    embed : callable ``indices (n,) or None -> embeddings (n, r)``
+        Differentiable embedding of training samples by index; ``embed(None)`` embeds all N.
     index : LabelIndex
         The training labels.
     rng : numpy Generator
@@ -341,10 +361,11 @@ def sampled_warp_loss(
         Positive pairs per call.
     max_sampling : int
         ``"batched"``: negatives drawn per pair (S). ``"sequential"``: most draws per pair before
-        giving up (capped at ``|other(i)|``).
+        giving up (capped at ``|other(i)|``). Unused by ``"exact"``.
     margin : float, default=1.0
         ``γ``.
-    sampling : {"batched", "sequential"}
+    sampling : {"batched", "sequential", "exact"}
+        ``"exact"`` counts eq. 7 over every negative (memory O(n_pairs · N), small N only).
     device : torch device of the embeddings.
     embed_detached : callable, optional
         A cheaper ``embed`` for the detection pass (no gradient needed), e.g. rows of a
@@ -359,32 +380,62 @@ def sampled_warp_loss(
     device = torch.device(device)
     first, second = index.positive_pairs(n_pairs, rng)
     n_other = _as_index(index.n_negatives(first), device)
-    detect = _detect_batched if sampling == "batched" else _detect_sequential
-    found = detect(
-        embed_detached or embed, index, rng, first, second, n_other, max_sampling, margin, device
-    )
-    return _loss_on_violators(embed, found, margin, index.n_samples)
+    a, p = _as_index(first, device), _as_index(second, device)
+    detached = embed_detached or embed
+    dense = sampling == "exact"
+    if dense:
+        _check_exact_size(len(first), index.n_samples)
+    with torch.no_grad():
+        e_a, e_p = detached(a), detached(p)
+        dist = _Distances(detached, torch.stack([e_a, e_p], dim=1), index.n_samples, dense)
+        threshold = margin + _paired_euclidean(e_a, e_p)
+        if sampling == "batched":
+            found = _detect_batched(dist, index, rng, first, threshold, n_other, max_sampling)
+        elif sampling == "sequential":
+            found = _detect_sequential(dist, index, rng, first, threshold, n_other, max_sampling)
+        else:
+            found = _detect_exact(dist, index, first, threshold)
+    violations = _Violations(torch.cat([a, p]), torch.cat([p, a]), *found)
+    return _loss_on_violators(embed, violations, margin, index.n_samples, dense)
 
 
 def _loss_on_violators(
-    embed: Embed, found: _Violations, margin: float, n_samples: int
+    embed: Embed, found: _Violations, margin: float, n_samples: int, dense: bool
 ) -> torch.Tensor:
     """Differentiable mean over rows of ``L(r̂)/v · Σ hinge`` using only the selected violators."""
     n_rows = found.anchors.shape[0]
     active = torch.unique(found.rows)
     slot = torch.full((n_rows,), -1, dtype=torch.long, device=found.rows.device)
     slot[active] = torch.arange(active.numel(), device=active.device)
-    points = torch.cat([found.anchors[active], found.positives[active], found.negatives])
-    emb = _embed_rows(embed, points, n_samples)
-    n_active = active.numel()
-    e_a, e_p, e_n = emb[:n_active], emb[n_active : 2 * n_active], emb[2 * n_active :]
-    d_ap = _paired_euclidean(e_a, e_p)
     row_slot = slot[found.rows]
-    hinge = torch.relu(margin + d_ap[row_slot] - _paired_euclidean(e_a[row_slot], e_n))
-    hinge_sum = torch.zeros(n_active, dtype=hinge.dtype, device=hinge.device)
-    hinge_sum = hinge_sum.index_add(0, row_slot, hinge)
+    if dense:
+        hinge_sum = _dense_hinge_sums(embed, found, active, row_slot, margin, n_samples)
+    else:
+        hinge_sum = _sparse_hinge_sums(embed, found, active, row_slot, margin, n_samples)
     terms = warp_loss_from_violations(hinge_sum, found.n_violators[active], found.rank[active])
     return terms.sum() / n_rows
+
+
+def _sparse_hinge_sums(embed, found, active, row_slot, margin, n_samples) -> torch.Tensor:
+    """Hinge sums per active row from the embeddings of the violators only."""
+    n_active = active.numel()
+    points = torch.cat([found.anchors[active], found.positives[active], found.negatives])
+    emb = _embed_rows(embed, points, n_samples)
+    e_a, e_p, e_n = emb[:n_active], emb[n_active : 2 * n_active], emb[2 * n_active :]
+    d_ap = _paired_euclidean(e_a, e_p)
+    hinge = torch.relu(margin + d_ap[row_slot] - _paired_euclidean(e_a[row_slot], e_n))
+    return torch.zeros(n_active, dtype=hinge.dtype, device=hinge.device).index_add(0, row_slot, hinge)
+
+
+def _dense_hinge_sums(embed, found, active, row_slot, margin, n_samples) -> torch.Tensor:
+    """Hinge sums per active row from all N embeddings and a (rows × N) count matrix."""
+    everything = embed(None)
+    e_a, e_p = everything[found.anchors[active]], everything[found.positives[active]]
+    counts = torch.zeros(active.numel(), n_samples, dtype=everything.dtype, device=active.device)
+    counts.index_put_((row_slot, found.negatives), torch.ones_like(row_slot, dtype=counts.dtype), True)
+    d_ap = _paired_euclidean(e_a, e_p)
+    hinge = torch.relu(margin + d_ap[:, None] - _cross_euclidean(e_a, everything))
+    return (hinge * counts).sum(dim=1)
 
 
 def aon_penalty(weight: torch.Tensor) -> torch.Tensor:

@@ -54,8 +54,9 @@ class LinearMap(nn.Module):
         Input dimension ``D``.
     out_features : int
         Embedding dimension ``r``.
-    mean, scale : tensor of shape (in_features,), optional
-        Standardisation applied to inputs before ``W`` (kept as buffers, not trained).
+    mean, scale : array or tensor of shape (in_features,), optional
+        Standardisation applied to inputs before ``W`` (kept as buffers, not trained); without
+        them the map is plain ``x @ W.T``.
     dtype : torch dtype, default=torch.float32
     device : str or torch.device, optional
 
@@ -81,6 +82,7 @@ class LinearMap(nn.Module):
                 f"{out_features}."
             )
         self.weight = nn.Parameter(torch.zeros(out_features, in_features, dtype=dtype, device=device))
+        self.standardize = mean is not None or scale is not None
         self.register_buffer("mean", self._buffer(mean, in_features, 0.0, dtype, device))
         self.register_buffer("scale", self._buffer(scale, in_features, 1.0, dtype, device))
 
@@ -94,8 +96,14 @@ class LinearMap(nn.Module):
         return value
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Embed ``x`` of shape (..., in_features) into (..., out_features)."""
-        return ((x - self.mean) / self.scale) @ self.weight.T
+        """Embed ``x`` of shape (..., in_features) into (..., out_features).
+
+        Without standardisation this is ``x @ W.T`` with no temporary copy of ``x`` (kernel WARCA
+        passes its whole N × N kernel here).
+        """
+        if self.standardize:
+            x = (x - self.mean) / self.scale
+        return x @ self.weight.T
 
     @torch.no_grad()
     def reset_parameters(

@@ -9,13 +9,14 @@ Layers:
 - :class:`LogEig` ``Y = U log(Λ) Uᵀ`` (the matrix logarithm, mapping to the flat space of
   symmetric matrices).
 
-The eigen-decomposition layers call :mod:`rankmetric.geometry.matrix_functions`, whose backward is the
-Daleckii–Krein divided-difference form, stable when eigenvalues repeat.
+The eigen-decomposition layers call :mod:`rankmetric.geometry.matrix_functions`, whose backward is
+the Daleckii–Krein divided-difference form, stable when eigenvalues repeat.
 
 :class:`SPDNet` chains ``(BiMap → ReEig)`` blocks for a list of sizes, e.g. ``[93, 30]`` (HDM05)
 or ``[400, 200, 100, 50]`` (AFEW). Every BiMap, the last included, is followed by a ReEig, as in
 the original network, so the output is SPD with eigenvalues ≥ ε and Riemannian distances between
-outputs are well defined. Optionally the output goes through LogEig (a symmetric matrix) and
+outputs are well defined. Optionally the output goes through LogEig (a symmetric matrix; the last
+ReEig and the LogEig are then computed with one eigen-decomposition, :func:`rectified_log`) and
 further through the vectorised upper triangle and a linear head (a Euclidean embedding for
 baselines).
 """
@@ -28,10 +29,35 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from ..geometry.matrix_functions import spd_clamp, spd_log, symmetrize
+from ..geometry.matrix_functions import spd_clamp, spd_log, sym_function, symmetrize
 from .stiefel import random_stiefel
 
-__all__ = ["BiMap", "ReEig", "LogEig", "SPDNet", "sym_to_vec"]
+__all__ = ["BiMap", "ReEig", "LogEig", "SPDNet", "sym_to_vec", "rectified_log"]
+
+
+def rectified_log(X: torch.Tensor, eps: float) -> torch.Tensor:
+    """``log(ReEig(X)) = U log(max(Λ, εI)) Uᵀ`` with one eigen-decomposition instead of two.
+
+    Parameters
+    ----------
+    X : tensor of shape (..., c, c)
+        Symmetric matrices.
+    eps : float
+        Eigenvalue floor ε > 0.
+
+    Returns
+    -------
+    tensor of shape (..., c, c)
+        Symmetric; equal to ``spd_log(spd_clamp(X, eps))``, with the Daleckii–Krein backward of
+        the composed function (derivative ``1[λ > ε] / λ``).
+    """
+    if eps <= 0:
+        raise ValueError(f"eps must be > 0, got {eps}.")
+    return sym_function(
+        X,
+        lambda lam: torch.log(lam.clamp_min(eps)),
+        lambda lam: torch.where(lam > eps, 1.0 / lam.clamp_min(eps), 0.0),
+    )
 
 
 def sym_to_vec(S: torch.Tensor) -> torch.Tensor:
@@ -215,10 +241,14 @@ class SPDNet(nn.Module):
                 f"SPDNet expects matrices of shape (B, {self.sizes[0]}, {self.sizes[0]}), "
                 f"got {tuple(X.shape)}."
             )
-        Y = self.layers(X)
         if not self.log_output:
-            return Y
-        Y = spd_log(Y)
+            return self.layers(X)
+        if len(self.layers) == 0:
+            Y = spd_log(X)
+        else:  # the last ReEig and LogEig share one eigen-decomposition
+            last_reeig = self.layers[-1]
+            Y = rectified_log(self.layers[:-1](X), last_reeig.eps)
+        Y = symmetrize(Y)
         return Y if self.head is None else self.head(sym_to_vec(Y))
 
 

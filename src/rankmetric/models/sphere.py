@@ -71,7 +71,8 @@ class SphereTanhEmbedding(nn.Module):
         super().__init__()
         if n_features < 1 or n_components < 1:
             raise ValueError(
-                f"n_features and n_components must be positive, got {n_features} and {n_components}."
+                "n_features and n_components must be positive, got "
+                f"{n_features} and {n_components}."
             )
         self.n_features = int(n_features)
         self.n_components = int(n_components)

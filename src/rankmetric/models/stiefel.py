@@ -12,8 +12,8 @@ Weights are stored tall (``n >= p``, orthonormal columns), as the BiMap layers o
    retraction is a smooth map (Absil, Mahony & Sepulchre 2008, eq. 4.8).
 
 Both optimisers take ordinary parameter groups; a group with ``"stiefel": True`` is treated as
-Stiefel-constrained, the others get the plain Euclidean update (SGD / Adam), so one optimiser drives a
-whole SPDNet (BiMap weights and an optional linear head). :meth:`SPDNet.parameter_groups
+Stiefel-constrained, the others get the plain Euclidean update (SGD / Adam), so one optimiser
+drives a whole SPDNet (BiMap weights and an optional linear head). :meth:`SPDNet.parameter_groups
 <rankmetric.models.spdnet.SPDNet.parameter_groups>` builds such groups.
 """
 

@@ -1,0 +1,176 @@
+"""The metric learners on feature vectors compared by the SSNE and WARCA tables.
+
+Each learner is named by a short id (``"warca"``, ``"nca"``, ...). :func:`fit_learner` chooses
+its hyper-parameters on a validation split carved out of the training data only (never the test
+fold), refits the best candidate on the whole training data, and returns the fitted embedding
+with the choice it made and the fit time.
+"""
+
+from __future__ import annotations
+
+import importlib
+import itertools
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ._common import captured_warnings
+
+__all__ = ["LABELS", "EUCLIDEAN", "FittedLearner", "build_learner", "expand_grid", "fit_learner"]
+
+#: Learner id -> estimator class (dotted path); the Euclidean baselines learn nothing.
+CLASSES = {
+    "itml": "rankmetric.estimators.itml.ITML",
+    "lmnn": "rankmetric.estimators.lmnn.LMNN",
+    "nca": "sklearn.neighbors.NeighborhoodComponentsAnalysis",
+    "ssne": "rankmetric.estimators.ssne.SSNE",
+    "warca": "rankmetric.estimators.warca.WARCA",
+    "kernel-warca": "rankmetric.estimators.kernel_warca.KernelWARCA",
+    "kissme": "rankmetric.estimators.kissme.KISSME",
+}
+EUCLIDEAN = ("euclidean", "euclidean-scaled")
+
+#: Learner id -> column name in the tables.
+LABELS = {
+    "euclidean": "Euclidean",
+    "euclidean-scaled": "Euclidean (scaled)",
+    "itml": "ITML",
+    "lmnn": "LMNN",
+    "nca": "NCA (scikit-learn)",
+    "ssne": "SSNE",
+    "warca": "WARCA",
+    "kernel-warca": "Kernel WARCA",
+    "kissme": "KISSME",
+}
+
+#: (X_train, y_train, X_val, y_val) embedded -> score, higher is better.
+Scorer = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], float]
+#: labels, seed -> (inner training indices, validation indices).
+Splitter = Callable[[np.ndarray, int], tuple[np.ndarray, np.ndarray]]
+
+
+@dataclass
+class FittedLearner:
+    """A learner fitted on the training data.
+
+    Attributes
+    ----------
+    transform : callable ``X -> embedding``
+        The learned map (the identity for the Euclidean baselines).
+    params : dict
+        Hyper-parameters of the final fit (fixed ones and the chosen candidate).
+    seconds : float
+        Wall-clock time of the final ``fit`` (without the selection).
+    validation : list of dict
+        One ``{"params", "score"}`` per candidate tried on the validation split (empty when
+        nothing was tuned).
+    warnings : list of str
+        Distinct warnings raised while fitting.
+    """
+
+    transform: Callable[[np.ndarray], np.ndarray]
+    params: dict
+    seconds: float
+    validation: list[dict] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def _import(path: str):
+    module, _, name = path.rpartition(".")
+    return getattr(importlib.import_module(module), name)
+
+
+def build_learner(method: str, params: Mapping, seed: int, device: str = "cpu"):
+    """An unfitted estimator for ``method`` with ``params``, seeded; ``None`` for Euclidean.
+
+    ``random_state`` and ``device`` are set when the estimator has them.
+    """
+    if method in EUCLIDEAN:
+        return None
+    if method not in CLASSES:
+        raise ValueError(f"unknown learner {method!r}; choose from {[*EUCLIDEAN, *CLASSES]}.")
+    cls = _import(CLASSES[method])
+    kwargs = dict(params)
+    accepted = cls().get_params(deep=False)
+    if "random_state" in accepted:
+        kwargs["random_state"] = seed
+    if "device" in accepted:
+        kwargs["device"] = device
+    return cls(**kwargs)
+
+
+def expand_grid(grid: Mapping[str, list]) -> list[dict]:
+    """Every combination of a ``{name: [values]}`` grid, in a fixed order (``[{}]`` if empty)."""
+    names = sorted(grid)
+    return [dict(zip(names, values)) for values in itertools.product(*(grid[n] for n in names))]
+
+
+def _identity(X: np.ndarray) -> np.ndarray:
+    return X
+
+
+def _fit(method: str, params: Mapping, X: np.ndarray, y: np.ndarray, seed: int, device: str):
+    """Fit one estimator; returns ``(transform, seconds)``."""
+    est = build_learner(method, params, seed, device)
+    if est is None:
+        return _identity, 0.0
+    start = time.perf_counter()
+    est.fit(X, y)
+    return est.transform, time.perf_counter() - start
+
+
+def fit_learner(
+    method: str,
+    X: np.ndarray,
+    y: np.ndarray,
+    *,
+    fixed: Mapping | None = None,
+    grid: Mapping[str, list] | None = None,
+    seed: int = 0,
+    device: str = "cpu",
+    split: Splitter | None = None,
+    score: Scorer | None = None,
+) -> FittedLearner:
+    """Choose hyper-parameters on a validation split of ``(X, y)``, then fit on all of it.
+
+    Parameters
+    ----------
+    method : str
+        A learner id (``"warca"``, ``"lmnn"``, ..., ``"euclidean"``).
+    X : ndarray of shape (n_samples, n_features)
+        Training data only (already standardised if the protocol asks for it).
+    y : ndarray of shape (n_samples,)
+    fixed : dict, optional
+        Hyper-parameters every candidate shares (budgets such as ``max_iter``).
+    grid : dict of lists, optional
+        Candidates; with more than one, each is fitted on ``split``'s inner training part and
+        scored by ``score`` on its validation part, and the best (first on ties) is refitted.
+    seed : int
+        Seed of the estimators and of the split.
+    split, score : callables
+        Required when the grid has more than one candidate.
+
+    Returns
+    -------
+    FittedLearner
+    """
+    fixed = dict(fixed or {})
+    candidates = expand_grid(grid or {})
+    validation: list[dict] = []
+    with captured_warnings() as caught:
+        if len(candidates) > 1:
+            if split is None or score is None:
+                raise ValueError("tuning a grid needs a split and a score function.")
+            inner, val = split(y, seed)
+            for cand in candidates:
+                transform, _ = _fit(method, {**fixed, **cand}, X[inner], y[inner], seed, device)
+                value = score(transform(X[inner]), y[inner], transform(X[val]), y[val])
+                validation.append({"params": cand, "score": float(value)})
+            best = candidates[int(np.argmax([v["score"] for v in validation]))]
+        else:
+            best = candidates[0]
+        params = {**fixed, **best}
+        transform, seconds = _fit(method, params, X, y, seed, device)
+    return FittedLearner(transform, params, seconds, validation, caught)

@@ -1,0 +1,149 @@
+"""PNG figures of the benchmarks (matplotlib, Agg backend: no display needed)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from .learners import LABELS
+
+__all__ = ["accuracy_bars", "metric_bars", "cmc_plot", "scaling_plot"]
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _grid(n_panels: int, plt, width: float = 4.2, height: float = 3.0):
+    cols = min(3, n_panels)
+    rows = math.ceil(n_panels / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(width * cols, height * rows), squeeze=False)
+    for ax in axes.ravel()[n_panels:]:
+        ax.set_visible(False)
+    return fig, axes.ravel()
+
+
+def _save(fig, path: Path, plt) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def accuracy_bars(
+    table: Mapping[str, Mapping[str, dict]],
+    paper: Mapping[str, Sequence[tuple[float, float]]],
+    paper_methods: Sequence[str],
+    out_dir: Path,
+    name: str = "ssne_uci_accuracy.png",
+) -> Path:
+    """One panel per data set: our mean accuracy ± std per method, the paper's as hollow bars.
+
+    Parameters
+    ----------
+    table : dict
+        ``{dataset: {method: {"mean", "std", "scores"}}}`` (fractions in [0, 1]).
+    paper : dict
+        ``{dataset: ((mean %, std %), ...)}`` in the order of ``paper_methods``.
+    """
+    plt = _pyplot()
+    datasets = [d for d, row in table.items() if any(v["scores"] for v in row.values())]
+    fig, axes = _grid(len(datasets), plt)
+    for ax, dataset in zip(axes, datasets):
+        methods = [m for m, v in table[dataset].items() if v["scores"]]
+        x = np.arange(len(methods))
+        means = [100 * table[dataset][m]["mean"] for m in methods]
+        stds = [100 * table[dataset][m]["std"] for m in methods]
+        ax.bar(x - 0.2, means, 0.4, yerr=stds, capsize=3, label="ours", color="tab:blue")
+        ref = [
+            paper[dataset][paper_methods.index(m)] if m in paper_methods and dataset in paper
+            else (np.nan, np.nan)
+            for m in methods
+        ]  # fmt: skip
+        ax.bar(x + 0.2, [r[0] for r in ref], 0.4, yerr=[r[1] for r in ref], capsize=3,
+               label="paper", fill=False, edgecolor="tab:gray")  # fmt: skip
+        ax.set_xticks(x, [LABELS.get(m, m) for m in methods], rotation=45, ha="right", fontsize=7)
+        low = np.nanmin([*means, *(r[0] for r in ref)])
+        ax.set_ylim(max(0.0, low - 10), 100)
+        ax.set_title(dataset, fontsize=9)
+        ax.set_ylabel("k-NN accuracy (%)", fontsize=8)
+    axes[0].legend(fontsize=7)
+    return _save(fig, Path(out_dir) / name, plt)
+
+
+def metric_bars(
+    table: Mapping[str, Mapping[str, Mapping[str, tuple[float, float]]]],
+    metrics: Sequence[str],
+    labels: Mapping[str, str],
+    out_dir: Path,
+    name: str,
+) -> Path:
+    """One panel per data set, grouped bars (one group per metric, one bar per method) ± std.
+
+    Parameters
+    ----------
+    table : dict
+        ``{dataset: {method: {metric: (mean, std)}}}`` with values in [0, 1].
+    """
+    plt = _pyplot()
+    datasets = list(table)
+    fig, axes = _grid(len(datasets), plt, width=5.0)
+    for ax, dataset in zip(axes, datasets):
+        methods = list(table[dataset])
+        width = 0.8 / max(len(methods), 1)
+        for i, method in enumerate(methods):
+            vals = [table[dataset][method].get(m, (np.nan, np.nan)) for m in metrics]
+            x = np.arange(len(metrics)) + (i - (len(methods) - 1) / 2) * width
+            ax.bar(x, [100 * v[0] for v in vals], width, yerr=[100 * v[1] for v in vals],
+                   capsize=2, label=labels.get(method, method))  # fmt: skip
+        ax.set_xticks(np.arange(len(metrics)), metrics, fontsize=8)
+        ax.set_ylim(0, 100)
+        ax.set_title(dataset, fontsize=9)
+    axes[0].legend(fontsize=6, ncol=2)
+    return _save(fig, Path(out_dir) / name, plt)
+
+
+def cmc_plot(
+    curves: Mapping[str, Mapping[str, Sequence[float]]], out_dir: Path, name: str, max_rank: int = 50
+) -> Path:
+    """CMC curves, one panel per data set: ``{dataset: {method: mean CMC (rank 1..)}}``."""
+    plt = _pyplot()
+    fig, axes = _grid(len(curves), plt, width=4.8, height=3.6)
+    for ax, (dataset, by_method) in zip(axes, curves.items()):
+        for method, curve in by_method.items():
+            curve = np.asarray(curve)[:max_rank]
+            ax.plot(np.arange(1, len(curve) + 1), 100 * curve, label=LABELS.get(method, method))
+        ax.set_xlabel("rank", fontsize=8)
+        ax.set_ylabel("matching rate (%)", fontsize=8)
+        ax.set_title(dataset, fontsize=9)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    return _save(fig, Path(out_dir) / name, plt)
+
+
+def scaling_plot(
+    times: Mapping[str, Mapping[int, float]], out_dir: Path, name: str, title: str = ""
+) -> Path:
+    """Median fit time against the number of training points, log-log: ``{method: {N: s}}``."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(5.5, 4.0))
+    for method, by_n in times.items():
+        ns = sorted(by_n)
+        ax.plot(ns, [by_n[n] for n in ns], marker="o", label=LABELS.get(method, method))
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("training points N")
+    ax.set_ylabel("fit time (s, median)")
+    ax.set_title(title, fontsize=9)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8)
+    return _save(fig, Path(out_dir) / name, plt)

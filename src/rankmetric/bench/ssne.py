@@ -1,0 +1,363 @@
+"""``rankmetric bench ssne-uci``: SSNE's Table 1 (UCI, 5×2 CV k-NN) and Table 2 (images).
+
+Table 1: k-NN accuracy (k = 3), mean ± std over 5 times repeated stratified 2-fold cross-validation
+on the nine UCI sets of the paper that are available (``protein`` is not), for every method of
+the paper's table that we have, plus WARCA. Each (method, data set, fold) is one cell: the fold is
+fold number ``cell.fold`` of ``RepeatedStratifiedKFold(n_splits=2, n_repeats=5, random_state=0)``
+(the folds of :func:`rankmetric.evaluate.repeated_cv_knn`), features are standardised on the
+training half (except for plain ``Euclidean``), hyper-parameters are chosen on a validation split
+of the training half, and the test half is touched once.
+
+Table 2: single train/test split on image sets standing in for CIFAR-10 and OSC: Fashion-MNIST
+(official 60k/10k split) and MNIST-5k (stratified 50/50 split, seed 0), pixels / 255 projected on
+64 principal axes fitted on the training part.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+from sklearn.decomposition import PCA
+from sklearn.model_selection import RepeatedStratifiedKFold, train_test_split
+from sklearn.preprocessing import StandardScaler
+
+from ..evaluate import knn_accuracy
+from ._common import (
+    BenchConfig,
+    Summary,
+    format_pm,
+    group_by,
+    markdown_table,
+    mean_std,
+    select,
+)
+from .grid import Cell
+from .learners import LABELS, fit_learner
+
+__all__ = [
+    "NAME",
+    "PAPER_TABLE1",
+    "PAPER_TABLE2",
+    "UCI_SETS",
+    "IMAGE_SETS",
+    "METHODS",
+    "build_cells",
+    "run_cv_cell",
+    "run_split_cell",
+    "cv_fold",
+    "summarise",
+]
+
+NAME = "ssne-uci"
+K = 3  # neighbours of the k-NN vote (the paper does not state k; SPEC's choice)
+CV_SEED = 0  # seed of the fold assignment
+N_SPLITS = 2
+
+#: Paper Table 1 (k-NN accuracy %, mean and std over 5×2 CV). Rows in the paper's order.
+PAPER_TABLE1_METHODS = ("euclidean", "euclidean-scaled", "itml", "lmnn", "mlmnn", "nca", "ssne")
+PAPER_TABLE1 = {
+    "ionosphere": ((84.23, 0.68), (83.56, 0.56), (87.40, 0.79), (88.65, 0.77), (90.58, 0.83), (88.08, 1.25), (89.33, 0.63)),
+    "balance-scale": ((82.58, 0.40), (82.85, 0.66), (86.51, 0.63), (89.30, 0.58), (88.60, 0.84), (92.15, 0.97), (92.90, 0.49)),
+    "wdbc": ((63.29, 0.29), (96.71, 0.31), (95.53, 0.38), (96.18, 0.29), (96.94, 0.27), (96.00, 0.36), (97.12, 0.33)),
+    "protein": ((72.58, 1.46), (65.48, 1.80), (69.03, 1.46), (69.03, 1.46), (68.06, 2.82), (64.84, 2.07), (71.29, 2.07)),
+    "pima": ((67.74, 0.81), (74.04, 0.88), (73.13, 0.80), (74.22, 0.71), (74.22, 0.83), (73.35, 0.65), (74.83, 0.70)),
+    "wine": ((57.88, 1.63), (96.15, 0.76), (97.31, 0.82), (98.08, 0.41), (98.46, 0.48), (97.12, 0.72), (98.46, 0.38)),
+    "iris": ((95.78, 0.40), (96.22, 0.81), (97.11, 0.94), (96.22, 0.88), (96.00, 1.04), (95.56, 1.15), (96.22, 1.00)),
+    "heart": ((62.96, 1.09), (83.21, 0.99), (80.86, 0.91), (81.98, 1.38), (81.98, 1.30), (80.62, 1.31), (83.09, 1.12)),
+    "sonar": ((74.52, 2.17), (77.10, 1.61), (72.10, 2.04), (78.87, 1.24), (80.48, 1.14), (81.61, 1.69), (78.71, 1.54)),
+    "glass": ((63.11, 1.53), (66.07, 1.69), (65.57, 2.25), (66.23, 1.75), (67.38, 1.99), (64.75, 1.72), (67.21, 0.73)),
+}  # fmt: skip
+
+#: Paper Table 2 (test accuracy %, single split): data set -> {method: accuracy}.
+PAPER_TABLE2 = {
+    "CIFAR-10": {"ssne": 61.49, "euclidean": 60.47, "itml": 49.13, "mlmnn": 51.89, "nca": 50.46},
+    "OSC": {"ssne": 81.94, "euclidean": 70.82, "itml": 60.33, "mlmnn": 80.56, "nca": 76.43},
+}
+#: Our image set -> the paper's set it stands in for.
+IMAGE_SETS = {"fashion-mnist": "CIFAR-10", "mnist-5k": "OSC"}
+
+UCI_SETS = ("ionosphere", "balance-scale", "wdbc", "pima", "wine", "iris", "heart", "sonar", "glass")
+METHODS = ("euclidean", "euclidean-scaled", "itml", "lmnn", "nca", "ssne", "warca")
+IMAGE_METHODS = ("euclidean", "itml", "lmnn", "nca", "ssne", "warca")
+IMAGE_PCA = 64  # principal axes kept for the image sets
+
+#: Budgets per mode (fixed hyper-parameters of every fit).
+BUDGETS = {
+    "quick": {
+        "itml": {"max_iter": 100},
+        "lmnn": {"max_iter": 50},
+        "nca": {"max_iter": 50},
+        "ssne": {"max_iter": 300},
+        "warca": {"max_iter": 200},
+    },
+    "full": {
+        "itml": {"max_iter": 1000},
+        "lmnn": {"max_iter": 1000},
+        "nca": {"max_iter": 200},
+        "ssne": {"max_iter": 2000},
+        "warca": {"max_iter": 2000},
+    },
+}
+#: Candidates tried on the validation split (full mode, Table 1).
+GRIDS = {
+    "itml": {"gamma": [0.1, 1.0, 10.0]},
+    "lmnn": {"regularization": [0.25, 0.5, 0.75]},
+    "ssne": {"reg_lambda": [1e-4, 1e-3, 1e-2]},
+    "warca": {"reg_lambda": [1e-3, 1e-2, 1e-1]},
+}
+VALIDATION_FRACTION = 1 / 3
+#: Image sets: training points used (quick mode subsamples; NCA's O(N²) memory caps it).
+IMAGE_TRAIN = {"quick": 3000, "full": None}
+NCA_MAX_TRAIN = 5000
+
+
+# ----------------------------------------------------------------------------- the grid
+
+
+def build_cells(config: BenchConfig) -> list[Cell]:
+    """The cells of Table 1 (``ssne-uci``) and Table 2 (``ssne-images``) for ``config``."""
+    mode = config.mode
+    datasets = config.pick("datasets", UCI_SETS + tuple(IMAGE_SETS), UCI_SETS + tuple(IMAGE_SETS))
+    methods = config.pick("methods", METHODS, METHODS)
+    n_repeats = config.seeds or (1 if config.quick else 5)
+    cells = []
+    for dataset in datasets:
+        image = dataset in IMAGE_SETS
+        for method in methods:
+            if image and method not in IMAGE_METHODS:
+                continue
+            options = {
+                "mode": mode,
+                "device": config.device,
+                "fixed": BUDGETS[mode].get(method, {}),
+                "grid": {} if (config.quick or image) else GRIDS.get(method, {}),
+                "k": K,
+            }
+            if image:
+                options |= {"n_train": IMAGE_TRAIN[mode], "pca": IMAGE_PCA}
+                cells.append(Cell("ssne-images", method, dataset, 0, 0,
+                                  "rankmetric.bench.ssne.run_split_cell", options))
+                continue
+            options |= {"n_repeats": n_repeats, "cv_seed": CV_SEED}
+            cells += [
+                Cell(NAME, method, dataset, fold, 0, "rankmetric.bench.ssne.run_cv_cell", options)
+                for fold in range(n_repeats * N_SPLITS)
+            ]  # fmt: skip
+    return cells
+
+
+# ----------------------------------------------------------------------------- the cells
+
+
+@functools.lru_cache(maxsize=4)
+def _load(name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
+    from ..datasets import load_dataset
+
+    data = load_dataset(name)
+    return data.X, data.y, data.X_test, data.y_test
+
+
+def cv_fold(y: np.ndarray, fold: int, n_repeats: int, seed: int = CV_SEED):
+    """``(train, test)`` indices of fold ``fold`` of repeated stratified 2-fold CV.
+
+    The folds are those of ``RepeatedStratifiedKFold(n_splits=2, n_repeats, random_state=seed)``
+    in its order, i.e. those :func:`rankmetric.evaluate.repeated_cv_knn` uses.
+    """
+    cv = RepeatedStratifiedKFold(n_splits=N_SPLITS, n_repeats=n_repeats, random_state=seed)
+    for i, split in enumerate(cv.split(np.zeros((len(y), 1)), y)):
+        if i == fold:
+            return split
+    raise ValueError(f"fold must be in [0, {n_repeats * N_SPLITS}), got {fold}.")
+
+
+def stratified_holdout(y: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Inner (training, validation) indices: a stratified third held out for tuning."""
+    idx = np.arange(len(y))
+    inner, val = train_test_split(idx, test_size=VALIDATION_FRACTION, stratify=y, random_state=seed)
+    return np.sort(inner), np.sort(val)
+
+
+def knn_score(Z_train, y_train, Z_val, y_val) -> float:
+    """The validation score of Table 1: k-NN accuracy (k = 3)."""
+    return knn_accuracy(_flat(Z_train), y_train, _flat(Z_val), y_val, k=K, device="cpu")
+
+
+def _flat(Z) -> np.ndarray:
+    Z = np.asarray(Z)
+    return Z.reshape(Z.shape[0], -1)
+
+
+def _evaluate(cell: Cell, X_train, y_train, X_test, y_test) -> dict:
+    """Fit the cell's method on the training part; k-NN accuracy on the test part."""
+    opts = cell.options
+    fitted = fit_learner(
+        cell.method, X_train, y_train, fixed=opts["fixed"], grid=opts["grid"], seed=cell.seed,
+        device=opts["device"], split=stratified_holdout, score=knn_score,
+    )  # fmt: skip
+    accuracy = knn_accuracy(
+        _flat(fitted.transform(X_train)), y_train, _flat(fitted.transform(X_test)), y_test,
+        k=opts["k"], device="cpu",
+    )  # fmt: skip
+    return {
+        "accuracy": float(accuracy),
+        "params": fitted.params,
+        "validation": fitted.validation,
+        "warnings": fitted.warnings,
+        "n_train": int(len(y_train)),
+        "n_test": int(len(y_test)),
+        "fit_seconds": fitted.seconds,
+    }
+
+
+def run_cv_cell(cell: Cell) -> dict:
+    """One fold of Table 1: standardise on the training half, fit, score the test half."""
+    X, y, X_extra, y_extra = _load(cell.dataset)
+    if X_extra is not None:  # a set with an official split: CV runs on train + test together
+        X, y = np.vstack([X, X_extra]), np.concatenate([y, y_extra])
+    train, test = cv_fold(y, cell.fold, cell.options["n_repeats"], cell.options["cv_seed"])
+    X_train, X_test = X[train], X[test]
+    if cell.method != "euclidean":
+        scaler = StandardScaler().fit(X_train)
+        X_train, X_test = scaler.transform(X_train), scaler.transform(X_test)
+    return _evaluate(cell, X_train, y[train], X_test, y[test])
+
+
+def image_split(name: str, n_train: int | None, seed: int = 0):
+    """Train/test arrays of an image set (pixels / 255), the training part optionally subsampled.
+
+    Fashion-MNIST keeps its official split; MNIST-5k is split 50/50, stratified, with ``seed``.
+    A subsample of ``n_train`` training images is stratified and drawn with ``seed``.
+    """
+    X, y, X_test, y_test = _load(name)
+    if X_test is None:
+        X, X_test, y, y_test = train_test_split(X, y, test_size=0.5, stratify=y, random_state=seed)
+    if n_train is not None and n_train < len(y):
+        X, _, y, _ = train_test_split(X, y, train_size=n_train, stratify=y, random_state=seed)
+    return X / 255.0, y, X_test / 255.0, y_test
+
+
+def run_split_cell(cell: Cell) -> dict:
+    """Table 2: one train/test split of an image set, on PCA features of the training part."""
+    opts = cell.options
+    X_train, y_train, X_test, y_test = image_split(cell.dataset, opts["n_train"])
+    if cell.method == "nca" and len(y_train) > NCA_MAX_TRAIN:  # O(N²) memory
+        keep, _ = train_test_split(
+            np.arange(len(y_train)), train_size=NCA_MAX_TRAIN, stratify=y_train, random_state=0
+        )
+        X_train, y_train = X_train[np.sort(keep)], y_train[np.sort(keep)]
+    pca = PCA(n_components=opts["pca"], random_state=0).fit(X_train)
+    X_train, X_test = pca.transform(X_train), pca.transform(X_test)
+    if cell.method != "euclidean":
+        scaler = StandardScaler().fit(X_train)
+        X_train, X_test = scaler.transform(X_train), scaler.transform(X_test)
+    return _evaluate(cell, X_train, y_train, X_test, y_test)
+
+
+# ----------------------------------------------------------------------------- the report
+
+
+def _paper_cell(dataset: str, method: str) -> str:
+    row = PAPER_TABLE1.get(dataset)
+    if row is None or method not in PAPER_TABLE1_METHODS:
+        return ""
+    mean, std = row[PAPER_TABLE1_METHODS.index(method)]
+    return f"{mean:.2f} ± {std:.2f}"
+
+
+def _table1(results: list[dict], config: BenchConfig) -> tuple[str, dict]:
+    cv = [r for r in results if r["cell"]["benchmark"] == NAME]
+    methods = [m for m in METHODS if select(cv, method=m)]
+    datasets = [d for d in UCI_SETS if select(cv, dataset=d)]
+    columns = methods[:]
+    if "lmnn" in columns:
+        columns.insert(columns.index("lmnn") + 1, "mlmnn")
+    header = ["data set", "", *(LABELS.get(m, "mLMNN") for m in columns), "SSNE − paper"]
+    rows, payload = [], {}
+    groups = group_by(cv, "dataset", "method")
+    for dataset in [*datasets, "protein"]:
+        ours, paper = [dataset, "ours"], ["", "paper"]
+        for method in columns:
+            accs = [r["accuracy"] for r in groups.get((dataset, method), [])]
+            mean, std = mean_std(accs)
+            payload.setdefault(dataset, {})[method] = {"mean": mean, "std": std, "scores": accs}
+            ours.append(format_pm(mean, std) if accs else "—")
+            paper.append(_paper_cell(dataset, method))
+        gap = _ssne_gap(payload.get(dataset, {}).get("ssne"), dataset)
+        rows += [ours + [gap], paper + [""]]
+    folds = sorted({r["cell"]["fold"] for r in cv})
+    n_rep = len(folds) // N_SPLITS if folds else 0
+    title = (
+        f"k-NN accuracy (k = {K}, %), mean ± std over {n_rep}×{N_SPLITS} stratified CV "
+        f"(`RepeatedStratifiedKFold(random_state={CV_SEED})`); paper = SSNE Table 1. "
+        "`protein` is not available; mLMNN is not implemented (paper figures only)."
+    )
+    return f"{title}\n\n{markdown_table(header, rows)}", payload
+
+
+def _ssne_gap(entry: dict | None, dataset: str) -> str:
+    if not entry or not entry["scores"] or dataset not in PAPER_TABLE1:
+        return ""
+    paper = PAPER_TABLE1[dataset][PAPER_TABLE1_METHODS.index("ssne")][0]
+    return f"{100 * entry['mean'] - paper:+.2f}"
+
+
+def _table2(results: list[dict]) -> tuple[str, dict]:
+    split = [r for r in results if r["cell"]["benchmark"] == "ssne-images"]
+    if not split:
+        return "", {}
+    methods = [m for m in IMAGE_METHODS if select(split, method=m)]
+    columns = methods[:]
+    if "lmnn" in columns:
+        columns.insert(columns.index("lmnn") + 1, "mlmnn")
+    header = ["data set (train / test)", *(LABELS.get(m, "mLMNN") for m in columns)]
+    rows, payload = [], {}
+    for dataset, standin in IMAGE_SETS.items():
+        found = select(split, dataset=dataset)
+        if not found:
+            continue
+        sizes = f"{found[0]['n_train']} / {found[0]['n_test']}"
+        row = [f"{dataset} ({sizes})"]
+        for method in columns:
+            hit = select(found, method=method)
+            acc = hit[0]["accuracy"] if hit else None
+            payload.setdefault(dataset, {})[method] = acc
+            row.append(format_pm(acc) if acc is not None else "—")
+        paper = PAPER_TABLE2[standin]
+        rows.append(row)
+        rows.append(
+            [f"paper: {standin}"]
+            + [f"{paper[m]:.2f}" if m in paper else "" for m in columns]
+        )
+    title = (
+        f"k-NN test accuracy (k = {K}, %), single split, pixels/255 → PCA-{IMAGE_PCA} fitted on the "
+        "training part; the paper's row is the set each one stands in for (CIFAR-10 / OSC are not "
+        f"available). NCA trains on at most {NCA_MAX_TRAIN} points (O(N²) memory). "
+        "Table 2 uses each method's default hyper-parameters (no tuning)."
+    )
+    return f"{title}\n\n{markdown_table(header, rows)}", payload
+
+
+def summarise(results: list[dict], config: BenchConfig, out_dir) -> Summary:
+    """Markdown tables, JSON payload and the bar chart of one run."""
+    from .plots import accuracy_bars
+
+    table1, payload1 = _table1(results, config)
+    table2, payload2 = _table2(results)
+    mode = "QUICK MODE (1×2 CV, small budgets, no tuning; image sets subsampled) — " if (
+        config.quick
+    ) else ""
+    tuning = (
+        "no tuning (quick mode: every method at its default)"
+        if config.quick
+        else "hyper-parameters chosen per fold on a stratified validation third of the training "
+        "half (grids: " + "; ".join(f"{LABELS[m]} {g}" for m, g in GRIDS.items()) + ")"
+    )
+    parts = [f"## SSNE Table 1 — UCI\n\n{mode}{table1}\n\nTuning: {tuning}."]
+    if table2:
+        parts.append(f"## SSNE Table 2 — images\n\n{mode}{table2}")
+    plots = []
+    if payload1:
+        plots.append(accuracy_bars(payload1, PAPER_TABLE1, PAPER_TABLE1_METHODS, out_dir))
+    markdown = "\n\n".join(parts)
+    return Summary(NAME, markdown, {"table1": payload1, "table2": payload2}, plots)

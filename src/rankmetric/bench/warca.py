@@ -1,0 +1,293 @@
+"""``rankmetric bench warca-reid``: WARCA's re-identification protocol and fit time against N.
+
+CMC: on each stand-in identity set (:mod:`rankmetric.bench.reid_data`), split the identities at
+random into two halves (split ``cell.fold``), learn the metric on every image of the training
+identities (labels = identities), then rank the camera-B images of the test identities (gallery)
+for each camera-A image of a test identity (probe): CMC at ranks 1/5/10/20, mean ± std over the
+splits. Features are standardised on the training images (``fmnist-views``: pixels projected on
+64 principal axes of the training images first). Hyper-parameters are chosen on identities held
+out of the training half (leave-one-out R@1 among them), never on test identities.
+
+Fit time: each learner is fitted on N Fashion-MNIST training images (10 classes, PCA-64,
+standardised) for growing N, one thread per process; the table reports the median over seeds.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+from sklearn.decomposition import PCA
+from sklearn.model_selection import train_test_split
+from sklearn.preprocessing import StandardScaler
+
+from ..evaluate import cmc_curve, retrieval_scores
+from ._common import BenchConfig, Summary, format_number, format_pm, markdown_table, mean_std
+from .grid import Cell
+from .learners import LABELS, fit_learner
+from .reid_data import REID_SETS, load_reid
+
+__all__ = [
+    "NAME",
+    "PAPER_MARKET1501",
+    "METHODS",
+    "build_cells",
+    "run_cmc_cell",
+    "run_scaling_cell",
+    "summarise",
+]
+
+NAME = "warca-reid"
+SCALING = "fit-time"  # the pseudo data set of the fit-time cells
+RANKS = (1, 5, 10, 20)
+CURVE_LENGTH = 50  # ranks kept for the CMC plot
+PCA_DIMS = 64
+
+#: Published figures (SPEC.md): Market-1501, CMC ranks 1 / 5 / 10 (%).
+PAPER_MARKET1501 = {"WARCA": (45.2, 68.2, 76.0), "LOMO+XQDA": (43.8, None, None)}
+
+METHODS = ("euclidean", "kissme", "itml", "lmnn", "nca", "warca")
+SCALING_METHODS = ("kissme", "itml", "lmnn", "nca", "warca")
+BUDGETS = {
+    "quick": {
+        "kissme": {"n_components": 32},
+        "itml": {"num_constraints": 2000, "max_iter": 100},
+        "lmnn": {"k": 1, "max_iter": 50},
+        "nca": {"max_iter": 50},
+        "warca": {"max_iter": 200},
+    },
+    "full": {
+        "kissme": {},
+        "itml": {"num_constraints": 2000, "max_iter": 1000},
+        "lmnn": {"k": 1, "max_iter": 1000},
+        "nca": {"max_iter": 200},
+        "warca": {"max_iter": 2000},
+    },
+}
+#: Candidates tried on held-out training identities (full mode).
+GRIDS = {
+    "kissme": {"n_components": [16, 32, 64]},
+    "itml": {"gamma": [0.1, 1.0, 10.0]},
+    "lmnn": {"regularization": [0.25, 0.5, 0.75]},
+    "warca": {"reg_lambda": [1e-3, 1e-2, 1e-1]},
+}
+VALIDATION_IDENTITIES = 0.2
+SPLITS = {"quick": 3, "full": 10}
+SIZES = {"quick": (500, 1000, 2000), "full": (1000, 2000, 4000, 8000, 16000, 32000)}
+SCALING_SEEDS = {"quick": 1, "full": 3}
+NCA_MAX_N = 4000  # scikit-learn's NCA holds N × N matrices
+
+
+def build_cells(config: BenchConfig) -> list[Cell]:
+    """CMC cells (method × stand-in set × split) and fit-time cells (method × N × seed)."""
+    mode = config.mode
+    datasets = config.pick("datasets", (*REID_SETS, SCALING), (*REID_SETS, SCALING))
+    methods = config.pick("methods", METHODS, METHODS)
+    cells = []
+    for method in methods:
+        base = {"mode": mode, "device": config.device, "fixed": BUDGETS[mode].get(method, {})}
+        for dataset in datasets:
+            if dataset == SCALING:
+                cells += _scaling_cells(method, base, config)
+                continue
+            options = {**base, "grid": {} if config.quick else GRIDS.get(method, {})}
+            cells += [
+                Cell(NAME, method, dataset, split, 0, "rankmetric.bench.warca.run_cmc_cell", options)
+                for split in range(config.seeds or SPLITS[config.mode])
+            ]  # fmt: skip
+    return cells
+
+
+def _scaling_cells(method: str, base: dict, config: BenchConfig) -> list[Cell]:
+    if method not in SCALING_METHODS:
+        return []
+    sizes = [n for n in SIZES[config.mode] if method != "nca" or n <= NCA_MAX_N]
+    seeds = range(config.seeds or SCALING_SEEDS[config.mode])
+    return [
+        Cell("warca-scaling", method, SCALING, n, seed, "rankmetric.bench.warca.run_scaling_cell",
+             {**base, "pca": PCA_DIMS})
+        for n in sizes
+        for seed in seeds
+    ]  # fmt: skip
+
+
+# ----------------------------------------------------------------------------- CMC cells
+
+
+def identity_holdout(ids: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Inner (training, validation) row indices holding out 20% of the identities."""
+    identities = np.unique(ids)
+    n_val = max(2, int(round(VALIDATION_IDENTITIES * identities.shape[0])))
+    held = np.random.default_rng(seed).choice(identities, n_val, replace=False)
+    val = np.isin(ids, held)
+    return np.flatnonzero(~val), np.flatnonzero(val)
+
+
+def loo_recall_at_1(Z_train, y_train, Z_val, y_val) -> float:
+    """Validation score: leave-one-out R@1 among the held-out identities' images."""
+    return retrieval_scores(np.asarray(Z_val), y_val, ks=(1,), device="cpu")["recall@1"]
+
+
+@functools.lru_cache(maxsize=2)
+def _reid(name: str):
+    return load_reid(name)
+
+
+def _features(name: str, data, train_rows: np.ndarray) -> np.ndarray:
+    """Standardised features (PCA-64 first for image views), fitted on the training rows."""
+    X = data.X
+    if name == "fmnist-views":
+        X = PCA(n_components=PCA_DIMS, random_state=0).fit(X[train_rows]).transform(X)
+    return StandardScaler().fit(X[train_rows]).transform(X)
+
+
+def run_cmc_cell(cell: Cell) -> dict:
+    """Split ``cell.fold`` of a stand-in set: learn on training identities, CMC on the others."""
+    data = _reid(cell.dataset)
+    train_ids, test_ids = data.split(cell.fold)
+    train_rows = data.rows(train_ids)
+    X = _features(cell.dataset, data, train_rows)
+    opts = cell.options
+    fitted = fit_learner(
+        cell.method, X[train_rows], data.ids[train_rows], fixed=opts["fixed"], grid=opts["grid"],
+        seed=cell.seed, device=opts["device"], split=identity_holdout, score=loo_recall_at_1,
+    )  # fmt: skip
+    probe, gallery = data.rows(test_ids, camera=0), data.rows(test_ids, camera=1)
+    Z = np.asarray(fitted.transform(X))
+    scores, curve = cmc_curve(
+        Z[probe], data.ids[probe], Z[gallery], data.ids[gallery], ranks=RANKS, device="cpu",
+        return_curve=True,
+    )  # fmt: skip
+    return {
+        "cmc": {str(r): v for r, v in scores.items()},
+        "curve": curve[:CURVE_LENGTH].tolist(),
+        "params": fitted.params,
+        "validation": fitted.validation,
+        "warnings": fitted.warnings,
+        "n_train_identities": int(train_ids.shape[0]),
+        "n_test_identities": int(test_ids.shape[0]),
+        "fit_seconds": fitted.seconds,
+    }
+
+
+# ----------------------------------------------------------------------------- fit-time cells
+
+
+@functools.lru_cache(maxsize=1)
+def _fashion_train() -> tuple[np.ndarray, np.ndarray]:
+    from ..datasets import load_dataset
+
+    data = load_dataset("fashion-mnist")
+    return data.X, data.y
+
+
+def scaling_data(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` stratified Fashion-MNIST training images (seeded), pixels/255 → PCA-64 → standardised."""
+    X, y = _fashion_train()
+    if n < len(y):
+        X, _, y, _ = train_test_split(X, y, train_size=n, stratify=y, random_state=seed)
+    X = PCA(n_components=PCA_DIMS, random_state=0).fit_transform(X / 255.0)
+    return StandardScaler().fit_transform(X), y
+
+
+def run_scaling_cell(cell: Cell) -> dict:
+    """Fit time of ``cell.method`` on ``cell.fold`` training points (one thread)."""
+    X, y = scaling_data(cell.fold, cell.seed)
+    fitted = fit_learner(cell.method, X, y, fixed=cell.options["fixed"], seed=cell.seed,
+                         device=cell.options["device"])  # fmt: skip
+    return {"n_train": int(len(y)), "warnings": fitted.warnings, "seconds": fitted.seconds}
+
+
+# ----------------------------------------------------------------------------- the report
+
+
+def _cmc_tables(results: list[dict]) -> tuple[str, dict, dict]:
+    parts, payload, curves = [], {}, {}
+    for dataset, description in REID_SETS.items():
+        found = [r for r in results if r["cell"]["dataset"] == dataset]
+        if not found:
+            continue
+        rows = []
+        for method in METHODS:
+            hits = [r for r in found if r["cell"]["method"] == method]
+            if not hits:
+                continue
+            stats = {r: mean_std(h["cmc"][str(r)] for h in hits) for r in RANKS}
+            payload.setdefault(dataset, {})[method] = {
+                str(r): {"mean": m, "std": s} for r, (m, s) in stats.items()
+            }
+            curves.setdefault(dataset, {})[method] = np.mean([h["curve"] for h in hits], axis=0)
+            rows.append([LABELS[method], *(format_pm(*stats[r], digits=1) for r in RANKS)])
+        n_splits = len({r["cell"]["fold"] for r in found})
+        ids = found[0]["n_test_identities"]
+        parts.append(
+            f"**{dataset}** — {description}; STAND-IN for VIPeR-style data. {ids} test identities "
+            f"(camera-A probes vs camera-B gallery), {n_splits} random identity splits.\n\n"
+            + markdown_table(["method", *(f"rank {r}" for r in RANKS)], rows)
+        )
+    return "\n\n".join(parts), payload, curves
+
+
+def _scaling_table(results: list[dict]) -> tuple[str, dict]:
+    times: dict = {}
+    for r in results:
+        times.setdefault(r["cell"]["method"], {}).setdefault(r["cell"]["fold"], []).append(
+            r["seconds"]
+        )
+    medians = {m: {n: float(np.median(v)) for n, v in by_n.items()} for m, by_n in times.items()}
+    sizes = sorted({n for by_n in medians.values() for n in by_n})
+    order = [m for m in SCALING_METHODS if m in medians]
+    rows = [
+        [LABELS[m], *(format_number(medians[m].get(n), 2) for n in sizes)] for m in order
+    ]
+    if "warca" in medians:
+        for m in order:
+            if m == "warca":
+                continue
+            ratios = [
+                format_number(medians[m][n] / medians["warca"][n], 2)
+                if n in medians[m] and n in medians["warca"] else "—"
+                for n in sizes
+            ]  # fmt: skip
+            rows.append([f"{LABELS[m]} / WARCA", *ratios])
+    seeds = len({r["cell"]["seed"] for r in results})
+    text = (
+        f"Median fit time (s) over {seeds} seed(s), one torch/BLAS thread per process, on N "
+        f"Fashion-MNIST training images (PCA-{PCA_DIMS}, 10 classes); NCA (scikit-learn) stops "
+        f"at N = {NCA_MAX_N} (its N × N matrices). Ratios > 1: slower than WARCA. The machine "
+        "is shared, so timings carry noise.\n\n"
+        + markdown_table(["method", *(f"N={n}" for n in sizes)], rows)
+    )
+    return text, medians
+
+
+def summarise(results: list[dict], config: BenchConfig, out_dir) -> Summary:
+    """CMC tables, the fit-time table, CMC curves and the fit-time plot."""
+    from .plots import cmc_plot, scaling_plot
+
+    cmc = [r for r in results if r["cell"]["benchmark"] == NAME]
+    scaling = [r for r in results if r["cell"]["benchmark"] == "warca-scaling"]
+    quick = "QUICK MODE (3 splits, small budgets, no tuning) — " if config.quick else ""
+    parts, plots, payload = ["## WARCA — re-identification protocol (stand-in data)"], [], {}
+    if cmc:
+        text, payload["cmc"], curves = _cmc_tables(cmc)
+        tuning = "each method's defaults (quick mode)" if config.quick else (
+            "chosen on 20% of the training identities held out (leave-one-out R@1); grids: "
+            + "; ".join(f"{LABELS[m]} {g}" for m, g in GRIDS.items())
+        )
+        paper = ", ".join(
+            f"{name} {'/'.join('—' if v is None else f'{v:.1f}' for v in vals)}"
+            for name, vals in PAPER_MARKET1501.items()
+        )
+        parts.append(
+            f"{quick}CMC (%) at ranks {', '.join(map(str, RANKS))}, mean ± std over splits. "
+            f"Hyper-parameters: {tuning}.\n\n{text}\n\nPublished for reference (Market-1501, "
+            f"ranks 1/5/10, **a different data set**): {paper}."
+        )
+        plots.append(cmc_plot(curves, out_dir, "warca_cmc.png"))
+    if scaling:
+        text, payload["fit_time"] = _scaling_table(scaling)
+        parts.append(f"### Fit time against training-set size\n\n{quick}{text}")
+        plots.append(scaling_plot(payload["fit_time"], out_dir, "warca_fit_time.png",
+                                  "fit time vs N (Fashion-MNIST, PCA-64)"))  # fmt: skip
+    return Summary(NAME, "\n\n".join(parts), payload, plots)

@@ -1,0 +1,241 @@
+"""``rankmetric evaluate``: k-NN accuracy, retrieval and clustering scores of an embedding.
+
+The embedding comes from a file (``.npz`` with ``X``/``y`` and optionally ``X_test``/``y_test``,
+or ``.npy`` with ``--labels``) or from a saved model applied to a named data set.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+SCORES = ("knn", "retrieval", "clustering", "cv")
+_KEYS = {"X": ("X", "embeddings"), "y": ("y", "labels")}
+
+EPILOG = """\
+examples:
+  rankmetric evaluate emb.npz                     # X, y (+ X_test, y_test) inside the archive
+  rankmetric evaluate emb.npy --labels y.npy --ks 1 3 5 --json
+  rankmetric evaluate --model warca.npz --data wine --scores knn retrieval clustering cv
+  rankmetric evaluate --data iris                 # raw features: the Euclidean baseline
+
+what is computed (definitions: docs/evaluation.md):
+  knn         k-NN majority-vote accuracy, training part -> test part; leave-one-out
+              within the set when there is no test part
+  retrieval   Recall@K for each --ks, precision@1 and mAP@R, leave-one-out within the
+              evaluation set (the test part if there is one)
+  clustering  k-means with k = number of classes on the evaluation set; NMI and pairwise F1
+  cv          5x2 stratified cross-validated k-NN accuracy on the training part (the whole
+              set without a split); with --data the features are standardised in each fold
+              and the --model is refitted there; on an embedding file, plain k-NN on it
+"""
+
+
+@dataclass
+class _Embedded:
+    """What is evaluated: an optional reference (training) part and the evaluation part."""
+
+    X_eval: np.ndarray
+    y_eval: np.ndarray
+    X_ref: np.ndarray | None
+    y_ref: np.ndarray | None
+    source: str
+    split: str
+    raw: tuple | None = None  # (estimator or None, X, y) for the cross-validation
+
+
+def _flat(X: np.ndarray) -> np.ndarray:
+    """Rows of an embedding; matrix outputs (n, c, c) are flattened."""
+    X = np.asarray(X)
+    return X.reshape(len(X), -1) if X.ndim > 2 else X
+
+
+def _pick(archive, name: str, path: str, required: bool = True):
+    for key in _KEYS.get(name, (name,)):
+        if key in archive:
+            return archive[key]
+    if required:
+        raise ValueError(f"{path} has no array {' or '.join(_KEYS[name])!r} (found {archive.files}).")
+    return None
+
+
+def _read_labels(path: str) -> np.ndarray:
+    if path.endswith(".npy"):
+        return np.load(path, allow_pickle=False)
+    labels = np.loadtxt(path, dtype=str, ndmin=1)
+    try:
+        return labels.astype(np.int64)
+    except ValueError:
+        return labels
+
+
+def _from_file(args) -> _Embedded:
+    path = args.embeddings
+    if not Path(path).is_file():
+        raise ValueError(f"{path}: no such file.")
+    if path.endswith(".npz"):
+        if args.labels:
+            raise ValueError("--labels goes with a .npy file; a .npz file holds its labels (y).")
+        with np.load(path, allow_pickle=False) as archive:
+            X, y = _pick(archive, "X", path), _pick(archive, "y", path)
+            X_test, y_test = (_pick(archive, key, path, False) for key in ("X_test", "y_test"))
+    elif path.endswith(".npy"):
+        if not args.labels:
+            raise ValueError("a .npy file holds embeddings only: give --labels PATH as well.")
+        X, y, X_test, y_test = np.load(path, allow_pickle=False), _read_labels(args.labels), None, None
+    else:
+        raise ValueError(f"{path}: expected a .npy or .npz file.")
+    if (X_test is None) != (y_test is None):
+        raise ValueError(f"{path} must hold both X_test and y_test, or neither.")
+    raw = (None, _flat(X), y)
+    if X_test is None:
+        return _Embedded(_flat(X), y, None, None, path, "no test part: leave-one-out", raw)
+    return _Embedded(_flat(X_test), y_test, _flat(X), y, path, "X -> X_test", raw)
+
+
+def _load_data(name: str, test_size: float):
+    """Train and test parts of a named set, split as `rankmetric fit` splits it."""
+    from sklearn.model_selection import train_test_split
+
+    from ..datasets import load_dataset, load_spd
+
+    data = load_dataset(name)
+    if data.X.ndim == 3 and data.X.shape[1] != data.X.shape[2]:  # multichannel -> SPD
+        data = load_spd(name)
+    if data.X_test is not None:
+        return data, data.X, data.y, data.X_test, data.y_test, "official test split"
+    X_tr, X_te, y_tr, y_te = train_test_split(
+        data.X, data.y, test_size=test_size, stratify=data.y, random_state=0
+    )
+    return data, X_tr, y_tr, X_te, y_te, f"stratified {test_size:.0%} hold-out, seed 0"
+
+
+def _from_model(args) -> _Embedded:
+    from ..io import load_model
+
+    model = load_model(args.model) if args.model else None
+    data, X_tr, y_tr, X_te, y_te, split = _load_data(args.data, args.test_size)
+    embed = (lambda X: _flat(model.transform(X))) if model is not None else _flat
+    source = f"{args.model or 'raw features'} on {args.data}"
+    return _Embedded(embed(X_te), y_te, embed(X_tr), y_tr, source, split, (model, data.X, data.y))
+
+
+def _knn_score(e: _Embedded, args) -> dict[str, float]:
+    from ..evaluate import knn_accuracy, knn_predict
+
+    kw = {"metric": args.metric, "device": args.device}
+    if e.X_ref is None:
+        predicted = knn_predict(e.X_eval, e.y_eval, e.X_eval, k=args.k, exclude_self=True, **kw)
+        return {f"knn{args.k}_accuracy": float(np.mean(predicted == np.asarray(e.y_eval)))}
+    return {f"knn{args.k}_accuracy": knn_accuracy(e.X_ref, e.y_ref, e.X_eval, e.y_eval, k=args.k, **kw)}
+
+
+def _cv_score(e: _Embedded, args) -> dict[str, float]:
+    from ..evaluate import repeated_cv_knn
+
+    estimator, X, y = e.raw
+    result = repeated_cv_knn(
+        estimator, X, y, k=args.k, standardize=args.data is not None and X.ndim == 2,
+        random_state=args.seed, verbose=args.verbose,
+    )
+    return {f"cv5x2_knn{args.k}_mean": result.mean, f"cv5x2_knn{args.k}_std": result.std}
+
+
+def evaluate_embedding(e: _Embedded, args) -> dict[str, float]:
+    """The requested scores of an embedding, as one flat dict."""
+    from ..evaluate import clustering_scores, retrieval_scores
+
+    scores: dict[str, float] = {}
+    if "knn" in args.scores:
+        scores.update(_knn_score(e, args))
+    if "retrieval" in args.scores:
+        scores.update(
+            retrieval_scores(e.X_eval, e.y_eval, ks=args.ks, metric=args.metric, device=args.device)
+        )
+    if "clustering" in args.scores:
+        found = clustering_scores(e.X_eval, e.y_eval, random_state=args.seed)
+        scores.update({f"clustering_{k}": v for k, v in found.items()})
+    if "cv" in args.scores:
+        scores.update(_cv_score(e, args))
+    return scores
+
+
+def run_evaluate(args: argparse.Namespace) -> int:
+    import torch
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    if bool(args.embeddings) == bool(args.data):
+        raise ValueError("give either an embeddings file or --data NAME (with --model PATH).")
+    if args.model and not args.data:
+        raise ValueError("--model needs --data NAME: the data set to embed.")
+    embedded = _from_file(args) if args.embeddings else _from_model(args)
+    scores = evaluate_embedding(embedded, args)
+    report = {
+        "source": embedded.source,
+        "split": embedded.split,
+        "n_evaluated": int(len(embedded.X_eval)),
+        "n_reference": None if embedded.X_ref is None else int(len(embedded.X_ref)),
+        "n_features": int(embedded.X_eval.shape[1]),
+        "n_classes": int(len(np.unique(embedded.y_eval))),
+        "metric": args.metric,
+        "seed": args.seed,
+        "scores": scores,
+    }
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    for key, value in report.items():
+        if key != "scores":
+            print(f"{key:<14} {value}")
+    width = max(len(k) for k in scores)
+    for key, value in scores.items():
+        print(f"  {key:<{width}}  {value:.4f}")
+    return 0
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "evaluate",
+        help="k-NN accuracy, Recall@K / P@1 / mAP@R and clustering scores of an embedding",
+        description=(
+            "Evaluate an embedding: from a .npz file (arrays X, y and optionally X_test, "
+            "y_test; or embeddings, labels), from a .npy file with --labels, or by applying a "
+            "saved model (`rankmetric fit ... --out PATH`) to a data set (--model PATH --data "
+            "NAME, split as `rankmetric fit` splits it)."
+        ),
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("embeddings", nargs="?", metavar="EMBEDDINGS",
+                        help="a .npz (X, y[, X_test, y_test]) or .npy (with --labels) file")
+    parser.add_argument("--labels", metavar="PATH",
+                        help="labels of a .npy embedding: .npy, or text with one label per line")
+    parser.add_argument("--model", metavar="PATH", help="a saved rankmetric model (.npz)")
+    parser.add_argument("--data", metavar="NAME",
+                        help="data set to embed with --model (see `rankmetric data list`); "
+                             "alone, evaluates its raw features")
+    parser.add_argument("--test-size", type=float, default=0.3,
+                        help="held-out fraction when the data set has no official test split "
+                             "(default: %(default)s, as `rankmetric fit`)")
+    parser.add_argument("--scores", nargs="+", choices=SCORES, default=list(SCORES[:3]),
+                        metavar="NAME",
+                        help=f"what to compute, among {', '.join(SCORES)} (default: %(default)s)")
+    parser.add_argument("-k", "--k", type=int, default=3, dest="k",
+                        help="neighbours in the k-NN vote (default: %(default)s)")
+    parser.add_argument("--ks", type=int, nargs="+", default=[1, 3], metavar="K",
+                        help="K of Recall@K (default: %(default)s)")
+    parser.add_argument("--metric", choices=("euclidean", "sqeuclidean", "cosine"),
+                        default="euclidean", help="distance in the embedding (default: %(default)s)")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of k-means and of the cross-validation folds (default: 0)")
+    parser.add_argument("--device", default=None,
+                        help="torch device for the searches (default: CUDA if available)")
+    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("-v", "--verbose", action="store_true", help="progress bars")
+    parser.set_defaults(func=run_evaluate)

@@ -1,0 +1,183 @@
+"""Linear WARCA: scikit-learn conformance, learning, standardisation folding, I/O, validation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from sklearn.model_selection import GridSearchCV
+from sklearn.neighbors import KNeighborsClassifier
+from sklearn.pipeline import make_pipeline
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from rankmetric.estimators.warca import WARCA, column_stats
+from rankmetric.io import load_model
+
+FAST = {"max_iter": 15, "batch_size": 32, "max_sampling": 16}
+
+
+@parametrize_with_checks([WARCA(**FAST), WARCA(sampling="sequential", **FAST)])
+def test_sklearn_conformance(estimator, check):
+    check(estimator)
+
+
+def noisy_blobs(n_per_class=60, n_informative=2, n_noise=8, seed=0):
+    """Classes separated in 2 dimensions, drowned in 8 high-variance noise dimensions."""
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(scale=3.0, size=(4, n_informative))
+    y = np.repeat(np.arange(4), n_per_class)
+    informative = centres[y] + rng.normal(scale=0.6, size=(len(y), n_informative))
+    noise = rng.normal(scale=4.0, size=(len(y), n_noise))
+    return np.hstack([informative, noise]), y
+
+
+def knn_score(Z_train, y_train, Z_test, y_test):
+    return KNeighborsClassifier(3).fit(Z_train, y_train).score(Z_test, y_test)
+
+
+@pytest.mark.parametrize("sampling", ["batched", "sequential", "exact"])
+def test_learns_to_ignore_noise_dimensions(sampling):
+    X, y = noisy_blobs()
+    Xt, yt = noisy_blobs(seed=1)
+    model = WARCA(n_components=4, max_iter=150, batch_size=128, sampling=sampling, random_state=0)
+    Z, Zt = model.fit_transform(X, y), model.transform(Xt)
+    baseline = knn_score(X, y, Xt, yt)
+    learned = knn_score(Z, y, Zt, yt)
+    assert learned > baseline + 0.1, (learned, baseline)
+    informative = np.linalg.norm(model.components_[:, :2], axis=0).mean()
+    noise = np.linalg.norm(model.components_[:, 2:], axis=0).mean()
+    assert informative > 3 * noise
+
+
+def test_standardisation_is_folded_into_components():
+    X, y = noisy_blobs()
+    X = X * np.array([1000.0] * 2 + [0.001] * 8) + 50.0  # wildly different units
+    model = WARCA(max_iter=20, batch_size=64, random_state=0).fit(X, y)
+    np.testing.assert_allclose(model.mean_, X.mean(0))
+    np.testing.assert_allclose(model.scale_, X.std(0))
+    L = model.components_
+    np.testing.assert_allclose(model.transform(X), X @ L.T, rtol=1e-6)
+    M = model.get_mahalanobis_matrix()
+    diff = X[0] - X[1]
+    assert model.get_metric()(X[0], X[1]) == pytest.approx(np.sqrt(diff @ M @ diff), rel=1e-5)
+
+
+def test_column_stats_in_chunks_and_constant_columns():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(1001, 3)).astype(np.float32)
+    X[:, 2] = 7.0
+    mean, scale = column_stats(X, chunk_rows=100)
+    np.testing.assert_allclose(mean, X.astype(np.float64).mean(0), rtol=1e-6)
+    np.testing.assert_allclose(scale[:2], X[:, :2].astype(np.float64).std(0), rtol=1e-5)
+    assert scale[2] == 1.0
+
+
+def test_same_seed_same_map_and_float32_input_kept():
+    X, y = noisy_blobs()
+    a = WARCA(max_iter=10, batch_size=32, random_state=3).fit(X.astype(np.float32), y)
+    b = WARCA(max_iter=10, batch_size=32, random_state=3).fit(X.astype(np.float32), y)
+    np.testing.assert_array_equal(a.components_, b.components_)
+    assert a.transform(X.astype(np.float32)).dtype == np.float32
+    assert a.n_iter_ == 10 and len(a.loss_curve_) == 10
+
+
+def test_pca_init_starts_from_orthonormal_principal_axes():
+    X, y = noisy_blobs()
+    model = WARCA(n_components=3, init="pca", max_iter=0, random_state=0).fit(X, y)
+    W = model.components_ * model.scale_  # undo the folded standardisation
+    np.testing.assert_allclose(W @ W.T, np.eye(3), atol=1e-5)
+
+
+def test_random_init_follows_the_reference_scale():
+    X, y = noisy_blobs(n_noise=200)
+    model = WARCA(n_components=50, max_iter=0, random_state=0).fit(X, y)
+    W = model.components_ * model.scale_
+    assert W.std() == pytest.approx(1 / np.sqrt(X.shape[1]), rel=0.05)
+
+
+def test_validation_set_enables_early_stopping_and_keeps_the_best():
+    X, y = noisy_blobs()
+    Xv, yv = noisy_blobs(seed=2)
+    model = WARCA(
+        max_iter=200, batch_size=64, validation_every=10, patience=3, random_state=0
+    ).fit(X, y, X_val=Xv, y_val=yv)
+    assert len(model.validation_scores_) >= 1
+    assert model.best_iter_ is not None
+    best = max(model.validation_scores_)
+    assert knn_score(model.transform(X), y, model.transform(Xv), yv) == pytest.approx(best)
+
+
+def test_validation_set_errors():
+    X, y = noisy_blobs()
+    with pytest.raises(ValueError, match="X_val and y_val"):
+        WARCA(max_iter=1).fit(X, y, X_val=X)
+    with pytest.raises(ValueError, match="not seen"):
+        WARCA(max_iter=1).fit(X, y, X_val=X[:5], y_val=np.full(5, 9))
+    with pytest.raises(ValueError, match="features"):
+        WARCA(max_iter=1).fit(X, y, X_val=X[:, :3], y_val=y)
+
+
+@pytest.mark.parametrize(
+    ("params", "match"),
+    [
+        ({"n_components": 0}, "n_components"),
+        ({"n_components": 11}, "n_features"),
+        ({"margin": 0.0}, "margin"),
+        ({"reg_lambda": -1.0}, "reg_lambda"),
+        ({"batch_size": 0}, "batch_size"),
+        ({"max_sampling": 2.5}, "max_sampling"),
+        ({"learning_rate": 0}, "learning_rate"),
+        ({"sampling": "greedy"}, "sampling"),
+        ({"init": "zeros"}, "init"),
+        ({"max_iter": -1}, "max_iter"),
+        ({"patience": 0}, "patience"),
+        ({"tol": -1.0}, "tol"),
+    ],
+)
+def test_bad_parameters_raise_value_error_naming_them(params, match):
+    X, y = noisy_blobs()
+    with pytest.raises(ValueError, match=match):
+        WARCA(**params).fit(X, y)
+
+
+def test_bad_labels():
+    X, y = noisy_blobs()
+    with pytest.raises(ValueError, match="class"):
+        WARCA().fit(X, np.zeros(len(y)))
+    with pytest.raises(ValueError, match="positive pairs"):
+        WARCA().fit(X[:4], np.arange(4))
+
+
+def test_save_load_round_trip(tmp_path):
+    X, y = noisy_blobs()
+    model = WARCA(max_iter=5, batch_size=32, random_state=0).fit(X, y)
+    path = tmp_path / "warca.npz"
+    model.save(path)
+    loaded = load_model(path)
+    assert isinstance(loaded, WARCA)
+    np.testing.assert_array_equal(loaded.transform(X), model.transform(X))
+    assert loaded.get_params() == model.get_params()
+
+
+def test_pipeline_and_grid_search():
+    X, y = noisy_blobs()
+    pipe = make_pipeline(WARCA(max_iter=20, batch_size=64, random_state=0), KNeighborsClassifier(3))
+    search = GridSearchCV(pipe, {"warca__n_components": [2, 4]}, cv=2).fit(X, y)
+    assert search.best_params_["warca__n_components"] in (2, 4)
+
+
+def test_large_class_count_and_string_labels():
+    X, y = noisy_blobs(n_per_class=3)
+    labels = np.array(["a", "b", "c", "d"])[y]
+    Z = WARCA(max_iter=5, batch_size=16, random_state=0).fit_transform(X, labels)
+    assert Z.shape == (12, 10)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_fit_matches_cpu_quality():
+    X, y = noisy_blobs()
+    Xt, yt = noisy_blobs(seed=1)
+    model = WARCA(n_components=4, max_iter=150, batch_size=128, random_state=0, device="cuda")
+    Z = model.fit_transform(X, y)
+    assert isinstance(model.components_, np.ndarray)
+    assert knn_score(Z, y, model.transform(Xt), yt) > knn_score(X, y, Xt, yt) + 0.1

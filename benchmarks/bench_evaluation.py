@@ -1,4 +1,4 @@
-"""Time and peak memory of ``retrieval_scores`` against pytorch-metric-learning's AccuracyCalculator.
+"""Time and peak memory of ``retrieval_scores`` vs pytorch-metric-learning's AccuracyCalculator.
 
 Both compute precision@1 (= Recall@1 here: every class has several members) and mAP@R on the
 same synthetic embeddings (Gaussian class centres plus noise, float32). Each measurement runs in
@@ -67,7 +67,11 @@ def _ours(gallery, queries):
     from rankmetric.evaluate import retrieval_scores
 
     scores = retrieval_scores(
-        gallery[0], gallery[1], ks=(1,), query_embeddings=queries[0], query_labels=queries[1],
+        gallery[0],
+        gallery[1],
+        ks=(1,),
+        query_embeddings=queries[0],
+        query_labels=queries[1],
         device="cpu",
     )
     return {"P@1": scores["precision@1"], "R@1": scores["recall@1"], "mAP@R": scores["map@r"]}
@@ -118,8 +122,16 @@ def child(tool: str, case: Case, threads: int) -> None:
 def measure(tool: str, case: Case, threads: int, repeats: int) -> dict:
     runs = []
     for _ in range(repeats):
-        cmd = [sys.executable, __file__, "--child", tool, "--case", json.dumps(asdict(case)),
-               "--threads", str(threads)]
+        cmd = [
+            sys.executable,
+            __file__,
+            "--child",
+            tool,
+            "--case",
+            json.dumps(asdict(case)),
+            "--threads",
+            str(threads),
+        ]
         done = subprocess.run(cmd, capture_output=True, text=True)
         if done.returncode != 0:
             return {"error": (done.stderr.strip().splitlines() or ["?"])[-1]}
@@ -132,12 +144,48 @@ def measure(tool: str, case: Case, threads: int, repeats: int) -> dict:
     }
 
 
+def knn_backends(n: int, dim: int, k: int, threads: int, repeats: int) -> None:
+    """Median time of a leave-one-out ``knn_search`` with the torch and the faiss backends."""
+    import numpy as np
+    import torch
+
+    from rankmetric.evaluate import knn_search
+
+    torch.set_num_threads(threads)
+    try:
+        import faiss
+
+        faiss.omp_set_num_threads(threads)
+        backends = ("torch", "faiss")
+    except ImportError:
+        backends = ("torch",)
+    X = np.random.default_rng(0).standard_normal((n, dim), dtype=np.float32)
+    times, found = {}, {}
+    for backend in backends:
+        runs = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            found[backend] = knn_search(X, k=k, backend=backend, device="cpu")[1]
+            runs.append(time.perf_counter() - start)
+        times[backend] = statistics.median(runs)
+    line = f"knn_search, {n} x {dim} leave-one-out, k={k}: torch {times['torch']:.2f} s"
+    if "faiss" in times:
+        same = np.mean(found["faiss"] == found["torch"])
+        line += (
+            f", faiss {times['faiss']:.2f} s, faiss/torch = "
+            f"{times['faiss'] / times['torch']:.2f}, identical indices {same:.4%}"
+        )
+    print(line)
+
+
 def _row(case: Case, tool: str, m: dict) -> str:
     if "skipped" in m or "error" in m:
         return f"| {case.name} | {tool} | {m.get('skipped') or m['error']} | | | |"
     s = m["scores"]
-    return (f"| {case.name} | {tool} | {m['seconds']:.1f} | {m['peak_mb']:.0f} | "
-            f"{s['P@1']:.4f} | {s['mAP@R']:.6f} |")
+    return (
+        f"| {case.name} | {tool} | {m['seconds']:.1f} | {m['peak_mb']:.0f} | "
+        f"{s['P@1']:.4f} | {s['mAP@R']:.6f} |"
+    )
 
 
 def main() -> None:
@@ -146,11 +194,18 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=1, help="runs per measurement (median)")
     parser.add_argument("--n", type=int, default=70_000, help="samples of the leave-one-out cases")
     parser.add_argument("--dim", type=int, default=128)
-    parser.add_argument("--large", action="store_true",
-                        help="add 10,000 queries against a 300,000-item gallery (100 classes)")
+    parser.add_argument(
+        "--large",
+        action="store_true",
+        help="add 10,000 queries against a 300,000-item gallery (100 classes)",
+    )
     parser.add_argument("--no-peer", action="store_true", help="measure rankmetric only")
-    parser.add_argument("--peer-memory-gb", type=float, default=6.0,
-                        help="skip the peer where its estimated memory exceeds this")
+    parser.add_argument(
+        "--peer-memory-gb",
+        type=float,
+        default=6.0,
+        help="skip the peer where its estimated memory exceeds this",
+    )
     parser.add_argument("--child", choices=("ours", "peer"), help=argparse.SUPPRESS)
     parser.add_argument("--case", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -159,13 +214,29 @@ def main() -> None:
         return
 
     cases = [
-        Case(f"{args.n // 1000}k x {args.dim}, 100 classes (R~{args.n // 100})", args.n, 0, args.dim, 100),
-        Case(f"{args.n // 1000}k x {args.dim}, 10 classes (R~{args.n // 10})", args.n, 0, args.dim, 10),
+        Case(
+            f"{args.n // 1000}k x {args.dim}, 100 classes (R~{args.n // 100})",
+            args.n,
+            0,
+            args.dim,
+            100,
+        ),
+        Case(
+            f"{args.n // 1000}k x {args.dim}, 10 classes (R~{args.n // 10})",
+            args.n,
+            0,
+            args.dim,
+            10,
+        ),
     ]
     if args.large:
-        cases.append(Case("10k queries vs 300k x 128, 100 classes (R~3000)", 300_000, 10_000, 128, 100))
-    print(f"threads={args.threads}, repeats={args.repeats} (median seconds; peak = largest "
-          "resident-memory growth over the runs)\n")
+        cases.append(
+            Case("10k queries vs 300k x 128, 100 classes (R~3000)", 300_000, 10_000, 128, 100)
+        )
+    print(
+        f"threads={args.threads}, repeats={args.repeats} (median seconds; peak = largest "
+        "resident-memory growth over the runs)\n"
+    )
     print("| case | tool | seconds | peak MB | P@1 = R@1 | mAP@R |")
     print("|---|---|---|---|---|---|")
     summary = []
@@ -187,6 +258,8 @@ def main() -> None:
                 f"largest |score difference| = {diff:.2e}"
             )
     print("\n" + "\n".join(summary))
+    print()
+    knn_backends(min(args.n, 20_000), args.dim, 10, args.threads, args.repeats)
 
 
 if __name__ == "__main__":

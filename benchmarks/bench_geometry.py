@@ -17,7 +17,8 @@ between the two results. ``torch.set_num_threads(--threads)`` and ``threadpoolct
 NumPy's BLAS at the same thread count. With ``--device cuda`` ours runs on the GPU (synchronised
 before the clock stops) and pyRiemann on the CPU.
 
-Run: ``.venv/bin/python benchmarks/bench_geometry.py`` (a few minutes; ``--quick`` for a smoke run).
+Run: ``.venv/bin/python benchmarks/bench_geometry.py`` (about 5 minutes at one thread on a quiet
+CPU, most of it pyRiemann's pairwise matrix; ``--quick`` for a smoke run).
 """
 
 from __future__ import annotations

@@ -68,8 +68,8 @@ def check_kernel(kernel: str, gamma=None, degree=3, coef0=1.0) -> None:
 def _check_non_negative(X: torch.Tensor, name: str) -> None:
     if bool((X < 0).any()):
         raise ValueError(
-            f"the chi2_rbf kernel needs non-negative features (histograms); {name} has negative "
-            "values. Use kernel='rbf' for signed features."
+            f"Negative values in data passed to the chi2_rbf kernel ({name}): it needs "
+            "non-negative features such as histograms. Use kernel='rbf' for signed features."
         )
 
 

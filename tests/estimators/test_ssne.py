@@ -73,6 +73,28 @@ def test_partial_real_valued_supervision_recovers_known_similarity(rng):
     assert np.mean((truth - predicted) ** 2) < 0.1 * np.var(truth)
 
 
+def test_multilabel_jaccard_supervision(rng):
+    """similarity="jaccard": Ŝ on unseen points follows the Jaccard index of their label sets."""
+    n, n_labels = 600, 3
+    Y = rng.integers(0, 2, size=(n, n_labels))
+    X = 2.0 * Y + 0.3 * rng.normal(size=(n, n_labels))  # each label moves one coordinate
+    X = np.hstack([X, rng.normal(size=(n, 2))])
+    model = SSNE(similarity="jaccard", neg_target=0.0, max_iter=800, random_state=0, device="cpu")
+    model.fit(X[:400], Y[:400])
+    a, b = rng.integers(400, n, size=(2, 3000))
+    inter = (Y[a] & Y[b]).sum(1)
+    union = (Y[a] | Y[b]).sum(1)
+    jaccard = np.where(union > 0, inter / np.maximum(union, 1), 1.0)
+    learned = np.corrcoef(model.score_pairs(X[a], X[b]), jaccard)[0, 1]
+    Z = (X - X[:400].mean(0)) / X[:400].std(0)
+    Z /= np.linalg.norm(Z, axis=1, keepdims=True)
+    cosine = np.corrcoef(np.einsum("ij,ij->i", Z[a], Z[b]), jaccard)[0, 1]
+    assert learned > 0.85
+    assert learned > cosine + 0.15  # the input-space cosine follows the label sets far less
+    with pytest.raises(ValueError, match="label-indicator"):
+        SSNE(similarity="jaccard", max_iter=2, device="cpu").fit(X, Y[:, 0] + 2)
+
+
 def test_fit_pairs_objective_decreases(rng):
     X, H = _ground_truth(rng, n_samples=100)
     pairs = rng.integers(0, 100, size=(500, 2))

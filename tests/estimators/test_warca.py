@@ -22,9 +22,12 @@ def test_sklearn_conformance(estimator, check):
 
 
 def noisy_blobs(n_per_class=60, n_informative=2, n_noise=8, seed=0):
-    """Classes separated in 2 dimensions, drowned in 8 high-variance noise dimensions."""
+    """Classes separated in 2 dimensions, drowned in 8 high-variance noise dimensions.
+
+    The class centres are the same for every ``seed`` (seeds draw new samples of one problem).
+    """
+    centres = np.random.default_rng(100).normal(scale=3.0, size=(4, n_informative))
     rng = np.random.default_rng(seed)
-    centres = rng.normal(scale=3.0, size=(4, n_informative))
     y = np.repeat(np.arange(4), n_per_class)
     informative = centres[y] + rng.normal(scale=0.6, size=(len(y), n_informative))
     noise = rng.normal(scale=4.0, size=(len(y), n_noise))
@@ -39,7 +42,10 @@ def knn_score(Z_train, y_train, Z_test, y_test):
 def test_learns_to_ignore_noise_dimensions(sampling):
     X, y = noisy_blobs()
     Xt, yt = noisy_blobs(seed=1)
-    model = WARCA(n_components=4, max_iter=150, batch_size=128, sampling=sampling, random_state=0)
+    model = WARCA(
+        n_components=4, max_iter=100, batch_size=64, max_sampling=32, sampling=sampling,
+        random_state=0,
+    )
     Z, Zt = model.fit_transform(X, y), model.transform(Xt)
     baseline = knn_score(X, y, Xt, yt)
     learned = knn_score(Z, y, Zt, yt)
@@ -99,7 +105,8 @@ def test_validation_set_enables_early_stopping_and_keeps_the_best():
     X, y = noisy_blobs()
     Xv, yv = noisy_blobs(seed=2)
     model = WARCA(
-        max_iter=200, batch_size=64, validation_every=10, patience=3, random_state=0
+        max_iter=200, batch_size=32, max_sampling=16, validation_every=10, patience=3,
+        random_state=0,
     ).fit(X, y, X_val=Xv, y_val=yv)
     assert len(model.validation_scores_) >= 1
     assert model.best_iter_ is not None

@@ -1,4 +1,4 @@
-"""Fixtures of the evaluation tests: the brute-force reference module (see evaluate_reference.py)."""
+"""Fixtures of the evaluation tests: the brute-force references of evaluate_reference.py."""
 
 import importlib.util
 from pathlib import Path

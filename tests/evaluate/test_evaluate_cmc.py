@@ -56,8 +56,14 @@ def test_chunked_and_torch_inputs(ref, rng, chunk_size):
     gid, pid = rng.integers(0, 5, 35), rng.integers(0, 5, 20)
     full = cmc_curve(P, pid, G, gid, ranks=(1, 5), return_curve=True)[1]
     chunked = cmc_curve(
-        torch.from_numpy(P), torch.from_numpy(pid), G, gid, ranks=(1, 5),
-        chunk_size=chunk_size, device="cpu", return_curve=True,
+        torch.from_numpy(P),
+        torch.from_numpy(pid),
+        G,
+        gid,
+        ranks=(1, 5),
+        chunk_size=chunk_size,
+        device="cpu",
+        return_curve=True,
     )[1]
     np.testing.assert_array_equal(full, chunked)
 

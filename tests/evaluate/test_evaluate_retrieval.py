@@ -66,7 +66,11 @@ def test_chunked_equals_unchunked(ref, rng, chunk_size):
 def test_single_metric_functions_agree_with_the_combined_pass(rng):
     X, y = rng.normal(size=(80, 6)).astype(np.float32), rng.integers(0, 4, 80)
     both = retrieval_scores(X, y, ks=(1, 3, 8))
-    assert recall_at_k(X, y, ks=(1, 3, 8)) == {1: both["recall@1"], 3: both["recall@3"], 8: both["recall@8"]}
+    assert recall_at_k(X, y, ks=(1, 3, 8)) == {
+        1: both["recall@1"],
+        3: both["recall@3"],
+        8: both["recall@8"],
+    }
     assert recall_at_k(X, y, ks=5) == {5: retrieval_scores(X, y, ks=5)["recall@5"]}
     assert precision_at_1(X, y) == both["precision@1"]
     assert map_at_r(X, y) == both["map@r"]
@@ -95,7 +99,9 @@ def test_agrees_with_pytorch_metric_learning(rng, cross):
     )
     if cross:
         theirs = calc.get_accuracy(X[:100], y[:100], X[100:], y[100:])
-        ours = retrieval_scores(X[100:], y[100:], ks=1, query_embeddings=X[:100], query_labels=y[:100])
+        ours = retrieval_scores(
+            X[100:], y[100:], ks=1, query_embeddings=X[:100], query_labels=y[:100]
+        )
     else:
         theirs = calc.get_accuracy(X, y)
         ours = retrieval_scores(X, y, ks=1)

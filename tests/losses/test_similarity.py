@@ -8,6 +8,7 @@ from rankmetric.losses.similarity import (
     SimilarityRegressionLoss,
     group_norm_penalty,
     group_soft_threshold_,
+    jaccard_similarity_targets,
     label_similarity_targets,
 )
 from rankmetric.models.sphere import SphereTanhEmbedding
@@ -167,3 +168,17 @@ def test_bad_inputs_raise(rng):
         loss.pairs(emb, emb, torch.zeros(3))
     with pytest.raises(ValueError, match="at least two"):
         loss(emb[:1], torch.zeros(1, dtype=torch.long))
+
+
+@pytest.mark.parametrize("neg_target", [-1.0, 0.0])
+def test_jaccard_targets_match_brute_force(rng, neg_target):
+    a = rng.integers(0, 2, size=(30, 4))
+    b = rng.integers(0, 2, size=(30, 4))
+    a[0] = b[0] = 0  # two empty label sets are identical
+    got = jaccard_similarity_targets(torch.as_tensor(a), torch.as_tensor(b), neg_target)
+    expected = []
+    for p, q in zip(a, b):
+        sp, sq = set(np.flatnonzero(p)), set(np.flatnonzero(q))
+        jac = len(sp & sq) / len(sp | sq) if sp | sq else 1.0
+        expected.append(neg_target + (1 - neg_target) * jac)
+    np.testing.assert_allclose(got.numpy(), expected, rtol=1e-6)

@@ -23,6 +23,7 @@ __all__ = [
     "select",
     "captured_warnings",
     "strip_timings",
+    "json_safe",
     "write_json",
 ]
 
@@ -147,7 +148,18 @@ def strip_timings(result: Mapping) -> dict:
     return out
 
 
+def json_safe(value):
+    """``value`` with NaN and infinities replaced by ``None`` (strict JSON has no NaN)."""
+    if isinstance(value, float) and not np.isfinite(value):
+        return None
+    if isinstance(value, Mapping):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
+
+
 def write_json(path: Path, payload) -> None:
-    """Write ``payload`` as indented JSON, creating the folder."""
+    """Write ``payload`` as indented, strict JSON (NaN → null), creating the folder."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(payload, indent=1, sort_keys=False) + "\n")
+    path.write_text(json.dumps(json_safe(payload), indent=1, allow_nan=False) + "\n")

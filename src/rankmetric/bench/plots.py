@@ -34,7 +34,7 @@ def _grid(n_panels: int, plt, width: float = 4.2, height: float = 3.0):
 def _save(fig, path: Path, plt) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
     return path
 
@@ -108,7 +108,9 @@ def metric_bars(
         ax.set_xticks(np.arange(len(metrics)), metrics, fontsize=8)
         ax.set_ylim(0, 100)
         ax.set_title(dataset, fontsize=9)
-    axes[0].legend(fontsize=6, ncol=2)
+    handles, names = axes[0].get_legend_handles_labels()
+    fig.legend(handles, names, loc="upper center", ncol=min(4, len(names)), fontsize=7,
+               bbox_to_anchor=(0.5, 0.0))  # fmt: skip
     return _save(fig, Path(out_dir) / name, plt)
 
 

@@ -275,12 +275,14 @@ def _table1(results: list[dict], config: BenchConfig) -> tuple[str, dict]:
     header = ["data set", "", *(LABELS.get(m, "mLMNN") for m in columns), "SSNE − paper"]
     rows, payload = [], {}
     groups = group_by(cv, "dataset", "method")
-    for dataset in [*datasets, "protein"]:
+    unavailable = ["protein"] if config.datasets is None else []
+    for dataset in [*datasets, *unavailable]:
         ours, paper = [dataset, "ours"], ["", "paper"]
         for method in columns:
             accs = [r["accuracy"] for r in groups.get((dataset, method), [])]
-            mean, std = mean_std(accs)
-            payload.setdefault(dataset, {})[method] = {"mean": mean, "std": std, "scores": accs}
+            if accs:
+                mean, std = mean_std(accs)
+                payload.setdefault(dataset, {})[method] = {"mean": mean, "std": std, "scores": accs}
             ours.append(format_pm(mean, std) if accs else "—")
             paper.append(_paper_cell(dataset, method))
         gap = _ssne_gap(payload.get(dataset, {}).get("ssne"), dataset)
@@ -320,9 +322,9 @@ def _table2(results: list[dict]) -> tuple[str, dict]:
         row = [f"{dataset} ({sizes})"]
         for method in columns:
             hit = select(found, method=method)
-            acc = hit[0]["accuracy"] if hit else None
-            payload.setdefault(dataset, {})[method] = acc
-            row.append(format_pm(acc) if acc is not None else "—")
+            if hit:
+                payload.setdefault(dataset, {})[method] = hit[0]["accuracy"]
+            row.append(format_pm(hit[0]["accuracy"]) if hit else "—")
         paper = PAPER_TABLE2[standin]
         rows.append(row)
         rows.append(

@@ -59,7 +59,9 @@ def _pick(archive, name: str, path: str, required: bool = True):
         if key in archive:
             return archive[key]
     if required:
-        raise ValueError(f"{path} has no array {' or '.join(_KEYS[name])!r} (found {archive.files}).")
+        raise ValueError(
+            f"{path} has no array {' or '.join(_KEYS[name])!r} (found {archive.files})."
+        )
     return None
 
 
@@ -86,7 +88,12 @@ def _from_file(args) -> _Embedded:
     elif path.endswith(".npy"):
         if not args.labels:
             raise ValueError("a .npy file holds embeddings only: give --labels PATH as well.")
-        X, y, X_test, y_test = np.load(path, allow_pickle=False), _read_labels(args.labels), None, None
+        X, y, X_test, y_test = (
+            np.load(path, allow_pickle=False),
+            _read_labels(args.labels),
+            None,
+            None,
+        )
     else:
         raise ValueError(f"{path}: expected a .npy or .npz file.")
     if (X_test is None) != (y_test is None):
@@ -131,7 +138,9 @@ def _knn_score(e: _Embedded, args) -> dict[str, float]:
     if e.X_ref is None:
         predicted = knn_predict(e.X_eval, e.y_eval, e.X_eval, k=args.k, exclude_self=True, **kw)
         return {f"knn{args.k}_accuracy": float(np.mean(predicted == np.asarray(e.y_eval)))}
-    return {f"knn{args.k}_accuracy": knn_accuracy(e.X_ref, e.y_ref, e.X_eval, e.y_eval, k=args.k, **kw)}
+    return {
+        f"knn{args.k}_accuracy": knn_accuracy(e.X_ref, e.y_ref, e.X_eval, e.y_eval, k=args.k, **kw)
+    }
 
 
 def _cv_score(e: _Embedded, args) -> dict[str, float]:
@@ -139,8 +148,13 @@ def _cv_score(e: _Embedded, args) -> dict[str, float]:
 
     estimator, X, y = e.raw
     result = repeated_cv_knn(
-        estimator, X, y, k=args.k, standardize=args.data is not None and X.ndim == 2,
-        random_state=args.seed, verbose=args.verbose,
+        estimator,
+        X,
+        y,
+        k=args.k,
+        standardize=args.data is not None and X.ndim == 2,
+        random_state=args.seed,
+        verbose=args.verbose,
     )
     return {f"cv5x2_knn{args.k}_mean": result.mean, f"cv5x2_knn{args.k}_std": result.std}
 
@@ -211,30 +225,70 @@ def register(subparsers) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("embeddings", nargs="?", metavar="EMBEDDINGS",
-                        help="a .npz (X, y[, X_test, y_test]) or .npy (with --labels) file")
-    parser.add_argument("--labels", metavar="PATH",
-                        help="labels of a .npy embedding: .npy, or text with one label per line")
+    parser.add_argument(
+        "embeddings",
+        nargs="?",
+        metavar="EMBEDDINGS",
+        help="a .npz (X, y[, X_test, y_test]) or .npy (with --labels) file",
+    )
+    parser.add_argument(
+        "--labels",
+        metavar="PATH",
+        help="labels of a .npy embedding: .npy, or text with one label per line",
+    )
     parser.add_argument("--model", metavar="PATH", help="a saved rankmetric model (.npz)")
-    parser.add_argument("--data", metavar="NAME",
-                        help="data set to embed with --model (see `rankmetric data list`); "
-                             "alone, evaluates its raw features")
-    parser.add_argument("--test-size", type=float, default=0.3,
-                        help="held-out fraction when the data set has no official test split "
-                             "(default: %(default)s, as `rankmetric fit`)")
-    parser.add_argument("--scores", nargs="+", choices=SCORES, default=list(SCORES[:3]),
-                        metavar="NAME",
-                        help=f"what to compute, among {', '.join(SCORES)} (default: %(default)s)")
-    parser.add_argument("-k", "--k", type=int, default=3, dest="k",
-                        help="neighbours in the k-NN vote (default: %(default)s)")
-    parser.add_argument("--ks", type=int, nargs="+", default=[1, 3], metavar="K",
-                        help="K of Recall@K (default: %(default)s)")
-    parser.add_argument("--metric", choices=("euclidean", "sqeuclidean", "cosine"),
-                        default="euclidean", help="distance in the embedding (default: %(default)s)")
-    parser.add_argument("--seed", type=int, default=0,
-                        help="seed of k-means and of the cross-validation folds (default: 0)")
-    parser.add_argument("--device", default=None,
-                        help="torch device for the searches (default: CUDA if available)")
+    parser.add_argument(
+        "--data",
+        metavar="NAME",
+        help="data set to embed with --model (see `rankmetric data list`); "
+        "alone, evaluates its raw features",
+    )
+    parser.add_argument(
+        "--test-size",
+        type=float,
+        default=0.3,
+        help="held-out fraction when the data set has no official test split "
+        "(default: %(default)s, as `rankmetric fit`)",
+    )
+    parser.add_argument(
+        "--scores",
+        nargs="+",
+        choices=SCORES,
+        default=list(SCORES[:3]),
+        metavar="NAME",
+        help=f"what to compute, among {', '.join(SCORES)} (default: %(default)s)",
+    )
+    parser.add_argument(
+        "-k",
+        "--k",
+        type=int,
+        default=3,
+        dest="k",
+        help="neighbours in the k-NN vote (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--ks",
+        type=int,
+        nargs="+",
+        default=[1, 3],
+        metavar="K",
+        help="K of Recall@K (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--metric",
+        choices=("euclidean", "sqeuclidean", "cosine"),
+        default="euclidean",
+        help="distance in the embedding (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="seed of k-means and of the cross-validation folds (default: 0)",
+    )
+    parser.add_argument(
+        "--device", default=None, help="torch device for the searches (default: CUDA if available)"
+    )
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("-v", "--verbose", action="store_true", help="progress bars")

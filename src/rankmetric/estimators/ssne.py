@@ -22,6 +22,7 @@ from ..losses.similarity import (
     SimilarityRegressionLoss,
     group_norm_penalty,
     group_soft_threshold_,
+    jaccard_similarity_targets,
     label_similarity_targets,
 )
 from ..models.sphere import SphereTanhEmbedding, sphere_similarity
@@ -34,7 +35,7 @@ __all__ = ["SSNE", "default_n_components"]
 #: Range of the default number of units ``M = 2·D``.
 MIN_DEFAULT_COMPONENTS, MAX_DEFAULT_COMPONENTS = 16, 256
 _SOLVERS = ("full", "bcd")
-_SIMILARITIES = ("labels",)
+_SIMILARITIES = ("labels", "jaccard")
 _TRANSFORM_CHUNK = 65536
 #: Round-off allowed on target similarities (dot products of unit vectors can exceed 1 by ~1e-16).
 _RANGE_TOL = 1e-6
@@ -125,9 +126,12 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
         Weight of the L1,2 group norm against the per-pair mean squared loss. The paper writes
         ``λ Σ_q (s_q − Ŝ_q)² + Σ_m ||w_m||`` over ``|C|`` pairs; that is this objective times
         ``λ |C|`` with ``reg_lambda = 1 / (λ |C|)``. Larger values prune more units.
-    similarity : {"labels"}, default="labels"
-        How :meth:`fit` turns ``y`` into targets: ``"labels"`` gives ``+1`` to same-class pairs
-        and ``neg_target`` to the others.
+    similarity : {"labels", "jaccard"}, default="labels"
+        How :meth:`fit` turns ``y`` into targets. ``"labels"``: ``y`` holds class labels, pairs
+        are class-balanced, target ``+1`` for the same class and ``neg_target`` otherwise.
+        ``"jaccard"``: ``y`` is a binary label-indicator matrix (multi-label), pairs are uniform,
+        target ``neg_target + (1 − neg_target) · J`` with ``J`` the Jaccard index of the two label
+        sets (real-valued supervision).
     neg_target : float, default=-1.0
         Target similarity of a pair of different classes, in ``[-1, 1)``.
     positive_fraction : float, default=0.5
@@ -200,20 +204,23 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ fitting
     def fit(self, X, y):
-        """Learn the embedding from class labels.
+        """Learn the embedding from class labels (or label sets, ``similarity="jaccard"``).
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-            Class labels; at least two classes, one of them with two samples.
+        y : array-like of shape (n_samples,) or (n_samples, n_labels)
+            Class labels, at least two classes and one of them with two samples; with
+            ``similarity="jaccard"`` a binary label-indicator matrix.
 
         Returns
         -------
         self
         """
-        X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
         self._check_params()
+        if self.similarity == "jaccard":
+            return self._fit_label_sets(X, y)
+        X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
         check_classification_targets(y)
         _, codes = check_labels(y, X.shape[0])
         check_min_per_class(codes, 2)
@@ -224,6 +231,27 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
             i, j, _ = index.balanced_pairs(n, rng, frac)
             a, b = torch.as_tensor(codes[i]), torch.as_tensor(codes[j])
             return i, j, label_similarity_targets(a, b, neg)
+
+        return self._fit_sampled(X, sample)
+
+    def _fit_label_sets(self, X, y):
+        """``fit`` for multi-label ``y``: uniform pairs, Jaccard targets."""
+        X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], multi_output=True)
+        if y.ndim != 2 or not np.isin(y, (0, 1)).all():
+            raise ValueError(
+                'similarity="jaccard" needs y as a binary label-indicator matrix of shape '
+                f"(n_samples, n_labels), got shape {y.shape}."
+            )
+        if X.shape[0] < 2:
+            raise ValueError("at least two samples are needed to form a pair.")
+        labels = torch.as_tensor(y.astype(bool))
+        n, neg, n_samples = int(self.batch_size), float(self.neg_target), X.shape[0]
+
+        def sample(rng: np.random.Generator):
+            i = rng.integers(0, n_samples, size=n)
+            j = rng.integers(0, n_samples - 1, size=n)
+            j = j + (j >= i)
+            return i, j, jaccard_similarity_targets(labels[i], labels[j], neg)
 
         return self._fit_sampled(X, sample)
 
@@ -462,6 +490,8 @@ def _check_real(
     too_low = low is not None and (value <= low if low_open else value < low)
     too_high = high is not None and (value >= high if high_open else value > high)
     if too_low or too_high:
-        lo = "(" if low_open else "["
-        hi = ")" if high_open else "]"
-        raise ValueError(f"{name} must lie in {lo}{low}, {high}{hi}, got {value!r}.")
+        lo = "-inf" if low is None else f"{low}"
+        hi = "inf" if high is None else f"{high}"
+        lo_bracket = "(" if low_open or low is None else "["
+        hi_bracket = ")" if high_open or high is None else "]"
+        raise ValueError(f"{name} must lie in {lo_bracket}{lo}, {hi}{hi_bracket}, got {value!r}.")

@@ -62,7 +62,8 @@ def as_embeddings(X, name: str, device: torch.device, dtype: torch.dtype) -> tor
         raise ValueError(f"{name} contains NaN or infinity.")
     if not bool(torch.isfinite(T.square().sum(dim=1)).all()):
         raise ValueError(
-            f"{name} has values too large for {dtype} distances (squared norms overflow); rescale it."
+            f"{name} has values too large for {dtype} distances (squared norms overflow): "
+            "rescale it."
         )
     return T.contiguous()
 

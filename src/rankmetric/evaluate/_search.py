@@ -59,7 +59,9 @@ class Gallery:
     @classmethod
     def build(cls, G: torch.Tensor, metric: str) -> Gallery:
         if metric == "cosine":
-            return cls(_unit_rows(G), torch.zeros(G.shape[0], dtype=G.dtype, device=G.device), metric)
+            return cls(
+                _unit_rows(G), torch.zeros(G.shape[0], dtype=G.dtype, device=G.device), metric
+            )
         return cls(G, G.square().sum(dim=1), metric)
 
     def __len__(self) -> int:
@@ -101,7 +103,11 @@ def resolve_chunk_size(chunk_size, n_queries: int, **auto_kw) -> int:
     """``chunk_size`` validated, or chosen from the memory budget when None."""
     if chunk_size is None:
         return auto_chunk_size(n_queries, **auto_kw)
-    if isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) or chunk_size < 1:
+    if (
+        isinstance(chunk_size, bool)
+        or not isinstance(chunk_size, (int, np.integer))
+        or chunk_size < 1
+    ):
         raise ValueError(f"chunk_size must be a positive integer or None, got {chunk_size!r}.")
     return int(chunk_size)
 
@@ -147,9 +153,14 @@ def for_each_chunk(
         del scores
 
 
+def _on_numpy(t: torch.Tensor) -> bool:
+    """Whether ``t`` lives on the CPU, where NumPy's selection and sorting are faster."""
+    return t.device.type == "cpu"
+
+
 def _kth_smallest(scores: torch.Tensor, k: int) -> torch.Tensor:
     """The k-th smallest value of each row (n,); introselect on the CPU, top-k elsewhere."""
-    if scores.device.type == "cpu":
+    if _on_numpy(scores):
         part = np.partition(scores.numpy(), k - 1, axis=1)[:, k - 1]
         return torch.from_numpy(np.ascontiguousarray(part))
     return torch.topk(scores, k, dim=1, largest=False, sorted=True).values[:, -1]
@@ -184,7 +195,7 @@ def _sortable_bits(values: torch.Tensor) -> torch.Tensor:
 
 def _sort_rows(keys: torch.Tensor) -> torch.Tensor:
     """Sort each row of an int64 tensor (NumPy's vectorised sort on the CPU)."""
-    if keys.device.type == "cpu":
+    if _on_numpy(keys):
         return torch.from_numpy(np.sort(keys.numpy(), axis=1))
     return torch.sort(keys, dim=1).values
 

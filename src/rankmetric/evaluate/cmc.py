@@ -7,7 +7,7 @@ import torch
 
 from .._utils import resolve_device
 from ._inputs import as_embeddings, check_ks, check_same_width, compute_dtype, encode_labels
-from ._search import Gallery, check_metric, resolve_chunk_size, for_each_chunk
+from ._search import Gallery, check_metric, for_each_chunk, resolve_chunk_size
 
 __all__ = ["cmc_curve"]
 
@@ -97,9 +97,14 @@ def cmc_curve(
             "defined for closed-set identification: drop those probes first."
         )
     ranks = check_ks(ranks, G.shape[0], "ranks")
-    chunk = resolve_chunk_size(chunk_size, P.shape[0], n_gallery=G.shape[0], itemsize=P.element_size())
+    chunk = resolve_chunk_size(
+        chunk_size, P.shape[0], n_gallery=G.shape[0], itemsize=P.element_size()
+    )
 
-    p_codes_t, g_codes_t = torch.as_tensor(p_codes, device=dev), torch.as_tensor(g_codes, device=dev)
+    p_codes_t, g_codes_t = (
+        torch.as_tensor(p_codes, device=dev),
+        torch.as_tensor(g_codes, device=dev),
+    )
     match_rank = torch.empty(P.shape[0], dtype=torch.int64, device=dev)
 
     def rank_first_match(rows, scores, _):

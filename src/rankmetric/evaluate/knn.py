@@ -16,7 +16,14 @@ from ._inputs import (
     compute_dtype,
     encode_labels,
 )
-from ._search import Gallery, check_metric, resolve_chunk_size, for_each_chunk, smallest_k, to_distance
+from ._search import (
+    Gallery,
+    check_metric,
+    for_each_chunk,
+    resolve_chunk_size,
+    smallest_k,
+    to_distance,
+)
 
 __all__ = ["knn_search", "knn_predict", "knn_accuracy"]
 
@@ -28,7 +35,7 @@ def _faiss_available() -> bool:
 
 
 def _resolve_backend(backend: str) -> str:
-    """"auto" → "torch" (faiss-cpu's flat index was slower here; see docs/evaluation.md)."""
+    """ "auto" → "torch" (faiss-cpu's flat index was slower here; see docs/evaluation.md)."""
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}.")
     if backend == "faiss" and not _faiss_available():
@@ -102,7 +109,8 @@ def knn_search(
     indices = torch.empty((Q.shape[0], k), dtype=torch.int64, device=dev)
 
     def keep_nearest(rows, scores, const):
-        values, indices[rows] = smallest_k(scores, k)
+        values, nearest = smallest_k(scores, k)
+        indices[rows] = nearest
         distances[rows] = to_distance(values, const, metric)
 
     for_each_chunk(Q, space, chunk, keep_nearest, exclude_self=exclude_self)
@@ -122,15 +130,12 @@ def _faiss_search(
     found, idx = index.search(Qp.numpy(), k + int(exclude_self))
     if exclude_self:
         found, idx = _drop_self(found, idx, k)
-    dist = torch.from_numpy(np.ascontiguousarray(found))
-    if metric == "cosine":
-        dist = (1.0 - dist).clamp_(0.0, 2.0)
-    else:
-        dist = dist.clamp_(min=0.0)
-        if metric == "euclidean":
-            dist = dist.sqrt_()
-    order = np.lexsort((idx, dist.numpy()), axis=-1)
-    dist = np.take_along_axis(dist.numpy(), order, axis=1).astype(_numpy_dtype(Q), copy=False)
+    # faiss gives ||q − g||² (L2) or q̂ᵀĝ (inner product); as ranking scores with a zero query
+    # constant these are ||q − g||² and −q̂ᵀĝ, which to_distance turns into distances.
+    scores = torch.from_numpy(np.ascontiguousarray(-found if metric == "cosine" else found))
+    dist = to_distance(scores, torch.zeros(scores.shape[0]), metric).numpy()
+    order = np.lexsort((idx, dist), axis=-1)
+    dist = np.take_along_axis(dist, order, axis=1).astype(_numpy_dtype(Q), copy=False)
     return dist, np.take_along_axis(idx.astype(np.int64), order, axis=1)
 
 

@@ -154,7 +154,9 @@ def repeated_cv_knn(
     k = _check_count(k, "k", 1)
     X = check_array(X, allow_nd=True, dtype=[np.float64, np.float32])
     if standardize and X.ndim != 2:
-        raise ValueError(f"standardize=True needs X of shape (n_samples, n_features), got {X.shape}.")
+        raise ValueError(
+            f"standardize=True needs X of shape (n_samples, n_features), got {X.shape}."
+        )
     y = np.asarray(y)
     _, codes = check_labels(y, X.shape[0])
     counts = np.bincount(codes)

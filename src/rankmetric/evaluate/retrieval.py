@@ -21,7 +21,7 @@ import torch
 
 from .._utils import resolve_device
 from ._inputs import as_embeddings, check_ks, check_same_width, compute_dtype, encode_labels
-from ._search import Gallery, check_metric, resolve_chunk_size, for_each_chunk, smallest_k
+from ._search import Gallery, check_metric, for_each_chunk, resolve_chunk_size, smallest_k
 
 __all__ = ["retrieval_scores", "recall_at_k", "precision_at_1", "map_at_r"]
 
@@ -94,7 +94,10 @@ def _retrieval_pass(
 
     dev = Q.device
     R_t = torch.as_tensor(R, device=dev)
-    q_codes_t, g_codes_t = torch.as_tensor(q_codes, device=dev), torch.as_tensor(g_codes, device=dev)
+    q_codes_t, g_codes_t = (
+        torch.as_tensor(q_codes, device=dev),
+        torch.as_tensor(g_codes, device=dev),
+    )
     order = torch.argsort(R_t, stable=True) if need_map else None
     k_max = max(ks[-1], int(R.max())) if need_map else ks[-1]
     chunk = resolve_chunk_size(

@@ -55,7 +55,9 @@ Metric = Literal["euclidean", "sqeuclidean", "cosine", "airm", "log_euclidean"] 
 Similarity = Literal["cosine", "dot"] | PairwiseFn
 
 
-def check_metric(metric: Metric | Similarity, allowed: tuple[str, ...], name: str = "distance"):
+def check_metric(
+    metric: Metric | Similarity, allowed: tuple[str, ...], name: str = "distance"
+) -> Metric | Similarity:
     """Return ``metric`` if it is callable or one of ``allowed``; raise ``ValueError`` otherwise."""
     if callable(metric) or metric in allowed:
         return metric
@@ -114,7 +116,8 @@ def paired_distance(x: torch.Tensor, y: torch.Tensor, metric: Metric = "euclidea
         return torch.diagonal(_call_injected(metric, x, y))
     check_metric(metric, VECTOR_METRICS + SPD_METRICS)
     if x.shape != y.shape:
-        raise ValueError(f"x and y must have the same shape, got {tuple(x.shape)} and {tuple(y.shape)}.")
+        shapes = f"{tuple(x.shape)} and {tuple(y.shape)}"
+        raise ValueError(f"x and y must have the same shape, got {shapes}.")
     if metric in SPD_METRICS:
         _check_matrices(x, None, metric)
         paired = airm_distance if metric == "airm" else log_euclidean_distance
@@ -223,6 +226,26 @@ def zero_loss(*tensors: torch.Tensor) -> torch.Tensor:
     return sum(t.sum() * 0.0 for t in tensors)
 
 
+def masked_logsumexp(x: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Row-wise ``log Σ_{j : mask_ij} exp(x_ij)`` with finite values and gradients everywhere.
+
+    Parameters
+    ----------
+    x : tensor of shape (n, m)
+    mask : bool tensor of shape (n, m)
+
+    Returns
+    -------
+    values : tensor of shape (n,)
+        The masked log-sum-exp of each row; an arbitrary finite number for a row with an empty mask.
+    nonempty : bool tensor of shape (n,)
+        Rows with at least one selected entry (select ``values`` with it, e.g. ``torch.where``).
+    """
+    nonempty = mask.any(dim=1)
+    mask = mask | ~nonempty[:, None]
+    return torch.logsumexp(x.masked_fill(~mask, -torch.inf), dim=1), nonempty
+
+
 def _call_injected(metric: PairwiseFn, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     out = metric(x, y)
     expected = (x.shape[0], y.shape[0])
@@ -279,23 +302,3 @@ def _cosine(x: torch.Tensor, y: torch.Tensor | None) -> torch.Tensor:
     x_unit = F.normalize(x, dim=1)
     y_unit = x_unit if y is None else F.normalize(y, dim=1)
     return x_unit @ y_unit.T
-
-
-def masked_logsumexp(x: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Row-wise ``log Σ_{j : mask_ij} exp(x_ij)`` with finite values and gradients everywhere.
-
-    Parameters
-    ----------
-    x : tensor of shape (n, m)
-    mask : bool tensor of shape (n, m)
-
-    Returns
-    -------
-    values : tensor of shape (n,)
-        The masked log-sum-exp of each row; an arbitrary finite number for a row with an empty mask.
-    nonempty : bool tensor of shape (n,)
-        Rows with at least one selected entry (select ``values`` with it, e.g. ``torch.where``).
-    """
-    nonempty = mask.any(dim=1)
-    mask = mask | ~nonempty[:, None]
-    return torch.logsumexp(x.masked_fill(~mask, -torch.inf), dim=1), nonempty

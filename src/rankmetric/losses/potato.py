@@ -98,9 +98,9 @@ def _masked_mean(values: torch.Tensor, mask: torch.Tensor, temperature: float) -
         weights = torch.exp(logits - row_max)
     else:
         weights = mask.to(values.dtype)
-    total = weights.sum(dim=1)
-    weighted = torch.where(mask, weights * values, torch.zeros_like(values)).sum(dim=1)
-    return torch.where(total > 0, weighted / total.clamp_min(torch.finfo(values.dtype).tiny), 0.0)
+    # ``values`` is finite and ``weights`` is 0 off the mask, so an empty row gives 0 / tiny = 0.
+    total = weights.sum(dim=1).clamp_min(torch.finfo(values.dtype).tiny)
+    return (weights * values).sum(dim=1) / total
 
 
 class RiemannianPotatoLoss(nn.Module):
@@ -236,15 +236,11 @@ class RiemannianPotatoLoss(nn.Module):
         self, log_d: torch.Tensor, labels: torch.Tensor, within: torch.Tensor
     ) -> None:
         """Online update of each class's potato from the within-class pairs ``i < j`` of a batch."""
-        pairs = torch.triu(within, diagonal=1)
-        cls = labels[:, None].expand_as(pairs)[pairs]
-        values = log_d[pairs].to(torch.float64)
-        n_classes = self.log_mu.shape[0]
-        sums = torch.zeros(3, n_classes, dtype=torch.float64, device=log_d.device)
-        sums[0].index_add_(0, cls, torch.ones_like(values))
-        sums[1].index_add_(0, cls, values)
-        sums[2].index_add_(0, cls, values * values)
-        count, s1, s2 = _all_reduce_sum(sums)
+        pairs = torch.triu(within, diagonal=1).to(torch.float64)  # (B, B), 1 on the pairs used
+        values = log_d.to(torch.float64) * pairs
+        per_anchor = torch.stack([pairs.sum(1), values.sum(1), (values * values).sum(1)])
+        one_hot = torch.nn.functional.one_hot(labels, self.log_mu.shape[0]).to(torch.float64)
+        count, s1, s2 = _all_reduce_sum(per_anchor @ one_hot)  # per-class sums, (3, n_classes)
         present = count > 0
         safe_count = count.clamp_min(1.0)
         batch_mean = s1 / safe_count

@@ -20,6 +20,7 @@ from ..models.sphere import sphere_similarity
 __all__ = [
     "SimilarityRegressionLoss",
     "label_similarity_targets",
+    "jaccard_similarity_targets",
     "group_norm_penalty",
     "group_soft_threshold_",
 ]
@@ -35,6 +36,31 @@ def label_similarity_targets(
     """
     same = labels_a == labels_b
     return torch.where(same, 1.0, float(neg_target)).to(torch.float32)
+
+
+def jaccard_similarity_targets(
+    labels_a: torch.Tensor, labels_b: torch.Tensor, neg_target: float = -1.0
+) -> torch.Tensor:
+    """Targets from label sets: ``s = neg_target + (1 − neg_target) · J(a, b)``.
+
+    ``J = |a ∩ b| / |a ∪ b|`` is the Jaccard index of the two label sets (``J = 1`` when both are
+    empty), so disjoint sets get ``neg_target`` and equal sets ``+1``, as with single labels.
+
+    Parameters
+    ----------
+    labels_a, labels_b : Tensor of shape (n_pairs, n_labels)
+        Binary label-indicator rows (multi-label ``y``).
+    neg_target : float, default=-1.0
+
+    Returns
+    -------
+    Tensor of shape (n_pairs,), float32
+    """
+    a, b = labels_a.bool(), labels_b.bool()
+    inter = (a & b).sum(dim=-1).to(torch.float32)
+    union = (a | b).sum(dim=-1).to(torch.float32)
+    jaccard = torch.where(union > 0, inter / union.clamp_min(1.0), 1.0)
+    return float(neg_target) + (1.0 - float(neg_target)) * jaccard
 
 
 def _check_neg_target(neg_target: float) -> float:

@@ -22,8 +22,9 @@ Mining picks the triplets of a batch (``P(a)`` / ``N(a)``: positives / negatives
 The loss is the mean of ``ℓ`` over the mined triplets (``average_nonzero=True``: over those with
 ``ℓ > 0``, as pytorch-metric-learning's ``AvgNonZeroReducer``).
 
-Cost: one (B, B) distance matrix (``"random"``: only the 2B distances it draws). ``"all"`` never forms the (B, B, B) hinge tensor: per anchor the
-negative distances are sorted once, and for each positive ``t = D_ap + m``
+Cost: one (B, B) distance matrix (``"random"``: only the 2B distances it draws). ``"all"``
+never forms the (B, B, B) hinge tensor: per anchor the negative distances are sorted once, and
+for each positive ``t = D_ap + m``
 
     Σ_{n ∈ N(a)} [t − D_an]₊ = c · t − Σ_{n : D_an < t} D_an ,    c = #{n ∈ N(a) : D_an < t},
 

@@ -1,0 +1,117 @@
+"""Shared benchmark pieces: formatting, summaries, learners and their hyper-parameter selection."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+from rankmetric.bench._common import (
+    BenchConfig,
+    captured_warnings,
+    format_pm,
+    group_by,
+    markdown_table,
+    mean_std,
+    strip_timings,
+)
+from rankmetric.bench.learners import build_learner, expand_grid, fit_learner
+
+
+def test_mean_std_uses_population_std():
+    assert mean_std([0.5, 0.7]) == pytest.approx((0.6, 0.1))
+    assert all(np.isnan(v) for v in mean_std([]))
+
+
+def test_format_pm_scales_and_marks_missing():
+    assert format_pm(0.97123, 0.00333) == "97.12 ± 0.33"
+    assert format_pm(0.5, digits=1) == "50.0"
+    assert format_pm(float("nan"), 0.1) == "—"
+
+
+def test_markdown_table_shape():
+    text = markdown_table(["a", "b"], [["x", "1"], ["y", "2"]])
+    lines = text.splitlines()
+    assert lines[0] == "| a | b |" and lines[1] == "|:--|--:|" and len(lines) == 4
+
+
+def test_group_by_and_strip_timings():
+    results = [
+        {"cell": {"method": "m", "dataset": "d"}, "accuracy": 1.0, "fit_seconds": 3.0},
+        {"cell": {"method": "m", "dataset": "e"}, "accuracy": 0.5, "seconds": 1.0},
+    ]
+    assert set(group_by(results, "dataset")) == {("d",), ("e",)}
+    assert strip_timings(results[0]) == {"cell": {"method": "m", "dataset": "d"}, "accuracy": 1.0}
+
+
+def test_captured_warnings_are_distinct_and_silent():
+    with captured_warnings() as seen:
+        for _ in range(3):
+            warnings.warn("careful", UserWarning, stacklevel=1)
+    assert seen == ["UserWarning: careful"]
+
+
+def test_config_pick_validates_names():
+    assert BenchConfig().pick("datasets", ("a", "b"), ("a", "b")) == ("a", "b")
+    assert BenchConfig(datasets=("b",)).pick("datasets", ("a",), ("a", "b")) == ("b",)
+    with pytest.raises(ValueError, match="unknown datasets"):
+        BenchConfig(datasets=("z",)).pick("datasets", ("a",), ("a", "b"))
+
+
+def test_expand_grid_is_the_sorted_product():
+    assert expand_grid({}) == [{}]
+    assert expand_grid({"b": [1, 2], "a": [0]}) == [{"a": 0, "b": 1}, {"a": 0, "b": 2}]
+
+
+def test_build_learner_seeds_and_places_estimators():
+    est = build_learner("warca", {"max_iter": 3}, seed=7, device="cpu")
+    assert (est.random_state, est.device, est.max_iter) == (7, "cpu", 3)
+    assert build_learner("kissme", {}, seed=7).get_params() == {
+        "n_components": None,
+        "regularization": 1e-6,
+    }
+    assert build_learner("euclidean", {}, seed=0) is None
+    with pytest.raises(ValueError, match="unknown learner"):
+        build_learner("nope", {}, seed=0)
+
+
+def _noisy(rng, n=240):
+    """Two informative features under large noise: PCA to few axes keeps the noise only."""
+    y = rng.integers(0, 3, size=n)
+    angles = np.array([0.0, 2.1, 4.2])[y]
+    informative = np.column_stack([np.cos(angles), np.sin(angles)]) + 0.2 * rng.normal(size=(n, 2))
+    return np.hstack([informative, 5.0 * rng.normal(size=(n, 4))]), y
+
+
+def _holdout(y, seed):
+    idx = np.random.default_rng(seed).permutation(len(y))
+    return np.sort(idx[: 2 * len(y) // 3]), np.sort(idx[2 * len(y) // 3 :])
+
+
+def _accuracy(Z_tr, y_tr, Z_val, y_val):
+    from rankmetric.evaluate import knn_accuracy
+
+    return knn_accuracy(Z_tr, y_tr, Z_val, y_val, k=3)
+
+
+def test_fit_learner_picks_the_best_validation_candidate(rng):
+    X, y = _noisy(rng)
+    fitted = fit_learner("kissme", X, y, grid={"n_components": [1, 6]}, split=_holdout,
+                         score=_accuracy)  # fmt: skip
+    scores = {v["params"]["n_components"]: v["score"] for v in fitted.validation}
+    assert set(scores) == {1, 6} and scores[6] > scores[1]
+    assert fitted.params == {"n_components": 6}
+    assert fitted.transform(X).shape == (len(y), 6)
+
+
+def test_fit_learner_without_grid_fits_once_and_euclidean_is_identity(rng):
+    X, y = _noisy(rng, 60)
+    fitted = fit_learner("kissme", X, y, fixed={"n_components": 2})
+    assert fitted.validation == [] and fitted.params == {"n_components": 2}
+    plain = fit_learner("euclidean", X, y)
+    assert plain.transform(X) is X and plain.seconds == 0.0
+
+
+def test_fit_learner_needs_split_and_score_to_tune(rng):
+    X, y = _noisy(rng, 60)
+    with pytest.raises(ValueError, match="split and a score"):
+        fit_learner("kissme", X, y, grid={"n_components": [1, 2]})

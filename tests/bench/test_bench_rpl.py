@@ -1,0 +1,114 @@
+"""The RPL table: the SPDNet baselines, the cells and the report, on synthetic SPD data."""
+
+from dataclasses import asdict, replace
+
+import numpy as np
+import pytest
+import torch
+
+from rankmetric.bench import rpl
+from rankmetric.bench._common import BenchConfig
+from rankmetric.bench.spdnet_baselines import (
+    BASELINE_LOSSES,
+    fit_spdnet_baseline,
+    log_vectors,
+    whiten,
+)
+from rankmetric.evaluate import clustering_scores, recall_at_k
+
+TINY = {**rpl.SHARED_BUDGET, "max_iter": 4, "validation_every": 2, "patience": 2}
+
+
+@pytest.fixture(scope="module")
+def spd():
+    return rpl.load_spd_split("synthetic-spd")
+
+
+def test_paper_table_is_complete():
+    for rows in rpl.PAPER_TABLE.values():
+        assert len(rows) == 8 and all(len(v) == 4 for v in rows.values())
+    assert rpl.PAPER_TABLE["HDM05"]["RPL"] == (59.4, 66.7, 68.8, 65.4)
+    named = {paper for _, paper in rpl.METHOD_INFO.values() if paper}
+    assert named <= set(rpl.PAPER_TABLE["DEAP-4"])
+
+
+@pytest.mark.parametrize("loss", list(BASELINE_LOSSES))
+def test_each_baseline_trains_on_the_shared_backbone(spd, loss):
+    X, y, X_test, _ = spd
+    transform, record = fit_spdnet_baseline(X, y, loss, TINY, seed=0)
+    Z = transform(X_test)
+    h = 3  # default_hidden_sizes(5) = ceil(5 / 2)
+    assert Z.shape == (len(X_test), h * (h + 1) // 2) and np.all(np.isfinite(Z))
+    assert 1 <= record["n_iter"] <= TINY["max_iter"]
+
+
+def test_baseline_is_deterministic_per_seed(spd):
+    X, y, X_test, _ = spd
+    a, _ = fit_spdnet_baseline(X, y, "triplet-random", TINY, seed=3)
+    b, _ = fit_spdnet_baseline(X, y, "triplet-random", TINY, seed=3)
+    c, _ = fit_spdnet_baseline(X, y, "triplet-random", TINY, seed=4)
+    np.testing.assert_array_equal(a(X_test), b(X_test))
+    assert not np.allclose(a(X_test), c(X_test))
+
+
+def test_baseline_training_improves_on_its_start(spd):
+    X, y, X_test, y_test = spd
+    start, _ = fit_spdnet_baseline(X, y, "lifted", {**TINY, "max_iter": 1}, seed=0)
+    trained, _ = fit_spdnet_baseline(
+        X, y, "lifted", {**TINY, "max_iter": 60, "validation_every": 10, "patience": None}, seed=0
+    )
+    before = recall_at_k(start(X_test), y_test, ks=(1,), device="cpu")[1]
+    after = recall_at_k(trained(X_test), y_test, ks=(1,), device="cpu")[1]
+    assert after >= before
+
+
+def test_whitening_centres_the_riemannian_mean(spd):
+    X = torch.as_tensor(spd[0], dtype=torch.float64)
+    W = whiten(X)
+    centred = log_vectors(W @ X @ W)
+    # the log-vectors of whitened matrices average to ~0 only approximately (Karcher vs log mean),
+    # but the Riemannian mean of the whitened stack is the identity
+    from rankmetric.geometry.means import riemannian_mean
+
+    mean = riemannian_mean(W @ X @ W)
+    torch.testing.assert_close(mean, torch.eye(X.shape[1], dtype=torch.float64), atol=1e-6, rtol=0)
+    assert centred.shape == (len(X), 15)
+
+
+def test_embedding_scores_match_the_evaluate_functions(rng):
+    Z = rng.normal(size=(40, 3))
+    y = np.repeat([0, 1], 20)
+    Z[y == 1] += 2.0
+    scores = rpl.embedding_scores(Z, y, seed=0)
+    clusters = clustering_scores(Z, y, random_state=0)
+    assert scores["F1"] == clusters["f1"] and scores["NMI"] == clusters["nmi"]
+    recalls = recall_at_k(Z, y, ks=(1, 3), device="cpu")
+    assert (scores["R@1"], scores["R@3"]) == (recalls[1], recalls[3])
+
+
+def test_cells_share_one_budget():
+    cells = rpl.build_cells(BenchConfig(quick=False))
+    assert len(cells) == len(rpl.FULL_SETS) * len(rpl.METHODS) * 5
+    assert len({repr(c.options) for c in cells}) == 1
+    assert cells[0].options["budget"]["max_iter"] == 300
+    quick = rpl.build_cells(BenchConfig(quick=True))
+    assert {c.dataset for c in quick} == set(rpl.QUICK_SETS)
+    with pytest.raises(ValueError, match="unknown methods"):
+        rpl.build_cells(BenchConfig(methods=("nope",)))
+
+
+def test_run_cell_and_summary(tmp_path):
+    config = BenchConfig(quick=True, datasets=("synthetic-spd",),
+                         methods=("log-euclidean", "npair", "rpl"), seeds=1)  # fmt: skip
+    results = []
+    for cell in rpl.build_cells(config):
+        budget = {**cell.options["budget"], "max_iter": 6, "validation_every": 3}
+        cell = replace(cell, options={**cell.options, "budget": budget})
+        result = rpl.run_cell(cell)
+        assert set(result["scores"]) == set(rpl.METRICS)
+        assert all(0.0 <= v <= 1.0 for v in result["scores"].values())
+        results.append({"cell": asdict(cell), **result})
+    summary = rpl.summarise(results, config, tmp_path)
+    assert "RPL (ours)" in summary.markdown and "different data sets" in summary.markdown
+    assert set(summary.payload["synthetic-spd"]) == {"log-euclidean", "npair", "rpl"}
+    assert summary.plots[0].exists()

@@ -1,0 +1,104 @@
+"""The SSNE table: folds, cells, paper constants and an end-to-end run on a bundled set."""
+
+import json
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_iris
+from sklearn.model_selection import RepeatedStratifiedKFold
+
+from rankmetric.bench import ssne
+from rankmetric.bench._common import BenchConfig, strip_timings
+from rankmetric.bench.runner import run_benchmark
+from rankmetric.evaluate import repeated_cv_knn
+
+
+def test_paper_tables_are_complete():
+    assert set(ssne.UCI_SETS) < set(ssne.PAPER_TABLE1) and "protein" in ssne.PAPER_TABLE1
+    for row in ssne.PAPER_TABLE1.values():
+        assert len(row) == len(ssne.PAPER_TABLE1_METHODS)
+        assert all(50 < mean < 100 and 0 < std < 3 for mean, std in row)
+    assert ssne.PAPER_TABLE1["wdbc"][ssne.PAPER_TABLE1_METHODS.index("ssne")] == (97.12, 0.33)
+    assert set(ssne.IMAGE_SETS.values()) == set(ssne.PAPER_TABLE2)
+    assert ssne.PAPER_TABLE2["CIFAR-10"]["ssne"] == 61.49
+
+
+def test_cv_fold_matches_repeated_stratified_kfold():
+    y = np.repeat([0, 1, 2], 20)
+    cv = list(RepeatedStratifiedKFold(n_splits=2, n_repeats=3, random_state=0).split(y[:, None], y))
+    for fold, (train, test) in enumerate(cv):
+        got_train, got_test = ssne.cv_fold(y, fold, n_repeats=3)
+        np.testing.assert_array_equal(got_train, train)
+        np.testing.assert_array_equal(got_test, test)
+    with pytest.raises(ValueError, match="fold"):
+        ssne.cv_fold(y, 6, n_repeats=3)
+
+
+def test_euclidean_cells_reproduce_repeated_cv_knn():
+    """The per-fold cells and the evaluate protocol give the same fold accuracies."""
+    config = BenchConfig(quick=True, datasets=("iris",), methods=("euclidean-scaled",), seeds=2)
+    cells = ssne.build_cells(config)
+    assert [c.fold for c in cells] == [0, 1, 2, 3]
+    ours = [ssne.run_cv_cell(c)["accuracy"] for c in cells]
+    X, y = load_iris(return_X_y=True)
+    ref = repeated_cv_knn(None, X, y, n_repeats=2, n_splits=2, k=3, random_state=0)
+    np.testing.assert_allclose(ours, ref.scores)
+
+
+def test_cells_follow_the_mode():
+    quick = ssne.build_cells(BenchConfig(quick=True))
+    full = ssne.build_cells(BenchConfig(quick=False))
+    uci_quick = [c for c in quick if c.benchmark == "ssne-uci"]
+    uci_full = [c for c in full if c.benchmark == "ssne-uci"]
+    assert len(uci_quick) == len(ssne.UCI_SETS) * len(ssne.METHODS) * 2
+    assert len(uci_full) == len(ssne.UCI_SETS) * len(ssne.METHODS) * 10
+    assert all(c.options["grid"] == {} for c in quick)
+    warca_full = next(c for c in uci_full if c.method == "warca")
+    assert warca_full.options["grid"] == ssne.GRIDS["warca"]
+    assert warca_full.options["fixed"]["max_iter"] == 2000
+    images = [c for c in full if c.benchmark == "ssne-images"]
+    assert {c.dataset for c in images} == set(ssne.IMAGE_SETS)
+    assert all(c.options["grid"] == {} for c in images)
+    # a full-mode key differs from the quick one, so the caches never mix
+    assert {c.key for c in quick}.isdisjoint(c.key for c in full)
+
+
+def test_tuned_cell_reports_its_choice():
+    config = BenchConfig(quick=False, datasets=("iris",), methods=("itml",), seeds=1)
+    cell = ssne.build_cells(config)[0]
+    result = ssne.run_cv_cell(cell)
+    tried = [v["params"]["gamma"] for v in result["validation"]]
+    assert tried == ssne.GRIDS["itml"]["gamma"]
+    best = max(result["validation"], key=lambda v: v["score"])  # first best on ties
+    assert result["params"]["gamma"] == best["params"]["gamma"]
+    assert 0.8 < result["accuracy"] <= 1.0
+
+
+def test_end_to_end_writes_table_json_plot_and_resumes(tmp_path):
+    config = BenchConfig(quick=True, datasets=("iris", "wine"),
+                         methods=("euclidean", "euclidean-scaled", "itml"))  # fmt: skip
+    summary = run_benchmark("ssne-uci", config, results_dir=tmp_path, verbose=False)
+    out = tmp_path / "ssne-uci"
+    table = (out / "ssne-uci.md").read_text()
+    assert "QUICK MODE" in table and "| iris | ours |" in table and "95.78 ± 0.40" in table
+    payload = json.loads((out / "ssne-uci.json").read_text())
+    assert len(payload["cells"]) == 2 * 3 * 2
+    assert payload["summary"]["table1"]["wine"]["itml"]["mean"] > 0.9
+    assert all(p.exists() and p.suffix == ".png" for p in summary.plots)
+    # a second run reads every cell from the cache: altering a cached value shows through
+    cached = next((tmp_path / "cache" / "ssne-uci" / "euclidean" / "iris").glob("fold0-*.json"))
+    record = json.loads(cached.read_text())
+    record["accuracy"] = 0.0
+    cached.write_text(json.dumps(record))
+    again = run_benchmark("ssne-uci", config, results_dir=tmp_path, verbose=False)
+    assert again.payload["table1"]["iris"]["euclidean"]["scores"][0] == 0.0
+
+
+def test_process_pool_gives_the_serial_results(tmp_path):
+    config = BenchConfig(quick=True, datasets=("iris",), methods=("euclidean-scaled", "lmnn"))
+    serial = run_benchmark("ssne-uci", config, results_dir=tmp_path / "a", verbose=False)
+    pooled = run_benchmark("ssne-uci", config, results_dir=tmp_path / "b", n_jobs=2, verbose=False)
+    assert serial.payload == pooled.payload
+    cells_a = json.loads((tmp_path / "a" / "ssne-uci" / "ssne-uci.json").read_text())["cells"]
+    cells_b = json.loads((tmp_path / "b" / "ssne-uci" / "ssne-uci.json").read_text())["cells"]
+    assert [strip_timings(c) for c in cells_a] == [strip_timings(c) for c in cells_b]

@@ -1,0 +1,121 @@
+"""The WARCA table: stand-in identity data, identity splits, CMC cells and fit-time cells."""
+
+from dataclasses import asdict
+
+import numpy as np
+import pytest
+from scipy.ndimage import uniform_filter
+
+from rankmetric.bench import warca
+from rankmetric.bench._common import BenchConfig
+from rankmetric.bench.reid_data import (
+    _box_blur,
+    _shift,
+    make_image_views,
+    make_synthetic_reid,
+)
+
+
+def test_synthetic_reid_layout():
+    data = make_synthetic_reid(n_identities=50, random_state=1)
+    assert data.X.shape == (100, 64) and data.n_identities == 50
+    np.testing.assert_array_equal(data.ids[:50], data.ids[50:])
+    np.testing.assert_array_equal(data.camera, np.repeat([0, 1], 50))
+    again = make_synthetic_reid(n_identities=50, random_state=1)
+    np.testing.assert_array_equal(data.X, again.X)
+
+
+def test_identity_splits_are_disjoint_halves_and_differ():
+    data = make_synthetic_reid(n_identities=40)
+    train, test = data.split(0)
+    assert len(train) == len(test) == 20 and not set(train) & set(test)
+    assert set(train) | set(test) == set(range(40))
+    assert not np.array_equal(train, data.split(1)[0])
+    probe, gallery = data.rows(test, camera=0), data.rows(test, camera=1)
+    np.testing.assert_array_equal(data.ids[probe], data.ids[gallery])
+    assert np.all(data.camera[probe] == 0) and np.all(data.camera[gallery] == 1)
+
+
+def test_shift_matches_a_padded_roll(rng):
+    images = rng.random((4, 6, 6))
+    dy, dx = np.array([0, 1, -2, 2]), np.array([0, -1, 2, 1])
+    got = _shift(images, dy, dx)
+    for i in range(4):
+        padded = np.pad(images[i], 2)
+        ref = np.roll(padded, (dy[i], dx[i]), axis=(0, 1))[2:-2, 2:-2]
+        np.testing.assert_array_equal(got[i], ref)
+
+
+def test_box_blur_matches_scipy(rng):
+    images = rng.random((3, 7, 7))
+    ref = np.stack([uniform_filter(im, size=3, mode="constant") for im in images])
+    np.testing.assert_allclose(_box_blur(images), ref, atol=1e-12)
+
+
+def test_image_views_are_two_noisy_copies(rng):
+    images = rng.random((5, 28, 28))
+    data = make_image_views(images, random_state=0)
+    assert data.X.shape == (10, 784)
+    a, b = data.X[:5], data.X[5:]
+    own = np.linalg.norm(a - b, axis=1)
+    other = np.linalg.norm(a - b[::-1], axis=1)
+    assert np.all(np.isfinite(data.X)) and not np.allclose(a, b)
+    assert own.mean() < other.mean()
+
+
+def test_identity_holdout_keeps_identities_whole():
+    ids = np.repeat(np.arange(30), 2)
+    inner, val = warca.identity_holdout(ids, seed=0)
+    assert not set(ids[inner]) & set(ids[val])
+    assert len(set(ids[val])) == 6 and len(inner) + len(val) == 60
+
+
+def test_cells_follow_the_mode():
+    full = warca.build_cells(BenchConfig(quick=False))
+    cmc = [c for c in full if c.benchmark == "warca-reid"]
+    assert len(cmc) == len(warca.METHODS) * 2 * 10
+    scaling = [c for c in full if c.benchmark == "warca-scaling"]
+    assert max(c.fold for c in scaling if c.method == "nca") <= warca.NCA_MAX_N
+    assert max(c.fold for c in scaling if c.method == "warca") == warca.SIZES["full"][-1]
+    assert all(c.options["grid"] == {} for c in warca.build_cells(BenchConfig(quick=True))
+               if c.benchmark == "warca-reid")  # fmt: skip
+
+
+def test_cmc_cells_on_synthetic_identities(tmp_path):
+    config = BenchConfig(quick=True, datasets=("synthetic-reid",),
+                         methods=("euclidean", "kissme"), seeds=2)  # fmt: skip
+    cells = warca.build_cells(config)
+    results = [{"cell": asdict(c), **warca.run_cmc_cell(c)} for c in cells]
+    by = {(r["cell"]["method"], r["cell"]["fold"]): r for r in results}
+    for r in results:
+        values = [r["cmc"][str(k)] for k in warca.RANKS]
+        assert values == sorted(values) and r["n_test_identities"] == 316
+        assert r["curve"][0] == r["cmc"]["1"] and len(r["curve"]) == warca.CURVE_LENGTH
+    # the nuisance directions defeat the Euclidean distance; KISSME removes them
+    for split in range(2):
+        assert by[("kissme", split)]["cmc"]["1"] > by[("euclidean", split)]["cmc"]["1"] + 0.2
+    summary = warca.summarise(results, config, tmp_path)
+    assert "STAND-IN" in summary.markdown and "45.2/68.2/76.0" in summary.markdown
+    assert summary.payload["cmc"]["synthetic-reid"]["kissme"]["1"]["mean"] > 0.3
+    assert summary.plots[0].exists()
+
+
+def test_tuned_cmc_cell_reports_its_choice():
+    config = BenchConfig(quick=False, datasets=("synthetic-reid",), methods=("kissme",), seeds=1)
+    result = warca.run_cmc_cell(warca.build_cells(config)[0])
+    tried = [v["params"]["n_components"] for v in result["validation"]]
+    assert tried == warca.GRIDS["kissme"]["n_components"]
+    assert result["params"]["n_components"] in tried
+
+
+@pytest.mark.data
+def test_fit_time_cells_and_table(tmp_path):
+    config = BenchConfig(quick=True, datasets=(warca.SCALING,), methods=("kissme", "lmnn"),
+                         seeds=1)  # fmt: skip
+    cells = [c for c in warca.build_cells(config) if c.fold <= 1000]
+    results = [{"cell": asdict(c), **warca.run_scaling_cell(c)} for c in cells]
+    assert {r["n_train"] for r in results} == {500, 1000}
+    assert all(r["seconds"] > 0 for r in results)
+    summary = warca.summarise(results, config, tmp_path)
+    assert "| KISSME |" in summary.markdown and "N=1000" in summary.markdown
+    assert set(summary.payload["fit_time"]) == {"kissme", "lmnn"}

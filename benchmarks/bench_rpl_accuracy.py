@@ -81,6 +81,11 @@ def _summary(runs: list[dict], key: str) -> tuple[float, float]:
     return float(values.mean()), float(values.std())
 
 
+def _ratio(ours: float, peer: float) -> str:
+    """ours / peer, or n/a when the peer's figure (in %) is below 1 (NMI at chance level)."""
+    return f"{ours / peer:>16.2f}" if peer >= 1.0 else f"{'n/a':>16}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--datasets", default=",".join(DATASETS))
@@ -120,8 +125,7 @@ def main() -> None:
             )
             print(f"{name:<23}{method:<14}{cells}{secs}")
         ratios = "".join(
-            f"{_summary(ours[name], m)[0] / max(_summary(peer[name], m)[0], 1e-9):>16.2f}"
-            for m in METRICS
+            _ratio(_summary(ours[name], m)[0], _summary(peer[name], m)[0]) for m in METRICS
         )
         print(f"{'':<23}{'ratio':<14}{ratios}")
     if args.json:

@@ -41,7 +41,9 @@ def _registered_class(name) -> type | None:
 
 
 def _digest(a: np.ndarray) -> str:
-    return hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest() + f":{a.dtype.str}:{a.shape}"
+    return (
+        hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest() + f":{a.dtype.str}:{a.shape}"
+    )
 
 
 def _is_json_scalar(v: Any) -> bool:
@@ -89,8 +91,10 @@ def save_model(est, path: str | os.PathLike) -> None:
                 raise ValueError(f"cannot save object array {name!r} in a model file.")
             arrays[f"attr/{name}"] = value
             kinds[name] = "array"
-        elif isinstance(value, (list, tuple)) and value and all(
-            isinstance(v, np.ndarray) for v in value
+        elif (
+            isinstance(value, (list, tuple))
+            and value
+            and all(isinstance(v, np.ndarray) for v in value)
         ):
             for i, v in enumerate(value):
                 arrays[f"attr/{name}/{i}"] = v
@@ -116,7 +120,15 @@ def load_model(path: str | os.PathLike):
     try:
         with np.load(path, allow_pickle=False) as archive:
             data = {k: archive[k] for k in archive.files}
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError, KeyError) as exc:
+    except (
+        zipfile.BadZipFile,
+        OSError,
+        EOFError,
+        ValueError,
+        KeyError,
+        NotImplementedError,
+        RuntimeError,  # a damaged zip header can claim an unsupported method or encryption
+    ) as exc:
         raise ValueError(f"{path}: not a readable rankmetric model file ({exc}).") from exc
     if "__meta__" not in data:
         raise ValueError(f"{path}: not a rankmetric model file (no metadata).")
@@ -124,23 +136,42 @@ def load_model(path: str | os.PathLike):
         meta = json.loads(data.pop("__meta__").tobytes().decode())
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ValueError(f"{path}: corrupt model metadata ({exc}).") from exc
+    if not isinstance(meta, dict):
+        raise ValueError(f"{path}: corrupt model metadata (not a JSON object).")
     if meta.get("format") != FORMAT or meta.get("format_version") != FORMAT_VERSION:
         raise ValueError(f"{path}: unknown model format {meta.get('format')!r}.")
     cls = _registered_class(meta.get("class"))
     if cls is None:
         raise ValueError(f"{path}: unknown estimator class {meta.get('class')!r}.")
+    if not all(isinstance(meta.get(k), dict) for k in ("digests", "params", "attributes")):
+        raise ValueError(f"{path}: corrupt model metadata (digests, params or attributes missing).")
     if set(meta["digests"]) != set(data):
         raise ValueError(f"{path}: the arrays in the file do not match its metadata.")
     for key, digest in meta["digests"].items():
         if _digest(data[key]) != digest:
             raise ValueError(f"{path}: array {key!r} fails its checksum (file altered or damaged).")
-    est = cls(**meta["params"])
-    for name, kind in meta["attributes"].items():
-        if kind == "array":
-            value = data[f"attr/{name}"]
-        elif "array_list" in kind:
-            value = [data[f"attr/{name}/{i}"] for i in range(kind["array_list"])]
-        else:
-            value = kind["json"]
-        setattr(est, name, value)
+    try:
+        est = cls(**meta["params"])
+        for name, kind in meta["attributes"].items():
+            setattr(est, _fitted_name(name), _attribute_value(name, kind, data))
+    except (KeyError, TypeError) as exc:
+        raise ValueError(f"{path}: corrupt model metadata ({type(exc).__name__}: {exc}).") from exc
     return est
+
+
+def _fitted_name(name: str) -> str:
+    """``name`` if it is a fitted-attribute name (``coef_``), else a ``ValueError``."""
+    if not (isinstance(name, str) and name.endswith("_") and name[:1].isalpha()):
+        raise ValueError(f"{name!r} is not a fitted-attribute name.")
+    return name
+
+
+def _attribute_value(name: str, kind, data: dict[str, np.ndarray]):
+    """The value of fitted attribute ``name`` described by ``kind`` in the metadata."""
+    if kind == "array":
+        return data[f"attr/{name}"]
+    if isinstance(kind, dict) and "array_list" in kind:
+        return [data[f"attr/{name}/{i}"] for i in range(int(kind["array_list"]))]
+    if isinstance(kind, dict) and "json" in kind:
+        return kind["json"]
+    raise TypeError(f"unknown kind {kind!r} of attribute {name!r}")

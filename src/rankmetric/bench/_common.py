@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import warnings
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from .._utils import single_blas_thread
 
 __all__ = [
     "BenchConfig",
@@ -22,6 +25,7 @@ __all__ = [
     "group_by",
     "select",
     "captured_warnings",
+    "single_threaded",
     "strip_timings",
     "json_safe",
     "write_json",
@@ -87,7 +91,9 @@ def mean_std(values: Iterable[float]) -> tuple[float, float]:
     return float(arr.mean()), float(arr.std())
 
 
-def format_pm(mean: float, std: float | None = None, *, scale: float = 100.0, digits: int = 2) -> str:
+def format_pm(
+    mean: float, std: float | None = None, *, scale: float = 100.0, digits: int = 2
+) -> str:
     """``"97.12 ± 0.33"`` (values multiplied by ``scale``); ``"—"`` for a missing value."""
     if mean is None or not np.isfinite(mean):
         return "—"
@@ -136,6 +142,22 @@ def captured_warnings() -> Iterator[list[str]]:
         text = f"{w.category.__name__}: {w.message}"
         if text not in seen:
             seen.append(text)
+
+
+def single_threaded(runner: Callable) -> Callable:
+    """Run a cell runner with NumPy/SciPy BLAS on one thread.
+
+    ``run_grid`` gives each worker one torch thread; BLAS would otherwise start a thread per
+    core in every worker, and on a shared machine their spinning slowed small SVDs and
+    solves more than 100-fold.
+    """
+
+    @functools.wraps(runner)
+    def wrapped(*args, **kwargs):
+        with single_blas_thread():
+            return runner(*args, **kwargs)
+
+    return wrapped
 
 
 def strip_timings(result: Mapping) -> dict:

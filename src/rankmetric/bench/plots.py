@@ -115,7 +115,10 @@ def metric_bars(
 
 
 def cmc_plot(
-    curves: Mapping[str, Mapping[str, Sequence[float]]], out_dir: Path, name: str, max_rank: int = 50
+    curves: Mapping[str, Mapping[str, Sequence[float]]],
+    out_dir: Path,
+    name: str,
+    max_rank: int = 50,
 ) -> Path:
     """CMC curves, one panel per data set: ``{dataset: {method: mean CMC (rank 1..)}}``."""
     plt = _pyplot()

@@ -162,7 +162,9 @@ def load_reid(name: str) -> ReidData:
         from ..datasets import load_dataset
 
         data = load_dataset("fashion-mnist")
-        pick = np.sort(np.random.default_rng(0).choice(len(data.y_test), N_IDENTITIES, replace=False))
+        pick = np.sort(
+            np.random.default_rng(0).choice(len(data.y_test), N_IDENTITIES, replace=False)
+        )
         images = data.X_test[pick].reshape(-1, IMAGE_SIDE, IMAGE_SIDE) / 255.0
         return make_image_views(images, random_state=0)
     raise ValueError(f"unknown re-identification stand-in {name!r}; choose from {list(REID_SETS)}.")

@@ -33,6 +33,7 @@ from ._common import (
     group_by,
     markdown_table,
     mean_std,
+    single_threaded,
 )
 from .grid import Cell
 from .spdnet_baselines import BASELINE_LOSSES, fit_spdnet_baseline, log_vectors, whiten
@@ -188,6 +189,7 @@ def embedding_scores(Z: np.ndarray, y: np.ndarray, seed: int) -> dict[str, float
     }
 
 
+@single_threaded
 def run_cell(cell: Cell) -> dict:
     """Train ``cell.method`` on the training part of ``cell.dataset``; score the test part."""
     X, y, X_test, y_test = load_spd_split(cell.dataset)
@@ -232,7 +234,9 @@ def _per_dataset_tables(table: dict, datasets: list[str], methods: list[str]) ->
         for method in methods:
             entry = table.get(dataset, {}).get(method)
             if entry:
-                rows.append([METHOD_INFO[method][0], *(format_pm(*entry[m], digits=1) for m in METRICS)])
+                rows.append(
+                    [METHOD_INFO[method][0], *(format_pm(*entry[m], digits=1) for m in METRICS)]
+                )
         parts.append(f"**{dataset}** (stands in for {SPD_SETS.get(dataset, '?')})\n\n"
                      + markdown_table(["method", *METRICS], rows))  # fmt: skip
     return "\n\n".join(parts)

@@ -68,7 +68,7 @@ def make_loss(
 
 
 def whiten(X: torch.Tensor) -> torch.Tensor:
-    """``M^{-1/2} X M^{-1/2}`` for the Riemannian mean ``M`` of the stack (RPLEmbedding's whitening).
+    """The whitening ``M^{-1/2}`` by the Riemannian mean ``M`` of a stack (as RPLEmbedding).
 
     Parameters
     ----------
@@ -154,7 +154,9 @@ def fit_spdnet_baseline(
         @torch.no_grad()
         def validate() -> float:
             dist = pairwise_distance(embed(queries), "euclidean", embed(gallery))
-            return _mean_average_precision(dist, codes_t[queries][:, None] == codes_t[gallery][None])
+            return _mean_average_precision(
+                dist, codes_t[queries][:, None] == codes_t[gallery][None]
+            )
 
     result = train(
         torch.nn.ModuleDict({"net": net, "loss": loss_fn}),

@@ -31,6 +31,7 @@ from ._common import (
     markdown_table,
     mean_std,
     select,
+    single_threaded,
 )
 from .grid import Cell
 from .learners import LABELS, fit_learner
@@ -57,16 +58,46 @@ N_SPLITS = 2
 #: Paper Table 1 (k-NN accuracy %, mean and std over 5×2 CV). Rows in the paper's order.
 PAPER_TABLE1_METHODS = ("euclidean", "euclidean-scaled", "itml", "lmnn", "mlmnn", "nca", "ssne")
 PAPER_TABLE1 = {
-    "ionosphere": ((84.23, 0.68), (83.56, 0.56), (87.40, 0.79), (88.65, 0.77), (90.58, 0.83), (88.08, 1.25), (89.33, 0.63)),
-    "balance-scale": ((82.58, 0.40), (82.85, 0.66), (86.51, 0.63), (89.30, 0.58), (88.60, 0.84), (92.15, 0.97), (92.90, 0.49)),
-    "wdbc": ((63.29, 0.29), (96.71, 0.31), (95.53, 0.38), (96.18, 0.29), (96.94, 0.27), (96.00, 0.36), (97.12, 0.33)),
-    "protein": ((72.58, 1.46), (65.48, 1.80), (69.03, 1.46), (69.03, 1.46), (68.06, 2.82), (64.84, 2.07), (71.29, 2.07)),
-    "pima": ((67.74, 0.81), (74.04, 0.88), (73.13, 0.80), (74.22, 0.71), (74.22, 0.83), (73.35, 0.65), (74.83, 0.70)),
-    "wine": ((57.88, 1.63), (96.15, 0.76), (97.31, 0.82), (98.08, 0.41), (98.46, 0.48), (97.12, 0.72), (98.46, 0.38)),
-    "iris": ((95.78, 0.40), (96.22, 0.81), (97.11, 0.94), (96.22, 0.88), (96.00, 1.04), (95.56, 1.15), (96.22, 1.00)),
-    "heart": ((62.96, 1.09), (83.21, 0.99), (80.86, 0.91), (81.98, 1.38), (81.98, 1.30), (80.62, 1.31), (83.09, 1.12)),
-    "sonar": ((74.52, 2.17), (77.10, 1.61), (72.10, 2.04), (78.87, 1.24), (80.48, 1.14), (81.61, 1.69), (78.71, 1.54)),
-    "glass": ((63.11, 1.53), (66.07, 1.69), (65.57, 2.25), (66.23, 1.75), (67.38, 1.99), (64.75, 1.72), (67.21, 0.73)),
+    "ionosphere": (
+        (84.23, 0.68), (83.56, 0.56), (87.40, 0.79), (88.65, 0.77),
+        (90.58, 0.83), (88.08, 1.25), (89.33, 0.63),
+    ),
+    "balance-scale": (
+        (82.58, 0.40), (82.85, 0.66), (86.51, 0.63), (89.30, 0.58),
+        (88.60, 0.84), (92.15, 0.97), (92.90, 0.49),
+    ),
+    "wdbc": (
+        (63.29, 0.29), (96.71, 0.31), (95.53, 0.38), (96.18, 0.29),
+        (96.94, 0.27), (96.00, 0.36), (97.12, 0.33),
+    ),
+    "protein": (
+        (72.58, 1.46), (65.48, 1.80), (69.03, 1.46), (69.03, 1.46),
+        (68.06, 2.82), (64.84, 2.07), (71.29, 2.07),
+    ),
+    "pima": (
+        (67.74, 0.81), (74.04, 0.88), (73.13, 0.80), (74.22, 0.71),
+        (74.22, 0.83), (73.35, 0.65), (74.83, 0.70),
+    ),
+    "wine": (
+        (57.88, 1.63), (96.15, 0.76), (97.31, 0.82), (98.08, 0.41),
+        (98.46, 0.48), (97.12, 0.72), (98.46, 0.38),
+    ),
+    "iris": (
+        (95.78, 0.40), (96.22, 0.81), (97.11, 0.94), (96.22, 0.88),
+        (96.00, 1.04), (95.56, 1.15), (96.22, 1.00),
+    ),
+    "heart": (
+        (62.96, 1.09), (83.21, 0.99), (80.86, 0.91), (81.98, 1.38),
+        (81.98, 1.30), (80.62, 1.31), (83.09, 1.12),
+    ),
+    "sonar": (
+        (74.52, 2.17), (77.10, 1.61), (72.10, 2.04), (78.87, 1.24),
+        (80.48, 1.14), (81.61, 1.69), (78.71, 1.54),
+    ),
+    "glass": (
+        (63.11, 1.53), (66.07, 1.69), (65.57, 2.25), (66.23, 1.75),
+        (67.38, 1.99), (64.75, 1.72), (67.21, 0.73),
+    ),
 }  # fmt: skip
 
 #: Paper Table 2 (test accuracy %, single split): data set -> {method: accuracy}.
@@ -77,7 +108,17 @@ PAPER_TABLE2 = {
 #: Our image set -> the paper's set it stands in for.
 IMAGE_SETS = {"fashion-mnist": "CIFAR-10", "mnist-5k": "OSC"}
 
-UCI_SETS = ("ionosphere", "balance-scale", "wdbc", "pima", "wine", "iris", "heart", "sonar", "glass")
+UCI_SETS = (
+    "ionosphere",
+    "balance-scale",
+    "wdbc",
+    "pima",
+    "wine",
+    "iris",
+    "heart",
+    "sonar",
+    "glass",
+)
 METHODS = ("euclidean", "euclidean-scaled", "itml", "lmnn", "nca", "ssne", "warca")
 IMAGE_METHODS = ("euclidean", "itml", "lmnn", "nca", "ssne", "warca")
 IMAGE_PCA = 64  # principal axes kept for the image sets
@@ -136,8 +177,17 @@ def build_cells(config: BenchConfig) -> list[Cell]:
             }
             if image:
                 options |= {"n_train": IMAGE_TRAIN[mode], "pca": IMAGE_PCA}
-                cells.append(Cell("ssne-images", method, dataset, 0, 0,
-                                  "rankmetric.bench.ssne.run_split_cell", options))
+                cells.append(
+                    Cell(
+                        "ssne-images",
+                        method,
+                        dataset,
+                        0,
+                        0,
+                        "rankmetric.bench.ssne.run_split_cell",
+                        options,
+                    )
+                )
                 continue
             options |= {"n_repeats": n_repeats, "cv_seed": CV_SEED}
             cells += [
@@ -210,6 +260,7 @@ def _evaluate(cell: Cell, X_train, y_train, X_test, y_test) -> dict:
     }
 
 
+@single_threaded
 def run_cv_cell(cell: Cell) -> dict:
     """One fold of Table 1: standardise on the training half, fit, score the test half."""
     X, y, X_extra, y_extra = _load(cell.dataset)
@@ -237,6 +288,7 @@ def image_split(name: str, n_train: int | None, seed: int = 0):
     return X / 255.0, y, X_test / 255.0, y_test
 
 
+@single_threaded
 def run_split_cell(cell: Cell) -> dict:
     """Table 2: one train/test split of an image set, on PCA features of the training part."""
     opts = cell.options
@@ -328,13 +380,12 @@ def _table2(results: list[dict]) -> tuple[str, dict]:
         paper = PAPER_TABLE2[standin]
         rows.append(row)
         rows.append(
-            [f"paper: {standin}"]
-            + [f"{paper[m]:.2f}" if m in paper else "" for m in columns]
+            [f"paper: {standin}"] + [f"{paper[m]:.2f}" if m in paper else "" for m in columns]
         )
     title = (
-        f"k-NN test accuracy (k = {K}, %), single split, pixels/255 → PCA-{IMAGE_PCA} fitted on the "
-        "training part; the paper's row is the set each one stands in for (CIFAR-10 / OSC are not "
-        f"available). NCA trains on at most {NCA_MAX_TRAIN} points (O(N²) memory). "
+        f"k-NN test accuracy (k = {K}, %), single split, pixels/255 → PCA-{IMAGE_PCA} fitted on "
+        "the training part; the paper's row is the set each one stands in for (CIFAR-10 / OSC "
+        f"are not available). NCA trains on at most {NCA_MAX_TRAIN} points (O(N²) memory). "
         "Table 2 uses each method's default hyper-parameters (no tuning)."
     )
     return f"{title}\n\n{markdown_table(header, rows)}", payload
@@ -346,9 +397,11 @@ def summarise(results: list[dict], config: BenchConfig, out_dir) -> Summary:
 
     table1, payload1 = _table1(results, config)
     table2, payload2 = _table2(results)
-    mode = "QUICK MODE (1×2 CV, small budgets, no tuning; image sets subsampled) — " if (
-        config.quick
-    ) else ""
+    mode = (
+        "QUICK MODE (1×2 CV, small budgets, no tuning; image sets subsampled) — "
+        if (config.quick)
+        else ""
+    )
     tuning = (
         "no tuning (quick mode: every method at its default)"
         if config.quick

@@ -22,7 +22,15 @@ from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
 from ..evaluate import cmc_curve, retrieval_scores
-from ._common import BenchConfig, Summary, format_number, format_pm, markdown_table, mean_std
+from ._common import (
+    BenchConfig,
+    Summary,
+    format_number,
+    format_pm,
+    markdown_table,
+    mean_std,
+    single_threaded,
+)
 from .grid import Cell
 from .learners import LABELS, fit_learner
 from .reid_data import REID_SETS, load_reid
@@ -91,10 +99,11 @@ def build_cells(config: BenchConfig) -> list[Cell]:
                 cells += _scaling_cells(method, base, config)
                 continue
             options = {**base, "grid": {} if config.quick else GRIDS.get(method, {})}
+            runner = "rankmetric.bench.warca.run_cmc_cell"
             cells += [
-                Cell(NAME, method, dataset, split, 0, "rankmetric.bench.warca.run_cmc_cell", options)
+                Cell(NAME, method, dataset, split, 0, runner, options)
                 for split in range(config.seeds or SPLITS[config.mode])
-            ]  # fmt: skip
+            ]
     return cells
 
 
@@ -141,6 +150,7 @@ def _features(name: str, data, train_rows: np.ndarray) -> np.ndarray:
     return StandardScaler().fit(X[train_rows]).transform(X)
 
 
+@single_threaded
 def run_cmc_cell(cell: Cell) -> dict:
     """Split ``cell.fold`` of a stand-in set: learn on training identities, CMC on the others."""
     data = _reid(cell.dataset)
@@ -182,7 +192,7 @@ def _fashion_train() -> tuple[np.ndarray, np.ndarray]:
 
 
 def scaling_data(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """``n`` stratified Fashion-MNIST training images (seeded), pixels/255 → PCA-64 → standardised."""
+    """``n`` stratified Fashion-MNIST training images (seeded): pixels/255 → PCA-64 → scaled."""
     X, y = _fashion_train()
     if n < len(y):
         X, _, y, _ = train_test_split(X, y, train_size=n, stratify=y, random_state=seed)
@@ -190,6 +200,7 @@ def scaling_data(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return StandardScaler().fit_transform(X), y
 
 
+@single_threaded
 def run_scaling_cell(cell: Cell) -> dict:
     """Fit time of ``cell.method`` on ``cell.fold`` training points (one thread)."""
     X, y = scaling_data(cell.fold, cell.seed)
@@ -237,9 +248,7 @@ def _scaling_table(results: list[dict]) -> tuple[str, dict]:
     medians = {m: {n: float(np.median(v)) for n, v in by_n.items()} for m, by_n in times.items()}
     sizes = sorted({n for by_n in medians.values() for n in by_n})
     order = [m for m in SCALING_METHODS if m in medians]
-    rows = [
-        [LABELS[m], *(format_number(medians[m].get(n), 2) for n in sizes)] for m in order
-    ]
+    rows = [[LABELS[m], *(format_number(medians[m].get(n), 2) for n in sizes)] for m in order]
     if "warca" in medians:
         for m in order:
             if m == "warca":
@@ -271,9 +280,13 @@ def summarise(results: list[dict], config: BenchConfig, out_dir) -> Summary:
     parts, plots, payload = ["## WARCA — re-identification protocol (stand-in data)"], [], {}
     if cmc:
         text, payload["cmc"], curves = _cmc_tables(cmc)
-        tuning = "each method's defaults (quick mode)" if config.quick else (
-            "chosen on 20% of the training identities held out (leave-one-out R@1); grids: "
-            + "; ".join(f"{LABELS[m]} {g}" for m, g in GRIDS.items())
+        tuning = (
+            "each method's defaults (quick mode)"
+            if config.quick
+            else (
+                "chosen on 20% of the training identities held out (leave-one-out R@1); grids: "
+                + "; ".join(f"{LABELS[m]} {g}" for m, g in GRIDS.items())
+            )
         )
         paper = ", ".join(
             f"{name} {'/'.join('—' if v is None else f'{v:.1f}' for v in vals)}"

@@ -65,22 +65,52 @@ def register(subparsers) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("name", choices=BENCH_NAMES, help="which table to reproduce")
-    parser.add_argument("--quick", action="store_true",
-                        help="a few minutes: fewer folds/seeds/data sets, small budgets, no tuning")
-    parser.add_argument("--jobs", type=int, default=1, metavar="N",
-                        help="worker processes, one torch thread each (default: 1)")
-    parser.add_argument("--scheduler", metavar="ADDRESS",
-                        help="run the cells on a Dask cluster, e.g. tcp://host:8786")
-    parser.add_argument("--results-dir", default="results", metavar="DIR",
-                        help="output and cache folder (default: %(default)s)")
-    parser.add_argument("--datasets", nargs="+", metavar="NAME",
-                        help="only these data sets (default: the benchmark's list)")
-    parser.add_argument("--methods", nargs="+", metavar="NAME",
-                        help="only these methods (default: the benchmark's list)")
-    parser.add_argument("--seeds", type=int, metavar="N",
-                        help="CV repetitions / seeds / splits (default: the mode's own)")
-    parser.add_argument("--device", default="cpu",
-                        help="torch device of the estimators (default: cpu, bit-reproducible)")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="a few minutes: fewer folds/seeds/data sets, small budgets, no tuning",
+    )
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        metavar="N",
+        help="worker processes, one torch thread each (default: 1)",
+    )
+    parser.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="run the cells on a Dask cluster, e.g. tcp://host:8786",
+    )
+    parser.add_argument(
+        "--results-dir",
+        default="results",
+        metavar="DIR",
+        help="output and cache folder (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--datasets",
+        nargs="+",
+        metavar="NAME",
+        help="only these data sets (default: the benchmark's list)",
+    )
+    parser.add_argument(
+        "--methods",
+        nargs="+",
+        metavar="NAME",
+        help="only these methods (default: the benchmark's list)",
+    )
+    parser.add_argument(
+        "--seeds",
+        type=int,
+        metavar="N",
+        help="CV repetitions / seeds / splits (default: the mode's own)",
+    )
+    parser.add_argument(
+        "--device",
+        default="cpu",
+        help="torch device of the estimators (default: cpu, bit-reproducible)",
+    )
     parser.add_argument("--no-cache", action="store_true", help="recompute every cell")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.set_defaults(func=run_bench)

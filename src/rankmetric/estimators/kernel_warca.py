@@ -146,7 +146,8 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
 
     def _kernel_to(self, X: torch.Tensor, Y: torch.Tensor) -> torch.Tensor:
         return pairwise_kernel(
-            X, Y, self.kernel, gamma=self.gamma_, degree=self.degree, coef0=self.coef0
+            X, Y, self.kernel, gamma=self.gamma_, degree=self.degree, coef0=self.coef0,
+            dtype=X.dtype,
         )
 
     def fit(self, X, y, X_val=None, y_val=None) -> KernelWARCA:
@@ -278,11 +279,12 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         if self.kernel == "precomputed":
             return X @ self.components_.T.astype(X.dtype, copy=False)
         device = resolve_device(self.device)
-        support = to_tensor(self.support_vectors_, device)
-        components = to_tensor(self.components_, device)
+        dtype = torch.float64 if X.dtype == np.float64 else torch.float32
+        support = to_tensor(self.support_vectors_, device, dtype)
+        components = to_tensor(self.components_, device, dtype)
         rows = max(1, TRANSFORM_CHUNK_ELEMENTS // support.shape[0])
         out = np.empty((X.shape[0], components.shape[0]), dtype=X.dtype)
         for start in range(0, X.shape[0], rows):
-            chunk = to_tensor(X[start : start + rows], device)
+            chunk = to_tensor(X[start : start + rows], device, dtype)
             out[start : start + rows] = (self._kernel_to(chunk, support) @ components.T).cpu().numpy()
         return out

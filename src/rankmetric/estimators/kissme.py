@@ -3,7 +3,8 @@
 The Mahalanobis matrix is the log-likelihood-ratio test between two zero-mean Gaussians of pair
 differences, one fitted to similar pairs and one to dissimilar pairs, computed on PCA features:
 
-    Σ_S = mean_{(i,j) ∈ S} (x_i − x_j)(x_i − x_j)ᵀ ,     Σ_D = mean_{(i,j) ∈ D} (x_i − x_j)(x_i − x_j)ᵀ ,
+    Σ_S = mean_{(i,j) ∈ S} (x_i − x_j)(x_i − x_j)ᵀ ,
+    Σ_D = mean_{(i,j) ∈ D} (x_i − x_j)(x_i − x_j)ᵀ ,
     M   = Π_PSD(Σ_S⁻¹ − Σ_D⁻¹) ,
 
 with ``S`` the ordered same-class pairs ``i ≠ j``, ``D`` the different-class pairs and ``Π_PSD``

@@ -73,10 +73,13 @@ class Gallery:
             return _unit_rows(Q), torch.zeros(Q.shape[0], dtype=Q.dtype, device=Q.device)
         return Q, Q.square().sum(dim=1)
 
-    def scores(self, Qc: torch.Tensor) -> torch.Tensor:
-        """Ranking scores of a chunk of prepared queries, shape (n_chunk, n_gallery)."""
+    def scores(self, Qc: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+        """Ranking scores of a chunk of prepared queries, shape (n_chunk, n_gallery).
+
+        ``out`` (contiguous, that shape) receives them when given.
+        """
         alpha = -1.0 if self.metric == "cosine" else -2.0
-        return torch.addmm(self.offset.unsqueeze(0), Qc, self.vectors.T, alpha=alpha)
+        return torch.addmm(self.offset.unsqueeze(0), Qc, self.vectors.T, alpha=alpha, out=out)
 
 
 def to_distance(scores: torch.Tensor, query_const: torch.Tensor, metric: str) -> torch.Tensor:
@@ -123,8 +126,9 @@ def for_each_chunk(
 ) -> None:
     """Score successive chunks of queries and hand each to ``visit(rows, scores, query_const)``.
 
-    A chunk's scores are released before the next chunk is scored, so at most one chunk of
-    scores exists at a time.
+    Every chunk is scored into the same buffer (no fresh allocation and page faults per
+    chunk), so at most one chunk of scores exists at a time and ``visit`` must not keep
+    ``scores`` (a view of that buffer) beyond its call.
 
     Parameters
     ----------
@@ -144,13 +148,15 @@ def for_each_chunk(
     Qp, const = gallery.prepare_queries(Q)
     if order is None:
         order = torch.arange(Q.shape[0], device=Q.device)
+    buffer = torch.empty(
+        (min(chunk_size, Q.shape[0]), len(gallery)), dtype=Qp.dtype, device=Qp.device
+    )
     for start in range(0, Q.shape[0], chunk_size):
         rows = order[start : start + chunk_size]
-        scores = gallery.scores(Qp[rows])
+        scores = gallery.scores(Qp[rows], out=buffer[: rows.shape[0]])
         if exclude_self:
             scores[torch.arange(rows.shape[0], device=rows.device), rows] = torch.inf
         visit(rows, scores, const[rows])
-        del scores
 
 
 def _on_numpy(t: torch.Tensor) -> bool:

@@ -48,8 +48,12 @@ def methods(with_sequential: bool):
     """(label, estimator or None, is_ours)."""
     out = [("Euclidean", None), ("WARCA batched (ours)", WARCA(random_state=0))]
     if with_sequential:
-        out.append(("WARCA sequential (ref)", WARCA(sampling="sequential", max_sampling=512,
-                                                    random_state=0)))
+        out.append(
+            (
+                "WARCA sequential (ref)",
+                WARCA(sampling="sequential", max_sampling=512, random_state=0),
+            )
+        )
     out.append(("sklearn NCA", NeighborhoodComponentsAnalysis(random_state=0, max_iter=100)))
     for module, cls in (("lmnn", "LMNN"), ("itml", "ITML")):
         try:
@@ -71,8 +75,10 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     warnings.filterwarnings("ignore", category=ConvergenceWarning)
-    print(f"{args.repeats}×2 CV, k-NN k=3, torch threads={args.threads}, "
-          f"load average {os.getloadavg()[0]:.1f}")
+    print(
+        f"{args.repeats}×2 CV, k-NN k=3, torch threads={args.threads}, "
+        f"load average {os.getloadavg()[0]:.1f}"
+    )
     for name in args.sets:
         try:
             X, y = load(name, args.fashion_size)
@@ -93,8 +99,10 @@ def main() -> None:
             if label.startswith("WARCA batched"):
                 warca_time = fit
             ratio = f"{fit / warca_time:13.2f}" if warca_time and est is not None else " " * 13
-            print(f"  {label:<24} {100 * res.mean:>7.2f} ± {100 * res.std:4.2f} {fit:>15.2f} {ratio}",
-                  flush=True)
+            print(
+                f"  {label:<24} {100 * res.mean:>7.2f} ± {100 * res.std:4.2f} {fit:>15.2f} {ratio}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

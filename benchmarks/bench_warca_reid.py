@@ -59,8 +59,9 @@ def estimators(steps: int, rank: int):
         "Euclidean": None,
         "KernelWARCA chi2 (ours)": KernelWARCA(n_components=rank, max_iter=steps, random_state=0),
         "WARCA linear (ours)": WARCA(n_components=rank, max_iter=steps, random_state=0),
-        "sklearn NCA": NeighborhoodComponentsAnalysis(n_components=rank, max_iter=100,
-                                                      random_state=0),
+        "sklearn NCA": NeighborhoodComponentsAnalysis(
+            n_components=rank, max_iter=100, random_state=0
+        ),
     }
     try:
         from rankmetric.estimators.lmnn import LMNN
@@ -88,8 +89,14 @@ def one_split(views, ids, split_seed: int, steps: int, rank: int):
             continue
         seconds = time.perf_counter() - start
         embed = (lambda X: X) if est is None else est.transform
-        _, curve = cmc_curve(embed(views[0, test]), ids[test], embed(views[1, test]), ids[test],
-                             ranks=RANKS, return_curve=True)
+        _, curve = cmc_curve(
+            embed(views[0, test]),
+            ids[test],
+            embed(views[1, test]),
+            ids[test],
+            ranks=RANKS,
+            return_curve=True,
+        )
         results[name] = (np.asarray(curve[:CURVE], dtype=float), seconds)
     return results
 
@@ -115,9 +122,11 @@ def main() -> None:
                 continue
             curves.setdefault(name, []).append(curve)
             times.setdefault(name, []).append(info)
-    print(f"SYNTHETIC two-camera stand-in for VIPeR ({N_IDS} ids, 316/316 splits, "
-          f"{args.splits} splits, rank r={args.rank}, {args.steps} WARCA steps, torch threads="
-          f"{args.threads}, load average {os.getloadavg()[0]:.1f})")
+    print(
+        f"SYNTHETIC two-camera stand-in for VIPeR ({N_IDS} ids, 316/316 splits, "
+        f"{args.splits} splits, rank r={args.rank}, {args.steps} WARCA steps, torch threads="
+        f"{args.threads}, load average {os.getloadavg()[0]:.1f})"
+    )
     head = " ".join(f"{'R' + str(r):>6}" for r in RANKS)
     print(f"  {'method':<26} {head} {'fit s':>7}")
     for name, runs in curves.items():

@@ -59,8 +59,12 @@ def worker(n: int, method: str, steps: int, threads: int) -> dict:
     est.fit(X, y)
     seconds = time.perf_counter() - start
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return {"seconds": seconds, "peak_mb": peak / 1024, "data_mb": X.nbytes / 2**20,
-            "extra_mb": (peak - base_rss) / 1024}
+    return {
+        "seconds": seconds,
+        "peak_mb": peak / 1024,
+        "data_mb": X.nbytes / 2**20,
+        "extra_mb": (peak - base_rss) / 1024,
+    }
 
 
 def run(n: int, method: str, steps: int, threads: int) -> dict:
@@ -84,9 +88,14 @@ def main() -> None:
         print(json.dumps(worker(int(n), method, int(steps), int(threads))))
         return
     sizes = [10_000, 100_000] + ([1_000_000] if args.full else [])
-    print(f"linear WARCA fit time, D={DIM}, r={RANK}, {args.steps} steps, batch 512 pairs, "
-          f"torch threads={args.threads}, load average {os.getloadavg()[0]:.1f}")
-    header = f"{'N':>9} {'method':<22} {'fit s':>8} {'s/step ms':>9} {'peak MB':>8} {'X MB':>6} {'vs batched':>10}"
+    print(
+        f"linear WARCA fit time, D={DIM}, r={RANK}, {args.steps} steps, batch 512 pairs, "
+        f"torch threads={args.threads}, load average {os.getloadavg()[0]:.1f}"
+    )
+    header = (
+        f"{'N':>9} {'method':<22} {'fit s':>8} {'s/step ms':>9} {'peak MB':>8} {'X MB':>6} "
+        f"{'vs batched':>10}"
+    )
     print(header)
     for n in sizes:
         methods = [("batched", args.steps)]
@@ -99,12 +108,17 @@ def main() -> None:
             runs = [run(n, method, steps, args.threads) for _ in range(args.repeats)]
             seconds = float(np.median([r["seconds"] for r in runs]))
             base = seconds if base is None else base
-            label = {"batched": "WARCA batched (ours)", "sequential": "WARCA sequential (ref)",
-                     "nca": f"sklearn NCA ({steps} it)"}[method]
+            label = {
+                "batched": "WARCA batched (ours)",
+                "sequential": "WARCA sequential (ref)",
+                "nca": f"sklearn NCA ({steps} it)",
+            }[method]
             per_step = 1000 * seconds / steps
-            print(f"{n:>9} {label:<22} {seconds:>8.2f} {per_step:>9.1f} "
-                  f"{runs[0]['peak_mb']:>8.0f} {runs[0]['data_mb']:>6.0f} {seconds / base:>10.2f}",
-                  flush=True)
+            print(
+                f"{n:>9} {label:<22} {seconds:>8.2f} {per_step:>9.1f} "
+                f"{runs[0]['peak_mb']:>8.0f} {runs[0]['data_mb']:>6.0f} {seconds / base:>10.2f}",
+                flush=True,
+            )
         if n > 10_000:
             gb = n * n * 8 / 2**30
             print(f"{n:>9} {'sklearn NCA':<22} {'n/a: N×N float64 = ' + f'{gb:.0f} GB':>30}")

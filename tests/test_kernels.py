@@ -14,8 +14,8 @@ from sklearn.metrics.pairwise import (
 
 from rankmetric.kernels import (
     NystroemMap,
-    chi2_distances,
     check_kernel,
+    chi2_distances,
     default_gamma,
     pairwise_kernel,
 )
@@ -123,7 +123,9 @@ def test_nystroem_with_every_point_as_landmark_is_exact(data):
     X_t = torch.as_tensor(X, dtype=torch.float64)
     feature_map = NystroemMap.fit(X_t, "rbf", gamma=0.2)
     Phi = feature_map.transform(X_t)
-    torch.testing.assert_close(Phi @ Phi.T, pairwise_kernel(X_t, kernel="rbf", gamma=0.2, dtype=torch.float64))
+    torch.testing.assert_close(
+        Phi @ Phi.T, pairwise_kernel(X_t, kernel="rbf", gamma=0.2, dtype=torch.float64)
+    )
     Phi_y = feature_map.transform(torch.as_tensor(Y, dtype=torch.float64))
     np.testing.assert_allclose((Phi_y @ Phi.T).numpy(), rbf_kernel(Y, X, gamma=0.2), atol=1e-6)
 

@@ -43,7 +43,7 @@ __all__ = [
 
 KERNELS = ("linear", "rbf", "poly", "chi2_rbf", "precomputed")
 
-#: Largest intermediate (in numbers) a chunk of the χ² kernel may allocate: 2^24 = 64 MiB in float32.
+#: Largest intermediate (numbers) a chunk of the χ² kernel may allocate: 2^24 = 64 MiB float32.
 CHUNK_ELEMENTS = 1 << 24
 #: Random pairs used to estimate the mean χ² distance for the default ``gamma``.
 GAMMA_PAIRS = 4096
@@ -96,8 +96,9 @@ def linear_kernel(X: torch.Tensor, Y: torch.Tensor) -> torch.Tensor:
 
 
 def _squared_distances(X: torch.Tensor, Y: torch.Tensor) -> torch.Tensor:
-    """``||x_i − y_j||²`` from the Gram matrix, clamped at 0."""
-    sq = (X * X).sum(1)[:, None] + (Y * Y).sum(1)[None, :] - 2.0 * (X @ Y.T)
+    """``||x_i − y_j||²`` from the Gram matrix, clamped at 0 (one n_x × n_y buffer, in place)."""
+    sq = (X @ Y.T).mul_(-2.0)
+    sq.add_((X * X).sum(1)[:, None]).add_((Y * Y).sum(1)[None, :])
     return sq.clamp_min_(0.0)
 
 

@@ -30,7 +30,7 @@ def test_sklearn_conformance(estimator, check):
 
 
 def rings(n_per_class=60, n_noise=2, seed=0):
-    """Three concentric rings (radius = class), plus small noise dimensions: not linearly separable."""
+    """Three concentric rings (radius = class) plus small noise dimensions: not linear."""
     rng = np.random.default_rng(seed)
     y = np.repeat(np.arange(3), n_per_class)
     angle = rng.uniform(0, 2 * np.pi, len(y))
@@ -61,8 +61,14 @@ def test_nystroem_mode_learns_too_and_transforms_through_landmarks():
     X, y = rings()
     Xt, yt = rings(seed=1)
     model = KernelWARCA(
-        kernel="rbf", gamma=0.5, n_landmarks=40, n_components=2, max_iter=100, batch_size=64,
-        max_sampling=32, random_state=0,
+        kernel="rbf",
+        gamma=0.5,
+        n_landmarks=40,
+        n_components=2,
+        max_iter=100,
+        batch_size=64,
+        max_sampling=32,
+        random_state=0,
     ).fit(X, y)
     assert model.approximation_ == "nystroem"
     assert model.support_vectors_.shape == (40, 4) and model.components_.shape == (2, 40)
@@ -97,8 +103,15 @@ def test_chi2_default_transform_matches_sklearn_kernel():
 def test_strong_regulariser_drives_A_K_At_to_identity():
     X, y = rings(n_per_class=20)
     model = KernelWARCA(
-        kernel="rbf", gamma=0.5, n_components=3, reg_lambda=100.0, max_iter=300, batch_size=8,
-        max_sampling=4, learning_rate=0.01, random_state=0,
+        kernel="rbf",
+        gamma=0.5,
+        n_components=3,
+        reg_lambda=100.0,
+        max_iter=300,
+        batch_size=8,
+        max_sampling=4,
+        learning_rate=0.01,
+        random_state=0,
     ).fit(X, y)
     A, K = model.components_, rbf_kernel(X, X, gamma=0.5)
     np.testing.assert_allclose(A @ K @ A.T, np.eye(3), atol=0.05)
@@ -148,8 +161,15 @@ def test_validation_early_stopping_in_both_modes():
     Xv, yv = rings(seed=2)
     for landmarks in (None, 30):
         model = KernelWARCA(
-            kernel="rbf", gamma=0.5, n_landmarks=landmarks, n_components=2, max_iter=60,
-            batch_size=32, max_sampling=16, validation_every=20, random_state=0,
+            kernel="rbf",
+            gamma=0.5,
+            n_landmarks=landmarks,
+            n_components=2,
+            max_iter=60,
+            batch_size=32,
+            max_sampling=16,
+            validation_every=20,
+            random_state=0,
         ).fit(X, y, X_val=Xv, y_val=yv)
         assert len(model.validation_scores_) == 3 and model.best_iter_ is not None
 
@@ -160,7 +180,13 @@ def test_cuda_exact_and_nystroem():
     Xt, yt = rings(seed=1)
     for landmarks in (None, 40):
         model = KernelWARCA(
-            kernel="rbf", gamma=0.5, n_landmarks=landmarks, n_components=2, max_iter=200,
-            batch_size=128, random_state=0, device="cuda",
+            kernel="rbf",
+            gamma=0.5,
+            n_landmarks=landmarks,
+            n_components=2,
+            max_iter=200,
+            batch_size=128,
+            random_state=0,
+            device="cuda",
         ).fit(X, y)
         assert knn_score(model.transform(X), y, model.transform(Xt), yt) > 0.9

@@ -106,9 +106,12 @@ def test_fit_pairs_objective_decreases(rng):
 
 def test_same_seed_same_model_other_seed_other_model(rng):
     X, y = _separable_data(rng, 15)
-    fit = lambda seed: SSNE(max_iter=40, random_state=seed, device="cpu").fit(X, y)  # noqa: E731
-    np.testing.assert_array_equal(fit(3).weight_, fit(3).weight_)
-    assert not np.array_equal(fit(3).weight_, fit(4).weight_)
+
+    def fitted_weight(seed):
+        return SSNE(max_iter=40, random_state=seed, device="cpu").fit(X, y).weight_
+
+    np.testing.assert_array_equal(fitted_weight(3), fitted_weight(3))
+    assert not np.array_equal(fitted_weight(3), fitted_weight(4))
 
 
 def test_group_norm_prunes_whole_columns(rng):

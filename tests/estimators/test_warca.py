@@ -43,7 +43,11 @@ def test_learns_to_ignore_noise_dimensions(sampling):
     X, y = noisy_blobs()
     Xt, yt = noisy_blobs(seed=1)
     model = WARCA(
-        n_components=4, max_iter=100, batch_size=64, max_sampling=32, sampling=sampling,
+        n_components=4,
+        max_iter=100,
+        batch_size=64,
+        max_sampling=32,
+        sampling=sampling,
         random_state=0,
     )
     Z, Zt = model.fit_transform(X, y), model.transform(Xt)
@@ -105,7 +109,11 @@ def test_validation_set_enables_early_stopping_and_keeps_the_best():
     X, y = noisy_blobs()
     Xv, yv = noisy_blobs(seed=2)
     model = WARCA(
-        max_iter=200, batch_size=32, max_sampling=16, validation_every=10, patience=3,
+        max_iter=200,
+        batch_size=32,
+        max_sampling=16,
+        validation_every=10,
+        patience=3,
         random_state=0,
     ).fit(X, y, X_val=Xv, y_val=yv)
     assert len(model.validation_scores_) >= 1

@@ -114,7 +114,11 @@ def test_warp_loss_without_positive_pairs_is_a_zero_with_a_graph():
 
 @pytest.mark.parametrize(
     ("kwargs", "match"),
-    [({"margin": -1.0}, "margin"), ({"reduction": "avg"}, "reduction"), ({"distance": "l1"}, "distance")],
+    [
+        ({"margin": -1.0}, "margin"),
+        ({"reduction": "avg"}, "reduction"),
+        ({"distance": "l1"}, "distance"),
+    ],
 )
 def test_warp_loss_rejects_bad_parameters(kwargs, match):
     with pytest.raises(ValueError, match=match):
@@ -160,7 +164,9 @@ def test_batched_rank_estimate_is_unbiased_against_exact_eq7():
     first, second = data.index.positive_pairs(40, rng)
     d = torch.cdist(data.E, data.E)
     other = np.array([np.flatnonzero(data.labels != data.labels[i]) for i in first])
-    exact = exact_rank(d[first, second], torch.stack([d[i, o] for i, o in zip(first, other)]), MARGIN)
+    exact = exact_rank(
+        d[first, second], torch.stack([d[i, o] for i, o in zip(first, other)]), MARGIN
+    )
     repeats, S = 3000, 5
     negatives = data.index.negatives(np.repeat(first, repeats), S, rng).reshape(40, repeats, S)
     d_neg = d[torch.as_tensor(first)[:, None, None], torch.as_tensor(negatives)]
@@ -208,7 +214,10 @@ def test_sampled_sequential_loss_takes_the_first_violator_of_either_end():
     index = _ExhaustiveIndex.from_codes(data.labels)
     E = data.E.clone().requires_grad_(True)
     ours = sampled_warp_loss(
-        lambda idx: E if idx is None else E[idx], index, np.random.default_rng(0), n_pairs=0,
+        lambda idx: E if idx is None else E[idx],
+        index,
+        np.random.default_rng(0),
+        n_pairs=0,
         max_sampling=18,
         sampling="sequential",
     )
@@ -252,8 +261,12 @@ def test_sampled_loss_rejects_unknown_sampling():
     data = _SmallData()
     with pytest.raises(ValueError, match="sampling"):
         sampled_warp_loss(
-            lambda i: data.E, data.index, np.random.default_rng(0), n_pairs=4,
-            max_sampling=4, sampling="greedy",
+            lambda i: data.E,
+            data.index,
+            np.random.default_rng(0),
+            n_pairs=4,
+            max_sampling=4,
+            sampling="greedy",
         )
 
 
@@ -269,7 +282,7 @@ def test_aon_penalty_value_and_gradcheck():
 def test_kernel_aon_penalty_value_and_exact_gradient():
     gen = torch.Generator().manual_seed(0)
     X = torch.randn(7, 3, generator=gen, dtype=torch.float64)
-    K = torch.exp(-torch.cdist(X, X) ** 2 / 3)
+    K = torch.exp(-(torch.cdist(X, X) ** 2) / 3)
     A = torch.randn(2, 7, generator=gen, dtype=torch.float64, requires_grad=True)
     R = A @ K @ A.T - torch.eye(2, dtype=torch.float64)
     torch.testing.assert_close(kernel_aon_penalty(A, K), 0.5 * (R**2).sum())

@@ -149,7 +149,7 @@ GRIDS = {
 }
 VALIDATION_FRACTION = 1 / 3
 #: Image sets: training points used (quick mode subsamples; NCA's O(N²) memory caps it).
-IMAGE_TRAIN = {"quick": 3000, "full": None}
+IMAGE_TRAIN = {"quick": 2000, "full": None}
 NCA_MAX_TRAIN = 5000
 
 

@@ -54,7 +54,7 @@ PCA_DIMS = 64
 #: Published figures (SPEC.md): Market-1501, CMC ranks 1 / 5 / 10 (%).
 PAPER_MARKET1501 = {"WARCA": (45.2, 68.2, 76.0), "LOMO+XQDA": (43.8, None, None)}
 
-METHODS = ("euclidean", "kissme", "itml", "lmnn", "nca", "warca")
+METHODS = ("euclidean", "kissme", "itml", "lmnn", "nca", "warca", "kernel-warca")
 SCALING_METHODS = ("kissme", "itml", "lmnn", "nca", "warca")
 BUDGETS = {
     "quick": {
@@ -63,6 +63,7 @@ BUDGETS = {
         "lmnn": {"k": 1, "max_iter": 50},
         "nca": {"max_iter": 50},
         "warca": {"max_iter": 200},
+        "kernel-warca": {"kernel": "rbf", "max_iter": 200},
     },
     "full": {
         "kissme": {},
@@ -70,6 +71,7 @@ BUDGETS = {
         "lmnn": {"k": 1, "max_iter": 1000},
         "nca": {"max_iter": 200},
         "warca": {"max_iter": 2000},
+        "kernel-warca": {"kernel": "rbf", "max_iter": 2000},
     },
 }
 #: Candidates tried on held-out training identities (full mode).
@@ -78,6 +80,7 @@ GRIDS = {
     "itml": {"gamma": [0.1, 1.0, 10.0]},
     "lmnn": {"regularization": [0.25, 0.5, 0.75]},
     "warca": {"reg_lambda": [1e-3, 1e-2, 1e-1]},
+    "kernel-warca": {"reg_lambda": [1e-3, 1e-2, 1e-1]},
 }
 VALIDATION_IDENTITIES = 0.2
 SPLITS = {"quick": 3, "full": 10}

@@ -139,14 +139,23 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         self._check_warp_params()
         check_kernel(self.kernel, self.gamma, self.degree, self.coef0)
         m = self.n_landmarks
-        _require(m is None or (_is_int(m) and m >= 1),
-                 f"n_landmarks must be a positive integer or None, got {m!r}.")
-        _require(not (self.kernel == "precomputed" and m is not None),
-                 "n_landmarks needs the features: it cannot be used with kernel='precomputed'.")
+        _require(
+            m is None or (_is_int(m) and m >= 1),
+            f"n_landmarks must be a positive integer or None, got {m!r}.",
+        )
+        _require(
+            not (self.kernel == "precomputed" and m is not None),
+            "n_landmarks needs the features: it cannot be used with kernel='precomputed'.",
+        )
 
     def _kernel_to(self, X: torch.Tensor, Y: torch.Tensor) -> torch.Tensor:
         return pairwise_kernel(
-            X, Y, self.kernel, gamma=self.gamma_, degree=self.degree, coef0=self.coef0,
+            X,
+            Y,
+            self.kernel,
+            gamma=self.gamma_,
+            degree=self.degree,
+            coef0=self.coef0,
             dtype=X.dtype,
         )
 
@@ -240,9 +249,7 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         n = data.shape[0]
         m = min(self.n_landmarks or DEFAULT_LANDMARKS, n)
         landmarks = data[torch.as_tensor(np.sort(rng.choice(n, m, replace=False)), device=device)]
-        feature_map = NystroemMap.fit(
-            landmarks, self.kernel, self.gamma_, self.degree, self.coef0
-        )
+        feature_map = NystroemMap.fit(landmarks, self.kernel, self.gamma_, self.degree, self.coef0)
         features = feature_map.transform(data)  # (N, m)
         model = LinearMap(m, self._n_components(m), device=device)
         model.reset_parameters(rng, "random")
@@ -257,7 +264,11 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
                 embed, lambda: model(val_features), index.codes, val_codes, rng, device
             )
         self._train_warp(
-            model, lambda: (embed, None, lambda: aon_penalty(model.weight)), index, rng, device,
+            model,
+            lambda: (embed, None, lambda: aon_penalty(model.weight)),
+            index,
+            rng,
+            device,
             validate,
         )
         with torch.no_grad():
@@ -286,5 +297,7 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         out = np.empty((X.shape[0], components.shape[0]), dtype=X.dtype)
         for start in range(0, X.shape[0], rows):
             chunk = to_tensor(X[start : start + rows], device, dtype)
-            out[start : start + rows] = (self._kernel_to(chunk, support) @ components.T).cpu().numpy()
+            out[start : start + rows] = (
+                (self._kernel_to(chunk, support) @ components.T).cpu().numpy()
+            )
         return out

@@ -27,7 +27,7 @@ from ..losses.potato import DISTANCES, RiemannianPotatoLoss, embedding_distances
 from ..models.spdnet import SPDNet, sym_to_vec
 from ..models.stiefel import StiefelAdam
 from ..sampling import LabelIndex
-from ..training import train
+from ..training import TrainingResult, train
 from .base import MetricLearnerMixin
 
 __all__ = ["RPLEmbedding", "default_hidden_sizes"]
@@ -190,6 +190,41 @@ class RPLEmbedding(MetricLearnerMixin, TransformerMixin, BaseEstimator):
         X_t = _congruence(X_t, to_tensor(self.whitening_, device, torch.float64)).float()
 
         train_idx, val_idx = _stratified_split(codes, self.validation_fraction, rng)
+        net, loss_fn = self._build_model(sizes, rng, device)
+        codes_t = torch.as_tensor(codes, device=device)
+        index = LabelIndex.from_codes(codes[train_idx])
+        n_classes = self.n_classes_per_batch or len(self.classes_)
+
+        def loss_step(step: int) -> torch.Tensor:
+            batch = torch.as_tensor(
+                train_idx[index.class_balanced_batch(n_classes, self.n_per_class, rng)],
+                device=device,
+            )
+            return loss_fn(_training_embedding(net, X_t[batch]), codes_t[batch])
+
+        validate = None
+        if val_idx.size:
+            gallery = rng.permutation(train_idx)[:_MAX_GALLERY]
+            validate = self._validation_score(net, X_t, codes_t, gallery, val_idx)
+        result = train(
+            torch.nn.ModuleDict({"net": net, "loss": loss_fn}),  # checkpoints keep the potato
+            StiefelAdam(net.parameter_groups(), lr=self.learning_rate),
+            loss_step,
+            rng=rng,
+            max_iter=self.max_iter,
+            validate=validate,
+            validation_every=self.validation_every,
+            patience=self.patience,
+            verbose=self.verbose,
+            desc="RPLEmbedding",
+        )
+        self._store_fitted(net, loss_fn, result)
+        return self
+
+    def _build_model(
+        self, sizes: list[int], rng: np.random.Generator, device: torch.device
+    ) -> tuple[SPDNet, RiemannianPotatoLoss]:
+        """The SPDNet (seeded from ``rng``) and the loss with one potato per class."""
         # log-Euclidean: the loss sees vec(log Y), whose Euclidean distances are log-Euclidean
         # distances between outputs, and the last ReEig shares its eigen-decomposition with LogEig.
         net = SPDNet(
@@ -208,34 +243,12 @@ class RPLEmbedding(MetricLearnerMixin, TransformerMixin, BaseEstimator):
             temperature=self.temperature,
             n_classes=len(self.classes_),
         ).to(device)
-        module = torch.nn.ModuleDict({"net": net, "loss": loss_fn})
-        codes_t = torch.as_tensor(codes, device=device)
-        index = LabelIndex.from_codes(codes[train_idx])
-        n_classes = self.n_classes_per_batch or len(self.classes_)
+        return net, loss_fn
 
-        def loss_step(step: int) -> torch.Tensor:
-            batch = torch.as_tensor(
-                train_idx[index.class_balanced_batch(n_classes, self.n_per_class, rng)],
-                device=device,
-            )
-            return loss_fn(_training_embedding(net, X_t[batch]), codes_t[batch])
-
-        validate = None
-        if val_idx.size:
-            gallery = rng.permutation(train_idx)[:_MAX_GALLERY]
-            validate = self._validation_score(net, X_t, codes_t, gallery, val_idx)
-        result = train(
-            module,
-            StiefelAdam(net.parameter_groups(), lr=self.learning_rate),
-            loss_step,
-            rng=rng,
-            max_iter=self.max_iter,
-            validate=validate,
-            validation_every=self.validation_every,
-            patience=self.patience,
-            verbose=self.verbose,
-            desc="RPLEmbedding",
-        )
+    def _store_fitted(
+        self, net: SPDNet, loss_fn: RiemannianPotatoLoss, result: TrainingResult
+    ) -> None:
+        """Fitted attributes as NumPy arrays (the parameters of the best validated step)."""
         self.weights_ = [b.weight.detach().cpu().numpy() for b in net.bimaps]
         self.potato_log_mu_ = loss_fn.log_mu.detach().cpu().numpy().astype(np.float64)
         self.potato_log_sigma_ = loss_fn.log_sigma.detach().cpu().numpy().astype(np.float64)
@@ -243,7 +256,6 @@ class RPLEmbedding(MetricLearnerMixin, TransformerMixin, BaseEstimator):
         self.best_iter_ = result.best_step
         self.validation_score_ = None if result.best_step is None else result.best_score
         self.loss_curve_ = np.array([h["loss"] for h in result.history], dtype=np.float64)
-        return self
 
     def _validation_score(self, net, X_t, codes_t, gallery, queries):
         """A closure scoring the network: mAP of ``queries`` ranked against ``gallery``."""

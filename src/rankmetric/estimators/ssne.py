@@ -15,6 +15,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .. import distributed
 from .._utils import make_rng, resolve_device, to_tensor, torch_generator
 from .._validation import check_finite, check_labels, check_min_per_class
 from ..io import register_estimator
@@ -297,7 +298,11 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
         _check_int(self.max_iter, "max_iter")
 
     def _fit_sampled(self, X: np.ndarray, sample: PairSampler):
-        """Standardise ``X``, then train ``W`` on batches of pairs drawn by ``sample``."""
+        """Standardise ``X``, then train ``W`` on batches of pairs drawn by ``sample``.
+
+        Under ``torchrun`` every rank draws the same batch and computes the loss of its slice.
+        """
+        distributed.init_from_env()
         rng = make_rng(self.random_state)
         device = resolve_device(self.device)
         self.mean_ = X.mean(axis=0)
@@ -319,10 +324,14 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
 
         def loss_step(step: int) -> torch.Tensor:
             stepper.begin(step, rng)
-            i, j, s = sample(rng)
+            i, j, s = sample(rng)  # the global batch (same on every rank); keep this rank's
+            n_pairs, (i, j, s) = len(i), (distributed.shard(a) for a in (i, j, s))
             emb = module(Xt[torch.as_tensor(np.concatenate([i, j]), device=device)])
             targets = torch.as_tensor(s, device=device).to(emb.dtype)
-            return loss_fn.pairs(emb[: len(i)], emb[len(i) :], targets)
+            if len(i) == 0:  # more ranks than pairs: this rank has nothing to add
+                return distributed.global_mean(emb.sum() * 0.0, n_pairs)
+            local_mean = loss_fn.pairs(emb[: len(i)], emb[len(i) :], targets)
+            return distributed.global_mean(local_mean * len(i), n_pairs)
 
         result = train(
             module,

@@ -48,7 +48,9 @@ def _require(ok: bool, message: str) -> None:
         raise ValueError(message)
 
 
-def column_stats(X: np.ndarray, chunk_rows: int = STATS_CHUNK_ROWS) -> tuple[np.ndarray, np.ndarray]:
+def column_stats(
+    X: np.ndarray, chunk_rows: int = STATS_CHUNK_ROWS
+) -> tuple[np.ndarray, np.ndarray]:
     """Mean and standard deviation of each column, in float64, in row chunks (no copy of ``X``).
 
     Columns with a zero standard deviation get a scale of 1 (they stay constant).
@@ -80,33 +82,51 @@ class BaseWARCA(TransformerMixin, BaseEstimator):
         return tags
 
     def _check_warp_params(self) -> None:
-        """Validate the hyper-parameters every WARCA has; raise ``ValueError`` naming the bad one."""
+        """Validate the hyper-parameters all WARCAs share; ``ValueError`` names the bad one."""
         p = self.get_params(deep=False)
         n_comp = p["n_components"]
-        _require(n_comp is None or (_is_int(n_comp) and n_comp >= 1),
-                 f"n_components must be a positive integer or None, got {n_comp!r}.")
-        _require(_is_real(p["margin"]) and p["margin"] > 0,
-                 f"margin must be a positive number, got {p['margin']!r}.")
-        _require(_is_real(p["reg_lambda"]) and p["reg_lambda"] >= 0,
-                 f"reg_lambda must be a non-negative number, got {p['reg_lambda']!r}.")
+        _require(
+            n_comp is None or (_is_int(n_comp) and n_comp >= 1),
+            f"n_components must be a positive integer or None, got {n_comp!r}.",
+        )
+        _require(
+            _is_real(p["margin"]) and p["margin"] > 0,
+            f"margin must be a positive number, got {p['margin']!r}.",
+        )
+        _require(
+            _is_real(p["reg_lambda"]) and p["reg_lambda"] >= 0,
+            f"reg_lambda must be a non-negative number, got {p['reg_lambda']!r}.",
+        )
         for name in ("batch_size", "max_sampling", "validation_every"):
-            _require(_is_int(p[name]) and p[name] >= 1,
-                     f"{name} must be a positive integer, got {p[name]!r}.")
-        _require(_is_int(p["max_iter"]) and p["max_iter"] >= 0,
-                 f"max_iter must be a non-negative integer, got {p['max_iter']!r}.")
-        _require(_is_real(p["learning_rate"]) and p["learning_rate"] > 0,
-                 f"learning_rate must be a positive number, got {p['learning_rate']!r}.")
-        _require(p["sampling"] in SAMPLINGS,
-                 f"sampling must be one of {SAMPLINGS}, got {p['sampling']!r}.")
+            _require(
+                _is_int(p[name]) and p[name] >= 1,
+                f"{name} must be a positive integer, got {p[name]!r}.",
+            )
+        _require(
+            _is_int(p["max_iter"]) and p["max_iter"] >= 0,
+            f"max_iter must be a non-negative integer, got {p['max_iter']!r}.",
+        )
+        _require(
+            _is_real(p["learning_rate"]) and p["learning_rate"] > 0,
+            f"learning_rate must be a positive number, got {p['learning_rate']!r}.",
+        )
+        _require(
+            p["sampling"] in SAMPLINGS,
+            f"sampling must be one of {SAMPLINGS}, got {p['sampling']!r}.",
+        )
         if "init" in p:
             _require(p["init"] in INITS, f"init must be one of {INITS}, got {p['init']!r}.")
-        _require(p["patience"] is None or (_is_int(p["patience"]) and p["patience"] >= 1),
-                 f"patience must be a positive integer or None, got {p['patience']!r}.")
-        _require(p["tol"] is None or (_is_real(p["tol"]) and p["tol"] >= 0),
-                 f"tol must be a non-negative number or None, got {p['tol']!r}.")
+        _require(
+            p["patience"] is None or (_is_int(p["patience"]) and p["patience"] >= 1),
+            f"patience must be a positive integer or None, got {p['patience']!r}.",
+        )
+        _require(
+            p["tol"] is None or (_is_real(p["tol"]) and p["tol"] >= 0),
+            f"tol must be a non-negative number or None, got {p['tol']!r}.",
+        )
 
     def _check_validation_set(self, X_val, y_val, classes: np.ndarray):
-        """Validate the optional early-stopping set; returns ``(X_val, y_val)`` or ``(None, None)``."""
+        """Validate the optional early-stopping set: ``(X_val, y_val)`` or ``(None, None)``."""
         if X_val is None and y_val is None:
             return None, None
         if X_val is None or y_val is None:
@@ -130,9 +150,11 @@ class BaseWARCA(TransformerMixin, BaseEstimator):
     ) -> Callable[[], float]:
         """k-NN accuracy (k=3) of the validation set against a fixed subset of training points."""
         n = codes.shape[0]
-        ref = np.sort(rng.choice(n, VALIDATION_REFERENCE_SIZE, replace=False)) if (
-            n > VALIDATION_REFERENCE_SIZE
-        ) else np.arange(n)
+        ref = (
+            np.sort(rng.choice(n, VALIDATION_REFERENCE_SIZE, replace=False))
+            if (n > VALIDATION_REFERENCE_SIZE)
+            else np.arange(n)
+        )
         ref_index = torch.as_tensor(ref, device=device)
 
         def validate() -> float:
@@ -192,7 +214,9 @@ class BaseWARCA(TransformerMixin, BaseEstimator):
         self.n_iter_ = int(result.n_iter)
         self.loss_curve_ = [float(h["loss"]) for h in result.history]
         self.best_iter_ = result.best_step
-        self.validation_scores_ = [float(h["val_score"]) for h in result.history if "val_score" in h]
+        self.validation_scores_ = [
+            float(h["val_score"]) for h in result.history if "val_score" in h
+        ]
         return result
 
 
@@ -202,7 +226,8 @@ class WARCA(MahalanobisMixin, BaseWARCA):
 
     Minimises, by Adam on mini-batches of positive pairs,
 
-        reg_lambda/2 · ||W Wᵀ − I||²  +  mean_{(i,j) same label} L(r̂_ij)/r̂_ij Σ_k |γ + ‖W(x_i−x_j)‖ − ‖W(x_i−x_k)‖|₊
+        reg_lambda/2 · ||W Wᵀ − I||²
+          + mean_{(i,j) same label} L(r̂_ij)/r̂_ij Σ_k |γ + ‖W(x_i−x_j)‖ − ‖W(x_i−x_k)‖|₊
 
     (eq. 5 of the paper), with the rank ``r̂`` of the positive among the negatives estimated by
     sampling. Memory is O(N·D) for the data plus O(batch_size · max_sampling · D) per step:

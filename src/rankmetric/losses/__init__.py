@@ -1,1 +1,28 @@
-"""rankmetric.losses"""
+"""PyTorch losses: ``loss(embeddings, labels)`` for any network's embeddings.
+
+The estimators train with these same modules, so a formula lives in one place.
+"""
+
+from .lifted import LiftedStructureLoss
+from .multi_similarity import MultiSimilarityLoss
+from .npair import NPairLoss
+from .pair_distances import paired_distance, pairwise_distance, pairwise_similarity
+from .potato import RiemannianPotatoLoss
+from .proxy_nca import ProxyNCALoss
+from .similarity import SimilarityRegressionLoss
+from .triplet import TripletLoss
+from .warp import WARPLoss
+
+__all__ = [
+    "WARPLoss",
+    "SimilarityRegressionLoss",
+    "RiemannianPotatoLoss",
+    "TripletLoss",
+    "LiftedStructureLoss",
+    "NPairLoss",
+    "ProxyNCALoss",
+    "MultiSimilarityLoss",
+    "pairwise_distance",
+    "paired_distance",
+    "pairwise_similarity",
+]

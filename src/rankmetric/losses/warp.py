@@ -158,7 +158,7 @@ def batched_rank_estimate(
 
 
 def sequential_rank_estimate(n_draws: torch.Tensor, n_other: torch.Tensor) -> torch.Tensor:
-    """The reference code's ``r̂ = ⌊|other(i)| / draws⌋`` (draws up to and with the first violator)."""
+    """The reference code's ``r̂ = ⌊|other(i)| / draws⌋`` (draws up to the first violator)."""
     return torch.floor(n_other.to(torch.float64) / n_draws.to(torch.float64).clamp_min(1.0))
 
 
@@ -424,7 +424,9 @@ def _sparse_hinge_sums(embed, found, active, row_slot, margin, n_samples) -> tor
     e_a, e_p, e_n = emb[:n_active], emb[n_active : 2 * n_active], emb[2 * n_active :]
     d_ap = _paired_euclidean(e_a, e_p)
     hinge = torch.relu(margin + d_ap[row_slot] - _paired_euclidean(e_a[row_slot], e_n))
-    return torch.zeros(n_active, dtype=hinge.dtype, device=hinge.device).index_add(0, row_slot, hinge)
+    return torch.zeros(n_active, dtype=hinge.dtype, device=hinge.device).index_add(
+        0, row_slot, hinge
+    )
 
 
 def _dense_hinge_sums(embed, found, active, row_slot, margin, n_samples) -> torch.Tensor:
@@ -432,7 +434,9 @@ def _dense_hinge_sums(embed, found, active, row_slot, margin, n_samples) -> torc
     everything = embed(None)
     e_a, e_p = everything[found.anchors[active]], everything[found.positives[active]]
     counts = torch.zeros(active.numel(), n_samples, dtype=everything.dtype, device=active.device)
-    counts.index_put_((row_slot, found.negatives), torch.ones_like(row_slot, dtype=counts.dtype), True)
+    counts.index_put_(
+        (row_slot, found.negatives), torch.ones_like(row_slot, dtype=counts.dtype), True
+    )
     d_ap = _paired_euclidean(e_a, e_p)
     hinge = torch.relu(margin + d_ap[:, None] - _cross_euclidean(e_a, everything))
     return (hinge * counts).sum(dim=1)
@@ -455,7 +459,7 @@ def aon_penalty(weight: torch.Tensor) -> torch.Tensor:
 
 
 class _KernelAON(torch.autograd.Function):
-    """``½||A (K Aᵀ) − I||²`` from a given ``KA = K Aᵀ``, with the exact gradient ``2 R (K Aᵀ)ᵀ``."""
+    """``½||A (K Aᵀ) − I||²`` from a given ``KA = K Aᵀ``; exact gradient ``2 R (K Aᵀ)ᵀ``."""
 
     @staticmethod
     def forward(ctx, A: torch.Tensor, KA: torch.Tensor) -> torch.Tensor:
@@ -589,7 +593,9 @@ class WARPLoss(nn.Module):
         if n_other is not None:
             scale = torch.as_tensor(n_other, dtype=torch.float64, device=dist.device)
             rank = rank * (scale / negative.sum(1).clamp_min(1))[:, None]
-        terms = warp_loss_from_violations(hinge_sum[positive], n_violators[positive], rank[positive])
+        terms = warp_loss_from_violations(
+            hinge_sum[positive], n_violators[positive], rank[positive]
+        )
         if self.reduction == "none":
             return terms
         if self.reduction == "sum":

@@ -1,1 +1,17 @@
-"""rankmetric.models"""
+"""PyTorch modules: the linear map of WARCA, the sphere tanh embedding of SSNE, SPDNet of RPL."""
+
+from .linear import LinearMap
+from .spdnet import BiMap, LogEig, ReEig, SPDNet
+from .sphere import SphereTanhEmbedding
+from .stiefel import StiefelAdam, StiefelSGD
+
+__all__ = [
+    "LinearMap",
+    "SphereTanhEmbedding",
+    "SPDNet",
+    "BiMap",
+    "ReEig",
+    "LogEig",
+    "StiefelAdam",
+    "StiefelSGD",
+]

@@ -81,7 +81,9 @@ class LinearMap(nn.Module):
                 f"in_features and out_features must be positive, got {in_features} and "
                 f"{out_features}."
             )
-        self.weight = nn.Parameter(torch.zeros(out_features, in_features, dtype=dtype, device=device))
+        self.weight = nn.Parameter(
+            torch.zeros(out_features, in_features, dtype=dtype, device=device)
+        )
         self.standardize = mean is not None or scale is not None
         self.register_buffer("mean", self._buffer(mean, in_features, 0.0, dtype, device))
         self.register_buffer("scale", self._buffer(scale, in_features, 1.0, dtype, device))
@@ -92,7 +94,9 @@ class LinearMap(nn.Module):
             return torch.full((n,), fill, dtype=dtype, device=device)
         value = torch.as_tensor(value, dtype=dtype, device=device)
         if value.shape != (n,):
-            raise ValueError(f"standardisation vectors must have shape ({n},), got {tuple(value.shape)}.")
+            raise ValueError(
+                f"standardisation vectors must have shape ({n},), got {tuple(value.shape)}."
+            )
         return value
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

@@ -16,6 +16,7 @@ import os
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from numbers import Integral
 from pathlib import Path
 
 import numpy as np
@@ -28,7 +29,7 @@ __all__ = ["TrainingResult", "NonFiniteLossError", "train"]
 
 
 class NonFiniteLossError(ValueError, FloatingPointError):
-    """Raised when a loss or gradient becomes NaN/inf; the parameters keep their last good values."""
+    """Raised when a loss or gradient becomes NaN/inf; parameters keep their last good values."""
 
 
 @dataclass
@@ -91,14 +92,27 @@ def _save_checkpoint(path: Path, module, optimizer, rng, step, result, best_stat
 
 def _load_checkpoint(path: Path, module, optimizer, rng, result):
     payload = torch.load(path, map_location="cpu", weights_only=True)
-    module.load_state_dict(payload["module"])
-    optimizer.load_state_dict(payload["optimizer"])
+    try:
+        module.load_state_dict(payload["module"])
+        optimizer.load_state_dict(payload["optimizer"])
+    except (RuntimeError, ValueError, KeyError) as exc:
+        raise ValueError(
+            f"the checkpoint {path} does not match the model being trained (another estimator, "
+            f"other data or other hyper-parameters); delete it or use another checkpoint_dir. "
+            f"({type(exc).__name__}: {str(exc)[:200]})"
+        ) from exc
     rng.bit_generator.state = json.loads(payload["rng_state"])
     result.history = json.loads(payload["history"])
     result.best_step = None if payload["best_step"] < 0 else int(payload["best_step"])
     result.best_score = float(payload["best_score"])
     best_state = payload["best_state"] or None
     return int(payload["step"]), best_state
+
+
+def _validations_since_best(result: TrainingResult) -> int:
+    """Validations after the best one: the early-stopping count a resumed run continues from."""
+    best = -1 if result.best_step is None else result.best_step
+    return sum(1 for h in result.history if "val_score" in h and h["step"] > best)
 
 
 def train(
@@ -167,13 +181,21 @@ def train(
     start = 0
     ckpt_path = None
     if checkpoint_dir is not None:
+        if isinstance(checkpoint_every, bool) or not (
+            isinstance(checkpoint_every, Integral) and checkpoint_every >= 1
+        ):
+            raise ValueError(
+                f"checkpoint_every must be a positive integer, got {checkpoint_every!r}."
+            )
         ckpt_path = Path(checkpoint_dir) / "checkpoint.pt"
         ckpt_path.parent.mkdir(parents=True, exist_ok=True)
         if ckpt_path.exists():
             start, best_state = _load_checkpoint(ckpt_path, module, optimizer, rng, result)
-    bad_validations = 0
+    bad_validations = _validations_since_best(result)  # 0 unless resumed
     losses: list[float] = [h["loss"] for h in result.history]
-    bar = progress(range(start, max_iter), total=max_iter, initial=start, desc=desc, verbose=verbose)
+    bar = progress(
+        range(start, max_iter), total=max_iter, initial=start, desc=desc, verbose=verbose
+    )
     step = start
     for step in bar:
         optimizer.zero_grad(set_to_none=True)

@@ -61,9 +61,30 @@ def primitives(rank: int) -> dict[str, np.ndarray]:
     }
 
 
+class ShardCounter:
+    """Counts the items ``distributed.shard`` is given and returns, to show that work is split."""
+
+    def __init__(self) -> None:
+        self.given = self.kept = 0
+        self.original = distributed.shard
+        distributed.shard = self
+
+    def __call__(self, items):
+        kept = self.original(items)
+        self.given, self.kept = self.given + len(items), self.kept + len(kept)
+        return kept
+
+    def fraction(self) -> np.ndarray:
+        """Share of the global batches this rank kept, since the last call."""
+        share = self.kept / max(self.given, 1)
+        self.given = self.kept = 0
+        return np.array(share)
+
+
 def estimators() -> dict[str, np.ndarray]:
     X, y = feature_data()
     out: dict[str, np.ndarray] = {}
+    counter = ShardCounter()
     for sampling in ("batched", "sequential", "exact"):
         warca = WARCA(
             3,
@@ -76,8 +97,10 @@ def estimators() -> dict[str, np.ndarray]:
         ).fit(X, y)
         out[f"warca_{sampling}"] = warca.components_
         out[f"warca_{sampling}_loss"] = np.asarray(warca.loss_curve_)
+        out[f"warca_{sampling}_share"] = counter.fraction()
     ssne = SSNE(8, max_iter=15, batch_size=45, random_state=0, device="cpu").fit(X, y)
     out["ssne"], out["ssne_loss"] = ssne.weight_, ssne.loss_curve_
+    out["ssne_share"] = counter.fraction()
     bcd = SSNE(
         8, solver="bcd", block_size=3, max_iter=15, batch_size=45, random_state=0, device="cpu"
     ).fit(X, y)
@@ -89,6 +112,7 @@ def estimators() -> dict[str, np.ndarray]:
     out["rpl"] = rpl.weights_[0]
     out["rpl_loss"] = rpl.loss_curve_
     out["rpl_log_mu"], out["rpl_log_sigma"] = rpl.potato_log_mu_, rpl.potato_log_sigma_
+    out["rpl_share"] = counter.fraction()
     return out
 
 

@@ -137,6 +137,25 @@ def test_logged_loss_is_the_global_loss_on_every_rank(runs, key):
         np.testing.assert_allclose(runs[name][key], runs["single"][key], rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize(
+    ("key", "shared"),
+    [
+        ("warca_batched", True),
+        ("warca_exact", True),
+        ("warca_sequential", False),
+        ("ssne", True),
+        ("rpl", True),
+    ],
+)
+def test_each_rank_computes_its_slice_only(runs, key, shared):
+    """Guards against an equality that holds because every rank does all the work."""
+    share0, share1 = runs["rank0"][f"{key}_share"], runs["rank1"][f"{key}_share"]
+    if not shared:  # the sequential sampler runs unsharded
+        assert share0 == share1 == 0 or share0 == share1 == 1
+        return
+    assert 0.4 < share0 < 0.6 and 0.4 < share1 < 0.6
+
+
 def test_training_moved_the_parameters(runs):
     """Guards the comparison above against a fit that took no step."""
     assert runs["single"]["warca_batched_loss"].shape == (15,)

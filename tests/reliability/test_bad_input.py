@@ -77,7 +77,9 @@ FIT_CASES = [
         {"default": "continuous"},
     ),
     BadCase("y_2d", lambda X, y: (X, np.column_stack([y, y])), {"default": "1d array"}),
-    BadCase("y_nan", lambda X, y: (X, np.where(np.arange(len(y)) == 3, np.nan, y)), {"default": "NaN"}),
+    BadCase(
+        "y_nan", lambda X, y: (X, np.where(np.arange(len(y)) == 3, np.nan, y)), {"default": "NaN"}
+    ),
 ]
 
 TRANSFORM_CASES = [
@@ -89,7 +91,11 @@ TRANSFORM_CASES = [
         lambda X, y: X[:, :-1] if X.ndim == 2 else X[:, :-1, :-1],
         {"default": r"has \d+ features, but \w+ is expecting \d+ features"},
     ),
-    BadCase("X_wrong_ndim", lambda X, y: _wrong_ndim(X), {"features": "dim 3", "spd": r"shape \(n_matrices, c, c\)"}),
+    BadCase(
+        "X_wrong_ndim",
+        lambda X, y: _wrong_ndim(X),
+        {"features": "dim 3", "spd": r"shape \(n_matrices, c, c\)"},
+    ),
 ]
 
 

@@ -93,7 +93,7 @@ def test_grid_search_over_a_pipeline_with_knn(spec):
         warnings.simplefilter("ignore")  # few iterations: convergence warnings expected
         search.fit(X, y)
     assert np.isfinite(search.cv_results_["mean_test_score"]).all()
-    (name, values), = spec.grid.items()
+    ((name, values),) = spec.grid.items()
     assert search.best_params_[f"metric__{name}"] in values
     assert search.best_estimator_.named_steps["metric"].n_features_in_ == X.shape[1]
     assert 0.0 <= search.score(X, y) <= 1.0

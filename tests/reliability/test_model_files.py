@@ -44,7 +44,9 @@ def test_round_trip_gives_identical_transform(spec, saved):
     np.testing.assert_array_equal(loaded.transform(X), est.transform(X))
     X32 = X.astype(np.float32)
     np.testing.assert_array_equal(loaded.transform(X32), est.transform(X32))
-    np.testing.assert_array_equal(loaded.pair_distances(X[:5], X[5:10]), est.pair_distances(X[:5], X[5:10]))
+    np.testing.assert_array_equal(
+        loaded.pair_distances(X[:5], X[5:10]), est.pair_distances(X[:5], X[5:10])
+    )
 
 
 def test_pickle_round_trip_gives_identical_transform(spec, fitted_models):

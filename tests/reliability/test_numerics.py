@@ -68,7 +68,9 @@ _SCALE_PARAMS = {"LMNN": {"max_iter": 1000}}
 @pytest.mark.parametrize("scale", [1e-8, 1e8])
 def test_extreme_scales_give_finite_embeddings_that_still_separate(spec, scale):
     X, y = spec.data()
-    est = _fit_quietly(spec.make(**_SCALE_PARAMS.get(spec.name, {})), (X * scale).astype(np.float32), y)
+    est = _fit_quietly(
+        spec.make(**_SCALE_PARAMS.get(spec.name, {})), (X * scale).astype(np.float32), y
+    )
     Z = est.transform((X * scale).astype(np.float32))
     assert np.isfinite(Z).all()
     reference = _fit_quietly(spec.make(), X, y).transform(X)

@@ -91,7 +91,9 @@ def test_square_roots_and_powers_compose(seed, c, spread):
 @given(seed=seeds, c=sizes)
 def test_matrix_functions_are_orthogonally_equivariant_and_symmetric(seed, c):
     X = _spd(seed, 2, c)
-    Q = torch.linalg.qr(torch.from_numpy(np.random.default_rng(seed + 1).standard_normal((c, c))))[0]
+    Q = torch.linalg.qr(torch.from_numpy(np.random.default_rng(seed + 1).standard_normal((c, c))))[
+        0
+    ]
     for f in (spd_log, spd_sqrt, spd_inv_sqrt, spd_exp):
         FX = f(X)
         _close(FX, FX.transpose(-1, -2), rtol=0, atol=1e-12 * max(1.0, float(FX.abs().max())))
@@ -153,7 +155,12 @@ def test_check_spd_array_accepts_spd_and_names_the_first_bad_matrix(seed, n, c, 
 
 
 @SETTINGS
-@given(seed=seeds, n=st.integers(2, 25), d=st.integers(1, 8), kernel=st.sampled_from(["chi2_rbf", "rbf"]))
+@given(
+    seed=seeds,
+    n=st.integers(2, 25),
+    d=st.integers(1, 8),
+    kernel=st.sampled_from(["chi2_rbf", "rbf"]),
+)
 def test_kernel_matrices_are_bounded_psd_and_match_scikit_learn(seed, n, d, kernel):
     rng = np.random.default_rng(seed)
     X = rng.gamma(0.5, size=(n, d)) * (rng.random((n, d)) < 0.7)  # sparse, histogram-like

@@ -17,6 +17,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .. import distributed
 from .._utils import make_rng, resolve_device, to_tensor, torch_generator
 from .._validation import check_labels, check_min_per_class, check_spd_array
 from ..geometry.distances import airm_distance, log_euclidean_distance
@@ -177,6 +178,7 @@ class RPLEmbedding(MetricLearnerMixin, TransformerMixin, BaseEstimator):
         self
         """
         self._check_params()
+        distributed.init_from_env()
         X, y = self._validate_spd(X, y=y, reset=True)
         check_classification_targets(y)
         self.classes_, codes = check_labels(y, X.shape[0])
@@ -200,7 +202,10 @@ class RPLEmbedding(MetricLearnerMixin, TransformerMixin, BaseEstimator):
                 train_idx[index.class_balanced_batch(n_classes, self.n_per_class, rng)],
                 device=device,
             )
-            return loss_fn(_training_embedding(net, X_t[batch]), codes_t[batch])
+            # under torchrun: every rank draws the same batch, embeds its slice, and computes the
+            # loss on the gathered embeddings (exact single-process gradient; distributed.py)
+            local = _training_embedding(net, X_t[distributed.shard(batch)])
+            return loss_fn(distributed.all_gather_with_grad(local), codes_t[batch])
 
         validate = None
         if val_idx.size:

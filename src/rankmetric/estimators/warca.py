@@ -16,6 +16,7 @@ import torch
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import validate_data
 
+from .. import distributed
 from .._utils import make_rng, resolve_device, to_tensor
 from .._validation import check_labels, check_min_per_class
 from ..io import register_estimator
@@ -182,12 +183,22 @@ class BaseWARCA(TransformerMixin, BaseEstimator):
         an optional cheaper one for the violation-detection pass, and the regulariser.
         """
         optimizer = torch.optim.Adam(module.parameters(), lr=self.learning_rate)
+        # Under torchrun every rank draws the same global batch of pairs and scores its slice
+        # (the sequential sampler's draws depend on every pair's outcome: it runs unsharded).
+        sharded = distributed.init_from_env() and self.sampling != "sequential"
+        if sharded and self.batch_size < distributed.world_size():
+            raise ValueError(
+                f"batch_size={self.batch_size} is smaller than the {distributed.world_size()} "
+                "processes sharing each batch."
+            )
+        pairs_index = distributed.ShardedLabelIndex(index) if sharded else index
+        start, stop = distributed.shard_bounds(self.batch_size)
 
         def loss_step(step: int) -> torch.Tensor:
             embed, embed_detached, penalty = prepare_step()
             warp = sampled_warp_loss(
                 embed,
-                index,
+                pairs_index,
                 rng,
                 n_pairs=self.batch_size,
                 max_sampling=self.max_sampling,
@@ -196,6 +207,8 @@ class BaseWARCA(TransformerMixin, BaseEstimator):
                 device=device,
                 embed_detached=embed_detached,
             )
+            if sharded:  # the mean over this rank's pairs -> the mean over the global batch
+                warp = distributed.global_mean(warp * (stop - start), self.batch_size)
             return warp + self.reg_lambda * penalty()
 
         result = train(

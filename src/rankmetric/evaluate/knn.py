@@ -75,7 +75,8 @@ def knn_search(
         Where to compute; None uses CUDA when available.
     backend : {"auto", "torch", "faiss"}, default="auto"
         ``"auto"`` uses the chunked torch search; ``"faiss"`` an exact faiss flat index on the
-        CPU (faiss must be installed; its tie order at the k-th place may differ).
+        CPU (faiss must be installed; it can be faster for small ``k``, much slower for large
+        ``k``, and which of several items tied at the k-th place it keeps is its own choice).
 
     Returns
     -------

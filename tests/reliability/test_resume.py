@@ -1,0 +1,141 @@
+"""Resumable training: a fit killed half way resumes, in a new process, to the very parameters
+of an uninterrupted fit with the same seed (exact equality on the CPU)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from rankmetric.training import train
+
+CHILD = Path(__file__).with_name("_resume_child.py")
+KILLED = 75  # the child's exit status when it kills itself (see _resume_child.py)
+MAX_ITER, EVERY, KILL_AT = 40, 10, 25  # checkpoints at steps 10 and 20; killed during step 26
+# RPLEmbedding validates every 5 steps; patience 3 makes early stopping part of what must resume.
+EXTRA = {"RPLEmbedding": {"patience": 3}}
+
+
+def _params(spec) -> dict:
+    return {"max_iter": MAX_ITER, "checkpoint_every": EVERY, **EXTRA.get(spec.name, {})}
+
+
+def _child(spec, checkpoint_dir: Path, output: Path, kill_at: int) -> subprocess.CompletedProcess:
+    args = [str(checkpoint_dir), str(output), json.dumps(_params(spec)), str(kill_at)]
+    return subprocess.run(
+        [sys.executable, str(CHILD), spec.name, *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONHASHSEED": "0"},
+    )
+
+
+def _uninterrupted(spec):
+    X, y = spec.data()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return spec.make(**_params(spec)).fit(X, y), X
+
+
+def _assert_same_model(resumed, reference, spec, X) -> None:
+    for name in spec.fitted_arrays:
+        a, b = getattr(resumed, name), getattr(reference, name)
+        for u, v in zip(a if isinstance(a, list) else [a], b if isinstance(b, list) else [b]):
+            np.testing.assert_array_equal(u, v, err_msg=name)
+    np.testing.assert_array_equal(
+        np.asarray(resumed.loss_curve_), np.asarray(reference.loss_curve_)
+    )
+    assert resumed.n_iter_ == reference.n_iter_
+    np.testing.assert_array_equal(resumed.transform(X), reference.transform(X))
+
+
+def test_torch_trained_estimators_expose_checkpointing(torch_spec):
+    params = torch_spec.make().get_params()
+    assert params["checkpoint_dir"] is None
+    assert isinstance(params["checkpoint_every"], int) and params["checkpoint_every"] >= 1
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(400)
+def test_a_killed_fit_resumes_to_the_parameters_of_an_uninterrupted_fit(torch_spec, tmp_path):
+    checkpoints = tmp_path / "checkpoints"
+    killed = _child(torch_spec, checkpoints, tmp_path / "never-written.npz", kill_at=KILL_AT)
+    assert killed.returncode == KILLED, killed.stderr[-3000:]
+    assert (checkpoints / "checkpoint.pt").is_file()
+    assert not (tmp_path / "never-written.npz").exists()
+
+    resumed = _child(torch_spec, checkpoints, tmp_path / "resumed.npz", kill_at=0)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    steps_after_resume = json.loads(resumed.stdout.strip().splitlines()[-1])["steps"]
+    assert not (checkpoints / "checkpoint.pt").exists()  # a finished fit removes its checkpoint
+
+    reference, X = _uninterrupted(torch_spec)
+    assert reference.n_iter_ > KILL_AT, "the uninterrupted fit must outlast the kill"
+    last_checkpoint = KILL_AT // EVERY * EVERY
+    assert steps_after_resume == reference.n_iter_ - last_checkpoint  # resumed, not restarted
+    _assert_same_model(torch_spec.cls.load(tmp_path / "resumed.npz"), reference, torch_spec, X)
+
+
+def test_checkpoint_of_another_model_is_refused_with_a_clear_error(torch_spec, tmp_path):
+    """A stale checkpoint (another model) in ``checkpoint_dir`` gives a ValueError naming it."""
+    other = torch.nn.Linear(3, 2)
+    train(
+        other,
+        torch.optim.Adam(other.parameters()),
+        lambda step: other.weight.square().sum(),
+        rng=np.random.default_rng(0),
+        max_iter=4,
+        checkpoint_dir=tmp_path,
+        checkpoint_every=2,
+        stop_after=2,
+    )
+    assert (tmp_path / "checkpoint.pt").exists()
+    X, y = torch_spec.data()
+    est = torch_spec.make(checkpoint_dir=tmp_path)
+    with pytest.raises(ValueError, match="checkpoint.*does not match"):
+        est.fit(X, y)
+
+
+@pytest.mark.parametrize("every", [0, -3, 2.5])
+def test_bad_checkpoint_every_is_refused(torch_spec, tmp_path, every):
+    X, y = torch_spec.data()
+    est = torch_spec.make(checkpoint_dir=tmp_path, checkpoint_every=every)
+    with pytest.raises(ValueError, match="checkpoint_every"):
+        est.fit(X, y)
+
+
+def test_early_stopping_count_survives_a_resume(tmp_path):
+    """Validations without improvement before the checkpoint still count after resuming."""
+    scores = [1.0, 0.5, 0.4, 0.3, 0.2, 0.1, 0.0, 0.0, 0.0]  # best at the first validation
+
+    def run(checkpoint_dir=None, stop_after=None, first_validation=0):
+        module = torch.nn.Linear(2, 1)
+        remaining = iter(scores[first_validation:])
+        return train(
+            module,
+            torch.optim.SGD(module.parameters(), lr=0.01),
+            lambda step: module.weight.square().sum(),
+            rng=np.random.default_rng(0),
+            max_iter=100,
+            validate=lambda: next(remaining),
+            validation_every=5,
+            patience=3,
+            checkpoint_dir=checkpoint_dir,
+            checkpoint_every=10,
+            stop_after=stop_after,
+        )
+
+    uninterrupted = run()
+    assert uninterrupted.stopped_early and uninterrupted.n_iter == 20
+    run(tmp_path, stop_after=10)  # validations at steps 5 (best) and 10 (worse)
+    resumed = run(tmp_path, first_validation=2)
+    assert resumed.stopped_early and resumed.n_iter == uninterrupted.n_iter
+    assert resumed.best_step == uninterrupted.best_step == 5

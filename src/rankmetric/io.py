@@ -53,6 +53,8 @@ def _is_json_scalar(v: Any) -> bool:
 def _to_json(v: Any, what: str):
     if isinstance(v, np.generic):
         return v.item()
+    if isinstance(v, os.PathLike):  # e.g. checkpoint_dir=Path(...)
+        return os.fspath(v)
     if _is_json_scalar(v):
         return v
     if isinstance(v, (list, tuple)):

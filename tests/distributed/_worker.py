@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from rankmetric import distributed
+from rankmetric.estimators.kernel_warca import KernelWARCA
 from rankmetric.estimators.rpl import RPLEmbedding
 from rankmetric.estimators.ssne import SSNE
 from rankmetric.estimators.warca import WARCA
@@ -98,6 +99,10 @@ def estimators() -> dict[str, np.ndarray]:
         out[f"warca_{sampling}"] = warca.components_
         out[f"warca_{sampling}_loss"] = np.asarray(warca.loss_curve_)
         out[f"warca_{sampling}_share"] = counter.fraction()
+    kernel = KernelWARCA(
+        3, kernel="rbf", max_iter=10, batch_size=33, max_sampling=16, random_state=0, device="cpu"
+    ).fit(X, y)
+    out["kernel_warca"], out["kernel_warca_share"] = kernel.components_, counter.fraction()
     ssne = SSNE(8, max_iter=15, batch_size=45, random_state=0, device="cpu").fit(X, y)
     out["ssne"], out["ssne_loss"] = ssne.weight_, ssne.loss_curve_
     out["ssne_share"] = counter.fraction()

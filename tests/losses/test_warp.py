@@ -191,7 +191,8 @@ class _ExhaustiveIndex(LabelIndex):
         return other[:, :n_per_anchor]
 
 
-def test_sampled_batched_loss_is_eq5_when_it_sees_every_negative():
+@pytest.mark.parametrize("sampling", ["batched", "exact"])
+def test_sampled_loss_is_eq5_when_it_sees_every_negative(sampling):
     data = _SmallData(seed=2)
     index = _ExhaustiveIndex.from_codes(data.labels)
     W = torch.tensor([[1.0, 0.3], [-0.2, 0.8]], dtype=torch.float64, requires_grad=True)
@@ -200,7 +201,14 @@ def test_sampled_batched_loss_is_eq5_when_it_sees_every_negative():
         return (data.E if idx is None else data.E[idx]) @ W.T
 
     ours = sampled_warp_loss(
-        embed, index, np.random.default_rng(0), n_pairs=0, max_sampling=18, margin=MARGIN
+        embed,
+        index,
+        np.random.default_rng(0),
+        n_pairs=0,
+        max_sampling=18,
+        margin=MARGIN,
+        max_violators=None,
+        sampling=sampling,
     )
     (grad_ours,) = torch.autograd.grad(ours, W)
     reference = brute_force_terms(data.E @ W.T, data.labels).mean()

@@ -16,9 +16,9 @@ import torch
 
 from rankmetric.training import train
 
-CHILD = Path(__file__).with_name("_resume_child.py")
-KILLED = 75  # the child's exit status when it kills itself (see _resume_child.py)
-MAX_ITER, EVERY, KILL_AT = 40, 10, 25  # checkpoints at steps 10 and 20; killed during step 26
+DRIVER = Path(__file__).with_name("_resume_child.py")
+KILLED = 75  # exit status of a process that kills itself (see _resume_child.py)
+MAX_ITER, EVERY, KILL_AT = 40, 10, 25  # checkpoints at steps 10 and 20; killed as step 26 begins
 # RPLEmbedding validates every 5 steps; patience 3 makes early stopping part of what must resume.
 EXTRA = {"RPLEmbedding": {"patience": 3}}
 
@@ -27,15 +27,20 @@ def _params(spec) -> dict:
     return {"max_iter": MAX_ITER, "checkpoint_every": EVERY, **EXTRA.get(spec.name, {})}
 
 
-def _child(spec, checkpoint_dir: Path, output: Path, kill_at: int) -> subprocess.CompletedProcess:
-    args = [str(checkpoint_dir), str(output), json.dumps(_params(spec)), str(kill_at)]
-    return subprocess.run(
-        [sys.executable, str(CHILD), spec.name, *args],
+@pytest.fixture(scope="module")
+def resumed_runs(tmp_path_factory, all_specs):
+    """Kill and resume every torch-trained estimator in processes of one driver subprocess."""
+    out = tmp_path_factory.mktemp("resume")
+    specs = [s for s in all_specs if s.torch_trained]
+    config = {"kill_at": KILL_AT, "runs": {s.name: _params(s) for s in specs}}
+    done = subprocess.run(
+        [sys.executable, str(DRIVER), str(out), json.dumps(config)],
         capture_output=True,
         text=True,
         timeout=300,
-        env={**os.environ, "PYTHONHASHSEED": "0"},
     )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return out, json.loads(done.stdout.strip().splitlines()[-1]), done.stderr
 
 
 def _uninterrupted(spec):
@@ -64,24 +69,21 @@ def test_torch_trained_estimators_expose_checkpointing(torch_spec):
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(400)
-def test_a_killed_fit_resumes_to_the_parameters_of_an_uninterrupted_fit(torch_spec, tmp_path):
-    checkpoints = tmp_path / "checkpoints"
-    killed = _child(torch_spec, checkpoints, tmp_path / "never-written.npz", kill_at=KILL_AT)
-    assert killed.returncode == KILLED, killed.stderr[-3000:]
-    assert (checkpoints / "checkpoint.pt").is_file()
-    assert not (tmp_path / "never-written.npz").exists()
-
-    resumed = _child(torch_spec, checkpoints, tmp_path / "resumed.npz", kill_at=0)
-    assert resumed.returncode == 0, resumed.stderr[-3000:]
-    steps_after_resume = json.loads(resumed.stdout.strip().splitlines()[-1])["steps"]
-    assert not (checkpoints / "checkpoint.pt").exists()  # a finished fit removes its checkpoint
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="the driver forks its worker processes")
+def test_a_killed_fit_resumes_to_the_parameters_of_an_uninterrupted_fit(torch_spec, resumed_runs):
+    out, report, stderr = resumed_runs
+    run = report[torch_spec.name]
+    assert run["killed_status"] == KILLED, stderr[-3000:]
+    assert run["checkpoint_after_kill"]
+    assert run["resumed_status"] == 0, stderr[-3000:]
+    assert not run["checkpoint_after_resume"]  # a finished fit removes its checkpoint
 
     reference, X = _uninterrupted(torch_spec)
     assert reference.n_iter_ > KILL_AT, "the uninterrupted fit must outlast the kill"
     last_checkpoint = KILL_AT // EVERY * EVERY
-    assert steps_after_resume == reference.n_iter_ - last_checkpoint  # resumed, not restarted
-    _assert_same_model(torch_spec.cls.load(tmp_path / "resumed.npz"), reference, torch_spec, X)
+    assert run["steps_after_resume"] == reference.n_iter_ - last_checkpoint  # not restarted
+    resumed = torch_spec.cls.load(out / f"{torch_spec.name}.npz")
+    _assert_same_model(resumed, reference, torch_spec, X)
 
 
 def test_checkpoint_of_another_model_is_refused_with_a_clear_error(torch_spec, tmp_path):

@@ -42,6 +42,16 @@ DEFAULT_COMPONENTS = 64
 TRANSFORM_CHUNK_ELEMENTS = 1 << 24
 
 
+def _is_symmetric(K: np.ndarray, rtol: float = 1e-5, chunk_rows: int = 1024) -> bool:
+    """Whether the square ``K`` equals ``Kᵀ`` up to ``rtol`` of its largest diagonal entry,
+    compared in row blocks (no N × N temporary)."""
+    atol = rtol * max(float(np.abs(np.diagonal(K)).max(initial=0.0)), 1e-30)
+    return all(
+        np.allclose(K[start : start + chunk_rows], K[:, start : start + chunk_rows].T, rtol, atol)
+        for start in range(0, K.shape[0], chunk_rows)
+    )
+
+
 @register_estimator
 class KernelWARCA(MetricLearnerMixin, BaseWARCA):
     """Non-linear WARCA in a kernel space, exact or with a Nyström approximation.
@@ -65,7 +75,8 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         Nyström landmarks ``m`` (drawn uniformly from the training set). ``None``: exact kernel up
         to 20 000 samples, 2 000 landmarks beyond.
     margin, reg_lambda, batch_size, sampling, max_sampling, max_iter, learning_rate,
-    validation_every, patience, tol, random_state, device, verbose :
+    validation_every, patience, tol, random_state, device, verbose, checkpoint_dir,
+    checkpoint_every :
         As in :class:`rankmetric.WARCA`. ``reg_lambda`` defaults to 1e-3 (the reference's VIPeR
         setting): on a normalised kernel (``k(x, x) = 1``) an embedding with ``A K Aᵀ = I`` has
         all distances below √2, so the margin of 1 needs room to grow the scale.
@@ -106,6 +117,8 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         random_state=None,
         device: str | None = None,
         verbose: bool = False,
+        checkpoint_dir: str | None = None,
+        checkpoint_every: int = 100,
     ) -> None:
         self.n_components = n_components
         self.kernel = kernel
@@ -126,6 +139,8 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         self.random_state = random_state
         self.device = device
         self.verbose = verbose
+        self.checkpoint_dir = checkpoint_dir
+        self.checkpoint_every = checkpoint_every
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -183,6 +198,8 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
             raise ValueError(
                 f"kernel='precomputed' needs a square training kernel, got shape {X.shape}."
             )
+        if self.kernel == "precomputed" and not _is_symmetric(X):
+            raise ValueError("kernel='precomputed' needs a symmetric training kernel K(X, X).")
         X_val, y_val = self._check_validation_set(X_val, y_val, classes)
         device = resolve_device(self.device)
         rng = make_rng(self.random_state)

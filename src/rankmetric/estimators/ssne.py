@@ -156,6 +156,12 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
         Torch device; ``None`` picks CUDA when available.
     verbose : bool or int, default=False
         Progress bar on a terminal.
+    checkpoint_dir : str or path-like, optional
+        Folder where ``checkpoint.pt`` is written every ``checkpoint_every`` steps; a fit that
+        finds one there resumes from it, so a killed fit ends with the parameters of an
+        uninterrupted one (same seed, CPU). The file is removed when the fit completes.
+    checkpoint_every : int, default=100
+        Steps between two checkpoints.
 
     Attributes
     ----------
@@ -188,6 +194,8 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
         random_state=None,
         device: str | None = None,
         verbose: bool | int = False,
+        checkpoint_dir: str | None = None,
+        checkpoint_every: int = 100,
     ) -> None:
         self.n_components = n_components
         self.reg_lambda = reg_lambda
@@ -202,6 +210,8 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
         self.random_state = random_state
         self.device = device
         self.verbose = verbose
+        self.checkpoint_dir = checkpoint_dir
+        self.checkpoint_every = checkpoint_every
 
     # ------------------------------------------------------------------ fitting
     def fit(self, X, y):
@@ -342,6 +352,8 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
             post_step=stepper.proximal_step,
             verbose=self.verbose,
             desc="SSNE",
+            checkpoint_dir=self.checkpoint_dir,
+            checkpoint_every=self.checkpoint_every,
         )
         weight = module.weight.detach().cpu().numpy()
         active = np.flatnonzero(np.any(weight != 0, axis=0))

@@ -223,6 +223,8 @@ class BaseWARCA(TransformerMixin, BaseEstimator):
             tol=self.tol,
             verbose=self.verbose,
             desc=type(self).__name__,
+            checkpoint_dir=self.checkpoint_dir,
+            checkpoint_every=self.checkpoint_every,
         )
         self.n_iter_ = int(result.n_iter)
         self.loss_curve_ = [float(h["loss"]) for h in result.history]
@@ -286,6 +288,12 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         ``"cpu"``, ``"cuda"``, ``"cuda:1"``; ``None`` picks CUDA when available.
     verbose : bool, default=False
         Progress bar (on a terminal).
+    checkpoint_dir : str or path-like, optional
+        Folder where ``checkpoint.pt`` is written every ``checkpoint_every`` steps; a fit that
+        finds one there resumes from it, so a killed fit ends with the parameters of an
+        uninterrupted one (same seed, CPU). The file is removed when the fit completes.
+    checkpoint_every : int, default=100
+        Steps between two checkpoints.
 
     Attributes
     ----------
@@ -332,6 +340,8 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         random_state=None,
         device: str | None = None,
         verbose: bool = False,
+        checkpoint_dir: str | None = None,
+        checkpoint_every: int = 100,
     ) -> None:
         self.n_components = n_components
         self.margin = margin
@@ -349,6 +359,8 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         self.random_state = random_state
         self.device = device
         self.verbose = verbose
+        self.checkpoint_dir = checkpoint_dir
+        self.checkpoint_every = checkpoint_every
 
     def fit(self, X, y, X_val=None, y_val=None) -> WARCA:
         """Learn the map from labelled data.

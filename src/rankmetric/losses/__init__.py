@@ -9,7 +9,13 @@ from .npair import NPairLoss
 from .pair_distances import paired_distance, pairwise_distance, pairwise_similarity
 from .potato import RiemannianPotatoLoss
 from .proxy_nca import ProxyNCALoss
-from .similarity import SimilarityRegressionLoss
+from .similarity import (
+    SimilarityRegressionLoss,
+    group_norm_penalty,
+    group_soft_threshold_,
+    jaccard_similarity_targets,
+    label_similarity_targets,
+)
 from .triplet import TripletLoss
 from .warp import WARPLoss
 
@@ -25,4 +31,8 @@ __all__ = [
     "pairwise_distance",
     "paired_distance",
     "pairwise_similarity",
+    "group_norm_penalty",
+    "group_soft_threshold_",
+    "label_similarity_targets",
+    "jaccard_similarity_targets",
 ]

@@ -57,6 +57,8 @@ SAMPLINGS = ("batched", "sequential", "exact")
 EULER_GAMMA = 0.5772156649015329
 #: First chunk of draws of the sequential sampler (doubles each round).
 SEQUENTIAL_FIRST_CHUNK = 16
+#: Violators per row the batched mode evaluates with gradients (a uniform subset of them).
+MAX_VIOLATORS = 16
 #: Largest (2·batch) × N distance matrix the ``"exact"`` mode may build (2^27 = 512 MiB float32).
 EXACT_MAX_ENTRIES = 1 << 27
 #: Squared distances are clamped at this value before the square root (finite gradients).
@@ -274,15 +276,18 @@ class _Violations:
         self.rank = rank  # (R,)
 
 
-def _detect_batched(dist, index, rng, first, threshold, n_other, n_negatives) -> tuple:
+def _detect_batched(
+    dist, index, rng, first, threshold, n_other, n_negatives, max_violators
+) -> tuple:
     negatives = _as_index(index.negatives(first, n_negatives, rng), threshold.device)  # (P, S)
     pairs = torch.arange(first.shape[0], device=threshold.device)
     violates = threshold[:, None, None] - dist.to(pairs, negatives) > 0  # (P, 2, S)
     violates = violates.transpose(0, 1).reshape(-1, n_negatives)  # rows: anchor first, then second
-    n_violators = violates.sum(dim=1)
-    rank = batched_rank_estimate(n_violators, n_negatives, n_other.repeat(2))
+    rank = batched_rank_estimate(violates.sum(dim=1), n_negatives, n_other.repeat(2))
+    if max_violators is not None:  # the first ones of i.i.d. draws: a uniform subset
+        violates &= violates.cumsum(dim=1) <= max_violators
     rows, cols = violates.nonzero(as_tuple=True)
-    return rows, negatives.repeat(2, 1)[rows, cols], n_violators, rank
+    return rows, negatives.repeat(2, 1)[rows, cols], violates.sum(dim=1), rank
 
 
 def _detect_sequential(dist, index, rng, first, threshold, n_other, max_sampling) -> tuple:
@@ -341,6 +346,7 @@ def sampled_warp_loss(
     sampling: str = "batched",
     device: str | torch.device = "cpu",
     embed_detached: Embed | None = None,
+    max_violators: int | None = MAX_VIOLATORS,
 ) -> torch.Tensor:
     """WARCA's stochastic WARP loss over a whole training set (the estimator's loss).
 
@@ -370,6 +376,11 @@ def sampled_warp_loss(
     embed_detached : callable, optional
         A cheaper ``embed`` for the detection pass (no gradient needed), e.g. rows of a
         precomputed embedding.
+    max_violators : int or None, default=16
+        ``"batched"`` only: the hinge mean over a row's violators is estimated from at most this
+        many of them (the first ones drawn: a uniform subset, so the loss stays unbiased) while
+        ``r̂`` still counts them all. Bounds the gradient pass when most draws violate (early in
+        training); ``None`` uses every violator.
 
     Returns
     -------
@@ -390,7 +401,9 @@ def sampled_warp_loss(
         dist = _Distances(detached, torch.stack([e_a, e_p], dim=1), index.n_samples, dense)
         threshold = margin + _paired_euclidean(e_a, e_p)
         if sampling == "batched":
-            found = _detect_batched(dist, index, rng, first, threshold, n_other, max_sampling)
+            found = _detect_batched(
+                dist, index, rng, first, threshold, n_other, max_sampling, max_violators
+            )
         elif sampling == "sequential":
             found = _detect_sequential(dist, index, rng, first, threshold, n_other, max_sampling)
         else:

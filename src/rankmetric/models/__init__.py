@@ -2,12 +2,13 @@
 
 from .linear import LinearMap
 from .spdnet import BiMap, LogEig, ReEig, SPDNet
-from .sphere import SphereTanhEmbedding
+from .sphere import SphereTanhEmbedding, sphere_similarity
 from .stiefel import StiefelAdam, StiefelSGD
 
 __all__ = [
     "LinearMap",
     "SphereTanhEmbedding",
+    "sphere_similarity",
     "SPDNet",
     "BiMap",
     "ReEig",

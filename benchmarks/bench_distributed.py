@@ -28,16 +28,16 @@ import time
 # method -> (estimator parameters, global batch items per step, unit)
 CONFIGS = {
     "warca": (
-        {"n_components": 32, "batch_size": 2048, "max_sampling": 64, "max_iter": 60},
+        {"n_components": 32, "batch_size": 2048, "max_sampling": 64, "max_iter": 30},
         2048,
         "positive pairs",
     ),
-    "ssne": ({"n_components": 128, "batch_size": 8192, "max_iter": 60}, 8192, "pairs"),
+    "ssne": ({"n_components": 128, "batch_size": 8192, "max_iter": 30}, 8192, "pairs"),
     "rpl": (
         {
             "hidden_sizes": 8,
             "n_per_class": 32,
-            "max_iter": 20,
+            "max_iter": 10,
             "validation_fraction": 0.0,
             "whiten": False,
         },
@@ -136,11 +136,11 @@ def child(method: str, threads: int) -> None:
         report["comm"] = timer.seconds
         for name, original in timer.originals.items():
             setattr(timer.dist, name, original)
-        sizes = {
-            "warca": [est.components_.size],
-            "ssne": [est.weight_.size],
-            "rpl": [w.size for w in getattr(est, "weights_", [])],
-        }[method]
+        sizes = (
+            [w.size for w in est.weights_]
+            if method == "rpl"
+            else [(est.components_ if method == "warca" else est.weight_).size]
+        )
         report["micro"] = _micro(method, sizes, MICRO_STEPS)
         torch.distributed.destroy_process_group()
     print(json.dumps(report))

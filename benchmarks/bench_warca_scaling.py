@@ -81,6 +81,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--no-sequential", action="store_true")
+    parser.add_argument("--no-nca", action="store_true")
     parser.add_argument("--worker", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -101,7 +102,7 @@ def main() -> None:
         methods = [("batched", args.steps)]
         if not args.no_sequential:
             methods.append(("sequential", args.steps))
-        if n <= 10_000:
+        if n <= 10_000 and not args.no_nca:
             methods.append(("nca", args.nca_iter))
         base = None
         for method, steps in methods:

@@ -19,6 +19,7 @@ It prints one JSON line: ``{name: {"killed_status", "checkpoint_after_kill", "re
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import sys
@@ -82,6 +83,9 @@ def main(out_dir: str, config: str) -> None:
 
     config = json.loads(config)
     out_dir = Path(out_dir)
+    for name in config["runs"]:  # import once here rather than in every forked process
+        importlib.import_module(BY_NAME[name].module)
+    importlib.import_module("torch._dynamo")  # imported lazily by the optimisers' first step
     report = {}
     for name, params in config["runs"].items():
         spec, checkpoints = BY_NAME[name], out_dir / name

@@ -199,3 +199,13 @@ def test_save_before_fit_is_refused(spec, tmp_path):
         spec.make().save(tmp_path / "unfitted.npz")
     with pytest.raises(ValueError, match="not fitted"):
         save_model(spec.make(), tmp_path / "unfitted.npz")
+
+
+def test_a_path_valued_parameter_is_saved_as_its_string(torch_spec, tmp_path):
+    """``checkpoint_dir=Path(...)`` must not make the model unsavable."""
+    X, y = torch_spec.data()
+    est = torch_spec.make(max_iter=3, checkpoint_dir=tmp_path / "ckpt").fit(X, y)
+    est.save(tmp_path / "model.npz")
+    loaded = load_model(tmp_path / "model.npz")
+    assert loaded.get_params()["checkpoint_dir"] == str(tmp_path / "ckpt")
+    np.testing.assert_array_equal(loaded.transform(X), est.transform(X))

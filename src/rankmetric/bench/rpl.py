@@ -260,7 +260,7 @@ def summarise(results: list[dict], config: BenchConfig, out_dir) -> Summary:
     methods = [m for m in METHODS if any(m in table[d] for d in datasets)]
     seeds = sorted({r["cell"]["seed"] for r in results})
     budget = results[0]["cell"]["options"]["budget"]
-    quick = "QUICK MODE (2 data sets, 2 seeds, 60 steps) — " if config.quick else ""
+    quick = "QUICK MODE (fewer sets and seeds, short training) — " if config.quick else ""
     intro = (
         f"{quick}F1 / R@1 / R@3 / NMI (%) on the official test part, mean ± std over seeds "
         f"{seeds}. Every method trains the same SPDNet (one BiMap to ⌈c/2⌉ + ReEig, inputs "

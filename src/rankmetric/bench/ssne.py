@@ -398,8 +398,9 @@ def summarise(results: list[dict], config: BenchConfig, out_dir) -> Summary:
     table1, payload1 = _table1(results, config)
     table2, payload2 = _table2(results)
     mode = (
-        "QUICK MODE (1×2 CV, small budgets, no tuning; image sets subsampled) — "
-        if (config.quick)
+        "QUICK MODE (small budgets, no tuning; Fashion-MNIST / MNIST-5k training parts "
+        f"subsampled to {IMAGE_TRAIN['quick']} images) — "
+        if config.quick
         else ""
     )
     tuning = (

@@ -279,7 +279,7 @@ def summarise(results: list[dict], config: BenchConfig, out_dir) -> Summary:
 
     cmc = [r for r in results if r["cell"]["benchmark"] == NAME]
     scaling = [r for r in results if r["cell"]["benchmark"] == "warca-scaling"]
-    quick = "QUICK MODE (3 splits, small budgets, no tuning) — " if config.quick else ""
+    quick = "QUICK MODE (fewer splits, small budgets, no tuning) — " if config.quick else ""
     parts, plots, payload = ["## WARCA — re-identification protocol (stand-in data)"], [], {}
     if cmc:
         text, payload["cmc"], curves = _cmc_tables(cmc)

@@ -96,6 +96,12 @@ class RPLEmbedding(MetricLearnerMixin, TransformerMixin, BaseEstimator):
         Torch device; ``None`` picks CUDA when available.
     verbose : bool or int, default=False
         Progress bar on a terminal.
+    checkpoint_dir : str or path-like, optional
+        Folder where ``checkpoint.pt`` is written every ``checkpoint_every`` steps; a fit that
+        finds one there resumes from it, so a killed fit ends with the parameters of an
+        uninterrupted one (same seed, CPU). The file is removed when the fit completes.
+    checkpoint_every : int, default=100
+        Steps between two checkpoints.
 
     Attributes
     ----------
@@ -141,6 +147,8 @@ class RPLEmbedding(MetricLearnerMixin, TransformerMixin, BaseEstimator):
         random_state=None,
         device: str | None = None,
         verbose: bool | int = False,
+        checkpoint_dir: str | None = None,
+        checkpoint_every: int = 100,
     ) -> None:
         self.hidden_sizes = hidden_sizes
         self.distance = distance
@@ -162,6 +170,8 @@ class RPLEmbedding(MetricLearnerMixin, TransformerMixin, BaseEstimator):
         self.random_state = random_state
         self.device = device
         self.verbose = verbose
+        self.checkpoint_dir = checkpoint_dir
+        self.checkpoint_every = checkpoint_every
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -222,6 +232,8 @@ class RPLEmbedding(MetricLearnerMixin, TransformerMixin, BaseEstimator):
             patience=self.patience,
             verbose=self.verbose,
             desc="RPLEmbedding",
+            checkpoint_dir=self.checkpoint_dir,
+            checkpoint_every=self.checkpoint_every,
         )
         self._store_fitted(net, loss_fn, result)
         return self

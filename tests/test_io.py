@@ -96,4 +96,6 @@ def test_get_metric_and_pair_distances(fitted, rng):
     est, X = fitted
     metric = est.get_metric()
     assert metric(X[0], X[1]) == pytest.approx(3 * np.linalg.norm(X[0] - X[1]))
-    np.testing.assert_allclose(est.pair_distances(X[:5], X[5:10]), 3 * np.linalg.norm(X[:5] - X[5:10], axis=1))
+    np.testing.assert_allclose(
+        est.pair_distances(X[:5], X[5:10]), 3 * np.linalg.norm(X[:5] - X[5:10], axis=1)
+    )

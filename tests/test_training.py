@@ -45,8 +45,14 @@ def test_validation_restores_best_and_stops_early():
         return next(scores)
 
     result = train(
-        module, opt, loss_step, rng=rng, max_iter=1000, validate=validate,
-        validation_every=10, patience=3,
+        module,
+        opt,
+        loss_step,
+        rng=rng,
+        max_iter=1000,
+        validate=validate,
+        validation_every=10,
+        patience=3,
     )
     assert result.stopped_early
     assert result.best_step == 20
@@ -84,8 +90,14 @@ def test_checkpoint_resume_matches_uninterrupted_run(tmp_path):
 
     module, opt, rng, loss_step, _ = _setup(seed=1)
     partial = train(
-        module, opt, loss_step, rng=rng, max_iter=120, checkpoint_dir=tmp_path,
-        checkpoint_every=20, stop_after=60,
+        module,
+        opt,
+        loss_step,
+        rng=rng,
+        max_iter=120,
+        checkpoint_dir=tmp_path,
+        checkpoint_every=20,
+        stop_after=60,
     )
     assert partial.n_iter == 60 and (tmp_path / "checkpoint.pt").exists()
     # a fresh process: new objects, state only from the checkpoint

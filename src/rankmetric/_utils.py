@@ -40,7 +40,9 @@ def make_rng(random_state) -> np.random.Generator:
     return np.random.default_rng(random_state)
 
 
-def torch_generator(rng: np.random.Generator, device: torch.device | str = "cpu") -> torch.Generator:
+def torch_generator(
+    rng: np.random.Generator, device: torch.device | str = "cpu"
+) -> torch.Generator:
     """A torch ``Generator`` on ``device`` seeded from ``rng`` (so one seed drives both)."""
     gen = torch.Generator(device=device)
     gen.manual_seed(int(rng.integers(0, 2**62)))
@@ -53,7 +55,9 @@ def progress(iterable=None, *, total=None, desc=None, verbose: bool | int = Fals
     return tqdm(iterable, total=total, desc=desc, disable=disable, leave=False, **kwargs)
 
 
-def to_tensor(X, device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32) -> torch.Tensor:
+def to_tensor(
+    X, device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32
+) -> torch.Tensor:
     """Copy an array to a contiguous tensor of ``dtype`` on ``device``."""
     if isinstance(X, torch.Tensor):
         return X.to(device=device, dtype=dtype).contiguous()

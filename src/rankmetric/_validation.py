@@ -24,7 +24,9 @@ def check_finite(X: np.ndarray, name: str = "X") -> np.ndarray:
     return X
 
 
-def check_labels(y, n_samples: int | None = None, *, min_classes: int = 2) -> tuple[np.ndarray, np.ndarray]:
+def check_labels(
+    y, n_samples: int | None = None, *, min_classes: int = 2
+) -> tuple[np.ndarray, np.ndarray]:
     """Validate class labels and encode them as integers ``0..Q-1``.
 
     Parameters
@@ -47,7 +49,9 @@ def check_labels(y, n_samples: int | None = None, *, min_classes: int = 2) -> tu
     if y.ndim != 1:
         raise ValueError(f"y must be one-dimensional, got shape {y.shape}.")
     if n_samples is not None and y.shape[0] != n_samples:
-        raise ValueError(f"X and y have different lengths: {n_samples} samples but {y.shape[0]} labels.")
+        raise ValueError(
+            f"X and y have different lengths: {n_samples} samples but {y.shape[0]} labels."
+        )
     if y.shape[0] == 0:
         raise ValueError("y is empty.")
     kind = type_of_target(y, input_name="y", raise_unknown=True)
@@ -56,7 +60,8 @@ def check_labels(y, n_samples: int | None = None, *, min_classes: int = 2) -> tu
     classes, codes = np.unique(y, return_inverse=True)
     if classes.shape[0] < min_classes:
         raise ValueError(
-            f"y has {classes.shape[0]} class(es); at least {min_classes} are needed to learn a metric."
+            f"y has {classes.shape[0]} class(es); at least {min_classes} are needed "
+            "to learn a metric."
         )
     return classes, codes.astype(np.int64)
 

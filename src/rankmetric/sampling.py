@@ -40,7 +40,9 @@ class LabelIndex:
     def n_samples(self) -> int:
         return self.codes.shape[0]
 
-    def positive_pairs(self, n_pairs: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    def positive_pairs(
+        self, n_pairs: int, rng: np.random.Generator
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Ordered pairs ``(i, j)``, ``i != j``, same class, uniform over all such pairs."""
         weights = self.counts * (self.counts - 1.0)
         if weights.sum() <= 0:
@@ -52,7 +54,9 @@ class LabelIndex:
         b = b + (b >= a)
         return self.order[self.starts[cls] + a], self.order[self.starts[cls] + b]
 
-    def negatives(self, anchors: np.ndarray, n_per_anchor: int, rng: np.random.Generator) -> np.ndarray:
+    def negatives(
+        self, anchors: np.ndarray, n_per_anchor: int, rng: np.random.Generator
+    ) -> np.ndarray:
         """For each anchor, ``n_per_anchor`` samples of another class, uniform with replacement.
 
         Returns an array of shape (len(anchors), n_per_anchor).

@@ -10,7 +10,15 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 def _cells(n=4, shift=0.0):
     return [
-        Cell("demo", "m", "d", fold=f, seed=s, runner="grid_runner.noisy_mean", options={"shift": shift})
+        Cell(
+            "demo",
+            "m",
+            "d",
+            fold=f,
+            seed=s,
+            runner="grid_runner.noisy_mean",
+            options={"shift": shift},
+        )
         for f in range(2)
         for s in range(n // 2)
     ]
@@ -44,6 +52,8 @@ def test_dask_cluster_matches_serial():
     from distributed import LocalCluster
 
     serial = run_grid(_cells(), verbose=False)
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cl:
+    with LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as cl:
         on_dask = run_grid(_cells(), scheduler=cl.scheduler_address, verbose=False)
     assert serial == on_dask

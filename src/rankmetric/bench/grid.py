@@ -42,7 +42,8 @@ class Cell:
     def key(self) -> str:
         opts = json.dumps(self.options, sort_keys=True)
         digest = hashlib.sha1(opts.encode()).hexdigest()[:10]
-        return f"{self.benchmark}/{self.method}/{self.dataset}/fold{self.fold}-seed{self.seed}-{digest}"
+        where = f"{self.benchmark}/{self.method}/{self.dataset}"
+        return f"{where}/fold{self.fold}-seed{self.seed}-{digest}"
 
 
 def _resolve(path: str) -> Callable[[Cell], dict]:

@@ -23,7 +23,10 @@ def build_parser() -> argparse.ArgumentParser:
             "similarities (WARCA, SSNE, RPL, LMNN, ITML), then evaluate it for k-NN "
             "classification, retrieval, clustering and re-identification."
         ),
-        epilog="Start with `rankmetric demo`, then `rankmetric data list` and `rankmetric fit --help`.",
+        epilog=(
+            "Start with `rankmetric demo`, then `rankmetric data list` and "
+            "`rankmetric fit --help`."
+        ),
     )
     parser.add_argument("--version", action="version", version=f"rankmetric {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")

@@ -48,10 +48,17 @@ def run_demo(args: argparse.Namespace) -> int:
         for est in methods.values():
             start = time.perf_counter()
             res = repeated_cv_knn(
-                est, data.X, data.y, n_repeats=repeats, n_splits=2, k=args.k,
+                est,
+                data.X,
+                data.y,
+                n_repeats=repeats,
+                n_splits=2,
+                k=args.k,
                 random_state=args.seed,
             )
-            cells.append(f"{100 * res.mean:5.1f}±{100 * res.std:4.1f} ({time.perf_counter() - start:4.0f}s)")
+            cells.append(
+                f"{100 * res.mean:5.1f}±{100 * res.std:4.1f} ({time.perf_counter() - start:4.0f}s)"
+            )
         print(f"| {name:<10} | " + " | ".join(f"{c:>18}" for c in cells) + " |")
     print("\n(mean ± std over the folds; the time in brackets is the whole cross-validation.)")
     return 0
@@ -66,10 +73,19 @@ def register(subparsers) -> None:
             "(no download) and print their k-NN accuracy beside plain Euclidean k-NN."
         ),
     )
-    parser.add_argument("--datasets", nargs="+", default=list(DEMO_DATASETS), metavar="NAME",
-                        help="data sets to use (default: %(default)s)")
-    parser.add_argument("--full", dest="quick", action="store_false",
-                        help="5x2 CV and full training budgets instead of the quick 1x2 run")
+    parser.add_argument(
+        "--datasets",
+        nargs="+",
+        default=list(DEMO_DATASETS),
+        metavar="NAME",
+        help="data sets to use (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--full",
+        dest="quick",
+        action="store_false",
+        help="5x2 CV and full training budgets instead of the quick 1x2 run",
+    )
     parser.add_argument("-k", type=int, default=3, help="neighbours in the k-NN vote (default: 3)")
     parser.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
     parser.add_argument("--threads", type=int, default=2, help="torch threads (default: 2)")

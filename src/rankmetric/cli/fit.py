@@ -61,22 +61,36 @@ def _add_method_parser(sub, method: str) -> None:
     parser = sub.add_parser(
         method,
         help=_summary(cls),
-        description=f"{_summary(cls)}  Every option below is a parameter of rankmetric.{cls.__name__}.",
+        description=(
+            f"{_summary(cls)}  Every option below is a parameter of "
+            f"rankmetric.{cls.__name__}."
+        ),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     kind = METHODS[method][2]
-    parser.add_argument("--data", required=True, metavar="NAME",
-                        help="data set name (see `rankmetric data list`)"
-                        + ("; multichannel sets are turned into SPD covariance matrices" if kind == "spd" else ""))
+    parser.add_argument(
+        "--data",
+        required=True,
+        metavar="NAME",
+        help="data set name (see `rankmetric data list`)"
+        + ("; multichannel sets are turned into SPD covariance matrices" if kind == "spd" else ""),
+    )
     parser.add_argument("--out", metavar="PATH", help="save the fitted model to this .npz file")
-    parser.add_argument("--test-size", type=float, default=0.3,
-                        help="held-out fraction when the data set has no official test split")
+    parser.add_argument(
+        "--test-size",
+        type=float,
+        default=0.3,
+        help="held-out fraction when the data set has no official test split",
+    )
     parser.add_argument("-k", type=int, default=3, help="neighbours for the k-NN evaluation")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     group = parser.add_argument_group(f"{cls.__name__} parameters")
     for name, default in cls().get_params(deep=False).items():
         group.add_argument(
-            f"--{name.replace('_', '-')}", dest=f"param_{name}", default=default, metavar="VALUE",
+            f"--{name.replace('_', '-')}",
+            dest=f"param_{name}",
+            default=default,
+            metavar="VALUE",
             type=lambda text, d=default: _parse_value(text, d),
         )
     parser.set_defaults(func=run_fit, method=method)
@@ -107,7 +121,7 @@ def run_fit(args: argparse.Namespace) -> int:
     from ..evaluate import knn_accuracy
 
     cls = _estimator_class(args.method)
-    params = {k[len("param_"):]: v for k, v in vars(args).items() if k.startswith("param_")}
+    params = {k[len("param_") :]: v for k, v in vars(args).items() if k.startswith("param_")}
     est = cls(**params)
     X_tr, y_tr, X_te, y_te, split = _train_test(args)
     start = time.perf_counter()

@@ -258,10 +258,11 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         Weight of the AON regulariser ``½||W Wᵀ − I||²`` (the reference's default).
     batch_size : int, default=512
         Positive pairs per step (each pair gives two (anchor, positive) rows).
-    sampling : {"batched", "sequential"}, default="batched"
+    sampling : {"batched", "sequential", "exact"}, default="batched"
         Rank estimator. ``"batched"``: ``max_sampling`` negatives per pair at once,
         ``r̂ = |other| · v / max_sampling`` (unbiased). ``"sequential"``: the reference code's
-        draws until the first violator, ``r̂ = ⌊|other| / draws⌋``.
+        draws until the first violator, ``r̂ = ⌊|other| / draws⌋``. ``"exact"``: every negative
+        (eq. 7 itself; memory O(batch_size · N), for small N).
     max_sampling : int, default=128
         Negatives per pair (batched), or most draws per pair (sequential; the reference uses 512).
         Capped at ``|other(i)|`` in sequential mode.

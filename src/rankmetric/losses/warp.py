@@ -20,6 +20,8 @@ feed it:
 * :func:`sampled_warp_loss` with ``sampling="sequential"`` — the reference code's estimator:
   negatives drawn until the first violator (at most ``max_sampling``), ``r̂ = ⌊|other(i)| / draws⌋``,
   vectorised across pairs (growing chunks of draws, the first violator found with ``argmax``).
+* :func:`sampled_warp_loss` with ``sampling="exact"`` — every negative: eq. 7 exactly, from a
+  (2·n_pairs) × N distance matrix (small N only).
 
 The regularisers: :func:`aon_penalty` ``½||W Wᵀ − I||²`` (eq. 4) and :func:`kernel_aon_penalty`
 ``½||A K Aᵀ − I||²`` (eq. 8) computed from ``K Aᵀ`` alone (no N × N beyond ``K``).

@@ -31,13 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"rankmetric {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in _SUBCOMMANDS:
-        try:
-            module = importlib.import_module(f"rankmetric.cli.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"rankmetric.cli.{name}":
-                raise
-            continue
-        module.register(sub)
+        importlib.import_module(f"rankmetric.cli.{name}").register(sub)
     return parser
 
 

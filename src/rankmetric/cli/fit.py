@@ -10,6 +10,7 @@ import argparse
 import importlib
 import inspect
 import json
+import re
 import time
 
 # method name on the command line -> (module, class, input kind)
@@ -19,6 +20,7 @@ METHODS = {
     "ssne": ("rankmetric.estimators.ssne", "SSNE", "features"),
     "lmnn": ("rankmetric.estimators.lmnn", "LMNN", "features"),
     "itml": ("rankmetric.estimators.itml", "ITML", "features"),
+    "kissme": ("rankmetric.estimators.kissme", "KISSME", "features"),
     "rpl": ("rankmetric.estimators.rpl", "RPLEmbedding", "spd"),
 }
 
@@ -56,14 +58,30 @@ def _summary(cls) -> str:
     return doc.split("\n\n")[0].replace("\n", " ")
 
 
+def _parameter_help(cls) -> dict[str, str]:
+    """First sentence of each parameter's description in the class's numpydoc docstring."""
+    lines = (inspect.getdoc(cls) or "").splitlines()
+    helps: dict[str, str] = {}
+    current = None
+    for line in lines:
+        header = re.match(r"^(\w+)\s*:", line)
+        if header and not line.startswith(" "):
+            current = header.group(1)
+            helps[current] = ""
+        elif current and line.startswith("    ") and line.strip():
+            helps[current] = f"{helps[current]} {line.strip()}".strip()
+        elif not line.strip() and current and helps.get(current):
+            current = None
+    return {k: v.split(". ")[0].rstrip(".") for k, v in helps.items()}
+
+
 def _add_method_parser(sub, method: str) -> None:
     cls = _estimator_class(method)
     parser = sub.add_parser(
         method,
         help=_summary(cls),
         description=(
-            f"{_summary(cls)}  Every option below is a parameter of "
-            f"rankmetric.{cls.__name__}."
+            f"{_summary(cls)}  Every option below is a parameter of rankmetric.{cls.__name__}."
         ),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
@@ -85,12 +103,14 @@ def _add_method_parser(sub, method: str) -> None:
     parser.add_argument("-k", type=int, default=3, help="neighbours for the k-NN evaluation")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     group = parser.add_argument_group(f"{cls.__name__} parameters")
+    helps = _parameter_help(cls)
     for name, default in cls().get_params(deep=False).items():
         group.add_argument(
             f"--{name.replace('_', '-')}",
             dest=f"param_{name}",
             default=default,
             metavar="VALUE",
+            help=helps.get(name, " ").replace("%", "%%"),
             type=lambda text, d=default: _parse_value(text, d),
         )
     parser.set_defaults(func=run_fit, method=method)
@@ -166,8 +186,4 @@ def register(subparsers) -> None:
     )
     sub = parser.add_subparsers(dest="method_name", metavar="METHOD", required=True)
     for method in METHODS:
-        try:
-            _add_method_parser(sub, method)
-        except ModuleNotFoundError as exc:
-            if exc.name != METHODS[method][0]:
-                raise
+        _add_method_parser(sub, method)

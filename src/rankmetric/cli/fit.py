@@ -161,6 +161,10 @@ def run_fit(args: argparse.Namespace) -> int:
             _flatten(est.transform(X_tr)), y_tr, _flatten(est.transform(X_te)), y_te, k=args.k
         ),
     }
+    from ..distributed import rank
+
+    if rank() != 0:  # under torchrun every rank holds the same model: one report, one file
+        return 0
     if args.out:
         est.save(args.out)
         report["saved_to"] = args.out

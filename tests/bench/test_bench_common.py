@@ -8,10 +8,12 @@ import pytest
 from rankmetric.bench._common import (
     BenchConfig,
     captured_warnings,
+    cell_runner,
     format_pm,
     group_by,
     markdown_table,
     mean_std,
+    split_failures,
     strip_timings,
 )
 from rankmetric.bench.learners import build_learner, expand_grid, fit_learner
@@ -115,3 +117,32 @@ def test_fit_learner_needs_split_and_score_to_tune(rng):
     X, y = _noisy(rng, 60)
     with pytest.raises(ValueError, match="split and a score"):
         fit_learner("kissme", X, y, grid={"n_components": [1, 2]})
+
+
+def test_failing_candidates_are_skipped_and_reported(rng):
+    X, y = _noisy(rng, 90)
+    fitted = fit_learner("kissme", X, y, grid={"n_components": [500, 3]}, split=_holdout,
+                         score=_accuracy)  # fmt: skip
+    failed, chosen = fitted.validation
+    assert failed["score"] is None and "n_components" in failed["error"]
+    assert chosen["score"] > 0 and fitted.params == {"n_components": 3}
+    with pytest.raises(ValueError, match="every candidate failed"):
+        fit_learner("kissme", X, y, grid={"n_components": [500, 600]}, split=_holdout,
+                    score=_accuracy)  # fmt: skip
+
+
+def test_cell_runner_records_a_failed_cell_instead_of_raising():
+    @cell_runner
+    def broken(cell):
+        raise ValueError("no positive pair")
+
+    @cell_runner
+    def fine(cell):
+        return {"accuracy": 1.0}
+
+    assert broken(None) == {"error": "ValueError: no positive pair"}
+    cell = {"method": "m", "dataset": "d", "fold": 0, "seed": 1}
+    results = [{"cell": cell, **broken(None)}, {"cell": cell, **fine(None)}]
+    ok, note = split_failures(results)
+    assert ok == [results[1]] and "1 cell(s) failed" in note and "no positive pair" in note
+    assert split_failures(ok) == (ok, "")

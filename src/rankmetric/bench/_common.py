@@ -25,7 +25,8 @@ __all__ = [
     "group_by",
     "select",
     "captured_warnings",
-    "single_threaded",
+    "cell_runner",
+    "split_failures",
     "strip_timings",
     "json_safe",
     "write_json",
@@ -144,20 +145,41 @@ def captured_warnings() -> Iterator[list[str]]:
             seen.append(text)
 
 
-def single_threaded(runner: Callable) -> Callable:
-    """Run a cell runner with NumPy/SciPy BLAS on one thread.
+def cell_runner(runner: Callable) -> Callable:
+    """Decorate a cell runner: BLAS on one thread, and a failed fit recorded, not raised.
 
     ``run_grid`` gives each worker one torch thread; BLAS would otherwise start a thread per
-    core in every worker, and on a shared machine their spinning slowed small SVDs and
-    solves more than 100-fold.
+    core in every worker, and on a shared machine their spinning slowed small SVDs and solves
+    more than 100-fold. A ``ValueError`` (bad data for a method, a non-finite loss, SSNE
+    pruning every unit) becomes ``{"error": message}`` so that one cell cannot stop a grid of
+    hundreds; the summaries leave such cells out and list them.
     """
 
     @functools.wraps(runner)
     def wrapped(*args, **kwargs):
         with single_blas_thread():
-            return runner(*args, **kwargs)
+            try:
+                return runner(*args, **kwargs)
+            except ValueError as exc:
+                return {"error": f"{type(exc).__name__}: {exc}"}
 
     return wrapped
+
+
+def split_failures(results: Iterable[dict]) -> tuple[list[dict], str]:
+    """``(successful results, a Markdown note listing the failed cells or "")``."""
+    ok, failed = [], []
+    for r in results:
+        (failed if "error" in r else ok).append(r)
+    if not failed:
+        return ok, ""
+    lines = [
+        f"- `{r['cell']['method']}` on `{r['cell']['dataset']}`, fold {r['cell']['fold']}, "
+        f"seed {r['cell']['seed']}: {r['error']}"
+        for r in failed
+    ]
+    note = f"**{len(failed)} cell(s) failed and are left out of the means:**\n" + "\n".join(lines)
+    return ok, note
 
 
 def strip_timings(result: Mapping) -> dict:

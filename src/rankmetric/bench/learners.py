@@ -121,6 +121,35 @@ def _fit(method: str, params: Mapping, X: np.ndarray, y: np.ndarray, seed: int, 
     return est.transform, time.perf_counter() - start
 
 
+def _select(method, fixed, candidates, X, y, seed, device, split, score):
+    """The best candidate on ``split``'s validation part (first on ties) and every score."""
+    inner, val = split(y, seed)
+    validation = [
+        {"params": cand, **_validate(method, {**fixed, **cand}, X, y, inner, val, seed, device,
+                                     score)}
+        for cand in candidates
+    ]  # fmt: skip
+    scores = [-np.inf if v["score"] is None else v["score"] for v in validation]
+    if not np.isfinite(max(scores)):
+        errors = [v["error"] for v in validation]
+        raise ValueError(f"{method}: every candidate failed on the validation split: {errors}")
+    return candidates[int(np.argmax(scores))], validation
+
+
+def _validate(method, params, X, y, inner, val, seed, device, score) -> dict:
+    """Fit ``params`` on the inner part, score the validation part.
+
+    A candidate whose fit fails with ``ValueError`` (e.g. SSNE's group norm pruning every unit,
+    a non-finite loss) gets ``score=None`` and its message, instead of stopping the grid.
+    """
+    try:
+        transform, _ = _fit(method, params, X[inner], y[inner], seed, device)
+        value = score(transform(X[inner]), y[inner], transform(X[val]), y[val])
+    except ValueError as exc:
+        return {"score": None, "error": f"{type(exc).__name__}: {exc}"}
+    return {"score": float(value)}
+
+
 def fit_learner(
     method: str,
     X: np.ndarray,
@@ -147,6 +176,7 @@ def fit_learner(
     grid : dict of lists, optional
         Candidates; with more than one, each is fitted on ``split``'s inner training part and
         scored by ``score`` on its validation part, and the best (first on ties) is refitted.
+        A candidate whose fit raises ``ValueError`` is skipped (``score=None``, its message kept).
     seed : int
         Seed of the estimators and of the split.
     split, score : callables
@@ -160,17 +190,11 @@ def fit_learner(
     candidates = expand_grid(grid or {})
     validation: list[dict] = []
     with captured_warnings() as caught:
+        best = candidates[0]
         if len(candidates) > 1:
             if split is None or score is None:
                 raise ValueError("tuning a grid needs a split and a score function.")
-            inner, val = split(y, seed)
-            for cand in candidates:
-                transform, _ = _fit(method, {**fixed, **cand}, X[inner], y[inner], seed, device)
-                value = score(transform(X[inner]), y[inner], transform(X[val]), y[val])
-                validation.append({"params": cand, "score": float(value)})
-            best = candidates[int(np.argmax([v["score"] for v in validation]))]
-        else:
-            best = candidates[0]
+            best, validation = _select(method, fixed, candidates, X, y, seed, device, split, score)
         params = {**fixed, **best}
         transform, seconds = _fit(method, params, X, y, seed, device)
     return FittedLearner(transform, params, seconds, validation, caught)

@@ -29,11 +29,12 @@ from ._common import (
     BenchConfig,
     Summary,
     captured_warnings,
+    cell_runner,
     format_pm,
     group_by,
     markdown_table,
     mean_std,
-    single_threaded,
+    split_failures,
 )
 from .grid import Cell
 from .spdnet_baselines import BASELINE_LOSSES, fit_spdnet_baseline, log_vectors, whiten
@@ -189,7 +190,7 @@ def embedding_scores(Z: np.ndarray, y: np.ndarray, seed: int) -> dict[str, float
     }
 
 
-@single_threaded
+@cell_runner
 def run_cell(cell: Cell) -> dict:
     """Train ``cell.method`` on the training part of ``cell.dataset``; score the test part."""
     X, y, X_test, y_test = load_spd_split(cell.dataset)
@@ -255,6 +256,9 @@ def summarise(results: list[dict], config: BenchConfig, out_dir) -> Summary:
     """Per-data-set tables (mean ± std over seeds), the paper's table, and bar charts."""
     from .plots import metric_bars
 
+    results, failures = split_failures(results)
+    if not results:
+        return Summary(NAME, f"## RPL Table 1 — SPD stand-ins\n\n{failures}", {}, [])
     table = _aggregate(results)
     datasets = [d for d in SPD_SETS if d in table]
     methods = [m for m in METHODS if any(m in table[d] for d in datasets)]
@@ -278,7 +282,7 @@ def summarise(results: list[dict], config: BenchConfig, out_dir) -> Summary:
     )
     markdown = "\n\n".join([
         "## RPL Table 1 — SPD stand-ins", intro,
-        _per_dataset_tables(table, datasets, methods), paper,
+        _per_dataset_tables(table, datasets, methods), paper, failures,
     ])  # fmt: skip
     labels = {m: METHOD_INFO[m][0] for m in METHODS}
     ordered = {d: {m: table[d][m] for m in methods if m in table[d]} for d in datasets}
@@ -287,4 +291,4 @@ def summarise(results: list[dict], config: BenchConfig, out_dir) -> Summary:
         d: {m: {k: {"mean": v[0], "std": v[1]} for k, v in table[d][m].items()} for m in table[d]}
         for d in datasets
     }
-    return Summary(NAME, markdown, payload, plots)
+    return Summary(NAME, markdown.rstrip(), payload, plots)

@@ -69,17 +69,20 @@ def run_benchmark(
         raise ValueError(f"{name}: the selection leaves no cell to run.")
     root = Path(results_dir)
     out_dir = root / name
+    cache_dir = root / "cache" if use_cache else None
+    n_cached = sum((cache_dir / f"{c.key}.json").exists() for c in cells) if cache_dir else 0
     start = time.perf_counter()
     results = run_grid(
         cells,
-        cache_dir=root / "cache" if use_cache else None,
+        cache_dir=cache_dir,
         n_jobs=n_jobs,
         scheduler=scheduler,
         verbose=verbose,
         desc=name,
     )
     summary = module.summarise(results, config, out_dir)
-    header = _header(name, config, len(cells), time.perf_counter() - start, n_jobs, scheduler)
+    seconds = time.perf_counter() - start
+    header = _header(name, config, len(cells), n_cached, seconds, n_jobs, scheduler)
     summary.markdown = f"{header}\n\n{summary.markdown}\n"
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / f"{name}.md").write_text(summary.markdown)
@@ -121,12 +124,12 @@ def _command(name: str, config: BenchConfig, n_jobs: int, scheduler: str | None)
     return " ".join(parts)
 
 
-def _header(name, config, n_cells, seconds, n_jobs, scheduler) -> str:
+def _header(name, config, n_cells, n_cached, seconds, n_jobs, scheduler) -> str:
     mode = "**QUICK MODE** (minutes; not the paper's protocol)" if config.quick else "full mode"
     return (
         f"# `{name}` — {mode}\n\n"
-        f"Command: `{_command(name, config, n_jobs, scheduler)}` · {n_cells} cells · "
-        f"{seconds:.0f} s wall-clock (cached cells included at no cost) · "
+        f"Command: `{_command(name, config, n_jobs, scheduler)}` · {n_cells} cells "
+        f"({n_cached} read from the cache) · {seconds:.0f} s wall-clock for this invocation · "
         f"rankmetric {__version__}, device `{config.device}`."
     )
 

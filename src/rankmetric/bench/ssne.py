@@ -26,12 +26,13 @@ from ..evaluate import knn_accuracy
 from ._common import (
     BenchConfig,
     Summary,
+    cell_runner,
     format_pm,
     group_by,
     markdown_table,
     mean_std,
     select,
-    single_threaded,
+    split_failures,
 )
 from .grid import Cell
 from .learners import LABELS, fit_learner
@@ -260,7 +261,7 @@ def _evaluate(cell: Cell, X_train, y_train, X_test, y_test) -> dict:
     }
 
 
-@single_threaded
+@cell_runner
 def run_cv_cell(cell: Cell) -> dict:
     """One fold of Table 1: standardise on the training half, fit, score the test half."""
     X, y, X_extra, y_extra = _load(cell.dataset)
@@ -288,7 +289,7 @@ def image_split(name: str, n_train: int | None, seed: int = 0):
     return X / 255.0, y, X_test / 255.0, y_test
 
 
-@single_threaded
+@cell_runner
 def run_split_cell(cell: Cell) -> dict:
     """Table 2: one train/test split of an image set, on PCA features of the training part."""
     opts = cell.options
@@ -395,6 +396,7 @@ def summarise(results: list[dict], config: BenchConfig, out_dir) -> Summary:
     """Markdown tables, JSON payload and the bar chart of one run."""
     from .plots import accuracy_bars
 
+    results, failures = split_failures(results)
     table1, payload1 = _table1(results, config)
     table2, payload2 = _table2(results)
     mode = (
@@ -415,5 +417,5 @@ def summarise(results: list[dict], config: BenchConfig, out_dir) -> Summary:
     plots = []
     if payload1:
         plots.append(accuracy_bars(payload1, PAPER_TABLE1, PAPER_TABLE1_METHODS, out_dir))
-    markdown = "\n\n".join(parts)
+    markdown = "\n\n".join([*parts, failures] if failures else parts)
     return Summary(NAME, markdown, {"table1": payload1, "table2": payload2}, plots)

@@ -25,11 +25,12 @@ from ..evaluate import cmc_curve, retrieval_scores
 from ._common import (
     BenchConfig,
     Summary,
+    cell_runner,
     format_number,
     format_pm,
     markdown_table,
     mean_std,
-    single_threaded,
+    split_failures,
 )
 from .grid import Cell
 from .learners import LABELS, fit_learner
@@ -153,7 +154,7 @@ def _features(name: str, data, train_rows: np.ndarray) -> np.ndarray:
     return StandardScaler().fit(X[train_rows]).transform(X)
 
 
-@single_threaded
+@cell_runner
 def run_cmc_cell(cell: Cell) -> dict:
     """Split ``cell.fold`` of a stand-in set: learn on training identities, CMC on the others."""
     data = _reid(cell.dataset)
@@ -203,7 +204,7 @@ def scaling_data(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return StandardScaler().fit_transform(X), y
 
 
-@single_threaded
+@cell_runner
 def run_scaling_cell(cell: Cell) -> dict:
     """Fit time of ``cell.method`` on ``cell.fold`` training points (one thread)."""
     X, y = scaling_data(cell.fold, cell.seed)
@@ -277,6 +278,7 @@ def summarise(results: list[dict], config: BenchConfig, out_dir) -> Summary:
     """CMC tables, the fit-time table, CMC curves and the fit-time plot."""
     from .plots import cmc_plot, scaling_plot
 
+    results, failures = split_failures(results)
     cmc = [r for r in results if r["cell"]["benchmark"] == NAME]
     scaling = [r for r in results if r["cell"]["benchmark"] == "warca-scaling"]
     quick = "QUICK MODE (fewer splits, small budgets, no tuning) — " if config.quick else ""
@@ -306,4 +308,4 @@ def summarise(results: list[dict], config: BenchConfig, out_dir) -> Summary:
         parts.append(f"### Fit time against training-set size\n\n{quick}{text}")
         plots.append(scaling_plot(payload["fit_time"], out_dir, "warca_fit_time.png",
                                   "fit time vs N (Fashion-MNIST, PCA-64)"))  # fmt: skip
-    return Summary(NAME, "\n\n".join(parts), payload, plots)
+    return Summary(NAME, "\n\n".join([*parts, failures] if failures else parts), payload, plots)

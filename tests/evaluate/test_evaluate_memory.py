@@ -1,7 +1,8 @@
 """Peak memory of the retrieval pass on a 70,000 × 128 gallery (the MNIST-sized case of the spec).
 
-Run in a fresh process and measured with the process's own high-water mark (``VmHWM``) (torch's allocations are not
-seen by ``tracemalloc``). With 10 classes every query ranks about R = 7,000 items for mAP@R;
+Run in a fresh process and measured with the process's own high-water mark (``VmHWM``;
+torch's allocations are not seen by ``tracemalloc``). With 10 classes every query ranks
+about R = 7,000 items for mAP@R;
 holding ``n_queries × R`` neighbours would need 3.9 GB for the 70,000 queries. The full
 leave-one-out pass takes over a minute on 2 cores (``benchmarks/bench_evaluation.py`` times it
 and reports its peak), so this test ranks growing query sets against the whole gallery and

@@ -24,8 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
             "classification, retrieval, clustering and re-identification."
         ),
         epilog=(
-            "Start with `rankmetric demo`, then `rankmetric data list` and "
-            "`rankmetric fit --help`."
+            "Start with `rankmetric demo`, then `rankmetric data list` and `rankmetric fit --help`."
         ),
     )
     parser.add_argument("--version", action="version", version=f"rankmetric {__version__}")

@@ -63,6 +63,11 @@ def test_bad_arguments_are_reported(tmp_path, capsys, argv, message):
     assert message in capsys.readouterr().err
 
 
+def test_all_refuses_a_sub_grid(tmp_path, capsys):
+    assert main(["bench", "all", "--datasets", "iris", "--results-dir", str(tmp_path)]) == 2
+    assert "not with 'all'" in capsys.readouterr().err
+
+
 def test_help_lists_the_benchmarks(capsys):
     with pytest.raises(SystemExit):
         main(["bench", "--help"])

@@ -31,6 +31,8 @@ def run_bench(args: argparse.Namespace) -> int:
         raise ValueError(f"--jobs must be at least 1, got {args.jobs}.")
     if args.seeds is not None and args.seeds < 1:
         raise ValueError(f"--seeds must be at least 1, got {args.seeds}.")
+    if args.name == "all" and (args.datasets or args.methods):
+        raise ValueError("--datasets and --methods select within one benchmark, not with 'all'.")
     config = BenchConfig(
         quick=args.quick,
         datasets=tuple(args.datasets) if args.datasets else None,

@@ -14,6 +14,7 @@ _LAZY = {
     "RPLEmbedding": "rankmetric.estimators.rpl",
     "LMNN": "rankmetric.estimators.lmnn",
     "ITML": "rankmetric.estimators.itml",
+    "KISSME": "rankmetric.estimators.kissme",
     "save_model": "rankmetric.io",
     "load_model": "rankmetric.io",
 }

@@ -13,6 +13,7 @@ _LAZY = {
     "SSNE": "rankmetric.estimators.ssne",
     "RPLEmbedding": "rankmetric.estimators.rpl",
     "LMNN": "rankmetric.estimators.lmnn",
+    "MultiMetricLMNN": "rankmetric.estimators.mlmnn",
     "ITML": "rankmetric.estimators.itml",
     "KISSME": "rankmetric.estimators.kissme",
     "save_model": "rankmetric.io",

@@ -43,6 +43,12 @@ __all__ = [
     "ActiveSet",
     "find_target_neighbors",
     "find_impostors",
+    "pair_sq_distances",
+    "search_active_set",
+    "triplet_terms",
+    "laplacian_gradient",
+    "optimise_on_active_sets",
+    "check_lmnn_params",
     "lmnn_loss_and_grad",
 ]
 
@@ -134,11 +140,48 @@ def find_target_neighbors(
     return targets, mask
 
 
-def _margin_radii(
-    Z: torch.Tensor, targets: torch.Tensor, target_mask: torch.Tensor
+def pair_sq_distances(
+    Z: torch.Tensor, a: torch.Tensor, b: torch.Tensor, groups: torch.Tensor | None = None
 ) -> torch.Tensor:
-    """``max_j ||z_i − z_j||² + 1`` over the target neighbours (−inf for samples without any)."""
-    d = ((Z[:, None, :] - Z[targets]) ** 2).sum(-1)
+    """Squared distances of the pairs ``(a_p, b_p)`` in the embedding of the reference ``b_p``.
+
+    Parameters
+    ----------
+    Z : Tensor of shape (n_samples, r), or (n_groups, n_samples, r) with ``groups``
+        One embedding ``X Lᵀ``, or one per group ``X L_gᵀ`` (multiple-metric LMNN).
+    a, b : LongTensor of any (equal or broadcastable) shape
+        Sample indices; ``b`` is the reference point of each pair.
+    groups : LongTensor of shape (n_samples,), optional
+        Group of each sample; pair ``(a, b)`` is measured in ``Z[groups[b]]``.
+
+    Returns
+    -------
+    Tensor of the broadcast shape of ``a`` and ``b``
+    """
+    if groups is None:
+        return ((Z[a] - Z[b]) ** 2).sum(-1)
+    g = groups[b]
+    return ((Z[g, a] - Z[g, b]) ** 2).sum(-1)
+
+
+def _target_distances(
+    Z: torch.Tensor, targets: torch.Tensor, groups: torch.Tensor | None = None
+) -> torch.Tensor:
+    """``d(x_i, x_j)²`` for every sample ``i`` and target ``j`` (n, k), in ``j``'s metric."""
+    if groups is None:
+        return ((Z[:, None, :] - Z[targets]) ** 2).sum(-1)
+    rows = torch.arange(targets.shape[0], device=targets.device)[:, None]
+    return pair_sq_distances(Z, rows, targets, groups)
+
+
+def _margin_radii(
+    Z: torch.Tensor,
+    targets: torch.Tensor,
+    target_mask: torch.Tensor,
+    groups: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """``max_j d(x_i, x_j)² + 1`` over the target neighbours (−inf for samples without any)."""
+    d = _target_distances(Z, targets, groups)
     d = d.masked_fill(~target_mask, -torch.inf)
     return d.max(1).values + 1.0
 
@@ -149,6 +192,7 @@ def find_impostors(
     targets: torch.Tensor,
     target_mask: torch.Tensor,
     slack: float = _SEARCH_SLACK,
+    groups: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """All differently labelled pairs ``(i, l)`` inside ``i``'s margin radius.
 
@@ -157,30 +201,41 @@ def find_impostors(
 
     Parameters
     ----------
-    Z : Tensor of shape (n_samples, n_components)
-        The samples in the current embedding ``X Lᵀ``.
+    Z : Tensor of shape (n_samples, n_components), or (n_groups, n_samples, n_components)
+        The samples in the current embedding ``X Lᵀ`` (or one embedding per group).
     codes : LongTensor of shape (n_samples,)
     targets, target_mask : Tensors of shape (n_samples, k)
         As returned by :func:`find_target_neighbors`.
     slack : float
         Relative enlargement of the radius (guards against rounding only).
+    groups : LongTensor of shape (n_samples,), optional
+        With stacked embeddings: the distance to a sample ``j`` (a target or a candidate
+        impostor) is measured in ``Z[groups[j]]``; the search runs group by group over the
+        candidates of each group.
 
     Returns
     -------
     anchors, impostors : LongTensor of shape (n_pairs,)
     """
-    radii = _margin_radii(Z, targets, target_mask)
+    radii = _margin_radii(Z, targets, target_mask, groups)
     radii = radii * (1.0 + slack) + slack
-    n = Z.shape[0]
-    step = _row_chunk(n)
+    if groups is None:
+        blocks = [(Z, None)]
+    else:  # loop over the (few) groups: each searches its own members as candidates
+        blocks = [(Z[g], torch.nonzero(groups == g).flatten()) for g in range(Z.shape[0])]
+    n = codes.shape[0]
     found_a, found_l = [], []
-    for start in range(0, n, step):  # loop over row chunks
-        stop = min(start + step, n)
-        d = _squared_distances(Z[start:stop], Z)
-        inside = (d < radii[start:stop, None]) & (codes[start:stop, None] != codes[None, :])
-        a, l = torch.nonzero(inside, as_tuple=True)
-        found_a.append(a + start)
-        found_l.append(l)
+    for Zg, members in blocks:
+        columns = Zg if members is None else Zg[members]
+        column_codes = codes if members is None else codes[members]
+        step = _row_chunk(columns.shape[0])
+        for start in range(0, n, step):  # loop over row chunks
+            stop = min(start + step, n)
+            d = _squared_distances(Zg[start:stop], columns)
+            inside = (d < radii[start:stop, None]) & (codes[start:stop, None] != column_codes)
+            a, l = torch.nonzero(inside, as_tuple=True)
+            found_a.append(a + start)
+            found_l.append(l if members is None else members[l])
     return torch.cat(found_a), torch.cat(found_l)
 
 
@@ -209,6 +264,67 @@ def _laplacian_product(
     return out
 
 
+def triplet_terms(
+    d_target: torch.Tensor, d_impostor: torch.Tensor, active: ActiveSet, regularization: float
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The LMNN objective from pair distances, and the pair weights of its gradient.
+
+    Parameters
+    ----------
+    d_target : Tensor of shape (n_samples, k)
+        Squared distance of every sample to each of its target neighbours.
+    d_impostor : Tensor of shape (n_pairs,)
+        Squared distance of each candidate impostor pair ``(anchors[p], impostors[p])``.
+    active : ActiveSet
+    regularization : float
+        μ in [0, 1].
+
+    Returns
+    -------
+    loss : Tensor of shape ()
+        ``(1 − μ) Σ d_target + μ Σ [1 + d_target − d_impostor]₊`` over the real targets.
+    a, b, w : Tensors of shape (n_samples·k + n_pairs,)
+        Pairs and weights: ``∂loss/∂d(a_p, b_p)² = w_p`` (pull weights ``1 − μ + μ·#violated
+        triplets`` on the target pairs, ``−μ·#violated triplets`` on the impostor pairs).
+    """
+    mu = float(regularization)
+    n, k = active.targets.shape
+    hinge = 1.0 + d_target[active.anchors] - d_impostor[:, None]  # (m, k)
+    violated = (hinge > 0) & active.target_mask[active.anchors]
+    mask = active.target_mask.to(d_target.dtype)
+    loss = (1.0 - mu) * (d_target * mask).sum() + mu * hinge.clamp_min(0.0).mul(violated).sum()
+
+    counts = violated.to(d_target.dtype)
+    pull = (1.0 - mu) * mask + mu * torch.zeros_like(mask).index_add_(0, active.anchors, counts)
+    push = -mu * counts.sum(1)
+    rows = torch.arange(n, device=d_target.device).repeat_interleave(k)
+    a = torch.cat([rows, active.anchors])
+    b = torch.cat([active.targets.reshape(-1), active.impostors])
+    w = torch.cat([pull.reshape(-1), push])
+    return loss, a, b, w
+
+
+def laplacian_gradient(
+    Z: torch.Tensor, X: torch.Tensor, a: torch.Tensor, b: torch.Tensor, w: torch.Tensor
+) -> torch.Tensor:
+    """``∂/∂L Σ_p w_p ||L(x_{a_p} − x_{b_p})||² = 2 Zᵀ C X`` with ``Z = X Lᵀ``.
+
+    ``C`` is the weighted Laplacian of the pairs (see :func:`_laplacian_product`).
+
+    Parameters
+    ----------
+    Z : Tensor of shape (n_samples, r)
+    X : Tensor of shape (n_samples, n_features)
+    a, b : LongTensor of shape (n_pairs,)
+    w : Tensor of shape (n_pairs,)
+
+    Returns
+    -------
+    Tensor of shape (r, n_features)
+    """
+    return 2.0 * Z.T @ _laplacian_product(X, a, b, w)
+
+
 def lmnn_loss_and_grad(
     L: torch.Tensor, X: torch.Tensor, active: ActiveSet, regularization: float
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -229,54 +345,135 @@ def lmnn_loss_and_grad(
     loss : Tensor of shape ()
     grad : Tensor of shape (n_components, n_features)
     """
-    mu = float(regularization)
-    n, k = active.targets.shape
     Z = X @ L.T
-    d_target = ((Z[:, None, :] - Z[active.targets]) ** 2).sum(-1)  # (n, k)
-    d_impostor = ((Z[active.anchors] - Z[active.impostors]) ** 2).sum(-1)  # (m,)
-    hinge = 1.0 + d_target[active.anchors] - d_impostor[:, None]  # (m, k)
-    violated = (hinge > 0) & active.target_mask[active.anchors]
-    mask = active.target_mask.to(Z.dtype)
-    loss = (1.0 - mu) * (d_target * mask).sum() + mu * hinge.clamp_min(0.0).mul(violated).sum()
-
-    counts = violated.to(Z.dtype)
-    pull = (1.0 - mu) * mask + mu * torch.zeros_like(mask).index_add_(0, active.anchors, counts)
-    push = -mu * counts.sum(1)
-    a = torch.cat([torch.arange(n, device=X.device).repeat_interleave(k), active.anchors])
-    b = torch.cat([active.targets.reshape(-1), active.impostors])
-    w = torch.cat([pull.reshape(-1), push])
-    grad = 2.0 * Z.T @ _laplacian_product(X, a, b, w)
-    return loss, grad
+    d_target = _target_distances(Z, active.targets)  # (n, k)
+    d_impostor = pair_sq_distances(Z, active.anchors, active.impostors)  # (m,)
+    loss, a, b, w = triplet_terms(d_target, d_impostor, active, regularization)
+    return loss, laplacian_gradient(Z, X, a, b, w)
 
 
-def _search(
-    X: torch.Tensor,
-    L: np.ndarray,
+def search_active_set(
+    Z: torch.Tensor,
     codes: torch.Tensor,
     targets: torch.Tensor,
     target_mask: torch.Tensor,
-    previous: ActiveSet | None,
+    previous: ActiveSet | None = None,
+    groups: torch.Tensor | None = None,
 ) -> ActiveSet:
-    """The active set at ``L``: every violating pair, plus those of ``previous`` still near.
+    """The active set at ``Z``: every violating pair, plus those of ``previous`` still near.
 
     Keeping the previous pairs that lie within the margin radius + 1 (a hysteresis band) stops
     pairs from flickering in and out between two searches, which otherwise costs many restarts.
+    ``Z`` and ``groups`` are as in :func:`find_impostors`.
     """
-    Z = X @ to_tensor(L, X.device, X.dtype).T
-    anchors, impostors = find_impostors(Z, codes, targets, target_mask)
+    anchors, impostors = find_impostors(Z, codes, targets, target_mask, groups=groups)
     if previous is not None and previous.anchors.numel():
-        radii = _margin_radii(Z, targets, target_mask)
-        d = ((Z[previous.anchors] - Z[previous.impostors]) ** 2).sum(-1)
+        radii = _margin_radii(Z, targets, target_mask, groups)
+        d = pair_sq_distances(Z, previous.anchors, previous.impostors, groups)
         near = d < radii[previous.anchors] + _HYSTERESIS
-        n = X.shape[0]
+        n = codes.shape[0]
         keys = torch.cat([previous.pair_keys(n)[near], anchors * n + impostors]).unique()
         anchors, impostors = keys // n, keys % n
     return ActiveSet(targets, target_mask, anchors, impostors)
 
 
+def optimise_on_active_sets(
+    search,
+    objective,
+    x0: np.ndarray,
+    *,
+    solver: str,
+    max_iter: int,
+    active_set_update: int,
+    tol: float,
+    learning_rate: float,
+    on_round=None,
+):
+    """Alternate impostor searches and optimiser runs until neither changes anything.
+
+    Parameters
+    ----------
+    search : callable ``(x, previous ActiveSet or None) -> ActiveSet``
+        The active set at parameters ``x`` (an ndarray of ``x0``'s shape).
+    objective : callable ``ActiveSet -> f``
+        ``f(flat x) -> (loss, flat gradient)`` in float64 NumPy on that active set.
+    x0 : ndarray
+        Initial parameters.
+    solver, max_iter, active_set_update, tol, learning_rate
+        As the parameters of :class:`LMNN`.
+    on_round : callable ``(n_iter, loss, n_new_pairs) -> None``, optional
+        Called after every round (progress reports).
+
+    Returns
+    -------
+    x, n_iter, loss, active, converged
+        Final parameters, iterations run, objective on the last active set, that active set
+        (which holds every violator when converged) and whether it converged.
+    """
+    x, n_iter, lr, rounds = x0, 0, float(learning_rate), 0
+    active = search(x, None)
+    n = active.targets.shape[0]
+    while True:
+        # Short first rounds: the initial active set is large and shrinks fast.
+        budget = min(active_set_update, 2**rounds, max_iter - n_iter)
+        fun = objective(active)
+        if solver == "lbfgs":
+            x, steps, loss, settled = _lbfgs(fun, x, budget, tol)
+        else:
+            x, steps, loss, settled, lr = _adaptive_descent(fun, x, budget, lr, tol)
+        n_iter, rounds = n_iter + max(steps, 1), rounds + 1
+        fresh = search(x, active)
+        n_new = int((~torch.isin(fresh.pair_keys(n), active.pair_keys(n))).sum())
+        if on_round is not None:
+            on_round(n_iter, loss, n_new)
+        if settled and n_new == 0:
+            return x, n_iter, loss, active, True
+        if n_iter >= max_iter:
+            return x, n_iter, loss, active, False
+        active = fresh
+
+
 def _check_param(ok: bool, message: str) -> None:
     if not ok:
         raise ValueError(message)
+
+
+def check_lmnn_params(est, n_features: int) -> int:
+    """Check the LMNN hyper-parameters shared with multiple-metric LMNN; return ``r``.
+
+    ``est`` has ``k``, ``regularization``, ``max_iter``, ``active_set_update``,
+    ``learning_rate``, ``tol``, ``solver`` and ``n_components``; a bad value is a ``ValueError``
+    naming it.
+    """
+    integral = (numbers.Integral,)
+    _check_param(
+        isinstance(est.k, integral) and est.k >= 1,
+        f"k must be an integer ≥ 1, got {est.k!r}.",
+    )
+    _check_param(
+        isinstance(est.regularization, numbers.Real) and 0.0 <= est.regularization <= 1.0,
+        f"regularization must lie in [0, 1], got {est.regularization!r}.",
+    )
+    for name in ("max_iter", "active_set_update"):
+        value = getattr(est, name)
+        _check_param(
+            isinstance(value, integral) and value >= 1,
+            f"{name} must be an integer ≥ 1, got {value!r}.",
+        )
+    for name in ("learning_rate", "tol"):
+        value = getattr(est, name)
+        _check_param(
+            isinstance(value, numbers.Real) and value > 0, f"{name} must be > 0, got {value!r}."
+        )
+    _check_param(
+        est.solver in ("lbfgs", "gd"), f"solver must be 'lbfgs' or 'gd', got {est.solver!r}."
+    )
+    r = n_features if est.n_components is None else est.n_components
+    _check_param(
+        isinstance(r, integral) and 1 <= r <= n_features,
+        f"n_components must be an integer in [1, n_features={n_features}], got {r!r}.",
+    )
+    return int(r)
 
 
 @register_estimator
@@ -373,35 +570,7 @@ class LMNN(ClassNamePrefixFeaturesOutMixin, MahalanobisMixin, TransformerMixin, 
     # ------------------------------------------------------------------ validation
     def _validate_params(self, n_features: int) -> int:
         """Check the hyper-parameters; return the number of components."""
-        integral = (numbers.Integral,)
-        _check_param(
-            isinstance(self.k, integral) and self.k >= 1,
-            f"k must be an integer ≥ 1, got {self.k!r}.",
-        )
-        _check_param(
-            isinstance(self.regularization, numbers.Real) and 0.0 <= self.regularization <= 1.0,
-            f"regularization must lie in [0, 1], got {self.regularization!r}.",
-        )
-        for name in ("max_iter", "active_set_update"):
-            value = getattr(self, name)
-            _check_param(
-                isinstance(value, integral) and value >= 1,
-                f"{name} must be an integer ≥ 1, got {value!r}.",
-            )
-        for name in ("learning_rate", "tol"):
-            value = getattr(self, name)
-            _check_param(
-                isinstance(value, numbers.Real) and value > 0, f"{name} must be > 0, got {value!r}."
-            )
-        _check_param(
-            self.solver in ("lbfgs", "gd"), f"solver must be 'lbfgs' or 'gd', got {self.solver!r}."
-        )
-        r = n_features if self.n_components is None else self.n_components
-        _check_param(
-            isinstance(r, integral) and 1 <= r <= n_features,
-            f"n_components must be an integer in [1, n_features={n_features}], got {r!r}.",
-        )
-        return int(r)
+        return check_lmnn_params(self, n_features)
 
     def _initial_map(self, X: np.ndarray, r: int, rng: np.random.Generator) -> np.ndarray:
         """The starting ``L`` of shape (r, n_features), float64."""
@@ -472,27 +641,26 @@ class LMNN(ClassNamePrefixFeaturesOutMixin, MahalanobisMixin, TransformerMixin, 
 
         Returns (L, iterations, objective, last active set, converged).
         """
-        n = X.shape[0]
-        L, n_iter, lr, rounds = L0, 0, float(self.learning_rate), 0
-        active = _search(X, L, codes, targets, target_mask, previous=None)
-        while True:
-            # Short first rounds: the initial active set is large and shrinks fast.
-            budget = min(self.active_set_update, 2**rounds, self.max_iter - n_iter)
-            objective = self._objective(X, active, L0.shape)
-            if self.solver == "lbfgs":
-                L, steps, loss, settled = _lbfgs(objective, L, budget, self.tol)
-            else:
-                L, steps, loss, settled, lr = _adaptive_descent(objective, L, budget, lr, self.tol)
-            n_iter, rounds = n_iter + max(steps, 1), rounds + 1
-            fresh = _search(X, L, codes, targets, target_mask, previous=active)
-            n_new = int((~torch.isin(fresh.pair_keys(n), active.pair_keys(n))).sum())
+
+        def search(L, previous):
+            Z = X @ to_tensor(L, X.device, X.dtype).T
+            return search_active_set(Z, codes, targets, target_mask, previous)
+
+        def report(n_iter, loss, n_new):
             if self.verbose:
                 print(f"LMNN iter {n_iter:5d}  objective {loss:.6g}  new impostor pairs {n_new}")
-            if settled and n_new == 0:
-                return L, n_iter, loss, active, True
-            if n_iter >= self.max_iter:
-                return L, n_iter, loss, active, False
-            active = fresh
+
+        return optimise_on_active_sets(
+            search,
+            lambda active: self._objective(X, active, L0.shape),
+            L0,
+            solver=self.solver,
+            max_iter=self.max_iter,
+            active_set_update=self.active_set_update,
+            tol=self.tol,
+            learning_rate=self.learning_rate,
+            on_round=report,
+        )
 
     def _objective(self, X: torch.Tensor, active: ActiveSet, shape: tuple[int, int]):
         """``f(flat L) -> (loss, flat grad)`` in float64 NumPy, for the optimisers."""

@@ -1,0 +1,461 @@
+"""Multiple-metric LMNN (mLMNN; Weinberger & Saul, JMLR 2009, sec. 5 "Multiple metrics").
+
+One Mahalanobis metric ``M_c = L_cᵀ L_c`` per cluster ``c`` of the training set (the classes, as in
+the paper, or k-means clusters). The distance from any point ``x`` to a training point ``x_j`` is
+measured in the metric of ``x_j``'s cluster:
+
+    D(x, x_j) = (x − x_j)ᵀ M_{c(j)} (x − x_j) = ||L_{c(j)} (x − x_j)||²,
+
+so it is not symmetric between two training points of different clusters. The objective over
+``L_1..L_G`` is LMNN's with every distance measured against its *reference* point:
+
+    ε = (1 − μ) Σ_{i, j⇝i} D(x_i, x_j)
+        + μ Σ_{i, j⇝i, l} (1 − y_il) [1 + D(x_i, x_j) − D(x_i, x_l)]₊
+
+(target ``j`` in its own metric, impostor ``l`` in ``l``'s). With the pair weights ``w_ab`` of
+:func:`rankmetric.estimators.lmnn.triplet_terms`, the gradient of cluster ``c`` is
+``2 Z_cᵀ C_c X`` with ``Z_c = X L_cᵀ`` and ``C_c`` the weighted Laplacian of the pairs whose
+reference ``b`` lies in ``c``. Target neighbours, the chunked active-set impostor search (one
+search per cluster, over that cluster's members as candidates), the Laplacian gradient and the
+optimiser loop are LMNN's (:mod:`rankmetric.estimators.lmnn`); every ``L_c`` starts from a global
+LMNN fit, as in the paper. Classification is the k-NN vote under ``D``.
+"""
+
+from __future__ import annotations
+
+import numbers
+import os
+import warnings
+
+import numpy as np
+import torch
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .._utils import progress, resolve_device, to_tensor
+from .._validation import check_labels
+from ..evaluate._search import smallest_k
+from ..io import load_model, register_estimator, save_model
+from .lmnn import (
+    LMNN,
+    ActiveSet,
+    _row_chunk,
+    _squared_distances,
+    check_lmnn_params,
+    find_target_neighbors,
+    laplacian_gradient,
+    optimise_on_active_sets,
+    pair_sq_distances,
+    search_active_set,
+    triplet_terms,
+)
+
+__all__ = ["MultiMetricLMNN", "mlmnn_loss_and_grad"]
+
+
+def _embed(Ls: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
+    """``X L_gᵀ`` for every group: (n_groups, n_samples, r)."""
+    return X @ Ls.transpose(1, 2)
+
+
+def mlmnn_loss_and_grad(
+    Ls: torch.Tensor,
+    X: torch.Tensor,
+    groups: torch.Tensor,
+    active: ActiveSet,
+    regularization: float,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """mLMNN objective on an active set, and its (sub)gradient with respect to every ``L_g``.
+
+    Parameters
+    ----------
+    Ls : Tensor of shape (n_groups, n_components, n_features)
+        One linear map per group (cluster).
+    X : Tensor of shape (n_samples, n_features)
+    groups : LongTensor of shape (n_samples,)
+        Group of each sample, in ``0..n_groups-1``; a distance to sample ``j`` is measured in
+        ``L_{groups[j]}``.
+    active : ActiveSet
+        Target neighbours and the candidate impostor pairs of the push term (pass every
+        differently labelled pair to get the exact objective).
+    regularization : float
+        μ in [0, 1]: weight of the push term; the pull term has weight 1 − μ.
+
+    Returns
+    -------
+    loss : Tensor of shape ()
+    grad : Tensor of shape (n_groups, n_components, n_features)
+    """
+    Z = _embed(Ls, X)
+    rows = torch.arange(X.shape[0], device=X.device)[:, None]
+    d_target = pair_sq_distances(Z, rows, active.targets, groups)  # (n, k)
+    d_impostor = pair_sq_distances(Z, active.anchors, active.impostors, groups)  # (m,)
+    loss, a, b, w = triplet_terms(d_target, d_impostor, active, regularization)
+    reference = groups[b]
+    grad = torch.empty_like(Ls)
+    for g in range(Ls.shape[0]):  # loop over the (few) groups: the pairs measured in g's metric
+        sel = reference == g
+        grad[g] = laplacian_gradient(Z[g], X, a[sel], b[sel], w[sel])
+    return loss, grad
+
+
+def _check(ok: bool, message: str) -> None:
+    if not ok:
+        raise ValueError(message)
+
+
+@register_estimator
+class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
+    """Multiple-metric LMNN (mLMNN): one Mahalanobis metric per class or cluster, k-NN rule.
+
+    The distance from a point ``x`` to a training point ``x_j`` is ``||L_c (x − x_j)||²`` with
+    ``c`` the cluster of ``x_j`` (Weinberger & Saul 2009, sec. 5). Fitting minimises LMNN's
+    objective with every distance measured in its reference point's metric, starting every
+    ``L_c`` from a global :class:`~rankmetric.estimators.lmnn.LMNN` fit; ``predict`` is the
+    majority vote of the ``n_neighbors`` nearest training points under those distances.
+
+    Parameters
+    ----------
+    n_neighbors : int, default=3
+        Neighbours of the k-NN vote of ``predict`` / ``predict_proba`` / ``score``.
+    k : int, default=3
+        Target neighbours per sample (same class, nearest in the input space). Every class needs
+        at least ``k + 1`` samples.
+    n_clusters : int, optional
+        ``None``: one metric per class (the paper's choice). An integer: one metric per k-means
+        cluster of the training inputs (``KMeans(n_clusters, n_init=10, random_state)``).
+    n_components : int, optional
+        Rows ``r`` of every map ``L_c`` (``None``: ``n_features``).
+    regularization : float, default=0.5
+        μ in [0, 1], the push/pull mix: ``(1 − μ)·pull + μ·push``.
+    max_iter : int, default=1000
+        Cap on optimiser iterations, for the global LMNN fit and again for the per-cluster
+        metrics.
+    learning_rate : float, default=1e-3
+        Initial step of ``solver="gd"``; unused by L-BFGS.
+    init : {"lmnn", "identity"} or ndarray, default="lmnn"
+        Starting maps: every ``L_c`` equal to a global LMNN fit (with this estimator's ``k``,
+        ``regularization``, budgets and solver; the paper's choice), the (truncated) identity,
+        or an array of shape (n_components, n_features) shared by all clusters or
+        (n_clusters, n_components, n_features).
+    active_set_update : int, default=10
+        Iterations between two impostor searches (see ``LMNN``).
+    tol : float, default=1e-5
+        Relative objective decrease below which the optimiser stops on an active set.
+    solver : {"lbfgs", "gd"}, default="lbfgs"
+        scipy's L-BFGS-B, or gradient descent with step adaptation.
+    random_state : int, Generator or None
+        Seed of k-means and of the global LMNN fit.
+    device : str or torch.device, optional
+        Where the objective and the neighbour search run (``None``: CUDA when available).
+    verbose : bool or int, default=False
+        A progress bar over the optimiser iterations (on a terminal).
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        The class labels.
+    components_ : ndarray of shape (n_clusters_, n_components, n_features), float32
+        The maps ``L_c``; ``M_c = L_cᵀ L_c``.
+    clusters_ : ndarray of shape (n_train,), int64
+        Cluster of every training point (its class code when ``n_clusters`` is ``None``).
+    n_clusters_ : int
+        Number of metrics.
+    X_train_ : ndarray of shape (n_train, n_features), float32
+        The training points (the references of the k-NN rule).
+    y_train_ : ndarray of shape (n_train,), int64
+        Their class codes (``classes_[y_train_]`` are the labels).
+    global_components_ : ndarray of shape (n_components, n_features) or None
+        The global LMNN map every ``L_c`` started from (``None`` unless ``init="lmnn"``).
+    n_iter_ : int
+        Optimiser iterations of the multiple-metric stage.
+    objective_ : float
+        ε at the end of fitting (over the last active set, which holds every violator).
+    n_active_pairs_ : int
+        Candidate impostor pairs in the last active set.
+    n_features_in_ : int
+
+    References
+    ----------
+    K. Q. Weinberger and L. K. Saul. Distance Metric Learning for Large Margin Nearest
+    Neighbor Classification. JMLR 10:207–244, 2009 (section 5, "Multiple metrics").
+    """
+
+    def __init__(
+        self,
+        n_neighbors: int = 3,
+        k: int = 3,
+        n_clusters: int | None = None,
+        n_components: int | None = None,
+        regularization: float = 0.5,
+        max_iter: int = 1000,
+        learning_rate: float = 1e-3,
+        init="lmnn",
+        active_set_update: int = 10,
+        tol: float = 1e-5,
+        solver: str = "lbfgs",
+        random_state=None,
+        device=None,
+        verbose: bool | int = False,
+    ):
+        self.n_neighbors = n_neighbors
+        self.k = k
+        self.n_clusters = n_clusters
+        self.n_components = n_components
+        self.regularization = regularization
+        self.max_iter = max_iter
+        self.learning_rate = learning_rate
+        self.init = init
+        self.active_set_update = active_set_update
+        self.tol = tol
+        self.solver = solver
+        self.random_state = random_state
+        self.device = device
+        self.verbose = verbose
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        return tags
+
+    # ------------------------------------------------------------------ validation
+    def _validate_params(self, X: np.ndarray, codes: np.ndarray, classes: np.ndarray) -> int:
+        """Check the hyper-parameters against the data; return the number of components."""
+        r = check_lmnn_params(self, X.shape[1])
+        n = X.shape[0]
+        integral = numbers.Integral
+        _check(
+            isinstance(self.n_neighbors, integral) and 1 <= self.n_neighbors <= n,
+            f"n_neighbors must be an integer in [1, n_samples={n}], got {self.n_neighbors!r}.",
+        )
+        _check(
+            self.n_clusters is None
+            or (isinstance(self.n_clusters, integral) and 1 <= self.n_clusters <= n),
+            f"n_clusters must be None or an integer in [1, n_samples={n}], "
+            f"got {self.n_clusters!r}.",
+        )
+        counts = np.bincount(codes)
+        smallest = int(np.argmin(counts))
+        label = classes[smallest]
+        label = label.item() if isinstance(label, np.generic) else label
+        _check(
+            counts[smallest] > self.k,
+            f"class {label!r} has {counts[smallest]} sample(s); mLMNN needs at "
+            f"least k + 1 = {self.k + 1} per class (its k target neighbours).",
+        )
+        return r
+
+    def _groups(self, X: np.ndarray, codes: np.ndarray) -> np.ndarray:
+        if self.n_clusters is None:
+            return codes.copy()
+        from sklearn.cluster import KMeans
+
+        seed = self.random_state
+        if isinstance(seed, np.random.Generator):
+            seed = int(seed.integers(2**31 - 1))
+        km = KMeans(n_clusters=self.n_clusters, n_init=10, random_state=seed).fit(X)
+        # relabel so that the clusters are 0..G-1 with none empty
+        _, groups = np.unique(km.labels_, return_inverse=True)
+        return groups.astype(np.int64)
+
+    def _initial_maps(self, X, y, r: int, n_groups: int) -> tuple[np.ndarray, np.ndarray | None]:
+        """Starting maps (n_groups, r, D) in float64, and the global LMNN map (or None)."""
+        D = X.shape[1]
+        if isinstance(self.init, np.ndarray):
+            if self.init.shape == (r, D):
+                return np.tile(self.init.astype(np.float64), (n_groups, 1, 1)), None
+            _check(
+                self.init.shape == (n_groups, r, D),
+                f"init has shape {self.init.shape}, expected (n_components, n_features)="
+                f"{(r, D)} or (n_clusters, n_components, n_features)={(n_groups, r, D)}.",
+            )
+            return self.init.astype(np.float64), None
+        if isinstance(self.init, str) and self.init == "identity":
+            return np.tile(np.eye(r, D), (n_groups, 1, 1)), None
+        if isinstance(self.init, str) and self.init == "lmnn":
+            lmnn = LMNN(
+                n_components=r,
+                k=self.k,
+                regularization=self.regularization,
+                max_iter=self.max_iter,
+                learning_rate=self.learning_rate,
+                active_set_update=self.active_set_update,
+                tol=self.tol,
+                solver=self.solver,
+                random_state=self.random_state,
+                device=self.device,
+            ).fit(X, y)
+            L = lmnn.components_.astype(np.float64)
+            return np.tile(L, (n_groups, 1, 1)), lmnn.components_
+        raise ValueError(f"init must be 'lmnn', 'identity' or an array, got {self.init!r}.")
+
+    # ------------------------------------------------------------------ fitting
+    def fit(self, X, y):
+        """Learn one metric per cluster from samples ``X`` (n_samples, n_features), labels ``y``.
+
+        Returns
+        -------
+        self : MultiMetricLMNN
+        """
+        X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
+        check_classification_targets(y)
+        classes, codes = check_labels(y, X.shape[0])
+        r = self._validate_params(X, codes, classes)
+        groups = self._groups(X, codes)
+        n_groups = int(groups.max()) + 1
+        device = resolve_device(self.device)
+        L0, global_map = self._initial_maps(X, y, r, n_groups)
+        Xt = to_tensor(X.astype(np.float32), device)
+        codes_t = torch.as_tensor(codes, device=device)
+        groups_t = torch.as_tensor(groups, device=device)
+        targets, target_mask = find_target_neighbors(Xt, codes_t, self.k)
+        mu = float(self.regularization)
+
+        def search(Ls, previous):
+            Z = _embed(to_tensor(Ls, device, Xt.dtype), Xt)
+            return search_active_set(Z, codes_t, targets, target_mask, previous, groups_t)
+
+        def objective(active):
+            def fun(flat: np.ndarray) -> tuple[float, np.ndarray]:
+                Ls = to_tensor(flat.reshape(L0.shape), device, Xt.dtype)
+                loss, grad = mlmnn_loss_and_grad(Ls, Xt, groups_t, active, mu)
+                return float(loss), grad.double().cpu().numpy().ravel()
+
+            return fun
+
+        with progress(total=self.max_iter, desc="mLMNN", verbose=self.verbose) as bar:
+
+            def report(n_iter, loss, n_new):
+                bar.update(n_iter - bar.n)
+                bar.set_postfix(objective=f"{loss:.6g}", new_pairs=n_new)
+
+            Ls, n_iter, loss, active, converged = optimise_on_active_sets(
+                search,
+                objective,
+                L0,
+                solver=self.solver,
+                max_iter=self.max_iter,
+                active_set_update=self.active_set_update,
+                tol=self.tol,
+                learning_rate=self.learning_rate,
+                on_round=report,
+            )
+        if not converged:
+            warnings.warn(
+                f"MultiMetricLMNN stopped at max_iter={self.max_iter} before converging; "
+                "increase max_iter or tol.",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
+        self.classes_ = classes
+        self.components_ = Ls.astype(np.float32)
+        self.clusters_ = groups
+        self.n_clusters_ = n_groups
+        self.X_train_ = X.astype(np.float32)
+        self.y_train_ = codes
+        self.global_components_ = global_map
+        self.n_iter_ = int(n_iter)
+        self.objective_ = float(loss)
+        self.n_active_pairs_ = int(active.anchors.numel())
+        return self
+
+    # ------------------------------------------------------------------ prediction
+    def _nearest(self, X) -> np.ndarray:
+        """Indices (n_queries, n_neighbors) of the nearest training points under ``D``."""
+        check_is_fitted(self, "components_")
+        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
+        device = resolve_device(self.device)
+        Q = to_tensor(X.astype(np.float32), device)
+        Ls = to_tensor(self.components_, device)
+        train = to_tensor(self.X_train_, device)
+        groups = torch.as_tensor(self.clusters_, device=device)
+        members = [torch.nonzero(groups == g).flatten() for g in range(Ls.shape[0])]
+        embedded = [train[m] @ Ls[g].T for g, m in enumerate(members)]
+        n_train = train.shape[0]
+        nearest = torch.empty((Q.shape[0], self.n_neighbors), dtype=torch.int64, device=device)
+        step = _row_chunk(n_train)
+        for start in range(0, Q.shape[0], step):  # loop over query chunks: (chunk × n_train)
+            rows = Q[start : start + step]
+            block = torch.empty((rows.shape[0], n_train), dtype=Q.dtype, device=device)
+            for g, m in enumerate(members):  # loop over clusters: each in its own metric
+                block[:, m] = _squared_distances(rows @ Ls[g].T, embedded[g])
+            nearest[start : start + step] = smallest_k(block, self.n_neighbors)[1]
+        return nearest.cpu().numpy()
+
+    def predict_proba(self, X) -> np.ndarray:
+        """Fraction of the ``n_neighbors`` nearest training points in each class.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+            Columns in the order of ``classes_``.
+        """
+        nearest = self._nearest(X)
+        votes = self.y_train_[nearest]  # (n, n_neighbors)
+        n_classes = len(self.classes_)
+        counts = np.zeros((votes.shape[0], n_classes))
+        np.add.at(counts, (np.arange(votes.shape[0])[:, None], votes), 1.0)
+        return counts / self.n_neighbors
+
+    def predict(self, X) -> np.ndarray:
+        """Majority label of the ``n_neighbors`` nearest training points (ties: smallest label).
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        proba = self.predict_proba(X)
+        return self.classes_[np.argmax(proba, axis=1)]
+
+    # ------------------------------------------------------------------ metrics
+    def get_mahalanobis_matrices(self) -> np.ndarray:
+        """``M_c = L_cᵀ L_c`` for every cluster: (n_clusters_, n_features, n_features)."""
+        check_is_fitted(self, "components_")
+        return self.components_.transpose(0, 2, 1) @ self.components_
+
+    def pair_distances(self, X1, X2, clusters) -> np.ndarray:
+        """``||L_{c_i}(x1_i − x2_i)||`` for paired rows, each in the metric of ``clusters[i]``.
+
+        ``X2`` holds the reference points: for training points ``X_train_[j]`` pass
+        ``clusters_[j]``.
+
+        Returns
+        -------
+        ndarray of shape (n_pairs,)
+        """
+        check_is_fitted(self, "components_")
+        X1 = validate_data(self, X1, reset=False, dtype=[np.float64, np.float32])
+        X2 = validate_data(self, X2, reset=False, dtype=[np.float64, np.float32])
+        clusters = np.asarray(clusters)
+        _check(
+            X1.shape[0] == X2.shape[0] == clusters.shape[0] and clusters.ndim == 1,
+            f"X1, X2 and clusters must have as many rows: {X1.shape[0]}, {X2.shape[0]}, "
+            f"{clusters.shape}.",
+        )
+        _check(
+            np.issubdtype(clusters.dtype, np.integer)
+            and (clusters.size == 0 or (clusters.min() >= 0 and clusters.max() < self.n_clusters_)),
+            f"clusters must be integers in [0, {self.n_clusters_}).",
+        )
+        diff = (X1 - X2).astype(np.float32)
+        out = np.empty(diff.shape[0], dtype=np.float32)
+        for g in np.unique(clusters):  # loop over clusters: each pair in its own metric
+            sel = clusters == g
+            out[sel] = np.sqrt(((diff[sel] @ self.components_[g].T) ** 2).sum(1))
+        return out
+
+    # ------------------------------------------------------------------ model files
+    def save(self, path: str | os.PathLike) -> None:
+        """Save the fitted estimator to ``path`` (``.npz``; loading executes no code)."""
+        check_is_fitted(self, "components_")
+        save_model(self, path)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> MultiMetricLMNN:
+        """Load an estimator saved with :meth:`save`."""
+        est = load_model(path)
+        if not isinstance(est, cls):
+            raise ValueError(f"{path} holds a {type(est).__name__}, not a {cls.__name__}.")
+        return est

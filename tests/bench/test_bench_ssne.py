@@ -1,11 +1,13 @@
 """The SSNE table: folds, cells, paper constants and an end-to-end run on a bundled set."""
 
+import dataclasses
 import json
 
 import numpy as np
 import pytest
 from sklearn.datasets import load_iris
 from sklearn.model_selection import RepeatedStratifiedKFold
+from sklearn.preprocessing import StandardScaler
 
 from rankmetric.bench import ssne
 from rankmetric.bench._common import BenchConfig, strip_timings
@@ -102,3 +104,49 @@ def test_process_pool_gives_the_serial_results(tmp_path):
     cells_a = json.loads((tmp_path / "a" / "ssne-uci" / "ssne-uci.json").read_text())["cells"]
     cells_b = json.loads((tmp_path / "b" / "ssne-uci" / "ssne-uci.json").read_text())["cells"]
     assert [strip_timings(c) for c in cells_a] == [strip_timings(c) for c in cells_b]
+
+
+def test_mlmnn_cell_scores_its_own_knn_rule_and_tunes_on_validation():
+    """mLMNN has no embedding: the cell's accuracy is its own per-class-metric k-NN vote."""
+    from rankmetric.estimators.mlmnn import MultiMetricLMNN
+
+    config = BenchConfig(quick=False, datasets=("iris",), methods=("mlmnn",), seeds=1)
+    cell = ssne.build_cells(config)[0]
+    assert cell.options["fixed"]["n_neighbors"] == cell.options["k"] == ssne.K
+    result = ssne.run_cv_cell(cell)
+    tried = [(v["params"]["k"], v["params"]["regularization"]) for v in result["validation"]]
+    assert len(tried) == 6 and tried[0] == (3, 0.25)
+    best = max(result["validation"], key=lambda v: v["score"])  # first best on ties
+    assert {k: result["params"][k] for k in best["params"]} == best["params"]
+    X, y = load_iris(return_X_y=True)
+    train, test = ssne.cv_fold(y, 0, n_repeats=1)
+    scaler = StandardScaler().fit(X[train])
+    model = MultiMetricLMNN(**result["params"], random_state=0, device="cpu")
+    model.fit(scaler.transform(X[train]), y[train])
+    assert result["accuracy"] == model.score(scaler.transform(X[test]), y[test])
+    assert 0.85 < result["accuracy"] <= 1.0
+
+
+def test_methods_option_runs_the_mlmnn_column_alone(tmp_path, capsys):
+    from rankmetric.cli import main
+
+    argv = ["bench", "ssne-uci", "--quick", "--datasets", "iris", "--methods", "mlmnn",
+            "--quiet", "--results-dir", str(tmp_path)]  # fmt: skip
+    assert main(argv) == 0
+    payload = json.loads((tmp_path / "ssne-uci" / "ssne-uci.json").read_text())
+    assert {c["cell"]["method"] for c in payload["cells"]} == {"mlmnn"}
+    assert len(payload["cells"]) == 2  # quick mode: 1×2 CV
+    assert 0.8 < payload["summary"]["table1"]["iris"]["mlmnn"]["mean"] <= 1.0
+    table = (tmp_path / "ssne-uci" / "ssne-uci.md").read_text()
+    assert "| data set |  | mLMNN | SSNE − paper |" in table
+    assert "not run" not in table.split("## SSNE Table 2")[0]
+    assert "--methods mlmnn" in capsys.readouterr().out
+
+
+def test_table1_keeps_the_papers_mlmnn_column_when_mlmnn_was_not_run():
+    cell = ssne.build_cells(BenchConfig(quick=True, datasets=("iris",), methods=("lmnn",)))[0]
+    result = {"cell": dataclasses.asdict(cell), "accuracy": 0.9}
+    table, payload = ssne._table1([result], BenchConfig(quick=True, datasets=("iris",)))
+    assert "| LMNN | mLMNN |" in table and "mLMNN was not run (paper figures only)" in table
+    assert "96.00 ± 1.04" in table  # the paper's mLMNN on iris
+    assert list(payload["iris"]) == ["lmnn"]

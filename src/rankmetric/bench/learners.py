@@ -3,7 +3,9 @@
 Each learner is named by a short id (``"warca"``, ``"nca"``, ...). :func:`fit_learner` chooses
 its hyper-parameters on a validation split carved out of the training data only (never the test
 fold), refits the best candidate on the whole training data, and returns the fitted embedding
-with the choice it made and the fit time.
+with the choice it made and the fit time. A learner that is a k-NN classifier with its own
+distances rather than an embedding (``"mlmnn"``: one metric per class) returns its ``predict``
+instead, and is scored on the validation split by its own accuracy.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
+from sklearn.base import is_classifier
 
 from ._common import captured_warnings
 
@@ -24,6 +27,7 @@ __all__ = ["LABELS", "EUCLIDEAN", "FittedLearner", "build_learner", "expand_grid
 CLASSES = {
     "itml": "rankmetric.estimators.itml.ITML",
     "lmnn": "rankmetric.estimators.lmnn.LMNN",
+    "mlmnn": "rankmetric.estimators.mlmnn.MultiMetricLMNN",
     "nca": "sklearn.neighbors.NeighborhoodComponentsAnalysis",
     "ssne": "rankmetric.estimators.ssne.SSNE",
     "warca": "rankmetric.estimators.warca.WARCA",
@@ -38,6 +42,7 @@ LABELS = {
     "euclidean-scaled": "Euclidean (scaled)",
     "itml": "ITML",
     "lmnn": "LMNN",
+    "mlmnn": "mLMNN",
     "nca": "NCA (scikit-learn)",
     "ssne": "SSNE",
     "warca": "WARCA",
@@ -57,8 +62,8 @@ class FittedLearner:
 
     Attributes
     ----------
-    transform : callable ``X -> embedding``
-        The learned map (the identity for the Euclidean baselines).
+    transform : callable ``X -> embedding`` or None
+        The learned map (the identity for the Euclidean baselines; ``None`` for a classifier).
     params : dict
         Hyper-parameters of the final fit (fixed ones and the chosen candidate).
     seconds : float
@@ -68,13 +73,16 @@ class FittedLearner:
         nothing was tuned).
     warnings : list of str
         Distinct warnings raised while fitting.
+    predict : callable ``X -> labels`` or None
+        A classifier learner's own k-NN rule (``None`` for the embedding learners).
     """
 
-    transform: Callable[[np.ndarray], np.ndarray]
+    transform: Callable[[np.ndarray], np.ndarray] | None
     params: dict
     seconds: float
     validation: list[dict] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    predict: Callable[[np.ndarray], np.ndarray] | None = None
 
 
 def _import(path: str):
@@ -111,14 +119,23 @@ def _identity(X: np.ndarray) -> np.ndarray:
     return X
 
 
+def _is_classifier(est) -> bool:
+    """A learner that predicts labels by its own distances instead of embedding the data."""
+    return est is not None and is_classifier(est) and not hasattr(est, "transform")
+
+
 def _fit(method: str, params: Mapping, X: np.ndarray, y: np.ndarray, seed: int, device: str):
-    """Fit one estimator; returns ``(transform, seconds)``."""
+    """Fit one estimator; returns ``(estimator or None for Euclidean, seconds)``."""
     est = build_learner(method, params, seed, device)
     if est is None:
-        return _identity, 0.0
+        return None, 0.0
     start = time.perf_counter()
     est.fit(X, y)
-    return est.transform, time.perf_counter() - start
+    return est, time.perf_counter() - start
+
+
+def _transform(est):
+    return _identity if est is None else est.transform
 
 
 def _select(method, fixed, candidates, X, y, seed, device, split, score):
@@ -143,8 +160,12 @@ def _validate(method, params, X, y, inner, val, seed, device, score) -> dict:
     a non-finite loss) gets ``score=None`` and its message, instead of stopping the grid.
     """
     try:
-        transform, _ = _fit(method, params, X[inner], y[inner], seed, device)
-        value = score(transform(X[inner]), y[inner], transform(X[val]), y[val])
+        est, _ = _fit(method, params, X[inner], y[inner], seed, device)
+        if _is_classifier(est):
+            value = np.mean(est.predict(X[val]) == y[val])
+        else:
+            transform = _transform(est)
+            value = score(transform(X[inner]), y[inner], transform(X[val]), y[val])
     except ValueError as exc:
         return {"score": None, "error": f"{type(exc).__name__}: {exc}"}
     return {"score": float(value)}
@@ -177,6 +198,8 @@ def fit_learner(
         Candidates; with more than one, each is fitted on ``split``'s inner training part and
         scored by ``score`` on its validation part, and the best (first on ties) is refitted.
         A candidate whose fit raises ``ValueError`` is skipped (``score=None``, its message kept).
+        A classifier learner (``"mlmnn"``) is scored by its own validation accuracy instead of
+        ``score``.
     seed : int
         Seed of the estimators and of the split.
     split, score : callables
@@ -196,5 +219,7 @@ def fit_learner(
                 raise ValueError("tuning a grid needs a split and a score function.")
             best, validation = _select(method, fixed, candidates, X, y, seed, device, split, score)
         params = {**fixed, **best}
-        transform, seconds = _fit(method, params, X, y, seed, device)
-    return FittedLearner(transform, params, seconds, validation, caught)
+        est, seconds = _fit(method, params, X, y, seed, device)
+    if _is_classifier(est):
+        return FittedLearner(None, params, seconds, validation, caught, predict=est.predict)
+    return FittedLearner(_transform(est), params, seconds, validation, caught)

@@ -75,7 +75,7 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         Nyström landmarks ``m`` (drawn uniformly from the training set). ``None``: exact kernel up
         to 20 000 samples, 2 000 landmarks beyond.
     margin, reg_lambda, batch_size, sampling, max_sampling, max_iter, learning_rate,
-    validation_every, patience, tol, random_state, device, verbose, checkpoint_dir,
+    validation_every, patience, tol, tol_window, random_state, device, verbose, checkpoint_dir,
     checkpoint_every :
         As in :class:`rankmetric.WARCA`. ``reg_lambda`` defaults to 1e-3 (the reference's VIPeR
         setting): on a normalised kernel (``k(x, x) = 1``) an embedding with ``A K Aᵀ = I`` has
@@ -113,7 +113,8 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         learning_rate: float = 1e-2,
         validation_every: int = 50,
         patience: int | None = 10,
-        tol: float | None = None,
+        tol: float | None = 1e-2,
+        tol_window: int = 50,
         random_state=None,
         device: str | None = None,
         verbose: bool = False,
@@ -136,6 +137,7 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         self.validation_every = validation_every
         self.patience = patience
         self.tol = tol
+        self.tol_window = tol_window
         self.random_state = random_state
         self.device = device
         self.verbose = verbose
@@ -272,7 +274,7 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         model.reset_parameters(rng, "random")
 
         def embed(indices):
-            return model(features if indices is None else features[indices])
+            return model(features if indices is None else features.index_select(0, indices))
 
         validate = None
         if X_val is not None:

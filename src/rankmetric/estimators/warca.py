@@ -98,7 +98,7 @@ class BaseWARCA(TransformerMixin, BaseEstimator):
             _is_real(p["reg_lambda"]) and p["reg_lambda"] >= 0,
             f"reg_lambda must be a non-negative number, got {p['reg_lambda']!r}.",
         )
-        for name in ("batch_size", "max_sampling", "validation_every"):
+        for name in ("batch_size", "max_sampling", "validation_every", "tol_window"):
             _require(
                 _is_int(p[name]) and p[name] >= 1,
                 f"{name} must be a positive integer, got {p[name]!r}.",
@@ -221,6 +221,7 @@ class BaseWARCA(TransformerMixin, BaseEstimator):
             validation_every=self.validation_every,
             patience=self.patience,
             tol=self.tol,
+            tol_window=self.tol_window,
             verbose=self.verbose,
             desc=type(self).__name__,
             checkpoint_dir=self.checkpoint_dir,
@@ -267,7 +268,7 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         Negatives per pair (batched), or most draws per pair (sequential; the reference uses 512).
         Capped at ``|other(i)|`` in sequential mode.
     max_iter : int, default=2000
-        Adam steps (the reference's default).
+        Most Adam steps (the reference runs exactly this many; here ``tol`` usually stops earlier).
     learning_rate : float, default=1e-2
         Adam step size.
     standardize : bool, default=True
@@ -280,9 +281,15 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         Steps between validation scores when ``fit`` gets ``X_val, y_val``.
     patience : int or None, default=10
         Stop after this many validations without improvement (the best parameters are kept).
-    tol : float or None, default=None
-        Without validation data: stop when the windowed mean loss improves by less than ``tol``
-        (relative); ``None`` runs exactly ``max_iter`` steps, as the reference does.
+    tol : float or None, default=1e-2
+        Without validation data: stop when the mean loss of the last ``tol_window`` steps is
+        less than ``tol`` (relative) below that of the ``tol_window`` steps before. ``None`` runs
+        exactly ``max_iter`` steps, as the reference code does. Differs from the reference
+        because the loss settles within 150–250 steps on the UCI sets and digits, where the
+        reference's 2000 fixed steps cost 7–13× the time for the same k-NN accuracy (within
+        ±2 points on 7 sets: ``docs/warca.md``, "Stopping").
+    tol_window : int, default=50
+        Steps per window of the ``tol`` rule (the earliest stop is at ``2 · tol_window``).
     random_state : int, Generator or None
         Seeds pairs, negatives and the initialisation.
     device : str or None
@@ -337,7 +344,8 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         init: str = "random",
         validation_every: int = 50,
         patience: int | None = 10,
-        tol: float | None = None,
+        tol: float | None = 1e-2,
+        tol_window: int = 50,
         random_state=None,
         device: str | None = None,
         verbose: bool = False,
@@ -357,6 +365,7 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         self.validation_every = validation_every
         self.patience = patience
         self.tol = tol
+        self.tol_window = tol_window
         self.random_state = random_state
         self.device = device
         self.verbose = verbose
@@ -401,7 +410,7 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         model.reset_parameters(rng, self.init, data)
 
         def embed(indices: torch.Tensor | None) -> torch.Tensor:
-            return model(data if indices is None else data[indices])
+            return model(data if indices is None else data.index_select(0, indices))
 
         validate = None
         if X_val is not None:

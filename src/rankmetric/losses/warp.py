@@ -63,6 +63,8 @@ SEQUENTIAL_FIRST_CHUNK = 16
 MAX_VIOLATORS = 16
 #: Largest (2·batch) × N distance matrix the ``"exact"`` mode may build (2^27 = 512 MiB float32).
 EXACT_MAX_ENTRIES = 1 << 27
+#: Detection uses the dense (2·batch) × N distance matrix while N ≤ this many times the draws S.
+DENSE_DETECTION_RATIO = 16
 #: Squared distances are clamped at this value before the square root (finite gradients).
 DISTANCE_EPS = 1e-12
 
@@ -205,8 +207,8 @@ def _paired_euclidean(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return (a - b).square().sum(-1).clamp_min(DISTANCE_EPS).sqrt()
 
 
-def _cross_euclidean(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """``F(a_i, b_j)`` for every row pair from ``||a||² + ||b||² − 2 aᵀb`` (one matrix product).
+def _cross_sq_euclidean(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``F(a_i, b_j)²`` for every row pair from ``||a||² + ||b||² − 2 aᵀb`` (one matrix product).
 
     Parameters
     ----------
@@ -215,12 +217,22 @@ def _cross_euclidean(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
     Returns
     -------
-    tensor of shape (..., n_a, n_b)
+    tensor of shape (..., n_a, n_b), clamped at ``DISTANCE_EPS``
     """
-    sq_a = torch.linalg.vector_norm(a, dim=-1).square()
-    sq_b = torch.linalg.vector_norm(b, dim=-1).square()
-    sq = sq_a[..., :, None] + sq_b[..., None, :] - 2.0 * (a @ b.transpose(-1, -2))
-    return sq.clamp_min(DISTANCE_EPS).sqrt()
+    sq_a = a.square().sum(-1)
+    sq_b = b.square().sum(-1)
+    if a.dim() == 2 and b.dim() == 2:
+        sq = torch.addmm(sq_b[None, :], a, b.T, alpha=-2.0)
+    elif a.dim() == 3 and b.dim() == 3:
+        sq = torch.baddbmm(sq_b[:, None, :], a, b.transpose(-1, -2), alpha=-2.0)
+    else:
+        sq = sq_b[..., None, :] - 2.0 * (a @ b.transpose(-1, -2))
+    return (sq + sq_a[..., :, None]).clamp_min(DISTANCE_EPS)
+
+
+def _cross_euclidean(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``F(a_i, b_j)`` for every row pair (the square root of :func:`_cross_sq_euclidean`)."""
+    return _cross_sq_euclidean(a, b).sqrt()
 
 
 def _as_index(indices: np.ndarray, device: torch.device) -> torch.Tensor:
@@ -232,33 +244,57 @@ def _embed_rows(embed: Embed, indices: torch.Tensor, n_samples: int) -> torch.Te
 
     When there are at least as many indices as training samples, every sample is embedded once
     and rows are gathered: cheaper than embedding duplicates, and the gradient then flows
-    through one ``(N, D) @ (D, r)`` product.
+    through one ``(N, D) @ (D, r)`` product. Rows are gathered with ``index_select``, whose
+    backward is an ``index_add`` (several times faster on CPU than the accumulating
+    ``index_put`` behind ``tensor[indices]``).
     """
     flat = indices.reshape(-1)
-    rows = embed(None)[flat] if flat.numel() >= n_samples else embed(flat)
+    rows = embed(None).index_select(0, flat) if flat.numel() >= n_samples else embed(flat)
     return rows.reshape(*indices.shape, rows.shape[-1])
 
 
 class _Distances:
-    """Distances from both ends of each positive pair to chosen training samples (no gradient).
+    """Squared distances from both ends of each positive pair to chosen samples (no gradient).
 
-    Sparse by default: only the drawn negatives are embedded (O(P·S·r), independent of N; all N
-    samples are embedded once instead when N ≤ P·S). Dense for the ``"exact"`` mode: the ends'
-    distances to all N samples, one matrix product, O(P·N) memory.
+    Squared, so that detection compares ``d² < (γ + d(a, p))²`` without a square root per draw.
+    Two layouts, chosen by cost:
+
+    * sparse: only the drawn negatives are embedded and compared (O(P·S·r), independent of N;
+      all N samples are embedded once instead when N ≤ P·S);
+    * dense: the ends' squared distances to all N samples from one matrix product, O(P·N)
+      memory, then the draws are gathered from it. Always used by ``"exact"``, and by the
+      samplers whenever ``N ≤ 16·S``, where one (2P × r) @ (r × N) product is cheaper
+      than gathering P·S embedded rows (3–4× faster per step on N < 2,000).
     """
 
-    def __init__(self, embed: Embed, ends: torch.Tensor, n_samples: int, dense: bool) -> None:
-        self.embed, self.ends, self.n_samples, self.full = embed, ends, n_samples, None
-        if dense:
-            flat = _cross_euclidean(ends.reshape(-1, ends.shape[-1]), embed(None))
-            self.full = flat.reshape(ends.shape[0], 2, n_samples)  # (P, 2, N)
+    def __init__(
+        self, embed: Embed, ends: torch.Tensor, n_samples: int, dense: bool, n_draws: int = 0
+    ) -> None:
+        self.embed, self.ends, self.n_samples, self.partial = embed, ends, n_samples, None
+        rank = ends.shape[-1]
+        self.sq_ends = ends.square().sum(-1)  # (P, 2)
+        if dense or n_samples <= DENSE_DETECTION_RATIO * n_draws:
+            everything = embed(None)
+            # ||b||² − 2 aᵀb only: adding ||a||² after the gather keeps the big matrix to one pass
+            partial = torch.addmm(
+                everything.square().sum(-1)[None, :],
+                ends.reshape(-1, rank),
+                everything.T,
+                alpha=-2.0,
+            )
+            self.partial = partial.reshape(ends.shape[0], 2, n_samples)  # (P, 2, N)
+
+    def full_below(self, threshold: torch.Tensor) -> torch.Tensor:
+        """Dense mode: bool (P, 2, N), ``d²(end, k) < threshold`` of each pair, for every k."""
+        return self.partial < (threshold[:, None] - self.sq_ends)[:, :, None]
 
     def to(self, pairs: torch.Tensor, negatives: torch.Tensor) -> torch.Tensor:
-        """Distances of shape (p, 2, S) from the ends of ``pairs`` (p,) to ``negatives`` (p, S)."""
-        if self.full is not None:
-            return self.full[pairs].gather(2, negatives[:, None, :].expand(-1, 2, -1))
+        """Squared distances (p, 2, S) from the ends of ``pairs`` (p,) to ``negatives`` (p, S)."""
+        if self.partial is not None:
+            drawn = self.partial[pairs].gather(2, negatives[:, None, :].expand(-1, 2, -1))
+            return (drawn + self.sq_ends[pairs][:, :, None]).clamp_min(DISTANCE_EPS)
         e_neg = _embed_rows(self.embed, negatives, self.n_samples)
-        return _cross_euclidean(self.ends[pairs], e_neg)
+        return _cross_sq_euclidean(self.ends[pairs], e_neg)
 
 
 class _Violations:
@@ -322,7 +358,7 @@ def _detect_exact(dist, index, first, threshold) -> tuple:
     codes = torch.as_tensor(index.codes, device=device)
     first_t = _as_index(first, device)
     negative = codes[None, :] != codes[first_t][:, None]  # (P, N): other(i) = other(j)
-    violates = (threshold[:, None, None] - dist.full > 0) & negative[:, None, :]
+    violates = dist.full_below(threshold) & negative[:, None, :]
     violates = violates.transpose(0, 1).reshape(-1, negative.shape[1])  # (2P, N)
     n_violators = violates.sum(dim=1)
     rows, negatives = violates.nonzero(as_tuple=True)
@@ -400,8 +436,10 @@ def sampled_warp_loss(
         _check_exact_size(len(first), index.n_samples)
     with torch.no_grad():
         e_a, e_p = detached(a), detached(p)
-        dist = _Distances(detached, torch.stack([e_a, e_p], dim=1), index.n_samples, dense)
-        threshold = margin + _paired_euclidean(e_a, e_p)
+        n_draws = 0 if sampling == "exact" else max_sampling
+        ends = torch.stack([e_a, e_p], dim=1)
+        dist = _Distances(detached, ends, index.n_samples, dense, n_draws)
+        threshold = (margin + _paired_euclidean(e_a, e_p)).square()  # compared with d²
         if sampling == "batched":
             found = _detect_batched(
                 dist, index, rng, first, threshold, n_other, max_sampling, max_violators
@@ -438,7 +476,8 @@ def _sparse_hinge_sums(embed, found, active, row_slot, margin, n_samples) -> tor
     emb = _embed_rows(embed, points, n_samples)
     e_a, e_p, e_n = emb[:n_active], emb[n_active : 2 * n_active], emb[2 * n_active :]
     d_ap = _paired_euclidean(e_a, e_p)
-    hinge = torch.relu(margin + d_ap[row_slot] - _paired_euclidean(e_a[row_slot], e_n))
+    d_an = _paired_euclidean(e_a.index_select(0, row_slot), e_n)
+    hinge = torch.relu(margin + d_ap.index_select(0, row_slot) - d_an)
     return torch.zeros(n_active, dtype=hinge.dtype, device=hinge.device).index_add(
         0, row_slot, hinge
     )

@@ -63,14 +63,15 @@ BUDGETS = {
         "itml": {"num_constraints": 2000, "max_iter": 100},
         "lmnn": {"k": 1, "max_iter": 50},
         "nca": {"max_iter": 50},
-        "warca": {"max_iter": 200},
-        "kernel-warca": {"kernel": "rbf", "max_iter": 200},
+        "warca": {"max_iter": 200, "tol": None},
+        "kernel-warca": {"kernel": "rbf", "max_iter": 200, "tol": None},
     },
     "full": {
         "kissme": {},
         "itml": {"num_constraints": 2000, "max_iter": 1000},
         "lmnn": {"k": 1, "max_iter": 1000},
         "nca": {"max_iter": 200},
+        # at most the reference's 2000 steps, stopped by the default loss tolerance
         "warca": {"max_iter": 2000},
         "kernel-warca": {"kernel": "rbf", "max_iter": 2000},
     },

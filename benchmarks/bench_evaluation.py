@@ -2,8 +2,8 @@
 
 Both compute precision@1 (= Recall@1 here: every class has several members) and mAP@R on the
 same synthetic embeddings (Gaussian class centres plus noise, float32). Each measurement runs in
-a fresh process, so its peak resident memory (``ru_maxrss``, minus the resident memory after
-imports, data generation and a small warm-up) is its own. The peer is
+a fresh process, and its peak resident memory is its own: ``VmHWM`` reset after the imports,
+data generation and a small warm-up, minus the resident memory at that point. The peer is
 ``AccuracyCalculator(include=("precision_at_1", "mean_average_precision_at_r"),
 k="max_bin_count")`` with its default faiss k-NN; it keeps every query's top-R list at once
 (about 54 bytes × n_queries × R by the count below), so cases where that exceeds
@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import statistics
 import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass
+
+from _memory import reset_peak_mb, status_mb
 
 PEER_BYTES_PER_NEIGHBOUR = 54  # faiss ids+distances, float labels, masks, int64/float64 buffers
 
@@ -111,11 +112,11 @@ def child(tool: str, case: Case, threads: int) -> None:
     gallery, queries = make_data(case)
     warm = Case("warm-up", 2000, 0, case.dim, case.n_classes)
     run(*make_data(warm, seed=1))
-    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    base = reset_peak_mb()
     start = time.perf_counter()
     scores = run(gallery, queries)
     seconds = time.perf_counter() - start
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak = status_mb("VmHWM")
     print(json.dumps({"seconds": seconds, "peak_mb": peak - base, "scores": scores}))
 
 

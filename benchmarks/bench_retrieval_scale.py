@@ -30,26 +30,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _memory import reset_peak_mb, status_mb  # noqa: E402
 from bench_evaluation import Case, make_data  # noqa: E402
 from bench_evaluation import measure as measure_evaluation  # noqa: E402
 
 K = 10
 TASKS = ("torch", "faiss", "transform-warca", "transform-ssne")
-
-
-def _status_mb(field: str) -> float:
-    """``VmRSS`` / ``VmHWM`` (peak) of this process from ``/proc/self/status``, in MB."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1]) / 1024
-    raise RuntimeError(f"{field} not in /proc/self/status")
-
-
-def _reset_peak_mb() -> float:
-    """Reset the peak-memory mark to the current resident memory (Linux ``clear_refs`` 5), so
-    that data generation's temporaries do not hide the measured step's; returns the latter."""
-    Path("/proc/self/clear_refs").write_text("5")
-    return _status_mb("VmRSS")
 
 
 def _search(backend: str, gallery, queries) -> dict:
@@ -88,11 +74,11 @@ def child(task: str, case: Case, threads: int) -> None:
     else:
         _search(task, *warm)
         run = lambda: _search(task, gallery, queries)  # noqa: E731
-    base = _reset_peak_mb()
+    base = reset_peak_mb()
     start = time.perf_counter()
     result = run()
     seconds = time.perf_counter() - start
-    print(json.dumps({"seconds": seconds, "peak_mb": _status_mb("VmHWM") - base, "result": result}))
+    print(json.dumps({"seconds": seconds, "peak_mb": status_mb("VmHWM") - base, "result": result}))
 
 
 def measure(task: str, case: Case, threads: int, repeats: int) -> dict:

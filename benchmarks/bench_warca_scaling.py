@@ -1,6 +1,6 @@
 """Fit-time scaling of linear WARCA with the number of samples N (D=128, r=32, fixed steps).
 
-Each (N, method) runs in its own process so that its peak resident memory (``ru_maxrss``) is its
+Each (N, method) runs in its own process so that its peak resident memory (``VmHWM``) is its
 own. Ours is the batched WARP estimator; the peer is the reference code's sequential sampler
 (draws until the first violator, vectorised across pairs) at the same number of steps, and
 scikit-learn's NCA where its N × N matrices fit (it has no fixed-step mode: ``max_iter`` L-BFGS
@@ -17,12 +17,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import time
 
 import numpy as np
+
+from _memory import reset_peak_mb, status_mb
 
 DIM, RANK, CLASSES = 128, 32, 100
 
@@ -44,7 +45,7 @@ def worker(n: int, method: str, steps: int, threads: int) -> dict:
 
     torch.set_num_threads(threads)
     X, y = make_data(n)
-    base_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    base_rss = reset_peak_mb()
     if method == "nca":
         from sklearn.neighbors import NeighborhoodComponentsAnalysis
 
@@ -58,12 +59,12 @@ def worker(n: int, method: str, steps: int, threads: int) -> dict:
     start = time.perf_counter()
     est.fit(X, y)
     seconds = time.perf_counter() - start
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    peak = status_mb("VmHWM")
     return {
         "seconds": seconds,
-        "peak_mb": peak / 1024,
+        "peak_mb": peak,
         "data_mb": X.nbytes / 2**20,
-        "extra_mb": (peak - base_rss) / 1024,
+        "extra_mb": peak - base_rss,
     }
 
 

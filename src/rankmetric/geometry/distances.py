@@ -146,7 +146,8 @@ def pairwise_airm(A, B=None, chunk_size: int | None = None) -> torch.Tensor:
     Each ``A_i = L_i L_iᵀ`` is factored once; for a chunk of rows, all whitened matrices
     :math:`L_i^{-1} B_j L_i^{-\top}` are built with two matrix products (no Python loop over rows or
     pairs) and their eigenvalues computed in one batched call. With ``B=None`` only the pairs
-    ``j > i`` are computed and the matrix is mirrored; its diagonal is exactly 0.
+    ``j > i`` are computed (as one batch of pairs when they fit in one chunk, e.g. a training
+    batch) and the matrix is mirrored; its diagonal is exactly 0.
 
     .. math:: D_{ij} = \Big(\sum_k \log^2 \lambda_k(A_i, B_j)\Big)^{1/2}
 
@@ -182,6 +183,8 @@ def pairwise_airm(A, B=None, chunk_size: int | None = None) -> torch.Tensor:
     A, B = common_dtype(A, B)
     n_a, n_b, c = A.shape[0], B.shape[0], A.shape[-1]
     rows = _rows_per_chunk(chunk_size, n_b, c, A.device)
+    if same and rows >= n_a:  # one block: solve the n(n−1)/2 pairs i < j only
+        return safe_sqrt(_upper_pairs_squared(A))
     blocks = []
     for start in range(0, n_a, rows):
         first_col = start if same else 0
@@ -192,6 +195,21 @@ def pairwise_airm(A, B=None, chunk_size: int | None = None) -> torch.Tensor:
         squared = torch.triu(squared, diagonal=1)
         squared = squared + squared.mT
     return safe_sqrt(squared)
+
+
+def _upper_pairs_squared(A: torch.Tensor) -> torch.Tensor:
+    """Symmetric (n, n) matrix of squared AIRM distances from the pairs ``i < j`` alone.
+
+    Half the eigenproblems of the (n, n) block (a loss over a batch of B embeddings needs
+    B(B−1)/2 of them); each pair factors its own ``A_i`` (a Cholesky costs a fraction of an
+    eigen-decomposition).
+    """
+    n = A.shape[0]
+    cholesky(A, "A")  # an error names the matrix of A, not of the list of pairs
+    i, j = torch.triu_indices(n, n, offset=1, device=A.device)
+    squared = _AirmSquared.apply(A[i], A[j], False)
+    full = torch.zeros(n, n, dtype=squared.dtype, device=A.device)
+    return full.index_put((i, j), squared).index_put((j, i), squared)
 
 
 def _triangular_inverse(L: torch.Tensor) -> torch.Tensor:

@@ -8,11 +8,14 @@ code's sequential sampler, scikit-learn's NCA, and rankmetric's LMNN and ITML wh
     python benchmarks/bench_warca_classic.py                       # digits, wdbc, fashion-2000
     python benchmarks/bench_warca_classic.py --sets digits --repeats 2
     python benchmarks/bench_warca_classic.py --fashion-size 5000
+    python benchmarks/bench_warca_classic.py --sets fashion-mnist --fashion-size 5000 \
+        --fashion-pca 0 --n-components 64 --skip ITML    # raw 784 pixels, rank-64 maps
 
 Fashion-MNIST: a stratified random subset (``--fashion-size``, seed 0) of the 60k training
 images, pixel values / 255, projected on its top 64 principal axes (PCA fitted on the subset,
-before the folds, for every method alike), because NCA/LMNN on 784 raw pixels would dominate the
-run. Fit times are medians over the folds, in seconds, with ``torch.set_num_threads(--threads)``.
+before the folds, for every method alike; ``--fashion-pca 0`` keeps the 784 raw pixels, where a
+full-rank LMNN or ITML would dominate the run, hence ``--n-components``). Fit times are medians
+over the folds, in seconds, with ``torch.set_num_threads(--threads)``.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from rankmetric.estimators.warca import WARCA
 from rankmetric.evaluate import repeated_cv_knn
 
 
-def load(name: str, fashion_size: int):
+def load(name: str, fashion_size: int, fashion_pca: int = 64):
     from rankmetric.datasets import load_dataset
 
     data = load_dataset(name)
@@ -40,25 +43,29 @@ def load(name: str, fashion_size: int):
         rng = np.random.default_rng(0)
         keep = np.sort(rng.choice(X.shape[0], fashion_size, replace=False))
         X, y = X[keep] / 255.0, y[keep]
-        X = PCA(64, random_state=0).fit_transform(X)
+        if fashion_pca:
+            X = PCA(fashion_pca, random_state=0).fit_transform(X)
     return X, y
 
 
-def methods(with_sequential: bool):
-    """(label, estimator or None, is_ours)."""
-    out = [("Euclidean", None), ("WARCA batched (ours)", WARCA(random_state=0))]
+def methods(with_sequential: bool, n_components: int | None = None):
+    """(label, estimator or None); ``n_components`` for every learner that has it (not ITML)."""
+    rank = {"n_components": n_components}
+    out = [("Euclidean", None), ("WARCA batched (ours)", WARCA(random_state=0, **rank))]
     if with_sequential:
         out.append(
             (
                 "WARCA sequential (ref)",
-                WARCA(sampling="sequential", max_sampling=512, random_state=0),
+                WARCA(sampling="sequential", max_sampling=512, random_state=0, **rank),
             )
         )
-    out.append(("sklearn NCA", NeighborhoodComponentsAnalysis(random_state=0, max_iter=100)))
+    nca = NeighborhoodComponentsAnalysis(random_state=0, max_iter=100, **rank)
+    out.append(("sklearn NCA", nca))
     for module, cls in (("lmnn", "LMNN"), ("itml", "ITML")):
         try:
             mod = __import__(f"rankmetric.estimators.{module}", fromlist=[cls])
-            out.append((f"rankmetric {cls}", getattr(mod, cls)(random_state=0)))
+            params = rank if cls == "LMNN" else {}
+            out.append((f"rankmetric {cls}", getattr(mod, cls)(random_state=0, **params)))
         except (ImportError, AttributeError) as exc:
             out.append((f"rankmetric {cls}", f"pending ({exc})"))
     return out
@@ -69,6 +76,12 @@ def main() -> None:
     parser.add_argument("--sets", nargs="+", default=["digits", "wdbc", "fashion-mnist"])
     parser.add_argument("--repeats", type=int, default=5, help="CV repetitions (5 for 5×2)")
     parser.add_argument("--fashion-size", type=int, default=2000)
+    parser.add_argument(
+        "--fashion-pca", type=int, default=64, help="Fashion-MNIST PCA dimensions (0: raw pixels)"
+    )
+    parser.add_argument(
+        "--n-components", type=int, default=None, help="rank of WARCA, NCA and LMNN (default: D)"
+    )
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--no-sequential", action="store_true")
     parser.add_argument("--skip", nargs="*", default=[], help="method labels to skip")
@@ -81,14 +94,14 @@ def main() -> None:
     )
     for name in args.sets:
         try:
-            X, y = load(name, args.fashion_size)
+            X, y = load(name, args.fashion_size, args.fashion_pca)
         except (ValueError, OSError) as exc:
             print(f"\n{name}: not available ({exc}); run `rankmetric data fetch {name}`")
             continue
         print(f"\n{name}: {X.shape[0]} × {X.shape[1]}, {len(np.unique(y))} classes")
         print(f"  {'method':<24} {'accuracy %':>14} {'fit s (median)':>15} {'time / WARCA':>13}")
         warca_time = None
-        for label, est in methods(not args.no_sequential):
+        for label, est in methods(not args.no_sequential, args.n_components):
             if any(s in label for s in args.skip):
                 continue
             if isinstance(est, str):

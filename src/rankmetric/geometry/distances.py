@@ -183,8 +183,8 @@ def pairwise_airm(A, B=None, chunk_size: int | None = None) -> torch.Tensor:
     A, B = common_dtype(A, B)
     n_a, n_b, c = A.shape[0], B.shape[0], A.shape[-1]
     rows = _rows_per_chunk(chunk_size, n_b, c, A.device)
-    if same and rows >= n_a:  # one block: solve the n(n−1)/2 pairs i < j only
-        return safe_sqrt(_upper_pairs_squared(A))
+    if same and chunk_size is None and _pairs_fit(n_a, c, A.device):
+        return safe_sqrt(_upper_pairs_squared(A))  # one batch of the n(n−1)/2 pairs i < j
     blocks = []
     for start in range(0, n_a, rows):
         first_col = start if same else 0
@@ -195,6 +195,11 @@ def pairwise_airm(A, B=None, chunk_size: int | None = None) -> torch.Tensor:
         squared = torch.triu(squared, diagonal=1)
         squared = squared + squared.mT
     return safe_sqrt(squared)
+
+
+def _pairs_fit(n: int, c: int, device: torch.device) -> bool:
+    """Whether the n(n−1)/2 whitened matrices of one set fit in one chunk's budget."""
+    return n * (n - 1) // 2 * c * c <= CHUNK_ELEMENTS["cuda" if device.type == "cuda" else "cpu"]
 
 
 def _upper_pairs_squared(A: torch.Tensor) -> torch.Tensor:

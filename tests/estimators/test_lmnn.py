@@ -290,3 +290,14 @@ def test_cuda_matches_cpu(rng):
     cpu = LMNN(device="cpu", max_iter=40).fit(X, y)
     gpu = LMNN(device="cuda", max_iter=40).fit(X, y)
     np.testing.assert_allclose(gpu.transform(X), cpu.transform(X), rtol=1e-2, atol=1e-2)
+
+
+def test_an_active_set_beyond_the_memory_limit_raises(rng, monkeypatch):
+    """A too large impostor set stops the fit with a ValueError instead of exhausting memory."""
+    X = rng.standard_normal((200, 5))
+    y = np.arange(200) % 4  # random labels: most pairs are impostors
+    monkeypatch.setattr(lmnn_module, "MAX_ACTIVE_SET_BYTES", 10_000)
+    with pytest.raises(ValueError, match="impostor pairs on 200 samples"):
+        LMNN(random_state=0).fit(X, y)
+    monkeypatch.setattr(lmnn_module, "MAX_ACTIVE_SET_BYTES", 8 << 30)
+    LMNN(random_state=0, max_iter=5).fit(X, y)

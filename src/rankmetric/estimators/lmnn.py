@@ -59,6 +59,10 @@ _BLOCK_ELEMENTS = 1 << 22
 _SEARCH_SLACK = 1e-4
 # Previous impostor pairs within the margin radius + this much stay in the active set.
 _HYSTERESIS = 1.0
+#: Most memory the impostor pairs of an active set may need (their indices and the per-pair
+#: embedding differences the objective builds); a larger active set raises a ValueError instead
+#: of exhausting the machine's memory (at N = 60,000 it passed 23 GB).
+MAX_ACTIVE_SET_BYTES = 8 << 30
 
 
 @dataclass(frozen=True)
@@ -224,7 +228,7 @@ def find_impostors(
     else:  # loop over the (few) groups: each searches its own members as candidates
         blocks = [(Z[g], torch.nonzero(groups == g).flatten()) for g in range(Z.shape[0])]
     n = codes.shape[0]
-    found_a, found_l = [], []
+    found_a, found_l, n_pairs = [], [], 0
     for Zg, members in blocks:
         columns = Zg if members is None else Zg[members]
         column_codes = codes if members is None else codes[members]
@@ -236,7 +240,22 @@ def find_impostors(
             a, l = torch.nonzero(inside, as_tuple=True)
             found_a.append(a + start)
             found_l.append(l if members is None else members[l])
+            n_pairs += a.numel()
+            _check_active_set_size(n_pairs, Zg.shape[-1], Zg.element_size(), n)
     return torch.cat(found_a), torch.cat(found_l)
+
+
+def _check_active_set_size(n_pairs: int, rank: int, itemsize: int, n_samples: int) -> None:
+    """Raise before an active set outgrows ``MAX_ACTIVE_SET_BYTES``."""
+    need = n_pairs * (rank * itemsize + 16)  # differences in the embedding + two int64 indices
+    if need > MAX_ACTIVE_SET_BYTES:
+        raise ValueError(
+            f"LMNN's active set holds more than {n_pairs:,} impostor pairs on {n_samples:,} "
+            f"samples, which would need over {need / 2**30:.1f} GiB "
+            f"(limit rankmetric.estimators.lmnn.MAX_ACTIVE_SET_BYTES = "
+            f"{MAX_ACTIVE_SET_BYTES / 2**30:.0f} GiB). Fit on a subsample, lower n_components, "
+            "or use WARCA, whose memory does not grow with the number of samples."
+        )
 
 
 def _laplacian_product(

@@ -423,7 +423,7 @@ def summarise(results: list[dict], config: BenchConfig, out_dir) -> Summary:
         else "hyper-parameters chosen per fold on a stratified validation third of the training "
         "half (grids: " + "; ".join(f"{LABELS[m]} {g}" for m, g in GRIDS.items()) + ")"
     )
-    parts = [f"## SSNE Table 1 — UCI\n\n{mode}{table1}\n\nTuning: {tuning}."]
+    parts = [f"## SSNE Table 1 — UCI\n\n{mode}{table1}\n\nTuning: {tuning}."] if payload1 else []
     if table2:
         parts.append(f"## SSNE Table 2 — images\n\n{mode}{table2}")
     plots = []

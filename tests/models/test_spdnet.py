@@ -177,3 +177,12 @@ def test_weights_stay_orthonormal_and_outputs_spd_after_training(optimizer):
     assert losses[-1] < losses[0]
     Y = net(X)
     assert _min_eigenvalue(Y) > 0 and torch.allclose(Y, Y.mT)
+
+
+def test_sym_to_vec_is_an_isometry_in_float64():
+    """The √2 scaling is exact to float64 precision (a float32 √2 would be off by 1e-8)."""
+    S = torch.randn(6, 5, 5, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    S = S + S.mT
+    v = sym_to_vec(S)
+    assert v.dtype == torch.float64
+    torch.testing.assert_close(v.norm(dim=-1), torch.linalg.matrix_norm(S), rtol=1e-15, atol=0)

@@ -15,6 +15,7 @@ from .matrix_functions import (
     spd_power,
     spd_sqrt,
     sym_function,
+    sym_to_vec,
     symmetrize,
 )
 from .means import geodesic, log_euclidean_mean, riemannian_mean
@@ -23,6 +24,7 @@ __all__ = [
     "check_spd",
     "sym_function",
     "symmetrize",
+    "sym_to_vec",
     "spd_log",
     "spd_exp",
     "spd_sqrt",

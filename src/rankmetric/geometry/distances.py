@@ -15,7 +15,7 @@ from torch.autograd.function import once_differentiable
 
 from ._common import as_matrix_stack, cholesky, common_dtype, inverse_congruence
 from .checks import as_symmetric_tensor, raise_if_not_positive
-from .matrix_functions import eigh, eigvalsh, log_unchecked, symmetrize
+from .matrix_functions import eigh, eigvalsh, log_unchecked, sym_to_vec, symmetrize
 
 __all__ = [
     "airm_distance",
@@ -306,8 +306,9 @@ def pairwise_log_euclidean(A, B=None) -> torch.Tensor:
     A = as_matrix_stack(A, "A")
     if B is not None:
         A, B = common_dtype(A, as_matrix_stack(B, "B"))
-    log_a = log_unchecked(A, "A").flatten(1)
-    log_b = log_a if B is None else log_unchecked(B, "B").flatten(1)
+    # sym_to_vec is an isometry onto c(c+1)/2 numbers: half the Gram product of flattening
+    log_a = sym_to_vec(log_unchecked(A, "A"))
+    log_b = log_a if B is None else sym_to_vec(log_unchecked(B, "B"))
     squared = _squared_euclidean(log_a, log_b)
     if B is None:  # exactly symmetric, exactly 0 on the diagonal
         off_diagonal = 1 - torch.eye(len(squared), dtype=squared.dtype, device=A.device)
@@ -316,6 +317,12 @@ def pairwise_log_euclidean(A, B=None) -> torch.Tensor:
 
 
 def _squared_euclidean(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """``||a_i − b_j||²`` from the Gram matrix (one GEMM), clipped at 0: (n, d), (m, d) → (n, m)."""
-    squared = (a * a).sum(1, keepdim=True) + (b * b).sum(1) - 2 * a @ b.T
-    return squared.clamp_min(0)
+    """``||a_i − b_j||²`` from the Gram matrix (one GEMM), clipped at 0: (n, d), (m, d) → (n, m).
+
+    Both sets are first centred on ``a``'s mean (distances do not change), which keeps the
+    cancellation in ``||a||² + ||b||² − 2 aᵀb`` small when the points sit far from the origin.
+    """
+    centre = a.mean(0).detach()
+    a, b = a - centre, b - centre
+    squared = torch.addmm((b * b).sum(1)[None, :], a, b.T, alpha=-2.0)
+    return squared.add_((a * a).sum(1, keepdim=True)).clamp_min_(0)

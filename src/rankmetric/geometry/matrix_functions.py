@@ -29,6 +29,7 @@ References
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -39,6 +40,7 @@ from torch.autograd.function import once_differentiable
 from .checks import as_symmetric_tensor, raise_if_not_positive
 
 __all__ = [
+    "sym_to_vec",
     "sym_function",
     "symmetrize",
     "spd_log",
@@ -454,3 +456,25 @@ def _check_exponent(p) -> float:
     if p != p or abs(p) == float("inf"):
         raise ValueError(f"p must be finite, got {p!r}.")
     return p
+
+
+def sym_to_vec(S: torch.Tensor) -> torch.Tensor:
+    """Upper triangle of symmetric matrices, off-diagonal entries scaled by √2.
+
+    The map is an isometry: ``||sym_to_vec(S)||₂ = ||S||_F``, so Euclidean distances between
+    vectorised matrix logarithms equal log-Euclidean distances between the SPD matrices.
+
+    Parameters
+    ----------
+    S : tensor of shape (..., c, c)
+        Symmetric matrices.
+
+    Returns
+    -------
+    tensor of shape (..., c (c + 1) / 2)
+    """
+    c = S.shape[-1]
+    rows, cols = torch.triu_indices(c, c, device=S.device)
+    scale = torch.full(rows.shape, math.sqrt(2.0), dtype=S.dtype, device=S.device)
+    scale[rows == cols] = 1.0  # √2 in S's own precision (a float32 √2 is off by 1e-8)
+    return S[..., rows, cols] * scale

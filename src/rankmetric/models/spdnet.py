@@ -29,7 +29,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from ..geometry.matrix_functions import spd_clamp, spd_log, sym_function, symmetrize
+from ..geometry.matrix_functions import spd_clamp, spd_log, sym_function, sym_to_vec, symmetrize
 from .stiefel import random_stiefel
 
 __all__ = ["BiMap", "ReEig", "LogEig", "SPDNet", "sym_to_vec", "rectified_log"]
@@ -58,27 +58,6 @@ def rectified_log(X: torch.Tensor, eps: float) -> torch.Tensor:
         lambda lam: torch.log(lam.clamp_min(eps)),
         lambda lam: torch.where(lam > eps, 1.0 / lam.clamp_min(eps), 0.0),
     )
-
-
-def sym_to_vec(S: torch.Tensor) -> torch.Tensor:
-    """Upper triangle of symmetric matrices, off-diagonal entries scaled by √2.
-
-    The map is an isometry: ``||sym_to_vec(S)||₂ = ||S||_F``, so Euclidean distances between
-    vectorised matrix logarithms equal log-Euclidean distances between the SPD matrices.
-
-    Parameters
-    ----------
-    S : tensor of shape (..., c, c)
-        Symmetric matrices.
-
-    Returns
-    -------
-    tensor of shape (..., c (c + 1) / 2)
-    """
-    c = S.shape[-1]
-    rows, cols = torch.triu_indices(c, c, device=S.device)
-    scale = torch.where(rows == cols, 1.0, math.sqrt(2.0)).to(S.dtype)
-    return S[..., rows, cols] * scale
 
 
 class BiMap(nn.Module):

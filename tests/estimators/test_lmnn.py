@@ -299,5 +299,5 @@ def test_an_active_set_beyond_the_memory_limit_raises(rng, monkeypatch):
     monkeypatch.setattr(lmnn_module, "MAX_ACTIVE_SET_BYTES", 10_000)
     with pytest.raises(ValueError, match="impostor pairs on 200 samples"):
         LMNN(random_state=0).fit(X, y)
-    monkeypatch.setattr(lmnn_module, "MAX_ACTIVE_SET_BYTES", 8 << 30)
+    monkeypatch.setattr(lmnn_module, "MAX_ACTIVE_SET_BYTES", 4 << 30)
     LMNN(random_state=0, max_iter=5).fit(X, y)

@@ -62,7 +62,7 @@ _HYSTERESIS = 1.0
 #: Most memory the impostor pairs of an active set may need (their indices and the per-pair
 #: embedding differences the objective builds); a larger active set raises a ValueError instead
 #: of exhausting the machine's memory (at N = 60,000 it passed 23 GB).
-MAX_ACTIVE_SET_BYTES = 8 << 30
+MAX_ACTIVE_SET_BYTES = 4 << 30
 
 
 @dataclass(frozen=True)

@@ -150,7 +150,7 @@ GRIDS = {
     "lmnn": {"regularization": [0.25, 0.5, 0.75]},
     # k = 3 first (kept on ties); k = 2 also, as mLMNN needs k + 1 samples in every class and
     # the inner training part of a glass fold has a class of 3
-    "mlmnn": {"k": [3, 2], "regularization": [0.25, 0.5, 0.75]},
+    "mlmnn": {"regularization": [0.25, 0.5, 0.75]},
     "ssne": {"reg_lambda": [1e-4, 1e-3, 1e-2]},
     "warca": {"reg_lambda": [1e-3, 1e-2]},  # the reference's two settings
 }

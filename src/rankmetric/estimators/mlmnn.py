@@ -121,8 +121,8 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
     n_neighbors : int, default=3
         Neighbours of the k-NN vote of ``predict`` / ``predict_proba`` / ``score``.
     k : int, default=3
-        Target neighbours per sample (same class, nearest in the input space). Every class needs
-        at least ``k + 1`` samples.
+        Target neighbours per sample (same class, nearest in the input space). A class with
+        ``n_c ≤ k`` samples falls back to ``n_c − 1`` of them, with a ``UserWarning`` (as LMNN).
     n_clusters : int, optional
         ``None``: one metric per class (the paper's choice). An integer: one metric per k-means
         cluster of the training inputs (``KMeans(n_clusters, n_init=10, random_state)``).
@@ -238,13 +238,15 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
         )
         counts = np.bincount(codes)
         smallest = int(np.argmin(counts))
-        label = classes[smallest]
-        label = label.item() if isinstance(label, np.generic) else label
-        _check(
-            counts[smallest] > self.k,
-            f"class {label!r} has {counts[smallest]} sample(s); mLMNN needs at "
-            f"least k + 1 = {self.k + 1} per class (its k target neighbours).",
-        )
+        if counts[smallest] <= self.k:  # as LMNN: fewer target neighbours for that class
+            label = classes[smallest]
+            label = label.item() if isinstance(label, np.generic) else label
+            warnings.warn(
+                f"class {label!r} has {counts[smallest]} sample(s), fewer than k + 1 = "
+                f"{self.k + 1}: its samples get fewer target neighbours.",
+                UserWarning,
+                stacklevel=3,
+            )
         return r
 
     def _groups(self, X: np.ndarray, codes: np.ndarray) -> np.ndarray:
@@ -286,7 +288,10 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
                 solver=self.solver,
                 random_state=self.random_state,
                 device=self.device,
-            ).fit(X, y)
+            )
+            with warnings.catch_warnings():  # mLMNN has already said so
+                warnings.filterwarnings("ignore", message="a class has", category=UserWarning)
+                lmnn.fit(X, y)
             L = lmnn.components_.astype(np.float64)
             return np.tile(L, (n_groups, 1, 1)), lmnn.components_
         raise ValueError(f"init must be 'lmnn', 'identity' or an array, got {self.init!r}.")

@@ -33,7 +33,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
-from .._utils import make_rng, resolve_device, single_blas_thread, to_tensor
+from .._utils import make_rng, progress, resolve_device, single_blas_thread, to_tensor
 from .._validation import check_labels, check_min_per_class
 from ..io import register_estimator
 from .base import MahalanobisMixin
@@ -43,6 +43,7 @@ __all__ = [
     "ActiveSet",
     "find_target_neighbors",
     "find_impostors",
+    "optimise_with_progress",
     "pair_sq_distances",
     "search_active_set",
     "triplet_terms",
@@ -452,6 +453,32 @@ def optimise_on_active_sets(
         active = fresh
 
 
+def optimise_with_progress(est, search, objective, x0: np.ndarray, desc: str):
+    """:func:`optimise_on_active_sets` with ``est``'s solver settings and a progress bar.
+
+    ``est`` has ``solver``, ``max_iter``, ``active_set_update``, ``tol``, ``learning_rate`` and
+    ``verbose`` (LMNN and multiple-metric LMNN); the bar (on a terminal, when ``verbose``) shows
+    the iterations, the objective and the new impostor pairs of the last search.
+    """
+    with progress(total=est.max_iter, desc=desc, verbose=est.verbose) as bar:
+
+        def report(n_iter, loss, n_new):
+            bar.update(n_iter - bar.n)
+            bar.set_postfix(objective=f"{loss:.6g}", new_pairs=n_new)
+
+        return optimise_on_active_sets(
+            search,
+            objective,
+            x0,
+            solver=est.solver,
+            max_iter=est.max_iter,
+            active_set_update=est.active_set_update,
+            tol=est.tol,
+            learning_rate=est.learning_rate,
+            on_round=report,
+        )
+
+
 def _check_param(ok: bool, message: str) -> None:
     if not ok:
         raise ValueError(message)
@@ -529,7 +556,8 @@ class LMNN(ClassNamePrefixFeaturesOutMixin, MahalanobisMixin, TransformerMixin, 
     device : str or torch.device, optional
         Where the objective is evaluated (``None``: CUDA when available).
     verbose : bool or int, default=False
-        Print one line per active-set update.
+        A progress bar over the optimiser iterations (on a terminal): objective and new impostor
+        pairs of the last active-set search.
 
     Attributes
     ----------
@@ -665,21 +693,8 @@ class LMNN(ClassNamePrefixFeaturesOutMixin, MahalanobisMixin, TransformerMixin, 
             Z = X @ to_tensor(L, X.device, X.dtype).T
             return search_active_set(Z, codes, targets, target_mask, previous)
 
-        def report(n_iter, loss, n_new):
-            if self.verbose:
-                print(f"LMNN iter {n_iter:5d}  objective {loss:.6g}  new impostor pairs {n_new}")
-
-        return optimise_on_active_sets(
-            search,
-            lambda active: self._objective(X, active, L0.shape),
-            L0,
-            solver=self.solver,
-            max_iter=self.max_iter,
-            active_set_update=self.active_set_update,
-            tol=self.tol,
-            learning_rate=self.learning_rate,
-            on_round=report,
-        )
+        objective = lambda active: self._objective(X, active, L0.shape)  # noqa: E731
+        return optimise_with_progress(self, search, objective, L0, "LMNN")
 
     def _objective(self, X: torch.Tensor, active: ActiveSet, shape: tuple[int, int]):
         """``f(flat L) -> (loss, flat grad)`` in float64 NumPy, for the optimisers."""

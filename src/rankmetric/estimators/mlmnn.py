@@ -34,7 +34,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._utils import progress, resolve_device, to_tensor
+from .._utils import resolve_device, to_tensor
 from .._validation import check_labels
 from ..evaluate._search import smallest_k
 from ..io import load_model, register_estimator, save_model
@@ -46,7 +46,7 @@ from .lmnn import (
     check_lmnn_params,
     find_target_neighbors,
     laplacian_gradient,
-    optimise_on_active_sets,
+    optimise_with_progress,
     pair_sq_distances,
     search_active_set,
     triplet_terms,
@@ -330,23 +330,9 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
 
             return fun
 
-        with progress(total=self.max_iter, desc="mLMNN", verbose=self.verbose) as bar:
-
-            def report(n_iter, loss, n_new):
-                bar.update(n_iter - bar.n)
-                bar.set_postfix(objective=f"{loss:.6g}", new_pairs=n_new)
-
-            Ls, n_iter, loss, active, converged = optimise_on_active_sets(
-                search,
-                objective,
-                L0,
-                solver=self.solver,
-                max_iter=self.max_iter,
-                active_set_update=self.active_set_update,
-                tol=self.tol,
-                learning_rate=self.learning_rate,
-                on_round=report,
-            )
+        Ls, n_iter, loss, active, converged = optimise_with_progress(
+            self, search, objective, L0, "mLMNN"
+        )
         if not converged:
             warnings.warn(
                 f"MultiMetricLMNN stopped at max_iter={self.max_iter} before converging; "

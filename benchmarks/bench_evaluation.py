@@ -22,12 +22,11 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass
 
-from _memory import reset_peak_mb, status_mb
+from _memory import reset_peak_mb, run_children, status_mb
 
 PEER_BYTES_PER_NEIGHBOUR = 54  # faiss ids+distances, float labels, masks, int64/float64 buffers
 
@@ -121,22 +120,10 @@ def child(tool: str, case: Case, threads: int) -> None:
 
 
 def measure(tool: str, case: Case, threads: int, repeats: int) -> dict:
-    runs = []
-    for _ in range(repeats):
-        cmd = [
-            sys.executable,
-            __file__,
-            "--child",
-            tool,
-            "--case",
-            json.dumps(asdict(case)),
-            "--threads",
-            str(threads),
-        ]
-        done = subprocess.run(cmd, capture_output=True, text=True)
-        if done.returncode != 0:
-            return {"error": (done.stderr.strip().splitlines() or ["?"])[-1]}
-        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    cmd = [sys.executable, __file__, "--child", tool, "--case", json.dumps(asdict(case))]
+    runs = run_children([*cmd, "--threads", str(threads)], repeats)
+    if isinstance(runs, dict):
+        return runs
     return {
         "seconds": statistics.median(r["seconds"] for r in runs),
         "peak_mb": max(r["peak_mb"] for r in runs),

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 import time
 from dataclasses import asdict
@@ -30,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _memory import reset_peak_mb, status_mb  # noqa: E402
+from _memory import reset_peak_mb, run_children, status_mb  # noqa: E402
 from bench_evaluation import Case, make_data  # noqa: E402
 from bench_evaluation import measure as measure_evaluation  # noqa: E402
 
@@ -82,13 +81,10 @@ def child(task: str, case: Case, threads: int) -> None:
 
 
 def measure(task: str, case: Case, threads: int, repeats: int) -> dict:
-    runs = []
-    for _ in range(repeats):
-        cmd = [sys.executable, __file__, "--child", task, "--case", json.dumps(asdict(case))]
-        done = subprocess.run([*cmd, "--threads", str(threads)], capture_output=True, text=True)
-        if done.returncode != 0:
-            return {"error": (done.stderr.strip().splitlines() or ["?"])[-1]}
-        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    cmd = [sys.executable, __file__, "--child", task, "--case", json.dumps(asdict(case))]
+    runs = run_children([*cmd, "--threads", str(threads)], repeats)
+    if isinstance(runs, dict):
+        return runs
     return {
         "seconds": statistics.median(r["seconds"] for r in runs),
         "peak_mb": max(r["peak_mb"] for r in runs),

@@ -31,6 +31,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.neighbors import NeighborhoodComponentsAnalysis
 
 from rankmetric.estimators.kernel_warca import KernelWARCA
+from rankmetric.estimators.lmnn import LMNN
 from rankmetric.estimators.warca import WARCA
 from rankmetric.evaluate import cmc_curve
 
@@ -63,12 +64,7 @@ def estimators(steps: int, rank: int):
             n_components=rank, max_iter=100, random_state=0
         ),
     }
-    try:
-        from rankmetric.estimators.lmnn import LMNN
-
-        out["rankmetric LMNN"] = LMNN(n_components=rank, k=1, random_state=0)
-    except ImportError:
-        pass
+    out["rankmetric LMNN"] = LMNN(n_components=rank, k=1, random_state=0)
     return out
 
 

@@ -212,21 +212,19 @@ def _cross_sq_euclidean(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
     Parameters
     ----------
-    a : tensor of shape (..., n_a, r)
-    b : tensor of shape (..., n_b, r)
+    a : tensor of shape (n_a, r), or (p, n_a, r) for p batched problems
+    b : tensor of shape (n_b, r), or (p, n_b, r)
 
     Returns
     -------
-    tensor of shape (..., n_a, n_b), clamped at ``DISTANCE_EPS``
+    tensor of shape (n_a, n_b) or (p, n_a, n_b), clamped at ``DISTANCE_EPS``
     """
     sq_a = a.square().sum(-1)
     sq_b = b.square().sum(-1)
-    if a.dim() == 2 and b.dim() == 2:
+    if a.dim() == 2:
         sq = torch.addmm(sq_b[None, :], a, b.T, alpha=-2.0)
-    elif a.dim() == 3 and b.dim() == 3:
-        sq = torch.baddbmm(sq_b[:, None, :], a, b.transpose(-1, -2), alpha=-2.0)
     else:
-        sq = sq_b[..., None, :] - 2.0 * (a @ b.transpose(-1, -2))
+        sq = torch.baddbmm(sq_b[:, None, :], a, b.transpose(-1, -2), alpha=-2.0)
     return (sq + sq_a[..., :, None]).clamp_min(DISTANCE_EPS)
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import time
+import warnings
+from collections import defaultdict
 
 DEMO_DATASETS = ("wine", "wdbc", "digits")
 
@@ -42,26 +44,52 @@ def run_demo(args: argparse.Namespace) -> int:
     header = f"| {'data set':<10} | " + " | ".join(f"{m:>18}" for m in methods) + " |"
     print(header)
     print("|" + "-" * 12 + "|" + "|".join("-" * 20 for _ in methods) + "|")
+    noted: dict[tuple[str, str], list[str]] = defaultdict(list)
     for name in args.datasets:
         data = load_dataset(name)
         cells = []
-        for est in methods.values():
+        for method, est in methods.items():
             start = time.perf_counter()
-            res = repeated_cv_knn(
-                est,
-                data.X,
-                data.y,
-                n_repeats=repeats,
-                n_splits=2,
-                k=args.k,
-                random_state=args.seed,
-            )
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                res = repeated_cv_knn(
+                    est,
+                    data.X,
+                    data.y,
+                    n_repeats=repeats,
+                    n_splits=2,
+                    k=args.k,
+                    random_state=args.seed,
+                )
+            for kind in dict.fromkeys(w.category.__name__ for w in caught):
+                noted[(method, kind)].append(f"{name} ({_count(caught, kind)}x)")
             cells.append(
                 f"{100 * res.mean:5.1f}±{100 * res.std:4.1f} ({time.perf_counter() - start:4.0f}s)"
             )
         print(f"| {name:<10} | " + " | ".join(f"{c:>18}" for c in cells) + " |")
     print("\n(mean ± std over the folds; the time in brackets is the whole cross-validation.)")
+    _print_warning_summary(noted, n_folds=2 * repeats)
     return 0
+
+
+def _count(caught: list[warnings.WarningMessage], kind: str) -> int:
+    return sum(w.category.__name__ == kind for w in caught)
+
+
+_EXPLAINED = {
+    "ConvergenceWarning": "stopped at its iteration cap before the convergence test was met "
+    "(expected with the demo's short budgets; `--full` trains longer)",
+}
+
+
+def _print_warning_summary(noted: dict[tuple[str, str], list[str]], n_folds: int) -> None:
+    """One line per (method, warning kind) raised while fitting, instead of one per fold."""
+    if not noted:
+        return
+    print(f"\nWarnings raised while fitting ({n_folds} folds per data set):")
+    for (method, kind), where in noted.items():
+        what = _EXPLAINED.get(kind, "see the library's warning for details")
+        print(f"- {method}: {kind} on {', '.join(where)} — {what}.")
 
 
 def register(subparsers) -> None:

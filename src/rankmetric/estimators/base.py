@@ -1,10 +1,17 @@
-"""Mixins shared by every rankmetric estimator: learned metrics, Mahalanobis access, model files."""
+"""Mixins shared by every rankmetric transformer: learned metrics, Mahalanobis access, model files.
+
+Every metric learner derives from :class:`MetricLearnerMixin`, which derives from scikit-learn's
+public ``TransformerMixin`` and ``ClassNamePrefixFeaturesOutMixin``. So ``transform`` honours
+``set_output(transform="pandas")`` and ``get_feature_names_out()`` names the columns
+``"<classname>0"``, ``"<classname>1"``, ... from the estimator's ``_n_features_out``.
+"""
 
 from __future__ import annotations
 
 import os
 
 import numpy as np
+from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..io import load_model, save_model
@@ -12,11 +19,15 @@ from ..io import load_model, save_model
 __all__ = ["MetricLearnerMixin", "MahalanobisMixin"]
 
 
-class MetricLearnerMixin:
+class MetricLearnerMixin(ClassNamePrefixFeaturesOutMixin, TransformerMixin):
     """A learned distance ``d(a, b) = ||T(a) - T(b)||`` on top of ``transform``.
 
     Estimators whose embedding lives on the unit sphere (SSNE) have ``d² = 2 − 2 S(a, b)``,
     so nearest neighbours under ``d`` are the most similar points under ``S``.
+
+    A subclass defines ``transform`` and the property ``_n_features_out`` (the number of
+    columns ``transform`` returns); scikit-learn then wraps ``transform`` for ``set_output``
+    and derives ``get_feature_names_out``. List this mixin before ``BaseEstimator``.
     """
 
     def pair_distances(self, X1, X2) -> np.ndarray:
@@ -61,6 +72,11 @@ class MahalanobisMixin(MetricLearnerMixin):
         check_is_fitted(self, "components_")
         X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
         return X @ self.components_.T.astype(X.dtype, copy=False)
+
+    @property
+    def _n_features_out(self) -> int:
+        """Number of output columns: the rows of ``components_``."""
+        return self.components_.shape[0]
 
     def get_mahalanobis_matrix(self) -> np.ndarray:
         """``M = Lᵀ L`` (n_features, n_features), so that ``d(a, b)² = (a − b)ᵀ M (a − b)``."""

@@ -25,7 +25,7 @@ import warnings
 
 import numpy as np
 from scipy.linalg import blas
-from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
@@ -182,7 +182,7 @@ def components_from_metric(M: np.ndarray) -> np.ndarray:
 
 
 @register_estimator
-class ITML(ClassNamePrefixFeaturesOutMixin, MahalanobisMixin, TransformerMixin, BaseEstimator):
+class ITML(MahalanobisMixin, BaseEstimator):
     """Information-Theoretic Metric Learning (Davis et al. 2007) from class labels.
 
     Parameters
@@ -244,10 +244,6 @@ class ITML(ClassNamePrefixFeaturesOutMixin, MahalanobisMixin, TransformerMixin, 
         tags = super().__sklearn_tags__()
         tags.target_tags.required = True
         return tags
-
-    @property
-    def _n_features_out(self) -> int:
-        return self.components_.shape[0]
 
     def _validate_params(self) -> None:
         if not (isinstance(self.gamma, numbers.Real) and self.gamma > 0):

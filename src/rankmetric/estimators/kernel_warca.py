@@ -297,6 +297,11 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
 
     # ------------------------------------------------------------------ transform
 
+    @property
+    def _n_features_out(self) -> int:
+        """Number of output columns: the rows of ``components_``."""
+        return self.components_.shape[0]
+
     def transform(self, X) -> np.ndarray:
         """Embed ``X`` (n_samples, n_features) — or ``K(X, X_train)`` when precomputed.
 

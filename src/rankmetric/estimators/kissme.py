@@ -22,7 +22,7 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.base import BaseEstimator
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
@@ -93,7 +93,7 @@ def psd_projection(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 @register_estimator
-class KISSME(ClassNamePrefixFeaturesOutMixin, MahalanobisMixin, TransformerMixin, BaseEstimator):
+class KISSME(MahalanobisMixin, BaseEstimator):
     """KISSME metric learning (Köstinger, Hirzer, Wohlhart, Roth & Bischof, CVPR 2012).
 
     Fits a PCA, then ``M = Π_PSD(Σ_S⁻¹ − Σ_D⁻¹)`` on the PCA features, where ``Σ_S`` / ``Σ_D`` are
@@ -146,10 +146,6 @@ class KISSME(ClassNamePrefixFeaturesOutMixin, MahalanobisMixin, TransformerMixin
         tags = super().__sklearn_tags__()
         tags.target_tags.required = True
         return tags
-
-    @property
-    def _n_features_out(self) -> int:
-        return self.components_.shape[0]
 
     def _check_params(self, n_samples: int, n_features: int) -> int:
         """Validate the hyper-parameters; return the number of PCA components."""

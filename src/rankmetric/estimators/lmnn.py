@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 from scipy.optimize import minimize
-from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
@@ -523,7 +523,7 @@ def check_lmnn_params(est, n_features: int) -> int:
 
 
 @register_estimator
-class LMNN(ClassNamePrefixFeaturesOutMixin, MahalanobisMixin, TransformerMixin, BaseEstimator):
+class LMNN(MahalanobisMixin, BaseEstimator):
     """Large Margin Nearest Neighbour (Weinberger & Saul 2009) Mahalanobis metric learning.
 
     Parameters
@@ -609,10 +609,6 @@ class LMNN(ClassNamePrefixFeaturesOutMixin, MahalanobisMixin, TransformerMixin, 
         tags = super().__sklearn_tags__()
         tags.target_tags.required = True
         return tags
-
-    @property
-    def _n_features_out(self) -> int:
-        return self.components_.shape[0]
 
     # ------------------------------------------------------------------ validation
     def _validate_params(self, n_features: int) -> int:

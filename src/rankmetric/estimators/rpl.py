@@ -317,24 +317,20 @@ class RPLEmbedding(MetricLearnerMixin, TransformerMixin, BaseEstimator):
             Y = sym_to_vec(Y)
         return Y.cpu().numpy().astype(dtype, copy=False)
 
-    def get_feature_names_out(self, input_features=None) -> np.ndarray:
-        """Names of the columns of :meth:`transform` for ``output="vector"``.
+    @property
+    def _n_features_out(self) -> int:
+        """Columns of :meth:`transform` for ``output="vector"``: ``h (h + 1) / 2``.
 
-        Returns
-        -------
-        ndarray of str of shape (h (h + 1) / 2,)
-            ``"rplembedding0"``, ``"rplembedding1"``, ... (entries of the upper triangle of
-            ``log Y``, row by row).
+        ``get_feature_names_out`` then names them ``"rplembedding0"``, ``"rplembedding1"``, ...
+        (entries of the upper triangle of ``log Y``, row by row).
         """
-        check_is_fitted(self, "weights_")
+        h = self.weights_[-1].shape[1]
         if self.output != "vector":
             raise ValueError(
                 f"output={self.output!r} gives matrices, which have no column names; "
                 "use output='vector'."
             )
-        h = self.weights_[-1].shape[1]
-        prefix = type(self).__name__.lower()
-        return np.asarray([f"{prefix}{k}" for k in range(h * (h + 1) // 2)], dtype=object)
+        return h * (h + 1) // 2
 
     def pair_distances(self, X1, X2) -> np.ndarray:
         """Learned distance ``distance(f(X1[k]), f(X2[k]))`` between paired SPD matrices.

@@ -416,6 +416,11 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
                 out[start : start + rows.shape[0]] = module(to_tensor(rows, device, dtype)).cpu()
         return out
 
+    @property
+    def _n_features_out(self) -> int:
+        """Number of output columns: the active units."""
+        return len(self.active_components_)
+
     def score_pairs(self, pairs_or_X1, X2=None) -> np.ndarray:
         """Learned similarity ``Ŝ = H(a)ᵀ H(b)`` of paired points.
 

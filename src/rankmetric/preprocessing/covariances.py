@@ -1,0 +1,113 @@
+"""``Covariances``: multichannel trials (n, c, t) → SPD covariance matrices (n, c, c).
+
+The scikit-learn face of :func:`rankmetric.datasets.covariances` (the estimators live there, once),
+shaped like ``pyriemann.estimation.Covariances`` so that
+``make_pipeline(Covariances(), RPLEmbedding(), KNeighborsClassifier())`` runs on raw trials.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from sklearn.base import BaseEstimator, TransformerMixin
+
+from ..datasets.covariance import _check_estimator, covariances
+
+__all__ = ["Covariances"]
+
+
+class Covariances(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):
+    """Covariance matrix of each multichannel trial, always symmetric positive definite.
+
+    A stateless transformer: ``fit`` only checks the parameters and records the number of
+    channels; every trial is estimated on its own. The output is a stack of matrices, so it has
+    no column names and no ``set_output`` (pandas frames hold 2-D data only).
+
+    Parameters
+    ----------
+    estimator : {"oas", "lw", "scm"}, default="oas"
+        ``"oas"``: Oracle Approximating Shrinkage (Chen, Wiesel, Eldar & Hero, IEEE TSP 2010);
+        ``"lw"``: Ledoit–Wolf shrinkage (J. Multivariate Anal. 2004); ``"scm"``: the sample
+        covariance, shrunk by ``shrinkage`` when given. See
+        :func:`rankmetric.datasets.covariances` for the exact formulas and the eigenvalue floor
+        that keeps every matrix positive definite.
+    shrinkage : float in [0, 1], optional
+        Fixed shrinkage towards ``trace(S) / c · I``; with ``estimator="scm"`` only.
+
+    Attributes
+    ----------
+    n_channels_ : int
+        Number of channels of the trials seen in ``fit``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rankmetric.preprocessing import Covariances
+    >>> trials = np.random.default_rng(0).normal(size=(5, 3, 100))
+    >>> Covariances(estimator="scm").fit_transform(trials).shape
+    (5, 3, 3)
+    """
+
+    def __init__(self, estimator: str = "oas", shrinkage: float | None = None):
+        self.estimator = estimator
+        self.shrinkage = shrinkage
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.two_d_array = False
+        tags.input_tags.three_d_array = True
+        tags.requires_fit = False
+        return tags
+
+    def fit(self, X, y=None) -> Covariances:
+        """Check the parameters and the trials' shape.
+
+        Parameters
+        ----------
+        X : array of shape (n_trials, n_channels, length), or sequence of arrays of shape
+            (n_channels, length_i)
+            Trials; a sequence may hold trials of different lengths.
+        y : ignored
+
+        Returns
+        -------
+        self
+        """
+        self._check_params()
+        self.n_channels_ = _n_channels(X)
+        return self
+
+    def transform(self, X) -> np.ndarray:
+        """Covariance matrix of each trial.
+
+        Parameters
+        ----------
+        X : array of shape (n_trials, n_channels, length), or sequence of arrays of shape
+            (n_channels, length_i)
+
+        Returns
+        -------
+        ndarray of shape (n_trials, n_channels, n_channels), float64
+            Symmetric positive-definite matrices.
+        """
+        self._check_params()
+        n_channels = getattr(self, "n_channels_", None)
+        if n_channels is not None and _n_channels(X) != n_channels:
+            raise ValueError(
+                f"X has {_n_channels(X)} channels, but Covariances was fitted on {n_channels}."
+            )
+        return covariances(X, self.estimator, self.shrinkage)
+
+    def _check_params(self) -> None:
+        _check_estimator(self.estimator, self.shrinkage)
+
+
+def _n_channels(X) -> int:
+    """Channels of (n, c, t) trials or of a sequence of (c, t_i) trials (checked in transform)."""
+    if isinstance(X, Sequence) and not isinstance(X, np.ndarray) and len(X):
+        return int(np.shape(X[0])[0])
+    shape = np.shape(X)
+    if len(shape) != 3:
+        raise ValueError(f"X must have shape (n_trials, n_channels, length), got {shape}.")
+    return int(shape[1])

@@ -1,0 +1,126 @@
+"""``set_output`` and ``get_feature_names_out`` on every transformer of the package.
+
+The transformers are discovered by walking ``rankmetric.estimators`` and
+``rankmetric.preprocessing``, so a new transformer is covered without editing this file. Each
+is fitted on a small data set of the kind its tags ask for (SPD matrices when it takes 3-D
+input, features otherwise), with a few iterations where it has ``max_iter``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.exceptions import NotFittedError
+from sklearn.utils import get_tags
+
+import rankmetric
+from rankmetric.datasets import make_gaussian_clusters, make_spd_clusters
+
+PACKAGES = ("rankmetric.estimators", "rankmetric.preprocessing")
+FAST = {"max_iter": 10, "batch_size": 16, "max_sampling": 8, "validation_every": 5}
+
+
+def _public_transformers() -> list[type]:
+    found = {}
+    for package_name in PACKAGES:
+        package = importlib.import_module(package_name)
+        for info in pkgutil.iter_modules(package.__path__, package_name + "."):
+            module = importlib.import_module(info.name)
+            for name, obj in vars(module).items():
+                if (
+                    inspect.isclass(obj)
+                    and not name.startswith("_")
+                    and obj.__module__ == module.__name__
+                    and issubclass(obj, TransformerMixin)
+                    and issubclass(obj, BaseEstimator)
+                    and not inspect.isabstract(obj)
+                    and "transform" in dir(obj)
+                    and name in getattr(package, "__all__", ())
+                ):
+                    found[name] = obj
+    return [found[name] for name in sorted(found)]
+
+
+TRANSFORMERS = _public_transformers()
+
+
+def _fitted(cls: type):
+    est = cls()
+    params = est.get_params()
+    est.set_params(**{k: v for k, v in FAST.items() if k in params})
+    for key in ("random_state",):
+        if key in params:
+            est.set_params(**{key: 0})
+    if "device" in params:
+        est.set_params(device="cpu")
+    if get_tags(est).input_tags.three_d_array:
+        X, y = make_spd_clusters(24, 3, 3, class_sep=1.5, random_state=0)
+    else:
+        X, y = make_gaussian_clusters(30, 4, 3, n_informative=2, random_state=0)
+        X = X - X.min() + 0.1  # non-negative: every kernel applies
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # few iterations: convergence warnings expected
+        est.fit(X, y)
+    return est, X
+
+
+def test_discovery_finds_every_transformer():
+    names = {cls.__name__ for cls in TRANSFORMERS}
+    expected = {"LMNN", "ITML", "KISSME", "WARCA", "KernelWARCA", "SSNE", "RPLEmbedding"}
+    assert expected | {"Covariances"} <= names
+    assert "MultiMetricLMNN" not in names  # a classifier, not a transformer
+    assert set(rankmetric.estimators.__all__) - {"MultiMetricLMNN"} <= names
+
+
+@pytest.mark.parametrize("cls", TRANSFORMERS, ids=lambda c: c.__name__)
+def test_set_output_pandas_and_feature_names(cls):
+    est, X = _fitted(cls)
+    plain = est.transform(X)
+    if plain.ndim != 2:
+        # Matrix-valued output (e.g. Covariances): no columns to name, so no pandas output.
+        assert not hasattr(est, "set_output") or not hasattr(est, "get_feature_names_out")
+        return
+    names = est.get_feature_names_out()
+    prefix = cls.__name__.lower()
+    assert list(names) == [f"{prefix}{k}" for k in range(plain.shape[1])]
+
+    est.set_output(transform="pandas")
+    frame = est.transform(X)
+    assert isinstance(frame, pd.DataFrame)
+    assert list(frame.columns) == list(names)
+    np.testing.assert_allclose(frame.to_numpy(), plain, rtol=1e-6, atol=1e-8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert isinstance(est.fit_transform(X, _labels_for(X)), pd.DataFrame)
+
+    est.set_output(transform="default")
+    assert isinstance(est.transform(X), np.ndarray)
+
+
+def _labels_for(X) -> np.ndarray:
+    return np.arange(len(X)) % 3
+
+
+@pytest.mark.parametrize("cls", TRANSFORMERS, ids=lambda c: c.__name__)
+def test_feature_names_need_a_fit(cls):
+    est = cls()
+    if not hasattr(est, "get_feature_names_out") or not get_tags(est).requires_fit:
+        pytest.skip("stateless or matrix-valued transformer")
+    with pytest.raises(NotFittedError):
+        est.get_feature_names_out()
+
+
+def test_rpl_matrix_output_has_no_names():
+    from rankmetric.estimators import RPLEmbedding
+
+    est, X = _fitted(RPLEmbedding)
+    est.set_params(output="log")
+    with pytest.raises(ValueError, match="output='vector'"):
+        est.get_feature_names_out()

@@ -7,7 +7,7 @@ from rankmetric.datasets import DatasetInfo, list_datasets, load_dataset
 from rankmetric.datasets._loaders import balance_scale
 from rankmetric.datasets._registry import get_info
 
-# name: (n_samples train+test, features or (channels, length), classes, n_test) — from DATA.md
+# name: (n_samples train+test, features or (channels, length), classes, n_test) (documented sizes)
 DOCUMENTED = {
     "iris": (150, 4, 3, 0),
     "wine": (178, 13, 3, 0),

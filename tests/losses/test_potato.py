@@ -1,4 +1,4 @@
-"""Tests of the Riemannian Potato-based Ranking Loss against a brute-force reading of SPEC.md §3."""
+"""Tests of the Riemannian Potato-based Ranking Loss against brute force reading of docs/rpl.md."""
 
 import os
 import tempfile

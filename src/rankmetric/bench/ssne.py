@@ -52,7 +52,7 @@ __all__ = [
 ]
 
 NAME = "ssne-uci"
-K = 3  # neighbours of the k-NN vote (the paper does not state k; SPEC's choice)
+K = 3  # neighbours of the k-NN vote (the paper does not state k; our choice)
 CV_SEED = 0  # seed of the fold assignment
 N_SPLITS = 2
 

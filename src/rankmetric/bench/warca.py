@@ -52,7 +52,7 @@ RANKS = (1, 5, 10, 20)
 CURVE_LENGTH = 50  # ranks kept for the CMC plot
 PCA_DIMS = 64
 
-#: Published figures (SPEC.md): Market-1501, CMC ranks 1 / 5 / 10 (%).
+#: Published figures (Jose & Fleuret, ECCV 2016): Market-1501, CMC ranks 1 / 5 / 10 (%).
 PAPER_MARKET1501 = {"WARCA": (45.2, 68.2, 76.0), "LOMO+XQDA": (43.8, None, None)}
 
 METHODS = ("euclidean", "kissme", "itml", "lmnn", "nca", "warca", "kernel-warca")

@@ -32,7 +32,7 @@ from .warca import BaseWARCA, _is_int, _require
 
 __all__ = ["KernelWARCA"]
 
-#: Largest N trained with the exact N × N kernel when ``n_landmarks`` is None (SPEC choice).
+#: Largest N trained with the exact N × N kernel when ``n_landmarks`` is None (our choice).
 EXACT_MAX_SAMPLES = 20_000
 #: Landmarks of the Nyström map used beyond ``EXACT_MAX_SAMPLES`` when ``n_landmarks`` is None.
 DEFAULT_LANDMARKS = 2000

@@ -157,7 +157,7 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
     ----------
     classes_ : ndarray of shape (n_classes,)
         The class labels.
-    components_ : ndarray of shape (n_clusters_, n_components, n_features), float32
+    components_ : ndarray of shape (``n_clusters_``, n_components, n_features), float32
         The maps ``L_c``; ``M_c = L_cᵀ L_c``.
     clusters_ : ndarray of shape (n_train,), int64
         Cluster of every training point (its class code when ``n_clusters`` is ``None``).
@@ -402,7 +402,7 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ metrics
     def get_mahalanobis_matrices(self) -> np.ndarray:
-        """``M_c = L_cᵀ L_c`` for every cluster: (n_clusters_, n_features, n_features)."""
+        """``M_c = L_cᵀ L_c`` for every cluster: (``n_clusters_``, n_features, n_features)."""
         check_is_fitted(self, "components_")
         return self.components_.transpose(0, 2, 1) @ self.components_
 

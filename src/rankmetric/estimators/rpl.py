@@ -62,7 +62,7 @@ class RPLEmbedding(MetricLearnerMixin, TransformerMixin, BaseEstimator):
     z_threshold, margin, neg_weight, momentum, temperature : float
         Loss parameters ``z_th`` (0), ``m`` (2), ``λ`` (1), ``α`` (0.1) and the Ranked-List-Loss
         temperature (0: plain means); see :class:`~rankmetric.losses.potato.RiemannianPotatoLoss`.
-        ``m = 2`` (SPEC.md starts from 1) came out best of the validation grid of
+        ``m = 2`` (the first default was 1) came out best of the validation grid of
         ``benchmarks/bench_rpl_tune.py``, by less than the seed-to-seed spread (``docs/rpl.md``).
     n_classes_per_batch : int or None, default=None
         Classes per batch (``None``: all classes).
@@ -119,7 +119,7 @@ class RPLEmbedding(MetricLearnerMixin, TransformerMixin, BaseEstimator):
         Step whose parameters were kept (best validation score), ``None`` without validation.
     validation_score_ : float or None
         Best validation mean average precision.
-    loss_curve_ : ndarray of shape (n_iter_,)
+    loss_curve_ : ndarray of shape (``n_iter_``,)
     n_features_in_ : int
         ``c``.
     """

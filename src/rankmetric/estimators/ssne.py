@@ -173,7 +173,7 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
         Indices of the units that survived the group norm; :meth:`transform` returns these.
     n_iter_ : int
         Steps taken.
-    loss_curve_ : ndarray of shape (n_iter_,)
+    loss_curve_ : ndarray of shape (``n_iter_``,)
         Mini-batch loss (without the penalty) at each step.
     n_features_in_ : int
     """

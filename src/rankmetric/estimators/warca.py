@@ -240,7 +240,7 @@ class BaseWARCA(TransformerMixin, BaseEstimator):
 class WARCA(MahalanobisMixin, BaseWARCA):
     """Linear WARCA: a Mahalanobis metric ``||L(a − b)||`` trained for precision at top ranks.
 
-    Minimises, by Adam on mini-batches of positive pairs,
+    Minimises, by Adam on mini-batches of positive pairs, ::
 
         reg_lambda/2 · ||W Wᵀ − I||²
           + mean_{(i,j) same label} L(r̂_ij)/r̂_ij Σ_k |γ + ‖W(x_i−x_j)‖ − ‖W(x_i−x_k)‖|₊

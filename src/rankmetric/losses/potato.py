@@ -1,4 +1,6 @@
-"""Riemannian Potato-based Ranking Loss (RPL; Kim, Suh, Lee & Jo), as defined in SPEC.md section 3.
+"""Riemannian Potato-based Ranking Loss (RPL).
+
+Kim, Suh, Lee & Jo, "Nonlinear Ranking Loss on Riemannian Potato Embedding" (KAIST, Looxid Labs).
 
 For an anchor ``i`` of class ``c`` and every other sample ``j`` of the batch, with ``d_ij`` the
 Riemannian distance between their embeddings, the potato of class ``c`` (the geometric mean ``μ_c``
@@ -119,7 +121,7 @@ class RiemannianPotatoLoss(nn.Module):
     distance : {"airm", "log_euclidean"}, default="airm"
         Distance between SPD embeddings; vector embeddings always use the Euclidean distance.
     temperature : float, default=0
-        0 averages the hinge terms of each set uniformly (SPEC.md); ``T > 0`` weights each violator
+        0 averages the hinge terms of each set uniformly; ``T > 0`` weights each violator
         by ``exp(T · hinge)`` as in the Ranked List Loss (Wang et al., CVPR 2019), weights detached.
     n_classes : int, optional
         Number of classes (labels are ``0..n_classes−1``). ``None`` grows the statistics buffers
@@ -129,8 +131,8 @@ class RiemannianPotatoLoss(nn.Module):
     min_log_sigma : float, default=0.05
         Floor on ``log σ_c`` so that a potato built from one or two pairs gives finite z-scores.
 
-    Attributes (buffers)
-    --------------------
+    Attributes
+    ----------
     log_mu : tensor of shape (n_classes,)
         Running mean of ``log d`` over within-class pairs, per class (``log μ_c``).
     log_sigma : tensor of shape (n_classes,)

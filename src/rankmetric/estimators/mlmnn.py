@@ -38,6 +38,7 @@ from .._utils import resolve_device, to_tensor
 from .._validation import check_labels
 from ..evaluate._search import smallest_k
 from ..io import load_model, register_estimator, save_model
+from .base import atomic_fit
 from .lmnn import (
     LMNN,
     ActiveSet,
@@ -107,6 +108,7 @@ def _check(ok: bool, message: str) -> None:
 
 
 @register_estimator
+@atomic_fit
 class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
     """Multiple-metric LMNN (mLMNN): one Mahalanobis metric per class or cluster, k-NN rule.
 

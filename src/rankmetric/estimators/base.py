@@ -115,6 +115,10 @@ class MahalanobisMixin(MetricLearnerMixin):
         return X @ self.components_.T.astype(X.dtype, copy=False)
 
     def get_mahalanobis_matrix(self) -> np.ndarray:
-        """``M = Lᵀ L`` (n_features, n_features), so that ``d(a, b)² = (a − b)ᵀ M (a − b)``."""
+        """``M = Lᵀ L`` (n_features, n_features), so that ``d(a, b)² = (a − b)ᵀ M (a − b)``.
+
+        Formed in float64 whatever the dtype of ``components_``.
+        """
         check_is_fitted(self, "components_")
-        return self.components_.T @ self.components_
+        L = self.components_.astype(np.float64)
+        return L.T @ L

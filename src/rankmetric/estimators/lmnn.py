@@ -731,11 +731,16 @@ def _adaptive_descent(fun, L: np.ndarray, budget: int, lr: float, tol: float):
     """
     x = L.ravel()
     loss, grad = fun(x)
-    steps, tries, settled = 0, 0, False
+    steps, tries, settled, non_finite = 0, 0, False, 0
     while steps < budget and tries < 50 * budget:
         tries += 1
-        candidate = x - lr * grad
-        new_loss, new_grad = fun(candidate)
+        with np.errstate(over="ignore", invalid="ignore"):
+            candidate = x - lr * grad
+        new_loss, new_grad = fun(candidate) if np.isfinite(candidate).all() else (np.inf, grad)
+        if not np.isfinite(new_loss):  # an overflowing step is refused like an increase
+            non_finite += 1
+            lr /= 2.0
+            continue
         if new_loss > loss:
             lr /= 2.0
             continue
@@ -743,4 +748,9 @@ def _adaptive_descent(fun, L: np.ndarray, budget: int, lr: float, tol: float):
         x, loss, grad, lr, steps = candidate, new_loss, new_grad, lr * 1.01, steps + 1
         if settled:
             break
+    if steps == 0 and non_finite == tries > 0:
+        raise ValueError(
+            f"LMNN(solver='gd'): every step tried, down to learning_rate={lr * 2:.3g}, made the "
+            "objective non-finite; lower learning_rate."
+        )
     return x.reshape(L.shape), steps, loss, settled, lr

@@ -99,3 +99,137 @@ def test_get_metric_and_pair_distances(fitted, rng):
     np.testing.assert_allclose(
         est.pair_distances(X[:5], X[5:10]), 3 * np.linalg.norm(X[:5] - X[5:10], axis=1)
     )
+
+
+# ----------------------------------------------------------------------------- atomic saves
+
+
+def _temporaries(folder):
+    return sorted(p.name for p in folder.iterdir() if p.name.endswith(".tmp"))
+
+
+def test_a_save_failing_half_way_leaves_the_previous_model_intact(tmp_path, fitted, monkeypatch):
+    import rankmetric.io as rio
+
+    est, X = fitted
+    path = tmp_path / "m.npz"
+    save_model(est, path)
+    before = path.read_bytes()
+
+    def disk_full(fh, **arrays):
+        fh.write(b"PK\x03\x04 half an archive")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(rio.np, "savez", disk_full)
+    with pytest.raises(OSError, match="No space left"):
+        save_model(est, path)
+    assert path.read_bytes() == before
+    assert _temporaries(tmp_path) == []
+
+
+def test_a_save_killed_half_way_leaves_the_previous_model_intact(tmp_path, fitted):
+    import subprocess
+    import sys
+
+    est, _ = fitted
+    path = tmp_path / "m.npz"
+    save_model(est, path)
+    before = path.read_bytes()
+    child = f"""
+import os, signal, sys
+import numpy as np
+sys.path.insert(0, {str(__import__("pathlib").Path(__file__).parent)!r})
+import rankmetric.io as rio
+from test_io import _ScaledIdentity
+
+def killed(fh, **arrays):
+    fh.write(b"PK half")
+    fh.flush()
+    os.kill(os.getpid(), signal.SIGKILL)
+
+est = _ScaledIdentity().fit(np.ones((4, 3)))
+rio.np.savez = killed
+rio.save_model(est, {str(path)!r})
+"""
+    proc = subprocess.run([sys.executable, "-c", child], capture_output=True, timeout=120)
+    assert proc.returncode == -9, proc.stderr.decode()[-2000:]
+    assert path.read_bytes() == before
+
+
+def test_a_reader_never_sees_a_half_written_model(tmp_path, rng):
+    import threading
+
+    path = tmp_path / "m.npz"
+    models = [_ScaledIdentity(scale=s).fit(rng.normal(size=(5, 60))) for s in (1.0, 2.0)]
+    save_model(models[0], path)
+    stop, errors = threading.Event(), []
+
+    def writer():
+        for i in range(60):
+            save_model(models[i % 2], path)
+        stop.set()
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    loads = 0
+    while not stop.is_set() or loads == 0:
+        try:
+            loaded = load_model(path)
+            assert loaded.scale in (1.0, 2.0)
+        except ValueError as exc:
+            errors.append(str(exc))
+        loads += 1
+    thread.join()
+    assert errors == []
+    assert _temporaries(tmp_path) == []
+
+
+def test_a_saved_file_gets_the_permissions_of_an_ordinary_file(tmp_path, fitted):
+    import os
+
+    save_model(fitted[0], tmp_path / "m.npz")
+    (tmp_path / "plain").write_bytes(b"")
+    mode = os.stat(tmp_path / "m.npz").st_mode & 0o777
+    assert mode == os.stat(tmp_path / "plain").st_mode & 0o777
+
+
+# ----------------------------------------------------------------------------- special parameters
+
+
+@register_estimator
+class _WithArrayParam(_ScaledIdentity):
+    def __init__(self, scale=2.0, name="x", prior=None, random_state=None):
+        super().__init__(scale=scale, name=name)
+        self.prior = prior
+        self.random_state = random_state
+
+
+@pytest.mark.parametrize("bit_generator", ["PCG64", "MT19937", "Philox", "SFC64"])
+def test_array_and_generator_parameters_are_saved(tmp_path, rng, bit_generator):
+    gen = np.random.Generator(getattr(np.random, bit_generator)(7))
+    est = _WithArrayParam(prior=2 * np.eye(3), random_state=gen).fit(rng.normal(size=(5, 3)))
+    est.save(tmp_path / "m.npz")
+    loaded = load_model(tmp_path / "m.npz")
+    np.testing.assert_array_equal(loaded.prior, est.prior)
+    assert type(loaded.random_state.bit_generator).__name__ == bit_generator
+    assert loaded.random_state.integers(0, 2**62) == gen.integers(0, 2**62)
+
+
+def test_a_random_state_instance_parameter_is_saved(tmp_path, rng):
+    state = np.random.RandomState(3)
+    est = _WithArrayParam(random_state=state).fit(rng.normal(size=(5, 3)))
+    est.save(tmp_path / "m.npz")
+    loaded = load_model(tmp_path / "m.npz")
+    assert loaded.random_state.randint(0, 2**31) == state.randint(0, 2**31)
+
+
+def test_itml_with_an_array_prior_and_a_generator_can_be_saved(tmp_path, rng):
+    from rankmetric import ITML
+
+    X, y = rng.normal(size=(30, 3)), np.repeat([0, 1, 2], 10)
+    est = ITML(prior=np.diag([1.0, 2.0, 3.0]), random_state=np.random.default_rng(0), max_iter=20)
+    est.fit(X, y)
+    est.save(tmp_path / "itml.npz")
+    loaded = ITML.load(tmp_path / "itml.npz")
+    np.testing.assert_array_equal(loaded.prior, est.prior)
+    np.testing.assert_array_equal(loaded.transform(X), est.transform(X))

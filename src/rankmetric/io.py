@@ -1,26 +1,49 @@
 """Model files that execute no code when loaded.
 
-A model file is a NumPy ``.npz`` archive read with ``allow_pickle=False``: the estimator's
-hyper-parameters and scalar fitted attributes as JSON, its fitted arrays as plain arrays, and a
-SHA-256 digest of each array so that a tampered or truncated file is rejected.
+A model file is a NumPy ``.npz`` archive of plain ``.npy`` members: the estimator's
+hyper-parameters and scalar fitted attributes as JSON (``__meta__``), its fitted arrays (and
+array-valued hyper-parameters) as plain arrays, and a SHA-256 digest of each array so that a
+tampered or truncated file is rejected.
+
+Saving is atomic: the archive is written to a unique temporary file in the target's folder,
+flushed to disk and renamed over the target, so a failed or killed save leaves the previous file
+intact and a concurrent reader sees either the old or the new model, never a mix.
+
+Loading reads the metadata first and checks every member against it (only listed members, the
+dtype and shape of each ``.npy`` header, the member sizes, a cap on the total) before it reads any
+array data, so the memory used is that of the model the metadata describes, never more than
+``max_bytes``. The loaded estimator must hold finite arrays and transform a probe input to
+finite values. Every problem with a file is reported as a ``ValueError`` naming the file.
 """
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import hashlib
 import json
 import os
+import tempfile
+import warnings
 import zipfile
-from typing import Any
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any
 
 import numpy as np
 
 from . import __version__
 
-__all__ = ["save_model", "load_model", "register_estimator"]
+__all__ = ["save_model", "load_model", "register_estimator", "atomic_write", "MAX_LOAD_BYTES"]
 
 FORMAT = "rankmetric-model"
 FORMAT_VERSION = 1
+MAX_LOAD_BYTES = 8 * 2**30
+"""Default cap on the array bytes :func:`load_model` allocates (8 GiB); see ``max_bytes``."""
+_MAX_META_BYTES = 64 * 2**20
+_META = "__meta__"
+_BIT_GENERATORS = ("PCG64", "PCG64DXSM", "MT19937", "Philox", "SFC64")
+_PER_FEATURE = ("mean_", "scale_")
 _REGISTRY: dict[str, type] = {}
 
 
@@ -37,7 +60,53 @@ def _registered_class(name) -> type | None:
 
         if name in getattr(rankmetric, "_LAZY", {}):
             getattr(rankmetric, name)
-    return _REGISTRY.get(name)
+    return _REGISTRY.get(name) if isinstance(name, str) else None
+
+
+# ----------------------------------------------------------------------------- atomic writes
+
+
+def _umask() -> int:
+    """The process umask (read once: reading it means setting it)."""
+    global _UMASK
+    if _UMASK is None:
+        _UMASK = os.umask(0o022)
+        os.umask(_UMASK)
+    return _UMASK
+
+
+_UMASK: int | None = None
+
+
+def atomic_write(path: str | os.PathLike, write: Callable[[IO[bytes]], None]) -> None:
+    """Write a file all at once: ``write(fh)`` fills a temporary file that replaces ``path``.
+
+    The temporary file has a unique name in ``path``'s folder (so two writers never collide and
+    the rename stays on one file system); it is flushed and ``fsync``-ed before ``os.replace``.
+    On any error the temporary file is removed and ``path`` is left as it was.
+    """
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
+    try:
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes it private; a model file is not
+        with os.fdopen(fd, "wb") as fh:
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    with contextlib.suppress(OSError):  # make the rename itself durable (POSIX only)
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+
+
+# ----------------------------------------------------------------------------- saving
 
 
 def _digest(a: np.ndarray) -> str:
@@ -64,6 +133,40 @@ def _to_json(v: Any, what: str):
     raise ValueError(f"cannot save {what} of type {type(v).__name__} in a model file.")
 
 
+def _state_to_json(v: Any):
+    """A bit-generator state (nested dicts of ints, strings and small arrays) as JSON."""
+    if isinstance(v, dict):
+        return {k: _state_to_json(x) for k, x in v.items()}
+    if isinstance(v, np.ndarray):
+        return {"__ndarray__": v.tolist(), "dtype": v.dtype.str}
+    return _to_json(v, "random_state")
+
+
+def _state_from_json(v: Any):
+    if isinstance(v, dict) and "__ndarray__" in v:
+        return np.asarray(v["__ndarray__"], dtype=np.dtype(v["dtype"]))
+    if isinstance(v, dict):
+        return {k: _state_from_json(x) for k, x in v.items()}
+    return v
+
+
+def _split_params(est, arrays: dict[str, np.ndarray]) -> tuple[dict, dict]:
+    """JSON parameters and the special ones: arrays (stored as members) and random generators."""
+    params, special = {}, {}
+    for name, value in est.get_params(deep=False).items():
+        if isinstance(value, np.ndarray) and value.dtype != object:
+            arrays[f"param/{name}"] = value
+            special[name] = {"kind": "array"}
+        elif isinstance(value, (np.random.Generator, np.random.RandomState)):
+            generator = isinstance(value, np.random.Generator)
+            state = value.bit_generator.state if generator else value.get_state(legacy=False)
+            kind = "generator" if generator else "random_state"
+            special[name] = {"kind": kind, "state": _state_to_json(state)}
+        else:
+            params[name] = _to_json(value, f"parameter {name}")
+    return params, special
+
+
 def _fitted_attributes(est) -> dict[str, Any]:
     return {
         k: v
@@ -72,22 +175,10 @@ def _fitted_attributes(est) -> dict[str, Any]:
     }
 
 
-def save_model(est, path: str | os.PathLike) -> None:
-    """Write a fitted estimator to ``path`` (an ``.npz`` file).
-
-    Fitted attributes may be arrays, lists of arrays, JSON-compatible values (numbers,
-    strings, lists, string-keyed dicts) or ``None``; anything else is refused with a
-    ``ValueError`` rather than pickled.
-    """
-    cls = type(est).__name__
-    if cls not in _REGISTRY:
-        raise ValueError(f"{cls} is not a registered rankmetric estimator.")
-    attrs = _fitted_attributes(est)
-    if not attrs:
-        raise ValueError(f"{cls} is not fitted: nothing to save.")
-    arrays: dict[str, np.ndarray] = {}
+def _fitted_payload(est, arrays: dict[str, np.ndarray]) -> dict[str, Any]:
+    """The metadata ``kinds`` of the fitted attributes; their arrays go into ``arrays``."""
     kinds: dict[str, Any] = {}
-    for name, value in attrs.items():
+    for name, value in _fitted_attributes(est).items():
         if isinstance(value, np.ndarray):
             if value.dtype == object:
                 raise ValueError(f"cannot save object array {name!r} in a model file.")
@@ -96,75 +187,252 @@ def save_model(est, path: str | os.PathLike) -> None:
         elif (
             isinstance(value, (list, tuple))
             and value
-            and all(isinstance(v, np.ndarray) for v in value)
+            and all(isinstance(v, np.ndarray) and v.dtype != object for v in value)
         ):
             for i, v in enumerate(value):
                 arrays[f"attr/{name}/{i}"] = v
             kinds[name] = {"array_list": len(value)}
         else:
             kinds[name] = {"json": _to_json(value, name)}
+    return kinds
+
+
+def save_model(est, path: str | os.PathLike) -> None:
+    """Write a fitted estimator to ``path`` (an ``.npz`` file), atomically.
+
+    Fitted attributes may be arrays, lists of arrays, JSON-compatible values (numbers,
+    strings, lists, string-keyed dicts) or ``None``; anything else is refused with a
+    ``ValueError`` rather than pickled. Hyper-parameters may also be arrays (``ITML(prior=M)``)
+    or a NumPy ``Generator`` / ``RandomState`` (saved as its current state). The file is
+    written to a temporary file next to ``path`` and renamed over it: a failed or interrupted
+    save leaves any previous file at ``path`` untouched.
+    """
+    cls = type(est).__name__
+    if cls not in _REGISTRY:
+        raise ValueError(f"{cls} is not a registered rankmetric estimator.")
+    if not _fitted_attributes(est):
+        raise ValueError(f"{cls} is not fitted: nothing to save.")
+    arrays: dict[str, np.ndarray] = {}
+    kinds = _fitted_payload(est, arrays)
+    params, special = _split_params(est, arrays)
     meta = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
         "library_version": __version__,
         "class": cls,
-        "params": {k: _to_json(v, f"parameter {k}") for k, v in est.get_params(deep=False).items()},
+        "params": params,
+        "special_params": special,
         "attributes": kinds,
         "digests": {k: _digest(v) for k, v in arrays.items()},
     }
-    arrays["__meta__"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
-    with open(path, "wb") as fh:
-        np.savez(fh, **arrays)
+    arrays[_META] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
+    atomic_write(path, lambda fh: np.savez(fh, **arrays))
 
 
-def load_model(path: str | os.PathLike):
-    """Read an estimator written by :func:`save_model`; no code from the file is executed."""
+# ----------------------------------------------------------------------------- loading
+
+
+class _Corrupt(Exception):
+    """Internal: a problem with the file, reported as ``ValueError`` naming the path."""
+
+
+def _read_header(stream) -> tuple[np.dtype, tuple, bool, int]:
+    """``(dtype, shape, fortran_order, header_length)`` of an ``.npy`` stream."""
+    major, _ = np.lib.format.read_magic(stream)
+    if major == 1:
+        shape, fortran, dtype = np.lib.format.read_array_header_1_0(stream)
+    elif major == 2:
+        shape, fortran, dtype = np.lib.format.read_array_header_2_0(stream)
+    else:
+        raise _Corrupt(f"unsupported .npy format version {major}")
+    if dtype.hasobject:
+        raise _Corrupt("not a readable rankmetric model file (an array holds Python objects)")
+    return dtype, tuple(shape), bool(fortran), stream.tell()
+
+
+def _nbytes(dtype: np.dtype, shape: tuple) -> int:
+    return int(np.prod(shape, dtype=object)) * dtype.itemsize
+
+
+def _check_member(archive, info, expected: str | None) -> tuple[np.dtype, tuple, bool, int]:
+    """The header of member ``info``, checked against ``expected`` (``"dtype:shape"``) and size."""
+    with archive.open(info) as stream:
+        dtype, shape, fortran, offset = _read_header(stream)
+    if expected is not None and f"{dtype.str}:{shape}" != expected:
+        raise _Corrupt(f"member {info.filename!r} holds {dtype.str}{shape}, not {expected}")
+    nbytes = _nbytes(dtype, shape)
+    if info.file_size != offset + nbytes:
+        raise _Corrupt(f"member {info.filename!r} has the wrong size for its header")
+    return dtype, shape, fortran, nbytes
+
+
+def _read_member(archive, info, header) -> np.ndarray:
+    """The array of member ``info`` (header already checked): exactly its bytes, no more."""
+    dtype, shape, fortran, nbytes = header
+    out = np.empty(nbytes // dtype.itemsize if dtype.itemsize else 0, dtype=dtype)
+    with archive.open(info) as stream:
+        _read_header(stream)
+        view, filled = memoryview(out.view(np.uint8)), 0
+        while filled < nbytes:
+            n = stream.readinto(view[filled:])
+            if not n:
+                raise _Corrupt(f"member {info.filename!r} is truncated")
+            filled += n
+        if stream.read(1):  # reading to the end also verifies the member's CRC
+            raise _Corrupt(f"member {info.filename!r} is longer than its header says")
+    return out.reshape(shape, order="F" if fortran else "C")
+
+
+def _read_meta(archive) -> dict:
+    infos = archive.infolist()
+    names = [i.filename for i in infos]
+    if len(set(names)) != len(names):
+        raise _Corrupt("duplicate members")
+    if f"{_META}.npy" not in names:
+        raise _Corrupt("no metadata: not a rankmetric model file")
+    info = archive.getinfo(f"{_META}.npy")
+    header = _check_member(archive, info, None)
+    if header[0] != np.uint8 or len(header[1]) != 1 or header[3] > _MAX_META_BYTES:
+        raise _Corrupt("corrupt model metadata (not a bounded byte string)")
+    raw = _read_member(archive, info, header).tobytes()
     try:
-        with np.load(path, allow_pickle=False) as archive:
-            data = {k: archive[k] for k in archive.files}
+        meta = json.loads(raw.decode())
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise _Corrupt(f"corrupt model metadata ({type(exc).__name__})") from exc
+    if not isinstance(meta, dict):
+        raise _Corrupt("corrupt model metadata (not a JSON object)")
+    return meta
+
+
+def _check_meta(meta: dict) -> type:
+    """The estimator class of valid metadata ``meta``."""
+    if meta.get("format") != FORMAT or meta.get("format_version") != FORMAT_VERSION:
+        raise _Corrupt(f"unknown model format {str(meta.get('format'))[:80]!r}")
+    cls = _registered_class(meta.get("class"))
+    if cls is None:
+        raise _Corrupt(f"unknown estimator class {str(meta.get('class'))[:80]!r}")
+    meta.setdefault("special_params", {})
+    if not all(
+        isinstance(meta.get(k), dict) for k in ("digests", "params", "attributes", "special_params")
+    ):
+        raise _Corrupt("corrupt model metadata (digests, params or attributes missing)")
+    if not all(isinstance(v, str) and v.count(":") >= 2 for v in meta["digests"].values()):
+        raise _Corrupt("corrupt model metadata (malformed digests)")
+    return cls
+
+
+def _read_arrays(archive, meta: dict, max_bytes: int) -> dict[str, np.ndarray]:
+    """Every array the metadata lists, after checking all headers and the total size."""
+    listed = {f"{k}.npy": k for k in meta["digests"]}
+    members = {i.filename for i in archive.infolist()} - {f"{_META}.npy"}
+    if members != set(listed):
+        extra = sorted(members - set(listed))[:3]
+        raise _Corrupt(
+            f"the arrays in the file do not match its metadata (unlisted members {extra})"
+            if extra
+            else "the arrays in the file do not match its metadata (members missing)"
+        )
+    headers, total = {}, 0
+    for member, key in listed.items():
+        info = archive.getinfo(member)
+        headers[key] = (info, _check_member(archive, info, meta["digests"][key].split(":", 1)[1]))
+        total += headers[key][1][3]
+        if total > max_bytes:
+            raise _Corrupt(
+                f"its arrays need more than max_bytes={max_bytes} bytes; pass a larger "
+                "max_bytes to load_model if the file is trusted"
+            )
+    data = {}
+    for key, (info, header) in headers.items():
+        data[key] = _read_member(archive, info, header)
+        if _digest(data[key]) != meta["digests"][key]:
+            raise _Corrupt(f"array {key!r} fails its checksum (file altered or damaged)")
+    return data
+
+
+def load_model(path: str | os.PathLike, *, max_bytes: int = MAX_LOAD_BYTES):
+    """Read an estimator written by :func:`save_model`; no code from the file is executed.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The ``.npz`` model file.
+    max_bytes : int, default=MAX_LOAD_BYTES (8 GiB)
+        Refuse files whose arrays need more memory than this (checked before reading them).
+
+    Raises
+    ------
+    ValueError
+        For every problem with the file (unreadable, truncated, altered, unknown class or
+        format, members the metadata does not list, arrays larger than ``max_bytes``, fitted
+        arrays that are not finite or do not fit together), naming ``path``.
+    """
+    try:
+        with zipfile.ZipFile(path) as archive:
+            meta = _read_meta(archive)
+            cls = _check_meta(meta)
+            data = _read_arrays(archive, meta, max_bytes)
+        est = _build(cls, meta, data)
+        _check_fitted(est)
+    except _Corrupt as exc:
+        raise ValueError(f"{path}: {exc}.") from exc
+    except FileNotFoundError as exc:
+        raise ValueError(f"{path}: no such model file.") from exc
     except (
         zipfile.BadZipFile,
+        zipfile.LargeZipFile,
         OSError,
         EOFError,
         ValueError,
         KeyError,
+        TypeError,
+        AttributeError,
+        IndexError,
+        OverflowError,
+        RecursionError,
+        MemoryError,
         NotImplementedError,
         RuntimeError,  # a damaged zip header can claim an unsupported method or encryption
+        UnicodeError,
     ) as exc:
-        raise ValueError(f"{path}: not a readable rankmetric model file ({exc}).") from exc
-    if "__meta__" not in data:
-        raise ValueError(f"{path}: not a rankmetric model file (no metadata).")
-    try:
-        meta = json.loads(data.pop("__meta__").tobytes().decode())
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{path}: corrupt model metadata ({exc}).") from exc
-    if not isinstance(meta, dict):
-        raise ValueError(f"{path}: corrupt model metadata (not a JSON object).")
-    if meta.get("format") != FORMAT or meta.get("format_version") != FORMAT_VERSION:
-        raise ValueError(f"{path}: unknown model format {meta.get('format')!r}.")
-    cls = _registered_class(meta.get("class"))
-    if cls is None:
-        raise ValueError(f"{path}: unknown estimator class {meta.get('class')!r}.")
-    if not all(isinstance(meta.get(k), dict) for k in ("digests", "params", "attributes")):
-        raise ValueError(f"{path}: corrupt model metadata (digests, params or attributes missing).")
-    if set(meta["digests"]) != set(data):
-        raise ValueError(f"{path}: the arrays in the file do not match its metadata.")
-    for key, digest in meta["digests"].items():
-        if _digest(data[key]) != digest:
-            raise ValueError(f"{path}: array {key!r} fails its checksum (file altered or damaged).")
-    try:
-        est = cls(**meta["params"])
-        for name, kind in meta["attributes"].items():
-            setattr(est, _fitted_name(name), _attribute_value(name, kind, data))
-    except (KeyError, TypeError) as exc:
-        raise ValueError(f"{path}: corrupt model metadata ({type(exc).__name__}: {exc}).") from exc
+        raise ValueError(
+            f"{path}: not a readable rankmetric model file ({type(exc).__name__}: "
+            f"{str(exc)[:200]})."
+        ) from exc
+    return est
+
+
+def _special_param(name: str, spec, data: dict[str, np.ndarray]):
+    kind = spec.get("kind") if isinstance(spec, dict) else None
+    if kind == "array":
+        return data[f"param/{name}"]
+    if kind in ("generator", "random_state"):
+        state = _state_from_json(spec["state"])
+        if state.get("bit_generator") not in _BIT_GENERATORS:
+            raise _Corrupt(f"unknown bit generator in parameter {name!r}")
+        bit_generator = getattr(np.random, state["bit_generator"])()
+        bit_generator.state = state
+        if kind == "generator":
+            return np.random.Generator(bit_generator)
+        return np.random.RandomState(bit_generator)
+    raise _Corrupt(f"unknown kind of parameter {name!r}")
+
+
+def _build(cls: type, meta: dict, data: dict[str, np.ndarray]):
+    """The estimator described by ``meta``, with its fitted attributes from ``data``."""
+    params = dict(meta["params"])
+    for name, spec in meta["special_params"].items():
+        params[name] = _special_param(name, spec, data)
+    est = cls(**params)
+    for name, kind in meta["attributes"].items():
+        setattr(est, _fitted_name(name), _attribute_value(name, kind, data))
     return est
 
 
 def _fitted_name(name: str) -> str:
-    """``name`` if it is a fitted-attribute name (``coef_``), else a ``ValueError``."""
+    """``name`` if it is a fitted-attribute name (``coef_``), else an error."""
     if not (isinstance(name, str) and name.endswith("_") and name[:1].isalpha()):
-        raise ValueError(f"{name!r} is not a fitted-attribute name.")
+        raise _Corrupt(f"{str(name)[:80]!r} is not a fitted-attribute name")
     return name
 
 
@@ -173,7 +441,50 @@ def _attribute_value(name: str, kind, data: dict[str, np.ndarray]):
     if kind == "array":
         return data[f"attr/{name}"]
     if isinstance(kind, dict) and "array_list" in kind:
-        return [data[f"attr/{name}/{i}"] for i in range(int(kind["array_list"]))]
+        n = kind["array_list"]
+        if not isinstance(n, int) or isinstance(n, bool) or not 0 < n <= len(data):
+            raise _Corrupt(f"corrupt model metadata (array_list of {name!r})")
+        return [data[f"attr/{name}/{i}"] for i in range(n)]
     if isinstance(kind, dict) and "json" in kind:
         return kind["json"]
-    raise TypeError(f"unknown kind {kind!r} of attribute {name!r}")
+    raise _Corrupt(f"unknown kind of attribute {name!r}")
+
+
+def _probe_input(est) -> np.ndarray:
+    """A small valid input for ``est``: ones (2, n_features) or identity matrices (2, c, c)."""
+    n = est.n_features_in_
+    if not isinstance(n, int) or isinstance(n, bool) or not 0 < n <= 1_000_000:
+        raise _Corrupt("corrupt model metadata (n_features_in_)")
+    if est.__sklearn_tags__().input_tags.three_d_array:
+        return np.broadcast_to(np.eye(n), (2, n, n)).copy()
+    return np.ones((2, n))
+
+
+def _check_fitted(est) -> None:
+    """Fitted arrays are finite and fit together: a probe input maps to finite values."""
+    for name, value in _fitted_attributes(est).items():
+        for a in value if isinstance(value, list) else [value]:
+            if isinstance(a, np.ndarray) and a.dtype.kind in "fc" and not np.isfinite(a).all():
+                raise _Corrupt(f"fitted array {name!r} holds NaN or infinite values")
+    if not hasattr(est, "n_features_in_"):
+        return
+    for name in _PER_FEATURE:  # documented (n_features,), whether or not transform reads them
+        value = getattr(est, name, None)
+        if isinstance(value, np.ndarray) and value.shape != (est.n_features_in_,):
+            raise _Corrupt(
+                f"its fitted arrays do not fit together ({name} has shape {value.shape})"
+            )
+    probe = copy.copy(est)  # on the CPU: a model saved on a GPU machine loads anywhere
+    if "device" in probe.get_params(deep=False):
+        probe.set_params(device="cpu")
+    method = getattr(probe, "transform", None) or probe.predict_proba
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = np.asarray(method(_probe_input(probe)))
+    except Exception as exc:  # any failure here means the arrays do not fit together
+        raise _Corrupt(
+            f"its fitted arrays do not fit together ({type(exc).__name__}: {str(exc)[:200]})"
+        ) from exc
+    if not np.isfinite(out).all():
+        raise _Corrupt("its fitted arrays give non-finite outputs")

@@ -9,12 +9,15 @@ non-finite guards, and resumable checkpoints.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import copy
+import hashlib
 import json
 import math
 import os
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from numbers import Integral
 from pathlib import Path
@@ -24,8 +27,23 @@ import torch
 from sklearn.exceptions import ConvergenceWarning
 
 from ._utils import progress
+from .io import atomic_write
 
-__all__ = ["TrainingResult", "NonFiniteLossError", "train"]
+__all__ = [
+    "TrainingResult",
+    "NonFiniteLossError",
+    "train",
+    "fit_fingerprint",
+    "checkpoint_fingerprint",
+]
+
+# Hyper-parameters that may change between a killed fit and its resume.
+RESUMABLE_PARAMS = frozenset(
+    {"verbose", "checkpoint_dir", "checkpoint_every", "device", "max_iter"}
+)
+_FINGERPRINT: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "rankmetric_fit_fingerprint", default=None
+)
 
 
 class NonFiniteLossError(ValueError, FloatingPointError):
@@ -74,8 +92,72 @@ def _is_main_process() -> bool:
     )
 
 
-def _save_checkpoint(path: Path, module, optimizer, rng, step, result, best_state) -> None:
+def _hash_value(h, value) -> None:
+    """Feed ``value`` (an array-like, a generator, a plain value) into the hash ``h``."""
+    if isinstance(value, (np.random.Generator, np.random.RandomState)):
+        h.update(type(value).__name__.encode())  # its state moves as it is used
+        return
+    if isinstance(value, (str, bytes, int, float, bool, type(None))):
+        h.update(repr(value).encode())
+        return
+    try:
+        a = np.asarray(value)
+    except Exception:  # noqa: BLE001 - anything np.asarray cannot read is hashed by repr
+        a = None
+    if a is None or a.dtype == object or a.ndim == 0:
+        h.update(repr(value).encode())
+    else:
+        h.update(f"{a.dtype.str}{a.shape}".encode())
+        h.update(np.ascontiguousarray(a).tobytes())
+
+
+def fit_fingerprint(estimator, *data, **named_data) -> str:
+    """A digest of ``estimator``'s class, hyper-parameters and the data a fit is given.
+
+    Hyper-parameters in :data:`RESUMABLE_PARAMS` (``verbose``, ``checkpoint_dir``,
+    ``checkpoint_every``, ``device``, ``max_iter``) are left out, so a killed fit may be resumed
+    with them changed; every other parameter and every array of ``data`` must be the same.
+    """
+    h = hashlib.sha256(type(estimator).__qualname__.encode())
+    for name, value in sorted(estimator.get_params(deep=False).items()):
+        if name not in RESUMABLE_PARAMS:
+            h.update(name.encode())
+            _hash_value(h, value)
+    for value in data:
+        _hash_value(h, value)
+    for name, value in sorted(named_data.items()):
+        h.update(name.encode())
+        _hash_value(h, value)
+    return h.hexdigest()
+
+
+@contextlib.contextmanager
+def checkpoint_fingerprint(fingerprint: str | None) -> Iterator[None]:
+    """Within this block, :func:`train` stamps its checkpoints with ``fingerprint`` and resumes
+    only checkpoints that carry it (the estimators' ``fit`` sets it; see ``estimators/base.py``)."""
+    token = _FINGERPRINT.set(fingerprint)
+    try:
+        yield
+    finally:
+        _FINGERPRINT.reset(token)
+
+
+def _run_fingerprint(module, optimizer, fingerprint: str | None) -> str:
+    """The caller's fingerprint plus the structure of the module and the optimiser settings."""
+    h = hashlib.sha256((fingerprint or "").encode())
+    for name, tensor in module.state_dict().items():
+        h.update(f"{name}{tuple(tensor.shape)}{tensor.dtype}".encode())
+    h.update(type(optimizer).__name__.encode())
+    for group in optimizer.param_groups:
+        h.update(repr(sorted((k, repr(v)) for k, v in group.items() if k != "params")).encode())
+    return h.hexdigest()
+
+
+def _save_checkpoint(
+    path: Path, module, optimizer, rng, step, result, best_state, fingerprint
+) -> None:
     payload = {
+        "fingerprint": fingerprint,
         "step": step,
         "module": module.state_dict(),
         "optimizer": optimizer.state_dict(),
@@ -85,28 +167,46 @@ def _save_checkpoint(path: Path, module, optimizer, rng, step, result, best_stat
         "best_score": result.best_score,
         "best_state": best_state if best_state is not None else {},
     }
-    tmp = path.with_suffix(".tmp")
-    torch.save(payload, tmp)
-    os.replace(tmp, path)
+    atomic_write(path, lambda fh: torch.save(payload, fh))
 
 
-def _load_checkpoint(path: Path, module, optimizer, rng, result):
-    payload = torch.load(path, map_location="cpu", weights_only=True)
+def _mismatch(path: Path, detail: str) -> ValueError:
+    return ValueError(
+        f"the checkpoint {path} does not match the model being trained (another estimator, "
+        f"other data or other hyper-parameters); delete it or use another checkpoint_dir. "
+        f"({detail})"
+    )
+
+
+def _read_checkpoint(path: Path) -> dict:
+    """The payload of ``path``, or a ``ValueError`` saying the file is damaged."""
+    try:
+        payload = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # noqa: BLE001 - torch raises many types (and advice not to follow)
+        raise ValueError(
+            f"the checkpoint {path} is damaged or not a rankmetric checkpoint "
+            f"({type(exc).__name__}); delete it to start the fit afresh."
+        ) from None
+    if not isinstance(payload, dict):
+        raise ValueError(f"the checkpoint {path} is damaged or not a rankmetric checkpoint.")
+    return payload
+
+
+def _load_checkpoint(path: Path, module, optimizer, rng, result, fingerprint: str):
+    payload = _read_checkpoint(path)
+    if payload.get("fingerprint") != fingerprint:
+        raise _mismatch(path, "its fingerprint differs")
     try:
         module.load_state_dict(payload["module"])
         optimizer.load_state_dict(payload["optimizer"])
-    except (RuntimeError, ValueError, KeyError) as exc:
-        raise ValueError(
-            f"the checkpoint {path} does not match the model being trained (another estimator, "
-            f"other data or other hyper-parameters); delete it or use another checkpoint_dir. "
-            f"({type(exc).__name__}: {str(exc)[:200]})"
-        ) from exc
-    rng.bit_generator.state = json.loads(payload["rng_state"])
-    result.history = json.loads(payload["history"])
-    result.best_step = None if payload["best_step"] < 0 else int(payload["best_step"])
-    result.best_score = float(payload["best_score"])
-    best_state = payload["best_state"] or None
-    return int(payload["step"]), best_state
+        rng.bit_generator.state = json.loads(payload["rng_state"])
+        result.history = json.loads(payload["history"])
+        result.best_step = None if payload["best_step"] < 0 else int(payload["best_step"])
+        result.best_score = float(payload["best_score"])
+        best_state = payload["best_state"] or None
+        return int(payload["step"]), best_state
+    except (RuntimeError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise _mismatch(path, f"{type(exc).__name__}: {str(exc)[:200]}") from exc
 
 
 def _validations_since_best(result: TrainingResult) -> int:
@@ -161,8 +261,12 @@ def train(
     verbose : bool or int
         Show a progress bar (only on a terminal).
     checkpoint_dir : path, optional
-        Write ``checkpoint.pt`` there every ``checkpoint_every`` steps; an existing checkpoint is
-        resumed, so a killed fit ends with the same parameters as an uninterrupted one.
+        Write ``checkpoint.pt`` there every ``checkpoint_every`` steps (atomically); an existing
+        checkpoint is resumed, so a killed fit ends with the same parameters as an uninterrupted
+        one. A checkpoint carries a fingerprint of the module's structure, the optimiser settings
+        and, inside :func:`checkpoint_fingerprint` (every estimator's ``fit``), the data, labels
+        and hyper-parameters; one that does not match is refused with a ``ValueError``, and so is
+        a damaged one.
     stop_after : int, optional
         Testing aid: return after this many steps as if interrupted (a checkpoint is written).
 
@@ -180,6 +284,7 @@ def train(
     best_state = None
     start = 0
     ckpt_path = None
+    fingerprint = _run_fingerprint(module, optimizer, _FINGERPRINT.get())
     if checkpoint_dir is not None:
         if isinstance(checkpoint_every, bool) or not (
             isinstance(checkpoint_every, Integral) and checkpoint_every >= 1
@@ -190,7 +295,9 @@ def train(
         ckpt_path = Path(checkpoint_dir) / "checkpoint.pt"
         ckpt_path.parent.mkdir(parents=True, exist_ok=True)
         if ckpt_path.exists():
-            start, best_state = _load_checkpoint(ckpt_path, module, optimizer, rng, result)
+            start, best_state = _load_checkpoint(
+                ckpt_path, module, optimizer, rng, result, fingerprint
+            )
     bad_validations = _validations_since_best(result)  # 0 unless resumed
     losses: list[float] = [h["loss"] for h in result.history]
     bar = progress(
@@ -232,7 +339,9 @@ def train(
         if verbose:
             bar.set_postfix(loss=f"{value:.4g}")
         if ckpt_path is not None and (step + 1) % checkpoint_every == 0 and _is_main_process():
-            _save_checkpoint(ckpt_path, module, optimizer, rng, step + 1, result, best_state)
+            _save_checkpoint(
+                ckpt_path, module, optimizer, rng, step + 1, result, best_state, fingerprint
+            )
         if stop_after is not None and step + 1 - start >= stop_after:
             result.n_iter = step + 1
             return result

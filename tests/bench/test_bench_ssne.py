@@ -87,10 +87,13 @@ def test_end_to_end_writes_table_json_plot_and_resumes(tmp_path):
     assert len(payload["cells"]) == 2 * 3 * 2
     assert payload["summary"]["table1"]["wine"]["itml"]["mean"] > 0.9
     assert all(p.exists() and p.suffix == ".png" for p in summary.plots)
-    # a second run reads every cell from the cache: altering a cached value shows through
+    # a second run reads every cell from the cache: a re-signed altered value shows through
+    from rankmetric.bench.grid import _result_digest
+
     cached = next((tmp_path / "cache" / "ssne-uci" / "euclidean" / "iris").glob("fold0-*.json"))
     record = json.loads(cached.read_text())
-    record["accuracy"] = 0.0
+    record["result"]["accuracy"] = 0.0
+    record["digest"] = _result_digest(record["result"])
     cached.write_text(json.dumps(record))
     again = run_benchmark("ssne-uci", config, results_dir=tmp_path, verbose=False)
     assert again.payload["table1"]["iris"]["euclidean"]["scores"][0] == 0.0

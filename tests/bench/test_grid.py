@@ -1,9 +1,10 @@
+import json
 import sys
 from pathlib import Path
 
 import pytest
 
-from rankmetric.bench.grid import Cell, run_grid
+from rankmetric.bench.grid import Cell, _result_digest, run_grid
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -27,9 +28,12 @@ def _cells(n=4, shift=0.0):
 def test_serial_results_are_deterministic_and_cached(tmp_path):
     first = run_grid(_cells(), cache_dir=tmp_path, verbose=False)
     assert len(list(tmp_path.rglob("*.json"))) == 4
-    # a cached cell is reused, not recomputed: alter the file and see the altered value come back
+    # a cached cell is reused, not recomputed: re-sign an altered value and see it come back
     path = next(tmp_path.rglob("fold0-seed0-*.json"))
-    path.write_text(path.read_text().replace(str(first[0]["value"]), "123.0"))
+    record = json.loads(path.read_text())
+    record["result"]["value"] = 123.0
+    record["digest"] = _result_digest(record["result"])
+    path.write_text(json.dumps(record))
     again = run_grid(_cells(), cache_dir=tmp_path, verbose=False)
     assert again[0]["value"] == 123.0
     assert [r["value"] for r in again[1:]] == [r["value"] for r in first[1:]]

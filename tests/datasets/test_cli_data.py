@@ -65,3 +65,28 @@ def test_every_level_has_help(capsys):
             run([*argv, "--help"], capsys)
         assert exit_info.value.code == 0
         assert "usage: rankmetric data" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("kind", ["under a file", "read-only folder"])
+def test_fetch_into_an_unwritable_cache_fails_before_downloading(
+    capsys, tmp_path, monkeypatch, kind
+):
+    import os
+
+    from rankmetric.datasets import _fetch as fetch_module
+
+    downloads = []
+    monkeypatch.setattr(fetch_module, "_download", lambda *a: downloads.append(a))
+    if kind == "under a file":
+        (tmp_path / "a-file").write_text("")
+        home = tmp_path / "a-file" / "cache"
+    else:
+        if os.geteuid() == 0:
+            pytest.skip("root writes into read-only folders")
+        home = tmp_path / "ro"
+        home.mkdir()
+        home.chmod(0o555)
+    code, _, err = run(["fetch", "heart", "-q", "--data-home", str(home)], capsys)
+    assert code == 1 and "cannot write to the data cache" in err
+    assert len(err.strip().splitlines()) == 1
+    assert downloads == []

@@ -236,7 +236,7 @@ def test_n_components_and_inits(rng):
         assert Z.shape == (X.shape[0], 2)
         assert model.components_.dtype == np.float32
         np.testing.assert_allclose(
-            model.get_mahalanobis_matrix(), model.components_.T @ model.components_
+            model.get_mahalanobis_matrix(), (L := model.components_.astype(np.float64)).T @ L
         )
 
 

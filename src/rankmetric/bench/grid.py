@@ -3,6 +3,12 @@
 Each cell is a pure function of its :class:`Cell` (every random choice is seeded from it), so a
 serial run, a process pool and a Dask cluster give identical results. Finished cells are cached
 as JSON files, one per cell, so an interrupted benchmark resumes where it stopped.
+
+A cache file carries its cell's key and a SHA-256 digest of its result; a file that does not
+match (edited, copied from another cell, truncated, not JSON, a folder) is recomputed with a
+warning naming it. A cell that failed because its data set was not fetched is not cached, so it
+runs again once the data are there. Files are written atomically under unique temporary names.
+Worker processes ignore Ctrl-C (the parent stops them) and exit when the parent dies.
 """
 
 from __future__ import annotations
@@ -11,13 +17,18 @@ import hashlib
 import importlib
 import json
 import multiprocessing
+import multiprocessing.connection
 import os
+import signal
+import threading
+import warnings
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from .._utils import progress
+from ..io import atomic_write
 
 __all__ = ["Cell", "run_grid"]
 
@@ -64,18 +75,98 @@ def _cache_path(cache_dir: Path, cell: Cell) -> Path:
     return cache_dir / f"{cell.key}.json"
 
 
-def _load_cached(path: Path) -> dict | None:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
+CACHE_FORMAT = "rankmetric-bench-cell/2"
+_RETRY_MARK = "rankmetric data fetch"  # the message of a cell whose data set is not fetched
+
+
+def _result_digest(result: dict) -> str:
+    return hashlib.sha256(json.dumps(result, sort_keys=True).encode()).hexdigest()
+
+
+def _load_cached(path: Path, key: str, warn: bool = True) -> dict | None:
+    """The cached result of the cell ``key`` at ``path``; ``None`` (and a warning) if unusable."""
+    if not path.exists():
         return None
+    problem = None
+    try:
+        record = json.loads(path.read_bytes().decode("utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+        problem = f"unreadable ({type(exc).__name__})"
+    else:
+        if not (isinstance(record, dict) and isinstance(record.get("result"), dict)):
+            problem = "not a cell record"
+        elif record.get("format") != CACHE_FORMAT or record.get("key") != key:
+            problem = f"holds another cell ({str(record.get('key'))[:120]!r})"
+        elif record.get("digest") != _result_digest(record["result"]):
+            problem = "its content does not match its digest (edited or damaged)"
+    if problem is None:
+        return record["result"]
+    if warn:
+        warnings.warn(
+            f"bench cache file {path} is {problem}; the cell is recomputed.",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+    return None
 
 
-def _store(path: Path, result: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(result, indent=1))
-    os.replace(tmp, path)
+def _store(path: Path, cell: Cell, result: dict) -> None:
+    """Cache ``result`` at ``path`` (not a failure to find data: that one is retried)."""
+    if _RETRY_MARK in str(result.get("error", "")):
+        return
+    record = {
+        "format": CACHE_FORMAT,
+        "key": cell.key,
+        "digest": _result_digest(result),
+        "result": result,
+    }
+    text = json.dumps(record, indent=1).encode()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, lambda fh: fh.write(text))
+    except OSError as exc:
+        warnings.warn(
+            f"cannot cache the cell at {path} ({exc.strerror or exc}); its result is kept "
+            "for this run only.",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+
+
+def is_cached(cache_dir: str | os.PathLike, cell: Cell) -> bool:
+    """Whether ``cell`` has a valid cached result under ``cache_dir`` (no warning)."""
+    return _load_cached(_cache_path(Path(cache_dir), cell), cell.key, warn=False) is not None
+
+
+def _exit_with_parent(sentinel) -> None:
+    multiprocessing.connection.wait([sentinel])
+    os._exit(1)
+
+
+def _worker_init() -> None:
+    """In each pool worker: leave Ctrl-C to the parent, and exit as soon as the parent dies."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    parent = multiprocessing.parent_process()
+    if parent is not None:
+        threading.Thread(target=_exit_with_parent, args=(parent.sentinel,), daemon=True).start()
+
+
+def _run_in_pool(cells: list[Cell], todo: list[int], n_jobs: int, finish, bar) -> None:
+    """Run cells ``todo`` on ``n_jobs`` spawned workers; on any interruption stop them all."""
+    ctx = multiprocessing.get_context("spawn")
+    pool = ProcessPoolExecutor(max_workers=n_jobs, mp_context=ctx, initializer=_worker_init)
+    try:
+        futures = {i: pool.submit(execute_cell, cells[i]) for i in todo}
+        for i, fut in futures.items():
+            finish(i, fut.result())
+            bar.update()
+    except BaseException:
+        workers = list(getattr(pool, "_processes", {}).values())
+        pool.shutdown(wait=False, cancel_futures=True)
+        for process in workers:  # running cells would otherwise finish first
+            process.terminate()
+        raise
+    pool.shutdown()
 
 
 def run_grid(
@@ -104,7 +195,7 @@ def run_grid(
     results: dict[int, dict] = {}
     todo = []
     for i, cell in enumerate(cells):
-        cached = _load_cached(_cache_path(cache, cell)) if cache else None
+        cached = _load_cached(_cache_path(cache, cell), cell.key) if cache else None
         if cached is not None:
             results[i] = cached
         else:
@@ -113,7 +204,7 @@ def run_grid(
     def finish(i: int, result: dict) -> None:
         results[i] = result
         if cache:
-            _store(_cache_path(cache, cells[i]), result)
+            _store(_cache_path(cache, cells[i]), cells[i], result)
 
     bar = progress(total=len(todo), desc=desc, verbose=verbose)
     if scheduler is not None:
@@ -125,12 +216,7 @@ def run_grid(
                 finish(futures[fut], fut.result())
                 bar.update()
     elif n_jobs > 1 and len(todo) > 1:
-        ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=n_jobs, mp_context=ctx) as pool:
-            futures = {i: pool.submit(execute_cell, cells[i]) for i in todo}
-            for i, fut in futures.items():
-                finish(i, fut.result())
-                bar.update()
+        _run_in_pool(cells, todo, n_jobs, finish, bar)
     else:
         for i in todo:
             finish(i, execute_cell(cells[i], threads=max(1, n_jobs)))

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from .. import __version__
 from ._common import BenchConfig, Summary, write_json
-from .grid import run_grid
+from .grid import is_cached, run_grid
 
 __all__ = ["BENCHMARKS", "run_benchmark", "run_all"]
 
@@ -70,7 +70,7 @@ def run_benchmark(
     root = Path(results_dir)
     out_dir = root / name
     cache_dir = root / "cache" if use_cache else None
-    n_cached = sum((cache_dir / f"{c.key}.json").exists() for c in cells) if cache_dir else 0
+    n_cached = sum(is_cached(cache_dir, c) for c in cells) if cache_dir else 0
     start = time.perf_counter()
     results = run_grid(
         cells,

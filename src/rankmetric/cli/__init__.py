@@ -1,7 +1,9 @@
 """The ``rankmetric`` command line.
 
 Each sub-command lives in its own module exposing ``register(subparsers)``; the module sets
-``func`` on its parser, which ``main`` calls with the parsed arguments.
+``func`` on its parser, which ``main`` calls with the parsed arguments. A user error (a
+``ValueError`` or an ``OSError``: bad value, missing file, unwritable folder) is printed on one
+line, without a traceback, with exit status 2; Ctrl-C prints one line and exits with 130.
 """
 
 from __future__ import annotations
@@ -43,9 +45,20 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         return int(args.func(args) or 0)
-    except ValueError as exc:
-        print(f"rankmetric: error: {exc}", file=sys.stderr)
+    except KeyboardInterrupt:
+        print("rankmetric: interrupted.", file=sys.stderr)
+        return 130
+    except (ValueError, OSError) as exc:  # user errors: bad values, files, folders, data
+        print(f"rankmetric: error: {_one_line(exc)}", file=sys.stderr)
         return 2
+
+
+def _one_line(exc: BaseException) -> str:
+    """The message of ``exc`` on one line (an ``OSError`` names its file)."""
+    if isinstance(exc, OSError) and exc.strerror:
+        where = f"{exc.filename}: " if exc.filename else ""
+        return f"{where}{exc.strerror}."
+    return " ".join(str(exc).split()) or type(exc).__name__
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from ._args import check_device, check_output_dir
+
 BENCH_NAMES = ("ssne-uci", "rpl-spd", "warca-reid", "all")
 
 _DESCRIPTION = """\
@@ -33,6 +35,8 @@ def run_bench(args: argparse.Namespace) -> int:
         raise ValueError(f"--seeds must be at least 1, got {args.seeds}.")
     if args.name == "all" and (args.datasets or args.methods):
         raise ValueError("--datasets and --methods select within one benchmark, not with 'all'.")
+    check_device(args.device)
+    check_output_dir(args.results_dir, "--results-dir")
     config = BenchConfig(
         quick=args.quick,
         datasets=tuple(args.datasets) if args.datasets else None,

@@ -7,6 +7,8 @@ import time
 import warnings
 from collections import defaultdict
 
+from ._args import check_threads
+
 DEMO_DATASETS = ("wine", "wdbc", "digits")
 
 
@@ -34,6 +36,7 @@ def run_demo(args: argparse.Namespace) -> int:
     from ..datasets import load_dataset
     from ..evaluate import repeated_cv_knn
 
+    check_threads(args.threads)
     torch.set_num_threads(args.threads)
     repeats = 1 if args.quick else 5
     print(

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ._args import check_device, check_input_file, check_threads
+
 SCORES = ("knn", "retrieval", "clustering", "cv")
 _KEYS = {"X": ("X", "embeddings"), "y": ("y", "labels")}
 
@@ -66,6 +68,7 @@ def _pick(archive, name: str, path: str, required: bool = True):
 
 
 def _read_labels(path: str) -> np.ndarray:
+    check_input_file(path, "--labels")
     if path.endswith(".npy"):
         return np.load(path, allow_pickle=False)
     labels = np.loadtxt(path, dtype=str, ndmin=1)
@@ -181,6 +184,8 @@ def evaluate_embedding(e: _Embedded, args) -> dict[str, float]:
 def run_evaluate(args: argparse.Namespace) -> int:
     import torch
 
+    check_threads(args.threads)
+    check_device(args.device)
     if args.threads:
         torch.set_num_threads(args.threads)
     if bool(args.embeddings) == bool(args.data):

@@ -13,6 +13,8 @@ import json
 import re
 import time
 
+from ._args import check_device, check_output_file, check_random_state
+
 # method name on the command line -> (module, class, input kind)
 METHODS = {
     "warca": ("rankmetric.estimators.warca", "WARCA", "features"),
@@ -137,16 +139,38 @@ def _flatten(X):
     return X.reshape(len(X), -1)
 
 
+def _check_arguments(args: argparse.Namespace, params: dict) -> None:
+    """Every option that can be checked before loading data and fitting (nothing is lost)."""
+    if args.k < 1:
+        raise ValueError(f"-k must be at least 1, got {args.k}.")
+    if not 0 < args.test_size < 1:
+        raise ValueError(f"--test-size must be between 0 and 1, got {args.test_size}.")
+    if args.out:
+        check_output_file(args.out)
+    if "random_state" in params:
+        check_random_state(params["random_state"])
+    if "device" in params:
+        check_device(params["device"])
+
+
 def run_fit(args: argparse.Namespace) -> int:
+    from ..distributed import rank
     from ..evaluate import knn_accuracy
 
     cls = _estimator_class(args.method)
     params = {k[len("param_") :]: v for k, v in vars(args).items() if k.startswith("param_")}
+    _check_arguments(args, params)
     est = cls(**params)
     X_tr, y_tr, X_te, y_te, split = _train_test(args)
+    if args.k > len(X_tr):
+        raise ValueError(f"-k {args.k} exceeds the {len(X_tr)} training samples of {args.data}.")
     start = time.perf_counter()
     est.fit(X_tr, y_tr)
     fit_time = time.perf_counter() - start
+    if rank() != 0:  # under torchrun every rank holds the same model: one report, one file
+        return 0
+    if args.out:  # saved before the report: a failing evaluation cannot lose the model
+        est.save(args.out)
     report = {
         "method": cls.__name__,
         "data": args.data,
@@ -161,12 +185,7 @@ def run_fit(args: argparse.Namespace) -> int:
             _flatten(est.transform(X_tr)), y_tr, _flatten(est.transform(X_te)), y_te, k=args.k
         ),
     }
-    from ..distributed import rank
-
-    if rank() != 0:  # under torchrun every rank holds the same model: one report, one file
-        return 0
     if args.out:
-        est.save(args.out)
         report["saved_to"] = args.out
     if args.json:
         print(json.dumps(report, indent=2))

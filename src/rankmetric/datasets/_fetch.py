@@ -12,8 +12,8 @@ from collections.abc import Iterable
 from hashlib import sha256
 from pathlib import Path
 
+from ._cache import ENV_VAR, set_directory, verified_files, write_checksums_json
 from ._cache import data_home as _data_home
-from ._cache import set_directory, verified_files, write_checksums_json
 from ._checksums import CHECKSUMS
 from ._registry import get_info
 from ._sources import SOURCES, Source
@@ -65,6 +65,8 @@ def fetch(
     names = _names_to_fetch(name_or_all, verbose)
     home = _data_home(data_home)
     missing = [name for name in names if not _intact(name, home, verbose)]
+    if missing:
+        _check_writable(home)  # before any download: a read-only cache fails at once
     for group in _group_by_package(missing):
         source = SOURCES[group[0]]
         _say(verbose, f"fetching {', '.join(group)} from {source.label} ...")
@@ -96,6 +98,20 @@ def _names_to_fetch(name_or_all: str | Iterable[str], verbose: bool) -> list[str
         elif info.name not in names:
             names.append(info.name)
     return names
+
+
+def _check_writable(home: Path) -> None:
+    """Create ``home`` if needed and check a file can be written there, else a ``FetchError``."""
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".write-test-", dir=home)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise FetchError(
+            f"cannot write to the data cache {home} ({exc.strerror or exc}); nothing was "
+            f"downloaded. Choose a writable folder with --data-home or ${ENV_VAR}."
+        ) from None
 
 
 def _intact(name: str, home: Path, verbose: bool) -> bool:

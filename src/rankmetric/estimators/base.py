@@ -8,6 +8,7 @@ public ``TransformerMixin`` and ``ClassNamePrefixFeaturesOutMixin``. So ``transf
 
 from __future__ import annotations
 
+import functools
 import os
 
 import numpy as np
@@ -15,8 +16,53 @@ from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..io import load_model, save_model
+from ..training import checkpoint_fingerprint, fit_fingerprint
 
-__all__ = ["MetricLearnerMixin", "MahalanobisMixin"]
+__all__ = ["MetricLearnerMixin", "MahalanobisMixin", "atomic_fit"]
+
+_FIT_METHODS = ("fit", "fit_pairs")
+
+
+def _is_fitted_name(name: str) -> bool:
+    """Whether scikit-learn's ``check_is_fitted`` counts attribute ``name`` as fitted state."""
+    return name.endswith("_") and not name.startswith("__")
+
+
+def _atomic(fit):
+    """``fit`` that leaves the estimator unfitted when it fails (and fingerprints checkpoints)."""
+
+    @functools.wraps(fit)
+    def wrapper(self, *args, **kwargs):
+        kept = {k: v for k, v in vars(self).items() if not _is_fitted_name(k)}
+        fingerprint = None
+        if getattr(self, "checkpoint_dir", None) is not None:
+            fingerprint = fit_fingerprint(self, *args, **kwargs)
+        try:
+            with checkpoint_fingerprint(fingerprint):
+                return fit(self, *args, **kwargs)
+        except BaseException:
+            vars(self).clear()  # no half-updated model: back to the state before any fit
+            vars(self).update(kept)
+            raise
+
+    wrapper._rankmetric_atomic = True
+    return wrapper
+
+
+def atomic_fit(cls: type) -> type:
+    """Class decorator: a ``fit`` / ``fit_pairs`` that raises leaves the estimator unfitted.
+
+    Every fitted attribute (name ending in ``_``) is removed, whatever the fit had already
+    set, so the estimator is never half-updated by a failed (re)fit; hyper-parameters and other
+    settings (``set_output``) are kept. Inside ``fit``, :func:`training.train` stamps
+    checkpoints with a fingerprint of the data, labels and hyper-parameters. Applied to every
+    subclass of :class:`MetricLearnerMixin` automatically.
+    """
+    for name in _FIT_METHODS:
+        method = cls.__dict__.get(name)
+        if method is not None and not getattr(method, "_rankmetric_atomic", False):
+            setattr(cls, name, _atomic(method))
+    return cls
 
 
 class MetricLearnerMixin(ClassNamePrefixFeaturesOutMixin, TransformerMixin):
@@ -28,7 +74,13 @@ class MetricLearnerMixin(ClassNamePrefixFeaturesOutMixin, TransformerMixin):
     A subclass defines ``transform`` and the property ``_n_features_out`` (the number of
     columns ``transform`` returns); scikit-learn then wraps ``transform`` for ``set_output``
     and derives ``get_feature_names_out``. List this mixin before ``BaseEstimator``.
+
+    A ``fit`` or ``fit_pairs`` that raises leaves the estimator unfitted (see :func:`atomic_fit`).
     """
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        atomic_fit(cls)
 
     def pair_distances(self, X1, X2) -> np.ndarray:
         """Learned distance between the rows of ``X1`` and ``X2`` (paired, same length)."""
@@ -79,6 +131,10 @@ class MahalanobisMixin(MetricLearnerMixin):
         return self.components_.shape[0]
 
     def get_mahalanobis_matrix(self) -> np.ndarray:
-        """``M = Lᵀ L`` (n_features, n_features), so that ``d(a, b)² = (a − b)ᵀ M (a − b)``."""
+        """``M = Lᵀ L`` (n_features, n_features), so that ``d(a, b)² = (a − b)ᵀ M (a − b)``.
+
+        Formed in float64 whatever the dtype of ``components_``.
+        """
         check_is_fitted(self, "components_")
-        return self.components_.T @ self.components_
+        L = self.components_.astype(np.float64)
+        return L.T @ L

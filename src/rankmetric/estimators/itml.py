@@ -152,6 +152,8 @@ def itml_projections(
             s = sign[c]
             Mv = symv(1.0, M, v)
             p = dot(Mv, v)
+            if not p > 0.0:  # a distance that underflowed constrains nothing
+                continue
             alpha = min(lam[c], s * step_scale * (1.0 / p - 1.0 / slack[c]))
             if alpha == 0.0:
                 continue
@@ -164,6 +166,23 @@ def itml_projections(
             return _symmetrise_upper(M), sweep, True
         lam_prev = lam_now
     return _symmetrise_upper(M), max_iter, False
+
+
+def _usable_differences(V: np.ndarray, prior: np.ndarray) -> np.ndarray:
+    """Rows of ``V`` whose squared prior distance is positive, finite and invertible.
+
+    A zero difference constrains nothing, and at extreme scales (``X * 1e-300``) the squared
+    distances underflow to 0 or overflow; if no row is left, a ``ValueError`` names the scale.
+    """
+    d = np.einsum("pd,de,pe->p", V, prior, V)
+    with np.errstate(divide="ignore", over="ignore"):
+        usable = (d > 0) & np.isfinite(d) & np.isfinite(1.0 / d)
+    if V.shape[0] and not usable.any():
+        raise ValueError(
+            "ITML: every constrained pair has a squared distance of 0 or inf in float64; the "
+            "scale of X is too extreme (standardise X first)."
+        )
+    return usable
 
 
 def _symmetrise_upper(M: np.ndarray) -> np.ndarray:
@@ -307,7 +326,7 @@ class ITML(MahalanobisMixin, BaseEstimator):
         n_constraints = self.num_constraints or 20 * n_classes**2
         a, b, similar = sample_pair_constraints(codes, n_constraints, rng)
         V = X[a] - X[b]
-        nonzero = np.any(V != 0, axis=1)  # a zero difference constrains nothing
+        nonzero = _usable_differences(V, prior)
         bounds = self._bounds(X, prior, rng)
         with single_blas_thread():  # tiny BLAS calls: threads only hurt
             M, n_iter, converged = itml_projections(
@@ -325,6 +344,11 @@ class ITML(MahalanobisMixin, BaseEstimator):
                 f"(tol={self.tol}).",
                 ConvergenceWarning,
                 stacklevel=2,
+            )
+        if not np.isfinite(M).all():
+            raise ValueError(
+                "ITML: the metric became non-finite; the scale of X is too extreme for float64 "
+                "(standardise X first)."
             )
         self.components_ = components_from_metric(M)
         self.bounds_ = bounds

@@ -42,6 +42,30 @@ DEFAULT_COMPONENTS = 64
 TRANSFORM_CHUNK_ELEMENTS = 1 << 24
 
 
+#: Most memory the kernels of one fit may take (float32); a larger fit raises a ValueError first.
+MAX_KERNEL_BYTES = 4 << 30
+
+
+def _check_kernel_memory(n: int, n_landmarks: int | None, exact: bool) -> None:
+    """Raise before the kernels of a fit outgrow ``MAX_KERNEL_BYTES``.
+
+    Counted in float32 numbers: the exact N × N kernel and one temporary of its size; or the
+    N × m Nyström features and one temporary, plus the m × m landmark kernel, its
+    eigendecomposition and the normaliser.
+    """
+    m = min(n_landmarks or DEFAULT_LANDMARKS, n)
+    need = 4 * (2 * n * n if exact else 2 * n * m + 4 * m * m)
+    if need > MAX_KERNEL_BYTES:
+        what = f"an N × N = {n} × {n} kernel"
+        if not exact:
+            what = f"N × m = {n} × {m} Nyström features and an m × m = {m} × {m} landmark kernel"
+        raise ValueError(
+            f"KernelWARCA would need {what}: about {need / 2**30:.1f} GiB (limit "
+            f"rankmetric.estimators.kernel_warca.MAX_KERNEL_BYTES = "
+            f"{MAX_KERNEL_BYTES / 2**30:.0f} GiB). Use fewer n_landmarks, a subsample, or WARCA."
+        )
+
+
 def _is_symmetric(K: np.ndarray, rtol: float = 1e-5, chunk_rows: int = 1024) -> bool:
     """Whether the square ``K`` equals ``Kᵀ`` up to ``rtol`` of its largest diagonal entry,
     compared in row blocks (no N × N temporary)."""
@@ -207,6 +231,7 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         rng = make_rng(self.random_state)
         data = to_tensor(X, device)
         exact = self.n_landmarks is None and X.shape[0] <= EXACT_MAX_SAMPLES
+        _check_kernel_memory(X.shape[0], self.n_landmarks, exact)
         self.gamma_ = float(
             self.gamma if self.gamma is not None else default_gamma(data, self.kernel, rng)
         )

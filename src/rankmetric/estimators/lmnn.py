@@ -60,10 +60,15 @@ _BLOCK_ELEMENTS = 1 << 22
 _SEARCH_SLACK = 1e-4
 # Previous impostor pairs within the margin radius + this much stay in the active set.
 _HYSTERESIS = 1.0
-#: Most memory the impostor pairs of an active set may need (their indices and the per-pair
-#: embedding differences the objective builds); a larger active set raises a ValueError instead
-#: of exhausting the machine's memory (at N = 60,000 it passed 23 GB).
+#: Most memory the impostor pairs of an active set may need; a larger active set raises a
+#: ValueError instead of exhausting the machine's memory (at N = 60,000 it passed 23 GB).
 MAX_ACTIVE_SET_BYTES = 4 << 30
+#: Bytes one active pair really costs at the peak of a fit: ``PAIR_BYTES + PAIR_BYTES_PER_K · k``.
+#: Measured (docs/reliability.md): the objective on 3M pairs peaks at 99 B/pair at k = 3 and 181
+#: at k = 8, its two indices included (its (pairs × k) hinge terms; the pair distances are
+#: chunked — unchunked they took 258 B at rank 20); a full fit on 6,000 points peaked at 83 B per
+#: pair of its largest active set (k = 3). The bound (124 B at k = 3, 224 B at k = 8) covers each.
+PAIR_BYTES, PAIR_BYTES_PER_K = 64, 20
 
 
 @dataclass(frozen=True)
@@ -163,10 +168,23 @@ def pair_sq_distances(
     -------
     Tensor of the broadcast shape of ``a`` and ``b``
     """
+    if a.ndim == 1 and b.ndim == 1 and a.numel() > _row_chunk(Z.shape[-1]):
+        return _chunked_pair_sq_distances(Z, a, b, groups)
     if groups is None:
         return ((Z[a] - Z[b]) ** 2).sum(-1)
     g = groups[b]
     return ((Z[g, a] - Z[g, b]) ** 2).sum(-1)
+
+
+def _chunked_pair_sq_distances(Z, a, b, groups) -> torch.Tensor:
+    """:func:`pair_sq_distances` of many pairs, a chunk at a time: the (pairs × r) gathers stay
+    within ``_BLOCK_ELEMENTS`` numbers instead of growing with the active set."""
+    out = torch.empty(a.shape[0], dtype=Z.dtype, device=Z.device)
+    step = _row_chunk(Z.shape[-1])
+    for start in range(0, a.shape[0], step):  # loop over pair chunks
+        sl = slice(start, start + step)
+        out[sl] = pair_sq_distances(Z, a[sl], b[sl], groups)
+    return out
 
 
 def _target_distances(
@@ -242,19 +260,19 @@ def find_impostors(
             found_a.append(a + start)
             found_l.append(l if members is None else members[l])
             n_pairs += a.numel()
-            _check_active_set_size(n_pairs, Zg.shape[-1], Zg.element_size(), n)
+            _check_active_set_size(n_pairs, targets.shape[1], n)
     return torch.cat(found_a), torch.cat(found_l)
 
 
-def _check_active_set_size(n_pairs: int, rank: int, itemsize: int, n_samples: int) -> None:
-    """Raise before an active set outgrows ``MAX_ACTIVE_SET_BYTES``."""
-    need = n_pairs * (rank * itemsize + 16)  # differences in the embedding + two int64 indices
+def _check_active_set_size(n_pairs: int, k: int, n_samples: int) -> None:
+    """Raise before an active set of ``n_pairs`` pairs outgrows ``MAX_ACTIVE_SET_BYTES``."""
+    need = n_pairs * (PAIR_BYTES + PAIR_BYTES_PER_K * k)
     if need > MAX_ACTIVE_SET_BYTES:
         raise ValueError(
             f"LMNN's active set holds more than {n_pairs:,} impostor pairs on {n_samples:,} "
-            f"samples, which would need over {need / 2**30:.1f} GiB "
+            f"samples, which would need about {need / 2**30:.1f} GiB "
             f"(limit rankmetric.estimators.lmnn.MAX_ACTIVE_SET_BYTES = "
-            f"{MAX_ACTIVE_SET_BYTES / 2**30:.0f} GiB). Fit on a subsample, lower n_components, "
+            f"{MAX_ACTIVE_SET_BYTES / 2**30:.0f} GiB). Fit on a subsample, lower k, "
             "or use WARCA, whose memory does not grow with the number of samples."
         )
 
@@ -392,6 +410,7 @@ def search_active_set(
         d = pair_sq_distances(Z, previous.anchors, previous.impostors, groups)
         near = d < radii[previous.anchors] + _HYSTERESIS
         n = codes.shape[0]
+        _check_active_set_size(int(near.sum()) + anchors.numel(), targets.shape[1], n)
         keys = torch.cat([previous.pair_keys(n)[near], anchors * n + impostors]).unique()
         anchors, impostors = keys // n, keys % n
     return ActiveSet(targets, target_mask, anchors, impostors)
@@ -727,11 +746,16 @@ def _adaptive_descent(fun, L: np.ndarray, budget: int, lr: float, tol: float):
     """
     x = L.ravel()
     loss, grad = fun(x)
-    steps, tries, settled = 0, 0, False
+    steps, tries, settled, non_finite = 0, 0, False, 0
     while steps < budget and tries < 50 * budget:
         tries += 1
-        candidate = x - lr * grad
-        new_loss, new_grad = fun(candidate)
+        with np.errstate(over="ignore", invalid="ignore"):
+            candidate = x - lr * grad
+        new_loss, new_grad = fun(candidate) if np.isfinite(candidate).all() else (np.inf, grad)
+        if not np.isfinite(new_loss):  # an overflowing step is refused like an increase
+            non_finite += 1
+            lr /= 2.0
+            continue
         if new_loss > loss:
             lr /= 2.0
             continue
@@ -739,4 +763,9 @@ def _adaptive_descent(fun, L: np.ndarray, budget: int, lr: float, tol: float):
         x, loss, grad, lr, steps = candidate, new_loss, new_grad, lr * 1.01, steps + 1
         if settled:
             break
+    if steps == 0 and non_finite == tries > 0:
+        raise ValueError(
+            f"LMNN(solver='gd'): every step tried, down to learning_rate={lr * 2:.3g}, made the "
+            "objective non-finite; lower learning_rate."
+        )
     return x.reshape(L.shape), steps, loss, settled, lr

@@ -38,6 +38,7 @@ from .._utils import resolve_device, to_tensor
 from .._validation import check_labels
 from ..evaluate._search import smallest_k
 from ..io import load_model, register_estimator, save_model
+from .base import atomic_fit
 from .lmnn import (
     LMNN,
     ActiveSet,
@@ -106,7 +107,11 @@ def _check(ok: bool, message: str) -> None:
         raise ValueError(message)
 
 
+_FLOAT32_SAFE = 1e15  # |x| below this: squared distances stay far from float32's 3.4e38
+
+
 @register_estimator
+@atomic_fit
 class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
     """Multiple-metric LMNN (mLMNN): one Mahalanobis metric per class or cluster, k-NN rule.
 
@@ -358,9 +363,11 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
         check_is_fitted(self, "components_")
         X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
         device = resolve_device(self.device)
-        Q = to_tensor(X.astype(np.float32), device)
-        Ls = to_tensor(self.components_, device)
-        train = to_tensor(self.X_train_, device)
+        # float32 unless squared distances of X could overflow it (X * 1e50 is legal input)
+        dtype = torch.float32 if np.abs(X).max(initial=0.0) < _FLOAT32_SAFE else torch.float64
+        Q = to_tensor(X, device, dtype)
+        Ls = to_tensor(self.components_, device, dtype)
+        train = to_tensor(self.X_train_, device, dtype)
         groups = torch.as_tensor(self.clusters_, device=device)
         members = [torch.nonzero(groups == g).flatten() for g in range(Ls.shape[0])]
         embedded = [train[m] @ Ls[g].T for g, m in enumerate(members)]
@@ -372,6 +379,11 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
             block = torch.empty((rows.shape[0], n_train), dtype=Q.dtype, device=device)
             for g, m in enumerate(members):  # loop over clusters: each in its own metric
                 block[:, m] = _squared_distances(rows @ Ls[g].T, embedded[g])
+            if not torch.isfinite(block).all():
+                raise ValueError(
+                    "MultiMetricLMNN: distances to the training points overflow float64; the "
+                    "scale of X is too extreme (standardise X as the training data were)."
+                )
             nearest[start : start + step] = smallest_k(block, self.n_neighbors)[1]
         return nearest.cpu().numpy()
 
@@ -402,9 +414,10 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ metrics
     def get_mahalanobis_matrices(self) -> np.ndarray:
-        """``M_c = L_cᵀ L_c`` for every cluster: (``n_clusters_``, n_features, n_features)."""
+        """``M_c = L_cᵀ L_c`` per cluster: (``n_clusters_``, n_features, n_features), float64."""
         check_is_fitted(self, "components_")
-        return self.components_.transpose(0, 2, 1) @ self.components_
+        L = self.components_.astype(np.float64)
+        return L.transpose(0, 2, 1) @ L
 
     def pair_distances(self, X1, X2, clusters) -> np.ndarray:
         """``||L_{c_i}(x1_i − x2_i)||`` for paired rows, each in the metric of ``clusters[i]``.

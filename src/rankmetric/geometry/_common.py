@@ -14,9 +14,29 @@ def cholesky(A: torch.Tensor, name: str) -> torch.Tensor:
     return L
 
 
+def broadcast_pair(
+    A: torch.Tensor, B: torch.Tensor, names: tuple[str, str] = ("A", "B")
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``torch.broadcast_tensors(A, B)``, or a ``ValueError`` naming the two batch shapes."""
+    try:
+        return torch.broadcast_tensors(A, B)
+    except RuntimeError:
+        raise ValueError(
+            f"{names[0]} and {names[1]} have batch shapes {tuple(A.shape[:-2])} and "
+            f"{tuple(B.shape[:-2])}, which do not broadcast."
+        ) from None
+
+
+def condition_proxy(L: torch.Tensor) -> torch.Tensor:
+    """``(max diag L / min diag L)²`` of Cholesky factors (..., c, c): a lower bound of the
+    condition number of ``L Lᵀ``, free once ``L`` is known."""
+    diagonal = L.diagonal(dim1=-2, dim2=-1).abs()
+    return (diagonal.amax(-1) / diagonal.amin(-1)) ** 2
+
+
 def inverse_congruence(L: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
     """``L⁻¹ X L⁻ᵀ`` for lower-triangular ``L`` and symmetric ``X``, broadcasting (..., c, c)."""
-    L, X = torch.broadcast_tensors(L, X)
+    L, X = broadcast_pair(L, X)
     half = torch.linalg.solve_triangular(L, X, upper=False)  # L⁻¹ X
     return torch.linalg.solve_triangular(L, half.mT, upper=False)  # L⁻¹ (L⁻¹ X)ᵀ = L⁻¹ X L⁻ᵀ
 

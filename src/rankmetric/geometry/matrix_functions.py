@@ -340,13 +340,21 @@ def spd_exp(X: torch.Tensor) -> torch.Tensor:
     Raises
     ------
     ValueError
-        If ``X`` is not a stack of symmetric matrices.
+        If ``X`` is not a stack of symmetric matrices, or an eigenvalue is so large that its
+        exponential overflows the dtype (above about 88.7 in float32, 709.8 in float64).
 
     References
     ----------
     .. [1] N. J. Higham, "Functions of Matrices", SIAM 2008, ch. 10.
     """
-    return sym_function(X, torch.exp, torch.exp)
+    out = sym_function(X, torch.exp, torch.exp)
+    if not bool(torch.isfinite(out).all()):
+        limit = math.log(torch.finfo(out.dtype).max)
+        raise ValueError(
+            f"spd_exp overflows {out.dtype}: an eigenvalue of X exceeds {limit:.1f}, the "
+            "largest whose exponential is finite (scale X down, or use float64)."
+        )
+    return out
 
 
 def spd_sqrt(X: torch.Tensor) -> torch.Tensor:

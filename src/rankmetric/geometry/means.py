@@ -15,7 +15,13 @@ import warnings
 import torch
 from sklearn.exceptions import ConvergenceWarning
 
-from ._common import as_matrix_stack, cholesky, common_dtype, inverse_congruence
+from ._common import (
+    as_matrix_stack,
+    broadcast_pair,
+    cholesky,
+    common_dtype,
+    inverse_congruence,
+)
 from .checks import as_symmetric_tensor
 from .matrix_functions import exp_unchecked, log_unchecked, symmetrize
 
@@ -65,7 +71,9 @@ def riemannian_mean(
     Returns
     -------
     Tensor of shape (c, c)
-        The mean, in the dtype of ``X``; differentiable in ``X`` and ``weights``.
+        The mean, in the dtype of ``X``; differentiable in ``X`` and ``weights``. Float32 input
+        is averaged in float64 (float32 rounding stalls the iteration on ill-conditioned input)
+        and the mean cast back to float32.
 
     Warns
     -----
@@ -87,6 +95,10 @@ def riemannian_mean(
     X = symmetrize(as_matrix_stack(X, "X"))  # so that the gradient is symmetric
     w = _normalised_weights(weights, X)
     _check_iteration_params(max_iter, tol)
+    if X.dtype == torch.float32:  # float32 stalls from condition 1e5: iterate in float64
+        init = None if init is None else _as_init(init, X).double()
+        mean = riemannian_mean(X.double(), w.double(), init=init, max_iter=max_iter, tol=tol)
+        return mean.to(torch.float32)
     mean = (w[:, None, None] * X).sum(0) if init is None else _as_init(init, X)
     tol = max(tol, _noise_floor(X))
     step, best = 1.0, float("inf")
@@ -167,7 +179,8 @@ def geodesic(A, B, t, metric: str = "airm") -> torch.Tensor:
     Raises
     ------
     ValueError
-        On non-SPD input, non-finite ``t`` or an unknown ``metric``.
+        On non-SPD input, a non-numeric or non-finite ``t``, batch shapes that do not
+        broadcast, or an unknown ``metric``.
 
     References
     ----------
@@ -177,15 +190,31 @@ def geodesic(A, B, t, metric: str = "airm") -> torch.Tensor:
     if metric not in METRICS:
         raise ValueError(f"metric must be one of {METRICS}, got {metric!r}.")
     A, B = common_dtype(as_symmetric_tensor(A, "A"), as_symmetric_tensor(B, "B"))
-    A, B = symmetrize(A), symmetrize(B)  # so that the gradient is symmetric
-    t = torch.as_tensor(t, dtype=A.dtype, device=A.device)
-    if not bool(torch.isfinite(t).all()):
-        raise ValueError("t must be finite.")
+    A, B = broadcast_pair(symmetrize(A), symmetrize(B))  # symmetric input: symmetric gradient
+    t = _position(t, A)
     t = t[..., None, None]
     if metric == "log_euclidean":
         return exp_unchecked((1 - t) * log_unchecked(A, "A") + t * log_unchecked(B, "B"))
     L, B = torch.broadcast_tensors(cholesky(A, "A"), B)
     return _exp_at(L, t * log_unchecked(inverse_congruence(L, B), "B"))
+
+
+def _position(t, A: torch.Tensor) -> torch.Tensor:
+    """``t`` as a finite tensor that broadcasts against the batch shape of ``A``."""
+    try:
+        t = torch.as_tensor(t, dtype=A.dtype, device=A.device)
+    except (TypeError, ValueError, RuntimeError):
+        raise ValueError(f"t must be a number or a tensor of numbers, got {t!r}.") from None
+    if not bool(torch.isfinite(t).all()):
+        raise ValueError("t must be finite.")
+    try:
+        torch.broadcast_shapes(t.shape, A.shape[:-2])
+    except RuntimeError:
+        raise ValueError(
+            f"t has shape {tuple(t.shape)}, which does not broadcast against the batch shape "
+            f"{tuple(A.shape[:-2])} of A and B."
+        ) from None
+    return t
 
 
 def _log_at(L: torch.Tensor, X: torch.Tensor) -> torch.Tensor:

@@ -16,6 +16,7 @@ import torch
 from torch import nn
 
 from ..models.sphere import sphere_similarity
+from .pair_distances import check_batch
 
 __all__ = [
     "SimilarityRegressionLoss",
@@ -137,9 +138,8 @@ class SimilarityRegressionLoss(nn.Module):
         -------
         Scalar tensor.
         """
+        labels = check_batch(embeddings, labels)  # shape, dtype, NaN/inf: as every loss
         n = embeddings.shape[0]
-        if labels.shape != (n,):
-            raise ValueError(f"labels must have shape ({n},), got {tuple(labels.shape)}.")
         if n < 2:
             raise ValueError("a batch needs at least two embeddings to form a pair.")
         gram = embeddings @ embeddings.T

@@ -1,0 +1,101 @@
+"""Peak memory of LMNN per active-set pair: the calibration of its memory guard.
+
+Two measurements, each in a fresh process (peak resident memory ``VmHWM``, reset to the current
+resident size before measuring, as ``benchmarks/_memory.py`` does):
+
+``fit``: an LMNN fit on heavily overlapping Gaussian classes (features 20, rank 20, float32),
+reporting the largest active set it built and (peak − baseline) / that size::
+
+    OMP_NUM_THREADS=1 python benchmarks/bench_lmnn_memory.py fit --n 6000 --k 3 --max-iter 8
+
+``objective``: the objective and gradient on a random active set of ``--pairs`` pairs::
+
+    OMP_NUM_THREADS=1 python benchmarks/bench_lmnn_memory.py objective --k 3 --pairs 3000000
+
+Compare with ``PAIR_BYTES + PAIR_BYTES_PER_K * k`` in ``rankmetric.estimators.lmnn``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import warnings
+
+import numpy as np
+import torch
+
+import rankmetric.estimators.lmnn as lm
+from rankmetric.datasets import make_gaussian_clusters
+
+try:
+    from _memory import reset_peak_mb, status_mb
+except ImportError:  # run from elsewhere than benchmarks/
+    from benchmarks._memory import reset_peak_mb, status_mb
+
+
+def _reset() -> int:
+    """Reset the peak mark; the resident bytes now."""
+    return int(reset_peak_mb() * 2**20)
+
+
+def _peak_bytes() -> int:
+    return int(status_mb("VmHWM") * 2**20)
+
+
+def measure_fit(n: int, sep: float, k: int, max_iter: int) -> None:
+    X, y = make_gaussian_clusters(n, 20, 3, n_informative=20, class_sep=sep, random_state=0)
+    sizes = []
+    search = lm.search_active_set
+
+    def recording_search(*args, **kwargs):
+        active = search(*args, **kwargs)
+        sizes.append(active.anchors.numel())
+        return active
+
+    lm.search_active_set = recording_search
+    base, start = _reset(), time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lm.LMNN(k=k, n_components=20, max_iter=max_iter, device="cpu").fit(X.astype(np.float32), y)
+    peak, largest = _peak_bytes(), max(sizes)
+    print(
+        f"fit n={n} sep={sep} k={k} max_iter={max_iter}: largest active set {largest:,} pairs, "
+        f"peak {peak / 2**30:.2f} GiB (baseline {base / 2**30:.2f}), "
+        f"{(peak - base) / largest:.0f} B/pair; guard counts "
+        f"{lm.PAIR_BYTES + lm.PAIR_BYTES_PER_K * k} B/pair; {time.perf_counter() - start:.0f} s"
+    )
+
+
+def measure_objective(k: int, pairs: int, n: int = 4000) -> None:
+    g = torch.Generator().manual_seed(0)
+    X, L = torch.randn(n, 20, generator=g), torch.randn(20, 20, generator=g)
+    targets = torch.randint(0, n, (n, k), generator=g)
+    ends = [torch.randint(0, n, (pairs,), generator=g) for _ in range(2)]
+    active = lm.ActiveSet(targets, torch.ones(n, k, dtype=torch.bool), *ends)
+    base = _reset()
+    lm.lmnn_loss_and_grad(L, X, active, 0.5)
+    per_pair = (_peak_bytes() - base) / pairs + 16  # + the pair's own two int64 indices
+    print(
+        f"objective k={k} pairs={pairs:,}: {per_pair:.0f} B/pair; guard counts "
+        f"{lm.PAIR_BYTES + lm.PAIR_BYTES_PER_K * k} B/pair"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("what", choices=["fit", "objective"])
+    parser.add_argument("--n", type=int, default=6000)
+    parser.add_argument("--sep", type=float, default=0.5)
+    parser.add_argument("--k", type=int, default=3)
+    parser.add_argument("--max-iter", type=int, default=8)
+    parser.add_argument("--pairs", type=int, default=3_000_000)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    if args.what == "fit":
+        measure_fit(args.n, args.sep, args.k, args.max_iter)
+    else:
+        measure_objective(args.k, args.pairs)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,112 @@
+"""Fits that would exhaust memory raise a ValueError naming the memory first (issue #15, 7, 8)."""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def _no_kernel_allowed(*args, **kwargs):
+    raise AssertionError("a kernel was computed before the memory check")
+
+
+@pytest.fixture
+def no_kernels(monkeypatch):
+    import rankmetric.estimators.kernel_warca as kw
+
+    monkeypatch.setattr(kw, "pairwise_kernel", _no_kernel_allowed)
+    monkeypatch.setattr(kw.NystroemMap, "fit", _no_kernel_allowed)
+    monkeypatch.setattr(kw, "default_gamma", _no_kernel_allowed)
+
+
+def test_kernel_warca_with_50000_landmarks_is_refused_before_any_kernel(no_kernels):
+    from rankmetric import KernelWARCA
+
+    rng = np.random.default_rng(0)
+    X, y = rng.random((50_000, 2)), np.arange(50_000) % 2
+    with pytest.raises(ValueError, match=r"50000 × 50000 landmark kernel: about \d+\.\d GiB"):
+        KernelWARCA(n_landmarks=50_000, gamma=1.0).fit(X, y)
+
+
+def test_kernel_warca_exact_kernel_over_the_limit_is_refused(no_kernels, monkeypatch):
+    import rankmetric.estimators.kernel_warca as kw
+
+    monkeypatch.setattr(kw, "MAX_KERNEL_BYTES", 1 << 20)
+    X, y = np.random.default_rng(0).random((400, 3)), np.arange(400) % 2
+    with pytest.raises(ValueError, match="400 × 400 kernel"):
+        kw.KernelWARCA(gamma=1.0).fit(X, y)
+
+
+def test_kernel_warca_within_the_limit_still_fits():
+    from rankmetric import KernelWARCA
+
+    X, y = np.random.default_rng(0).random((60, 3)), np.arange(60) % 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = KernelWARCA(max_iter=5, n_components=2, random_state=0).fit(X, y)
+    assert est.components_.shape == (2, 60)
+
+
+_OBJECTIVE_PEAK = """
+import sys
+from pathlib import Path
+import torch
+torch.set_num_threads(1)
+import rankmetric.estimators.lmnn as lm
+k, m, n = int(sys.argv[1]), int(sys.argv[2]), 4000
+g = torch.Generator().manual_seed(0)
+X, L = torch.randn(n, 20, generator=g), torch.randn(20, 20, generator=g)
+targets = torch.randint(0, n, (n, k), generator=g)
+pairs = [torch.randint(0, n, (m,), generator=g) for _ in range(2)]
+active = lm.ActiveSet(targets, torch.ones(n, k, dtype=torch.bool), *pairs)
+def status_kb(field):  # VmRSS: resident now; VmHWM: peak (ru_maxrss is inherited over exec)
+    lines = Path("/proc/self/status").read_text().splitlines()
+    return int(next(x for x in lines if x.startswith(field)).split()[1])
+Path("/proc/self/clear_refs").write_text("5")  # reset the peak mark to the resident size
+base = status_kb("VmRSS")
+lm.lmnn_loss_and_grad(L, X, active, 0.5)
+print((status_kb("VmHWM") - base) * 1024 / m + 16)  # + the pair's own two int64 indices
+"""
+
+
+@pytest.mark.parametrize("k", [3, 8])
+def test_lmnn_objective_memory_per_pair_stays_within_the_guards_bound(k):
+    """The real peak of the objective on 3M pairs (rank 20), per pair, is what the guard counts.
+
+    Before the pair distances were chunked, the objective gathered (pairs × rank) embeddings:
+    about 300 B per pair at rank 20 against the 96 B the old guard counted.
+    """
+    import subprocess
+    import sys
+
+    from rankmetric.estimators.lmnn import PAIR_BYTES, PAIR_BYTES_PER_K
+
+    if not os.path.exists("/proc/self/clear_refs"):
+        pytest.skip("needs Linux /proc peak-memory marks")
+
+    done = subprocess.run(
+        [sys.executable, "-c", _OBJECTIVE_PEAK, str(k), "3000000"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    per_pair = float(done.stdout.split()[-1])
+    assert 16 + 4 * k < per_pair <= PAIR_BYTES + PAIR_BYTES_PER_K * k, per_pair
+
+
+def test_lmnn_guard_names_the_memory_of_the_real_per_pair_cost(monkeypatch):
+    import rankmetric.estimators.lmnn as lm
+
+    with pytest.raises(ValueError, match=r"about 4\.0 GiB"):
+        lm._check_active_set_size(
+            int((4 << 30) / (lm.PAIR_BYTES + 3 * lm.PAIR_BYTES_PER_K)) + 10, 3, 10
+        )
+    lm._check_active_set_size(
+        int((4 << 30) / (lm.PAIR_BYTES + 3 * lm.PAIR_BYTES_PER_K)) - 10, 3, 10
+    )

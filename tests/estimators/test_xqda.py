@@ -86,7 +86,8 @@ def test_finds_identities_under_shared_nuisance(rng):
                    4.0 * rng.normal(size=(ids.size, 6))])  # fmt: skip
     train = np.arange(ids.size) % 4 < 3
     est = XQDA().fit(X[train], ids[train])
-    learned = knn_accuracy(est.transform(X[train]), ids[train], est.transform(X[~train]), ids[~train])
+    Z = est.transform(X)
+    learned = knn_accuracy(Z[train], ids[train], Z[~train], ids[~train])
     euclidean = knn_accuracy(X[train], ids[train], X[~train], ids[~train])
     assert learned > euclidean + 0.3
 

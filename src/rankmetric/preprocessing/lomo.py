@@ -41,6 +41,8 @@ NEIGHBOURS = ((-1, -1), (-1, 0), (-1, 1), (0, 1), (1, 1), (1, 0), (1, -1), (0, -
 #: Rows transformed at once (bounds the one-hot integral images).
 CHUNK_ROWS = 256
 POOLINGS = ("max", "concat")
+#: Window-histogram entries below this fraction of the window's total are rounding residue.
+ROUNDING = 1e-10
 
 
 def riu2_table() -> np.ndarray:
@@ -119,6 +121,9 @@ def _window_histograms(bins, weights, n_bins, rows, cols, height, width) -> np.n
     r1, c1 = r0 + height, c0 + width
     sums = integral[:, r1, c1] - integral[:, r0, c1] - integral[:, r1, c0] + integral[:, r0, c0]
     total = sums.sum(axis=-1, keepdims=True)
+    # differences of cumulative sums leave rounding residue (±1e-16 of the total) in empty bins;
+    # zero it, or the square root would turn it into 1e-8
+    sums = np.where(sums > ROUNDING * total, sums, 0.0)
     return sums / np.where(total > 0, total, 1.0)
 
 

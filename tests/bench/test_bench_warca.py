@@ -3,7 +3,6 @@
 from dataclasses import asdict
 
 import numpy as np
-import torch
 from scipy.ndimage import uniform_filter
 
 from rankmetric.bench import reid_data, warca
@@ -14,7 +13,6 @@ from rankmetric.bench.reid_data import (
     make_image_views,
     make_synthetic_reid,
 )
-from rankmetric.kernels import default_gamma
 
 
 def test_synthetic_reid_layout():
@@ -77,6 +75,9 @@ def test_cells_follow_the_mode():
     assert len(cmc) == len(warca.METHODS) * len(warca.REID_SETS) * 10
     kernels = {c.dataset: c.options["fixed"]["kernel"] for c in cmc if c.method == "kernel-warca"}
     assert kernels == {"synthetic-reid": "rbf", "fmnist-views": "rbf", "fmnist-hist": "chi2_rbf"}
+    grids = {c.dataset: c.options["grid"] for c in cmc if c.method == "kernel-warca"}
+    assert grids["fmnist-hist"] == warca.HISTOGRAM_GRIDS["kernel-warca"]
+    assert grids["fmnist-views"] == warca.GRIDS["kernel-warca"]
     scaling = [c for c in full if c.benchmark == "warca-scaling"]
     assert max(c.fold for c in scaling if c.method == "nca") <= warca.NCA_MAX_N
     assert max(c.fold for c in scaling if c.method == "warca") == warca.SIZES["full"][-1]
@@ -147,13 +148,3 @@ def test_kernel_warca_gets_raw_histograms_and_others_standardised(rng):
     np.testing.assert_array_equal(raw, data.X)
     scaled = warca._features("fmnist-hist", data, rows, "warca")
     np.testing.assert_allclose(scaled[rows].mean(axis=0), 0.0, atol=1e-12)
-
-
-def test_gamma_factors_become_multiples_of_the_mean_heuristic(rng):
-    X = rng.random((30, 6))
-    grid = warca._absolute_gamma({"gamma_factor": [0.5, 2.0], "reg_lambda": [1e-3]},
-                                 {"kernel": "chi2_rbf"}, X)  # fmt: skip
-    base = default_gamma(torch.as_tensor(X, dtype=torch.float32), "chi2_rbf")
-    np.testing.assert_allclose(grid["gamma"], [0.5 * base, 2.0 * base], rtol=1e-6)
-    assert "gamma_factor" not in grid and grid["reg_lambda"] == [1e-3]
-    assert warca._absolute_gamma({"reg_lambda": [1e-3]}, {}, X) == {"reg_lambda": [1e-3]}

@@ -252,13 +252,17 @@ def _cmc_tables(results: list[dict]) -> tuple[str, dict, dict]:
                 str(r): {"mean": m, "std": s} for r, (m, s) in stats.items()
             }
             curves.setdefault(dataset, {})[method] = np.mean([h["curve"] for h in hits], axis=0)
-            rows.append([LABELS[method], *(format_pm(*stats[r], digits=1) for r in RANKS)])
+            seconds = float(np.median([h["fit_seconds"] for h in hits]))
+            payload[dataset][method]["fit_seconds_median"] = seconds
+            rows.append([LABELS[method], *(format_pm(*stats[r], digits=1) for r in RANKS),
+                         format_number(seconds, 2)])  # fmt: skip
         n_splits = len({r["cell"]["fold"] for r in found})
         ids = found[0]["n_test_identities"]
         parts.append(
             f"**{dataset}** — {description}; STAND-IN for VIPeR-style data. {ids} test identities "
-            f"(camera-A probes vs camera-B gallery), {n_splits} random identity splits.\n\n"
-            + markdown_table(["method", *(f"rank {r}" for r in RANKS)], rows)
+            f"(camera-A probes vs camera-B gallery), {n_splits} random identity splits; fit s: "
+            "median time of the final fit on the training identities.\n\n"
+            + markdown_table(["method", *(f"rank {r}" for r in RANKS), "fit s"], rows)
         )
     return "\n\n".join(parts), payload, curves
 

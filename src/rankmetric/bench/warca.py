@@ -252,8 +252,8 @@ def _cmc_tables(results: list[dict]) -> tuple[str, dict, dict]:
                 str(r): {"mean": m, "std": s} for r, (m, s) in stats.items()
             }
             curves.setdefault(dataset, {})[method] = np.mean([h["curve"] for h in hits], axis=0)
+            # not in the payload: timings differ between runs, the scores must not
             seconds = float(np.median([h["fit_seconds"] for h in hits]))
-            payload[dataset][method]["fit_seconds_median"] = seconds
             rows.append([LABELS[method], *(format_pm(*stats[r], digits=1) for r in RANKS),
                          format_number(seconds, 2)])  # fmt: skip
         n_splits = len({r["cell"]["fold"] for r in found})

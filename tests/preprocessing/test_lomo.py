@@ -158,3 +158,19 @@ def test_rejects_non_finite(rng):
     X[0, 0] = np.nan
     with pytest.raises(ValueError):
         StripeHistograms().fit(X)
+
+
+def test_feeds_a_chi2_kernel_warca_pipeline(rng):
+    """The histograms are valid χ²-RBF input: a pipeline fits and embeds raw crops."""
+    from sklearn.pipeline import make_pipeline
+
+    from rankmetric import KernelWARCA
+
+    X = rng.random((24, 16 * 12))
+    y = np.repeat(np.arange(8), 3)
+    model = make_pipeline(
+        StripeHistograms((16, 12)),
+        KernelWARCA(n_components=4, kernel="chi2_rbf", max_iter=5, tol=None, random_state=0),
+    )
+    Z = model.fit(X, y).transform(X)
+    assert Z.shape == (24, 4) and np.all(np.isfinite(Z))

@@ -16,6 +16,7 @@ _LAZY = {
     "MultiMetricLMNN": "rankmetric.estimators.mlmnn",
     "ITML": "rankmetric.estimators.itml",
     "KISSME": "rankmetric.estimators.kissme",
+    "XQDA": "rankmetric.estimators.xqda",
     "save_model": "rankmetric.io",
     "load_model": "rankmetric.io",
 }

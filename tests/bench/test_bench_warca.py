@@ -5,7 +5,7 @@ from dataclasses import asdict
 import numpy as np
 from scipy.ndimage import uniform_filter
 
-from rankmetric.bench import warca
+from rankmetric.bench import reid_data, warca
 from rankmetric.bench._common import BenchConfig
 from rankmetric.bench.reid_data import (
     _box_blur,
@@ -72,7 +72,12 @@ def test_identity_holdout_keeps_identities_whole():
 def test_cells_follow_the_mode():
     full = warca.build_cells(BenchConfig(quick=False))
     cmc = [c for c in full if c.benchmark == "warca-reid"]
-    assert len(cmc) == len(warca.METHODS) * 2 * 10
+    assert len(cmc) == len(warca.METHODS) * len(warca.REID_SETS) * 10
+    kernels = {c.dataset: c.options["fixed"]["kernel"] for c in cmc if c.method == "kernel-warca"}
+    assert kernels == {"synthetic-reid": "rbf", "fmnist-views": "rbf", "fmnist-hist": "chi2_rbf"}
+    grids = {c.dataset: c.options["grid"] for c in cmc if c.method == "kernel-warca"}
+    assert grids["fmnist-hist"] == warca.HISTOGRAM_GRIDS["kernel-warca"]
+    assert grids["fmnist-views"] == warca.GRIDS["kernel-warca"]
     scaling = [c for c in full if c.benchmark == "warca-scaling"]
     assert max(c.fold for c in scaling if c.method == "nca") <= warca.NCA_MAX_N
     assert max(c.fold for c in scaling if c.method == "warca") == warca.SIZES["full"][-1]
@@ -121,3 +126,25 @@ def test_fit_time_cells_and_table(tmp_path, monkeypatch, rng):
     summary = warca.summarise(results, config, tmp_path)
     assert "| KISSME |" in summary.markdown and "N=1000" in summary.markdown
     assert set(summary.payload["fit_time"]) == {"kissme", "itml"}
+
+
+def test_histogram_stand_in_is_stripe_histograms_of_the_views(monkeypatch, rng):
+    views = make_image_views(rng.random((6, 28, 28)), random_state=0)
+    real = reid_data.load_reid
+    monkeypatch.setattr(
+        reid_data, "load_reid", lambda name: views if name == "fmnist-views" else real(name)
+    )
+    hist = reid_data.load_reid("fmnist-hist")
+    assert hist.X.shape == (12, 156) and np.all(hist.X >= 0)
+    np.testing.assert_array_equal(hist.ids, views.ids)
+    np.testing.assert_array_equal(hist.camera, views.camera)
+
+
+def test_kernel_warca_gets_raw_histograms_and_others_standardised(rng):
+    data = reid_data.ReidData(rng.random((20, 5)), np.tile(np.arange(10), 2),
+                              np.repeat([0, 1], 10))  # fmt: skip
+    rows = np.arange(10)
+    raw = warca._features("fmnist-hist", data, rows, "kernel-warca")
+    np.testing.assert_array_equal(raw, data.X)
+    scaled = warca._features("fmnist-hist", data, rows, "warca")
+    np.testing.assert_allclose(scaled[rows].mean(axis=0), 0.0, atol=1e-12)

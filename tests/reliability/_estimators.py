@@ -128,6 +128,13 @@ SPECS: tuple[EstimatorSpec, ...] = (
         seeded=False,  # closed form
         grid={"n_components": [2, 3]},
     ),
+    EstimatorSpec(
+        "XQDA",
+        "rankmetric.estimators.xqda",
+        {},
+        seeded=False,  # closed form
+        grid={"n_components": [2, 3]},
+    ),
 )
 
 BY_NAME = {spec.name: spec for spec in SPECS}

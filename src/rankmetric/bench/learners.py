@@ -33,6 +33,7 @@ CLASSES = {
     "warca": "rankmetric.estimators.warca.WARCA",
     "kernel-warca": "rankmetric.estimators.kernel_warca.KernelWARCA",
     "kissme": "rankmetric.estimators.kissme.KISSME",
+    "xqda": "rankmetric.estimators.xqda.XQDA",
 }
 EUCLIDEAN = ("euclidean", "euclidean-scaled")
 
@@ -48,6 +49,7 @@ LABELS = {
     "warca": "WARCA",
     "kernel-warca": "Kernel WARCA",
     "kissme": "KISSME",
+    "xqda": "XQDA",
 }
 
 #: (X_train, y_train, X_val, y_val) embedded -> score, higher is better.

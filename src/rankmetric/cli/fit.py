@@ -23,6 +23,7 @@ METHODS = {
     "lmnn": ("rankmetric.estimators.lmnn", "LMNN", "features"),
     "itml": ("rankmetric.estimators.itml", "ITML", "features"),
     "kissme": ("rankmetric.estimators.kissme", "KISSME", "features"),
+    "xqda": ("rankmetric.estimators.xqda", "XQDA", "features"),
     "rpl": ("rankmetric.estimators.rpl", "RPLEmbedding", "spd"),
 }
 

@@ -13,6 +13,7 @@ _LAZY = {
     "MultiMetricLMNN": "rankmetric.estimators.mlmnn",
     "ITML": "rankmetric.estimators.itml",
     "KISSME": "rankmetric.estimators.kissme",
+    "XQDA": "rankmetric.estimators.xqda",
 }
 
 __all__ = list(_LAZY)

@@ -22,6 +22,7 @@ METHODS = {
     "itml": ("rankmetric.estimators.itml", "ITML", "features"),
     "kissme": ("rankmetric.estimators.kissme", "KISSME", "features"),
     "rpl": ("rankmetric.estimators.rpl", "RPLEmbedding", "spd"),
+    "spdnet": ("rankmetric.estimators.spdnet", "SPDNetEmbedding", "spd"),
 }
 
 

@@ -75,7 +75,7 @@ def load(name: str, fmnist_train: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def reference_vectors(X_fit: np.ndarray, X: np.ndarray) -> np.ndarray:
-    """Untrained reference: ``vec(log(M^{-1/2} X M^{-1/2}))``, ``M`` the Riemannian mean of X_fit."""
+    """Untrained reference ``vec(log(M^{-1/2} X M^{-1/2}))``, ``M`` the Riemannian mean of X_fit."""
     from rankmetric.geometry import riemannian_mean, spd_inv_sqrt, spd_log, sym_to_vec
 
     W = spd_inv_sqrt(riemannian_mean(torch.as_tensor(X_fit)))
@@ -98,8 +98,9 @@ def score(name: str, config: dict | None, X, y, seed: int, val_fraction: float) 
             est = SPDNetEmbedding(**params, random_state=seed, device="cpu").fit(X_fit, y_fit)
             Z, n_iter, best = est.transform(X_val), est.n_iter_, est.best_iter_
         found = retrieval_scores(Z, y_val, ks=(1,), device="cpu")
+    seconds = time.perf_counter() - start
     return {"set": name, "r1": 100 * found["recall@1"], "map": 100 * found["map@r"],
-            "seconds": time.perf_counter() - start, "n_iter": n_iter, "best_iter": best}  # fmt: skip
+            "seconds": seconds, "n_iter": n_iter, "best_iter": best}  # fmt: skip
 
 
 def main() -> None:

@@ -195,8 +195,8 @@ def _with_repeated_eigenvalues(n, c, seed=0):
     """SPD matrices (float64) whose spectra hold a repeated eigenvalue (1, 1, 1, then distinct)."""
     g = torch.Generator().manual_seed(seed)
     Q, _ = torch.linalg.qr(torch.randn(n, c, c, generator=g, dtype=torch.float64))
-    lam = torch.cat([torch.ones(n, 3, dtype=torch.float64),
-                     torch.linspace(0.02, 3.0, c - 3, dtype=torch.float64).expand(n, -1)], 1)  # fmt: skip
+    rest = torch.linspace(0.02, 3.0, c - 3, dtype=torch.float64).expand(n, -1)
+    lam = torch.cat([torch.ones(n, 3, dtype=torch.float64), rest], 1)
     return Q @ torch.diag_embed(lam) @ Q.mT
 
 

@@ -395,8 +395,8 @@ def _brute_force_class(E, labels, state, *, z_th, m, lam, alpha, distance, floor
     seen = seen.astype(bool)
     classes = np.unique(labels)
     means = [_class_mean(E[labels == c], distance) for c in classes]
-    logd = np.log(_distance_matrix(np.concatenate([E, np.stack(means)]), distance)[: len(E)])
-    logd = logd[:, len(E) :]  # (n, K): sample to class mean
+    D = _distance_matrix(np.concatenate([E, np.stack(means)]), distance)
+    logd = np.log(D[: len(E), len(E) :])  # (n, K): sample to class mean
     for k, c in enumerate(classes):
         vals = logd[labels == c, k]
         if seen[c]:

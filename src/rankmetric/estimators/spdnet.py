@@ -79,7 +79,11 @@ _MAX_QUERIES = 500
 
 
 def default_hidden_sizes(n_channels: int) -> tuple[int, ...]:
-    """One BiMap halving the size: ``(max(2, ceil(c / 2)),)`` (or ``(c,)`` when ``c < 2``)."""
+    """Version 0.1's network: one BiMap halving the size, ``(max(2, ceil(c / 2)),)``.
+
+    ``(c,)`` when ``c < 2``. The estimators now default to ``(c, c)``; this is kept for
+    ``hidden_sizes=default_hidden_sizes(c)``, the original SPDNet reduction.
+    """
     return (min(n_channels, max(2, -(-n_channels // 2))),)
 
 

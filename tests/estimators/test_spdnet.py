@@ -5,6 +5,9 @@ import pytest
 import scipy.linalg
 import torch
 from sklearn.base import clone
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import FunctionTransformer
+from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from rankmetric.estimators.rpl import RPLEmbedding
 from rankmetric.estimators.spdnet import LOSSES, SPDNetEmbedding
@@ -31,6 +34,82 @@ def _reference(est, X):
     rows, cols = np.triu_indices(X.shape[1])
     scale = np.where(rows == cols, 1.0, np.sqrt(2.0))
     return L[:, rows, cols] * scale
+
+
+# ---------------------------------------------------------------- scikit-learn contract
+# as for RPLEmbedding (tests/estimators/test_rpl.py): bare (2-D checks expected to fail), and in a
+# pipeline whose first step maps feature rows to SPD matrices
+
+
+def _rows_to_spd(X):
+    """Map feature rows x (d,) to SPD matrices diag(1.5 + tanh x) + 0.2 tanh(x) tanh(x)ᵀ / d.
+
+    Lets scikit-learn's 2-D estimator checks reach the estimator with valid SPD input; the dtype
+    of ``X`` is kept.
+    """
+    t = np.tanh(np.asarray(X))
+    d = t.shape[1]
+    eye = np.eye(d, dtype=t.dtype)
+    return eye * (1.5 + t)[:, :, None] + 0.2 * t[:, :, None] * t[:, None, :] / d
+
+
+_NEEDS_2D = "the check feeds 2-D features; SPDNetEmbedding takes SPD matrices (n, c, c)"
+_BARE_EXPECTED_FAILURES = {
+    name: _NEEDS_2D
+    for name in [
+        "check_fit_score_takes_y",
+        "check_estimators_overwrite_params",
+        "check_dont_overwrite_parameters",
+        "check_estimators_fit_returns_self",
+        "check_readonly_memmap_input",
+        "check_n_features_in_after_fitting",
+        "check_positive_only_tag_during_fit",
+        "check_estimators_dtypes",
+        "check_dtype_object",
+        "check_pipeline_consistency",
+        "check_estimators_nan_inf",
+        "check_estimators_pickle",
+        "check_f_contiguous_array_estimator",
+        "check_transformer_data_not_an_array",
+        "check_transformer_general",
+        "check_transformer_preserve_dtypes",
+        "check_transformer_n_iter",
+        "check_methods_sample_order_invariance",
+        "check_methods_subset_invariance",
+        "check_fit2d_1feature",
+        "check_dict_unchanged",
+        "check_fit_idempotent",
+        "check_fit_check_is_fitted",
+        "check_n_features_in",
+        "check_fit2d_predict1d",
+    ]
+}
+_IN_PLACE = "a Pipeline fits its steps in place, so its `steps` parameter changes"
+_PIPELINE_EXPECTED_FAILURES = {
+    "check_estimators_overwrite_params": _IN_PLACE,
+    "check_dont_overwrite_parameters": _IN_PLACE,
+}
+
+
+@parametrize_with_checks(
+    [SPDNetEmbedding("lifted", **FAST)],
+    expected_failed_checks=lambda est: _BARE_EXPECTED_FAILURES,
+)
+def test_sklearn_checks_bare(estimator, check):
+    check(estimator)
+
+
+def _spd_pipeline():
+    return make_pipeline(
+        FunctionTransformer(_rows_to_spd, validate=True), SPDNetEmbedding("lifted", **FAST)
+    )
+
+
+@parametrize_with_checks(
+    [_spd_pipeline()], expected_failed_checks=lambda est: _PIPELINE_EXPECTED_FAILURES
+)
+def test_sklearn_checks_on_spd_input(estimator, check):
+    check(estimator)
 
 
 @pytest.mark.parametrize("loss", [name for name in LOSSES if name != "triplet"])

@@ -1,106 +1,135 @@
-"""Tune RPLEmbedding's defaults on validation data carved out of the official training splits.
+"""Choose the SPD network's and RPL's defaults on validation data carved out of training splits.
 
-For each data set of ``bench_rpl_accuracy.DATASETS``, the official *training* split is divided
-(stratified, ``--val-fraction`` held out, one split per seed); each configuration of the grid is
-fitted on the rest and scored on the held-out part exactly as the test figures are (R@1 and
-mAP@R leave-one-out within the held-out part). The test splits are never read. It prints every
-configuration's mean score per set and overall (mean over sets and seeds of (R@1 + mAP@R) / 2),
-best first.
+For each data set the official *training* split is divided (stratified, ``--val-fraction`` held
+out, one split per seed); each named configuration (:data:`CONFIGS`, keyword arguments of
+``SPDNetEmbedding``) is fitted on the rest and scored on the held-out part exactly as the test
+figures are: R@1 and mAP@R leave-one-out within the held-out part, Euclidean distance between
+``transform`` vectors. The row ``reference`` is the untrained log-Euclidean distance of the
+whitened inputs. The test splits are never read. ``fmnist-regcov`` is tuned on a stratified
+subsample of ``--fmnist-train`` training images.
 
-Run: ``.venv/bin/python benchmarks/bench_rpl_tune.py --jobs 16`` (the full grid is about a CPU
-hour: meant for a many-core machine; ``--quick`` tries 4 configurations).
+Run: ``.venv/bin/python benchmarks/bench_rpl_tune.py --configs all`` (``--configs a,b`` picks
+rows; ``--sets`` picks data sets).
 """
 
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import time
-from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 import torch
 from sklearn.model_selection import train_test_split
 from threadpoolctl import threadpool_limits
 
-from bench_rpl_accuracy import DATASETS, load_sets
 from rankmetric.evaluate import retrieval_scores
 
-GRID = {
-    "distance": ["airm", "log_euclidean"],
-    "learning_rate": [3e-3, 1e-2, 3e-2],
-    "margin": [1.0, 2.0],
-    "n_per_class": [8, 16],
-    "hidden_ratio": [0.5, 0.75],
-}
+SETS = ("JapaneseVowels", "fmnist-regcov", "BasicMotions")
+_RPL = {"loss": "rpl"}
+#: name -> SPDNetEmbedding parameters (``loss_params`` for the loss).
+CONFIGS = {
+    # the network: depth, BiMap manifold, ReEig floor, head (RPL, class-centred potato)
+    "rpl-class c,c linear eps.05": {**_RPL, "loss_params": {"centre": "class", "margin": 2.0}},
+    "rpl-pair c,c linear eps.05": {**_RPL, "loss_params": {"centre": "pairwise", "margin": 2.0}},
+    "rpl-class c,c log eps.05": {**_RPL, "head": "log", "loss_params": {"centre": "class",
+                                                                        "margin": 2.0}},
+    "rpl-class c,c linear eps1e-4abs": {**_RPL, "eps": 1e-4, "relative_eps": False,
+                                        "loss_params": {"centre": "class", "margin": 2.0}},
+    "rpl-class c,c linear eps.2": {**_RPL, "eps": 0.2, "loss_params": {"centre": "class",
+                                                                        "margin": 2.0}},
+    "rpl-class c linear eps.05": {**_RPL, "hidden_sizes": "c", "loss_params": {"centre": "class",
+                                                                                 "margin": 2.0}},
+    "rpl-class c,c,c/2 linear": {**_RPL, "hidden_sizes": "c,c,c/2",
+                                 "loss_params": {"centre": "class", "margin": 2.0}},
+    "rpl-class c,c spd airm": {**_RPL, "head": "spd", "loss_params": {"centre": "class",
+                                                                       "margin": 2.0}},
+    "rpl-pair c,c spd airm": {**_RPL, "head": "spd", "loss_params": {"centre": "pairwise",
+                                                                      "margin": 2.0}},
+    "rpl-pair c/2 stiefel random (v0.1)": {**_RPL, "hidden_sizes": "c/2", "bimap": "stiefel",
+                                           "init": "random", "eps": 1e-4, "relative_eps": False,
+                                           "head": "spd", "loss_params": {"centre": "pairwise",
+                                                                          "margin": 2.0}},
+    "rpl-class c,c linear m1": {**_RPL, "loss_params": {"centre": "class", "margin": 1.0}},
+    "rpl-class c,c linear lr3e-3": {**_RPL, "learning_rate": 3e-3,
+                                    "loss_params": {"centre": "class", "margin": 2.0}},
+    "rpl-pair c,c linear m1": {**_RPL, "loss_params": {"centre": "pairwise", "margin": 1.0}},
+}  # fmt: skip
 
 
-def configurations(quick: bool, overrides: dict) -> list[dict]:
-    grid = {**GRID, **overrides}
-    keys = list(grid)
-    configs = [dict(zip(keys, values)) for values in itertools.product(*grid.values())]
-    return configs[:: len(configs) // 4][:4] if quick else configs
+def resolve_sizes(spec, c: int):
+    """``"c,c,c/2"`` → ``[c, c, ceil(c / 2)]`` for ``c`` input channels."""
+    if not isinstance(spec, str):
+        return spec
+    table = {"c": c, "c/2": max(2, -(-c // 2))}
+    return [table[s] for s in spec.split(",")]
 
 
-def score_config(data: dict, config: dict, seed: int, val_fraction: float) -> dict:
-    from rankmetric.estimators.rpl import RPLEmbedding
+def load(name: str, fmnist_train: int) -> tuple[np.ndarray, np.ndarray]:
+    """The official *training* part of a set (never its test part)."""
+    from rankmetric.datasets import load_spd
 
-    torch.set_num_threads(1)
-    params = dict(config)
-    c = data["X"].shape[1]
-    params["hidden_sizes"] = max(2, round(params.pop("hidden_ratio") * c))
-    X, X_val, y, y_val = train_test_split(
-        data["X"], data["y"], test_size=val_fraction, stratify=data["y"], random_state=seed
+    extra = {"n_train": fmnist_train, "n_test": 1} if name == "fmnist-regcov" else {}
+    data = load_spd(name, **extra)
+    return data.X, data.y
+
+
+def reference_vectors(X_fit: np.ndarray, X: np.ndarray) -> np.ndarray:
+    """Untrained reference ``vec(log(M^{-1/2} X M^{-1/2}))``, ``M`` the Riemannian mean of X_fit."""
+    from rankmetric.geometry import riemannian_mean, spd_inv_sqrt, spd_log, sym_to_vec
+
+    W = spd_inv_sqrt(riemannian_mean(torch.as_tensor(X_fit)))
+    return sym_to_vec(spd_log(W @ torch.as_tensor(X) @ W)).numpy()
+
+
+def score(name: str, config: dict | None, X, y, seed: int, val_fraction: float) -> dict:
+    from rankmetric.estimators.spdnet import SPDNetEmbedding
+
+    X_fit, X_val, y_fit, y_val = train_test_split(
+        X, y, test_size=val_fraction, stratify=y, random_state=seed
     )
     start = time.perf_counter()
     with threadpool_limits(1):
-        est = RPLEmbedding(**params, random_state=seed, device="cpu").fit(X, y)
-        found = retrieval_scores(est.transform(X_val), y_val, ks=(1,), device="cpu")
-    return {
-        "score": (found["recall@1"] + found["map@r"]) / 2,
-        "seconds": time.perf_counter() - start,
-    }
+        if config is None:
+            Z, n_iter, best = reference_vectors(X_fit, X_val), 0, 0
+        else:
+            params = dict(config)
+            params["hidden_sizes"] = resolve_sizes(params.get("hidden_sizes"), X.shape[1])
+            est = SPDNetEmbedding(**params, random_state=seed, device="cpu").fit(X_fit, y_fit)
+            Z, n_iter, best = est.transform(X_val), est.n_iter_, est.best_iter_
+        found = retrieval_scores(Z, y_val, ks=(1,), device="cpu")
+    seconds = time.perf_counter() - start
+    return {"set": name, "r1": 100 * found["recall@1"], "map": 100 * found["map@r"],
+            "seconds": seconds, "n_iter": n_iter, "best_iter": best}  # fmt: skip
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--datasets", default=",".join(DATASETS))
+    parser.add_argument("--sets", default=",".join(SETS))
+    parser.add_argument("--configs", default="all")
     parser.add_argument("--seeds", type=int, default=2)
     parser.add_argument("--val-fraction", type=float, default=0.3)
-    parser.add_argument("--jobs", type=int, default=1)
-    parser.add_argument("--data", default=None, help="an .npz written by bench_rpl_accuracy --dump")
+    parser.add_argument("--fmnist-train", type=int, default=3000)
     parser.add_argument("--json", default=None)
-    parser.add_argument("--grid", default="{}", help='JSON overriding GRID, e.g. {"margin": [1]}')
-    parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
-    names = args.datasets.split(",")
-    sets = load_sets(names, args.data)
-    for d in sets.values():  # the test split is never used here
-        d.pop("X_test"), d.pop("y_test")
-    configs = configurations(args.quick, json.loads(args.grid))
-    seeds = range(args.seeds)
-    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        futures = {
-            (i, n, s): pool.submit(score_config, sets[n], cfg, s, args.val_fraction)
-            for i, cfg in enumerate(configs)
-            for n in names
-            for s in seeds
-        }
-        results = {key: f.result() for key, f in futures.items()}
-    rows = []
-    for i, cfg in enumerate(configs):
-        per_set = {n: np.mean([results[i, n, s]["score"] for s in seeds]) for n in names}
-        secs = np.mean([results[i, n, s]["seconds"] for n in names for s in seeds])
-        rows.append((float(np.mean(list(per_set.values()))), cfg, per_set, secs))
-    rows.sort(key=lambda r: -r[0])
-    print(f"{'overall':>8}  " + "".join(f"{n[:14]:>15}" for n in names) + f"{'s/fit':>7}  config")
-    for overall, cfg, per_set, secs in rows:
-        cells = "".join(f"{100 * per_set[n]:>15.1f}" for n in names)
-        print(f"{100 * overall:>8.1f}  {cells}{secs:>7.1f}  {json.dumps(cfg)}")
+    torch.set_num_threads(1)
+    names = args.sets.split(",")
+    picked = list(CONFIGS) if args.configs == "all" else args.configs.split(";")
+    rows = {}
+    for name in names:
+        X, y = load(name, args.fmnist_train)
+        for label in ["reference", *picked]:
+            config = None if label == "reference" else CONFIGS[label]
+            runs = [score(name, config, X, y, s, args.val_fraction) for s in range(args.seeds)]
+            r1, mp = np.mean([r["r1"] for r in runs]), np.mean([r["map"] for r in runs])
+            secs = np.mean([r["seconds"] for r in runs])
+            best = [r["best_iter"] for r in runs]
+            rows.setdefault(label, {})[name] = {"r1": r1, "map": mp}
+            print(f"{name:15s} {label:38s} R@1 {r1:5.1f}  mAP@R {mp:5.1f}  {secs:6.1f} s/fit  "
+                  f"best steps {best}", flush=True)  # fmt: skip
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump([{"overall": o, "config": c, "per_set": p} for o, c, p, _ in rows], fh)
+            json.dump(rows, fh, indent=1)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ _LAZY = {
     "KernelWARCA": "rankmetric.estimators.kernel_warca",
     "SSNE": "rankmetric.estimators.ssne",
     "RPLEmbedding": "rankmetric.estimators.rpl",
+    "SPDNetEmbedding": "rankmetric.estimators.spdnet",
     "LMNN": "rankmetric.estimators.lmnn",
     "MultiMetricLMNN": "rankmetric.estimators.mlmnn",
     "ITML": "rankmetric.estimators.itml",

@@ -9,8 +9,9 @@ import torch
 from rankmetric.bench import rpl
 from rankmetric.bench._common import BenchConfig
 from rankmetric.bench.spdnet_baselines import (
-    BASELINE_LOSSES,
+    ROWS,
     fit_spdnet_baseline,
+    fit_spdnet_row,
     log_vectors,
     whiten,
 )
@@ -32,28 +33,44 @@ def test_paper_table_is_complete():
     assert named <= set(rpl.PAPER_TABLE["DEAP-4"])
 
 
-@pytest.mark.parametrize("loss", list(BASELINE_LOSSES))
-def test_each_baseline_trains_on_the_shared_backbone(spd, loss):
+@pytest.mark.parametrize("row", list(ROWS))
+def test_each_row_trains_the_same_network(spd, row):
     X, y, X_test, _ = spd
-    transform, record = fit_spdnet_baseline(X, y, loss, TINY, seed=0)
-    Z = transform(X_test)
-    h = 3  # default_hidden_sizes(5) = ceil(5 / 2)
-    assert Z.shape == (len(X_test), h * (h + 1) // 2) and np.all(np.isfinite(Z))
+    est, record = fit_spdnet_row(X, y, row, TINY, seed=0)
+    Z = est.transform(X_test)
+    assert [w.shape for w in est.weights_] == [(5, 5), (5, 5)]  # the default (c, c) network
+    assert Z.shape == (len(X_test), 15) and np.all(np.isfinite(Z))
     assert 1 <= record["n_iter"] <= TINY["max_iter"]
+    assert record["initial_validation_score"] <= record["validation_score"]
+
+
+def test_every_row_starts_from_the_untrained_reference(spd):
+    """One step at a vanishing learning rate: every row's embedding is the reference's."""
+    X, y, X_test, _ = spd
+    W = whiten(torch.as_tensor(X, dtype=torch.float64))
+    reference = log_vectors(W @ torch.as_tensor(X_test) @ W).numpy()
+    budget = {**TINY, "max_iter": 1, "learning_rate": 1e-12, "validation_fraction": 0.0,
+              "eps": 1e-6}  # fmt: skip
+    for row in ("lifted", "rpl"):
+        est, _ = fit_spdnet_row(X, y, row, budget, seed=0)
+        np.testing.assert_allclose(est.transform(X_test), reference, rtol=1e-4, atol=1e-4)
 
 
 def test_baseline_is_deterministic_per_seed(spd):
     X, y, X_test, _ = spd
-    a, _ = fit_spdnet_baseline(X, y, "triplet-random", TINY, seed=3)
-    b, _ = fit_spdnet_baseline(X, y, "triplet-random", TINY, seed=3)
-    c, _ = fit_spdnet_baseline(X, y, "triplet-random", TINY, seed=4)
+    budget = {**TINY, "init": "random"}  # the identity start draws nothing from the seed
+    a, _ = fit_spdnet_baseline(X, y, "triplet-random", budget, seed=3)
+    b, _ = fit_spdnet_baseline(X, y, "triplet-random", budget, seed=3)
+    c, _ = fit_spdnet_baseline(X, y, "triplet-random", budget, seed=4)
     np.testing.assert_array_equal(a(X_test), b(X_test))
     assert not np.allclose(a(X_test), c(X_test))
 
 
 def test_baseline_training_improves_on_its_start(spd):
     X, y, X_test, y_test = spd
-    start, _ = fit_spdnet_baseline(X, y, "lifted", {**TINY, "max_iter": 1}, seed=0)
+    start, _ = fit_spdnet_baseline(
+        X, y, "lifted", {**TINY, "max_iter": 1, "validation_fraction": 0.0}, seed=0
+    )
     trained, _ = fit_spdnet_baseline(
         X, y, "lifted", {**TINY, "max_iter": 60, "validation_every": 10, "patience": None}, seed=0
     )
@@ -99,16 +116,30 @@ def test_cells_share_one_budget():
 
 def test_run_cell_and_summary(tmp_path):
     config = BenchConfig(quick=True, datasets=("synthetic-spd",),
-                         methods=("log-euclidean", "npair", "rpl"), seeds=1)  # fmt: skip
+                         methods=("log-euclidean", "dsml-triplet", "npair", "rpl"),
+                         seeds=1)  # fmt: skip
     results = []
     for cell in rpl.build_cells(config):
         budget = {**cell.options["budget"], "max_iter": 6, "validation_every": 3}
         cell = replace(cell, options={**cell.options, "budget": budget})
         result = rpl.run_cell(cell)
-        assert set(result["scores"]) == set(rpl.METRICS)
+        assert set(result["scores"]) == {*rpl.METRICS, rpl.TRAIN_METRIC, "chance R@1"}
         assert all(0.0 <= v <= 1.0 for v in result["scores"].values())
+        if cell.method in ("log-euclidean", "dsml-triplet"):  # AIRM, not the vector R@1
+            assert result["scores"][rpl.TRAIN_METRIC] is not None
         results.append({"cell": asdict(cell), **result})
     summary = rpl.summarise(results, config, tmp_path)
-    assert "RPL (ours)" in summary.markdown and "different data sets" in summary.markdown
-    assert set(summary.payload["synthetic-spd"]) == {"log-euclidean", "npair", "rpl"}
+    assert (
+        "RPL (ours" in summary.markdown
+        and rpl.TRAIN_METRIC in summary.markdown
+        and "different data sets" in summary.markdown
+    )
+    assert set(summary.payload["synthetic-spd"]) == {
+        "log-euclidean",
+        "dsml-triplet",
+        "npair",
+        "rpl",
+        "discriminating",
+    }
+    assert summary.payload["synthetic-spd"]["discriminating"] is True
     assert summary.plots[0].exists()

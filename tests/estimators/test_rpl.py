@@ -23,6 +23,9 @@ from rankmetric.estimators.rpl import (
 from rankmetric.io import load_model, save_model
 
 FAST = {"max_iter": 5, "random_state": 0, "device": "cpu"}
+#: version 0.1's network: one Stiefel BiMap, random start, absolute ReEig floor, SPD output
+V01 = {"head": "spd", "bimap": "stiefel", "init": "random", "eps": 1e-4, "relative_eps": False,
+       "potato": "pairwise"}  # fmt: skip
 
 
 # ---------------------------------------------------------------- data
@@ -138,7 +141,7 @@ def data():
 @pytest.fixture(scope="module")
 def fitted(data):
     X, y = data
-    return RPLEmbedding(hidden_sizes=3, max_iter=40, random_state=0, device="cpu").fit(X, y)
+    return RPLEmbedding(**V01, hidden_sizes=3, max_iter=40, random_state=0, device="cpu").fit(X, y)
 
 
 def test_fitted_attributes(fitted, data):
@@ -227,10 +230,11 @@ def _nuisance_data(n_per_class=30, c=8, n_informative=2, n_classes=3, seed=1):
     return (X + np.swapaxes(X, 1, 2)) / 2, y
 
 
-def test_training_finds_the_informative_subspace():
+@pytest.mark.parametrize("params", [{}, {**V01, "hidden_sizes": 2}], ids=["default", "v0.1"])
+def test_training_finds_the_informative_subspace(params):
     X, y = _nuisance_data()
     train = np.arange(len(y)) % 3 != 0
-    untrained = RPLEmbedding(hidden_sizes=2, max_iter=1, validation_fraction=0, random_state=0)
+    untrained = RPLEmbedding(**params, max_iter=1, validation_fraction=0, random_state=0)
     trained = clone(untrained).set_params(max_iter=150, validation_fraction=0.2)
     scores = []
     for est in (untrained, trained):
@@ -242,9 +246,9 @@ def test_training_finds_the_informative_subspace():
 
 def test_same_seed_same_model_other_seed_other_model(data):
     X, y = data
-    a = RPLEmbedding(**FAST).fit(X, y).transform(X)
-    b = RPLEmbedding(**FAST).fit(X, y).transform(X)
-    c = RPLEmbedding(**{**FAST, "random_state": 1}).fit(X, y).transform(X)
+    a = RPLEmbedding(init="random", **FAST).fit(X, y).transform(X)
+    b = RPLEmbedding(init="random", **FAST).fit(X, y).transform(X)
+    c = RPLEmbedding(init="random", **{**FAST, "random_state": 1}).fit(X, y).transform(X)
     np.testing.assert_array_equal(a, b)
     assert not np.allclose(a, c)
 
@@ -254,6 +258,7 @@ def test_distances_and_batch_options_train(data, distance):
     X, y = data
     est = RPLEmbedding(
         hidden_sizes="4,2",
+        head="spd",
         distance=distance,
         n_classes_per_batch=2,
         n_per_class=20,  # more than a class holds: drawn with repetition (identical matrices)
@@ -267,7 +272,7 @@ def test_distances_and_batch_options_train(data, distance):
 
 def test_log_euclidean_model_distance_is_euclidean_on_transform(data):
     X, y = data
-    est = RPLEmbedding(distance="log_euclidean", **FAST).fit(X, y)
+    est = RPLEmbedding(distance="logeuclid", head="spd", **FAST).fit(X, y)
     V = est.transform(X)
     np.testing.assert_allclose(
         est.pair_distances(X[:6], X[6:12]), np.linalg.norm(V[:6] - V[6:12], axis=1), atol=1e-4

@@ -375,3 +375,100 @@ def test_statistics_are_all_reduced_across_ranks():
         assert state["log_sigma"][c].item() == pytest.approx(
             vals.std(unbiased=False).item(), rel=1e-9
         )
+
+
+# ---------------------------------------------------------------- class-centred potato
+
+
+def _class_mean(E: np.ndarray, distance: str) -> np.ndarray:
+    """Mean of one class's embeddings from its definition (pyRiemann for SPD matrices)."""
+    from pyriemann.utils.mean import mean_logeuclid, mean_riemann
+
+    if E.ndim == 2:
+        return E.mean(axis=0)
+    return mean_riemann(E, tol=1e-12, maxiter=200) if distance == "airm" else mean_logeuclid(E)
+
+
+def _brute_force_class(E, labels, state, *, z_th, m, lam, alpha, distance, floor=0.05):
+    """The class-centred loss with loops over samples and classes."""
+    log_mu, log_sigma, seen = (np.array(s, dtype=float) for s in state)
+    seen = seen.astype(bool)
+    classes = np.unique(labels)
+    means = [_class_mean(E[labels == c], distance) for c in classes]
+    D = _distance_matrix(np.concatenate([E, np.stack(means)]), distance)
+    logd = np.log(D[: len(E), len(E) :])  # (n, K): sample to class mean
+    for k, c in enumerate(classes):
+        vals = logd[labels == c, k]
+        if seen[c]:
+            mu = (1 - alpha) * log_mu[c] + alpha * vals.mean()
+            var = (1 - alpha) * log_sigma[c] ** 2 + alpha * ((vals - mu) ** 2).mean()
+        else:
+            mu, var = vals.mean(), ((vals - vals.mean()) ** 2).mean()
+        log_mu[c], log_sigma[c], seen[c] = mu, np.sqrt(var), True
+    total = 0.0
+    for i in range(len(E)):
+        positive, negatives = 0.0, []
+        for k, c in enumerate(classes):
+            z = (logd[i, k] - log_mu[c]) / max(log_sigma[c], floor)
+            if c == labels[i] and z > z_th:
+                positive = z - z_th
+            if c != labels[i] and z < z_th + m:
+                negatives.append(z_th + m - z)
+        total += positive + lam * _weighted_mean(negatives, 0.0)
+    return total / len(E), (log_mu, log_sigma, seen)
+
+
+@pytest.mark.parametrize(
+    "kind, distance", [("vector", "airm"), ("spd", "airm"), ("spd", "log_euclidean")]
+)
+def test_class_centred_potato_matches_brute_force_over_batches(kind, distance):
+    loss_fn = RiemannianPotatoLoss(
+        margin=1.5, momentum=0.3, distance=distance, centre="class", n_classes=3
+    )
+    loss_fn = loss_fn.double()
+    state = _state(loss_fn)
+    for batch in range(3):
+        E = _embeddings(kind, 9, seed=20 + batch)
+        labels = (
+            np.array([0, 1, 2, 0, 1, 2, 0, 1, 2])
+            if batch != 1
+            else np.array([0, 0, 0, 1, 1, 1, 1, 0, 1])
+        )
+        expected, state = _brute_force_class(
+            E, labels, state, z_th=0.0, m=1.5, lam=1.0, alpha=0.3, distance=distance
+        )
+        got = loss_fn(torch.as_tensor(E), torch.as_tensor(labels))
+        assert float(got) == pytest.approx(expected, rel=1e-6, abs=1e-9)
+        for ours, theirs in zip(_state(loss_fn), state):
+            np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-9)
+
+
+@pytest.mark.parametrize("kind, distance", [("vector", "airm"), ("spd", "log_euclidean")])
+def test_class_centred_gradcheck_float64(kind, distance):
+    """The gradient flows through the class means too (arithmetic, log-Euclidean)."""
+    labels = torch.tensor([0, 0, 1, 1, 1, 0, 2, 2])
+    E = torch.as_tensor(_embeddings(kind, 8, seed=9))
+    loss_fn = RiemannianPotatoLoss(distance=distance, margin=3.0, centre="class").double()
+    loss_fn(E, labels)
+    loss_fn.eval()
+    if kind == "vector":
+        arg = E.clone().requires_grad_(True)
+        func = lambda e: loss_fn(e, labels)  # noqa: E731
+    else:
+        arg = torch.zeros_like(E, requires_grad=True)
+        func = lambda S: loss_fn(E + 0.5 * (S + S.transpose(-1, -2)), labels)  # noqa: E731
+    assert float(func(arg).detach()) > 0
+    assert torch.autograd.gradcheck(func, (arg,), eps=1e-6, atol=1e-6)
+
+
+def test_pyriemann_metric_names_are_accepted():
+    E = torch.as_tensor(_spd(5, 3, seed=1))
+    for alias, name in [("riemann", "airm"), ("logeuclid", "log_euclidean")]:
+        assert RiemannianPotatoLoss(distance=alias).distance == name
+        assert torch.equal(
+            embedding_distances(E, distance=alias), embedding_distances(E, distance=name)
+        )
+    with pytest.raises(ValueError, match="aliases"):
+        RiemannianPotatoLoss(distance="wasserstein")
+    with pytest.raises(ValueError, match="centre"):
+        RiemannianPotatoLoss(centre="median")

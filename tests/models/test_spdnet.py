@@ -186,3 +186,91 @@ def test_sym_to_vec_is_an_isometry_in_float64():
     v = sym_to_vec(S)
     assert v.dtype == torch.float64
     torch.testing.assert_close(v.norm(dim=-1), torch.linalg.matrix_norm(S), rtol=1e-15, atol=0)
+
+
+# ---------------------------------------------------------------- free BiMaps, relative ReEig
+
+
+def _with_repeated_eigenvalues(n, c, seed=0):
+    """SPD matrices (float64) whose spectra hold a repeated eigenvalue (1, 1, 1, then distinct)."""
+    g = torch.Generator().manual_seed(seed)
+    Q, _ = torch.linalg.qr(torch.randn(n, c, c, generator=g, dtype=torch.float64))
+    rest = torch.linspace(0.02, 3.0, c - 3, dtype=torch.float64).expand(n, -1)
+    lam = torch.cat([torch.ones(n, 3, dtype=torch.float64), rest], 1)
+    return Q @ torch.diag_embed(lam) @ Q.mT
+
+
+def test_identity_bimap_and_free_bimap():
+    X = _spd(4, 5, dtype=torch.float64)
+    square = BiMap(5, 5, manifold="free", init="identity", dtype=torch.float64)
+    assert torch.allclose(square(X), X, atol=1e-14)
+    reduce = BiMap(5, 3, init="identity", dtype=torch.float64)
+    assert torch.allclose(reduce(X), X[:, :3, :3], atol=1e-14)
+    net = SPDNet([5, 5, 5], bimap="free", init="identity", dtype=torch.float64)
+    groups = net.parameter_groups()
+    assert len(groups) == 1 and not groups[0].get("stiefel")
+    with pytest.raises(ValueError, match="manifold"):
+        BiMap(3, 3, manifold="grassmann")
+    with pytest.raises(ValueError, match="init"):
+        BiMap(3, 3, init="zeros")
+
+
+def test_relative_reeig_floors_at_a_share_of_the_mean_eigenvalue():
+    X = 7.0 * _spd(6, 5, seed=3, dtype=torch.float64)
+    eps = 0.3
+    Y = ReEig(eps, relative=True)(X)
+    w, U = torch.linalg.eigh(X)
+    floor = eps * w.mean(dim=1, keepdim=True)  # trace / c
+    expected = U @ torch.diag_embed(torch.maximum(w, floor)) @ U.mT
+    assert torch.allclose(Y, expected, atol=1e-10)
+    assert bool((w < floor).any())  # the layer does rectify these matrices
+    assert torch.allclose(ReEig(eps, relative=True)(3.0 * X), 3.0 * Y, atol=1e-9)  # scale-free
+    with pytest.raises(ValueError, match="relative"):
+        ReEig(1.5, relative=True)
+
+
+@pytest.mark.parametrize("relative", [False, True])
+def test_gradcheck_reeig_at_repeated_eigenvalues(relative):
+    X = _with_repeated_eigenvalues(2, 5).requires_grad_(True)
+    eps = 0.1 if relative else 0.05  # floors away from the repeated eigenvalue 1 and from λ
+    layer = ReEig(eps, relative=relative)
+    assert torch.autograd.gradcheck(layer, (X,), eps=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("head", [None, "identity", "glorot"])
+def test_gradcheck_free_network_with_head_float64(head):
+    g = _gen(1)
+    net = SPDNet([5, 5, 3], bimap="free", eps=0.1, relative_eps=True,
+                 head_dim=None if head is None else 6, head_init=head or "glorot",
+                 log_output=True, generator=g, dtype=torch.float64)  # fmt: skip
+    with torch.no_grad():  # move the weights off the identity so every term is exercised
+        for m in net.bimaps:
+            m.weight.add_(0.1 * torch.randn(m.weight.shape, generator=g, dtype=torch.float64))
+    X = _with_repeated_eigenvalues(2, 5, seed=2)
+    params = list(net.parameters())
+    # gradients with respect to the input at repeated eigenvalues, and to every weight
+    assert torch.autograd.gradcheck(net, (X.clone().requires_grad_(True),), eps=1e-6, atol=1e-6)
+    for p in params:
+        p.requires_grad_(True)
+    out = net(X)
+    seed = torch.randn(out.shape, generator=g, dtype=torch.float64)
+    grads = torch.autograd.grad((out * seed).sum(), params)
+    for p, grad in zip(params, grads):
+        direction = torch.randn(p.shape, generator=g, dtype=torch.float64)
+        with torch.no_grad():
+            p.add_(1e-6 * direction)
+            up = (net(X) * seed).sum()
+            p.sub_(2e-6 * direction)
+            down = (net(X) * seed).sum()
+            p.add_(1e-6 * direction)
+        numeric = (up - down) / 2e-6
+        assert torch.allclose((grad * direction).sum(), numeric, rtol=1e-4, atol=1e-6)
+
+
+def test_identity_network_reproduces_the_log_euclidean_distance():
+    X = _spd(6, 4, seed=4, dtype=torch.float64)
+    net = SPDNet([4, 4, 4], bimap="free", init="identity", eps=1e-3, relative_eps=True,
+                 head_dim=10, head_init="identity", dtype=torch.float64)  # fmt: skip
+    assert torch.allclose(net(X), sym_to_vec(LogEig()(X)), atol=1e-10)
+    with pytest.raises(ValueError, match="identity head"):
+        SPDNet([4, 4], head_dim=3, head_init="identity")

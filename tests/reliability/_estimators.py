@@ -109,6 +109,22 @@ SPECS: tuple[EstimatorSpec, ...] = (
         fitted_arrays=("weights_", "potato_log_mu_", "potato_log_sigma_"),
     ),
     EstimatorSpec(
+        "SPDNetEmbedding",
+        "rankmetric.estimators.spdnet",
+        {
+            "loss": "lifted",
+            "max_iter": 20,
+            "validation_every": 5,
+            "random_state": 0,
+            "init": "random",
+            "device": "cpu",
+        },  # fmt: skip
+        input_kind="spd",
+        torch_trained=True,
+        grid={"learning_rate": [1e-2, 3e-2]},
+        fitted_arrays=("weights_", "head_weight_", "head_bias_"),
+    ),
+    EstimatorSpec(
         "LMNN",
         "rankmetric.estimators.lmnn",
         {"max_iter": 20, "device": "cpu"},

@@ -7,7 +7,7 @@
 ``rpl``                RPL Table 1 (F1, R@1, R@3, NMI) on SPD stand-ins, deep baselines on SPDNet
 ``warca``              WARCA's re-identification CMC on stand-in identities, fit time against N
 ``learners``           the feature-vector learners and their validation-split tuning
-``spdnet_baselines``   deep-metric-learning losses trained on RPL's SPDNet backbone and budget
+``spdnet_baselines``   the RPL table's rows: SPDNetEmbedding, one loss per row, one network
 ``reid_data``          the stand-in identity sets (synthetic two-camera, Fashion-MNIST views)
 ``plots``              the figures (matplotlib, Agg)
 =====================  ===================================================================

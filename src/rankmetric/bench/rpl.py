@@ -1,19 +1,25 @@
 """``rankmetric bench rpl-spd``: RPL's Table 1 (F1, R@1, R@3, NMI) on SPD stand-in data sets.
 
 DEAP, AFEW and HDM05 are licensed and unavailable; real EEG/MEG and motion-sensor recordings of the
-UEA archive stand in for them, as covariance matrices (``load_spd``: OAS shrinkage). Each cell is
-one (method, data set, seed): the method is trained on the official training part, the test part
-is embedded, and
+UEA archive stand in for them, as covariance matrices (``load_spd``: OAS shrinkage), and region
+covariance descriptors of Fashion-MNIST images (``load_spd("fmnist-regcov")``, an image-covariance
+set like AFEW). Each cell is one (method, data set, seed): the method is trained on the official
+training part, the test part is embedded, and
 
 * F1 and NMI come from k-means (k = number of classes, ``random_state = seed``) on the test
   embeddings (:func:`rankmetric.evaluate.clustering_scores`);
 * R@1 and R@3 are leave-one-out Recall@K within the test set
-  (:func:`rankmetric.evaluate.retrieval_scores`).
+  (:func:`rankmetric.evaluate.retrieval_scores`), Euclidean distance between ``transform``
+  vectors (log-Euclidean between SPD outputs);
+* ``R@1 (train dist.)``: R@1 under the distance the method trained with — AIRM between SPD
+  outputs for DSML-Triplet and for the reference (AIRM between inputs), the same Euclidean
+  distance as R@1 for the vector heads. Computed only where the test part holds at most
+  :data:`AIRM_MAX_TEST` matrices (an all-pairs AIRM search of 10 000 matrices is too slow here).
 
-All methods share one backbone and budget (:mod:`rankmetric.bench.spdnet_baselines`): RPL is
-:class:`~rankmetric.estimators.rpl.RPLEmbedding`; the baselines train the same SPDNet with their
-loss on the log-vectorised outputs. Every embedding is evaluated the same way: the Euclidean
-distance between ``sym_to_vec(log f(Σ))`` vectors (the log-Euclidean distance of the outputs).
+Every trained row is the same estimator with another loss
+(:mod:`rankmetric.bench.spdnet_baselines`). A set where every method, the reference included, has
+its mean R@1 within :data:`CHANCE_BAND` points of chance (Σ_c p_c², p_c the test class shares) is
+marked *not discriminating*.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import time
 
 import numpy as np
 import torch
+from sklearn.base import clone
 
 from ..evaluate import clustering_scores, retrieval_scores
 from ._common import (
@@ -37,12 +44,15 @@ from ._common import (
     split_failures,
 )
 from .grid import Cell
-from .spdnet_baselines import BASELINE_LOSSES, fit_spdnet_baseline, log_vectors, whiten
+from .spdnet_baselines import ROWS, fit_spdnet_row, log_vectors, whiten
 
 __all__ = ["NAME", "PAPER_TABLE", "SPD_SETS", "METHODS", "build_cells", "run_cell", "summarise"]
 
 NAME = "rpl-spd"
 METRICS = ("F1", "R@1", "R@3", "NMI")
+TRAIN_METRIC = "R@1 (train dist.)"
+AIRM_MAX_TEST = 2000
+CHANCE_BAND = 0.05
 
 #: Paper Table 1: data set -> method -> (F1, R@1, R@3, NMI), in %.
 PAPER_TABLE = {
@@ -68,8 +78,9 @@ PAPER_TABLE = {
 
 #: Our SPD set -> what it stands in for.
 SPD_SETS = {
-    "BasicMotions": "HDM05 / AFEW (motion sensors, 4 classes)",
     "JapaneseVowels": "HDM05 / AFEW (non-EEG, 9 classes)",
+    "fmnist-regcov": "AFEW (image region covariances, 10 classes)",
+    "BasicMotions": "HDM05 / AFEW (motion sensors, 4 classes)",
     "HandMovementDirection": "DEAP (MEG, 4 classes)",
     "FingerMovements": "DEAP (EEG, 2 classes)",
     "SelfRegulationSCP1": "DEAP (EEG, 2 classes)",
@@ -78,21 +89,26 @@ SPD_SETS = {
     "synthetic-spd": "nothing (synthetic SPD clusters, for tests)",
 }
 FULL_SETS = (
-    "BasicMotions", "JapaneseVowels", "HandMovementDirection", "FingerMovements",
+    "JapaneseVowels", "fmnist-regcov", "BasicMotions", "HandMovementDirection", "FingerMovements",
     "SelfRegulationSCP1", "SelfRegulationSCP2", "EyesOpenShut",
 )  # fmt: skip
-QUICK_SETS = ("BasicMotions", "HandMovementDirection")
+QUICK_SETS = ("JapaneseVowels", "fmnist-regcov")
+#: Training images of fmnist-regcov (stratified subsample, seed 0); the test part is kept whole
+#: in full mode. Quick mode subsamples both.
+FMNIST_SIZES = {"full": (5000, None), "quick": (1000, 2000)}
 
 #: Method id -> (table label, the paper's row name or None).
 METHOD_INFO = {
     "log-euclidean": ("Log-Euclidean (no learning)", None),
+    "dsml-triplet": ("DSML-Triplet (AIRM, SPD output)", "DSML-Triplet"),
     "triplet-random": ("Triplet-Random", "Triplet-Random"),
     "triplet-semihard": ("Triplet-Semihard", "Triplet-Semihard"),
     "lifted": ("Lifted Struct", "Lifted Struct"),
     "npair": ("N-pair-mc", "N-pair-mc"),
     "proxy-nca": ("Proxy NCA", "Proxy NCA"),
     "multi-similarity": ("Multi-Similarity", None),
-    "rpl": ("RPL (ours)", "RPL"),
+    "rpl": ("RPL (ours, default potato)", "RPL"),
+    "rpl-class": ("RPL, class-centred potato", None),
 }
 METHODS = tuple(METHOD_INFO)
 
@@ -102,11 +118,10 @@ BUDGETS = {
     "full": {"max_iter": 300, "validation_every": 10, "patience": 10},
 }
 SHARED_BUDGET = {
-    "hidden_sizes": None,  # RPLEmbedding's default: one BiMap to ceil(c / 2)
+    "hidden_sizes": None,  # the estimators' default network: (c, c), free BiMaps, linear head
     "learning_rate": 1e-2,
     "n_per_class": 8,
     "validation_fraction": 0.2,
-    "eps": 1e-4,
 }
 SEEDS = {"quick": 2, "full": 5}
 
@@ -118,7 +133,8 @@ def build_cells(config: BenchConfig) -> list[Cell]:
     methods = config.pick("methods", METHODS, METHODS)
     budget = {**SHARED_BUDGET, **BUDGETS[mode]}
     n_seeds = config.seeds or SEEDS[mode]
-    options = {"mode": mode, "device": config.device, "budget": budget}
+    options = {"mode": mode, "device": config.device, "budget": budget,
+               "fmnist_sizes": FMNIST_SIZES[mode]}  # fmt: skip
     return [
         Cell(NAME, method, dataset, 0, seed, "rankmetric.bench.rpl.run_cell", options)
         for dataset in datasets
@@ -128,11 +144,14 @@ def build_cells(config: BenchConfig) -> list[Cell]:
 
 
 @functools.lru_cache(maxsize=4)
-def load_spd_split(name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def load_spd_split(
+    name: str, sizes: tuple[int | None, int | None] = (None, None)
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``(X_train, y_train, X_test, y_test)`` SPD matrices of a set (official split).
 
     ``"synthetic-spd"`` is 3 classes of 5×5 matrices from
     :func:`rankmetric.datasets.make_spd_clusters` (seed 0), split 60/60; it needs no download.
+    ``sizes`` = ``(n_train, n_test)`` stratified subsamples (seed 0) for ``fmnist-regcov``.
     """
     if name == "synthetic-spd":
         from ..datasets import make_spd_clusters
@@ -141,41 +160,49 @@ def load_spd_split(name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.nd
         return X[:60], y[:60], X[60:], y[60:]
     from ..datasets import load_spd
 
-    data = load_spd(name)
+    extra = {}
+    if name == "fmnist-regcov":
+        extra = {"n_train": sizes[0], "n_test": sizes[1]}
+    data = load_spd(name, **extra)
     return data.X, data.y, data.X_test, data.y_test
 
 
-def _fit_rpl(X, y, budget, seed, device):
-    from ..estimators.rpl import RPLEmbedding
-
-    keys = ("hidden_sizes", "max_iter", "learning_rate", "n_per_class", "validation_fraction",
-            "validation_every", "patience", "eps")  # fmt: skip
-    est = RPLEmbedding(**{k: budget[k] for k in keys}, output="vector", random_state=seed,
-                       device=device).fit(X, y)  # fmt: skip
-    record = {"n_iter": int(est.n_iter_), "best_iter": est.best_iter_,
-              "validation_score": est.validation_score_}  # fmt: skip
-    return est.transform, record
-
-
 def _fit_log_euclidean(X, y, budget, seed, device):
-    """No learning: the whitened inputs' log-vectors (the backbone's input space)."""
+    """No learning: the whitened inputs' log-vectors (the network's untrained output)."""
     W = whiten(torch.as_tensor(X, dtype=torch.float64))
 
     def transform(Z):
         Z = torch.as_tensor(Z, dtype=torch.float64)
         return log_vectors(W @ Z @ W).numpy()
 
-    return transform, {}
+    def spd_outputs(Z):  # AIRM between inputs (congruence-invariant: whitening changes nothing)
+        return np.asarray(Z, dtype=np.float64)
+
+    return transform, spd_outputs, {}
 
 
 def _fit(method, X, y, budget, seed, device):
-    if method == "rpl":
-        return _fit_rpl(X, y, budget, seed, device)
+    """``(transform, spd_outputs or None, record)`` of a method trained on ``X, y``."""
     if method == "log-euclidean":
         return _fit_log_euclidean(X, y, budget, seed, device)
-    if method in BASELINE_LOSSES:
-        return fit_spdnet_baseline(X, y, method, budget, seed=seed, device=device)
-    raise ValueError(f"unknown method {method!r}; choose from {list(METHODS)}.")
+    if method not in ROWS:
+        raise ValueError(f"unknown method {method!r}; choose from {list(METHODS)}.")
+    est, record = fit_spdnet_row(X, y, method, budget, seed=seed, device=device)
+    spd_outputs = None
+    if est.head == "spd":
+        spd = clone(est).set_params(output="spd")
+        spd.__dict__.update({k: v for k, v in vars(est).items() if k.endswith("_")})
+        spd_outputs = spd.transform
+    return est.transform, spd_outputs, record
+
+
+def airm_recall_at_1(Y: np.ndarray, y: np.ndarray) -> float:
+    """Leave-one-out R@1 of SPD matrices ``Y`` under the affine-invariant distance."""
+    from ..geometry.distances import pairwise_airm
+
+    D = pairwise_airm(torch.as_tensor(Y, dtype=torch.float64)).numpy()
+    np.fill_diagonal(D, np.inf)
+    return float(np.mean(y[np.argmin(D, axis=1)] == y))
 
 
 def embedding_scores(Z: np.ndarray, y: np.ndarray, seed: int) -> dict[str, float]:
@@ -193,13 +220,21 @@ def embedding_scores(Z: np.ndarray, y: np.ndarray, seed: int) -> dict[str, float
 @cell_runner
 def run_cell(cell: Cell) -> dict:
     """Train ``cell.method`` on the training part of ``cell.dataset``; score the test part."""
-    X, y, X_test, y_test = load_spd_split(cell.dataset)
     opts = cell.options
+    sizes = tuple(opts.get("fmnist_sizes", (None, None)))
+    X, y, X_test, y_test = load_spd_split(cell.dataset, sizes)
     with captured_warnings() as caught:
         start = time.perf_counter()
-        transform, record = _fit(cell.method, X, y, opts["budget"], cell.seed, opts["device"])
+        transform, spd_outputs, record = _fit(
+            cell.method, X, y, opts["budget"], cell.seed, opts["device"]
+        )
         seconds = time.perf_counter() - start
         scores = embedding_scores(transform(X_test), y_test, cell.seed)
+        scores[TRAIN_METRIC] = scores["R@1"]
+        if spd_outputs is not None:
+            small = len(X_test) <= AIRM_MAX_TEST
+            scores[TRAIN_METRIC] = airm_recall_at_1(spd_outputs(X_test), y_test) if small else None
+        scores["chance R@1"] = float(np.sum((np.bincount(y_test) / len(y_test)) ** 2))
     return {"scores": scores, "training": record, "warnings": caught, "fit_seconds": seconds}
 
 
@@ -211,9 +246,15 @@ def _aggregate(results: list[dict]) -> dict:
     table: dict = {}
     for (dataset, method), group in group_by(results, "dataset", "method").items():
         table.setdefault(dataset, {})[method] = {
-            m: mean_std(r["scores"][m] for r in group) for m in METRICS
+            m: mean_std(r["scores"][m] for r in group if r["scores"].get(m) is not None)
+            for m in (*METRICS, TRAIN_METRIC, "chance R@1")
         }
     return table
+
+
+def discriminating(entries: dict) -> bool:
+    """Whether some method's mean R@1 is more than :data:`CHANCE_BAND` above chance."""
+    return any(e["R@1"][0] > e["chance R@1"][0] + CHANCE_BAND for e in entries.values())
 
 
 def _ours_table(table: dict, datasets: list[str], methods: list[str]) -> str:
@@ -230,16 +271,22 @@ def _ours_table(table: dict, datasets: list[str], methods: list[str]) -> str:
 
 def _per_dataset_tables(table: dict, datasets: list[str], methods: list[str]) -> str:
     parts = []
+    columns = (*METRICS, TRAIN_METRIC)
     for dataset in datasets:
         rows = []
         for method in methods:
             entry = table.get(dataset, {}).get(method)
             if entry:
                 rows.append(
-                    [METHOD_INFO[method][0], *(format_pm(*entry[m], digits=1) for m in METRICS)]
+                    [METHOD_INFO[method][0], *(format_pm(*entry[m], digits=1) for m in columns)]
                 )
-        parts.append(f"**{dataset}** (stands in for {SPD_SETS.get(dataset, '?')})\n\n"
-                     + markdown_table(["method", *METRICS], rows))  # fmt: skip
+        entries = table.get(dataset, {})
+        chance = next(iter(entries.values()))["chance R@1"][0] if entries else float("nan")
+        flag = "" if discriminating(entries) else " — **not discriminating**: every method, the " \
+            "reference included, is within 5 points of chance in R@1"  # fmt: skip
+        parts.append(f"**{dataset}** (stands in for {SPD_SETS.get(dataset, '?')}; chance R@1 "
+                     f"{100 * chance:.1f}){flag}\n\n"
+                     + markdown_table(["method", *columns], rows))  # fmt: skip
     return "\n\n".join(parts)
 
 
@@ -267,14 +314,21 @@ def summarise(results: list[dict], config: BenchConfig, out_dir) -> Summary:
     quick = "QUICK MODE (fewer sets and seeds, short training) — " if config.quick else ""
     intro = (
         f"{quick}F1 / R@1 / R@3 / NMI (%) on the official test part, mean ± std over seeds "
-        f"{seeds}. Every method trains the same SPDNet (one BiMap to ⌈c/2⌉ + ReEig, inputs "
-        f"whitened by their Riemannian mean) for at most {budget['max_iter']} steps of "
-        f"Riemannian Adam (lr {budget['learning_rate']}, {budget['n_per_class']} samples per "
-        f"class per batch), keeping the step with the best validation mAP on a stratified "
-        f"{budget['validation_fraction']:.0%} of the training part (checked every "
-        f"{budget['validation_every']} steps, patience {budget['patience']}). Loss settings are "
-        "the published defaults (margins 1 for the unnormalised embeddings); nothing is tuned on "
-        "the test part. Evaluation: Euclidean distance between log-vectorised outputs."
+        f"{seeds}. Every trained row is `SPDNetEmbedding` with another loss (RPL rows: "
+        "`RPLEmbedding`), on one network: inputs whitened by their Riemannian mean, two square "
+        "free BiMap → ReEig blocks (identity start, ReEig floor 5 % of the mean eigenvalue), "
+        "LogEig and a linear head (identity start); DSML-Triplet keeps the SPD output and its "
+        f"AIRM distance. At most {budget['max_iter']} steps of Adam (lr "
+        f"{budget['learning_rate']}, {budget['n_per_class']} samples per class per batch), "
+        "keeping the parameters with the best validation mAP on a stratified "
+        f"{budget['validation_fraction']:.0%} of the training part, the untrained start (step "
+        f"0) included (checked every {budget['validation_every']} steps, patience "
+        f"{budget['patience']}). Loss settings are the published defaults (margins 1); nothing "
+        "is tuned on the test part. fmnist-regcov: a stratified subsample of "
+        f"{FMNIST_SIZES[config.mode][0]} training images (seed 0), test part "
+        f"{FMNIST_SIZES[config.mode][1] or 'all 10 000'}. R@1 etc.: Euclidean distance between "
+        f"`transform` vectors; {TRAIN_METRIC}: the distance the method trained with (AIRM for "
+        f"SPD outputs and the reference; only for test parts ≤ {AIRM_MAX_TEST} matrices)."
     )
     paper = (
         "Paper (RPL Table 1, DEAP-4 / AFEW / HDM05 — **different data sets**: these figures are "
@@ -288,7 +342,12 @@ def summarise(results: list[dict], config: BenchConfig, out_dir) -> Summary:
     ordered = {d: {m: table[d][m] for m in methods if m in table[d]} for d in datasets}
     plots = [metric_bars(ordered, METRICS, labels, out_dir, "rpl_spd_scores.png")]
     payload = {
-        d: {m: {k: {"mean": v[0], "std": v[1]} for k, v in table[d][m].items()} for m in table[d]}
+        d: {
+            m: {k: {"mean": v[0], "std": v[1]} for k, v in table[d][m].items() if np.isfinite(v[0])}
+            for m in table[d]
+        }
         for d in datasets
     }
+    for d in datasets:
+        payload[d]["discriminating"] = discriminating(table[d])
     return Summary(NAME, markdown.rstrip(), payload, plots)

@@ -25,6 +25,7 @@ METHODS = {
     "kissme": ("rankmetric.estimators.kissme", "KISSME", "features"),
     "xqda": ("rankmetric.estimators.xqda", "XQDA", "features"),
     "rpl": ("rankmetric.estimators.rpl", "RPLEmbedding", "spd"),
+    "spdnet": ("rankmetric.estimators.spdnet", "SPDNetEmbedding", "spd"),
 }
 
 

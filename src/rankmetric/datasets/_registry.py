@@ -182,6 +182,23 @@ _ALIASES = {
 }
 
 
+#: SPD sets that ``load_spd`` derives from another set: name -> (source set, what it is).
+DERIVED_SPD = {
+    "fmnist-regcov": (
+        "fashion-mnist",
+        "region covariance descriptors (Tuzel, Porikli & Meer, ECCV 2006: 8x8 covariances of "
+        "per-pixel x, y, I, |Ix|, |Iy|, |grad I|, |Ixx|, |Iyy|) of Fashion-MNIST, official "
+        "60k/10k split; an image-covariance stand-in for AFEW of the RPL table",
+    ),
+}
+
+
+def derived_spd_name(name: str) -> str | None:
+    """The canonical name of a derived SPD set (``"FMNIST_RegCov"`` → ``"fmnist-regcov"``)."""
+    key = normalise_name(name)
+    return next((d for d in DERIVED_SPD if normalise_name(d) == key), None)
+
+
 def normalise_name(name: str) -> str:
     """Key for loose name matching: lower case, without ``-``, ``_`` and spaces.
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Sequence
 
@@ -10,7 +11,7 @@ import numpy as np
 from .._validation import check_finite
 from ._info import Dataset
 from ._loaders import encode_labels, load_trials
-from ._registry import get_info
+from ._registry import DERIVED_SPD, derived_spd_name, get_info
 
 __all__ = ["covariances", "load_spd", "ESTIMATORS"]
 
@@ -170,8 +171,12 @@ def load_spd(
     estimator: str = "oas",
     shrinkage: float | None = None,
     data_home: str | os.PathLike | None = None,
+    n_train: int | None = None,
+    n_test: int | None = None,
+    random_state: int = 0,
 ) -> Dataset:
-    """A multichannel set as SPD covariance matrices, one per trial (see :func:`covariances`).
+    """A multichannel set as SPD covariance matrices, one per trial (see :func:`covariances`),
+    or a derived SPD set (``"fmnist-regcov"``: region covariances of Fashion-MNIST images).
 
     Covariances are computed on each trial's original samples (JapaneseVowels' trials are not
     resampled first).
@@ -181,12 +186,20 @@ def load_spd(
     name : str
         A multichannel set of :func:`list_datasets` (BasicMotions, JapaneseVowels,
         HandMovementDirection, FingerMovements, SelfRegulationSCP1, SelfRegulationSCP2,
-        EyesOpenShut).
+        EyesOpenShut), or ``"fmnist-regcov"`` (8 × 8 region covariance descriptors,
+        :class:`rankmetric.preprocessing.RegionCovariances`, of Fashion-MNIST's official
+        60 000 / 10 000 split).
     estimator : {"oas", "lw", "scm"}, default="oas"
+        Covariance estimator of multichannel trials (not used by derived sets).
     shrinkage : float in [0, 1], optional
         Fixed shrinkage, with ``estimator="scm"`` only.
     data_home : str or path-like, optional
         Cache folder (see :func:`data_home`).
+    n_train, n_test : int, optional
+        Keep a random subsample of that many training / test samples (stratified: the same share
+        of every class, drawn from ``random_state``); ``None`` keeps the whole part.
+    random_state : int, default=0
+        Seed of the subsample.
 
     Returns
     -------
@@ -194,6 +207,15 @@ def load_spd(
         ``kind="spd"``; ``X`` of shape (n_train, c, c) and ``X_test`` of shape (n_test, c, c),
         float64 SPD; ``y``/``y_test`` as in :func:`load_dataset`.
     """
+    derived = derived_spd_name(name)
+    if derived is not None:
+        data = _load_derived(derived, data_home)
+    else:
+        data = _load_multichannel(name, estimator, shrinkage, data_home)
+    return _subsample(data, n_train, n_test, random_state)
+
+
+def _load_multichannel(name, estimator, shrinkage, data_home) -> Dataset:
     info = get_info(name)
     if info.kind != "multichannel":
         raise ValueError(
@@ -218,7 +240,62 @@ def load_spd(
     )
 
 
+def _load_derived(name: str, data_home) -> Dataset:
+    """A derived SPD set of :data:`DERIVED_SPD` (region covariances of an image set)."""
+    from ._loaders import load_dataset
+    from .region_covariance import region_covariances
+
+    source, description = DERIVED_SPD[name]
+    images = load_dataset(source, data_home=data_home)
+    side = int(round(np.sqrt(images.X.shape[1])))
+    return Dataset(
+        X=region_covariances(images.X.reshape(-1, side, side)),
+        y=images.y,
+        X_test=region_covariances(images.X_test.reshape(-1, side, side)),
+        y_test=images.y_test,
+        name=name,
+        kind="spd",
+        description=description,
+        info=images.info,
+        target_names=images.target_names,
+    )
+
+
+def _subsample(data: Dataset, n_train, n_test, random_state) -> Dataset:
+    """``data`` with stratified random subsamples of its parts (``None``: the whole part)."""
+    if n_train is None and n_test is None:
+        return data
+    rng = np.random.default_rng(random_state)
+    train = _stratified_subset(data.y, n_train, rng, "n_train")
+    test = _stratified_subset(data.y_test, n_test, rng, "n_test")
+    note = f"; subsample of {len(train)} training / {len(test)} test samples (seed {random_state})"
+    return dataclasses.replace(
+        data,
+        X=data.X[train],
+        y=data.y[train],
+        X_test=data.X_test[test],
+        y_test=data.y_test[test],
+        description=data.description + note,
+    )
+
+
+def _stratified_subset(y: np.ndarray, n: int | None, rng, name: str) -> np.ndarray:
+    """Sorted indices of ``n`` samples of ``y``, the same share of every class (all if None)."""
+    if n is None:
+        return np.arange(len(y))
+    if isinstance(n, bool) or int(n) != n or not 1 <= n <= len(y):
+        raise ValueError(f"{name} must be an integer in [1, {len(y)}], got {n!r}.")
+    # a random order within each class, then classes interleaved: any prefix is stratified
+    order = np.lexsort((rng.random(len(y)), y))
+    counts = np.bincount(y)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    rank = np.empty(len(y))
+    rank[order] = (np.arange(len(y)) - starts[y[order]]) / counts[y[order]]
+    return np.sort(np.argsort(rank, kind="stable")[: int(n)])
+
+
 def _multichannel_names() -> list[str]:
     from ._registry import REGISTRY
 
-    return [i.name for i in REGISTRY.values() if i.kind == "multichannel" and i.available]
+    names = [i.name for i in REGISTRY.values() if i.kind == "multichannel" and i.available]
+    return names + list(DERIVED_SPD)

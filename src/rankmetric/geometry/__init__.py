@@ -5,6 +5,7 @@ affine-invariant and log-Euclidean distances, geodesics and Riemannian means.
 See ``docs/geometry.md``.
 """
 
+from .aliases import METRIC_ALIASES, canonical_metric
 from .checks import check_spd
 from .distances import airm_distance, log_euclidean_distance, pairwise_airm, pairwise_log_euclidean
 from .matrix_functions import (
@@ -21,6 +22,8 @@ from .matrix_functions import (
 from .means import geodesic, log_euclidean_mean, riemannian_mean
 
 __all__ = [
+    "METRIC_ALIASES",
+    "canonical_metric",
     "check_spd",
     "sym_function",
     "symmetrize",

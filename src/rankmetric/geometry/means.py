@@ -22,6 +22,7 @@ from ._common import (
     common_dtype,
     inverse_congruence,
 )
+from .aliases import canonical_metric
 from .checks import as_symmetric_tensor
 from .matrix_functions import exp_unchecked, log_unchecked, symmetrize
 
@@ -187,8 +188,7 @@ def geodesic(A, B, t, metric: str = "airm") -> torch.Tensor:
     .. [1] R. Bhatia, "Positive Definite Matrices", Princeton University Press 2007, ch. 6.
     .. [2] V. Arsigny, P. Fillard, X. Pennec, N. Ayache, SIAM J. Matrix Anal. Appl. 29(1), 2007.
     """
-    if metric not in METRICS:
-        raise ValueError(f"metric must be one of {METRICS}, got {metric!r}.")
+    metric = canonical_metric(metric, METRICS)
     A, B = common_dtype(as_symmetric_tensor(A, "A"), as_symmetric_tensor(B, "B"))
     A, B = broadcast_pair(symmetrize(A), symmetrize(B))  # symmetric input: symmetric gradient
     t = _position(t, A)

@@ -24,6 +24,20 @@ with ``m_c`` the batch mean of ``log d`` over class-``c`` pairs and ``v_c`` the 
 ``(log d − log μ_c)²`` around the *new* ``log μ_c``. A class seen for the first time takes the batch
 statistics directly. Under ``torch.distributed`` the per-class sums behind ``m_c`` and ``v_c`` are
 all-reduced, so every rank holds the same potato.
+
+``centre="class"`` is the poster's class-centred potato (the Riemannian potato of Barachant et al.
+scores each sample's distance to a mean): with ``M_c`` the Riemannian mean of the class-``c``
+embeddings of the batch (``argmin_M Σ δ²(Y_i, M)``: the arithmetic mean for vectors and the
+log-Euclidean mean ``exp(mean log Y_i)`` under that distance, both differentiated through; the
+AIRM (Karcher) mean is computed iteratively and detached, a fixed target for the step),
+``d_ic = δ(Y_i, M_c)`` and
+``z_ic = (log d_ic − log μ_c) / log σ_c`` for every class ``c`` present in the batch,
+
+    L_P(i) = [z_{i y_i} − z_th]₊ ,   L_N(i) = mean_{c ≠ y_i : z_ic < z_th + m} [z_th + m − z_ic]₊ ,
+
+and the potato statistics of class ``c`` are updated online (same rule, momentum ``α``) from the
+distances of its members to ``M_c``. Each sample is judged against whole class potatoes instead of
+individual anchors.
 """
 
 from __future__ import annotations
@@ -31,11 +45,15 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from ..geometry.aliases import canonical_metric
+from ..geometry.matrix_functions import spd_exp, spd_log
+from ..geometry.means import riemannian_mean
 from .pair_distances import SPD_METRICS, check_batch, label_masks, pairwise_distance
 
-__all__ = ["RiemannianPotatoLoss", "embedding_distances", "DISTANCES"]
+__all__ = ["RiemannianPotatoLoss", "embedding_distances", "DISTANCES", "CENTRES"]
 
-DISTANCES = SPD_METRICS  # ("airm", "log_euclidean")
+DISTANCES = SPD_METRICS  # ("airm", "log_euclidean"); pyRiemann's names are accepted as aliases
+CENTRES = ("pairwise", "class")
 
 
 def embedding_distances(
@@ -51,7 +69,8 @@ def embedding_distances(
         Defaults to ``A``.
     distance : {"airm", "log_euclidean"}, default="airm"
         Distance between SPD matrices: affine-invariant Riemannian (``sqrt(Σ log² λ_k(A, B))``)
-        or log-Euclidean (``||log A − log B||_F``). Ignored for vectors (Euclidean distance).
+        or log-Euclidean (``||log A − log B||_F``); pyRiemann's ``"riemann"`` and
+        ``"logeuclid"`` are accepted. Ignored for vectors (Euclidean distance).
 
     Returns
     -------
@@ -59,8 +78,7 @@ def embedding_distances(
         Differentiable distances (zero gradient at zero distance), from
         :func:`rankmetric.losses.pair_distances.pairwise_distance`.
     """
-    if distance not in DISTANCES:
-        raise ValueError(f"distance must be one of {DISTANCES}, got {distance!r}.")
+    distance = canonical_metric(distance, DISTANCES, name="distance")
     return pairwise_distance(A, "euclidean" if A.ndim == 2 else distance, B)
 
 
@@ -119,7 +137,8 @@ class RiemannianPotatoLoss(nn.Module):
     momentum : float, default=0.1
         ``α``, rate of the online update of the potato statistics, in (0, 1].
     distance : {"airm", "log_euclidean"}, default="airm"
-        Distance between SPD embeddings; vector embeddings always use the Euclidean distance.
+        Distance between SPD embeddings (``"riemann"``/``"logeuclid"`` accepted); vector
+        embeddings always use the Euclidean distance.
     temperature : float, default=0
         0 averages the hinge terms of each set uniformly; ``T > 0`` weights each violator
         by ``exp(T · hinge)`` as in the Ranked List Loss (Wang et al., CVPR 2019), weights detached.
@@ -130,6 +149,10 @@ class RiemannianPotatoLoss(nn.Module):
         Distances are clamped at ``eps`` before the logarithm (identical embeddings).
     min_log_sigma : float, default=0.05
         Floor on ``log σ_c`` so that a potato built from one or two pairs gives finite z-scores.
+    centre : {"pairwise", "class"}, default="pairwise"
+        ``"pairwise"``: z-scores of anchor-to-sample distances (v0.1); ``"class"``: z-scores
+        of each sample's distance to the batch mean of each class (the poster's potato; see the
+        module docstring).
 
     Attributes
     ----------
@@ -160,11 +183,16 @@ class RiemannianPotatoLoss(nn.Module):
         n_classes: int | None = None,
         eps: float = 1e-6,
         min_log_sigma: float = 0.05,
+        centre: str = "pairwise",
     ) -> None:
         super().__init__()
+        distance = canonical_metric(distance, DISTANCES, name="distance")
         _check_loss_params(margin, neg_weight, momentum, distance, temperature, n_classes, eps)
         if min_log_sigma <= 0:
             raise ValueError(f"min_log_sigma must be > 0, got {min_log_sigma}.")
+        if centre not in CENTRES:
+            raise ValueError(f"centre must be one of {CENTRES}, got {centre!r}.")
+        self.centre = centre
         self.z_threshold = float(z_threshold)
         self.margin = float(margin)
         self.neg_weight = float(neg_weight)
@@ -183,7 +211,8 @@ class RiemannianPotatoLoss(nn.Module):
         return (
             f"z_threshold={self.z_threshold}, margin={self.margin}, neg_weight={self.neg_weight}, "
             f"momentum={self.momentum}, distance={self.distance!r}, "
-            f"temperature={self.temperature}, n_classes={self.log_mu.shape[0]}"
+            f"temperature={self.temperature}, n_classes={self.log_mu.shape[0]}, "
+            f"centre={self.centre!r}"
         )
 
     def forward(self, embeddings: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
@@ -201,6 +230,8 @@ class RiemannianPotatoLoss(nn.Module):
         scalar tensor
         """
         labels = self._check_inputs(embeddings, labels)
+        if self.centre == "class":
+            return self._class_centred(embeddings, labels)
         log_d = embedding_distances(embeddings, distance=self.distance).clamp_min(self.eps).log()
         positive, negative = label_masks(labels)
         if self.training:
@@ -233,12 +264,43 @@ class RiemannianPotatoLoss(nn.Module):
         log_sigma = self.log_sigma[labels].to(log_d.dtype).clamp_min(self.min_log_sigma)[:, None]
         return (log_d - log_mu) / log_sigma
 
+    def _class_centred(self, embeddings: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        """The class-centred potato loss (``centre="class"``)."""
+        classes = torch.unique(labels)
+        means = _class_means(embeddings, labels, classes, self.distance)
+        log_d = embedding_distances(embeddings, means, self.distance).clamp_min(self.eps).log()
+        own = labels[:, None] == classes[None, :]  # (B, K)
+        if self.training:
+            self._update_statistics(log_d.detach(), labels, own, classes)
+        log_mu = self.log_mu[classes].to(log_d.dtype)
+        log_sigma = self.log_sigma[classes].to(log_d.dtype).clamp_min(self.min_log_sigma)
+        z = (log_d - log_mu) / log_sigma
+        known = self.seen[classes][None, :]
+        hard_pos = own & known & (z > self.z_threshold)
+        hard_neg = ~own & known & (z < self.z_threshold + self.margin)
+        loss_pos = _masked_mean(torch.relu(z - self.z_threshold), hard_pos, self.temperature)
+        loss_neg = _masked_mean(
+            torch.relu(self.z_threshold + self.margin - z), hard_neg, self.temperature
+        )
+        return (loss_pos + self.neg_weight * loss_neg).mean()
+
     @torch.no_grad()
     def _update_statistics(
-        self, log_d: torch.Tensor, labels: torch.Tensor, within: torch.Tensor
+        self,
+        log_d: torch.Tensor,
+        labels: torch.Tensor,
+        within: torch.Tensor,
+        columns: torch.Tensor | None = None,
     ) -> None:
-        """Online update of each class's potato from the within-class pairs ``i < j`` of a batch."""
-        pairs = torch.triu(within, diagonal=1).to(torch.float64)  # (B, B), 1 on the pairs used
+        """Online update of each class's potato from a batch's within-class distances.
+
+        Pairwise: the pairs ``i < j`` of ``within`` (B, B). Class-centred (``columns`` given,
+        the classes of the K columns of ``log_d``): each sample's distance to its class mean.
+        """
+        if columns is None:
+            pairs = torch.triu(within, diagonal=1).to(torch.float64)  # (B, B), 1 on pairs used
+        else:
+            pairs = within.to(torch.float64)  # (B, K), 1 on each sample's own class
         values = log_d.to(torch.float64) * pairs
         per_anchor = torch.stack([pairs.sum(1), values.sum(1), (values * values).sum(1)])
         one_hot = torch.nn.functional.one_hot(labels, self.log_mu.shape[0]).to(torch.float64)
@@ -290,6 +352,24 @@ class RiemannianPotatoLoss(nn.Module):
             self.log_sigma = torch.ones_like(incoming, device=self.log_sigma.device)
             self.seen = torch.zeros(incoming.shape, dtype=torch.bool, device=self.seen.device)
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+
+
+def _class_means(
+    embeddings: torch.Tensor, labels: torch.Tensor, classes: torch.Tensor, distance: str
+) -> torch.Tensor:
+    """Mean embedding of each class in ``classes``: arithmetic for vectors, log-Euclidean or
+    (detached) Riemannian for SPD matrices; shape (K, d) or (K, c, c), in the embeddings' dtype."""
+    weights = (labels[:, None] == classes[None, :]).to(embeddings.dtype)  # (B, K)
+    weights = weights / weights.sum(0)
+    if embeddings.ndim == 2:
+        return weights.T @ embeddings
+    if distance == "log_euclidean":
+        logs = spd_log(embeddings)
+        return spd_exp(torch.einsum("bk,bij->kij", weights, logs))
+    # a loop over the K classes of the batch (not over samples): one Karcher mean per class
+    X = embeddings.detach().to(torch.float64)
+    means = [riemannian_mean(X[labels == c]) for c in classes.tolist()]
+    return torch.stack(means).to(embeddings.dtype)
 
 
 def _check_loss_params(margin, neg_weight, momentum, distance, temperature, n_classes, eps) -> None:

@@ -34,6 +34,10 @@ from .stiefel import random_stiefel
 
 __all__ = ["BiMap", "ReEig", "LogEig", "SPDNet", "sym_to_vec", "rectified_log"]
 
+BIMAP_MANIFOLDS = ("stiefel", "free")
+INITS = ("random", "identity")
+HEAD_INITS = ("glorot", "identity")
+
 
 def rectified_log(X: torch.Tensor, eps: float) -> torch.Tensor:
     """``log(ReEig(X)) = U log(max(Λ, εI)) Uᵀ`` with one eigen-decomposition instead of two.
@@ -61,14 +65,23 @@ def rectified_log(X: torch.Tensor, eps: float) -> torch.Tensor:
 
 
 class BiMap(nn.Module):
-    """Bilinear map ``Y = Wᵀ X W`` with ``W`` of shape (d_in, d_out) and orthonormal columns.
+    """Bilinear map ``Y = Wᵀ X W`` with ``W`` of shape (d_in, d_out).
 
     Parameters
     ----------
     d_in, d_out : int
         Input and output sizes, ``d_in >= d_out >= 1``.
+    manifold : {"stiefel", "free"}, default="stiefel"
+        ``"stiefel"``: ``W`` has orthonormal columns (kept so by the Stiefel optimisers; its
+        parameter group carries ``"stiefel": True``). A square Stiefel BiMap is a rotation, which
+        no Riemannian distance sees. ``"free"``: ``W`` is any matrix (plain Euclidean updates), so
+        a square BiMap can re-weight directions; ``Wᵀ X W`` stays SPD while ``W`` has full column
+        rank, and the ReEig that follows floors it anyway.
+    init : {"random", "identity"}, default="random"
+        ``"random"``: QR of a Gaussian matrix (drawn from ``generator``); ``"identity"``: the first
+        ``d_out`` columns of the identity (a square identity BiMap is the identity map).
     generator : torch.Generator, optional
-        Seeds the random orthonormal initialisation (QR of a Gaussian matrix).
+        Seeds the random initialisation.
     dtype, device
         Of the weight.
     """
@@ -78,6 +91,8 @@ class BiMap(nn.Module):
         d_in: int,
         d_out: int,
         *,
+        manifold: str = "stiefel",
+        init: str = "random",
         generator: torch.Generator | None = None,
         dtype: torch.dtype = torch.float32,
         device: torch.device | str | None = None,
@@ -85,9 +100,14 @@ class BiMap(nn.Module):
         super().__init__()
         if d_out > d_in:
             raise ValueError(f"BiMap reduces dimension: d_out={d_out} must be <= d_in={d_in}.")
-        self.weight = nn.Parameter(
-            random_stiefel(d_in, d_out, generator=generator, dtype=dtype, device=device)
-        )
+        _check_option("manifold", manifold, BIMAP_MANIFOLDS)
+        _check_option("init", init, INITS)
+        self.manifold = manifold
+        if init == "identity":
+            weight = torch.eye(d_in, d_out, dtype=dtype, device=device)
+        else:
+            weight = random_stiefel(d_in, d_out, generator=generator, dtype=dtype, device=device)
+        self.weight = nn.Parameter(weight)
 
     def forward(self, X: torch.Tensor) -> torch.Tensor:
         """Map SPD matrices (B, d_in, d_in) to SPD matrices (B, d_out, d_out)."""
@@ -95,30 +115,45 @@ class BiMap(nn.Module):
         return symmetrize(W.transpose(-1, -2) @ X @ W)
 
     def extra_repr(self) -> str:
-        return f"d_in={self.weight.shape[0]}, d_out={self.weight.shape[1]}"
+        d_in, d_out = self.weight.shape
+        return f"d_in={d_in}, d_out={d_out}, manifold={self.manifold!r}"
 
 
 class ReEig(nn.Module):
-    """Eigenvalue rectification ``U max(εI, Λ) Uᵀ`` of SPD matrices (B, c, c).
+    """Eigenvalue rectification ``U max(tI, Λ) Uᵀ`` of SPD matrices (B, c, c).
 
     Parameters
     ----------
     eps : float, default=1e-4
-        Eigenvalue floor ε.
+        Eigenvalue floor: ``t = eps`` (absolute), or ``t = eps · trace(X) / c`` (``relative``).
+    relative : bool, default=False
+        Floor relative to each matrix's spectrum (its mean eigenvalue), so that the layer clamps
+        the same share of the spectrum whatever the scale of the data. An absolute floor of 1e-4
+        never clamps anything on whitened covariances (their eigenvalues lie around 1), and the
+        layer is then the identity. Computed as ``s · clamp(X / s, eps)`` with
+        ``s = trace(X) / c``, so the gradient includes the floor's dependence on ``X``.
     """
 
-    def __init__(self, eps: float = 1e-4) -> None:
+    def __init__(self, eps: float = 1e-4, relative: bool = False) -> None:
         super().__init__()
         if eps <= 0:
             raise ValueError(f"ReEig needs eps > 0, got {eps}.")
+        if relative and eps >= 1:
+            raise ValueError(
+                f"a relative ReEig floor must be < 1 (the mean eigenvalue), got {eps}."
+            )
         self.eps = float(eps)
+        self.relative = bool(relative)
 
     def forward(self, X: torch.Tensor) -> torch.Tensor:
         # Symmetrised so that outputs are exactly symmetric, not only up to rounding.
-        return symmetrize(spd_clamp(X, self.eps))
+        if not self.relative:
+            return symmetrize(spd_clamp(X, self.eps))
+        scale = _mean_eigenvalue(X)
+        return symmetrize(scale * spd_clamp(X / scale, self.eps))
 
     def extra_repr(self) -> str:
-        return f"eps={self.eps}"
+        return f"eps={self.eps}, relative={self.relative}"
 
 
 class LogEig(nn.Module):
@@ -134,15 +169,26 @@ class SPDNet(nn.Module):
     Parameters
     ----------
     sizes : sequence of int
-        ``[c, h1, ..., hk]``: input size then the output size of each BiMap (non-increasing).
-        ``[c]`` alone is the identity network (no BiMap).
+        ``[c, h1, ..., hk]``: input size then the output size of each BiMap (non-increasing;
+        equal sizes, e.g. ``[c, c, c // 2]``, give square re-weighting layers with
+        ``bimap="free"``). ``[c]`` alone is the identity network (no BiMap).
     eps : float, default=1e-4
-        ReEig eigenvalue floor.
+        ReEig eigenvalue floor (absolute, or relative to the mean eigenvalue).
+    relative_eps : bool, default=False
+        ReEig floors at ``eps · trace(X) / c`` instead of ``eps`` (see :class:`ReEig`).
+    bimap : {"stiefel", "free"}, default="stiefel"
+        Weight manifold of every BiMap (see :class:`BiMap`).
+    init : {"random", "identity"}, default="random"
+        BiMap initialisation; ``"identity"`` with square BiMaps (and a floor below the spectrum)
+        makes the untrained network the identity map.
     log_output : bool, default=False
         Return ``log(Y)`` (symmetric, (B, hk, hk)) instead of the SPD output ``Y``.
     head_dim : int, optional
         If given, return ``Linear(sym_to_vec(log Y))`` of shape (B, head_dim), a Euclidean
         embedding (``log_output`` is then implied).
+    head_init : {"glorot", "identity"}, default="glorot"
+        Head weights: Glorot-uniform, or the identity (``head_dim = hk (hk + 1) / 2``; the
+        untrained head then keeps log-Euclidean distances). The bias starts at 0.
     generator : torch.Generator, optional
         Seeds every random initialisation (Stiefel weights and the head).
     dtype, device
@@ -153,6 +199,7 @@ class SPDNet(nn.Module):
     >>> net = SPDNet([93, 30])                  # HDM05-style
     >>> net = SPDNet([400, 200, 100, 50])       # AFEW-style
     >>> out = net(torch.eye(93).expand(8, 93, 93))   # (8, 30, 30), SPD
+    >>> net = SPDNet([12, 12, 12], bimap="free", init="identity", eps=0.05, relative_eps=True)
     """
 
     def __init__(
@@ -160,18 +207,33 @@ class SPDNet(nn.Module):
         sizes: Sequence[int],
         *,
         eps: float = 1e-4,
+        relative_eps: bool = False,
+        bimap: str = "stiefel",
+        init: str = "random",
         log_output: bool = False,
         head_dim: int | None = None,
+        head_init: str = "glorot",
         generator: torch.Generator | None = None,
         dtype: torch.dtype = torch.float32,
         device: torch.device | str | None = None,
     ) -> None:
         super().__init__()
         self.sizes = _check_sizes(sizes)
+        _check_option("head_init", head_init, HEAD_INITS)
         blocks: list[nn.Module] = []
         for d_in, d_out in zip(self.sizes[:-1], self.sizes[1:]):
-            blocks.append(BiMap(d_in, d_out, generator=generator, dtype=dtype, device=device))
-            blocks.append(ReEig(eps))
+            blocks.append(
+                BiMap(
+                    d_in,
+                    d_out,
+                    manifold=bimap,
+                    init=init,
+                    generator=generator,
+                    dtype=dtype,
+                    device=device,
+                )  # fmt: skip
+            )
+            blocks.append(ReEig(eps, relative=relative_eps))
         self.layers = nn.Sequential(*blocks)
         self.log_output = bool(log_output) or head_dim is not None
         self.head = None
@@ -179,8 +241,14 @@ class SPDNet(nn.Module):
             if int(head_dim) != head_dim or head_dim < 1:
                 raise ValueError(f"head_dim must be a positive integer, got {head_dim!r}.")
             c = self.sizes[-1]
-            self.head = nn.Linear(c * (c + 1) // 2, int(head_dim), dtype=dtype, device=device)
-            _init_linear(self.head, generator)
+            n_in = c * (c + 1) // 2
+            if head_init == "identity" and int(head_dim) != n_in:
+                raise ValueError(
+                    f"an identity head needs head_dim = {n_in} (the log-vector size), "
+                    f"got {head_dim}."
+                )
+            self.head = nn.Linear(n_in, int(head_dim), dtype=dtype, device=device)
+            _init_linear(self.head, generator, identity=head_init == "identity")
 
     @property
     def bimaps(self) -> list[BiMap]:
@@ -188,14 +256,14 @@ class SPDNet(nn.Module):
         return [m for m in self.layers if isinstance(m, BiMap)]
 
     def parameter_groups(self) -> list[dict]:
-        """Parameter groups for the Stiefel optimisers: BiMap weights with ``"stiefel": True``.
+        """Parameter groups for the Stiefel optimisers (Stiefel BiMaps carry ``"stiefel": True``).
 
         Returns
         -------
         list of dict
             ``[{"params": [...], "stiefel": True}, {"params": [...]}]`` (empty groups left out).
         """
-        stiefel = [m.weight for m in self.bimaps]
+        stiefel = [m.weight for m in self.bimaps if m.manifold == "stiefel"]
         ids = {id(p) for p in stiefel}
         euclidean = [p for p in self.parameters() if id(p) not in ids]
         groups = [{"params": stiefel, "stiefel": True}] if stiefel else []
@@ -212,7 +280,7 @@ class SPDNet(nn.Module):
         Returns
         -------
         tensor of shape (B, hk, hk), or (B, head_dim) with a head
-            SPD matrices (eigenvalues ≥ eps after the first block), their logarithms when
+            SPD matrices (eigenvalues ≥ the floor after the first block), their logarithms when
             ``log_output``, or head vectors.
         """
         if X.ndim != 3 or X.shape[-1] != X.shape[-2] or X.shape[-1] != self.sizes[0]:
@@ -224,6 +292,8 @@ class SPDNet(nn.Module):
             return self.layers(X)
         if len(self.layers) == 0:
             Y = spd_log(X)
+        elif self.layers[-1].relative:
+            Y = spd_log(self.layers(X))
         else:  # the last ReEig and LogEig share one eigen-decomposition
             last_reeig = self.layers[-1]
             Y = rectified_log(self.layers[:-1](X), last_reeig.eps)
@@ -243,11 +313,27 @@ def _check_sizes(sizes: Sequence[int]) -> list[int]:
     return sizes
 
 
+def _check_option(name: str, value, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {choices}, got {value!r}.")
+
+
+def _mean_eigenvalue(X: torch.Tensor) -> torch.Tensor:
+    """``trace(X) / c`` of a stack (..., c, c), shaped (..., 1, 1), floored at the dtype's tiny."""
+    mean = torch.diagonal(X, dim1=-2, dim2=-1).mean(dim=-1)
+    return mean.clamp_min(torch.finfo(X.dtype).tiny)[..., None, None]
+
+
 @torch.no_grad()
-def _init_linear(layer: nn.Linear, generator: torch.Generator | None) -> None:
-    """Glorot-uniform weight and zero bias, drawn from ``generator``."""
+def _init_linear(
+    layer: nn.Linear, generator: torch.Generator | None, identity: bool = False
+) -> None:
+    """Glorot-uniform (or identity) weight and zero bias, drawn from ``generator``."""
+    layer.bias.zero_()
+    if identity:
+        layer.weight.copy_(torch.eye(*layer.weight.shape))
+        return
     fan_out, fan_in = layer.weight.shape
     bound = math.sqrt(6.0 / (fan_in + fan_out))
     weight = torch.rand(layer.weight.shape, generator=generator, dtype=torch.float64)
     layer.weight.copy_((2 * weight - 1) * bound)
-    layer.bias.zero_()

@@ -3,6 +3,8 @@
 - ``Covariances`` turns multichannel trials (EEG, MEG, motion sensors) into the SPD covariance
   matrices that :class:`rankmetric.RPLEmbedding` takes, so that a whole pyRiemann-style pipeline
   runs on raw signals.
+- ``RegionCovariances`` turns images into region covariance descriptors (Tuzel, Porikli & Meer,
+  ECCV 2006): 8 × 8 SPD matrices of per-pixel position, intensity and derivative features.
 - ``StripeHistograms`` turns image crops into LOMO-like stripe histograms (intensity, local
   binary patterns, gradient orientation) for re-identification with a χ² kernel.
 
@@ -17,5 +19,6 @@ from __future__ import annotations
 
 from .covariances import Covariances
 from .lomo import StripeHistograms
+from .region_covariance import RegionCovariances, region_covariances
 
-__all__ = ["Covariances", "StripeHistograms"]
+__all__ = ["Covariances", "RegionCovariances", "StripeHistograms", "region_covariances"]

@@ -1,0 +1,54 @@
+"""The one table of SPD metric names: ours and pyRiemann's aliases.
+
+pyRiemann names the affine-invariant Riemannian metric ``"riemann"`` and the log-Euclidean one
+``"logeuclid"``; every RPL/SPD estimator, loss and geometry function that takes a metric name
+resolves it through :func:`canonical_metric`.
+"""
+
+from __future__ import annotations
+
+__all__ = ["METRIC_ALIASES", "canonical_metric"]
+
+#: Alias -> canonical metric name (canonical names map to themselves).
+METRIC_ALIASES = {
+    "airm": "airm",
+    "riemann": "airm",
+    "affine_invariant": "airm",
+    "log_euclidean": "log_euclidean",
+    "logeuclid": "log_euclidean",
+    "log-euclidean": "log_euclidean",
+    "euclidean": "euclidean",
+}
+
+
+def canonical_metric(metric, allowed: tuple[str, ...] | None = None, *, name: str = "metric"):
+    """The canonical name of an SPD metric, or ``metric`` itself when it is a callable.
+
+    Parameters
+    ----------
+    metric : str or callable
+        ``"airm"`` / ``"riemann"``, ``"log_euclidean"`` / ``"logeuclid"``, ... (case ignored).
+    allowed : tuple of str, optional
+        Canonical names accepted here (default: all of :data:`METRIC_ALIASES`' values).
+    name : str, default="metric"
+        Parameter name used in the error message.
+
+    Returns
+    -------
+    str or callable
+
+    Raises
+    ------
+    ValueError
+        If ``metric`` is neither a callable nor a name (or alias) of an allowed metric.
+    """
+    if callable(metric):
+        return metric
+    allowed = tuple(dict.fromkeys(METRIC_ALIASES.values())) if allowed is None else allowed
+    canonical = METRIC_ALIASES.get(str(metric).lower()) if isinstance(metric, str) else None
+    if canonical is None or canonical not in allowed:
+        aliases = sorted(k for k, v in METRIC_ALIASES.items() if v in allowed and k not in allowed)
+        raise ValueError(
+            f"{name} must be one of {allowed} (aliases: {', '.join(aliases)}), got {metric!r}."
+        )
+    return canonical

@@ -1,0 +1,202 @@
+"""SPDNetEmbedding: one network, any loss; the identity start; step 0 kept when best."""
+
+import numpy as np
+import pytest
+import scipy.linalg
+import torch
+from sklearn.base import clone
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import FunctionTransformer
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from rankmetric.estimators.rpl import RPLEmbedding
+from rankmetric.estimators.spdnet import LOSSES, SPDNetEmbedding
+from rankmetric.io import load_model, save_model
+
+FAST = {"max_iter": 6, "validation_every": 3, "random_state": 0, "device": "cpu"}
+
+
+def _data(n_per_class=12, c=5, n_classes=3, seed=0):
+    """SPD matrices whose log-spectra carry the class (a small, separable set)."""
+    rng = np.random.default_rng(seed)
+    y = np.repeat(np.arange(n_classes), n_per_class)
+    centres = rng.normal(scale=0.8, size=(n_classes, c))
+    log_s = centres[y] + 0.3 * rng.normal(size=(len(y), c))
+    Q, _ = np.linalg.qr(rng.normal(size=(c, c)))
+    X = (Q * np.exp(log_s)[:, None, :]) @ Q.T
+    return (X + np.swapaxes(X, 1, 2)) / 2, y
+
+
+def _reference(est, X):
+    """The untrained reference: vec(log(W X W)) with the estimator's whitening W."""
+    W = est.whitening_
+    L = np.stack([scipy.linalg.logm(W @ x @ W).real for x in X])
+    rows, cols = np.triu_indices(X.shape[1])
+    scale = np.where(rows == cols, 1.0, np.sqrt(2.0))
+    return L[:, rows, cols] * scale
+
+
+# ---------------------------------------------------------------- scikit-learn contract
+# as for RPLEmbedding (tests/estimators/test_rpl.py): bare (2-D checks expected to fail), and in a
+# pipeline whose first step maps feature rows to SPD matrices
+
+
+def _rows_to_spd(X):
+    """Map feature rows x (d,) to SPD matrices diag(1.5 + tanh x) + 0.2 tanh(x) tanh(x)ᵀ / d.
+
+    Lets scikit-learn's 2-D estimator checks reach the estimator with valid SPD input; the dtype
+    of ``X`` is kept.
+    """
+    t = np.tanh(np.asarray(X))
+    d = t.shape[1]
+    eye = np.eye(d, dtype=t.dtype)
+    return eye * (1.5 + t)[:, :, None] + 0.2 * t[:, :, None] * t[:, None, :] / d
+
+
+_NEEDS_2D = "the check feeds 2-D features; SPDNetEmbedding takes SPD matrices (n, c, c)"
+_BARE_EXPECTED_FAILURES = {
+    name: _NEEDS_2D
+    for name in [
+        "check_fit_score_takes_y",
+        "check_estimators_overwrite_params",
+        "check_dont_overwrite_parameters",
+        "check_estimators_fit_returns_self",
+        "check_readonly_memmap_input",
+        "check_n_features_in_after_fitting",
+        "check_positive_only_tag_during_fit",
+        "check_estimators_dtypes",
+        "check_dtype_object",
+        "check_pipeline_consistency",
+        "check_estimators_nan_inf",
+        "check_estimators_pickle",
+        "check_f_contiguous_array_estimator",
+        "check_transformer_data_not_an_array",
+        "check_transformer_general",
+        "check_transformer_preserve_dtypes",
+        "check_transformer_n_iter",
+        "check_methods_sample_order_invariance",
+        "check_methods_subset_invariance",
+        "check_fit2d_1feature",
+        "check_dict_unchanged",
+        "check_fit_idempotent",
+        "check_fit_check_is_fitted",
+        "check_n_features_in",
+        "check_fit2d_predict1d",
+    ]
+}
+_IN_PLACE = "a Pipeline fits its steps in place, so its `steps` parameter changes"
+_PIPELINE_EXPECTED_FAILURES = {
+    "check_estimators_overwrite_params": _IN_PLACE,
+    "check_dont_overwrite_parameters": _IN_PLACE,
+}
+
+
+@parametrize_with_checks(
+    [SPDNetEmbedding("lifted", **FAST)],
+    expected_failed_checks=lambda est: _BARE_EXPECTED_FAILURES,
+)
+def test_sklearn_checks_bare(estimator, check):
+    check(estimator)
+
+
+def _spd_pipeline():
+    return make_pipeline(
+        FunctionTransformer(_rows_to_spd, validate=True), SPDNetEmbedding("lifted", **FAST)
+    )
+
+
+@parametrize_with_checks(
+    [_spd_pipeline()], expected_failed_checks=lambda est: _PIPELINE_EXPECTED_FAILURES
+)
+def test_sklearn_checks_on_spd_input(estimator, check):
+    check(estimator)
+
+
+@pytest.mark.parametrize("loss", [name for name in LOSSES if name != "triplet"])
+def test_every_loss_trains_the_same_network(loss):
+    X, y = _data()
+    est = SPDNetEmbedding(loss, **FAST).fit(X, y)
+    assert [w.shape for w in est.weights_] == [(5, 5), (5, 5)]
+    assert est.head_weight_.shape == (15, 15)
+    assert np.all(np.isfinite(est.loss_curve_)) and est.n_iter_ <= 6
+    assert est.transform(X).shape == (len(X), 15)
+    assert est.initial_validation_score_ <= est.validation_score_
+
+
+def test_dsml_triplet_on_riemannian_distances_of_spd_outputs():
+    X, y = _data()
+    est = SPDNetEmbedding("triplet", head="spd", distance="riemann", **FAST).fit(X, y)
+    assert est.head_weight_ is None
+    Y = clone(est).set_params(output="spd")
+    Y.__dict__.update({k: v for k, v in vars(est).items() if k.endswith("_")})
+    S = Y.transform(X[:4])
+    expected = [np.sqrt((np.log(scipy.linalg.eigh(S[1], S[0], eigvals_only=True)) ** 2).sum())]
+    np.testing.assert_allclose(est.pair_distances(X[:1], X[1:2]), expected, rtol=1e-5)
+
+
+def test_untrained_network_is_the_log_euclidean_reference():
+    X, y = _data()
+    est = SPDNetEmbedding(eps=1e-6, max_iter=1, learning_rate=1e-12, validation_fraction=0,
+                          random_state=0, device="cpu").fit(X, y)  # fmt: skip
+    np.testing.assert_allclose(est.transform(X), _reference(est, X), rtol=1e-5, atol=1e-5)
+
+
+def test_the_start_is_kept_when_training_only_hurts():
+    X, y = _data()
+    est = SPDNetEmbedding(eps=1e-6, learning_rate=50.0, **FAST).fit(X, y)
+    assert est.best_iter_ == 0
+    assert est.validation_score_ == est.initial_validation_score_
+    np.testing.assert_allclose(est.transform(X), _reference(est, X), rtol=1e-5, atol=1e-5)
+
+
+def test_rpl_embedding_is_the_rpl_configuration():
+    X, y = _data()
+    ours = RPLEmbedding(margin=1.5, potato="pairwise", **FAST).fit(X, y)
+    generic = SPDNetEmbedding("rpl", loss_params={"margin": 1.5, "centre": "pairwise"}, **FAST).fit(
+        X, y
+    )
+    np.testing.assert_array_equal(ours.transform(X), generic.transform(X))
+    assert "loss" not in ours.get_params() and ours.get_params()["potato"] == "pairwise"
+
+
+def test_save_load_round_trip_with_a_head(tmp_path):
+    X, y = _data()
+    est = SPDNetEmbedding("lifted", **FAST).fit(X, y)
+    save_model(est, tmp_path / "m.npz")
+    loaded = load_model(tmp_path / "m.npz")
+    assert isinstance(loaded, SPDNetEmbedding)
+    np.testing.assert_array_equal(loaded.transform(X), est.transform(X))
+    np.testing.assert_allclose(
+        est.pair_distances(X[:3], X[3:6]),
+        np.linalg.norm(est.transform(X[:3]) - est.transform(X[3:6]), axis=1),
+        rtol=1e-6,
+    )
+
+
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        ({"loss": "contrastive"}, "loss"),
+        ({"loss": "npair", "head": "spd"}, "head"),
+        ({"loss": "triplet"}, "head='spd'"),
+        ({"head": "linear", "output": "spd"}, "output"),
+        ({"head": "tangent"}, "head"),
+        ({"bimap": "grassmann"}, "bimap"),
+        ({"init": "pca"}, "init"),
+        ({"eps": 1.5}, "relative eps"),
+        ({"distance": "wasserstein"}, "distance"),
+        ({"loss_params": [1]}, "loss_params"),
+    ],
+)
+def test_bad_parameters_raise(params, message):
+    X, y = _data()
+    with pytest.raises(ValueError, match=message):
+        SPDNetEmbedding(**{**FAST, **params}).fit(X, y)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_matches_cpu():
+    X, y = _data()
+    cpu = SPDNetEmbedding(**FAST).fit(X, y)
+    gpu = SPDNetEmbedding(**{**FAST, "device": "cuda"}).fit(X, y)
+    np.testing.assert_allclose(gpu.transform(X), cpu.transform(X), rtol=1e-3, atol=1e-3)

@@ -36,8 +36,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._utils import resolve_device, to_tensor
 from .._validation import check_labels
-from ..evaluate._search import smallest_k
 from ..io import load_model, register_estimator, save_model
+from ..neighbors import smallest_k
 from .lmnn import (
     LMNN,
     ActiveSet,

@@ -126,7 +126,12 @@ def check_ks(ks, n_candidates: int, name: str = "k") -> tuple[int, ...]:
 
     ``ks`` may be one integer or an iterable; the result is a sorted tuple without duplicates.
     """
-    values = (ks,) if isinstance(ks, Integral) else tuple(ks)
+    if isinstance(ks, Integral):
+        values = (ks,)
+    elif isinstance(ks, Iterable) and not isinstance(ks, (str, bytes)):
+        values = tuple(ks)
+    else:
+        raise ValueError(f"{name} must be a positive integer or a list of them, got {ks!r}.")
     if not values:
         raise ValueError(f"{name} is empty.")
     for k in values:

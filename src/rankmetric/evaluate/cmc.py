@@ -6,8 +6,8 @@ import numpy as np
 import torch
 
 from .._utils import resolve_device
+from ..neighbors import Gallery, check_metric, for_each_chunk, resolve_chunk_size
 from ._inputs import as_embeddings, check_ks, check_same_width, compute_dtype, encode_labels
-from ._search import Gallery, check_metric, for_each_chunk, resolve_chunk_size
 
 __all__ = ["cmc_curve"]
 

@@ -10,8 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from rankmetric.evaluate import _search
-from rankmetric.evaluate._search import auto_chunk_size, smallest_k
+from rankmetric.neighbors import _search, auto_chunk_size, smallest_k
 
 
 def _reference(S: np.ndarray, k: int) -> np.ndarray:

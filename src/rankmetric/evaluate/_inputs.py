@@ -9,6 +9,7 @@ import numpy as np
 import torch
 
 from .._validation import check_finite, check_labels
+from ..neighbors import squared_norms
 
 __all__ = [
     "as_embeddings",
@@ -58,14 +59,14 @@ def as_embeddings(X, name: str, device: torch.device, dtype: torch.dtype) -> tor
     T = X.to(device=device, dtype=dtype) if isinstance(X, torch.Tensor) else None
     if T is None:
         T = torch.as_tensor(np.ascontiguousarray(X), dtype=dtype, device=device)
+    # one pass: a NaN or infinite entry makes its row's squared norm NaN or infinite too
+    if bool(torch.isfinite(squared_norms(T)).all()):
+        return T.contiguous()
     if not bool(torch.isfinite(T).all()):
         raise ValueError(f"{name} contains NaN or infinity.")
-    if not bool(torch.isfinite(T.square().sum(dim=1)).all()):
-        raise ValueError(
-            f"{name} has values too large for {dtype} distances (squared norms overflow): "
-            "rescale it."
-        )
-    return T.contiguous()
+    raise ValueError(
+        f"{name} has values too large for {dtype} distances (squared norms overflow): rescale it."
+    )
 
 
 def as_label_array(y, name: str) -> np.ndarray:

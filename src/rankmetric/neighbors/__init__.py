@@ -22,6 +22,7 @@ from ._search import (
     for_each_chunk,
     resolve_chunk_size,
     smallest_k,
+    squared_norms,
     to_distance,
 )
 from .tiled import MAX_TILED_K, nearest_chunks, uses_tiles
@@ -38,6 +39,7 @@ __all__ = [
     "nearest_chunks",
     "resolve_chunk_size",
     "smallest_k",
+    "squared_norms",
     "to_distance",
     "uses_tiles",
 ]

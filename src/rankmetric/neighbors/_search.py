@@ -21,7 +21,15 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-__all__ = ["METRICS", "Gallery", "auto_chunk_size", "for_each_chunk", "smallest_k", "to_distance"]
+__all__ = [
+    "METRICS",
+    "Gallery",
+    "auto_chunk_size",
+    "for_each_chunk",
+    "smallest_k",
+    "squared_norms",
+    "to_distance",
+]
 
 METRICS = ("euclidean", "sqeuclidean", "cosine")
 MEMORY_BUDGET = 256 * 2**20  # bytes for the per-chunk temporaries
@@ -32,6 +40,14 @@ def check_metric(metric: str) -> str:
     if metric not in METRICS:
         raise ValueError(f"metric must be one of {METRICS}, got {metric!r}.")
     return metric
+
+
+def squared_norms(X: torch.Tensor, block: int = 4096) -> torch.Tensor:
+    """``||x||²`` of each row of ``X`` (n, d), in cache-sized row blocks (no n × d temporary)."""
+    out = torch.empty(X.shape[0], dtype=X.dtype, device=X.device)
+    for start in range(0, X.shape[0], block):  # loop over row blocks, not samples
+        out[start : start + block] = X[start : start + block].square().sum(dim=1)
+    return out
 
 
 def _unit_rows(X: torch.Tensor) -> torch.Tensor:
@@ -62,7 +78,7 @@ class Gallery:
             return cls(
                 _unit_rows(G), torch.zeros(G.shape[0], dtype=G.dtype, device=G.device), metric
             )
-        return cls(G, G.square().sum(dim=1), metric)
+        return cls(G, squared_norms(G), metric)
 
     def __len__(self) -> int:
         return self.vectors.shape[0]
@@ -71,7 +87,7 @@ class Gallery:
         """Queries in the gallery's form and their constant ``||q||²`` (0 for cosine)."""
         if self.metric == "cosine":
             return _unit_rows(Q), torch.zeros(Q.shape[0], dtype=Q.dtype, device=Q.device)
-        return Q, Q.square().sum(dim=1)
+        return Q, squared_norms(Q)
 
     def scores(self, Qc: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
         """Ranking scores of a chunk of prepared queries, shape (n_chunk, n_gallery).

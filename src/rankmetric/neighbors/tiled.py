@@ -3,9 +3,10 @@
 A chunk of queries is scored against the gallery one *block* of items at a time, so a score
 tile (``chunk × block``, about 2 MB by default: it stays in the L2/L3 cache) is the largest
 temporary and memory is ``O(chunk × (block + k))`` whatever the gallery size. Each query keeps
-its ``k`` best items as a running list; after the first block, most tiles hold no item better
-than a query's current k-th score, which one row-wise minimum over the tile detects, and only
-the rows that improve are selected and merged. The matrix products then dominate the time.
+its ``k`` best items as a running list; after the first blocks, few items of a tile beat a
+query's current k-th score: a row-wise minimum over the tile finds the queries that improve,
+and only their items below the k-th score are merged into their lists. The matrix products
+then dominate the time.
 
 Exact tie order: a float32 score and its gallery index are packed into one int64 *key*
 (order-preserving bits of the score in the high half, the index in the low half), so keys are
@@ -45,10 +46,33 @@ def uses_tiles(Q: torch.Tensor, k: int) -> bool:
     return Q.dtype == torch.float32 and Q.device.type == "cpu" and k <= MAX_TILED_K
 
 
-def _pack(scores: torch.Tensor, first_index: int) -> torch.Tensor:
-    """int64 keys of a (n, b) float32 tile whose columns are items ``first_index + j``."""
-    cols = torch.arange(first_index, first_index + scores.shape[1], device=scores.device)
-    return (_sortable_bits(scores).to(torch.int64) << 32) | cols
+def _pack_items(scores: torch.Tensor, items: torch.Tensor) -> torch.Tensor:
+    """int64 keys of float32 ``scores`` of gallery ``items`` (same shape)."""
+    return (_sortable_bits(scores).to(torch.int64) << 32) | items
+
+
+def _merge(
+    running: torch.Tensor, threshold: torch.Tensor, rows: torch.Tensor, keys: torch.Tensor
+) -> None:
+    """Merge candidate ``keys`` of query ``rows`` (grouped by row) into the running top-k.
+
+    The candidates of each improving row are laid out after its ``k`` running keys in one
+    padded matrix, whose ``k`` smallest keys per row become the new running list.
+    """
+    k = running.shape[1]
+    counts = torch.bincount(rows, minlength=running.shape[0])
+    improving = counts.nonzero().squeeze(1)
+    slot = torch.cumsum(counts > 0, dim=0) - 1  # row → its line in the padded matrix
+    first = torch.cumsum(counts, dim=0) - counts  # row → position of its first candidate
+    position = torch.arange(rows.shape[0], device=rows.device) - first[rows]
+    padded = torch.full(
+        (improving.shape[0], k + int(counts.max())), _NO_KEY, dtype=torch.int64, device=rows.device
+    )
+    padded[:, :k] = running[improving]
+    padded[slot[rows], k + position] = keys
+    merged = padded.topk(k, dim=1, largest=False, sorted=True).values
+    running[improving] = merged
+    threshold[improving] = _unpack(merged[:, -1])[0]
 
 
 def _unpack(keys: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -89,15 +113,12 @@ def _tiled_chunk(
         )
         if exclude_self:
             _exclude_own_items(tile, rows, start)
-        better = (tile.amin(dim=1) < threshold).nonzero().squeeze(1)
-        if better.numel() == 0:
+        improving = (tile.amin(dim=1) < threshold).nonzero().squeeze(1)
+        if improving.numel() == 0:
             continue
-        candidates = _pack(tile[better], start)
-        candidates = candidates.topk(min(k, candidates.shape[1]), dim=1, largest=False).values
-        merged = torch.cat([running[better], candidates], dim=1)
-        merged = merged.topk(k, dim=1, largest=False, sorted=True).values
-        running[better] = merged
-        threshold[better] = _unpack(merged[:, -1])[0]
+        sub = tile[improving]
+        r, c = (sub < threshold[improving].unsqueeze(1)).nonzero(as_tuple=True)
+        _merge(running, threshold, improving[r], _pack_items(sub[r, c], c + start))
     return _unpack(running)
 
 

@@ -18,6 +18,7 @@ _LAZY = {
     "KISSME": "rankmetric.estimators.kissme",
     "save_model": "rankmetric.io",
     "load_model": "rankmetric.io",
+    "threads": "rankmetric._threads",
 }
 
 __all__ = ["__version__", *_LAZY]

@@ -7,6 +7,7 @@ import os
 import numpy as np
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .._threads import fit_threads
 from ..io import load_model, save_model
 
 __all__ = ["MetricLearnerMixin", "MahalanobisMixin"]
@@ -17,7 +18,18 @@ class MetricLearnerMixin:
 
     Estimators whose embedding lives on the unit sphere (SSNE) have ``d² = 2 − 2 S(a, b)``,
     so nearest neighbours under ``d`` are the most similar points under ``S``.
+
+    Every ``fit`` / ``fit_pairs`` a subclass defines runs under
+    :func:`rankmetric._threads.fit_threads`: one thread for small data, all of torch's threads
+    for large data, or ``self.n_threads`` when the estimator has that parameter.
     """
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        for name in ("fit", "fit_pairs"):
+            method = cls.__dict__.get(name)
+            if callable(method) and not getattr(method, "sized_threads", False):
+                setattr(cls, name, fit_threads(method))
 
     def pair_distances(self, X1, X2) -> np.ndarray:
         """Learned distance between the rows of ``X1`` and ``X2`` (paired, same length)."""

@@ -302,6 +302,10 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         uninterrupted one (same seed, CPU). The file is removed when the fit completes.
     checkpoint_every : int, default=100
         Steps between two checkpoints.
+    n_threads : int or None, default=None
+        CPU threads of the fit (``-1``: every core). None: one thread when
+        ``n_samples × n_features < 10⁷``, else torch's thread count (see
+        :mod:`rankmetric._threads`).
 
     Attributes
     ----------
@@ -351,6 +355,7 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         verbose: bool = False,
         checkpoint_dir: str | None = None,
         checkpoint_every: int = 100,
+        n_threads: int | None = None,
     ) -> None:
         self.n_components = n_components
         self.margin = margin
@@ -371,6 +376,7 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         self.verbose = verbose
         self.checkpoint_dir = checkpoint_dir
         self.checkpoint_every = checkpoint_every
+        self.n_threads = n_threads
 
     def fit(self, X, y, X_val=None, y_val=None) -> WARCA:
         """Learn the map from labelled data.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from .._threads import thread_limit, threads_for
 from .._utils import resolve_device
 from ..neighbors import Gallery, check_metric, faiss_available, faiss_search, nearest_chunks
 from ..neighbors import to_distance as _to_distance
@@ -41,6 +42,7 @@ def knn_search(
     chunk_size: int | None = None,
     device: str | torch.device | None = None,
     backend: str = "auto",
+    n_threads: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Exact k nearest gallery items of each query.
 
@@ -71,6 +73,9 @@ def knn_search(
         (faiss must be installed; float32 only; much slower for large ``k``; which of several
         items tied at the k-th place it keeps is its own choice, see
         :mod:`rankmetric.neighbors._faiss`).
+    n_threads : int, optional
+        CPU threads (``-1``: every core). None: one thread for small searches (fewer than
+        10⁷ multiply-adds), else torch's thread count (see :mod:`rankmetric._threads`).
 
     Returns
     -------
@@ -94,8 +99,16 @@ def knn_search(
             f"({Q.shape[0]}) than gallery items ({G.shape[0]})."
         )
     (k,) = check_ks(k, G.shape[0] - int(exclude_self))
-    if backend == "faiss":
-        return faiss_search(Q, G, k, metric, exclude_self)
+    with thread_limit(threads_for(Q.shape[0] * G.numel(), n_threads)):
+        if backend == "faiss":
+            return faiss_search(Q, G, k, metric, exclude_self)
+        return _torch_search(Q, G, k, metric, exclude_self, chunk_size)
+
+
+def _torch_search(Q, G, k, metric, exclude_self, chunk_size) -> tuple[np.ndarray, np.ndarray]:
+    """The torch path of :func:`knn_search` on validated tensors."""
+    dtype = Q.dtype
+    dev = Q.device
     distances = torch.empty((Q.shape[0], k), dtype=dtype, device=dev)
     indices = torch.empty((Q.shape[0], k), dtype=torch.int64, device=dev)
     chunks = nearest_chunks(

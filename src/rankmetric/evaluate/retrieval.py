@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from .._threads import thread_limit, threads_for
 from .._utils import resolve_device
 from ..neighbors import Gallery, check_metric, nearest_chunks
 from ._inputs import as_embeddings, check_ks, check_same_width, compute_dtype, encode_labels
@@ -111,12 +112,13 @@ def _retrieval_pass(
         order=order,
         chunk_size=chunk_size,
     )
-    for rows, _, nearest, _ in chunks:  # loop over query chunks
-        relevant = g_codes_t[nearest] == q_codes_t[rows].unsqueeze(1)
-        first = torch.argmax(relevant.to(torch.uint8), dim=1)
-        first_hit[rows] = torch.where(relevant.any(dim=1), first, G.shape[0])
-        if need_map:
-            ap[rows] = _average_precision_at_r(relevant, R_t[rows])
+    with thread_limit(threads_for(Q.shape[0] * G.numel())):
+        for rows, _, nearest, _ in chunks:  # loop over query chunks
+            relevant = g_codes_t[nearest] == q_codes_t[rows].unsqueeze(1)
+            first = torch.argmax(relevant.to(torch.uint8), dim=1)
+            first_hit[rows] = torch.where(relevant.any(dim=1), first, G.shape[0])
+            if need_map:
+                ap[rows] = _average_precision_at_r(relevant, R_t[rows])
 
     first_hit, ap, scored = first_hit.cpu().numpy(), ap.cpu().numpy(), R > 0
     result = {f"recall@{k}": float(np.mean(first_hit < k)) for k in ks}

@@ -38,6 +38,8 @@ STATS_CHUNK_ROWS = 65536
 AUTO_BATCH = (64, 512)
 #: ``tol_window=None``: ``clip(50 · batch / 512, *AUTO_WINDOW)`` steps per window.
 AUTO_WINDOW = (20, 50)
+#: The fixed schedule of rankmetric 0.1 (the published bench tables pin it, to reproduce).
+SCHEDULE_0_1 = {"batch_size": 512, "tol_window": 50, "learning_rate": 1e-2}
 
 
 def auto_schedule(

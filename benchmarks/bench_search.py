@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import sys
 import time
 
 import numpy as np
@@ -47,6 +48,8 @@ def measure(Q: np.ndarray, G: np.ndarray, k: int, threads: int, repeats: int) ->
         times["ours"].append(t)
         t, idx_faiss = _time(peer)
         times["faiss"].append(t)
+        pair = f"ours {times['ours'][-1]:.2f} s, faiss {t:.2f} s"
+        print(f"  {threads} thread(s): {pair}", file=sys.stderr, flush=True)
     result = {name: statistics.median(ts) for name, ts in times.items()}
     result["ratios"] = [o / f for o, f in zip(times["ours"], times["faiss"])]
     result["same"] = float(np.mean(np.all(idx_ours == idx_faiss, axis=1)))

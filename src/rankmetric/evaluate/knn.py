@@ -47,7 +47,7 @@ def knn_search(
     """Exact k nearest gallery items of each query.
 
     float32 searches on the CPU score the gallery in cache-sized tiles and keep a running
-    top-k per query (memory ``O(chunk × (512 + k))``; see :mod:`rankmetric.neighbors.tiled`);
+    top-k per query (memory ``O(chunk × (1024 + k))``; see :mod:`rankmetric.neighbors.tiled`);
     float64, CUDA and ``k > 256`` score full-width chunks of queries.
 
     Parameters

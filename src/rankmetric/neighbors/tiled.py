@@ -1,7 +1,7 @@
 """Exact k-nearest-neighbour search at the matrix-product limit: tiles and a running top-k.
 
 A chunk of queries is scored against the gallery one *block* of items at a time, so a score
-tile (``chunk × block``, about 2 MB by default: it stays in the L2/L3 cache) is the largest
+tile (``chunk × block``, 4 MB by default: it stays in the L3 cache) is the largest
 temporary and memory is ``O(chunk × (block + k))`` whatever the gallery size. Each query keeps
 its ``k`` best items as a running list; after the first blocks, few items of a tile beat a
 query's current k-th score: a row-wise minimum over the tile finds the queries that improve,
@@ -36,7 +36,7 @@ from ._search import (
 __all__ = ["MAX_TILED_K", "nearest_chunks", "uses_tiles"]
 
 TILE_QUERIES = 1024  # queries per chunk on the tiled path
-TILE_ITEMS = 512  # gallery items per block: a 1024 × 512 float32 tile is 2 MB
+TILE_ITEMS = 1024  # gallery items per block: a 1024 × 1024 float32 tile is 4 MB
 MAX_TILED_K = 256  # beyond this, full-width selection is as fast and simpler
 _NO_KEY = torch.iinfo(torch.int64).max
 

@@ -64,7 +64,12 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--block-items", type=int, help="gallery items per tile (default 1024)")
     args = parser.parse_args()
+    if args.block_items:
+        from rankmetric.neighbors import tiled
+
+        tiled.TILE_ITEMS = args.block_items
     rng = np.random.default_rng(0)
     G = rng.standard_normal((args.n_gallery, args.dim), dtype=np.float32)
     Q = rng.standard_normal((args.n_queries, args.dim), dtype=np.float32)

@@ -2,8 +2,10 @@
 
 Same folds for every method (``rankmetric.evaluate.repeated_cv_knn``, seed 0: each training fold
 is standardised, the learner fitted on it, k-NN scored on the test fold). Methods: Euclidean
-(standardised), WARCA with the batched estimator (ours, defaults), WARCA with the reference
-code's sequential sampler, scikit-learn's NCA, and rankmetric's LMNN and ITML.
+(standardised), WARCA with the batched estimator (ours, defaults), WARCA with rankmetric
+0.1's fixed schedule (512 pairs, window 50, learning rate 0.01; ``--skip 0.1`` leaves it
+out), WARCA with the reference code's sequential sampler, scikit-learn's NCA, and
+rankmetric's LMNN and ITML.
 
     python benchmarks/bench_warca_classic.py                       # digits, wdbc, fashion-2000
     python benchmarks/bench_warca_classic.py --sets digits --repeats 2
@@ -32,7 +34,7 @@ from sklearn.neighbors import NeighborhoodComponentsAnalysis
 
 from rankmetric.estimators.itml import ITML
 from rankmetric.estimators.lmnn import LMNN
-from rankmetric.estimators.warca import WARCA
+from rankmetric.estimators.warca import SCHEDULE_0_1, WARCA
 from rankmetric.evaluate import repeated_cv_knn
 
 
@@ -54,6 +56,7 @@ def methods(with_sequential: bool, n_components: int | None = None):
     """(label, estimator or None); ``n_components`` for every learner that has it (not ITML)."""
     rank = {"n_components": n_components}
     out = [("Euclidean", None), ("WARCA batched (ours)", WARCA(random_state=0, **rank))]
+    out.append(("WARCA, 0.1 schedule", WARCA(random_state=0, **SCHEDULE_0_1, **rank)))
     if with_sequential:
         out.append(
             (

@@ -20,6 +20,7 @@ _LAZY = {
     "XQDA": "rankmetric.estimators.xqda",
     "save_model": "rankmetric.io",
     "load_model": "rankmetric.io",
+    "threads": "rankmetric._threads",
 }
 
 __all__ = ["__version__", *_LAZY]

@@ -10,7 +10,7 @@ from sklearn.neighbors import KNeighborsClassifier
 from sklearn.pipeline import make_pipeline
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from rankmetric.estimators.warca import WARCA, column_stats
+from rankmetric.estimators.warca import WARCA, auto_schedule, column_stats
 from rankmetric.io import load_model
 
 FAST = {"max_iter": 15, "batch_size": 32, "max_sampling": 16}
@@ -147,6 +147,9 @@ def test_validation_set_errors():
         ({"max_iter": -1}, "max_iter"),
         ({"patience": 0}, "patience"),
         ({"tol": -1.0}, "tol"),
+        ({"tol_window": 0}, "tol_window"),
+        ({"batch_size": 2.0}, "batch_size"),
+        ({"n_threads": 0}, "n_threads"),
     ],
 )
 def test_bad_parameters_raise_value_error_naming_them(params, match):
@@ -196,3 +199,25 @@ def test_cuda_fit_matches_cpu_quality():
     Z = model.fit_transform(X, y)
     assert isinstance(model.components_, np.ndarray)
     assert knn_score(Z, y, model.transform(Xt), yt) > knn_score(X, y, Xt, yt) + 0.1
+
+
+@pytest.mark.parametrize(
+    ("n_samples", "expected"),
+    [(100, (64, 20)), (284, (71, 20)), (898, (224, 22)), (1500, (375, 37)), (10**6, (512, 50))],
+)
+def test_default_schedule_scales_with_the_data(n_samples, expected):
+    assert auto_schedule(n_samples, None, None)[:2] == expected
+    assert auto_schedule(n_samples, 40, None)[:2] == (40, 20)
+    assert auto_schedule(n_samples, None, 7)[1] == 7
+    lr = auto_schedule(n_samples, None, None, None)[2]
+    assert lr == pytest.approx(0.01 * np.sqrt(512 / expected[0]))
+    assert auto_schedule(n_samples, None, None, 0.5)[2] == 0.5
+
+
+def test_fit_records_the_schedule_it_used():
+    X, y = noisy_blobs()  # 240 samples
+    model = WARCA(max_iter=3, random_state=0).fit(X, y)
+    assert (model.batch_size_, model.tol_window_) == (64, 20)
+    assert model.learning_rate_ == pytest.approx(0.01 * np.sqrt(8))
+    model = WARCA(max_iter=3, batch_size=16, tol_window=5, random_state=0).fit(X, y)
+    assert (model.batch_size_, model.tol_window_) == (16, 5)

@@ -10,7 +10,7 @@ import pytest
 import torch
 from sklearn.neighbors import KNeighborsClassifier
 
-from rankmetric.evaluate import knn_accuracy, knn_predict, knn_search
+from rankmetric.evaluate import knn_accuracy, knn_predict, knn_search, recall_at_k
 from rankmetric.evaluate.knn import _majority_vote
 
 HAS_FAISS = importlib.util.find_spec("faiss") is not None
@@ -101,7 +101,7 @@ def test_faiss_backend_matches_torch(rng, metric, gallery):
 def test_faiss_backend_unavailable_raises(monkeypatch):
     import rankmetric.evaluate.knn as knn_module
 
-    monkeypatch.setattr(knn_module, "_faiss_available", lambda: False)
+    monkeypatch.setattr(knn_module, "faiss_available", lambda: False)
     with pytest.raises(ImportError, match="faiss"):
         knn_search(np.eye(3), k=1, backend="faiss")
 
@@ -131,6 +131,15 @@ def test_faiss_backend_unavailable_raises(monkeypatch):
 def test_bad_input_raises(kwargs, message):
     with pytest.raises(ValueError, match=message):
         knn_search(**kwargs)
+
+
+@pytest.mark.parametrize("k", [1.5, 2.0, np.float64(2.0), None, True, "2", [1.5]])
+def test_non_integer_k_raises_value_error(k):
+    X = np.arange(12.0).reshape(6, 2)
+    with pytest.raises(ValueError, match="k"):
+        knn_search(X, k=k)
+    with pytest.raises(ValueError, match="ks"):
+        recall_at_k(X, np.array([0, 0, 0, 1, 1, 1]), ks=k)
 
 
 def test_majority_vote_matches_counter(rng):

@@ -22,6 +22,7 @@ from sklearn.decomposition import PCA
 from sklearn.model_selection import RepeatedStratifiedKFold, train_test_split
 from sklearn.preprocessing import StandardScaler
 
+from ..estimators.warca import SCHEDULE_0_1 as WARCA_01
 from ..evaluate import knn_accuracy
 from ._common import (
     BenchConfig,
@@ -133,7 +134,7 @@ BUDGETS = {
         "mlmnn": {"max_iter": 50, "n_neighbors": K},
         "nca": {"max_iter": 50},
         "ssne": {"max_iter": 300},
-        "warca": {"max_iter": 200, "tol": None},
+        "warca": {"max_iter": 200, "tol": None, **WARCA_01},
     },
     "full": {
         "itml": {"max_iter": 1000},
@@ -141,7 +142,8 @@ BUDGETS = {
         "mlmnn": {"max_iter": 1000, "n_neighbors": K},
         "nca": {"max_iter": 200},
         "ssne": {"max_iter": 2000},
-        "warca": {"max_iter": 2000, "tol": None},  # the reference code's fixed 2000 steps
+        # the reference code's fixed 2000 steps, with 0.1's batch and step size
+        "warca": {"max_iter": 2000, "tol": None, **WARCA_01},
     },
 }
 #: Candidates tried on the validation split (full mode, Table 1).

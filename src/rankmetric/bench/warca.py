@@ -23,6 +23,7 @@ from sklearn.decomposition import PCA
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
+from ..estimators.warca import SCHEDULE_0_1 as WARCA_01
 from ..evaluate import cmc_curve, retrieval_scores
 from ._common import (
     BenchConfig,
@@ -68,7 +69,7 @@ BUDGETS = {
         "itml": {"num_constraints": 2000, "max_iter": 100},
         "lmnn": {"k": 1, "max_iter": 50},
         "nca": {"max_iter": 50},
-        "warca": {"max_iter": 200, "tol": None},
+        "warca": {"max_iter": 200, "tol": None, **WARCA_01},
         "kernel-warca": {"kernel": "rbf", "max_iter": 200, "tol": None},
     },
     "full": {
@@ -77,7 +78,7 @@ BUDGETS = {
         "lmnn": {"k": 1, "max_iter": 1000},
         "nca": {"max_iter": 200},
         # at most the reference's 2000 steps, stopped by the default loss tolerance
-        "warca": {"max_iter": 2000},
+        "warca": {"max_iter": 2000, **WARCA_01},
         "kernel-warca": {"kernel": "rbf", "max_iter": 2000},
     },
 }

@@ -15,6 +15,7 @@ import numpy as np
 from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .._threads import fit_threads
 from ..io import load_model, save_model
 from ..training import checkpoint_fingerprint, fit_fingerprint
 
@@ -75,12 +76,19 @@ class MetricLearnerMixin(ClassNamePrefixFeaturesOutMixin, TransformerMixin):
     columns ``transform`` returns); scikit-learn then wraps ``transform`` for ``set_output``
     and derives ``get_feature_names_out``. List this mixin before ``BaseEstimator``.
 
-    A ``fit`` or ``fit_pairs`` that raises leaves the estimator unfitted (see :func:`atomic_fit`).
+    Every ``fit`` / ``fit_pairs`` a subclass defines runs under
+    :func:`rankmetric._threads.fit_threads` (one thread for small data, all of torch's threads
+    for large data, or ``self.n_threads`` when the estimator has that parameter), and one that
+    raises leaves the estimator unfitted (see :func:`atomic_fit`).
     """
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        atomic_fit(cls)
+        for name in _FIT_METHODS:
+            method = cls.__dict__.get(name)
+            if callable(method) and not getattr(method, "sized_threads", False):
+                setattr(cls, name, fit_threads(method))
+        atomic_fit(cls)  # outermost: a failure anywhere inside leaves the estimator unfitted
 
     def pair_distances(self, X1, X2) -> np.ndarray:
         """Learned distance between the rows of ``X1`` and ``X2`` (paired, same length)."""

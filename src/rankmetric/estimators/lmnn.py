@@ -36,6 +36,7 @@ from sklearn.utils.validation import validate_data
 from .._utils import make_rng, progress, resolve_device, single_blas_thread, to_tensor
 from .._validation import check_labels, check_min_per_class
 from ..io import register_estimator
+from ..neighbors import Gallery, nearest_chunks
 from .base import MahalanobisMixin
 
 __all__ = [
@@ -111,6 +112,8 @@ def find_target_neighbors(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The ``k`` nearest same-class neighbours of every sample, in the input space.
 
+    Exact search (:mod:`rankmetric.neighbors`); equal distances go to the lower index.
+
     A class with ``n_c ≤ k`` samples gives its members ``n_c − 1`` target neighbours (none for
     a single sample); the missing slots point at the sample itself and are masked out.
 
@@ -136,17 +139,10 @@ def find_target_neighbors(
         if k_c == 0:
             continue
         Xc = X[members]
-        step = _row_chunk(members.numel())
-        for start in range(0, members.numel(), step):
-            rows = members[start : start + step]
-            d = _squared_distances(X[rows], Xc)
-            d[
-                torch.arange(rows.numel(), device=X.device),
-                torch.arange(start, start + rows.numel()),
-            ] = torch.inf
-            nearest = d.topk(k_c, dim=1, largest=False).indices
-            targets[rows, :k_c] = members[nearest]
-            mask[rows, :k_c] = True
+        space = Gallery.build(Xc, "sqeuclidean")
+        for rows, _, nearest, _ in nearest_chunks(Xc, space, k_c, exclude_self=True):
+            targets[members[rows], :k_c] = members[nearest]
+            mask[members[rows], :k_c] = True
     return targets, mask
 
 

@@ -34,10 +34,11 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .._threads import fit_threads
 from .._utils import resolve_device, to_tensor
 from .._validation import check_labels
-from ..evaluate._search import smallest_k
 from ..io import load_model, register_estimator, save_model
+from ..neighbors import smallest_k
 from .base import atomic_fit
 from .lmnn import (
     LMNN,
@@ -302,6 +303,7 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
         raise ValueError(f"init must be 'lmnn', 'identity' or an array, got {self.init!r}.")
 
     # ------------------------------------------------------------------ fitting
+    @fit_threads
     def fit(self, X, y):
         """Learn one metric per cluster from samples ``X`` (n_samples, n_features), labels ``y``.
 

@@ -34,6 +34,40 @@ VALIDATION_REFERENCE_SIZE = 5000
 VALIDATION_K = 3
 #: Rows per chunk when computing column statistics of large inputs.
 STATS_CHUNK_ROWS = 65536
+#: ``batch_size=None``: ``clip(n_samples // 4, *AUTO_BATCH)`` positive pairs per step.
+AUTO_BATCH = (64, 512)
+#: ``tol_window=None``: ``clip(50 · batch / 512, *AUTO_WINDOW)`` steps per window.
+AUTO_WINDOW = (20, 50)
+#: The fixed schedule of rankmetric 0.1 (the published bench tables pin it, to reproduce).
+SCHEDULE_0_1 = {"batch_size": 512, "tol_window": 50, "learning_rate": 1e-2}
+
+
+def auto_schedule(
+    n_samples: int,
+    batch_size: int | None,
+    tol_window: int | None,
+    learning_rate: float | None = 1e-2,
+) -> tuple[int, int, float]:
+    """Pairs per step, steps per stopping window and step size, scaled to the data when None.
+
+    Small training sets get small batches (a quarter of the samples, at least 64), a window
+    that shrinks with the batch (at least 20 steps) and a step size that grows as the square
+    root of the batch shrinks (``0.01 · sqrt(512 / batch)``: 0.01 at 512 pairs, 0.028 at 64);
+    from 2,048 samples on, the 0.1 defaults (512 pairs, 50 steps, 0.01). Chosen on inner
+    validation splits, never the 5×2 test folds (``benchmarks/bench_warca_small.py``).
+
+    Returns
+    -------
+    batch_size, tol_window : int
+    learning_rate : float
+    """
+    if batch_size is None:
+        batch_size = int(np.clip(n_samples // 4, *AUTO_BATCH))
+    if tol_window is None:
+        tol_window = int(np.clip(round(50 * batch_size / 512), *AUTO_WINDOW))
+    if learning_rate is None:
+        learning_rate = 1e-2 * float(np.sqrt(AUTO_BATCH[1] / batch_size))
+    return batch_size, tol_window, learning_rate
 
 
 def _is_int(value) -> bool:
@@ -98,18 +132,23 @@ class BaseWARCA(TransformerMixin, BaseEstimator):
             _is_real(p["reg_lambda"]) and p["reg_lambda"] >= 0,
             f"reg_lambda must be a non-negative number, got {p['reg_lambda']!r}.",
         )
-        for name in ("batch_size", "max_sampling", "validation_every", "tol_window"):
+        for name in ("max_sampling", "validation_every"):
             _require(
                 _is_int(p[name]) and p[name] >= 1,
                 f"{name} must be a positive integer, got {p[name]!r}.",
+            )
+        for name in ("batch_size", "tol_window"):
+            _require(
+                p[name] is None or (_is_int(p[name]) and p[name] >= 1),
+                f"{name} must be a positive integer or None, got {p[name]!r}.",
             )
         _require(
             _is_int(p["max_iter"]) and p["max_iter"] >= 0,
             f"max_iter must be a non-negative integer, got {p['max_iter']!r}.",
         )
         _require(
-            _is_real(p["learning_rate"]) and p["learning_rate"] > 0,
-            f"learning_rate must be a positive number, got {p['learning_rate']!r}.",
+            p["learning_rate"] is None or (_is_real(p["learning_rate"]) and p["learning_rate"] > 0),
+            f"learning_rate must be a positive number or None, got {p['learning_rate']!r}.",
         )
         _require(
             p["sampling"] in SAMPLINGS,
@@ -182,17 +221,21 @@ class BaseWARCA(TransformerMixin, BaseEstimator):
         penalty)``: the differentiable embedding of training samples by index (``None``: all),
         an optional cheaper one for the violation-detection pass, and the regulariser.
         """
-        optimizer = torch.optim.Adam(module.parameters(), lr=self.learning_rate)
+        batch_size, tol_window, lr = auto_schedule(
+            index.n_samples, self.batch_size, self.tol_window, self.learning_rate
+        )
+        self.batch_size_, self.tol_window_, self.learning_rate_ = batch_size, tol_window, lr
+        optimizer = torch.optim.Adam(module.parameters(), lr=lr)
         # Under torchrun every rank draws the same global batch of pairs and scores its slice
         # (the sequential sampler's draws depend on every pair's outcome: it runs unsharded).
         sharded = distributed.init_from_env() and self.sampling != "sequential"
-        if sharded and self.batch_size < distributed.world_size():
+        if sharded and batch_size < distributed.world_size():
             raise ValueError(
-                f"batch_size={self.batch_size} is smaller than the {distributed.world_size()} "
+                f"batch_size={batch_size} is smaller than the {distributed.world_size()} "
                 "processes sharing each batch."
             )
         pairs_index = distributed.ShardedLabelIndex(index) if sharded else index
-        start, stop = distributed.shard_bounds(self.batch_size)
+        start, stop = distributed.shard_bounds(batch_size)
 
         def loss_step(step: int) -> torch.Tensor:
             embed, embed_detached, penalty = prepare_step()
@@ -200,7 +243,7 @@ class BaseWARCA(TransformerMixin, BaseEstimator):
                 embed,
                 pairs_index,
                 rng,
-                n_pairs=self.batch_size,
+                n_pairs=batch_size,
                 max_sampling=self.max_sampling,
                 margin=self.margin,
                 sampling=self.sampling,
@@ -208,7 +251,7 @@ class BaseWARCA(TransformerMixin, BaseEstimator):
                 embed_detached=embed_detached,
             )
             if sharded:  # the mean over this rank's pairs -> the mean over the global batch
-                warp = distributed.global_mean(warp * (stop - start), self.batch_size)
+                warp = distributed.global_mean(warp * (stop - start), batch_size)
             return warp + self.reg_lambda * penalty()
 
         result = train(
@@ -221,7 +264,7 @@ class BaseWARCA(TransformerMixin, BaseEstimator):
             validation_every=self.validation_every,
             patience=self.patience,
             tol=self.tol,
-            tol_window=self.tol_window,
+            tol_window=tol_window,
             verbose=self.verbose,
             desc=type(self).__name__,
             checkpoint_dir=self.checkpoint_dir,
@@ -257,8 +300,10 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         ``γ``, in units of standardised features.
     reg_lambda : float, default=1e-2
         Weight of the AON regulariser ``½||W Wᵀ − I||²`` (the reference's default).
-    batch_size : int, default=512
-        Positive pairs per step (each pair gives two (anchor, positive) rows).
+    batch_size : int or None, default=None
+        Positive pairs per step (each pair gives two (anchor, positive) rows). None scales it
+        to the data: ``clip(n_samples // 4, 64, 512)`` (512, the 0.1 default, from 2,048
+        samples on); see :func:`auto_schedule`.
     sampling : {"batched", "sequential", "exact"}, default="batched"
         Rank estimator. ``"batched"``: ``max_sampling`` negatives per pair at once,
         ``r̂ = |other| · v / max_sampling`` (unbiased). ``"sequential"``: the reference code's
@@ -269,8 +314,9 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         Capped at ``|other(i)|`` in sequential mode.
     max_iter : int, default=2000
         Most Adam steps (the reference runs exactly this many; here ``tol`` usually stops earlier).
-    learning_rate : float, default=1e-2
-        Adam step size.
+    learning_rate : float or None, default=None
+        Adam step size. None: ``0.01 · sqrt(512 / batch_size)`` (0.01 with 512-pair batches,
+        about 0.03 with 64).
     standardize : bool, default=True
         Train on ``(x − μ)/σ`` (the margin is meant for standardised features). The scaling is
         folded into ``components_``, so ``transform(X) = X @ components_.T`` on raw ``X``; the
@@ -288,8 +334,9 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         because the loss settles within 150–250 steps on the UCI sets and digits, where the
         reference's 2000 fixed steps cost 7–13× the time for the same k-NN accuracy (within
         ±2 points on 7 sets: ``docs/warca.md``, "Stopping").
-    tol_window : int, default=50
-        Steps per window of the ``tol`` rule (the earliest stop is at ``2 · tol_window``).
+    tol_window : int or None, default=None
+        Steps per window of the ``tol`` rule (the earliest stop is at ``2 · tol_window``). None:
+        ``clip(50 · batch_size / 512, 20, 50)`` (50 with 512-pair batches).
     random_state : int, Generator or None
         Seeds pairs, negatives and the initialisation.
     device : str or None
@@ -302,6 +349,10 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         uninterrupted one (same seed, CPU). The file is removed when the fit completes.
     checkpoint_every : int, default=100
         Steps between two checkpoints.
+    n_threads : int or None, default=None
+        CPU threads of the fit (``-1``: every core). None: one thread when
+        ``n_samples × n_features < 10⁷``, else torch's thread count (see
+        :mod:`rankmetric._threads`).
 
     Attributes
     ----------
@@ -311,6 +362,10 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         Standardisation learned on ``X`` (zeros and ones when ``standardize=False``).
     n_iter_ : int
         Steps taken.
+    batch_size_, tol_window_ : int
+        The batch size and stopping window used (``batch_size`` / ``tol_window`` resolved).
+    learning_rate_ : float
+        The step size used.
     loss_curve_ : list of float
         Training loss per step.
     validation_scores_ : list of float
@@ -335,22 +390,23 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         *,
         margin: float = 1.0,
         reg_lambda: float = 1e-2,
-        batch_size: int = 512,
+        batch_size: int | None = None,
         sampling: str = "batched",
         max_sampling: int = 128,
         max_iter: int = 2000,
-        learning_rate: float = 1e-2,
+        learning_rate: float | None = None,
         standardize: bool = True,
         init: str = "random",
         validation_every: int = 50,
         patience: int | None = 10,
         tol: float | None = 1e-2,
-        tol_window: int = 50,
+        tol_window: int | None = None,
         random_state=None,
         device: str | None = None,
         verbose: bool = False,
         checkpoint_dir: str | None = None,
         checkpoint_every: int = 100,
+        n_threads: int | None = None,
     ) -> None:
         self.n_components = n_components
         self.margin = margin
@@ -371,6 +427,7 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         self.verbose = verbose
         self.checkpoint_dir = checkpoint_dir
         self.checkpoint_every = checkpoint_every
+        self.n_threads = n_threads
 
     def fit(self, X, y, X_val=None, y_val=None) -> WARCA:
         """Learn the map from labelled data.

@@ -9,6 +9,7 @@ import numpy as np
 import torch
 
 from .._validation import check_finite, check_labels
+from ..neighbors import squared_norms
 
 __all__ = [
     "as_embeddings",
@@ -58,14 +59,14 @@ def as_embeddings(X, name: str, device: torch.device, dtype: torch.dtype) -> tor
     T = X.to(device=device, dtype=dtype) if isinstance(X, torch.Tensor) else None
     if T is None:
         T = torch.as_tensor(np.ascontiguousarray(X), dtype=dtype, device=device)
+    # one pass: a NaN or infinite entry makes its row's squared norm NaN or infinite too
+    if bool(torch.isfinite(squared_norms(T)).all()):
+        return T.contiguous()
     if not bool(torch.isfinite(T).all()):
         raise ValueError(f"{name} contains NaN or infinity.")
-    if not bool(torch.isfinite(T.square().sum(dim=1)).all()):
-        raise ValueError(
-            f"{name} has values too large for {dtype} distances (squared norms overflow): "
-            "rescale it."
-        )
-    return T.contiguous()
+    raise ValueError(
+        f"{name} has values too large for {dtype} distances (squared norms overflow): rescale it."
+    )
 
 
 def as_label_array(y, name: str) -> np.ndarray:
@@ -126,7 +127,12 @@ def check_ks(ks, n_candidates: int, name: str = "k") -> tuple[int, ...]:
 
     ``ks`` may be one integer or an iterable; the result is a sorted tuple without duplicates.
     """
-    values = (ks,) if isinstance(ks, Integral) else tuple(ks)
+    if isinstance(ks, Integral):
+        values = (ks,)
+    elif isinstance(ks, Iterable) and not isinstance(ks, (str, bytes)):
+        values = tuple(ks)
+    else:
+        raise ValueError(f"{name} must be a positive integer or a list of them, got {ks!r}.")
     if not values:
         raise ValueError(f"{name} is empty.")
     for k in values:

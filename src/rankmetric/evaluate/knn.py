@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
-
 import numpy as np
 import torch
 
+from .._threads import thread_limit, threads_for
 from .._utils import resolve_device
+from ..neighbors import Gallery, check_metric, faiss_available, faiss_search, nearest_chunks
+from ..neighbors import to_distance as _to_distance
 from ._inputs import (
     as_embeddings,
     as_label_array,
@@ -16,29 +17,17 @@ from ._inputs import (
     compute_dtype,
     encode_labels,
 )
-from ._search import (
-    Gallery,
-    check_metric,
-    for_each_chunk,
-    resolve_chunk_size,
-    smallest_k,
-    to_distance,
-)
 
 __all__ = ["knn_search", "knn_predict", "knn_accuracy"]
 
 BACKENDS = ("auto", "torch", "faiss")
 
 
-def _faiss_available() -> bool:
-    return importlib.util.find_spec("faiss") is not None
-
-
 def _resolve_backend(backend: str) -> str:
     """ "auto" → "torch" (faiss-cpu's flat index was slower here; see docs/evaluation.md)."""
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}.")
-    if backend == "faiss" and not _faiss_available():
+    if backend == "faiss" and not faiss_available():
         raise ImportError("backend='faiss' needs the faiss package: pip install faiss-cpu.")
     return "torch" if backend == "auto" else backend
 
@@ -53,8 +42,13 @@ def knn_search(
     chunk_size: int | None = None,
     device: str | torch.device | None = None,
     backend: str = "auto",
+    n_threads: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Exact k nearest gallery items of each query, in chunks of queries.
+    """Exact k nearest gallery items of each query.
+
+    float32 searches on the CPU score the gallery in cache-sized tiles and keep a running
+    top-k per query (memory ``O(chunk × (1024 + k))``; see :mod:`rankmetric.neighbors.tiled`);
+    float64, CUDA and ``k > 256`` score full-width chunks of queries.
 
     Parameters
     ----------
@@ -70,13 +64,18 @@ def knn_search(
         index, so exact duplicates of a query are still found). Defaults to ``gallery is None``;
         with an explicit gallery it requires ``n_queries <= n_gallery``.
     chunk_size : int, optional
-        Queries per chunk; None picks it so a chunk's temporaries take about 256 MB.
+        Queries per chunk; None picks 1,024 on the tiled path, else a chunk whose
+        temporaries take about 256 MB.
     device : str or torch.device, optional
         Where to compute; None uses CUDA when available.
     backend : {"auto", "torch", "faiss"}, default="auto"
-        ``"auto"`` uses the chunked torch search; ``"faiss"`` an exact faiss flat index on the
-        CPU (faiss must be installed; it can be faster for small ``k``, much slower for large
-        ``k``, and which of several items tied at the k-th place it keeps is its own choice).
+        ``"auto"`` uses the torch search; ``"faiss"`` an exact faiss flat index on the CPU
+        (faiss must be installed; float32 only; much slower for large ``k``; which of several
+        items tied at the k-th place it keeps is its own choice, see
+        :mod:`rankmetric.neighbors._faiss`).
+    n_threads : int, optional
+        CPU threads (``-1``: every core). None: one thread for small searches (fewer than
+        10⁷ multiply-adds), else torch's thread count (see :mod:`rankmetric._threads`).
 
     Returns
     -------
@@ -100,56 +99,25 @@ def knn_search(
             f"({Q.shape[0]}) than gallery items ({G.shape[0]})."
         )
     (k,) = check_ks(k, G.shape[0] - int(exclude_self))
-    if backend == "faiss":
-        return _faiss_search(Q, G, k, metric, exclude_self)
-    chunk = resolve_chunk_size(
-        chunk_size, Q.shape[0], n_gallery=G.shape[0], itemsize=Q.element_size(), n_selected=k
-    )
-    space = Gallery.build(G, metric)
+    with thread_limit(threads_for(Q.shape[0] * G.numel(), n_threads)):
+        if backend == "faiss":
+            return faiss_search(Q, G, k, metric, exclude_self)
+        return _torch_search(Q, G, k, metric, exclude_self, chunk_size)
+
+
+def _torch_search(Q, G, k, metric, exclude_self, chunk_size) -> tuple[np.ndarray, np.ndarray]:
+    """The torch path of :func:`knn_search` on validated tensors."""
+    dtype = Q.dtype
+    dev = Q.device
     distances = torch.empty((Q.shape[0], k), dtype=dtype, device=dev)
     indices = torch.empty((Q.shape[0], k), dtype=torch.int64, device=dev)
-
-    def keep_nearest(rows, scores, const):
-        values, nearest = smallest_k(scores, k)
+    chunks = nearest_chunks(
+        Q, Gallery.build(G, metric), k, exclude_self=exclude_self, chunk_size=chunk_size
+    )
+    for rows, values, nearest, const in chunks:
         indices[rows] = nearest
-        distances[rows] = to_distance(values, const, metric)
-
-    for_each_chunk(Q, space, chunk, keep_nearest, exclude_self=exclude_self)
+        distances[rows] = _to_distance(values, const, metric)
     return distances.cpu().numpy(), indices.cpu().numpy()
-
-
-def _faiss_search(
-    Q: torch.Tensor, G: torch.Tensor, k: int, metric: str, exclude_self: bool
-) -> tuple[np.ndarray, np.ndarray]:
-    """Exact search with a faiss flat index (float32, CPU); results ordered as the torch path."""
-    import faiss
-
-    space = Gallery.build(G.to("cpu", torch.float32), metric)
-    Qp, _ = space.prepare_queries(Q.to("cpu", torch.float32))
-    index = faiss.IndexFlatIP(G.shape[1]) if metric == "cosine" else faiss.IndexFlatL2(G.shape[1])
-    index.add(space.vectors.numpy())
-    found, idx = index.search(Qp.numpy(), k + int(exclude_self))
-    if exclude_self:
-        found, idx = _drop_self(found, idx, k)
-    # faiss gives ||q − g||² (L2) or q̂ᵀĝ (inner product); as ranking scores with a zero query
-    # constant these are ||q − g||² and −q̂ᵀĝ, which to_distance turns into distances.
-    scores = torch.from_numpy(np.ascontiguousarray(-found if metric == "cosine" else found))
-    dist = to_distance(scores, torch.zeros(scores.shape[0]), metric).numpy()
-    order = np.lexsort((idx, dist), axis=-1)
-    dist = np.take_along_axis(dist, order, axis=1).astype(_numpy_dtype(Q), copy=False)
-    return dist, np.take_along_axis(idx.astype(np.int64), order, axis=1)
-
-
-def _numpy_dtype(T: torch.Tensor) -> np.dtype:
-    return np.dtype(np.float64) if T.dtype == torch.float64 else np.dtype(np.float32)
-
-
-def _drop_self(found: np.ndarray, idx: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Remove each query's own index from ``k + 1`` results (or the last one if absent)."""
-    is_self = idx == np.arange(idx.shape[0])[:, None]
-    is_self[~is_self.any(axis=1), -1] = True
-    keep = ~is_self
-    return found[keep].reshape(-1, k), idx[keep].reshape(-1, k)
 
 
 def _majority_vote(neighbour_codes: np.ndarray) -> np.ndarray:

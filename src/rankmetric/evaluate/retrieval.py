@@ -19,9 +19,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from .._threads import thread_limit, threads_for
 from .._utils import resolve_device
+from ..neighbors import Gallery, check_metric, nearest_chunks
 from ._inputs import as_embeddings, check_ks, check_same_width, compute_dtype, encode_labels
-from ._search import Gallery, check_metric, for_each_chunk, resolve_chunk_size, smallest_k
 
 __all__ = ["retrieval_scores", "recall_at_k", "precision_at_1", "map_at_r"]
 
@@ -99,24 +100,25 @@ def _retrieval_pass(
         torch.as_tensor(g_codes, device=dev),
     )
     order = torch.argsort(R_t, stable=True) if need_map else None
-    k_max = max(ks[-1], int(R.max())) if need_map else ks[-1]
-    chunk = resolve_chunk_size(
-        chunk_size, Q.shape[0], n_gallery=G.shape[0], itemsize=Q.element_size(), n_selected=k_max
-    )
+    k_query = R_t.clamp(min=ks[-1]) if need_map else ks[-1]
 
     first_hit = torch.full((Q.shape[0],), G.shape[0], dtype=torch.int64, device=dev)
     ap = torch.zeros(Q.shape[0], dtype=torch.float64, device=dev)
-    space = Gallery.build(G, metric)
-
-    def reduce_chunk(rows, scores, _):
-        k_chunk = max(ks[-1], int(R_t[rows].max())) if need_map else ks[-1]
-        relevant = g_codes_t[smallest_k(scores, k_chunk)[1]] == q_codes_t[rows].unsqueeze(1)
-        first = torch.argmax(relevant.to(torch.uint8), dim=1)
-        first_hit[rows] = torch.where(relevant.any(dim=1), first, G.shape[0])
-        if need_map:
-            ap[rows] = _average_precision_at_r(relevant, R_t[rows])
-
-    for_each_chunk(Q, space, chunk, reduce_chunk, exclude_self=leave_one_out, order=order)
+    chunks = nearest_chunks(
+        Q,
+        Gallery.build(G, metric),
+        k_query,
+        exclude_self=leave_one_out,
+        order=order,
+        chunk_size=chunk_size,
+    )
+    with thread_limit(threads_for(Q.shape[0] * G.numel())):
+        for rows, _, nearest, _ in chunks:  # loop over query chunks
+            relevant = g_codes_t[nearest] == q_codes_t[rows].unsqueeze(1)
+            first = torch.argmax(relevant.to(torch.uint8), dim=1)
+            first_hit[rows] = torch.where(relevant.any(dim=1), first, G.shape[0])
+            if need_map:
+                ap[rows] = _average_precision_at_r(relevant, R_t[rows])
 
     first_hit, ap, scored = first_hit.cpu().numpy(), ap.cpu().numpy(), R > 0
     result = {f"recall@{k}": float(np.mean(first_hit < k)) for k in ks}

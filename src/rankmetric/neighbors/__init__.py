@@ -1,0 +1,45 @@
+"""Exact nearest-neighbour search on tensors: the engine below both estimators and evaluation.
+
+=====================  =====================================================================
+``nearest_chunks``     chunk by chunk, the k nearest gallery items of each query (exact order)
+``Gallery``            a gallery prepared for scoring under a metric
+``for_each_chunk``     full-width score chunks, for consumers that need whole rows (CMC)
+``smallest_k``         the k smallest entries of each row, ties by the lower column
+``to_distance``        ranking scores back to distances
+``faiss_search``       the same search with a faiss flat index (optional dependency)
+=====================  =====================================================================
+
+Input validation (array types, NaNs, neighbour counts) is the caller's: these functions take
+tensors. Users call :func:`rankmetric.evaluate.knn_search`.
+"""
+
+from ._faiss import faiss_available, faiss_search
+from ._search import (
+    METRICS,
+    Gallery,
+    auto_chunk_size,
+    check_metric,
+    for_each_chunk,
+    resolve_chunk_size,
+    smallest_k,
+    squared_norms,
+    to_distance,
+)
+from .tiled import MAX_TILED_K, nearest_chunks, uses_tiles
+
+__all__ = [
+    "METRICS",
+    "MAX_TILED_K",
+    "Gallery",
+    "auto_chunk_size",
+    "check_metric",
+    "faiss_available",
+    "faiss_search",
+    "for_each_chunk",
+    "nearest_chunks",
+    "resolve_chunk_size",
+    "smallest_k",
+    "squared_norms",
+    "to_distance",
+    "uses_tiles",
+]

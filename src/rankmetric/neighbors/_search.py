@@ -1,0 +1,270 @@
+"""Chunked exact nearest-neighbour search: the engine behind every ranking metric.
+
+Queries are processed in chunks of rows, so memory is ``O(chunk × n_gallery)`` for the
+distances of one chunk plus whatever the caller keeps per query. Within a chunk, the ranking
+uses a *ranking score* that orders gallery items exactly as the distance does but skips the
+per-query constant:
+
+* ``"euclidean"`` / ``"sqeuclidean"``: ``s(q, g) = ||g||² − 2 qᵀg = ||q − g||² − ||q||²``;
+* ``"cosine"``: ``s(q, g) = −q̂ᵀĝ = (1 − cos(q, g)) − 1`` with ``x̂ = x / ||x||`` (a zero
+  vector has cosine similarity 0 to everything, as in scikit-learn).
+
+One fused matrix product (``addmm``) yields a chunk of scores. Ties are broken by the lower
+gallery index, among equal *computed* scores.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+__all__ = [
+    "METRICS",
+    "Gallery",
+    "auto_chunk_size",
+    "for_each_chunk",
+    "smallest_k",
+    "squared_norms",
+    "to_distance",
+]
+
+METRICS = ("euclidean", "sqeuclidean", "cosine")
+MEMORY_BUDGET = 256 * 2**20  # bytes for the per-chunk temporaries
+
+
+def check_metric(metric: str) -> str:
+    """Return ``metric`` if it is supported, else raise ``ValueError``."""
+    if metric not in METRICS:
+        raise ValueError(f"metric must be one of {METRICS}, got {metric!r}.")
+    return metric
+
+
+def squared_norms(X: torch.Tensor, block: int = 4096) -> torch.Tensor:
+    """``||x||²`` of each row of ``X`` (n, d), in cache-sized row blocks (no n × d temporary)."""
+    out = torch.empty(X.shape[0], dtype=X.dtype, device=X.device)
+    for start in range(0, X.shape[0], block):  # loop over row blocks, not samples
+        out[start : start + block] = X[start : start + block].square().sum(dim=1)
+    return out
+
+
+def _unit_rows(X: torch.Tensor) -> torch.Tensor:
+    """Rows scaled to unit norm; zero rows stay zero."""
+    norms = torch.linalg.vector_norm(X, dim=1, keepdim=True)
+    return X / torch.where(norms > 0, norms, torch.ones_like(norms))
+
+
+@dataclass(frozen=True)
+class Gallery:
+    """A gallery prepared for scoring: rows (unit rows for cosine) and the per-item offset.
+
+    Attributes
+    ----------
+    vectors : tensor of shape (n_gallery, d)
+    offset : tensor of shape (n_gallery,)
+        ``||g||²`` for the Euclidean metrics, zeros for cosine.
+    metric : str
+    """
+
+    vectors: torch.Tensor
+    offset: torch.Tensor
+    metric: str
+
+    @classmethod
+    def build(cls, G: torch.Tensor, metric: str) -> Gallery:
+        if metric == "cosine":
+            return cls(
+                _unit_rows(G), torch.zeros(G.shape[0], dtype=G.dtype, device=G.device), metric
+            )
+        return cls(G, squared_norms(G), metric)
+
+    def __len__(self) -> int:
+        return self.vectors.shape[0]
+
+    def prepare_queries(self, Q: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Queries in the gallery's form and their constant ``||q||²`` (0 for cosine)."""
+        if self.metric == "cosine":
+            return _unit_rows(Q), torch.zeros(Q.shape[0], dtype=Q.dtype, device=Q.device)
+        return Q, squared_norms(Q)
+
+    def scores(self, Qc: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+        """Ranking scores of a chunk of prepared queries, shape (n_chunk, n_gallery).
+
+        ``out`` (contiguous, that shape) receives them when given.
+        """
+        alpha = -1.0 if self.metric == "cosine" else -2.0
+        return torch.addmm(self.offset.unsqueeze(0), Qc, self.vectors.T, alpha=alpha, out=out)
+
+
+def to_distance(scores: torch.Tensor, query_const: torch.Tensor, metric: str) -> torch.Tensor:
+    """Turn ranking scores (n, m) back into distances, given each query's constant (n,)."""
+    if metric == "cosine":
+        return (scores + 1.0).clamp_(0.0, 2.0)
+    squared = (scores + query_const.unsqueeze(1)).clamp_(min=0.0)
+    return squared.sqrt_() if metric == "euclidean" else squared
+
+
+def auto_chunk_size(
+    n_queries: int, n_gallery: int, itemsize: int, n_selected: int = 0, budget: int = MEMORY_BUDGET
+) -> int:
+    """Rows per chunk so that one chunk's temporaries fit in ``budget`` bytes.
+
+    Per query row: the scores and one copy of them (``itemsize`` each), a few boolean masks
+    (4 bytes), and about 64 bytes per selected neighbour (indices, values, sort buffers).
+    """
+    per_row = n_gallery * (2 * itemsize + 4) + n_selected * 64
+    return int(max(1, min(n_queries, budget // max(per_row, 1))))
+
+
+def resolve_chunk_size(chunk_size, n_queries: int, **auto_kw) -> int:
+    """``chunk_size`` validated, or chosen from the memory budget when None."""
+    if chunk_size is None:
+        return auto_chunk_size(n_queries, **auto_kw)
+    if (
+        isinstance(chunk_size, bool)
+        or not isinstance(chunk_size, (int, np.integer))
+        or chunk_size < 1
+    ):
+        raise ValueError(f"chunk_size must be a positive integer or None, got {chunk_size!r}.")
+    return int(chunk_size)
+
+
+def for_each_chunk(
+    Q: torch.Tensor,
+    gallery: Gallery,
+    chunk_size: int,
+    visit: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], None],
+    *,
+    exclude_self: bool = False,
+    order: torch.Tensor | None = None,
+) -> None:
+    """Score successive chunks of queries and hand each to ``visit(rows, scores, query_const)``.
+
+    Every chunk is scored into the same buffer (no fresh allocation and page faults per
+    chunk), so at most one chunk of scores exists at a time and ``visit`` must not keep
+    ``scores`` (a view of that buffer) beyond its call.
+
+    Parameters
+    ----------
+    Q : tensor of shape (n_queries, d)
+        Raw queries (they are prepared here).
+    gallery : Gallery
+    chunk_size : int
+    visit : callable
+        Called with ``rows`` (n_chunk,), the query indices of the chunk; ``scores``
+        (n_chunk, n_gallery); and ``query_const`` (n_chunk,), ``||q||²`` (0 for cosine), which
+        turns scores into distances with :func:`to_distance`.
+    exclude_self : bool, default=False
+        Query ``i`` is gallery item ``i``: its own score is set to ``+inf``.
+    order : tensor of shape (n_queries,), optional
+        The order in which queries are visited (default: ``0..n_queries-1``).
+    """
+    Qp, const = gallery.prepare_queries(Q)
+    if order is None:
+        order = torch.arange(Q.shape[0], device=Q.device)
+    buffer = torch.empty(
+        (min(chunk_size, Q.shape[0]), len(gallery)), dtype=Qp.dtype, device=Qp.device
+    )
+    for start in range(0, Q.shape[0], chunk_size):
+        rows = order[start : start + chunk_size]
+        scores = gallery.scores(Qp[rows], out=buffer[: rows.shape[0]])
+        if exclude_self:
+            scores[torch.arange(rows.shape[0], device=rows.device), rows] = torch.inf
+        visit(rows, scores, const[rows])
+
+
+def _on_numpy(t: torch.Tensor) -> bool:
+    """Whether ``t`` lives on the CPU, where NumPy's selection and sorting are faster."""
+    return t.device.type == "cpu"
+
+
+def _kth_smallest(scores: torch.Tensor, k: int) -> torch.Tensor:
+    """The k-th smallest value of each row (n,); introselect on the CPU, top-k elsewhere."""
+    if _on_numpy(scores):
+        part = np.partition(scores.numpy(), k - 1, axis=1)[:, k - 1]
+        return torch.from_numpy(np.ascontiguousarray(part))
+    return torch.topk(scores, k, dim=1, largest=False, sorted=True).values[:, -1]
+
+
+def _first_ties_only(
+    rows: torch.Tensor, values: torch.Tensor, kth: torch.Tensor, n_rows: int, k: int
+) -> torch.Tensor:
+    """Mask over candidates ``values <= kth[rows]`` keeping exactly ``k`` per row.
+
+    Candidates strictly below the threshold are all kept; of those equal to it, only the
+    first ``k − #below`` (lowest gallery index, since candidates are in index order).
+    """
+    at_kth = values == kth[rows]
+    n_below = torch.bincount(rows[~at_kth], minlength=n_rows)
+    ties_so_far = torch.cumsum(at_kth.to(torch.int64), dim=0)
+    counts = torch.bincount(rows, minlength=n_rows)
+    row_start = torch.cumsum(counts, dim=0) - counts
+    ties_before_row = ties_so_far[row_start] - at_kth[row_start].to(torch.int64)
+    tie_rank = ties_so_far - ties_before_row[rows]  # 1-based rank of a tie within its row
+    return ~at_kth | (tie_rank <= (k - n_below)[rows])
+
+
+def _sortable_bits(values: torch.Tensor) -> torch.Tensor:
+    """Map float32 to int32 so that integer order is float order (−0.0 counts as +0.0).
+
+    The map flips the 31 low bits of negative numbers and is its own inverse.
+    """
+    bits = (values + 0.0).view(torch.int32)
+    return bits ^ ((bits >> 31) & 0x7FFFFFFF)
+
+
+def _sort_rows(keys: torch.Tensor) -> torch.Tensor:
+    """Sort each row of an int64 tensor (NumPy's vectorised sort on the CPU)."""
+    if _on_numpy(keys):
+        return torch.from_numpy(np.sort(keys.numpy(), axis=1))
+    return torch.sort(keys, dim=1).values
+
+
+def _sort_by_value_then_index(
+    values: torch.Tensor, cols: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Reorder each row of ``(values, cols)`` by value, then by column index.
+
+    ``cols`` must be ascending within each row. float32 rows are sorted as one int64 key per
+    entry (value bits, then index), which is much faster than an argsort; other dtypes use a
+    stable sort on the values.
+    """
+    if values.dtype == torch.float32:
+        keys = _sort_rows((_sortable_bits(values).to(torch.int64) << 32) | cols)
+        value_bits = (keys >> 32).to(torch.int32)
+        return _sortable_bits_inverse(value_bits), keys & 0xFFFFFFFF
+    values, order = torch.sort(values, dim=1, stable=True)
+    return values, cols.gather(1, order)
+
+
+def _sortable_bits_inverse(bits: torch.Tensor) -> torch.Tensor:
+    return (bits ^ ((bits >> 31) & 0x7FFFFFFF)).view(torch.float32)
+
+
+def smallest_k(scores: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The ``k`` smallest entries of each row, ordered by (value, column index).
+
+    Parameters
+    ----------
+    scores : tensor of shape (n, m)
+        Finite values, or ``+inf`` for excluded entries; ``k`` must not exceed the number of
+        finite entries per row, and ``m < 2**32``.
+    k : int
+
+    Returns
+    -------
+    values : tensor of shape (n, k)
+    indices : tensor of shape (n, k), dtype int64
+        Column indices; among equal values the lower index comes first, and which of several
+        equal values at the k-th place are kept is decided the same way.
+    """
+    n = scores.shape[0]
+    kth = _kth_smallest(scores, k).to(scores.device)
+    rows, cols = (scores <= kth.unsqueeze(1)).nonzero(as_tuple=True)
+    if rows.shape[0] != n * k:  # more than one candidate equal to some row's k-th value
+        keep = _first_ties_only(rows, scores[rows, cols], kth, n, k)
+        cols = cols[keep]
+    cols = cols.view(n, k)
+    return _sort_by_value_then_index(scores.gather(1, cols), cols)

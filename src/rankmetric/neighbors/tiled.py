@@ -1,0 +1,194 @@
+"""Exact k-nearest-neighbour search at the matrix-product limit: tiles and a running top-k.
+
+A chunk of queries is scored against the gallery one *block* of items at a time, so a score
+tile (``chunk × block``, 4 MB by default: it stays in the L3 cache) is the largest
+temporary and memory is ``O(chunk × (block + k))`` whatever the gallery size. Each query keeps
+its ``k`` best items as a running list; after the first blocks, few items of a tile beat a
+query's current k-th score: a row-wise minimum over the tile finds the queries that improve,
+and only their items below the k-th score are merged into their lists. The matrix products
+then dominate the time.
+
+Exact tie order: a float32 score and its gallery index are packed into one int64 *key*
+(order-preserving bits of the score in the high half, the index in the low half), so keys are
+unique and ``torch.topk`` on keys orders by (score, lower index) exactly. A later block only
+ever holds higher indices, so an item of it enters a query's list only when its score is
+strictly below the current k-th score.
+
+The tiled path serves float32 searches on the CPU with ``k <= MAX_TILED_K``; other searches
+(float64, CUDA, very large ``k``) score full-width chunks and select with
+:func:`~rankmetric.neighbors._search.smallest_k` — same results, more memory traffic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import torch
+
+from ._search import (
+    Gallery,
+    _sortable_bits,
+    _sortable_bits_inverse,
+    resolve_chunk_size,
+    smallest_k,
+)
+
+__all__ = ["MAX_TILED_K", "nearest_chunks", "uses_tiles"]
+
+TILE_QUERIES = 1024  # queries per chunk on the tiled path
+TILE_ITEMS = 1024  # gallery items per block: a 1024 × 1024 float32 tile is 4 MB
+MAX_TILED_K = 256  # beyond this, full-width selection is as fast and simpler
+_NO_KEY = torch.iinfo(torch.int64).max
+
+
+def uses_tiles(Q: torch.Tensor, k: int) -> bool:
+    """Whether a search of ``k`` neighbours for queries ``Q`` takes the tiled path."""
+    return Q.dtype == torch.float32 and Q.device.type == "cpu" and k <= MAX_TILED_K
+
+
+def _pack_items(scores: torch.Tensor, items: torch.Tensor) -> torch.Tensor:
+    """int64 keys of float32 ``scores`` of gallery ``items`` (same shape)."""
+    return (_sortable_bits(scores).to(torch.int64) << 32) | items
+
+
+def _merge(
+    running: torch.Tensor, threshold: torch.Tensor, rows: torch.Tensor, keys: torch.Tensor
+) -> None:
+    """Merge candidate ``keys`` of query ``rows`` (grouped by row) into the running top-k.
+
+    The candidates of each improving row are laid out after its ``k`` running keys in one
+    padded matrix, whose ``k`` smallest keys per row become the new running list.
+    """
+    k = running.shape[1]
+    counts = torch.bincount(rows, minlength=running.shape[0])
+    improving = counts.nonzero().squeeze(1)
+    slot = torch.cumsum(counts > 0, dim=0) - 1  # row → its line in the padded matrix
+    first = torch.cumsum(counts, dim=0) - counts  # row → position of its first candidate
+    position = torch.arange(rows.shape[0], device=rows.device) - first[rows]
+    padded = torch.full(
+        (improving.shape[0], k + int(counts.max())), _NO_KEY, dtype=torch.int64, device=rows.device
+    )
+    padded[:, :k] = running[improving]
+    padded[slot[rows], k + position] = keys
+    merged = padded.topk(k, dim=1, largest=False, sorted=True).values
+    running[improving] = merged
+    threshold[improving] = _unpack(merged[:, -1])[0]
+
+
+def _unpack(keys: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Scores (float32) and gallery indices (int64) of packed keys."""
+    return _sortable_bits_inverse((keys >> 32).to(torch.int32)), keys & 0xFFFFFFFF
+
+
+def _exclude_own_items(tile: torch.Tensor, rows: torch.Tensor, start: int) -> None:
+    """Set ``tile[i, rows[i] − start]`` to +inf where query ``rows[i]`` falls in the block."""
+    inside = (rows >= start) & (rows < start + tile.shape[1])
+    if bool(inside.any()):
+        local = inside.nonzero().squeeze(1)
+        tile[local, rows[local] - start] = torch.inf
+
+
+def _tiled_chunk(
+    Qc: torch.Tensor,
+    rows: torch.Tensor,
+    gallery: Gallery,
+    k: int,
+    block: int,
+    buffer: torch.Tensor,
+    exclude_self: bool,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The ``k`` smallest scores of each prepared query of a chunk, with their indices."""
+    n = Qc.shape[0]
+    running = torch.full((n, k), _NO_KEY, dtype=torch.int64, device=Qc.device)
+    threshold = torch.full((n,), torch.inf, dtype=Qc.dtype, device=Qc.device)
+    alpha = -1.0 if gallery.metric == "cosine" else -2.0
+    for start in range(0, len(gallery), block):  # loop over gallery blocks (not samples)
+        items = gallery.vectors[start : start + block]
+        tile = torch.addmm(
+            gallery.offset[start : start + block].unsqueeze(0),
+            Qc,
+            items.T,
+            alpha=alpha,
+            out=buffer[:n, : items.shape[0]],
+        )
+        if exclude_self:
+            _exclude_own_items(tile, rows, start)
+        improving = (tile.amin(dim=1) < threshold).nonzero().squeeze(1)
+        if improving.numel() == 0:
+            continue
+        sub = tile[improving]
+        r, c = (sub < threshold[improving].unsqueeze(1)).nonzero(as_tuple=True)
+        _merge(running, threshold, improving[r], _pack_items(sub[r, c], c + start))
+    return _unpack(running)
+
+
+def nearest_chunks(
+    Q: torch.Tensor,
+    gallery: Gallery,
+    k: int | torch.Tensor,
+    *,
+    exclude_self: bool = False,
+    order: torch.Tensor | None = None,
+    chunk_size: int | None = None,
+) -> Iterator[tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]]:
+    """Yield, chunk of queries by chunk, their nearest gallery items in exact order.
+
+    Parameters
+    ----------
+    Q : tensor of shape (n_queries, d)
+        Raw queries (prepared here for the gallery's metric).
+    gallery : Gallery
+    k : int or int tensor of shape (n_queries,)
+        Neighbours per query; with a tensor, a chunk gets the largest ``k`` of its queries.
+        At most ``len(gallery)`` (minus one with ``exclude_self``).
+    exclude_self : bool, default=False
+        Query ``i`` is gallery item ``i`` and is not its own neighbour.
+    order : tensor of shape (n_queries,), optional
+        The order in which queries are visited (default: ``0..n_queries-1``).
+    chunk_size : int, optional
+        Queries per chunk; None picks 1,024 on the tiled path, else a 256 MB memory budget.
+
+    Yields
+    ------
+    rows : tensor of shape (n_chunk,)
+        The query indices of the chunk.
+    scores : tensor of shape (n_chunk, k_chunk)
+        Ranking scores (see :class:`Gallery`), ascending; ties ordered by the lower index.
+    indices : tensor of shape (n_chunk, k_chunk), dtype int64
+    query_const : tensor of shape (n_chunk,)
+        Turns scores into distances with :func:`~rankmetric.neighbors.to_distance`.
+    """
+    per_query = isinstance(k, torch.Tensor)
+    k_max = int(k.max()) if per_query else int(k)
+    Qp, const = gallery.prepare_queries(Q)
+    order = torch.arange(Q.shape[0], device=Q.device) if order is None else order
+    tiled = uses_tiles(Qp, k_max)
+    if tiled:
+        chunk = TILE_QUERIES if chunk_size is None else resolve_chunk_size(chunk_size, 0)
+        chunk = min(chunk, Q.shape[0])
+        block = max(TILE_ITEMS, k_max + 1)
+        buffer = torch.empty((chunk, min(block, len(gallery))), dtype=Qp.dtype)
+    else:
+        chunk = resolve_chunk_size(
+            chunk_size,
+            Q.shape[0],
+            n_gallery=len(gallery),
+            itemsize=Q.element_size(),
+            n_selected=k_max,
+        )
+        buffer = torch.empty(
+            (min(chunk, Q.shape[0]), len(gallery)), dtype=Qp.dtype, device=Q.device
+        )
+    for start in range(0, Q.shape[0], chunk):  # loop over query chunks
+        rows = order[start : start + chunk]
+        k_chunk = int(k[rows].max()) if per_query else k_max
+        if tiled:
+            values, idx = _tiled_chunk(
+                Qp[rows], rows, gallery, k_chunk, block, buffer, exclude_self
+            )
+        else:
+            scores = gallery.scores(Qp[rows], out=buffer[: rows.shape[0]])
+            if exclude_self:
+                scores[torch.arange(rows.shape[0], device=rows.device), rows] = torch.inf
+            values, idx = smallest_k(scores, k_chunk)
+        yield rows, values, idx, const[rows]

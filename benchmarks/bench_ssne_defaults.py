@@ -82,7 +82,7 @@ def evaluate(settings: list[dict], folds: int, pool) -> dict[str, dict]:
 
 
 def _print(results: dict[str, dict], title: str) -> None:
-    print(f"\n{title}\n")
+    print(f"\n{title}\n", flush=True)
     print("| setting | " + " | ".join(SETS) + " | mean |")
     print("|---|" + "---|" * (len(SETS) + 1))
     for key, r in sorted(results.items(), key=lambda kv: -kv[1]["mean"]):

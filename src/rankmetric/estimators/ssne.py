@@ -152,21 +152,30 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
         ``"jaccard"``: ``y`` is a binary label-indicator matrix (multi-label), pairs are uniform,
         target ``neg_target + (1 − neg_target) · J`` with ``J`` the Jaccard index of the two label
         sets (real-valued supervision).
-    neg_target : float, default=-1.0
-        Target similarity of a pair of different classes, in ``[-1, 1)``.
+    neg_target : float, default=0.0
+        Target similarity of a pair of different classes, in ``[-1, 1)``: ``0`` asks for
+        orthogonal classes (reachable for up to ``M`` classes), ``-1`` for antipodal ones
+        (reachable for two). Chosen on validation data (``docs/ssne.md``).
     positive_fraction : float, default=0.5
         Share of same-class pairs in each batch drawn from labels (class-balanced sampling).
-    solver : {"full", "bcd"}, default="full"
-        ``"full"``: every column of ``W`` moves at each step. ``"bcd"``: batch-stochastic
-        block-coordinate descent as in the paper, each step updating ``block_size`` random
-        columns. See ``docs/ssne.md`` for the measurements behind the default.
+    positive_sampling : {"pairs", "classes"}, default="pairs"
+        How same-class pairs are drawn from labels. ``"pairs"``: uniformly over all same-class
+        pairs, so a class of ``n_c`` samples gets a share ``∝ n_c (n_c − 1)`` (small classes
+        are rarely seen). ``"classes"``: the class uniformly (among classes with two samples),
+        then a pair inside it.
+    solver : {"full", "bcd"}, default="bcd"
+        ``"bcd"``: batch-stochastic block-coordinate descent as in the paper, each step
+        updating ``block_size`` random columns. ``"full"``: every column of ``W`` moves at each
+        step. See ``docs/ssne.md`` for the validation measurements behind the default.
     block_size : int, default=16
         Columns per block-coordinate step (``solver="bcd"``; clipped to ``M``).
     batch_size : int, default=256
         Pairs per step.
     learning_rate : float, default=0.3
         Initial step size of SGD with momentum 0.9; it decays linearly to 0 over ``max_iter``
-        steps. The proximal threshold of a step is its step size times ``reg_lambda``.
+        steps. The proximal threshold of a step is its step size times
+        ``reg_lambda / (1 − 0.9)``, so that the iteration minimises the objective above (see
+        ``docs/ssne.md``).
     max_iter : int, default=1000
         Optimisation steps (a fixed budget: the step size reaches 0 at the last one).
     random_state : int, Generator or None
@@ -203,10 +212,10 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
         *,
         reg_lambda: float = 1e-3,
         similarity: str = "labels",
-        neg_target: float = -1.0,
+        neg_target: float = 0.0,
         positive_fraction: float = 0.5,
         positive_sampling: str = "pairs",
-        solver: str = "full",
+        solver: str = "bcd",
         block_size: int = 16,
         batch_size: int = 256,
         learning_rate: float = 0.3,

@@ -95,12 +95,24 @@ def main() -> None:
     parser.add_argument("--folds", type=int, default=4, help="training halves used (of 10)")
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--out", default=None, help="JSON file for every score")
+    parser.add_argument(
+        "--stage2-around",
+        default=None,
+        help="skip stage 1: run stage 2 around this stage-1 setting, e.g. "
+        "'solver=bcd,neg_target=0.0,positive_sampling=pairs' (the winner is rescored too)",
+    )
     args = parser.parse_args()
     start = time.perf_counter()
     with ProcessPoolExecutor(args.jobs) as pool:
-        stage1 = evaluate([{**BASE, **s} for s in STAGE1], args.folds, pool)
-        _print(stage1, f"Stage 1 (validation thirds of {args.folds} training halves per set)")
-        best = max(stage1.values(), key=lambda r: r["mean"])["params"]
+        if args.stage2_around:
+            given = dict(item.split("=") for item in args.stage2_around.split(","))
+            given = {k: float(v) if k == "neg_target" else v for k, v in given.items()}
+            best = {**BASE, **given}
+            stage1 = evaluate([best], args.folds, pool)
+        else:
+            stage1 = evaluate([{**BASE, **s} for s in STAGE1], args.folds, pool)
+            _print(stage1, f"Stage 1 (validation thirds of {args.folds} training halves per set)")
+            best = max(stage1.values(), key=lambda r: r["mean"])["params"]
         stage2 = evaluate([{**best, **s} for s in STAGE2], args.folds, pool)
         stage2[_key(best)] = stage1[_key(best)]
         _print(stage2, "Stage 2 (one factor at a time around the stage-1 winner)")

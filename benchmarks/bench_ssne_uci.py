@@ -2,9 +2,10 @@
 
 Protocol (the paper's): k-NN accuracy (k = 3), mean ± std over 5 times repeated stratified 2-fold
 cross-validation (:func:`rankmetric.evaluate.repeated_cv_knn`, fold seed 0). SSNE runs with fixed
-default hyper-parameters (nothing is tuned on these sets; the defaults were chosen on vehicle,
-vowel and digits with ``benchmarks/bench_ssne_solvers.py``) and ``random_state=0``. The paper's
-numbers are printed beside ours; "protein" is not available offline.
+default hyper-parameters (nothing is tuned on the test halves; the defaults were chosen on
+validation thirds of the training halves with ``benchmarks/bench_ssne_defaults.py``) and
+``random_state=0``. The paper's numbers are printed beside ours; "protein" is not available
+offline.
 
     python benchmarks/bench_ssne_uci.py                  # all nine sets, about 5-10 min on 1 core
     python benchmarks/bench_ssne_uci.py --sets iris,wine --param neg_target=0.0

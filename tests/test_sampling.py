@@ -28,6 +28,21 @@ def test_positive_pairs_are_uniform_over_all_same_class_pairs(index, rng):
     np.testing.assert_allclose(freq, 1 / len(expected), rtol=0.15)
 
 
+def test_class_uniform_positive_pairs_give_every_class_the_same_share(index, rng):
+    """Classes 0, 1, 2 have 6, 2 and 12 ordered pairs; class 3 (one sample) has none."""
+    i, j = index.positive_pairs(60000, rng, class_uniform=True)
+    assert np.all(index.codes[i] == index.codes[j]) and np.all(i != j)
+    share = np.bincount(index.codes[i], minlength=4) / len(i)
+    np.testing.assert_allclose(share, [1 / 3, 1 / 3, 1 / 3, 0.0], atol=0.01)
+    inside = index.codes[i] == 2  # uniform over the pairs inside a class
+    pair_id = i[inside] * 10 + j[inside]
+    counts = np.unique(pair_id, return_counts=True)[1]
+    assert counts.size == 12
+    np.testing.assert_allclose(counts / counts.sum(), 1 / 12, rtol=0.1)
+    _, _, same = index.balanced_pairs(100, rng, 0.5, class_uniform=True)
+    assert same.sum() == 50
+
+
 def test_negatives_are_other_class_and_uniform(index, rng):
     anchors = np.zeros(20000, dtype=int)  # class 0: seven negatives
     neg = index.negatives(anchors, 3, rng)

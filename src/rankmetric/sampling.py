@@ -41,12 +41,19 @@ class LabelIndex:
         return self.codes.shape[0]
 
     def positive_pairs(
-        self, n_pairs: int, rng: np.random.Generator
+        self, n_pairs: int, rng: np.random.Generator, class_uniform: bool = False
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Ordered pairs ``(i, j)``, ``i != j``, same class, uniform over all such pairs."""
+        """Ordered pairs ``(i, j)``, ``i != j``, same class.
+
+        Uniform over all such pairs by default (a class is drawn in proportion to
+        ``n_c (n_c − 1)``); with ``class_uniform`` the class is drawn uniformly among those with
+        two samples, then a pair inside it, so small classes get as many pairs as large ones.
+        """
         weights = self.counts * (self.counts - 1.0)
         if weights.sum() <= 0:
             raise ValueError("no class has two samples, so no positive pair exists.")
+        if class_uniform:
+            weights = (weights > 0).astype(np.float64)
         cls = rng.choice(len(self.counts), size=n_pairs, p=weights / weights.sum())
         n_c = self.counts[cls]
         a = rng.integers(0, n_c)
@@ -74,11 +81,22 @@ class LabelIndex:
         return self.n_samples - self.counts[self.codes[anchors]]
 
     def balanced_pairs(
-        self, n_pairs: int, rng: np.random.Generator, positive_fraction: float = 0.5
+        self,
+        n_pairs: int,
+        rng: np.random.Generator,
+        positive_fraction: float = 0.5,
+        class_uniform: bool = False,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Pairs with a fixed share of same-class pairs; returns ``(i, j, same)``."""
+        """Pairs with a fixed share of same-class pairs; returns ``(i, j, same)``.
+
+        ``class_uniform`` is passed to :meth:`positive_pairs`; the first point of a different-class
+        pair is uniform over the samples.
+        """
         n_pos = int(round(n_pairs * positive_fraction))
-        pi, pj = self.positive_pairs(n_pos, rng) if n_pos else (np.empty(0, int), np.empty(0, int))
+        if n_pos:
+            pi, pj = self.positive_pairs(n_pos, rng, class_uniform)
+        else:
+            pi, pj = np.empty(0, int), np.empty(0, int)
         ni = rng.integers(0, self.n_samples, size=n_pairs - n_pos)
         nj = self.negatives(ni, 1, rng)[:, 0]
         i = np.concatenate([pi, ni])

@@ -105,6 +105,30 @@ def test_fit_learner_picks_the_best_validation_candidate(rng):
     assert fitted.transform(X).shape == (len(y), 6)
 
 
+def test_k_is_a_scorer_parameter_and_candidates_differing_in_k_share_a_fit(rng, monkeypatch):
+    from rankmetric.bench import learners
+
+    X, y = _noisy(rng)
+    fits, seen_k = [], []
+    original = learners._fit
+
+    def counting_fit(method, params, *args):
+        fits.append(dict(params))
+        return original(method, params, *args)
+
+    def score(Z_tr, y_tr, Z_val, y_val, k):
+        seen_k.append(k)
+        return float(k == 5) + 0.01 * Z_tr.shape[1]
+
+    monkeypatch.setattr(learners, "_fit", counting_fit)
+    fitted = fit_learner("kissme", X, y, grid={"n_components": [1, 2], "k": [3, 5]},
+                         split=_holdout, score=score)  # fmt: skip
+    assert seen_k == [3, 3, 5, 5]  # "k" sorts first: k = 3 wins ties
+    assert [f["n_components"] for f in fits] == [1, 2, 2]  # two candidate fits, then the refit
+    assert fitted.params == {"n_components": 2, "k": 5}
+    assert fitted.transform(X).shape == (len(y), 2)  # k never reached the estimator
+
+
 def test_fit_learner_without_grid_fits_once_and_euclidean_is_identity(rng):
     X, y = _noisy(rng, 60)
     fitted = fit_learner("kissme", X, y, fixed={"n_components": 2})

@@ -69,11 +69,32 @@ def test_tuned_cell_reports_its_choice():
     config = BenchConfig(quick=False, datasets=("iris",), methods=("itml",), seeds=1)
     cell = ssne.build_cells(config)[0]
     result = ssne.run_cv_cell(cell)
-    tried = [v["params"]["gamma"] for v in result["validation"]]
-    assert tried == ssne.GRIDS["itml"]["gamma"]
+    tried = [(v["params"]["gamma"], v["params"]["k"]) for v in result["validation"]]
+    assert tried == [(g, k) for g in ssne.GRIDS["itml"]["gamma"] for k in ssne.K_CANDIDATES]
     best = max(result["validation"], key=lambda v: v["score"])  # first best on ties
-    assert result["params"]["gamma"] == best["params"]["gamma"]
+    assert result["params"] == {**cell.options["fixed"], **best["params"]}
+    assert result["k"] == best["params"]["k"]
     assert 0.8 < result["accuracy"] <= 1.0
+
+
+def test_every_method_chooses_k_on_validation_and_the_table_says_which():
+    """Full mode: k ∈ K_CANDIDATES is tuned for every method (mLMNN through n_neighbors)."""
+    for method in ssne.METHODS:
+        grid = ssne.GRIDS[method]
+        assert grid.get("k", grid.get("n_neighbors")) == ssne.K_CANDIDATES, method
+    config = BenchConfig(quick=False, datasets=("iris",), methods=("euclidean-scaled",), seeds=1)
+    cells = ssne.build_cells(config)
+    results = [{"cell": dataclasses.asdict(c), **ssne.run_cv_cell(c)} for c in cells]
+    for r in results:
+        scores = {v["params"]["k"]: v["score"] for v in r["validation"]}
+        assert r["k"] == (5 if scores[5] > scores[3] else 3)  # k = 3 kept on ties
+    table, _ = ssne._table1(results, config)
+    assert "k ∈ [3, 5] chosen per fold" in table or all(r["k"] == 3 for r in results)
+    rows, _ = ssne._k_table(
+        {("iris", "euclidean-scaled"): [{"k": 3}, {"k": 5}, {"k": 5}]}, ["iris"],
+        ["euclidean-scaled"],
+    )  # fmt: skip
+    assert rows == [["iris", "1 / 2"]]
 
 
 def test_end_to_end_writes_table_json_plot_and_resumes(tmp_path):
@@ -118,9 +139,11 @@ def test_mlmnn_cell_scores_its_own_knn_rule_and_tunes_on_validation():
     assert cell.options["fixed"]["n_neighbors"] == cell.options["k"] == ssne.K
     result = ssne.run_cv_cell(cell)
     tried = [v["params"]["regularization"] for v in result["validation"]]
-    assert tried == [0.25, 0.5, 0.75]  # the same grid as LMNN's
+    assert tried == [0.25, 0.5, 0.75] * 2  # the same grid as LMNN's, with k = 3, then k = 5
+    assert [v["params"]["n_neighbors"] for v in result["validation"]] == [3] * 3 + [5] * 3
     best = max(result["validation"], key=lambda v: v["score"])  # first best on ties
     assert {k: result["params"][k] for k in best["params"]} == best["params"]
+    assert result["k"] == result["params"]["n_neighbors"]
     X, y = load_iris(return_X_y=True)
     train, test = ssne.cv_fold(y, 0, n_repeats=1)
     scaler = StandardScaler().fit(X[train])

@@ -7,7 +7,7 @@ from sklearn.neighbors import KNeighborsClassifier
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from rankmetric._utils import make_rng, torch_generator
-from rankmetric.estimators.ssne import SSNE, default_n_components
+from rankmetric.estimators.ssne import SSNE, _ProximalStepper, default_n_components
 from rankmetric.models.sphere import SphereTanhEmbedding
 
 
@@ -150,6 +150,39 @@ def test_block_coordinate_step_moves_only_its_block(rng):
     assert moved.sum() == block_size
 
 
+def _prox_descent(target, reg_lambda, momentum, block_size, steps=1000):
+    """Minimise ``½||W − A||² + reg_lambda · Σ_m ||w_m||`` with the estimator's stepper."""
+    module = SphereTanhEmbedding(target.shape[0] - 1, target.shape[1]).to(torch.float64)
+    stepper = _ProximalStepper(
+        module, learning_rate=0.3, reg_lambda=reg_lambda, max_iter=steps,
+        block_size=block_size, momentum=momentum,
+    )  # fmt: skip
+    rng = np.random.default_rng(0)
+    for step in range(steps):
+        stepper.begin(step, rng)
+        stepper.optimizer.zero_grad()
+        (0.5 * ((module.weight - target) ** 2).sum()).backward()
+        stepper.optimizer.step()
+        with torch.no_grad():
+            stepper.proximal_step()
+    return module.weight.detach()
+
+
+@pytest.mark.parametrize("block_size", [None, 3])
+@pytest.mark.parametrize("momentum", [0.0, 0.9])
+def test_proximal_step_minimises_the_stated_objective(rng, momentum, block_size):
+    """Closed form: the minimiser of ½||W − A||² + λ Σ ||w_m|| is the group soft-threshold of A
+    by λ. Plain proximal SGD (momentum 0), heavy-ball momentum and block-coordinate steps must
+    all reach it; a threshold of step·λ under momentum 0.9 would reach the one of λ/10."""
+    target = torch.as_tensor(rng.normal(size=(4, 8)))
+    norms = torch.linalg.vector_norm(target, dim=0)
+    reg_lambda = float(norms.sort().values[3:5].mean())  # half the columns are pruned
+    expected = target * (1 - reg_lambda / norms).clamp_min(0)
+    found = _prox_descent(target, reg_lambda, momentum, block_size)
+    torch.testing.assert_close(found, expected, atol=1e-6, rtol=0)
+    assert torch.equal(found.eq(0).all(dim=0), norms <= reg_lambda)
+
+
 def test_bcd_solver_learns_too(rng):
     X, y = _separable_data(rng)
     X_test, y_test = _separable_data(np.random.default_rng(1))
@@ -227,6 +260,7 @@ def test_fit_pairs_rejects_bad_supervision(rng, pairs, similarities, match):
         ({"n_components": 2.5}, "n_components"),
         ({"positive_fraction": 1.5}, "positive_fraction"),
         ({"learning_rate": 0.0}, "learning_rate"),
+        ({"positive_sampling": "uniform"}, "positive_sampling"),
     ],
 )
 def test_bad_parameters_raise_in_fit(rng, params, match):

@@ -21,7 +21,16 @@ from sklearn.base import is_classifier
 
 from ._common import captured_warnings
 
-__all__ = ["LABELS", "EUCLIDEAN", "FittedLearner", "build_learner", "expand_grid", "fit_learner"]
+__all__ = [
+    "LABELS",
+    "EUCLIDEAN",
+    "SCORE_PARAMS",
+    "FittedLearner",
+    "build_learner",
+    "expand_grid",
+    "fit_learner",
+    "split_score_params",
+]
 
 #: Learner id -> estimator class (dotted path); the Euclidean baselines learn nothing.
 CLASSES = {
@@ -52,7 +61,11 @@ LABELS = {
     "xqda": "XQDA",
 }
 
-#: (X_train, y_train, X_val, y_val) embedded -> score, higher is better.
+#: Grid entries that tune the scoring rule (the k of the k-NN vote), not the estimator: they are
+#: passed to the scorer as keywords, and candidates differing only in them share one fit.
+SCORE_PARAMS = ("k",)
+
+#: (X_train, y_train, X_val, y_val, **score params) embedded -> score, higher is better.
 Scorer = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], float]
 #: labels, seed -> (inner training indices, validation indices).
 Splitter = Callable[[np.ndarray, int], tuple[np.ndarray, np.ndarray]]
@@ -126,9 +139,15 @@ def _is_classifier(est) -> bool:
     return est is not None and is_classifier(est) and not hasattr(est, "transform")
 
 
+def split_score_params(params: Mapping) -> tuple[dict, dict]:
+    """``(estimator params, scorer params)``: the :data:`SCORE_PARAMS` go to the scorer."""
+    fit = {k: v for k, v in params.items() if k not in SCORE_PARAMS}
+    return fit, {k: v for k, v in params.items() if k in SCORE_PARAMS}
+
+
 def _fit(method: str, params: Mapping, X: np.ndarray, y: np.ndarray, seed: int, device: str):
     """Fit one estimator; returns ``(estimator or None for Euclidean, seconds)``."""
-    est = build_learner(method, params, seed, device)
+    est = build_learner(method, split_score_params(params)[0], seed, device)
     if est is None:
         return None, 0.0
     start = time.perf_counter()
@@ -141,13 +160,20 @@ def _transform(est):
 
 
 def _select(method, fixed, candidates, X, y, seed, device, split, score):
-    """The best candidate on ``split``'s validation part (first on ties) and every score."""
+    """The best candidate on ``split``'s validation part (first on ties) and every score.
+
+    Candidates that differ only in scorer parameters (``k``) share one fit.
+    """
     inner, val = split(y, seed)
-    validation = [
-        {"params": cand, **_validate(method, {**fixed, **cand}, X, y, inner, val, seed, device,
-                                     score)}
-        for cand in candidates
-    ]  # fmt: skip
+    fits: dict[str, object] = {}
+    validation = []
+    for cand in candidates:
+        fit_params, score_params = split_score_params({**fixed, **cand})
+        key = repr(sorted(fit_params.items()))
+        if key not in fits:
+            fits[key] = _fit_inner(method, fit_params, X[inner], y[inner], seed, device)
+        result = _validate(fits[key], X, y, inner, val, score, score_params)
+        validation.append({"params": cand, **result})
     scores = [-np.inf if v["score"] is None else v["score"] for v in validation]
     if not np.isfinite(max(scores)):
         errors = [v["error"] for v in validation]
@@ -155,19 +181,28 @@ def _select(method, fixed, candidates, X, y, seed, device, split, score):
     return candidates[int(np.argmax(scores))], validation
 
 
-def _validate(method, params, X, y, inner, val, seed, device, score) -> dict:
-    """Fit ``params`` on the inner part, score the validation part.
+def _fit_inner(method, params, X, y, seed, device):
+    """The estimator fitted on the inner part, or the ``ValueError`` its fit raised.
 
-    A candidate whose fit fails with ``ValueError`` (e.g. SSNE's group norm pruning every unit,
-    a non-finite loss) gets ``score=None`` and its message, instead of stopping the grid.
+    A failing fit (e.g. SSNE's group norm pruning every unit, a non-finite loss) becomes a
+    skipped candidate instead of stopping the grid.
     """
     try:
-        est, _ = _fit(method, params, X[inner], y[inner], seed, device)
+        return _fit(method, params, X, y, seed, device)[0]
+    except ValueError as exc:
+        return exc
+
+
+def _validate(est, X, y, inner, val, score, score_params) -> dict:
+    """Score the validation part with an estimator fitted on the inner part."""
+    if isinstance(est, ValueError):
+        return {"score": None, "error": f"{type(est).__name__}: {est}"}
+    try:
         if _is_classifier(est):
             value = np.mean(est.predict(X[val]) == y[val])
         else:
             transform = _transform(est)
-            value = score(transform(X[inner]), y[inner], transform(X[val]), y[val])
+            value = score(transform(X[inner]), y[inner], transform(X[val]), y[val], **score_params)
     except ValueError as exc:
         return {"score": None, "error": f"{type(exc).__name__}: {exc}"}
     return {"score": float(value)}
@@ -200,7 +235,9 @@ def fit_learner(
         Candidates; with more than one, each is fitted on ``split``'s inner training part and
         scored by ``score`` on its validation part, and the best (first on ties) is refitted.
         A candidate whose fit raises ``ValueError`` is skipped (``score=None``, its message kept).
-        A classifier learner (``"mlmnn"``) is scored by its own validation accuracy instead of
+        Entries named in :data:`SCORE_PARAMS` (``k``) are passed to ``score`` rather than to
+        the estimator, and kept in the returned ``params``. A classifier learner
+        (``"mlmnn"``) is scored by its own validation accuracy instead of
         ``score``.
     seed : int
         Seed of the estimators and of the split.

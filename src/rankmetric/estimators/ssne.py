@@ -36,6 +36,9 @@ __all__ = ["SSNE", "default_n_components"]
 #: Range of the default number of units ``M = 2·D``.
 MIN_DEFAULT_COMPONENTS, MAX_DEFAULT_COMPONENTS = 16, 256
 _SOLVERS = ("full", "bcd")
+_POSITIVE_SAMPLING = ("pairs", "classes")
+#: Momentum of the proximal SGD steps.
+MOMENTUM = 0.9
 _SIMILARITIES = ("labels", "jaccard")
 _TRANSFORM_CHUNK = 65536
 #: Round-off allowed on target similarities (dot products of unit vectors can exceed 1 by ~1e-16).
@@ -54,14 +57,19 @@ def default_n_components(n_features: int) -> int:
 class _ProximalStepper:
     """Proximal stochastic gradient steps on ``loss + reg_lambda · Σ_m ||w_m||``.
 
-    SGD with momentum 0.9 and a step size decaying linearly from ``learning_rate`` to 0; after
-    each step the columns of ``W`` are group-soft-thresholded by ``step size · reg_lambda``.
-    With ``block_size`` set, a step is block-coordinate: the gradient of every column outside a
-    random block of ``block_size`` columns is masked, those columns are restored after the
-    optimiser step (momentum cannot move them), and only the block is thresholded.
-    """
+    Heavy-ball SGD (``v ← β v + ∇loss``, ``W ← W − η v``) with a step size ``η`` decaying linearly
+    from ``learning_rate`` to 0, followed by the group soft-threshold of the columns of ``W`` by
+    ``τ = η · reg_lambda / (1 − β)``. The ``1 / (1 − β)`` matches the threshold to the step that
+    momentum actually takes (``η / (1 − β)`` times the gradient once ``v`` has settled), so a fixed
+    point satisfies ``0 ∈ ∇loss + reg_lambda · ∂R``: the iteration minimises the stated objective
+    with or without momentum (``β = 0`` is plain proximal SGD). A threshold of ``η · reg_lambda``
+    with ``β = 0.9`` would minimise ``loss + reg_lambda / 10 · R`` instead.
 
-    MOMENTUM = 0.9
+    With ``block_size`` set, a step is block-coordinate: the gradient of every column outside a
+    random block of ``block_size`` columns is masked, and those columns and their momentum are
+    restored after the optimiser step (they neither move nor forget), so each column follows the
+    same heavy-ball iteration over the steps that draw it; only the block is thresholded.
+    """
 
     def __init__(
         self,
@@ -71,19 +79,25 @@ class _ProximalStepper:
         reg_lambda: float,
         max_iter: int,
         block_size: int | None,
+        momentum: float = MOMENTUM,
     ) -> None:
         self.weight = module.weight
-        self.optimizer = torch.optim.SGD(
-            module.parameters(), lr=learning_rate, momentum=self.MOMENTUM
-        )
+        self.optimizer = torch.optim.SGD(module.parameters(), lr=learning_rate, momentum=momentum)
         self.learning_rate, self.reg_lambda, self.max_iter = learning_rate, reg_lambda, max_iter
+        self.momentum = momentum
         self.block_size = block_size
         self.lr = learning_rate
         self.block: torch.Tensor | None = None
         self.frozen: torch.Tensor | None = None
+        self.frozen_velocity: torch.Tensor | None = None
         self.mask: torch.Tensor | None = None
         if block_size is not None:
             self.weight.register_hook(lambda grad: grad * self.mask)
+
+    @property
+    def threshold(self) -> float:
+        """``τ`` of the current step: ``η · reg_lambda / (1 − β)``."""
+        return self.lr * self.reg_lambda / (1.0 - self.momentum)
 
     def begin(self, step: int, rng: np.random.Generator) -> None:
         """Set this step's size and, for block-coordinate steps, draw its block of columns."""
@@ -97,13 +111,18 @@ class _ProximalStepper:
         self.mask = torch.zeros(n_columns, dtype=self.weight.dtype, device=self.weight.device)
         self.mask[self.block] = 1.0
         self.frozen = self.weight.detach().clone()
+        velocity = self.optimizer.state.get(self.weight, {}).get("momentum_buffer")
+        self.frozen_velocity = None if velocity is None else velocity.clone()
 
     def proximal_step(self) -> None:
         """After the optimiser step: restore the columns outside the block, then threshold."""
         if self.block is not None:
             outside = self.mask == 0
             self.weight[:, outside] = self.frozen[:, outside]
-        group_soft_threshold_(self.weight, self.lr * self.reg_lambda, self.block)
+            velocity = self.optimizer.state.get(self.weight, {}).get("momentum_buffer")
+            if velocity is not None and self.frozen_velocity is not None:
+                velocity[:, outside] = self.frozen_velocity[:, outside]
+        group_soft_threshold_(self.weight, self.threshold, self.block)
 
 
 @register_estimator
@@ -133,21 +152,30 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
         ``"jaccard"``: ``y`` is a binary label-indicator matrix (multi-label), pairs are uniform,
         target ``neg_target + (1 − neg_target) · J`` with ``J`` the Jaccard index of the two label
         sets (real-valued supervision).
-    neg_target : float, default=-1.0
-        Target similarity of a pair of different classes, in ``[-1, 1)``.
+    neg_target : float, default=0.0
+        Target similarity of a pair of different classes, in ``[-1, 1)``: ``0`` asks for
+        orthogonal classes (reachable for up to ``M`` classes), ``-1`` for antipodal ones
+        (reachable for two). Chosen on validation data (``docs/ssne.md``).
     positive_fraction : float, default=0.5
         Share of same-class pairs in each batch drawn from labels (class-balanced sampling).
-    solver : {"full", "bcd"}, default="full"
-        ``"full"``: every column of ``W`` moves at each step. ``"bcd"``: batch-stochastic
-        block-coordinate descent as in the paper, each step updating ``block_size`` random
-        columns. See ``docs/ssne.md`` for the measurements behind the default.
+    positive_sampling : {"pairs", "classes"}, default="pairs"
+        How same-class pairs are drawn from labels. ``"pairs"``: uniformly over all same-class
+        pairs, so a class of ``n_c`` samples gets a share ``∝ n_c (n_c − 1)`` (small classes
+        are rarely seen). ``"classes"``: the class uniformly (among classes with two samples),
+        then a pair inside it.
+    solver : {"full", "bcd"}, default="bcd"
+        ``"bcd"``: batch-stochastic block-coordinate descent as in the paper, each step
+        updating ``block_size`` random columns. ``"full"``: every column of ``W`` moves at each
+        step. See ``docs/ssne.md`` for the validation measurements behind the default.
     block_size : int, default=16
         Columns per block-coordinate step (``solver="bcd"``; clipped to ``M``).
     batch_size : int, default=256
         Pairs per step.
     learning_rate : float, default=0.3
         Initial step size of SGD with momentum 0.9; it decays linearly to 0 over ``max_iter``
-        steps. The proximal threshold of a step is its step size times ``reg_lambda``.
+        steps. The proximal threshold of a step is its step size times
+        ``reg_lambda / (1 − 0.9)``, so that the iteration minimises the objective above (see
+        ``docs/ssne.md``).
     max_iter : int, default=1000
         Optimisation steps (a fixed budget: the step size reaches 0 at the last one).
     random_state : int, Generator or None
@@ -184,9 +212,10 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
         *,
         reg_lambda: float = 1e-3,
         similarity: str = "labels",
-        neg_target: float = -1.0,
+        neg_target: float = 0.0,
         positive_fraction: float = 0.5,
-        solver: str = "full",
+        positive_sampling: str = "pairs",
+        solver: str = "bcd",
         block_size: int = 16,
         batch_size: int = 256,
         learning_rate: float = 0.3,
@@ -202,6 +231,7 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
         self.similarity = similarity
         self.neg_target = neg_target
         self.positive_fraction = positive_fraction
+        self.positive_sampling = positive_sampling
         self.solver = solver
         self.block_size = block_size
         self.batch_size = batch_size
@@ -237,9 +267,10 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
         check_min_per_class(codes, 2)
         index = LabelIndex.from_codes(codes)
         n, frac, neg = int(self.batch_size), float(self.positive_fraction), float(self.neg_target)
+        by_class = self.positive_sampling == "classes"
 
         def sample(rng: np.random.Generator):
-            i, j, _ = index.balanced_pairs(n, rng, frac)
+            i, j, _ = index.balanced_pairs(n, rng, frac, class_uniform=by_class)
             a, b = torch.as_tensor(codes[i]), torch.as_tensor(codes[j])
             return i, j, label_similarity_targets(a, b, neg)
 
@@ -300,6 +331,11 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
             raise ValueError(f"similarity must be one of {_SIMILARITIES}, got {self.similarity!r}.")
         _check_real(self.neg_target, "neg_target", low=-1.0, high=1.0, high_open=True)
         _check_real(self.positive_fraction, "positive_fraction", low=0.0, high=1.0)
+        if self.positive_sampling not in _POSITIVE_SAMPLING:
+            raise ValueError(
+                f"positive_sampling must be one of {_POSITIVE_SAMPLING}, "
+                f"got {self.positive_sampling!r}."
+            )
         if self.solver not in _SOLVERS:
             raise ValueError(f"solver must be one of {_SOLVERS}, got {self.solver!r}.")
         _check_int(self.block_size, "block_size")

@@ -224,7 +224,7 @@ class SPDNetEmbedding(MetricLearnerMixin, BaseEstimator):
         Step whose parameters were kept (0: the untrained network); ``None`` without validation.
     initial_validation_score_, validation_score_ : float or None
         Validation mAP of the untrained network and of the kept one.
-    loss_curve_ : ndarray of shape (n_iter_,)
+    loss_curve_ : ndarray of shape (``n_iter_``,)
     n_features_in_ : int
     """
 

@@ -234,7 +234,7 @@ class StripeHistograms(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEs
 
         Returns
         -------
-        ndarray of shape (n_samples, n_features_out_), non-negative, rows of unit norm
+        ndarray of shape (n_samples, ``n_features_out_``), non-negative, rows of unit norm
             (float64, or float32 for float32 input).
         """
         check_is_fitted(self, "image_shape_")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 import shutil
 import subprocess
@@ -71,8 +72,11 @@ def test_every_third_party_import_is_declared():
     pyproject = (ROOT / "pyproject.toml").read_text()
     imported = set()
     for file in (ROOT / "src" / "rankmetric").rglob("*.py"):
-        for match in re.finditer(r"^\s*(?:from|import) ([a-zA-Z_]\w*)", file.read_text(), re.M):
-            imported.add(match.group(1))
+        for node in ast.walk(ast.parse(file.read_text(), filename=str(file))):
+            if isinstance(node, ast.Import):
+                imported.update(alias.name.split(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                imported.add(node.module.split(".")[0])
     distribution = {"sklearn": "scikit-learn", "faiss": "faiss-cpu"}
     third_party = imported - set(sys.stdlib_module_names) - {"rankmetric"}
     for module in sorted(third_party):

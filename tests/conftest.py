@@ -8,5 +8,14 @@ torch.set_num_threads(1)
 
 
 @pytest.fixture
+def two_threads():
+    """Run a test with two torch threads (the suite runs with one), then restore."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(2)
+    yield
+    torch.set_num_threads(previous)
+
+
+@pytest.fixture
 def rng():
     return np.random.default_rng(0)

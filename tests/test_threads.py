@@ -16,15 +16,6 @@ def _pool_threads() -> list[int]:
     return sorted(p["num_threads"] for p in threadpool_info())
 
 
-@pytest.fixture
-def two_threads():
-    """Start from two torch threads (tests run with one) and restore."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(2)
-    yield
-    torch.set_num_threads(previous)
-
-
 class _Recorder(MetricLearnerMixin):
     """A minimal estimator whose fit records the thread counts it ran with."""
 

@@ -207,14 +207,6 @@ def test_power_rejects_bad_exponent(p):
         spd_power(torch.eye(2), p)
 
 
-@pytest.fixture
-def two_threads():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(2)
-    yield
-    torch.set_num_threads(previous)
-
-
 def _decompositions(S: torch.Tensor):
     eigenvalues, eigenvectors = eigh(S)
     return eigenvalues, eigenvectors.abs(), eigvalsh(S)  # abs: eigenvector signs are arbitrary

@@ -11,8 +11,6 @@ from sklearn.base import clone
 from sklearn.metrics import average_precision_score
 from sklearn.neighbors import KNeighborsClassifier
 from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import FunctionTransformer
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from rankmetric.estimators.rpl import (
     RPLEmbedding,
@@ -50,84 +48,12 @@ def _spd_classes(n_per_class=12, c=6, n_classes=3, sep=1.5, noise=0.4, seed=0):
     return (X + np.swapaxes(X, -1, -2)) / 2, y
 
 
-def _rows_to_spd(X):
-    """Map feature rows x (d,) to SPD matrices diag(1.5 + tanh x) + 0.2 tanh(x) tanh(x)ᵀ / d.
-
-    Lets scikit-learn's 2-D estimator checks reach RPLEmbedding with valid SPD input; the dtype
-    of ``X`` is kept.
-    """
-    t = np.tanh(np.asarray(X))
-    d = t.shape[1]
-    eye = np.eye(d, dtype=t.dtype)
-    return eye * (1.5 + t)[:, :, None] + 0.2 * t[:, :, None] * t[:, None, :] / d
-
-
 def _knn_accuracy(Z_train, y_train, Z_test, y_test):
     return KNeighborsClassifier(1).fit(Z_train, y_train).score(Z_test, y_test)
 
 
-# ---------------------------------------------------------------- scikit-learn contract
-
-# scikit-learn's checks feed 2-D feature arrays; RPLEmbedding's input is a stack of SPD matrices
-# (n, c, c), so every check that fits or transforms the bare estimator fails on the shape. The
-# same checks run below on a pipeline whose first step turns rows into SPD matrices.
-_NEEDS_2D = "the check feeds 2-D features; RPLEmbedding takes SPD matrices (n, c, c)"
-_BARE_EXPECTED_FAILURES = {
-    name: _NEEDS_2D
-    for name in [
-        "check_fit_score_takes_y",
-        "check_estimators_overwrite_params",
-        "check_dont_overwrite_parameters",
-        "check_estimators_fit_returns_self",
-        "check_readonly_memmap_input",
-        "check_n_features_in_after_fitting",
-        "check_positive_only_tag_during_fit",
-        "check_estimators_dtypes",
-        "check_dtype_object",
-        "check_pipeline_consistency",
-        "check_estimators_nan_inf",
-        "check_estimators_pickle",
-        "check_f_contiguous_array_estimator",
-        "check_transformer_data_not_an_array",
-        "check_transformer_general",
-        "check_transformer_preserve_dtypes",
-        "check_transformer_n_iter",
-        "check_methods_sample_order_invariance",
-        "check_methods_subset_invariance",
-        "check_fit2d_1feature",
-        "check_dict_unchanged",
-        "check_fit_idempotent",
-        "check_fit_check_is_fitted",
-        "check_n_features_in",
-        "check_fit2d_predict1d",
-    ]
-}
-
-
-@parametrize_with_checks(
-    [RPLEmbedding(**FAST)], expected_failed_checks=lambda est: _BARE_EXPECTED_FAILURES
-)
-def test_sklearn_checks_bare(estimator, check):
-    check(estimator)
-
-
-def _spd_pipeline():
-    return make_pipeline(FunctionTransformer(_rows_to_spd, validate=True), RPLEmbedding(**FAST))
-
-
-# A Pipeline fits its steps in place (PCA in the same pipeline fails these two checks too).
-_IN_PLACE = "a Pipeline fits its steps in place, so its `steps` parameter changes"
-_PIPELINE_EXPECTED_FAILURES = {
-    "check_estimators_overwrite_params": _IN_PLACE,
-    "check_dont_overwrite_parameters": _IN_PLACE,
-}
-
-
-@parametrize_with_checks(
-    [_spd_pipeline()], expected_failed_checks=lambda est: _PIPELINE_EXPECTED_FAILURES
-)
-def test_sklearn_checks_on_spd_input(estimator, check):
-    check(estimator)
+# The scikit-learn contract of RPLEmbedding is checked beside SPDNetEmbedding's, with the same
+# expected failures, in tests/estimators/test_spdnet.py.
 
 
 # ---------------------------------------------------------------- outputs

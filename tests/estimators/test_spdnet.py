@@ -37,8 +37,9 @@ def _reference(est, X):
 
 
 # ---------------------------------------------------------------- scikit-learn contract
-# as for RPLEmbedding (tests/estimators/test_rpl.py): bare (2-D checks expected to fail), and in a
-# pipeline whose first step maps feature rows to SPD matrices
+# SPDNetEmbedding and its RPL configuration RPLEmbedding: scikit-learn's checks feed 2-D feature
+# arrays, so every check that fits or transforms the bare estimator fails on the shape; the same
+# checks run again on a pipeline whose first step maps feature rows to SPD matrices
 
 
 def _rows_to_spd(X):
@@ -53,7 +54,7 @@ def _rows_to_spd(X):
     return eye * (1.5 + t)[:, :, None] + 0.2 * t[:, :, None] * t[:, None, :] / d
 
 
-_NEEDS_2D = "the check feeds 2-D features; SPDNetEmbedding takes SPD matrices (n, c, c)"
+_NEEDS_2D = "the check feeds 2-D features; the SPD estimators take SPD matrices (n, c, c)"
 _BARE_EXPECTED_FAILURES = {
     name: _NEEDS_2D
     for name in [
@@ -91,22 +92,24 @@ _PIPELINE_EXPECTED_FAILURES = {
 }
 
 
+_SPD_ESTIMATORS = [SPDNetEmbedding("lifted", **FAST), RPLEmbedding(**FAST)]
+
+
 @parametrize_with_checks(
-    [SPDNetEmbedding("lifted", **FAST)],
+    [clone(est) for est in _SPD_ESTIMATORS],
     expected_failed_checks=lambda est: _BARE_EXPECTED_FAILURES,
 )
 def test_sklearn_checks_bare(estimator, check):
     check(estimator)
 
 
-def _spd_pipeline():
-    return make_pipeline(
-        FunctionTransformer(_rows_to_spd, validate=True), SPDNetEmbedding("lifted", **FAST)
-    )
+def _spd_pipeline(est):
+    return make_pipeline(FunctionTransformer(_rows_to_spd, validate=True), clone(est))
 
 
 @parametrize_with_checks(
-    [_spd_pipeline()], expected_failed_checks=lambda est: _PIPELINE_EXPECTED_FAILURES
+    [_spd_pipeline(est) for est in _SPD_ESTIMATORS],
+    expected_failed_checks=lambda est: _PIPELINE_EXPECTED_FAILURES,
 )
 def test_sklearn_checks_on_spd_input(estimator, check):
     check(estimator)

@@ -92,11 +92,8 @@ _PIPELINE_EXPECTED_FAILURES = {
 }
 
 
-_SPD_ESTIMATORS = [SPDNetEmbedding("lifted", **FAST), RPLEmbedding(**FAST)]
-
-
 @parametrize_with_checks(
-    [clone(est) for est in _SPD_ESTIMATORS],
+    [SPDNetEmbedding("lifted", **FAST), RPLEmbedding(**FAST)],
     expected_failed_checks=lambda est: _BARE_EXPECTED_FAILURES,
 )
 def test_sklearn_checks_bare(estimator, check):
@@ -108,7 +105,7 @@ def _spd_pipeline(est):
 
 
 @parametrize_with_checks(
-    [_spd_pipeline(est) for est in _SPD_ESTIMATORS],
+    [_spd_pipeline(SPDNetEmbedding("lifted", **FAST)), _spd_pipeline(RPLEmbedding(**FAST))],
     expected_failed_checks=lambda est: _PIPELINE_EXPECTED_FAILURES,
 )
 def test_sklearn_checks_on_spd_input(estimator, check):

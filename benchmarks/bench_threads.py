@@ -12,10 +12,17 @@ child process in three settings, alternated ``--repeats`` times:
   such fit can take minutes, hence off by default).
 
 Part 2 (large data): a WARCA fit on 1,000,000 × 128 float32 (10 Gaussian classes, seed 0,
-``max_iter`` steps, ``tol=None``) with ``n_threads=1`` and ``n_threads=2``, alternated.
+``max_iter`` steps, ``tol=None``) at the default thread count (load-aware: the cores other
+processes leave free, see ``rankmetric._threads.free_cores``) and with ``n_threads=1`` and
+``n_threads=2``, alternated.
 
-    python benchmarks/bench_threads.py                      # both parts, one busy process
-    python benchmarks/bench_threads.py --skip-large --repeats 5
+Part 3 (large search): ``knn_search`` of 1,000 queries against ``--search-gallery`` × 128
+items (k = 10) at the default thread count, with ``n_threads=1`` and ``n_threads=2``, and
+faiss ``IndexFlatL2`` at its default (every core), alternated.
+
+    python benchmarks/bench_threads.py                      # all parts, one busy process
+    python benchmarks/bench_threads.py --skip-large --skip-search --repeats 5
+    python benchmarks/bench_threads.py --skip-small --busy 3  # large work on a busy machine
 
 Times are medians over the repeats of the fit alone (imports and data loading excluded); the
 load average is printed with each table.
@@ -74,15 +81,39 @@ def child_small(method: str, setting: str) -> None:
 
 
 def child_large(n_threads: int, n_samples: int, max_iter: int) -> None:
+    """A large WARCA fit; ``n_threads`` 0 is the default (load-aware) count."""
     import numpy as np
 
     rng = np.random.default_rng(0)
     y = rng.integers(0, 10, n_samples)
     X = rng.standard_normal((n_samples, 128), dtype=np.float32)
     X += rng.standard_normal((10, 128), dtype=np.float32)[y]
-    model = _estimator("WARCA", max_iter=max_iter, tol=None, n_threads=n_threads)
+    model = _estimator("WARCA", max_iter=max_iter, tol=None, n_threads=n_threads or None)
     start = time.perf_counter()
     model.fit(X, y)
+    print(json.dumps({"seconds": time.perf_counter() - start}))
+
+
+def child_search(setting: str, n_gallery: int) -> None:
+    """1,000 queries against ``n_gallery`` items; ``setting`` is default, 1, 2 or faiss."""
+    import numpy as np
+
+    from rankmetric.evaluate import knn_search
+
+    rng = np.random.default_rng(0)
+    G = rng.standard_normal((n_gallery, 128), dtype=np.float32)
+    Q = rng.standard_normal((1000, 128), dtype=np.float32)
+    if setting == "faiss":
+        import faiss
+
+        index = faiss.IndexFlatL2(128)
+        index.add(G)
+        start = time.perf_counter()
+        index.search(Q, 10)
+    else:
+        n_threads = None if setting == "default" else int(setting)
+        start = time.perf_counter()
+        knn_search(Q, G, k=10, backend="torch", n_threads=n_threads)
     print(json.dumps({"seconds": time.perf_counter() - start}))
 
 
@@ -115,15 +146,46 @@ def small_table(repeats: int, settings: tuple[str, ...]) -> None:
         print(f"| {method} | " + " | ".join(cells + ratios) + " |", flush=True)
 
 
+def _alternate(settings: tuple[str, ...], args_of, repeats: int) -> dict[str, float]:
+    """Median seconds of each setting, the settings alternated ``repeats`` times."""
+    times = {s: [] for s in settings}
+    for _ in range(repeats):  # alternate: the settings share the machine's load
+        for setting in settings:
+            times[setting].append(_run(args_of(setting), _env("default")))
+    return {s: statistics.median(t) for s, t in times.items()}
+
+
 def large_table(repeats: int, n_samples: int, max_iter: int) -> None:
-    times = {1: [], 2: []}
-    for _ in range(repeats):
-        for n in times:
-            args = ["--child-large", str(n), "--n-samples", str(n_samples)]
-            times[n].append(_run([*args, "--max-iter", str(max_iter)], _env("default")))
-    one, two = statistics.median(times[1]), statistics.median(times[2])
-    print(f"WARCA {n_samples:,} × 128, {max_iter} steps: 1 thread {one:.1f} s, 2 threads "
-          f"{two:.1f} s, 2 / 1 = {two / one:.2f}")  # fmt: skip
+    code = {"default": "0", "1 thread": "1", "2 threads": "2"}
+    med = _alternate(
+        tuple(code),
+        lambda s: [
+            "--child-large",
+            code[s],
+            "--n-samples",
+            str(n_samples),
+            "--max-iter",
+            str(max_iter),
+        ],
+        repeats,
+    )
+    best = min(med["1 thread"], med["2 threads"])
+    print(f"WARCA {n_samples:,} × 128, {max_iter} steps: "
+          + ", ".join(f"{s} {t:.1f} s" for s, t in med.items())
+          + f"; 2 / 1 = {med['2 threads'] / med['1 thread']:.2f}, "
+          f"default / best fixed = {med['default'] / best:.2f}")  # fmt: skip
+
+
+def search_table(repeats: int, n_gallery: int) -> None:
+    med = _alternate(
+        ("default", "1", "2", "faiss"),
+        lambda s: ["--child-search", s, "--search-gallery", str(n_gallery)],
+        repeats,
+    )
+    print(f"knn_search 1,000 × {n_gallery:,} × 128, k = 10: default {med['default']:.2f} s, "
+          f"1 thread {med['1']:.2f} s, 2 threads {med['2']:.2f} s, faiss (default threads) "
+          f"{med['faiss']:.2f} s; default / faiss = {med['default'] / med['faiss']:.2f}, "
+          f"2 threads / default = {med['2'] / med['default']:.2f}")  # fmt: skip
 
 
 def main() -> None:
@@ -135,13 +197,18 @@ def main() -> None:
     parser.add_argument("--all-cores", action="store_true", help="also time all pools on all cores")
     parser.add_argument("--n-samples", type=int, default=1_000_000)
     parser.add_argument("--max-iter", type=int, default=30)
+    parser.add_argument("--skip-search", action="store_true")
+    parser.add_argument("--search-gallery", type=int, default=300_000)
     parser.add_argument("--child-small", nargs=2, help=argparse.SUPPRESS)
     parser.add_argument("--child-large", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--child-search", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child_small:
         return child_small(*args.child_small)
-    if args.child_large:
+    if args.child_large is not None:
         return child_large(args.child_large, args.n_samples, args.max_iter)
+    if args.child_search:
+        return child_search(args.child_search, args.search_gallery)
     spin = [sys.executable, "-c", "while True: pass"]
     busy = [subprocess.Popen(spin) for _ in range(args.busy)]
     try:
@@ -151,6 +218,9 @@ def main() -> None:
             print(f"load average (1, 5, 15 min): {os.getloadavg()}", flush=True)
         if not args.skip_large:
             large_table(args.repeats, args.n_samples, args.max_iter)
+            print(f"load average (1, 5, 15 min): {os.getloadavg()}", flush=True)
+        if not args.skip_search:
+            search_table(args.repeats, args.search_gallery)
             print(f"load average (1, 5, 15 min): {os.getloadavg()}")
     finally:
         for p in busy:

@@ -8,8 +8,12 @@ torch.set_num_threads(1)
 
 
 @pytest.fixture
-def two_threads():
-    """Run a test with two torch threads (the suite runs with one), then restore."""
+def two_threads(monkeypatch):
+    """Run a test with two torch threads (the suite runs with one) on what looks like an idle
+    machine (the load probe of ``rankmetric._threads`` sees no other process), then restore."""
+    from rankmetric import _threads
+
+    monkeypatch.setattr(_threads, "_other_runnable", lambda: 0.0)
     previous = torch.get_num_threads()
     torch.set_num_threads(2)
     yield

@@ -97,3 +97,37 @@ def test_real_estimators_and_searches_run_small_problems_on_one_thread(two_threa
     with pytest.raises(ValueError, match="n_threads"):
         WARCA(n_threads=0).fit(X, np.arange(40) % 2)
     assert torch.get_num_threads() == 2
+
+
+def test_large_work_on_a_busy_machine_gets_the_free_cores(two_threads, monkeypatch):
+    monkeypatch.setattr(_threads, "available_cores", lambda: 2)
+    monkeypatch.setattr(_threads.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(_threads, "_other_runnable", lambda: 1.0)
+    assert _threads.free_cores() == 1
+    assert threads_for(SMALL_WORK) == 1
+    assert threads_for(SMALL_WORK, n_threads=2) == 2  # an explicit choice wins
+    with threads(2):
+        assert threads_for(SMALL_WORK) == 2
+    monkeypatch.setattr(_threads, "_other_runnable", lambda: 7.0)
+    assert _threads.free_cores() == 1  # never below one
+    monkeypatch.setenv("RANKMETRIC_LOAD_AWARE", "0")
+    assert _threads.free_cores() == 2
+    assert threads_for(SMALL_WORK) == 2
+
+
+def test_other_processes_are_scaled_to_this_process_share_of_the_machine(monkeypatch):
+    monkeypatch.setattr(_threads, "available_cores", lambda: 4)
+    monkeypatch.setattr(_threads.os, "cpu_count", lambda: 16)
+    monkeypatch.setattr(_threads, "_other_runnable", lambda: 8.0)  # 2 of them on our 4 cores
+    assert _threads.free_cores() == 2
+    monkeypatch.setattr(_threads, "_other_runnable", lambda: None)  # load unreadable
+    assert _threads.free_cores() == 4
+
+
+def test_load_probe_reads_this_machine():
+    others = _threads._other_runnable()
+    if others is None:
+        pytest.skip("no /proc/loadavg on this platform")
+    assert others >= 0.0
+    assert _threads._own_runnable() >= 1
+    assert 1 <= _threads.free_cores() <= _threads.available_cores()

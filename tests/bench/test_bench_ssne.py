@@ -138,7 +138,7 @@ def test_mlmnn_cell_scores_its_own_knn_rule_and_tunes_on_validation():
     cell = ssne.build_cells(config)[0]
     assert cell.options["fixed"]["n_neighbors"] == cell.options["k"] == ssne.K
     result = ssne.run_cv_cell(cell)
-    tried = [v["params"]["regularization"] for v in result["validation"]]
+    tried = [v["params"]["push_weight"] for v in result["validation"]]
     assert tried == [0.25, 0.5, 0.75] * 2  # the same grid as LMNN's, with k = 3, then k = 5
     assert [v["params"]["n_neighbors"] for v in result["validation"]] == [3] * 3 + [5] * 3
     best = max(result["validation"], key=lambda v: v["score"])  # first best on ties

@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import inspect
 import numbers
+import os
 import warnings
 
 import numpy as np
@@ -26,9 +27,11 @@ from sklearn.utils.multiclass import type_of_target
 __all__ = [
     "ARRAY",
     "BOOLEAN",
+    "CHECKPOINTS",
     "DEPRECATED",
     "DEVICE",
     "NONE",
+    "PATH",
     "POSITIVE_INT",
     "RANDOM_STATE",
     "VERBOSE",
@@ -301,10 +304,14 @@ RANDOM_STATE = _RandomState()
 DEVICE = _Device()
 #: An ndarray (an initial matrix, a prior); its shape is checked against the data in ``fit``.
 ARRAY = InstanceOf(np.ndarray, "an array")
+#: A file-system path (a checkpoint directory).
+PATH = InstanceOf((str, os.PathLike), "a path")
 #: Positive integers, the commonest constraint.
 POSITIVE_INT = Interval(numbers.Integral, 1, None, closed="left")
 #: Verbosity: a bool or a non-negative integer.
 VERBOSE = [BOOLEAN, Interval(numbers.Integral, 0, None, closed="left")]
+#: Where ``training.train`` writes checkpoints, and how often.
+CHECKPOINTS = {"checkpoint_dir": [NONE, PATH], "checkpoint_every": [POSITIVE_INT]}
 
 
 def _either(parts: list[str]) -> str:

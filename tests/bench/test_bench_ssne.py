@@ -69,8 +69,9 @@ def test_tuned_cell_reports_its_choice():
     config = BenchConfig(quick=False, datasets=("iris",), methods=("itml",), seeds=1)
     cell = ssne.build_cells(config)[0]
     result = ssne.run_cv_cell(cell)
-    tried = [(v["params"]["gamma"], v["params"]["k"]) for v in result["validation"]]
-    assert tried == [(g, k) for g in ssne.GRIDS["itml"]["gamma"] for k in ssne.K_CANDIDATES]
+    tried = [(v["params"]["slack_weight"], v["params"]["k"]) for v in result["validation"]]
+    # names in sorted order: k outer ("k" < "slack_weight")
+    assert tried == [(g, k) for k in ssne.K_CANDIDATES for g in ssne.GRIDS["itml"]["slack_weight"]]
     best = max(result["validation"], key=lambda v: v["score"])  # first best on ties
     assert result["params"] == {**cell.options["fixed"], **best["params"]}
     assert result["k"] == best["params"]["k"]

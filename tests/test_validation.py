@@ -46,6 +46,7 @@ def test_options_match_value_and_type():
     assert solver.is_satisfied_by("gd")
     assert not solver.is_satisfied_by("sgd")
     assert not solver.is_satisfied_by(np.array(["gd"]))  # no elementwise comparison
+    assert solver.is_satisfied_by(np.str_("lbfgs"))
     assert not Options(1, 2).is_satisfied_by(True)  # True == 1, but it is not an option
 
 

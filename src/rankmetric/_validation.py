@@ -224,6 +224,11 @@ class Interval(Constraint):
         return f"{kind} in {lo}{self.left}, {right}{hi}"
 
 
+def _same_kind(value, option) -> bool:
+    """Strings match strings (NumPy's too); other options need their exact type (``True != 1``)."""
+    return isinstance(value, str) if isinstance(option, str) else type(value) is type(option)
+
+
 class Options(Constraint):
     """One of a few fixed values (strings, usually), as scikit-learn's ``StrOptions``."""
 
@@ -231,9 +236,7 @@ class Options(Constraint):
         self.values = values
 
     def is_satisfied_by(self, value) -> bool:
-        return isinstance(value, (str, bool, numbers.Number, type(None))) and any(
-            value == v and type(value) is type(v) for v in self.values
-        )
+        return any(_same_kind(value, v) and value == v for v in self.values)
 
     def parts(self) -> list[str]:
         return [repr(v) for v in self.values]

@@ -212,6 +212,8 @@ class Interval(Constraint):
 
     def __str__(self) -> str:
         kind = "an integer" if self.type is numbers.Integral else "a number"
+        if kind == "a number" and (self.left is None or self.right is None):
+            kind = "a finite number"  # an unbounded side admits no infinity
         right = self.right if self.right_label is None else f"{self.right_label}={self.right}"
         if self.right is None and self.left is not None:
             return f"{kind} {'>=' if self.closed in ('left', 'both') else '>'} {self.left}"

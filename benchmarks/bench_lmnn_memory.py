@@ -56,7 +56,8 @@ def measure_fit(n: int, sep: float, k: int, max_iter: int) -> None:
     base, start = _reset(), time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        lm.LMNN(k=k, n_components=20, max_iter=max_iter, device="cpu").fit(X.astype(np.float32), y)
+        model = lm.LMNN(n_target_neighbors=k, n_components=20, max_iter=max_iter, device="cpu")
+        model.fit(X.astype(np.float32), y)
     peak, largest = _peak_bytes(), max(sizes)
     print(
         f"fit n={n} sep={sep} k={k} max_iter={max_iter}: largest active set {largest:,} pairs, "

@@ -50,9 +50,10 @@ def _fitted(method: str, gallery):
     from rankmetric.estimators.warca import WARCA
 
     X, y = gallery[0][:2000], gallery[1][:2000] % 10
+    params = dict(n_components=64, max_iter=20, batch_size=128, random_state=0, device="cpu")
     if method == "warca":
-        return WARCA(64, max_iter=20, batch_size=128, random_state=0, device="cpu").fit(X, y)
-    return SSNE(64, max_iter=20, batch_size=128, random_state=0, device="cpu").fit(X, y)
+        return WARCA(**params).fit(X, y)
+    return SSNE(**params).fit(X, y)
 
 
 def child(task: str, case: Case, threads: int) -> None:

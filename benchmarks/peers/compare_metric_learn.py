@@ -46,7 +46,9 @@ def _metric_learn_bounds(X: np.ndarray) -> np.ndarray:
 
 
 OURS = {
-    "LMNN": lambda X, y: LMNN(k=protocol.K_NEIGHBOURS, random_state=0, device="cpu"),
+    "LMNN": lambda X, y: LMNN(
+        n_target_neighbors=protocol.K_NEIGHBOURS, random_state=0, device="cpu"
+    ),
     "ITML": lambda X, y: ITML(random_state=0),
     "ITML*": lambda X, y: ITML(random_state=0, bounds=_metric_learn_bounds(X)),
 }

@@ -20,17 +20,18 @@ instead of features.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
-from numbers import Integral, Real
+from numbers import Real
 
 import numpy as np
 import torch
 
 from ._utils import to_tensor
+from ._validation import NONE, POSITIVE_INT, Interval, Options, check_param
 
 __all__ = [
     "KERNELS",
+    "KERNEL_PARAMETER_CONSTRAINTS",
     "check_kernel",
     "default_gamma",
     "pairwise_kernel",
@@ -51,18 +52,20 @@ GAMMA_PAIRS = 4096
 NYSTROEM_RCOND = 1e-6
 
 
+#: The kernel hyper-parameters of an estimator, declared once (``check_kernel`` checks them).
+KERNEL_PARAMETER_CONSTRAINTS = {
+    "kernel": [Options(*KERNELS)],
+    "gamma": [NONE, Interval(Real, 0, None, closed="neither")],
+    "degree": [POSITIVE_INT],
+    "coef0": [Interval(Real, None, None, closed="neither")],
+}
+
+
 def check_kernel(kernel: str, gamma=None, degree=3, coef0=1.0) -> None:
     """Validate a kernel name and its parameters; raise ``ValueError`` naming the problem."""
-    if kernel not in KERNELS:
-        raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}.")
-    if gamma is not None and (
-        not isinstance(gamma, Real) or isinstance(gamma, bool) or not gamma > 0
-    ):
-        raise ValueError(f"gamma must be a positive number or None, got {gamma!r}.")
-    if not isinstance(degree, Integral) or isinstance(degree, bool) or degree < 1:
-        raise ValueError(f"degree must be a positive integer, got {degree!r}.")
-    if not isinstance(coef0, Real) or isinstance(coef0, bool) or not math.isfinite(coef0):
-        raise ValueError(f"coef0 must be a finite number, got {coef0!r}.")
+    values = {"kernel": kernel, "gamma": gamma, "degree": degree, "coef0": coef0}
+    for name, value in values.items():
+        check_param(name, value, KERNEL_PARAMETER_CONSTRAINTS[name])
 
 
 def _check_non_negative(X: torch.Tensor, name: str) -> None:

@@ -69,8 +69,9 @@ def test_tuned_cell_reports_its_choice():
     config = BenchConfig(quick=False, datasets=("iris",), methods=("itml",), seeds=1)
     cell = ssne.build_cells(config)[0]
     result = ssne.run_cv_cell(cell)
-    tried = [(v["params"]["gamma"], v["params"]["k"]) for v in result["validation"]]
-    assert tried == [(g, k) for g in ssne.GRIDS["itml"]["gamma"] for k in ssne.K_CANDIDATES]
+    tried = [(v["params"]["slack_weight"], v["params"]["k"]) for v in result["validation"]]
+    # names in sorted order: k outer ("k" < "slack_weight")
+    assert tried == [(g, k) for k in ssne.K_CANDIDATES for g in ssne.GRIDS["itml"]["slack_weight"]]
     best = max(result["validation"], key=lambda v: v["score"])  # first best on ties
     assert result["params"] == {**cell.options["fixed"], **best["params"]}
     assert result["k"] == best["params"]["k"]
@@ -138,7 +139,7 @@ def test_mlmnn_cell_scores_its_own_knn_rule_and_tunes_on_validation():
     cell = ssne.build_cells(config)[0]
     assert cell.options["fixed"]["n_neighbors"] == cell.options["k"] == ssne.K
     result = ssne.run_cv_cell(cell)
-    tried = [v["params"]["regularization"] for v in result["validation"]]
+    tried = [v["params"]["push_weight"] for v in result["validation"]]
     assert tried == [0.25, 0.5, 0.75] * 2  # the same grid as LMNN's, with k = 3, then k = 5
     assert [v["params"]["n_neighbors"] for v in result["validation"]] == [3] * 3 + [5] * 3
     best = max(result["validation"], key=lambda v: v["score"])  # first best on ties

@@ -103,7 +103,7 @@ def estimators() -> dict[str, np.ndarray]:
         3, kernel="rbf", max_iter=10, batch_size=33, max_sampling=16, random_state=0, device="cpu"
     ).fit(X, y)
     out["kernel_warca"], out["kernel_warca_share"] = kernel.components_, counter.fraction()
-    ssne = SSNE(8, max_iter=15, batch_size=45, random_state=0, device="cpu").fit(X, y)
+    ssne = SSNE(n_components=8, max_iter=15, batch_size=45, random_state=0, device="cpu").fit(X, y)
     out["ssne"], out["ssne_loss"] = ssne.weight_, ssne.loss_curve_
     out["ssne_share"] = counter.fraction()
     bcd = SSNE(

@@ -171,9 +171,9 @@ def test_save_and_load_round_trip(rng, tmp_path):
     [
         ({}, np.zeros(10), "1 class"),
         ({}, np.arange(10), "no positive pair"),
-        ({"gamma": 0.0}, np.arange(10) % 2, "gamma"),
+        ({"slack_weight": 0.0}, np.arange(10) % 2, "slack_weight"),
         ({"max_iter": 0}, np.arange(10) % 2, "max_iter"),
-        ({"num_constraints": 0}, np.arange(10) % 2, "num_constraints"),
+        ({"n_constraints": 0}, np.arange(10) % 2, "n_constraints"),
         ({"bounds": (1.0, -2.0)}, np.arange(10) % 2, "bounds"),
         ({"bounds": (1.0, 2.0, 3.0)}, np.arange(10) % 2, "bounds"),
         ({"prior": "lda"}, np.arange(10) % 2, "prior must be"),

@@ -10,11 +10,11 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.neighbors import KNeighborsClassifier
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-import rankmetric.estimators.lmnn as lmnn_module
+import rankmetric.estimators._lmnn_search as search_module
+from rankmetric.estimators._lmnn_objective import laplacian_product
 from rankmetric.estimators.lmnn import (
     LMNN,
     ActiveSet,
-    _laplacian_product,
     find_impostors,
     find_target_neighbors,
     lmnn_loss_and_grad,
@@ -161,7 +161,7 @@ def test_gradient_passes_gradcheck(rng):
 
 
 def test_laplacian_product_matches_dense(rng, monkeypatch):
-    monkeypatch.setattr(lmnn_module, "_BLOCK_ELEMENTS", 8)  # several pair chunks
+    monkeypatch.setattr(search_module, "_BLOCK_ELEMENTS", 8)  # several pair chunks
     X = torch.as_tensor(rng.normal(size=(6, 3)))
     a = torch.as_tensor([0, 1, 2, 0, 5, 3])
     b = torch.as_tensor([1, 2, 0, 1, 4, 0])
@@ -171,14 +171,14 @@ def test_laplacian_product_matches_dense(rng, monkeypatch):
         e = torch.zeros(6, dtype=torch.float64)
         e[a[p]], e[b[p]] = 1.0, -1.0
         C += w[p] * torch.outer(e, e)
-    torch.testing.assert_close(_laplacian_product(X, a, b, w), C @ X)
+    torch.testing.assert_close(laplacian_product(X, a, b, w), C @ X)
 
 
 def test_impostor_search_is_chunk_invariant_and_complete(rng, monkeypatch):
     X, y, Xt, codes, targets, mask = _tiny_problem(rng, n=25)
     Z = Xt @ torch.as_tensor(rng.normal(size=(2, 3))).T
     whole = set(zip(*(t.tolist() for t in find_impostors(Z, codes, targets, mask))))
-    monkeypatch.setattr(lmnn_module, "_BLOCK_ELEMENTS", 30)  # one row per chunk
+    monkeypatch.setattr(search_module, "_BLOCK_ELEMENTS", 30)  # one row per chunk
     chunked = set(zip(*(t.tolist() for t in find_impostors(Z, codes, targets, mask))))
     assert whole == chunked
     Zn, tn = Z.numpy(), targets.numpy()
@@ -210,7 +210,7 @@ def test_converged_fit_reports_the_full_objective(rng):
     X, y = _noisy_classes(rng, n_per_class=15, n_noise=2)
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
-        model = LMNN(regularization=0.3, device="cpu").fit(X, y)
+        model = LMNN(push_weight=0.3, device="cpu").fit(X, y)
     neighbours = _brute_target_neighbors(X, y, 3)
     L = model.components_.astype(np.float64)
     expected = _brute_objective(L, X, y, neighbours, 0.3)
@@ -258,8 +258,8 @@ def test_save_and_load_round_trip(rng, tmp_path):
 def test_small_class_falls_back_with_a_warning(rng):
     X = rng.normal(size=(12, 3))
     y = np.array([0] * 6 + [1] * 5 + [2])
-    with pytest.warns(UserWarning, match="fewer than k"):
-        model = LMNN(k=5, max_iter=20, device="cpu").fit(X, y)
+    with pytest.warns(UserWarning, match="fewer than n_target_neighbors"):
+        model = LMNN(n_target_neighbors=5, max_iter=20, device="cpu").fit(X, y)
     assert np.all(np.isfinite(model.components_))
 
 
@@ -269,8 +269,8 @@ def test_small_class_falls_back_with_a_warning(rng):
         ({}, np.zeros(10), "1 class"),
         ({}, np.arange(10), "fewer than 2 samples"),
         ({"n_components": 5}, np.arange(10) % 2, "n_components"),
-        ({"k": 0}, np.arange(10) % 2, "k must be"),
-        ({"regularization": 1.5}, np.arange(10) % 2, "regularization"),
+        ({"n_target_neighbors": 0}, np.arange(10) % 2, "n_target_neighbors must be"),
+        ({"push_weight": 1.5}, np.arange(10) % 2, "push_weight"),
         ({"init": "lda"}, np.arange(10) % 2, "init must be"),
         ({"init": np.eye(2)}, np.arange(10) % 2, "init has shape"),
         ({"solver": "sgd"}, np.arange(10) % 2, "solver"),
@@ -296,8 +296,8 @@ def test_an_active_set_beyond_the_memory_limit_raises(rng, monkeypatch):
     """A too large impostor set stops the fit with a ValueError instead of exhausting memory."""
     X = rng.standard_normal((200, 5))
     y = np.arange(200) % 4  # random labels: most pairs are impostors
-    monkeypatch.setattr(lmnn_module, "MAX_ACTIVE_SET_BYTES", 10_000)
+    monkeypatch.setattr(search_module, "MAX_ACTIVE_SET_BYTES", 10_000)
     with pytest.raises(ValueError, match="impostor pairs on 200 samples"):
         LMNN(random_state=0).fit(X, y)
-    monkeypatch.setattr(lmnn_module, "MAX_ACTIVE_SET_BYTES", 4 << 30)
+    monkeypatch.setattr(search_module, "MAX_ACTIVE_SET_BYTES", 4 << 30)
     LMNN(random_state=0, max_iter=5).fit(X, y)

@@ -11,7 +11,7 @@ from sklearn.neighbors import KNeighborsClassifier
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import rankmetric
-import rankmetric.estimators.lmnn as lmnn_module
+import rankmetric.estimators._lmnn_search as search_module
 from rankmetric.estimators.lmnn import (
     LMNN,
     ActiveSet,
@@ -161,7 +161,7 @@ def test_grouped_impostor_search_is_complete_and_chunk_invariant(rng, monkeypatc
     Z = Xt @ torch.as_tensor(Ls).transpose(1, 2)
     g = torch.as_tensor(groups)
     whole = set(zip(*(t.tolist() for t in find_impostors(Z, codes, targets, mask, groups=g))))
-    monkeypatch.setattr(lmnn_module, "_BLOCK_ELEMENTS", 10)  # one row per chunk
+    monkeypatch.setattr(search_module, "_BLOCK_ELEMENTS", 10)  # one row per chunk
     chunked = set(zip(*(t.tolist() for t in find_impostors(Z, codes, targets, mask, groups=g))))
     assert whole == chunked
 
@@ -182,7 +182,7 @@ def test_converged_fit_reports_the_full_objective(rng):
     X, y = _crossing_strips(rng, n=12)
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
-        model = MultiMetricLMNN(regularization=0.3, device="cpu").fit(X, y)
+        model = MultiMetricLMNN(push_weight=0.3, device="cpu").fit(X, y)
     Ls = model.components_.astype(np.float64)
     targets = find_target_neighbors(torch.as_tensor(X), torch.as_tensor(y), 3)[0].tolist()
     expected = _brute_objective(Ls, X, y, model.clusters_, targets, 0.3)
@@ -206,7 +206,7 @@ def test_predict_matches_brute_force_per_reference_knn(rng, monkeypatch, n_clust
             device="cpu",
         ).fit(X, y)  # fmt: skip
     np.testing.assert_array_equal(model.predict(Xq), _brute_predict(model, Xq))
-    monkeypatch.setattr(lmnn_module, "_BLOCK_ELEMENTS", 70)  # one query per chunk
+    monkeypatch.setattr(search_module, "_BLOCK_ELEMENTS", 70)  # one query per chunk
     np.testing.assert_array_equal(model._nearest(Xq), np.array(_brute_nearest(model, Xq)))
     proba = model.predict_proba(Xq)
     np.testing.assert_allclose(proba.sum(1), 1.0)
@@ -292,8 +292,8 @@ def test_convergence_warning_at_max_iter(rng):
         ({"n_neighbors": 0}, np.arange(12) % 2, "n_neighbors"),
         ({"n_clusters": 0}, np.arange(12) % 2, "n_clusters"),
         ({"n_clusters": 2.5}, np.arange(12) % 2, "n_clusters"),
-        ({"k": 0}, np.arange(12) % 2, "k must be"),
-        ({"regularization": -0.1}, np.arange(12) % 2, "regularization"),
+        ({"n_target_neighbors": 0}, np.arange(12) % 2, "n_target_neighbors must be"),
+        ({"push_weight": -0.1}, np.arange(12) % 2, "push_weight"),
         ({"init": "pca"}, np.arange(12) % 2, "init must be"),
         ({"init": np.eye(2)}, np.arange(12) % 2, "init has shape"),
         ({"solver": "adam"}, np.arange(12) % 2, "solver"),
@@ -341,7 +341,7 @@ def test_small_class_falls_back_with_one_warning(rng, k, y, message):
     X = rng.normal(size=(12, 3))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        model = MultiMetricLMNN(k=k, max_iter=10, device="cpu").fit(X, y)
+        model = MultiMetricLMNN(n_target_neighbors=k, max_iter=10, device="cpu").fit(X, y)
     said = [
         w for w in caught if issubclass(w.category, UserWarning) and "sample(s)" in str(w.message)
     ]

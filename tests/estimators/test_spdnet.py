@@ -93,7 +93,7 @@ _PIPELINE_EXPECTED_FAILURES = {
 
 
 @parametrize_with_checks(
-    [SPDNetEmbedding("lifted", **FAST), RPLEmbedding(**FAST)],
+    [SPDNetEmbedding(loss="lifted", **FAST), RPLEmbedding(**FAST)],
     expected_failed_checks=lambda est: _BARE_EXPECTED_FAILURES,
 )
 def test_sklearn_checks_bare(estimator, check):
@@ -105,7 +105,7 @@ def _spd_pipeline(est):
 
 
 @parametrize_with_checks(
-    [_spd_pipeline(SPDNetEmbedding("lifted", **FAST)), _spd_pipeline(RPLEmbedding(**FAST))],
+    [_spd_pipeline(SPDNetEmbedding(loss="lifted", **FAST)), _spd_pipeline(RPLEmbedding(**FAST))],
     expected_failed_checks=lambda est: _PIPELINE_EXPECTED_FAILURES,
 )
 def test_sklearn_checks_on_spd_input(estimator, check):
@@ -115,7 +115,7 @@ def test_sklearn_checks_on_spd_input(estimator, check):
 @pytest.mark.parametrize("loss", [name for name in LOSSES if name != "triplet"])
 def test_every_loss_trains_the_same_network(loss):
     X, y = _data()
-    est = SPDNetEmbedding(loss, **FAST).fit(X, y)
+    est = SPDNetEmbedding(loss=loss, **FAST).fit(X, y)
     assert [w.shape for w in est.weights_] == [(5, 5), (5, 5)]
     assert est.head_weight_.shape == (15, 15)
     assert np.all(np.isfinite(est.loss_curve_)) and est.n_iter_ <= 6
@@ -125,7 +125,7 @@ def test_every_loss_trains_the_same_network(loss):
 
 def test_dsml_triplet_on_riemannian_distances_of_spd_outputs():
     X, y = _data()
-    est = SPDNetEmbedding("triplet", head="spd", distance="riemann", **FAST).fit(X, y)
+    est = SPDNetEmbedding(loss="triplet", head="spd", distance="riemann", **FAST).fit(X, y)
     assert est.head_weight_ is None
     Y = clone(est).set_params(output="spd")
     Y.__dict__.update({k: v for k, v in vars(est).items() if k.endswith("_")})
@@ -152,16 +152,15 @@ def test_the_start_is_kept_when_training_only_hurts():
 def test_rpl_embedding_is_the_rpl_configuration():
     X, y = _data()
     ours = RPLEmbedding(margin=1.5, potato="pairwise", **FAST).fit(X, y)
-    generic = SPDNetEmbedding("rpl", loss_params={"margin": 1.5, "centre": "pairwise"}, **FAST).fit(
-        X, y
-    )
+    params = {"margin": 1.5, "centre": "pairwise"}
+    generic = SPDNetEmbedding(loss="rpl", loss_params=params, **FAST).fit(X, y)
     np.testing.assert_array_equal(ours.transform(X), generic.transform(X))
     assert "loss" not in ours.get_params() and ours.get_params()["potato"] == "pairwise"
 
 
 def test_save_load_round_trip_with_a_head(tmp_path):
     X, y = _data()
-    est = SPDNetEmbedding("lifted", **FAST).fit(X, y)
+    est = SPDNetEmbedding(loss="lifted", **FAST).fit(X, y)
     save_model(est, tmp_path / "m.npz")
     loaded = load_model(tmp_path / "m.npz")
     assert isinstance(loaded, SPDNetEmbedding)

@@ -129,13 +129,13 @@ SPECS: tuple[EstimatorSpec, ...] = (
         "rankmetric.estimators.lmnn",
         {"max_iter": 20, "device": "cpu"},
         seeded=False,  # the default PCA initialisation draws nothing
-        grid={"k": [1, 2]},
+        grid={"n_target_neighbors": [1, 2]},
     ),
     EstimatorSpec(
         "ITML",
         "rankmetric.estimators.itml",
         {"max_iter": 50, "random_state": 0},
-        grid={"gamma": [0.5, 1.0]},
+        grid={"slack_weight": [0.5, 1.0]},
     ),
     EstimatorSpec(
         "KISSME",

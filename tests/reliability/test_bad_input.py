@@ -139,7 +139,7 @@ def test_string_labels_give_the_same_model_as_integer_codes(spec):
 
 # A class of one sample cannot form a positive pair, but it still serves as a negative: fitting
 # works when another class has two samples. LMNN documents a UserWarning (fewer target neighbours).
-_SINGLETON_WARNINGS = {"LMNN": "fewer than k \\+ 1"}
+_SINGLETON_WARNINGS = {"LMNN": "fewer than n_target_neighbors \\+ 1"}
 
 
 def test_a_class_with_one_sample_is_used_as_negative_only(spec):

@@ -101,12 +101,10 @@ def test_lmnn_objective_memory_per_pair_stays_within_the_guards_bound(k):
 
 
 def test_lmnn_guard_names_the_memory_of_the_real_per_pair_cost(monkeypatch):
-    import rankmetric.estimators.lmnn as lm
+    import rankmetric.estimators._lmnn_search as lm
 
     with pytest.raises(ValueError, match=r"about 4\.0 GiB"):
-        lm._check_active_set_size(
+        lm.check_active_set_size(
             int((4 << 30) / (lm.PAIR_BYTES + 3 * lm.PAIR_BYTES_PER_K)) + 10, 3, 10
         )
-    lm._check_active_set_size(
-        int((4 << 30) / (lm.PAIR_BYTES + 3 * lm.PAIR_BYTES_PER_K)) - 10, 3, 10
-    )
+    lm.check_active_set_size(int((4 << 30) / (lm.PAIR_BYTES + 3 * lm.PAIR_BYTES_PER_K)) - 10, 3, 10)

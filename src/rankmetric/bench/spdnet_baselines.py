@@ -55,7 +55,7 @@ def make_row_estimator(row: str, budget: Mapping, seed: int, device: str = "cpu"
         from ..estimators.rpl import RPLEmbedding
 
         return RPLEmbedding(**params)
-    return SPDNetEmbedding(loss, **params)
+    return SPDNetEmbedding(loss=loss, **params)
 
 
 def fit_spdnet_row(

@@ -155,9 +155,9 @@ BUDGETS = {
 GRIDS = {
     "euclidean": {"k": K_CANDIDATES},
     "euclidean-scaled": {"k": K_CANDIDATES},
-    "itml": {"gamma": [0.1, 1.0, 10.0], "k": K_CANDIDATES},
-    "lmnn": {"regularization": [0.25, 0.5, 0.75], "k": K_CANDIDATES},
-    "mlmnn": {"regularization": [0.25, 0.5, 0.75], "n_neighbors": K_CANDIDATES},
+    "itml": {"slack_weight": [0.1, 1.0, 10.0], "k": K_CANDIDATES},
+    "lmnn": {"push_weight": [0.25, 0.5, 0.75], "k": K_CANDIDATES},
+    "mlmnn": {"push_weight": [0.25, 0.5, 0.75], "n_neighbors": K_CANDIDATES},
     "nca": {"k": K_CANDIDATES},
     # the first specification's -1 and the full-gradient solver first (kept on ties)
     "ssne": {"neg_target": [-1.0, 0.0], "solver": ["full", "bcd"], "k": K_CANDIDATES},

@@ -66,7 +66,7 @@ BUDGETS = {
     "quick": {
         "kissme": {"n_components": 32},
         "xqda": {"n_components": 32},
-        "itml": {"num_constraints": 2000, "max_iter": 100},
+        "itml": {"n_constraints": 2000, "max_iter": 100},
         "lmnn": {"k": 1, "max_iter": 50},
         "nca": {"max_iter": 50},
         "warca": {"max_iter": 200, "tol": None, **WARCA_01},
@@ -74,7 +74,7 @@ BUDGETS = {
     },
     "full": {
         "kissme": {},
-        "itml": {"num_constraints": 2000, "max_iter": 1000},
+        "itml": {"n_constraints": 2000, "max_iter": 1000},
         "lmnn": {"k": 1, "max_iter": 1000},
         "nca": {"max_iter": 200},
         # at most the reference's 2000 steps, stopped by the default loss tolerance
@@ -88,8 +88,8 @@ GRIDS = {
     "kissme": {"n_components": [16, 32, 64]},
     # XQDA keeps the paper's rank rule (eigenvalues > 1); its ridge is what matters
     "xqda": {"regularization": [1e-2, 1e-1, 1.0]},
-    "itml": {"gamma": [0.1, 1.0, 10.0]},
-    "lmnn": {"regularization": [0.25, 0.5, 0.75]},
+    "itml": {"slack_weight": [0.1, 1.0, 10.0]},
+    "lmnn": {"push_weight": [0.25, 0.5, 0.75]},
     # reg_lambda 1e-3 beat 1e-2 on the held-out identities of fmnist-views splits 0 and 1
     "warca": {"margin": [0.5, 1.0, 2.0], "reg_lambda": [1e-3]},
     "kernel-warca": {"reg_lambda": [1e-3, 1e-2]},

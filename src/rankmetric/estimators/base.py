@@ -16,6 +16,7 @@ from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._threads import fit_threads
+from .._validation import ParameterValidationMixin
 from ..io import load_model, save_model
 from ..training import checkpoint_fingerprint, fit_fingerprint
 
@@ -66,7 +67,9 @@ def atomic_fit(cls: type) -> type:
     return cls
 
 
-class MetricLearnerMixin(ClassNamePrefixFeaturesOutMixin, TransformerMixin):
+class MetricLearnerMixin(
+    ParameterValidationMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+):
     """A learned distance ``d(a, b) = ||T(a) - T(b)||`` on top of ``transform``.
 
     Estimators whose embedding lives on the unit sphere (SSNE) have ``d² = 2 − 2 S(a, b)``,
@@ -80,6 +83,9 @@ class MetricLearnerMixin(ClassNamePrefixFeaturesOutMixin, TransformerMixin):
     :func:`rankmetric._threads.fit_threads` (one thread for small data, all of torch's threads
     for large data, or ``self.n_threads`` when the estimator has that parameter), and one that
     raises leaves the estimator unfitted (see :func:`atomic_fit`).
+
+    Hyper-parameters are declared in ``_parameter_constraints`` and checked by
+    ``self._validate_params()`` (:class:`rankmetric._validation.ParameterValidationMixin`).
     """
 
     def __init_subclass__(cls, **kwargs):

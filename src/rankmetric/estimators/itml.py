@@ -20,8 +20,8 @@ Cost: O(D²) per projection, O(C·D²) per sweep over ``C`` constraints, O(C·D 
 
 from __future__ import annotations
 
-import numbers
 import warnings
+from numbers import Real
 
 import numpy as np
 from scipy.linalg import blas
@@ -31,7 +31,19 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
 from .._utils import make_rng, single_blas_thread
-from .._validation import check_labels, check_spd_array
+from .._validation import (
+    ARRAY,
+    DEPRECATED,
+    NONE,
+    POSITIVE_INT,
+    RANDOM_STATE,
+    InstanceOf,
+    Interval,
+    Options,
+    check_labels,
+    check_spd_array,
+    deprecate_positional_args,
+)
 from ..io import register_estimator
 from ..sampling import LabelIndex
 from .base import MahalanobisMixin
@@ -109,7 +121,7 @@ def itml_projections(
     similar: np.ndarray,
     bounds: np.ndarray,
     prior: np.ndarray,
-    gamma: float,
+    slack_weight: float,
     max_iter: int,
     tol: float,
 ) -> tuple[np.ndarray, int, bool]:
@@ -125,7 +137,7 @@ def itml_projections(
         ``(u, l)``, both > 0.
     prior : ndarray of shape (n_features, n_features)
         Symmetric positive-definite ``M₀``.
-    gamma : float
+    slack_weight : float
         Slack trade-off γ > 0 (``inf``: hard constraints).
     max_iter : int
         Sweeps over the constraints.
@@ -144,6 +156,7 @@ def itml_projections(
     slack = np.where(similar, float(bounds[0]), float(bounds[1])).tolist()
     lam = [0.0] * len(rows)
     lam_prev = np.zeros(len(rows))
+    gamma = slack_weight  # γ of the paper
     step_scale = 1.0 if np.isinf(gamma) else gamma / (gamma + 1.0)
     inv_gamma = 0.0 if np.isinf(gamma) else 1.0 / gamma
     symv, syr, dot = blas.dsymv, blas.dsyr, blas.ddot
@@ -206,15 +219,16 @@ class ITML(MahalanobisMixin, BaseEstimator):
 
     Parameters
     ----------
-    gamma : float, default=1.0
-        Slack trade-off γ > 0; ``np.inf`` enforces the constraints exactly.
+    slack_weight : float, default=1.0
+        Slack trade-off γ > 0 (the weight of the slack divergence); ``np.inf`` enforces the
+        constraints exactly.
     max_iter : int, default=1000
         Sweeps over all constraints.
     tol : float, default=1e-3
         Convergence threshold on the relative change of the dual variables after a sweep.
     prior : {"identity", "covariance"} or ndarray of shape (n_features, n_features)
         ``M₀``: the identity, the inverse covariance of ``X``, or a given SPD matrix.
-    num_constraints : int, optional
+    n_constraints : int, optional
         Similar and dissimilar pairs drawn (each); ``None``: ``20 · n_classes²`` as the authors'
         code. Repeated pairs are dropped.
     bounds : pair of floats, optional
@@ -222,6 +236,10 @@ class ITML(MahalanobisMixin, BaseEstimator):
         ``None``: the 5th and 95th percentiles of ``d_M₀`` over random pairs of ``X``.
     random_state : int, Generator or None
         Seed of the constraint and bound sampling.
+    gamma : float
+        Deprecated alias of ``slack_weight`` (removed in 0.3).
+    num_constraints : int or None
+        Deprecated alias of ``n_constraints`` (removed in 0.3).
 
     Attributes
     ----------
@@ -241,46 +259,56 @@ class ITML(MahalanobisMixin, BaseEstimator):
     Learning. ICML 2007.
     """
 
+    _parameter_constraints = {
+        "slack_weight": [Interval(Real, 0, np.inf, closed="right")],
+        "max_iter": [POSITIVE_INT],
+        "tol": [Interval(Real, 0, None, closed="neither")],
+        "prior": [Options("identity", "covariance"), ARRAY],
+        "n_constraints": [NONE, POSITIVE_INT],
+        "bounds": [NONE, InstanceOf((tuple, list, np.ndarray), "two positive numbers (u, l)")],
+        "random_state": [RANDOM_STATE],
+    }
+    _renamed_parameters = {"gamma": "slack_weight", "num_constraints": "n_constraints"}
+
+    @deprecate_positional_args
     def __init__(
         self,
-        gamma: float = 1.0,
+        *,
+        slack_weight: float = 1.0,
         max_iter: int = 1000,
         tol: float = 1e-3,
         prior="identity",
-        num_constraints: int | None = None,
+        n_constraints: int | None = None,
         bounds=None,
         random_state=None,
+        gamma=DEPRECATED,
+        num_constraints=DEPRECATED,
     ):
-        self.gamma = gamma
+        self.slack_weight = slack_weight
         self.max_iter = max_iter
         self.tol = tol
         self.prior = prior
-        self.num_constraints = num_constraints
+        self.n_constraints = n_constraints
         self.bounds = bounds
         self.random_state = random_state
+        self.gamma = gamma
+        self.num_constraints = num_constraints
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.target_tags.required = True
         return tags
 
-    def _validate_params(self) -> None:
-        if not (isinstance(self.gamma, numbers.Real) and self.gamma > 0):
-            raise ValueError(f"gamma must be > 0 (np.inf allowed), got {self.gamma!r}.")
-        if not (isinstance(self.max_iter, numbers.Integral) and self.max_iter >= 1):
-            raise ValueError(f"max_iter must be an integer ≥ 1, got {self.max_iter!r}.")
-        if not (isinstance(self.tol, numbers.Real) and self.tol > 0):
-            raise ValueError(f"tol must be > 0, got {self.tol!r}.")
-        n = self.num_constraints
-        if n is not None and not (isinstance(n, numbers.Integral) and n >= 1):
-            raise ValueError(f"num_constraints must be None or an integer ≥ 1, got {n!r}.")
-
     def _prior_matrix(self, X: np.ndarray) -> np.ndarray:
-        """``M₀`` of shape (n_features, n_features), float64."""
+        """``M₀`` of shape (n_features, n_features), float64 (``prior`` is validated)."""
         D = X.shape[1]
-        if isinstance(self.prior, str) and self.prior == "identity":
+        if isinstance(self.prior, np.ndarray):
+            if self.prior.shape != (D, D):
+                raise ValueError(f"prior has shape {self.prior.shape}, expected {(D, D)}.")
+            return check_spd_array(self.prior[None], "prior")[0].astype(np.float64)
+        if self.prior == "identity":
             return np.eye(D)
-        if isinstance(self.prior, str) and self.prior == "covariance":
+        if self.prior == "covariance":
             cov = np.atleast_2d(np.cov(X, rowvar=False))
             if np.linalg.eigvalsh(cov).min() <= 1e-12 * max(np.trace(cov), 1e-300):
                 raise ValueError(
@@ -288,13 +316,7 @@ class ITML(MahalanobisMixin, BaseEstimator):
                     "collinear features, or fewer samples than features); use prior='identity'."
                 )
             return np.linalg.inv(cov)
-        if isinstance(self.prior, np.ndarray):
-            if self.prior.shape != (D, D):
-                raise ValueError(f"prior has shape {self.prior.shape}, expected {(D, D)}.")
-            return check_spd_array(self.prior[None], "prior")[0].astype(np.float64)
-        raise ValueError(
-            f"prior must be 'identity', 'covariance' or an SPD array, got {self.prior!r}."
-        )
+        raise AssertionError(f"unvalidated prior {self.prior!r}")  # pragma: no cover
 
     def _bounds(self, X: np.ndarray, prior: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         if self.bounds is None:
@@ -315,15 +337,15 @@ class ITML(MahalanobisMixin, BaseEstimator):
         -------
         self : ITML
         """
+        self._validate_params()
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
         X = X.astype(np.float64, copy=False)
         check_classification_targets(y)
         _, codes = check_labels(y, X.shape[0])
-        self._validate_params()
         rng = make_rng(self.random_state)
         prior = self._prior_matrix(X)
         n_classes = int(codes.max()) + 1
-        n_constraints = self.num_constraints or 20 * n_classes**2
+        n_constraints = self._param("n_constraints") or 20 * n_classes**2
         a, b, similar = sample_pair_constraints(codes, n_constraints, rng)
         V = X[a] - X[b]
         nonzero = _usable_differences(V, prior)
@@ -334,7 +356,7 @@ class ITML(MahalanobisMixin, BaseEstimator):
                 similar[nonzero],
                 bounds,
                 prior,
-                float(self.gamma),
+                float(self._param("slack_weight")),
                 self.max_iter,
                 self.tol,
             )

@@ -21,14 +21,20 @@ import torch
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._utils import make_rng, resolve_device, to_tensor
-from .._validation import check_labels, check_min_per_class
+from .._validation import (
+    NONE,
+    POSITIVE_INT,
+    check_labels,
+    check_min_per_class,
+    deprecate_positional_args,
+)
 from ..io import register_estimator
-from ..kernels import NystroemMap, check_kernel, default_gamma, pairwise_kernel
+from ..kernels import KERNEL_PARAMETER_CONSTRAINTS, NystroemMap, default_gamma, pairwise_kernel
 from ..losses.warp import aon_penalty, kernel_aon_penalty
 from ..models.linear import LinearMap
 from ..sampling import LabelIndex
 from .base import MetricLearnerMixin
-from .warca import BaseWARCA, _is_int, _require
+from .warca import WARP_PARAMETER_CONSTRAINTS, BaseWARCA
 
 __all__ = ["KernelWARCA"]
 
@@ -119,10 +125,17 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         As in :class:`rankmetric.WARCA`.
     """
 
+    _parameter_constraints = {
+        **WARP_PARAMETER_CONSTRAINTS,
+        **KERNEL_PARAMETER_CONSTRAINTS,
+        "n_landmarks": [NONE, POSITIVE_INT],
+    }
+
+    @deprecate_positional_args
     def __init__(
         self,
-        n_components: int | None = None,
         *,
+        n_components: int | None = None,
         kernel: str = "chi2_rbf",
         gamma: float | None = None,
         degree: int = 3,
@@ -177,17 +190,11 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
     # ------------------------------------------------------------------ fitting
 
     def _check_params(self) -> None:
-        self._check_warp_params()
-        check_kernel(self.kernel, self.gamma, self.degree, self.coef0)
-        m = self.n_landmarks
-        _require(
-            m is None or (_is_int(m) and m >= 1),
-            f"n_landmarks must be a positive integer or None, got {m!r}.",
-        )
-        _require(
-            not (self.kernel == "precomputed" and m is not None),
-            "n_landmarks needs the features: it cannot be used with kernel='precomputed'.",
-        )
+        self._validate_params()
+        if self.kernel == "precomputed" and self.n_landmarks is not None:
+            raise ValueError(
+                "n_landmarks needs the features: it cannot be used with kernel='precomputed'."
+            )
 
     def _kernel_to(self, X: torch.Tensor, Y: torch.Tensor) -> torch.Tensor:
         return pairwise_kernel(

@@ -19,14 +19,22 @@ same ``Σ_D``).
 
 from __future__ import annotations
 
-import numbers
+from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
-from .._validation import check_labels, check_min_per_class
+from .._validation import (
+    NONE,
+    POSITIVE_INT,
+    Interval,
+    check_labels,
+    check_min_per_class,
+    check_param,
+    deprecate_positional_args,
+)
 from ..io import register_estimator
 from .base import MahalanobisMixin
 
@@ -138,7 +146,13 @@ class KISSME(MahalanobisMixin, BaseEstimator):
     (150, 3)
     """
 
-    def __init__(self, n_components: int | None = None, regularization: float = 1e-6) -> None:
+    _parameter_constraints = {
+        "n_components": [NONE, POSITIVE_INT],
+        "regularization": [Interval(Real, 0, None, closed="left")],
+    }
+
+    @deprecate_positional_args
+    def __init__(self, *, n_components: int | None = None, regularization: float = 1e-6) -> None:
         self.n_components = n_components
         self.regularization = regularization
 
@@ -147,23 +161,18 @@ class KISSME(MahalanobisMixin, BaseEstimator):
         tags.target_tags.required = True
         return tags
 
-    def _check_params(self, n_samples: int, n_features: int) -> int:
-        """Validate the hyper-parameters; return the number of PCA components."""
-        reg = self.regularization
-        if isinstance(reg, bool) or not isinstance(reg, numbers.Real) or not reg >= 0:
-            raise ValueError(f"regularization must be a number >= 0, got {reg!r}.")
-        if not np.isfinite(reg):
-            raise ValueError(f"regularization must be finite, got {reg!r}.")
+    def _check_n_components(self, n_samples: int, n_features: int) -> int:
+        """The number of PCA components, at most ``min(n_features, n_samples - 1)``."""
         limit = min(n_features, max(n_samples - 1, 1))
-        r = self.n_components
-        if r is None:
+        if self.n_components is None:
             return limit
-        if isinstance(r, bool) or not isinstance(r, numbers.Integral) or not 1 <= r <= limit:
-            raise ValueError(
-                f"n_components must be an integer in [1, min(n_features, n_samples - 1)={limit}], "
-                f"got {r!r}."
-            )
-        return int(r)
+        label = "min(n_features, n_samples - 1)"
+        check_param(
+            "n_components",
+            self.n_components,
+            [Interval(Integral, 1, limit, closed="both", right_label=label)],
+        )
+        return int(self.n_components)
 
     def fit(self, X, y) -> KISSME:
         """Learn the metric from samples ``X`` (n_samples, n_features) and class labels ``y``.
@@ -172,11 +181,12 @@ class KISSME(MahalanobisMixin, BaseEstimator):
         -------
         self : KISSME
         """
+        self._validate_params()
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
         check_classification_targets(y)
         _, codes = check_labels(y, X.shape[0])
         check_min_per_class(codes, 2)
-        r = self._check_params(*X.shape)
+        r = self._check_n_components(*X.shape)
         X64 = X.astype(np.float64)
         self.mean_ = X64.mean(axis=0)
         self.pca_components_ = _principal_axes(X64 - self.mean_, r)

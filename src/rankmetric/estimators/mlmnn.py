@@ -23,9 +23,9 @@ LMNN fit, as in the paper. Classification is the k-NN vote under ``D``.
 
 from __future__ import annotations
 
-import numbers
 import os
 import warnings
+from numbers import Integral
 
 import numpy as np
 import torch
@@ -36,23 +36,32 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._threads import fit_threads
 from .._utils import resolve_device, to_tensor
-from .._validation import check_labels
+from .._validation import (
+    ARRAY,
+    DEPRECATED,
+    NONE,
+    POSITIVE_INT,
+    Interval,
+    Options,
+    ParameterValidationMixin,
+    check_labels,
+    check_param,
+    deprecate_positional_args,
+)
 from ..io import load_model, register_estimator, save_model
 from ..neighbors import smallest_k
-from .base import atomic_fit
-from .lmnn import (
-    LMNN,
+from ._active_set_optimiser import optimise_with_progress
+from ._lmnn_objective import laplacian_gradient, triplet_terms
+from ._lmnn_search import (
     ActiveSet,
-    _row_chunk,
-    _squared_distances,
-    check_lmnn_params,
     find_target_neighbors,
-    laplacian_gradient,
-    optimise_with_progress,
     pair_sq_distances,
+    row_chunk,
     search_active_set,
-    triplet_terms,
+    squared_distances,
 )
+from .base import atomic_fit
+from .lmnn import LMNN, LMNN_PARAMETER_CONSTRAINTS, n_components_for
 
 __all__ = ["MultiMetricLMNN", "mlmnn_loss_and_grad"]
 
@@ -103,17 +112,12 @@ def mlmnn_loss_and_grad(
     return loss, grad
 
 
-def _check(ok: bool, message: str) -> None:
-    if not ok:
-        raise ValueError(message)
-
-
 _FLOAT32_SAFE = 1e15  # |x| below this: squared distances stay far from float32's 3.4e38
 
 
 @register_estimator
 @atomic_fit
-class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
+class MultiMetricLMNN(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
     """Multiple-metric LMNN (mLMNN): one Mahalanobis metric per class or cluster, k-NN rule.
 
     The distance from a point ``x`` to a training point ``x_j`` is ``||L_c (x − x_j)||²`` with
@@ -125,16 +129,18 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
     Parameters
     ----------
     n_neighbors : int, default=3
-        Neighbours of the k-NN vote of ``predict`` / ``predict_proba`` / ``score``.
-    k : int, default=3
-        Target neighbours per sample (same class, nearest in the input space). A class with
-        ``n_c ≤ k`` samples falls back to ``n_c − 1`` of them, with a ``UserWarning`` (as LMNN).
+        Neighbours of the k-NN vote of ``predict`` / ``predict_proba`` / ``score`` (as
+        scikit-learn's ``KNeighborsClassifier``).
+    n_target_neighbors : int, default=3
+        Target neighbours ``k`` per sample (same class, nearest in the input space). A class
+        with ``n_c ≤ k`` samples falls back to ``n_c − 1`` of them, with a ``UserWarning`` (as
+        LMNN).
     n_clusters : int, optional
         ``None``: one metric per class (the paper's choice). An integer: one metric per k-means
         cluster of the training inputs (``KMeans(n_clusters, n_init=10, random_state)``).
     n_components : int, optional
         Rows ``r`` of every map ``L_c`` (``None``: ``n_features``).
-    regularization : float, default=0.5
+    push_weight : float, default=0.5
         μ in [0, 1], the push/pull mix: ``(1 − μ)·pull + μ·push``.
     max_iter : int, default=1000
         Cap on optimiser iterations, for the global LMNN fit and again for the per-cluster
@@ -142,10 +148,10 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
     learning_rate : float, default=1e-3
         Initial step of ``solver="gd"``; unused by L-BFGS.
     init : {"lmnn", "identity"} or ndarray, default="lmnn"
-        Starting maps: every ``L_c`` equal to a global LMNN fit (with this estimator's ``k``,
-        ``regularization``, budgets and solver; the paper's choice), the (truncated) identity,
-        or an array of shape (n_components, n_features) shared by all clusters or
-        (n_clusters, n_components, n_features).
+        Starting maps: every ``L_c`` equal to a global LMNN fit (with this estimator's
+        ``n_target_neighbors``, ``push_weight``, budgets and solver; the paper's choice), the
+        (truncated) identity, or an array of shape (n_components, n_features) shared by all
+        clusters or (n_clusters, n_components, n_features).
     active_set_update : int, default=10
         Iterations between two impostor searches (see ``LMNN``).
     tol : float, default=1e-5
@@ -158,6 +164,10 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
         Where the objective and the neighbour search run (``None``: CUDA when available).
     verbose : bool or int, default=False
         A progress bar over the optimiser iterations (on a terminal).
+    k : int
+        Deprecated alias of ``n_target_neighbors`` (removed in 0.3).
+    regularization : float
+        Deprecated alias of ``push_weight`` (removed in 0.3).
 
     Attributes
     ----------
@@ -189,13 +199,23 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
     Neighbor Classification. JMLR 10:207–244, 2009 (section 5, "Multiple metrics").
     """
 
+    _parameter_constraints = {
+        **LMNN_PARAMETER_CONSTRAINTS,
+        "n_neighbors": [POSITIVE_INT],
+        "n_clusters": [NONE, POSITIVE_INT],
+        "init": [Options("lmnn", "identity"), ARRAY],
+    }
+    _renamed_parameters = {"k": "n_target_neighbors", "regularization": "push_weight"}
+
+    @deprecate_positional_args
     def __init__(
         self,
+        *,
         n_neighbors: int = 3,
-        k: int = 3,
+        n_target_neighbors: int = 3,
         n_clusters: int | None = None,
         n_components: int | None = None,
-        regularization: float = 0.5,
+        push_weight: float = 0.5,
         max_iter: int = 1000,
         learning_rate: float = 1e-3,
         init="lmnn",
@@ -205,12 +225,14 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
         random_state=None,
         device=None,
         verbose: bool | int = False,
+        k=DEPRECATED,
+        regularization=DEPRECATED,
     ):
         self.n_neighbors = n_neighbors
-        self.k = k
+        self.n_target_neighbors = n_target_neighbors
         self.n_clusters = n_clusters
         self.n_components = n_components
-        self.regularization = regularization
+        self.push_weight = push_weight
         self.max_iter = max_iter
         self.learning_rate = learning_rate
         self.init = init
@@ -220,6 +242,8 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
         self.random_state = random_state
         self.device = device
         self.verbose = verbose
+        self.k = k
+        self.regularization = regularization
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -227,33 +251,24 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
         return tags
 
     # ------------------------------------------------------------------ validation
-    def _validate_params(self, X: np.ndarray, codes: np.ndarray, classes: np.ndarray) -> int:
-        """Check the hyper-parameters against the data; return the number of components."""
-        r = check_lmnn_params(self, X.shape[1])
-        n = X.shape[0]
-        integral = numbers.Integral
-        _check(
-            isinstance(self.n_neighbors, integral) and 1 <= self.n_neighbors <= n,
-            f"n_neighbors must be an integer in [1, n_samples={n}], got {self.n_neighbors!r}.",
-        )
-        _check(
-            self.n_clusters is None
-            or (isinstance(self.n_clusters, integral) and 1 <= self.n_clusters <= n),
-            f"n_clusters must be None or an integer in [1, n_samples={n}], "
-            f"got {self.n_clusters!r}.",
-        )
+    def _check_data_dependent_params(self, n_samples: int) -> None:
+        """The bounds of ``n_neighbors`` and ``n_clusters`` that depend on the data."""
+        bound = Interval(Integral, 1, n_samples, closed="both", right_label="n_samples")
+        check_param("n_neighbors", self.n_neighbors, [bound])
+        check_param("n_clusters", self.n_clusters, [NONE, bound])
+
+    def _warn_small_classes(self, codes: np.ndarray, classes: np.ndarray, k: int) -> None:
         counts = np.bincount(codes)
         smallest = int(np.argmin(counts))
-        if counts[smallest] <= self.k:  # as LMNN: fewer target neighbours for that class
+        if counts[smallest] <= k:  # as LMNN: fewer target neighbours for that class
             label = classes[smallest]
             label = label.item() if isinstance(label, np.generic) else label
             warnings.warn(
-                f"class {label!r} has {counts[smallest]} sample(s), fewer than k + 1 = "
-                f"{self.k + 1}: its samples get fewer target neighbours.",
+                f"class {label!r} has {counts[smallest]} sample(s), fewer than "
+                f"n_target_neighbors + 1 = {k + 1}: its samples get fewer target neighbours.",
                 UserWarning,
                 stacklevel=3,
             )
-        return r
 
     def _groups(self, X: np.ndarray, codes: np.ndarray) -> np.ndarray:
         if self.n_clusters is None:
@@ -269,38 +284,39 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
         return groups.astype(np.int64)
 
     def _initial_maps(self, X, y, r: int, n_groups: int) -> tuple[np.ndarray, np.ndarray | None]:
-        """Starting maps (n_groups, r, D) in float64, and the global LMNN map (or None)."""
+        """Starting maps (n_groups, r, D) in float64, and the global LMNN map (or None).
+
+        ``init`` is validated already; only an array's shape is checked here.
+        """
         D = X.shape[1]
         if isinstance(self.init, np.ndarray):
             if self.init.shape == (r, D):
                 return np.tile(self.init.astype(np.float64), (n_groups, 1, 1)), None
-            _check(
-                self.init.shape == (n_groups, r, D),
-                f"init has shape {self.init.shape}, expected (n_components, n_features)="
-                f"{(r, D)} or (n_clusters, n_components, n_features)={(n_groups, r, D)}.",
-            )
+            if self.init.shape != (n_groups, r, D):
+                raise ValueError(
+                    f"init has shape {self.init.shape}, expected (n_components, n_features)="
+                    f"{(r, D)} or (n_clusters, n_components, n_features)={(n_groups, r, D)}."
+                )
             return self.init.astype(np.float64), None
-        if isinstance(self.init, str) and self.init == "identity":
+        if self.init == "identity":
             return np.tile(np.eye(r, D), (n_groups, 1, 1)), None
-        if isinstance(self.init, str) and self.init == "lmnn":
-            lmnn = LMNN(
-                n_components=r,
-                k=self.k,
-                regularization=self.regularization,
-                max_iter=self.max_iter,
-                learning_rate=self.learning_rate,
-                active_set_update=self.active_set_update,
-                tol=self.tol,
-                solver=self.solver,
-                random_state=self.random_state,
-                device=self.device,
-            )
-            with warnings.catch_warnings():  # mLMNN has already said so
-                warnings.filterwarnings("ignore", message="a class has", category=UserWarning)
-                lmnn.fit(X, y)
-            L = lmnn.components_.astype(np.float64)
-            return np.tile(L, (n_groups, 1, 1)), lmnn.components_
-        raise ValueError(f"init must be 'lmnn', 'identity' or an array, got {self.init!r}.")
+        lmnn = LMNN(  # init="lmnn"
+            n_components=r,
+            n_target_neighbors=self._param("n_target_neighbors"),
+            push_weight=self._param("push_weight"),
+            max_iter=self.max_iter,
+            learning_rate=self.learning_rate,
+            active_set_update=self.active_set_update,
+            tol=self.tol,
+            solver=self.solver,
+            random_state=self.random_state,
+            device=self.device,
+        )
+        with warnings.catch_warnings():  # mLMNN has already said so
+            warnings.filterwarnings("ignore", message="a class has", category=UserWarning)
+            lmnn.fit(X, y)
+        L = lmnn.components_.astype(np.float64)
+        return np.tile(L, (n_groups, 1, 1)), lmnn.components_
 
     # ------------------------------------------------------------------ fitting
     @fit_threads
@@ -311,10 +327,14 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
         -------
         self : MultiMetricLMNN
         """
+        self._validate_params()
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
         check_classification_targets(y)
         classes, codes = check_labels(y, X.shape[0])
-        r = self._validate_params(X, codes, classes)
+        r = n_components_for(self.n_components, X.shape[1])
+        self._check_data_dependent_params(X.shape[0])
+        k = self._param("n_target_neighbors")
+        self._warn_small_classes(codes, classes, k)
         groups = self._groups(X, codes)
         n_groups = int(groups.max()) + 1
         device = resolve_device(self.device)
@@ -322,8 +342,8 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
         Xt = to_tensor(X.astype(np.float32), device)
         codes_t = torch.as_tensor(codes, device=device)
         groups_t = torch.as_tensor(groups, device=device)
-        targets, target_mask = find_target_neighbors(Xt, codes_t, self.k)
-        mu = float(self.regularization)
+        targets, target_mask = find_target_neighbors(Xt, codes_t, k)
+        mu = float(self._param("push_weight"))
 
         def search(Ls, previous):
             Z = _embed(to_tensor(Ls, device, Xt.dtype), Xt)
@@ -375,12 +395,12 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
         embedded = [train[m] @ Ls[g].T for g, m in enumerate(members)]
         n_train = train.shape[0]
         nearest = torch.empty((Q.shape[0], self.n_neighbors), dtype=torch.int64, device=device)
-        step = _row_chunk(n_train)
+        step = row_chunk(n_train)
         for start in range(0, Q.shape[0], step):  # loop over query chunks: (chunk × n_train)
             rows = Q[start : start + step]
             block = torch.empty((rows.shape[0], n_train), dtype=Q.dtype, device=device)
             for g, m in enumerate(members):  # loop over clusters: each in its own metric
-                block[:, m] = _squared_distances(rows @ Ls[g].T, embedded[g])
+                block[:, m] = squared_distances(rows @ Ls[g].T, embedded[g])
             if not torch.isfinite(block).all():
                 raise ValueError(
                     "MultiMetricLMNN: distances to the training points overflow float64; the "
@@ -435,16 +455,14 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
         X1 = validate_data(self, X1, reset=False, dtype=[np.float64, np.float32])
         X2 = validate_data(self, X2, reset=False, dtype=[np.float64, np.float32])
         clusters = np.asarray(clusters)
-        _check(
-            X1.shape[0] == X2.shape[0] == clusters.shape[0] and clusters.ndim == 1,
-            f"X1, X2 and clusters must have as many rows: {X1.shape[0]}, {X2.shape[0]}, "
-            f"{clusters.shape}.",
-        )
-        _check(
-            np.issubdtype(clusters.dtype, np.integer)
-            and (clusters.size == 0 or (clusters.min() >= 0 and clusters.max() < self.n_clusters_)),
-            f"clusters must be integers in [0, {self.n_clusters_}).",
-        )
+        if not (X1.shape[0] == X2.shape[0] == clusters.shape[0] and clusters.ndim == 1):
+            raise ValueError(
+                f"X1, X2 and clusters must have as many rows: {X1.shape[0]}, {X2.shape[0]}, "
+                f"{clusters.shape}."
+            )
+        in_range = clusters.size == 0 or (clusters.min() >= 0 and clusters.max() < self.n_clusters_)
+        if not (np.issubdtype(clusters.dtype, np.integer) and in_range):
+            raise ValueError(f"clusters must be integers in [0, {self.n_clusters_}).")
         diff = (X1 - X2).astype(np.float32)
         out = np.empty(diff.shape[0], dtype=np.float32)
         for g in np.unique(clusters):  # loop over clusters: each pair in its own metric

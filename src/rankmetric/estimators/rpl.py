@@ -9,15 +9,16 @@ output of ``pyriemann.estimation.Covariances``.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from numbers import Real
 
 import torch
 
+from .._validation import Interval, Options, deprecate_positional_args
 from ..io import register_estimator
 from ..losses.potato import CENTRES
 from .spdnet import (  # the split and mAP helpers stay importable from here
+    SPDNET_PARAMETER_CONSTRAINTS,
     SPDNetEmbedding,
-    _check_choice,
-    _check_number,
     _mean_average_precision,  # noqa: F401
     _stratified_split,  # noqa: F401
     default_hidden_sizes,
@@ -66,10 +67,21 @@ class RPLEmbedding(SPDNetEmbedding):
         As :class:`~rankmetric.estimators.spdnet.SPDNetEmbedding`.
     """
 
+    _parameter_constraints = {
+        **SPDNET_PARAMETER_CONSTRAINTS,
+        "potato": [Options(*CENTRES)],
+        "z_threshold": [Interval(Real, None, None, closed="neither")],
+        "margin": [Interval(Real, 0, None, closed="left")],
+        "neg_weight": [Interval(Real, 0, None, closed="left")],
+        "momentum": [Interval(Real, 0, 1, closed="right")],
+        "temperature": [Interval(Real, 0, None, closed="left")],
+    }
+
+    @deprecate_positional_args
     def __init__(
         self,
-        hidden_sizes: int | str | Sequence[int] | None = None,
         *,
+        hidden_sizes: int | str | Sequence[int] | None = None,
         distance: str = "airm",
         potato: str = "pairwise",
         z_threshold: float = 0.0,
@@ -129,12 +141,6 @@ class RPLEmbedding(SPDNetEmbedding):
         return "rpl"
 
     def _loss_kwargs(self) -> dict:
-        _check_choice("potato", self.potato, CENTRES)
-        _check_number("margin", self.margin, low=0)
-        _check_number("neg_weight", self.neg_weight, low=0)
-        _check_number("temperature", self.temperature, low=0)
-        _check_number("z_threshold", self.z_threshold)
-        _check_number("momentum", self.momentum, low=0, high=1, low_open=True)
         return {
             "z_threshold": self.z_threshold,
             "margin": self.margin,
@@ -143,10 +149,6 @@ class RPLEmbedding(SPDNetEmbedding):
             "temperature": self.temperature,
             "centre": self.potato,
         }
-
-    def _check_params(self) -> None:
-        super()._check_params()
-        self._loss_kwargs()
 
     def _store_loss_state(self, loss_fn: torch.nn.Module) -> None:
         self.potato_log_mu_ = loss_fn.log_mu.detach().cpu().double().numpy()

@@ -34,7 +34,22 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .. import distributed
 from .._utils import make_rng, resolve_device, to_tensor, torch_generator
-from .._validation import check_labels, check_min_per_class, check_spd_array
+from .._validation import (
+    BOOLEAN,
+    CHECKPOINTS,
+    DEVICE,
+    NONE,
+    POSITIVE_INT,
+    RANDOM_STATE,
+    VERBOSE,
+    InstanceOf,
+    Interval,
+    Options,
+    check_labels,
+    check_min_per_class,
+    check_spd_array,
+    deprecate_positional_args,
+)
 from ..geometry.aliases import canonical_metric
 from ..geometry.distances import airm_distance, log_euclidean_distance
 from ..geometry.matrix_functions import eigh, spd_inv_sqrt, spd_log, symmetrize
@@ -71,6 +86,33 @@ INITS = ("identity", "random")
 BIMAPS = ("free", "stiefel")
 _VECTOR_ONLY = ("npair", "proxy-nca", "multi-similarity")  # need vector embeddings
 _OUTPUTS = ("spd", "log", "vector")
+#: The hyper-parameters every SPD-network estimator shares (the loss's own are added by each).
+SPDNET_PARAMETER_CONSTRAINTS = {
+    "hidden_sizes": [
+        NONE,
+        POSITIVE_INT,
+        InstanceOf((str, list, tuple, np.ndarray), "a list of sizes"),
+    ],
+    "head": [Options(*HEADS)],
+    "distance": [InstanceOf(str, "a distance name")],  # aliases resolved by ``_distance``
+    "bimap": [Options(*BIMAPS)],
+    "init": [Options(*INITS)],
+    "eps": [Interval(Real, 0, None, closed="neither")],
+    "relative_eps": [BOOLEAN],
+    "n_classes_per_batch": [NONE, Interval(Integral, 2, None, closed="left")],
+    "n_per_class": [Interval(Integral, 2, None, closed="left")],
+    "max_iter": [POSITIVE_INT],
+    "learning_rate": [Interval(Real, 0, None, closed="neither")],
+    "validation_fraction": [Interval(Real, 0, 1, closed="left")],
+    "validation_every": [POSITIVE_INT],
+    "patience": [NONE, POSITIVE_INT],
+    "output": [Options(*_OUTPUTS)],
+    "whiten": [BOOLEAN],
+    "random_state": [RANDOM_STATE],
+    "device": [DEVICE],
+    "verbose": VERBOSE,
+    **CHECKPOINTS,
+}
 _CHUNK = 2048  # matrices per forward pass in transform
 # validation: at most 500 held-out queries ranked against at most 500 training matrices (an AIRM
 # validation of 1000 x 1000 pairs takes ~13 s on one loaded core; 500 x 500 about 3 s)
@@ -228,10 +270,17 @@ class SPDNetEmbedding(MetricLearnerMixin, BaseEstimator):
     n_features_in_ : int
     """
 
+    _parameter_constraints = {
+        **SPDNET_PARAMETER_CONSTRAINTS,
+        "loss": [Options(*LOSSES)],
+        "loss_params": [NONE, InstanceOf(dict, "a dict")],
+    }
+
+    @deprecate_positional_args
     def __init__(
         self,
-        loss: str = "rpl",
         *,
+        loss: str = "rpl",
         loss_params: dict | None = None,
         hidden_sizes: int | str | Sequence[int] | None = None,
         head: str = "linear",
@@ -290,8 +339,6 @@ class SPDNetEmbedding(MetricLearnerMixin, BaseEstimator):
         return self.loss
 
     def _loss_kwargs(self) -> dict:
-        if self.loss_params is not None and not isinstance(self.loss_params, dict):
-            raise ValueError(f"loss_params must be a dict or None, got {self.loss_params!r}.")
         return dict(self.loss_params or {})
 
     def _store_loss_state(self, loss_fn: torch.nn.Module) -> None:
@@ -579,11 +626,8 @@ class SPDNetEmbedding(MetricLearnerMixin, BaseEstimator):
         return sizes
 
     def _check_params(self) -> None:
-        _check_choice("loss", self._loss_name(), tuple(LOSSES))
-        _check_choice("head", self.head, HEADS)
-        _check_choice("bimap", self.bimap, BIMAPS)
-        _check_choice("init", self.init, INITS)
-        _check_choice("output", self.output, _OUTPUTS)
+        """The declared constraints, then the rules that tie parameters together."""
+        self._validate_params()
         self._distance()
         if self.head == "linear" and self.output != "vector":
             raise ValueError(f"output={self.output!r} needs head='spd' or 'log' (not 'linear').")
@@ -591,24 +635,8 @@ class SPDNetEmbedding(MetricLearnerMixin, BaseEstimator):
             raise ValueError(f"loss {self._loss_name()!r} needs head='log' or 'linear'.")
         if self._loss_name() == "triplet" and self.head != "spd":
             raise ValueError("loss 'triplet' (DSML-Triplet) compares SPD outputs: head='spd'.")
-        _check_number("learning_rate", self.learning_rate, low=0, low_open=True)
-        _check_number("eps", self.eps, low=0, low_open=True)
         if self.relative_eps and self.eps >= 1:
             raise ValueError(f"a relative eps must be < 1, got {self.eps}.")
-        if not isinstance(self.relative_eps, (bool, np.bool_)):
-            raise ValueError(f"relative_eps must be a bool, got {self.relative_eps!r}.")
-        _check_number("validation_fraction", self.validation_fraction, low=0, high=1)
-        if self.validation_fraction >= 1:
-            raise ValueError(f"validation_fraction must be < 1, got {self.validation_fraction}.")
-        _check_integer("n_per_class", self.n_per_class, low=2)
-        _check_integer("max_iter", self.max_iter, low=1)
-        _check_integer("validation_every", self.validation_every, low=1)
-        if self.n_classes_per_batch is not None:
-            _check_integer("n_classes_per_batch", self.n_classes_per_batch, low=2)
-        if self.patience is not None:
-            _check_integer("patience", self.patience, low=1)
-        if not isinstance(self.whiten, (bool, np.bool_)):
-            raise ValueError(f"whiten must be a bool, got {self.whiten!r}.")
 
 
 def _extra_group(loss_fn: torch.nn.Module) -> list[dict]:
@@ -692,22 +720,3 @@ def _mean_average_precision(dist: torch.Tensor, relevant: torch.Tensor) -> float
     ap = (precision * hits).sum(dim=1) / n_rel.clamp_min(1.0)
     has = n_rel > 0
     return float(ap[has].mean()) if bool(has.any()) else 0.0
-
-
-def _check_choice(name: str, value, choices) -> None:
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {choices}, got {value!r}.")
-
-
-def _check_number(name, value, *, low=None, high=None, low_open=False) -> None:
-    if isinstance(value, bool) or not isinstance(value, Real) or not np.isfinite(value):
-        raise ValueError(f"{name} must be a finite real number, got {value!r}.")
-    if low is not None and (value < low or (low_open and value == low)):
-        raise ValueError(f"{name} must be {'>' if low_open else '>='} {low}, got {value!r}.")
-    if high is not None and value > high:
-        raise ValueError(f"{name} must be <= {high}, got {value!r}.")
-
-
-def _check_integer(name, value, *, low) -> None:
-    if isinstance(value, bool) or not isinstance(value, Integral) or value < low:
-        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}.")

@@ -7,7 +7,7 @@ A scikit-learn face over :class:`rankmetric.models.sphere.SphereTanhEmbedding` a
 from __future__ import annotations
 
 from collections.abc import Callable
-from numbers import Integral, Real
+from numbers import Real
 
 import numpy as np
 import torch
@@ -17,7 +17,20 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .. import distributed
 from .._utils import make_rng, resolve_device, to_tensor, torch_generator
-from .._validation import check_finite, check_labels, check_min_per_class
+from .._validation import (
+    CHECKPOINTS,
+    DEVICE,
+    NONE,
+    POSITIVE_INT,
+    RANDOM_STATE,
+    VERBOSE,
+    Interval,
+    Options,
+    check_finite,
+    check_labels,
+    check_min_per_class,
+    deprecate_positional_args,
+)
 from ..io import register_estimator
 from ..losses.similarity import (
     SimilarityRegressionLoss,
@@ -206,10 +219,29 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
     n_features_in_ : int
     """
 
+    _parameter_constraints = {
+        "n_components": [NONE, POSITIVE_INT],
+        "reg_lambda": [Interval(Real, 0, None, closed="left")],
+        "similarity": [Options(*_SIMILARITIES)],
+        "neg_target": [Interval(Real, -1, 1, closed="left")],
+        "positive_fraction": [Interval(Real, 0, 1, closed="both")],
+        "positive_sampling": [Options(*_POSITIVE_SAMPLING)],
+        "solver": [Options(*_SOLVERS)],
+        "block_size": [POSITIVE_INT],
+        "batch_size": [POSITIVE_INT],
+        "learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "max_iter": [POSITIVE_INT],
+        "random_state": [RANDOM_STATE],
+        "device": [DEVICE],
+        "verbose": VERBOSE,
+        **CHECKPOINTS,
+    }
+
+    @deprecate_positional_args
     def __init__(
         self,
-        n_components: int | None = None,
         *,
+        n_components: int | None = None,
         reg_lambda: float = 1e-3,
         similarity: str = "labels",
         neg_target: float = 0.0,
@@ -258,7 +290,7 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
         -------
         self
         """
-        self._check_params()
+        self._validate_params()
         if self.similarity == "jaccard":
             return self._fit_label_sets(X, y)
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
@@ -314,7 +346,7 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
         self
         """
         X = validate_data(self, X, dtype=[np.float64, np.float32])
-        self._check_params()
+        self._validate_params()
         pairs, targets = _check_pairs(pairs, similarities, X.shape[0])
         n = int(self.batch_size)
 
@@ -323,25 +355,6 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
             return pairs[q, 0], pairs[q, 1], targets[q]
 
         return self._fit_sampled(X, sample)
-
-    def _check_params(self) -> None:
-        _check_int(self.n_components, "n_components", allow_none=True)
-        _check_real(self.reg_lambda, "reg_lambda", low=0.0)
-        if self.similarity not in _SIMILARITIES:
-            raise ValueError(f"similarity must be one of {_SIMILARITIES}, got {self.similarity!r}.")
-        _check_real(self.neg_target, "neg_target", low=-1.0, high=1.0, high_open=True)
-        _check_real(self.positive_fraction, "positive_fraction", low=0.0, high=1.0)
-        if self.positive_sampling not in _POSITIVE_SAMPLING:
-            raise ValueError(
-                f"positive_sampling must be one of {_POSITIVE_SAMPLING}, "
-                f"got {self.positive_sampling!r}."
-            )
-        if self.solver not in _SOLVERS:
-            raise ValueError(f"solver must be one of {_SOLVERS}, got {self.solver!r}.")
-        _check_int(self.block_size, "block_size")
-        _check_int(self.batch_size, "batch_size")
-        _check_real(self.learning_rate, "learning_rate", low=0.0, low_open=True)
-        _check_int(self.max_iter, "max_iter")
 
     def _fit_sampled(self, X: np.ndarray, sample: PairSampler):
         """Standardise ``X``, then train ``W`` on batches of pairs drawn by ``sample``.
@@ -529,31 +542,3 @@ def _check_pairs(pairs, similarities, n_samples: int) -> tuple[np.ndarray, np.nd
             f"values in [{similarities.min():.6g}, {similarities.max():.6g}]."
         )
     return pairs, np.clip(similarities, -1.0, 1.0)
-
-
-def _check_int(value, name: str, *, allow_none: bool = False) -> None:
-    if value is None and allow_none:
-        return
-    if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}.")
-
-
-def _check_real(
-    value,
-    name: str,
-    *,
-    low: float | None = None,
-    high: float | None = None,
-    low_open: bool = False,
-    high_open: bool = False,
-) -> None:
-    if isinstance(value, bool) or not isinstance(value, Real) or not np.isfinite(value):
-        raise ValueError(f"{name} must be a finite number, got {value!r}.")
-    too_low = low is not None and (value <= low if low_open else value < low)
-    too_high = high is not None and (value >= high if high_open else value > high)
-    if too_low or too_high:
-        lo = "-inf" if low is None else f"{low}"
-        hi = "inf" if high is None else f"{high}"
-        lo_bracket = "(" if low_open or low is None else "["
-        hi_bracket = ")" if high_open or high is None else "]"
-        raise ValueError(f"{name} must lie in {lo_bracket}{lo}, {hi}{hi_bracket}, got {value!r}.")

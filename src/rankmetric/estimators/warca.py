@@ -18,7 +18,20 @@ from sklearn.utils.validation import validate_data
 
 from .. import distributed
 from .._utils import make_rng, resolve_device, to_tensor
-from .._validation import check_labels, check_min_per_class
+from .._validation import (
+    BOOLEAN,
+    CHECKPOINTS,
+    DEVICE,
+    NONE,
+    POSITIVE_INT,
+    RANDOM_STATE,
+    VERBOSE,
+    Interval,
+    Options,
+    check_labels,
+    check_min_per_class,
+    deprecate_positional_args,
+)
 from ..io import register_estimator
 from ..losses.warp import SAMPLINGS, Embed, aon_penalty, sampled_warp_loss
 from ..models.linear import INITS, LinearMap
@@ -70,17 +83,25 @@ def auto_schedule(
     return batch_size, tol_window, learning_rate
 
 
-def _is_int(value) -> bool:
-    return isinstance(value, Integral) and not isinstance(value, bool)
-
-
-def _is_real(value) -> bool:
-    return isinstance(value, Real) and not isinstance(value, bool) and np.isfinite(value)
-
-
-def _require(ok: bool, message: str) -> None:
-    if not ok:
-        raise ValueError(message)
+#: The hyper-parameters every WARCA (linear and kernel) shares, declared once.
+WARP_PARAMETER_CONSTRAINTS = {
+    "n_components": [NONE, POSITIVE_INT],
+    "margin": [Interval(Real, 0, None, closed="neither")],
+    "reg_lambda": [Interval(Real, 0, None, closed="left")],
+    "max_sampling": [POSITIVE_INT],
+    "validation_every": [POSITIVE_INT],
+    "batch_size": [NONE, POSITIVE_INT],
+    "tol_window": [NONE, POSITIVE_INT],
+    "max_iter": [Interval(Integral, 0, None, closed="left")],
+    "learning_rate": [NONE, Interval(Real, 0, None, closed="neither")],
+    "sampling": [Options(*SAMPLINGS)],
+    "patience": [NONE, POSITIVE_INT],
+    "tol": [NONE, Interval(Real, 0, None, closed="left")],
+    "random_state": [RANDOM_STATE],
+    "device": [DEVICE],
+    "verbose": VERBOSE,
+    **CHECKPOINTS,
+}
 
 
 def column_stats(
@@ -107,7 +128,8 @@ class BaseWARCA(TransformerMixin, BaseEstimator):
     """What linear and kernel WARCA share: parameter checks, the WARP training loop, validation.
 
     Subclasses define ``__init__`` (their hyper-parameters) and ``fit``; they call
-    :meth:`_check_warp_params`, then :meth:`_train_warp` with their module and embedding.
+    :meth:`_validate_params` (over ``_parameter_constraints``), then :meth:`_train_warp` with
+    their module and embedding.
     """
 
     def __sklearn_tags__(self):
@@ -115,55 +137,6 @@ class BaseWARCA(TransformerMixin, BaseEstimator):
         tags.target_tags.required = True
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
         return tags
-
-    def _check_warp_params(self) -> None:
-        """Validate the hyper-parameters all WARCAs share; ``ValueError`` names the bad one."""
-        p = self.get_params(deep=False)
-        n_comp = p["n_components"]
-        _require(
-            n_comp is None or (_is_int(n_comp) and n_comp >= 1),
-            f"n_components must be a positive integer or None, got {n_comp!r}.",
-        )
-        _require(
-            _is_real(p["margin"]) and p["margin"] > 0,
-            f"margin must be a positive number, got {p['margin']!r}.",
-        )
-        _require(
-            _is_real(p["reg_lambda"]) and p["reg_lambda"] >= 0,
-            f"reg_lambda must be a non-negative number, got {p['reg_lambda']!r}.",
-        )
-        for name in ("max_sampling", "validation_every"):
-            _require(
-                _is_int(p[name]) and p[name] >= 1,
-                f"{name} must be a positive integer, got {p[name]!r}.",
-            )
-        for name in ("batch_size", "tol_window"):
-            _require(
-                p[name] is None or (_is_int(p[name]) and p[name] >= 1),
-                f"{name} must be a positive integer or None, got {p[name]!r}.",
-            )
-        _require(
-            _is_int(p["max_iter"]) and p["max_iter"] >= 0,
-            f"max_iter must be a non-negative integer, got {p['max_iter']!r}.",
-        )
-        _require(
-            p["learning_rate"] is None or (_is_real(p["learning_rate"]) and p["learning_rate"] > 0),
-            f"learning_rate must be a positive number or None, got {p['learning_rate']!r}.",
-        )
-        _require(
-            p["sampling"] in SAMPLINGS,
-            f"sampling must be one of {SAMPLINGS}, got {p['sampling']!r}.",
-        )
-        if "init" in p:
-            _require(p["init"] in INITS, f"init must be one of {INITS}, got {p['init']!r}.")
-        _require(
-            p["patience"] is None or (_is_int(p["patience"]) and p["patience"] >= 1),
-            f"patience must be a positive integer or None, got {p['patience']!r}.",
-        )
-        _require(
-            p["tol"] is None or (_is_real(p["tol"]) and p["tol"] >= 0),
-            f"tol must be a non-negative number or None, got {p['tol']!r}.",
-        )
 
     def _check_validation_set(self, X_val, y_val, classes: np.ndarray):
         """Validate the optional early-stopping set: ``(X_val, y_val)`` or ``(None, None)``."""
@@ -384,10 +357,18 @@ class WARCA(MahalanobisMixin, BaseWARCA):
     (1797, 16)
     """
 
+    _parameter_constraints = {
+        **WARP_PARAMETER_CONSTRAINTS,
+        "standardize": [BOOLEAN],
+        "init": [Options(*INITS)],
+        "n_threads": [NONE, POSITIVE_INT],
+    }
+
+    @deprecate_positional_args
     def __init__(
         self,
-        n_components: int | None = None,
         *,
+        n_components: int | None = None,
         margin: float = 1.0,
         reg_lambda: float = 1e-2,
         batch_size: int | None = None,
@@ -444,7 +425,7 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         -------
         self
         """
-        self._check_warp_params()
+        self._validate_params()
         X, y = validate_data(self, X, y, dtype=[np.float32, np.float64])
         classes, codes = check_labels(y, X.shape[0])
         check_min_per_class(codes, 2)

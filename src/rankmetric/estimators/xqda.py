@@ -21,7 +21,7 @@ two-view data set with one image per view is the same intra-personal set.
 
 from __future__ import annotations
 
-import numbers
+from numbers import Integral, Real
 
 import numpy as np
 import scipy.linalg
@@ -29,7 +29,15 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
-from .._validation import check_labels, check_min_per_class
+from .._validation import (
+    NONE,
+    POSITIVE_INT,
+    Interval,
+    check_labels,
+    check_min_per_class,
+    check_param,
+    deprecate_positional_args,
+)
 from ..io import register_estimator
 from .base import MahalanobisMixin
 from .kissme import pair_difference_covariances
@@ -100,7 +108,13 @@ class XQDA(MahalanobisMixin, BaseEstimator):
     (150, 2)
     """
 
-    def __init__(self, n_components: int | None = None, regularization: float = 1e-3) -> None:
+    _parameter_constraints = {
+        "n_components": [NONE, POSITIVE_INT],
+        "regularization": [Interval(Real, 0, None, closed="left")],
+    }
+
+    @deprecate_positional_args
+    def __init__(self, *, n_components: int | None = None, regularization: float = 1e-3) -> None:
         self.n_components = n_components
         self.regularization = regularization
 
@@ -113,20 +127,10 @@ class XQDA(MahalanobisMixin, BaseEstimator):
     def _n_features_out(self) -> int:
         return self.components_.shape[0]
 
-    def _check_params(self, n_features: int) -> None:
-        reg = self.regularization
-        if isinstance(reg, bool) or not isinstance(reg, numbers.Real) or not reg >= 0:
-            raise ValueError(f"regularization must be a number >= 0, got {reg!r}.")
-        if not np.isfinite(reg):
-            raise ValueError(f"regularization must be finite, got {reg!r}.")
-        r = self.n_components
-        if r is not None and (
-            isinstance(r, bool) or not isinstance(r, numbers.Integral) or not 1 <= r <= n_features
-        ):
-            raise ValueError(
-                f"n_components must be None or an integer in [1, n_features={n_features}], "
-                f"got {r!r}."
-            )
+    def _check_n_components(self, n_features: int) -> None:
+        """``n_components`` is at most ``n_features``."""
+        bound = Interval(Integral, 1, n_features, closed="both", right_label="n_features")
+        check_param("n_components", self.n_components, [NONE, bound])
 
     def fit(self, X, y) -> XQDA:
         """Learn the subspace and metric from samples ``X`` and identity labels ``y``.
@@ -135,11 +139,12 @@ class XQDA(MahalanobisMixin, BaseEstimator):
         -------
         self : XQDA
         """
+        self._validate_params()
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
         check_classification_targets(y)
         _, codes = check_labels(y, X.shape[0])
         check_min_per_class(codes, 2)
-        self._check_params(X.shape[1])
+        self._check_n_components(X.shape[1])
         sigma_i, sigma_e = pair_difference_covariances(X.astype(np.float64), codes)
         values, vectors = xqda_subspace(sigma_i, sigma_e, float(self.regularization))
         r = self.n_components

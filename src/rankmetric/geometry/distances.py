@@ -13,6 +13,7 @@ from __future__ import annotations
 import torch
 from torch.autograd.function import once_differentiable
 
+from .._validation import POSITIVE_INT, check_param
 from ._common import (
     as_matrix_stack,
     broadcast_pair,
@@ -283,9 +284,8 @@ def _rows_per_chunk(chunk_size: int | None, n_cols: int, c: int, device: torch.d
     if chunk_size is None:
         budget = CHUNK_ELEMENTS["cuda" if device.type == "cuda" else "cpu"]
         return max(1, budget // (n_cols * c * c))
-    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
-        raise ValueError(f"chunk_size must be a positive integer, got {chunk_size!r}.")
-    return chunk_size
+    check_param("chunk_size", chunk_size, [POSITIVE_INT])
+    return int(chunk_size)
 
 
 def log_euclidean_distance(A, B) -> torch.Tensor:

@@ -33,10 +33,12 @@ import math
 import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from numbers import Real
 
 import torch
 from torch.autograd.function import once_differentiable
 
+from .._validation import Interval, check_param
 from .checks import as_symmetric_tensor, raise_if_not_positive
 
 __all__ = [
@@ -451,8 +453,7 @@ def spd_clamp(X: torch.Tensor, eps: float = 1e-4) -> torch.Tensor:
     ----------
     .. [1] Z. Huang, L. Van Gool, "A Riemannian network for SPD matrix learning", AAAI 2017.
     """
-    if not (isinstance(eps, (int, float)) and eps > 0 and eps < float("inf")):
-        raise ValueError(f"eps must be a positive finite number, got {eps!r}.")
+    check_param("eps", eps, [Interval(Real, 0, None, closed="neither")])
     return sym_function(X, lambda lam: lam.clamp_min(eps), lambda lam: (lam > eps).to(lam.dtype))
 
 

@@ -11,10 +11,13 @@ differentiable (the Karcher mean by unrolling its iterations).
 from __future__ import annotations
 
 import warnings
+from numbers import Real
 
+import numpy as np
 import torch
 from sklearn.exceptions import ConvergenceWarning
 
+from .._validation import POSITIVE_INT, Interval, check_param
 from ._common import (
     as_matrix_stack,
     broadcast_pair,
@@ -95,7 +98,8 @@ def riemannian_mean(
     """
     X = symmetrize(as_matrix_stack(X, "X"))  # so that the gradient is symmetric
     w = _normalised_weights(weights, X)
-    _check_iteration_params(max_iter, tol)
+    check_param("max_iter", max_iter, [POSITIVE_INT])
+    check_param("tol", tol, [Interval(Real, 0, np.inf, closed="both")])
     if X.dtype == torch.float32:  # float32 stalls from condition 1e5: iterate in float64
         init = None if init is None else _as_init(init, X).double()
         mean = riemannian_mean(X.double(), w.double(), init=init, max_iter=max_iter, tol=tol)
@@ -252,10 +256,3 @@ def _normalised_weights(weights, X: torch.Tensor) -> torch.Tensor:
 def _noise_floor(X: torch.Tensor) -> float:
     """Smallest gradient norm the dtype resolves: ``50 · c · eps`` (2e-4 for float32, c = 32)."""
     return 50 * X.shape[-1] * torch.finfo(X.dtype).eps
-
-
-def _check_iteration_params(max_iter, tol) -> None:
-    if isinstance(max_iter, bool) or not isinstance(max_iter, int) or max_iter < 1:
-        raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}.")
-    if not (isinstance(tol, (int, float)) and tol >= 0):
-        raise ValueError(f"tol must be a non-negative number, got {tol!r}.")

@@ -12,15 +12,24 @@ pytorch-metric-learning's ``ProxyNCALoss``). Cost: a (B, n_classes) distance mat
 
 from __future__ import annotations
 
-from numbers import Integral
+from numbers import Integral, Real
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .._validation import Interval, check_param
 from .pair_distances import check_batch, pairwise_distance
 
 __all__ = ["ProxyNCALoss"]
+
+
+#: The constructor's checks, declared as the estimators' ``_parameter_constraints``.
+_CONSTRAINTS = {
+    "n_classes": [Interval(Integral, 2, None, closed="left")],
+    "embedding_dim": [Interval(Integral, 1, None, closed="left")],
+    "softmax_scale": [Interval(Real, 0, None, closed="neither")],
+}
 
 
 class ProxyNCALoss(nn.Module):
@@ -64,10 +73,9 @@ class ProxyNCALoss(nn.Module):
         device: str | torch.device | None = None,
     ) -> None:
         super().__init__()
-        _check_positive_int(n_classes, "n_classes", minimum=2)
-        _check_positive_int(embedding_dim, "embedding_dim", minimum=1)
-        if not softmax_scale > 0:
-            raise ValueError(f"softmax_scale must be > 0, got {softmax_scale}.")
+        given = {"n_classes": n_classes, "embedding_dim": embedding_dim}
+        for name, value in {**given, "softmax_scale": softmax_scale}.items():
+            check_param(name, value, _CONSTRAINTS[name])
         self.softmax_scale = float(softmax_scale)
         self.exclude_positive = bool(exclude_positive)
         init = torch.randn(n_classes, embedding_dim, generator=generator, dtype=dtype)
@@ -125,8 +133,3 @@ class ProxyNCALoss(nn.Module):
                 f"[{int(labels.min())}, {int(labels.max())}]."
             )
         return labels
-
-
-def _check_positive_int(value, name: str, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, Integral) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}.")

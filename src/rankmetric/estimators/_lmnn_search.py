@@ -1,0 +1,277 @@
+"""Target neighbours and impostor search of LMNN and multiple-metric LMNN (the active set).
+
+Target neighbours are the ``k`` nearest same-class samples in the input space (exact search,
+:mod:`rankmetric.neighbors`). Impostor pairs ``(i, l)`` (another class, inside ``i``'s margin
+radius ``max_j ||L(x_i − x_j)||² + 1``) are found by a chunked search over (chunk × n) distance
+blocks, so memory is O(chunk · n), never O(n²); the *active set* keeps them between searches.
+The size of an active set is bounded by :data:`MAX_ACTIVE_SET_BYTES`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from ..neighbors import Gallery, nearest_chunks
+
+__all__ = [
+    "MAX_ACTIVE_SET_BYTES",
+    "PAIR_BYTES",
+    "PAIR_BYTES_PER_K",
+    "ActiveSet",
+    "check_active_set_size",
+    "find_impostors",
+    "find_target_neighbors",
+    "margin_radii",
+    "pair_sq_distances",
+    "row_chunk",
+    "search_active_set",
+    "squared_distances",
+    "target_distances",
+]
+
+# Elements of one (chunk × n) distance block; bounds the memory of every neighbour search.
+_BLOCK_ELEMENTS = 1 << 22
+# Relative slack of the impostor search, so that rounding in ``||a||² + ||b||² − 2ab`` never drops
+# a violated triplet (extra candidates cost little: their hinge is zero).
+_SEARCH_SLACK = 1e-4
+# Previous impostor pairs within the margin radius + this much stay in the active set.
+_HYSTERESIS = 1.0
+#: Most memory the impostor pairs of an active set may need; a larger active set raises a
+#: ValueError instead of exhausting the machine's memory (at N = 60,000 it passed 23 GB).
+MAX_ACTIVE_SET_BYTES = 4 << 30
+#: Bytes one active pair really costs at the peak of a fit: ``PAIR_BYTES + PAIR_BYTES_PER_K · k``.
+#: Measured (docs/reliability.md): the objective on 3M pairs peaks at 99 B/pair at k = 3 and 181
+#: at k = 8, its two indices included (its (pairs × k) hinge terms; the pair distances are
+#: chunked — unchunked they took 258 B at rank 20); a full fit on 6,000 points peaked at 83 B per
+#: pair of its largest active set (k = 3). The bound (124 B at k = 3, 224 B at k = 8) covers each.
+PAIR_BYTES, PAIR_BYTES_PER_K = 64, 20
+
+
+@dataclass(frozen=True)
+class ActiveSet:
+    """Target neighbours and candidate impostor pairs of an LMNN problem.
+
+    Attributes
+    ----------
+    targets : LongTensor of shape (n_samples, k)
+        Target neighbours of each sample; padded with the sample itself where a class holds
+        fewer than ``k + 1`` samples.
+    target_mask : BoolTensor of shape (n_samples, k)
+        Which entries of ``targets`` are real neighbours.
+    anchors, impostors : LongTensor of shape (n_pairs,)
+        Candidate impostor pairs ``(i, l)``: ``l`` has another class than ``i``.
+    """
+
+    targets: torch.Tensor
+    target_mask: torch.Tensor
+    anchors: torch.Tensor
+    impostors: torch.Tensor
+
+    def pair_keys(self, n_samples: int) -> torch.Tensor:
+        """Impostor pairs encoded as ``i * n_samples + l`` (for set comparisons)."""
+        return self.anchors * n_samples + self.impostors
+
+
+def row_chunk(n_columns: int) -> int:
+    return max(1, _BLOCK_ELEMENTS // max(n_columns, 1))
+
+
+def squared_distances(A: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
+    """Squared Euclidean distances between the rows of ``A`` (m, d) and ``B`` (n, d) → (m, n)."""
+    sq = (A * A).sum(1)[:, None] + (B * B).sum(1)[None, :] - 2.0 * (A @ B.T)
+    return sq.clamp_min_(0.0)
+
+
+def find_target_neighbors(
+    X: torch.Tensor, codes: torch.Tensor, k: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The ``k`` nearest same-class neighbours of every sample, in the input space.
+
+    Exact search (:mod:`rankmetric.neighbors`); equal distances go to the lower index.
+
+    A class with ``n_c ≤ k`` samples gives its members ``n_c − 1`` target neighbours (none for
+    a single sample); the missing slots point at the sample itself and are masked out.
+
+    Parameters
+    ----------
+    X : Tensor of shape (n_samples, n_features)
+    codes : LongTensor of shape (n_samples,)
+        Class codes ``0..Q-1``.
+    k : int
+        Target neighbours per sample.
+
+    Returns
+    -------
+    targets : LongTensor of shape (n_samples, k)
+    target_mask : BoolTensor of shape (n_samples, k)
+    """
+    n = X.shape[0]
+    targets = torch.arange(n, device=X.device)[:, None].repeat(1, k)
+    mask = torch.zeros(n, k, dtype=torch.bool, device=X.device)
+    for c in torch.unique(codes).tolist():  # loop over classes, each fully vectorised
+        members = torch.nonzero(codes == c).flatten()
+        k_c = min(k, members.numel() - 1)
+        if k_c == 0:
+            continue
+        Xc = X[members]
+        space = Gallery.build(Xc, "sqeuclidean")
+        for rows, _, nearest, _ in nearest_chunks(Xc, space, k_c, exclude_self=True):
+            targets[members[rows], :k_c] = members[nearest]
+            mask[members[rows], :k_c] = True
+    return targets, mask
+
+
+def pair_sq_distances(
+    Z: torch.Tensor, a: torch.Tensor, b: torch.Tensor, groups: torch.Tensor | None = None
+) -> torch.Tensor:
+    """Squared distances of the pairs ``(a_p, b_p)`` in the embedding of the reference ``b_p``.
+
+    Parameters
+    ----------
+    Z : Tensor of shape (n_samples, r), or (n_groups, n_samples, r) with ``groups``
+        One embedding ``X Lᵀ``, or one per group ``X L_gᵀ`` (multiple-metric LMNN).
+    a, b : LongTensor of any (equal or broadcastable) shape
+        Sample indices; ``b`` is the reference point of each pair.
+    groups : LongTensor of shape (n_samples,), optional
+        Group of each sample; pair ``(a, b)`` is measured in ``Z[groups[b]]``.
+
+    Returns
+    -------
+    Tensor of the broadcast shape of ``a`` and ``b``
+    """
+    if a.ndim == 1 and b.ndim == 1 and a.numel() > row_chunk(Z.shape[-1]):
+        return _chunked_pair_sq_distances(Z, a, b, groups)
+    if groups is None:
+        return ((Z[a] - Z[b]) ** 2).sum(-1)
+    g = groups[b]
+    return ((Z[g, a] - Z[g, b]) ** 2).sum(-1)
+
+
+def _chunked_pair_sq_distances(Z, a, b, groups) -> torch.Tensor:
+    """:func:`pair_sq_distances` of many pairs, a chunk at a time: the (pairs × r) gathers stay
+    within ``_BLOCK_ELEMENTS`` numbers instead of growing with the active set."""
+    out = torch.empty(a.shape[0], dtype=Z.dtype, device=Z.device)
+    step = row_chunk(Z.shape[-1])
+    for start in range(0, a.shape[0], step):  # loop over pair chunks
+        sl = slice(start, start + step)
+        out[sl] = pair_sq_distances(Z, a[sl], b[sl], groups)
+    return out
+
+
+def target_distances(
+    Z: torch.Tensor, targets: torch.Tensor, groups: torch.Tensor | None = None
+) -> torch.Tensor:
+    """``d(x_i, x_j)²`` for every sample ``i`` and target ``j`` (n, k), in ``j``'s metric."""
+    if groups is None:
+        return ((Z[:, None, :] - Z[targets]) ** 2).sum(-1)
+    rows = torch.arange(targets.shape[0], device=targets.device)[:, None]
+    return pair_sq_distances(Z, rows, targets, groups)
+
+
+def margin_radii(
+    Z: torch.Tensor,
+    targets: torch.Tensor,
+    target_mask: torch.Tensor,
+    groups: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """``max_j d(x_i, x_j)² + 1`` over the target neighbours (−inf for samples without any)."""
+    d = target_distances(Z, targets, groups)
+    d = d.masked_fill(~target_mask, -torch.inf)
+    return d.max(1).values + 1.0
+
+
+def find_impostors(
+    Z: torch.Tensor,
+    codes: torch.Tensor,
+    targets: torch.Tensor,
+    target_mask: torch.Tensor,
+    slack: float = _SEARCH_SLACK,
+    groups: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """All differently labelled pairs ``(i, l)`` inside ``i``'s margin radius.
+
+    The search runs over row chunks of a (chunk × n) distance block, so memory is
+    O(chunk · n) rather than O(n²).
+
+    Parameters
+    ----------
+    Z : Tensor of shape (n_samples, n_components), or (n_groups, n_samples, n_components)
+        The samples in the current embedding ``X Lᵀ`` (or one embedding per group).
+    codes : LongTensor of shape (n_samples,)
+    targets, target_mask : Tensors of shape (n_samples, k)
+        As returned by :func:`find_target_neighbors`.
+    slack : float
+        Relative enlargement of the radius (guards against rounding only).
+    groups : LongTensor of shape (n_samples,), optional
+        With stacked embeddings: the distance to a sample ``j`` (a target or a candidate
+        impostor) is measured in ``Z[groups[j]]``; the search runs group by group over the
+        candidates of each group.
+
+    Returns
+    -------
+    anchors, impostors : LongTensor of shape (n_pairs,)
+    """
+    radii = margin_radii(Z, targets, target_mask, groups)
+    radii = radii * (1.0 + slack) + slack
+    if groups is None:
+        blocks = [(Z, None)]
+    else:  # loop over the (few) groups: each searches its own members as candidates
+        blocks = [(Z[g], torch.nonzero(groups == g).flatten()) for g in range(Z.shape[0])]
+    n = codes.shape[0]
+    found_a, found_l, n_pairs = [], [], 0
+    for Zg, members in blocks:
+        columns = Zg if members is None else Zg[members]
+        column_codes = codes if members is None else codes[members]
+        step = row_chunk(columns.shape[0])
+        for start in range(0, n, step):  # loop over row chunks
+            stop = min(start + step, n)
+            d = squared_distances(Zg[start:stop], columns)
+            inside = (d < radii[start:stop, None]) & (codes[start:stop, None] != column_codes)
+            a, l = torch.nonzero(inside, as_tuple=True)
+            found_a.append(a + start)
+            found_l.append(l if members is None else members[l])
+            n_pairs += a.numel()
+            check_active_set_size(n_pairs, targets.shape[1], n)
+    return torch.cat(found_a), torch.cat(found_l)
+
+
+def check_active_set_size(n_pairs: int, k: int, n_samples: int) -> None:
+    """Raise before an active set of ``n_pairs`` pairs outgrows ``MAX_ACTIVE_SET_BYTES``."""
+    need = n_pairs * (PAIR_BYTES + PAIR_BYTES_PER_K * k)
+    if need > MAX_ACTIVE_SET_BYTES:
+        raise ValueError(
+            f"LMNN's active set holds more than {n_pairs:,} impostor pairs on {n_samples:,} "
+            f"samples, which would need about {need / 2**30:.1f} GiB "
+            f"(limit rankmetric.estimators._lmnn_search.MAX_ACTIVE_SET_BYTES = "
+            f"{MAX_ACTIVE_SET_BYTES / 2**30:.0f} GiB). Fit on a subsample, lower k "
+            "(n_target_neighbors), "
+            "or use WARCA, whose memory does not grow with the number of samples."
+        )
+
+
+def search_active_set(
+    Z: torch.Tensor,
+    codes: torch.Tensor,
+    targets: torch.Tensor,
+    target_mask: torch.Tensor,
+    previous: ActiveSet | None = None,
+    groups: torch.Tensor | None = None,
+) -> ActiveSet:
+    """The active set at ``Z``: every violating pair, plus those of ``previous`` still near.
+
+    Keeping the previous pairs that lie within the margin radius + 1 (a hysteresis band) stops
+    pairs from flickering in and out between two searches, which otherwise costs many restarts.
+    ``Z`` and ``groups`` are as in :func:`find_impostors`.
+    """
+    anchors, impostors = find_impostors(Z, codes, targets, target_mask, groups=groups)
+    if previous is not None and previous.anchors.numel():
+        radii = margin_radii(Z, targets, target_mask, groups)
+        d = pair_sq_distances(Z, previous.anchors, previous.impostors, groups)
+        near = d < radii[previous.anchors] + _HYSTERESIS
+        n = codes.shape[0]
+        check_active_set_size(int(near.sum()) + anchors.numel(), targets.shape[1], n)
+        keys = torch.cat([previous.pair_keys(n)[near], anchors * n + impostors]).unique()
+        anchors, impostors = keys // n, keys % n
+    return ActiveSet(targets, target_mask, anchors, impostors)

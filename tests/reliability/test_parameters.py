@@ -1,0 +1,86 @@
+"""Every estimator declares every hyper-parameter, and ``fit`` enforces the declarations.
+
+One test per estimator of ``_estimators.SPECS`` (the ``spec`` fixture). The declarations are the
+``_parameter_constraints`` of :mod:`rankmetric._validation`; a renamed parameter (in
+``_renamed_parameters``) is covered by its new name's declaration.
+"""
+
+from __future__ import annotations
+
+import inspect
+import warnings
+
+import pytest
+from sklearn.base import clone
+
+from rankmetric._validation import DEPRECATED
+
+from .conftest import estimators
+
+make_data = estimators.make_data
+
+
+def _constructor_parameters(cls) -> list[str]:
+    return [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
+
+
+def test_every_constructor_parameter_has_a_declaration(spec):
+    cls = spec.cls
+    renamed = cls._renamed_parameters
+    declared = set(cls._parameter_constraints)
+    params = set(_constructor_parameters(cls))
+    assert params - set(renamed) == declared, "declared but not a parameter, or undeclared"
+    assert set(renamed.values()) <= declared
+    assert all(
+        inspect.signature(cls.__init__).parameters[old].default == DEPRECATED for old in renamed
+    )
+
+
+def test_constructor_arguments_are_keyword_only(spec):
+    kinds = {p.kind for p in inspect.signature(spec.cls.__init__).parameters.values()}
+    assert kinds == {inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY}
+    assert list(inspect.signature(spec.cls.__init__).parameters)[0] == "self"
+
+
+def test_validate_params_has_scikit_learns_signature(spec):
+    assert list(inspect.signature(spec.cls._validate_params).parameters) == ["self"]
+
+
+def test_a_positional_argument_warns_naming_the_keyword(spec):
+    first = _constructor_parameters(spec.cls)[0]
+    default = spec.cls().get_params()[first]
+    with pytest.warns(FutureWarning, match=f"pass {first}="):
+        est = spec.cls(default)
+    assert est.get_params() == spec.cls().get_params()
+
+
+def test_fit_rejects_every_parameter_that_breaks_its_declaration(spec):
+    """An object no constraint admits, in each parameter in turn: ``fit`` names that parameter."""
+    X, y = spec.data()
+    for name in spec.cls._parameter_constraints:
+        est = spec.make(**{name: object()})
+        with pytest.raises(ValueError, match=f"^{name} must be "), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est.fit(X, y)
+
+
+def test_defaults_satisfy_the_declarations(spec):
+    est = spec.cls()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)  # no default is a deprecated alias
+        est._validate_params()
+    assert clone(est).get_params() == est.get_params()
+
+
+def test_multi_metric_lmnn_declares_and_enforces_every_parameter():
+    """mLMNN is a classifier, outside ``SPECS``: the same checks, on its own data."""
+    from rankmetric.estimators.mlmnn import MultiMetricLMNN
+
+    renamed = MultiMetricLMNN._renamed_parameters
+    params = set(_constructor_parameters(MultiMetricLMNN))
+    assert params - set(renamed) == set(MultiMetricLMNN._parameter_constraints)
+    X, y = make_data("features", 24)
+    for name in MultiMetricLMNN._parameter_constraints:
+        est = MultiMetricLMNN(max_iter=5, device="cpu").set_params(**{name: object()})
+        with pytest.raises(ValueError, match=f"^{name} must be "):
+            est.fit(X, y)

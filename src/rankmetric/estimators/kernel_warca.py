@@ -24,7 +24,7 @@ from .._utils import make_rng, resolve_device, to_tensor
 from .._validation import check_labels, check_min_per_class
 from ..io import register_estimator
 from ..kernels import NystroemMap, check_kernel, default_gamma, pairwise_kernel
-from ..losses.warp import aon_penalty, kernel_aon_penalty
+from ..losses.regularizers import aon_penalty, kernel_aon_penalty
 from ..models.linear import LinearMap
 from ..sampling import LabelIndex
 from .base import MetricLearnerMixin

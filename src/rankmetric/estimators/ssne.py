@@ -19,10 +19,9 @@ from .. import distributed
 from .._utils import make_rng, resolve_device, to_tensor, torch_generator
 from .._validation import check_finite, check_labels, check_min_per_class
 from ..io import register_estimator
+from ..losses.regularizers import group_norm_penalty, group_soft_threshold_
 from ..losses.similarity import (
     SimilarityRegressionLoss,
-    group_norm_penalty,
-    group_soft_threshold_,
     jaccard_similarity_targets,
     label_similarity_targets,
 )

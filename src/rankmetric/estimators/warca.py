@@ -20,7 +20,8 @@ from .. import distributed
 from .._utils import make_rng, resolve_device, to_tensor
 from .._validation import check_labels, check_min_per_class
 from ..io import register_estimator
-from ..losses.warp import SAMPLINGS, Embed, aon_penalty, sampled_warp_loss
+from ..losses.regularizers import aon_penalty
+from ..losses.warp import SAMPLINGS, Embed, sampled_warp_loss
 from ..models.linear import INITS, LinearMap
 from ..sampling import LabelIndex
 from ..training import TrainingResult, train

@@ -9,10 +9,14 @@ from .npair import NPairLoss
 from .pair_distances import paired_distance, pairwise_distance, pairwise_similarity
 from .potato import RiemannianPotatoLoss
 from .proxy_nca import ProxyNCALoss
-from .similarity import (
-    SimilarityRegressionLoss,
+from .regularizers import (
+    aon_penalty,
     group_norm_penalty,
     group_soft_threshold_,
+    kernel_aon_penalty,
+)
+from .similarity import (
+    SimilarityRegressionLoss,
     jaccard_similarity_targets,
     label_similarity_targets,
 )
@@ -31,6 +35,8 @@ __all__ = [
     "pairwise_distance",
     "paired_distance",
     "pairwise_similarity",
+    "aon_penalty",
+    "kernel_aon_penalty",
     "group_norm_penalty",
     "group_soft_threshold_",
     "label_similarity_targets",

@@ -1,4 +1,4 @@
-"""The WARP loss of WARCA (Jose & Fleuret, ECCV 2016, eq. 3–7) and its AON regulariser.
+"""The WARP loss of WARCA (Jose & Fleuret, ECCV 2016, eq. 3–7) and its sampled-rank engine.
 
 For an anchor ``i``, a positive ``j`` (same label) and the negatives ``k ∈ other(i)``::
 
@@ -23,8 +23,8 @@ feed it:
 * :func:`sampled_warp_loss` with ``sampling="exact"`` — every negative: eq. 7 exactly, from a
   (2·n_pairs) × N distance matrix (small N only).
 
-The regularisers: :func:`aon_penalty` ``½||W Wᵀ − I||²`` (eq. 4) and :func:`kernel_aon_penalty`
-``½||A K Aᵀ − I||²`` (eq. 8) computed from ``K Aᵀ`` alone (no N × N beyond ``K``).
+The regularisers :func:`aon_penalty` (eq. 4) and :func:`kernel_aon_penalty` (eq. 8) live in
+:mod:`rankmetric.losses.regularizers`; they are re-exported here for old imports.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ from torch import nn
 
 from ..sampling import LabelIndex
 from .pair_distances import Metric, check_batch, check_metric, label_masks, pairwise_distance
+from .regularizers import aon_penalty, kernel_aon_penalty
 
 __all__ = [
     "SAMPLINGS",
@@ -492,67 +493,6 @@ def _dense_hinge_sums(embed, found, active, row_slot, margin, n_samples) -> torc
     d_ap = _paired_euclidean(e_a, e_p)
     hinge = torch.relu(margin + d_ap[:, None] - _cross_euclidean(e_a, everything))
     return (hinge * counts).sum(dim=1)
-
-
-def aon_penalty(weight: torch.Tensor) -> torch.Tensor:
-    """Approximate-orthonormality regulariser ``½ ||W Wᵀ − I||²_F`` (eq. 4 with the ½ of eq. 5).
-
-    Parameters
-    ----------
-    weight : tensor of shape (r, D)
-
-    Returns
-    -------
-    scalar tensor
-    """
-    gram = weight @ weight.T
-    eye = torch.eye(gram.shape[0], dtype=gram.dtype, device=gram.device)
-    return 0.5 * (gram - eye).square().sum()
-
-
-class _KernelAON(torch.autograd.Function):
-    """``½||A (K Aᵀ) − I||²`` from a given ``KA = K Aᵀ``; exact gradient ``2 R (K Aᵀ)ᵀ``."""
-
-    @staticmethod
-    def forward(ctx, A: torch.Tensor, KA: torch.Tensor) -> torch.Tensor:
-        gram = A @ KA
-        residual = 0.5 * (gram + gram.T) - torch.eye(gram.shape[0], dtype=A.dtype, device=A.device)
-        ctx.save_for_backward(residual, KA)
-        return 0.5 * residual.square().sum()
-
-    @staticmethod
-    def backward(ctx, grad_output: torch.Tensor):
-        residual, KA = ctx.saved_tensors
-        return 2.0 * grad_output * (residual @ KA.T), None
-
-
-def kernel_aon_penalty(
-    A: torch.Tensor, K: torch.Tensor | None = None, KA: torch.Tensor | None = None
-) -> torch.Tensor:
-    """Kernel AON regulariser ``½ ||A K Aᵀ − I||²_F`` (eq. 8).
-
-    Computed as ``A (K Aᵀ)`` so that nothing N × N is allocated besides ``K``; pass ``KA`` when
-    ``K Aᵀ`` is already at hand (WARCA computes it once per step for the embeddings). The
-    gradient ``2 (A K Aᵀ − I) A K = 2 R (K Aᵀ)ᵀ`` is exact and also needs only ``K Aᵀ``.
-
-    Parameters
-    ----------
-    A : tensor of shape (r, N)
-    K : tensor of shape (N, N), optional
-        Symmetric kernel matrix (needed when ``KA`` is not given).
-    KA : tensor of shape (N, r), optional
-        ``K Aᵀ`` for the current ``A`` (treated as a constant of the graph).
-
-    Returns
-    -------
-    scalar tensor
-    """
-    if KA is None:
-        if K is None:
-            raise ValueError("kernel_aon_penalty needs K or KA = K @ A.T.")
-        with torch.no_grad():
-            KA = K @ A.T
-    return _KernelAON.apply(A, KA.detach())
 
 
 def _batch_warp_terms(

@@ -1,8 +1,12 @@
 """PyTorch losses: ``loss(embeddings, labels)`` for any network's embeddings.
 
+Every loss derives from :class:`MetricLoss` and takes torch's ``reduction=`` ("mean" | "sum" |
+"none"); the penalties on weights live in :mod:`rankmetric.losses.regularizers`.
+
 The estimators train with these same modules, so a formula lives in one place.
 """
 
+from .base import MetricLoss
 from .lifted import LiftedStructureLoss
 from .multi_similarity import MultiSimilarityLoss
 from .npair import NPairLoss
@@ -24,6 +28,7 @@ from .triplet import TripletLoss
 from .warp import WARPLoss
 
 __all__ = [
+    "MetricLoss",
     "WARPLoss",
     "SimilarityRegressionLoss",
     "RiemannianPotatoLoss",

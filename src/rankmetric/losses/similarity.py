@@ -14,9 +14,9 @@ objective optimised is ``J'(W) = mean_q (s_q − Ŝ_q)² + reg_lambda · Σ_m ||
 from __future__ import annotations
 
 import torch
-from torch import nn
 
 from ..models.sphere import sphere_similarity
+from .base import MetricLoss
 from .pair_distances import check_batch
 from .regularizers import group_norm_penalty, group_soft_threshold_
 
@@ -73,7 +73,7 @@ def _check_neg_target(neg_target: float) -> float:
     return neg_target
 
 
-class SimilarityRegressionLoss(nn.Module):
+class SimilarityRegressionLoss(MetricLoss):
     """Squared loss between target similarities and ``Ŝ = H(a)ᵀ H(b)``, averaged over pairs.
 
     Two faces share one formula:
@@ -88,11 +88,19 @@ class SimilarityRegressionLoss(nn.Module):
     neg_target : float, default=-1.0
         Target similarity of a pair with different labels (``-1``: opposite points on the sphere;
         ``0``: orthogonal).
+    reduction : {"mean", "sum", "none"}, default="mean"
+        ``"none"`` returns the squared error of every pair: for ``loss(embeddings, labels)`` the
+        pairs ``i < j`` in row-major order, shape (B (B − 1) / 2,); for ``loss.pairs(...)`` one
+        per given pair, times its weight when ``weights`` are given. ``"sum"`` is their sum;
+        ``"mean"`` their mean (the weighted mean, ``Σ w e / Σ w``, with weights).
     """
 
-    def __init__(self, neg_target: float = -1.0) -> None:
-        super().__init__()
+    def __init__(self, neg_target: float = -1.0, *, reduction: str = "mean") -> None:
+        super().__init__(reduction)
         self.neg_target = _check_neg_target(neg_target)
+
+    def extra_repr(self) -> str:
+        return f"neg_target={self.neg_target}, {super().extra_repr()}"
 
     def pairs(
         self,
@@ -114,7 +122,7 @@ class SimilarityRegressionLoss(nn.Module):
 
         Returns
         -------
-        Scalar tensor.
+        Scalar tensor, or tensor of shape (n_pairs,) with ``reduction="none"``.
         """
         if targets.shape != emb_a.shape[:1]:
             raise ValueError(
@@ -122,9 +130,9 @@ class SimilarityRegressionLoss(nn.Module):
             )
         sq = (targets.to(emb_a.dtype) - sphere_similarity(emb_a, emb_b)) ** 2
         if weights is None:
-            return sq.mean()
+            return self.reduce(sq)
         weights = weights.to(sq.dtype)
-        return (weights * sq).sum() / weights.sum().clamp_min(torch.finfo(sq.dtype).tiny)
+        return self.reduce(weights * sq, weights.sum())
 
     def forward(self, embeddings: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         """Mean squared similarity error over the ``B (B − 1) / 2`` pairs of a labelled batch.
@@ -138,7 +146,7 @@ class SimilarityRegressionLoss(nn.Module):
 
         Returns
         -------
-        Scalar tensor.
+        Scalar tensor, or tensor of shape (B (B − 1) / 2,) with ``reduction="none"``.
         """
         labels = check_batch(embeddings, labels)  # shape, dtype, NaN/inf: as every loss
         n = embeddings.shape[0]
@@ -147,4 +155,4 @@ class SimilarityRegressionLoss(nn.Module):
         gram = embeddings @ embeddings.T
         targets = label_similarity_targets(labels[:, None], labels[None, :], self.neg_target)
         upper = torch.triu(torch.ones(n, n, dtype=torch.bool, device=embeddings.device), 1)
-        return ((targets.to(gram.dtype) - gram)[upper] ** 2).mean()
+        return self.reduce((targets.to(gram.dtype) - gram)[upper] ** 2)

@@ -35,9 +35,9 @@ from numbers import Real
 
 import numpy as np
 import torch
-from torch import nn
 
 from ..sampling import LabelIndex
+from .base import MetricLoss
 from .pair_distances import Metric, check_batch, check_metric, label_masks, pairwise_distance
 from .regularizers import aon_penalty, kernel_aon_penalty
 
@@ -524,7 +524,7 @@ def _batch_warp_terms(
     return n_violators, n_violators.to(dist.dtype) * threshold - taken
 
 
-class WARPLoss(nn.Module):
+class WARPLoss(MetricLoss):
     """In-batch WARP loss (eq. 5) for any embedding network.
 
     Every same-label ordered pair ``(a, p)`` of the batch is a row; every other-label sample is a
@@ -539,8 +539,9 @@ class WARPLoss(nn.Module):
         Any metric of :func:`rankmetric.losses.pair_distances.pairwise_distance` or a callable
         ``f(x, y) -> (n_x, n_y)``; WARCA's ``F`` is the (non-squared) Euclidean distance.
     reduction : {"mean", "sum", "none"}, default="mean"
-        Over the (anchor, positive) rows; ``"none"`` returns one term per row, in the order of
-        ``positive_mask.nonzero()``.
+        Over the (anchor, positive) rows; ``"none"`` returns one term per same-label ordered
+        pair ``(a, p)``, ``a ≠ p``, in row-major order (of ``positive_mask.nonzero()``): shape
+        (n_positive_pairs,). ``"mean"`` is their mean (0 for a batch without a positive pair).
 
     Examples
     --------
@@ -552,14 +553,14 @@ class WARPLoss(nn.Module):
     def __init__(
         self, margin: float = 1.0, distance: Metric = "euclidean", reduction: str = "mean"
     ) -> None:
-        super().__init__()
+        super().__init__(reduction)
         if not isinstance(margin, Real) or isinstance(margin, bool) or not margin >= 0:
             raise ValueError(f"margin must be a non-negative number, got {margin!r}.")
-        if reduction not in ("mean", "sum", "none"):
-            raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}.")
         self.margin = float(margin)
         self.distance = check_metric(distance, ("euclidean", "sqeuclidean", "cosine"))
-        self.reduction = reduction
+
+    def extra_repr(self) -> str:
+        return f"margin={self.margin}, distance={self.distance!r}, {super().extra_repr()}"
 
     def forward(
         self, embeddings: torch.Tensor, labels, n_other: torch.Tensor | None = None
@@ -588,8 +589,4 @@ class WARPLoss(nn.Module):
         terms = warp_loss_from_violations(
             hinge_sum[positive], n_violators[positive], rank[positive]
         )
-        if self.reduction == "none":
-            return terms
-        if self.reduction == "sum":
-            return terms.sum()
-        return terms.mean() if terms.numel() else dist.sum() * 0.0
+        return self.reduce(terms)

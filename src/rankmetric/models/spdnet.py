@@ -30,7 +30,7 @@ import torch
 from torch import nn
 
 from ..geometry.matrix_functions import spd_clamp, spd_log, sym_function, sym_to_vec, symmetrize
-from ._deprecation import renamed_keywords
+from ._compat import renamed_keywords
 from .stiefel import random_stiefel
 
 __all__ = ["BiMap", "ReEig", "LogEig", "SPDNet", "sym_to_vec", "rectified_log"]

@@ -14,7 +14,7 @@ import math
 import torch
 from torch import nn
 
-from ._deprecation import renamed_keywords
+from ._compat import renamed_keywords
 
 __all__ = ["SphereTanhEmbedding", "sphere_similarity"]
 

@@ -7,12 +7,8 @@ from scipy.ndimage import uniform_filter
 
 from rankmetric.bench import reid_data, warca
 from rankmetric.bench._common import BenchConfig
-from rankmetric.bench.reid_data import (
-    _box_blur,
-    _shift,
-    make_image_views,
-    make_synthetic_reid,
-)
+from rankmetric.bench.reid_data import make_image_views, make_synthetic_reid
+from rankmetric.datasets.synthetic import _box_blur, _shift
 
 
 def test_synthetic_reid_layout():

@@ -71,3 +71,34 @@ def test_spd_clusters_bad_input():
 def _logm(matrix):
     values, vectors = np.linalg.eigh(matrix)
     return (vectors * np.log(values)) @ vectors.T
+
+
+def test_reid_generators_live_in_datasets_and_keep_their_bench_names():
+    from rankmetric.bench import reid_data
+    from rankmetric.datasets import ReidData, make_camera_views, make_synthetic_reid
+
+    assert reid_data.make_synthetic_reid is make_synthetic_reid
+    assert reid_data.make_image_views is make_camera_views
+    assert reid_data.ReidData is ReidData
+
+
+def test_synthetic_reid_is_viper_shaped_and_seeded():
+    from rankmetric.datasets import make_synthetic_reid
+
+    data = make_synthetic_reid()
+    assert data.X.shape == (2 * 632, 64) and data.n_identities == 632
+    train, test = data.split(0)
+    assert len(train) == len(test) == 316
+    np.testing.assert_array_equal(make_synthetic_reid().X, data.X)
+
+
+def test_camera_views_of_images(rng):
+    from rankmetric.datasets import make_camera_views
+
+    images = rng.random((5, 9, 9))
+    views = make_camera_views(images, random_state=0)
+    assert views.X.shape == (10, 81) and views.n_identities == 5
+    np.testing.assert_array_equal(views.camera, np.repeat([0, 1], 5))
+    np.testing.assert_array_equal(views.ids, np.tile(np.arange(5), 2))
+    assert not np.allclose(views.X[:5], views.X[5:])  # two different cameras
+    np.testing.assert_array_equal(make_camera_views(images, random_state=0).X, views.X)

@@ -1,13 +1,12 @@
-"""Similarity regression loss, L1,2 penalty and its proximal operator against brute force."""
+"""Similarity regression loss against brute force."""
 
 import numpy as np
 import pytest
 import torch
 
+from rankmetric.losses.regularizers import group_norm_penalty
 from rankmetric.losses.similarity import (
     SimilarityRegressionLoss,
-    group_norm_penalty,
-    group_soft_threshold_,
     jaccard_similarity_targets,
     label_similarity_targets,
 )
@@ -99,62 +98,6 @@ def test_batch_loss_gradcheck(rng):
     emb = _unit_rows(rng, 5, 3).requires_grad_(True)
     labels = torch.tensor([0, 0, 1, 1, 2])
     assert torch.autograd.gradcheck(lambda e: SimilarityRegressionLoss(-1.0)(e, labels), (emb,))
-
-
-def test_group_norm_penalty_sums_column_norms(rng):
-    W = torch.as_tensor(rng.normal(size=(4, 6)))
-    expected = sum(np.linalg.norm(W.numpy()[:, m]) for m in range(6))
-    assert float(group_norm_penalty(W)) == pytest.approx(expected)
-
-
-def test_soft_threshold_zeroes_exactly_the_small_columns(rng):
-    W = torch.as_tensor(rng.normal(size=(5, 6)))
-    norms = W.norm(dim=0).numpy()
-    tau = float(np.median(norms))
-    before = W.clone()
-    active = group_soft_threshold_(W, tau)
-    expected_active = norms > tau
-    assert active.tolist() == expected_active.tolist()
-    assert torch.all(W[:, ~torch.as_tensor(expected_active)] == 0)
-    kept = np.flatnonzero(expected_active)
-    # surviving columns keep their direction and lose exactly tau in norm
-    np.testing.assert_allclose(W.norm(dim=0).numpy()[kept], norms[kept] - tau)
-    cos = (W[:, kept] * before[:, kept]).sum(0) / (
-        W[:, kept].norm(dim=0) * before[:, kept].norm(dim=0)
-    )
-    np.testing.assert_allclose(cos.numpy(), 1.0)
-
-
-def test_soft_threshold_is_the_proximal_operator(rng):
-    """prox_{τR}(V) = argmin_W ½||W − V||² + τ Σ||w_m||: no perturbation does better."""
-    V = torch.as_tensor(rng.normal(size=(3, 4)))
-    tau = 0.8
-    W = V.clone()
-    group_soft_threshold_(W, tau)
-
-    def prox_objective(Z):
-        return 0.5 * ((Z - V) ** 2).sum() + tau * group_norm_penalty(Z)
-
-    best = prox_objective(W)
-    for _ in range(200):
-        trial = W + 0.05 * torch.as_tensor(rng.normal(size=W.shape))
-        assert prox_objective(trial) >= best - 1e-12
-
-
-def test_soft_threshold_restricted_to_a_block(rng):
-    W = torch.as_tensor(rng.normal(size=(4, 5)))
-    before = W.clone()
-    group_soft_threshold_(W, 1e6, columns=torch.tensor([1, 3]))
-    assert torch.all(W[:, [1, 3]] == 0)
-    torch.testing.assert_close(W[:, [0, 2, 4]], before[:, [0, 2, 4]])
-
-
-def test_soft_threshold_leaves_zero_columns_zero_and_rejects_negative():
-    W = torch.zeros(3, 2, dtype=torch.float64)
-    assert not group_soft_threshold_(W, 0.1).any()
-    assert torch.all(W == 0)
-    with pytest.raises(ValueError, match="non-negative"):
-        group_soft_threshold_(W, -1.0)
 
 
 def test_bad_inputs_raise(rng):

@@ -36,7 +36,7 @@ def test_bimap_matches_definition_and_keeps_spd():
 
 
 def test_bimap_refuses_to_grow_dimension():
-    with pytest.raises(ValueError, match="d_out=4 must be <= d_in=3"):
+    with pytest.raises(ValueError, match="out_features=4 must be <= in_features=3"):
         BiMap(3, 4)
 
 

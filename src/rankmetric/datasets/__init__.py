@@ -17,10 +17,17 @@ from ._info import Dataset, DatasetInfo
 from ._loaders import list_datasets, load_dataset
 from ._ts import read_ts
 from .covariance import covariances, load_spd
-from .synthetic import make_gaussian_clusters, make_spd_clusters
+from .synthetic import (
+    ReidData,
+    make_camera_views,
+    make_gaussian_clusters,
+    make_spd_clusters,
+    make_synthetic_reid,
+)
 
 __all__ = [
     "Dataset",
+    "ReidData",
     "DatasetInfo",
     "FetchError",
     "covariances",
@@ -29,7 +36,9 @@ __all__ = [
     "list_datasets",
     "load_dataset",
     "load_spd",
+    "make_camera_views",
     "make_gaussian_clusters",
     "make_spd_clusters",
+    "make_synthetic_reid",
     "read_ts",
 ]

@@ -30,7 +30,7 @@ from .._validation import (
 )
 from ..io import register_estimator
 from ..kernels import KERNEL_PARAMETER_CONSTRAINTS, NystroemMap, default_gamma, pairwise_kernel
-from ..losses.warp import aon_penalty, kernel_aon_penalty
+from ..losses.regularizers import aon_penalty, kernel_aon_penalty
 from ..models.linear import LinearMap
 from ..sampling import LabelIndex
 from .base import MetricLearnerMixin

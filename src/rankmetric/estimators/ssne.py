@@ -32,10 +32,9 @@ from .._validation import (
     deprecate_positional_args,
 )
 from ..io import register_estimator
+from ..losses.regularizers import group_norm_penalty, group_soft_threshold_
 from ..losses.similarity import (
     SimilarityRegressionLoss,
-    group_norm_penalty,
-    group_soft_threshold_,
     jaccard_similarity_targets,
     label_similarity_targets,
 )

@@ -33,7 +33,8 @@ from .._validation import (
     deprecate_positional_args,
 )
 from ..io import register_estimator
-from ..losses.warp import SAMPLINGS, Embed, aon_penalty, sampled_warp_loss
+from ..losses.regularizers import aon_penalty
+from ..losses.warp import SAMPLINGS, Embed, sampled_warp_loss
 from ..models.linear import INITS, LinearMap
 from ..sampling import LabelIndex
 from ..training import TrainingResult, train

@@ -1,18 +1,26 @@
 """PyTorch losses: ``loss(embeddings, labels)`` for any network's embeddings.
 
+Every loss derives from :class:`MetricLoss` and takes torch's ``reduction=`` ("mean" | "sum" |
+"none"); the penalties on weights live in :mod:`rankmetric.losses.regularizers`.
+
 The estimators train with these same modules, so a formula lives in one place.
 """
 
+from .base import MetricLoss
 from .lifted import LiftedStructureLoss
 from .multi_similarity import MultiSimilarityLoss
 from .npair import NPairLoss
 from .pair_distances import paired_distance, pairwise_distance, pairwise_similarity
 from .potato import RiemannianPotatoLoss
 from .proxy_nca import ProxyNCALoss
-from .similarity import (
-    SimilarityRegressionLoss,
+from .regularizers import (
+    aon_penalty,
     group_norm_penalty,
     group_soft_threshold_,
+    kernel_aon_penalty,
+)
+from .similarity import (
+    SimilarityRegressionLoss,
     jaccard_similarity_targets,
     label_similarity_targets,
 )
@@ -20,6 +28,7 @@ from .triplet import TripletLoss
 from .warp import WARPLoss
 
 __all__ = [
+    "MetricLoss",
     "WARPLoss",
     "SimilarityRegressionLoss",
     "RiemannianPotatoLoss",
@@ -31,6 +40,8 @@ __all__ = [
     "pairwise_distance",
     "paired_distance",
     "pairwise_similarity",
+    "aon_penalty",
+    "kernel_aon_penalty",
     "group_norm_penalty",
     "group_soft_threshold_",
     "label_similarity_targets",

@@ -25,8 +25,9 @@ from __future__ import annotations
 from typing import Literal
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
+from .base import MetricLoss
 from .pair_distances import (
     SPD_METRICS,
     VECTOR_METRICS,
@@ -44,7 +45,7 @@ __all__ = ["LiftedStructureLoss", "FORMS"]
 FORMS = ("original", "generalized")
 
 
-class LiftedStructureLoss(nn.Module):
+class LiftedStructureLoss(MetricLoss):
     """Lifted structured loss over every positive and negative pair of a batch.
 
     Parameters
@@ -57,6 +58,11 @@ default="euclidean"
     form : {"original", "generalized"}, default="original"
         ``"original"``: Song et al. 2016, exact, O(B²) memory. ``"generalized"``: Hermans et al.
         2017 (one log-sum-exp over positives and one over negatives per anchor).
+    reduction : {"mean", "sum", "none"}, default="mean"
+        ``"none"`` returns, for ``"original"``, the terms ``½ [J_ij]₊²`` of the ordered positive
+        pairs ``(i, j)``, ``i ≠ j``, in row-major order (shape (n_positive_pairs,)); for
+        ``"generalized"``, ``L_a`` of each anchor that has a positive and a negative, in batch
+        order. ``"mean"`` (the loss of the paper) is the mean of these terms.
 
     References
     ----------
@@ -70,8 +76,9 @@ default="euclidean"
         distance: Metric = "euclidean",
         *,
         form: Literal["original", "generalized"] = "original",
+        reduction: str = "mean",
     ) -> None:
-        super().__init__()
+        super().__init__(reduction)
         if form not in FORMS:
             raise ValueError(f"form must be one of {FORMS}, got {form!r}.")
         self.margin = float(margin)
@@ -79,7 +86,10 @@ default="euclidean"
         self.form = form
 
     def extra_repr(self) -> str:
-        return f"margin={self.margin}, distance={self.distance!r}, form={self.form!r}"
+        return (
+            f"margin={self.margin}, distance={self.distance!r}, form={self.form!r}, "
+            f"{super().extra_repr()}"
+        )
 
     def forward(self, embeddings: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         """The loss of a batch.
@@ -91,31 +101,33 @@ default="euclidean"
 
         Returns
         -------
-        scalar tensor
-            0 (still attached to the graph) when the batch has no positive pair or no negative.
+        scalar tensor, or the terms of ``reduction="none"``
+            0 (still attached to the graph; no term) when the batch has no positive pair or no
+            negative.
         """
         labels = check_batch(embeddings, labels, allow_matrices=True)
         positive, negative = label_masks(labels)
         valid_anchor = positive.any(dim=1) & negative.any(dim=1)
         if not bool(valid_anchor.any()):
-            return zero_loss(embeddings)
+            return self.reduce(zero_loss(embeddings).reshape(1)[:0])
         dist = pairwise_distance(embeddings, self.distance)
         if self.form == "original":
-            return self._original(dist, positive, negative)
-        return self._generalized(dist, positive, negative, valid_anchor)
+            return self.reduce(self._original(dist, positive, negative))
+        return self.reduce(self._generalized(dist, positive, negative, valid_anchor))
 
     def _original(self, dist: Tensor, positive: Tensor, negative: Tensor) -> Tensor:
-        """``1/(2|P|) Σ_P [logaddexp(r_i, r_j) + D_ij]₊²`` (every row has a negative here)."""
+        """``½ [logaddexp(r_i, r_j) + D_ij]₊²`` of each ordered positive pair, shape (|P|,).
+
+        Their mean is ``1/(2|P|) Σ_P [J_ij]₊²``.
+        """
         row_lse, _ = masked_logsumexp(self.margin - dist, negative)
         lifted = torch.logaddexp(row_lse[:, None], row_lse[None, :]) + dist
-        squared = torch.where(positive, torch.relu(lifted) ** 2, 0.0)
-        return squared.sum() / (2 * positive.sum())
+        return 0.5 * torch.relu(lifted[positive]) ** 2
 
     def _generalized(
         self, dist: Tensor, positive: Tensor, negative: Tensor, valid_anchor: Tensor
     ) -> Tensor:
-        """``mean_a [lse_P(a)(D) + lse_N(a)(α − D)]₊`` over anchors with positives and negatives."""
+        """``[lse_P(a)(D) + lse_N(a)(α − D)]₊`` of each anchor with positives and negatives."""
         pos_lse, _ = masked_logsumexp(dist, positive)
         neg_lse, _ = masked_logsumexp(self.margin - dist, negative)
-        per_anchor = torch.where(valid_anchor, torch.relu(pos_lse + neg_lse), 0.0)
-        return per_anchor.sum() / valid_anchor.sum()
+        return torch.relu(pos_lse + neg_lse)[valid_anchor]

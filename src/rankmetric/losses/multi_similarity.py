@@ -20,8 +20,8 @@ authors' code instead skips an anchor entirely when either of its mined sets is 
 from __future__ import annotations
 
 import torch
-from torch import nn
 
+from .base import MetricLoss
 from .pair_distances import (
     SIMILARITIES,
     Similarity,
@@ -34,7 +34,7 @@ from .pair_distances import (
 __all__ = ["MultiSimilarityLoss"]
 
 
-class MultiSimilarityLoss(nn.Module):
+class MultiSimilarityLoss(MetricLoss):
     """Multi-Similarity loss over the mined pairs of a batch.
 
     Parameters
@@ -51,6 +51,9 @@ class MultiSimilarityLoss(nn.Module):
         Mine pairs as above; ``False`` uses every positive and negative pair.
     similarity : {"cosine", "dot"} or callable, default="cosine"
         Injected similarity (:func:`~rankmetric.losses.pair_distances.pairwise_similarity`).
+    reduction : {"mean", "sum", "none"}, default="mean"
+        ``"none"`` returns the bracketed term of eq. 7 for every anchor, shape (B,), in batch
+        order (0 for an anchor without mined pairs); ``"mean"`` is their mean over the batch.
 
     References
     ----------
@@ -67,8 +70,9 @@ class MultiSimilarityLoss(nn.Module):
         *,
         mining: bool = True,
         similarity: Similarity = "cosine",
+        reduction: str = "mean",
     ) -> None:
-        super().__init__()
+        super().__init__(reduction)
         for name, value in (("alpha", alpha), ("beta", beta)):
             if not value > 0:
                 raise ValueError(f"{name} must be > 0, got {value}.")
@@ -84,7 +88,7 @@ class MultiSimilarityLoss(nn.Module):
     def extra_repr(self) -> str:
         return (
             f"alpha={self.alpha}, beta={self.beta}, base={self.base}, epsilon={self.epsilon}, "
-            f"mining={self.mining}, similarity={self.similarity!r}"
+            f"mining={self.mining}, similarity={self.similarity!r}, {super().extra_repr()}"
         )
 
     def forward(self, embeddings: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
@@ -97,7 +101,7 @@ class MultiSimilarityLoss(nn.Module):
 
         Returns
         -------
-        scalar tensor
+        scalar tensor, or tensor of shape (B,) with ``reduction="none"``
             0 (attached to the graph) when no pair is mined.
         """
         labels = check_batch(embeddings, labels)
@@ -107,7 +111,7 @@ class MultiSimilarityLoss(nn.Module):
             positive, negative = self.mine(sim.detach(), positive, negative)
         pos_term = _log1p_sum_exp(-self.alpha * (sim - self.base), positive) / self.alpha
         neg_term = _log1p_sum_exp(self.beta * (sim - self.base), negative) / self.beta
-        return (pos_term + neg_term).mean()
+        return self.reduce(pos_term + neg_term)
 
     def mine(
         self, sim: torch.Tensor, positive: torch.Tensor, negative: torch.Tensor

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
-from torch import nn
 
+from .base import MetricLoss
 from .pair_distances import (
     SIMILARITIES,
     Similarity,
@@ -32,7 +32,7 @@ from .pair_distances import (
 __all__ = ["NPairLoss", "first_pair_per_class"]
 
 
-class NPairLoss(nn.Module):
+class NPairLoss(MetricLoss):
     """Multi-class N-pair loss: softmax of each anchor over the positives of all classes.
 
     Parameters
@@ -41,6 +41,11 @@ class NPairLoss(nn.Module):
         ``λ`` of the L2 embedding regulariser (0 disables it).
     similarity : {"dot", "cosine"} or callable, default="dot"
         Injected similarity (:func:`~rankmetric.losses.pair_distances.pairwise_similarity`).
+    reduction : {"mean", "sum", "none"}, default="mean"
+        ``"none"`` returns one term per (anchor, positive) pair, i.e. per class with two samples
+        in increasing label order, shape (N,): the pair's cross-entropy plus its share
+        ``λ/4 (||f_i||² + ||f_i⁺||²)`` of the regulariser; ``"mean"`` (the loss of the paper) is
+        their mean.
 
     Notes
     -----
@@ -53,15 +58,17 @@ class NPairLoss(nn.Module):
     Sohn, *Improved Deep Metric Learning with Multi-class N-pair Loss Objective*, NeurIPS 2016.
     """
 
-    def __init__(self, l2_weight: float = 0.002, similarity: Similarity = "dot") -> None:
-        super().__init__()
+    def __init__(
+        self, l2_weight: float = 0.002, similarity: Similarity = "dot", *, reduction: str = "mean"
+    ) -> None:
+        super().__init__(reduction)
         if not l2_weight >= 0:
             raise ValueError(f"l2_weight must be >= 0, got {l2_weight}.")
         self.l2_weight = float(l2_weight)
         self.similarity = check_metric(similarity, SIMILARITIES, "similarity")
 
     def extra_repr(self) -> str:
-        return f"l2_weight={self.l2_weight}, similarity={self.similarity!r}"
+        return f"l2_weight={self.l2_weight}, similarity={self.similarity!r}, {super().extra_repr()}"
 
     def forward(self, embeddings: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         """The loss of a batch.
@@ -73,20 +80,20 @@ class NPairLoss(nn.Module):
 
         Returns
         -------
-        scalar tensor
+        scalar tensor, or tensor of shape (N,) with ``reduction="none"``
         """
         labels = check_batch(embeddings, labels)
         anchor_idx, positive_idx = first_pair_per_class(labels)
         if anchor_idx.shape[0] < 2:
-            return zero_loss(embeddings)
+            return self.reduce(zero_loss(embeddings).reshape(1)[:0])
         anchors, positives = embeddings[anchor_idx], embeddings[positive_idx]
         logits = pairwise_similarity(anchors, self.similarity, positives)
         targets = torch.arange(anchors.shape[0], device=embeddings.device)
-        loss = F.cross_entropy(logits, targets)
+        terms = F.cross_entropy(logits, targets, reduction="none")
         if self.l2_weight > 0:
-            sq_norms = torch.cat([anchors, positives]).pow(2).sum(dim=1)
-            loss = loss + 0.5 * self.l2_weight * sq_norms.mean()
-        return loss
+            sq_norms = anchors.pow(2).sum(dim=1) + positives.pow(2).sum(dim=1)
+            terms = terms + 0.25 * self.l2_weight * sq_norms
+        return self.reduce(terms)
 
 
 def first_pair_per_class(labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -43,11 +43,11 @@ individual anchors.
 from __future__ import annotations
 
 import torch
-from torch import nn
 
 from ..geometry.aliases import canonical_metric
 from ..geometry.matrix_functions import spd_exp, spd_log
 from ..geometry.means import riemannian_mean
+from .base import MetricLoss
 from .pair_distances import SPD_METRICS, check_batch, label_masks, pairwise_distance
 
 __all__ = ["RiemannianPotatoLoss", "embedding_distances", "DISTANCES", "CENTRES"]
@@ -123,7 +123,7 @@ def _masked_mean(values: torch.Tensor, mask: torch.Tensor, temperature: float) -
     return (weights * values).sum(dim=1) / total
 
 
-class RiemannianPotatoLoss(nn.Module):
+class RiemannianPotatoLoss(MetricLoss):
     """Riemannian Potato-based Ranking Loss over a batch of embeddings and class labels.
 
     Parameters
@@ -153,6 +153,10 @@ class RiemannianPotatoLoss(nn.Module):
         ``"pairwise"``: z-scores of anchor-to-sample distances (v0.1); ``"class"``: z-scores
         of each sample's distance to the batch mean of each class (the poster's potato; see the
         module docstring).
+    reduction : {"mean", "sum", "none"}, default="mean"
+        ``"none"`` returns ``L_P(i) + λ L_N(i)`` of every sample ``i``, shape (B,), in batch
+        order (0 for a sample of a class whose potato is not initialised); ``"mean"`` (the
+        loss of the paper) is their mean.
 
     Attributes
     ----------
@@ -184,8 +188,9 @@ class RiemannianPotatoLoss(nn.Module):
         eps: float = 1e-6,
         min_log_sigma: float = 0.05,
         centre: str = "pairwise",
+        reduction: str = "mean",
     ) -> None:
-        super().__init__()
+        super().__init__(reduction)
         distance = canonical_metric(distance, DISTANCES, name="distance")
         _check_loss_params(margin, neg_weight, momentum, distance, temperature, n_classes, eps)
         if min_log_sigma <= 0:
@@ -212,7 +217,7 @@ class RiemannianPotatoLoss(nn.Module):
             f"z_threshold={self.z_threshold}, margin={self.margin}, neg_weight={self.neg_weight}, "
             f"momentum={self.momentum}, distance={self.distance!r}, "
             f"temperature={self.temperature}, n_classes={self.log_mu.shape[0]}, "
-            f"centre={self.centre!r}"
+            f"centre={self.centre!r}, {super().extra_repr()}"
         )
 
     def forward(self, embeddings: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
@@ -227,7 +232,7 @@ class RiemannianPotatoLoss(nn.Module):
 
         Returns
         -------
-        scalar tensor
+        scalar tensor, or tensor of shape (B,) with ``reduction="none"``
         """
         labels = self._check_inputs(embeddings, labels)
         if self.centre == "class":
@@ -244,7 +249,7 @@ class RiemannianPotatoLoss(nn.Module):
         loss_neg = _masked_mean(
             torch.relu(self.z_threshold + self.margin - z), hard_neg, self.temperature
         )
-        return (loss_pos + self.neg_weight * loss_neg).mean()
+        return self.reduce(loss_pos + self.neg_weight * loss_neg)
 
     def z_scores(self, log_d: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         """``z_ij = (log d_ij − log μ_{y_i}) / log σ_{y_i}`` for a (B, B) matrix of log-distances.
@@ -282,7 +287,7 @@ class RiemannianPotatoLoss(nn.Module):
         loss_neg = _masked_mean(
             torch.relu(self.z_threshold + self.margin - z), hard_neg, self.temperature
         )
-        return (loss_pos + self.neg_weight * loss_neg).mean()
+        return self.reduce(loss_pos + self.neg_weight * loss_neg)
 
     @torch.no_grad()
     def _update_statistics(

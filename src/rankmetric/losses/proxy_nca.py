@@ -19,6 +19,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .._validation import Interval, check_param
+from .base import MetricLoss
 from .pair_distances import check_batch, pairwise_distance
 
 __all__ = ["ProxyNCALoss"]
@@ -32,7 +33,7 @@ _CONSTRAINTS = {
 }
 
 
-class ProxyNCALoss(nn.Module):
+class ProxyNCALoss(MetricLoss):
     """Proxy NCA with one learnable proxy per class (the proxies are an ``nn.Parameter``).
 
     Parameters
@@ -49,6 +50,9 @@ class ProxyNCALoss(nn.Module):
         Random source of the proxies' initialisation, ``N(0, 1)`` entries (on the CPU).
     dtype : torch.dtype, default=torch.float32
     device : str or torch.device, optional
+    reduction : {"mean", "sum", "none"}, default="mean"
+        ``"none"`` returns ``ℓ(x, y)`` of every sample, shape (B,), in batch order; ``"mean"``
+        (the loss of the paper) is their mean.
 
     Attributes
     ----------
@@ -71,8 +75,9 @@ class ProxyNCALoss(nn.Module):
         generator: torch.Generator | None = None,
         dtype: torch.dtype = torch.float32,
         device: str | torch.device | None = None,
+        reduction: str = "mean",
     ) -> None:
-        super().__init__()
+        super().__init__(reduction)
         given = {"n_classes": n_classes, "embedding_dim": embedding_dim}
         for name, value in {**given, "softmax_scale": softmax_scale}.items():
             check_param(name, value, _CONSTRAINTS[name])
@@ -88,7 +93,8 @@ class ProxyNCALoss(nn.Module):
     def extra_repr(self) -> str:
         return (
             f"n_classes={self.proxies.shape[0]}, embedding_dim={self.proxies.shape[1]}, "
-            f"softmax_scale={self.softmax_scale}, exclude_positive={self.exclude_positive}"
+            f"softmax_scale={self.softmax_scale}, exclude_positive={self.exclude_positive}, "
+            f"{super().extra_repr()}"
         )
 
     def forward(self, embeddings: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
@@ -103,7 +109,7 @@ class ProxyNCALoss(nn.Module):
 
         Returns
         -------
-        scalar tensor
+        scalar tensor, or tensor of shape (B,) with ``reduction="none"``
         """
         labels = self._check_inputs(embeddings, labels)
         x_unit = F.normalize(embeddings, dim=1)
@@ -113,7 +119,7 @@ class ProxyNCALoss(nn.Module):
         if self.exclude_positive:
             own_class = F.one_hot(labels, self.n_classes).bool()
             logits = logits.masked_fill(own_class, -torch.inf)
-        return (torch.logsumexp(logits, dim=1) - positive_logit).mean()
+        return self.reduce(torch.logsumexp(logits, dim=1) - positive_logit)
 
     def _check_inputs(self, embeddings: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         labels = check_batch(embeddings, labels)

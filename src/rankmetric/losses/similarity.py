@@ -1,11 +1,12 @@
-"""Similarity regression on the sphere and the L1,2 group norm of SSNE.
+"""Similarity regression on the sphere: SSNE's loss.
 
 SSNE (Batra & Shakhnarovich) minimises, over pairs ``q`` with target similarity ``s_q``,
 
     J(W) = λ Σ_q (s_q − Ŝ_q)² + Σ_m ||w_m||₂ ,      Ŝ_q = H(x_{q1})ᵀ H(x_{q2}).
 
 This module holds the squared loss (averaged per pair, so its scale does not depend on how many
-pairs are drawn), the group-norm penalty and its proximal operator. With the per-pair mean the
+pairs are drawn); the group-norm penalty ``Σ_m ||w_m||₂`` and its proximal operator live in
+:mod:`rankmetric.losses.regularizers` (re-exported here for old imports). With the per-pair mean the
 objective optimised is ``J'(W) = mean_q (s_q − Ŝ_q)² + reg_lambda · Σ_m ||w_m||₂``, i.e.
 ``J' = J / (λ |C|)`` with ``reg_lambda = 1 / (λ |C|)`` for ``|C|`` pairs.
 """
@@ -13,10 +14,11 @@ objective optimised is ``J'(W) = mean_q (s_q − Ŝ_q)² + reg_lambda · Σ_m ||
 from __future__ import annotations
 
 import torch
-from torch import nn
 
 from ..models.sphere import sphere_similarity
+from .base import MetricLoss
 from .pair_distances import check_batch
+from .regularizers import group_norm_penalty, group_soft_threshold_
 
 __all__ = [
     "SimilarityRegressionLoss",
@@ -71,7 +73,7 @@ def _check_neg_target(neg_target: float) -> float:
     return neg_target
 
 
-class SimilarityRegressionLoss(nn.Module):
+class SimilarityRegressionLoss(MetricLoss):
     """Squared loss between target similarities and ``Ŝ = H(a)ᵀ H(b)``, averaged over pairs.
 
     Two faces share one formula:
@@ -86,11 +88,19 @@ class SimilarityRegressionLoss(nn.Module):
     neg_target : float, default=-1.0
         Target similarity of a pair with different labels (``-1``: opposite points on the sphere;
         ``0``: orthogonal).
+    reduction : {"mean", "sum", "none"}, default="mean"
+        ``"none"`` returns the squared error of every pair: for ``loss(embeddings, labels)`` the
+        pairs ``i < j`` in row-major order, shape (B (B − 1) / 2,); for ``loss.pairs(...)`` one
+        per given pair, times its weight when ``weights`` are given. ``"sum"`` is their sum;
+        ``"mean"`` their mean (the weighted mean, ``Σ w e / Σ w``, with weights).
     """
 
-    def __init__(self, neg_target: float = -1.0) -> None:
-        super().__init__()
+    def __init__(self, neg_target: float = -1.0, *, reduction: str = "mean") -> None:
+        super().__init__(reduction)
         self.neg_target = _check_neg_target(neg_target)
+
+    def extra_repr(self) -> str:
+        return f"neg_target={self.neg_target}, {super().extra_repr()}"
 
     def pairs(
         self,
@@ -112,7 +122,7 @@ class SimilarityRegressionLoss(nn.Module):
 
         Returns
         -------
-        Scalar tensor.
+        Scalar tensor, or tensor of shape (n_pairs,) with ``reduction="none"``.
         """
         if targets.shape != emb_a.shape[:1]:
             raise ValueError(
@@ -120,9 +130,9 @@ class SimilarityRegressionLoss(nn.Module):
             )
         sq = (targets.to(emb_a.dtype) - sphere_similarity(emb_a, emb_b)) ** 2
         if weights is None:
-            return sq.mean()
+            return self.reduce(sq)
         weights = weights.to(sq.dtype)
-        return (weights * sq).sum() / weights.sum().clamp_min(torch.finfo(sq.dtype).tiny)
+        return self.reduce(weights * sq, weights.sum())
 
     def forward(self, embeddings: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         """Mean squared similarity error over the ``B (B − 1) / 2`` pairs of a labelled batch.
@@ -136,7 +146,7 @@ class SimilarityRegressionLoss(nn.Module):
 
         Returns
         -------
-        Scalar tensor.
+        Scalar tensor, or tensor of shape (B (B − 1) / 2,) with ``reduction="none"``.
         """
         labels = check_batch(embeddings, labels)  # shape, dtype, NaN/inf: as every loss
         n = embeddings.shape[0]
@@ -145,57 +155,4 @@ class SimilarityRegressionLoss(nn.Module):
         gram = embeddings @ embeddings.T
         targets = label_similarity_targets(labels[:, None], labels[None, :], self.neg_target)
         upper = torch.triu(torch.ones(n, n, dtype=torch.bool, device=embeddings.device), 1)
-        return ((targets.to(gram.dtype) - gram)[upper] ** 2).mean()
-
-
-def group_norm_penalty(weight: torch.Tensor) -> torch.Tensor:
-    """The L1,2 group norm ``R(W) = Σ_m ||w_m||₂`` over the columns of ``weight``.
-
-    Parameters
-    ----------
-    weight : Tensor of shape (n_rows, n_groups)
-        One group per column (for SSNE, ``W`` with the bias in the last row: the bias is part of
-        its unit's group, so a zeroed group is a unit that outputs exactly 0).
-
-    Returns
-    -------
-    Scalar tensor.
-    """
-    return torch.linalg.vector_norm(weight, dim=0).sum()
-
-
-@torch.no_grad()
-def group_soft_threshold_(
-    weight: torch.Tensor, threshold: float, columns: torch.Tensor | None = None
-) -> torch.Tensor:
-    """Proximal operator of ``τ · R`` in place: ``w_m ← w_m · max(0, 1 − τ / ||w_m||)``.
-
-    Columns whose norm is at most ``τ`` become exactly zero; the others shrink towards zero by
-    ``τ`` in norm. After a gradient step of size ``η`` on the loss, ``τ = η · reg_lambda`` makes
-    this a proximal-gradient step on ``loss + reg_lambda · R``.
-
-    Parameters
-    ----------
-    weight : Tensor of shape (n_rows, n_groups)
-        Modified in place.
-    threshold : float
-        ``τ ≥ 0``.
-    columns : Tensor, optional
-        Indices (or boolean mask) of the columns to threshold; the others are left untouched
-        (block-coordinate steps). Default: every column.
-
-    Returns
-    -------
-    Tensor of shape (n_groups,), bool
-        Which columns are non-zero afterwards.
-    """
-    if threshold < 0:
-        raise ValueError(f"the soft-threshold must be non-negative, got {threshold}.")
-    norms = torch.linalg.vector_norm(weight, dim=0)
-    shrink = (1.0 - threshold / norms.clamp_min(torch.finfo(weight.dtype).tiny)).clamp_min(0.0)
-    if columns is not None:
-        keep = torch.ones_like(shrink)
-        keep[columns] = shrink[columns]
-        shrink = keep
-    weight.mul_(shrink)
-    return (weight != 0).any(dim=0)
+        return self.reduce((targets.to(gram.dtype) - gram)[upper] ** 2)

@@ -37,8 +37,9 @@ from __future__ import annotations
 from typing import Literal
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
+from .base import MetricLoss
 from .pair_distances import (
     SPD_METRICS,
     VECTOR_METRICS,
@@ -55,10 +56,10 @@ __all__ = ["TripletLoss", "MINING", "random_partners"]
 
 MINING = ("all", "hard", "semihard", "random")
 Mining = Literal["all", "hard", "semihard", "random"]
-Mined = tuple[Tensor, int, int]  # (sum of the hinges, number of triplets, number of them > 0)
+Mined = tuple[Tensor, int, int]  # (hinge sum per anchor (B,), number of triplets, of them > 0)
 
 
-class TripletLoss(nn.Module):
+class TripletLoss(MetricLoss):
     """Triplet margin loss ``[D_ap − D_an + m]₊`` over in-batch mined triplets.
 
     Parameters
@@ -75,6 +76,12 @@ default="euclidean"
         Average over the triplets with a positive hinge only, instead of all mined triplets.
     generator : torch.Generator, optional
         Random source of ``mining="random"`` (seed it for reproducible draws).
+    reduction : {"mean", "sum", "none"}, default="mean"
+        ``"none"`` returns, for every anchor of the batch, the sum of the hinges of its mined
+        triplets, shape (B,), in batch order (0 for an anchor without one) — per-triplet terms
+        would take O(B³) memory with ``mining="all"``. ``"sum"`` is their sum; ``"mean"``
+        divides that sum by the number of mined triplets (or of those with a positive hinge,
+        ``average_nonzero=True``), not by B.
 
     References
     ----------
@@ -90,8 +97,9 @@ default="euclidean"
         *,
         average_nonzero: bool = False,
         generator: torch.Generator | None = None,
+        reduction: str = "mean",
     ) -> None:
-        super().__init__()
+        super().__init__(reduction)
         if not margin >= 0:
             raise ValueError(f"margin must be >= 0, got {margin}.")
         if mining not in MINING:
@@ -105,7 +113,7 @@ default="euclidean"
     def extra_repr(self) -> str:
         return (
             f"margin={self.margin}, mining={self.mining!r}, distance={self.distance!r}, "
-            f"average_nonzero={self.average_nonzero}"
+            f"average_nonzero={self.average_nonzero}, {super().extra_repr()}"
         )
 
     def forward(self, embeddings: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
@@ -118,19 +126,17 @@ default="euclidean"
 
         Returns
         -------
-        scalar tensor
+        scalar tensor, or tensor of shape (B,) with ``reduction="none"``
             0 (still attached to the graph) when the batch has no valid triplet.
         """
         labels = check_batch(embeddings, labels, allow_matrices=True)
         mine = self._random if self.mining == "random" else self._from_masks
         mined = mine(embeddings, labels)
         if mined is None:
-            return zero_loss(embeddings)
-        total, n_terms, n_nonzero = mined
-        count = n_nonzero if self.average_nonzero else n_terms
-        if count == 0:
-            return zero_loss(embeddings) + total * 0.0
-        return total / count
+            per_anchor = zero_loss(embeddings) + embeddings.new_zeros(labels.shape[0])
+            return self.reduce(per_anchor, 0)
+        per_anchor, n_terms, n_nonzero = mined
+        return self.reduce(per_anchor, n_nonzero if self.average_nonzero else n_terms)
 
     def _from_masks(self, embeddings: Tensor, labels: Tensor) -> Mined | None:
         """ "all", "hard" and "semihard" mining over the (B, B) positive/negative masks."""
@@ -152,9 +158,10 @@ default="euclidean"
 
 
 def _hinge_sum(violation: Tensor, valid: Tensor) -> Mined:
-    """``(Σ_valid [v]₊, #valid, #{valid : v > 0})``."""
+    """``(Σ_valid [v]₊ per anchor (B,), #valid, #{valid : v > 0})``; rows of ``v`` are anchors."""
     hinge = torch.where(valid, torch.relu(violation), 0.0)
-    return hinge.sum(), int(valid.sum()), int((valid & (violation > 0)).sum())
+    per_anchor = hinge.sum(dim=1) if hinge.ndim == 2 else hinge
+    return per_anchor, int(valid.sum()), int((valid & (violation > 0)).sum())
 
 
 def _sorted_negatives(dist: Tensor, negative: Tensor) -> tuple[Tensor, Tensor]:
@@ -175,10 +182,10 @@ def _all_triplets(dist: Tensor, positive: Tensor, negative: Tensor, margin: floa
     prefix = torch.cat([finite.new_zeros(dist.shape[0], 1), finite.cumsum(dim=1)], dim=1)
     # c·t − Σ D_an in float64: the difference of two sums of up to B terms each
     per_pair = (below * threshold.to(torch.float64) - prefix.gather(1, below)).to(dist.dtype)
-    total = torch.where(positive, per_pair, 0.0).sum()
+    per_anchor = torch.where(positive, per_pair, 0.0).sum(dim=1)
     n_terms = int((positive.sum(dim=1) * n_neg).sum())
     n_nonzero = int(torch.where(positive, below, 0).sum())
-    return total, n_terms, n_nonzero
+    return per_anchor, n_terms, n_nonzero
 
 
 def _semihard(dist: Tensor, positive: Tensor, negative: Tensor, margin: float) -> Mined:

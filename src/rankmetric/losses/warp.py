@@ -1,4 +1,4 @@
-"""The WARP loss of WARCA (Jose & Fleuret, ECCV 2016, eq. 3–7) and its AON regulariser.
+"""The WARP loss of WARCA (Jose & Fleuret, ECCV 2016, eq. 3–7) and its sampled-rank engine.
 
 For an anchor ``i``, a positive ``j`` (same label) and the negatives ``k ∈ other(i)``::
 
@@ -23,8 +23,8 @@ feed it:
 * :func:`sampled_warp_loss` with ``sampling="exact"`` — every negative: eq. 7 exactly, from a
   (2·n_pairs) × N distance matrix (small N only).
 
-The regularisers: :func:`aon_penalty` ``½||W Wᵀ − I||²`` (eq. 4) and :func:`kernel_aon_penalty`
-``½||A K Aᵀ − I||²`` (eq. 8) computed from ``K Aᵀ`` alone (no N × N beyond ``K``).
+The regularisers :func:`aon_penalty` (eq. 4) and :func:`kernel_aon_penalty` (eq. 8) live in
+:mod:`rankmetric.losses.regularizers`; they are re-exported here for old imports.
 """
 
 from __future__ import annotations
@@ -35,10 +35,11 @@ from numbers import Real
 
 import numpy as np
 import torch
-from torch import nn
 
 from ..sampling import LabelIndex
+from .base import MetricLoss
 from .pair_distances import Metric, check_batch, check_metric, label_masks, pairwise_distance
+from .regularizers import aon_penalty, kernel_aon_penalty
 
 __all__ = [
     "SAMPLINGS",
@@ -494,67 +495,6 @@ def _dense_hinge_sums(embed, found, active, row_slot, margin, n_samples) -> torc
     return (hinge * counts).sum(dim=1)
 
 
-def aon_penalty(weight: torch.Tensor) -> torch.Tensor:
-    """Approximate-orthonormality regulariser ``½ ||W Wᵀ − I||²_F`` (eq. 4 with the ½ of eq. 5).
-
-    Parameters
-    ----------
-    weight : tensor of shape (r, D)
-
-    Returns
-    -------
-    scalar tensor
-    """
-    gram = weight @ weight.T
-    eye = torch.eye(gram.shape[0], dtype=gram.dtype, device=gram.device)
-    return 0.5 * (gram - eye).square().sum()
-
-
-class _KernelAON(torch.autograd.Function):
-    """``½||A (K Aᵀ) − I||²`` from a given ``KA = K Aᵀ``; exact gradient ``2 R (K Aᵀ)ᵀ``."""
-
-    @staticmethod
-    def forward(ctx, A: torch.Tensor, KA: torch.Tensor) -> torch.Tensor:
-        gram = A @ KA
-        residual = 0.5 * (gram + gram.T) - torch.eye(gram.shape[0], dtype=A.dtype, device=A.device)
-        ctx.save_for_backward(residual, KA)
-        return 0.5 * residual.square().sum()
-
-    @staticmethod
-    def backward(ctx, grad_output: torch.Tensor):
-        residual, KA = ctx.saved_tensors
-        return 2.0 * grad_output * (residual @ KA.T), None
-
-
-def kernel_aon_penalty(
-    A: torch.Tensor, K: torch.Tensor | None = None, KA: torch.Tensor | None = None
-) -> torch.Tensor:
-    """Kernel AON regulariser ``½ ||A K Aᵀ − I||²_F`` (eq. 8).
-
-    Computed as ``A (K Aᵀ)`` so that nothing N × N is allocated besides ``K``; pass ``KA`` when
-    ``K Aᵀ`` is already at hand (WARCA computes it once per step for the embeddings). The
-    gradient ``2 (A K Aᵀ − I) A K = 2 R (K Aᵀ)ᵀ`` is exact and also needs only ``K Aᵀ``.
-
-    Parameters
-    ----------
-    A : tensor of shape (r, N)
-    K : tensor of shape (N, N), optional
-        Symmetric kernel matrix (needed when ``KA`` is not given).
-    KA : tensor of shape (N, r), optional
-        ``K Aᵀ`` for the current ``A`` (treated as a constant of the graph).
-
-    Returns
-    -------
-    scalar tensor
-    """
-    if KA is None:
-        if K is None:
-            raise ValueError("kernel_aon_penalty needs K or KA = K @ A.T.")
-        with torch.no_grad():
-            KA = K @ A.T
-    return _KernelAON.apply(A, KA.detach())
-
-
 def _batch_warp_terms(
     dist: torch.Tensor, negative: torch.Tensor, margin: float
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -584,7 +524,7 @@ def _batch_warp_terms(
     return n_violators, n_violators.to(dist.dtype) * threshold - taken
 
 
-class WARPLoss(nn.Module):
+class WARPLoss(MetricLoss):
     """In-batch WARP loss (eq. 5) for any embedding network.
 
     Every same-label ordered pair ``(a, p)`` of the batch is a row; every other-label sample is a
@@ -599,8 +539,9 @@ class WARPLoss(nn.Module):
         Any metric of :func:`rankmetric.losses.pair_distances.pairwise_distance` or a callable
         ``f(x, y) -> (n_x, n_y)``; WARCA's ``F`` is the (non-squared) Euclidean distance.
     reduction : {"mean", "sum", "none"}, default="mean"
-        Over the (anchor, positive) rows; ``"none"`` returns one term per row, in the order of
-        ``positive_mask.nonzero()``.
+        Over the (anchor, positive) rows; ``"none"`` returns one term per same-label ordered
+        pair ``(a, p)``, ``a ≠ p``, in row-major order (of ``positive_mask.nonzero()``): shape
+        (n_positive_pairs,). ``"mean"`` is their mean (0 for a batch without a positive pair).
 
     Examples
     --------
@@ -612,14 +553,14 @@ class WARPLoss(nn.Module):
     def __init__(
         self, margin: float = 1.0, distance: Metric = "euclidean", reduction: str = "mean"
     ) -> None:
-        super().__init__()
+        super().__init__(reduction)
         if not isinstance(margin, Real) or isinstance(margin, bool) or not margin >= 0:
             raise ValueError(f"margin must be a non-negative number, got {margin!r}.")
-        if reduction not in ("mean", "sum", "none"):
-            raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}.")
         self.margin = float(margin)
         self.distance = check_metric(distance, ("euclidean", "sqeuclidean", "cosine"))
-        self.reduction = reduction
+
+    def extra_repr(self) -> str:
+        return f"margin={self.margin}, distance={self.distance!r}, {super().extra_repr()}"
 
     def forward(
         self, embeddings: torch.Tensor, labels, n_other: torch.Tensor | None = None
@@ -648,8 +589,4 @@ class WARPLoss(nn.Module):
         terms = warp_loss_from_violations(
             hinge_sum[positive], n_violators[positive], rank[positive]
         )
-        if self.reduction == "none":
-            return terms
-        if self.reduction == "sum":
-            return terms.sum()
-        return terms.mean() if terms.numel() else dist.sum() * 0.0
+        return self.reduce(terms)

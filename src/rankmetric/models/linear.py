@@ -99,6 +99,17 @@ class LinearMap(nn.Module):
             )
         return value
 
+    @property
+    def in_features(self) -> int:
+        return self.weight.shape[1]
+
+    @property
+    def out_features(self) -> int:
+        return self.weight.shape[0]
+
+    def extra_repr(self) -> str:
+        return f"in_features={self.in_features}, out_features={self.out_features}"
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Embed ``x`` of shape (..., in_features) into (..., out_features).
 

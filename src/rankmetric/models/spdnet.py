@@ -2,8 +2,8 @@
 
 Layers:
 
-- :class:`BiMap` ``Y = Wᵀ X W`` with ``W`` (d_in × d_out, d_out ≤ d_in) on the Stiefel manifold,
-  stored tall and kept orthonormal by :class:`~rankmetric.models.stiefel.StiefelAdam` /
+- :class:`BiMap` ``Y = Wᵀ X W`` with ``W`` (in_features × out_features, out ≤ in) on the Stiefel
+  manifold, stored tall and kept orthonormal by :class:`~rankmetric.models.stiefel.StiefelAdam` /
   :class:`~rankmetric.models.stiefel.StiefelSGD` (its parameter group carries ``"stiefel": True``);
 - :class:`ReEig` ``Y = U max(εI, Λ) Uᵀ`` (eigenvalues clamped at ε, a ReLU for SPD matrices);
 - :class:`LogEig` ``Y = U log(Λ) Uᵀ`` (the matrix logarithm, mapping to the flat space of
@@ -30,6 +30,7 @@ import torch
 from torch import nn
 
 from ..geometry.matrix_functions import spd_clamp, spd_log, sym_function, sym_to_vec, symmetrize
+from ._compat import renamed_keywords
 from .stiefel import random_stiefel
 
 __all__ = ["BiMap", "ReEig", "LogEig", "SPDNet", "sym_to_vec", "rectified_log"]
@@ -65,12 +66,13 @@ def rectified_log(X: torch.Tensor, eps: float) -> torch.Tensor:
 
 
 class BiMap(nn.Module):
-    """Bilinear map ``Y = Wᵀ X W`` with ``W`` of shape (d_in, d_out).
+    """Bilinear map ``Y = Wᵀ X W`` with ``W`` of shape (in_features, out_features).
 
     Parameters
     ----------
-    d_in, d_out : int
-        Input and output sizes, ``d_in >= d_out >= 1``.
+    in_features, out_features : int
+        Input and output sizes, ``in_features >= out_features >= 1`` (``d_in`` and ``d_out``
+        before 0.2: still accepted as keywords, with a ``FutureWarning``).
     manifold : {"stiefel", "free"}, default="stiefel"
         ``"stiefel"``: ``W`` has orthonormal columns (kept so by the Stiefel optimisers; its
         parameter group carries ``"stiefel": True``). A square Stiefel BiMap is a rotation, which
@@ -79,17 +81,18 @@ class BiMap(nn.Module):
         rank, and the ReEig that follows floors it anyway.
     init : {"random", "identity"}, default="random"
         ``"random"``: QR of a Gaussian matrix (drawn from ``generator``); ``"identity"``: the first
-        ``d_out`` columns of the identity (a square identity BiMap is the identity map).
+        ``out_features`` columns of the identity (a square identity BiMap is the identity map).
     generator : torch.Generator, optional
         Seeds the random initialisation.
     dtype, device
         Of the weight.
     """
 
+    @renamed_keywords(d_in="in_features", d_out="out_features")
     def __init__(
         self,
-        d_in: int,
-        d_out: int,
+        in_features: int,
+        out_features: int,
         *,
         manifold: str = "stiefel",
         init: str = "random",
@@ -98,25 +101,40 @@ class BiMap(nn.Module):
         device: torch.device | str | None = None,
     ) -> None:
         super().__init__()
-        if d_out > d_in:
-            raise ValueError(f"BiMap reduces dimension: d_out={d_out} must be <= d_in={d_in}.")
+        if out_features > in_features:
+            raise ValueError(
+                f"BiMap reduces dimension: out_features={out_features} must be <= "
+                f"in_features={in_features}."
+            )
         _check_option("manifold", manifold, BIMAP_MANIFOLDS)
         _check_option("init", init, INITS)
         self.manifold = manifold
         if init == "identity":
-            weight = torch.eye(d_in, d_out, dtype=dtype, device=device)
+            weight = torch.eye(in_features, out_features, dtype=dtype, device=device)
         else:
-            weight = random_stiefel(d_in, d_out, generator=generator, dtype=dtype, device=device)
+            weight = random_stiefel(
+                in_features, out_features, generator=generator, dtype=dtype, device=device
+            )
         self.weight = nn.Parameter(weight)
 
     def forward(self, X: torch.Tensor) -> torch.Tensor:
-        """Map SPD matrices (B, d_in, d_in) to SPD matrices (B, d_out, d_out)."""
+        """Map SPD matrices (B, in_features, in_features) to (B, out_features, out_features)."""
         W = self.weight
         return symmetrize(W.transpose(-1, -2) @ X @ W)
 
+    @property
+    def in_features(self) -> int:
+        return self.weight.shape[0]
+
+    @property
+    def out_features(self) -> int:
+        return self.weight.shape[1]
+
     def extra_repr(self) -> str:
-        d_in, d_out = self.weight.shape
-        return f"d_in={d_in}, d_out={d_out}, manifold={self.manifold!r}"
+        return (
+            f"in_features={self.in_features}, out_features={self.out_features}, "
+            f"manifold={self.manifold!r}"
+        )
 
 
 class ReEig(nn.Module):

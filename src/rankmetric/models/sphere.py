@@ -14,6 +14,8 @@ import math
 import torch
 from torch import nn
 
+from ._compat import renamed_keywords
+
 __all__ = ["SphereTanhEmbedding", "sphere_similarity"]
 
 #: Norm below which ``H̃(x)`` is treated as zero (every unit dead): ``H(x)`` is then 0, not NaN.
@@ -46,19 +48,22 @@ class SphereTanhEmbedding(nn.Module):
 
     Parameters
     ----------
-    n_features : int
-        Input dimension ``D``.
-    n_components : int
-        Number of units ``M`` (may exceed ``D``).
+    in_features : int
+        Input dimension ``D`` (``n_features`` before 0.2: still accepted as a keyword, with a
+        ``FutureWarning``).
+    out_features : int
+        Number of units ``M`` (may exceed ``D``; ``n_components`` before 0.2).
     bias : bool, default=True
         Append the constant 1 to the input (``φ(x) = [x; 1]``), as in the paper.
 
     Attributes
     ----------
-    weight : Parameter of shape (n_features + bias, n_components)
+    weight : Parameter of shape (in_features + bias, out_features)
         ``W = [w_1 … w_M]``: column ``m`` holds unit ``m``'s parameters, the bias in the last row.
         A column that is exactly zero (weights and bias) gives ``h_m ≡ 0``: the unit contributes
         nothing to any embedding, so it can be dropped without changing ``H`` or ``Ŝ``.
+    n_features, n_components : int
+        Read-only aliases of ``in_features`` and ``out_features`` (the names before 0.2).
 
     Notes
     -----
@@ -67,18 +72,29 @@ class SphereTanhEmbedding(nn.Module):
     gradients) instead of dividing by zero.
     """
 
-    def __init__(self, n_features: int, n_components: int, bias: bool = True) -> None:
+    @renamed_keywords(n_features="in_features", n_components="out_features")
+    def __init__(self, in_features: int, out_features: int, bias: bool = True) -> None:
         super().__init__()
-        if n_features < 1 or n_components < 1:
+        if in_features < 1 or out_features < 1:
             raise ValueError(
-                "n_features and n_components must be positive, got "
-                f"{n_features} and {n_components}."
+                "in_features and out_features must be positive, got "
+                f"{in_features} and {out_features}."
             )
-        self.n_features = int(n_features)
-        self.n_components = int(n_components)
+        self.in_features = int(in_features)
+        self.out_features = int(out_features)
         self.bias = bool(bias)
-        self.weight = nn.Parameter(torch.empty(self.n_features + self.bias, self.n_components))
+        self.weight = nn.Parameter(torch.empty(self.in_features + self.bias, self.out_features))
         self.reset_parameters()
+
+    @property
+    def n_features(self) -> int:
+        """``in_features`` (its name before 0.2)."""
+        return self.in_features
+
+    @property
+    def n_components(self) -> int:
+        """``out_features`` (its name before 0.2)."""
+        return self.out_features
 
     def reset_parameters(self, generator: torch.Generator | None = None) -> None:
         """Draw ``W`` from ``N(0, 1 / (D + 1))``, so that ``w_mᵀ φ(x)`` has unit scale on
@@ -92,15 +108,15 @@ class SphereTanhEmbedding(nn.Module):
 
         Parameters
         ----------
-        x : Tensor of shape (n_samples, n_features)
+        x : Tensor of shape (n_samples, in_features)
 
         Returns
         -------
-        Tensor of shape (n_samples, n_components), values in ``(−1, 1)``.
+        Tensor of shape (n_samples, out_features), values in ``(−1, 1)``.
         """
-        if x.ndim != 2 or x.shape[1] != self.n_features:
+        if x.ndim != 2 or x.shape[1] != self.in_features:
             raise ValueError(
-                f"expected input of shape (n_samples, {self.n_features}), got {tuple(x.shape)}."
+                f"expected input of shape (n_samples, {self.in_features}), got {tuple(x.shape)}."
             )
         if self.bias:
             pre = torch.addmm(self.weight[-1], x, self.weight[:-1])
@@ -113,17 +129,17 @@ class SphereTanhEmbedding(nn.Module):
 
         Parameters
         ----------
-        x : Tensor of shape (n_samples, n_features)
+        x : Tensor of shape (n_samples, in_features)
 
         Returns
         -------
-        Tensor of shape (n_samples, n_components), rows of unit norm.
+        Tensor of shape (n_samples, out_features), rows of unit norm.
         """
         return nn.functional.normalize(self.unnormalized(x), dim=1, eps=NORM_EPS)
 
     def active_components(self) -> torch.Tensor:
-        """Boolean mask of shape (n_components,): units whose column ``w_m`` is not exactly zero."""
+        """Boolean mask of shape (out_features,): units whose column ``w_m`` is not exactly zero."""
         return (self.weight != 0).any(dim=0)
 
     def extra_repr(self) -> str:
-        return f"n_features={self.n_features}, n_components={self.n_components}, bias={self.bias}"
+        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias}"

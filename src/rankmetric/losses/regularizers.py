@@ -1,0 +1,138 @@
+"""Penalties on the weights of a metric: one home for the regularisers of WARCA and SSNE.
+
+* :func:`aon_penalty` — WARCA's approximate orthonormality ``½ ||W Wᵀ − I||²_F`` (Jose & Fleuret,
+  ECCV 2016, eq. 4 with the ½ of eq. 5);
+* :func:`kernel_aon_penalty` — its kernel form ``½ ||A K Aᵀ − I||²_F`` (eq. 8), computed from
+  ``K Aᵀ`` alone (no N × N beyond ``K``), with an exact hand-written gradient;
+* :func:`group_norm_penalty` — SSNE's L1,2 group norm ``R(W) = Σ_m ||w_m||₂`` over the columns of
+  ``W`` (Batra & Shakhnarovich), and :func:`group_soft_threshold_`, its proximal operator, which
+  zeroes whole columns (pruned units).
+
+These functions were defined in :mod:`rankmetric.losses.warp` and
+:mod:`rankmetric.losses.similarity`; both modules re-export them, so old imports keep working.
+"""
+
+from __future__ import annotations
+
+import torch
+
+__all__ = [
+    "aon_penalty",
+    "kernel_aon_penalty",
+    "group_norm_penalty",
+    "group_soft_threshold_",
+]
+
+
+def aon_penalty(weight: torch.Tensor) -> torch.Tensor:
+    """Approximate-orthonormality regulariser ``½ ||W Wᵀ − I||²_F`` (eq. 4 with the ½ of eq. 5).
+
+    Parameters
+    ----------
+    weight : tensor of shape (r, D)
+
+    Returns
+    -------
+    scalar tensor
+    """
+    gram = weight @ weight.T
+    eye = torch.eye(gram.shape[0], dtype=gram.dtype, device=gram.device)
+    return 0.5 * (gram - eye).square().sum()
+
+
+class _KernelAON(torch.autograd.Function):
+    """``½||A (K Aᵀ) − I||²`` from a given ``KA = K Aᵀ``; exact gradient ``2 R (K Aᵀ)ᵀ``."""
+
+    @staticmethod
+    def forward(ctx, A: torch.Tensor, KA: torch.Tensor) -> torch.Tensor:
+        gram = A @ KA
+        residual = 0.5 * (gram + gram.T) - torch.eye(gram.shape[0], dtype=A.dtype, device=A.device)
+        ctx.save_for_backward(residual, KA)
+        return 0.5 * residual.square().sum()
+
+    @staticmethod
+    def backward(ctx, grad_output: torch.Tensor):
+        residual, KA = ctx.saved_tensors
+        return 2.0 * grad_output * (residual @ KA.T), None
+
+
+def kernel_aon_penalty(
+    A: torch.Tensor, K: torch.Tensor | None = None, KA: torch.Tensor | None = None
+) -> torch.Tensor:
+    """Kernel AON regulariser ``½ ||A K Aᵀ − I||²_F`` (eq. 8).
+
+    Computed as ``A (K Aᵀ)`` so that nothing N × N is allocated besides ``K``; pass ``KA`` when
+    ``K Aᵀ`` is already at hand (WARCA computes it once per step for the embeddings). The
+    gradient ``2 (A K Aᵀ − I) A K = 2 R (K Aᵀ)ᵀ`` is exact and also needs only ``K Aᵀ``.
+
+    Parameters
+    ----------
+    A : tensor of shape (r, N)
+    K : tensor of shape (N, N), optional
+        Symmetric kernel matrix (needed when ``KA`` is not given).
+    KA : tensor of shape (N, r), optional
+        ``K Aᵀ`` for the current ``A`` (treated as a constant of the graph).
+
+    Returns
+    -------
+    scalar tensor
+    """
+    if KA is None:
+        if K is None:
+            raise ValueError("kernel_aon_penalty needs K or KA = K @ A.T.")
+        with torch.no_grad():
+            KA = K @ A.T
+    return _KernelAON.apply(A, KA.detach())
+
+
+def group_norm_penalty(weight: torch.Tensor) -> torch.Tensor:
+    """The L1,2 group norm ``R(W) = Σ_m ||w_m||₂`` over the columns of ``weight``.
+
+    Parameters
+    ----------
+    weight : Tensor of shape (n_rows, n_groups)
+        One group per column (for SSNE, ``W`` with the bias in the last row: the bias is part of
+        its unit's group, so a zeroed group is a unit that outputs exactly 0).
+
+    Returns
+    -------
+    Scalar tensor.
+    """
+    return torch.linalg.vector_norm(weight, dim=0).sum()
+
+
+@torch.no_grad()
+def group_soft_threshold_(
+    weight: torch.Tensor, threshold: float, columns: torch.Tensor | None = None
+) -> torch.Tensor:
+    """Proximal operator of ``τ · R`` in place: ``w_m ← w_m · max(0, 1 − τ / ||w_m||)``.
+
+    Columns whose norm is at most ``τ`` become exactly zero; the others shrink towards zero by
+    ``τ`` in norm. After a gradient step of size ``η`` on the loss, ``τ = η · reg_lambda`` makes
+    this a proximal-gradient step on ``loss + reg_lambda · R``.
+
+    Parameters
+    ----------
+    weight : Tensor of shape (n_rows, n_groups)
+        Modified in place.
+    threshold : float
+        ``τ ≥ 0``.
+    columns : Tensor, optional
+        Indices (or boolean mask) of the columns to threshold; the others are left untouched
+        (block-coordinate steps). Default: every column.
+
+    Returns
+    -------
+    Tensor of shape (n_groups,), bool
+        Which columns are non-zero afterwards.
+    """
+    if threshold < 0:
+        raise ValueError(f"the soft-threshold must be non-negative, got {threshold}.")
+    norms = torch.linalg.vector_norm(weight, dim=0)
+    shrink = (1.0 - threshold / norms.clamp_min(torch.finfo(weight.dtype).tiny)).clamp_min(0.0)
+    if columns is not None:
+        keep = torch.ones_like(shrink)
+        keep[columns] = shrink[columns]
+        shrink = keep
+    weight.mul_(shrink)
+    return (weight != 0).any(dim=0)

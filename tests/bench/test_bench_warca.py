@@ -86,8 +86,14 @@ def test_cells_follow_the_mode():
     scaling = [c for c in full if c.benchmark == "warca-scaling"]
     assert max(c.fold for c in scaling if c.method == "nca") <= warca.NCA_MAX_N
     assert max(c.fold for c in scaling if c.method == "warca") == warca.SIZES["full"][-1]
-    assert all(c.options["grid"] == {} for c in warca.build_cells(BenchConfig(quick=True))
-               if c.benchmark == "warca-reid")  # fmt: skip
+    quick = [c for c in warca.build_cells(BenchConfig(quick=True)) if c.benchmark == "warca-reid"]
+    pca_kissme = [c for c in quick if c.method == "kissme" and c.dataset in warca.PCA_SETS]
+    assert all(c.options["grid"] == {} for c in quick if c not in pca_kissme)
+    # quick KISSME's fixed PCA dimension is the protocol's on the PCA-ordered views: one candidate
+    assert pca_kissme and all(
+        c.options["grid"] == {warca.PCA_KEY: [32]} and "n_components" not in c.options["fixed"]
+        for c in pca_kissme
+    )
 
 
 def test_cmc_cells_on_synthetic_identities(tmp_path):
@@ -182,5 +188,10 @@ def test_pca_dims_combines_with_estimator_parameters(rng):
     ]
     d = fitted.params[warca.PCA_KEY]
     assert fitted.params["regularization"] == 1e-6 and fitted.transform(X).shape == (60, d)
+    single = warca.fit_reid_learner(
+        "kissme", X, ids, fixed={}, grid={warca.PCA_KEY: [3]}, seed=0, device="cpu"
+    )
+    assert single.validation == [] and single.params == {warca.PCA_KEY: 3}
+    assert single.transform(X).shape == (60, 3)
     without = warca.fit_reid_learner("kissme", X, ids, fixed={}, grid={}, seed=0, device="cpu")
     assert warca.PCA_KEY not in without.params and without.transform(X).shape == (60, 5)

@@ -113,6 +113,9 @@ PCA_GRIDS = {
     "kissme": {PCA_KEY: [16, 32, 64]},
     "warca": {PCA_KEY: [24, 32, 64], "reg_lambda": [1e-3]},
 }
+#: Quick mode on the PCA sets: KISSME's fixed PCA dimension (its budget's ``n_components``) is
+#: taken as the protocol's ``pca_dims``, for the reason given above.
+QUICK_PCA_DIMS = {"kissme": BUDGETS["quick"]["kissme"]["n_components"]}
 VALIDATION_IDENTITIES = 0.2
 SPLITS = {"quick": 3, "full": 10}
 SIZES = {"quick": (500, 1000, 2000), "full": (1000, 2000, 4000, 8000, 16000, 32000)}
@@ -134,6 +137,9 @@ def build_cells(config: BenchConfig) -> list[Cell]:
                 continue
             grid = set_grid(dataset, method)
             options = {**base, "grid": {} if config.quick else grid}
+            if config.quick and dataset in PCA_SETS and method in QUICK_PCA_DIMS:
+                fixed = {k: v for k, v in base["fixed"].items() if k != "n_components"}
+                options.update(fixed=fixed, grid={PCA_KEY: [QUICK_PCA_DIMS[method]]})
             if method == "kernel-warca" and dataset in HISTOGRAM_SETS:
                 options["fixed"] = {**options["fixed"], "kernel": "chi2_rbf"}
             runner = "rankmetric.bench.warca.run_cmc_cell"
@@ -207,7 +213,8 @@ def fit_reid_learner(
     Without :data:`PCA_KEY` in ``grid`` this is ``fit_learner`` itself. With it, every candidate
     (a PCA dimension ``d`` and the other entries) is fitted on the first ``d`` columns of the
     inner training identities and scored on the held-out ones (leave-one-out R@1); the best
-    (first on ties) is refitted on all of ``X[:, :d]`` and its transform takes full rows.
+    (first on ties) is refitted on all of ``X[:, :d]`` and its transform takes full rows. A
+    single candidate is fitted once, on all of ``X[:, :d]`` (nothing to choose).
     """
     kwargs = {"seed": seed, "device": device}
     if PCA_KEY not in grid:
@@ -215,13 +222,17 @@ def fit_reid_learner(
                            score=loo_recall_at_1, **kwargs)  # fmt: skip
     inner, val = identity_holdout(y, seed)
     candidates, validation = expand_grid(grid), []
-    for cand in candidates:
+    for cand in candidates if len(candidates) > 1 else []:
         params = {k: v for k, v in cand.items() if k != PCA_KEY}
         cols = slice(0, cand[PCA_KEY])
         fitted = fit_learner(method, X[inner, cols], y[inner], fixed={**fixed, **params}, **kwargs)
         value = loo_recall_at_1(None, None, fitted.transform(X[val, cols]), y[val])
         validation.append({"params": cand, "score": float(value)})
-    best = candidates[int(np.argmax([v["score"] for v in validation]))]
+    best = (
+        candidates[int(np.argmax([v["score"] for v in validation]))]
+        if validation
+        else candidates[0]
+    )
     params = {k: v for k, v in best.items() if k != PCA_KEY}
     cols = slice(0, best[PCA_KEY])
     fitted = fit_learner(method, X[:, cols], y, fixed={**fixed, **params}, **kwargs)

@@ -8,7 +8,8 @@ splits. Features are standardised on the training images (``fmnist-views``: pixe
 64 principal axes of the training images first), except for Kernel WARCA on the histogram set
 ``fmnist-hist``, which gets the non-negative histograms themselves (its χ²-RBF kernel needs them).
 Hyper-parameters are chosen on identities held out of the training half (leave-one-out R@1
-among them), never on test identities.
+among them), never on test identities; on ``fmnist-views`` a grid may also hold ``pca_dims``, the
+number of leading principal axes the learner gets (:func:`fit_reid_learner`).
 
 Fit time: each learner is fitted on N Fashion-MNIST training images (10 classes, PCA-64,
 standardised) for growing N, one thread per process; the table reports the median over seeds.

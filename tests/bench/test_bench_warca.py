@@ -74,11 +74,22 @@ def test_cells_follow_the_mode():
     grids = {c.dataset: c.options["grid"] for c in cmc if c.method == "kernel-warca"}
     assert grids["fmnist-hist"] == warca.HISTOGRAM_GRIDS["kernel-warca"]
     assert grids["fmnist-views"] == warca.GRIDS["kernel-warca"]
+    for method in ("kissme", "warca"):  # a PCA dimension on the PCA-ordered image views only
+        grids = {c.dataset: c.options["grid"] for c in cmc if c.method == method}
+        assert grids["fmnist-views"] == warca.PCA_GRIDS[method]
+        assert grids["synthetic-reid"] == warca.GRIDS[method]
+        assert warca.PCA_KEY not in grids["synthetic-reid"]
     scaling = [c for c in full if c.benchmark == "warca-scaling"]
     assert max(c.fold for c in scaling if c.method == "nca") <= warca.NCA_MAX_N
     assert max(c.fold for c in scaling if c.method == "warca") == warca.SIZES["full"][-1]
-    assert all(c.options["grid"] == {} for c in warca.build_cells(BenchConfig(quick=True))
-               if c.benchmark == "warca-reid")  # fmt: skip
+    quick = [c for c in warca.build_cells(BenchConfig(quick=True)) if c.benchmark == "warca-reid"]
+    pca_kissme = [c for c in quick if c.method == "kissme" and c.dataset in warca.PCA_SETS]
+    assert all(c.options["grid"] == {} for c in quick if c not in pca_kissme)
+    # quick KISSME's fixed PCA dimension is the protocol's on the PCA-ordered views: one candidate
+    assert pca_kissme and all(
+        c.options["grid"] == {warca.PCA_KEY: [32]} and "n_components" not in c.options["fixed"]
+        for c in pca_kissme
+    )
 
 
 def test_cmc_cells_on_synthetic_identities(tmp_path):
@@ -144,3 +155,39 @@ def test_kernel_warca_gets_raw_histograms_and_others_standardised(rng):
     np.testing.assert_array_equal(raw, data.X)
     scaled = warca._features("fmnist-hist", data, rows, "warca")
     np.testing.assert_allclose(scaled[rows].mean(axis=0), 0.0, atol=1e-12)
+
+
+def test_pca_dims_is_tuned_on_held_out_identities_and_applied_to_full_rows(rng):
+    # identities live in the first two columns; the last four are loud noise
+    ids = np.tile(np.arange(40), 2)
+    centres = 3.0 * rng.normal(size=(40, 2))
+    X = np.hstack([centres[ids] + 0.1 * rng.normal(size=(80, 2)), 10 * rng.normal(size=(80, 4))])
+    fitted = warca.fit_reid_learner(
+        "euclidean", X, ids, fixed={}, grid={warca.PCA_KEY: [6, 2]}, seed=0, device="cpu"
+    )
+    tried = [v["params"][warca.PCA_KEY] for v in fitted.validation]
+    assert tried == [6, 2] and fitted.params[warca.PCA_KEY] == 2
+    scores = {v["params"][warca.PCA_KEY]: v["score"] for v in fitted.validation}
+    _, val = warca.identity_holdout(ids, 0)
+    assert scores[2] == warca.loo_recall_at_1(None, None, X[val, :2], ids[val]) > scores[6]
+    np.testing.assert_array_equal(fitted.transform(X), X[:, :2])
+
+
+def test_pca_dims_combines_with_estimator_parameters(rng):
+    ids = np.tile(np.arange(30), 2)
+    X = rng.normal(size=(30, 5))[ids] + 0.3 * rng.normal(size=(60, 5))
+    grid = {warca.PCA_KEY: [3, 5], "regularization": [1e-6]}
+    fitted = warca.fit_reid_learner("kissme", X, ids, fixed={}, grid=grid, seed=0, device="cpu")
+    assert [v["params"] for v in fitted.validation] == [
+        {warca.PCA_KEY: 3, "regularization": 1e-6},
+        {warca.PCA_KEY: 5, "regularization": 1e-6},
+    ]
+    d = fitted.params[warca.PCA_KEY]
+    assert fitted.params["regularization"] == 1e-6 and fitted.transform(X).shape == (60, d)
+    single = warca.fit_reid_learner(
+        "kissme", X, ids, fixed={}, grid={warca.PCA_KEY: [3]}, seed=0, device="cpu"
+    )
+    assert single.validation == [] and single.params == {warca.PCA_KEY: 3}
+    assert single.transform(X).shape == (60, 3)
+    without = warca.fit_reid_learner("kissme", X, ids, fixed={}, grid={}, seed=0, device="cpu")
+    assert warca.PCA_KEY not in without.params and without.transform(X).shape == (60, 5)

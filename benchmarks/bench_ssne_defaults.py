@@ -130,7 +130,8 @@ def main() -> None:
             print(f"\nbest: {chosen}  ({time.perf_counter() - start:.0f} s)")
             if args.out:
                 with open(args.out, "w") as fh:
-                    json.dump({"folds": args.folds, "configs": scored, "best": chosen}, fh, indent=1)
+                    record = {"folds": args.folds, "configs": scored, "best": chosen}
+                    json.dump(record, fh, indent=1)
             return
         if args.stage2_around:
             best = _parse(args.stage2_around)

@@ -13,7 +13,12 @@ Two stages, each choosing by that score:
    ``reg_lambda=1e-3`` and 1000 steps (8 settings);
 2. around the winner, one factor at a time: ``reg_lambda`` {1e-4, 1e-2}, ``max_iter`` {300, 2000}.
 
+``--config`` scores given settings only (the later stages of ``docs/ssne.md``), e.g. on the
+validation thirds of 6 training halves:
+
     python benchmarks/bench_ssne_defaults.py --folds 4 --jobs 2 --out /tmp/ssne_defaults.json
+    python benchmarks/bench_ssne_defaults.py --folds 6 --jobs 1 \
+        --config solver=bcd,neg_target=0.0,reg_lambda=0.0001,positive_sampling=classes
 """
 
 from __future__ import annotations

@@ -13,7 +13,12 @@ Two stages, each choosing by that score:
    ``reg_lambda=1e-3`` and 1000 steps (8 settings);
 2. around the winner, one factor at a time: ``reg_lambda`` {1e-4, 1e-2}, ``max_iter`` {300, 2000}.
 
+``--config`` scores given settings only (the later stages of ``docs/ssne.md``), e.g. on the
+validation thirds of 6 training halves:
+
     python benchmarks/bench_ssne_defaults.py --folds 4 --jobs 2 --out /tmp/ssne_defaults.json
+    python benchmarks/bench_ssne_defaults.py --folds 6 --jobs 1 \
+        --config solver=bcd,neg_target=0.0,reg_lambda=0.0001,positive_sampling=classes
 """
 
 from __future__ import annotations
@@ -38,6 +43,18 @@ STAGE2 = [{"reg_lambda": 1e-4}, {"reg_lambda": 1e-2}, {"max_iter": 300}, {"max_i
 
 def _key(params: dict) -> str:
     return ",".join(f"{k}={params[k]}" for k in sorted(params))
+
+
+def _parse(text: str) -> dict:
+    """``name=value,...`` over :data:`BASE`; numbers are read as numbers."""
+    params = dict(BASE)
+    for item in text.split(","):
+        name, _, value = item.partition("=")
+        try:
+            params[name] = int(value) if value.isdigit() else float(value)
+        except ValueError:
+            params[name] = value
+    return params
 
 
 def validation_score(task: tuple[str, int, dict]) -> float:
@@ -96,6 +113,13 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--out", default=None, help="JSON file for every score")
     parser.add_argument(
+        "--config",
+        action="append",
+        default=None,
+        help="skip stages 1-2: score these settings only (repeatable), e.g. "
+        "'solver=bcd,neg_target=0.0,reg_lambda=0.0001'",
+    )
+    parser.add_argument(
         "--stage2-around",
         default=None,
         help="skip stage 1: run stage 2 around this stage-1 setting, e.g. "
@@ -104,10 +128,18 @@ def main() -> None:
     args = parser.parse_args()
     start = time.perf_counter()
     with ProcessPoolExecutor(args.jobs) as pool:
+        if args.config:
+            scored = evaluate([_parse(text) for text in args.config], args.folds, pool)
+            _print(scored, f"Settings given (validation thirds of {args.folds} training halves)")
+            chosen = max(scored.values(), key=lambda r: r["mean"])["params"]
+            print(f"\nbest: {chosen}  ({time.perf_counter() - start:.0f} s)")
+            if args.out:
+                with open(args.out, "w") as fh:
+                    record = {"folds": args.folds, "configs": scored, "best": chosen}
+                    json.dump(record, fh, indent=1)
+            return
         if args.stage2_around:
-            given = dict(item.split("=") for item in args.stage2_around.split(","))
-            given = {k: float(v) if k == "neg_target" else v for k, v in given.items()}
-            best = {**BASE, **given}
+            best = _parse(args.stage2_around)
             stage1 = evaluate([best], args.folds, pool)
         else:
             stage1 = evaluate([{**BASE, **s} for s in STAGE1], args.folds, pool)

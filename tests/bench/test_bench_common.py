@@ -16,7 +16,12 @@ from rankmetric.bench._common import (
     split_failures,
     strip_timings,
 )
-from rankmetric.bench.learners import build_learner, expand_grid, fit_learner
+from rankmetric.bench.learners import (
+    build_learner,
+    expand_grid,
+    fit_learner,
+    keep_first_unless_better,
+)
 
 
 def test_mean_std_uses_population_std():
@@ -103,6 +108,30 @@ def test_fit_learner_picks_the_best_validation_candidate(rng):
     assert set(scores) == {1, 6} and scores[6] > scores[1]
     assert fitted.params == {"n_components": 6}
     assert fitted.transform(X).shape == (len(y), 6)
+
+
+def test_keep_first_unless_better_needs_more_than_one_standard_error():
+    # reference 0.8 on 100 points: standard error 0.04, so 0.84 is noise and 0.85 is not
+    assert keep_first_unless_better([0.8, 0.84, 0.7], n_val=100) == 0
+    assert keep_first_unless_better([0.8, 0.84, 0.85], n_val=100) == 2
+    assert keep_first_unless_better([0.8, 0.9], n_val=10_000) == 1
+    assert keep_first_unless_better([1.0, 1.0], n_val=5) == 0  # ties keep the first
+    assert keep_first_unless_better([-np.inf, 0.1, 0.3], n_val=5) == 2  # failed reference
+
+
+def test_fit_learner_prefer_first_keeps_the_default_within_noise(rng, monkeypatch):
+    X, y = _noisy(rng)
+    scores = iter([0.80, 0.83])  # within the standard error of 0.8 on the 1/3 held out
+
+    def score(Z_tr, y_tr, Z_val, y_val):
+        return next(scores)
+
+    grid = {"n_components": [1, 6]}
+    kept = fit_learner("kissme", X, y, grid=grid, split=_holdout, score=score, prefer_first=True)
+    assert kept.params == {"n_components": 1}
+    scores = iter([0.80, 0.83])
+    best = fit_learner("kissme", X, y, grid=grid, split=_holdout, score=score)
+    assert best.params == {"n_components": 6}
 
 
 def test_k_is_a_scorer_parameter_and_candidates_differing_in_k_share_a_fit(rng, monkeypatch):

@@ -1,0 +1,39 @@
+"""benchmarks/bench_ssne_defaults.py: parsed settings; scores from training halves only."""
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_ssne_defaults.py"
+
+
+@pytest.fixture(scope="module")
+def script():
+    spec = importlib.util.spec_from_file_location("bench_ssne_defaults", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_parse_reads_numbers_and_names_over_the_base(script):
+    params = script._parse("solver=bcd,neg_target=0.0,reg_lambda=0.0001,max_iter=500")
+    assert params == {"solver": "bcd", "neg_target": 0.0, "reg_lambda": 1e-4, "max_iter": 500}
+    assert isinstance(params["max_iter"], int) and isinstance(params["neg_target"], float)
+    assert script._parse("positive_sampling=classes") == {
+        **script.BASE,
+        "positive_sampling": "classes",
+    }
+
+
+def test_validation_score_never_reads_the_test_half(script, monkeypatch):
+    """The fit and the score only see rows of the fold's training half."""
+    from rankmetric.bench import ssne as bench
+
+    X, y = np.random.default_rng(0).normal(size=(60, 3)), np.repeat([0, 1], 30)
+    monkeypatch.setattr(bench, "_load", lambda name: (X, y, None, None))
+    train, test = bench.cv_fold(y, 0, n_repeats=5)
+    X[test] = np.nan  # any use of a test row would make the score nan or raise
+    score = script.validation_score(("iris", 0, {"max_iter": 5, "batch_size": 16}))
+    assert 0.0 <= score <= 1.0

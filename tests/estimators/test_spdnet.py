@@ -223,15 +223,15 @@ def test_per_query_scores_match_a_loop():
 
 
 def _candidates(score_rows):
-    """A _Candidates filled with given per-query scores (states: the candidate's index)."""
+    """A _Candidates filled with given per-query scores (the recorded bias: the index)."""
     rows = iter(score_rows)
     module = torch.nn.Linear(1, 1)
-    cands = _Candidates(module, lambda: torch.as_tensor(next(rows), dtype=torch.float64))
+    cands = _Candidates([module], lambda: torch.as_tensor(next(rows), dtype=torch.float64))
     for i in range(len(score_rows)):
         with torch.no_grad():
             module.bias.fill_(i)
         cands.validate()
-    return cands
+    return cands, module
 
 
 def test_one_standard_error_rule_keeps_the_earliest_candidate_within_the_noise():
@@ -243,17 +243,22 @@ def test_one_standard_error_rule_keeps_the_earliest_candidate_within_the_noise()
     big[:30] = 1  # +0.30 ± 0.046: far beyond the noise
     bigger = big.copy()
     bigger[30:32], bigger[0] = 1, 0  # +0.01 ± 0.017 over `big`
-    assert _candidates([start, small]).select(1.0)[0] == 0  # a noisy gain keeps the start
-    cands = _candidates([start, small, big, bigger])
+    assert _candidates([start, small])[0].select(1.0)[0] == 0  # a noisy gain keeps the start
+    cands, module = _candidates([start, small, big, bigger])
     chosen, (gain, noise) = cands.select(1.0)
-    assert chosen == 2 and cands.states[2]["bias"].item() == 2.0
+    cands.restore(chosen)
+    assert chosen == 2 and module.bias.item() == 2.0
     d = bigger - start
     assert gain == pytest.approx(d.mean()) and noise == pytest.approx(d.std(ddof=1) / n**0.5)
     assert cands.select(0.0)[0] == 3  # selection_se=0: the best
     # a later candidate below the start is never kept, even within the noise of the best
     worse = start.copy()
     worse[50:52] = -1
-    assert _candidates([start, worse, big]).select(50.0)[0] == 0
+    assert _candidates([start, worse, big])[0].select(50.0)[0] == 0
+    # the records are buffers: a checkpointed copy restores them whatever their size
+    fresh = _Candidates([torch.nn.Linear(1, 1)], None)
+    fresh.load_state_dict(cands.state_dict())
+    assert torch.equal(fresh.scores, cands.scores) and fresh.select(1.0)[0] == 2
     assert _paired_gain(torch.ones(1), torch.zeros(1)) == (1.0, 0.0)
 
 

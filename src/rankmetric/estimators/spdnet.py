@@ -380,9 +380,12 @@ class SPDNetEmbedding(MetricLearnerMixin, BaseEstimator):
         module = torch.nn.ModuleDict({"net": net, "loss": loss_fn})  # checkpoints keep the loss
         if val_idx.size:
             queries = self._validation_queries(val_idx, rng)
-            candidates = _Candidates(module, self._validation_score(net, X_t, codes_t, queries))
+            candidates = _Candidates(
+                [net, loss_fn], self._validation_score(net, X_t, codes_t, queries)
+            )
             candidates.validate()  # the untrained network, step 0
             validate = candidates.validate
+            module["candidates"] = candidates  # in the checkpoints: a resumed fit selects alike
         groups = net.parameter_groups() + _extra_group(loss_fn)
         result = train(
             module,
@@ -400,15 +403,15 @@ class SPDNetEmbedding(MetricLearnerMixin, BaseEstimator):
         )
         self.validation_gain_ = None
         if candidates is not None:
-            # steps of the recorded candidates: 0, then the validations of this run (a resumed
-            # run records only those after the resume)
+            # the candidates are step 0 and the first validations (train restores the state of
+            # its best validation, which holds the candidates up to that one)
             validated = [h["step"] for h in result.history if "val_score" in h]
-            steps = [0, *validated[len(validated) - len(candidates.means) + 1 :]]
+            steps = [0, *validated[: candidates.scores.shape[0] - 1]]
             chosen, self.validation_gain_ = candidates.select(self.selection_se)
-            module.load_state_dict(candidates.states[chosen])
-            result.best_step, result.best_score = steps[chosen], candidates.means[chosen]
+            candidates.restore(chosen)
+            result.best_step, result.best_score = steps[chosen], candidates.mean(chosen)
         net.train()
-        self.initial_validation_score_ = None if candidates is None else candidates.means[0]
+        self.initial_validation_score_ = None if candidates is None else candidates.mean(0)
         self._store_fitted(net, loss_fn, result)
         return self
 
@@ -695,42 +698,71 @@ class SPDNetEmbedding(MetricLearnerMixin, BaseEstimator):
             raise ValueError(f"whiten must be a bool, got {self.whiten!r}.")
 
 
-class _Candidates:
+class _Candidates(torch.nn.Module):
     """Every validated step's per-query scores and parameters, and the one-standard-error rule.
 
     :meth:`validate` is the closure :func:`rankmetric.training.train` calls at each validation:
-    it records the parameters and per-query scores and returns the mean (for early stopping).
-    :meth:`select` then picks the earliest recorded candidate, the untrained network included,
-    whose score is within ``k`` paired standard errors of the best one (Breiman's
-    one-standard-error rule): a gain within the validation noise does not buy more training.
-    Parameters are kept on the CPU (a few kB each for the networks of the RPL table).
+    it records the per-query scores and the parameters of ``targets`` (flattened, float64) and
+    returns the mean score (for early stopping). :meth:`select` then picks the earliest recorded
+    candidate, the untrained network first, whose score is within ``k`` paired standard errors
+    of the best one (Breiman's one-standard-error rule); :meth:`restore` loads its parameters.
+    The records are buffers, so checkpoints carry them and a resumed fit selects as an
+    uninterrupted one (a few kB per validation for the networks of the RPL table).
     """
 
-    def __init__(self, module: torch.nn.Module, per_query) -> None:
-        self.module, self.per_query = module, per_query
-        self.scores: list[torch.Tensor] = []
-        self.means: list[float] = []
-        self.states: list[dict] = []
+    def __init__(self, targets: list[torch.nn.Module], per_query) -> None:
+        super().__init__()
+        object.__setattr__(self, "_targets", list(targets))  # not submodules
+        self.per_query = per_query
+        self.register_buffer("scores", torch.empty(0, 0, dtype=torch.float64))
+        self.register_buffer("states", torch.empty(0, 0, dtype=torch.float64))
+
+    def _flat_state(self) -> torch.Tensor:
+        tensors = [v for t in self._targets for v in t.state_dict().values()]
+        return torch.cat([v.detach().reshape(-1).double().cpu() for v in tensors])
 
     def validate(self) -> float:
-        scores = self.per_query()
-        self.scores.append(scores)
-        self.means.append(float(scores.nanmean()))
-        state = self.module.state_dict()
-        self.states.append({k: v.detach().cpu().clone() for k, v in state.items()})
-        return self.means[-1]
+        scores = self.per_query().detach().double().cpu()
+        state = self._flat_state()
+        self.scores = torch.cat([self.scores.reshape(-1, scores.numel()), scores[None]])
+        self.states = torch.cat([self.states.reshape(-1, state.numel()), state[None]])
+        return float(scores.nanmean())
+
+    def mean(self, i: int) -> float:
+        return float(self.scores[i].nanmean())
+
+    def restore(self, i: int) -> None:
+        """Load the parameters recorded with candidate ``i`` into the targets."""
+        flat, start = self.states[i], 0
+        for target in self._targets:
+            state = target.state_dict()
+            for name, value in state.items():
+                n = value.numel()
+                chunk = flat[start : start + n].reshape(value.shape)
+                state[name] = chunk.to(dtype=value.dtype, device=value.device)
+                start += n
+            target.load_state_dict(state)
 
     def select(self, k: float) -> tuple[int, tuple[float, float]]:
         """``(candidate index, (mean gain of the best over the first candidate, its SE))``."""
-        best = int(np.argmax(self.means))
+        means = [self.mean(i) for i in range(self.scores.shape[0])]
+        best = int(np.argmax(means))
         chosen = best
         for i in range(best):
             gain, noise = _paired_gain(self.scores[best], self.scores[i])
             # never a trained step that validates below the untrained one
-            if gain <= k * noise and (i == 0 or self.means[i] >= self.means[0]):
+            if gain <= k * noise and (i == 0 or means[i] >= means[0]):
                 chosen = i
                 break
         return chosen, _paired_gain(self.scores[best], self.scores[0])
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing, *args):
+        for name in ("scores", "states"):  # the records grow: take the checkpoint's sizes
+            key = prefix + name
+            if key in state_dict:
+                self._buffers[name] = state_dict[key].detach().clone().double()
+            elif strict:
+                missing.append(key)
 
 
 def _extra_group(loss_fn: torch.nn.Module) -> list[dict]:

@@ -8,8 +8,10 @@ figures are: R@1 and mAP@R leave-one-out within the held-out part, Euclidean dis
 whitened inputs. The test splits are never read. ``fmnist-regcov`` is tuned on a stratified
 subsample of ``--fmnist-train`` training images.
 
-Run: ``.venv/bin/python benchmarks/bench_rpl_tune.py --configs all`` (``--configs a,b`` picks
-rows; ``--sets`` picks data sets).
+Run: ``.venv/bin/python benchmarks/bench_rpl_tune.py --configs all`` (``--configs "a;b"``
+picks rows; ``--sets`` picks data sets). Every configuration runs with the estimator's current
+budget and selection rule (at most 3000 steps, patience 20, one-standard-error rule on an inner
+validation split of the fitting part).
 """
 
 from __future__ import annotations
@@ -54,6 +56,11 @@ CONFIGS = {
     "rpl-class c,c linear lr3e-3": {**_RPL, "learning_rate": 3e-3,
                                     "loss_params": {"centre": "class", "margin": 2.0}},
     "rpl-pair c,c linear m1": {**_RPL, "loss_params": {"centre": "pairwise", "margin": 1.0}},
+    # Riemannian batch normalisation after every BiMap (Brooks et al. 2019), RPL and one baseline
+    "rpl-pair c,c linear m1 batchnorm": {**_RPL, "batchnorm": True,
+                                         "loss_params": {"centre": "pairwise", "margin": 1.0}},
+    "ms c,c linear": {"loss": "multi-similarity"},
+    "ms c,c linear batchnorm": {"loss": "multi-similarity", "batchnorm": True},
 }  # fmt: skip
 
 

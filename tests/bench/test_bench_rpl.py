@@ -107,7 +107,8 @@ def test_cells_share_one_budget():
     cells = rpl.build_cells(BenchConfig(quick=False))
     assert len(cells) == len(rpl.FULL_SETS) * len(rpl.METHODS) * 5
     assert len({repr(c.options) for c in cells}) == 1
-    assert cells[0].options["budget"]["max_iter"] == 300
+    budget = cells[0].options["budget"]
+    assert (budget["max_iter"], budget["patience"]) == (3000, 20)  # early stopping decides
     quick = rpl.build_cells(BenchConfig(quick=True))
     assert {c.dataset for c in quick} == set(rpl.QUICK_SETS)
     with pytest.raises(ValueError, match="unknown methods"):

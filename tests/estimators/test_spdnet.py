@@ -10,7 +10,13 @@ from sklearn.preprocessing import FunctionTransformer
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from rankmetric.estimators.rpl import RPLEmbedding
-from rankmetric.estimators.spdnet import LOSSES, SPDNetEmbedding
+from rankmetric.estimators.spdnet import (
+    LOSSES,
+    SPDNetEmbedding,
+    _Candidates,
+    _paired_gain,
+    _per_query_scores,
+)
 from rankmetric.io import load_model, save_model
 
 FAST = {"max_iter": 6, "validation_every": 3, "random_state": 0, "device": "cpu"}
@@ -185,12 +191,105 @@ def test_save_load_round_trip_with_a_head(tmp_path):
         ({"eps": 1.5}, "relative eps"),
         ({"distance": "wasserstein"}, "distance"),
         ({"loss_params": [1]}, "loss_params"),
+        ({"validation_metric": "ndcg"}, "validation_metric"),
+        ({"validation_distance": "cosine", "head": "spd"}, "validation_distance"),
+        ({"selection_se": -1.0}, "selection_se"),
+        ({"batchnorm": "yes"}, "batchnorm"),
     ],
 )
 def test_bad_parameters_raise(params, message):
     X, y = _data()
     with pytest.raises(ValueError, match=message):
         SPDNetEmbedding(**{**FAST, **params}).fit(X, y)
+
+
+def test_per_query_scores_match_a_loop():
+    rng = np.random.default_rng(1)
+    dist = rng.random((6, 9))
+    dist[0, :2] = 0.1  # a tie: the first gallery item counts
+    labels_q, labels_g = rng.integers(0, 3, 6), rng.integers(0, 3, 9)
+    labels_q[5] = 7  # a query with no relevant item
+    relevant = labels_q[:, None] == labels_g[None, :]
+    r1 = _per_query_scores(torch.as_tensor(dist), torch.as_tensor(relevant), "recall@1").numpy()
+    ap = _per_query_scores(torch.as_tensor(dist), torch.as_tensor(relevant), "map").numpy()
+    for i in range(5):
+        order = np.argsort(dist[i], kind="stable")
+        hits = relevant[i, order]
+        assert r1[i] == float(hits[0])
+        precision = np.cumsum(hits) / np.arange(1, 10)
+        np.testing.assert_allclose(ap[i], (precision * hits).sum() / hits.sum())
+    assert np.isnan(r1[5]) and np.isnan(ap[5])
+
+
+def _candidates(score_rows):
+    """A _Candidates filled with given per-query scores (the recorded bias: the index)."""
+    rows = iter(score_rows)
+    module = torch.nn.Linear(1, 1)
+    cands = _Candidates([module], lambda: torch.as_tensor(next(rows), dtype=torch.float64))
+    for i in range(len(score_rows)):
+        with torch.no_grad():
+            module.bias.fill_(i)
+        cands.validate()
+    return cands, module
+
+
+def test_one_standard_error_rule_keeps_the_earliest_candidate_within_the_noise():
+    n = 100
+    start = np.zeros(n)
+    small = start.copy()
+    small[:2], small[2] = 1, -1  # +0.01 ± 0.017: within the noise
+    big = start.copy()
+    big[:30] = 1  # +0.30 ± 0.046: far beyond the noise
+    bigger = big.copy()
+    bigger[30:32], bigger[0] = 1, 0  # +0.01 ± 0.017 over `big`
+    assert _candidates([start, small])[0].select(1.0)[0] == 0  # a noisy gain keeps the start
+    cands, module = _candidates([start, small, big, bigger])
+    chosen, (gain, noise) = cands.select(1.0)
+    cands.restore(chosen)
+    assert chosen == 2 and module.bias.item() == 2.0
+    d = bigger - start
+    assert gain == pytest.approx(d.mean()) and noise == pytest.approx(d.std(ddof=1) / n**0.5)
+    assert cands.select(0.0)[0] == 3  # selection_se=0: the best
+    # a later candidate below the start is never kept, even within the noise of the best
+    worse = start.copy()
+    worse[50:52] = -1
+    assert _candidates([start, worse, big])[0].select(50.0)[0] == 0
+    # the records are buffers: a checkpointed copy restores them whatever their size
+    fresh = _Candidates([torch.nn.Linear(1, 1)], None)
+    fresh.load_state_dict(cands.state_dict())
+    assert torch.equal(fresh.scores, cands.scores) and fresh.select(1.0)[0] == 2
+    assert _paired_gain(torch.ones(1), torch.zeros(1)) == (1.0, 0.0)
+
+
+def test_selection_rule_and_validation_are_reported():
+    X, y = _data()
+    kept = SPDNetEmbedding("lifted", eps=1e-6, selection_se=1e9, **FAST).fit(X, y)
+    assert kept.best_iter_ == 0 and kept.validation_score_ == kept.initial_validation_score_
+    np.testing.assert_allclose(kept.transform(X), _reference(kept, X), rtol=1e-5, atol=1e-5)
+    best = SPDNetEmbedding("lifted", eps=1e-6, selection_se=0.0, validation_metric="map",
+                           **FAST).fit(X, y)  # fmt: skip
+    assert best.validation_score_ >= best.initial_validation_score_
+    gain, noise = best.validation_gain_
+    assert noise >= 0 and np.isfinite(gain)
+
+
+def test_dsml_triplet_validates_under_the_log_euclidean_distance():
+    X, y = _data()
+    est = SPDNetEmbedding("triplet", head="spd", validation_distance="logeuclid", **FAST)
+    assert est.fit(X, y)._validation_distance() == "log_euclidean"
+    assert est.initial_validation_score_ is not None
+
+
+def test_batchnorm_option_fits_saves_and_reloads(tmp_path):
+    X, y = _data()
+    est = SPDNetEmbedding("lifted", batchnorm=True, selection_se=0.0, **FAST).fit(X, y)
+    assert len(est.batchnorm_means_) == 2 and len(est.batchnorm_log_biases_) == 2
+    save_model(est, tmp_path / "bn.npz")
+    loaded = load_model(tmp_path / "bn.npz")
+    np.testing.assert_allclose(loaded.transform(X), est.transform(X), rtol=1e-6, atol=1e-6)
+    kept = SPDNetEmbedding(eps=1e-6, batchnorm=True, selection_se=1e9, **FAST).fit(X, y)
+    assert kept.best_iter_ == 0  # the untrained batch-normalised network is the reference
+    np.testing.assert_allclose(kept.transform(X), _reference(kept, X), rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")

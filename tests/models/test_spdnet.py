@@ -5,7 +5,17 @@ import pytest
 import torch
 from pyriemann.datasets import make_matrices
 
-from rankmetric.models.spdnet import BiMap, LogEig, ReEig, SPDNet, rectified_log, sym_to_vec
+from rankmetric.geometry.means import geodesic, riemannian_mean
+from rankmetric.models.spdnet import (
+    BiMap,
+    LogEig,
+    ReEig,
+    SPDBatchNorm,
+    SPDNet,
+    batch_karcher_mean,
+    rectified_log,
+    sym_to_vec,
+)
 from rankmetric.models.stiefel import StiefelAdam, StiefelSGD, orthonormality_error
 
 
@@ -274,3 +284,100 @@ def test_identity_network_reproduces_the_log_euclidean_distance():
     assert torch.allclose(net(X), sym_to_vec(LogEig()(X)), atol=1e-10)
     with pytest.raises(ValueError, match="identity head"):
         SPDNet([4, 4], head_dim=3, head_init="identity")
+
+
+# ---------------------------------------------------------------- Riemannian batch normalisation
+
+
+def _karcher_loop(X, n_iter):
+    """The fixed-point iteration written out with eigen-decompositions, one matrix at a time."""
+
+    def fn(S, f):
+        w, U = np.linalg.eigh(S)
+        return (U * f(w)) @ U.T
+
+    X = X.numpy()
+    G = X.mean(axis=0)
+    for _ in range(n_iter):
+        root, inv_root = fn(G, np.sqrt), fn(G, lambda w: 1 / np.sqrt(w))
+        T = sum(fn(inv_root @ x @ inv_root, np.log) for x in X) / len(X)
+        G = root @ fn(T, np.exp) @ root
+    return G
+
+
+@pytest.mark.parametrize("n_iter", [1, 3])
+def test_batch_karcher_mean_matches_its_definition_and_converges(n_iter):
+    X = _spd(7, 4, seed=5, dtype=torch.float64)
+    got = batch_karcher_mean(X, n_iter)
+    np.testing.assert_allclose(got.numpy(), _karcher_loop(X, n_iter), atol=1e-10)
+    assert torch.allclose(batch_karcher_mean(X, 30), riemannian_mean(X), atol=1e-8)
+
+
+def test_batchnorm_centres_the_batch_and_tracks_the_running_mean_along_the_geodesic():
+    X = _spd(8, 4, seed=6, dtype=torch.float64)
+    bn = SPDBatchNorm(4, momentum=0.3, n_iter=30, bias=False, dtype=torch.float64)
+    Y = bn(X)  # training mode: centred by the batch Karcher mean
+    assert torch.allclose(riemannian_mean(Y), torch.eye(4, dtype=torch.float64), atol=1e-7)
+    G = riemannian_mean(X)
+    expected = geodesic(torch.eye(4, dtype=torch.float64), G, 0.3)
+    assert torch.allclose(bn.running_mean, expected, atol=1e-7)
+    bn.eval()  # evaluation: the running mean, and nothing is updated
+    R = bn.running_mean.clone()
+    inv_root = torch.linalg.inv(torch.linalg.cholesky(R))  # R^{-1/2} up to a rotation
+    Z = bn(X)
+    assert torch.equal(bn.running_mean, R)
+    w_got = torch.linalg.eigvalsh(Z)
+    w_expected = torch.linalg.eigvalsh(inv_root @ X @ inv_root.mT)
+    assert torch.allclose(w_got, w_expected, atol=1e-8)
+
+
+def test_untrained_batchnorm_in_eval_mode_is_the_identity_and_bias_is_a_congruence():
+    X = _spd(5, 4, seed=7, dtype=torch.float64)
+    bn = SPDBatchNorm(4, dtype=torch.float64).eval()
+    assert torch.allclose(bn(X), X, atol=1e-12)
+    S = torch.randn(4, 4, generator=_gen(3), dtype=torch.float64)
+    with torch.no_grad():
+        bn.log_bias.copy_(S)
+    B_root = torch.linalg.matrix_exp(0.5 * (S + S.T) / 2)
+    assert torch.allclose(bn(X), B_root @ X @ B_root, atol=1e-10)
+    net = SPDNet([4, 4, 4], bimap="free", init="identity", eps=1e-3, relative_eps=True,
+                 head_dim=10, head_init="identity", batchnorm=True,
+                 dtype=torch.float64)  # fmt: skip
+    assert len(net.batchnorms) == 2
+    assert torch.allclose(net.eval()(X), sym_to_vec(LogEig()(X)), atol=1e-10)
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_gradcheck_batchnorm_at_repeated_eigenvalues(training):
+    bn = SPDBatchNorm(5, n_iter=2, dtype=torch.float64).train(training)
+    with torch.no_grad():
+        bn.log_bias.copy_(0.2 * torch.randn(5, 5, generator=_gen(4), dtype=torch.float64))
+        if not training:
+            bn.running_mean.copy_(_spd(1, 5, seed=8, dtype=torch.float64)[0])
+    X = _with_repeated_eigenvalues(4, 5, seed=3).requires_grad_(True)
+    S = bn.log_bias.detach().clone().requires_grad_(True)
+
+    def forward(X, S):  # the bias as a gradcheck input
+        saved = bn.running_mean.clone()
+        out = torch.func.functional_call(bn, {"log_bias": S}, (X,))
+        bn.running_mean.copy_(saved)  # gradcheck calls forward many times
+        return out
+
+    assert torch.autograd.gradcheck(forward, (X, S), eps=1e-6, atol=1e-6)
+
+
+def test_batchnorm_network_trains_with_finite_gradients():
+    X = _spd(12, 5, seed=9)
+    net = SPDNet([5, 5, 3], bimap="free", init="identity", eps=0.05, relative_eps=True,
+                 head_dim=6, batchnorm=True, generator=_gen(5))  # fmt: skip
+    out = net(X)
+    out.pow(2).sum().backward()
+    assert all(torch.isfinite(p.grad).all() for p in net.parameters())
+    assert net.batchnorms[0].log_bias.grad.abs().sum() > 0
+
+
+def test_batchnorm_bad_parameters_raise():
+    with pytest.raises(ValueError, match="momentum"):
+        SPDBatchNorm(3, momentum=0.0)
+    with pytest.raises(ValueError, match="n_iter"):
+        SPDBatchNorm(3, n_iter=0)

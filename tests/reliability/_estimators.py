@@ -102,7 +102,15 @@ SPECS: tuple[EstimatorSpec, ...] = (
     EstimatorSpec(
         "RPLEmbedding",
         "rankmetric.estimators.rpl",
-        {"max_iter": 20, "validation_every": 5, "random_state": 0, "device": "cpu"},
+        # selection_se=0: keep the best validated step, so that the seed shows in the model (the
+        # default one-standard-error rule keeps the identity start on this small set)
+        {
+            "max_iter": 20,
+            "validation_every": 5,
+            "selection_se": 0.0,
+            "random_state": 0,
+            "device": "cpu",
+        },  # fmt: skip
         input_kind="spd",
         torch_trained=True,
         grid={"margin": [1.0, 2.0]},

@@ -52,9 +52,10 @@ class RPLEmbedding(SPDNetEmbedding):
         temperature (0: plain means); see :class:`~rankmetric.losses.potato.RiemannianPotatoLoss`.
         ``m = 1`` beat ``m = 2`` in validation R@1 on both sets (``docs/rpl.md``).
     head : {"linear", "log", "spd"}, default="linear"
-    bimap, init, eps, relative_eps, n_classes_per_batch, n_per_class, max_iter, learning_rate,
-    validation_fraction, validation_every, patience, output, whiten, random_state, device,
-    verbose, checkpoint_dir, checkpoint_every
+    bimap, init, eps, relative_eps, batchnorm, n_classes_per_batch, n_per_class, max_iter,
+    learning_rate, validation_fraction, validation_every, patience, validation_metric,
+    validation_distance, selection_se, output, whiten, random_state, device, verbose,
+    checkpoint_dir, checkpoint_every
         As :class:`~rankmetric.estimators.spdnet.SPDNetEmbedding`.
 
     Attributes
@@ -63,7 +64,7 @@ class RPLEmbedding(SPDNetEmbedding):
         The potato statistics (mean and standard deviation of the within-class log-distances) at
         the end of training.
     classes_, whitening_, weights_, head_weight_, head_bias_, n_iter_, best_iter_,
-    initial_validation_score_, validation_score_, loss_curve_, n_features_in_
+    initial_validation_score_, validation_score_, validation_gain_, loss_curve_, n_features_in_
         As :class:`~rankmetric.estimators.spdnet.SPDNetEmbedding`.
     """
 
@@ -94,13 +95,17 @@ class RPLEmbedding(SPDNetEmbedding):
         init: str = "identity",
         eps: float = 0.05,
         relative_eps: bool = True,
+        batchnorm: bool = False,
         n_classes_per_batch: int | None = None,
         n_per_class: int = 8,
-        max_iter: int = 300,
+        max_iter: int = 3000,
         learning_rate: float = 1e-2,
         validation_fraction: float = 0.2,
         validation_every: int = 10,
-        patience: int | None = 10,
+        patience: int | None = 20,
+        validation_metric: str = "recall@1",
+        validation_distance: str | None = None,
+        selection_se: float = 1.0,
         output: str = "vector",
         whiten: bool = True,
         random_state=None,
@@ -122,6 +127,7 @@ class RPLEmbedding(SPDNetEmbedding):
         self.init = init
         self.eps = eps
         self.relative_eps = relative_eps
+        self.batchnorm = batchnorm
         self.n_classes_per_batch = n_classes_per_batch
         self.n_per_class = n_per_class
         self.max_iter = max_iter
@@ -129,6 +135,9 @@ class RPLEmbedding(SPDNetEmbedding):
         self.validation_fraction = validation_fraction
         self.validation_every = validation_every
         self.patience = patience
+        self.validation_metric = validation_metric
+        self.validation_distance = validation_distance
+        self.selection_se = selection_se
         self.output = output
         self.whiten = whiten
         self.random_state = random_state

@@ -17,12 +17,13 @@ With ``init="identity"`` square BiMaps start as the identity and reducing ones o
 eigenvectors of the mean squared logarithm of their inputs (a PCA of the whitened log-matrices),
 so the untrained network reproduces (or, when it reduces, approximates) the log-Euclidean
 distance of the whitened inputs — the untrained reference of the RPL table. Validation includes
-the untrained network (step 0): a fit never keeps parameters that validate worse than its start.
+the untrained network (step 0): a fit keeps the earliest validated parameters within one paired
+standard error of the best validation score, so it leaves its start only for a gain larger
+than the validation noise.
 """
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Sequence
 from numbers import Integral, Real
 
@@ -87,6 +88,7 @@ BIMAPS = ("free", "stiefel")
 _VECTOR_ONLY = ("npair", "proxy-nca", "multi-similarity")  # need vector embeddings
 _OUTPUTS = ("spd", "log", "vector")
 #: The hyper-parameters every SPD-network estimator shares (the loss's own are added by each).
+VALIDATION_METRICS = ("recall@1", "map")
 SPDNET_PARAMETER_CONSTRAINTS = {
     "hidden_sizes": [
         NONE,
@@ -99,6 +101,7 @@ SPDNET_PARAMETER_CONSTRAINTS = {
     "init": [Options(*INITS)],
     "eps": [Interval(Real, 0, None, closed="neither")],
     "relative_eps": [BOOLEAN],
+    "batchnorm": [BOOLEAN],
     "n_classes_per_batch": [NONE, Interval(Integral, 2, None, closed="left")],
     "n_per_class": [Interval(Integral, 2, None, closed="left")],
     "max_iter": [POSITIVE_INT],
@@ -106,6 +109,9 @@ SPDNET_PARAMETER_CONSTRAINTS = {
     "validation_fraction": [Interval(Real, 0, 1, closed="left")],
     "validation_every": [POSITIVE_INT],
     "patience": [NONE, POSITIVE_INT],
+    "validation_metric": [Options(*VALIDATION_METRICS)],
+    "validation_distance": [NONE, InstanceOf(str, "a distance name")],  # resolved in fit
+    "selection_se": [Interval(Real, 0, None, closed="left")],
     "output": [Options(*_OUTPUTS)],
     "whiten": [BOOLEAN],
     "random_state": [RANDOM_STATE],
@@ -114,10 +120,10 @@ SPDNET_PARAMETER_CONSTRAINTS = {
     **CHECKPOINTS,
 }
 _CHUNK = 2048  # matrices per forward pass in transform
-# validation: at most 500 held-out queries ranked against at most 500 training matrices (an AIRM
-# validation of 1000 x 1000 pairs takes ~13 s on one loaded core; 500 x 500 about 3 s)
-_MAX_GALLERY = 500
-_MAX_QUERIES = 500
+# validation ranks the held-out matrices leave-one-out among themselves: at most 500 of them under
+# AIRM (an AIRM validation of 1000 x 1000 pairs takes ~13 s on one loaded core; 500 x 500 about
+# 3 s), at most 2000 under the cheap Euclidean / log-Euclidean distances.
+_MAX_QUERIES = {"airm": 500, "other": 2000}
 
 
 def default_hidden_sizes(n_channels: int) -> tuple[int, ...]:
@@ -192,8 +198,9 @@ class SPDNetEmbedding(MetricLearnerMixin, BaseEstimator):
     """Learn an embedding of SPD matrices with an SPDNet and any metric-learning loss.
 
     Each step draws a class-balanced batch (``n_per_class`` samples of ``n_classes_per_batch``
-    classes) and minimises the loss on the network's outputs. Training keeps the parameters with
-    the best validation mean average precision, the untrained network (step 0) included.
+    classes) and minimises the loss on the network's outputs. Training keeps the parameters of
+    the earliest validated step whose score (R@1 by default) is within one standard error of the
+    best one, the untrained network (step 0) included (``selection_se``).
 
     Parameters
     ----------
@@ -223,21 +230,43 @@ class SPDNetEmbedding(MetricLearnerMixin, BaseEstimator):
         ReEig floor, relative to each matrix's mean eigenvalue when ``relative_eps``.
     relative_eps : bool, default=True
         Floor at ``eps · trace(X) / c`` (a ReEig that clamps on whitened data) instead of ``eps``.
+    batchnorm : bool, default=False
+        Riemannian batch normalisation after every BiMap
+        (:class:`~rankmetric.models.spdnet.SPDBatchNorm`: batch Karcher mean, geodesic running
+        mean, learnable SPD bias; Brooks et al. 2019). Off by default: it did not raise the
+        validation R@1 (``docs/rpl.md``).
     n_classes_per_batch : int or None, default=None
         Classes per batch (``None``: all classes).
     n_per_class : int, default=8
         Samples per class in a batch (classes with fewer samples are drawn with repetition).
-    max_iter : int, default=300
-        Optimisation steps.
+    max_iter : int, default=3000
+        Largest number of optimisation steps; validation early stopping (``patience``) usually
+        ends the fit well before.
     learning_rate : float, default=1e-2
         Step size of the (Riemannian) Adam optimiser.
     validation_fraction : float, default=0.2
         Share of each class held out to score the embedding every ``validation_every`` steps
-        (mean average precision of up to 500 held-out matrices ranked against up to 500 training
-        ones, under the training distance); the best parameters are kept. 0 disables validation.
+        (the held-out matrices ranked leave-one-out among themselves, as the test protocol
+        does, under ``validation_distance``; at most 2000 of them, 500 under AIRM); the best
+        parameters are kept. 0 disables validation.
     validation_every : int, default=10
-    patience : int or None, default=10
+    patience : int or None, default=20
         Validations without improvement before stopping (``None``: run ``max_iter`` steps).
+    validation_metric : {"recall@1", "map"}, default="recall@1"
+        What validation scores: the share of held-out matrices whose nearest other held-out
+        matrix has their class (R@1, the figure the RPL table reports), or mean average
+        precision.
+    validation_distance : str or None, default=None
+        Distance of the validation ranking. ``None``: the training distance (the Riemannian
+        ``distance`` for ``head="spd"``, else Euclidean between head vectors). With
+        ``head="spd"``, ``"log_euclidean"`` validates the distance of :meth:`transform`'s
+        vectors (what a k-NN on them uses); ``"airm"`` is AIRM between outputs.
+    selection_se : float, default=1.0
+        Which validated parameters are kept: the earliest validated step, the untrained network
+        (step 0) included, whose validation score is within ``selection_se`` standard errors of
+        the best one (standard error of the per-query score differences, paired over the same
+        held-out matrices; Breiman's one-standard-error rule). A gain within the validation
+        noise thus neither replaces the untrained start nor buys more training. 0: the best step.
     output : {"vector", "log", "spd"}, default="vector"
         What :meth:`transform` returns: the embedding vectors (the head's output, or
         ``vec(log Y)`` with off-diagonal entries scaled by √2), or, without a linear head, the SPD
@@ -261,11 +290,15 @@ class SPDNetEmbedding(MetricLearnerMixin, BaseEstimator):
         The BiMap weights, shapes (c, h1), (h1, h2), ...
     head_weight_, head_bias_ : ndarray or None
         The linear head (``head="linear"``).
+    batchnorm_means_, batchnorm_log_biases_ : list of ndarray
+        Running means and log-biases of the batch-normalisation layers (empty without).
     n_iter_ : int
     best_iter_ : int or None
         Step whose parameters were kept (0: the untrained network); ``None`` without validation.
     initial_validation_score_, validation_score_ : float or None
-        Validation mAP of the untrained network and of the kept one.
+        Validation score (``validation_metric``) of the untrained network and of the kept one.
+    validation_gain_ : tuple of float or None
+        (mean per-query gain of the best step over step 0, its standard error) on validation.
     loss_curve_ : ndarray of shape (``n_iter_``,)
     n_features_in_ : int
     """
@@ -289,13 +322,17 @@ class SPDNetEmbedding(MetricLearnerMixin, BaseEstimator):
         init: str = "identity",
         eps: float = 0.05,
         relative_eps: bool = True,
+        batchnorm: bool = False,
         n_classes_per_batch: int | None = None,
         n_per_class: int = 8,
-        max_iter: int = 300,
+        max_iter: int = 3000,
         learning_rate: float = 1e-2,
         validation_fraction: float = 0.2,
         validation_every: int = 10,
-        patience: int | None = 10,
+        patience: int | None = 20,
+        validation_metric: str = "recall@1",
+        validation_distance: str | None = None,
+        selection_se: float = 1.0,
         output: str = "vector",
         whiten: bool = True,
         random_state=None,
@@ -313,6 +350,7 @@ class SPDNetEmbedding(MetricLearnerMixin, BaseEstimator):
         self.init = init
         self.eps = eps
         self.relative_eps = relative_eps
+        self.batchnorm = batchnorm
         self.n_classes_per_batch = n_classes_per_batch
         self.n_per_class = n_per_class
         self.max_iter = max_iter
@@ -320,6 +358,9 @@ class SPDNetEmbedding(MetricLearnerMixin, BaseEstimator):
         self.validation_fraction = validation_fraction
         self.validation_every = validation_every
         self.patience = patience
+        self.validation_metric = validation_metric
+        self.validation_distance = validation_distance
+        self.selection_se = selection_se
         self.output = output
         self.whiten = whiten
         self.random_state = random_state
@@ -386,15 +427,16 @@ class SPDNetEmbedding(MetricLearnerMixin, BaseEstimator):
             local = _training_embedding(net, X_t[distributed.shard(batch)])
             return loss_fn(distributed.all_gather_with_grad(local), codes_t[batch])
 
-        validate, initial = None, None
+        validate, candidates = None, None
         module = torch.nn.ModuleDict({"net": net, "loss": loss_fn})  # checkpoints keep the loss
         if val_idx.size:
-            gallery = rng.permutation(train_idx)[:_MAX_GALLERY]
-            queries = val_idx
-            if queries.size > _MAX_QUERIES:  # draws nothing on small sets
-                queries = np.sort(rng.choice(val_idx, _MAX_QUERIES, replace=False))
-            validate = self._validation_score(net, X_t, codes_t, gallery, queries)
-            initial = (validate(), copy.deepcopy(module.state_dict()))
+            queries = self._validation_queries(val_idx, rng)
+            candidates = _Candidates(
+                [net, loss_fn], self._validation_score(net, X_t, codes_t, queries)
+            )
+            candidates.validate()  # the untrained network, step 0
+            validate = candidates.validate
+            module["candidates"] = candidates  # in the checkpoints: a resumed fit selects alike
         groups = net.parameter_groups() + _extra_group(loss_fn)
         result = train(
             module,
@@ -410,10 +452,17 @@ class SPDNetEmbedding(MetricLearnerMixin, BaseEstimator):
             checkpoint_dir=self.checkpoint_dir,
             checkpoint_every=self.checkpoint_every,
         )
-        if initial is not None and not initial[0] < result.best_score:  # the start was best
-            module.load_state_dict(initial[1])
-            result.best_step, result.best_score = 0, initial[0]
-        self.initial_validation_score_ = None if initial is None else float(initial[0])
+        self.validation_gain_ = None
+        if candidates is not None:
+            # the candidates are step 0 and the first validations (train restores the state of
+            # its best validation, which holds the candidates up to that one)
+            validated = [h["step"] for h in result.history if "val_score" in h]
+            steps = [0, *validated[: candidates.scores.shape[0] - 1]]
+            chosen, self.validation_gain_ = candidates.select(self.selection_se)
+            candidates.restore(chosen)
+            result.best_step, result.best_score = steps[chosen], candidates.mean(chosen)
+        net.train()
+        self.initial_validation_score_ = None if candidates is None else candidates.mean(0)
         self._store_fitted(net, loss_fn, result)
         return self
 
@@ -432,6 +481,7 @@ class SPDNetEmbedding(MetricLearnerMixin, BaseEstimator):
             log_output=self.head != "spd",
             head_dim=head_dim,
             head_init="identity" if self.init == "identity" else "glorot",
+            batchnorm=self.batchnorm,
             generator=generator,
             device=device,
         )
@@ -457,26 +507,47 @@ class SPDNetEmbedding(MetricLearnerMixin, BaseEstimator):
         head = net.head
         self.head_weight_ = None if head is None else head.weight.detach().cpu().numpy()
         self.head_bias_ = None if head is None else head.bias.detach().cpu().numpy()
+        norms = net.batchnorms
+        self.batchnorm_means_ = [bn.running_mean.detach().cpu().numpy() for bn in norms]
+        self.batchnorm_log_biases_ = [bn.log_bias.detach().cpu().numpy() for bn in norms]
         self._store_loss_state(loss_fn)
         self.n_iter_ = result.n_iter
         self.best_iter_ = result.best_step
         self.validation_score_ = None if result.best_step is None else float(result.best_score)
         self.loss_curve_ = np.array([h["loss"] for h in result.history], dtype=np.float64)
 
-    def _validation_score(self, net, X_t, codes_t, gallery, queries):
-        """A closure scoring the network: mAP of ``queries`` ranked against ``gallery``."""
-        gallery_t = torch.as_tensor(gallery, device=X_t.device)
+    def _validation_queries(self, val_idx, rng) -> np.ndarray:
+        """The held-out matrices validation ranks, capped (tighter under AIRM)."""
+        airm = self.head == "spd" and self._validation_distance() == "airm"
+        cap = _MAX_QUERIES["airm" if airm else "other"]
+        if val_idx.size > cap:  # draws nothing on small sets
+            return np.sort(rng.choice(val_idx, cap, replace=False))
+        return val_idx
+
+    def _validation_score(self, net, X_t, codes_t, queries):
+        """A closure scoring the network per held-out query, leave-one-out within ``queries``.
+
+        As the test protocol of the tables: every matrix is ranked against the other held-out
+        ones (never against training matrices, which the loss has already pulled together).
+        Per-query R@1 or average precision; NaN for a query with no other of its class.
+        """
         queries_t = torch.as_tensor(queries, device=X_t.device)
+        distance = self._validation_distance()
+        codes = codes_t[queries_t]
 
         @torch.no_grad()
-        def score() -> float:
-            dist = embedding_distances(
-                _training_embedding(net, X_t[queries_t]),
-                _training_embedding(net, X_t[gallery_t]),
-                distance=self._distance(),
-            )
-            relevant = codes_t[queries_t][:, None] == codes_t[gallery_t][None, :]
-            return _mean_average_precision(dist, relevant)
+        def score() -> torch.Tensor:
+            was_training = net.training
+            net.eval()  # batch normalisation: running statistics
+            try:
+                Z = _validation_embedding(net, X_t[queries_t], distance)
+                dist = embedding_distances(Z, Z, distance=distance).double()
+            finally:
+                net.train(was_training)
+            dist.fill_diagonal_(torch.inf)
+            relevant = codes[:, None] == codes[None, :]
+            relevant.fill_diagonal_(False)
+            return _per_query_scores(dist, relevant, self.validation_metric)
 
         return score
 
@@ -577,12 +648,18 @@ class SPDNetEmbedding(MetricLearnerMixin, BaseEstimator):
             bimap=self.bimap,
             log_output=log_output,
             head_dim=None if head is None else head.shape[0],
+            batchnorm=bool(getattr(self, "batchnorm_means_", None)),
             dtype=torch.float64,
             device=device,
         )
         with torch.no_grad():
             for bimap, weight in zip(net.bimaps, self.weights_):
                 bimap.weight.copy_(to_tensor(weight, device))
+            for bn, mean, log_bias in zip(
+                net.batchnorms, self.batchnorm_means_, self.batchnorm_log_biases_
+            ):
+                bn.running_mean.copy_(to_tensor(mean, device))
+                bn.log_bias.copy_(to_tensor(log_bias, device))
             if head is not None:
                 net.head.weight.copy_(to_tensor(head, device))
                 net.head.bias.copy_(to_tensor(self.head_bias_, device))
@@ -592,6 +669,14 @@ class SPDNetEmbedding(MetricLearnerMixin, BaseEstimator):
 
     def _distance(self) -> str:
         return canonical_metric(self.distance, DISTANCES, name="distance")
+
+    def _validation_distance(self) -> str:
+        """The validation ranking's distance: Euclidean for vector heads, else a Riemannian one."""
+        if self.head != "spd":
+            return self._distance()  # ignored: vectors are compared with the Euclidean distance
+        if self.validation_distance is None:
+            return self._distance()
+        return canonical_metric(self.validation_distance, DISTANCES, name="validation_distance")
 
     def _validate_spd(self, X, y=None, *, reset: bool) -> tuple[np.ndarray, np.ndarray | None]:
         """``X`` checked as a stack of SPD matrices (n, c, c) (and ``y`` by scikit-learn)."""
@@ -629,6 +714,8 @@ class SPDNetEmbedding(MetricLearnerMixin, BaseEstimator):
         """The declared constraints, then the rules that tie parameters together."""
         self._validate_params()
         self._distance()
+        if self.validation_distance is not None:
+            canonical_metric(self.validation_distance, DISTANCES, name="validation_distance")
         if self.head == "linear" and self.output != "vector":
             raise ValueError(f"output={self.output!r} needs head='spd' or 'log' (not 'linear').")
         if self._loss_name() in _VECTOR_ONLY and self.head == "spd":
@@ -637,6 +724,73 @@ class SPDNetEmbedding(MetricLearnerMixin, BaseEstimator):
             raise ValueError("loss 'triplet' (DSML-Triplet) compares SPD outputs: head='spd'.")
         if self.relative_eps and self.eps >= 1:
             raise ValueError(f"a relative eps must be < 1, got {self.eps}.")
+
+
+class _Candidates(torch.nn.Module):
+    """Every validated step's per-query scores and parameters, and the one-standard-error rule.
+
+    :meth:`validate` is the closure :func:`rankmetric.training.train` calls at each validation:
+    it records the per-query scores and the parameters of ``targets`` (flattened, float64) and
+    returns the mean score (for early stopping). :meth:`select` then picks the earliest recorded
+    candidate, the untrained network first, whose score is within ``k`` paired standard errors
+    of the best one (Breiman's one-standard-error rule); :meth:`restore` loads its parameters.
+    The records are buffers, so checkpoints carry them and a resumed fit selects as an
+    uninterrupted one (a few kB per validation for the networks of the RPL table).
+    """
+
+    def __init__(self, targets: list[torch.nn.Module], per_query) -> None:
+        super().__init__()
+        object.__setattr__(self, "_targets", list(targets))  # not submodules
+        self.per_query = per_query
+        self.register_buffer("scores", torch.empty(0, 0, dtype=torch.float64))
+        self.register_buffer("states", torch.empty(0, 0, dtype=torch.float64))
+
+    def _flat_state(self) -> torch.Tensor:
+        tensors = [v for t in self._targets for v in t.state_dict().values()]
+        return torch.cat([v.detach().reshape(-1).double().cpu() for v in tensors])
+
+    def validate(self) -> float:
+        scores = self.per_query().detach().double().cpu()
+        state = self._flat_state()
+        self.scores = torch.cat([self.scores.reshape(-1, scores.numel()), scores[None]])
+        self.states = torch.cat([self.states.reshape(-1, state.numel()), state[None]])
+        return float(scores.nanmean())
+
+    def mean(self, i: int) -> float:
+        return float(self.scores[i].nanmean())
+
+    def restore(self, i: int) -> None:
+        """Load the parameters recorded with candidate ``i`` into the targets."""
+        flat, start = self.states[i], 0
+        for target in self._targets:
+            state = target.state_dict()
+            for name, value in state.items():
+                n = value.numel()
+                chunk = flat[start : start + n].reshape(value.shape)
+                state[name] = chunk.to(dtype=value.dtype, device=value.device)
+                start += n
+            target.load_state_dict(state)
+
+    def select(self, k: float) -> tuple[int, tuple[float, float]]:
+        """``(candidate index, (mean gain of the best over the first candidate, its SE))``."""
+        means = [self.mean(i) for i in range(self.scores.shape[0])]
+        best = int(np.argmax(means))
+        chosen = best
+        for i in range(best):
+            gain, noise = _paired_gain(self.scores[best], self.scores[i])
+            # never a trained step that validates below the untrained one
+            if gain <= k * noise and (i == 0 or means[i] >= means[0]):
+                chosen = i
+                break
+        return chosen, _paired_gain(self.scores[best], self.scores[0])
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing, *args):
+        for name in ("scores", "states"):  # the records grow: take the checkpoint's sizes
+            key = prefix + name
+            if key in state_dict:
+                self._buffers[name] = state_dict[key].detach().clone().double()
+            elif strict:
+                missing.append(key)
 
 
 def _extra_group(loss_fn: torch.nn.Module) -> list[dict]:
@@ -650,6 +804,14 @@ def _training_embedding(net: SPDNet, X: torch.Tensor) -> torch.Tensor:
     return _as_vectors(net(X)) if net.log_output else net(X)
 
 
+def _validation_embedding(net: SPDNet, X: torch.Tensor, distance: str) -> torch.Tensor:
+    """What validation compares: the training embedding, or ``vec(log Y)`` for log-Euclidean."""
+    Y = _training_embedding(net, X)
+    if Y.ndim == 3 and distance == "log_euclidean":
+        return sym_to_vec(spd_log(Y.double()))  # the Euclidean distance of transform's vectors
+    return Y
+
+
 def _as_vectors(Y: torch.Tensor) -> torch.Tensor:
     return sym_to_vec(Y) if Y.ndim == 3 else Y
 
@@ -660,8 +822,11 @@ def _principal_init(net: SPDNet, X: torch.Tensor) -> None:
 
     For whitened inputs (mean at the identity) these are the directions where the log-matrices
     vary most: a PCA-like start that keeps as much of the log-Euclidean geometry as the size
-    allows. Square BiMaps keep their identity start. Inputs are propagated layer by layer.
+    allows. Square BiMaps keep their identity start. Inputs are propagated layer by layer, in
+    evaluation mode (batch normalisation does not update its running mean here).
     """
+    was_training = net.training
+    net.eval()
     Y = X
     for layer in net.layers:
         if getattr(layer, "weight", None) is not None:
@@ -672,6 +837,7 @@ def _principal_init(net: SPDNet, X: torch.Tensor) -> None:
                 _, vectors = eigh(second_moment)
                 layer.weight.copy_(vectors[:, -d_out:].flip(-1).to(layer.weight.dtype))
         Y = layer(Y)
+    net.train(was_training)
 
 
 def _congruence(X: torch.Tensor, W: torch.Tensor) -> torch.Tensor:
@@ -699,6 +865,41 @@ def _stratified_split(
     return np.flatnonzero(~is_val), np.flatnonzero(is_val)
 
 
+def _per_query_scores(dist: torch.Tensor, relevant: torch.Tensor, metric: str) -> torch.Tensor:
+    """Per-query validation score of a gallery ranked by ``dist``.
+
+    Parameters
+    ----------
+    dist : tensor of shape (n_queries, n_gallery)
+    relevant : bool tensor of shape (n_queries, n_gallery)
+    metric : {"recall@1", "map"}
+        Whether the nearest gallery item is relevant (ties: the first), or average precision.
+
+    Returns
+    -------
+    float64 tensor of shape (n_queries,)
+        NaN for queries without any relevant gallery item.
+    """
+    order = torch.argsort(dist, dim=1, stable=True)
+    hits = torch.gather(relevant, 1, order).to(torch.float64)
+    n_rel = hits.sum(dim=1)
+    if metric == "recall@1":
+        scores = hits[:, 0].clone()
+    else:
+        ranks = torch.arange(1, hits.shape[1] + 1, dtype=torch.float64, device=hits.device)
+        precision = hits.cumsum(dim=1) / ranks
+        scores = (precision * hits).sum(dim=1) / n_rel.clamp_min(1.0)
+    return torch.where(n_rel > 0, scores, torch.nan)
+
+
+def _paired_gain(scores: torch.Tensor, start: torch.Tensor) -> tuple[float, float]:
+    """Mean per-query gain over the start and its standard error (paired over the queries)."""
+    diff = (scores - start)[~torch.isnan(scores) & ~torch.isnan(start)]
+    if diff.numel() < 2:
+        return (float(diff.sum()), 0.0)
+    return float(diff.mean()), float(diff.std() / diff.numel() ** 0.5)
+
+
 def _mean_average_precision(dist: torch.Tensor, relevant: torch.Tensor) -> float:
     """Mean over queries (rows) of the average precision of the gallery ranked by ``dist``.
 
@@ -712,11 +913,5 @@ def _mean_average_precision(dist: torch.Tensor, relevant: torch.Tensor) -> float
     float
         Queries without any relevant item are left out (0 when none has one).
     """
-    order = torch.argsort(dist, dim=1, stable=True)
-    hits = torch.gather(relevant, 1, order).to(torch.float64)
-    ranks = torch.arange(1, hits.shape[1] + 1, dtype=torch.float64, device=hits.device)
-    precision = hits.cumsum(dim=1) / ranks
-    n_rel = hits.sum(dim=1)
-    ap = (precision * hits).sum(dim=1) / n_rel.clamp_min(1.0)
-    has = n_rel > 0
-    return float(ap[has].mean()) if bool(has.any()) else 0.0
+    scores = _per_query_scores(dist, relevant, "map")
+    return float(scores.nanmean()) if bool((~torch.isnan(scores)).any()) else 0.0

@@ -29,11 +29,31 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from ..geometry.matrix_functions import spd_clamp, spd_log, sym_function, sym_to_vec, symmetrize
+from ..geometry.matrix_functions import (
+    exp_unchecked,
+    log_unchecked,
+    spd_clamp,
+    spd_inv_sqrt,
+    spd_log,
+    spd_sqrt,
+    sym_function,
+    sym_to_vec,
+    symmetrize,
+)
+from ..geometry.means import geodesic
 from ._compat import renamed_keywords
 from .stiefel import random_stiefel
 
-__all__ = ["BiMap", "ReEig", "LogEig", "SPDNet", "sym_to_vec", "rectified_log"]
+__all__ = [
+    "BiMap",
+    "ReEig",
+    "LogEig",
+    "SPDBatchNorm",
+    "SPDNet",
+    "batch_karcher_mean",
+    "sym_to_vec",
+    "rectified_log",
+]
 
 BIMAP_MANIFOLDS = ("stiefel", "free")
 INITS = ("random", "identity")
@@ -174,6 +194,105 @@ class ReEig(nn.Module):
         return f"eps={self.eps}, relative={self.relative}"
 
 
+def batch_karcher_mean(X: torch.Tensor, n_iter: int = 1) -> torch.Tensor:
+    r"""Differentiable Karcher (AIRM) mean of a batch: fixed-point steps from the arithmetic mean.
+
+    .. math::
+        G_0 = \tfrac1B \sum_i X_i, \qquad
+        G_{k+1} = G_k^{1/2} \exp\Big(\tfrac1B \sum_i \log(G_k^{-1/2} X_i G_k^{-1/2})\Big)
+        G_k^{1/2},
+
+    the batch mean of Brooks et al. (NeurIPS 2019), differentiated through every step (one step
+    by default, as theirs). For the converged mean use
+    :func:`rankmetric.geometry.riemannian_mean`.
+
+    Parameters
+    ----------
+    X : tensor of shape (B, c, c)
+        SPD matrices.
+    n_iter : int, default=1
+        Fixed-point steps.
+
+    Returns
+    -------
+    tensor of shape (c, c)
+    """
+    G = symmetrize(X.mean(dim=0))
+    for _ in range(n_iter):
+        root, inv_root = spd_sqrt(G), spd_inv_sqrt(G)
+        tangent = log_unchecked(symmetrize(inv_root @ X @ inv_root), "X").mean(dim=0)
+        G = symmetrize(root @ exp_unchecked(tangent) @ root)
+    return G
+
+
+class SPDBatchNorm(nn.Module):
+    """Riemannian batch normalisation of SPD matrices (Brooks, Schwander, Barbaresco, Schneider
+    & Cord, NeurIPS 2019).
+
+    Training: ``G`` the batch Karcher mean (:func:`batch_karcher_mean`, differentiated through),
+    ``Y = B^{1/2} G^{-1/2} X G^{-1/2} B^{1/2}``, and the running mean moves along the geodesic
+    towards ``G``: ``R ← R^{1/2} (R^{-1/2} G R^{-1/2})^momentum R^{1/2}``. Evaluation: ``G = R``.
+    The optional learnable SPD bias is ``B = exp(S)`` with ``S`` symmetric (zero at the start:
+    ``B = I``), so plain (Euclidean) optimisers keep it SPD. ``R`` starts at the identity, so an
+    untrained layer in ``eval()`` mode is the identity map.
+
+    Parameters
+    ----------
+    size : int
+        Matrix size ``c``.
+    momentum : float, default=0.1
+        Step of the running mean along the geodesic, in (0, 1].
+    n_iter : int, default=1
+        Karcher steps of the batch mean.
+    bias : bool, default=True
+        Learn the SPD bias ``B``.
+    dtype, device
+        Of the bias and the running mean.
+    """
+
+    def __init__(
+        self,
+        size: int,
+        *,
+        momentum: float = 0.1,
+        n_iter: int = 1,
+        bias: bool = True,
+        dtype: torch.dtype = torch.float32,
+        device: torch.device | str | None = None,
+    ) -> None:
+        super().__init__()
+        if not 0 < momentum <= 1:
+            raise ValueError(f"momentum must be in (0, 1], got {momentum}.")
+        if int(n_iter) != n_iter or n_iter < 1:
+            raise ValueError(f"n_iter must be a positive integer, got {n_iter!r}.")
+        self.momentum, self.n_iter = float(momentum), int(n_iter)
+        self.register_buffer("running_mean", torch.eye(size, dtype=dtype, device=device))
+        self.log_bias = None
+        if bias:
+            self.log_bias = nn.Parameter(torch.zeros(size, size, dtype=dtype, device=device))
+
+    def forward(self, X: torch.Tensor) -> torch.Tensor:
+        """Centre (and bias) SPD matrices (B, c, c)."""
+        if self.training:
+            G = batch_karcher_mean(X, self.n_iter)
+            with torch.no_grad():
+                mean = geodesic(self.running_mean.to(G.dtype), G.detach(), self.momentum)
+                self.running_mean.copy_(mean.to(self.running_mean.dtype))
+        else:
+            G = self.running_mean.to(X.dtype)
+        inv_root = spd_inv_sqrt(G)
+        Y = symmetrize(inv_root @ X @ inv_root)
+        if self.log_bias is None:
+            return Y
+        root_bias = exp_unchecked(0.5 * symmetrize(self.log_bias.to(X.dtype)))
+        return symmetrize(root_bias @ Y @ root_bias)
+
+    def extra_repr(self) -> str:
+        size = self.running_mean.shape[0]
+        bias = self.log_bias is not None
+        return f"{size}, momentum={self.momentum}, n_iter={self.n_iter}, bias={bias}"
+
+
 class LogEig(nn.Module):
     """Matrix logarithm ``U log(Λ) Uᵀ`` of SPD matrices (B, c, c) → symmetric matrices (B, c, c)."""
 
@@ -207,6 +326,10 @@ class SPDNet(nn.Module):
     head_init : {"glorot", "identity"}, default="glorot"
         Head weights: Glorot-uniform, or the identity (``head_dim = hk (hk + 1) / 2``; the
         untrained head then keeps log-Euclidean distances). The bias starts at 0.
+    batchnorm : bool, default=False
+        Riemannian batch normalisation (:class:`SPDBatchNorm`, learnable SPD bias) after every
+        BiMap, before its ReEig (Brooks et al. 2019). Untrained and in ``eval()`` mode it is the
+        identity, so the identity start is kept.
     generator : torch.Generator, optional
         Seeds every random initialisation (Stiefel weights and the head).
     dtype, device
@@ -231,6 +354,7 @@ class SPDNet(nn.Module):
         log_output: bool = False,
         head_dim: int | None = None,
         head_init: str = "glorot",
+        batchnorm: bool = False,
         generator: torch.Generator | None = None,
         dtype: torch.dtype = torch.float32,
         device: torch.device | str | None = None,
@@ -251,6 +375,8 @@ class SPDNet(nn.Module):
                     device=device,
                 )  # fmt: skip
             )
+            if batchnorm:
+                blocks.append(SPDBatchNorm(d_out, dtype=dtype, device=device))
             blocks.append(ReEig(eps, relative=relative_eps))
         self.layers = nn.Sequential(*blocks)
         self.log_output = bool(log_output) or head_dim is not None
@@ -272,6 +398,11 @@ class SPDNet(nn.Module):
     def bimaps(self) -> list[BiMap]:
         """The BiMap layers, input side first."""
         return [m for m in self.layers if isinstance(m, BiMap)]
+
+    @property
+    def batchnorms(self) -> list[SPDBatchNorm]:
+        """The Riemannian batch-normalisation layers, input side first (empty without)."""
+        return [m for m in self.layers if isinstance(m, SPDBatchNorm)]
 
     def parameter_groups(self) -> list[dict]:
         """Parameter groups for the Stiefel optimisers (Stiefel BiMaps carry ``"stiefel": True``).

@@ -1,7 +1,7 @@
 """PyTorch modules: the linear map of WARCA, the sphere tanh embedding of SSNE, SPDNet of RPL."""
 
 from .linear import LinearMap
-from .spdnet import BiMap, LogEig, ReEig, SPDNet
+from .spdnet import BiMap, LogEig, ReEig, SPDBatchNorm, SPDNet, batch_karcher_mean
 from .sphere import SphereTanhEmbedding, sphere_similarity
 from .stiefel import StiefelAdam, StiefelSGD
 
@@ -13,6 +13,8 @@ __all__ = [
     "BiMap",
     "ReEig",
     "LogEig",
+    "SPDBatchNorm",
+    "batch_karcher_mean",
     "StiefelAdam",
     "StiefelSGD",
 ]

@@ -173,21 +173,3 @@ def test_killing_a_jobs_2_run_leaves_no_worker_behind(tmp_path):
     for pid in left:  # clean up what the bug would leave, then fail
         os.kill(pid, signal.SIGKILL)
     assert left == []
-
-
-def test_waiting_on_a_worker_wakes_up_and_passes_its_result_and_errors_through():
-    from concurrent.futures import ThreadPoolExecutor
-
-    from rankmetric.bench.grid import _result_interruptibly
-
-    def late(value):
-        time.sleep(0.3)
-        return value
-
-    def times_out():
-        raise TimeoutError("a cell's own timeout")  # not mistaken for the poll's
-
-    with ThreadPoolExecutor(2) as pool:
-        assert _result_interruptibly(pool.submit(late, 7), poll=0.05) == 7
-        with pytest.raises(TimeoutError, match="a cell's own timeout"):
-            _result_interruptibly(pool.submit(times_out), poll=0.05)

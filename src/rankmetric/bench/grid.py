@@ -24,7 +24,6 @@ import threading
 import warnings
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures import wait as futures_wait
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -152,18 +151,6 @@ def _worker_init() -> None:
         threading.Thread(target=_exit_with_parent, args=(parent.sentinel,), daemon=True).start()
 
 
-def _result_interruptibly(future, poll: float = 0.5):
-    """``future.result()``, waking every ``poll`` seconds so that Ctrl-C is seen promptly.
-
-    The kernel may hand SIGINT to any thread of the process (the pool's manager or feeder
-    thread, not the main one); Python then only raises ``KeyboardInterrupt`` in the main thread
-    when it next runs bytecode, which an indefinitely blocked ``result()`` never does.
-    """
-    while not futures_wait([future], timeout=poll).done:
-        pass
-    return future.result()
-
-
 def _run_in_pool(cells: list[Cell], todo: list[int], n_jobs: int, finish, bar) -> None:
     """Run cells ``todo`` on ``n_jobs`` spawned workers; on any interruption stop them all."""
     ctx = multiprocessing.get_context("spawn")
@@ -171,7 +158,7 @@ def _run_in_pool(cells: list[Cell], todo: list[int], n_jobs: int, finish, bar) -
     try:
         futures = {i: pool.submit(execute_cell, cells[i]) for i in todo}
         for i, fut in futures.items():
-            finish(i, _result_interruptibly(fut))
+            finish(i, fut.result())
             bar.update()
     except BaseException:
         workers = list(getattr(pool, "_processes", {}).values())

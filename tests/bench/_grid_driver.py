@@ -4,6 +4,7 @@
 the benchmark replaced by four cells of ``grid_runner.slow_cell``.
 """
 
+import signal
 import sys
 from pathlib import Path
 
@@ -31,5 +32,8 @@ def slow_benchmark(name, config, *, n_jobs=1, **kwargs):
 
 
 if __name__ == "__main__":  # spawned workers import this file as __mp_main__
+    # A terminal job gets Ctrl-C; a job started in the background of a script (as a CI runner
+    # may start the suite) inherits SIGINT ignored, and Python then installs no handler for it.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     runner.run_benchmark = slow_benchmark
     sys.exit(main(["bench", "ssne-uci", "--jobs", "2", "--quiet", "--results-dir", sys.argv[2]]))

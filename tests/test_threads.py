@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 import torch
@@ -124,10 +126,19 @@ def test_other_processes_are_scaled_to_this_process_share_of_the_machine(monkeyp
     assert _threads.free_cores() == 4
 
 
-def test_load_probe_reads_this_machine():
-    others = _threads._other_runnable()
-    if others is None:
-        pytest.skip("no /proc/loadavg on this platform")
-    assert others >= 0.0
-    assert _threads._own_runnable() >= 1
-    assert 1 <= _threads.free_cores() <= _threads.available_cores()
+def test_load_probe_counts_another_busy_process_and_not_this_ones_threads():
+    import os
+    import subprocess
+    import sys
+
+    if _threads._other_runnable() is None:
+        pytest.skip("no /proc/loadavg on this platform")  # the probe then gives every core
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.3)  # let it start spinning: from then on it is always runnable
+        assert _threads._other_runnable() >= 1.0
+        if _threads.available_cores() == os.cpu_count():  # no share scaling to account for
+            assert _threads.free_cores() <= max(1, _threads.available_cores() - 1)
+    finally:
+        spinner.kill()
+        spinner.wait()

@@ -20,6 +20,7 @@ import inspect
 import numbers
 import os
 import warnings
+from abc import ABC, abstractmethod
 
 import numpy as np
 from sklearn.utils.multiclass import type_of_target
@@ -141,15 +142,16 @@ def check_spd_array(X, name: str = "X", *, rtol: float = 1e-6) -> np.ndarray:
 DEPRECATED = "deprecated"
 
 
-class Constraint:
+class Constraint(ABC):
     """One admissible kind of value for a hyper-parameter.
 
     ``is_satisfied_by(value)`` says whether ``value`` is admissible; ``str(constraint)``
     describes the kind in the words of an error message (``"an integer >= 1"``).
     """
 
-    def is_satisfied_by(self, value) -> bool:  # pragma: no cover - overridden
-        raise NotImplementedError
+    @abstractmethod
+    def is_satisfied_by(self, value) -> bool:
+        """Whether ``value`` is admissible."""
 
     def parts(self) -> list[str]:
         """The alternatives this constraint admits, in words (one, or several for options)."""

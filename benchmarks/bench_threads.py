@@ -131,28 +131,26 @@ def _env(setting: str) -> dict:
     return env
 
 
+def _alternate(settings, args_of, repeats: int, env_of=lambda s: _env("default")) -> dict:
+    """Median seconds of each setting's child run, the settings alternated ``repeats`` times."""
+    times = {s: [] for s in settings}
+    for _ in range(repeats):  # alternate: the settings share the machine's load
+        for setting in settings:
+            times[setting].append(_run(args_of(setting), env_of(setting)))
+    return {s: statistics.median(t) for s, t in times.items()}
+
+
 def small_table(repeats: int, settings: tuple[str, ...]) -> None:
     print("| method | " + " | ".join(f"{s} (s)" for s in settings) + " | "
           + " | ".join(f"{s} / OMP=1" for s in settings if s != "OMP=1") + " |")  # fmt: skip
     print("|---" * (2 * len(settings)) + "|")
     for method in METHODS:
-        times = {s: [] for s in settings}
-        for _ in range(repeats):  # alternate the settings: they share the machine's load
-            for setting in settings:
-                times[setting].append(_run(["--child-small", method, setting], _env(setting)))
-        med = {s: statistics.median(t) for s, t in times.items()}
+        med = _alternate(
+            settings, lambda s, m=method: ["--child-small", m, s], repeats, env_of=_env
+        )
         ratios = [f"{med[s] / med['OMP=1']:.2f}" for s in settings if s != "OMP=1"]
         cells = [f"{med[s]:.2f}" for s in settings]
         print(f"| {method} | " + " | ".join(cells + ratios) + " |", flush=True)
-
-
-def _alternate(settings: tuple[str, ...], args_of, repeats: int) -> dict[str, float]:
-    """Median seconds of each setting, the settings alternated ``repeats`` times."""
-    times = {s: [] for s in settings}
-    for _ in range(repeats):  # alternate: the settings share the machine's load
-        for setting in settings:
-            times[setting].append(_run(args_of(setting), _env("default")))
-    return {s: statistics.median(t) for s, t in times.items()}
 
 
 def large_table(repeats: int, n_samples: int, max_iter: int) -> None:

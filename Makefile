@@ -13,11 +13,11 @@ LINTED := src tests benchmarks examples
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
-	$(PIP) install --quiet -c constraints.txt -e ".[test,plot,data]"
+	$(PIP) install --quiet -c constraints.txt -e ".[test,plot,data,faiss]"
 	touch $(STAMP)
 
 $(DOCS_STAMP): $(STAMP)
-	$(PIP) install --quiet -c constraints.txt -e ".[test,plot,data,docs]"
+	$(PIP) install --quiet -c constraints.txt -e ".[test,plot,data,faiss,docs]"
 	touch $(DOCS_STAMP)
 
 install: $(STAMP)

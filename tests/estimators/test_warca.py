@@ -105,6 +105,56 @@ def test_random_init_follows_the_reference_scale():
     assert W.std() == pytest.approx(1 / np.sqrt(X.shape[1]), rel=0.05)
 
 
+@pytest.mark.parametrize("standardize", [True, False])
+def test_array_init_is_the_starting_map_on_raw_inputs(standardize):
+    X, y = noisy_blobs()
+    start = np.random.default_rng(1).normal(size=(3, X.shape[1]))
+    model = WARCA(init=start, max_iter=0, standardize=standardize, random_state=0).fit(X, y)
+    assert model.components_.shape == (3, X.shape[1])  # n_components from the array's rows
+    np.testing.assert_allclose(model.components_, start, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(model.transform(X) - model.transform(X).mean(0),
+                               (X - X.mean(0)) @ start.T, rtol=1e-4, atol=1e-4)  # fmt: skip
+
+
+def test_warm_start_from_a_good_map_begins_where_it_left_off():
+    X, y = noisy_blobs()
+    first = WARCA(max_iter=150, batch_size=32, tol=None, random_state=0).fit(X, y)
+    cold = WARCA(max_iter=5, batch_size=32, tol=None, random_state=1).fit(X, y)
+    warm = WARCA(init=first.components_, max_iter=5, batch_size=32, tol=None, random_state=1)
+    warm.fit(X, y)
+    settled = np.mean(first.loss_curve_[-10:])  # where the first fit ended
+    assert np.mean(warm.loss_curve_) < 1.25 * settled < 0.75 * np.mean(cold.loss_curve_)
+    Xt, yt = noisy_blobs(seed=2)
+    warm_score, first_score, cold_score = (
+        knn_score(m.transform(X), y, m.transform(Xt), yt) for m in (warm, first, cold)
+    )
+    assert warm_score >= first_score - 0.02 and warm_score > cold_score + 0.05
+
+
+@pytest.mark.parametrize(
+    ("init", "params", "match"),
+    [
+        (np.ones((3, 4)), {}, "init has shape"),
+        (np.ones((3, 10)), {"n_components": 2}, "init has shape"),
+        (np.full((2, 10), np.nan), {}, "init contains NaN"),
+    ],
+)
+def test_bad_array_init_raises_value_error(init, params, match):
+    X, y = noisy_blobs()
+    with pytest.raises(ValueError, match=match):
+        WARCA(init=init, max_iter=1, **params).fit(X, y)
+
+
+def test_array_init_survives_save_and_load(tmp_path):
+    X, y = noisy_blobs()
+    start = np.random.default_rng(1).normal(size=(2, X.shape[1]))
+    model = WARCA(init=start, max_iter=3, batch_size=32, random_state=0).fit(X, y)
+    model.save(tmp_path / "warca.npz")
+    loaded = load_model(tmp_path / "warca.npz")
+    np.testing.assert_array_equal(loaded.init, start)
+    np.testing.assert_array_equal(loaded.transform(X), model.transform(X))
+
+
 def test_validation_set_enables_early_stopping_and_keeps_the_best():
     X, y = noisy_blobs()
     Xv, yv = noisy_blobs(seed=2)

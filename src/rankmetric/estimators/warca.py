@@ -19,6 +19,7 @@ from sklearn.utils.validation import validate_data
 from .. import distributed
 from .._utils import make_rng, resolve_device, to_tensor
 from .._validation import (
+    ARRAY,
     BOOLEAN,
     CHECKPOINTS,
     DEVICE,
@@ -269,7 +270,8 @@ class WARCA(MahalanobisMixin, BaseWARCA):
     Parameters
     ----------
     n_components : int, optional
-        Rank ``r`` of the map. Default: ``n_features`` (at most ``n_features``).
+        Rank ``r`` of the map. Default: the rows of an array ``init``, else ``n_features`` (at
+        most ``n_features``).
     margin : float, default=1.0
         ``γ``, in units of standardised features.
     reg_lambda : float, default=1e-2
@@ -295,8 +297,11 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         Train on ``(x − μ)/σ`` (the margin is meant for standardised features). The scaling is
         folded into ``components_``, so ``transform(X) = X @ components_.T`` on raw ``X``; the
         shift ``−W μ/σ`` is dropped (distances do not see it).
-    init : {"random", "pca"}, default="random"
+    init : {"random", "pca"} or ndarray of shape (n_components, n_features), default="random"
         ``"random"``: ``W ~ N(0, 1/n_features)`` (the reference); ``"pca"``: top principal axes.
+        An array is a warm start: the map ``L`` on raw inputs to start from, e.g. another
+        learner's ``components_`` (``WARCA(init=KISSME().fit(X, y).components_)``); its scale
+        counts, since the margin is absolute. ``n_components`` defaults to its number of rows.
     validation_every : int, default=50
         Steps between validation scores when ``fit`` gets ``X_val, y_val``.
     patience : int or None, default=10
@@ -361,7 +366,7 @@ class WARCA(MahalanobisMixin, BaseWARCA):
     _parameter_constraints = {
         **WARP_PARAMETER_CONSTRAINTS,
         "standardize": [BOOLEAN],
-        "init": [Options(*INITS)],
+        "init": [Options(*INITS), ARRAY],
         "n_threads": [NONE, POSITIVE_INT],
     }
 
@@ -432,7 +437,9 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         check_min_per_class(codes, 2)
         X_val, y_val = self._check_validation_set(X_val, y_val, classes)
         n_features = X.shape[1]
-        n_components = n_features if self.n_components is None else self.n_components
+        n_components = self.n_components
+        if n_components is None:
+            n_components = self.init.shape[0] if isinstance(self.init, np.ndarray) else n_features
         if n_components > n_features:
             raise ValueError(
                 f"n_components={n_components} exceeds n_features={n_features}: the AON "

@@ -131,7 +131,7 @@ class LinearMap(nn.Module):
     def reset_parameters(
         self,
         rng: np.random.Generator,
-        init: str = "random",
+        init: str | np.ndarray = "random",
         data: torch.Tensor | None = None,
     ) -> None:
         """Initialise ``W``.
@@ -140,16 +140,29 @@ class LinearMap(nn.Module):
         ----------
         rng : numpy Generator
             Seeds the torch generator (one seed drives the whole fit).
-        init : {"random", "pca"}
+        init : {"random", "pca"} or ndarray of shape (out_features, in_features)
             ``"random"``: ``W ~ N(0, 1/in_features)`` (the reference code's ``N(0, 1/n)`` with ``n``
             the input dimension of the map), whose rows are nearly orthonormal.
             ``"pca"``: the top principal axes of the standardised ``data`` (``W Wᵀ = I``).
+            An array: the starting map ``L`` on raw inputs (a warm start, e.g. another
+            learner's ``components_``), so ``W = L σ`` and :meth:`folded` returns ``L``.
         data : tensor of shape (n_samples, in_features)
             Raw inputs, needed for ``"pca"``.
         """
+        out_features, in_features = self.weight.shape
+        if isinstance(init, np.ndarray):
+            if init.shape != (out_features, in_features):
+                raise ValueError(
+                    f"init has shape {init.shape}, expected (n_components, n_features) = "
+                    f"{(out_features, in_features)}."
+                )
+            if not np.isfinite(init).all():
+                raise ValueError("init contains NaN or infinite values.")
+            start = torch.as_tensor(init, dtype=self.weight.dtype, device=self.weight.device)
+            self.weight.copy_(start * self.scale)  # scale is 1 without standardisation
+            return
         if init not in INITS:
             raise ValueError(f"init must be one of {INITS}, got {init!r}.")
-        out_features, in_features = self.weight.shape
         if init == "pca":
             if data is None:
                 raise ValueError("init='pca' needs the training data.")

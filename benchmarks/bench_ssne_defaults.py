@@ -15,8 +15,9 @@ Two stages, each choosing by that score:
 
 ``--config`` scores given settings only (the later stages of ``docs/ssne.md``), optionally on
 some ``--sets``; besides SSNE's parameters a setting may hold ``m_per_feature=F`` (``M = F·D``
-clipped to ``[16, 256]`` like the default ``F = 2``). E.g. on the validation thirds of 6
-training halves:
+clipped to ``[16, 256]`` like the default ``F = 2``) and ``seed_offset=K`` (fit seed fold + K
+instead of fold, same validation split: how much a score moves with the seed alone). E.g. on
+the validation thirds of 6 training halves:
 
     python benchmarks/bench_ssne_defaults.py --folds 4 --jobs 2 --out /tmp/ssne_defaults.json
     python benchmarks/bench_ssne_defaults.py --folds 6 --jobs 1 \
@@ -80,7 +81,8 @@ def validation_score(task: tuple[str, int, dict]) -> float:
     if "m_per_feature" in params:  # M = factor · D clipped like the default (factor 2)
         factor = float(params.pop("m_per_feature"))
         params["n_components"] = int(np.clip(round(factor * X.shape[1]), 16, 256))
-    model = SSNE(random_state=fold, device="cpu", **params).fit(X[inner], y[inner])
+    seed = fold + int(params.pop("seed_offset", 0))  # same split, another fit seed
+    model = SSNE(random_state=seed, device="cpu", **params).fit(X[inner], y[inner])
     Z_inner, Z_val = model.transform(X[inner]), model.transform(X[val])
     return float(knn_accuracy(Z_inner, y[inner], Z_val, y[val], k=3, device="cpu"))
 

@@ -63,6 +63,9 @@ def test_m_per_feature_sets_the_units_like_the_default_clip(
     script.validation_score(("iris", 0, params))
     assert seen["n_components"] == expected
     assert params["m_per_feature"] == factor  # the setting itself is left as given
+    assert seen["random_state"] == 0  # the fold's seed unless seed_offset is given
+    script.validation_score(("iris", 3, {"max_iter": 2, "batch_size": 8, "seed_offset": 100}))
+    assert seen["random_state"] == 103 and "seed_offset" not in seen
 
 
 def test_unknown_set_is_refused(script, monkeypatch, capsys):

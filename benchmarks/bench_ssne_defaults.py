@@ -13,8 +13,11 @@ Two stages, each choosing by that score:
    ``reg_lambda=1e-3`` and 1000 steps (8 settings);
 2. around the winner, one factor at a time: ``reg_lambda`` {1e-4, 1e-2}, ``max_iter`` {300, 2000}.
 
-``--config`` scores given settings only (the later stages of ``docs/ssne.md``), e.g. on the
-validation thirds of 6 training halves:
+``--config`` scores given settings only (the later stages of ``docs/ssne.md``), optionally on
+some ``--sets``; besides SSNE's parameters a setting may hold ``m_per_feature=F`` (``M = F·D``
+clipped to ``[16, 256]`` like the default ``F = 2``) and ``seed_offset=K`` (fit seed fold + K
+instead of fold, same validation split: how much a score moves with the seed alone). E.g. on
+the validation thirds of 6 training halves:
 
     python benchmarks/bench_ssne_defaults.py --folds 4 --jobs 2 --out /tmp/ssne_defaults.json
     python benchmarks/bench_ssne_defaults.py --folds 6 --jobs 1 \
@@ -67,6 +70,7 @@ def validation_score(task: tuple[str, int, dict]) -> float:
 
     torch.set_num_threads(1)
     dataset, fold, params = task
+    params = dict(params)
     X, y, X_extra, y_extra = _load(dataset)
     if X_extra is not None:
         X, y = np.vstack([X, X_extra]), np.concatenate([y, y_extra])
@@ -74,21 +78,25 @@ def validation_score(task: tuple[str, int, dict]) -> float:
     X, y = X[train], y[train]
     X = (X - X.mean(0)) / np.where(X.std(0) > 0, X.std(0), 1.0)
     inner, val = stratified_holdout(y, fold)
-    model = SSNE(random_state=fold, device="cpu", **params).fit(X[inner], y[inner])
+    if "m_per_feature" in params:  # M = factor · D clipped like the default (factor 2)
+        factor = float(params.pop("m_per_feature"))
+        params["n_components"] = int(np.clip(round(factor * X.shape[1]), 16, 256))
+    seed = fold + int(params.pop("seed_offset", 0))  # same split, another fit seed
+    model = SSNE(random_state=seed, device="cpu", **params).fit(X[inner], y[inner])
     Z_inner, Z_val = model.transform(X[inner]), model.transform(X[val])
     return float(knn_accuracy(Z_inner, y[inner], Z_val, y[val], k=3, device="cpu"))
 
 
-def evaluate(settings: list[dict], folds: int, pool) -> dict[str, dict]:
+def evaluate(settings: list[dict], folds: int, pool, sets=SETS) -> dict[str, dict]:
     """Per setting: mean validation accuracy per set (percent) and the mean over sets."""
-    tasks = [(d, f, s) for s in settings for d in SETS for f in range(folds)]
+    tasks = [(d, f, s) for s in settings for d in sets for f in range(folds)]
     scores = list(pool.map(validation_score, tasks))
     out = {}
     for s in settings:
         per_set = {
             d: 100 * float(np.mean([sc for (dd, _, ss), sc in zip(tasks, scores)
                                     if ss is s and dd == d]))
-            for d in SETS
+            for d in sets
         }  # fmt: skip
         out[_key(s)] = {
             "params": s,
@@ -100,10 +108,11 @@ def evaluate(settings: list[dict], folds: int, pool) -> dict[str, dict]:
 
 def _print(results: dict[str, dict], title: str) -> None:
     print(f"\n{title}\n", flush=True)
-    print("| setting | " + " | ".join(SETS) + " | mean |")
-    print("|---|" + "---|" * (len(SETS) + 1))
+    sets = list(next(iter(results.values()))["per_set"])
+    print("| setting | " + " | ".join(sets) + " | mean |")
+    print("|---|" + "---|" * (len(sets) + 1))
     for key, r in sorted(results.items(), key=lambda kv: -kv[1]["mean"]):
-        cells = " | ".join(f"{r['per_set'][d]:.2f}" for d in SETS)
+        cells = " | ".join(f"{r['per_set'][d]:.2f}" for d in sets)
         print(f"| {key} | {cells} | **{r['mean']:.2f}** |")
 
 
@@ -125,11 +134,18 @@ def main() -> None:
         help="skip stage 1: run stage 2 around this stage-1 setting, e.g. "
         "'solver=bcd,neg_target=0.0,positive_sampling=pairs' (the winner is rescored too)",
     )
+    parser.add_argument(
+        "--sets", default=",".join(SETS), help="comma-separated data sets (default: all nine)"
+    )
     args = parser.parse_args()
+    sets = tuple(args.sets.split(","))
+    unknown = set(sets) - set(SETS)
+    if unknown:
+        parser.error(f"unknown data sets {sorted(unknown)}; choose from {', '.join(SETS)}")
     start = time.perf_counter()
     with ProcessPoolExecutor(args.jobs) as pool:
         if args.config:
-            scored = evaluate([_parse(text) for text in args.config], args.folds, pool)
+            scored = evaluate([_parse(text) for text in args.config], args.folds, pool, sets)
             _print(scored, f"Settings given (validation thirds of {args.folds} training halves)")
             chosen = max(scored.values(), key=lambda r: r["mean"])["params"]
             print(f"\nbest: {chosen}  ({time.perf_counter() - start:.0f} s)")

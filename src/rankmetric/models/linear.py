@@ -16,6 +16,7 @@ import torch
 from torch import nn
 
 from .._utils import torch_generator
+from .._validation import check_finite
 
 __all__ = ["LinearMap", "pca_components"]
 
@@ -156,8 +157,7 @@ class LinearMap(nn.Module):
                     f"init has shape {init.shape}, expected (n_components, n_features) = "
                     f"{(out_features, in_features)}."
                 )
-            if not np.isfinite(init).all():
-                raise ValueError("init contains NaN or infinite values.")
+            check_finite(init, "init")
             start = torch.as_tensor(init, dtype=self.weight.dtype, device=self.weight.device)
             self.weight.copy_(start * self.scale)  # scale is 1 without standardisation
             return

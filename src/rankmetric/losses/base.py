@@ -19,7 +19,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-__all__ = ["MetricLoss", "REDUCTIONS", "check_reduction"]
+__all__ = ["MetricLoss", "REDUCTIONS", "check_reduction", "as_count"]
 
 REDUCTIONS = ("mean", "sum", "none")
 
@@ -29,6 +29,15 @@ def check_reduction(reduction: str) -> str:
     if not isinstance(reduction, str) or reduction not in REDUCTIONS:
         raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}.")
     return reduction
+
+
+def as_count(count: torch.Tensor) -> int | torch.Tensor:
+    """A count tensor as a Python int in eager mode; kept a tensor inside ``torch.compile``.
+
+    ``int()`` syncs with the device and breaks a compiled graph; :meth:`MetricLoss.reduce`
+    accepts both (the same value, a zero count giving 0 either way).
+    """
+    return count if torch.compiler.is_compiling() else int(count)
 
 
 class MetricLoss(nn.Module):

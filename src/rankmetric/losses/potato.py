@@ -49,6 +49,7 @@ from ..geometry.matrix_functions import spd_exp, spd_log
 from ..geometry.means import riemannian_mean
 from .base import MetricLoss
 from .pair_distances import SPD_METRICS, check_batch, label_masks, pairwise_distance
+from .precision import mixed_precision
 
 __all__ = ["RiemannianPotatoLoss", "embedding_distances", "DISTANCES", "CENTRES"]
 
@@ -220,6 +221,7 @@ class RiemannianPotatoLoss(MetricLoss):
             f"centre={self.centre!r}, {super().extra_repr()}"
         )
 
+    @mixed_precision
     def forward(self, embeddings: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         """The loss of a batch.
 

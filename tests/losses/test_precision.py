@@ -26,6 +26,10 @@ DTYPES = [torch.float16, torch.bfloat16, torch.float32, torch.float64]
 TOLERANCE = {torch.float16: 2e-2, torch.bfloat16: 5e-2, torch.float32: 1e-5, torch.float64: 1e-12}
 
 
+def _bits(dtype):
+    return torch.finfo(dtype).bits
+
+
 def _proxy_nca(dtype=torch.float32):
     gen = torch.Generator().manual_seed(0)
     return ProxyNCALoss(N_CLASSES, DIM, generator=gen, dtype=dtype)
@@ -38,7 +42,7 @@ LOSSES = {
     "multi-similarity": lambda dtype: MultiSimilarityLoss(),
     "npair": lambda dtype: NPairLoss(),
     # float32 proxies serve half-precision embeddings; float64 embeddings need float64 proxies
-    "proxy-nca": lambda dtype: _proxy_nca(torch.float64 if dtype == torch.float64 else torch.float32),
+    "proxy-nca": lambda dtype: _proxy_nca(max(dtype, torch.float32, key=_bits)),
     "potato": lambda dtype: RiemannianPotatoLoss(),
     "similarity": lambda dtype: SimilarityRegressionLoss(),
     "triplet-all": lambda dtype: TripletLoss(),

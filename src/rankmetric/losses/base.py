@@ -78,5 +78,19 @@ class MetricLoss(nn.Module):
             return total / count.to(total.dtype).clamp_min(torch.finfo(total.dtype).tiny)
         return total / count if count else total * 0.0
 
+    def reduce_masked(self, values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """``reduce(values[mask])``; inside ``torch.compile`` without the data-dependent shape.
+
+        A boolean selection has a data-dependent size, which a ``fullgraph`` compile cannot
+        trace, so there ``"mean"`` and ``"sum"`` become masked sums over ``values`` (the same
+        value up to summation order); ``"none"`` keeps the selection.
+        """
+        if torch.compiler.is_compiling() and self.reduction != "none":
+            total = torch.where(mask, values, 0.0).sum()
+            if self.reduction == "sum":
+                return total
+            return self.reduce(total.reshape(1), mask.sum())
+        return self.reduce(values[mask])
+
     def extra_repr(self) -> str:
         return f"reduction={self.reduction!r}"

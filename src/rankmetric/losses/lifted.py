@@ -141,8 +141,8 @@ default="euclidean"
             return self.reduce(zero_loss(embeddings).reshape(1)[:0])
         dist = pairwise_distance(embeddings, self.distance)
         if self.form == "original":
-            return self.reduce(self._original(dist, positive, negative))
-        return self.reduce(self._generalized(dist, positive, negative, valid_anchor))
+            return self.reduce_masked(self._original(dist, negative), positive)
+        return self.reduce_masked(self._generalized(dist, positive, negative), valid_anchor)
 
     def _with_tuple(self, embeddings, labels, indices_tuple, ref_emb, ref_labels) -> Tensor:
         """Given pairs, or every pair of the batch against a reference set."""
@@ -162,7 +162,7 @@ default="euclidean"
             positive = pair_counts(a1, p, n, m, torch.int64) > 0
             negative = pair_counts(a2, neg, n, m, torch.int64) > 0
             valid_anchor = positive.any(dim=1) & negative.any(dim=1)
-            return self.reduce(self._generalized(dist, positive, negative, valid_anchor))
+            return self.reduce(self._generalized(dist, positive, negative)[valid_anchor])
         counts = pair_counts(a2, neg, n, m, dist.dtype)
         log_counts = torch.where(counts > 0, counts.log(), 0.0)
         row_lse, has_neg = masked_logsumexp(self.margin - dist + log_counts, counts > 0)
@@ -175,19 +175,17 @@ default="euclidean"
             lse = torch.where(neg_a, lse_a, 0.0)
         return self.reduce(0.5 * torch.relu(lse + dist[a1, p]) ** 2)
 
-    def _original(self, dist: Tensor, positive: Tensor, negative: Tensor) -> Tensor:
-        """``½ [logaddexp(r_i, r_j) + D_ij]₊²`` of each ordered positive pair, shape (|P|,).
+    def _original(self, dist: Tensor, negative: Tensor) -> Tensor:
+        """``½ [logaddexp(r_i, r_j) + D_ij]₊²`` of every pair, shape (B, B).
 
-        Their mean is ``1/(2|P|) Σ_P [J_ij]₊²``.
+        Read on the ordered positive pairs, their mean is ``1/(2|P|) Σ_P [J_ij]₊²``.
         """
         row_lse, _ = masked_logsumexp(self.margin - dist, negative)
         lifted = torch.logaddexp(row_lse[:, None], row_lse[None, :]) + dist
-        return 0.5 * torch.relu(lifted[positive]) ** 2
+        return 0.5 * torch.relu(lifted) ** 2
 
-    def _generalized(
-        self, dist: Tensor, positive: Tensor, negative: Tensor, valid_anchor: Tensor
-    ) -> Tensor:
-        """``[lse_P(a)(D) + lse_N(a)(α − D)]₊`` of each anchor with positives and negatives."""
+    def _generalized(self, dist: Tensor, positive: Tensor, negative: Tensor) -> Tensor:
+        """``[lse_P(a)(D) + lse_N(a)(α − D)]₊`` of every anchor (read on the valid ones), (B,)."""
         pos_lse, _ = masked_logsumexp(dist, positive)
         neg_lse, _ = masked_logsumexp(self.margin - dist, negative)
-        return torch.relu(pos_lse + neg_lse)[valid_anchor]
+        return torch.relu(pos_lse + neg_lse)

@@ -101,6 +101,8 @@ class NPairLoss(MetricLoss):
         scalar tensor, or tensor of shape (N,) with ``reduction="none"``
         """
         labels = check_batch(embeddings, labels)
+        if indices_tuple is None and ref_emb is None and torch.compiler.is_compiling():
+            return self._fixed_shape(embeddings, labels)
         if indices_tuple is None and ref_emb is None:
             anchor_idx, positive_idx = first_pair_per_class(labels)
             ref_emb = embeddings
@@ -127,6 +129,33 @@ class NPairLoss(MetricLoss):
             sq_norms = anchors.pow(2).sum(dim=1) + positives.pow(2).sum(dim=1)
             terms = terms + 0.25 * self.l2_weight * sq_norms
         return self.reduce(terms)
+
+    def _fixed_shape(self, embeddings: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        """The same loss over the (B, B) sorted batch with masks: no data-dependent shape.
+
+        Used inside ``torch.compile`` (``"mean"`` and ``"sum"`` agree with eager mode up to
+        rounding): position ``k`` of the label-sorted batch is an anchor when it starts a class
+        with two samples, and its positive is position ``k + 1``.
+        """
+        n = labels.shape[0]
+        order = torch.sort(labels, stable=True).indices
+        ranked = labels[order]
+        first = torch.ones_like(ranked, dtype=torch.bool)
+        first[1:] = ranked[1:] != ranked[:-1]
+        has_second = torch.zeros_like(first)
+        has_second[:-1] = ranked[1:] == ranked[:-1]
+        is_anchor = first & has_second
+        following = torch.arange(1, n + 1, device=labels.device).clamp_max(n - 1)
+        anchors, positives = embeddings[order], embeddings[order[following]]
+        logits = pairwise_similarity(anchors, self.similarity, positives)
+        own = logits.diagonal()
+        masked = logits.masked_fill(~is_anchor[None, :], torch.finfo(logits.dtype).min)
+        terms = torch.logsumexp(masked, dim=1) - own
+        if self.l2_weight > 0:
+            sq_norms = anchors.pow(2).sum(dim=1) + positives.pow(2).sum(dim=1)
+            terms = terms + 0.25 * self.l2_weight * sq_norms
+        n_pairs = is_anchor.sum()
+        return self.reduce_masked(terms, is_anchor & (n_pairs >= 2))
 
 
 def _first_per_label(labels: torch.Tensor) -> torch.Tensor:

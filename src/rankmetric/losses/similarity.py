@@ -193,4 +193,4 @@ class SimilarityRegressionLoss(MetricLoss):
         gram = embeddings @ embeddings.T
         targets = label_similarity_targets(labels[:, None], labels[None, :], self.neg_target)
         upper = torch.triu(torch.ones(n, n, dtype=torch.bool, device=embeddings.device), 1)
-        return self.reduce((targets.to(gram.dtype) - gram)[upper] ** 2)
+        return self.reduce_masked((targets.to(gram.dtype) - gram) ** 2, upper)

@@ -615,6 +615,10 @@ class WARPLoss(MetricLoss):
         if n_other is not None:
             scale = torch.as_tensor(n_other, dtype=torch.float64, device=dist.device)
             rank = rank * (scale / negative.sum(1).clamp_min(1))[:, None]
+        if torch.compiler.is_compiling():  # every cell, then the positive ones: fixed shapes
+            return self.reduce_masked(
+                warp_loss_from_violations(hinge_sum, n_violators, rank), positive
+            )
         terms = warp_loss_from_violations(
             hinge_sum[positive], n_violators[positive], rank[positive]
         )

@@ -185,6 +185,8 @@ class ClassBalancedBatchSampler(BatchSampler):
         num_replicas: int | None = None,
         rank: int | None = None,
     ) -> None:
+        if isinstance(labels, torch.Tensor):
+            labels = labels.detach().cpu().numpy()
         _, codes = check_labels(labels, min_classes=1)
         for name, value in (("n_classes", n_classes), ("n_per_class", n_per_class)):
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:

@@ -145,6 +145,15 @@ def to_triplets(indices_tuple: IndicesTuple) -> tuple[Tensor, Tensor, Tensor]:
     In PML's order (positive pairs in the given order, then for each its anchor's negative pairs
     in the given order), in O(n_triplets) memory: the negative pairs are grouped by anchor with a
     stable sort, and each positive pair is repeated as many times as its anchor has negatives.
+
+    Examples
+    --------
+    >>> import torch
+    >>> pairs = all_pairs(torch.tensor([0, 0, 1]))
+    >>> [t.tolist() for t in pairs]
+    [[0, 1], [1, 0], [0, 1, 2, 2], [2, 2, 0, 1]]
+    >>> [t.tolist() for t in to_triplets(pairs)]
+    [[0, 1], [1, 0], [2, 2]]
     """
     if len(indices_tuple) == 3:
         return indices_tuple

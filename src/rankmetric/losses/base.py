@@ -19,6 +19,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from .precision import is_compiling
+
 __all__ = ["MetricLoss", "REDUCTIONS", "check_reduction", "as_count"]
 
 REDUCTIONS = ("mean", "sum", "none")
@@ -37,7 +39,7 @@ def as_count(count: torch.Tensor) -> int | torch.Tensor:
     ``int()`` syncs with the device and breaks a compiled graph; :meth:`MetricLoss.reduce`
     accepts both (the same value, a zero count giving 0 either way).
     """
-    return count if torch.compiler.is_compiling() else int(count)
+    return count if is_compiling() else int(count)
 
 
 class MetricLoss(nn.Module):
@@ -85,7 +87,7 @@ class MetricLoss(nn.Module):
         trace, so there ``"mean"`` and ``"sum"`` become masked sums over ``values`` (the same
         value up to summation order); ``"none"`` keeps the selection.
         """
-        if torch.compiler.is_compiling() and self.reduction != "none":
+        if is_compiling() and self.reduction != "none":
             total = torch.where(mask, values, 0.0).sum()
             if self.reduction == "sum":
                 return total

@@ -47,7 +47,7 @@ from .pair_distances import (
     pairwise_distance,
     zero_loss,
 )
-from .precision import mixed_precision
+from .precision import is_compiling, mixed_precision
 
 __all__ = ["LiftedStructureLoss", "FORMS"]
 
@@ -137,7 +137,7 @@ default="euclidean"
             return self._with_tuple(embeddings, labels, indices_tuple, ref_emb, ref_labels)
         positive, negative = label_masks(labels)
         valid_anchor = positive.any(dim=1) & negative.any(dim=1)
-        if not torch.compiler.is_compiling() and not bool(valid_anchor.any()):
+        if not is_compiling() and not bool(valid_anchor.any()):
             return self.reduce(zero_loss(embeddings).reshape(1)[:0])
         dist = pairwise_distance(embeddings, self.distance)
         if self.form == "original":

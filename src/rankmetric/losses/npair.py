@@ -29,7 +29,7 @@ from .pair_distances import (
     pairwise_similarity,
     zero_loss,
 )
-from .precision import mixed_precision
+from .precision import is_compiling, mixed_precision
 
 __all__ = ["NPairLoss", "first_pair_per_class"]
 
@@ -101,7 +101,7 @@ class NPairLoss(MetricLoss):
         scalar tensor, or tensor of shape (N,) with ``reduction="none"``
         """
         labels = check_batch(embeddings, labels)
-        if indices_tuple is None and ref_emb is None and torch.compiler.is_compiling():
+        if indices_tuple is None and ref_emb is None and is_compiling():
             return self._fixed_shape(embeddings, labels)
         if indices_tuple is None and ref_emb is None:
             anchor_idx, positive_idx = first_pair_per_class(labels)
@@ -119,7 +119,7 @@ class NPairLoss(MetricLoss):
                 )
             first = _first_per_label(labels[a1])
             anchor_idx, positive_idx = a1[first], p[first]
-        if not torch.compiler.is_compiling() and anchor_idx.shape[0] < 2:
+        if not is_compiling() and anchor_idx.shape[0] < 2:
             return self.reduce(zero_loss(embeddings).reshape(1)[:0])
         anchors, positives = embeddings[anchor_idx], ref_emb[positive_idx]
         logits = pairwise_similarity(anchors, self.similarity, positives)

@@ -29,6 +29,7 @@ from ..geometry.distances import (
     pairwise_log_euclidean,
     safe_sqrt,
 )
+from .precision import is_compiling
 
 __all__ = [
     "Metric",
@@ -199,7 +200,7 @@ def check_batch(
         raise ValueError(f"labels must be integers, got dtype {labels.dtype}.")
     # The guard syncs with the device, so a compiled graph (torch.compile) leaves it out: it runs
     # in eager mode, the compiled caller checks its inputs once outside the graph if it wants to.
-    if not torch.compiler.is_compiling() and not bool(torch.isfinite(embeddings).all()):
+    if not is_compiling() and not bool(torch.isfinite(embeddings).all()):
         raise ValueError("embeddings contain NaN or infinity.")
     return labels.long()
 

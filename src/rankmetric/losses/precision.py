@@ -16,9 +16,29 @@ from collections.abc import Callable
 
 import torch
 
-__all__ = ["HALF_DTYPES", "compute_dtype", "mixed_precision"]
+__all__ = ["HALF_DTYPES", "compute_dtype", "mixed_precision", "is_compiling", "autocast_enabled"]
 
 HALF_DTYPES = (torch.float16, torch.bfloat16)
+
+
+def is_compiling() -> bool:
+    """Whether the code is being traced by ``torch.compile`` (torch ≥ 2.2)."""
+    check = getattr(torch.compiler, "is_compiling", None)  # torch >= 2.3
+    if check is not None:
+        return check()
+    from torch._dynamo import is_compiling as dynamo_is_compiling  # torch 2.2
+
+    return dynamo_is_compiling()
+
+
+def autocast_enabled(device_type: str) -> bool:
+    """Whether autocast is on for ``device_type`` (torch ≥ 2.2)."""
+    try:
+        return torch.is_autocast_enabled(device_type)  # torch >= 2.4
+    except TypeError:
+        if device_type == "cpu":
+            return torch.is_autocast_cpu_enabled()
+        return device_type == "cuda" and torch.is_autocast_enabled()
 
 
 def compute_dtype(dtype: torch.dtype) -> torch.dtype:
@@ -45,7 +65,7 @@ def mixed_precision(forward: Callable) -> Callable:
         if not isinstance(embeddings, torch.Tensor):
             return forward(self, embeddings, *args, **kwargs)
         device_type = embeddings.device.type
-        autocast = torch.is_autocast_enabled(device_type)
+        autocast = autocast_enabled(device_type)
         dtype = embeddings.dtype
         if dtype not in HALF_DTYPES and not autocast:
             return forward(self, embeddings, *args, **kwargs)

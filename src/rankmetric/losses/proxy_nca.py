@@ -22,7 +22,7 @@ from .._validation import Interval, check_param
 from .base import MetricLoss
 from .indices import IndicesTuple, anchor_weights, check_indices_tuple
 from .pair_distances import check_batch, pairwise_distance
-from .precision import compute_dtype, mixed_precision
+from .precision import compute_dtype, is_compiling, mixed_precision
 
 __all__ = ["ProxyNCALoss"]
 
@@ -153,9 +153,7 @@ class ProxyNCALoss(MetricLoss):
                 f"embeddings are {embeddings.dtype} on {embeddings.device} but the proxies are "
                 f"{self.proxies.dtype} on {self.proxies.device}; move the loss with .to(...)."
             )
-        if not torch.compiler.is_compiling() and (
-            int(labels.min()) < 0 or int(labels.max()) >= self.n_classes
-        ):
+        if not is_compiling() and (int(labels.min()) < 0 or int(labels.max()) >= self.n_classes):
             raise ValueError(
                 f"labels must be class codes in 0..{self.n_classes - 1}, got values in "
                 f"[{int(labels.min())}, {int(labels.max())}]."

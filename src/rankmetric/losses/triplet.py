@@ -53,7 +53,7 @@ from .pair_distances import (
     pairwise_distance,
     zero_loss,
 )
-from .precision import mixed_precision
+from .precision import is_compiling, mixed_precision
 
 __all__ = ["TripletLoss", "MINING", "random_partners"]  # random_partners: from .miners
 
@@ -194,9 +194,7 @@ default="euclidean"
         """ "all", "hard" and "semihard" mining over the (B, B) positive/negative masks."""
         same = ref_emb is None or ref_emb is embeddings
         positive, negative = label_masks(labels, None if same else ref_labels)
-        if not torch.compiler.is_compiling() and not bool(
-            (positive.any(dim=1) & negative.any(dim=1)).any()
-        ):
+        if not is_compiling() and not bool((positive.any(dim=1) & negative.any(dim=1)).any()):
             return None
         dist = pairwise_distance(embeddings, self.distance, None if same else ref_emb)
         miner = {"all": _all_triplets, "hard": _batch_hard, "semihard": _semihard}[self.mining]
@@ -205,7 +203,7 @@ default="euclidean"
     def _random(self, embeddings: Tensor, labels: Tensor) -> Mined | None:
         """One uniformly drawn positive and negative per anchor: 2B distances, no (B, B) matrix."""
         pos_idx, neg_idx, valid = random_partners(labels, self.generator)
-        if not torch.compiler.is_compiling() and not bool(valid.any()):
+        if not is_compiling() and not bool(valid.any()):
             return None
         d_ap = paired_distance(embeddings, embeddings[pos_idx], self.distance)
         d_an = paired_distance(embeddings, embeddings[neg_idx], self.distance)

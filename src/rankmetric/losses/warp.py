@@ -40,7 +40,7 @@ from ..sampling import LabelIndex
 from .base import MetricLoss
 from .indices import IndicesTuple, check_indices_tuple, check_reference, pair_masks
 from .pair_distances import Metric, check_batch, check_metric, label_masks, pairwise_distance
-from .precision import mixed_precision
+from .precision import is_compiling, mixed_precision
 from .regularizers import aon_penalty, kernel_aon_penalty
 
 __all__ = [
@@ -615,7 +615,7 @@ class WARPLoss(MetricLoss):
         if n_other is not None:
             scale = torch.as_tensor(n_other, dtype=torch.float64, device=dist.device)
             rank = rank * (scale / negative.sum(1).clamp_min(1))[:, None]
-        if torch.compiler.is_compiling():  # every cell, then the positive ones: fixed shapes
+        if is_compiling():  # every cell, then the positive ones: fixed shapes
             return self.reduce_masked(
                 warp_loss_from_violations(hinge_sum, n_violators, rank), positive
             )

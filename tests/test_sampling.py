@@ -117,6 +117,12 @@ def test_balanced_sampler_covers_uneven_classes():
     assert set(seen.tolist()) == set(range(labels.shape[0]))
 
 
+def test_balanced_sampler_takes_string_labels():
+    labels = np.array(["cat", "dog", "owl"] * 4)
+    batches = _check_batches(ClassBalancedBatchSampler(labels, 3, 2), labels)
+    assert np.array_equal(np.sort(np.concatenate(batches)), np.arange(12))
+
+
 def test_balanced_sampler_is_seeded():
     labels = np.repeat(np.arange(6), 5)
     first = list(ClassBalancedBatchSampler(labels, 3, 2, seed=1))

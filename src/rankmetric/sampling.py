@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from torch.utils.data import BatchSampler
 
-from ._validation import check_labels
+from ._validation import POSITIVE_INT, check_labels, check_param
 
 __all__ = ["LabelIndex", "ClassBalancedBatchSampler"]
 
@@ -189,8 +189,7 @@ class ClassBalancedBatchSampler(BatchSampler):
             labels = labels.detach().cpu().numpy()
         _, codes = check_labels(labels, min_classes=1)
         for name, value in (("n_classes", n_classes), ("n_per_class", n_per_class)):
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-                raise ValueError(f"{name} must be an integer >= 1, got {value!r}.")
+            check_param(name, value, [POSITIVE_INT])
         self.index = LabelIndex.from_codes(codes)
         present = int((self.index.counts > 0).sum())
         if n_classes > present:

@@ -9,9 +9,14 @@ from pytorch_metric_learning import distances, losses, miners
 from rankmetric.losses import (
     BatchHardMiner,
     CrossBatchMemory,
+    LiftedStructureLoss,
     MultiSimilarityLoss,
     MultiSimilarityMiner,
+    NPairLoss,
+    SimilarityRegressionLoss,
     TripletLoss,
+    TripletMiner,
+    WARPLoss,
 )
 
 EUCLIDEAN = distances.LpDistance(normalize_embeddings=False)
@@ -111,3 +116,24 @@ def test_a_batch_larger_than_the_memory_raises():
     x, y = next(_batches(size=8))
     with pytest.raises(ValueError, match="does not fit"):
         CrossBatchMemory(TripletLoss(), 4)(x, y)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        LiftedStructureLoss,
+        lambda: LiftedStructureLoss(form="generalized"),
+        NPairLoss,
+        WARPLoss,
+        SimilarityRegressionLoss,
+        lambda: TripletLoss(mining="semihard"),
+    ],
+)
+def test_memory_wraps_every_pair_and_triplet_loss(make):
+    memory = CrossBatchMemory(make(), 16, miner=TripletMiner("all"))
+    for x, y in _batches(3, size=8):
+        x = x.requires_grad_()
+        value = memory(x, y)
+        value.backward()
+        assert torch.isfinite(value) and torch.isfinite(x.grad).all()
+        assert x.grad.abs().sum() > 0

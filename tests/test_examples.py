@@ -28,6 +28,7 @@ def test_the_gallery_has_the_promised_scripts():
     assert len(names) >= 5
     assert {"warca_pipeline", "ssne_pair_similarities", "rpl_raw_trials"} <= names
     assert {"loss_in_your_training_loop", "retrieval_evaluation", "save_and_load"} <= names
+    assert "sampler_miner_memory" in names
     for path in EXAMPLES:
         assert path.read_text().startswith('"""'), f"{path.name} needs a docstring (its caption)"
 

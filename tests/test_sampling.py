@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from rankmetric.sampling import LabelIndex
+from rankmetric.sampling import ClassBalancedBatchSampler, LabelIndex
 
 
 @pytest.fixture
@@ -81,3 +81,110 @@ def test_same_seed_same_draws():
     a = idx.positive_pairs(50, np.random.default_rng(3))
     b = idx.positive_pairs(50, np.random.default_rng(3))
     np.testing.assert_array_equal(a, b)
+
+
+# --- ClassBalancedBatchSampler ----------------------------------------------------------------
+
+
+def _check_batches(sampler, labels):
+    batches = list(sampler)
+    assert len(batches) == len(sampler)
+    for batch in batches:
+        assert len(batch) == sampler.n_classes * sampler.n_per_class
+        classes, counts = np.unique(labels[batch], return_counts=True)
+        assert len(classes) == sampler.n_classes
+        assert np.all(counts == sampler.n_per_class)
+    return batches
+
+
+def test_balanced_sampler_sees_every_item_once_per_epoch():
+    labels = np.repeat(np.arange(10), 8)[np.random.default_rng(0).permutation(80)]
+    sampler = ClassBalancedBatchSampler(labels, n_classes=4, n_per_class=2, seed=3)
+    assert len(sampler) == 10
+    for epoch in range(3):
+        sampler.set_epoch(epoch)
+        seen = np.concatenate(_check_batches(sampler, labels))
+        assert np.array_equal(np.sort(seen), np.arange(80))
+
+
+def test_balanced_sampler_covers_uneven_classes():
+    counts = np.array([3, 9, 5, 12, 1, 7, 6, 4])
+    labels = np.repeat(np.arange(8), counts)
+    sampler = ClassBalancedBatchSampler(labels, n_classes=3, n_per_class=2, seed=0)
+    n_chunks = int(np.sum(-(-counts // 2)))
+    assert len(sampler) == -(-n_chunks // 3)
+    seen = np.concatenate(_check_batches(sampler, labels))
+    assert set(seen.tolist()) == set(range(labels.shape[0]))
+
+
+def test_balanced_sampler_takes_string_labels():
+    labels = np.array(["cat", "dog", "owl"] * 4)
+    batches = _check_batches(ClassBalancedBatchSampler(labels, 3, 2), labels)
+    assert np.array_equal(np.sort(np.concatenate(batches)), np.arange(12))
+
+
+def test_balanced_sampler_is_seeded():
+    labels = np.repeat(np.arange(6), 5)
+    first = list(ClassBalancedBatchSampler(labels, 3, 2, seed=1))
+    assert first == list(ClassBalancedBatchSampler(labels, 3, 2, seed=1))
+    assert first != list(ClassBalancedBatchSampler(labels, 3, 2, seed=2))
+    sampler = ClassBalancedBatchSampler(labels, 3, 2, seed=1)
+    sampler.set_epoch(1)
+    assert list(sampler) != first
+
+
+def test_balanced_sampler_feeds_a_dataloader():
+    import torch
+
+    labels = torch.arange(12) % 4
+    data = torch.utils.data.TensorDataset(torch.randn(12, 3), labels)
+    sampler = ClassBalancedBatchSampler(labels, n_classes=2, n_per_class=3)
+    assert isinstance(sampler, torch.utils.data.BatchSampler)
+    batches = list(torch.utils.data.DataLoader(data, batch_sampler=sampler))
+    assert len(batches) == len(sampler) == 2  # 4 chunks of 3, two per batch
+    assert all(x.shape == (6, 3) and len(torch.unique(y)) == 2 for x, y in batches)
+
+
+@pytest.mark.parametrize("world", [2, 3])
+def test_distributed_ranks_get_disjoint_batches_of_one_global_sequence(world):
+    labels = np.repeat(np.arange(7), 6)
+    ranks = [
+        ClassBalancedBatchSampler(labels, 3, 2, seed=4, num_replicas=world, rank=r)
+        for r in range(world)
+    ]
+    everything = ranks[0].global_batches()
+    per_rank = [list(s) for s in ranks]
+    assert len(everything) == world * -(-7 // world)  # 21 chunks, 3 per batch, padded
+    assert all(len(b) == len(everything) // world for b in per_rank)
+    for r, batches in enumerate(per_rank):
+        assert batches == everything[r::world].tolist()
+    # distinct ranks never get the same global batch: their slots are disjoint
+    slots = [set(range(r, len(everything), world)) for r in range(world)]
+    assert all(not (slots[a] & slots[b]) for a in range(world) for b in range(a + 1, world))
+    seen = np.concatenate([np.concatenate(b) for b in per_rank])
+    assert set(seen.tolist()) == set(range(labels.shape[0]))  # every item, on some rank
+
+
+def test_distributed_defaults_come_from_torch_distributed(monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.distributed, "is_initialized", lambda: True)
+    monkeypatch.setattr(torch.distributed, "get_world_size", lambda: 4)
+    monkeypatch.setattr(torch.distributed, "get_rank", lambda: 3)
+    sampler = ClassBalancedBatchSampler(np.repeat(np.arange(8), 4), 2, 2)
+    assert (sampler.num_replicas, sampler.rank) == (4, 3)
+    assert len(sampler) == 16 // 2 // 4
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"n_classes": 5, "n_per_class": 2}, "only 4 distinct"),
+        ({"n_classes": 0, "n_per_class": 2}, "n_classes"),
+        ({"n_classes": 2, "n_per_class": 1.5}, "n_per_class"),
+        ({"n_classes": 2, "n_per_class": 2, "num_replicas": 2, "rank": 2}, "rank"),
+    ],
+)
+def test_bad_sampler_arguments_raise(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        ClassBalancedBatchSampler(np.repeat(np.arange(4), 3), **kwargs)

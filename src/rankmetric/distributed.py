@@ -40,6 +40,7 @@ __all__ = [
     "all_reduce_mean",
     "all_gather_with_grad",
     "global_mean",
+    "GatheredLoss",
     "ShardedLabelIndex",
 ]
 
@@ -229,6 +230,41 @@ def all_gather_with_grad(x: torch.Tensor) -> torch.Tensor:
     if not is_distributed():
         return x
     return _AllGatherWithGrad.apply(x)
+
+
+class GatheredLoss(torch.nn.Module):
+    """A batch loss on the global batch of your own ``DistributedDataParallel`` loop.
+
+    Each rank embeds its own shard; ``GatheredLoss(loss)(embeddings, labels)`` gathers every
+    rank's embeddings (:func:`all_gather_with_grad`) and labels in rank order and returns
+    ``loss`` of the global batch, the same value on every rank. After ``backward()`` and DDP's
+    average of the parameter gradients over ranks, the gradient is exactly that of one process
+    computing ``loss`` on the global batch (``tests/distributed`` checks it with two gloo
+    processes). Without a process group it is ``loss`` itself.
+
+    Parameters
+    ----------
+    loss : callable
+        ``loss(embeddings, labels, *args, **kwargs)``, e.g. any loss of
+        :mod:`rankmetric.losses` (a mined ``indices_tuple`` must then index the global batch).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from rankmetric.losses import MultiSimilarityLoss
+    >>> loss_fn = GatheredLoss(MultiSimilarityLoss())
+    >>> emb = torch.randn(8, 4, requires_grad=True)  # ddp_model(x) on each rank
+    >>> loss_fn(emb, torch.arange(8) % 2).backward()
+    """
+
+    def __init__(self, loss) -> None:
+        super().__init__()
+        self.loss = loss
+
+    def forward(self, embeddings: torch.Tensor, labels, *args, **kwargs) -> torch.Tensor:
+        labels = torch.as_tensor(labels, device=embeddings.device)
+        gathered = all_gather_with_grad(embeddings)
+        return self.loss(gathered, all_gather_with_grad(labels), *args, **kwargs)
 
 
 class _SumOverRanks(torch.autograd.Function):

@@ -1,16 +1,22 @@
 """Vectorised samplers over class labels: positive pairs, negatives, balanced pairs and batches.
 
 Every sampler draws all of its indices at once from a NumPy ``Generator`` (no Python loop over
-samples or pairs), so one seed reproduces a whole training run.
+samples or pairs), so one seed reproduces a whole training run. :class:`ClassBalancedBatchSampler`
+serves the same P × K batches to a ``torch.utils.data.DataLoader``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
+import torch
+from torch.utils.data import BatchSampler
 
-__all__ = ["LabelIndex"]
+from ._validation import POSITIVE_INT, check_labels, check_param
+
+__all__ = ["LabelIndex", "ClassBalancedBatchSampler"]
 
 
 @dataclass(frozen=True)
@@ -123,3 +129,130 @@ class LabelIndex:
             ranks = np.pad(ranks, ((0, 0), (0, n_per_class - ranks.shape[1])), mode="wrap")
         ranks = ranks % n_c[:, None]
         return self.order[(self.starts[cls][:, None] + ranks).ravel()]
+
+
+class ClassBalancedBatchSampler(BatchSampler):
+    """Batches of ``n_classes`` distinct classes × ``n_per_class`` samples, for a ``DataLoader``.
+
+    Each epoch every class's samples are shuffled and cut into chunks of ``n_per_class`` (the
+    last chunk of a class, and a class smaller than ``n_per_class``, is completed with other
+    samples of the same class); a batch takes one chunk from each of ``n_classes`` classes,
+    the classes with the most chunks left first (ties broken at random), so that every sample
+    is seen once per epoch wherever the class sizes allow it (a class holding more than
+    ``1 / n_classes`` of the chunks cannot be exhausted with one chunk per batch). The epoch has
+    ``ceil(total_chunks / n_classes)`` batches (in all, over the distributed ranks, rounded up to
+    a multiple of their number); the last ones are completed with repeated chunks.
+
+    Parameters
+    ----------
+    labels : array-like of shape (n_samples,)
+        Class labels of the data set (integers or strings).
+    n_classes : int
+        ``P``, classes per batch; at most the number of distinct labels.
+    n_per_class : int
+        ``K``, samples per class in a batch.
+    seed : int, default=0
+        Seed of the shuffles; epoch ``e`` draws from ``(seed, e)`` (see :meth:`set_epoch`), so
+        every rank of a distributed run draws the same global sequence of batches.
+    num_replicas : int, optional
+        Number of distributed processes; default ``torch.distributed``'s world size when it is
+        initialised, else 1.
+    rank : int, optional
+        This process's rank in ``0..num_replicas − 1``; default ``torch.distributed``'s rank when
+        initialised, else 0. Rank ``r`` gets global batches ``r, r + R, r + 2R, …`` (disjoint
+        across ranks); the epoch's batch count is rounded up to a multiple of ``R`` (with
+        repeated chunks, as ``DistributedSampler`` pads) so that every rank has as many.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> labels = np.repeat(np.arange(6), 4)
+    >>> sampler = ClassBalancedBatchSampler(labels, n_classes=3, n_per_class=2, seed=0)
+    >>> len(sampler)
+    4
+    >>> batch = next(iter(sampler))
+    >>> len(batch), len(set(labels[batch]))
+    (6, 3)
+    """
+
+    def __init__(
+        self,
+        labels,
+        n_classes: int,
+        n_per_class: int,
+        *,
+        seed: int = 0,
+        num_replicas: int | None = None,
+        rank: int | None = None,
+    ) -> None:
+        if isinstance(labels, torch.Tensor):
+            labels = labels.detach().cpu().numpy()
+        _, codes = check_labels(labels, min_classes=1)
+        for name, value in (("n_classes", n_classes), ("n_per_class", n_per_class)):
+            check_param(name, value, [POSITIVE_INT])
+        self.index = LabelIndex.from_codes(codes)
+        present = int((self.index.counts > 0).sum())
+        if n_classes > present:
+            raise ValueError(
+                f"n_classes={n_classes} but the labels hold only {present} distinct classes."
+            )
+        distributed = torch.distributed.is_available() and torch.distributed.is_initialized()
+        if num_replicas is None:
+            num_replicas = torch.distributed.get_world_size() if distributed else 1
+        if rank is None:
+            rank = torch.distributed.get_rank() if distributed else 0
+        if not 1 <= num_replicas or not 0 <= rank < num_replicas:
+            raise ValueError(f"rank must lie in 0..num_replicas-1, got {rank} of {num_replicas}.")
+        self.n_classes = int(n_classes)
+        self.n_per_class = int(n_per_class)
+        self.batch_size = self.n_classes * self.n_per_class
+        self.drop_last = True
+        self.seed = int(seed)
+        self.num_replicas = int(num_replicas)
+        self.rank = int(rank)
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        """Use the shuffles of epoch ``epoch`` next (as ``DistributedSampler.set_epoch``)."""
+        self.epoch = int(epoch)
+
+    @property
+    def _n_chunks(self) -> np.ndarray:
+        return -(-self.index.counts // self.n_per_class)  # ceil, 0 for an absent class
+
+    def _n_global_batches(self) -> int:
+        """``ceil(total_chunks / P)``, rounded up to a multiple of the number of replicas."""
+        per_rank = -(-int(self._n_chunks.sum()) // (self.n_classes * self.num_replicas))
+        return per_rank * self.num_replicas
+
+    def __len__(self) -> int:
+        return self._n_global_batches() // self.num_replicas
+
+    def __iter__(self) -> Iterator[list[int]]:
+        batches = self.global_batches()[self.rank :: self.num_replicas]
+        for batch in batches:
+            yield batch.tolist()
+
+    def global_batches(self) -> np.ndarray:
+        """Every batch of the current epoch, all ranks' together: shape (n_batches, P·K)."""
+        rng = np.random.default_rng([self.seed, self.epoch])
+        idx, k, p = self.index, self.n_per_class, self.n_classes
+        # shuffled positions within each class: samples grouped by class, random order inside
+        shuffled = np.lexsort((rng.random(idx.n_samples), idx.codes))
+        n_chunks = self._n_chunks
+        remaining = n_chunks.copy()
+        used = np.zeros_like(n_chunks)
+        present = n_chunks > 0
+        n_batches = self._n_global_batches()
+        classes = np.empty((n_batches, p), dtype=np.int64)
+        chunk = np.empty((n_batches, p), dtype=np.int64)
+        for b in range(n_batches):  # one step per batch, vectorised over classes
+            key = np.where(present, remaining + rng.random(len(n_chunks)), -np.inf)
+            chosen = np.argpartition(-key, p - 1)[:p]
+            classes[b], chunk[b] = chosen, used[chosen]
+            used[chosen] += 1
+            remaining[chosen] = np.maximum(remaining[chosen] - 1, 0)
+        # chunk t of class c: its shuffled samples t·K .. t·K + K − 1, cyclically
+        counts = idx.counts[classes][..., None]
+        offsets = (chunk[..., None] * k + np.arange(k)) % counts
+        return shuffled[idx.starts[classes][..., None] + offsets].reshape(n_batches, p * k)

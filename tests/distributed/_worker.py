@@ -18,6 +18,7 @@ from rankmetric.estimators.kernel_warca import KernelWARCA
 from rankmetric.estimators.rpl import RPLEmbedding
 from rankmetric.estimators.ssne import SSNE
 from rankmetric.estimators.warca import WARCA
+from rankmetric.losses import LiftedStructureLoss, MultiSimilarityLoss, TripletLoss
 
 
 def feature_data() -> tuple[np.ndarray, np.ndarray]:
@@ -121,11 +122,38 @@ def estimators() -> dict[str, np.ndarray]:
     return out
 
 
+def user_ddp_loop() -> dict[str, np.ndarray]:
+    """A user's own DistributedDataParallel step with ``GatheredLoss``, three losses."""
+    X, y = feature_data()
+    rows = np.random.default_rng(1).permutation(90)[:24]  # the global batch
+    start, stop = distributed.shard_bounds(24)
+    x_local = torch.as_tensor(X[rows[start:stop]])
+    y_local = torch.as_tensor(y[rows[start:stop]])
+    torch.manual_seed(0)
+    model = torch.nn.Linear(6, 4).double()
+    net = (
+        torch.nn.parallel.DistributedDataParallel(model) if distributed.is_distributed() else model
+    )
+    out = {}
+    losses = {
+        "ms": MultiSimilarityLoss(),
+        "triplet": TripletLoss(mining="semihard"),
+        "lifted": LiftedStructureLoss(),
+    }
+    for name, loss in losses.items():
+        net.zero_grad()
+        value = distributed.GatheredLoss(loss)(net(x_local), y_local)
+        value.backward()
+        out[f"ddp_{name}_value"] = value.detach().numpy()
+        out[f"ddp_{name}_grad"] = model.weight.grad.numpy().copy()
+    return out
+
+
 def main(out_dir: str) -> None:
     torch.set_num_threads(1)
     distributed.init_from_env("gloo")
     rank, world = distributed.rank(), distributed.world_size()
-    results = {**primitives(rank), **estimators()}
+    results = {**primitives(rank), **user_ddp_loop(), **estimators()}
     np.savez(Path(out_dir) / f"rank{rank}_of{world}.npz", **results)
     if distributed.is_distributed():
         torch.distributed.destroy_process_group()

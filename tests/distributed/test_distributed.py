@@ -121,6 +121,23 @@ def test_all_reduce_mean(runs):
     assert runs["single"]["reduced"].tolist() == [1.0]
 
 
+# ---------------------------------------------------------------- a user's DDP loop
+
+
+@pytest.mark.parametrize("name", ["ms", "triplet", "lifted"])
+def test_gathered_loss_in_a_ddp_loop_has_the_single_process_gradient(runs, name):
+    """DistributedDataParallel + GatheredLoss: the global batch's loss and gradient."""
+    single = runs["single"]
+    assert np.abs(single[f"ddp_{name}_grad"]).sum() > 0
+    for rank in ("rank0", "rank1"):
+        np.testing.assert_allclose(
+            runs[rank][f"ddp_{name}_value"], single[f"ddp_{name}_value"], rtol=1e-12
+        )
+        np.testing.assert_allclose(
+            runs[rank][f"ddp_{name}_grad"], single[f"ddp_{name}_grad"], rtol=1e-10, atol=1e-14
+        )
+
+
 # ---------------------------------------------------------------- estimators, two processes
 
 ESTIMATOR_OUTPUTS = [

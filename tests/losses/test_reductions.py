@@ -22,6 +22,8 @@ from rankmetric.losses import (
     WARPLoss,
 )
 from rankmetric.losses.base import MetricLoss
+from rankmetric.losses.memory import CrossBatchMemory
+from rankmetric.losses.miners import Miner
 
 N_CLASSES, PER_CLASS, DIM = 3, 4, 5
 
@@ -58,7 +60,7 @@ COVERED = {WARPLoss, LiftedStructureLoss, MultiSimilarityLoss, NPairLoss, ProxyN
 
 
 def _loss_classes() -> set[type]:
-    """Every public torch module class defined in a module of rankmetric.losses."""
+    """Every public torch module class of rankmetric.losses but the miners and the memory."""
     found = set()
     for info in pkgutil.iter_modules(losses_pkg.__path__):
         module = importlib.import_module(f"rankmetric.losses.{info.name}")
@@ -69,6 +71,7 @@ def _loss_classes() -> set[type]:
                 and obj.__module__ == module.__name__
                 and not name.startswith("_")
                 and obj is not MetricLoss
+                and not issubclass(obj, (Miner, CrossBatchMemory))
             ):
                 found.add(obj)
     return found

@@ -5,6 +5,7 @@ affine-invariant and log-Euclidean distances, geodesics and Riemannian means.
 See ``docs/geometry.md``.
 """
 
+from ._precision import half_as_float32
 from .aliases import METRIC_ALIASES, canonical_metric
 from .checks import check_spd
 from .distances import airm_distance, log_euclidean_distance, pairwise_airm, pairwise_log_euclidean
@@ -20,6 +21,23 @@ from .matrix_functions import (
     symmetrize,
 )
 from .means import geodesic, log_euclidean_mean, riemannian_mean
+
+# float16 / bfloat16 input: computed in float32, returned in the input's dtype (one helper,
+# applied here to the public entry points only; the modules' own names stay unwrapped).
+sym_function = half_as_float32(sym_function)
+spd_log = half_as_float32(spd_log)
+spd_exp = half_as_float32(spd_exp)
+spd_sqrt = half_as_float32(spd_sqrt)
+spd_inv_sqrt = half_as_float32(spd_inv_sqrt)
+spd_power = half_as_float32(spd_power)
+spd_clamp = half_as_float32(spd_clamp)
+airm_distance = half_as_float32(airm_distance)
+pairwise_airm = half_as_float32(pairwise_airm)
+log_euclidean_distance = half_as_float32(log_euclidean_distance)
+pairwise_log_euclidean = half_as_float32(pairwise_log_euclidean)
+riemannian_mean = half_as_float32(riemannian_mean)
+log_euclidean_mean = half_as_float32(log_euclidean_mean)
+geodesic = half_as_float32(geodesic)
 
 __all__ = [
     "METRIC_ALIASES",

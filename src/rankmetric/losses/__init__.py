@@ -1,13 +1,18 @@
 """PyTorch losses: ``loss(embeddings, labels)`` for any network's embeddings.
 
 Every loss derives from :class:`MetricLoss` and takes torch's ``reduction=`` ("mean" | "sum" |
-"none"); the penalties on weights live in :mod:`rankmetric.losses.regularizers`.
+"none"); the penalties on weights live in :mod:`rankmetric.losses.regularizers`. The pair and
+triplet losses also take mined ``indices_tuple=`` (:mod:`~rankmetric.losses.miners`) and a
+reference set ``ref_emb=, ref_labels=``; :class:`CrossBatchMemory` keeps one across batches.
 
 The estimators train with these same modules, so a formula lives in one place.
 """
 
 from .base import MetricLoss
+from .indices import all_pairs, all_triplets, to_pairs, to_triplets
 from .lifted import LiftedStructureLoss
+from .memory import CrossBatchMemory
+from .miners import BatchHardMiner, Miner, MultiSimilarityMiner, TripletMiner
 from .multi_similarity import MultiSimilarityLoss
 from .npair import NPairLoss
 from .pair_distances import paired_distance, pairwise_distance, pairwise_similarity
@@ -37,6 +42,15 @@ __all__ = [
     "NPairLoss",
     "ProxyNCALoss",
     "MultiSimilarityLoss",
+    "Miner",
+    "TripletMiner",
+    "BatchHardMiner",
+    "MultiSimilarityMiner",
+    "CrossBatchMemory",
+    "all_pairs",
+    "all_triplets",
+    "to_pairs",
+    "to_triplets",
     "pairwise_distance",
     "paired_distance",
     "pairwise_similarity",

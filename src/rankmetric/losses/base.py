@@ -19,7 +19,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-__all__ = ["MetricLoss", "REDUCTIONS", "check_reduction"]
+from .precision import is_compiling
+
+__all__ = ["MetricLoss", "REDUCTIONS", "check_reduction", "as_count"]
 
 REDUCTIONS = ("mean", "sum", "none")
 
@@ -29,6 +31,15 @@ def check_reduction(reduction: str) -> str:
     if not isinstance(reduction, str) or reduction not in REDUCTIONS:
         raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}.")
     return reduction
+
+
+def as_count(count: torch.Tensor) -> int | torch.Tensor:
+    """A count tensor as a Python int in eager mode; kept a tensor inside ``torch.compile``.
+
+    ``int()`` syncs with the device and breaks a compiled graph; :meth:`MetricLoss.reduce`
+    accepts both (the same value, a zero count giving 0 either way).
+    """
+    return count if is_compiling() else int(count)
 
 
 class MetricLoss(nn.Module):
@@ -68,6 +79,20 @@ class MetricLoss(nn.Module):
         if isinstance(count, torch.Tensor):  # e.g. a sum of weights; 0 / tiny = 0
             return total / count.to(total.dtype).clamp_min(torch.finfo(total.dtype).tiny)
         return total / count if count else total * 0.0
+
+    def reduce_masked(self, values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """``reduce(values[mask])``; inside ``torch.compile`` without the data-dependent shape.
+
+        A boolean selection has a data-dependent size, which a ``fullgraph`` compile cannot
+        trace, so there ``"mean"`` and ``"sum"`` become masked sums over ``values`` (the same
+        value up to summation order); ``"none"`` keeps the selection.
+        """
+        if is_compiling() and self.reduction != "none":
+            total = torch.where(mask, values, 0.0).sum()
+            if self.reduction == "sum":
+                return total
+            return self.reduce(total.reshape(1), mask.sum())
+        return self.reduce(values[mask])
 
     def extra_repr(self) -> str:
         return f"reduction={self.reduction!r}"

@@ -28,6 +28,14 @@ import torch
 from torch import Tensor
 
 from .base import MetricLoss
+from .indices import (
+    IndicesTuple,
+    all_pairs,
+    check_indices_tuple,
+    check_reference,
+    pair_counts,
+    to_pairs,
+)
 from .pair_distances import (
     SPD_METRICS,
     VECTOR_METRICS,
@@ -39,6 +47,7 @@ from .pair_distances import (
     pairwise_distance,
     zero_loss,
 )
+from .precision import is_compiling, mixed_precision
 
 __all__ = ["LiftedStructureLoss", "FORMS"]
 
@@ -91,13 +100,31 @@ default="euclidean"
             f"{super().extra_repr()}"
         )
 
-    def forward(self, embeddings: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    @mixed_precision
+    def forward(
+        self,
+        embeddings: torch.Tensor,
+        labels: torch.Tensor,
+        indices_tuple: IndicesTuple | None = None,
+        ref_emb: torch.Tensor | None = None,
+        ref_labels: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         """The loss of a batch.
 
         Parameters
         ----------
         embeddings : tensor of shape (B, d), or (B, c, c) for an SPD metric
         labels : integer tensor of shape (B,)
+        indices_tuple : tuple of int64 tensors, optional
+            Mined pairs ``(a1, p, a2, n)`` or triplets ``(a, p, n)`` (read as ``(a, p, a, n)``).
+            ``"original"``: one term per given positive pair, against the given negative pairs
+            of its two members (a repeated pair counts as often as it is given, as in
+            pytorch-metric-learning); ``"generalized"``: the pair sets.
+        ref_emb : tensor of shape (M, d) or (M, c, c), optional
+            Reference set of the pairs' second members (default: the batch). With a reference
+            set, ``"original"`` uses the negatives of the anchor ``i`` only (a reference sample
+            has no negatives of its own in the call): ``J_ij = r_i + D_ij``.
+        ref_labels : integer tensor of shape (M,), optional
 
         Returns
         -------
@@ -106,28 +133,59 @@ default="euclidean"
             negative.
         """
         labels = check_batch(embeddings, labels, allow_matrices=True)
+        if indices_tuple is not None or ref_emb is not None:
+            return self._with_tuple(embeddings, labels, indices_tuple, ref_emb, ref_labels)
         positive, negative = label_masks(labels)
         valid_anchor = positive.any(dim=1) & negative.any(dim=1)
-        if not bool(valid_anchor.any()):
+        if not is_compiling() and not bool(valid_anchor.any()):
             return self.reduce(zero_loss(embeddings).reshape(1)[:0])
         dist = pairwise_distance(embeddings, self.distance)
         if self.form == "original":
-            return self.reduce(self._original(dist, positive, negative))
-        return self.reduce(self._generalized(dist, positive, negative, valid_anchor))
+            return self.reduce_masked(self._original(dist, negative), positive)
+        return self.reduce_masked(self._generalized(dist, positive, negative), valid_anchor)
 
-    def _original(self, dist: Tensor, positive: Tensor, negative: Tensor) -> Tensor:
-        """``½ [logaddexp(r_i, r_j) + D_ij]₊²`` of each ordered positive pair, shape (|P|,).
+    def _with_tuple(self, embeddings, labels, indices_tuple, ref_emb, ref_labels) -> Tensor:
+        """Given pairs, or every pair of the batch against a reference set."""
+        same = ref_emb is None
+        ref_emb, ref_labels = check_reference(
+            embeddings, labels, ref_emb, ref_labels, allow_matrices=True
+        )
+        n, m = labels.shape[0], ref_labels.shape[0]
+        if indices_tuple is None:
+            a1, p, a2, neg = all_pairs(labels, None if same else ref_labels)
+        else:
+            a1, p, a2, neg = to_pairs(check_indices_tuple(indices_tuple, n, m, labels.device))
+        if a1.numel() == 0 or a2.numel() == 0:
+            return self.reduce(zero_loss(embeddings).reshape(1)[:0])
+        dist = pairwise_distance(embeddings, self.distance, None if same else ref_emb)
+        if self.form == "generalized":
+            positive = pair_counts(a1, p, n, m, torch.int64) > 0
+            negative = pair_counts(a2, neg, n, m, torch.int64) > 0
+            valid_anchor = positive.any(dim=1) & negative.any(dim=1)
+            return self.reduce(self._generalized(dist, positive, negative)[valid_anchor])
+        counts = pair_counts(a2, neg, n, m, dist.dtype)
+        log_counts = torch.where(counts > 0, counts.log(), 0.0)
+        row_lse, has_neg = masked_logsumexp(self.margin - dist + log_counts, counts > 0)
+        lse_a, neg_a = row_lse[a1], has_neg[a1]
+        if same:  # the negatives of both members of the pair (Song et al.'s J_ij)
+            lse_p, neg_p = row_lse[p], has_neg[p]
+            one = torch.where(neg_a, lse_a, torch.where(neg_p, lse_p, 0.0))
+            lse = torch.where(neg_a & neg_p, torch.logaddexp(lse_a, lse_p), one)
+        else:
+            lse = torch.where(neg_a, lse_a, 0.0)
+        return self.reduce(0.5 * torch.relu(lse + dist[a1, p]) ** 2)
 
-        Their mean is ``1/(2|P|) Σ_P [J_ij]₊²``.
+    def _original(self, dist: Tensor, negative: Tensor) -> Tensor:
+        """``½ [logaddexp(r_i, r_j) + D_ij]₊²`` of every pair, shape (B, B).
+
+        Read on the ordered positive pairs, their mean is ``1/(2|P|) Σ_P [J_ij]₊²``.
         """
         row_lse, _ = masked_logsumexp(self.margin - dist, negative)
         lifted = torch.logaddexp(row_lse[:, None], row_lse[None, :]) + dist
-        return 0.5 * torch.relu(lifted[positive]) ** 2
+        return 0.5 * torch.relu(lifted) ** 2
 
-    def _generalized(
-        self, dist: Tensor, positive: Tensor, negative: Tensor, valid_anchor: Tensor
-    ) -> Tensor:
-        """``[lse_P(a)(D) + lse_N(a)(α − D)]₊`` of each anchor with positives and negatives."""
+    def _generalized(self, dist: Tensor, positive: Tensor, negative: Tensor) -> Tensor:
+        """``[lse_P(a)(D) + lse_N(a)(α − D)]₊`` of every anchor (read on the valid ones), (B,)."""
         pos_lse, _ = masked_logsumexp(dist, positive)
         neg_lse, _ = masked_logsumexp(self.margin - dist, negative)
-        return torch.relu(pos_lse + neg_lse)[valid_anchor]
+        return torch.relu(pos_lse + neg_lse)

@@ -22,6 +22,8 @@ from __future__ import annotations
 import torch
 
 from .base import MetricLoss
+from .indices import IndicesTuple, check_indices_tuple, check_reference, pair_masks
+from .miners import multi_similarity_masks
 from .pair_distances import (
     SIMILARITIES,
     Similarity,
@@ -30,6 +32,7 @@ from .pair_distances import (
     label_masks,
     pairwise_similarity,
 )
+from .precision import mixed_precision
 
 __all__ = ["MultiSimilarityLoss"]
 
@@ -91,13 +94,28 @@ class MultiSimilarityLoss(MetricLoss):
             f"mining={self.mining}, similarity={self.similarity!r}, {super().extra_repr()}"
         )
 
-    def forward(self, embeddings: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    @mixed_precision
+    def forward(
+        self,
+        embeddings: torch.Tensor,
+        labels: torch.Tensor,
+        indices_tuple: IndicesTuple | None = None,
+        ref_emb: torch.Tensor | None = None,
+        ref_labels: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         """The loss of a batch.
 
         Parameters
         ----------
         embeddings : tensor of shape (B, d)
         labels : integer tensor of shape (B,)
+        indices_tuple : tuple of int64 tensors, optional
+            Mined pairs ``(a1, p, a2, n)`` or triplets ``(a, p, n)`` (read as the pairs
+            ``(a, p)`` and ``(a, n)``); they replace the loss's own mining. A pair given twice
+            counts once (the loss is a function of the pair sets).
+        ref_emb : tensor of shape (M, d), optional
+            Reference set the pairs' second members come from (default: the batch).
+        ref_labels : integer tensor of shape (M,), optional
 
         Returns
         -------
@@ -105,10 +123,18 @@ class MultiSimilarityLoss(MetricLoss):
             0 (attached to the graph) when no pair is mined.
         """
         labels = check_batch(embeddings, labels)
-        sim = pairwise_similarity(embeddings, self.similarity)
-        positive, negative = label_masks(labels)
-        if self.mining:
-            positive, negative = self.mine(sim.detach(), positive, negative)
+        same = ref_emb is None
+        ref_emb, ref_labels = check_reference(embeddings, labels, ref_emb, ref_labels)
+        sim = pairwise_similarity(embeddings, self.similarity, None if same else ref_emb)
+        if indices_tuple is not None:
+            indices = check_indices_tuple(
+                indices_tuple, labels.shape[0], ref_labels.shape[0], labels.device
+            )
+            positive, negative = pair_masks(indices, labels.shape[0], ref_labels.shape[0])
+        else:
+            positive, negative = label_masks(labels, None if same else ref_labels)
+            if self.mining:
+                positive, negative = self.mine(sim.detach(), positive, negative)
         pos_term = _log1p_sum_exp(-self.alpha * (sim - self.base), positive) / self.alpha
         neg_term = _log1p_sum_exp(self.beta * (sim - self.base), negative) / self.beta
         return self.reduce(pos_term + neg_term)
@@ -116,13 +142,8 @@ class MultiSimilarityLoss(MetricLoss):
     def mine(
         self, sim: torch.Tensor, positive: torch.Tensor, negative: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """The mined pair masks ``P̂`` and ``N̂`` (eq. 5–6), each a bool tensor of shape (B, B)."""
-        hardest_neg = sim.masked_fill(~negative, -torch.inf).amax(dim=1, keepdim=True)
-        hardest_pos = sim.masked_fill(~positive, torch.inf).amin(dim=1, keepdim=True)
-        return (
-            positive & (sim - self.epsilon < hardest_neg),
-            negative & (sim + self.epsilon > hardest_pos),
-        )
+        """The mined pair masks ``P̂`` and ``N̂`` (eq. 5–6), each a bool tensor of shape (B, M)."""
+        return multi_similarity_masks(sim, positive, negative, self.epsilon)
 
 
 def _log1p_sum_exp(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

@@ -20,6 +20,7 @@ import torch
 import torch.nn.functional as F
 
 from .base import MetricLoss
+from .indices import IndicesTuple, all_pairs, check_indices_tuple, check_reference, to_pairs
 from .pair_distances import (
     SIMILARITIES,
     Similarity,
@@ -28,6 +29,7 @@ from .pair_distances import (
     pairwise_similarity,
     zero_loss,
 )
+from .precision import is_compiling, mixed_precision
 
 __all__ = ["NPairLoss", "first_pair_per_class"]
 
@@ -70,23 +72,56 @@ class NPairLoss(MetricLoss):
     def extra_repr(self) -> str:
         return f"l2_weight={self.l2_weight}, similarity={self.similarity!r}, {super().extra_repr()}"
 
-    def forward(self, embeddings: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    @mixed_precision
+    def forward(
+        self,
+        embeddings: torch.Tensor,
+        labels: torch.Tensor,
+        indices_tuple: IndicesTuple | None = None,
+        ref_emb: torch.Tensor | None = None,
+        ref_labels: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         """The loss of a batch.
 
         Parameters
         ----------
         embeddings : tensor of shape (B, d)
         labels : integer tensor of shape (B,)
+        indices_tuple : tuple of int64 tensors, optional
+            Mined pairs ``(a1, p, a2, n)`` or triplets ``(a, p, n)``: of their positive pairs
+            ``(a1, p)``, the first one of each anchor label is used (pytorch-metric-learning's
+            ``NPairsLoss`` does the same), instead of the first two samples of each class.
+        ref_emb : tensor of shape (M, d), optional
+            Reference set the positives come from (default: the batch); without
+            ``indices_tuple`` each class's first query is paired with its first reference.
+        ref_labels : integer tensor of shape (M,), optional
 
         Returns
         -------
         scalar tensor, or tensor of shape (N,) with ``reduction="none"``
         """
         labels = check_batch(embeddings, labels)
-        anchor_idx, positive_idx = first_pair_per_class(labels)
-        if anchor_idx.shape[0] < 2:
+        if indices_tuple is None and ref_emb is None and is_compiling():
+            return self._fixed_shape(embeddings, labels)
+        if indices_tuple is None and ref_emb is None:
+            anchor_idx, positive_idx = first_pair_per_class(labels)
+            ref_emb = embeddings
+        else:
+            same = ref_emb is None
+            ref_emb, ref_labels = check_reference(embeddings, labels, ref_emb, ref_labels)
+            if indices_tuple is None:
+                a1, p, _, _ = all_pairs(labels, None if same else ref_labels)
+            else:
+                a1, p, _, _ = to_pairs(
+                    check_indices_tuple(
+                        indices_tuple, labels.shape[0], ref_labels.shape[0], labels.device
+                    )
+                )
+            first = _first_per_label(labels[a1])
+            anchor_idx, positive_idx = a1[first], p[first]
+        if not is_compiling() and anchor_idx.shape[0] < 2:
             return self.reduce(zero_loss(embeddings).reshape(1)[:0])
-        anchors, positives = embeddings[anchor_idx], embeddings[positive_idx]
+        anchors, positives = embeddings[anchor_idx], ref_emb[positive_idx]
         logits = pairwise_similarity(anchors, self.similarity, positives)
         targets = torch.arange(anchors.shape[0], device=embeddings.device)
         terms = F.cross_entropy(logits, targets, reduction="none")
@@ -94,6 +129,42 @@ class NPairLoss(MetricLoss):
             sq_norms = anchors.pow(2).sum(dim=1) + positives.pow(2).sum(dim=1)
             terms = terms + 0.25 * self.l2_weight * sq_norms
         return self.reduce(terms)
+
+    def _fixed_shape(self, embeddings: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        """The same loss over the (B, B) sorted batch with masks: no data-dependent shape.
+
+        Used inside ``torch.compile`` (``"mean"`` and ``"sum"`` agree with eager mode up to
+        rounding): position ``k`` of the label-sorted batch is an anchor when it starts a class
+        with two samples, and its positive is position ``k + 1``.
+        """
+        n = labels.shape[0]
+        order = torch.sort(labels, stable=True).indices
+        ranked = labels[order]
+        first = torch.ones_like(ranked, dtype=torch.bool)
+        first[1:] = ranked[1:] != ranked[:-1]
+        has_second = torch.zeros_like(first)
+        has_second[:-1] = ranked[1:] == ranked[:-1]
+        is_anchor = first & has_second
+        following = torch.arange(1, n + 1, device=labels.device).clamp_max(n - 1)
+        anchors, positives = embeddings[order], embeddings[order[following]]
+        logits = pairwise_similarity(anchors, self.similarity, positives)
+        own = logits.diagonal()
+        masked = logits.masked_fill(~is_anchor[None, :], torch.finfo(logits.dtype).min)
+        terms = torch.logsumexp(masked, dim=1) - own
+        if self.l2_weight > 0:
+            sq_norms = anchors.pow(2).sum(dim=1) + positives.pow(2).sum(dim=1)
+            terms = terms + 0.25 * self.l2_weight * sq_norms
+        n_pairs = is_anchor.sum()
+        return self.reduce_masked(terms, is_anchor & (n_pairs >= 2))
+
+
+def _first_per_label(labels: torch.Tensor) -> torch.Tensor:
+    """Position of the first occurrence of each distinct value, in increasing value order."""
+    order = torch.sort(labels, stable=True).indices
+    ranked = labels[order]
+    starts = torch.ones_like(ranked, dtype=torch.bool)
+    starts[1:] = ranked[1:] != ranked[:-1]
+    return order[starts]
 
 
 def first_pair_per_class(labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

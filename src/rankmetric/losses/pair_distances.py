@@ -29,6 +29,7 @@ from ..geometry.distances import (
     pairwise_log_euclidean,
     safe_sqrt,
 )
+from .precision import is_compiling
 
 __all__ = [
     "Metric",
@@ -197,25 +198,34 @@ def check_batch(
         )
     if labels.dtype.is_floating_point or labels.dtype.is_complex or labels.dtype == torch.bool:
         raise ValueError(f"labels must be integers, got dtype {labels.dtype}.")
-    if not bool(torch.isfinite(embeddings).all()):
+    # The guard syncs with the device, so a compiled graph (torch.compile) leaves it out: it runs
+    # in eager mode, the compiled caller checks its inputs once outside the graph if it wants to.
+    if not is_compiling() and not bool(torch.isfinite(embeddings).all()):
         raise ValueError("embeddings contain NaN or infinity.")
     return labels.long()
 
 
-def label_masks(labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Boolean masks of the positive and negative pairs of a batch.
+def label_masks(
+    labels: torch.Tensor, ref_labels: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Boolean masks of the positive and negative pairs of a batch (or batch × reference set).
 
     Parameters
     ----------
     labels : tensor of shape (B,)
+    ref_labels : tensor of shape (M,), optional
+        Labels of a separate reference set; then every equal-label pair is positive.
 
     Returns
     -------
-    positive : bool tensor of shape (B, B)
-        ``labels[i] == labels[j]`` and ``i != j``.
-    negative : bool tensor of shape (B, B)
+    positive : bool tensor of shape (B, B) or (B, M)
+        ``labels[i] == labels[j]`` and ``i != j`` (the latter only without ``ref_labels``).
+    negative : bool tensor of shape (B, B) or (B, M)
         ``labels[i] != labels[j]``.
     """
+    if ref_labels is not None:
+        same = labels[:, None] == ref_labels[None, :]
+        return same, ~same
     same = labels[:, None] == labels[None, :]
     not_self = ~torch.eye(labels.shape[0], dtype=torch.bool, device=labels.device)
     return same & not_self, ~same

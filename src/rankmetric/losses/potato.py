@@ -49,6 +49,7 @@ from ..geometry.matrix_functions import spd_exp, spd_log
 from ..geometry.means import riemannian_mean
 from .base import MetricLoss
 from .pair_distances import SPD_METRICS, check_batch, label_masks, pairwise_distance
+from .precision import is_compiling, mixed_precision
 
 __all__ = ["RiemannianPotatoLoss", "embedding_distances", "DISTANCES", "CENTRES"]
 
@@ -220,6 +221,7 @@ class RiemannianPotatoLoss(MetricLoss):
             f"centre={self.centre!r}, {super().extra_repr()}"
         )
 
+    @mixed_precision
     def forward(self, embeddings: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         """The loss of a batch.
 
@@ -328,6 +330,8 @@ class RiemannianPotatoLoss(MetricLoss):
         labels = check_batch(embeddings, labels, allow_matrices=True)
         if labels.shape[0] < 2:
             raise ValueError("a batch needs at least 2 embeddings to form pairs.")
+        if is_compiling() and self.fixed_classes:
+            return labels  # no host sync in a compiled graph; eager calls check the codes
         if int(labels.min()) < 0:
             raise ValueError("labels must be non-negative class codes 0..n_classes-1.")
         self._ensure_classes(int(labels.max()) + 1)

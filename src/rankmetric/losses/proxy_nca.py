@@ -20,7 +20,9 @@ from torch import nn
 
 from .._validation import Interval, check_param
 from .base import MetricLoss
+from .indices import IndicesTuple, anchor_weights, check_indices_tuple
 from .pair_distances import check_batch, pairwise_distance
+from .precision import compute_dtype, is_compiling, mixed_precision
 
 __all__ = ["ProxyNCALoss"]
 
@@ -97,15 +99,26 @@ class ProxyNCALoss(MetricLoss):
             f"{super().extra_repr()}"
         )
 
-    def forward(self, embeddings: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    @mixed_precision
+    def forward(
+        self,
+        embeddings: torch.Tensor,
+        labels: torch.Tensor,
+        indices_tuple: IndicesTuple | None = None,
+    ) -> torch.Tensor:
         """The loss of a batch.
 
         Parameters
         ----------
         embeddings : tensor of shape (B, embedding_dim)
-            Same dtype and device as the proxies.
+            Same device as the proxies; the same dtype, or float16 / bfloat16 against float32
+            proxies (computed in float32, see :mod:`rankmetric.losses.precision`).
         labels : integer tensor of shape (B,)
             Class codes in ``0..n_classes−1``.
+        indices_tuple : tuple of int64 tensors, optional
+            Mined triplets or pairs: each sample's term is weighted by how often it is an anchor
+            of the tuple, divided by the largest such count (pytorch-metric-learning's miner
+            weights for its proxy losses); ``"mean"`` still divides by B.
 
         Returns
         -------
@@ -113,13 +126,19 @@ class ProxyNCALoss(MetricLoss):
         """
         labels = self._check_inputs(embeddings, labels)
         x_unit = F.normalize(embeddings, dim=1)
-        proxies_unit = F.normalize(self.proxies, dim=1)
+        proxies_unit = F.normalize(self.proxies.to(embeddings.dtype), dim=1)
         logits = -self.softmax_scale * pairwise_distance(x_unit, "sqeuclidean", proxies_unit)
         positive_logit = logits.gather(1, labels[:, None])[:, 0]
         if self.exclude_positive:
             own_class = F.one_hot(labels, self.n_classes).bool()
             logits = logits.masked_fill(own_class, -torch.inf)
-        return self.reduce(torch.logsumexp(logits, dim=1) - positive_logit)
+        terms = torch.logsumexp(logits, dim=1) - positive_logit
+        if indices_tuple is not None:
+            indices = check_indices_tuple(
+                indices_tuple, labels.shape[0], labels.shape[0], labels.device
+            )
+            terms = terms * anchor_weights(indices, labels.shape[0], terms.dtype)
+        return self.reduce(terms)
 
     def _check_inputs(self, embeddings: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         labels = check_batch(embeddings, labels)
@@ -128,12 +147,13 @@ class ProxyNCALoss(MetricLoss):
                 f"embeddings have dimension {embeddings.shape[1]}, the proxies "
                 f"{self.proxies.shape[1]} (embedding_dim)."
             )
-        if embeddings.dtype != self.proxies.dtype or embeddings.device != self.proxies.device:
+        same_precision = compute_dtype(embeddings.dtype) == compute_dtype(self.proxies.dtype)
+        if not same_precision or embeddings.device != self.proxies.device:
             raise ValueError(
                 f"embeddings are {embeddings.dtype} on {embeddings.device} but the proxies are "
                 f"{self.proxies.dtype} on {self.proxies.device}; move the loss with .to(...)."
             )
-        if int(labels.min()) < 0 or int(labels.max()) >= self.n_classes:
+        if not is_compiling() and (int(labels.min()) < 0 or int(labels.max()) >= self.n_classes):
             raise ValueError(
                 f"labels must be class codes in 0..{self.n_classes - 1}, got values in "
                 f"[{int(labels.min())}, {int(labels.max())}]."

@@ -17,7 +17,9 @@ import torch
 
 from ..models.sphere import sphere_similarity
 from .base import MetricLoss
+from .indices import IndicesTuple, check_indices_tuple, check_reference, to_pairs
 from .pair_distances import check_batch
+from .precision import mixed_precision
 from .regularizers import group_norm_penalty, group_soft_threshold_
 
 __all__ = [
@@ -134,7 +136,15 @@ class SimilarityRegressionLoss(MetricLoss):
         weights = weights.to(sq.dtype)
         return self.reduce(weights * sq, weights.sum())
 
-    def forward(self, embeddings: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    @mixed_precision
+    def forward(
+        self,
+        embeddings: torch.Tensor,
+        labels: torch.Tensor,
+        indices_tuple: IndicesTuple | None = None,
+        ref_emb: torch.Tensor | None = None,
+        ref_labels: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         """Mean squared similarity error over the ``B (B − 1) / 2`` pairs of a labelled batch.
 
         Parameters
@@ -143,16 +153,44 @@ class SimilarityRegressionLoss(MetricLoss):
             Unit-norm embeddings.
         labels : Tensor of shape (batch_size,)
             Class labels (integers).
+        indices_tuple : tuple of int64 tensors, optional
+            Mined pairs ``(a1, p, a2, n)`` or triplets ``(a, p, n)`` (read as ``(a, p, a, n)``):
+            the given positive pairs (target 1) then negative pairs (target ``neg_target``) are
+            the terms, instead of every pair ``i < j``.
+        ref_emb : Tensor of shape (M, n_components), optional
+            Reference set: without ``indices_tuple`` every (query, reference) pair is a term,
+            in row-major order.
+        ref_labels : Tensor of shape (M,), optional
 
         Returns
         -------
-        Scalar tensor, or tensor of shape (B (B − 1) / 2,) with ``reduction="none"``.
+        Scalar tensor, or tensor of shape (n_terms,) with ``reduction="none"``.
         """
         labels = check_batch(embeddings, labels)  # shape, dtype, NaN/inf: as every loss
+        if indices_tuple is not None or ref_emb is not None:
+            same = ref_emb is None
+            ref_emb, ref_labels = check_reference(embeddings, labels, ref_emb, ref_labels)
+            if indices_tuple is None:
+                gram = embeddings @ ref_emb.T
+                targets = label_similarity_targets(
+                    labels[:, None], ref_labels[None, :], self.neg_target
+                )
+                return self.reduce(((targets.to(gram.dtype) - gram) ** 2).flatten())
+            a1, p, a2, n = to_pairs(
+                check_indices_tuple(
+                    indices_tuple, labels.shape[0], ref_labels.shape[0], labels.device
+                )
+            )
+            emb_a = embeddings[torch.cat([a1, a2])]
+            emb_b = (embeddings if same else ref_emb)[torch.cat([p, n])]
+            targets = torch.cat(
+                [emb_a.new_ones(a1.shape[0]), emb_a.new_full((a2.shape[0],), self.neg_target)]
+            )
+            return self.reduce((targets - sphere_similarity(emb_a, emb_b)) ** 2)
         n = embeddings.shape[0]
         if n < 2:
             raise ValueError("a batch needs at least two embeddings to form a pair.")
         gram = embeddings @ embeddings.T
         targets = label_similarity_targets(labels[:, None], labels[None, :], self.neg_target)
         upper = torch.triu(torch.ones(n, n, dtype=torch.bool, device=embeddings.device), 1)
-        return self.reduce((targets.to(gram.dtype) - gram)[upper] ** 2)
+        return self.reduce_masked((targets.to(gram.dtype) - gram) ** 2, upper)

@@ -39,7 +39,9 @@ from typing import Literal
 import torch
 from torch import Tensor
 
-from .base import MetricLoss
+from .base import MetricLoss, as_count
+from .indices import IndicesTuple, check_indices_tuple, check_reference, to_triplets
+from .miners import TripletMiner, random_partners
 from .pair_distances import (
     SPD_METRICS,
     VECTOR_METRICS,
@@ -51,8 +53,9 @@ from .pair_distances import (
     pairwise_distance,
     zero_loss,
 )
+from .precision import is_compiling, mixed_precision
 
-__all__ = ["TripletLoss", "MINING", "random_partners"]
+__all__ = ["TripletLoss", "MINING", "random_partners"]  # random_partners: from .miners
 
 MINING = ("all", "hard", "semihard", "random")
 Mining = Literal["all", "hard", "semihard", "random"]
@@ -116,13 +119,30 @@ default="euclidean"
             f"average_nonzero={self.average_nonzero}, {super().extra_repr()}"
         )
 
-    def forward(self, embeddings: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    @mixed_precision
+    def forward(
+        self,
+        embeddings: torch.Tensor,
+        labels: torch.Tensor,
+        indices_tuple: IndicesTuple | None = None,
+        ref_emb: torch.Tensor | None = None,
+        ref_labels: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         """The loss of a batch.
 
         Parameters
         ----------
         embeddings : tensor of shape (B, d), or (B, c, c) for an SPD metric
         labels : integer tensor of shape (B,)
+        indices_tuple : tuple of int64 tensors, optional
+            Mined triplets ``(a, p, n)`` or pairs ``(a1, p, a2, n)`` (every positive and negative
+            pair with a common anchor then forms a triplet), e.g. from a
+            :mod:`~rankmetric.losses.miners` miner or a pytorch-metric-learning one; they
+            replace ``mining``. Anchors index ``embeddings``, partners the reference set.
+        ref_emb : tensor of shape (M, d) or (M, c, c), optional
+            Reference set the positives and negatives are taken from (default: the batch).
+        ref_labels : integer tensor of shape (M,), optional
+            Labels of ``ref_emb``.
 
         Returns
         -------
@@ -130,27 +150,60 @@ default="euclidean"
             0 (still attached to the graph) when the batch has no valid triplet.
         """
         labels = check_batch(embeddings, labels, allow_matrices=True)
-        mine = self._random if self.mining == "random" else self._from_masks
-        mined = mine(embeddings, labels)
+        if indices_tuple is None and ref_emb is None:
+            mine = self._random if self.mining == "random" else self._from_masks
+            mined = mine(embeddings, labels)
+        else:
+            mined = self._from_reference(embeddings, labels, indices_tuple, ref_emb, ref_labels)
         if mined is None:
             per_anchor = zero_loss(embeddings) + embeddings.new_zeros(labels.shape[0])
             return self.reduce(per_anchor, 0)
         per_anchor, n_terms, n_nonzero = mined
         return self.reduce(per_anchor, n_nonzero if self.average_nonzero else n_terms)
 
-    def _from_masks(self, embeddings: Tensor, labels: Tensor) -> Mined | None:
-        """ "all", "hard" and "semihard" mining over the (B, B) positive/negative masks."""
-        positive, negative = label_masks(labels)
-        if not bool((positive.any(dim=1) & negative.any(dim=1)).any()):
+    def _from_reference(self, embeddings, labels, indices_tuple, ref_emb, ref_labels):
+        """Given triplets, or the batch's own mining against a reference set."""
+        same = ref_emb is None
+        ref_emb, ref_labels = check_reference(
+            embeddings, labels, ref_emb, ref_labels, allow_matrices=True
+        )
+        if indices_tuple is None and self.mining != "random":
+            return self._from_masks(embeddings, labels, ref_emb, ref_labels)
+        if indices_tuple is None:
+            miner = TripletMiner("random", self.distance, generator=self.generator)
+            refs = () if same else (ref_emb, ref_labels)
+            indices_tuple = miner(embeddings, labels, *refs)
+        a, p, n = to_triplets(
+            check_indices_tuple(indices_tuple, labels.shape[0], ref_labels.shape[0], labels.device)
+        )
+        if a.numel() == 0:
             return None
-        dist = pairwise_distance(embeddings, self.distance)
+        dist = pairwise_distance(embeddings, self.distance, None if same else ref_emb)
+        violation = dist[a, p] - dist[a, n] + self.margin
+        hinge = torch.relu(violation)
+        per_anchor = embeddings.new_zeros(labels.shape[0]).index_add(0, a, hinge)
+        return per_anchor, a.shape[0], int((violation > 0).sum())
+
+    def _from_masks(
+        self,
+        embeddings: Tensor,
+        labels: Tensor,
+        ref_emb: Tensor | None = None,
+        ref_labels: Tensor | None = None,
+    ) -> Mined | None:
+        """ "all", "hard" and "semihard" mining over the (B, B) positive/negative masks."""
+        same = ref_emb is None or ref_emb is embeddings
+        positive, negative = label_masks(labels, None if same else ref_labels)
+        if not is_compiling() and not bool((positive.any(dim=1) & negative.any(dim=1)).any()):
+            return None
+        dist = pairwise_distance(embeddings, self.distance, None if same else ref_emb)
         miner = {"all": _all_triplets, "hard": _batch_hard, "semihard": _semihard}[self.mining]
         return miner(dist, positive, negative, self.margin)
 
     def _random(self, embeddings: Tensor, labels: Tensor) -> Mined | None:
         """One uniformly drawn positive and negative per anchor: 2B distances, no (B, B) matrix."""
         pos_idx, neg_idx, valid = random_partners(labels, self.generator)
-        if not bool(valid.any()):
+        if not is_compiling() and not bool(valid.any()):
             return None
         d_ap = paired_distance(embeddings, embeddings[pos_idx], self.distance)
         d_an = paired_distance(embeddings, embeddings[neg_idx], self.distance)
@@ -161,7 +214,7 @@ def _hinge_sum(violation: Tensor, valid: Tensor) -> Mined:
     """``(Σ_valid [v]₊ per anchor (B,), #valid, #{valid : v > 0})``; rows of ``v`` are anchors."""
     hinge = torch.where(valid, torch.relu(violation), 0.0)
     per_anchor = hinge.sum(dim=1) if hinge.ndim == 2 else hinge
-    return per_anchor, int(valid.sum()), int((valid & (violation > 0)).sum())
+    return per_anchor, as_count(valid.sum()), as_count((valid & (violation > 0)).sum())
 
 
 def _sorted_negatives(dist: Tensor, negative: Tensor) -> tuple[Tensor, Tensor]:
@@ -183,8 +236,8 @@ def _all_triplets(dist: Tensor, positive: Tensor, negative: Tensor, margin: floa
     # c·t − Σ D_an in float64: the difference of two sums of up to B terms each
     per_pair = (below * threshold.to(torch.float64) - prefix.gather(1, below)).to(dist.dtype)
     per_anchor = torch.where(positive, per_pair, 0.0).sum(dim=1)
-    n_terms = int((positive.sum(dim=1) * n_neg).sum())
-    n_nonzero = int(torch.where(positive, below, 0).sum())
+    n_terms = as_count((positive.sum(dim=1) * n_neg).sum())
+    n_nonzero = as_count(torch.where(positive, below, 0).sum())
     return per_anchor, n_terms, n_nonzero
 
 
@@ -207,46 +260,3 @@ def _batch_hard(dist: Tensor, positive: Tensor, negative: Tensor, margin: float)
     valid = positive.any(dim=1) & negative.any(dim=1)
     violation = torch.where(valid, hardest_pos - hardest_neg + margin, 0.0)
     return _hinge_sum(violation, valid)
-
-
-def random_partners(
-    labels: Tensor, generator: torch.Generator | None = None
-) -> tuple[Tensor, Tensor, Tensor]:
-    """For every sample, one uniformly drawn positive (same label, not itself) and negative.
-
-    O(B log B) time and O(B) memory: the batch is sorted by label once, so that a class occupies
-    a contiguous block ``[start, start + count)``; a positive is a uniform offset into the block
-    that skips the sample itself, a negative a uniform position outside the block.
-
-    Parameters
-    ----------
-    labels : tensor of shape (B,)
-    generator : torch.Generator, optional
-        Random source (on any device; the draws are moved to the labels' device).
-
-    Returns
-    -------
-    positives, negatives : int64 tensors of shape (B,)
-        Batch indices; arbitrary where ``valid`` is False.
-    valid : bool tensor of shape (B,)
-        Samples that have a positive and a negative.
-    """
-    n = labels.shape[0]
-    order = torch.sort(labels, stable=True).indices
-    _, block, counts = torch.unique_consecutive(
-        labels[order], return_inverse=True, return_counts=True
-    )
-    rank = torch.empty_like(order)
-    rank[order] = torch.arange(n, device=labels.device)
-    start, count = (counts.cumsum(0) - counts)[block[rank]], counts[block[rank]]
-    device = generator.device if generator is not None else labels.device
-    draws = torch.rand(2, n, generator=generator, device=device, dtype=torch.float64)
-    draws = draws.to(labels.device)
-    n_pos, n_neg = (count - 1).clamp_min(1), (n - count).clamp_min(1)
-    pos_offset = torch.minimum((draws[0] * n_pos).long(), n_pos - 1)
-    pos_offset = pos_offset + (pos_offset >= rank - start).long()  # skip the sample itself
-    neg_slot = torch.minimum((draws[1] * n_neg).long(), n_neg - 1)
-    neg_slot = neg_slot + count * (neg_slot >= start).long()  # jump over the own block
-    positives = order[(start + pos_offset).clamp_max(n - 1)]
-    negatives = order[neg_slot.clamp_max(n - 1)]
-    return positives, negatives, (count >= 2) & (count < n)

@@ -38,7 +38,9 @@ import torch
 
 from ..sampling import LabelIndex
 from .base import MetricLoss
+from .indices import IndicesTuple, check_indices_tuple, check_reference, pair_masks
 from .pair_distances import Metric, check_batch, check_metric, label_masks, pairwise_distance
+from .precision import is_compiling, mixed_precision
 from .regularizers import aon_penalty, kernel_aon_penalty
 
 __all__ = [
@@ -562,8 +564,16 @@ class WARPLoss(MetricLoss):
     def extra_repr(self) -> str:
         return f"margin={self.margin}, distance={self.distance!r}, {super().extra_repr()}"
 
+    @mixed_precision
     def forward(
-        self, embeddings: torch.Tensor, labels, n_other: torch.Tensor | None = None
+        self,
+        embeddings: torch.Tensor,
+        labels,
+        n_other: torch.Tensor | None = None,
+        *,
+        indices_tuple: IndicesTuple | None = None,
+        ref_emb: torch.Tensor | None = None,
+        ref_labels: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """WARP loss of a batch.
 
@@ -573,19 +583,42 @@ class WARPLoss(MetricLoss):
         labels : integer tensor or array of shape (B,)
         n_other : tensor of shape (B,), optional
             ``|other(a)|`` in the whole data set for each sample, to rescale in-batch ranks.
+        indices_tuple : tuple of int64 tensors, optional (keyword only)
+            Mined pairs ``(a1, p, a2, n)`` or triplets ``(a, p, n)`` (read as the pairs
+            ``(a, p)``, ``(a, n)``): the rows are the given positive pairs, each ranked against
+            its anchor's given negatives.
+        ref_emb : tensor of shape (M, r), optional (keyword only)
+            Reference set of the positives and negatives (default: the batch).
+        ref_labels : integer tensor of shape (M,), optional (keyword only)
 
         Returns
         -------
         scalar tensor, or tensor of shape (n_positive_pairs,) with ``reduction="none"``
         """
+        if isinstance(n_other, (tuple, list)):
+            raise ValueError(
+                "WARPLoss's third argument is n_other; pass mined tuples as indices_tuple=."
+            )
         labels = check_batch(embeddings, labels)
-        positive, negative = label_masks(labels)
-        dist = pairwise_distance(embeddings, self.distance)
+        same = ref_emb is None
+        ref_emb, ref_labels = check_reference(embeddings, labels, ref_emb, ref_labels)
+        if indices_tuple is None:
+            positive, negative = label_masks(labels, None if same else ref_labels)
+        else:
+            indices = check_indices_tuple(
+                indices_tuple, labels.shape[0], ref_labels.shape[0], labels.device
+            )
+            positive, negative = pair_masks(indices, labels.shape[0], ref_labels.shape[0])
+        dist = pairwise_distance(embeddings, self.distance, None if same else ref_emb)
         n_violators, hinge_sum = _batch_warp_terms(dist, negative, self.margin)
         rank = n_violators.to(torch.float64)
         if n_other is not None:
             scale = torch.as_tensor(n_other, dtype=torch.float64, device=dist.device)
             rank = rank * (scale / negative.sum(1).clamp_min(1))[:, None]
+        if is_compiling():  # every cell, then the positive ones: fixed shapes
+            return self.reduce_masked(
+                warp_loss_from_violations(hinge_sum, n_violators, rank), positive
+            )
         terms = warp_loss_from_violations(
             hinge_sum[positive], n_violators[positive], rank[positive]
         )

@@ -1,0 +1,323 @@
+"""Miners: pick the pairs or triplets of a batch that a loss should see, as index tuples.
+
+A miner is called like a loss, ``miner(embeddings, labels, ref_emb=None, ref_labels=None)``,
+without gradients, and returns a PML-shaped tuple (:mod:`rankmetric.losses.indices`) that any
+pair or triplet loss of :mod:`rankmetric.losses` — or of pytorch-metric-learning — accepts as
+``indices_tuple``::
+
+    miner = TripletMiner("semihard", margin=0.2)
+    loss = TripletLoss(0.2)(emb, labels, miner(emb, labels))
+
+* :class:`TripletMiner` ``"all"`` / ``"hard"`` / ``"semihard"`` / ``"random"``: the four mining
+  strategies of :class:`~rankmetric.losses.TripletLoss` (the same selection, so
+  ``TripletLoss(mining=s)(x, y)`` equals ``TripletLoss()(x, y, TripletMiner(s)(x, y))``);
+* :class:`BatchHardMiner`: ``TripletMiner("hard")`` under its usual name (Hermans et al. 2017;
+  the selection of PML's ``BatchHardMiner``);
+* :class:`MultiSimilarityMiner`: the pair mining of the Multi-Similarity loss (Wang et al. 2019,
+  eq. 5–6; the selection of PML's ``MultiSimilarityMiner``), as ``(a1, p, a2, n)``.
+
+Cost: one (B, M) distance matrix and O(B·M) masks; ``"all"`` returns every triplet (its output
+is O(B·M²) long, but no (B, M, M) mask is formed); ``"random"`` on a batch without a reference
+set draws in O(B log B) without any (B, B) matrix.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import torch
+from torch import Tensor, nn
+
+from .indices import IndicesTuple, all_triplets, check_reference
+from .pair_distances import (
+    SIMILARITIES,
+    SPD_METRICS,
+    VECTOR_METRICS,
+    Metric,
+    Similarity,
+    check_batch,
+    check_metric,
+    label_masks,
+    pairwise_distance,
+    pairwise_similarity,
+)
+from .precision import compute_dtype
+
+__all__ = [
+    "Miner",
+    "TripletMiner",
+    "BatchHardMiner",
+    "MultiSimilarityMiner",
+    "TRIPLET_STRATEGIES",
+    "multi_similarity_masks",
+    "random_partners",
+]
+
+TRIPLET_STRATEGIES = ("all", "hard", "semihard", "random")
+Strategy = Literal["all", "hard", "semihard", "random"]
+
+
+class Miner(nn.Module):
+    """Base of the miners: validates the batch and mines without gradients.
+
+    Subclasses implement ``mine(embeddings, labels, ref_emb, ref_labels, same)``, where ``same``
+    says that the reference set is the batch itself (a sample is then not its own positive).
+    """
+
+    allow_matrices = False
+
+    def forward(
+        self,
+        embeddings: Tensor,
+        labels: Tensor,
+        ref_emb: Tensor | None = None,
+        ref_labels: Tensor | None = None,
+    ) -> IndicesTuple:
+        """Mine a batch.
+
+        Parameters
+        ----------
+        embeddings : tensor of shape (B, d)
+        labels : integer tensor of shape (B,)
+        ref_emb : tensor of shape (M, d), optional
+            Reference set the partners are taken from (default: the batch).
+        ref_labels : integer tensor of shape (M,), optional
+
+        Returns
+        -------
+        tuple of int64 tensors
+            ``(a, p, n)`` or ``(a1, p, a2, n)``; anchors index ``embeddings``, partners the
+            reference set.
+        """
+        labels = check_batch(embeddings, labels, allow_matrices=self.allow_matrices)
+        same = ref_emb is None
+        ref_emb, ref_labels = check_reference(
+            embeddings, labels, ref_emb, ref_labels, allow_matrices=self.allow_matrices
+        )
+        with torch.no_grad():
+            dtype = compute_dtype(embeddings.dtype)
+            return self.mine(
+                embeddings.detach().to(dtype), labels, ref_emb.detach().to(dtype), ref_labels, same
+            )
+
+    def mine(
+        self, embeddings: Tensor, labels: Tensor, ref_emb: Tensor, ref_labels: Tensor, same: bool
+    ) -> IndicesTuple:
+        raise NotImplementedError
+
+
+class TripletMiner(Miner):
+    """The triplets of a batch chosen by one of :class:`~rankmetric.losses.TripletLoss`'s rules.
+
+    Parameters
+    ----------
+    strategy : {"all", "hard", "semihard", "random"}, default="all"
+        ``"all"``: every valid triplet, in row-major (a, p, n) order. ``"hard"``: per anchor the
+        farthest positive and the closest negative. ``"semihard"``: every (anchor, positive) pair
+        with its FaceNet semi-hard negative (the closest negative farther than the positive; the
+        farthest negative when none is). ``"random"``: per anchor one uniformly drawn positive and
+        negative.
+    distance : {"euclidean", "sqeuclidean", "cosine", "airm", "log_euclidean"} or callable, \
+default="euclidean"
+        As :func:`~rankmetric.losses.pair_distances.pairwise_distance`.
+    generator : torch.Generator, optional
+        Random source of ``"random"``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from rankmetric.losses import TripletLoss, TripletMiner
+    >>> x, y = torch.randn(8, 3), torch.tensor([0, 0, 1, 1, 2, 2, 3, 3])
+    >>> a, p, n = TripletMiner("hard")(x, y)
+    >>> a.shape
+    torch.Size([8])
+    >>> loss = TripletLoss(0.2)(x, y, (a, p, n))
+    """
+
+    allow_matrices = True
+
+    def __init__(
+        self,
+        strategy: Strategy = "all",
+        distance: Metric = "euclidean",
+        *,
+        generator: torch.Generator | None = None,
+    ) -> None:
+        super().__init__()
+        if strategy not in TRIPLET_STRATEGIES:
+            raise ValueError(f"strategy must be one of {TRIPLET_STRATEGIES}, got {strategy!r}.")
+        self.strategy = strategy
+        self.distance = check_metric(distance, VECTOR_METRICS + SPD_METRICS)
+        self.generator = generator
+
+    def extra_repr(self) -> str:
+        return f"strategy={self.strategy!r}, distance={self.distance!r}"
+
+    def mine(self, embeddings, labels, ref_emb, ref_labels, same):
+        ref_arg = None if same else ref_labels
+        if self.strategy == "all":
+            return all_triplets(labels, ref_arg)
+        if self.strategy == "random":
+            return _random_triplets(labels, ref_arg, self.generator)
+        positive, negative = label_masks(labels, ref_arg)
+        dist = pairwise_distance(embeddings, self.distance, None if same else ref_emb)
+        if self.strategy == "hard":
+            return _batch_hard(dist, positive, negative)
+        return _semihard(dist, positive, negative)
+
+
+class BatchHardMiner(TripletMiner):
+    """Batch-hard triplets (Hermans, Beyer & Leibe 2017): ``TripletMiner("hard")``.
+
+    Per anchor with a positive and a negative: the farthest positive and the closest negative.
+
+    Parameters
+    ----------
+    distance : str or callable, default="euclidean"
+        As :class:`TripletMiner`.
+
+    Examples
+    --------
+    >>> import torch
+    >>> x, y = torch.randn(6, 2), torch.tensor([0, 0, 1, 1, 2, 2])
+    >>> [t.shape[0] for t in BatchHardMiner()(x, y)]
+    [6, 6, 6]
+    """
+
+    def __init__(self, distance: Metric = "euclidean") -> None:
+        super().__init__("hard", distance)
+
+
+class MultiSimilarityMiner(Miner):
+    """The pair mining of the Multi-Similarity loss (Wang et al., CVPR 2019, eq. 5–6).
+
+    A positive pair is kept when ``S_ij − ε < max_{k ∈ N_i} S_ik``, a negative pair when
+    ``S_ik + ε > min_{j ∈ P_i} S_ij``.
+
+    Parameters
+    ----------
+    epsilon : float, default=0.1
+        ``ε ≥ 0``.
+    similarity : {"cosine", "dot"} or callable, default="cosine"
+
+    Examples
+    --------
+    >>> import torch
+    >>> from rankmetric.losses import MultiSimilarityLoss
+    >>> x, y = torch.randn(8, 3), torch.tensor([0, 0, 1, 1, 2, 2, 3, 3])
+    >>> pairs = MultiSimilarityMiner(0.1)(x, y)
+    >>> len(pairs)
+    4
+    >>> loss = MultiSimilarityLoss()(x, y, pairs)
+    """
+
+    def __init__(self, epsilon: float = 0.1, similarity: Similarity = "cosine") -> None:
+        super().__init__()
+        if not epsilon >= 0:
+            raise ValueError(f"epsilon must be >= 0, got {epsilon}.")
+        self.epsilon = float(epsilon)
+        self.similarity = check_metric(similarity, SIMILARITIES, "similarity")
+
+    def extra_repr(self) -> str:
+        return f"epsilon={self.epsilon}, similarity={self.similarity!r}"
+
+    def mine(self, embeddings, labels, ref_emb, ref_labels, same):
+        positive, negative = label_masks(labels, None if same else ref_labels)
+        sim = pairwise_similarity(embeddings, self.similarity, None if same else ref_emb)
+        positive, negative = multi_similarity_masks(sim, positive, negative, self.epsilon)
+        a1, p = torch.nonzero(positive, as_tuple=True)
+        a2, n = torch.nonzero(negative, as_tuple=True)
+        return a1, p, a2, n
+
+
+def multi_similarity_masks(
+    sim: Tensor, positive: Tensor, negative: Tensor, epsilon: float
+) -> tuple[Tensor, Tensor]:
+    """The mined pair masks ``P̂`` and ``N̂`` of the Multi-Similarity loss (eq. 5–6), (B, M) each.
+
+    Both are selected against the *unmined* sets; ``sim`` should be detached.
+    """
+    hardest_neg = sim.masked_fill(~negative, -torch.inf).amax(dim=1, keepdim=True)
+    hardest_pos = sim.masked_fill(~positive, torch.inf).amin(dim=1, keepdim=True)
+    return positive & (sim - epsilon < hardest_neg), negative & (sim + epsilon > hardest_pos)
+
+
+def _batch_hard(dist: Tensor, positive: Tensor, negative: Tensor) -> IndicesTuple:
+    valid = positive.any(dim=1) & negative.any(dim=1)
+    anchors = torch.nonzero(valid).flatten()
+    hardest_pos = dist.masked_fill(~positive, -torch.inf).argmax(dim=1)
+    hardest_neg = dist.masked_fill(~negative, torch.inf).argmin(dim=1)
+    return anchors, hardest_pos[anchors], hardest_neg[anchors]
+
+
+def _semihard(dist: Tensor, positive: Tensor, negative: Tensor) -> IndicesTuple:
+    """Every (a, p) with the closest negative farther than ``D_ap`` (else the farthest one)."""
+    masked = dist.masked_fill(~negative, torch.inf)
+    sorted_neg, order = masked.sort(dim=1)
+    n_neg = negative.sum(dim=1)
+    farther = torch.searchsorted(sorted_neg.contiguous(), dist.contiguous(), right=True)
+    last = (n_neg - 1).clamp_min(0)[:, None].expand_as(farther)
+    chosen = torch.where(farther < n_neg[:, None], farther, last)
+    a, p = torch.nonzero(positive & (n_neg > 0)[:, None], as_tuple=True)
+    return a, p, order[a, chosen[a, p]]
+
+
+def _random_triplets(
+    labels: Tensor, ref_labels: Tensor | None, generator: torch.Generator | None
+) -> IndicesTuple:
+    if ref_labels is None:
+        positives, negatives, valid = random_partners(labels, generator)
+        anchors = torch.nonzero(valid).flatten()
+        return anchors, positives[anchors], negatives[anchors]
+    positive, negative = label_masks(labels, ref_labels)
+    anchors = torch.nonzero(positive.any(dim=1) & negative.any(dim=1)).flatten()
+    if anchors.numel() == 0:
+        return anchors, anchors.clone(), anchors.clone()
+    draw = [
+        torch.multinomial(mask[anchors].double(), 1, generator=generator)[:, 0]
+        for mask in (positive, negative)
+    ]
+    return anchors, draw[0], draw[1]
+
+
+def random_partners(
+    labels: Tensor, generator: torch.Generator | None = None
+) -> tuple[Tensor, Tensor, Tensor]:
+    """For every sample, one uniformly drawn positive (same label, not itself) and negative.
+
+    O(B log B) time and O(B) memory: the batch is sorted by label once, so that a class occupies
+    a contiguous block ``[start, start + count)``; a positive is a uniform offset into the block
+    that skips the sample itself, a negative a uniform position outside the block.
+
+    Parameters
+    ----------
+    labels : tensor of shape (B,)
+    generator : torch.Generator, optional
+        Random source (on any device; the draws are moved to the labels' device).
+
+    Returns
+    -------
+    positives, negatives : int64 tensors of shape (B,)
+        Batch indices; arbitrary where ``valid`` is False.
+    valid : bool tensor of shape (B,)
+        Samples that have a positive and a negative.
+    """
+    n = labels.shape[0]
+    order = torch.sort(labels, stable=True).indices
+    _, block, counts = torch.unique_consecutive(
+        labels[order], return_inverse=True, return_counts=True
+    )
+    rank = torch.empty_like(order)
+    rank[order] = torch.arange(n, device=labels.device)
+    start, count = (counts.cumsum(0) - counts)[block[rank]], counts[block[rank]]
+    device = generator.device if generator is not None else labels.device
+    draws = torch.rand(2, n, generator=generator, device=device, dtype=torch.float64)
+    draws = draws.to(labels.device)
+    n_pos, n_neg = (count - 1).clamp_min(1), (n - count).clamp_min(1)
+    pos_offset = torch.minimum((draws[0] * n_pos).long(), n_pos - 1)
+    pos_offset = pos_offset + (pos_offset >= rank - start).long()  # skip the sample itself
+    neg_slot = torch.minimum((draws[1] * n_neg).long(), n_neg - 1)
+    neg_slot = neg_slot + count * (neg_slot >= start).long()  # jump over the own block
+    positives = order[(start + pos_offset).clamp_max(n - 1)]
+    negatives = order[neg_slot.clamp_max(n - 1)]
+    return positives, negatives, (count >= 2) & (count < n)

@@ -160,3 +160,17 @@ def test_triangle_index_inversion_is_exact():
         i, j = _triangle_rows(k, n)
         assert np.all((0 <= i) & (i < j) & (j < n))
         np.testing.assert_array_equal(i * n - i * (i + 1) // 2 + (j - i - 1), k)
+
+
+def test_peak_memory_is_bounded_per_pair():
+    import tracemalloc
+
+    rng = np.random.default_rng(0)
+    n = 1_000_000
+    same = rng.random(n) < 0.05
+    d = rng.normal(size=n) - same  # every distance distinct: the worst case
+    tracemalloc.start()
+    verification_scores(d, same)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert peak / n < 48  # documented: about 40 bytes per distinct distance

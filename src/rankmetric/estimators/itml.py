@@ -216,7 +216,7 @@ def components_from_metric(M: np.ndarray) -> np.ndarray:
 
 @register_estimator
 class ITML(MahalanobisMixin, BaseEstimator):
-    """Information-Theoretic Metric Learning (Davis et al. 2007) from class labels.
+    """Information-Theoretic Metric Learning (Davis et al. 2007) from class labels or pairs.
 
     Parameters
     ----------

@@ -143,6 +143,15 @@ class PairIndex:
     indptr : ndarray of shape (n_samples + 1,)
         ``partners[indptr[i]:indptr[i + 1]]`` are the dissimilar partners of item ``i``.
     partners : ndarray
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> index = PairIndex.from_pairs(np.array([0, 0]), np.array([1, 2]), np.array([True, False]), 3)
+    >>> index.positive_pairs(2, np.random.default_rng(0))[0].tolist()
+    [0, 0]
+    >>> index.negatives(np.array([0]), 3, np.random.default_rng(0)).tolist()
+    [[2, 2, 2]]
     """
 
     first: np.ndarray

@@ -251,3 +251,14 @@ def test_ssne_old_call_and_keyword_still_work():
     a = SSNE(max_iter=5, random_state=0, device="cpu").fit_pairs(X, pairs, sims)
     b = SSNE(max_iter=5, random_state=0, device="cpu").fit_pairs(X, pairs, similarities=sims)
     np.testing.assert_array_equal(a.weight_, b.weight_)
+
+
+def test_a_failed_fit_pairs_leaves_the_estimator_unfitted():
+    from sklearn.exceptions import NotFittedError
+
+    X, y = _blobs(np.random.default_rng(0))
+    est = KISSME().fit(X, y)
+    with pytest.raises(ValueError, match="all 3 usable pairs are similar"):
+        est.fit_pairs(X, [[0, 1], [2, 3], [4, 5]], [1, 1, 1])
+    with pytest.raises(NotFittedError):
+        est.transform(X)

@@ -42,7 +42,7 @@ from .._validation import (
 )
 from ..evaluate.verification import roc_curve_from_distances
 
-__all__ = ["PairClassifier", "STRATEGIES"]
+__all__ = ["PairClassifier", "STRATEGIES", "calibrated_threshold"]
 
 #: The threshold calibration strategies.
 STRATEGIES = ("accuracy", "f_beta", "max_tpr", "max_tnr")
@@ -78,6 +78,14 @@ def calibrated_threshold(
     -------
     float
         Pairs with ``distance < threshold`` are predicted similar.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> d = np.array([1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
+    >>> similar = np.array([True, True, False, True, False, False])
+    >>> calibrated_threshold(d, similar, "accuracy"), calibrated_threshold(d, similar, "f_beta")
+    (2.5, 4.5)
     """
     check_param("strategy", strategy, [Options(*STRATEGIES)])
     if strategy in ("max_tpr", "max_tnr"):

@@ -18,6 +18,7 @@ _LAZY = {
     "ITML": "rankmetric.estimators.itml",
     "KISSME": "rankmetric.estimators.kissme",
     "XQDA": "rankmetric.estimators.xqda",
+    "PairClassifier": "rankmetric.estimators.pair_classifier",
     "save_model": "rankmetric.io",
     "load_model": "rankmetric.io",
     "threads": "rankmetric._threads",

@@ -16,7 +16,7 @@ from torch.utils.data import BatchSampler
 
 from ._validation import POSITIVE_INT, check_labels, check_param
 
-__all__ = ["LabelIndex", "ClassBalancedBatchSampler"]
+__all__ = ["LabelIndex", "ClassBalancedBatchSampler", "PairIndex"]
 
 
 @dataclass(frozen=True)
@@ -256,3 +256,87 @@ class ClassBalancedBatchSampler(BatchSampler):
         counts = idx.counts[classes][..., None]
         offsets = (chunk[..., None] * k + np.arange(k)) % counts
         return shuffled[idx.starts[classes][..., None] + offsets].reshape(n_batches, p * k)
+
+
+@dataclass(frozen=True)
+class PairIndex:
+    """Positive pairs and per-item negatives from explicit pair supervision, for WARP sampling.
+
+    The sampler interface of :class:`LabelIndex` (``positive_pairs``, ``negatives``,
+    ``n_negatives``, ``n_samples``) over a graph of similar and dissimilar pairs instead of class
+    labels: the negatives of an item are its dissimilar partners. WARCA's loss uses the negatives
+    of a pair's first item for both ends, which holds when "similar" is an equivalence (same
+    identity): if ``i ~ j`` and ``i ≁ l`` then ``j ≁ l``. Only similar pairs with an end that has
+    a dissimilar partner are drawn, oriented so that that end comes first.
+
+    Parameters
+    ----------
+    first, second : ndarray of shape (n_positive,)
+        Oriented similar pairs whose first item has at least one negative.
+    indptr : ndarray of shape (n_samples + 1,)
+        ``partners[indptr[i]:indptr[i + 1]]`` are the dissimilar partners of item ``i``.
+    partners : ndarray
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> index = PairIndex.from_pairs(np.array([0, 0]), np.array([1, 2]), np.array([True, False]), 3)
+    >>> index.positive_pairs(2, np.random.default_rng(0))[0].tolist()
+    [0, 0]
+    >>> index.negatives(np.array([0]), 3, np.random.default_rng(0)).tolist()
+    [[2, 2, 2]]
+    """
+
+    first: np.ndarray
+    second: np.ndarray
+    indptr: np.ndarray
+    partners: np.ndarray
+
+    @classmethod
+    def from_pairs(
+        cls, a: np.ndarray, b: np.ndarray, similar: np.ndarray, n_samples: int
+    ) -> PairIndex:
+        """Build from pairs ``(a, b)`` of item indices and their ``similar`` flags."""
+        a, b, similar = np.asarray(a, np.int64), np.asarray(b, np.int64), np.asarray(similar)
+        da, db = a[~similar], b[~similar]
+        src, dst = np.concatenate([da, db]), np.concatenate([db, da])
+        order = np.argsort(src, kind="stable")
+        indptr = np.concatenate([[0], np.cumsum(np.bincount(src, minlength=n_samples))])
+        first = np.concatenate([a[similar], b[similar]])
+        second = np.concatenate([b[similar], a[similar]])
+        usable = indptr[first + 1] > indptr[first]
+        if not usable.any():
+            raise ValueError(
+                "no similar pair has an item with a dissimilar partner, so no (anchor, "
+                "positive, negative) can be sampled; give pairs that share items, or triplets."
+            )
+        return cls(first=first[usable], second=second[usable], indptr=indptr, partners=dst[order])
+
+    @property
+    def n_samples(self) -> int:
+        return self.indptr.shape[0] - 1
+
+    def positive_pairs(
+        self, n_pairs: int, rng: np.random.Generator, class_uniform: bool = False
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``n_pairs`` similar pairs, uniform with replacement (``class_uniform`` is ignored)."""
+        q = rng.integers(0, self.first.shape[0], size=n_pairs)
+        return self.first[q], self.second[q]
+
+    def negatives(
+        self, anchors: np.ndarray, n_per_anchor: int, rng: np.random.Generator
+    ) -> np.ndarray:
+        """For each anchor, ``n_per_anchor`` of its dissimilar partners, uniform with replacement.
+
+        Returns an array of shape (len(anchors), n_per_anchor).
+        """
+        degree = self.n_negatives(anchors)
+        if np.any(degree <= 0):
+            raise ValueError("an anchor has no dissimilar partner, so it has no negatives.")
+        pos = (rng.random((len(anchors), n_per_anchor)) * degree[:, None]).astype(np.int64)
+        pos = np.minimum(pos, degree[:, None] - 1)
+        return self.partners[self.indptr[anchors][:, None] + pos]
+
+    def n_negatives(self, anchors: np.ndarray) -> np.ndarray:
+        """Number of dissimilar partners of each anchor."""
+        return self.indptr[np.asarray(anchors) + 1] - self.indptr[np.asarray(anchors)]

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from ._args import check_device, check_input_file, check_threads
+from ._pairs import add_evaluate_pairs_options, run_evaluate_pairs
 
 SCORES = ("knn", "retrieval", "clustering", "cv")
 _KEYS = {"X": ("X", "embeddings"), "y": ("y", "labels")}
@@ -188,6 +189,8 @@ def run_evaluate(args: argparse.Namespace) -> int:
     check_device(args.device)
     if args.threads:
         torch.set_num_threads(args.threads)
+    if args.pairs:
+        return run_evaluate_pairs(args)
     if bool(args.embeddings) == bool(args.data):
         raise ValueError("give either an embeddings file or --data NAME (with --model PATH).")
     if args.model and not args.data:
@@ -297,4 +300,5 @@ def register(subparsers) -> None:
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("-v", "--verbose", action="store_true", help="progress bars")
+    add_evaluate_pairs_options(parser)
     parser.set_defaults(func=run_evaluate)

@@ -14,6 +14,7 @@ import re
 import time
 
 from ._args import check_device, check_output_file, check_random_state
+from ._pairs import add_fit_pairs_option, run_fit_pairs
 
 # method name on the command line -> (module, class, input kind)
 METHODS = {
@@ -117,6 +118,7 @@ def _add_method_parser(sub, method: str) -> None:
             help=helps.get(name, " ").replace("%", "%%"),
             type=lambda text, d=default: _parse_value(text, d),
         )
+    add_fit_pairs_option(parser, cls)
     parser.set_defaults(func=run_fit, method=method)
 
 
@@ -163,6 +165,10 @@ def run_fit(args: argparse.Namespace) -> int:
     params = {k[len("param_") :]: v for k, v in vars(args).items() if k.startswith("param_")}
     _check_arguments(args, params)
     est = cls(**params)
+    if getattr(args, "pairs", None):
+        return run_fit_pairs(args, est)
+    if not args.data:
+        raise ValueError("--data NAME is required (or --pairs PAIRS.npz for a pair learner).")
     X_tr, y_tr, X_te, y_te, split = _train_test(args)
     if args.k > len(X_tr):
         raise ValueError(f"-k {args.k} exceeds the {len(X_tr)} training samples of {args.data}.")

@@ -15,6 +15,7 @@ _LAZY = {
     "ITML": "rankmetric.estimators.itml",
     "KISSME": "rankmetric.estimators.kissme",
     "XQDA": "rankmetric.estimators.xqda",
+    "PairClassifier": "rankmetric.estimators.pair_classifier",
 }
 
 __all__ = list(_LAZY)

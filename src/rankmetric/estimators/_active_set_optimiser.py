@@ -14,7 +14,7 @@ from scipy.optimize import minimize
 
 from .._utils import progress, single_blas_thread
 
-__all__ = ["optimise_on_active_sets", "optimise_with_progress"]
+__all__ = ["optimise_on_active_sets", "optimise_with_progress", "optimise_fixed"]
 
 
 def optimise_on_active_sets(
@@ -145,3 +145,24 @@ def _adaptive_descent(fun, L: np.ndarray, budget: int, lr: float, tol: float):
             "objective non-finite; lower learning_rate."
         )
     return x.reshape(L.shape), steps, loss, settled, lr
+
+
+def optimise_fixed(fun, x0: np.ndarray, *, solver: str, max_iter: int, tol: float, lr: float):
+    """Run LMNN's solver on one fixed objective (no constraint search: e.g. given triplets).
+
+    Parameters
+    ----------
+    fun : callable ``flat x -> (loss, flat gradient)``
+    x0 : ndarray
+    solver, max_iter, tol, lr
+        As the parameters of :class:`LMNN` (``lr`` is its ``learning_rate``).
+
+    Returns
+    -------
+    x, n_iter, loss, converged
+    """
+    if solver == "lbfgs":
+        x, steps, loss, settled = _lbfgs(fun, x0, max_iter, tol)
+    else:
+        x, steps, loss, settled, _ = _adaptive_descent(fun, x0, max_iter, lr, tol)
+    return x, max(steps, 1), loss, settled

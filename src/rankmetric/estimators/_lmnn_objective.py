@@ -12,7 +12,13 @@ import torch
 
 from ._lmnn_search import ActiveSet, pair_sq_distances, row_chunk, target_distances
 
-__all__ = ["laplacian_gradient", "laplacian_product", "lmnn_loss_and_grad", "triplet_terms"]
+__all__ = [
+    "fixed_triplet_loss_and_grad",
+    "laplacian_gradient",
+    "laplacian_product",
+    "lmnn_loss_and_grad",
+    "triplet_terms",
+]
 
 
 def laplacian_product(
@@ -126,3 +132,47 @@ def lmnn_loss_and_grad(
     d_impostor = pair_sq_distances(Z, active.anchors, active.impostors)  # (m,)
     loss, a, b, w = triplet_terms(d_target, d_impostor, active, regularization)
     return loss, laplacian_gradient(Z, X, a, b, w)
+
+
+def fixed_triplet_loss_and_grad(
+    L: torch.Tensor,
+    X: torch.Tensor,
+    anchor: torch.Tensor,
+    positive: torch.Tensor,
+    negative: torch.Tensor,
+    regularization: float,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The LMNN objective on given triplets, and its gradient with respect to ``L``.
+
+    ``ε(L) = (1 − μ) Σ_{(a, p)} ||L(x_a − x_p)||² + μ Σ_{(a, p, n)} [1 + ||L(x_a − x_p)||²
+    − ||L(x_a − x_n)||²]₊``: the pull term over the distinct (anchor, positive) pairs, the push
+    term over every triplet. The gradient is ``2 Zᵀ (C X)`` as in :func:`laplacian_gradient`.
+
+    Parameters
+    ----------
+    L : Tensor of shape (r, n_features)
+    X : Tensor of shape (n_samples, n_features)
+    anchor, positive, negative : LongTensor of shape (n_triplets,)
+    regularization : float
+        μ in [0, 1].
+
+    Returns
+    -------
+    loss : Tensor of shape ()
+    grad : Tensor of shape (r, n_features)
+    """
+    mu = float(regularization)
+    n = X.shape[0]
+    Z = X @ L.T
+    keys = torch.unique(anchor * n + positive)
+    ta, tp = keys // n, keys % n
+    d_target = pair_sq_distances(Z, ta, tp)
+    d_ap = pair_sq_distances(Z, anchor, positive)
+    d_an = pair_sq_distances(Z, anchor, negative)
+    hinge = 1.0 + d_ap - d_an
+    violated = (hinge > 0).to(Z.dtype)
+    loss = (1.0 - mu) * d_target.sum() + mu * (hinge * violated).sum()
+    a = torch.cat([ta, anchor, anchor])
+    b = torch.cat([tp, positive, negative])
+    w = torch.cat([torch.full_like(d_target, 1.0 - mu), mu * violated, -mu * violated])
+    return loss, 2.0 * Z.T @ laplacian_product(X, a, b, w)

@@ -22,7 +22,7 @@ from ..training import checkpoint_fingerprint, fit_fingerprint
 
 __all__ = ["MetricLearnerMixin", "MahalanobisMixin", "atomic_fit"]
 
-_FIT_METHODS = ("fit", "fit_pairs")
+_FIT_METHODS = ("fit", "fit_pairs", "fit_triplets")
 
 
 def _is_fitted_name(name: str) -> bool:
@@ -52,7 +52,7 @@ def _atomic(fit):
 
 
 def atomic_fit(cls: type) -> type:
-    """Class decorator: a ``fit`` / ``fit_pairs`` that raises leaves the estimator unfitted.
+    """Class decorator: a ``fit`` / ``fit_pairs`` / ``fit_triplets`` that raises leaves it unfitted.
 
     Every fitted attribute (name ending in ``_``) is removed, whatever the fit had already
     set, so the estimator is never half-updated by a failed (re)fit; hyper-parameters and other

@@ -46,6 +46,7 @@ from .._validation import (
 )
 from ..io import register_estimator
 from ..sampling import LabelIndex
+from ._supervision import check_pair_supervision
 from .base import MahalanobisMixin
 
 __all__ = ["ITML", "sample_pair_constraints", "distance_bounds", "itml_projections"]
@@ -215,7 +216,7 @@ def components_from_metric(M: np.ndarray) -> np.ndarray:
 
 @register_estimator
 class ITML(MahalanobisMixin, BaseEstimator):
-    """Information-Theoretic Metric Learning (Davis et al. 2007) from class labels.
+    """Information-Theoretic Metric Learning (Davis et al. 2007) from class labels or pairs.
 
     Parameters
     ----------
@@ -347,7 +348,46 @@ class ITML(MahalanobisMixin, BaseEstimator):
         n_classes = int(codes.max()) + 1
         n_constraints = self._param("n_constraints") or 20 * n_classes**2
         a, b, similar = sample_pair_constraints(codes, n_constraints, rng)
-        V = X[a] - X[b]
+        return self._fit_constraints(X, X[a] - X[b], similar, prior, rng)
+
+    def fit_pairs(self, X, pairs=None, y=None):
+        """Learn ``M`` from similar (+1) and dissimilar (−1) pairs, without class labels.
+
+        Every given pair is a constraint (``n_constraints`` is not used); the bounds ``(u, l)``
+        default to percentiles of the prior distance over random pairs of the points. The call
+        convention and the checks on degenerate pairs are those of ``docs/pairs.md``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features), or (n_pairs, 2, n_features)
+            The points (then ``pairs`` holds row indices), or the stacked pairs themselves
+            (then the second argument is ``y``).
+        pairs : array-like of shape (n_pairs, 2), int
+            Row indices into ``X``.
+        y : array-like of shape (n_pairs,)
+            ``+1`` similar, ``−1`` dissimilar.
+
+        Returns
+        -------
+        self : ITML
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> X = np.array([[0.0, 0.0], [0.1, 1.0], [1.0, 0.0], [1.1, 1.0]])
+        >>> itml = ITML().fit_pairs(X, [[0, 1], [2, 3], [0, 2], [1, 3]], [1, 1, -1, -1])
+        >>> itml.components_.shape
+        (2, 2)
+        """
+        self._validate_params()
+        s = check_pair_supervision(self, X, pairs, y)
+        X64 = s.X.astype(np.float64, copy=False)
+        rng = make_rng(self.random_state)
+        prior = self._prior_matrix(X64)
+        return self._fit_constraints(X64, X64[s.a] - X64[s.b], s.similar, prior, rng)
+
+    def _fit_constraints(self, X, V, similar, prior, rng):
+        """Bregman projections on the constraints ``V`` (differences) and ``similar`` flags."""
         nonzero = _usable_differences(V, prior)
         bounds = self._bounds(X, prior, rng)
         with single_blas_thread():  # tiny BLAS calls: threads only hurt

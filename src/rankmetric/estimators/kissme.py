@@ -36,6 +36,7 @@ from .._validation import (
     deprecate_positional_args,
 )
 from ..io import register_estimator
+from ._supervision import check_pair_supervision
 from .base import MahalanobisMixin
 
 __all__ = ["KISSME", "pair_difference_covariances"]
@@ -186,12 +187,58 @@ class KISSME(MahalanobisMixin, BaseEstimator):
         check_classification_targets(y)
         _, codes = check_labels(y, X.shape[0])
         check_min_per_class(codes, 2)
+        Z = self._fit_pca(X)
+        return self._fit_covariances(*pair_difference_covariances(Z, codes))
+
+    def fit_pairs(self, X, pairs=None, y=None) -> KISSME:
+        """Learn the metric from similar (+1) and dissimilar (−1) pairs, without class labels.
+
+        ``Σ_S`` and ``Σ_D`` are the mean outer products of the differences of the given similar
+        and dissimilar pairs; the PCA is fitted on the distinct points. The call convention and
+        the checks on degenerate pairs are those of ``docs/pairs.md``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features), or (n_pairs, 2, n_features)
+            The points (then ``pairs`` holds row indices), or the stacked pairs themselves
+            (then the second argument is ``y``).
+        pairs : array-like of shape (n_pairs, 2), int
+            Row indices into ``X``.
+        y : array-like of shape (n_pairs,)
+            ``+1`` similar, ``−1`` dissimilar.
+
+        Returns
+        -------
+        self : KISSME
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> X = np.array([[0.0, 0.0], [0.1, 1.0], [1.0, 0.0], [1.1, 1.0], [0.0, 2.0]])
+        >>> pairs = [[0, 1], [2, 3], [1, 4], [0, 2], [1, 3], [3, 4]]
+        >>> KISSME().fit_pairs(X, pairs, [1, 1, 1, -1, -1, -1]).components_.shape
+        (2, 2)
+        """
+        self._validate_params()
+        s = check_pair_supervision(self, X, pairs, y)
+        Z = self._fit_pca(s.X)
+        V = Z[s.a] - Z[s.b]
+        sim = s.similar
+        return self._fit_covariances(
+            _symmetric(V[sim].T @ V[sim] / sim.sum()),
+            _symmetric(V[~sim].T @ V[~sim] / (~sim).sum()),
+        )
+
+    def _fit_pca(self, X: np.ndarray) -> np.ndarray:
+        """Fit ``mean_`` and ``pca_components_`` on ``X``; return the PCA features."""
         r = self._check_n_components(*X.shape)
         X64 = X.astype(np.float64)
         self.mean_ = X64.mean(axis=0)
         self.pca_components_ = _principal_axes(X64 - self.mean_, r)
-        Z = (X64 - self.mean_) @ self.pca_components_.T
-        sigma_s, sigma_d = pair_difference_covariances(Z, codes)
+        return (X64 - self.mean_) @ self.pca_components_.T
+
+    def _fit_covariances(self, sigma_s: np.ndarray, sigma_d: np.ndarray) -> KISSME:
+        """``M = Π_PSD(Σ_S⁻¹ − Σ_D⁻¹)`` on the PCA features, folded into ``components_``."""
         M = _ridge_inverse(sigma_s, self.regularization) - _ridge_inverse(
             sigma_d, self.regularization
         )

@@ -49,8 +49,13 @@ from .._validation import (
     deprecate_positional_args,
 )
 from ..io import register_estimator
-from ._active_set_optimiser import optimise_on_active_sets, optimise_with_progress
-from ._lmnn_objective import laplacian_gradient, lmnn_loss_and_grad, triplet_terms
+from ._active_set_optimiser import optimise_fixed, optimise_on_active_sets, optimise_with_progress
+from ._lmnn_objective import (
+    fixed_triplet_loss_and_grad,
+    laplacian_gradient,
+    lmnn_loss_and_grad,
+    triplet_terms,
+)
 from ._lmnn_search import (
     MAX_ACTIVE_SET_BYTES,
     PAIR_BYTES,
@@ -61,12 +66,14 @@ from ._lmnn_search import (
     pair_sq_distances,
     search_active_set,
 )
+from ._supervision import check_pair_supervision, check_triplet_supervision, triplets_from_pairs
 from .base import MahalanobisMixin
 
 __all__ = [
     "LMNN",
     "LMNN_PARAMETER_CONSTRAINTS",
     "MAX_ACTIVE_SET_BYTES",
+    "MAX_PAIR_TRIPLETS",
     "PAIR_BYTES",
     "PAIR_BYTES_PER_K",
     "ActiveSet",
@@ -83,6 +90,8 @@ __all__ = [
 ]
 
 _POSITIVE = Interval(Real, 0, None, closed="neither")
+#: Most triplets :meth:`LMNN.fit_pairs` forms from pairs sharing an item (a uniform sample).
+MAX_PAIR_TRIPLETS = 100_000
 
 #: The hyper-parameters LMNN shares with multiple-metric LMNN, declared once.
 LMNN_PARAMETER_CONSTRAINTS = {
@@ -266,6 +275,92 @@ class LMNN(MahalanobisMixin, BaseEstimator):
         self.n_iter_ = int(n_iter)
         self.objective_ = float(loss)
         self.n_active_pairs_ = int(active.anchors.numel())
+        return self
+
+    def fit_triplets(self, X, triplets=None):
+        """Learn ``components_`` from triplets (anchor, positive, negative), without labels.
+
+        Minimises the LMNN objective with the given triplets as the only constraints: the
+        (anchor, positive) pairs are the target pairs (pulled, weight ``1 − μ``) and each triplet
+        pushes its negative out of the unit margin (weight μ); no neighbour search is run.
+        ``n_target_neighbors`` and ``active_set_update`` are not used. The call convention and
+        the checks on degenerate triplets are those of ``docs/pairs.md``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features), or (n_triplets, 3, n_features)
+            The points (then ``triplets`` holds row indices), or the stacked triplets.
+        triplets : array-like of shape (n_triplets, 3), int
+            Row indices into ``X`` of (anchor, positive, negative).
+
+        Returns
+        -------
+        self : LMNN
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> X = np.array([[0.0, 0.0], [0.0, 1.0], [1.0, 0.0], [1.0, 1.0]])
+        >>> lmnn = LMNN().fit_triplets(X, [[0, 1, 2], [2, 3, 0], [1, 0, 3], [3, 2, 1]])
+        >>> d = lmnn.pair_distances(X[[0, 0]], X[[1, 2]])
+        >>> bool(d[0] < d[1])
+        True
+        """
+        self._validate_params()
+        return self._fit_triplets(check_triplet_supervision(self, X, triplets))
+
+    def fit_pairs(self, X, pairs=None, y=None):
+        """Learn ``components_`` from similar (+1) and dissimilar (−1) pairs.
+
+        Pairs that share an item become triplets: a similar pair ``(i, j)`` and a dissimilar
+        pair ``(i, l)`` give ``(i, j, l)`` (both orientations of each similar pair; at most
+        :data:`MAX_PAIR_TRIPLETS`, a uniform sample seeded by ``random_state``), then
+        :meth:`fit_triplets`. Pairs that share no item cannot make a triplet (``ValueError``).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features), or (n_pairs, 2, n_features)
+        pairs : array-like of shape (n_pairs, 2), int
+        y : array-like of shape (n_pairs,)
+            ``+1`` similar, ``−1`` dissimilar.
+
+        Returns
+        -------
+        self : LMNN
+        """
+        self._validate_params()
+        s = check_pair_supervision(self, X, pairs, y)
+        rng = make_rng(self.random_state)
+        return self._fit_triplets(triplets_from_pairs(s, MAX_PAIR_TRIPLETS, rng))
+
+    def _fit_triplets(self, t) -> LMNN:
+        X = t.X
+        r = n_components_for(self.n_components, X.shape[1])
+        device = resolve_device(self.device)
+        L0 = self._initial_map(X.astype(np.float64), r, make_rng(self.random_state))
+        Xt = to_tensor(X.astype(np.float32), device)
+        a, p, n = (torch.as_tensor(v, device=device) for v in (t.anchor, t.positive, t.negative))
+        mu = float(self._param("push_weight"))
+
+        def fun(flat: np.ndarray) -> tuple[float, np.ndarray]:
+            L = to_tensor(flat.reshape(L0.shape), device, Xt.dtype)
+            loss, grad = fixed_triplet_loss_and_grad(L, Xt, a, p, n, mu)
+            return float(loss), grad.double().cpu().numpy().ravel()
+
+        L, n_iter, loss, converged = optimise_fixed(
+            fun, L0, solver=self.solver, max_iter=self.max_iter, tol=self.tol, lr=self.learning_rate
+        )
+        if not converged:
+            warnings.warn(
+                f"LMNN stopped at max_iter={self.max_iter} before converging; "
+                "increase max_iter or tol.",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+        self.components_ = np.asarray(L, dtype=np.float32).reshape(L0.shape)
+        self.n_iter_ = int(n_iter)
+        self.objective_ = float(loss)
+        self.n_active_pairs_ = int(t.anchor.shape[0])
         return self
 
     def _warn_small_classes(self, codes: np.ndarray, k: int) -> None:

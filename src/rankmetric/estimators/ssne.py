@@ -41,6 +41,7 @@ from ..losses.similarity import (
 from ..models.sphere import SphereTanhEmbedding, sphere_similarity
 from ..sampling import LabelIndex
 from ..training import train
+from ._supervision import check_pair_supervision
 from .base import MetricLearnerMixin
 
 __all__ = ["SSNE", "default_n_components"]
@@ -334,25 +335,31 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
 
         return self._fit_sampled(X, sample)
 
-    def fit_pairs(self, X, pairs, similarities):
+    def fit_pairs(self, X, pairs=None, similarities=None):
         """Learn the embedding from pairs with target similarities (full or partial supervision).
+
+        The call convention of ``docs/pairs.md``: ``fit_pairs(X, pairs, similarities)`` with
+        row indices, or ``fit_pairs(stacked_pairs, similarities)`` with stacked pairs of shape
+        (n_pairs, 2, n_features). Pairs joining an item to itself are dropped; constant targets
+        or fewer than two usable pairs raise ``ValueError``.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Every point; points that appear in no pair only shape the standardisation.
+        X : array-like of shape (n_samples, n_features), or (n_pairs, 2, n_features)
+            Every point; points that appear in no pair only shape the standardisation. Or the
+            stacked pairs (then the second argument is ``similarities``).
         pairs : array-like of shape (n_pairs, 2), int
             Row indices into ``X`` of the two points of each pair.
         similarities : array-like of shape (n_pairs,)
-            Target similarity of each pair, in ``[-1, 1]``.
+            Target similarity of each pair, in ``[-1, 1]`` (``+1``/``−1`` pair labels work too).
 
         Returns
         -------
         self
         """
-        X = validate_data(self, X, dtype=[np.float64, np.float32])
         self._validate_params()
-        pairs, targets = _check_pairs(pairs, similarities, X.shape[0])
+        sup = check_pair_supervision(self, X, pairs, similarities, targets="similarity")
+        X, pairs, targets = sup.X, np.stack([sup.a, sup.b], axis=1), sup.y
         n = int(self.batch_size)
 
         def sample(rng: np.random.Generator):

@@ -37,8 +37,13 @@ from ..io import register_estimator
 from ..losses.regularizers import aon_penalty
 from ..losses.warp import SAMPLINGS, Embed, sampled_warp_loss
 from ..models.linear import INITS, LinearMap
-from ..sampling import LabelIndex
+from ..sampling import LabelIndex, PairIndex
 from ..training import TrainingResult, train
+from ._supervision import (
+    check_pair_supervision,
+    check_triplet_supervision,
+    pairs_from_triplets,
+)
 from .base import MahalanobisMixin
 
 __all__ = ["WARCA", "BaseWARCA"]
@@ -436,6 +441,62 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         classes, codes = check_labels(y, X.shape[0])
         check_min_per_class(codes, 2)
         X_val, y_val = self._check_validation_set(X_val, y_val, classes)
+        return self._fit_index(X, LabelIndex.from_codes(codes), codes, classes, X_val, y_val)
+
+    def fit_pairs(self, X, pairs=None, y=None) -> WARCA:
+        """Learn the map from similar (+1) and dissimilar (−1) pairs, without class labels.
+
+        WARP on the pair graph: positive pairs are the similar pairs, the negatives of an item
+        are its dissimilar partners (:class:`rankmetric.sampling.PairIndex`; the negatives of a
+        pair's first item serve both ends, which holds when "similar" means "same identity").
+        ``sampling="exact"`` needs class labels and is refused. The call convention and the
+        checks on degenerate pairs are those of ``docs/pairs.md``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features), or (n_pairs, 2, n_features)
+        pairs : array-like of shape (n_pairs, 2), int
+        y : array-like of shape (n_pairs,)
+            ``+1`` similar, ``−1`` dissimilar.
+
+        Returns
+        -------
+        self
+        """
+        self._validate_params()
+        return self._fit_supervision(check_pair_supervision(self, X, pairs, y))
+
+    def fit_triplets(self, X, triplets=None) -> WARCA:
+        """Learn the map from triplets (anchor, positive, negative), without class labels.
+
+        Each triplet gives the similar pair (anchor, positive) and the dissimilar pair (anchor,
+        negative); then as :meth:`fit_pairs`.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features), or (n_triplets, 3, n_features)
+        triplets : array-like of shape (n_triplets, 3), int
+
+        Returns
+        -------
+        self
+        """
+        self._validate_params()
+        return self._fit_supervision(
+            pairs_from_triplets(check_triplet_supervision(self, X, triplets))
+        )
+
+    def _fit_supervision(self, s) -> WARCA:
+        if self.sampling == "exact":
+            raise ValueError(
+                "sampling='exact' counts every sample of another class and needs class labels; "
+                "use sampling='batched' or 'sequential' with pairs or triplets."
+            )
+        index = PairIndex.from_pairs(s.a, s.b, s.similar, s.X.shape[0])
+        return self._fit_index(s.X, index)
+
+    def _fit_index(self, X, index, codes=None, classes=None, X_val=None, y_val=None) -> WARCA:
+        """Train on ``X`` with positive pairs and negatives drawn from ``index``."""
         n_features = X.shape[1]
         n_components = self.n_components
         if n_components is None:
@@ -467,7 +528,7 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         self._train_warp(
             model,
             lambda: (embed, None, lambda: aon_penalty(model.weight)),
-            LabelIndex.from_codes(codes),
+            index,
             rng,
             device,
             validate=validate,

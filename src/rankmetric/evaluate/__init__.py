@@ -18,6 +18,10 @@ budget, ties broken by the lower gallery index) and accepts NumPy arrays or torc
 ``cmc_curve``          CMC at given ranks (re-identification)
 ``repeated_cv_knn``    5×2 stratified cross-validated k-NN accuracy → ``CVResult``
 =====================  ============================================================
+
+Verification (``verification.py``): ``verification_scores`` gives the ROC AUC, EER and TAR at
+fixed FARs of pair distances (and the ROC curve, ``roc_curve_from_distances``);
+``labelled_verification_scores`` scores all (or sampled) pairs of a labelled set.
 """
 
 from .clustering import clustering_scores, nmi_score, pairwise_f1
@@ -25,6 +29,12 @@ from .cmc import cmc_curve
 from .knn import knn_accuracy, knn_predict, knn_search
 from .protocols import CVResult, repeated_cv_knn
 from .retrieval import map_at_r, precision_at_1, recall_at_k, retrieval_scores
+from .verification import (
+    labelled_pairs,
+    labelled_verification_scores,
+    roc_curve_from_distances,
+    verification_scores,
+)
 
 __all__ = [
     "knn_search",
@@ -40,4 +50,8 @@ __all__ = [
     "cmc_curve",
     "repeated_cv_knn",
     "CVResult",
+    "verification_scores",
+    "roc_curve_from_distances",
+    "labelled_pairs",
+    "labelled_verification_scores",
 ]

@@ -1,0 +1,219 @@
+"""Pair files for ``rankmetric fit METHOD --pairs`` and ``rankmetric evaluate --pairs``.
+
+A pair file is a ``.npz`` archive (read with ``allow_pickle=False``) in the pair convention of
+``docs/pairs.md``:
+
+=================  ==========================================================================
+``X``              (n_samples, n_features) float: the items (index form only)
+``pairs``          (n_pairs, 2) int row indices into ``X``, or (n_pairs, 2, n_features) float
+                   stacked pairs (then no ``X``)
+``y``              (n_pairs,): ``+1`` similar / ``−1`` dissimilar (``1``/``0`` too), or
+                   similarities in ``[−1, 1]`` (SSNE)
+``X_test``         optional: the items of the test pairs (else test indices point into ``X``)
+``pairs_test``     optional: held-out pairs, same layout as ``pairs``
+``y_test``         optional: their labels; a similarity counts as "same" when ``> 0``
+=================  ==========================================================================
+
+``fit`` trains on ``pairs``/``y`` and reports the verification scores of ``pairs_test`` (or,
+without it, of the training pairs, marked as such); ``evaluate`` scores ``pairs_test`` when the
+file has it, else ``pairs``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import numpy as np
+
+from ._args import check_input_file
+
+__all__ = [
+    "add_fit_pairs_option",
+    "add_evaluate_pairs_options",
+    "read_pairs_file",
+    "run_fit_pairs",
+    "run_evaluate_pairs",
+]
+
+PAIR_FILE_HELP = (
+    "a .npz pair file: X (items) + pairs (n, 2) row indices + y (+1/-1 or similarities), or "
+    "stacked pairs (n, 2, n_features) + y; optional X_test/pairs_test/y_test (docs/pairs.md)"
+)
+DEFAULT_FAR = (1e-1, 1e-2, 1e-3)
+
+
+def read_pairs_file(path: str) -> dict:
+    """The parts of a pair file: ``{"train": (X, pairs, y), "test": (stacked, y) or None}``."""
+    check_input_file(path, "--pairs")
+    try:
+        archive = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"--pairs {path}: not a readable .npz archive ({exc}).") from None
+    with archive:
+        arrays = {k: archive[k] for k in archive.files}
+    for key in ("pairs", "y"):
+        if key not in arrays:
+            raise ValueError(f"--pairs {path} has no array {key!r} (found {sorted(arrays)}).")
+    X = arrays.get("X")
+    test = None
+    if "pairs_test" in arrays:
+        if "y_test" not in arrays:
+            raise ValueError(f"--pairs {path} has pairs_test but no y_test.")
+        items = arrays.get("X_test", X)
+        test = (_stacked(items, arrays["pairs_test"], f"{path}: pairs_test"), arrays["y_test"])
+    return {"train": (X, arrays["pairs"], arrays["y"]), "test": test}
+
+
+def _stacked(X, pairs, what: str) -> np.ndarray:
+    """Stacked (n, 2, n_features) pairs from either layout."""
+    pairs = np.asarray(pairs)
+    if pairs.ndim == 3:
+        if pairs.shape[1] != 2:
+            raise ValueError(f"{what} must have shape (n, 2, n_features), got {pairs.shape}.")
+        return pairs.astype(np.float64)
+    if X is None:
+        raise ValueError(f"{what} holds row indices but the file has no X (the items).")
+    if pairs.ndim != 2 or pairs.shape[1] != 2 or not np.issubdtype(pairs.dtype, np.integer):
+        raise ValueError(
+            f"{what} must be (n, 2) integer row indices or (n, 2, n_features) stacked pairs, "
+            f"got {pairs.dtype} of shape {pairs.shape}."
+        )
+    X = np.asarray(X, dtype=np.float64)
+    if pairs.size and (pairs.min() < 0 or pairs.max() >= len(X)):
+        raise ValueError(f"{what}: indices must lie in [0, {len(X)}) (rows of X).")
+    return X[pairs]
+
+
+def _same(y) -> np.ndarray:
+    y = np.asarray(y)
+    return y > 0 if y.dtype != bool else y
+
+
+def _scores(distances, y, far) -> dict:
+    from ..evaluate import verification_scores
+
+    s = verification_scores(distances, _same(y), far=far)
+    out = {"roc_auc": s["roc_auc"], "eer": s["eer"]}
+    for f, (tar, _) in s["tar_at_far"].items():
+        out[f"tar_at_far_{f:g}"] = tar
+    return out
+
+
+def _euclidean(stacked: np.ndarray) -> np.ndarray:
+    return np.linalg.norm(stacked[:, 0] - stacked[:, 1], axis=1)
+
+
+def _print(report: dict, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(report, indent=2))
+        return
+    width = max(len(k) for k in report)
+    for key, value in report.items():
+        if isinstance(value, dict):
+            print(key)
+            inner = max(len(k) for k in value)
+            for k, v in value.items():
+                print(f"  {k:<{inner}}  {v:.4f}")
+        else:
+            print(f"{key:<{width}}  {value}")
+
+
+def add_fit_pairs_option(parser: argparse.ArgumentParser, cls) -> None:
+    """``--pairs PAIRS.npz`` for a method whose estimator has ``fit_pairs``; ``--data`` optional."""
+    if not hasattr(cls, "fit_pairs"):
+        return
+    parser.add_argument("--pairs", metavar="PAIRS.npz", help=PAIR_FILE_HELP + "; replaces --data")
+    for action in parser._actions:  # --data or --pairs: checked in run_fit
+        if action.dest == "data":
+            action.required = False
+
+
+def run_fit_pairs(args: argparse.Namespace, est) -> int:
+    """Fit ``est`` on a pair file, print verification scores (learned vs Euclidean), save it."""
+    from ._args import check_output_file
+
+    if getattr(args, "data", None):
+        raise ValueError("give either --data NAME or --pairs PAIRS.npz, not both.")
+    if args.out:
+        check_output_file(args.out)
+    parts = read_pairs_file(args.pairs)
+    X, pairs, y = parts["train"]
+    start = time.perf_counter()
+    if X is None:
+        est.fit_pairs(pairs, y)
+    else:
+        est.fit_pairs(X, pairs, y)
+    fit_time = time.perf_counter() - start
+    if args.out:
+        est.save(args.out)
+    if parts["test"] is not None:
+        stacked, y_eval = parts["test"]
+        evaluated = "pairs_test"
+    else:
+        stacked, y_eval = _stacked(X, pairs, f"{args.pairs}: pairs"), y
+        evaluated = "the training pairs (the file has no pairs_test)"
+    learned = est.pair_distances(stacked[:, 0], stacked[:, 1])
+    report = {
+        "method": type(est).__name__,
+        "pairs": args.pairs,
+        "n_train_pairs": int(len(y)),
+        "fit_seconds": round(fit_time, 3),
+        "evaluated_on": evaluated,
+        "n_evaluated_pairs": int(len(y_eval)),
+        "euclidean": _scores(_euclidean(stacked), y_eval, DEFAULT_FAR),
+        "learned": _scores(learned, y_eval, DEFAULT_FAR),
+    }
+    if args.out:
+        report["saved_to"] = args.out
+    _print(report, args.json)
+    return 0
+
+
+def add_evaluate_pairs_options(parser: argparse.ArgumentParser) -> None:
+    """``--pairs PAIRS.npz`` and ``--far`` for ``rankmetric evaluate``."""
+    parser.add_argument(
+        "--pairs",
+        metavar="PAIRS.npz",
+        help=PAIR_FILE_HELP + "; prints ROC AUC, EER and TAR@FAR of its test pairs (else of its "
+        "pairs) under --model's distance, or the Euclidean one",
+    )
+    parser.add_argument(
+        "--far",
+        type=float,
+        nargs="+",
+        default=list(DEFAULT_FAR),
+        metavar="RATE",
+        help="false accept rates of TAR@FAR with --pairs (default: %(default)s)",
+    )
+
+
+def run_evaluate_pairs(args: argparse.Namespace) -> int:
+    """Verification scores of a pair file under a saved model's distance (or Euclidean)."""
+    if args.embeddings or args.data:
+        raise ValueError("--pairs replaces EMBEDDINGS and --data: give the pairs file only.")
+    parts = read_pairs_file(args.pairs)
+    if parts["test"] is not None:
+        stacked, y = parts["test"]
+        evaluated = "pairs_test"
+    else:
+        X, pairs, y = parts["train"]
+        stacked, evaluated = _stacked(X, pairs, f"{args.pairs}: pairs"), "pairs"
+    if args.model:
+        from ..io import load_model
+
+        model = load_model(args.model)
+        distances = model.pair_distances(stacked[:, 0], stacked[:, 1])
+        source = args.model
+    else:
+        distances, source = _euclidean(stacked), "Euclidean distance"
+    report = {
+        "source": source,
+        "pairs": f"{args.pairs} ({evaluated})",
+        "n_pairs": int(len(y)),
+        "n_same": int(np.count_nonzero(_same(y))),
+        "scores": _scores(distances, y, tuple(args.far)),
+    }
+    _print(report, args.json)
+    return 0

@@ -1,0 +1,355 @@
+"""Weak supervision: pairs and triplets, in one call convention for every learner.
+
+The convention (``docs/pairs.md`` is its user-facing page) has two equivalent forms:
+
+* **indices into X**: ``est.fit_pairs(X, pairs, y)`` with ``X`` of shape (n_samples, n_features),
+  ``pairs`` an int array of shape (n_pairs, 2) of row indices into ``X`` and ``y`` of shape
+  (n_pairs,); ``est.fit_triplets(X, triplets)`` with ``triplets`` of shape (n_triplets, 3):
+  (anchor, positive, negative), "the anchor is closer to the positive than to the negative".
+* **stacked points** (metric-learn's layout): ``est.fit_pairs(pairs, y)`` with ``pairs`` a float
+  array of shape (n_pairs, 2, n_features), and ``est.fit_triplets(triplets)`` with shape
+  (n_triplets, 3, n_features). The points are de-duplicated (identical rows become one item), so
+  both forms give the same fit.
+
+``y`` holds pair labels, ``+1`` similar and ``−1`` dissimilar (``1``/``0`` and booleans are
+accepted), for ITML, KISSME, LMNN and WARCA; real-valued similarities in ``[−1, 1]`` for SSNE.
+
+Degenerate supervision (checked here, once for every learner):
+
+* a pair that joins an item to itself (same index, or identical rows) carries no information: it
+  is dropped, silently when it is labelled similar, with a ``UserWarning`` when it is labelled
+  dissimilar (a contradiction); a triplet whose negative is its anchor or its positive is dropped
+  with a warning;
+* ``ValueError`` when nothing can be learned: no usable pair (or triplet) left, fewer than
+  :data:`MIN_PAIRS` usable pairs, pair labels of one kind only (all similar: the metric would
+  collapse; all dissimilar: nothing to pull together), or similarities that are all equal;
+* ``UserWarning`` when the result is likely useless: fewer usable pairs of a kind (or triplets)
+  than ``n_features``, so that directions of the space are left unconstrained.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+from sklearn.utils.validation import validate_data
+
+from .._validation import check_finite
+from ..sampling import PairIndex
+
+__all__ = [
+    "MIN_PAIRS",
+    "PairSupervision",
+    "TripletSupervision",
+    "check_pair_supervision",
+    "check_triplet_supervision",
+    "triplets_from_pairs",
+    "pairs_from_triplets",
+]
+
+#: The fewest usable pairs a learner accepts (with binary labels: at least one of each kind).
+MIN_PAIRS = 2
+#: Tolerance on ``|similarity| ≤ 1``.
+_RANGE_TOL = 1e-6
+#: Elements compared at once when looking for pairs of identical rows.
+_CHUNK_ELEMENTS = 1 << 22
+
+
+@dataclass(frozen=True)
+class PairSupervision:
+    """Checked pairs: points, usable pairs of row indices and their targets.
+
+    Attributes
+    ----------
+    X : ndarray of shape (n_points, n_features)
+    a, b : ndarray of shape (n_pairs,), int64
+        Row indices into ``X`` of the two ends; ``X[a] != X[b]`` row-wise.
+    y : ndarray of shape (n_pairs,), float64
+        ``+1`` / ``−1`` (binary labels) or similarities in ``[−1, 1]``.
+    """
+
+    X: np.ndarray
+    a: np.ndarray
+    b: np.ndarray
+    y: np.ndarray
+
+    @property
+    def similar(self) -> np.ndarray:
+        """``y > 0``: pairs labelled similar."""
+        return self.y > 0
+
+
+@dataclass(frozen=True)
+class TripletSupervision:
+    """Checked triplets ``(anchor, positive, negative)`` of row indices into ``X``."""
+
+    X: np.ndarray
+    anchor: np.ndarray
+    positive: np.ndarray
+    negative: np.ndarray
+
+
+def _split_call(X, tuples, y, size: int, name: str):
+    """``(X, tuples, y)`` from the indices form or the stacked form of the convention.
+
+    A 3-D first argument is stacked tuples; then the second argument (if any) is ``y``.
+    """
+    if np.ndim(X) == 3:
+        extra = y if size == 2 else tuples
+        if extra is not None:
+            raise ValueError(
+                f"stacked {name} of shape (n, {size}, n_features) come without X: call "
+                f"fit_{name}({name}{', y' if size == 2 else ''})."
+            )
+        return None, X, tuples if size == 2 else None
+    if tuples is None:
+        raise ValueError(
+            f"{name} missing: pass fit_{name}(X, {name}{', y' if size == 2 else ''}) with row "
+            f"indices of shape (n, {size}), or stacked {name} of shape (n, {size}, n_features)."
+        )
+    return X, tuples, y
+
+
+def _points(estimator, X, tuples, size: int, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """Validated points ``X`` and int64 indices ``(n, size)``; stacked points are de-duplicated."""
+    if X is None:
+        stacked = np.asarray(tuples)
+        if stacked.ndim != 3 or stacked.shape[1] != size:
+            raise ValueError(
+                f"stacked {name} must have shape (n_{name}, {size}, n_features), "
+                f"got {stacked.shape}."
+            )
+        if stacked.shape[0] == 0:
+            raise ValueError(f"{name} is empty.")
+        flat = validate_data(
+            estimator, stacked.reshape(-1, stacked.shape[2]), dtype=[np.float64, np.float32]
+        )
+        unique, first, inverse = np.unique(flat, axis=0, return_index=True, return_inverse=True)
+        order = np.argsort(first)  # the distinct points in the order they first appear
+        rank = np.empty_like(order)
+        rank[order] = np.arange(order.shape[0])
+        return unique[order], rank[inverse.ravel()].reshape(-1, size).astype(np.int64)
+    X = validate_data(estimator, X, dtype=[np.float64, np.float32])
+    idx = np.asarray(tuples)
+    if idx.ndim != 2 or idx.shape[1] != size:
+        raise ValueError(f"{name} must have shape (n_{name}, {size}), got {idx.shape}.")
+    if idx.shape[0] == 0:
+        raise ValueError(f"{name} is empty.")
+    if not np.issubdtype(idx.dtype, np.integer):
+        if not (np.issubdtype(idx.dtype, np.floating) and np.all(idx == np.round(idx))):
+            raise ValueError(f"{name} must hold integer row indices, got dtype {idx.dtype}.")
+    idx = idx.astype(np.int64)
+    n = X.shape[0]
+    if idx.min() < 0 or idx.max() >= n:
+        raise ValueError(
+            f"{name[:-1]} indices must lie in [0, {n}) (rows of X), got values in "
+            f"[{idx.min()}, {idx.max()}]."
+        )
+    return X, idx
+
+
+def _same_rows(X: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``X[a] == X[b]`` row-wise (or ``a == b``), in chunks of bounded memory."""
+    same = a == b
+    step = max(1, _CHUNK_ELEMENTS // max(X.shape[1], 1))
+    for start in range(0, a.shape[0], step):  # chunks of pairs, vectorised inside
+        sl = slice(start, start + step)
+        same[sl] |= np.all(X[a[sl]] == X[b[sl]], axis=1)
+    return same
+
+
+def _binary_targets(y, n: int) -> np.ndarray:
+    y = np.asarray(y)
+    if y.shape != (n,):
+        raise ValueError(f"y must have shape ({n},) (one label per pair), got {y.shape}.")
+    if y.dtype == bool:
+        return np.where(y, 1.0, -1.0)
+    if not np.issubdtype(y.dtype, np.number):
+        raise ValueError(f"pair labels y must be +1 (similar) or -1 (dissimilar), got {y.dtype}.")
+    check_finite(y.astype(np.float64), "y")
+    values = np.unique(y)
+    if np.isin(values, (-1, 1)).all():
+        return y.astype(np.float64)
+    if np.isin(values, (0, 1)).all():
+        return np.where(y > 0, 1.0, -1.0)
+    raise ValueError(
+        "pair labels y must be +1 (similar) or -1 (dissimilar) (or 1/0), got values "
+        f"{values[:5].tolist()}."
+    )
+
+
+def _similarity_targets(y, n: int) -> np.ndarray:
+    y = np.asarray(y, dtype=np.float64)
+    if y.shape != (n,):
+        raise ValueError(f"similarities must have shape ({n},) (one per pair), got {y.shape}.")
+    check_finite(y, "similarities")
+    if np.abs(y).max() > 1 + _RANGE_TOL:
+        raise ValueError(
+            "similarities must lie in [-1, 1] (the range of a dot product of unit vectors), got "
+            f"values in [{y.min():.6g}, {y.max():.6g}]."
+        )
+    return np.clip(y, -1.0, 1.0)
+
+
+def check_pair_supervision(
+    estimator,
+    X,
+    pairs=None,
+    y=None,
+    *,
+    targets: str = "binary",
+) -> PairSupervision:
+    """Validate pair supervision given in either form of the convention.
+
+    Parameters
+    ----------
+    estimator : BaseEstimator
+        Gets ``n_features_in_`` (through scikit-learn's ``validate_data``).
+    X, pairs, y
+        ``(X, pairs, y)`` with row indices, or ``(pairs, y)`` with stacked pairs in ``X``'s place.
+    targets : {"binary", "similarity"}
+        ``y`` as ±1 labels or as similarities in ``[−1, 1]``.
+
+    Returns
+    -------
+    PairSupervision
+        The usable pairs (self-pairs dropped), after the degenerate-supervision checks of the
+        module docstring.
+    """
+    X, pairs, y = _split_call(X, pairs, y, 2, "pairs")
+    X, idx = _points(estimator, X, pairs, 2, "pairs")
+    if y is None:
+        raise ValueError("y missing: one label (or similarity) per pair.")
+    t = (
+        _binary_targets(y, idx.shape[0])
+        if targets == "binary"
+        else _similarity_targets(y, idx.shape[0])
+    )
+    a, b = idx[:, 0], idx[:, 1]
+    self_pair = _same_rows(X, a, b)
+    contradictory = int(np.count_nonzero(self_pair & (t < 1)))
+    if contradictory:
+        warnings.warn(
+            f"{contradictory} pair(s) join an item to itself but are not labelled fully "
+            "similar; they were dropped.",
+            UserWarning,
+            stacklevel=3,
+        )
+    keep = ~self_pair
+    a, b, t = a[keep], b[keep], t[keep]
+    name = type(estimator).__name__
+    if a.shape[0] < MIN_PAIRS:
+        raise ValueError(
+            f"{name} needs at least {MIN_PAIRS} pairs of distinct items, got {a.shape[0]} "
+            f"(after dropping {int(self_pair.sum())} pair(s) joining an item to itself)."
+        )
+    d = X.shape[1]
+    if targets == "binary":
+        n_sim = int(np.count_nonzero(t > 0))
+        n_dis = a.shape[0] - n_sim
+        if n_sim == 0 or n_dis == 0:
+            kind = "similar" if n_dis == 0 else "dissimilar"
+            raise ValueError(
+                f"all {a.shape[0]} usable pairs are {kind}: {name} needs both similar (+1) and "
+                "dissimilar (-1) pairs (with one kind only the metric either collapses or has "
+                "nothing to pull together)."
+            )
+        if min(n_sim, n_dis) < d:
+            warnings.warn(
+                f"only {n_sim} similar and {n_dis} dissimilar pairs for {d} features: fewer "
+                "pairs of a kind than features leave directions unconstrained; the metric is "
+                "likely of little use.",
+                UserWarning,
+                stacklevel=3,
+            )
+    else:
+        if np.ptp(t) == 0:
+            raise ValueError(
+                f"all {a.shape[0]} usable pairs have the same target similarity {t[0]:g}: "
+                f"{name} cannot learn which pairs are more alike."
+            )
+        if a.shape[0] < d:
+            warnings.warn(
+                f"only {a.shape[0]} pairs for {d} features: directions are left "
+                "unconstrained; the embedding is likely of little use.",
+                UserWarning,
+                stacklevel=3,
+            )
+    return PairSupervision(X=X, a=a, b=b, y=t)
+
+
+def check_triplet_supervision(estimator, X, triplets=None) -> TripletSupervision:
+    """Validate ``(anchor, positive, negative)`` triplets given in either form of the convention.
+
+    Triplets whose negative is the same item as the anchor or the positive are dropped with a
+    ``UserWarning`` (they contradict themselves or say nothing); ``ValueError`` when none is left,
+    a ``UserWarning`` when fewer than ``n_features`` are.
+
+    Returns
+    -------
+    TripletSupervision
+    """
+    X, triplets, _ = _split_call(X, triplets, None, 3, "triplets")
+    X, idx = _points(estimator, X, triplets, 3, "triplets")
+    a, p, n = idx.T
+    bad = _same_rows(X, a, n) | _same_rows(X, p, n)
+    if bad.any():
+        warnings.warn(
+            f"{int(bad.sum())} triplet(s) have a negative equal to their anchor or positive; "
+            "they were dropped.",
+            UserWarning,
+            stacklevel=3,
+        )
+    a, p, n = a[~bad], p[~bad], n[~bad]
+    name = type(estimator).__name__
+    if a.shape[0] == 0:
+        raise ValueError(f"{name}: no usable triplet (anchor, positive, negative) is left.")
+    if a.shape[0] < X.shape[1]:
+        warnings.warn(
+            f"only {a.shape[0]} triplets for {X.shape[1]} features: directions are left "
+            "unconstrained; the metric is likely of little use.",
+            UserWarning,
+            stacklevel=3,
+        )
+    return TripletSupervision(X=X, anchor=a, positive=p, negative=n)
+
+
+def pairs_from_triplets(t: TripletSupervision) -> PairSupervision:
+    """(anchor, positive) as similar pairs and (anchor, negative) as dissimilar pairs."""
+    m = t.anchor.shape[0]
+    return PairSupervision(
+        X=t.X,
+        a=np.concatenate([t.anchor, t.anchor]),
+        b=np.concatenate([t.positive, t.negative]),
+        y=np.concatenate([np.ones(m), -np.ones(m)]),
+    )
+
+
+def triplets_from_pairs(
+    s: PairSupervision, max_triplets: int, rng: np.random.Generator
+) -> TripletSupervision:
+    """Triplets ``(i, j, l)`` from a similar pair ``(i, j)`` and a dissimilar pair ``(i, l)``.
+
+    Every similar pair, in both orientations, meets every dissimilar pair of its first item; when
+    that makes more than ``max_triplets`` triplets, a uniform sample of ``max_triplets`` of them
+    is kept (drawn by ``rng``). Raises ``ValueError`` when no similar and dissimilar pair share an
+    item (see :class:`rankmetric.sampling.PairIndex`).
+    """
+    index = PairIndex.from_pairs(s.a, s.b, s.similar, s.X.shape[0])
+    first, second = index.first, index.second
+    degree = index.n_negatives(first)
+    ends = np.cumsum(degree)
+    total = int(ends[-1])
+    if total > max_triplets:
+        q = np.sort(rng.choice(total, size=max_triplets, replace=False))
+    else:
+        q = np.arange(total)
+    row = np.searchsorted(ends, q, side="right")
+    offset = q - (ends[row] - degree[row])
+    return TripletSupervision(
+        X=s.X,
+        anchor=first[row],
+        positive=second[row],
+        negative=index.partners[index.indptr[first[row]] + offset],
+    )

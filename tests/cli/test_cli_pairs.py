@@ -1,0 +1,115 @@
+"""``rankmetric fit METHOD --pairs`` and ``rankmetric evaluate --pairs``."""
+
+import json
+import re
+
+import numpy as np
+import pytest
+
+from rankmetric import load_model
+from rankmetric.cli import main
+from rankmetric.evaluate import verification_scores
+
+
+def _pair_file(path, stacked=False, with_test=True, similarities=False):
+    rng = np.random.default_rng(0)
+    y = np.repeat(np.arange(4), 20)
+    X = np.c_[2.0 * y + 0.1 * rng.normal(size=80), 5.0 * rng.normal(size=(80, 3))]
+    p = rng.integers(0, 80, size=(500, 2))
+    p = p[p[:, 0] != p[:, 1]]
+    labels = np.where(y[p[:, 0]] == y[p[:, 1]], 1, -1)
+    if similarities:
+        labels = np.where(labels > 0, 0.9, -0.3)
+    train, test = slice(0, 350), slice(350, None)
+    if stacked:
+        arrays = {"pairs": X[p[train]], "y": labels[train]}
+        if with_test:
+            arrays |= {"pairs_test": X[p[test]], "y_test": labels[test]}
+    else:
+        arrays = {"X": X, "pairs": p[train], "y": labels[train]}
+        if with_test:
+            arrays |= {"pairs_test": p[test], "y_test": labels[test]}
+    np.savez(path, **arrays)
+    return X, p[test], labels[test]
+
+
+@pytest.mark.parametrize(
+    "method, extra",
+    [("itml", ["--max-iter", "50"]), ("kissme", []), ("ssne", ["--max-iter", "100"])],
+)
+@pytest.mark.parametrize("stacked", [False, True])
+def test_fit_pairs_reports_learned_vs_euclidean(method, extra, stacked, tmp_path, capsys):
+    path = tmp_path / "pairs.npz"
+    X, test_pairs, test_labels = _pair_file(path, stacked, similarities=method == "ssne")
+    out = tmp_path / "model.npz"
+    args = ["fit", method, "--pairs", str(path), "--out", str(out), "--json", *extra]
+    assert main([*args, "--random-state", "0"] if method != "kissme" else args) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["evaluated_on"] == "pairs_test" and report["n_evaluated_pairs"] == len(
+        test_labels
+    )
+    learned, euclid = report["learned"], report["euclidean"]
+    assert learned["roc_auc"] > euclid["roc_auc"] + 0.1
+    # the saved model reproduces the reported scores
+    model = load_model(out)
+    d = model.pair_distances(X[test_pairs[:, 0]], X[test_pairs[:, 1]])
+    assert learned["roc_auc"] == pytest.approx(
+        verification_scores(d, test_labels > 0)["roc_auc"], abs=1e-9
+    )
+    assert main(["evaluate", "--pairs", str(path), "--model", str(out), "--json"]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["scores"]["roc_auc"] == pytest.approx(learned["roc_auc"], abs=1e-9)
+    assert set(again["scores"]) == {
+        "roc_auc",
+        "eer",
+        "tar_at_far_0.1",
+        "tar_at_far_0.01",
+        "tar_at_far_0.001",
+    }
+
+
+def test_evaluate_pairs_euclidean_and_text_output(tmp_path, capsys):
+    path = tmp_path / "pairs.npz"
+    X, test_pairs, test_labels = _pair_file(path, with_test=False)
+    assert main(["evaluate", "--pairs", str(path), "--far", "0.05"]) == 0
+    out = capsys.readouterr().out
+    assert "Euclidean distance" in out and "tar_at_far_0.05" in out and "(pairs)" in out
+    assert main(["fit", "kissme", "--pairs", str(path)]) == 0
+    assert "the training pairs (the file has no pairs_test)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "command, arrays, match",
+    [
+        ("evaluate", {"pairs": np.zeros((3, 2), int)}, "no array 'y'"),
+        ("evaluate", {"pairs": np.zeros((3, 2), int), "y": np.ones(3)}, "no X"),
+        (
+            "evaluate",
+            {"X": np.zeros((4, 2)), "pairs": np.array([[0, 9]]), "y": np.ones(1)},
+            r"lie in \[0, 4\)",
+        ),
+        (
+            "fit",
+            {"X": np.eye(4), "pairs": np.array([[0, 1], [2, 3]]), "y": np.ones(2)},
+            "all 2 usable pairs are similar",
+        ),
+    ],
+)
+def test_bad_pair_files_name_the_problem(command, arrays, match, tmp_path, capsys):
+    path = tmp_path / "bad.npz"
+    np.savez(path, **arrays)
+    argv = ["fit", "kissme"] if command == "fit" else ["evaluate"]
+    assert main([*argv, "--pairs", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert re.search(match, err), err
+
+
+def test_fit_needs_data_or_pairs(tmp_path, capsys):
+    assert main(["fit", "kissme"]) == 2
+    assert "--data NAME is required" in capsys.readouterr().err
+    path = tmp_path / "pairs.npz"
+    _pair_file(path)
+    assert main(["fit", "kissme", "--pairs", str(path), "--data", "wine"]) == 2
+    assert "not both" in capsys.readouterr().err
+    assert main(["fit", "kissme", "--pairs", str(tmp_path / "missing.npz")]) == 2
+    assert "no such file" in capsys.readouterr().err

@@ -1,4 +1,5 @@
-"""A rankmetric loss in your own PyTorch training loop.
+"""A rankmetric loss in your own PyTorch training loop
+===================================================
 
 A small MLP embeds the 8×8 digits of scikit-learn; ``WARPLoss`` (the loss behind WARCA) trains
 it with plain Adam on random mini-batches. Recall@1 on held-out digits is printed before and

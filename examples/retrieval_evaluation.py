@@ -1,4 +1,5 @@
-"""Retrieval and clustering evaluation of embeddings.
+"""Retrieval and clustering evaluation of embeddings
+=================================================
 
 Embed the digits of scikit-learn with LMNN and compare, with the raw pixels, the metrics of
 ``rankmetric.evaluate``: Recall@K and mAP@R (each test digit queries the others, leave-one-out),

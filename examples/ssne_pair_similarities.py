@@ -1,4 +1,5 @@
-"""SSNE from real-valued pair similarities (no class labels).
+"""SSNE from real-valued pair similarities (no class labels)
+=========================================================
 
 Points hide a continuous variable ``t`` (a phase on a circle, drawn into 8 noisy features);
 the only supervision is a target similarity ``cos(t_i − t_j)`` in [−1, 1] for random pairs.

@@ -1,4 +1,5 @@
-"""WARCA in a scikit-learn pipeline.
+"""WARCA in a scikit-learn pipeline
+================================
 
 Standardise the wine features, learn a 6-dimensional WARCA metric, classify with 3-NN, and
 compare with 3-NN on the standardised features alone. The data set ships with scikit-learn

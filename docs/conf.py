@@ -50,7 +50,8 @@ extensions = [
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 root_doc = "index"
 templates_path = ["_templates"]
-exclude_patterns = ["_build", "tools", "auto_examples/*.ipynb", "auto_examples/*.py"]
+# api.rst, examples.rst and generated/ are what earlier versions of this file wrote.
+exclude_patterns = ["_build", "tools", "api.rst", "examples.rst", "generated"]
 
 autosummary_generate = True
 autodoc_typehints = "none"  # the numpydoc "Parameters" sections carry the types

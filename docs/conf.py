@@ -58,6 +58,11 @@ autodoc_typehints = "none"  # the numpydoc "Parameters" sections carry the types
 numpydoc_show_class_members = False
 numpydoc_validation_checks: set[str] = set()
 myst_heading_anchors = 3
+# MathJax renders the maths in the reader's browser, from Sphinx's default CDN address. For a
+# site read (or checked, docs/tools/screenshots.py) without network, point this variable at a
+# local copy of MathJax 3's tex-mml-chtml.js (e.g. from the npm package mathjax@3).
+if os.environ.get("RANKMETRIC_MATHJAX_PATH"):
+    mathjax_path = os.environ["RANKMETRIC_MATHJAX_PATH"]
 myst_enable_extensions = ["dollarmath", "colon_fence"]
 
 # Copy only the code of a block, not the prompts (">>> ", "$ ") nor the printed output.

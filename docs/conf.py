@@ -22,6 +22,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "src"))
+# The gallery's examples run at build time in this process: one thread each, as in the tests
+# (set before torch is imported, which sizes its thread pool once).
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import rankmetric  # noqa: E402
 from pygments.lexers.special import TextLexer  # noqa: E402
@@ -29,9 +32,6 @@ from sphinx.highlighting import lexers  # noqa: E402
 
 # docs/architecture.md keeps its layer contract in a ```layers block (read by tests/test_layers.py).
 lexers["layers"] = TextLexer()
-
-# The gallery's examples run at build time in this process: one thread each, as in the tests.
-os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 project = "rankmetric"
 author = "The rankmetric developers"
@@ -103,6 +103,8 @@ html_theme_options = {
 html_sidebars = {"index": []}
 html_context = {"default_mode": "light"}
 html_show_sourcelink = False
+html_static_path = ["_static"]
+html_css_files = ["custom.css"]
 
 # The API reference, grouped as the user guide is: (page, title, introduction, modules).
 API_GROUPS = [

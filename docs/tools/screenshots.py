@@ -20,7 +20,7 @@ from pathlib import Path
 
 # (page, what its rendered DOM must contain)
 PAGES = [
-    ("index.html", "pip install"),
+    ("index.html", "Quick start"),
     ("user_guide/reid.html", "Not yet in this release"),
     ("auto_examples/reid_cmc_curves.html", "sphx_glr_reid_cmc_curves_001.png"),
     ("api/estimators.html", "XQDA"),

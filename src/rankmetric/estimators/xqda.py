@@ -112,8 +112,8 @@ class XQDA(MahalanobisMixin, BaseEstimator):
 
     .. math::
 
-        M = (W^\top \Sigma_I W)^{-1} - (W^\top \Sigma_E W)^{-1}, \qquad
-        d(x, z) = (x - z)^\top W M W^\top (x - z).
+        M &= (W^\top \Sigma_I W)^{-1} - (W^\top \Sigma_E W)^{-1}, \\
+        d(x, z) &= (x - z)^\top W M W^\top (x - z).
 
     With :math:`W^\top \Sigma_I W = I` (``scipy.linalg.eigh``'s convention),
     :math:`W^\top \Sigma_E W = \operatorname{diag}(\lambda)` and

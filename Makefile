@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed-$(DEPS)
 DOCS_STAMP := $(VENV)/.installed-docs-$(DEPS)
 LINTED := src tests benchmarks examples
 
-.PHONY: install demo test lint data bench docs clean
+.PHONY: install demo test lint data bench docs docs-browser clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -40,10 +40,19 @@ test: data lint
 bench: data
 	$(BIN)/rankmetric bench all
 
-# The documentation site (Sphinx): guides, examples gallery, generated API reference.
-# Warnings are errors; the site is written to docs/_build/html.
-docs: $(DOCS_STAMP)
-	$(BIN)/python -m sphinx -W --keep-going -b html docs docs/_build/html
+# The documentation site (Sphinx, PyData theme): landing page, user guide, the gallery (every
+# script of examples/ runs at build time, so the fetched data sets come first), the API
+# reference generated from __all__. Warnings are errors; the site is written to
+# docs/_build/html, then every internal link, anchor and image of it is checked, no page may be
+# blank and every example that draws a figure must show it (docs/tools/check_site.py).
+# `make docs-browser` adds screenshots in headless Chromium (apt-get install chromium).
+docs: data $(DOCS_STAMP)
+	OMP_NUM_THREADS=1 $(BIN)/python -m sphinx -W --keep-going -b html docs docs/_build/html
+	$(BIN)/python docs/tools/check_site.py docs/_build/html
+
+docs-browser: docs
+	$(BIN)/python docs/tools/screenshots.py docs/_build/html docs/_build/screenshots
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache docs/_build docs/generated docs/api.rst docs/examples.rst
+	rm -rf $(VENV) .pytest_cache .ruff_cache docs/_build docs/generated docs/api.rst docs/examples.rst \
+		docs/api docs/auto_examples docs/sg_execution_times.rst

@@ -2,24 +2,29 @@
 
 Why Sphinx: the docstrings are numpydoc (as in scikit-learn, pyRiemann and the rest of the
 scientific Python stack), which numpydoc renders as written; autosummary generates one page per
-public name; and myst-parser renders the existing Markdown guides unchanged. mkdocstrings would
-also read numpydoc, but every peer library a rankmetric user knows documents itself with Sphinx,
-and cross-references between them (intersphinx) follow the same conventions.
+public name; and myst-parser renders the Markdown guides unchanged. The site uses the PyData
+theme (as scikit-learn and pyRiemann do: site-wide search, light and dark modes, an in-page
+table of contents), sphinx-copybutton (a copy button on every code block) and sphinx-gallery,
+which runs every script of ``examples/`` at build time and shows its printed output and figures.
 
-The API reference (``api.rst``) is written here, at build time, from the ``__all__`` of every
-public module, so a new public name appears without editing any page.
+The API reference (``api/``) is written here, at build time, from the ``__all__`` of every
+public module, grouped as the user guide is (``API_GROUPS``), so a new public name appears
+without editing any page; a public module that no group names is listed under "Other modules".
 """
 
 from __future__ import annotations
 
-import ast
 import importlib
+import os
 import pkgutil
 import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "src"))
+# The gallery's examples run at build time in this process: one thread each, as in the tests
+# (set before torch is imported, which sizes its thread pool once).
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import rankmetric  # noqa: E402
 from pygments.lexers.special import TextLexer  # noqa: E402
@@ -39,98 +44,172 @@ extensions = [
     "sphinx.ext.mathjax",
     "numpydoc",
     "myst_parser",
+    "sphinx_copybutton",
+    "sphinx_gallery.gen_gallery",
 ]
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 root_doc = "index"
 templates_path = ["_templates"]
-exclude_patterns = ["_build"]
+# api.rst, examples.rst and generated/ are what earlier versions of this file wrote.
+exclude_patterns = ["_build", "tools", "api.rst", "examples.rst", "generated"]
 
 autosummary_generate = True
 autodoc_typehints = "none"  # the numpydoc "Parameters" sections carry the types
 numpydoc_show_class_members = False
 numpydoc_validation_checks: set[str] = set()
 myst_heading_anchors = 3
-myst_enable_extensions = ["dollarmath"]
+# MathJax renders the maths in the reader's browser, from Sphinx's default CDN address. For a
+# site read (or checked, docs/tools/screenshots.py) without network, point this variable at a
+# local copy of MathJax 3's tex-mml-chtml.js (e.g. from the npm package mathjax@3).
+if os.environ.get("RANKMETRIC_MATHJAX_PATH"):
+    mathjax_path = os.environ["RANKMETRIC_MATHJAX_PATH"]
+myst_enable_extensions = ["dollarmath", "colon_fence"]
 
-html_theme = "alabaster"
+# Copy only the code of a block, not the prompts (">>> ", "$ ") nor the printed output.
+copybutton_prompt_text = r">>> |\.\.\. |\$ "
+copybutton_prompt_is_regexp = True
+copybutton_only_copy_prompt_lines = False
+
+# sphinx-gallery: every script of examples/ is run (not only plot_*.py); figures that a script
+# leaves open are captured (matplotlib scraper), printed output is shown under each code block.
+# A failing example fails the build. Scripts whose inputs did not change are not rerun.
+sphinx_gallery_conf = {
+    "examples_dirs": "../examples",
+    "gallery_dirs": "auto_examples",
+    "filename_pattern": r".*\.py$",
+    "ignore_pattern": r"(__init__|conftest)\.py$",
+    "within_subsection_order": "FileNameSortKey",
+    "image_scrapers": ("matplotlib",),
+    "download_all_examples": False,
+    "remove_config_comments": True,
+    "show_memory": False,
+    "min_reported_time": 1,
+    "capture_repr": (),
+    "abort_on_example_error": False,
+    "only_warn_on_example_error": False,
+}
+
+html_theme = "pydata_sphinx_theme"
 html_title = f"rankmetric {release}"
+html_theme_options = {
+    "navbar_align": "left",
+    "header_links_before_dropdown": 6,
+    "show_toc_level": 2,
+    "navigation_with_keys": False,
+    "secondary_sidebar_items": ["page-toc"],
+    "footer_start": ["copyright"],
+    "footer_end": ["sphinx-version", "theme-version"],
+}
+html_sidebars = {"index": []}
+html_context = {"default_mode": "light"}
+html_show_sourcelink = False
+html_static_path = ["_static"]
+html_css_files = ["custom.css"]
 
-# Modules shown first in the API reference, in this order; any other public module follows.
-API_ORDER = [
-    "estimators",
-    "preprocessing",
-    "losses",
-    "models",
-    "geometry",
-    "evaluate",
-    "neighbors",
-    "datasets",
-    "io",
-    "training",
-    "sampling",
-    "kernels",
-    "distributed",
+# The API reference, grouped as the user guide is: (page, title, introduction, modules).
+API_GROUPS = [
+    (
+        "estimators",
+        "Learn a metric",
+        "The scikit-learn estimators (each a transformer with ``fit``, ``transform``, "
+        "``get_metric``, ``pair_distances``, ``save``/``load``), the kernels of KernelWARCA, "
+        "and model files.",
+        ["estimators", "kernels", "io"],
+    ),
+    (
+        "evaluation",
+        "Evaluate: retrieval, re-identification, verification",
+        "Ranking metrics (CMC, Recall@K, mAP@R), k-NN classification, clustering scores and "
+        "the papers' cross-validation protocols.",
+        ["evaluate"],
+    ),
+    (
+        "signals",
+        "Signals and SPD matrices (EEG/BCI)",
+        "From raw multichannel trials and images to SPD covariance matrices, and the "
+        "Riemannian geometry of those matrices.",
+        ["preprocessing", "geometry"],
+    ),
+    (
+        "deep",
+        "Deep metric learning in your own loop",
+        "PyTorch losses, modules (linear maps, sphere embeddings, SPD networks, Stiefel "
+        "optimisers), the training loop and the label index used to draw batches.",
+        ["losses", "models", "training", "sampling"],
+    ),
+    (
+        "scaling",
+        "Scaling: search and distributed training",
+        "Exact chunked k-NN search (torch or faiss) and the helpers for training on several "
+        "processes.",
+        ["neighbors", "distributed"],
+    ),
+    (
+        "data",
+        "Data sets",
+        "Bundled, fetched and generated data sets, and readers of common file formats.",
+        ["datasets"],
+    ),
 ]
 
 
 def public_modules() -> list[str]:
-    """Top-level modules of ``rankmetric`` with a non-empty ``__all__``, in API_ORDER."""
-    names = [
+    """Top-level modules of ``rankmetric`` with a non-empty ``__all__``."""
+    return sorted(
         info.name
         for info in pkgutil.iter_modules(rankmetric.__path__)
         if not info.name.startswith("_")
         and getattr(importlib.import_module(f"rankmetric.{info.name}"), "__all__", None)
-    ]
-    known = [n for n in API_ORDER if n in names]
-    return known + sorted(set(names) - set(known))
+    )
 
 
-def write_api_page(path: Path) -> None:
-    """``api.rst``: one section per public module, one autosummary row per name of ``__all__``."""
-    lines = [
+def _write_if_changed(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
+
+
+def _module_section(name: str) -> list[str]:
+    module = importlib.import_module(f"rankmetric.{name}")
+    title = f"``rankmetric.{name}``"
+    summary = (module.__doc__ or "").strip().splitlines()[0] if module.__doc__ else ""
+    lines = [title, "-" * len(title), "", summary, "", f".. currentmodule:: rankmetric.{name}", ""]
+    lines += [".. autosummary::", "   :toctree: generated", "   :nosignatures:", ""]
+    lines += [f"   {member}" for member in module.__all__]
+    return [*lines, ""]
+
+
+def write_api_pages(folder: Path) -> None:
+    """``api/index.rst`` and one page per group of ``API_GROUPS``, from each ``__all__``."""
+    modules = public_modules()
+    groups = [(p, t, i, [m for m in ms if m in modules]) for p, t, i, ms in API_GROUPS]
+    named = {m for *_, ms in groups for m in ms}
+    others = [m for m in modules if m not in named]
+    if others:
+        groups.append(("other", "Other modules", "Public modules not yet grouped.", others))
+    index = [
         "API reference",
         "=============",
         "",
-        "Every public name of rankmetric, generated from each module's ``__all__``. The",
-        "estimators are also importable from the top level (``from rankmetric import WARCA``).",
+        "Every public name of rankmetric, generated from each module's ``__all__`` and grouped",
+        "as the :doc:`user guide <../user_guide/index>` is. The estimators are also importable",
+        "from the top level (``from rankmetric import WARCA``).",
+        "",
+        ".. toctree::",
+        "   :maxdepth: 2",
+        "",
+        *[f"   {page}" for page, *_ in groups],
         "",
     ]
-    for name in public_modules():
-        module = importlib.import_module(f"rankmetric.{name}")
-        title = f"``rankmetric.{name}``"
-        summary = (module.__doc__ or "").strip().splitlines()[0] if module.__doc__ else ""
-        lines += [title, "-" * len(title), "", summary, "", f".. currentmodule:: rankmetric.{name}", ""]
-        lines += [".. autosummary::", "   :toctree: generated", "   :nosignatures:", ""]
-        lines += [f"   {member}" for member in module.__all__]
-        lines.append("")
-    text = "\n".join(lines)
-    if not path.exists() or path.read_text() != text:
-        path.write_text(text)
+    _write_if_changed(folder / "index.rst", "\n".join(index))
+    for page, title, intro, members in groups:
+        lines = [title, "=" * len(title), "", intro, ""]
+        for name in members:
+            lines += _module_section(name)
+        _write_if_changed(folder / f"{page}.rst", "\n".join(lines))
 
 
-def write_examples_page(path: Path) -> None:
-    """``examples.rst``: each script of ``examples/`` with its docstring as the caption."""
-    lines = [
-        "Examples",
-        "========",
-        "",
-        "Short scripts, each a few seconds on a laptop CPU; the test suite runs every one",
-        "(``tests/test_examples.py``), so they stay in step with the library. Run one with",
-        "``python examples/<name>.py``.",
-        "",
-    ]
-    for script in sorted((HERE.parent / "examples").glob("*.py")):
-        doc = ast.get_docstring(ast.parse(script.read_text())) or script.stem
-        title, _, body = doc.partition("\n")
-        lines += [title, "-" * len(title), "", body.strip(), "", f"``examples/{script.name}``:", ""]
-        lines += [f".. literalinclude:: ../examples/{script.name}", "   :language: python", ""]
-    text = "\n".join(lines)
-    if not path.exists() or path.read_text() != text:
-        path.write_text(text)
-
-
-write_api_page(HERE / "api.rst")
-write_examples_page(HERE / "examples.rst")
+write_api_pages(HERE / "api")
 
 
 def _skip_metadata_requests(app, what, name, obj, skip, options):

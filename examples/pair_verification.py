@@ -1,4 +1,5 @@
-"""Verification from pairs: learner → calibrated threshold → ROC AUC, EER and TAR@FAR.
+"""Verification from pairs: learner → calibrated threshold → ROC AUC, EER and TAR@FAR
+==================================================================================
 
 A user who has only labelled *pairs* ("same digit" / "different digit"), no class labels, fits
 KISSME on them through :class:`rankmetric.PairClassifier`, calibrates the decision threshold on

@@ -1,4 +1,5 @@
-"""Retrieval and clustering evaluation of embeddings.
+"""Retrieval and clustering evaluation of embeddings
+=================================================
 
 Embed the digits of scikit-learn with LMNN and compare, with the raw pixels, the metrics of
 ``rankmetric.evaluate``: Recall@K and mAP@R (each test digit queries the others, leave-one-out),
@@ -7,6 +8,7 @@ k-NN accuracy, and NMI / pairwise F1 of k-means on the embedding. Stratified hal
 
 import warnings
 
+import matplotlib.pyplot as plt
 import torch
 from sklearn.datasets import load_digits
 from sklearn.exceptions import ConvergenceWarning
@@ -14,7 +16,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
 from rankmetric import LMNN
-from rankmetric.evaluate import clustering_scores, knn_accuracy, retrieval_scores
+from rankmetric.evaluate import clustering_scores, knn_accuracy, recall_at_k, retrieval_scores
 
 torch.set_num_threads(1)
 warnings.filterwarnings("ignore", category=ConvergenceWarning)  # a short budget, on purpose
@@ -39,3 +41,17 @@ for name, (E_train, E_test) in embeddings.items():
         + f", 3-NN accuracy {accuracy:.3f}, "
         + ", ".join(f"{k} {v:.3f}" for k, v in clusters.items())
     )
+
+# %%
+# Recall@K for K = 1..10: the fraction of test digits with a digit of their own class among
+# their K nearest test digits.
+ks = list(range(1, 11))
+fig, ax = plt.subplots(figsize=(6, 3.4))
+for name, (_, E_test) in embeddings.items():
+    recall = recall_at_k(E_test, y_test, ks=ks)
+    ax.plot(ks, [recall[k] for k in ks], marker="o", label=name)
+ax.set_xlabel("K")
+ax.set_ylabel("Recall@K")
+ax.legend()
+fig.tight_layout()
+plt.show()

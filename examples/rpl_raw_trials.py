@@ -1,4 +1,5 @@
-"""RPL on raw multichannel trials, in a pyRiemann-style pipeline.
+"""RPL on raw multichannel trials, in a pyRiemann-style pipeline
+=============================================================
 
 BasicMotions (UEA archive, fetched by ``rankmetric data fetch BasicMotions``): 6 motion-sensor
 channels, 100 time samples, 4 activities; the official train/test split (40/40 trials).

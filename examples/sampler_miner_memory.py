@@ -1,4 +1,5 @@
-"""Sampler, miner and memory bank: a PML-style training loop with rankmetric.
+"""Sampler, miner and memory bank: a PML-style training loop with rankmetric
+=========================================================================
 
 A small MLP embeds the 8×8 digits of scikit-learn. A ``ClassBalancedBatchSampler`` feeds a
 ``DataLoader`` batches of 4 classes × 8 digits; a ``MultiSimilarityMiner`` picks the informative

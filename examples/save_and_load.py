@@ -1,4 +1,5 @@
-"""Save a fitted model and load it back.
+"""Save a fitted model and load it back
+====================================
 
 ``save`` writes an ``.npz`` archive with JSON metadata and a SHA-256 per array; ``load`` reads it
 with ``allow_pickle=False``, so loading a model file executes no code. The loaded model

@@ -31,6 +31,11 @@ def test_the_gallery_has_the_promised_scripts():
     assert "sampler_miner_memory" in names
     for path in EXAMPLES:
         assert path.read_text().startswith('"""'), f"{path.name} needs a docstring (its caption)"
+        title, underline = path.read_text()[3:].splitlines()[:2]
+        assert set(underline) == {"="} and len(underline) >= len(title), (
+            f"{path.name}: the docstring's first line is the gallery page's title; underline it "
+            f"with at least {len(title)} '=' on the next line (reStructuredText, sphinx-gallery)"
+        )
 
 
 @pytest.mark.parametrize("path", [_param(p) for p in EXAMPLES])

@@ -106,21 +106,33 @@ def _squared_distances(X: torch.Tensor, Y: torch.Tensor) -> torch.Tensor:
 
 
 def rbf_kernel(X: torch.Tensor, Y: torch.Tensor, gamma: float) -> torch.Tensor:
-    """Gaussian kernel ``K_ij = exp(−γ ||x_i − y_j||²)``; shapes as :func:`linear_kernel`."""
+    r"""Gaussian kernel :math:`K_{ij} = \exp(-\gamma \lVert x_i - y_j \rVert^2)`.
+
+    Shapes as :func:`linear_kernel`.
+    """
     return torch.exp_(_squared_distances(X, Y).mul_(-gamma))
 
 
 def polynomial_kernel(
     X: torch.Tensor, Y: torch.Tensor, gamma: float, degree: int = 3, coef0: float = 1.0
 ) -> torch.Tensor:
-    """``K_ij = (γ x_iᵀ y_j + coef0)^degree``; shapes as :func:`linear_kernel`."""
+    r"""Polynomial kernel :math:`K_{ij} = (\gamma\, x_i^\top y_j + c_0)^p`.
+
+    :math:`c_0` is ``coef0`` and :math:`p` is ``degree``; shapes as :func:`linear_kernel`.
+    """
     return (X @ Y.T).mul_(gamma).add_(coef0).pow_(degree)
 
 
 def chi2_distances(
     X: torch.Tensor, Y: torch.Tensor, chunk_elements: int = CHUNK_ELEMENTS
 ) -> torch.Tensor:
-    """``χ²(x_i, y_j) = Σ_d (x_id − y_jd)² / (x_id + y_jd)``, terms with ``x + y = 0`` are 0.
+    r"""The :math:`\chi^2` distance of every row of ``X`` to every row of ``Y``.
+
+    .. math::
+
+        \chi^2(x_i, y_j) = \sum_d \frac{(x_{id} - y_{jd})^2}{x_{id} + y_{jd}}
+
+    Terms with :math:`x_{id} + y_{jd} = 0` are 0.
 
     Computed in row chunks of ``X`` so that the ``(rows, n_y, n_features)`` intermediate holds at
     most ``chunk_elements`` numbers. Inputs must be non-negative (not checked here).
@@ -142,7 +154,7 @@ def chi2_distances(
 def chi2_rbf_kernel(
     X: torch.Tensor, Y: torch.Tensor, gamma: float, chunk_elements: int = CHUNK_ELEMENTS
 ) -> torch.Tensor:
-    """χ²-RBF kernel ``K_ij = exp(−γ χ²(x_i, y_j))`` (scikit-learn's ``chi2_kernel``).
+    r"""χ²-RBF kernel :math:`K_{ij} = \exp(-\gamma\, \chi^2(x_i, y_j))` (sklearn's ``chi2_kernel``).
 
     Raises
     ------
@@ -157,14 +169,15 @@ def chi2_rbf_kernel(
 def default_gamma(
     X, kernel: str, rng: np.random.Generator | None = None, n_pairs: int = GAMMA_PAIRS
 ) -> float:
-    """The ``gamma`` used when none is given.
+    r"""The ``gamma`` used when none is given.
 
-    * ``rbf``: ``1 / (D · Var(X))`` (scikit-learn's ``gamma="scale"``): ``1/D`` on standardised
-      data, the reference code's default, and invariant to the scale of ``X`` otherwise.
-    * ``chi2_rbf``: ``1 / mean χ²`` over ``n_pairs`` random pairs of rows, so that a typical
-      kernel value is ``e^{-1}`` whatever the histograms' scale (the reference's ``1/D`` makes
-      the kernel nearly constant on long histograms).
-    * ``poly``: ``1 / D``; ``linear`` and ``precomputed``: not used (returns 1.0).
+    * ``rbf``: :math:`1 / (D \operatorname{Var}(X))` (scikit-learn's ``gamma="scale"``):
+      :math:`1/D` on standardised data, the reference code's default, and invariant to the
+      scale of ``X`` otherwise.
+    * ``chi2_rbf``: :math:`1 / \operatorname{mean} \chi^2` over ``n_pairs`` random pairs of
+      rows, so that a typical kernel value is :math:`e^{-1}` whatever the histograms' scale
+      (the reference's :math:`1/D` makes the kernel nearly constant on long histograms).
+    * ``poly``: :math:`1 / D`; ``linear`` and ``precomputed``: not used (returns 1.0).
 
     Parameters
     ----------

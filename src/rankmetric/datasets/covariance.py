@@ -24,11 +24,12 @@ def covariances(
     estimator: str = "oas",
     shrinkage: float | None = None,
 ) -> np.ndarray:
-    """Covariance matrix of each trial, vectorised over trials; always SPD.
+    r"""Covariance matrix of each trial, vectorised over trials; always SPD.
 
     Each trial is centred over time; the empirical covariance is ``S = Xc Xcᵀ / length`` (the
     maximum-likelihood estimate, as ``sklearn.covariance.empirical_covariance``). A shrunk
-    estimate is ``(1 - s) S + s μ I`` with ``μ = trace(S) / n_channels``.
+    estimate is :math:`(1 - s) S + s \mu I` with :math:`\mu = \operatorname{tr}(S) / c` (``c``
+    channels).
 
     - ``"oas"``: ``s`` from the Oracle Approximating Shrinkage formula (Chen, Wiesel, Eldar &
       Hero, IEEE TSP 58(10), 2010), exactly as ``sklearn.covariance.oas``.
@@ -36,11 +37,11 @@ def covariances(
       ``sklearn.covariance.ledoit_wolf``.
     - ``"scm"``: the sample covariance ``S``; with ``shrinkage`` given, that fixed ``s``.
 
-    Finally, a matrix whose smallest eigenvalue is below ``1e-5 · trace`` (too few samples, a
-    flat channel) gets the ridge that lifts it to that floor. The condition number then stays
-    below about 1e5, so the matrices remain positive definite after a cast to float32 (whose
-    rounding moves eigenvalues by about 1e-7 · trace). A trial without any signal (trace 0)
-    becomes ``1e-5 · n_channels · I``.
+    Finally, a matrix whose smallest eigenvalue is below :math:`10^{-5} \operatorname{tr}(S)`
+    (too few samples, a flat channel) gets the ridge that lifts it to that floor. The condition
+    number then stays below about :math:`10^5`, so the matrices remain positive definite after a
+    cast to float32 (whose rounding moves eigenvalues by about :math:`10^{-7}
+    \operatorname{tr}(S)`). A trial without any signal (trace 0) becomes :math:`10^{-5} c I`.
 
     Parameters
     ----------

@@ -31,11 +31,12 @@ def make_gaussian_clusters(
     class_sep: float = 1.5,
     random_state=None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Gaussian classes that differ only in the first ``n_informative`` features.
+    r"""Gaussian classes that differ only in the first ``n_informative`` features.
 
-    Class ``c`` has mean ``class_sep · v_c`` on the informative features, where the ``v_c`` are
-    distinct random vertices of the hypercube {-1, +1}^n_informative (so two class means are at
-    least ``2 · class_sep`` apart), and 0 on the others; every feature has unit within-class
+    Class :math:`c` has mean :math:`s\, v_c` on the informative features (:math:`s` is
+    ``class_sep``), where the :math:`v_c` are distinct random vertices of the hypercube
+    :math:`\{-1, +1\}^k` (:math:`k` is ``n_informative``; two class means are at least
+    :math:`2 s` apart), and 0 on the others; every feature has unit within-class
     variance. The remaining ``n_features - n_informative`` features are pure noise, which hurts
     the Euclidean distance and is what a learned metric should discard. Classes are balanced
     (sizes differ by at most one) and samples are shuffled.
@@ -110,12 +111,13 @@ def make_spd_clusters(
     class_sep: float = 1.0,
     random_state=None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Classes of SPD matrices scattered around class means (a wrapped Gaussian per class).
+    r"""Classes of SPD matrices scattered around class means (a wrapped Gaussian per class).
 
-    Class means are ``M_c = expm(class_sep · A_c)`` and samples ``X = M_c^½ expm(T) M_c^½``, with
-    ``A_c`` and ``T`` random symmetric matrices of expected squared Frobenius norm 1 (so the
-    affine-invariant distance of a sample from its class mean is about 1, and class means lie
-    about ``class_sep · √2`` apart in the log-Euclidean sense). Classes are balanced and samples
+    Class means are :math:`M_c = \exp(s A_c)` (:math:`s` is ``class_sep``) and samples
+    :math:`X = M_c^{1/2} \exp(T) M_c^{1/2}`, with :math:`A_c` and :math:`T` random symmetric
+    matrices of expected squared Frobenius norm 1 (so the affine-invariant distance of a sample
+    from its class mean is about 1, and class means lie about :math:`s \sqrt 2` apart in the
+    log-Euclidean sense). Classes are balanced and samples
     shuffled.
 
     Parameters

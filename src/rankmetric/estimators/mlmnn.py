@@ -118,11 +118,26 @@ _FLOAT32_SAFE = 1e15  # |x| below this: squared distances stay far from float32'
 @register_estimator
 @atomic_fit
 class MultiMetricLMNN(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
-    """Multiple-metric LMNN (mLMNN): one Mahalanobis metric per class or cluster, k-NN rule.
+    r"""Multiple-metric LMNN (mLMNN): one Mahalanobis metric per class or cluster, k-NN rule.
 
-    The distance from a point ``x`` to a training point ``x_j`` is ``||L_c (x − x_j)||²`` with
-    ``c`` the cluster of ``x_j`` (Weinberger & Saul 2009, sec. 5). Fitting minimises LMNN's
-    objective with every distance measured in its reference point's metric, starting every
+    The distance from a point :math:`x` to a training point :math:`x_j` is measured in the
+    metric of :math:`x_j`'s cluster :math:`c(j)` (Weinberger & Saul 2009, sec. 5):
+
+    .. math::
+
+        D(x, x_j) = (x - x_j)^\top M_{c(j)} (x - x_j) = \lVert L_{c(j)} (x - x_j) \rVert^2 .
+
+    Fitting minimises LMNN's objective with every distance measured in its reference point's
+    metric,
+
+    .. math::
+
+        \varepsilon = (1 - \mu) \sum_{i,\, j \rightsquigarrow i} D(x_i, x_j)
+            + \mu \sum_{i,\, j \rightsquigarrow i,\, l} (1 - y_{il})
+              \left[1 + D(x_i, x_j) - D(x_i, x_l)\right]_+
+
+    (:math:`j \rightsquigarrow i`: :math:`j` is a target neighbour of :math:`i`;
+    :math:`y_{il} = 1` when :math:`i` and :math:`l` share a class), starting every
     ``L_c`` from a global :class:`~rankmetric.estimators.lmnn.LMNN` fit; ``predict`` is the
     majority vote of the ``n_neighbors`` nearest training points under those distances.
 
@@ -141,7 +156,8 @@ class MultiMetricLMNN(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
     n_components : int, optional
         Rows ``r`` of every map ``L_c`` (``None``: ``n_features``).
     push_weight : float, default=0.5
-        μ in [0, 1], the push/pull mix: ``(1 − μ)·pull + μ·push``.
+        :math:`\mu \in [0, 1]`, the push/pull mix:
+        :math:`(1 - \mu)\,\text{pull} + \mu\,\text{push}`.
     max_iter : int, default=1000
         Cap on optimiser iterations, for the global LMNN fit and again for the per-cluster
         metrics.

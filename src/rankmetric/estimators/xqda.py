@@ -73,10 +73,10 @@ def xqda_subspace(
 
 @register_estimator
 class XQDA(MahalanobisMixin, BaseEstimator):
-    """Cross-view quadratic discriminant analysis (Liao et al., CVPR 2015), the LOMO baseline.
+    r"""Cross-view quadratic discriminant analysis (Liao et al., CVPR 2015), the LOMO baseline.
 
-    Closed form (see the module docstring): one pass over the data for the two difference
-    covariances, one ``d × d`` generalised eigenproblem.
+    Closed form (see Notes): one pass over the data for the two difference covariances, one
+    ``d × d`` generalised eigenproblem.
 
     Parameters
     ----------
@@ -84,15 +84,44 @@ class XQDA(MahalanobisMixin, BaseEstimator):
         Dimension ``r`` of the subspace. ``None`` (the paper's rule): every generalised
         eigenvalue above 1, at least one.
     regularization : float, default=1e-3
-        Ridge added to ``Σ_I``, relative to its mean eigenvalue.
+        Ridge added to :math:`\Sigma_I`, relative to its mean eigenvalue.
 
     Attributes
     ----------
     components_ : ndarray of shape (n_components, n_features)
-        ``L = diag(√max(1 − 1/λ, 0)) Wᵀ``, so that ``Lᵀ L = W M Wᵀ``.
+        :math:`L = \operatorname{diag}(\sqrt{\max(1 - 1/\lambda, 0)})\, W^\top`, so that
+        :math:`L^\top L = W M W^\top`.
     eigenvalues_ : ndarray of shape (n_components,)
         The kept generalised eigenvalues ``λ``, decreasing.
     n_features_in_ : int
+
+    Notes
+    -----
+    The covariances of the differences of same-identity and of different-identity pairs,
+
+    .. math::
+
+        \Sigma_I &= \operatorname{mean}_{y_i = y_j}\, (x_i - x_j)(x_i - x_j)^\top
+                    + \varepsilon I, \\
+        \Sigma_E &= \operatorname{mean}_{y_i \ne y_j}\, (x_i - x_j)(x_i - x_j)^\top,
+
+    (:math:`\varepsilon` is ``regularization`` times the mean eigenvalue of :math:`\Sigma_I`)
+    give the subspace :math:`W`, the :math:`r` leading generalised eigenvectors of
+    :math:`\Sigma_E w = \lambda \Sigma_I w` (:math:`\lambda_1 \ge \dots \ge \lambda_r`), and
+    the metric in it,
+
+    .. math::
+
+        M &= (W^\top \Sigma_I W)^{-1} - (W^\top \Sigma_E W)^{-1}, \\
+        d(x, z) &= (x - z)^\top W M W^\top (x - z).
+
+    With :math:`W^\top \Sigma_I W = I` (``scipy.linalg.eigh``'s convention),
+    :math:`W^\top \Sigma_E W = \operatorname{diag}(\lambda)` and
+    :math:`M = \operatorname{diag}(1 - 1/\lambda)`, positive semi-definite when every kept
+    :math:`\lambda \ge 1` (the paper keeps exactly those by default; a :math:`\lambda < 1` that
+    ``n_components`` asks for gets weight 0). So ``components_`` is
+    :math:`L = \operatorname{diag}(\sqrt{1 - 1/\lambda})\, W^\top` and
+    :math:`d(x, z) = \lVert L x - L z \rVert^2`.
 
     References
     ----------

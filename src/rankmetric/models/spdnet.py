@@ -86,7 +86,7 @@ def rectified_log(X: torch.Tensor, eps: float) -> torch.Tensor:
 
 
 class BiMap(nn.Module):
-    """Bilinear map ``Y = Wᵀ X W`` with ``W`` of shape (in_features, out_features).
+    r"""Bilinear map :math:`Y = W^\top X W` with :math:`W` of shape (in_features, out_features).
 
     Parameters
     ----------
@@ -158,18 +158,22 @@ class BiMap(nn.Module):
 
 
 class ReEig(nn.Module):
-    """Eigenvalue rectification ``U max(tI, Λ) Uᵀ`` of SPD matrices (B, c, c).
+    r"""Eigenvalue rectification :math:`U \max(t I, \Lambda)\, U^\top` of SPD matrices (B, c, c).
+
+    :math:`X = U \Lambda U^\top` is the eigendecomposition of each input matrix.
 
     Parameters
     ----------
     eps : float, default=1e-4
-        Eigenvalue floor: ``t = eps`` (absolute), or ``t = eps · trace(X) / c`` (``relative``).
+        Eigenvalue floor: :math:`t = \varepsilon` (absolute), or
+        :math:`t = \varepsilon \operatorname{tr}(X) / c` (``relative``).
     relative : bool, default=False
         Floor relative to each matrix's spectrum (its mean eigenvalue), so that the layer clamps
         the same share of the spectrum whatever the scale of the data. An absolute floor of 1e-4
         never clamps anything on whitened covariances (their eigenvalues lie around 1), and the
-        layer is then the identity. Computed as ``s · clamp(X / s, eps)`` with
-        ``s = trace(X) / c``, so the gradient includes the floor's dependence on ``X``.
+        layer is then the identity. Computed as :math:`s \operatorname{clamp}(X / s, \varepsilon)`
+        with :math:`s = \operatorname{tr}(X) / c`, so the gradient includes the floor's
+        dependence on :math:`X`.
     """
 
     def __init__(self, eps: float = 1e-4, relative: bool = False) -> None:
@@ -294,14 +298,18 @@ class SPDBatchNorm(nn.Module):
 
 
 class LogEig(nn.Module):
-    """Matrix logarithm ``U log(Λ) Uᵀ`` of SPD matrices (B, c, c) → symmetric matrices (B, c, c)."""
+    r"""Matrix logarithm :math:`U \log(\Lambda)\, U^\top` of SPD matrices (B, c, c).
+
+    The output matrices are symmetric (B, c, c); :math:`X = U \Lambda U^\top` is the
+    eigendecomposition of each input matrix.
+    """
 
     def forward(self, X: torch.Tensor) -> torch.Tensor:
         return spd_log(X)
 
 
 class SPDNet(nn.Module):
-    """A stack of ``BiMap → ReEig`` blocks, optionally followed by LogEig and a linear head.
+    r"""A stack of ``BiMap → ReEig`` blocks, optionally followed by LogEig and a linear head.
 
     Parameters
     ----------
@@ -312,7 +320,8 @@ class SPDNet(nn.Module):
     eps : float, default=1e-4
         ReEig eigenvalue floor (absolute, or relative to the mean eigenvalue).
     relative_eps : bool, default=False
-        ReEig floors at ``eps · trace(X) / c`` instead of ``eps`` (see :class:`ReEig`).
+        ReEig floors at :math:`\varepsilon \operatorname{tr}(X) / c` instead of
+        :math:`\varepsilon` (see :class:`ReEig`).
     bimap : {"stiefel", "free"}, default="stiefel"
         Weight manifold of every BiMap (see :class:`BiMap`).
     init : {"random", "identity"}, default="random"

@@ -23,7 +23,7 @@ NORM_EPS = 1e-12
 
 
 def sphere_similarity(emb_a: torch.Tensor, emb_b: torch.Tensor) -> torch.Tensor:
-    """Row-wise similarity ``Ŝ = H(a)ᵀ H(b)`` of paired embeddings.
+    r"""Row-wise similarity :math:`\hat S(a, b) = H(a)^\top H(b)` of paired embeddings.
 
     Parameters
     ----------
@@ -44,7 +44,18 @@ def sphere_similarity(emb_a: torch.Tensor, emb_b: torch.Tensor) -> torch.Tensor:
 
 
 class SphereTanhEmbedding(nn.Module):
-    """``x ↦ H(x)``: tanh units on an affine map, normalised onto the unit sphere ``S^{M−1}``.
+    r""":math:`x \mapsto H(x)`: tanh units on an affine map, normalised onto the unit sphere.
+
+    Unit :math:`m` is :math:`h_m(x) = 2 / (1 + \exp(w_m^\top \varphi(x))) - 1` with
+    :math:`\varphi(x) = [x; 1]`, and the embedding is the unit vector
+
+    .. math::
+
+        H(x) = \tilde H(x) / \lVert \tilde H(x) \rVert_2, \qquad
+        \tilde H(x) = [h_1(x), \dots, h_M(x)] \in (-1, 1)^M,
+
+    a point of the sphere :math:`S^{M-1}`; the similarity of two points is
+    :math:`\hat S(x, z) = H(x)^\top H(z)` (:func:`sphere_similarity`).
 
     Parameters
     ----------
@@ -67,8 +78,8 @@ class SphereTanhEmbedding(nn.Module):
 
     Notes
     -----
-    ``2 / (1 + exp(t)) − 1`` is evaluated as ``−tanh(t / 2)``, which is the same function but never
-    overflows. When every unit is zero the norm guard returns ``H(x) = 0`` (with finite
+    :math:`2 / (1 + e^t) - 1` is evaluated as :math:`-\tanh(t / 2)`, which is the same function
+    but never overflows. When every unit is zero the norm guard returns ``H(x) = 0`` (with finite
     gradients) instead of dividing by zero.
     """
 
@@ -125,7 +136,7 @@ class SphereTanhEmbedding(nn.Module):
         return -torch.tanh(0.5 * pre)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """``H(x) = H̃(x) / ||H̃(x)||₂`` (zero where every unit is zero).
+        r""":math:`H(x) = \tilde H(x) / \lVert \tilde H(x) \rVert_2` (0 where every unit is 0).
 
         Parameters
         ----------

@@ -125,7 +125,7 @@ def _check_stiefel_shape(p: torch.Tensor) -> None:
 
 
 class StiefelSGD(torch.optim.Optimizer):
-    """SGD (with optional momentum) that keeps ``"stiefel": True`` parameter groups orthonormal.
+    r"""SGD (with optional momentum) that keeps ``"stiefel": True`` parameter groups orthonormal.
 
     Parameters
     ----------
@@ -139,7 +139,7 @@ class StiefelSGD(torch.optim.Optimizer):
         at the new point after every step.
     weight_decay : float, default=0
         L2 penalty, applied to Euclidean groups only (it is meaningless on the Stiefel manifold,
-        where ``||W||_F² = p`` is constant).
+        where :math:`\lVert W \rVert_F^2 = p` is constant).
     """
 
     def __init__(

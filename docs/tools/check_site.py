@@ -1,0 +1,129 @@
+"""Check the built documentation site: internal links, anchors, images, blank pages, figures.
+
+Run by ``make docs`` after the Sphinx build, and by ``tests/test_docs_site.py``::
+
+    python docs/tools/check_site.py docs/_build/html
+
+Every ``.html`` page of the site is parsed (standard library only). A problem is reported when
+
+* an internal link (``href`` of ``<a>``/``<link>``, ``src`` of ``<img>``/``<script>``) points to
+  a file that is not in the site, or to an ``#anchor`` that the target page does not define;
+* an image is missing or empty;
+* a page has (almost) no text: a blank page;
+* an example of ``examples/`` that draws a figure (``plt.show()``) has no figure on its gallery
+  page.
+
+External links (``http:``, ``https:``, ``mailto:``, ...) are not followed: the site must not
+depend on the network to be checked. Exit status 1 and one line per problem when any is found.
+"""
+
+from __future__ import annotations
+
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+SKIP_DIRS = {"_static", "_sources", "_images", "_downloads", "_modules"}
+MIN_TEXT = 80  # characters of visible text below which a page counts as blank
+
+
+class _Page(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.ids: set[str] = set()
+        self.links: list[str] = []
+        self.images: list[str] = []
+        self.text: list[str] = []
+        self._hidden = 0
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        for key in ("id", "name"):
+            if a.get(key):
+                self.ids.add(a[key])
+        if tag in ("script", "style"):
+            self._hidden += 1
+        if tag == "a" and a.get("href"):
+            self.links.append(a["href"])
+        elif tag == "link" and a.get("href") and a.get("rel") in ("stylesheet", "next", "prev"):
+            self.links.append(a["href"])
+        elif tag == "script" and a.get("src"):
+            self.links.append(a["src"])
+        elif tag == "img" and a.get("src"):
+            self.images.append(a["src"])
+
+    def handle_endtag(self, tag):
+        if tag in ("script", "style") and self._hidden:
+            self._hidden -= 1
+
+    def handle_data(self, data):
+        if not self._hidden:
+            self.text.append(data)
+
+
+def _parse(path: Path) -> _Page:
+    page = _Page()
+    page.feed(path.read_text(encoding="utf-8", errors="replace"))
+    return page
+
+
+def _internal(url: str) -> bool:
+    parts = urlsplit(url)
+    return not (parts.scheme or parts.netloc or url.startswith(("javascript:", "data:")))
+
+
+def check_site(site: Path, examples: Path | None = None) -> list[str]:
+    """Every problem found in the built site ``site`` (empty when the site is sound)."""
+    site = Path(site)
+    if not (site / "index.html").is_file():
+        return [f"{site}: no index.html (build the site first: make docs)"]
+    pages = {
+        p: _parse(p)
+        for p in sorted(site.rglob("*.html"))
+        if not SKIP_DIRS & set(p.relative_to(site).parts)
+    }
+    problems = []
+    for path, page in pages.items():
+        name = path.relative_to(site)
+        for url in page.links + page.images:
+            if not _internal(url) or url.startswith("#") and not url[1:]:
+                continue
+            parts = urlsplit(url)
+            target = (path.parent / unquote(parts.path)).resolve() if parts.path else path
+            if parts.path.endswith("/") or target.is_dir():
+                target = target / "index.html"
+            if not target.is_file():
+                problems.append(f"{name}: broken link {url!r} (no {target})")
+            elif url in page.images and target.stat().st_size == 0:
+                problems.append(f"{name}: empty image {url!r}")
+            elif parts.fragment and target.suffix == ".html":
+                ids = pages[target].ids if target in pages else _parse(target).ids
+                if unquote(parts.fragment) not in ids:
+                    problems.append(f"{name}: broken anchor {url!r}")
+        if len(" ".join("".join(page.text).split())) < MIN_TEXT:
+            problems.append(f"{name}: blank page (less than {MIN_TEXT} characters of text)")
+    for script in sorted(Path(examples).glob("*.py")) if examples else []:
+        if "plt.show()" not in script.read_text():
+            continue
+        gallery_page = site / "auto_examples" / f"{script.stem}.html"
+        if gallery_page not in pages:
+            problems.append(f"{script.name}: no gallery page {gallery_page.relative_to(site)}")
+        elif not any(f"sphx_glr_{script.stem}_" in src for src in pages[gallery_page].images):
+            problems.append(f"{gallery_page.relative_to(site)}: the example's figure is missing")
+    return problems
+
+
+def main(argv: list[str]) -> int:
+    site = Path(argv[1]) if len(argv) > 1 else Path("docs/_build/html")
+    examples = Path(__file__).resolve().parents[2] / "examples"
+    problems = check_site(site, examples)
+    for problem in problems:
+        print(problem)
+    n_pages = sum(1 for p in site.rglob("*.html") if not SKIP_DIRS & set(p.relative_to(site).parts))
+    print(f"check_site: {n_pages} pages, {len(problems)} problem(s)")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -35,7 +35,7 @@ from .._validation import (
 )
 from ..io import register_estimator
 from ..losses.regularizers import aon_penalty
-from ..losses.warp import SAMPLINGS, Embed, sampled_warp_loss
+from ..losses.warp import DENSE_DETECTION_RATIO, SAMPLINGS, Embed, sampled_warp_loss
 from ..models.linear import INITS, LinearMap
 from ..sampling import LabelIndex
 from ..training import TrainingResult, train
@@ -632,6 +632,23 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         def embed(indices: torch.Tensor | None) -> torch.Tensor:
             return model(data if indices is None else data.index_select(0, indices))
 
+        def prepare_step():
+            penalty = lambda: aon_penalty(model.weight)  # noqa: E731
+            if not embed_all:
+                return embed, None, penalty
+            # the detection pass embeds all N anyway: embed once per step, with the gradient,
+            # and let both passes take rows of it (two (N, D) @ (D, r) products a step, not three)
+            everything = model(data)
+            detached = everything.detach()
+            return (
+                lambda idx: everything if idx is None else everything.index_select(0, idx),
+                lambda idx: detached if idx is None else detached.index_select(0, idx),
+                penalty,
+            )
+
+        embed_all = self.sampling == "exact" or X.shape[0] <= DENSE_DETECTION_RATIO * (
+            self.max_sampling
+        )
         validate = None
         if X_val is not None:
             val_data = to_tensor(X_val, device)
@@ -642,7 +659,7 @@ class WARCA(MahalanobisMixin, BaseWARCA):
             validate = self._make_validator(embed, embed_val, codes, val_codes, rng, device)
         self._train_warp(
             model,
-            lambda: (embed, None, lambda: aon_penalty(model.weight)),
+            prepare_step,
             LabelIndex.from_codes(codes),
             rng,
             device,

@@ -36,8 +36,9 @@ import torch
 RANK, LANDMARKS, PAIRS = 100, 500, 512
 
 
-def gemm_rate(m: int, k: int, n: int, repeats: int = 5) -> float:
-    """Measured float32 GEMM throughput (FLOP/s) of an (m × k) @ (k × n) product, one thread."""
+def gemm_rate(m: int, k: int, n: int, repeats: int = 15) -> float:
+    """Measured float32 GEMM throughput (FLOP/s) of an (m × k) @ (k × n) product, one thread
+    (median of ``repeats``, after one warm-up)."""
     a, b = torch.randn(m, k), torch.randn(k, n)
     times = []
     for _ in range(repeats + 1):
@@ -48,7 +49,10 @@ def gemm_rate(m: int, k: int, n: int, repeats: int = 5) -> float:
 
 
 def step_time(make, X, y, a: int, b: int, repeats: int) -> float:
-    """Median seconds per step from fits of ``a`` and ``b`` fixed steps."""
+    """Median seconds per step from fits of ``a`` and ``b`` fixed steps (after a warm-up fit)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        make(max_iter=2).fit(X, y)
     per_step = []
     for _ in range(repeats):
         times = {}

@@ -32,7 +32,7 @@ from .._validation import (
 )
 from ..io import register_estimator
 from ..kernels import KERNEL_PARAMETER_CONSTRAINTS, NystroemMap, default_gamma, pairwise_kernel
-from ..losses.regularizers import aon_penalty, kernel_aon_penalty
+from ..losses.regularizers import kernel_aon_penalty
 from ..models.linear import LinearMap
 from ..sampling import LabelIndex
 from .base import MetricLearnerMixin
@@ -363,7 +363,7 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
             validate = self._make_validator(embed, embed_val, index.codes, val_codes, rng, device)
         self._train_warp(
             model,
-            lambda: (embed, None, lambda: aon_penalty(model.weight)),
+            self._linear_steps(model, features),
             index,
             rng,
             device,

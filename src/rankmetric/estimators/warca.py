@@ -314,6 +314,38 @@ class BaseWARCA(TransformerMixin, BaseEstimator):
             hint=self._untrained_hint,
         )
 
+    def _linear_steps(self, model: LinearMap, data: torch.Tensor):
+        """``prepare_step`` of a linear map on rows of ``data`` (linear WARCA, Nyström features).
+
+        When the detection pass embeds all N items anyway (``sampling="exact"``, or N at most
+        ``DENSE_DETECTION_RATIO · max_sampling``), every item is embedded once per step, with the
+        gradient, and both passes take rows of it: two (N, D) @ (D, r) products a step (forward
+        and weight gradient) instead of three. Otherwise only the drawn rows are embedded.
+        """
+
+        def embed(indices: torch.Tensor | None) -> torch.Tensor:
+            return model(data if indices is None else data.index_select(0, indices))
+
+        def penalty() -> torch.Tensor:
+            return aon_penalty(model.weight)
+
+        embed_all = self.sampling == "exact" or data.shape[0] <= DENSE_DETECTION_RATIO * (
+            self.max_sampling
+        )
+
+        def prepare_step():
+            if not embed_all:
+                return embed, None, penalty
+            everything = model(data)
+            detached = everything.detach()
+            return (
+                lambda idx: everything if idx is None else everything.index_select(0, idx),
+                lambda idx: detached if idx is None else detached.index_select(0, idx),
+                penalty,
+            )
+
+        return prepare_step
+
     def _train_warp(
         self,
         module: torch.nn.Module,
@@ -632,23 +664,6 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         def embed(indices: torch.Tensor | None) -> torch.Tensor:
             return model(data if indices is None else data.index_select(0, indices))
 
-        def prepare_step():
-            penalty = lambda: aon_penalty(model.weight)  # noqa: E731
-            if not embed_all:
-                return embed, None, penalty
-            # the detection pass embeds all N anyway: embed once per step, with the gradient,
-            # and let both passes take rows of it (two (N, D) @ (D, r) products a step, not three)
-            everything = model(data)
-            detached = everything.detach()
-            return (
-                lambda idx: everything if idx is None else everything.index_select(0, idx),
-                lambda idx: detached if idx is None else detached.index_select(0, idx),
-                penalty,
-            )
-
-        embed_all = self.sampling == "exact" or X.shape[0] <= DENSE_DETECTION_RATIO * (
-            self.max_sampling
-        )
         validate = None
         if X_val is not None:
             val_data = to_tensor(X_val, device)
@@ -659,7 +674,7 @@ class WARCA(MahalanobisMixin, BaseWARCA):
             validate = self._make_validator(embed, embed_val, codes, val_codes, rng, device)
         self._train_warp(
             model,
-            prepare_step,
+            self._linear_steps(model, data),
             LabelIndex.from_codes(codes),
             rng,
             device,

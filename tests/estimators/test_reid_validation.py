@@ -142,3 +142,23 @@ def test_automatic_step_size_shrinks_with_the_kernel_row_mass():
 
     assert _step_scale(torch.full((10, 1000), 0.5)) == pytest.approx(KERNEL_ROW_MASS / 500)
     assert _step_scale(torch.full((10, 10), 0.5)) == 1.0
+
+
+def test_ssne_validates_on_held_out_identities(reid):
+    from rankmetric import SSNE
+
+    X, y, _, _ = reid
+    model = SSNE(
+        max_iter=200,
+        validation_fraction=0.25,
+        validation_split="groups",
+        validation_every=20,
+        random_state=0,
+    ).fit(X, y)
+    assert len(model.validation_scores_) == 10
+    assert model.best_iter_ is not None and model.initial_validation_score_ is not None
+    kept = model.initial_validation_score_ if model.best_iter_ == 0 else None
+    if kept is None:
+        assert model.validation_scores_[model.best_iter_ // 20 - 1] == max(model.validation_scores_)
+    with pytest.raises(ValueError, match="validation_fraction needs class labels"):
+        SSNE(validation_fraction=0.2).fit_pairs(X, [[0, 1]], [1.0])

@@ -143,8 +143,8 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         ``"exact"`` or ``"nystroem"``.
     n_iter_, batch_size_, tol_window_, learning_rate_, loss_curve_, validation_scores_,
     initial_validation_score_, best_iter_, reference_scores_, n_features_in_ :
-        As in :class:`rankmetric.WARCA` (no ``reference_scores_`` for a precomputed kernel:
-        there are no inputs to take Euclidean distances of).
+        As in :class:`rankmetric.WARCA` (``reference_scores_`` is None for a precomputed
+        kernel: there are no inputs to take Euclidean distances of).
     """
 
     _untrained_hint = (
@@ -285,6 +285,7 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
             embed_rows = self._fit_exact(data, index, rng, device, X_val, val_codes)
         else:
             embed_rows = self._fit_nystroem(data, index, rng, device, X_val, val_codes)
+        self.reference_scores_ = None  # a precomputed kernel has no inputs to compare with
         if self.kernel != "precomputed":
             self._check_against_euclidean(embed_rows, X, codes, X_val, val_codes, rng, device)
         return self

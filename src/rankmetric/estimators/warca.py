@@ -288,6 +288,7 @@ class BaseWARCA(TransformerMixin, BaseEstimator):
         ``embed_rows(rows)`` embeds rows of the inputs. The draws come after training: the
         fitted model does not depend on them.
         """
+        self.reference_scores_ = None
         on_validation = X_val is not None
         rows_X, rows_codes = (X_val, val_codes) if on_validation else (X, codes)
         if np.bincount(rows_codes).max() < 2:
@@ -548,7 +549,8 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         The check against the Euclidean distance of the inputs: leave-one-out ``"metric"``
         (recall@1, or mAP) of the ``"learned"`` metric and of ``"euclidean"``, on at most 500
         ``"items"`` (``"validation"`` ones, else ``"training"``). A learned score below the
-        Euclidean one issues an :class:`~rankmetric.training.UntrainedModelWarning`.
+        Euclidean one issues an :class:`~rankmetric.training.UntrainedModelWarning`. None when
+        no label has two items to compare.
     n_features_in_ : int
 
     Examples

@@ -98,6 +98,12 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--steps", type=int, nargs=2, default=(20, 60))
     parser.add_argument("--setup-repeats", type=int, default=1)
+    parser.add_argument(
+        "--sections",
+        nargs="+",
+        default=["steps", "setup", "validation"],
+        choices=["steps", "setup", "validation"],
+    )
     args = parser.parse_args()
     torch.set_num_threads(1)
 
@@ -132,7 +138,7 @@ def main() -> None:
     }
     print("\n| learner | s/step (median) | GEMM bound s/step | ratio | GFLOP/step | GFLOP/s |")
     print("|---|---|---|---|---|---|")
-    for name, (make, shape) in learners.items():
+    for name, (make, shape) in learners.items() if "steps" in args.sections else ():
         bound_step, flops = gemm_step(*shape)
         measured, bound = step_time(make, X, y, a, b, args.repeats, bound_step)
         print(
@@ -149,7 +155,7 @@ def main() -> None:
         "χ²-RBF kernel, N × N, 64 MiB row chunks (0.1)": ("chi2_rbf", {"chunk_elements": 1 << 24}),
         "χ²-RBF kernel, N × N, cache-sized blocks (this version)": ("chi2_rbf", {}),
     }
-    for label, (kernel, options) in setups.items():
+    for label, (kernel, options) in setups.items() if "setup" in args.sections else ():
         inputs = Xt.abs() if kernel == "chi2_rbf" else Xt  # χ² needs non-negative features
         times = []
         for _ in range(args.setup_repeats):
@@ -157,7 +163,8 @@ def main() -> None:
             pairwise_kernel(inputs, inputs, kernel, gamma=1.0 / d, **options)
             times.append(time.perf_counter() - start)
         print(f"| {label} (exact setup) | {np.median(times):.2f} |", flush=True)
-    for name, est in (("XQDA fit", XQDA()), ("KISSME fit", KISSME(n_components=r))):
+    peers = (("XQDA fit", XQDA()), ("KISSME fit", KISSME(n_components=r)))
+    for name, est in peers if "setup" in args.sections else ():
         times = []
         for _ in range(args.setup_repeats):
             start = time.perf_counter()
@@ -167,7 +174,7 @@ def main() -> None:
 
     print("\n| learner (validation_fraction=0.2, groups) | steps taken | step kept | fit s |")
     print("|---|---|---|---|")
-    for name, (make, _, _) in learners.items():
+    for name, (make, _) in learners.items() if "validation" in args.sections else ():
         est = make(max_iter=2000, validation_fraction=0.2, validation_split="groups")
         est.set_params(tol=1e-2, patience=5)
         start = time.perf_counter()

@@ -108,3 +108,80 @@ def test_checkpoint_resume_matches_uninterrupted_run(tmp_path):
     assert result.n_iter == 120 and len(result.history) == 120
     torch.testing.assert_close(module.w.detach(), reference, rtol=0, atol=0)
     assert not (tmp_path / "checkpoint.pt").exists()
+
+
+def test_divergence_guard_stops_restores_the_lowest_loss_and_warns():
+    from rankmetric.training import UntrainedModelWarning
+
+    torch.manual_seed(0)
+    module = Quadratic()
+    opt = torch.optim.SGD(module.parameters(), lr=0.1)
+    snapshots = {}
+
+    def loss_step(step):
+        snapshots[step] = module.w.detach().clone()  # parameters before step `step`
+        # a fine quadratic for 30 steps, then a loss that only grows
+        if step < 30:
+            return ((module.w - 1.0) ** 2).sum() + 1.0
+        return 50.0 * (module.w.sum() - 100.0) ** 2 * (1 + step - 30)
+
+    with pytest.warns(UntrainedModelWarning, match="diverged.*try this"):
+        result = train(
+            module, opt, loss_step, rng=np.random.default_rng(0), max_iter=500, hint="try this"
+        )
+    assert result.diverged and result.stopped_early and result.n_iter < 60
+    # the lowest 10-step mean loss came from the last window before the blow-up: step 30
+    assert result.restored_step == 30
+    torch.testing.assert_close(module.w.detach(), snapshots[30])
+
+
+def test_validation_that_keeps_the_start_warns():
+    from rankmetric.training import UntrainedModelWarning
+
+    module, opt, rng, loss_step, _ = _setup()
+    start = module.w.detach().clone()
+    scores = iter([1.0] + [0.5] * 100)  # step 0 scores best
+    with pytest.warns(UntrainedModelWarning, match="untrained start"):
+        result = train(
+            module,
+            opt,
+            loss_step,
+            rng=rng,
+            max_iter=100,
+            validate=lambda: next(scores),
+            validation_every=10,
+            patience=3,
+            validate_start=True,
+        )
+    assert result.best_step == 0 and result.restored_step == 0 and result.start_score == 1.0
+    torch.testing.assert_close(module.w.detach(), start)
+
+
+def test_a_loss_that_ends_above_its_start_warns_and_a_good_fit_does_not():
+    import warnings
+
+    from rankmetric.training import UntrainedModelWarning
+
+    module, opt, rng, _, _ = _setup()
+    with pytest.warns(UntrainedModelWarning, match="no lower than its first"):
+        train(
+            module,
+            opt,
+            lambda step: module.w.sum() * 0 + 1.0 + 0.01 * step,
+            rng=rng,
+            max_iter=30,
+            divergence_factor=None,
+        )
+    module, opt, rng, loss_step, _ = _setup()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UntrainedModelWarning)
+        train(module, opt, loss_step, rng=rng, max_iter=100)
+
+
+def test_untrained_model_warning_is_public_and_a_convergence_warning():
+    import rankmetric
+    from rankmetric.training import UntrainedModelWarning
+
+    assert rankmetric.UntrainedModelWarning is UntrainedModelWarning
+    assert issubclass(UntrainedModelWarning, ConvergenceWarning)
+    assert issubclass(UntrainedModelWarning, UserWarning)

@@ -22,6 +22,7 @@ _LAZY = {
     "save_model": "rankmetric.io",
     "load_model": "rankmetric.io",
     "threads": "rankmetric._threads",
+    "UntrainedModelWarning": "rankmetric.training",
 }
 
 __all__ = ["__version__", *_LAZY]

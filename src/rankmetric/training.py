@@ -32,6 +32,7 @@ from .io import atomic_write
 __all__ = [
     "TrainingResult",
     "NonFiniteLossError",
+    "UntrainedModelWarning",
     "train",
     "fit_fingerprint",
     "checkpoint_fingerprint",
@@ -41,6 +42,11 @@ __all__ = [
 RESUMABLE_PARAMS = frozenset(
     {"verbose", "checkpoint_dir", "checkpoint_every", "device", "max_iter"}
 )
+#: Steps over which the loss is averaged by the divergence guard and the end-of-fit check.
+LOSS_WINDOW = 10
+#: Default of ``train(divergence_factor=...)``: stop when the windowed loss exceeds this many
+#: times the loss of the first step.
+DIVERGENCE_FACTOR = 10.0
 _FINGERPRINT: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "rankmetric_fit_fingerprint", default=None
 )
@@ -48,6 +54,20 @@ _FINGERPRINT: contextvars.ContextVar[str | None] = contextvars.ContextVar(
 
 class NonFiniteLossError(ValueError, FloatingPointError):
     """Raised when a loss or gradient becomes NaN/inf; parameters keep their last good values."""
+
+
+class UntrainedModelWarning(ConvergenceWarning):
+    """A fit returned a model that is no better than where it started, or no better than a
+    reference the estimator checks (the Euclidean distance, for WARCA and kernel WARCA).
+
+    Issued by :func:`train` when the loss diverged (it rose far above its start: the fit is
+    stopped and the best parameters seen are restored), when validation kept the untrained
+    start (step 0), or when the training loss ended no lower than it began; and by the estimators
+    when the fitted metric ranks below their reference. The message says which, and what to try.
+    A subclass of scikit-learn's ``ConvergenceWarning`` (so of ``UserWarning``): filters on
+    either catch it. Make it an error with
+    ``warnings.simplefilter("error", rankmetric.UntrainedModelWarning)``.
+    """
 
 
 @dataclass
@@ -63,7 +83,14 @@ class TrainingResult:
     best_step : int or None
         Step of the best validation score (``None`` without validation).
     stopped_early : bool
-        Whether validation patience or the loss tolerance ended the run.
+        Whether validation patience, the loss tolerance or the divergence guard ended the run.
+    diverged : bool
+        Whether the divergence guard stopped the run (the best parameters seen were restored).
+    start_score : float or None
+        Validation score of the parameters before the first step (``validate_start``).
+    restored_step : int or None
+        Step whose parameters the module holds at the end when they are not the last step's
+        (the best validation, or the lowest windowed loss after a divergence; 0: the start).
     """
 
     n_iter: int = 0
@@ -71,6 +98,9 @@ class TrainingResult:
     best_step: int | None = None
     best_score: float = -math.inf
     stopped_early: bool = False
+    diverged: bool = False
+    restored_step: int | None = None
+    start_score: float | None = None
 
 
 def _sync_gradients(params: list[torch.Tensor]) -> None:
@@ -233,6 +263,9 @@ def train(
     checkpoint_dir: str | os.PathLike | None = None,
     checkpoint_every: int = 100,
     stop_after: int | None = None,
+    validate_start: bool = False,
+    divergence_factor: float | None = DIVERGENCE_FACTOR,
+    hint: str | None = None,
 ) -> TrainingResult:
     """Run ``max_iter`` optimisation steps of ``loss_step`` on ``module``'s parameters.
 
@@ -269,6 +302,18 @@ def train(
         a damaged one.
     stop_after : int, optional
         Testing aid: return after this many steps as if interrupted (a checkpoint is written).
+    validate_start : bool, default=False
+        Also score the parameters before the first step (step 0), so that validation can keep
+        the untrained start when no step beats it (``result.best_step == 0``, with an
+        :class:`UntrainedModelWarning`).
+    divergence_factor : float or None, default=10.0
+        The divergence guard: stop when the mean loss of the last ``LOSS_WINDOW`` (10) steps
+        exceeds the first step's loss by ``divergence_factor − 1`` times its magnitude (10 times
+        a positive start), restore the best parameters seen (the best validation, else the
+        lowest 10-step mean loss, checked every 10 steps, or the start) and issue an
+        :class:`UntrainedModelWarning`. ``None`` disables it.
+    hint : str, optional
+        What the estimator suggests trying, appended to every :class:`UntrainedModelWarning`.
 
     Returns
     -------
@@ -278,6 +323,14 @@ def train(
     ------
     NonFiniteLossError
         When the loss or a gradient is not finite; the parameters keep their last good values.
+
+    Warns
+    -----
+    UntrainedModelWarning
+        When the loss diverged (see ``divergence_factor``), when validation kept the untrained
+        start (step 0, with ``validate_start``), or, without validation, when the mean loss of
+        the last 10 steps is no lower than the first step's: the model returned may be no
+        better than where it started.
     """
     params = [p for p in module.parameters() if p.requires_grad]
     result = TrainingResult()
@@ -298,8 +351,16 @@ def train(
             start, best_state = _load_checkpoint(
                 ckpt_path, module, optimizer, rng, result, fingerprint
             )
+    if validate is not None and validate_start and start == 0 and max_iter > 0:
+        result.best_score, result.best_step = float(validate()), 0
+        result.start_score = result.best_score
+        best_state = copy.deepcopy(module.state_dict())
     bad_validations = _validations_since_best(result)  # 0 unless resumed
     losses: list[float] = [h["loss"] for h in result.history]
+    # the divergence guard's fallback: the parameters of the lowest windowed loss (or the start)
+    guard = divergence_factor is not None
+    low_state = copy.deepcopy(module.state_dict()) if guard else None
+    low_step, low_loss = start, math.inf
     bar = progress(
         range(start, max_iter), total=max_iter, initial=start, desc=desc, verbose=verbose
     )
@@ -348,6 +409,14 @@ def train(
         if patience is not None and validate is not None and bad_validations >= patience:
             result.stopped_early = True
             break
+        if guard and len(losses) >= LOSS_WINDOW:
+            recent = float(np.mean(losses[-LOSS_WINDOW:]))
+            if recent > losses[0] + (divergence_factor - 1) * max(abs(losses[0]), 1e-12):
+                result.stopped_early = result.diverged = True
+                break
+            if (step + 1 - start) % LOSS_WINDOW == 0 and recent < low_loss:
+                low_loss, low_step = recent, step + 1
+                low_state = copy.deepcopy(module.state_dict())
         if tol is not None and validate is None and len(losses) >= 2 * tol_window:
             recent = np.mean(losses[-tol_window:])
             before = np.mean(losses[-2 * tol_window : -tol_window])
@@ -357,7 +426,12 @@ def train(
     result.n_iter = step + 1 if max_iter > start else start
     if best_state is not None:
         module.load_state_dict(best_state)
-    elif validate is None and tol is not None and not result.stopped_early and max_iter > 0:
+        result.restored_step = result.best_step
+    elif result.diverged:
+        module.load_state_dict(low_state)
+        result.restored_step = low_step
+    _warn_if_untrained(result, losses, desc, hint, validated=validate is not None)
+    if validate is None and tol is not None and not result.stopped_early and max_iter > 0:
         warnings.warn(
             f"{desc}: stopped at max_iter={max_iter} before the loss settled (tol={tol}); "
             "consider increasing max_iter.",
@@ -367,3 +441,39 @@ def train(
     if ckpt_path is not None and ckpt_path.exists() and _is_main_process():
         ckpt_path.unlink()
     return result
+
+
+def _warn_if_untrained(
+    result: TrainingResult, losses: list[float], desc: str, hint: str | None, *, validated: bool
+) -> None:
+    """Issue an :class:`UntrainedModelWarning` when the run ended no better than its start."""
+    advice = f" {hint}" if hint else ""
+    start = "the untrained start (step 0)"
+    if result.diverged:
+        recent = float(np.mean(losses[-LOSS_WINDOW:]))
+        kept = start if result.restored_step == 0 else f"step {result.restored_step}"
+        message = (
+            f"{desc}: the training loss diverged, from {losses[0]:.4g} at the first step to a "
+            f"mean of {recent:.4g} over steps {len(losses) - LOSS_WINDOW + 1}–{len(losses)}; "
+            f"training stopped at step {result.n_iter} and the parameters of {kept} were "
+            "restored."
+        )
+    elif validated and result.best_step == 0:
+        later = [h["val_score"] for h in result.history if "val_score" in h]
+        best_later = f"; best later: {max(later):.4g}" if later else ""
+        message = (
+            f"{desc}: no validated step scored above the untrained start (step 0: "
+            f"{result.best_score:.4g}{best_later}), so the model returned is the untrained one."
+        )
+    elif not validated and len(losses) >= 2 * LOSS_WINDOW:
+        end = float(np.mean(losses[-LOSS_WINDOW:]))
+        if end < losses[0]:
+            return
+        message = (
+            f"{desc}: the training loss ended at {end:.4g} (mean of the last {LOSS_WINDOW} "
+            f"steps), no lower than its first step's {losses[0]:.4g}: the model may be no "
+            "better than its start."
+        )
+    else:
+        return
+    warnings.warn(message + advice, UntrainedModelWarning, stacklevel=3)

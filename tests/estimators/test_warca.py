@@ -164,6 +164,7 @@ def test_validation_set_enables_early_stopping_and_keeps_the_best():
         max_sampling=16,
         validation_every=10,
         patience=3,
+        validation_metric="knn",
         random_state=0,
     ).fit(X, y, X_val=Xv, y_val=yv)
     assert len(model.validation_scores_) >= 1
@@ -177,7 +178,11 @@ def test_validation_set_errors():
     with pytest.raises(ValueError, match="X_val and y_val"):
         WARCA(max_iter=1).fit(X, y, X_val=X)
     with pytest.raises(ValueError, match="not seen"):
-        WARCA(max_iter=1).fit(X, y, X_val=X[:5], y_val=np.full(5, 9))
+        WARCA(max_iter=1, validation_metric="knn").fit(X, y, X_val=X[:5], y_val=np.full(5, 9))
+    with pytest.raises(ValueError, match="no label with two items"):
+        WARCA(max_iter=1).fit(X, y, X_val=X[:5], y_val=np.arange(5))
+    with pytest.raises(ValueError, match="not both"):
+        WARCA(max_iter=1, validation_fraction=0.2).fit(X, y, X_val=X[:5], y_val=y[:5])
     with pytest.raises(ValueError, match="features"):
         WARCA(max_iter=1).fit(X, y, X_val=X[:, :3], y_val=y)
 

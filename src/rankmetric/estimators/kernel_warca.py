@@ -16,6 +16,8 @@ Both store ``components_`` (r, n_support) and ``support_vectors_`` (n_support, D
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import torch
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -30,7 +32,7 @@ from .._validation import (
 )
 from ..io import register_estimator
 from ..kernels import KERNEL_PARAMETER_CONSTRAINTS, NystroemMap, default_gamma, pairwise_kernel
-from ..losses.regularizers import aon_penalty, kernel_aon_penalty
+from ..losses.regularizers import kernel_aon_penalty
 from ..models.linear import LinearMap
 from ..sampling import LabelIndex
 from .base import MetricLearnerMixin
@@ -48,6 +50,12 @@ DEFAULT_COMPONENTS = 64
 TRANSFORM_CHUNK_ELEMENTS = 1 << 24
 
 
+#: ``learning_rate=None``: the step size of :func:`~rankmetric.estimators.warca.auto_schedule`
+#: times ``min(1, KERNEL_ROW_MASS / mean_i Σ_j |K_ij|)``. Adam moves every coefficient of a row
+#: of ``A`` by about the step size at first, so the embedding of ``x`` moves by up to
+#: ``lr · Σ_j |k(x, x_j)|``, which grows with N; this keeps that first move as large as linear
+#: WARCA's on about 64 standardised features, the inputs its step size was chosen on.
+KERNEL_ROW_MASS = 64.0
 #: Most memory the kernels of one fit may take (float32); a larger fit raises a ValueError first.
 MAX_KERNEL_BYTES = 4 << 30
 
@@ -70,6 +78,12 @@ def _check_kernel_memory(n: int, n_landmarks: int | None, exact: bool) -> None:
             f"rankmetric.estimators.kernel_warca.MAX_KERNEL_BYTES = "
             f"{MAX_KERNEL_BYTES / 2**30:.0f} GiB). Use fewer n_landmarks, a subsample, or WARCA."
         )
+
+
+def _step_scale(rows: torch.Tensor) -> float:
+    """``min(1, KERNEL_ROW_MASS / mean_i Σ_j |rows_ij|)``: the factor of ``learning_rate=None``."""
+    mass = float(rows.abs().sum(dim=1).mean())
+    return min(1.0, KERNEL_ROW_MASS / mass) if mass > 0 else 1.0
 
 
 def _is_symmetric(K: np.ndarray, rtol: float = 1e-5, chunk_rows: int = 1024) -> bool:
@@ -104,12 +118,21 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
     n_landmarks : int, optional
         Nyström landmarks ``m`` (drawn uniformly from the training set). ``None``: exact kernel up
         to 20 000 samples, 2 000 landmarks beyond.
-    margin, reg_lambda, batch_size, sampling, max_sampling, max_iter, learning_rate,
-    validation_every, patience, tol, tol_window, random_state, device, verbose, checkpoint_dir,
-    checkpoint_every :
+    margin, reg_lambda, batch_size, sampling, max_sampling, max_iter, validation_every,
+    validation_fraction, validation_split, validation_metric, patience, tol, tol_window,
+    random_state, device, verbose, checkpoint_dir, checkpoint_every :
         As in :class:`rankmetric.WARCA`. ``reg_lambda`` defaults to 1e-3 (the reference's VIPeR
         setting): on a normalised kernel (``k(x, x) = 1``) an embedding with ``A K Aᵀ = I`` has
         all distances below √2, so the margin of 1 needs room to grow the scale.
+        ``batch_size=None`` and ``tol_window=None`` scale to the data as in WARCA.
+    learning_rate : float or None, default=None
+        Adam step size. None scales it to the data and to the kernel: WARCA's rule
+        (``0.01 · sqrt(512 / batch_size)``) times ``min(1, 64 / mean_i Σ_j |K_ij|)`` (Nyström:
+        the rows of the features Φ), since a step on ``A`` moves an embedding by up to the step
+        size times the mass of its kernel row, which grows with N (:data:`KERNEL_ROW_MASS`).
+        The default was 0.01 before 0.2, which diverges at VIPeR's 1,264 items; on validation
+        identities of three histogram stand-ins of 474 items the two are within seed noise
+        (``docs/warca.md``, "Kernel WARCA's defaults").
 
     Attributes
     ----------
@@ -121,9 +144,18 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         The kernel width used.
     approximation_ : str
         ``"exact"`` or ``"nystroem"``.
-    n_iter_, loss_curve_, validation_scores_, best_iter_, n_features_in_ :
-        As in :class:`rankmetric.WARCA`.
+    n_iter_, batch_size_, tol_window_, learning_rate_, loss_curve_, validation_scores_,
+    initial_validation_score_, best_iter_, reference_scores_, n_features_in_ :
+        As in :class:`rankmetric.WARCA` (``reference_scores_`` is None for a precomputed
+        kernel: there are no inputs to take Euclidean distances of).
     """
+
+    _untrained_hint = (
+        "Try learning_rate=None (the default, scaled to the kernel), a smaller learning_rate, "
+        "another gamma "
+        "or reg_lambda, or a validation set (validation_fraction, validation_split='groups' for "
+        "re-identification) to keep the best step; docs/warca.md, 'When a fit does not learn'."
+    )
 
     _parameter_constraints = {
         **WARP_PARAMETER_CONSTRAINTS,
@@ -147,8 +179,11 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         sampling: str = "batched",
         max_sampling: int = 128,
         max_iter: int = 2000,
-        learning_rate: float = 1e-2,
+        learning_rate: float | None = None,
         validation_every: int = 50,
+        validation_fraction: float = 0.0,
+        validation_split: str = "stratified",
+        validation_metric: str = "recall@1",
         patience: int | None = 10,
         tol: float | None = 1e-2,
         tol_window: int = 50,
@@ -172,6 +207,9 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         self.max_iter = max_iter
         self.learning_rate = learning_rate
         self.validation_every = validation_every
+        self.validation_fraction = validation_fraction
+        self.validation_split = validation_split
+        self.validation_metric = validation_metric
         self.patience = patience
         self.tol = tol
         self.tol_window = tol_window
@@ -217,7 +255,9 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         y : array-like of shape (n_samples,)
         X_val, y_val : optional
             Validation features (or ``K(X_val, X_train)`` when precomputed) and labels for early
-            stopping on k-NN accuracy.
+            stopping on ``validation_metric`` (by default leave-one-out recall@1 among the
+            validation items, whose labels need not occur in ``y``). Not together with
+            ``validation_fraction``.
 
         Returns
         -------
@@ -233,9 +273,11 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
             )
         if self.kernel == "precomputed" and not _is_symmetric(X):
             raise ValueError("kernel='precomputed' needs a symmetric training kernel K(X, X).")
-        X_val, y_val = self._check_validation_set(X_val, y_val, classes)
-        device = resolve_device(self.device)
         rng = make_rng(self.random_state)
+        X, codes, X_val, val_codes = self._validation_data(
+            X, codes, classes, X_val, y_val, rng, precomputed=self.kernel == "precomputed"
+        )
+        device = resolve_device(self.device)
         data = to_tensor(X, device)
         exact = self.n_landmarks is None and X.shape[0] <= EXACT_MAX_SAMPLES
         _check_kernel_memory(X.shape[0], self.n_landmarks, exact)
@@ -243,11 +285,13 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
             self.gamma if self.gamma is not None else default_gamma(data, self.kernel, rng)
         )
         index = LabelIndex.from_codes(codes)
-        val_codes = None if y_val is None else np.searchsorted(classes, y_val)
         if exact:
-            self._fit_exact(data, index, rng, device, X_val, val_codes)
+            embed_rows = self._fit_exact(data, index, rng, device, X_val, val_codes)
         else:
-            self._fit_nystroem(data, index, rng, device, X_val, val_codes)
+            embed_rows = self._fit_nystroem(data, index, rng, device, X_val, val_codes)
+        self.reference_scores_ = None  # a precomputed kernel has no inputs to compare with
+        if self.kernel != "precomputed":
+            self._check_against_euclidean(embed_rows, X, codes, X_val, val_codes, rng, device)
         return self
 
     def _n_components(self, n_support: int) -> int:
@@ -259,7 +303,7 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
             )
         return r
 
-    def _fit_exact(self, data, index, rng, device, X_val, val_codes) -> None:
+    def _fit_exact(self, data, index, rng, device, X_val, val_codes) -> Callable:
         """``A`` (r, N) on the full kernel; one ``K Aᵀ`` per step, nothing else N × N."""
         K = data if self.kernel == "precomputed" else self._kernel_to(data, data)
         n = K.shape[0]
@@ -287,15 +331,21 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
             def embed_reference(indices):
                 return model(K)[indices]
 
+            def embed_val(indices):
+                return model(val_kernel if indices is None else val_kernel[indices])
+
             validate = self._make_validator(
-                embed_reference, lambda: model(val_kernel), index.codes, val_codes, rng, device
+                embed_reference, embed_val, index.codes, val_codes, rng, device
             )
-        self._train_warp(model, prepare_step, index, rng, device, validate)
+        self._train_warp(
+            model, prepare_step, index, rng, device, validate, step_scale=_step_scale(K)
+        )
         self.components_ = model.weight.detach().cpu().numpy()
         self.support_vectors_ = None if self.kernel == "precomputed" else data.cpu().numpy()
         self.approximation_ = "exact"
+        return lambda rows: model(self._kernel_to(to_tensor(rows, device), data))
 
-    def _fit_nystroem(self, data, index, rng, device, X_val, val_codes) -> None:
+    def _fit_nystroem(self, data, index, rng, device, X_val, val_codes) -> Callable:
         """Linear WARCA on Nyström features Φ (N, m); ``components_ = W K_LL^{−1/2}``."""
         n = data.shape[0]
         m = min(self.n_landmarks or DEFAULT_LANDMARKS, n)
@@ -311,21 +361,25 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         validate = None
         if X_val is not None:
             val_features = feature_map.transform(to_tensor(X_val, device))
-            validate = self._make_validator(
-                embed, lambda: model(val_features), index.codes, val_codes, rng, device
-            )
+
+            def embed_val(indices):
+                return model(val_features if indices is None else val_features[indices])
+
+            validate = self._make_validator(embed, embed_val, index.codes, val_codes, rng, device)
         self._train_warp(
             model,
-            lambda: (embed, None, lambda: aon_penalty(model.weight)),
+            self._linear_steps(model, features),
             index,
             rng,
             device,
             validate,
+            step_scale=_step_scale(features),
         )
         with torch.no_grad():
             self.components_ = (model.weight @ feature_map.normalizer).cpu().numpy()
         self.support_vectors_ = landmarks.cpu().numpy()
         self.approximation_ = "nystroem"
+        return lambda rows: model(feature_map.transform(to_tensor(rows, device)))
 
     # ------------------------------------------------------------------ transform
 

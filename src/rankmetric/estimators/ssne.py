@@ -41,6 +41,13 @@ from ..losses.similarity import (
 from ..models.sphere import SphereTanhEmbedding, sphere_similarity
 from ..sampling import LabelIndex
 from ..training import train
+from ._early_stopping import (
+    RETRIEVAL_METRICS,
+    VALIDATION_PARAMETER_CONSTRAINTS,
+    retrieval_validator,
+    sample_retrieval_items,
+    split_validation,
+)
 from ._supervision import check_pair_supervision
 from .base import MetricLearnerMixin
 
@@ -197,8 +204,25 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
         at the last step. On the validation thirds of ``docs/ssne.md`` 2000 steps over-fit sets
         of about 100 training points and 300 under-fit; 500 and 1000 were within 0.4 points of
         each other. A step costs ``O(batch_size · D · M)`` whatever the data size.
+    validation_fraction : float, default=0.0
+        Share of ``(X, y)`` held out by :meth:`fit` (class labels only) to score the embedding
+        every ``validation_every`` steps and keep the best step, the untrained start (step 0)
+        included; 0 (the default) trains on everything for exactly ``max_iter`` steps. The
+        convention of every iteratively trained estimator: ``docs/architecture.md``,
+        "Validation".
+    validation_split : {"stratified", "groups"}, default="stratified"
+        A share of each class's samples, or a share of the classes whole (validation
+        identities unseen in training).
+    validation_metric : {"recall@1", "map"}, default="recall@1"
+        Leave-one-out retrieval among the validation items: whether each one's nearest other
+        validation item shares its label, or the average precision.
+    validation_every : int, default=50
+        Steps between validation scores.
+    patience : int or None, default=None
+        Stop after this many validations without improvement; None runs the budget and keeps
+        the best validated step.
     random_state : int, Generator or None
-        Seed of every draw (initial ``W``, pairs, blocks).
+        Seed of every draw (initial ``W``, pairs, blocks, the validation split).
     device : str or None
         Torch device; ``None`` picks CUDA when available.
     verbose : bool or int, default=False
@@ -222,6 +246,12 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
         Steps taken.
     loss_curve_ : ndarray of shape (``n_iter_``,)
         Mini-batch loss (without the penalty) at each step.
+    best_iter_ : int or None
+        Step whose parameters were kept (with validation; 0: the untrained start).
+    validation_scores_ : list of float
+        Validation scores after each ``validation_every`` steps (empty without validation).
+    initial_validation_score_ : float or None
+        Validation score of the untrained start.
     n_features_in_ : int
     """
 
@@ -237,6 +267,10 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
         "batch_size": [POSITIVE_INT],
         "learning_rate": [Interval(Real, 0, None, closed="neither")],
         "max_iter": [POSITIVE_INT],
+        **VALIDATION_PARAMETER_CONSTRAINTS,
+        "validation_metric": [Options(*RETRIEVAL_METRICS)],
+        "validation_every": [POSITIVE_INT],
+        "patience": [NONE, POSITIVE_INT],
         "random_state": [RANDOM_STATE],
         "device": [DEVICE],
         "verbose": VERBOSE,
@@ -258,6 +292,11 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
         batch_size: int = 256,
         learning_rate: float = 0.3,
         max_iter: int = 1000,
+        validation_fraction: float = 0.0,
+        validation_split: str = "stratified",
+        validation_metric: str = "recall@1",
+        validation_every: int = 50,
+        patience: int | None = None,
         random_state=None,
         device: str | None = None,
         verbose: bool | int = False,
@@ -275,6 +314,11 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
         self.batch_size = batch_size
         self.learning_rate = learning_rate
         self.max_iter = max_iter
+        self.validation_fraction = validation_fraction
+        self.validation_split = validation_split
+        self.validation_metric = validation_metric
+        self.validation_every = validation_every
+        self.patience = patience
         self.random_state = random_state
         self.device = device
         self.verbose = verbose
@@ -298,11 +342,20 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
         """
         self._validate_params()
         if self.similarity == "jaccard":
+            self._no_validation("similarity='jaccard'")
             return self._fit_label_sets(X, y)
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
         check_classification_targets(y)
         _, codes = check_labels(y, X.shape[0])
         check_min_per_class(codes, 2)
+        rng = make_rng(self.random_state)
+        train_idx, val_idx = split_validation(
+            codes, self.validation_fraction, self.validation_split, rng
+        )
+        validation = None
+        if val_idx.size:
+            validation = (X[val_idx], codes[val_idx])
+            X, codes = X[train_idx], np.unique(codes[train_idx], return_inverse=True)[1]
         index = LabelIndex.from_codes(codes)
         n, frac, neg = int(self.batch_size), float(self.positive_fraction), float(self.neg_target)
         by_class = self.positive_sampling == "classes"
@@ -312,7 +365,14 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
             a, b = torch.as_tensor(codes[i]), torch.as_tensor(codes[j])
             return i, j, label_similarity_targets(a, b, neg)
 
-        return self._fit_sampled(X, sample)
+        return self._fit_sampled(X, sample, rng, validation)
+
+    def _no_validation(self, what: str) -> None:
+        if self.validation_fraction > 0:
+            raise ValueError(
+                f"validation_fraction needs class labels: {what} has no validation; set "
+                "validation_fraction=0."
+            )
 
     def _fit_label_sets(self, X, y):
         """``fit`` for multi-label ``y``: uniform pairs, Jaccard targets."""
@@ -358,6 +418,7 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
         self
         """
         self._validate_params()
+        self._no_validation("fit_pairs")
         sup = check_pair_supervision(self, X, pairs, similarities, targets="similarity")
         X, pairs, targets = sup.X, np.stack([sup.a, sup.b], axis=1), sup.y
         n = int(self.batch_size)
@@ -368,13 +429,14 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
 
         return self._fit_sampled(X, sample)
 
-    def _fit_sampled(self, X: np.ndarray, sample: PairSampler):
+    def _fit_sampled(self, X: np.ndarray, sample: PairSampler, rng=None, validation=None):
         """Standardise ``X``, then train ``W`` on batches of pairs drawn by ``sample``.
 
         Under ``torchrun`` every rank draws the same batch and computes the loss of its slice.
+        ``validation``: ``(X_val, val_codes)`` held out, scored by leave-one-out retrieval.
         """
         distributed.init_from_env()
-        rng = make_rng(self.random_state)
+        rng = make_rng(self.random_state) if rng is None else rng
         device = resolve_device(self.device)
         self.mean_ = X.mean(axis=0)
         scale = X.std(axis=0)
@@ -404,6 +466,15 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
             local_mean = loss_fn.pairs(emb[: len(i)], emb[len(i) :], targets)
             return distributed.global_mean(local_mean * len(i), n_pairs)
 
+        validate = None
+        if validation is not None:
+            items = sample_retrieval_items(validation[1], rng)
+            X_val = to_tensor((validation[0][items] - self.mean_) / self.scale_, device)
+            validate = retrieval_validator(
+                lambda: module(X_val),
+                torch.as_tensor(validation[1][items], device=device),
+                self.validation_metric,
+            )
         result = train(
             module,
             stepper.optimizer,
@@ -411,11 +482,24 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
             rng=rng,
             max_iter=int(self.max_iter),
             post_step=stepper.proximal_step,
+            validate=validate,
+            validation_every=int(self.validation_every),
+            patience=self.patience,
+            validate_start=True,
+            hint=(
+                "Try a smaller learning_rate, a smaller reg_lambda (fewer pruned units) or "
+                "another max_iter; docs/ssne.md."
+            ),
             verbose=self.verbose,
             desc="SSNE",
             checkpoint_dir=self.checkpoint_dir,
             checkpoint_every=self.checkpoint_every,
         )
+        self.best_iter_ = result.best_step
+        self.initial_validation_score_ = result.start_score
+        self.validation_scores_ = [
+            float(h["val_score"]) for h in result.history if "val_score" in h
+        ]
         weight = module.weight.detach().cpu().numpy()
         active = np.flatnonzero(np.any(weight != 0, axis=0))
         if active.size == 0:

@@ -35,10 +35,20 @@ from .._validation import (
 )
 from ..io import register_estimator
 from ..losses.regularizers import aon_penalty
-from ..losses.warp import SAMPLINGS, Embed, sampled_warp_loss
+from ..losses.warp import DENSE_DETECTION_RATIO, SAMPLINGS, Embed, sampled_warp_loss
 from ..models.linear import INITS, LinearMap
 from ..sampling import LabelIndex, PairIndex
 from ..training import TrainingResult, train
+from ._early_stopping import (
+    MAX_REFERENCE_ITEMS,
+    RETRIEVAL_METRICS,
+    VALIDATION_PARAMETER_CONSTRAINTS,
+    retrieval_score,
+    retrieval_validator,
+    sample_retrieval_items,
+    split_validation,
+    warn_if_below_reference,
+)
 from ._supervision import (
     check_pair_supervision,
     check_triplet_supervision,
@@ -58,6 +68,9 @@ STATS_CHUNK_ROWS = 65536
 AUTO_BATCH = (64, 512)
 #: ``tol_window=None``: ``clip(50 · batch / 512, *AUTO_WINDOW)`` steps per window.
 AUTO_WINDOW = (20, 50)
+#: ``validation_metric``: leave-one-out retrieval among the validation items, or (``"knn"``, the
+#: only score before 0.2) k-NN accuracy of the validation items against training points.
+VALIDATION_METRICS = (*RETRIEVAL_METRICS, "knn")
 #: The fixed schedule of rankmetric 0.1 (the published bench tables pin it, to reproduce).
 SCHEDULE_0_1 = {"batch_size": 512, "tol_window": 50, "learning_rate": 1e-2}
 
@@ -97,6 +110,8 @@ WARP_PARAMETER_CONSTRAINTS = {
     "reg_lambda": [Interval(Real, 0, None, closed="left")],
     "max_sampling": [POSITIVE_INT],
     "validation_every": [POSITIVE_INT],
+    **VALIDATION_PARAMETER_CONSTRAINTS,
+    "validation_metric": [Options(*VALIDATION_METRICS)],
     "batch_size": [NONE, POSITIVE_INT],
     "tol_window": [NONE, POSITIVE_INT],
     "max_iter": [Interval(Integral, 0, None, closed="left")],
@@ -145,30 +160,104 @@ class BaseWARCA(TransformerMixin, BaseEstimator):
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
         return tags
 
-    def _check_validation_set(self, X_val, y_val, classes: np.ndarray):
-        """Validate the optional early-stopping set: ``(X_val, y_val)`` or ``(None, None)``."""
+    #: What the warnings of a fit that ends no better than its start suggest trying.
+    _untrained_hint = (
+        "Try a smaller learning_rate, learning_rate=None and batch_size=None (scaled to the "
+        "data), another reg_lambda, or a validation set (validation_fraction) to keep the best "
+        "step; docs/warca.md, 'When a fit does not learn'."
+    )
+
+    def _check_validation_set(self, X_val, y_val, classes: np.ndarray, *, reset_features=False):
+        """Validate the optional early-stopping set: ``(X_val, val_codes)`` or ``(None, None)``.
+
+        ``val_codes`` index ``classes`` for ``validation_metric="knn"``; otherwise they are the
+        validation set's own label codes (its identities need not occur in training).
+        """
         if X_val is None and y_val is None:
             return None, None
         if X_val is None or y_val is None:
             raise ValueError("early stopping needs both X_val and y_val.")
+        if self.validation_fraction > 0:
+            raise ValueError(
+                f"validation_fraction={self.validation_fraction} holds a validation set out of "
+                "(X, y): give either it or X_val, y_val, not both."
+            )
         X_val = validate_data(self, X_val, reset=False, dtype=[np.float32, np.float64])
         y_val = np.asarray(y_val)
-        check_labels(y_val, X_val.shape[0], min_classes=1)
-        unknown = np.setdiff1d(y_val, classes)
-        if unknown.size:
-            raise ValueError(f"y_val has labels not seen in y: {unknown[:5].tolist()}.")
-        return X_val, y_val
+        val_classes, val_codes = check_labels(y_val, X_val.shape[0], min_classes=1)
+        if self.validation_metric == "knn":
+            unknown = np.setdiff1d(y_val, classes)
+            if unknown.size:
+                raise ValueError(
+                    f"y_val has labels not seen in y: {unknown[:5].tolist()}; "
+                    "validation_metric='knn' votes among training points, so it needs them. "
+                    "validation_metric='recall@1' or 'map' scores held-out identities."
+                )
+            return X_val, np.searchsorted(classes, y_val)
+        _check_retrieval_codes(val_codes, "y_val")
+        return X_val, val_codes
+
+    def _validation_data(self, X, codes, classes, X_val, y_val, rng, *, precomputed=False):
+        """``(X, codes, X_val, val_codes)``: the training rows and the validation set.
+
+        The validation set is ``(X_val, y_val)`` when given, else ``validation_fraction`` of
+        ``(X, y)`` held out by ``validation_split`` (for ``precomputed`` kernels, the rows and
+        columns of the training kernel are split alike), else none.
+        """
+        if X_val is not None or y_val is not None:
+            return (X, codes, *self._check_validation_set(X_val, y_val, classes))
+        if self.validation_fraction == 0:
+            return X, codes, None, None
+        if self.validation_metric == "knn" and self.validation_split == "groups":
+            raise ValueError(
+                "validation_metric='knn' votes among training points of the validation classes: "
+                "it cannot score the unseen classes of validation_split='groups'; use "
+                "validation_metric='recall@1' or 'map'."
+            )
+        train_idx, val_idx = split_validation(
+            codes, self.validation_fraction, self.validation_split, rng
+        )
+        if val_idx.size == 0:
+            return X, codes, None, None
+        train_classes, train_codes = np.unique(codes[train_idx], return_inverse=True)
+        if self.validation_metric == "knn":
+            val_codes = np.searchsorted(train_classes, codes[val_idx])
+        else:
+            val_codes = codes[val_idx]
+            _check_retrieval_codes(val_codes, "the held-out validation set")
+        if precomputed:
+            return (
+                X[np.ix_(train_idx, train_idx)],
+                train_codes,
+                X[np.ix_(val_idx, train_idx)],
+                val_codes,
+            )
+        return X[train_idx], train_codes, X[val_idx], val_codes
 
     def _make_validator(
         self,
         embed: Callable[[torch.Tensor], torch.Tensor],
-        embed_val: Callable[[], torch.Tensor],
+        embed_val: Callable[[torch.Tensor | None], torch.Tensor],
         codes: np.ndarray,
         y_val_codes: np.ndarray,
         rng: np.random.Generator,
         device: torch.device,
     ) -> Callable[[], float]:
-        """k-NN accuracy (k=3) of the validation set against a fixed subset of training points."""
+        """The validation score of ``validation_metric``.
+
+        Retrieval metrics rank at most ``MAX_VALIDATION_ITEMS`` validation items (whole classes)
+        leave-one-out among themselves; ``"knn"`` is the k-NN accuracy (k=3) of the validation
+        set against a fixed subset of training points. ``embed_val(indices)`` embeds validation
+        rows (``None``: all).
+        """
+        if self.validation_metric != "knn":
+            items = sample_retrieval_items(y_val_codes, rng)
+            index = torch.as_tensor(items, device=device)
+            return retrieval_validator(
+                lambda: embed_val(index),
+                torch.as_tensor(y_val_codes[items], device=device),
+                self.validation_metric,
+            )
         n = codes.shape[0]
         ref = (
             np.sort(rng.choice(n, VALIDATION_REFERENCE_SIZE, replace=False))
@@ -181,10 +270,89 @@ class BaseWARCA(TransformerMixin, BaseEstimator):
             from ..evaluate.knn import knn_accuracy  # imported lazily: evaluate sits above us
 
             with torch.no_grad():
-                ref_emb, val_emb = embed(ref_index), embed_val()
+                ref_emb, val_emb = embed(ref_index), embed_val(None)
             return knn_accuracy(ref_emb, codes[ref], val_emb, y_val_codes, k=VALIDATION_K)
 
         return validate
+
+    def _check_against_euclidean(
+        self,
+        embed_rows: Callable[[np.ndarray], torch.Tensor],
+        X: np.ndarray,
+        codes: np.ndarray | None,
+        X_val: np.ndarray | None,
+        val_codes: np.ndarray | None,
+        rng: np.random.Generator,
+        device: torch.device,
+    ) -> None:
+        """Warn (:class:`~rankmetric.training.UntrainedModelWarning`) when the fitted metric
+        ranks below the Euclidean distance of the inputs.
+
+        Leave-one-out recall@1 (or the validation mAP) on at most ``MAX_REFERENCE_ITEMS``
+        validation items (whole classes), or, without a validation set, training items.
+        ``embed_rows(rows)`` embeds rows of the inputs. The draws come after training: the
+        fitted model does not depend on them.
+        """
+        self.reference_scores_ = None
+        on_validation = X_val is not None
+        if not on_validation and codes is None:
+            return  # fitted from pairs or triplets: no labels to rank the training items by
+        rows_X, rows_codes = (X_val, val_codes) if on_validation else (X, codes)
+        if np.bincount(rows_codes).max() < 2:
+            return
+        items = sample_retrieval_items(rows_codes, rng, MAX_REFERENCE_ITEMS)
+        rows = rows_X[items]
+        item_codes = torch.as_tensor(rows_codes[items], device=device)
+        metric = "map" if self.validation_metric == "map" else "recall@1"
+        with torch.no_grad():
+            learned = retrieval_score(embed_rows(rows), item_codes, metric)
+            reference = retrieval_score(to_tensor(rows, device), item_codes, metric)
+        self.reference_scores_ = {
+            "metric": metric,
+            "items": "validation" if on_validation else "training",
+            "learned": learned,
+            "euclidean": reference,
+        }
+        warn_if_below_reference(
+            learned,
+            reference,
+            desc=type(self).__name__,
+            where="the validation items" if on_validation else "training items",
+            metric=metric,
+            hint=self._untrained_hint,
+        )
+
+    def _linear_steps(self, model: LinearMap, data: torch.Tensor):
+        """``prepare_step`` of a linear map on rows of ``data`` (linear WARCA, Nyström features).
+
+        When the detection pass embeds all N items anyway (``sampling="exact"``, or N at most
+        ``DENSE_DETECTION_RATIO · max_sampling``), every item is embedded once per step, with the
+        gradient, and both passes take rows of it: two (N, D) @ (D, r) products a step (forward
+        and weight gradient) instead of three. Otherwise only the drawn rows are embedded.
+        """
+
+        def embed(indices: torch.Tensor | None) -> torch.Tensor:
+            return model(data if indices is None else data.index_select(0, indices))
+
+        def penalty() -> torch.Tensor:
+            return aon_penalty(model.weight)
+
+        embed_all = self.sampling == "exact" or data.shape[0] <= DENSE_DETECTION_RATIO * (
+            self.max_sampling
+        )
+
+        def prepare_step():
+            if not embed_all:
+                return embed, None, penalty
+            everything = model(data)
+            detached = everything.detach()
+            return (
+                lambda idx: everything if idx is None else everything.index_select(0, idx),
+                lambda idx: detached if idx is None else detached.index_select(0, idx),
+                penalty,
+            )
+
+        return prepare_step
 
     def _train_warp(
         self,
@@ -194,16 +362,21 @@ class BaseWARCA(TransformerMixin, BaseEstimator):
         rng: np.random.Generator,
         device: torch.device,
         validate: Callable[[], float] | None = None,
+        step_scale: float = 1.0,
     ) -> TrainingResult:
         """Adam on ``mean WARP + reg_lambda · penalty()`` through :func:`training.train`.
 
         ``prepare_step()`` runs at the start of each step and returns ``(embed, embed_detached,
         penalty)``: the differentiable embedding of training samples by index (``None``: all),
         an optional cheaper one for the violation-detection pass, and the regulariser.
+        ``step_scale`` multiplies the step size of ``learning_rate=None`` (kernel WARCA scales
+        it to its kernel rows).
         """
         batch_size, tol_window, lr = auto_schedule(
             index.n_samples, self.batch_size, self.tol_window, self.learning_rate
         )
+        if self.learning_rate is None:
+            lr *= step_scale
         self.batch_size_, self.tol_window_, self.learning_rate_ = batch_size, tol_window, lr
         optimizer = torch.optim.Adam(module.parameters(), lr=lr)
         # Under torchrun every rank draws the same global batch of pairs and scores its slice
@@ -249,10 +422,13 @@ class BaseWARCA(TransformerMixin, BaseEstimator):
             desc=type(self).__name__,
             checkpoint_dir=self.checkpoint_dir,
             checkpoint_every=self.checkpoint_every,
+            validate_start=True,
+            hint=self._untrained_hint,
         )
         self.n_iter_ = int(result.n_iter)
         self.loss_curve_ = [float(h["loss"]) for h in result.history]
         self.best_iter_ = result.best_step
+        self.initial_validation_score_ = result.start_score
         self.validation_scores_ = [
             float(h["val_score"]) for h in result.history if "val_score" in h
         ]
@@ -308,9 +484,26 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         learner's ``components_`` (``WARCA(init=KISSME().fit(X, y).components_)``); its scale
         counts, since the margin is absolute. ``n_components`` defaults to its number of rows.
     validation_every : int, default=50
-        Steps between validation scores when ``fit`` gets ``X_val, y_val``.
+        Steps between validation scores (with ``X_val, y_val`` or ``validation_fraction``).
+    validation_fraction : float, default=0.0
+        Share of ``(X, y)`` that ``fit`` holds out for early stopping when it gets no
+        ``X_val, y_val`` (so early stopping works inside ``Pipeline`` and ``GridSearchCV``);
+        0 disables it. The convention of every iteratively trained estimator:
+        ``docs/architecture.md``, "Validation".
+    validation_split : {"stratified", "groups"}, default="stratified"
+        How ``validation_fraction`` holds data out: a share of each class's samples, or a
+        share of the classes whole (``"groups"``: validation identities never seen in training,
+        as re-identification needs).
+    validation_metric : {"recall@1", "map", "knn"}, default="recall@1"
+        The validation score. ``"recall@1"`` / ``"map"``: each validation item queries the
+        other validation items (leave-one-out): whether its nearest one shares its label, or
+        the average precision; the validation labels need not occur in training. ``"knn"``:
+        the k-NN accuracy (k=3) of the validation items against training points (the only
+        score before 0.2; it needs validation labels seen in training).
     patience : int or None, default=10
-        Stop after this many validations without improvement (the best parameters are kept).
+        Stop after this many validations without improvement. The best parameters are kept;
+        the untrained start (step 0) is validated too, and when it stays best, ``fit`` returns
+        it with an :class:`~rankmetric.training.UntrainedModelWarning`.
     tol : float or None, default=1e-2
         Without validation data: stop when the mean loss of the last ``tol_window`` steps is
         less than ``tol`` (relative) below that of the ``tol_window`` steps before. ``None`` runs
@@ -353,9 +546,18 @@ class WARCA(MahalanobisMixin, BaseWARCA):
     loss_curve_ : list of float
         Training loss per step.
     validation_scores_ : list of float
-        k-NN accuracies on the validation set (empty without one).
+        Validation scores (``validation_metric``) after each ``validation_every`` steps
+        (empty without validation).
+    initial_validation_score_ : float or None
+        Validation score of the untrained start (step 0).
     best_iter_ : int or None
-        Step whose parameters were kept (with a validation set).
+        Step whose parameters were kept (with validation; 0: the untrained start).
+    reference_scores_ : dict
+        The check against the Euclidean distance of the inputs: leave-one-out ``"metric"``
+        (recall@1, or mAP) of the ``"learned"`` metric and of ``"euclidean"``, on at most 500
+        ``"items"`` (``"validation"`` ones, else ``"training"``). A learned score below the
+        Euclidean one issues an :class:`~rankmetric.training.UntrainedModelWarning`. None when
+        no label has two items to compare.
     n_features_in_ : int
 
     Examples
@@ -390,6 +592,9 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         standardize: bool = True,
         init: str = "random",
         validation_every: int = 50,
+        validation_fraction: float = 0.0,
+        validation_split: str = "stratified",
+        validation_metric: str = "recall@1",
         patience: int | None = 10,
         tol: float | None = 1e-2,
         tol_window: int | None = None,
@@ -411,6 +616,9 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         self.standardize = standardize
         self.init = init
         self.validation_every = validation_every
+        self.validation_fraction = validation_fraction
+        self.validation_split = validation_split
+        self.validation_metric = validation_metric
         self.patience = patience
         self.tol = tol
         self.tol_window = tol_window
@@ -430,7 +638,9 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         y : array-like of shape (n_samples,)
             Class labels; at least two classes, and one class with two samples.
         X_val, y_val : array-like of shape (n_val, n_features) and (n_val,), optional
-            Enables early stopping on the validation k-NN accuracy (k=3), keeping the best map.
+            Enables early stopping on ``validation_metric`` (by default leave-one-out recall@1
+            among the validation items, whose labels need not occur in ``y``), keeping the best
+            map. Not together with ``validation_fraction``.
 
         Returns
         -------
@@ -440,8 +650,9 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         X, y = validate_data(self, X, y, dtype=[np.float32, np.float64])
         classes, codes = check_labels(y, X.shape[0])
         check_min_per_class(codes, 2)
-        X_val, y_val = self._check_validation_set(X_val, y_val, classes)
-        return self._fit_index(X, LabelIndex.from_codes(codes), codes, classes, X_val, y_val)
+        rng = make_rng(self.random_state)
+        X, codes, X_val, val_codes = self._validation_data(X, codes, classes, X_val, y_val, rng)
+        return self._fit_index(X, LabelIndex.from_codes(codes), codes, X_val, val_codes, rng)
 
     def fit_pairs(self, X, pairs=None, y=None) -> WARCA:
         """Learn the map from similar (+1) and dissimilar (−1) pairs, without class labels.
@@ -495,8 +706,10 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         index = PairIndex.from_pairs(s.a, s.b, s.similar, s.X.shape[0])
         return self._fit_index(s.X, index)
 
-    def _fit_index(self, X, index, codes=None, classes=None, X_val=None, y_val=None) -> WARCA:
+    def _fit_index(self, X, index, codes=None, X_val=None, val_codes=None, rng=None) -> WARCA:
         """Train on ``X`` with positive pairs and negatives drawn from ``index``."""
+        if rng is None:
+            rng = make_rng(self.random_state)
         n_features = X.shape[1]
         n_components = self.n_components
         if n_components is None:
@@ -507,7 +720,6 @@ class WARCA(MahalanobisMixin, BaseWARCA):
                 "regulariser needs W Wᵀ = I to be reachable."
             )
         device = resolve_device(self.device)
-        rng = make_rng(self.random_state)
         if self.standardize:
             mean, scale = column_stats(X)
         else:
@@ -522,17 +734,31 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         validate = None
         if X_val is not None:
             val_data = to_tensor(X_val, device)
-            validate = self._make_validator(
-                embed, lambda: model(val_data), codes, np.searchsorted(classes, y_val), rng, device
-            )
+
+            def embed_val(indices: torch.Tensor | None) -> torch.Tensor:
+                return model(val_data if indices is None else val_data.index_select(0, indices))
+
+            validate = self._make_validator(embed, embed_val, codes, val_codes, rng, device)
         self._train_warp(
             model,
-            lambda: (embed, None, lambda: aon_penalty(model.weight)),
+            self._linear_steps(model, data),
             index,
             rng,
             device,
             validate=validate,
         )
+        self._check_against_euclidean(
+            lambda rows: model(to_tensor(rows, device)), X, codes, X_val, val_codes, rng, device
+        )
         self.components_ = model.folded().cpu().numpy()
         self.mean_, self.scale_ = mean, scale
         return self
+
+
+def _check_retrieval_codes(val_codes: np.ndarray, what: str) -> None:
+    """Raise unless some validation label has two items (a leave-one-out query needs a match)."""
+    if np.bincount(val_codes).max() < 2:
+        raise ValueError(
+            f"{what} has no label with two items, so no validation item has a match to "
+            "retrieve; give each validation identity two items or more."
+        )

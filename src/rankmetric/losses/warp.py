@@ -473,9 +473,15 @@ def _loss_on_violators(
 def _sparse_hinge_sums(embed, found, active, row_slot, margin, n_samples) -> torch.Tensor:
     """Hinge sums per active row from the embeddings of the violators only."""
     n_active = active.numel()
-    points = torch.cat([found.anchors[active], found.positives[active], found.negatives])
-    emb = _embed_rows(embed, points, n_samples)
-    e_a, e_p, e_n = emb[:n_active], emb[n_active : 2 * n_active], emb[2 * n_active :]
+    parts = (found.anchors[active], found.positives[active], found.negatives)
+    if 2 * n_active + found.negatives.numel() >= n_samples:
+        # rows of one embedding of all N: each part's gradient is an index_add into an (N, r)
+        # buffer, not a zero-filled copy of every gathered row per slice
+        everything = embed(None)
+        e_a, e_p, e_n = (everything.index_select(0, part) for part in parts)
+    else:
+        emb = embed(torch.cat(parts))
+        e_a, e_p, e_n = emb.split([n_active, n_active, found.negatives.numel()])
     d_ap = _paired_euclidean(e_a, e_p)
     d_an = _paired_euclidean(e_a.index_select(0, row_slot), e_n)
     hinge = torch.relu(margin + d_ap.index_select(0, row_slot) - d_an)

@@ -1,0 +1,190 @@
+"""WARCA and kernel WARCA fit speed at VIPeR scale against the GEMM bound of a step, XQDA, KISSME.
+
+VIPeR's size (632 identities × 2 views = 1,264 items) with LOMO-size features (``--n-features``,
+default 4,000; LOMO itself has 26,960), rank 100, on the synthetic VIPeR stand-in
+(:func:`rankmetric.datasets.make_synthetic_reid`, seed 0; VIPeR itself is not available here).
+One thread throughout (``torch.set_num_threads(1)``).
+
+For each learner the time per training step is ``(t(b) − t(a)) / (b − a)`` from fixed-step fits of
+``a`` and ``b`` steps (``tol=None``, no validation; setup such as the kernel is cancelled out),
+median over ``--repeats``. The *bound* of a step is the time of its matrix products alone, run as
+plain float32 GEMMs of the same shapes between those fits (so under the same machine load), one
+thread; its FLOPs ÷ that time is the GEMM throughput:
+
+* linear WARCA: ``X Wᵀ`` (2·N·D·r) and its weight gradient (2·N·D·r), the detection distances of
+  the 2P pair ends to all N items (2·2P·r·N), the AON penalty and its gradient (2·2·r²·D);
+* exact kernel WARCA: ``K Aᵀ`` (2·N²·r) and its gradient (2·N²·r), detection, penalty (4·r²·N);
+* Nyström kernel WARCA: linear WARCA on the N × m features.
+
+Setup (the kernel matrix, the Nyström map) is reported on its own, and so are XQDA's and
+KISSME's whole fits and the steps that validation keeps (``validation_fraction=0.2``,
+``validation_split="groups"``, on the same data).
+
+    OMP_NUM_THREADS=1 python benchmarks/bench_warca_speed.py            # a few minutes
+    OMP_NUM_THREADS=1 python benchmarks/bench_warca_speed.py --n-features 26960 --repeats 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+import warnings
+
+import numpy as np
+import torch
+
+RANK, LANDMARKS, PAIRS = 100, 500, 512
+
+
+def gemm_step(n_rows: int, n_in: int, r: int, n_ends: int, n_items: int):
+    """The matrix products of one step's bound, as a callable: the forward ``(n_rows × n_in) @
+    (n_in × r)``, its weight gradient ``(r × n_rows) @ (n_rows × n_in)``, the detection
+    distances ``(n_ends × r) @ (r × n_items)`` and the penalty ``(r × n_in) @ (n_in × r)`` with
+    its gradient ``(r × r) @ (r × n_in)``; float32."""
+    X, W = torch.randn(n_rows, n_in), torch.randn(r, n_in)
+    G, E, F = torch.randn(n_rows, r), torch.randn(n_ends, r), torch.randn(n_items, r)
+    R = torch.randn(r, r)
+
+    def run() -> None:
+        X @ W.T
+        G.T @ X
+        E @ F.T
+        W @ W.T
+        R @ W
+
+    flops = 2 * (2 * n_rows * n_in * r + n_ends * r * n_items + 2 * r * r * n_in)
+    return run, flops
+
+
+def time_call(fn, repeats: int) -> float:
+    """Median seconds of ``fn()`` over ``repeats`` calls after one warm-up."""
+    fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return float(np.median(times))
+
+
+def step_time(make, X, y, a: int, b: int, repeats: int, bound_step) -> tuple[float, float]:
+    """Median seconds per step from fits of ``a`` and ``b`` fixed steps (after a warm-up fit),
+    and the median time of ``bound_step`` measured between those fits (the same load)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        make(max_iter=2).fit(X, y)
+    per_step, bound = [], []
+    for _ in range(repeats):
+        times = {}
+        for steps in (a, b):
+            bound.append(time_call(bound_step, 10))
+            est = make(max_iter=steps)
+            start = time.perf_counter()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                est.fit(X, y)
+            times[steps] = time.perf_counter() - start
+            if est.n_iter_ != steps:
+                raise RuntimeError(f"the fit stopped at {est.n_iter_} of {steps} steps")
+        per_step.append((times[b] - times[a]) / (b - a))
+    bound.append(time_call(bound_step, 10))
+    return float(np.median(per_step)), float(np.median(bound))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n-features", type=int, default=4000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--steps", type=int, nargs=2, default=(20, 60))
+    parser.add_argument("--setup-repeats", type=int, default=1)
+    parser.add_argument(
+        "--sections",
+        nargs="+",
+        default=["steps", "setup", "validation"],
+        choices=["steps", "setup", "validation"],
+    )
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+
+    from rankmetric import KISSME, WARCA, XQDA, KernelWARCA
+    from rankmetric.datasets.synthetic import make_synthetic_reid
+    from rankmetric.kernels import pairwise_kernel
+
+    data = make_synthetic_reid(n_features=args.n_features, random_state=0)
+    X, y = data.X.astype(np.float32), data.ids
+    n, d, r, m, p = X.shape[0], X.shape[1], RANK, LANDMARKS, PAIRS
+    a, b = args.steps
+    print(f"# VIPeR-scale stand-in: N={n} items, D={d} features, rank {r}, one thread")
+    print(f"# load average at start: {os.getloadavg()}")
+
+    common = {"n_components": r, "tol": None, "random_state": 0, "learning_rate": None}
+    # linear WARCA's learning_rate=None diverges on 4,000 standardised features (its first Adam
+    # step moves an embedding by ~lr·Σ|x|); 64 / Σ|x| of that step size trains (docs/warca.md)
+    linear_lr = 1e-2 * 64 / (0.8 * d)
+    learners = {  # the bound's shapes: rows × inputs of the map, rank, pair ends, items
+        "WARCA (linear)": (
+            lambda **kw: WARCA(**{**common, "learning_rate": linear_lr}, **kw),
+            (n, d, r, 2 * p, n),
+        ),
+        "KernelWARCA exact (rbf)": (
+            lambda **kw: KernelWARCA(kernel="rbf", **common, **kw),
+            (n, n, r, 2 * p, n),
+        ),
+        f"KernelWARCA Nystroem m={m} (rbf)": (
+            lambda **kw: KernelWARCA(kernel="rbf", n_landmarks=m, **common, **kw),
+            (n, m, r, 2 * p, n),
+        ),
+    }
+    print("\n| learner | s/step (median) | GEMM bound s/step | ratio | GFLOP/step | GFLOP/s |")
+    print("|---|---|---|---|---|---|")
+    for name, (make, shape) in learners.items() if "steps" in args.sections else ():
+        bound_step, flops = gemm_step(*shape)
+        measured, bound = step_time(make, X, y, a, b, args.repeats, bound_step)
+        print(
+            f"| {name} | {measured * 1e3:.1f} ms | {bound * 1e3:.1f} ms | "
+            f"{measured / bound:.2f}× | {flops / 1e9:.2f} | {flops / bound / 1e9:.1f} |",
+            flush=True,
+        )
+
+    print("\n| setup or whole fit | seconds (median) |")
+    print("|---|---|")
+    Xt = torch.as_tensor(X)
+    setups = {
+        "rbf kernel, N × N": ("rbf", {}),
+        "χ²-RBF kernel, N × N, 64 MiB row chunks (0.1)": ("chi2_rbf", {"chunk_elements": 1 << 24}),
+        "χ²-RBF kernel, N × N, cache-sized blocks (this version)": ("chi2_rbf", {}),
+    }
+    for label, (kernel, options) in setups.items() if "setup" in args.sections else ():
+        inputs = Xt.abs() if kernel == "chi2_rbf" else Xt  # χ² needs non-negative features
+        times = []
+        for _ in range(args.setup_repeats):
+            start = time.perf_counter()
+            pairwise_kernel(inputs, inputs, kernel, gamma=1.0 / d, **options)
+            times.append(time.perf_counter() - start)
+        print(f"| {label} (exact setup) | {np.median(times):.2f} |", flush=True)
+    peers = (("XQDA fit", XQDA()), ("KISSME fit", KISSME(n_components=r)))
+    for name, est in peers if "setup" in args.sections else ():
+        times = []
+        for _ in range(args.setup_repeats):
+            start = time.perf_counter()
+            est.fit(X, y)
+            times.append(time.perf_counter() - start)
+        print(f"| {name} (D={d}) | {np.median(times):.2f} |")
+
+    print("\n| learner (validation_fraction=0.2, groups) | steps taken | step kept | fit s |")
+    print("|---|---|---|---|")
+    for name, (make, _) in learners.items() if "validation" in args.sections else ():
+        est = make(max_iter=2000, validation_fraction=0.2, validation_split="groups")
+        est.set_params(tol=1e-2, patience=5)
+        start = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est.fit(X, y)
+        elapsed = time.perf_counter() - start
+        print(f"| {name} | {est.n_iter_} | {est.best_iter_} | {elapsed:.1f} |")
+    print(f"\n# load average at end: {os.getloadavg()}")
+
+
+if __name__ == "__main__":
+    main()

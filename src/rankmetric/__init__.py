@@ -21,6 +21,9 @@ _LAZY = {
     "save_model": "rankmetric.io",
     "load_model": "rankmetric.io",
     "threads": "rankmetric._threads",
+    "memory_budget": "rankmetric.resources",
+    "memory_limit": "rankmetric.resources",
+    "set_memory_limit": "rankmetric.resources",
 }
 
 __all__ = ["__version__", *_LAZY]

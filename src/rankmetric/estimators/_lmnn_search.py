@@ -4,7 +4,10 @@ Target neighbours are the ``k`` nearest same-class samples in the input space (e
 :mod:`rankmetric.neighbors`). Impostor pairs ``(i, l)`` (another class, inside ``i``'s margin
 radius ``max_j ||L(x_i − x_j)||² + 1``) are found by a chunked search over (chunk × n) distance
 blocks, so memory is O(chunk · n), never O(n²); the *active set* keeps them between searches.
-The size of an active set is bounded by :data:`MAX_ACTIVE_SET_BYTES`.
+The memory of an active set is bounded by the process's memory budget
+(:func:`rankmetric.resources.memory_budget`: available memory, rlimits, cgroup limits, or the
+user's override): each search first estimates the active set from a sample of anchors and refuses
+one that cannot fit before searching, then checks the exact count as it goes.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from dataclasses import dataclass
 import torch
 
 from ..neighbors import Gallery, nearest_chunks
+from ..resources import check_memory, memory_budget
 
 __all__ = [
     "MAX_ACTIVE_SET_BYTES",
@@ -21,6 +25,7 @@ __all__ = [
     "PAIR_BYTES_PER_K",
     "ActiveSet",
     "check_active_set_size",
+    "estimate_impostor_pairs",
     "find_impostors",
     "find_target_neighbors",
     "margin_radii",
@@ -38,9 +43,12 @@ _BLOCK_ELEMENTS = 1 << 22
 _SEARCH_SLACK = 1e-4
 # Previous impostor pairs within the margin radius + this much stay in the active set.
 _HYSTERESIS = 1.0
-#: Most memory the impostor pairs of an active set may need; a larger active set raises a
-#: ValueError instead of exhausting the machine's memory (at N = 60,000 it passed 23 GB).
-MAX_ACTIVE_SET_BYTES = 4 << 30
+#: An optional fixed ceiling (bytes) on the memory of an active set, on top of the process's
+#: memory budget (:mod:`rankmetric.resources`), which alone bounds it when this is None. Without
+#: any bound an active set at N = 60,000 passed 23 GB.
+MAX_ACTIVE_SET_BYTES: int | None = None
+#: Anchors sampled to estimate the size of an active set before searching it.
+N_PROBE_ANCHORS = 512
 #: Bytes one active pair really costs at the peak of a fit: ``PAIR_BYTES + PAIR_BYTES_PER_K · k``.
 #: Measured (docs/reliability.md): the objective on 3M pairs peaks at 99 B/pair at k = 3 and 181
 #: at k = 8, its two indices included (its (pairs × k) hinge terms; the pair distances are
@@ -221,6 +229,7 @@ def find_impostors(
         blocks = [(Z[g], torch.nonzero(groups == g).flatten()) for g in range(Z.shape[0])]
     n = codes.shape[0]
     found_a, found_l, n_pairs = [], [], 0
+    budget = memory_budget().bytes
     for Zg, members in blocks:
         columns = Zg if members is None else Zg[members]
         column_codes = codes if members is None else codes[members]
@@ -233,22 +242,77 @@ def find_impostors(
             found_a.append(a + start)
             found_l.append(l if members is None else members[l])
             n_pairs += a.numel()
-            check_active_set_size(n_pairs, targets.shape[1], n)
+            check_active_set_size(n_pairs, targets.shape[1], n, budget=budget)
     return torch.cat(found_a), torch.cat(found_l)
 
 
-def check_active_set_size(n_pairs: int, k: int, n_samples: int) -> None:
-    """Raise before an active set of ``n_pairs`` pairs outgrows ``MAX_ACTIVE_SET_BYTES``."""
+def check_active_set_size(
+    n_pairs: int, k: int, n_samples: int, *, budget: int | None = -1, estimated: bool = False
+) -> None:
+    """Raise before an active set of ``n_pairs`` pairs outgrows the memory this process may use.
+
+    Parameters
+    ----------
+    n_pairs, k, n_samples : int
+        Impostor pairs, target neighbours per sample, samples.
+    budget : int or None, optional
+        The budget in bytes, when the caller measured it once for many checks (None: no bound
+        known); by default :func:`rankmetric.resources.memory_budget` now.
+    estimated : bool, default=False
+        Whether ``n_pairs`` is an estimate from sampled anchors (worded so in the message).
+    """
     need = n_pairs * (PAIR_BYTES + PAIR_BYTES_PER_K * k)
-    if need > MAX_ACTIVE_SET_BYTES:
+    what = (
+        f"LMNN's active set of {'about' if estimated else 'more than'} {n_pairs:,} impostor "
+        f"pairs on {n_samples:,} samples (n_target_neighbors={k})"
+    )
+    advice = (
+        "Fit on a subsample, lower n_target_neighbors, or use WARCA, whose memory does not grow "
+        "with the number of samples."
+    )
+    if MAX_ACTIVE_SET_BYTES is not None and need > MAX_ACTIVE_SET_BYTES:
         raise ValueError(
-            f"LMNN's active set holds more than {n_pairs:,} impostor pairs on {n_samples:,} "
-            f"samples, which would need about {need / 2**30:.1f} GiB "
-            f"(limit rankmetric.estimators._lmnn_search.MAX_ACTIVE_SET_BYTES = "
-            f"{MAX_ACTIVE_SET_BYTES / 2**30:.0f} GiB). Fit on a subsample, lower k "
-            "(n_target_neighbors), "
-            "or use WARCA, whose memory does not grow with the number of samples."
+            f"{what} would need about {need / 2**30:.1f} GiB (limit "
+            f"rankmetric.estimators._lmnn_search.MAX_ACTIVE_SET_BYTES = "
+            f"{MAX_ACTIVE_SET_BYTES / 2**30:.1f} GiB). {advice}"
         )
+    if budget == -1 or (budget is not None and need > budget):
+        check_memory(need, what, advice)
+
+
+def estimate_impostor_pairs(
+    Z: torch.Tensor,
+    codes: torch.Tensor,
+    targets: torch.Tensor,
+    target_mask: torch.Tensor,
+    groups: torch.Tensor | None = None,
+    n_probe: int | None = None,
+) -> int:
+    """The impostor pairs :func:`find_impostors` would find, estimated from sampled anchors.
+
+    ``n_probe`` evenly spaced anchors (default :data:`N_PROBE_ANCHORS`) are searched against
+    every sample, in O(n_probe · n) time and O(chunk · n) memory; their count is scaled to
+    ``n`` anchors. Exact when ``n_probe >= n``.
+    """
+    n = codes.shape[0]
+    n_probe = min(n, N_PROBE_ANCHORS if n_probe is None else n_probe)
+    rows = torch.linspace(0, n - 1, n_probe, device=codes.device).round().long().unique()
+    radii = margin_radii(Z, targets, target_mask, groups)[rows]
+    radii = radii * (1.0 + _SEARCH_SLACK) + _SEARCH_SLACK
+    count = 0
+    groups_list = [None] if groups is None else range(Z.shape[0])
+    for g in groups_list:  # loop over the (few) groups, as find_impostors
+        Zg = Z if g is None else Z[g]
+        members = None if g is None else torch.nonzero(groups == g).flatten()
+        columns = Zg if members is None else Zg[members]
+        column_codes = codes if members is None else codes[members]
+        step = row_chunk(columns.shape[0])
+        for start in range(0, rows.numel(), step):  # loop over row chunks
+            r = rows[start : start + step]
+            d = squared_distances(Zg[r], columns)
+            inside = (d < radii[start : start + step, None]) & (codes[r, None] != column_codes)
+            count += int(inside.sum())
+    return int(round(count * n / rows.numel()))
 
 
 def search_active_set(
@@ -263,15 +327,20 @@ def search_active_set(
 
     Keeping the previous pairs that lie within the margin radius + 1 (a hysteresis band) stops
     pairs from flickering in and out between two searches, which otherwise costs many restarts.
-    ``Z`` and ``groups`` are as in :func:`find_impostors`.
+    ``Z`` and ``groups`` are as in :func:`find_impostors`. An active set that cannot fit in
+    the memory budget is refused first, from an estimate on sampled anchors
+    (:func:`estimate_impostor_pairs`), before the full search.
     """
+    n, k = codes.shape[0], targets.shape[1]
+    if n > N_PROBE_ANCHORS:
+        estimate = estimate_impostor_pairs(Z, codes, targets, target_mask, groups)
+        check_active_set_size(estimate, k, n, estimated=True)
     anchors, impostors = find_impostors(Z, codes, targets, target_mask, groups=groups)
     if previous is not None and previous.anchors.numel():
         radii = margin_radii(Z, targets, target_mask, groups)
         d = pair_sq_distances(Z, previous.anchors, previous.impostors, groups)
         near = d < radii[previous.anchors] + _HYSTERESIS
-        n = codes.shape[0]
-        check_active_set_size(int(near.sum()) + anchors.numel(), targets.shape[1], n)
+        check_active_set_size(int(near.sum()) + anchors.numel(), k, n)
         keys = torch.cat([previous.pair_keys(n)[near], anchors * n + impostors]).unique()
         anchors, impostors = keys // n, keys % n
     return ActiveSet(targets, target_mask, anchors, impostors)

@@ -48,28 +48,33 @@ DEFAULT_COMPONENTS = 64
 TRANSFORM_CHUNK_ELEMENTS = 1 << 24
 
 
-#: Most memory the kernels of one fit may take (float32); a larger fit raises a ValueError first.
-MAX_KERNEL_BYTES = 4 << 30
+#: An optional fixed ceiling (bytes) on the kernels of one fit, on top of the process's memory
+#: budget (:mod:`rankmetric.resources`), which alone bounds them when this is None.
+MAX_KERNEL_BYTES: int | None = None
 
 
 def _check_kernel_memory(n: int, n_landmarks: int | None, exact: bool) -> None:
-    """Raise before the kernels of a fit outgrow ``MAX_KERNEL_BYTES``.
+    """Raise before the kernels of a fit outgrow the memory budget (or ``MAX_KERNEL_BYTES``).
 
     Counted in float32 numbers: the exact N × N kernel and one temporary of its size; or the
     N × m Nyström features and one temporary, plus the m × m landmark kernel, its
     eigendecomposition and the normaliser.
     """
+    from ..resources import check_memory
+
     m = min(n_landmarks or DEFAULT_LANDMARKS, n)
     need = 4 * (2 * n * n if exact else 2 * n * m + 4 * m * m)
-    if need > MAX_KERNEL_BYTES:
-        what = f"an N × N = {n} × {n} kernel"
-        if not exact:
-            what = f"N × m = {n} × {m} Nyström features and an m × m = {m} × {m} landmark kernel"
+    what = f"an N × N = {n} × {n} kernel"
+    if not exact:
+        what = f"N × m = {n} × {m} Nyström features and an m × m = {m} × {m} landmark kernel"
+    advice = "Use fewer n_landmarks, a subsample, or WARCA."
+    if MAX_KERNEL_BYTES is not None and need > MAX_KERNEL_BYTES:
         raise ValueError(
             f"KernelWARCA would need {what}: about {need / 2**30:.1f} GiB (limit "
             f"rankmetric.estimators.kernel_warca.MAX_KERNEL_BYTES = "
-            f"{MAX_KERNEL_BYTES / 2**30:.0f} GiB). Use fewer n_landmarks, a subsample, or WARCA."
+            f"{MAX_KERNEL_BYTES / 2**30:.1f} GiB). {advice}"
         )
+    check_memory(need, f"KernelWARCA's {what}", advice)
 
 
 def _is_symmetric(K: np.ndarray, rtol: float = 1e-5, chunk_rows: int = 1024) -> bool:

@@ -25,6 +25,7 @@ __all__ = [
     "PAIR_BYTES_PER_K",
     "ActiveSet",
     "check_active_set_size",
+    "check_first_active_set",
     "estimate_impostor_pairs",
     "find_impostors",
     "find_target_neighbors",
@@ -233,17 +234,41 @@ def find_impostors(
     for Zg, members in blocks:
         columns = Zg if members is None else Zg[members]
         column_codes = codes if members is None else codes[members]
-        step = row_chunk(columns.shape[0])
-        for start in range(0, n, step):  # loop over row chunks
-            stop = min(start + step, n)
-            d = squared_distances(Zg[start:stop], columns)
-            inside = (d < radii[start:stop, None]) & (codes[start:stop, None] != column_codes)
+        for start, inside in _inside_blocks(Zg, codes, radii, columns, column_codes):
             a, l = torch.nonzero(inside, as_tuple=True)
             found_a.append(a + start)
             found_l.append(l if members is None else members[l])
             n_pairs += a.numel()
             check_active_set_size(n_pairs, targets.shape[1], n, budget=budget)
     return torch.cat(found_a), torch.cat(found_l)
+
+
+def _inside_blocks(anchors_Z, anchor_codes, radii, columns, column_codes):
+    """``(start, inside)`` for each chunk of anchor rows: ``inside[i, j]`` tells whether column
+    ``j`` has another class than anchor ``start + i`` and lies inside its radius.
+
+    The (chunk × n) blocks are written into buffers allocated once per call: a fresh
+    16 MB block per chunk, freed while the small pair tensors of each chunk stay alive,
+    fragments the C heap so that resident memory grew by about the block size per chunk
+    (4.3 GB after the 385 chunks of a 40,000-sample search; 15 GB at N = 200,000).
+    """
+    step = row_chunk(columns.shape[0])
+    rows = min(step, anchors_Z.shape[0])
+    width = columns.shape[0]
+    d_buf = torch.empty(rows, width, dtype=columns.dtype, device=columns.device)
+    inside_buf = torch.empty(rows, width, dtype=torch.bool, device=columns.device)
+    differ_buf = torch.empty(rows, width, dtype=torch.bool, device=columns.device)
+    column_sq = (columns * columns).sum(1)
+    for start in range(0, anchors_Z.shape[0], step):  # loop over row chunks
+        A = anchors_Z[start : start + step]
+        m = A.shape[0]
+        d, inside, differ = d_buf[:m], inside_buf[:m], differ_buf[:m]
+        torch.add((A * A).sum(1)[:, None], column_sq[None, :], out=d)
+        d.addmm_(A, columns.T, alpha=-2.0)  # ||a||² + ||b||² − 2ab, as squared_distances
+        torch.lt(d, radii[start : start + step, None], out=inside)
+        torch.ne(anchor_codes[start : start + step, None], column_codes[None, :], out=differ)
+        inside.logical_and_(differ)
+        yield start, inside
 
 
 def check_active_set_size(
@@ -280,39 +305,91 @@ def check_active_set_size(
         check_memory(need, what, advice)
 
 
+def _probe_rows(n: int, n_probe: int | None, device) -> torch.Tensor:
+    """``n_probe`` (default :data:`N_PROBE_ANCHORS`) evenly spaced sample indices."""
+    n_probe = min(n, N_PROBE_ANCHORS if n_probe is None else n_probe)
+    return torch.linspace(0, n - 1, n_probe, device=device).round().long().unique()
+
+
+def _count_impostors_of(Z, codes, rows, radii, groups) -> int:
+    """Impostors of the anchors ``rows`` (margin radii ``radii``), over every sample, chunked."""
+    radii = radii * (1.0 + _SEARCH_SLACK) + _SEARCH_SLACK
+    count = 0
+    for g in [None] if groups is None else range(Z.shape[0]):  # loop over the (few) groups
+        Zg = Z if g is None else Z[g]
+        members = None if g is None else torch.nonzero(groups == g).flatten()
+        columns = Zg if members is None else Zg[members]
+        column_codes = codes if members is None else codes[members]
+        for _, inside in _inside_blocks(Zg[rows], codes[rows], radii, columns, column_codes):
+            count += int(inside.sum())
+    return count
+
+
 def estimate_impostor_pairs(
     Z: torch.Tensor,
     codes: torch.Tensor,
-    targets: torch.Tensor,
-    target_mask: torch.Tensor,
+    targets: torch.Tensor | None = None,
+    target_mask: torch.Tensor | None = None,
     groups: torch.Tensor | None = None,
     n_probe: int | None = None,
+    *,
+    X: torch.Tensor | None = None,
+    k: int | None = None,
 ) -> int:
     """The impostor pairs :func:`find_impostors` would find, estimated from sampled anchors.
 
     ``n_probe`` evenly spaced anchors (default :data:`N_PROBE_ANCHORS`) are searched against
     every sample, in O(n_probe · n) time and O(chunk · n) memory; their count is scaled to
-    ``n`` anchors. Exact when ``n_probe >= n``.
+    ``n`` anchors (exact when ``n_probe >= n``). Without ``targets`` (before the target
+    neighbours are known) the anchors' own ``k`` target neighbours are found in ``X``, the
+    input space, as :func:`find_target_neighbors` would.
     """
     n = codes.shape[0]
-    n_probe = min(n, N_PROBE_ANCHORS if n_probe is None else n_probe)
-    rows = torch.linspace(0, n - 1, n_probe, device=codes.device).round().long().unique()
-    radii = margin_radii(Z, targets, target_mask, groups)[rows]
-    radii = radii * (1.0 + _SEARCH_SLACK) + _SEARCH_SLACK
-    count = 0
-    groups_list = [None] if groups is None else range(Z.shape[0])
-    for g in groups_list:  # loop over the (few) groups, as find_impostors
-        Zg = Z if g is None else Z[g]
-        members = None if g is None else torch.nonzero(groups == g).flatten()
-        columns = Zg if members is None else Zg[members]
-        column_codes = codes if members is None else codes[members]
-        step = row_chunk(columns.shape[0])
-        for start in range(0, rows.numel(), step):  # loop over row chunks
-            r = rows[start : start + step]
-            d = squared_distances(Zg[r], columns)
-            inside = (d < radii[start : start + step, None]) & (codes[r, None] != column_codes)
-            count += int(inside.sum())
-    return int(round(count * n / rows.numel()))
+    rows = _probe_rows(n, n_probe, codes.device)
+    if targets is None:
+        targets, target_mask = _targets_of(X, codes, rows, k)
+    else:
+        targets, target_mask = targets[rows], target_mask[rows]
+    radii = _target_distances_of(Z, rows, targets, groups)
+    radii = radii.masked_fill(~target_mask, -torch.inf).max(1).values + 1.0
+    return int(round(_count_impostors_of(Z, codes, rows, radii, groups) * n / rows.numel()))
+
+
+def _target_distances_of(Z, rows, targets, groups) -> torch.Tensor:
+    """``d(x_i, x_j)²`` for the anchors ``rows`` and their targets (len(rows), k)."""
+    if groups is None:
+        return ((Z[rows][:, None, :] - Z[targets]) ** 2).sum(-1)
+    return pair_sq_distances(Z, rows[:, None], targets, groups)
+
+
+def _targets_of(X, codes, rows, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The ``k`` nearest same-class neighbours of the anchors ``rows`` in ``X``, brute force."""
+    found, mask = [], []
+    step = row_chunk(X.shape[0])
+    d_buf = torch.empty(min(step, rows.numel()), X.shape[0], dtype=X.dtype, device=X.device)
+    x_sq = (X * X).sum(1)
+    for start in range(0, rows.numel(), step):  # loop over row chunks (one buffer: see above)
+        r = rows[start : start + step]
+        d = d_buf[: r.numel()]
+        torch.add(x_sq[r][:, None], x_sq[None, :], out=d)
+        d.addmm_(X[r], X.T, alpha=-2.0)
+        d[torch.arange(r.numel(), device=X.device), r] = torch.inf
+        d.masked_fill_(codes[r, None] != codes, torch.inf)
+        values, nearest = d.topk(min(k, X.shape[0]), dim=1, largest=False)
+        found.append(nearest)
+        mask.append(torch.isfinite(values))
+    return torch.cat(found), torch.cat(mask)
+
+
+def check_first_active_set(
+    X: torch.Tensor, Z: torch.Tensor, codes: torch.Tensor, k: int, groups=None
+) -> None:
+    """Refuse, before any target-neighbour search, a problem whose first active set (at the
+    starting embedding ``Z``) cannot fit in the memory budget; seconds even at N = 200,000."""
+    n = codes.shape[0]
+    if n > N_PROBE_ANCHORS:
+        estimate = estimate_impostor_pairs(Z, codes, groups=groups, X=X, k=k)
+        check_active_set_size(estimate, k, n, estimated=True)
 
 
 def search_active_set(

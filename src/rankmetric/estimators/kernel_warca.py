@@ -26,6 +26,7 @@ from .._validation import (
     POSITIVE_INT,
     check_labels,
     check_min_per_class,
+    check_scale,
     deprecate_positional_args,
 )
 from ..io import register_estimator
@@ -230,6 +231,8 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         """
         self._check_params()
         X, y = validate_data(self, X, y, dtype=[np.float32, np.float64])
+        if self.kernel != "precomputed":  # magnitudes whose squares overflow are refused
+            check_scale(X, np.float32)
         classes, codes = check_labels(y, X.shape[0])
         check_min_per_class(codes, 2)
         if self.kernel == "precomputed" and X.shape[0] != X.shape[1]:

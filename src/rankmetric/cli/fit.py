@@ -13,7 +13,13 @@ import json
 import re
 import time
 
-from ._args import check_device, check_output_file, check_random_state
+from ._args import (
+    check_device,
+    check_output_dir,
+    check_output_file,
+    check_random_state,
+    parameter_type,
+)
 
 # method name on the command line -> (module, class, input kind)
 METHODS = {
@@ -115,7 +121,7 @@ def _add_method_parser(sub, method: str) -> None:
             default=default,
             metavar="VALUE",
             help=helps.get(name, " ").replace("%", "%%"),
-            type=lambda text, d=default: _parse_value(text, d),
+            type=parameter_type(_parse_value, default),
         )
     parser.set_defaults(func=run_fit, method=method)
 
@@ -153,6 +159,8 @@ def _check_arguments(args: argparse.Namespace, params: dict) -> None:
         check_random_state(params["random_state"])
     if "device" in params:
         check_device(params["device"])
+    if params.get("checkpoint_dir") is not None:
+        check_output_dir(params["checkpoint_dir"], "--checkpoint-dir")
 
 
 def run_fit(args: argparse.Namespace) -> int:

@@ -1,4 +1,4 @@
-"""The smaller findings of issue #27, each a ValueError (or argparse error) that names the problem."""
+"""The smaller findings of issue #27, each a ValueError (or argparse error) naming the problem."""
 
 from __future__ import annotations
 

@@ -167,3 +167,13 @@ def test_kernel_warca_kernel_over_the_budget_is_refused(no_kernels):
     X, y = np.random.default_rng(0).random((400, 3)), np.arange(400) % 2
     with rankmetric.memory_limit("1M"), pytest.raises(ValueError, match="400 × 400 kernel would"):
         rankmetric.KernelWARCA(gamma=1.0).fit(X, y)
+
+
+def test_knn_search_refuses_a_result_beyond_the_budget():
+    import rankmetric
+    from rankmetric.evaluate import knn_search
+
+    X = np.random.default_rng(0).random((3000, 4)).astype(np.float32)
+    with rankmetric.memory_limit("100K"), pytest.raises(ValueError, match="3000 × 100 neighbours"):
+        knn_search(X, k=100)
+    assert knn_search(X, k=3)[1].shape == (3000, 3)

@@ -107,8 +107,15 @@ def knn_search(
 
 def _torch_search(Q, G, k, metric, exclude_self, chunk_size) -> tuple[np.ndarray, np.ndarray]:
     """The torch path of :func:`knn_search` on validated tensors."""
+    from ..resources import check_memory
+
     dtype = Q.dtype
     dev = Q.device
+    check_memory(  # the (queries × k) result, before anything is searched
+        Q.shape[0] * k * (Q.element_size() + 8),
+        f"knn_search's {Q.shape[0]} × {k} neighbours",
+        "Ask for fewer neighbours (k) or search the queries in batches.",
+    )
     distances = torch.empty((Q.shape[0], k), dtype=dtype, device=dev)
     indices = torch.empty((Q.shape[0], k), dtype=torch.int64, device=dev)
     chunks = nearest_chunks(

@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 import rankmetric as rm
-from rankmetric._validation import check_scale
 
 ESTIMATORS = {
     "LMNN": lambda: rm.LMNN(max_iter=5),
@@ -70,6 +69,8 @@ def test_large_but_representable_input_still_fits(name):
 
 
 def test_check_scale_bounds():
+    from rankmetric._validation import check_scale
+
     check_scale(np.zeros((3, 2)))  # all zeros: nothing to overflow
     check_scale(np.full((2, 4), 4e15))
     with pytest.raises(ValueError, match="up to 5e\\+15.*between 1.1e-19 and 4.6e\\+15 for 4"):
@@ -79,3 +80,11 @@ def test_check_scale_bounds():
         check_scale(np.full((2, 4), 1e151), np.float64)
     with pytest.raises(ValueError, match="Z has values"):
         check_scale(np.full((2, 4), 1e-20), name="Z")
+
+
+def test_kernel_warca_on_huge_histograms_names_the_scale_not_gamma():
+    """Non-negative features reach the χ² kernel, whose default width underflowed to 0.0."""
+    X, y = _data(1e30)
+    with pytest.raises(ValueError, match="overflow in float32") as info:
+        rm.KernelWARCA(max_iter=5).fit(np.abs(X), y)
+    assert "gamma" not in str(info.value)

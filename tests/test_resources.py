@@ -90,6 +90,7 @@ def test_cgroup_v2_headroom_counts_reclaimable_cache_as_free(tmp_path):
     (group / "memory.current").write_text(f"{GiB}\n")
     (group / "memory.stat").write_text(f"anon 123\ninactive_file {GiB // 4}\n")
     (root / "user.slice" / "memory.max").write_text("max\n")
+    (root / "cgroup.controllers").write_text("cpu memory\n")
     proc = _fake_proc(tmp_path, cgroup="0::/user.slice/job\n")
     budget = _budget(proc, root)
     assert budget.bytes == GiB + GiB // 4
@@ -104,6 +105,7 @@ def test_cgroup_v2_limit_of_an_ancestor_counts(tmp_path):
     (group / "memory.current").write_text(f"{GiB}\n")
     (root / "parent" / "memory.max").write_text(f"{GiB + GiB // 2}\n")
     (root / "parent" / "memory.current").write_text(f"{GiB}\n")
+    (root / "cgroup.controllers").write_text("memory\n")
     proc = _fake_proc(tmp_path, cgroup="0::/parent/child\n")
     assert _budget(proc, root).bytes == GiB // 2
 
@@ -116,6 +118,7 @@ def test_cgroup_v1_memory_controller(tmp_path):
     (group / "memory.usage_in_bytes").write_text(f"{GiB // 2}\n")
     (group / "memory.stat").write_text(f"cache 10\ntotal_inactive_file {GiB // 8}\n")
     (root / "memory" / "docker" / "memory.limit_in_bytes").write_text("9223372036854771712\n")
+    (root / "memory" / "memory.limit_in_bytes").write_text("9223372036854771712\n")
     cgroup = "4:memory:/docker/abc\n3:cpu,cpuacct:/docker/abc\n0::/\n"
     proc = _fake_proc(tmp_path, cgroup=cgroup)
     budget = _budget(proc, root)
@@ -127,6 +130,7 @@ def test_cgroup_path_hidden_by_a_namespace_reads_the_mount_root(tmp_path):
     """In a container the listed path may not exist under the mount: its root is the group."""
     root = tmp_path / "cgroup"
     root.mkdir()
+    (root / "cgroup.controllers").write_text("memory\n")
     (root / "memory.max").write_text(f"{GiB}\n")
     (root / "memory.current").write_text("0\n")
     proc = _fake_proc(tmp_path, cgroup="0::/kubepods/pod1/container\n")
@@ -136,6 +140,7 @@ def test_cgroup_path_hidden_by_a_namespace_reads_the_mount_root(tmp_path):
 def test_the_smallest_bound_wins_and_all_are_reported(tmp_path):
     root = tmp_path / "cgroup"
     root.mkdir()
+    (root / "cgroup.controllers").write_text("memory\n")
     (root / "memory.max").write_text(f"{2 * GiB}\n")
     (root / "memory.current").write_text("0\n")
     proc = _fake_proc(tmp_path, available_kb=8 * 2**20, vmsize_kb=0, cgroup="0::/\n")
@@ -231,3 +236,15 @@ def test_format_bytes():
 def test_this_process_has_a_budget():
     budget = memory_budget()
     assert budget.bytes is None or budget.bytes > 0
+
+
+def test_hybrid_hierarchy_reads_v2_under_unified(tmp_path):
+    """systemd's hybrid layout: v1 controllers under /sys/fs/cgroup, v2 at .../unified."""
+    root = tmp_path / "cgroup"
+    unified = root / "unified" / "app"
+    unified.mkdir(parents=True)
+    (root / "unified" / "cgroup.controllers").write_text("")
+    (unified / "memory.max").write_text(f"{GiB}\n")
+    (unified / "memory.current").write_text(f"{GiB // 4}\n")
+    proc = _fake_proc(tmp_path, cgroup="0::/app\n")
+    assert _budget(proc, root).bytes == GiB - GiB // 4

@@ -249,19 +249,19 @@ def _cgroup_dirs(proc: Path, cgroup_root: Path) -> tuple[list[Path], list[Path]]
         _, controllers, path = parts
         relative = Path(path.lstrip("/"))
         if controllers == "":
-            roots = [cgroup_root, cgroup_root / "unified"]
-            chain = v2
+            roots = [cgroup_root, cgroup_root / "unified"]  # unified, or hybrid (v1 + v2)
+            marker, chain = "cgroup.controllers", v2
         elif "memory" in controllers.split(","):
             roots = [cgroup_root / "memory", cgroup_root / controllers]
-            chain = v1
+            marker, chain = "memory.limit_in_bytes", v1
         else:
             continue
         for root in roots:
+            if not (root / marker).is_file():  # not this hierarchy's mount point
+                continue
             leaf = root / relative
             if not leaf.is_dir():  # inside a cgroup namespace the path may not be visible
                 leaf = root
-            if not leaf.is_dir():
-                continue
             node = leaf
             while True:  # the group and each ancestor up to the mount point
                 chain.append(node)

@@ -90,7 +90,7 @@ def _use(est, X):
     return est.transform(X) if hasattr(est, "transform") else est.predict(X)
 
 
-def soak_estimator(make, kind: str, cycles: int, folder: Path) -> dict:
+def soak_estimator(make, kind: str, cycles: int, folder: Path, trace: int = 0) -> dict:
     from rankmetric.io import load_model
 
     X, y = _data(kind)
@@ -104,6 +104,8 @@ def soak_estimator(make, kind: str, cycles: int, folder: Path) -> dict:
         _use(load_model(path), X)
         rss.append(rss_mb())
         fds.append(open_fds())
+        if trace and len(rss) % trace == 0:
+            print(f"  cycle {len(rss)}: RSS {rss[-1]:.1f} MB, {fds[-1]} fds", flush=True)
     return _row(rss, fds, cycles, time.perf_counter() - start)
 
 
@@ -146,6 +148,7 @@ def main(argv=None) -> None:
     parser.add_argument("--search-loops", type=int, default=10000)
     parser.add_argument("--only", nargs="*", help="estimator names (default: every one)")
     parser.add_argument("--json", help="write the rows to this file")
+    parser.add_argument("--trace", type=int, default=0, help="print RSS every N cycles")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     warnings.simplefilter("ignore")  # ConvergenceWarning at max_iter=5, by design
@@ -159,7 +162,7 @@ def main(argv=None) -> None:
         for name, (make, kind) in _estimators().items():
             if args.only and name not in args.only:
                 continue
-            rows[name] = soak_estimator(make, kind, args.cycles, Path(tmp))
+            rows[name] = soak_estimator(make, kind, args.cycles, Path(tmp), args.trace)
             _print(name, rows[name])
     if args.search_loops:
         rows["knn_search"] = soak_search(args.search_loops)

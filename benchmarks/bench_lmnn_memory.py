@@ -13,6 +13,13 @@ reporting the largest active set it built and (peak − baseline) / that size::
     OMP_NUM_THREADS=1 python benchmarks/bench_lmnn_memory.py objective --k 3 --pairs 3000000
 
 Compare with ``PAIR_BYTES + PAIR_BYTES_PER_K * k`` in ``rankmetric.estimators.lmnn``.
+
+``search``: one impostor search (``find_impostors``) on ``--n`` standard-normal points in 20
+dimensions, 10 random classes, the input space as embedding; reports the pairs found, the
+resident memory they need (16 B/pair) and the peak growth of the search (issue #27: it grew by
+one 16 MB block per chunk through heap fragmentation)::
+
+    OMP_NUM_THREADS=1 python benchmarks/bench_lmnn_memory.py search --n 20000
 """
 
 from __future__ import annotations
@@ -82,9 +89,24 @@ def measure_objective(k: int, pairs: int, n: int = 4000) -> None:
     )
 
 
+def measure_search(n: int, k: int) -> None:
+    import rankmetric.estimators._lmnn_search as search
+
+    g = torch.Generator().manual_seed(0)
+    X, codes = torch.randn(n, 20, generator=g), torch.randint(0, 10, (n,), generator=g)
+    targets, mask = search.find_target_neighbors(X, codes, k)
+    base, start = _reset(), time.perf_counter()
+    anchors, _ = search.find_impostors(X, codes, targets, mask)
+    growth = _peak_bytes() - base
+    print(
+        f"search n={n} k={k}: {anchors.numel():,} pairs ({16 * anchors.numel() / 2**20:.0f} MiB "
+        f"of indices), peak growth {growth / 2**20:.0f} MiB, {time.perf_counter() - start:.0f} s"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("what", choices=["fit", "objective"])
+    parser.add_argument("what", choices=["fit", "objective", "search"])
     parser.add_argument("--n", type=int, default=6000)
     parser.add_argument("--sep", type=float, default=0.5)
     parser.add_argument("--k", type=int, default=3)
@@ -94,6 +116,8 @@ def main() -> None:
     torch.set_num_threads(1)
     if args.what == "fit":
         measure_fit(args.n, args.sep, args.k, args.max_iter)
+    elif args.what == "search":
+        measure_search(args.n, args.k)
     else:
         measure_objective(args.k, args.pairs)
 

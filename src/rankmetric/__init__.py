@@ -23,6 +23,9 @@ _LAZY = {
     "load_model": "rankmetric.io",
     "threads": "rankmetric._threads",
     "UntrainedModelWarning": "rankmetric.training",
+    "memory_budget": "rankmetric.resources",
+    "memory_limit": "rankmetric.resources",
+    "set_memory_limit": "rankmetric.resources",
 }
 
 __all__ = ["__version__", *_LAZY]

@@ -21,14 +21,34 @@ __all__ = [
 def resolve_device(device: str | torch.device | None) -> torch.device:
     """Turn ``None``/"auto"/"cpu"/"cuda[:k]" into a ``torch.device``.
 
-    ``None`` and ``"auto"`` pick CUDA when it is available, else the CPU.
+    ``None`` and ``"auto"`` pick CUDA when it is available, else the CPU. Anything else that
+    torch does not know, or that this machine does not have, raises a ``ValueError`` naming
+    ``device`` (torch's own message lists every device type torch was ever built for).
     """
-    if device is None or device == "auto":
+    if device is None or (isinstance(device, str) and device == "auto"):
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    device = torch.device(device)
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device={str(device)!r} was requested but CUDA is not available.")
-    return device
+    forms = "None, 'auto', 'cpu', 'cuda', 'cuda:<index>' or a torch.device"
+    try:
+        resolved = torch.device(device)
+    except (RuntimeError, TypeError, ValueError):
+        raise ValueError(f"device={device!r} is not a device; use {forms}.") from None
+    if resolved.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ValueError(f"device={str(resolved)!r} was requested but CUDA is not available.")
+        if resolved.index is not None and resolved.index >= torch.cuda.device_count():
+            raise ValueError(
+                f"device={str(resolved)!r} was requested but this machine has "
+                f"{torch.cuda.device_count()} CUDA device(s)."
+            )
+    elif resolved.type != "cpu":
+        try:
+            torch.empty(0, device=resolved)
+        except Exception:  # noqa: BLE001 - torch raises several kinds for a missing backend
+            raise ValueError(
+                f"device={str(resolved)!r} is not available on this machine or torch build; "
+                f"use {forms}."
+            ) from None
+    return resolved
 
 
 def make_rng(random_state) -> np.random.Generator:

@@ -47,6 +47,7 @@ __all__ = [
     "validate_params",
     "check_labels",
     "check_finite",
+    "check_scale",
     "check_min_per_class",
     "check_spd_array",
 ]
@@ -56,6 +57,64 @@ def check_finite(X: np.ndarray, name: str = "X") -> np.ndarray:
     """Raise if ``X`` holds NaN or infinity."""
     if not np.all(np.isfinite(X)):
         raise ValueError(f"{name} contains NaN or infinity.")
+    return X
+
+
+#: Terms a sum of squared distances may add up (an objective's sum over pairs) before it must
+#: still be finite: the headroom :func:`check_scale` keeps below the largest float.
+SCALE_HEADROOM_TERMS = 10**6
+
+
+def check_scale(X: np.ndarray, dtype=np.float32, name: str = "X") -> np.ndarray:
+    """Raise if the magnitude of ``X`` overflows or underflows squared distances in ``dtype``.
+
+    Distance-based estimators compute ``||a||² + ||b||² − 2aᵀb`` and sums of such terms over
+    many pairs. For finite ``X`` this is representable when ``4 · n_features · max|X|²`` times
+    :data:`SCALE_HEADROOM_TERMS` stays below the largest ``dtype`` number (about
+    ``max|X| < 4.6e15`` for 4 float32 features, ``3.4e150`` in float64), and the squares of the
+    largest values do not underflow to zero (``max|X| > 1.1e-19`` in float32, ``1.5e-154`` in
+    float64). Outside that range the arithmetic returns inf, nan or zeros, so the input is
+    refused with a ``ValueError`` that says so and suggests standardising.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+        Finite input (checked by ``validate_data`` before).
+    dtype : numpy dtype, default=np.float32
+        The arithmetic the estimator computes in.
+    name : str, default="X"
+
+    Returns
+    -------
+    X : ndarray
+        Unchanged.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rankmetric._validation import check_scale
+    >>> check_scale(np.ones((3, 2))).shape
+    (3, 2)
+    """
+    X = np.asarray(X)
+    if X.size == 0 or X.dtype.kind not in "fiu":
+        return X
+    largest = float(np.max(np.abs(X)))
+    if largest == 0.0 or not np.isfinite(largest):
+        return X
+    info = np.finfo(dtype)
+    n_features = X.shape[1] if X.ndim > 1 else 1
+    high = float(np.sqrt(float(info.max) / (4.0 * n_features * SCALE_HEADROOM_TERMS)))
+    low = float(np.sqrt(float(info.tiny)))
+    if largest > high or largest < low:
+        problem = "overflow" if largest > high else "underflow to zero"
+        raise ValueError(
+            f"{name} has values of magnitude up to {largest:.3g}: the squared distances of "
+            f"such input {problem} in {np.dtype(dtype).name} arithmetic (this method needs "
+            f"max|{name}| between {low:.2g} and {high:.2g} for {n_features} features). "
+            "Standardise the input first (e.g. sklearn.preprocessing.StandardScaler, or "
+            "rescale its units)."
+        )
     return X
 
 

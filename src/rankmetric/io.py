@@ -9,15 +9,25 @@ Saving is atomic: the archive is written to a unique temporary file in the targe
 flushed to disk and renamed over the target, so a failed or killed save leaves the previous file
 intact and a concurrent reader sees either the old or the new model, never a mix.
 
-Loading reads the metadata first and checks every member against it (only listed members, the
-dtype and shape of each ``.npy`` header, the member sizes, a cap on the total) before it reads any
-array data, so the memory used is that of the model the metadata describes, never more than
-``max_bytes``. The loaded estimator must hold finite arrays and transform a probe input to
-finite values. Every problem with a file is reported as a ``ValueError`` naming the file.
+Loading checks the archive's directory before it decompresses anything (no duplicate names, the
+metadata's declared size, no member whose declared size is out of proportion to its compressed
+size, a cap on the declared total), then reads the metadata and checks every member against it
+(only listed members, each member's declared size against the array the metadata describes, the
+total against ``max_bytes`` and the process's memory budget) before it decompresses any array;
+then the dtype and shape of each ``.npy`` header. So a hostile file is refused in milliseconds and
+the memory used is that of the model the metadata describes, never more than ``max_bytes``.
+
+Format versions: a file records ``format_version``; this version of the library reads versions
+``MIN_FORMAT_VERSION`` to ``FORMAT_VERSION`` and refuses others with a ``ValueError`` naming both
+(a newer file needs a newer rankmetric). The library version that wrote a file is recorded
+(``library_version``) but does not decide whether it loads. The loaded estimator must hold
+finite arrays and transform a probe input to finite values. Every problem with a file is
+reported as a ``ValueError`` naming the file.
 """
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import copy
 import hashlib
@@ -34,10 +44,28 @@ import numpy as np
 
 from . import __version__
 
-__all__ = ["save_model", "load_model", "register_estimator", "atomic_write", "MAX_LOAD_BYTES"]
+__all__ = [
+    "save_model",
+    "load_model",
+    "register_estimator",
+    "atomic_write",
+    "FORMAT_VERSION",
+    "MIN_FORMAT_VERSION",
+    "MAX_LOAD_BYTES",
+    "MAX_COMPRESSION_RATIO",
+]
 
 FORMAT = "rankmetric-model"
 FORMAT_VERSION = 1
+"""The model-file format this version writes, and the newest it reads."""
+MIN_FORMAT_VERSION = 1
+"""The oldest model-file format this version reads."""
+MAX_COMPRESSION_RATIO = 100
+"""Largest declared (uncompressed ÷ compressed) size of a member over 1 MiB. ``save_model``
+stores members uncompressed (ratio 1) and float arrays deflate to about 1.1:1, while a
+decompression bomb of zeros reaches about 1000:1; such a member is refused unread."""
+_RATIO_FLOOR = 1 << 20
+_MAX_NPY_HEADER = 1 << 20
 MAX_LOAD_BYTES = 8 * 2**30
 """Default cap on the array bytes :func:`load_model` allocates (8 GiB); see ``max_bytes``."""
 _MAX_META_BYTES = 64 * 2**20
@@ -283,13 +311,86 @@ def _read_member(archive, info, header) -> np.ndarray:
     return out.reshape(shape, order="F" if fortran else "C")
 
 
-def _read_meta(archive) -> dict:
+def _check_directory(archive, max_bytes: int) -> None:
+    """The archive's directory, before anything is decompressed: names, declared sizes, ratios."""
     infos = archive.infolist()
     names = [i.filename for i in infos]
     if len(set(names)) != len(names):
         raise _Corrupt("duplicate members")
     if f"{_META}.npy" not in names:
         raise _Corrupt("no metadata: not a rankmetric model file")
+    total = 0
+    for info in infos:
+        ratio = info.file_size / max(info.compress_size, 1)
+        if info.file_size > _RATIO_FLOOR and ratio > MAX_COMPRESSION_RATIO:
+            raise _Corrupt(
+                f"member {info.filename[:80]!r} declares {info.file_size} bytes compressed into "
+                f"{info.compress_size} (ratio {ratio:.0f}:1, above MAX_COMPRESSION_RATIO="
+                f"{MAX_COMPRESSION_RATIO}): refused unread, as a decompression bomb"
+            )
+        total += info.file_size
+    if archive.getinfo(f"{_META}.npy").file_size > _MAX_META_BYTES + _MAX_NPY_HEADER:
+        raise _Corrupt("corrupt model metadata (larger than a model's metadata can be)")
+    if total > max_bytes + _MAX_META_BYTES + len(infos) * _MAX_NPY_HEADER:
+        raise _Corrupt(
+            f"its members declare {total} bytes, more than max_bytes={max_bytes}; pass a "
+            "larger max_bytes to load_model if the file is trusted"
+        )
+
+
+def _described_nbytes(key: str, digest: str) -> int:
+    """Bytes of the array that the metadata's digest ``"sha:dtype:shape"`` describes."""
+    try:
+        _, dtype, shape = digest.split(":", 2)
+        dtype = np.dtype(dtype)
+        shape = ast.literal_eval(shape) if len(shape) < 200 else None
+    except (TypeError, ValueError, SyntaxError, MemoryError, RecursionError) as exc:
+        raise _Corrupt(f"corrupt model metadata (digest of {key[:80]!r})") from exc
+    if (
+        dtype.hasobject
+        or not isinstance(shape, tuple)
+        or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape)
+    ):
+        raise _Corrupt(f"corrupt model metadata (digest of {key[:80]!r})")
+    return _nbytes(dtype, shape)
+
+
+def _check_members_against_meta(archive, meta: dict, max_bytes: int) -> None:
+    """Every member is listed and declares the size of the array the metadata describes, and
+    the total fits ``max_bytes`` and the memory budget; before any array is decompressed."""
+    from .resources import check_memory
+
+    listed = {f"{k}.npy": k for k in meta["digests"]}
+    members = {i.filename for i in archive.infolist()} - {f"{_META}.npy"}
+    if members != set(listed):
+        extra = sorted(members - set(listed))[:3]
+        raise _Corrupt(
+            f"the arrays in the file do not match its metadata (unlisted members {extra})"
+            if extra
+            else "the arrays in the file do not match its metadata (members missing)"
+        )
+    total = 0
+    for member, key in listed.items():
+        nbytes = _described_nbytes(key, meta["digests"][key])
+        declared = archive.getinfo(member).file_size
+        if not 0 < declared - nbytes <= _MAX_NPY_HEADER:
+            raise _Corrupt(
+                f"member {member!r} declares {declared} bytes, but its metadata describes "
+                f"{meta['digests'][key].split(':', 1)[1][:80]} ({nbytes} bytes of data)"
+            )
+        total += nbytes
+        if total > max_bytes:
+            raise _Corrupt(
+                f"its arrays need more than max_bytes={max_bytes} bytes; pass a larger "
+                "max_bytes to load_model if the file is trusted"
+            )
+    try:
+        check_memory(total, "Loading its arrays", "Load it on a machine with more memory.")
+    except ValueError as exc:
+        raise _Corrupt(str(exc).rstrip(".")) from None
+
+
+def _read_meta(archive) -> dict:
     info = archive.getinfo(f"{_META}.npy")
     header = _check_member(archive, info, None)
     if header[0] != np.uint8 or len(header[1]) != 1 or header[3] > _MAX_META_BYTES:
@@ -304,10 +405,30 @@ def _read_meta(archive) -> dict:
     return meta
 
 
+def _check_format_version(meta: dict) -> None:
+    """The format-version policy: read ``MIN_FORMAT_VERSION..FORMAT_VERSION``, refuse others."""
+    if meta.get("format") != FORMAT:
+        raise _Corrupt(f"unknown model format {str(meta.get('format'))[:80]!r}")
+    version = meta.get("format_version")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise _Corrupt(f"corrupt model metadata (format_version {str(version)[:40]!r})")
+    if not MIN_FORMAT_VERSION <= version <= FORMAT_VERSION:
+        writer = str(meta.get("library_version", "an unknown version"))[:40]
+        action = (
+            "upgrade rankmetric to load it"
+            if version > FORMAT_VERSION
+            else "load it with the rankmetric that wrote it and save it again"
+        )
+        raise _Corrupt(
+            f"it is in model format version {version} (written by rankmetric {writer}), but "
+            f"rankmetric {__version__} reads format versions {MIN_FORMAT_VERSION} to "
+            f"{FORMAT_VERSION}: {action}"
+        )
+
+
 def _check_meta(meta: dict) -> type:
     """The estimator class of valid metadata ``meta``."""
-    if meta.get("format") != FORMAT or meta.get("format_version") != FORMAT_VERSION:
-        raise _Corrupt(f"unknown model format {str(meta.get('format'))[:80]!r}")
+    _check_format_version(meta)
     cls = _registered_class(meta.get("class"))
     if cls is None:
         raise _Corrupt(f"unknown estimator class {str(meta.get('class'))[:80]!r}")
@@ -321,27 +442,12 @@ def _check_meta(meta: dict) -> type:
     return cls
 
 
-def _read_arrays(archive, meta: dict, max_bytes: int) -> dict[str, np.ndarray]:
-    """Every array the metadata lists, after checking all headers and the total size."""
-    listed = {f"{k}.npy": k for k in meta["digests"]}
-    members = {i.filename for i in archive.infolist()} - {f"{_META}.npy"}
-    if members != set(listed):
-        extra = sorted(members - set(listed))[:3]
-        raise _Corrupt(
-            f"the arrays in the file do not match its metadata (unlisted members {extra})"
-            if extra
-            else "the arrays in the file do not match its metadata (members missing)"
-        )
-    headers, total = {}, 0
-    for member, key in listed.items():
-        info = archive.getinfo(member)
-        headers[key] = (info, _check_member(archive, info, meta["digests"][key].split(":", 1)[1]))
-        total += headers[key][1][3]
-        if total > max_bytes:
-            raise _Corrupt(
-                f"its arrays need more than max_bytes={max_bytes} bytes; pass a larger "
-                "max_bytes to load_model if the file is trusted"
-            )
+def _read_arrays(archive, meta: dict) -> dict[str, np.ndarray]:
+    """Every array the metadata lists (members already checked against it), headers first."""
+    headers = {}
+    for key, digest in meta["digests"].items():
+        info = archive.getinfo(f"{key}.npy")
+        headers[key] = (info, _check_member(archive, info, digest.split(":", 1)[1]))
     data = {}
     for key, (info, header) in headers.items():
         data[key] = _read_member(archive, info, header)
@@ -364,14 +470,19 @@ def load_model(path: str | os.PathLike, *, max_bytes: int = MAX_LOAD_BYTES):
     ------
     ValueError
         For every problem with the file (unreadable, truncated, altered, unknown class or
-        format, members the metadata does not list, arrays larger than ``max_bytes``, fitted
+        format, a format version newer than ``FORMAT_VERSION``, members the metadata does not
+        list or whose declared sizes do not match it, a member compressed more than
+        ``MAX_COMPRESSION_RATIO``, arrays larger than ``max_bytes`` or than the memory
+        budget (:func:`rankmetric.resources.memory_budget`), fitted
         arrays that are not finite or do not fit together), naming ``path``.
     """
     try:
         with zipfile.ZipFile(path) as archive:
+            _check_directory(archive, max_bytes)
             meta = _read_meta(archive)
             cls = _check_meta(meta)
-            data = _read_arrays(archive, meta, max_bytes)
+            _check_members_against_meta(archive, meta, max_bytes)
+            data = _read_arrays(archive, meta)
         est = _build(cls, meta, data)
         _check_fitted(est)
     except _Corrupt as exc:

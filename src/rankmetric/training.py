@@ -346,7 +346,12 @@ def train(
                 f"checkpoint_every must be a positive integer, got {checkpoint_every!r}."
             )
         ckpt_path = Path(checkpoint_dir) / "checkpoint.pt"
-        ckpt_path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            ckpt_path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ValueError(
+                f"checkpoint_dir={str(checkpoint_dir)!r}: cannot create it ({exc.strerror or exc})."
+            ) from None
         if ckpt_path.exists():
             start, best_state = _load_checkpoint(
                 ckpt_path, module, optimizer, rng, result, fingerprint

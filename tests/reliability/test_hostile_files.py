@@ -93,10 +93,20 @@ def test_an_unlisted_zip_bomb_member_is_refused_without_decompressing_it(warca_f
     assert bomb.stat().st_size < 4 * 2**20
 
     def load():
-        with pytest.raises(ValueError, match="unlisted members"):
+        with pytest.raises(ValueError, match="ratio 1028:1.*decompression bomb"):
             load_model(bomb)
 
     assert _peak_bytes(load) < 16 * 2**20
+
+
+def test_an_unlisted_incompressible_member_is_refused_unread(warca_file, tmp_path):
+    path, _, _ = warca_file
+    bad = tmp_path / "extra.npz"
+    bad.write_bytes(path.read_bytes())
+    with zipfile.ZipFile(bad, "a") as archive:
+        archive.writestr("extra.npy", np.random.default_rng(0).bytes(2**20))
+    with pytest.raises(ValueError, match="unlisted members \\['extra.npy'\\]"):
+        load_model(bad)
 
 
 def test_a_header_claiming_2_to_the_40_elements_is_refused_before_allocating(warca_file, tmp_path):
@@ -126,7 +136,9 @@ def test_metadata_claiming_a_huge_array_is_refused_by_the_size_check(warca_file,
     meta["digests"]["attr/components_"] = f"{sha}:<f4:(1099511627776,)"
     bad = tmp_path / "huge-meta.npz"
     np.savez(bad, **_with_meta(arrays, meta))
-    with pytest.raises(ValueError, match="holds <f4\\(3, 5\\)"):
+    with pytest.raises(
+        ValueError, match=r"declares 188 bytes, but its metadata describes <f4:\(1099511627776,\)"
+    ):
         load_model(bad)
 
 
@@ -233,3 +245,127 @@ def test_metadata_that_is_not_a_byte_string_is_refused(warca_file, tmp_path):
 def test_a_missing_file_raises_value_error(tmp_path):
     with pytest.raises(ValueError, match="no such model file"):
         load_model(tmp_path / "nosuch.npz")
+
+
+def _append_deflated_zeros(path, name: str, n_bytes: int, header: bytes = b"") -> None:
+    chunk = bytes(16 * 2**20)
+    with zipfile.ZipFile(path, "a", compression=zipfile.ZIP_DEFLATED) as archive:
+        with archive.open(name, "w", force_zip64=True) as member:
+            member.write(header)
+            for _ in range(n_bytes // len(chunk)):
+                member.write(chunk)
+
+
+@pytest.fixture(scope="module")
+def gib_bomb(warca_file, tmp_path_factory):
+    """The issue's file: about 1 MiB holding a 1 GiB deflated member the metadata does not list."""
+    path, _, _ = warca_file
+    bomb = tmp_path_factory.mktemp("bomb") / "bomb.npz"
+    bomb.write_bytes(path.read_bytes())
+    _append_deflated_zeros(bomb, "payload.npy", 2**30)
+    return bomb
+
+
+@pytest.mark.slow
+def test_a_1_gib_bomb_is_refused_in_milliseconds_and_bounded_memory(gib_bomb):
+    """Issue #27: it was refused only after 2.5 s spent inflating it; the directory says enough."""
+    import time
+
+    assert gib_bomb.stat().st_size < 2 * 2**20
+    times = []
+
+    def load():
+        start = time.perf_counter()
+        with pytest.raises(ValueError, match="decompression bomb"):
+            load_model(gib_bomb)
+        times.append(time.perf_counter() - start)
+
+    assert _peak_bytes(load) < 4 * 2**20
+    assert min(times) < 0.5, times  # inflating it took 2.5 s; the check takes about a millisecond
+
+
+def test_a_listed_bomb_is_refused_before_decompression(warca_file, tmp_path):
+    """Metadata forged to list a 256 MiB array whose member is deflated zeros."""
+    path, _, _ = warca_file
+    arrays = _members(path)
+    meta = _meta(arrays)
+    shape = (2**26,)
+    meta["digests"]["attr/extra_"] = "0" * 64 + f":<f4:{shape}"
+    bad = tmp_path / "listed.npz"
+    np.savez(bad, **_with_meta(arrays, meta))
+    header = _npy_bytes(np.zeros(0, np.float32), shape=shape)
+    _append_deflated_zeros(bad, "attr/extra_.npy", 4 * 2**26, header)
+
+    def load():
+        with pytest.raises(ValueError, match="decompression bomb"):
+            load_model(bad)
+
+    assert _peak_bytes(load) < 4 * 2**20
+
+
+def test_a_member_whose_declared_size_disagrees_with_the_metadata_is_refused(warca_file, tmp_path):
+    path, _, _ = warca_file
+    arrays = _members(path)
+    meta = _meta(arrays)
+    sha = meta["digests"]["attr/components_"].split(":")[0]
+    meta["digests"]["attr/components_"] = f"{sha}:<f4:(3, 50)"
+    bad = tmp_path / "smaller.npz"
+    np.savez(bad, **_with_meta(arrays, meta))
+    with pytest.raises(
+        ValueError, match=r"declares 188 bytes, but its metadata describes <f4:\(3, 50\)"
+    ):
+        load_model(bad)
+
+
+@pytest.mark.parametrize(
+    "digest", ["abc", "x:|O:(3,)", "x:<f4:(3, -1)", "x:<f4:[3]", "x:<f4:(" * 99]
+)
+def test_malformed_digests_are_refused(warca_file, tmp_path, digest):
+    path, _, _ = warca_file
+    arrays = _members(path)
+    meta = _meta(arrays)
+    meta["digests"]["attr/components_"] = digest
+    bad = tmp_path / "digest.npz"
+    np.savez(bad, **_with_meta(arrays, meta))
+    with pytest.raises(ValueError, match="corrupt model metadata"):
+        load_model(bad)
+
+
+def test_arrays_beyond_the_memory_budget_are_refused_before_reading(warca_file):
+    import rankmetric
+
+    path, _, _ = warca_file
+    with rankmetric.memory_limit(100), pytest.raises(ValueError, match=r"rankmetric.memory_limit"):
+        load_model(path)
+
+
+@pytest.mark.parametrize("version", [99, 2, 0])
+def test_a_file_of_another_format_version_is_refused_naming_both_versions(
+    warca_file, tmp_path, version
+):
+    from rankmetric.io import FORMAT_VERSION
+
+    path, _, _ = warca_file
+    arrays = _members(path)
+    meta = _meta(arrays)
+    meta["format_version"] = version
+    meta["library_version"] = "9.9.9"
+    bad = tmp_path / "future.npz"
+    np.savez(bad, **_with_meta(arrays, meta))
+    action = "upgrade rankmetric" if version > FORMAT_VERSION else "save it again"
+    pattern = (
+        rf"model format version {version} \(written by rankmetric 9\.9\.9\).*reads format "
+        rf"versions 1 to {FORMAT_VERSION}: .*{action}"
+    )
+    with pytest.raises(ValueError, match=pattern):
+        load_model(bad)
+
+
+def test_a_newer_library_version_in_the_same_format_loads(warca_file, tmp_path):
+    path, est, _ = warca_file
+    arrays = _members(path)
+    meta = _meta(arrays)
+    meta["library_version"] = "9.9.9"
+    newer = tmp_path / "newer.npz"
+    np.savez(newer, **_with_meta(arrays, meta))
+    assert np.array_equal(load_model(newer).components_, est.components_)

@@ -29,7 +29,9 @@ def test_kernel_warca_with_50000_landmarks_is_refused_before_any_kernel(no_kerne
 
     rng = np.random.default_rng(0)
     X, y = rng.random((50_000, 2)), np.arange(50_000) % 2
-    with pytest.raises(ValueError, match=r"50000 × 50000 landmark kernel: about \d+\.\d GiB"):
+    with pytest.raises(
+        ValueError, match=r"50000 × 50000 landmark kernel would need about \d+\.\d GiB"
+    ):
         KernelWARCA(n_landmarks=50_000, gamma=1.0).fit(X, y)
 
 
@@ -100,11 +102,78 @@ def test_lmnn_objective_memory_per_pair_stays_within_the_guards_bound(k):
     assert 16 + 4 * k < per_pair <= PAIR_BYTES + PAIR_BYTES_PER_K * k, per_pair
 
 
-def test_lmnn_guard_names_the_memory_of_the_real_per_pair_cost(monkeypatch):
+def test_lmnn_guard_names_the_memory_of_the_real_per_pair_cost():
+    import rankmetric.estimators._lmnn_search as lm
+    from rankmetric import memory_limit
+
+    per_pair = lm.PAIR_BYTES + 3 * lm.PAIR_BYTES_PER_K
+    with memory_limit(4 << 30):
+        with pytest.raises(ValueError, match=r"about 4\.0 GiB.*4\.0 GiB \(rankmetric.memory_limit"):
+            lm.check_active_set_size(int((4 << 30) / per_pair) + 10, 3, 10)
+        lm.check_active_set_size(int((4 << 30) / per_pair) - 10, 3, 10)
+
+
+def test_lmnn_fixed_ceiling_still_applies(monkeypatch):
     import rankmetric.estimators._lmnn_search as lm
 
-    with pytest.raises(ValueError, match=r"about 4\.0 GiB"):
-        lm.check_active_set_size(
-            int((4 << 30) / (lm.PAIR_BYTES + 3 * lm.PAIR_BYTES_PER_K)) + 10, 3, 10
-        )
-    lm.check_active_set_size(int((4 << 30) / (lm.PAIR_BYTES + 3 * lm.PAIR_BYTES_PER_K)) - 10, 3, 10)
+    monkeypatch.setattr(lm, "MAX_ACTIVE_SET_BYTES", 1 << 20)
+    with pytest.raises(ValueError, match="MAX_ACTIVE_SET_BYTES = 0.0 GiB"):
+        lm.check_active_set_size(10_000, 3, 100)
+
+
+def _no_full_search(*args, **kwargs):
+    raise AssertionError("the full impostor search ran before the memory check")
+
+
+@pytest.mark.parametrize("name", ["LMNN", "MultiMetricLMNN"])
+def test_lmnn_refuses_up_front_under_a_small_budget(monkeypatch, name):
+    """The active set is estimated from sampled anchors and refused before the full search."""
+    import time
+
+    import rankmetric
+    import rankmetric.estimators._lmnn_search as lm
+
+    monkeypatch.setattr(lm, "find_impostors", _no_full_search)
+    rng = np.random.default_rng(0)
+    X, y = rng.standard_normal((3000, 10)), rng.integers(0, 5, 3000)
+    start = time.perf_counter()
+    with rankmetric.memory_limit("2M"), pytest.raises(ValueError) as info:
+        getattr(rankmetric, name)(max_iter=5, random_state=0).fit(X, y)
+    assert time.perf_counter() - start < 30
+    message = str(info.value)
+    assert "active set of about" in message
+    assert "2.0 MiB (rankmetric.memory_limit)" in message
+    assert "subsample" in message and "RANKMETRIC_MEMORY_LIMIT" in message
+
+
+def test_lmnn_estimate_of_the_active_set_is_close_to_the_search():
+    import torch
+
+    import rankmetric.estimators._lmnn_search as lm
+
+    g = torch.Generator().manual_seed(0)
+    X = torch.randn(2000, 8, generator=g)
+    codes = torch.randint(0, 4, (2000,), generator=g)
+    targets, mask = lm.find_target_neighbors(X, codes, 3)
+    exact = lm.find_impostors(X, codes, targets, mask)[0].numel()
+    estimate = lm.estimate_impostor_pairs(X, codes, targets, mask, n_probe=400)
+    assert abs(estimate - exact) < 0.15 * exact
+    assert lm.estimate_impostor_pairs(X, codes, targets, mask, n_probe=5000) == exact
+
+
+def test_kernel_warca_kernel_over_the_budget_is_refused(no_kernels):
+    import rankmetric
+
+    X, y = np.random.default_rng(0).random((400, 3)), np.arange(400) % 2
+    with rankmetric.memory_limit("1M"), pytest.raises(ValueError, match="400 × 400 kernel would"):
+        rankmetric.KernelWARCA(gamma=1.0).fit(X, y)
+
+
+def test_knn_search_refuses_a_result_beyond_the_budget():
+    import rankmetric
+    from rankmetric.evaluate import knn_search
+
+    X = np.random.default_rng(0).random((3000, 4)).astype(np.float32)
+    with rankmetric.memory_limit("100K"), pytest.raises(ValueError, match="3000 × 100 neighbours"):
+        knn_search(X, k=100)
+    assert knn_search(X, k=3)[1].shape == (3000, 3)

@@ -6,8 +6,10 @@ prints it on one line and exits with status 2.
 
 from __future__ import annotations
 
+import argparse
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 __all__ = [
@@ -17,6 +19,7 @@ __all__ = [
     "check_output_file",
     "check_output_dir",
     "check_random_state",
+    "parameter_type",
 ]
 
 
@@ -87,3 +90,23 @@ def check_output_dir(path, option: str) -> Path:
         raise ValueError(f"{option} {path}: cannot create it ({exc.strerror or exc}).") from None
     _check_writable_dir(folder, f"{option} {path}")
     return folder
+
+
+def parameter_type(parse: Callable, default) -> Callable[[str], object]:
+    """The argparse ``type=`` of an estimator parameter: ``parse(text, default)``, whose errors
+    say what could not be read (argparse's own would say ``invalid <lambda> value``)."""
+
+    def value(text: str):
+        try:
+            return parse(text, default)
+        except argparse.ArgumentTypeError:
+            raise
+        except (ValueError, TypeError) as exc:
+            expected = f"a value like its default {default!r}" if default is not None else "a value"
+            raise argparse.ArgumentTypeError(
+                f"cannot read {text!r} as {expected} ({exc}); lists and dicts are JSON, "
+                "e.g. '[1, 2]'"
+            ) from None
+
+    value.__name__ = "parameter value"
+    return value

@@ -13,7 +13,13 @@ import json
 import re
 import time
 
-from ._args import check_device, check_output_file, check_random_state
+from ._args import (
+    check_device,
+    check_output_dir,
+    check_output_file,
+    check_random_state,
+    parameter_type,
+)
 from ._pairs import add_fit_pairs_option, run_fit_pairs
 
 # method name on the command line -> (module, class, input kind)
@@ -116,7 +122,7 @@ def _add_method_parser(sub, method: str) -> None:
             default=default,
             metavar="VALUE",
             help=helps.get(name, " ").replace("%", "%%"),
-            type=lambda text, d=default: _parse_value(text, d),
+            type=parameter_type(_parse_value, default),
         )
     add_fit_pairs_option(parser, cls)
     parser.set_defaults(func=run_fit, method=method)
@@ -155,6 +161,8 @@ def _check_arguments(args: argparse.Namespace, params: dict) -> None:
         check_random_state(params["random_state"])
     if "device" in params:
         check_device(params["device"])
+    if params.get("checkpoint_dir") is not None:
+        check_output_dir(params["checkpoint_dir"], "--checkpoint-dir")
 
 
 def run_fit(args: argparse.Namespace) -> int:

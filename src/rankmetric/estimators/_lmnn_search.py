@@ -4,7 +4,10 @@ Target neighbours are the ``k`` nearest same-class samples in the input space (e
 :mod:`rankmetric.neighbors`). Impostor pairs ``(i, l)`` (another class, inside ``i``'s margin
 radius ``max_j ||L(x_i − x_j)||² + 1``) are found by a chunked search over (chunk × n) distance
 blocks, so memory is O(chunk · n), never O(n²); the *active set* keeps them between searches.
-The size of an active set is bounded by :data:`MAX_ACTIVE_SET_BYTES`.
+The memory of an active set is bounded by the process's memory budget
+(:func:`rankmetric.resources.memory_budget`: available memory, rlimits, cgroup limits, or the
+user's override): each search first estimates the active set from a sample of anchors and refuses
+one that cannot fit before searching, then checks the exact count as it goes.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from dataclasses import dataclass
 import torch
 
 from ..neighbors import Gallery, nearest_chunks
+from ..resources import check_memory, memory_budget
 
 __all__ = [
     "MAX_ACTIVE_SET_BYTES",
@@ -21,6 +25,8 @@ __all__ = [
     "PAIR_BYTES_PER_K",
     "ActiveSet",
     "check_active_set_size",
+    "check_first_active_set",
+    "estimate_impostor_pairs",
     "find_impostors",
     "find_target_neighbors",
     "margin_radii",
@@ -38,9 +44,12 @@ _BLOCK_ELEMENTS = 1 << 22
 _SEARCH_SLACK = 1e-4
 # Previous impostor pairs within the margin radius + this much stay in the active set.
 _HYSTERESIS = 1.0
-#: Most memory the impostor pairs of an active set may need; a larger active set raises a
-#: ValueError instead of exhausting the machine's memory (at N = 60,000 it passed 23 GB).
-MAX_ACTIVE_SET_BYTES = 4 << 30
+#: An optional fixed ceiling (bytes) on the memory of an active set, on top of the process's
+#: memory budget (:mod:`rankmetric.resources`), which alone bounds it when this is None. Without
+#: any bound an active set at N = 60,000 passed 23 GB.
+MAX_ACTIVE_SET_BYTES: int | None = None
+#: Anchors sampled to estimate the size of an active set before searching it.
+N_PROBE_ANCHORS = 512
 #: Bytes one active pair really costs at the peak of a fit: ``PAIR_BYTES + PAIR_BYTES_PER_K · k``.
 #: Measured (docs/reliability.md): the objective on 3M pairs peaks at 99 B/pair at k = 3 and 181
 #: at k = 8, its two indices included (its (pairs × k) hinge terms; the pair distances are
@@ -221,34 +230,166 @@ def find_impostors(
         blocks = [(Z[g], torch.nonzero(groups == g).flatten()) for g in range(Z.shape[0])]
     n = codes.shape[0]
     found_a, found_l, n_pairs = [], [], 0
+    budget = memory_budget().bytes
     for Zg, members in blocks:
         columns = Zg if members is None else Zg[members]
         column_codes = codes if members is None else codes[members]
-        step = row_chunk(columns.shape[0])
-        for start in range(0, n, step):  # loop over row chunks
-            stop = min(start + step, n)
-            d = squared_distances(Zg[start:stop], columns)
-            inside = (d < radii[start:stop, None]) & (codes[start:stop, None] != column_codes)
+        for start, inside in _inside_blocks(Zg, codes, radii, columns, column_codes):
             a, l = torch.nonzero(inside, as_tuple=True)
             found_a.append(a + start)
             found_l.append(l if members is None else members[l])
             n_pairs += a.numel()
-            check_active_set_size(n_pairs, targets.shape[1], n)
+            check_active_set_size(n_pairs, targets.shape[1], n, budget=budget)
     return torch.cat(found_a), torch.cat(found_l)
 
 
-def check_active_set_size(n_pairs: int, k: int, n_samples: int) -> None:
-    """Raise before an active set of ``n_pairs`` pairs outgrows ``MAX_ACTIVE_SET_BYTES``."""
+def _inside_blocks(anchors_Z, anchor_codes, radii, columns, column_codes):
+    """``(start, inside)`` for each chunk of anchor rows: ``inside[i, j]`` tells whether column
+    ``j`` has another class than anchor ``start + i`` and lies inside its radius.
+
+    The (chunk × n) blocks are written into buffers allocated once per call: a fresh
+    16 MB block per chunk, freed while the small pair tensors of each chunk stay alive,
+    fragments the C heap so that resident memory grew by up to the block size per chunk (one
+    search on 20,000 points: 719 MiB of growth for 14 MiB of pairs; now 39 MiB).
+    """
+    step = row_chunk(columns.shape[0])
+    rows = min(step, anchors_Z.shape[0])
+    width = columns.shape[0]
+    d_buf = torch.empty(rows, width, dtype=columns.dtype, device=columns.device)
+    inside_buf = torch.empty(rows, width, dtype=torch.bool, device=columns.device)
+    differ_buf = torch.empty(rows, width, dtype=torch.bool, device=columns.device)
+    column_sq = (columns * columns).sum(1)
+    for start in range(0, anchors_Z.shape[0], step):  # loop over row chunks
+        A = anchors_Z[start : start + step]
+        m = A.shape[0]
+        d, inside, differ = d_buf[:m], inside_buf[:m], differ_buf[:m]
+        torch.add((A * A).sum(1)[:, None], column_sq[None, :], out=d)
+        d.addmm_(A, columns.T, alpha=-2.0)  # ||a||² + ||b||² − 2ab, as squared_distances
+        torch.lt(d, radii[start : start + step, None], out=inside)
+        torch.ne(anchor_codes[start : start + step, None], column_codes[None, :], out=differ)
+        inside.logical_and_(differ)
+        yield start, inside
+
+
+def check_active_set_size(
+    n_pairs: int, k: int, n_samples: int, *, budget: int | None = -1, estimated: bool = False
+) -> None:
+    """Raise before an active set of ``n_pairs`` pairs outgrows the memory this process may use.
+
+    Parameters
+    ----------
+    n_pairs, k, n_samples : int
+        Impostor pairs, target neighbours per sample, samples.
+    budget : int or None, optional
+        The budget in bytes, when the caller measured it once for many checks (None: no bound
+        known); by default :func:`rankmetric.resources.memory_budget` now.
+    estimated : bool, default=False
+        Whether ``n_pairs`` is an estimate from sampled anchors (worded so in the message).
+    """
     need = n_pairs * (PAIR_BYTES + PAIR_BYTES_PER_K * k)
-    if need > MAX_ACTIVE_SET_BYTES:
+    what = (
+        f"LMNN's active set of {'about' if estimated else 'more than'} {n_pairs:,} impostor "
+        f"pairs on {n_samples:,} samples (n_target_neighbors={k})"
+    )
+    advice = (
+        "Fit on a subsample, lower n_target_neighbors, or use WARCA, whose memory does not grow "
+        "with the number of samples."
+    )
+    if MAX_ACTIVE_SET_BYTES is not None and need > MAX_ACTIVE_SET_BYTES:
         raise ValueError(
-            f"LMNN's active set holds more than {n_pairs:,} impostor pairs on {n_samples:,} "
-            f"samples, which would need about {need / 2**30:.1f} GiB "
-            f"(limit rankmetric.estimators._lmnn_search.MAX_ACTIVE_SET_BYTES = "
-            f"{MAX_ACTIVE_SET_BYTES / 2**30:.0f} GiB). Fit on a subsample, lower k "
-            "(n_target_neighbors), "
-            "or use WARCA, whose memory does not grow with the number of samples."
+            f"{what} would need about {need / 2**30:.1f} GiB (limit "
+            f"rankmetric.estimators._lmnn_search.MAX_ACTIVE_SET_BYTES = "
+            f"{MAX_ACTIVE_SET_BYTES / 2**30:.1f} GiB). {advice}"
         )
+    if budget == -1 or (budget is not None and need > budget):
+        check_memory(need, what, advice)
+
+
+def _probe_rows(n: int, n_probe: int | None, device) -> torch.Tensor:
+    """``n_probe`` (default :data:`N_PROBE_ANCHORS`) evenly spaced sample indices."""
+    n_probe = min(n, N_PROBE_ANCHORS if n_probe is None else n_probe)
+    return torch.linspace(0, n - 1, n_probe, device=device).round().long().unique()
+
+
+def _count_impostors_of(Z, codes, rows, radii, groups) -> int:
+    """Impostors of the anchors ``rows`` (margin radii ``radii``), over every sample, chunked."""
+    radii = radii * (1.0 + _SEARCH_SLACK) + _SEARCH_SLACK
+    count = 0
+    for g in [None] if groups is None else range(Z.shape[0]):  # loop over the (few) groups
+        Zg = Z if g is None else Z[g]
+        members = None if g is None else torch.nonzero(groups == g).flatten()
+        columns = Zg if members is None else Zg[members]
+        column_codes = codes if members is None else codes[members]
+        for _, inside in _inside_blocks(Zg[rows], codes[rows], radii, columns, column_codes):
+            count += int(inside.sum())
+    return count
+
+
+def estimate_impostor_pairs(
+    Z: torch.Tensor,
+    codes: torch.Tensor,
+    targets: torch.Tensor | None = None,
+    target_mask: torch.Tensor | None = None,
+    groups: torch.Tensor | None = None,
+    n_probe: int | None = None,
+    *,
+    X: torch.Tensor | None = None,
+    k: int | None = None,
+) -> int:
+    """The impostor pairs :func:`find_impostors` would find, estimated from sampled anchors.
+
+    ``n_probe`` evenly spaced anchors (default :data:`N_PROBE_ANCHORS`) are searched against
+    every sample, in O(n_probe · n) time and O(chunk · n) memory; their count is scaled to
+    ``n`` anchors (exact when ``n_probe >= n``). Without ``targets`` (before the target
+    neighbours are known) the anchors' own ``k`` target neighbours are found in ``X``, the
+    input space, as :func:`find_target_neighbors` would.
+    """
+    n = codes.shape[0]
+    rows = _probe_rows(n, n_probe, codes.device)
+    if targets is None:
+        targets, target_mask = _targets_of(X, codes, rows, k)
+    else:
+        targets, target_mask = targets[rows], target_mask[rows]
+    radii = _target_distances_of(Z, rows, targets, groups)
+    radii = radii.masked_fill(~target_mask, -torch.inf).max(1).values + 1.0
+    return int(round(_count_impostors_of(Z, codes, rows, radii, groups) * n / rows.numel()))
+
+
+def _target_distances_of(Z, rows, targets, groups) -> torch.Tensor:
+    """``d(x_i, x_j)²`` for the anchors ``rows`` and their targets (len(rows), k)."""
+    if groups is None:
+        return ((Z[rows][:, None, :] - Z[targets]) ** 2).sum(-1)
+    return pair_sq_distances(Z, rows[:, None], targets, groups)
+
+
+def _targets_of(X, codes, rows, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The ``k`` nearest same-class neighbours of the anchors ``rows`` in ``X``, brute force."""
+    found, mask = [], []
+    step = row_chunk(X.shape[0])
+    d_buf = torch.empty(min(step, rows.numel()), X.shape[0], dtype=X.dtype, device=X.device)
+    x_sq = (X * X).sum(1)
+    for start in range(0, rows.numel(), step):  # loop over row chunks (one buffer: see above)
+        r = rows[start : start + step]
+        d = d_buf[: r.numel()]
+        torch.add(x_sq[r][:, None], x_sq[None, :], out=d)
+        d.addmm_(X[r], X.T, alpha=-2.0)
+        d[torch.arange(r.numel(), device=X.device), r] = torch.inf
+        d.masked_fill_(codes[r, None] != codes, torch.inf)
+        values, nearest = d.topk(min(k, X.shape[0]), dim=1, largest=False)
+        found.append(nearest)
+        mask.append(torch.isfinite(values))
+    return torch.cat(found), torch.cat(mask)
+
+
+def check_first_active_set(
+    X: torch.Tensor, Z: torch.Tensor, codes: torch.Tensor, k: int, groups=None
+) -> None:
+    """Refuse, before any target-neighbour search, a problem whose first active set (at the
+    starting embedding ``Z``) cannot fit in the memory budget; seconds even at N = 200,000."""
+    n = codes.shape[0]
+    if n > N_PROBE_ANCHORS:
+        estimate = estimate_impostor_pairs(Z, codes, groups=groups, X=X, k=k)
+        check_active_set_size(estimate, k, n, estimated=True)
 
 
 def search_active_set(
@@ -263,15 +404,20 @@ def search_active_set(
 
     Keeping the previous pairs that lie within the margin radius + 1 (a hysteresis band) stops
     pairs from flickering in and out between two searches, which otherwise costs many restarts.
-    ``Z`` and ``groups`` are as in :func:`find_impostors`.
+    ``Z`` and ``groups`` are as in :func:`find_impostors`. An active set that cannot fit in
+    the memory budget is refused first, from an estimate on sampled anchors
+    (:func:`estimate_impostor_pairs`), before the full search.
     """
+    n, k = codes.shape[0], targets.shape[1]
+    if n > N_PROBE_ANCHORS:
+        estimate = estimate_impostor_pairs(Z, codes, targets, target_mask, groups)
+        check_active_set_size(estimate, k, n, estimated=True)
     anchors, impostors = find_impostors(Z, codes, targets, target_mask, groups=groups)
     if previous is not None and previous.anchors.numel():
         radii = margin_radii(Z, targets, target_mask, groups)
         d = pair_sq_distances(Z, previous.anchors, previous.impostors, groups)
         near = d < radii[previous.anchors] + _HYSTERESIS
-        n = codes.shape[0]
-        check_active_set_size(int(near.sum()) + anchors.numel(), targets.shape[1], n)
+        check_active_set_size(int(near.sum()) + anchors.numel(), k, n)
         keys = torch.cat([previous.pair_keys(n)[near], anchors * n + impostors]).unique()
         anchors, impostors = keys // n, keys % n
     return ActiveSet(targets, target_mask, anchors, impostors)

@@ -221,8 +221,10 @@ class ITML(MahalanobisMixin, BaseEstimator):
     Parameters
     ----------
     slack_weight : float, default=1.0
-        Slack trade-off γ > 0 (the weight of the slack divergence); ``np.inf`` enforces the
-        constraints exactly.
+        Slack trade-off γ > 0, finite (the weight of the slack divergence); larger values
+        enforce the constraints more strictly. ``np.inf`` (exact constraints) is refused: the
+        constraints drawn from labels are rarely all feasible at once, and exact projections
+        then cycle without converging to a usable metric.
     max_iter : int, default=1000
         Sweeps over all constraints.
     tol : float, default=1e-3
@@ -261,7 +263,7 @@ class ITML(MahalanobisMixin, BaseEstimator):
     """
 
     _parameter_constraints = {
-        "slack_weight": [Interval(Real, 0, np.inf, closed="right")],
+        "slack_weight": [Interval(Real, 0, np.inf, closed="neither")],
         "max_iter": [POSITIVE_INT],
         "tol": [Interval(Real, 0, None, closed="neither")],
         "prior": [Options("identity", "covariance"), ARRAY],

@@ -28,6 +28,7 @@ from .._validation import (
     POSITIVE_INT,
     check_labels,
     check_min_per_class,
+    check_scale,
     deprecate_positional_args,
 )
 from ..io import register_estimator
@@ -56,28 +57,33 @@ TRANSFORM_CHUNK_ELEMENTS = 1 << 24
 #: ``lr · Σ_j |k(x, x_j)|``, which grows with N; this keeps that first move as large as linear
 #: WARCA's on about 64 standardised features, the inputs its step size was chosen on.
 KERNEL_ROW_MASS = 64.0
-#: Most memory the kernels of one fit may take (float32); a larger fit raises a ValueError first.
-MAX_KERNEL_BYTES = 4 << 30
+#: An optional fixed ceiling (bytes) on the kernels of one fit, on top of the process's memory
+#: budget (:mod:`rankmetric.resources`), which alone bounds them when this is None.
+MAX_KERNEL_BYTES: int | None = None
 
 
 def _check_kernel_memory(n: int, n_landmarks: int | None, exact: bool) -> None:
-    """Raise before the kernels of a fit outgrow ``MAX_KERNEL_BYTES``.
+    """Raise before the kernels of a fit outgrow the memory budget (or ``MAX_KERNEL_BYTES``).
 
     Counted in float32 numbers: the exact N × N kernel and one temporary of its size; or the
     N × m Nyström features and one temporary, plus the m × m landmark kernel, its
     eigendecomposition and the normaliser.
     """
+    from ..resources import check_memory
+
     m = min(n_landmarks or DEFAULT_LANDMARKS, n)
     need = 4 * (2 * n * n if exact else 2 * n * m + 4 * m * m)
-    if need > MAX_KERNEL_BYTES:
-        what = f"an N × N = {n} × {n} kernel"
-        if not exact:
-            what = f"N × m = {n} × {m} Nyström features and an m × m = {m} × {m} landmark kernel"
+    what = f"an N × N = {n} × {n} kernel"
+    if not exact:
+        what = f"N × m = {n} × {m} Nyström features and an m × m = {m} × {m} landmark kernel"
+    advice = "Use fewer n_landmarks, a subsample, or WARCA."
+    if MAX_KERNEL_BYTES is not None and need > MAX_KERNEL_BYTES:
         raise ValueError(
             f"KernelWARCA would need {what}: about {need / 2**30:.1f} GiB (limit "
             f"rankmetric.estimators.kernel_warca.MAX_KERNEL_BYTES = "
-            f"{MAX_KERNEL_BYTES / 2**30:.0f} GiB). Use fewer n_landmarks, a subsample, or WARCA."
+            f"{MAX_KERNEL_BYTES / 2**30:.1f} GiB). {advice}"
         )
+    check_memory(need, f"KernelWARCA's {what}", advice)
 
 
 def _step_scale(rows: torch.Tensor) -> float:
@@ -265,6 +271,8 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         """
         self._check_params()
         X, y = validate_data(self, X, y, dtype=[np.float32, np.float64])
+        if self.kernel != "precomputed":  # magnitudes whose squares overflow are refused
+            check_scale(X, np.float32)
         classes, codes = check_labels(y, X.shape[0])
         check_min_per_class(codes, 2)
         if self.kernel == "precomputed" and X.shape[0] != X.shape[1]:

@@ -33,6 +33,7 @@ from .._validation import (
     check_labels,
     check_min_per_class,
     check_param,
+    check_scale,
     deprecate_positional_args,
 )
 from ..io import register_estimator
@@ -184,6 +185,7 @@ class KISSME(MahalanobisMixin, BaseEstimator):
         """
         self._validate_params()
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
+        check_scale(X, np.float64)  # magnitudes whose squares overflow are refused
         check_classification_targets(y)
         _, codes = check_labels(y, X.shape[0])
         check_min_per_class(codes, 2)

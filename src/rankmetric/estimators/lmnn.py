@@ -46,6 +46,7 @@ from .._validation import (
     check_labels,
     check_min_per_class,
     check_param,
+    check_scale,
     deprecate_positional_args,
 )
 from ..io import register_estimator
@@ -61,6 +62,7 @@ from ._lmnn_search import (
     PAIR_BYTES,
     PAIR_BYTES_PER_K,
     ActiveSet,
+    check_first_active_set,
     find_impostors,
     find_target_neighbors,
     pair_sq_distances,
@@ -252,6 +254,7 @@ class LMNN(MahalanobisMixin, BaseEstimator):
         """
         self._validate_params()
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
+        check_scale(X, np.float32)  # magnitudes whose squares overflow are refused
         check_classification_targets(y)
         _, codes = check_labels(y, X.shape[0])
         check_min_per_class(codes, 2, what="target neighbours")
@@ -262,6 +265,7 @@ class LMNN(MahalanobisMixin, BaseEstimator):
         L0 = self._initial_map(X, r, make_rng(self.random_state))
         Xt = to_tensor(X.astype(np.float32), device)  # a writable float32 copy
         codes_t = torch.as_tensor(codes, device=device)
+        check_first_active_set(Xt, Xt @ to_tensor(L0, device).T, codes_t, k)  # before searching
         targets, target_mask = find_target_neighbors(Xt, codes_t, k)
         L, n_iter, loss, active, converged = self._optimise(Xt, codes_t, targets, target_mask, L0)
         if not converged:

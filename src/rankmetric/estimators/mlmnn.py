@@ -46,6 +46,7 @@ from .._validation import (
     ParameterValidationMixin,
     check_labels,
     check_param,
+    check_scale,
     deprecate_positional_args,
 )
 from ..io import load_model, register_estimator, save_model
@@ -345,6 +346,7 @@ class MultiMetricLMNN(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
         """
         self._validate_params()
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
+        check_scale(X, np.float32)  # magnitudes whose squares overflow are refused
         check_classification_targets(y)
         classes, codes = check_labels(y, X.shape[0])
         r = n_components_for(self.n_components, X.shape[1])

@@ -31,6 +31,7 @@ from .._validation import (
     Options,
     check_labels,
     check_min_per_class,
+    check_scale,
     deprecate_positional_args,
 )
 from ..io import register_estimator
@@ -648,6 +649,7 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         """
         self._validate_params()
         X, y = validate_data(self, X, y, dtype=[np.float32, np.float64])
+        check_scale(X, np.float32)  # magnitudes whose squares overflow are refused
         classes, codes = check_labels(y, X.shape[0])
         check_min_per_class(codes, 2)
         rng = make_rng(self.random_state)

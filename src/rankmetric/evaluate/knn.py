@@ -107,8 +107,17 @@ def knn_search(
 
 def _torch_search(Q, G, k, metric, exclude_self, chunk_size) -> tuple[np.ndarray, np.ndarray]:
     """The torch path of :func:`knn_search` on validated tensors."""
+    from ..resources import check_memory
+
     dtype = Q.dtype
     dev = Q.device
+    need = Q.shape[0] * k * (Q.element_size() + 8)  # the (queries × k) result
+    if need > 1 << 20:  # reading the budget costs ~0.2-1 ms: not for a small search in a loop
+        check_memory(
+            need,
+            f"knn_search's {Q.shape[0]} × {k} neighbours",
+            "Ask for fewer neighbours (k) or search the queries in batches.",
+        )
     distances = torch.empty((Q.shape[0], k), dtype=dtype, device=dev)
     indices = torch.empty((Q.shape[0], k), dtype=torch.int64, device=dev)
     chunks = nearest_chunks(

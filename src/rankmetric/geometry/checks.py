@@ -18,7 +18,7 @@ import torch
 
 from .._validation import check_spd_array
 
-__all__ = ["check_spd", "as_symmetric_tensor", "raise_if_not_positive"]
+__all__ = ["check_spd", "as_symmetric_tensor", "raise_if_not_positive", "raise_if_singular"]
 
 #: Relative asymmetry tolerated, the same as ``check_spd_array``'s default (``rtol=1e-6`` times 10).
 SYMMETRY_RTOL = 1e-5
@@ -116,6 +116,35 @@ def raise_if_not_positive(smallest_eigenvalue: torch.Tensor, name: str = "X") ->
     bad = int(non_positive[0, 0]) if non_positive.numel() else int(torch.argmin(flat))
     raise ValueError(
         f"{name}[{bad}] is not positive definite (smallest eigenvalue {float(flat[bad]):.3g})."
+    )
+
+
+def raise_if_singular(condition: torch.Tensor, size: int, name: str = "X") -> None:
+    """Raise if any matrix is singular to working precision (numerically rank-deficient).
+
+    The tolerance is NumPy's ``matrix_rank``: a matrix of size ``c`` whose condition number
+    exceeds ``1 / (c · eps)`` of its dtype has a smallest eigenvalue indistinguishable from
+    zero, so a distance computed from it would be finite but meaningless.
+
+    Parameters
+    ----------
+    condition : Tensor of shape (...,)
+        Condition number (or a lower bound of it) of each matrix, in the dtype computed in.
+    size : int
+        The matrices' size ``c``.
+    name : str, default="X"
+        Name used in error messages.
+    """
+    flat = condition.detach().reshape(-1)
+    limit = 1.0 / (max(size, 1) * torch.finfo(flat.dtype).eps)
+    singular = ~(flat <= limit)  # NaN counts as singular
+    if flat.numel() == 0 or not bool(singular.any()):
+        return
+    bad = int(torch.nonzero(singular)[0, 0])
+    raise ValueError(
+        f"{name}[{bad}] is singular to working precision (condition number "
+        f"{float(flat[bad]):.3g} > 1 / (c · eps) = {limit:.3g}): SPD matrices must have full "
+        "rank; regularise them (e.g. add a small multiple of the identity, or use shrinkage)."
     )
 
 

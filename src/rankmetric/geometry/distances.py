@@ -22,7 +22,12 @@ from ._common import (
     condition_proxy,
     inverse_congruence,
 )
-from .checks import as_symmetric_tensor, raise_if_cholesky_failed, raise_if_not_positive
+from .checks import (
+    as_symmetric_tensor,
+    raise_if_cholesky_failed,
+    raise_if_not_positive,
+    raise_if_singular,
+)
 from .matrix_functions import eigh, eigvalsh, log_unchecked, sym_to_vec, symmetrize
 
 __all__ = [
@@ -104,6 +109,7 @@ def _airm_core(A, B, all_pairs: bool, with_vectors: bool, strict: bool):
     if not strict and (bool((info != 0).any()) or _beyond(condition_proxy(L))):
         return None
     raise_if_cholesky_failed(info, "A")
+    raise_if_singular(condition_proxy(L), L.shape[-1], "A")
     if all_pairs:
         L_inv = _triangular_inverse(L)
         whitened = _whiten(L_inv, B)
@@ -118,6 +124,7 @@ def _airm_core(A, B, all_pairs: bool, with_vectors: bool, strict: bool):
         if bool((smallest <= 0).any()) or _beyond(largest / smallest):
             return None
     raise_if_not_positive(eigenvalues[..., 0], "B")
+    raise_if_singular(eigenvalues[..., -1] / eigenvalues[..., 0], B.shape[-1], "B")
     if U is None:
         return eigenvalues, None
     if all_pairs:

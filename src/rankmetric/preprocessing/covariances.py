@@ -99,6 +99,31 @@ class Covariances(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):
             )
         return covariances(X, self.estimator, self.shrinkage)
 
+    def set_output(self, *, transform: str | None = None) -> Covariances:
+        """Accept a scikit-learn output container; the matrices stay an ndarray.
+
+        A stack of matrices has no columns, so no container other than an ndarray can hold it:
+        ``set_output`` is accepted (so ``Pipeline.set_output(transform="pandas")`` configures
+        the steps after this one, e.g. a :class:`TangentSpace` whose vectors become a frame)
+        and leaves the output of ``transform`` unchanged.
+
+        Parameters
+        ----------
+        transform : {"default", "pandas", "polars"}, optional
+            ``None`` leaves the setting unchanged.
+
+        Returns
+        -------
+        self
+        """
+        if transform not in (None, "default", "pandas", "polars"):
+            raise ValueError(
+                f"transform must be 'default', 'pandas', 'polars' or None, got {transform!r}."
+            )
+        if transform is not None:
+            self._output_container = transform
+        return self
+
     def _check_params(self) -> None:
         _check_estimator(self.estimator, self.shrinkage)
 

@@ -214,8 +214,9 @@ def airm_distance(A, B) -> torch.Tensor:
 
     Notes
     -----
-    In float32, a batch where ``A`` or the whitened ``A^{-1/2} B A^{-1/2}`` has a condition
-    number beyond ``FLOAT32_MAX_CONDITION`` (1e3) is whitened in float64 (the result is float32).
+    In float32, the pairs where ``A`` or the whitened ``A^{-1/2} B A^{-1/2}`` has a condition
+    number beyond ``FLOAT32_MAX_CONDITION`` (1e3) are recomputed in float64 (the result is
+    float32); the other pairs stay in float32.
 
     References
     ----------

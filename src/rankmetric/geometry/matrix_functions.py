@@ -220,7 +220,8 @@ def divided_differences(
 
 
 def _apply_to_spectrum(X, f, positive_name):
-    """``(eigenvalues, eigenvectors, f(eigenvalues), f(X))`` of symmetric ``X``."""
+    """``(eigenvalues, eigenvectors, f(eigenvalues), f(X))`` of the symmetric part of ``X`` (with
+    or without autograd the same function: gradcheck's numerical side runs without it)."""
     eigenvalues, eigenvectors = eigh(symmetrize(X))
     if positive_name is not None:
         raise_if_not_positive(eigenvalues[..., 0], positive_name)

@@ -133,8 +133,15 @@ def log_map(X, reference, metric: str = "airm") -> torch.Tensor:
     """
     metric = canonical_metric(metric, TANGENT_METRICS)
     X, M = _checked_pair(X, reference, "X")
+    return log_map_unchecked(X, M, metric)
+
+
+def log_map_unchecked(X: torch.Tensor, M: torch.Tensor, metric: str) -> torch.Tensor:
+    """:func:`log_map` for checked tensors of one dtype and device, ``M`` SPD and ``metric``
+    canonical (callers that validated their input once, e.g. ``TangentSpace.transform``)."""
     if metric == "airm":
-        return log_unchecked(_whiten(X, M), "X")
+        W = spd_inv_sqrt(M)
+        return log_unchecked(W @ X @ W, "X")  # the log reads a symmetrised copy
     if metric == "euclidean":
         return symmetrize(X - M)
     values, vectors = _reference_eigh(M)
@@ -185,6 +192,11 @@ def exp_map(T, reference, metric: str = "airm") -> torch.Tensor:
     """
     metric = canonical_metric(metric, TANGENT_METRICS)
     T, M = _checked_pair(T, reference, "T")
+    return exp_map_unchecked(T, M, metric)
+
+
+def exp_map_unchecked(T: torch.Tensor, M: torch.Tensor, metric: str) -> torch.Tensor:
+    """:func:`exp_map` for checked tensors (see :func:`log_map_unchecked`)."""
     if metric == "airm":
         S = spd_sqrt(M)
         return symmetrize(S @ exp_unchecked(T) @ S)

@@ -23,7 +23,14 @@ from ._common import (
     inverse_congruence,
 )
 from .checks import as_symmetric_tensor, raise_if_cholesky_failed, raise_if_not_positive
-from .matrix_functions import eigh, eigvalsh, log_unchecked, sym_to_vec, symmetrize
+from .matrix_functions import (
+    MIN_WORK_PER_THREAD,
+    eigh,
+    eigvalsh,
+    log_unchecked,
+    sym_to_vec,
+    symmetrize,
+)
 
 __all__ = [
     "airm_distance",
@@ -275,7 +282,7 @@ def pairwise_airm(A, B=None, chunk_size: int | None = None) -> torch.Tensor:
     if same and chunk_size is None and _pairs_fit(n_a, c, A.device):
         return safe_sqrt(_upper_pairs_squared(A))  # one batch of the n(n−1)/2 pairs i < j
     if same and chunk_size is None:  # thin chunks: a chunk's block wastes its rows²/2 pairs j <= i
-        rows = min(rows, -(-n_a // SAME_SET_CHUNKS))
+        rows = min(rows, max(-(-n_a // SAME_SET_CHUNKS), _rows_for_threads(n_a, c, A.device)))
     blocks = []
     for start in range(0, n_a, rows):
         first_col = start if same else 0
@@ -286,6 +293,14 @@ def pairwise_airm(A, B=None, chunk_size: int | None = None) -> torch.Tensor:
         squared = torch.triu(squared, diagonal=1)
         squared = squared + squared.mT
     return safe_sqrt(squared)
+
+
+def _rows_for_threads(n: int, c: int, device: torch.device) -> int:
+    """Rows of a one-set chunk whose eigenproblems fill every CPU thread (``eigh``'s split)."""
+    threads = torch.get_num_threads() if device.type == "cpu" else 1
+    if threads < 2:
+        return 1
+    return -(-threads * MIN_WORK_PER_THREAD // (max(n // 2, 1) * c**3))
 
 
 def _pairs_fit(n: int, c: int, device: torch.device) -> bool:

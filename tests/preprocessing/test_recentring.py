@@ -125,3 +125,18 @@ def test_bad_input_names_the_problem():
         DomainRecentering(device="cpu").fit(bad)
     with pytest.raises(ValueError, match="positive definite"):
         DomainRecentering(device="cpu").fit(-X)
+
+
+def test_pipeline_without_routing_takes_fit_domains_as_step_parameters():
+    X, y, sessions = _shifted_sessions(n=60, seed=1)
+    s1, s2 = sessions == "s1", sessions == "s2"
+    X_train = np.concatenate([X[s1][:30], X[s2][:30]])
+    y_train = np.concatenate([y[s1][:30], y[s2][:30]])
+    domains = np.repeat(["s1", "s2"], 30)
+    model = make_pipeline(
+        DomainRecentering(device="cpu"), TangentSpace(device="cpu"), LogisticRegression()
+    )
+    model.fit(X_train, y_train, domainrecentering__domains=domains)
+    assert list(model[0].domains_) == ["s1", "s2"]
+    # predict without labels: the batch (the rest of session 2) is re-centred at its own mean
+    assert model.score(X[s2][30:], y[s2][30:]) > 0.8

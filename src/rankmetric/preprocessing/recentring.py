@@ -56,9 +56,11 @@ class DomainRecentering(
         model.fit(trials, y, domains=sessions)
         model.predict(new_trials, domains=new_sessions)
 
-    Without labels (``domains=None``, e.g. routing off) all matrices passed to one call form
-    one domain: ``fit`` re-centres the training set at its mean, and ``transform`` re-centres
-    the batch it is given at the batch's own mean (pass the whole new session at once).
+    Without routing, the training domains can still be given as a step parameter,
+    ``model.fit(trials, y, domainrecentering__domains=sessions)``; ``transform`` then receives no
+    labels. Without labels (``domains=None``) all matrices passed to one call form one domain:
+    ``fit`` re-centres the training set at its mean, and ``transform`` re-centres the batch it is
+    given at the batch's own mean (pass the whole new session at once).
 
     Parameters
     ----------

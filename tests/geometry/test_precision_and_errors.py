@@ -135,3 +135,22 @@ def test_batch_shapes_that_do_not_broadcast_raise_value_error(call):
 def test_geodesic_names_a_bad_position_or_metric(t, metric, message):
     with pytest.raises(ValueError, match=message):
         geodesic(_stack(2), _stack(2), t, metric)
+
+
+def test_float32_refines_only_the_pairs_it_cannot_resolve(make_spd, spd_with_spectrum):
+    """A mixed float32 batch: the ill-conditioned pair is recomputed in float64, the others keep
+    their float32 values, and an error still names the original index."""
+    rng = np.random.default_rng(7)
+    A = torch.as_tensor(make_spd(rng, 5, 4)).float()
+    B = torch.as_tensor(make_spd(rng, 5, 4)).float()
+    B[3] = spd_with_spectrum(rng, [1.0, 1e-2, 1e2, 1e5]).float()  # whitened condition > 1e3
+    mixed = airm_distance(A, B)
+    alone = airm_distance(A[[0, 1, 2, 4]], B[[0, 1, 2, 4]])
+    torch.testing.assert_close(mixed[[0, 1, 2, 4]], alone, rtol=0, atol=0)
+    exact = airm_distance(A[3].double(), B[3].double())
+    torch.testing.assert_close(mixed[3].double(), exact, rtol=1e-6, atol=0)
+    pairwise = pairwise_airm(A, B)
+    torch.testing.assert_close(pairwise[3, 3].double(), exact, rtol=1e-6, atol=0)
+    B[2] = -B[2]
+    with pytest.raises(ValueError, match=r"B\[2\] is not positive definite"):
+        airm_distance(A, B)

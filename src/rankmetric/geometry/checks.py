@@ -18,7 +18,13 @@ import torch
 
 from .._validation import check_spd_array
 
-__all__ = ["check_spd", "as_symmetric_tensor", "raise_if_not_positive", "raise_if_singular"]
+__all__ = [
+    "check_spd",
+    "as_symmetric_tensor",
+    "raise_if_not_positive",
+    "raise_if_singular",
+    "singular_limit",
+]
 
 #: Relative asymmetry tolerated, the same as ``check_spd_array``'s default (``rtol=1e-6`` times 10).
 SYMMETRY_RTOL = 1e-5
@@ -119,6 +125,12 @@ def raise_if_not_positive(smallest_eigenvalue: torch.Tensor, name: str = "X") ->
     )
 
 
+def singular_limit(size: int, dtype: torch.dtype) -> float:
+    """Largest condition number of a full-rank ``size × size`` matrix in ``dtype``:
+    ``1 / (size · eps)``, NumPy's ``matrix_rank`` tolerance."""
+    return 1.0 / (max(size, 1) * torch.finfo(dtype).eps)
+
+
 def raise_if_singular(condition: torch.Tensor, size: int, name: str = "X") -> None:
     """Raise if any matrix is singular to working precision (numerically rank-deficient).
 
@@ -136,7 +148,7 @@ def raise_if_singular(condition: torch.Tensor, size: int, name: str = "X") -> No
         Name used in error messages.
     """
     flat = condition.detach().reshape(-1)
-    limit = 1.0 / (max(size, 1) * torch.finfo(flat.dtype).eps)
+    limit = singular_limit(size, flat.dtype)
     singular = ~(flat <= limit)  # NaN counts as singular
     if flat.numel() == 0 or not bool(singular.any()):
         return

@@ -252,8 +252,8 @@ class SPDNetEmbedding(MetricLearnerMixin, BaseEstimator):
     n_per_class : int, default=8
         Samples per class in a batch (classes with fewer samples are drawn with repetition).
     max_iter : int, default=3000
-        Largest number of optimisation steps; validation early stopping (``patience``) usually
-        ends the fit well before. ``0`` builds the **untrained reference** on purpose: the
+        Largest number of optimisation steps (0: the untrained reference, no training);
+        validation early stopping (``patience``) usually ends the fit well before. ``0`` builds the **untrained reference** on purpose: the
         network's start (whitening and, with ``init="identity"``, the identity / principal
         start fitted on all the matrices, nothing held out), no training and no warning;
         ``best_iter_`` is 0. With the default network its vectors are the log-Euclidean
@@ -269,6 +269,7 @@ class SPDNetEmbedding(MetricLearnerMixin, BaseEstimator):
         does, under ``validation_distance``; at most 2000 of them, 500 under AIRM); the best
         parameters are kept. 0 disables validation.
     validation_every : int, default=10
+        Steps between two validations.
     patience : int or None, default=20
         Validations without improvement before stopping (``None``: run ``max_iter`` steps).
     validation_metric : {"recall@1", "map"}, default="recall@1"
@@ -294,12 +295,16 @@ class SPDNetEmbedding(MetricLearnerMixin, BaseEstimator):
         Whiten the inputs by the Riemannian (Karcher) mean ``M`` of the training matrices,
         ``X ↦ M^{-1/2} X M^{-1/2}``.
     random_state : int, Generator or None
+        Seed of the validation split, the network's start and the batches (same seed, same
+        model on the CPU).
     device : str or None
         Torch device; ``None`` picks CUDA when available.
     verbose : bool or int, default=False
+        Show a progress bar (on a terminal).
     checkpoint_dir : str or path-like, optional
         Folder for resumable checkpoints (see :func:`rankmetric.training.train`).
     checkpoint_every : int, default=100
+        Steps between two checkpoints.
 
     Attributes
     ----------

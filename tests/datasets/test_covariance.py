@@ -78,7 +78,7 @@ def test_single_channel_is_the_variance(rng):
         (np.ones((2, 3, 1)), {}, "at least 2 time samples"),
         (np.full((2, 3, 5), np.nan), {}, "NaN"),
         ([np.ones((3, 4)), np.ones((2, 4))], {}, "number of channels"),
-        (np.ones((2, 3, 5)), {"estimator": "mcd"}, "estimator must be"),
+        (np.ones((2, 3, 5)), {"estimator": "hub"}, "estimator must be"),
         (np.ones((2, 3, 5)), {"shrinkage": 0.1}, "only used with estimator='scm'"),
         (np.ones((2, 3, 5)), {"estimator": "scm", "shrinkage": 1.5}, r"\[0, 1\]"),
     ],

@@ -26,7 +26,10 @@ def test_scm_is_the_brute_force_sample_covariance():
     np.testing.assert_allclose(C, expected, rtol=1e-12, atol=1e-12)
 
 
-@pytest.mark.parametrize("estimator,shrinkage", [("oas", None), ("lw", None), ("scm", 0.3)])
+@pytest.mark.parametrize(
+    "estimator,shrinkage",
+    [("oas", None), ("lw", None), ("lwf", None), ("scm", 0.3), ("sch", None), ("corr", None)],
+)
 def test_same_estimators_as_the_datasets_function(estimator, shrinkage):
     X = _trials(seed=1)
     C = Covariances(estimator=estimator, shrinkage=shrinkage).fit(X).transform(X)
@@ -46,13 +49,15 @@ def test_trials_of_different_lengths():
 def test_stateless_and_cloneable():
     est = Covariances(estimator="lw")
     np.testing.assert_array_equal(est.transform(_trials()), clone(est).fit_transform(_trials()))
-    assert clone(est).get_params() == {"estimator": "lw", "shrinkage": None}
+    assert clone(est).get_params() == {"estimator": "lw", "shrinkage": None, "random_state": None}
 
 
 @pytest.mark.parametrize(
     "params,match",
     [
-        ({"estimator": "ledoit"}, "estimator must be one of"),
+        ({"estimator": "ledoit"}, "estimator must be one of 'scm', 'lwf', 'oas', 'mcd', 'sch'"),
+        ({"estimator": "tyl"}, "M-estimator 'tyl' is not available"),
+        ({"estimator": "mcd", "random_state": "zero"}, "random_state must be"),
         ({"estimator": "oas", "shrinkage": 0.1}, "only used with estimator='scm'"),
         ({"estimator": "scm", "shrinkage": 2.0}, r"shrinkage must lie in \[0, 1\]"),
     ],
@@ -60,6 +65,56 @@ def test_stateless_and_cloneable():
 def test_bad_parameters_name_the_problem(params, match):
     with pytest.raises(ValueError, match=match):
         Covariances(**params).fit(_trials())
+
+
+PYRIEMANN_NAMES = ["scm", "lwf", "oas", "mcd", "sch", "cov", "corr"]
+
+
+@pytest.mark.parametrize("estimator", PYRIEMANN_NAMES)
+def test_same_matrices_as_pyriemann(estimator):
+    pyriemann_estimation = pytest.importorskip("pyriemann.estimation")
+    X = _trials(n=8, c=4, t=60, seed=3) * np.array([1.0, 2.0, 0.5, 3.0])[:, None]
+    X[:, 1] += 0.4 * X[:, 0]  # correlated channels: shrinkage and correlations are not trivial
+    extra = {"random_state": 7} if estimator == "mcd" else {}
+    theirs = pyriemann_estimation.Covariances(estimator=estimator, **extra).fit_transform(X)
+    ours = Covariances(estimator=estimator, **extra).fit_transform(X)
+    np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-10 * np.abs(theirs).max())
+
+
+def test_default_and_aliases_are_pyriemanns():
+    assert Covariances().estimator == "scm"
+    X = _trials(seed=4)
+    np.testing.assert_array_equal(
+        Covariances(estimator="lw").fit_transform(X), Covariances(estimator="lwf").fit_transform(X)
+    )
+
+
+def test_mcd_is_robust_to_outlying_samples_and_seeded():
+    X = _trials(n=5, c=3, t=200, seed=5)
+    clean = np.stack([np.cov(trial, bias=True) for trial in X])
+    spiked = X.copy()
+    spiked[:, :, :10] += 50.0  # 5% of the time samples are artefacts
+    mcd = Covariances(estimator="mcd", random_state=0).fit_transform(spiked)
+    scm = Covariances(estimator="scm").fit_transform(spiked)
+    # the raw MCD estimate (no consistency factor) shrinks a little; the SCM explodes (~119)
+    assert np.abs(mcd - clean).max() < 1.0 and np.abs(scm - clean).max() > 100.0
+    again = Covariances(estimator="mcd", random_state=0).fit_transform(spiked)
+    np.testing.assert_array_equal(mcd, again)
+
+
+def test_corr_refuses_a_flat_channel():
+    X = _trials()
+    X[2, 1] = 1.0
+    with pytest.raises(ValueError, match="trial 2 has a channel without variance"):
+        Covariances(estimator="corr").fit_transform(X)
+
+
+def test_set_output_is_accepted_and_keeps_the_matrices():
+    X = _trials()
+    est = Covariances().set_output(transform="pandas")
+    assert isinstance(est.fit_transform(X), np.ndarray)
+    with pytest.raises(ValueError, match="transform must be"):
+        Covariances().set_output(transform="frame")
 
 
 def test_bad_trials_name_the_problem():

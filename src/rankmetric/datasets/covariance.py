@@ -13,9 +13,14 @@ from ._info import Dataset
 from ._loaders import encode_labels, load_trials
 from ._registry import DERIVED_SPD, derived_spd_name, get_info
 
-__all__ = ["covariances", "load_spd", "ESTIMATORS"]
+__all__ = ["covariances", "load_spd", "ESTIMATORS", "ESTIMATOR_ALIASES"]
 
-ESTIMATORS = ("oas", "lw", "scm")
+#: pyRiemann's names of the covariance estimators (``pyriemann.estimation.Covariances``).
+ESTIMATORS = ("scm", "lwf", "oas", "mcd", "sch", "cov", "corr")
+#: Other accepted spellings → their name in :data:`ESTIMATORS`.
+ESTIMATOR_ALIASES = {"lw": "lwf"}
+#: pyRiemann's M-estimators, named in the error message as not available here.
+_NOT_AVAILABLE = ("hub", "stu", "tyl")
 _EIGEN_FLOOR = 1e-5  # smallest eigenvalue kept, relative to the trace
 
 
@@ -23,33 +28,51 @@ def covariances(
     X: np.ndarray | Sequence[np.ndarray],
     estimator: str = "oas",
     shrinkage: float | None = None,
+    *,
+    random_state=None,
 ) -> np.ndarray:
     """Covariance matrix of each trial, vectorised over trials; always SPD.
 
-    Each trial is centred over time; the empirical covariance is ``S = Xc Xcᵀ / length`` (the
-    maximum-likelihood estimate, as ``sklearn.covariance.empirical_covariance``). A shrunk
-    estimate is ``(1 - s) S + s μ I`` with ``μ = trace(S) / n_channels``.
+    The estimators carry pyRiemann's names and give its numbers (``pyriemann.estimation.
+    Covariances(estimator=...)``, tested to 1e-10), except for the eigenvalue floor below. With
+    ``Xc`` a trial centred over time (``length`` samples), ``S = Xc Xcᵀ / length`` is the
+    maximum-likelihood sample covariance; a shrunk estimate is ``(1 - s) S + s μ I`` with
+    ``μ = trace(S) / n_channels``.
 
+    - ``"scm"``: ``S`` (``sklearn.covariance.empirical_covariance``); with ``shrinkage`` given,
+      shrunk by that fixed ``s``.
+    - ``"lwf"`` (alias ``"lw"``): ``s`` from Ledoit & Wolf (J. Multivariate Anal. 88, 2004),
+      exactly as ``sklearn.covariance.ledoit_wolf``.
     - ``"oas"``: ``s`` from the Oracle Approximating Shrinkage formula (Chen, Wiesel, Eldar &
       Hero, IEEE TSP 58(10), 2010), exactly as ``sklearn.covariance.oas``.
-    - ``"lw"``: ``s`` from Ledoit & Wolf (J. Multivariate Anal. 88, 2004), exactly as
-      ``sklearn.covariance.ledoit_wolf``.
-    - ``"scm"``: the sample covariance ``S``; with ``shrinkage`` given, that fixed ``s``.
+    - ``"mcd"``: the raw Minimum Covariance Determinant estimate of
+      ``sklearn.covariance.fast_mcd`` (Rousseeuw & Van Driessen 1999), robust to outlying time
+      samples; randomised (``random_state``), and run trial by trial (FastMCD is iterative).
+    - ``"sch"``: Schäfer & Strimmer's shrinkage (Stat. Appl. Genet. Mol. Biol. 4(1), 2005)
+      of the correlations towards 0 (target: the diagonal), with the optimal weight
+      ``γ = Σ_{i≠j} Var(r_ij) / Σ_{i≠j} r_ij²`` clipped to [0, 1], as pyRiemann's
+      ``covariance_sch``: ``length / (length - 1) · ((1 - γ) S + γ diag(S))``.
+    - ``"cov"``: the unbiased covariance ``length / (length - 1) · S`` (``numpy.cov``).
+    - ``"corr"``: the correlation matrix ``S_ij / √(S_ii S_jj)`` (``numpy.corrcoef``).
 
     Finally, a matrix whose smallest eigenvalue is below ``1e-5 · trace`` (too few samples, a
-    flat channel) gets the ridge that lifts it to that floor. The condition number then stays
-    below about 1e5, so the matrices remain positive definite after a cast to float32 (whose
-    rounding moves eigenvalues by about 1e-7 · trace). A trial without any signal (trace 0)
-    becomes ``1e-5 · n_channels · I``.
+    flat channel) gets the ridge that lifts it to that floor (pyRiemann returns it as is). The
+    condition number then stays below about 1e5, so the matrices remain positive definite after
+    a cast to float32 (whose rounding moves eigenvalues by about 1e-7 · trace). A trial without
+    any signal (trace 0) becomes ``1e-5 · n_channels · I``.
 
     Parameters
     ----------
     X : array of shape (n_trials, n_channels, length), or sequence of arrays of shape
         (n_channels, length_i)
         Trials; a sequence may hold trials of different lengths.
-    estimator : {"oas", "lw", "scm"}, default="oas"
+    estimator : {"scm", "lwf", "oas", "mcd", "sch", "cov", "corr"}, default="oas"
+        ``"lw"`` is accepted for ``"lwf"``.
     shrinkage : float in [0, 1], optional
-        Fixed shrinkage; only with ``estimator="scm"`` (OAS and LW choose their own).
+        Fixed shrinkage; only with ``estimator="scm"`` (the others choose their own).
+    random_state : int, RandomState, Generator or None, default=None
+        Seed of ``"mcd"`` (unused by the others). An int seeds every trial's FastMCD alike, as
+        pyRiemann passes it to ``fast_mcd``; a ``Generator`` is turned into one int seed.
 
     Returns
     -------
@@ -59,34 +82,59 @@ def covariances(
     Raises
     ------
     ValueError
-        Unknown estimator, a shrinkage outside [0, 1] or combined with OAS/LW, trials with fewer
-        than 2 samples, differing channel counts, or non-finite values.
+        Unknown estimator (the message lists the known ones), a shrinkage outside [0, 1] or
+        combined with another estimator than ``"scm"``, trials with fewer than 2 samples,
+        differing channel counts, non-finite values, or a flat channel with ``"corr"``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rankmetric.datasets import covariances
+    >>> trials = np.random.default_rng(0).normal(size=(4, 3, 50))
+    >>> covariances(trials, "lwf").shape
+    (4, 3, 3)
     """
-    _check_estimator(estimator, shrinkage)
+    estimator = _check_estimator(estimator, shrinkage)
     trials = _as_trials(X)
+    random_state = _mcd_seed(random_state) if estimator == "mcd" else None
     if isinstance(trials, np.ndarray):
-        return _covariances_equal_length(trials, estimator, shrinkage)
+        return _covariances_equal_length(trials, estimator, shrinkage, random_state)
     lengths = np.array([trial.shape[1] for trial in trials])
     out = np.empty((len(trials), trials[0].shape[0], trials[0].shape[0]))
     for length in np.unique(lengths):
         index = np.flatnonzero(lengths == length)
         group = np.stack([trials[i] for i in index])
-        out[index] = _covariances_equal_length(group, estimator, shrinkage)
+        out[index] = _covariances_equal_length(group, estimator, shrinkage, random_state)
     return out
 
 
-def _check_estimator(estimator: str, shrinkage: float | None) -> None:
-    if estimator not in ESTIMATORS:
-        raise ValueError(f"estimator must be one of {ESTIMATORS}, got {estimator!r}.")
+def _check_estimator(estimator: str, shrinkage: float | None) -> str:
+    """The canonical name of ``estimator`` (``"lw"`` → ``"lwf"``), or a ``ValueError``."""
+    name = ESTIMATOR_ALIASES.get(estimator, estimator) if isinstance(estimator, str) else None
+    if name not in ESTIMATORS:
+        known = ", ".join(repr(e) for e in ESTIMATORS)
+        aliases = ", ".join(f"{a!r} for {n!r}" for a, n in ESTIMATOR_ALIASES.items())
+        hint = ""
+        if isinstance(estimator, str) and estimator in _NOT_AVAILABLE:
+            hint = f" (pyRiemann's M-estimator {estimator!r} is not available in rankmetric)"
+        raise ValueError(f"estimator must be one of {known} ({aliases}), got {estimator!r}{hint}.")
     if shrinkage is None:
-        return
-    if estimator != "scm":
+        return name
+    if name != "scm":
         raise ValueError(
             f"shrinkage={shrinkage!r} is only used with estimator='scm'; "
             f"{estimator!r} chooses its own shrinkage."
         )
     if not 0.0 <= float(shrinkage) <= 1.0:
         raise ValueError(f"shrinkage must lie in [0, 1], got {shrinkage!r}.")
+    return name
+
+
+def _mcd_seed(random_state):
+    """What ``fast_mcd`` takes: None, an int or a ``RandomState`` (a Generator → an int)."""
+    if isinstance(random_state, np.random.Generator):
+        return int(random_state.integers(0, 2**31 - 1))
+    return random_state
 
 
 def _as_trials(X) -> np.ndarray | list[np.ndarray]:
@@ -113,15 +161,20 @@ def _as_trials(X) -> np.ndarray | list[np.ndarray]:
     return trials
 
 
-def _covariances_equal_length(X: np.ndarray, estimator: str, shrinkage: float | None) -> np.ndarray:
-    """``covariances`` for an (n, c, t) array."""
+def _covariances_equal_length(
+    X: np.ndarray, estimator: str, shrinkage: float | None, random_state=None
+) -> np.ndarray:
+    """``covariances`` for an (n, c, t) array (``estimator`` already canonical)."""
     n_channels, length = X.shape[1], X.shape[2]
     centred = X - X.mean(axis=2, keepdims=True)
     S = centred @ centred.transpose(0, 2, 1) / length
     mu = np.trace(S, axis1=1, axis2=2) / n_channels
+    if estimator in ("cov", "corr", "sch", "mcd"):
+        C = _OTHER_ESTIMATORS[estimator](X, centred, S, random_state)
+        return _lift_smallest_eigenvalue(C, np.trace(C, axis1=1, axis2=2) / n_channels)
     if estimator == "oas":
         s = _oas_shrinkage(S, mu, length)
-    elif estimator == "lw":
+    elif estimator == "lwf":
         s = _ledoit_wolf_shrinkage(centred, S, mu)
     else:
         s = np.full(len(X), 0.0 if shrinkage is None else float(shrinkage))
@@ -130,6 +183,58 @@ def _covariances_equal_length(X: np.ndarray, estimator: str, shrinkage: float | 
     eye = np.eye(n_channels)
     C = (1.0 - s)[:, None, None] * S + (s * mu)[:, None, None] * eye
     return _lift_smallest_eigenvalue(C, mu)
+
+
+def _unbiased(X, centred, S, random_state) -> np.ndarray:
+    """``numpy.cov``: ``S · length / (length - 1)``."""
+    length = X.shape[2]
+    return S * (length / (length - 1.0))
+
+
+def _correlation(X, centred, S, random_state) -> np.ndarray:
+    """``numpy.corrcoef``: ``S_ij / √(S_ii S_jj)``, clipped to [-1, 1]."""
+    std = np.sqrt(np.diagonal(S, axis1=1, axis2=2))
+    flat = np.flatnonzero((std == 0).any(axis=1))
+    if flat.size:
+        raise ValueError(
+            f"trial {flat[0]} has a channel without variance: its correlation matrix "
+            "(estimator='corr') is undefined."
+        )
+    return np.clip(S / std[:, :, None] / std[:, None, :], -1.0, 1.0)
+
+
+def _schaefer_strimmer(X, centred, S, random_state) -> np.ndarray:
+    """Schäfer–Strimmer shrinkage of the correlations towards 0, as pyRiemann's ``sch``."""
+    length = X.shape[2]
+    n = float(length)
+    variance = np.diagonal(S, axis1=1, axis2=2)  # ddof=0, as numpy's var / std
+    std = np.sqrt(variance)
+    R = (n / ((n - 1.0) * std[:, :, None] * std[:, None, :])) * S
+    squares = centred**2
+    var_R = squares @ squares.transpose(0, 2, 1) - n * S**2
+    var_R = var_R * (n / ((n - 1.0) ** 3 * variance[:, :, None] * variance[:, None, :]))
+    off = ~np.eye(X.shape[1], dtype=bool)
+    R2_sum = np.sum(np.where(off, R, 0.0) ** 2, axis=(1, 2))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        gamma = np.where(R2_sum == 0, 0.0, np.sum(np.where(off, var_R, 0.0), axis=(1, 2)) / R2_sum)
+    gamma = np.clip(gamma, 0.0, 1.0)[:, None, None]
+    unbiased = S * (n / (n - 1.0))
+    return np.where(off, (1.0 - gamma) * unbiased, unbiased)
+
+
+def _minimum_covariance_determinant(X, centred, S, random_state) -> np.ndarray:
+    """Raw FastMCD covariance of each trial (``sklearn.covariance.fast_mcd``), trial by trial."""
+    from sklearn.covariance import fast_mcd
+
+    return np.stack([fast_mcd(trial.T, random_state=random_state)[1] for trial in X])
+
+
+_OTHER_ESTIMATORS = {
+    "cov": _unbiased,
+    "corr": _correlation,
+    "sch": _schaefer_strimmer,
+    "mcd": _minimum_covariance_determinant,
+}
 
 
 def _oas_shrinkage(S: np.ndarray, mu: np.ndarray, length: int) -> np.ndarray:
@@ -189,8 +294,10 @@ def load_spd(
         EyesOpenShut), or ``"fmnist-regcov"`` (8 × 8 region covariance descriptors,
         :class:`rankmetric.preprocessing.RegionCovariances`, of Fashion-MNIST's official
         60 000 / 10 000 split).
-    estimator : {"oas", "lw", "scm"}, default="oas"
-        Covariance estimator of multichannel trials (not used by derived sets).
+    estimator : str, default="oas"
+        Covariance estimator of multichannel trials, a name of :data:`ESTIMATORS` (pyRiemann's:
+        ``"scm"``, ``"lwf"``, ``"oas"``, ``"mcd"``, ``"sch"``, ``"cov"``, ``"corr"``; ``"lw"``
+        for ``"lwf"``); see :func:`covariances`. Not used by derived sets.
     shrinkage : float in [0, 1], optional
         Fixed shrinkage, with ``estimator="scm"`` only.
     data_home : str or path-like, optional
@@ -199,7 +306,7 @@ def load_spd(
         Keep a random subsample of that many training / test samples (stratified: the same share
         of every class, drawn from ``random_state``); ``None`` keeps the whole part.
     random_state : int, default=0
-        Seed of the subsample.
+        Seed of the subsample (and of ``estimator="mcd"``).
 
     Returns
     -------
@@ -211,11 +318,11 @@ def load_spd(
     if derived is not None:
         data = _load_derived(derived, data_home)
     else:
-        data = _load_multichannel(name, estimator, shrinkage, data_home)
+        data = _load_multichannel(name, estimator, shrinkage, data_home, random_state)
     return _subsample(data, n_train, n_test, random_state)
 
 
-def _load_multichannel(name, estimator, shrinkage, data_home) -> Dataset:
+def _load_multichannel(name, estimator, shrinkage, data_home, random_state=0) -> Dataset:
     info = get_info(name)
     if info.kind != "multichannel":
         raise ValueError(
@@ -227,9 +334,9 @@ def _load_multichannel(name, estimator, shrinkage, data_home) -> Dataset:
     target_names, y, y_test = encode_labels(train.labels, test.labels)
     amount = "its own shrinkage" if shrinkage is None else f"shrinkage {shrinkage}"
     return Dataset(
-        X=covariances(train.series, estimator, shrinkage),
+        X=covariances(train.series, estimator, shrinkage, random_state=random_state),
         y=y.astype(np.int64),
-        X_test=covariances(test.series, estimator, shrinkage),
+        X_test=covariances(test.series, estimator, shrinkage, random_state=random_state),
         y_test=y_test.astype(np.int64),
         name=info.name,
         kind="spd",

@@ -1,7 +1,8 @@
 """SPD geometry in batched, differentiable torch.
 
 Matrix functions with a Daleckii–Krein backward (exact at repeated eigenvalues), the
-affine-invariant and log-Euclidean distances, geodesics and Riemannian means.
+affine-invariant and log-Euclidean distances, geodesics, Riemannian means, and the logarithmic /
+exponential maps at a reference point in pyRiemann's tangent-space coordinates.
 See ``docs/geometry.md``.
 """
 
@@ -18,8 +19,10 @@ from .matrix_functions import (
     sym_function,
     sym_to_vec,
     symmetrize,
+    vec_to_sym,
 )
-from .means import geodesic, log_euclidean_mean, riemannian_mean
+from .means import geodesic, log_euclidean_mean, riemannian_mean, spd_mean
+from .tangent import exp_map, log_map
 
 __all__ = [
     "METRIC_ALIASES",
@@ -28,6 +31,7 @@ __all__ = [
     "sym_function",
     "symmetrize",
     "sym_to_vec",
+    "vec_to_sym",
     "spd_log",
     "spd_exp",
     "spd_sqrt",
@@ -40,5 +44,8 @@ __all__ = [
     "pairwise_log_euclidean",
     "riemannian_mean",
     "log_euclidean_mean",
+    "spd_mean",
     "geodesic",
+    "log_map",
+    "exp_map",
 ]

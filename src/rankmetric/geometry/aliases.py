@@ -1,8 +1,8 @@
 """The one table of SPD metric names: ours and pyRiemann's aliases.
 
-pyRiemann names the affine-invariant Riemannian metric ``"riemann"`` and the log-Euclidean one
-``"logeuclid"``; every RPL/SPD estimator, loss and geometry function that takes a metric name
-resolves it through :func:`canonical_metric`.
+pyRiemann names the affine-invariant Riemannian metric ``"riemann"``, the log-Euclidean one
+``"logeuclid"`` and the Euclidean one ``"euclid"``; every RPL/SPD estimator, loss and geometry
+function that takes a metric name resolves it through :func:`canonical_metric`.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ METRIC_ALIASES = {
     "logeuclid": "log_euclidean",
     "log-euclidean": "log_euclidean",
     "euclidean": "euclidean",
+    "euclid": "euclidean",
 }
 
 

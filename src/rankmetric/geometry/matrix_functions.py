@@ -43,6 +43,7 @@ from .checks import as_symmetric_tensor, raise_if_not_positive
 
 __all__ = [
     "sym_to_vec",
+    "vec_to_sym",
     "sym_function",
     "symmetrize",
     "spd_log",
@@ -487,3 +488,47 @@ def sym_to_vec(S: torch.Tensor) -> torch.Tensor:
     scale = torch.full(rows.shape, math.sqrt(2.0), dtype=S.dtype, device=S.device)
     scale[rows == cols] = 1.0  # √2 in S's own precision (a float32 √2 is off by 1e-8)
     return S[..., rows, cols] * scale
+
+
+def vec_to_sym(v: torch.Tensor) -> torch.Tensor:
+    """Symmetric matrices from their :func:`sym_to_vec` vectors (the inverse map).
+
+    Parameters
+    ----------
+    v : tensor of shape (..., c (c + 1) / 2)
+        Upper triangles in row-major order, off-diagonal entries scaled by √2 (pyRiemann's
+        ``upper`` layout).
+
+    Returns
+    -------
+    tensor of shape (..., c, c)
+        Symmetric matrices.
+
+    Raises
+    ------
+    ValueError
+        If the last dimension is not a triangular number ``c (c + 1) / 2``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from rankmetric.geometry import sym_to_vec, vec_to_sym
+    >>> S = torch.tensor([[2.0, 1.0], [1.0, 3.0]])
+    >>> torch.equal(vec_to_sym(sym_to_vec(S)), S)
+    True
+    """
+    length = v.shape[-1] if v.ndim else 0
+    c = int(round((math.sqrt(1 + 8 * length) - 1) / 2))
+    if v.ndim == 0 or length == 0 or c * (c + 1) // 2 != length:
+        raise ValueError(
+            f"tangent vectors must have c (c + 1) / 2 entries for some c (1, 3, 6, 10, ...), "
+            f"got shape {tuple(v.shape)}."
+        )
+    rows, cols = torch.triu_indices(c, c, device=v.device)
+    scale = torch.full(rows.shape, math.sqrt(2.0), dtype=v.dtype, device=v.device)
+    scale[rows == cols] = 1.0
+    values = v / scale
+    S = v.new_zeros(*v.shape[:-1], c, c)
+    S[..., rows, cols] = values
+    S[..., cols, rows] = values
+    return S

@@ -29,9 +29,12 @@ from .aliases import canonical_metric
 from .checks import as_symmetric_tensor
 from .matrix_functions import exp_unchecked, log_unchecked, symmetrize
 
-__all__ = ["riemannian_mean", "log_euclidean_mean", "geodesic", "METRICS"]
+__all__ = ["riemannian_mean", "log_euclidean_mean", "spd_mean", "geodesic", "METRICS"]
 
 METRICS = ("airm", "log_euclidean")
+
+#: Metrics :func:`spd_mean` averages under (the arithmetic mean is the ``"euclidean"`` one).
+MEAN_METRICS = ("airm", "log_euclidean", "euclidean")
 
 
 def riemannian_mean(
@@ -157,6 +160,49 @@ def log_euclidean_mean(X, weights=None) -> torch.Tensor:
     X = as_matrix_stack(X, "X")
     w = _normalised_weights(weights, X)
     return exp_unchecked((w[:, None, None] * log_unchecked(X, "X")).sum(0))
+
+
+def spd_mean(X, metric: str = "airm", weights=None) -> torch.Tensor:
+    r"""Mean of SPD matrices under a named metric (pyRiemann's ``mean_covariance``).
+
+    ``"airm"`` / ``"riemann"``: :func:`riemannian_mean`; ``"log_euclidean"`` / ``"logeuclid"``:
+    :func:`log_euclidean_mean`; ``"euclidean"`` / ``"euclid"``: the weighted arithmetic mean
+    :math:`\sum_i w_i X_i`.
+
+    Parameters
+    ----------
+    X : Tensor or ndarray of shape (n_matrices, c, c)
+        SPD matrices.
+    metric : str, default="airm"
+        A name or alias of :data:`rankmetric.geometry.METRIC_ALIASES`.
+    weights : Tensor or ndarray of shape (n_matrices,), optional
+        Non-negative weights, normalised to sum to 1; uniform by default.
+
+    Returns
+    -------
+    Tensor of shape (c, c)
+
+    Raises
+    ------
+    ValueError
+        On non-SPD input, bad weights or an unknown metric.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from rankmetric.geometry import spd_mean
+    >>> X = torch.stack([torch.eye(2), 4 * torch.eye(2)]).double()
+    >>> spd_mean(X, "riemann").diagonal()
+    tensor([2., 2.], dtype=torch.float64)
+    """
+    metric = canonical_metric(metric, MEAN_METRICS)
+    if metric == "airm":
+        return riemannian_mean(X, weights)
+    if metric == "log_euclidean":
+        return log_euclidean_mean(X, weights)
+    X = as_matrix_stack(X, "X")
+    w = _normalised_weights(weights, X)
+    return symmetrize((w[:, None, None] * X).sum(0))
 
 
 def geodesic(A, B, t, metric: str = "airm") -> torch.Tensor:

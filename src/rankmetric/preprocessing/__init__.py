@@ -3,6 +3,9 @@
 - ``Covariances`` turns multichannel trials (EEG, MEG, motion sensors) into the SPD covariance
   matrices that :class:`rankmetric.RPLEmbedding` takes, so that a whole pyRiemann-style pipeline
   runs on raw signals.
+- ``TangentSpace`` maps SPD matrices to pyRiemann's tangent-space vectors at their Riemannian
+  (or log-Euclidean, Euclidean) mean, so that any vector estimator (logistic regression, WARCA,
+  LMNN) runs on them; ``inverse_transform`` maps vectors back to SPD matrices.
 - ``RegionCovariances`` turns images into region covariance descriptors (Tuzel, Porikli & Meer,
   ECCV 2006): 8 × 8 SPD matrices of per-pixel position, intensity and derivative features.
 - ``StripeHistograms`` turns image crops into LOMO-like stripe histograms (intensity, local
@@ -20,5 +23,12 @@ from __future__ import annotations
 from .covariances import Covariances
 from .lomo import StripeHistograms
 from .region_covariance import RegionCovariances, region_covariances
+from .tangent_space import TangentSpace
 
-__all__ = ["Covariances", "RegionCovariances", "StripeHistograms", "region_covariances"]
+__all__ = [
+    "Covariances",
+    "RegionCovariances",
+    "StripeHistograms",
+    "TangentSpace",
+    "region_covariances",
+]

@@ -1,8 +1,9 @@
 """``Covariances``: multichannel trials (n, c, t) → SPD covariance matrices (n, c, c).
 
 The scikit-learn face of :func:`rankmetric.datasets.covariances` (the estimators live there, once),
-shaped like ``pyriemann.estimation.Covariances`` so that
-``make_pipeline(Covariances(), RPLEmbedding(), KNeighborsClassifier())`` runs on raw trials.
+shaped like ``pyriemann.estimation.Covariances`` (same estimator names, same default, same
+matrices) so that ``make_pipeline(Covariances(), RPLEmbedding(), KNeighborsClassifier())`` runs
+on raw trials.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 
+from .._validation import RANDOM_STATE, check_param
 from ..datasets.covariance import _check_estimator, covariances
 
 __all__ = ["Covariances"]
@@ -21,19 +23,28 @@ class Covariances(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):
     """Covariance matrix of each multichannel trial, always symmetric positive definite.
 
     A stateless transformer: ``fit`` only checks the parameters and records the number of
-    channels; every trial is estimated on its own. The output is a stack of matrices, so it has
-    no column names and no ``set_output`` (pandas frames hold 2-D data only).
+    channels; every trial is estimated on its own. The estimators carry pyRiemann's names and
+    default and give the same matrices as ``pyriemann.estimation.Covariances`` (tested to 1e-10
+    in float64), apart from an eigenvalue floor on nearly singular matrices. The output is a
+    stack of matrices, so it has no column names; ``set_output`` is accepted (for
+    ``Pipeline.set_output``) and leaves it an ndarray (pandas frames hold 2-D data only).
 
     Parameters
     ----------
-    estimator : {"oas", "lw", "scm"}, default="oas"
-        ``"oas"``: Oracle Approximating Shrinkage (Chen, Wiesel, Eldar & Hero, IEEE TSP 2010);
-        ``"lw"``: Ledoit–Wolf shrinkage (J. Multivariate Anal. 2004); ``"scm"``: the sample
-        covariance, shrunk by ``shrinkage`` when given. See
+    estimator : {"scm", "lwf", "oas", "mcd", "sch", "cov", "corr"}, default="scm"
+        pyRiemann's names: ``"scm"``: the sample covariance (maximum likelihood), shrunk by
+        ``shrinkage`` when given; ``"lwf"`` (or ``"lw"``): Ledoit–Wolf shrinkage
+        (J. Multivariate Anal. 2004); ``"oas"``: Oracle Approximating Shrinkage (Chen, Wiesel,
+        Eldar & Hero, IEEE TSP 2010); ``"mcd"``: Minimum Covariance Determinant (robust,
+        randomised: ``random_state``); ``"sch"``: Schäfer–Strimmer shrinkage; ``"cov"``: the
+        unbiased covariance (``numpy.cov``); ``"corr"``: the correlation matrix. See
         :func:`rankmetric.datasets.covariances` for the exact formulas and the eigenvalue floor
-        that keeps every matrix positive definite.
+        that keeps every matrix positive definite. (Before 0.2 the default was ``"oas"``.)
     shrinkage : float in [0, 1], optional
         Fixed shrinkage towards ``trace(S) / c · I``; with ``estimator="scm"`` only.
+    random_state : int, RandomState, Generator or None, default=None
+        Seed of ``"mcd"``; the same int as pyRiemann's ``Covariances("mcd", random_state=...)``
+        gives the same matrices.
 
     Attributes
     ----------
@@ -49,9 +60,12 @@ class Covariances(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):
     (5, 3, 3)
     """
 
-    def __init__(self, estimator: str = "oas", shrinkage: float | None = None):
+    def __init__(
+        self, estimator: str = "scm", shrinkage: float | None = None, *, random_state=None
+    ):
         self.estimator = estimator
         self.shrinkage = shrinkage
+        self.random_state = random_state
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -97,10 +111,36 @@ class Covariances(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):
             raise ValueError(
                 f"X has {_n_channels(X)} channels, but Covariances was fitted on {n_channels}."
             )
-        return covariances(X, self.estimator, self.shrinkage)
+        return covariances(X, self.estimator, self.shrinkage, random_state=self.random_state)
+
+    def set_output(self, *, transform: str | None = None) -> Covariances:
+        """Accept a scikit-learn output container; the matrices stay an ndarray.
+
+        A stack of matrices has no columns, so no container other than an ndarray can hold it:
+        ``set_output`` is accepted (so ``Pipeline.set_output(transform="pandas")`` configures
+        the steps after this one, e.g. a :class:`TangentSpace` whose vectors become a frame)
+        and leaves the output of ``transform`` unchanged.
+
+        Parameters
+        ----------
+        transform : {"default", "pandas", "polars"}, optional
+            ``None`` leaves the setting unchanged.
+
+        Returns
+        -------
+        self
+        """
+        if transform not in (None, "default", "pandas", "polars"):
+            raise ValueError(
+                f"transform must be 'default', 'pandas', 'polars' or None, got {transform!r}."
+            )
+        if transform is not None:
+            self._output_container = transform
+        return self
 
     def _check_params(self) -> None:
         _check_estimator(self.estimator, self.shrinkage)
+        check_param("random_state", self.random_state, [RANDOM_STATE])
 
 
 def _n_channels(X) -> int:

@@ -1,0 +1,176 @@
+r"""Logarithmic and exponential maps at a reference SPD matrix, in pyRiemann's coordinates.
+
+The tangent space at a reference :math:`M` is the space of symmetric matrices; these maps are
+those of pyRiemann's ``tangent_space`` / ``untangent_space`` (0.12), so that
+``sym_to_vec(log_map(X, M, metric))`` is the vector pyRiemann's ``TangentSpace`` computes:
+
+- ``"airm"`` (``"riemann"``): :math:`\log(M^{-1/2} X M^{-1/2})`, with the symmetric inverse
+  square root, and back :math:`M^{1/2} \exp(T) M^{1/2}`. Its Frobenius norm is the AIRM distance
+  :math:`\delta_R(M, X)`. (Any other square root, e.g. a Cholesky factor, gives the same norms
+  but rotated vectors: the symmetric one is what makes the coordinates pyRiemann's.)
+- ``"log_euclidean"`` (``"logeuclid"``): :math:`D\exp_{\log M}[\log X - \log M]`, the
+  log-Euclidean logarithmic map (Arsigny et al. 2007, eq. 3.4), and back
+  :math:`\exp(\log M + D\log_M[T])`. The directional derivatives are Daleckii–Krein products
+  with the first divided differences of
+  :func:`~rankmetric.geometry.matrix_functions.divided_differences`.
+- ``"euclidean"`` (``"euclid"``): :math:`X - M` and back :math:`T + M`.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ._common import common_dtype
+from .aliases import canonical_metric
+from .checks import as_symmetric_tensor
+from .matrix_functions import (
+    divided_differences,
+    eigh,
+    exp_unchecked,
+    log_unchecked,
+    spd_inv_sqrt,
+    spd_sqrt,
+    symmetrize,
+)
+
+__all__ = ["log_map", "exp_map", "TANGENT_METRICS"]
+
+#: Metrics with a logarithmic / exponential map here (aliases resolve through ``canonical_metric``).
+TANGENT_METRICS = ("airm", "log_euclidean", "euclidean")
+
+
+def log_map(X, reference, metric: str = "airm") -> torch.Tensor:
+    r"""Logarithmic map of SPD matrices at ``reference``: symmetric tangent matrices.
+
+    .. math::
+        \operatorname{Log}^{\text{airm}}_M(X) = \log(M^{-1/2} X M^{-1/2}), \qquad
+        \operatorname{Log}^{\text{le}}_M(X) = D\exp_{\log M}[\log X - \log M], \qquad
+        \operatorname{Log}^{\text{euclid}}_M(X) = X - M
+
+    (pyRiemann's ``log_map_riemann``, ``log_map_logeuclid``, ``log_map_euclid``; see the
+    module docstring). ``sym_to_vec`` of the result is pyRiemann's tangent vector.
+
+    Parameters
+    ----------
+    X : Tensor or ndarray of shape (..., c, c)
+        SPD matrices.
+    reference : Tensor or ndarray of shape (c, c)
+        The SPD reference point :math:`M`.
+    metric : str, default="airm"
+        ``"airm"`` / ``"riemann"``, ``"log_euclidean"`` / ``"logeuclid"`` or
+        ``"euclidean"`` / ``"euclid"``.
+
+    Returns
+    -------
+    Tensor of shape (..., c, c)
+        Symmetric matrices, in the promoted dtype of ``X`` and ``reference``; differentiable in
+        ``X`` (and in ``reference`` for ``"airm"`` and ``"euclidean"``).
+
+    Raises
+    ------
+    ValueError
+        If ``X`` or ``reference`` is not SPD, their sizes or devices differ, or the metric is
+        unknown.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from rankmetric.geometry import airm_distance, log_map
+    >>> M = torch.diag(torch.tensor([1.0, 4.0], dtype=torch.float64))
+    >>> X = torch.eye(2, dtype=torch.float64)
+    >>> T = log_map(X, M, "riemann")
+    >>> bool(torch.isclose(torch.linalg.matrix_norm(T), airm_distance(M, X)))
+    True
+    """
+    metric = canonical_metric(metric, TANGENT_METRICS)
+    X, M = _checked_pair(X, reference, "X")
+    if metric == "airm":
+        W = spd_inv_sqrt(M)
+        return log_unchecked(W @ X @ W, "X")
+    if metric == "euclidean":
+        return symmetrize(X - M)
+    values, vectors = _reference_eigh(M)
+    log_values = torch.log(values)
+    loewner = divided_differences(log_values, values, torch.exp)  # of exp at log λ: exp = λ
+    log_M = (vectors * log_values.unsqueeze(-2)) @ vectors.mT
+    inner = vectors.mT @ (log_unchecked(X, "X") - log_M) @ vectors
+    return symmetrize(vectors @ (loewner * inner) @ vectors.mT)
+
+
+def exp_map(T, reference, metric: str = "airm") -> torch.Tensor:
+    r"""Exponential map at ``reference`` of symmetric tangent matrices: the inverse of
+    :func:`log_map`.
+
+    .. math::
+        \operatorname{Exp}^{\text{airm}}_M(T) = M^{1/2} \exp(T) M^{1/2}, \qquad
+        \operatorname{Exp}^{\text{le}}_M(T) = \exp(\log M + D\log_M[T]), \qquad
+        \operatorname{Exp}^{\text{euclid}}_M(T) = T + M
+
+    Parameters
+    ----------
+    T : Tensor or ndarray of shape (..., c, c)
+        Symmetric matrices (tangent vectors at ``reference``, in :func:`log_map`'s coordinates).
+    reference : Tensor or ndarray of shape (c, c)
+        The SPD reference point :math:`M`.
+    metric : str, default="airm"
+        As in :func:`log_map`.
+
+    Returns
+    -------
+    Tensor of shape (..., c, c)
+        SPD matrices (symmetric, not necessarily positive definite for ``"euclidean"``).
+
+    Raises
+    ------
+    ValueError
+        If ``T`` is not symmetric, ``reference`` is not SPD, their sizes or devices differ, or
+        the metric is unknown.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from rankmetric.geometry import exp_map, log_map
+    >>> M = torch.diag(torch.tensor([1.0, 4.0], dtype=torch.float64))
+    >>> X = torch.tensor([[2.0, 0.5], [0.5, 1.0]], dtype=torch.float64)
+    >>> torch.allclose(exp_map(log_map(X, M), M), X)
+    True
+    """
+    metric = canonical_metric(metric, TANGENT_METRICS)
+    T, M = _checked_pair(T, reference, "T")
+    if metric == "airm":
+        S = spd_sqrt(M)
+        return symmetrize(S @ exp_unchecked(T) @ S)
+    if metric == "euclidean":
+        return symmetrize(T + M)
+    values, vectors = _reference_eigh(M)
+    log_values = torch.log(values)
+    loewner = divided_differences(values, log_values, torch.reciprocal)
+    log_M = (vectors * log_values.unsqueeze(-2)) @ vectors.mT
+    inner = vectors.mT @ symmetrize(T) @ vectors
+    return exp_unchecked(log_M + vectors @ (loewner * inner) @ vectors.mT)
+
+
+def _checked_pair(X, reference, name: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """``X`` (..., c, c) and ``reference`` (c, c) as checked tensors of one dtype and size."""
+    X = as_symmetric_tensor(X, name)
+    M = as_symmetric_tensor(reference, "reference")
+    if M.ndim != 2:
+        raise ValueError(f"reference must be one (c, c) matrix, got shape {tuple(M.shape)}.")
+    if M.shape[-1] != X.shape[-1]:
+        raise ValueError(
+            f"{name} holds {X.shape[-1]} x {X.shape[-1]} matrices but reference is "
+            f"{M.shape[-1]} x {M.shape[-1]}."
+        )
+    if not isinstance(reference, torch.Tensor):
+        M = M.to(X.device)
+    X, M = common_dtype(X, M)
+    M = symmetrize(M)
+    if bool(torch.linalg.cholesky_ex(M.detach())[1]):
+        raise ValueError("reference is not positive definite (Cholesky factorisation failed).")
+    return X, M
+
+
+def _reference_eigh(M: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Eigen-decomposition of the SPD reference (checked positive definite by ``_checked_pair``)."""
+    values, vectors = eigh(M.detach())
+    return values.clamp_min(torch.finfo(M.dtype).tiny), vectors

@@ -253,14 +253,14 @@ class SPDNetEmbedding(MetricLearnerMixin, BaseEstimator):
         Samples per class in a batch (classes with fewer samples are drawn with repetition).
     max_iter : int, default=3000
         Largest number of optimisation steps (0: the untrained reference, no training);
-        validation early stopping (``patience``) usually ends the fit well before. ``0`` builds the **untrained reference** on purpose: the
-        network's start (whitening and, with ``init="identity"``, the identity / principal
-        start fitted on all the matrices, nothing held out), no training and no warning;
-        ``best_iter_`` is 0. With the default network its vectors are the log-Euclidean
-        vectors of the whitened matrices, pyRiemann's tangent space at the Riemannian mean
-        (up to the 5 % ReEig floor). A fit with ``max_iter >= 1`` that keeps the untrained
-        network (``best_iter_ == 0``) warns with a ``UserWarning`` saying so and what to try
-        (:data:`UNTRAINED_ADVICE`).
+        validation early stopping (``patience``) usually ends the fit well before. ``0``
+        builds the **untrained reference** on purpose: the network's start (whitening and,
+        with ``init="identity"``, the identity / principal start fitted on all the matrices,
+        nothing held out), no training and no warning; ``best_iter_`` is 0. With the default
+        network its vectors are the log-Euclidean vectors of the whitened matrices,
+        pyRiemann's tangent space at the Riemannian mean (up to the 5 % ReEig floor). A fit
+        with ``max_iter >= 1`` that keeps the untrained network (``best_iter_ == 0``) warns
+        with a ``UserWarning`` saying so and what to try (:data:`UNTRAINED_ADVICE`).
     learning_rate : float, default=1e-2
         Step size of the (Riemannian) Adam optimiser.
     validation_fraction : float, default=0.2

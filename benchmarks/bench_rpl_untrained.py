@@ -27,7 +27,8 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(1)
     print(
-        "set | seed | n_iter | best_iter | val R@1 step 0 | val R@1 kept | gain ± se | fit s | warned"
+        "set | seed | n_iter | best_iter | val R@1 step 0 | val R@1 kept | gain ± se | fit s "
+        "| warned"
     )
     for name in args.sets:
         data = load_spd(name)

@@ -808,12 +808,15 @@ def untrained_message(estimator: SPDNetEmbedding) -> str:
 def _warn_untrained_kept(estimator: SPDNetEmbedding) -> None:
     """Warn that a fit kept its untrained network (the one place SPD fits say so).
 
-    A ``UserWarning``; when ``rankmetric.training`` offers a shared warning for a fit that keeps
-    step 0, this helper should call it with :func:`untrained_message` and :data:`UNTRAINED_ADVICE`.
+    The category is ``rankmetric.training.UntrainedModelWarning`` where that shared class exists
+    (a ``UserWarning`` subclass), else ``UserWarning``; the text is :func:`untrained_message`
+    followed by :data:`UNTRAINED_ADVICE`.
     """
+    from .. import training
+
     warnings.warn(
         f"{untrained_message(estimator)} {UNTRAINED_ADVICE}",
-        UserWarning,
+        getattr(training, "UntrainedModelWarning", UserWarning),
         stacklevel=_caller_stacklevel(),
     )
 

@@ -790,6 +790,19 @@ def untrained_message(estimator: SPDNetEmbedding) -> str:
         The name of the estimator, the validation scores of step 0 and of the best step with the
         paired standard error of their difference, and, when step 0 already scores 1, that nothing
         was left to learn; :data:`UNTRAINED_ADVICE` says what to try.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from rankmetric.datasets import make_spd_clusters
+    >>> from rankmetric.estimators.spdnet import SPDNetEmbedding, untrained_message
+    >>> X, y = make_spd_clusters(60, n_channels=4, n_classes=3, random_state=0)
+    >>> est = SPDNetEmbedding(max_iter=5, learning_rate=1e-12, random_state=0, device="cpu")
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     est = est.fit(X, y)
+    >>> est.best_iter_, untrained_message(est) in str(caught[-1].message)
+    (0, True)
     """
     name = type(estimator).__name__
     metric = estimator.validation_metric

@@ -1,30 +1,38 @@
 """SPD geometry speed: ``rankmetric.geometry`` against pyRiemann on the same random SPD matrices.
 
-Rows (defaults: c = 32, float64 for both libraries unless the row says otherwise):
+For every size ``n×c²`` of ``--sizes`` (default ``300x8,300x32,1000x32``: n matrices of c × c),
+every dtype of ``--dtypes`` (float64, float32: both libraries get the same array) and every
+thread count of ``--threads`` (1, 2), the rows are:
 
-* pairwise AIRM: the distance matrix of ``--n-pairwise`` (1000) matrices, ``pairwise_airm(X)``
-  against ``pyriemann.geometry.distance.pairwise_distance(X, metric="riemann")``; also ours in
-  float32 (pyRiemann still float64: a precision trade, marked);
-* pairwise log-Euclidean, same sizes;
-* Riemannian mean of ``--n-mean`` (500) matrices, tol 1e-8, at most 50 iterations, both;
-* AIRM distance of ``--n-pairs`` (1000) pairs: ours forward + backward (gradients with respect to
-  both inputs) against pyRiemann's forward alone, since pyRiemann has no backward.
+* pairwise AIRM: ``pairwise_airm(X)`` against
+  ``pyriemann.geometry.distance.pairwise_distance(X, metric="riemann")``;
+* pairwise log-Euclidean, same sizes (``metric="logeuclid"``);
+* Riemannian mean, tol 1e-8, at most 50 iterations: ``riemannian_mean`` against
+  ``mean_riemann`` (ours iterates in float64 for float32 input, and returns float32);
+* tangent space: ``rankmetric.preprocessing.TangentSpace(device="cpu").fit_transform(X)``
+  (Riemannian mean + log map) against pyRiemann's ``TangentSpace().fit_transform(X)``, and
+  ``transform`` alone at a fixed reference (the log map);
+* AIRM distance of n pairs: ours forward + backward (gradients with respect to both inputs)
+  against pyRiemann's forward alone, since pyRiemann has no backward (``--rows`` to select).
 
-Each row times ours and pyRiemann alternately in this one process, ``--repeats`` times (the two
-pairwise AIRM rows share pyRiemann's runs), and prints
-the medians, the ratio pyRiemann / ours (> 1: ours is faster) and the largest absolute difference
-between the two results. ``torch.set_num_threads(--threads)`` and ``threadpoolctl`` cap torch and
-NumPy's BLAS at the same thread count. With ``--device cuda`` ours runs on the GPU (synchronised
-before the clock stops) and pyRiemann on the CPU.
+Each row times ours and pyRiemann alternately in this one process, ``--repeats`` times (1 for
+the 1000-matrix pairwise AIRM unless ``--repeats-large``), and prints the median wall time of
+each, the ratio pyRiemann / ours (> 1: ours is faster), the same ratio of process CPU time (at
+one thread the CPU time is the robust figure on a loaded machine: it does not count the time
+the process waits for a core), and the largest absolute difference between the two results.
+``torch.set_num_threads`` and ``threadpoolctl`` cap torch and NumPy's BLAS at the same thread
+count. The load average is printed at the start and the end. With ``--device cuda`` ours runs
+on the GPU (synchronised before the clock stops) and pyRiemann on the CPU.
 
-Run: ``.venv/bin/python benchmarks/bench_geometry.py`` (about 5 minutes at one thread on a quiet
-CPU, most of it pyRiemann's pairwise matrix; ``--quick`` for a smoke run).
+Run: ``.venv/bin/python benchmarks/bench_geometry.py`` (about 15 minutes on a quiet 2-core
+CPU, most of it both libraries' 1000×1000 AIRM matrix; ``--quick`` for a smoke run).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import time
 from collections.abc import Callable
@@ -34,6 +42,7 @@ import numpy as np
 import torch
 from pyriemann.geometry.distance import distance_riemann, pairwise_distance
 from pyriemann.geometry.mean import mean_riemann
+from pyriemann.tangentspace import TangentSpace as PyRiemannTangentSpace
 from threadpoolctl import threadpool_limits
 
 from rankmetric.geometry import (
@@ -42,15 +51,16 @@ from rankmetric.geometry import (
     pairwise_log_euclidean,
     riemannian_mean,
 )
+from rankmetric.preprocessing import TangentSpace
 
 
 @dataclass
 class Row:
     name: str
-    ours: Callable[[], torch.Tensor]
+    ours: Callable[[], object]
     theirs: Callable[[], np.ndarray]
     note: str = ""
-    theirs_key: str = ""  # rows with the same key share one measurement of pyRiemann
+    large: bool = False  # a single repeat unless --repeats-large
 
 
 def random_spd(rng: np.random.Generator, n: int, c: int) -> np.ndarray:
@@ -59,15 +69,15 @@ def random_spd(rng: np.random.Generator, n: int, c: int) -> np.ndarray:
     return Z @ np.swapaxes(Z, -1, -2) / (2 * c) + 1e-3 * np.eye(c)
 
 
-def build_rows(args: argparse.Namespace) -> list[Row]:
+def build_rows(n: int, c: int, dtype: str, args: argparse.Namespace) -> list[Row]:
     rng = np.random.default_rng(args.seed)
     device = torch.device(args.device)
-    X = random_spd(rng, args.n_pairwise, args.c)
-    M = random_spd(rng, args.n_mean, args.c)
-    A, B = random_spd(rng, args.n_pairs, args.c), random_spd(rng, args.n_pairs, args.c)
+    X = random_spd(rng, n, c).astype(dtype)
+    A, B = random_spd(rng, n, c).astype(dtype), random_spd(rng, n, c).astype(dtype)
     Xt = torch.from_numpy(X).to(device)
-    Mt = torch.from_numpy(M).to(device)
     At, Bt = torch.from_numpy(A).to(device), torch.from_numpy(B).to(device)
+    ours_ts = TangentSpace(device=args.device).fit(X)
+    theirs_ts = PyRiemannTangentSpace().fit(X)
 
     def forward_backward() -> torch.Tensor:
         A_, B_ = At.clone().requires_grad_(), Bt.clone().requires_grad_()
@@ -75,33 +85,37 @@ def build_rows(args: argparse.Namespace) -> list[Row]:
         d.sum().backward()
         return d.detach()
 
-    n, m, k = args.n_pairwise, args.n_mean, args.n_pairs
+    tag = f"{n}x{c}² {dtype}"
     return [
         Row(
-            f"pairwise AIRM {n}x{n}",
+            f"pairwise AIRM {tag}",
             lambda: pairwise_airm(Xt),
             lambda: pairwise_distance(X, metric="riemann"),
-            theirs_key="pairwise-riemann",
+            large=n >= 1000,
         ),
         Row(
-            f"pairwise AIRM {n}x{n}, ours float32",
-            lambda: pairwise_airm(Xt.float()),
-            lambda: pairwise_distance(X, metric="riemann"),
-            "ours float32 vs pyRiemann float64 (same pyRiemann run as above)",
-            theirs_key="pairwise-riemann",
-        ),
-        Row(
-            f"pairwise log-Euclidean {n}x{n}",
+            f"pairwise log-Euclidean {tag}",
             lambda: pairwise_log_euclidean(Xt),
             lambda: pairwise_distance(X, metric="logeuclid"),
         ),
         Row(
-            f"Riemannian mean of {m}",
-            lambda: riemannian_mean(Mt, tol=1e-8, max_iter=50),
-            lambda: mean_riemann(M, tol=1e-8, maxiter=50),
+            f"Riemannian mean {tag}",
+            lambda: riemannian_mean(Xt, tol=1e-8, max_iter=50),
+            lambda: mean_riemann(X, tol=1e-8, maxiter=50),
         ),
         Row(
-            f"AIRM distance, {k} pairs",
+            f"tangent space fit_transform {tag}",
+            lambda: TangentSpace(device=args.device).fit_transform(X),
+            lambda: PyRiemannTangentSpace().fit_transform(X),
+        ),
+        Row(
+            f"tangent space transform {tag}",
+            lambda: ours_ts.transform(X),
+            lambda: theirs_ts.transform(X),
+            "at each library's own fitted mean",
+        ),
+        Row(
+            f"AIRM distance, pairs {tag}",
             forward_backward,
             lambda: distance_riemann(A, B),
             "ours forward+backward vs pyRiemann forward only",
@@ -109,39 +123,42 @@ def build_rows(args: argparse.Namespace) -> list[Row]:
     ]
 
 
-def timed(fn: Callable, device: torch.device) -> tuple[float, object]:
-    """Wall time of one call (after a device synchronisation) and its result."""
+def timed(fn: Callable, device: torch.device) -> tuple[float, float, object]:
+    """Wall and process CPU time of one call (after a device synchronisation), and its result."""
     if device.type == "cuda":
         torch.cuda.synchronize()
-    start = time.perf_counter()
+    cpu, wall = time.process_time(), time.perf_counter()
     result = fn()
     if device.type == "cuda":
         torch.cuda.synchronize()
-    return time.perf_counter() - start, result
+    return time.perf_counter() - wall, time.process_time() - cpu, result
 
 
-def measure(row: Row, repeats: int, device: torch.device, cache: dict) -> dict:
-    """Median times of ours and pyRiemann, alternating; pyRiemann reused across rows by key."""
+def measure(row: Row, repeats: int, device: torch.device) -> dict:
+    """Median wall and CPU times of ours and pyRiemann, alternating."""
     if device.type == "cuda":
         timed(row.ours, device)  # warm-up: CUDA context, kernels, allocator
-    shared = cache.get(row.theirs_key) if row.theirs_key else None
-    ours_times, theirs_times = [], [] if shared is None else shared[0]
+    times = {"ours": ([], []), "theirs": ([], [])}
     for _ in range(repeats):
-        t, ours = timed(row.ours, device)
-        ours_times.append(t)
-        if shared is None:
-            t, theirs = timed(row.theirs, torch.device("cpu"))
-            theirs_times.append(t)
-    theirs = theirs if shared is None else shared[1]
-    if row.theirs_key:
-        cache[row.theirs_key] = (theirs_times, theirs)
-    ours_s, theirs_s = statistics.median(ours_times), statistics.median(theirs_times)
-    difference = np.abs(ours.double().cpu().numpy() - np.asarray(theirs)).max()
+        for key, fn, dev in (("ours", row.ours, device), ("theirs", row.theirs, None)):
+            wall, cpu, result = timed(fn, dev or torch.device("cpu"))
+            times[key][0].append(wall)
+            times[key][1].append(cpu)
+            if key == "ours":
+                ours = result
+            else:
+                theirs = result
+    med = {k: (statistics.median(w), statistics.median(c)) for k, (w, c) in times.items()}
+    ours = ours.double().cpu().numpy() if isinstance(ours, torch.Tensor) else np.asarray(ours)
+    difference = np.abs(ours.astype(np.float64) - np.asarray(theirs, dtype=np.float64)).max()
     return {
         "row": row.name,
-        "ours_s": ours_s,
-        "pyriemann_s": theirs_s,
-        "ratio": theirs_s / ours_s,
+        "ours_s": med["ours"][0],
+        "pyriemann_s": med["theirs"][0],
+        "ratio": med["theirs"][0] / med["ours"][0],
+        "ours_cpu_s": med["ours"][1],
+        "pyriemann_cpu_s": med["theirs"][1],
+        "cpu_ratio": med["theirs"][1] / med["ours"][1],
         "max_abs_diff": float(difference),
         "note": row.note,
     }
@@ -149,39 +166,50 @@ def measure(row: Row, repeats: int, device: torch.device, cache: dict) -> dict:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n-pairwise", type=int, default=1000)
-    parser.add_argument("--n-mean", type=int, default=500)
-    parser.add_argument("--n-pairs", type=int, default=1000)
-    parser.add_argument("--c", type=int, default=32, help="matrix size")
+    parser.add_argument("--sizes", default="300x8,300x32,1000x32", help="n x c, comma-separated")
+    parser.add_argument("--dtypes", default="float64,float32")
+    parser.add_argument("--threads", default="1,2", help="thread counts, comma-separated")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--repeats-large", type=int, default=1, help="for 1000-matrix AIRM")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--rows", default="", help="comma-separated substrings selecting rows")
-    parser.add_argument("--quick", action="store_true", help="n-pairwise 200, n-mean 100")
+    parser.add_argument("--quick", action="store_true", help="sizes 100x8,100x32, one repeat")
     parser.add_argument("--json", help="also write the results to this file")
     args = parser.parse_args(argv)
     if args.quick:
-        args.n_pairwise, args.n_mean, args.n_pairs, args.repeats = 200, 100, 200, 1
-    torch.set_num_threads(args.threads)
+        args.sizes, args.repeats = "100x8,100x32", 1
     device = torch.device(args.device)
     wanted = [s for s in args.rows.split(",") if s]
-    rows = [r for r in build_rows(args) if not wanted or any(s in r.name for s in wanted)]
+    sizes = [tuple(int(v) for v in size.split("x")) for size in args.sizes.split(",")]
     print(
-        f"# c={args.c}, threads={args.threads}, device={args.device}, repeats={args.repeats}, "
-        f"torch {torch.__version__}; medians; ratio = pyRiemann / ours"
+        f"# device={args.device}, repeats={args.repeats}, torch {torch.__version__}, load "
+        f"average {os.getloadavg()[0]:.2f}; medians; ratio = pyRiemann / ours (> 1: ours faster)"
     )
-    print(f"{'row':44s} {'ours s':>9s} {'pyRiemann s':>12s} {'ratio':>7s} {'max|diff|':>10s}  note")
-    results, cache = [], {}
-    with threadpool_limits(args.threads):
-        for row in rows:
-            r = measure(row, args.repeats, device, cache)
-            results.append(r)
-            print(
-                f"{r['row']:44s} {r['ours_s']:9.3f} {r['pyriemann_s']:12.3f} {r['ratio']:6.2f}x "
-                f"{r['max_abs_diff']:10.1e}  {r['note']}",
-                flush=True,
-            )
+    results = []
+    for threads in (int(t) for t in args.threads.split(",")):
+        torch.set_num_threads(threads)
+        print(f"\n## {threads} thread(s)")
+        print(
+            f"{'row':46s} {'ours s':>8s} {'pyRiem s':>9s} {'ratio':>7s} {'CPU ratio':>9s} "
+            f"{'max|diff|':>9s}  note"
+        )
+        with threadpool_limits(threads):
+            for n, c in sizes:
+                for dtype in args.dtypes.split(","):
+                    for row in build_rows(n, c, dtype, args):
+                        if wanted and not any(s in row.name for s in wanted):
+                            continue
+                        repeats = args.repeats_large if row.large else args.repeats
+                        r = measure(row, repeats, device) | {"threads": threads}
+                        results.append(r)
+                        print(
+                            f"{r['row']:46s} {r['ours_s']:8.3f} {r['pyriemann_s']:9.3f} "
+                            f"{r['ratio']:6.2f}x {r['cpu_ratio']:8.2f}x "
+                            f"{r['max_abs_diff']:9.1e}  {r['note']}",
+                            flush=True,
+                        )
+    print(f"\n# load average at the end {os.getloadavg()[0]:.2f}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"args": vars(args), "results": results}, f, indent=2)

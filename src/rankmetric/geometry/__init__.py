@@ -22,7 +22,7 @@ from .matrix_functions import (
     vec_to_sym,
 )
 from .means import geodesic, log_euclidean_mean, riemannian_mean, spd_mean
-from .tangent import exp_map, log_map
+from .tangent import exp_map, log_map, whiten
 
 __all__ = [
     "METRIC_ALIASES",
@@ -48,4 +48,5 @@ __all__ = [
     "geodesic",
     "log_map",
     "exp_map",
+    "whiten",
 ]

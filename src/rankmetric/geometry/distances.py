@@ -34,6 +34,9 @@ __all__ = [
 
 #: Numbers in the ``(rows, columns, c, c)`` block of whitened matrices built at once, by device.
 CHUNK_ELEMENTS = {"cpu": 2**21, "cuda": 2**26}
+#: ``pairwise_airm(A)`` (one set) runs in at least this many row chunks (n/64 rows each), so
+#: that the pairs ``j <= i`` inside each chunk's block, computed and discarded, stay under 1 %.
+SAME_SET_CHUNKS = 64
 
 
 class _AirmSquared(torch.autograd.Function):
@@ -63,10 +66,10 @@ class _AirmSquared(torch.autograd.Function):
         A, B = symmetrize(A), symmetrize(B)  # the backward is the gradient of this function
         ctx.all_pairs, ctx.dtype = all_pairs, A.dtype
         with_vectors = any(ctx.needs_input_grad)
-        found = _airm_core(A, B, all_pairs, with_vectors, strict=A.dtype != torch.float32)
-        if found is None:  # float32 cannot hold the conditioning: whiten in float64
-            found = _airm_core(A.double(), B.double(), all_pairs, with_vectors, strict=True)
-        eigenvalues, V = found
+        if A.dtype == torch.float32:
+            eigenvalues, V = _airm_float32(A, B, all_pairs, with_vectors)
+        else:
+            eigenvalues, V = _airm_core(A, B, all_pairs, with_vectors)
         if with_vectors:
             ctx.save_for_backward(eigenvalues, V)
         return (torch.log(eigenvalues) ** 2).sum(-1).to(A.dtype)
@@ -93,40 +96,76 @@ class _AirmSquared(torch.autograd.Function):
 FLOAT32_MAX_CONDITION = 1e3
 
 
-def _airm_core(A, B, all_pairs: bool, with_vectors: bool, strict: bool):
-    """``(eigenvalues, V)`` of the pencil ``(B, A)`` (``V`` is ``None`` without vectors).
-
-    ``strict=False`` (float32): ``None`` where float32 cannot resolve the conditioning (a failed
-    Cholesky, a non-positive whitened eigenvalue, or a condition number beyond
-    ``FLOAT32_MAX_CONDITION``), so the caller recomputes in float64.
-    """
+def _airm_core(A, B, all_pairs: bool, with_vectors: bool):
+    """``(eigenvalues, V)`` of the pencil ``(B, A)`` (``V`` is ``None`` without vectors);
+    ``ValueError`` naming ``A`` or ``B`` if one is not positive definite."""
     L, info = torch.linalg.cholesky_ex(A)
-    if not strict and (bool((info != 0).any()) or _beyond(condition_proxy(L))):
-        return None
     raise_if_cholesky_failed(info, "A")
+    eigenvalues, V = _pencil(L, B, all_pairs, with_vectors)
+    raise_if_not_positive(eigenvalues[..., 0], "B")
+    return eigenvalues, V
+
+
+def _pencil(L, B, all_pairs: bool, with_vectors: bool):
+    """Eigenvalues (and generalised eigenvectors ``V = L⁻ᵀ U``) of ``L⁻¹ B L⁻ᵀ``."""
     if all_pairs:
         L_inv = _triangular_inverse(L)
         whitened = _whiten(L_inv, B)
     else:
         whitened = inverse_congruence(L, B)
-    if with_vectors:
-        eigenvalues, U = eigh(whitened)
-    else:
-        eigenvalues, U = eigvalsh(whitened), None
-    if not strict:
-        smallest, largest = eigenvalues[..., 0], eigenvalues[..., -1]
-        if bool((smallest <= 0).any()) or _beyond(largest / smallest):
-            return None
-    raise_if_not_positive(eigenvalues[..., 0], "B")
-    if U is None:
-        return eigenvalues, None
+    if not with_vectors:
+        return eigvalsh(whitened, refine=False), None
+    eigenvalues, U = eigh(whitened, refine=False)
     if all_pairs:
         return eigenvalues, L_inv.mT.unsqueeze(1) @ U
     return eigenvalues, torch.linalg.solve_triangular(L.mT, U, upper=True)
 
 
-def _beyond(condition: torch.Tensor) -> bool:
-    return condition.numel() > 0 and bool((condition > FLOAT32_MAX_CONDITION).any())
+def _airm_float32(A, B, all_pairs: bool, with_vectors: bool):
+    """:func:`_airm_core` in float32, with only the pairs float32 cannot resolve recomputed in
+    float64: a failed float32 Cholesky of ``A``, a condition number of ``A`` (lower bound from
+    its Cholesky factor) or of the whitened matrix beyond ``FLOAT32_MAX_CONDITION``, or a
+    non-positive whitened eigenvalue. Eigenvalues and vectors come back in float64 when any
+    pair was recomputed (the distance is cast to float32 by the caller)."""
+    L, info = torch.linalg.cholesky_ex(A)
+    bad_a = (info != 0) | ~(condition_proxy(L) <= FLOAT32_MAX_CONDITION)
+    if bool(bad_a.any()):  # a placeholder factor; those pairs are recomputed below
+        eye = torch.eye(A.shape[-1], dtype=A.dtype, device=A.device)
+        L = torch.where(bad_a[..., None, None], eye, L)
+    eigenvalues, V = _pencil(L, B, all_pairs, with_vectors)
+    smallest, largest = eigenvalues[..., 0], eigenvalues[..., -1]
+    bad = ~(smallest > 0) | ~(largest <= FLOAT32_MAX_CONDITION * smallest)
+    bad = bad | (bad_a[:, None] if all_pairs else bad_a)
+    if not bool(bad.any()):
+        return eigenvalues, V
+    where = bad.nonzero(as_tuple=True)
+    if all_pairs:
+        rows, cols = where
+    else:  # paired: the same batch position in A and B
+        rows = cols = torch.nonzero(bad.reshape(-1))[:, 0]
+    c = A.shape[-1]
+    A_rows, B_cols = A.reshape(-1, c, c)[rows].double(), B.reshape(-1, c, c)[cols].double()
+    L64, info = torch.linalg.cholesky_ex(A_rows)
+    _raise_at(info != 0, rows, "A", "Cholesky factorisation failed")
+    refined, V64 = _pencil(L64, B_cols, False, with_vectors)
+    _raise_at(~(refined[:, 0] > 0), cols, "B", "smallest generalised eigenvalue <= 0")
+    if not all_pairs:  # scatter into the flattened batch (a batch shape may be ())
+        where = (rows,)
+    values = eigenvalues.double() if all_pairs else eigenvalues.double().reshape(-1, c)
+    values[where] = refined
+    eigenvalues = values.reshape(eigenvalues.shape)
+    if V is not None:
+        vectors = V.double() if all_pairs else V.double().reshape(-1, c, c)
+        vectors[where] = V64
+        V = vectors.reshape(V.shape)
+    return eigenvalues, V
+
+
+def _raise_at(failed: torch.Tensor, index: torch.Tensor, name: str, why: str) -> None:
+    """``ValueError`` naming the original index of the first failed matrix of a subset."""
+    if bool(failed.any()):
+        bad = int(index[torch.nonzero(failed)[0, 0]])
+        raise ValueError(f"{name}[{bad}] is not positive definite ({why}).")
 
 
 def safe_sqrt(x: torch.Tensor) -> torch.Tensor:
@@ -141,6 +180,8 @@ def safe_sqrt(x: torch.Tensor) -> torch.Tensor:
     -------
     Tensor of the same shape
     """
+    if not x.requires_grad:  # the same values, without the mask the gradient needs
+        return x.clamp_min(0).sqrt_()
     positive = x > 0
     return torch.where(positive, x.clamp_min(torch.finfo(x.dtype).tiny).sqrt(), 0.0)
 
@@ -173,8 +214,9 @@ def airm_distance(A, B) -> torch.Tensor:
 
     Notes
     -----
-    In float32, a batch where ``A`` or the whitened ``A^{-1/2} B A^{-1/2}`` has a condition
-    number beyond ``FLOAT32_MAX_CONDITION`` (1e3) is whitened in float64 (the result is float32).
+    In float32, the pairs where ``A`` or the whitened ``A^{-1/2} B A^{-1/2}`` has a condition
+    number beyond ``FLOAT32_MAX_CONDITION`` (1e3) are recomputed in float64 (the result is
+    float32); the other pairs stay in float32.
 
     References
     ----------
@@ -232,6 +274,8 @@ def pairwise_airm(A, B=None, chunk_size: int | None = None) -> torch.Tensor:
     rows = _rows_per_chunk(chunk_size, n_b, c, A.device)
     if same and chunk_size is None and _pairs_fit(n_a, c, A.device):
         return safe_sqrt(_upper_pairs_squared(A))  # one batch of the n(n−1)/2 pairs i < j
+    if same and chunk_size is None:  # thin chunks: a chunk's block wastes its rows²/2 pairs j <= i
+        rows = min(rows, -(-n_a // SAME_SET_CHUNKS))
     blocks = []
     for start in range(0, n_a, rows):
         first_col = start if same else 0
@@ -358,8 +402,7 @@ def pairwise_log_euclidean(A, B=None) -> torch.Tensor:
     log_b = log_a if B is None else sym_to_vec(log_unchecked(B, "B"))
     squared = _squared_euclidean(log_a, log_b)
     if B is None:  # exactly symmetric, exactly 0 on the diagonal
-        off_diagonal = 1 - torch.eye(len(squared), dtype=squared.dtype, device=A.device)
-        squared = (squared + squared.T) / 2 * off_diagonal
+        squared = (squared + squared.T).mul_(0.5).fill_diagonal_(0.0)
     return safe_sqrt(squared)
 
 

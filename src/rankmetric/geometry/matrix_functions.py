@@ -79,7 +79,7 @@ def symmetrize(X: torch.Tensor) -> torch.Tensor:
 
 
 @torch.no_grad()
-def eigh(S: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def eigh(S: torch.Tensor, refine: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
     """Eigen-decomposition of symmetric matrices, refined in float64 where float32 falls short.
 
     Large CPU batches are split over ``torch.get_num_threads()`` threads (torch runs a batched
@@ -90,6 +90,9 @@ def eigh(S: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     ----------
     S : Tensor of shape (..., c, c)
         Symmetric matrices (only the lower triangle is read).
+    refine : bool, default=True
+        Whether to redo in float64 the float32 matrices whose spectrum float32 cannot resolve
+        (``False`` for a caller that checks and recomputes them itself).
 
     Returns
     -------
@@ -99,7 +102,7 @@ def eigh(S: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         Orthonormal columns, dtype of ``S``.
     """
     eigenvalues, eigenvectors = _threaded(torch.linalg.eigh, S)
-    unresolved = _float32_unresolved(eigenvalues)
+    unresolved = _float32_unresolved(eigenvalues) if refine else None
     if unresolved is not None:
         refined_values, refined_vectors = torch.linalg.eigh(S[unresolved].double())
         eigenvalues[unresolved] = refined_values.to(S.dtype)
@@ -108,12 +111,14 @@ def eigh(S: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 @torch.no_grad()
-def eigvalsh(S: torch.Tensor) -> torch.Tensor:
+def eigvalsh(S: torch.Tensor, refine: bool = True) -> torch.Tensor:
     """Eigenvalues of symmetric matrices, with the same refinement and threads as :func:`eigh`.
 
     Parameters
     ----------
     S : Tensor of shape (..., c, c)
+    refine : bool, default=True
+        As in :func:`eigh`.
 
     Returns
     -------
@@ -121,7 +126,7 @@ def eigvalsh(S: torch.Tensor) -> torch.Tensor:
         In ascending order.
     """
     eigenvalues = _threaded(torch.linalg.eigvalsh, S)
-    unresolved = _float32_unresolved(eigenvalues)
+    unresolved = _float32_unresolved(eigenvalues) if refine else None
     if unresolved is not None:
         eigenvalues[unresolved] = torch.linalg.eigvalsh(S[unresolved].double()).to(S.dtype)
     return eigenvalues
@@ -214,18 +219,38 @@ def divided_differences(
     return torch.where(tied, f_prime((lam_i + lam_j) / 2), quotient)
 
 
+def _apply_to_spectrum(X, f, positive_name):
+    """``(eigenvalues, eigenvectors, f(eigenvalues), f(X))`` of the symmetric part of ``X`` (with
+    or without autograd the same function: gradcheck's numerical side runs without it)."""
+    eigenvalues, eigenvectors = eigh(symmetrize(X))
+    if positive_name is not None:
+        raise_if_not_positive(eigenvalues[..., 0], positive_name)
+    f_values = f(eigenvalues)
+    return (
+        eigenvalues,
+        eigenvectors,
+        f_values,
+        (eigenvectors * f_values.unsqueeze(-2)) @ eigenvectors.mT,
+    )
+
+
 class _SymFunction(torch.autograd.Function):
     """``U diag(f(λ)) Uᵀ`` with the Daleckii–Krein backward."""
 
     @staticmethod
     def forward(ctx, X, f, f_prime, tol, positive_name):
-        eigenvalues, eigenvectors = eigh(symmetrize(X))
-        if positive_name is not None:
-            raise_if_not_positive(eigenvalues[..., 0], positive_name)
-        f_values = f(eigenvalues)
+        eigenvalues, eigenvectors, f_values, out = _apply_to_spectrum(X, f, positive_name)
         ctx.save_for_backward(eigenvalues, eigenvectors, f_values)
         ctx.f_prime, ctx.tol = f_prime, tol
-        return (eigenvectors * f_values.unsqueeze(-2)) @ eigenvectors.mT
+        return out
+
+    @classmethod
+    def apply(cls, X, f, f_prime, tol, positive_name):
+        """The autograd function, or the bare forward when no gradient is needed (inference
+        then skips autograd's bookkeeping and the saved decomposition)."""
+        if torch.is_grad_enabled() and X.requires_grad:
+            return super().apply(X, f, f_prime, tol, positive_name)
+        return _apply_to_spectrum(X, f, positive_name)[3]
 
     @staticmethod
     @once_differentiable

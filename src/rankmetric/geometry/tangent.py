@@ -33,10 +33,59 @@ from .matrix_functions import (
     symmetrize,
 )
 
-__all__ = ["log_map", "exp_map", "TANGENT_METRICS"]
+__all__ = ["log_map", "exp_map", "whiten", "TANGENT_METRICS"]
 
 #: Metrics with a logarithmic / exponential map here (aliases resolve through ``canonical_metric``).
 TANGENT_METRICS = ("airm", "log_euclidean", "euclidean")
+
+
+def whiten(X, reference) -> torch.Tensor:
+    r"""Re-centre SPD matrices from ``reference`` to the identity: :math:`M^{-1/2} X M^{-1/2}`.
+
+    The congruence by the symmetric inverse square root of :math:`M` (the affine-invariant
+    parallel transport of :math:`M` to :math:`I`, Zanini et al. 2018): AIRM distances between
+    the matrices are unchanged, and matrices whose Riemannian mean is :math:`M` get the
+    identity as their mean.
+
+    Parameters
+    ----------
+    X : Tensor or ndarray of shape (..., c, c)
+        SPD matrices.
+    reference : Tensor or ndarray of shape (c, c)
+        SPD matrix :math:`M`.
+
+    Returns
+    -------
+    Tensor of shape (..., c, c)
+        SPD matrices (exactly symmetric), differentiable in ``X`` and ``reference``.
+
+    Raises
+    ------
+    ValueError
+        If ``X`` is not symmetric or ``reference`` not SPD, or their sizes or devices differ.
+
+    References
+    ----------
+    .. [1] P. Zanini, M. Congedo, C. Jutten, S. Said, Y. Berthoumieu, "Transfer learning: a
+       Riemannian geometry framework with applications to brain-computer interfaces", IEEE TBME
+       65(5), 2018.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from rankmetric.geometry import whiten
+    >>> M = torch.diag(torch.tensor([4.0, 9.0], dtype=torch.float64))
+    >>> whiten(M, M)
+    tensor([[1., 0.],
+            [0., 1.]], dtype=torch.float64)
+    """
+    X, M = _checked_pair(X, reference, "X")
+    return _whiten(X, M)
+
+
+def _whiten(X: torch.Tensor, M: torch.Tensor) -> torch.Tensor:
+    W = spd_inv_sqrt(M)
+    return symmetrize(W @ X @ W)
 
 
 def log_map(X, reference, metric: str = "airm") -> torch.Tensor:
@@ -84,9 +133,15 @@ def log_map(X, reference, metric: str = "airm") -> torch.Tensor:
     """
     metric = canonical_metric(metric, TANGENT_METRICS)
     X, M = _checked_pair(X, reference, "X")
+    return log_map_unchecked(X, M, metric)
+
+
+def log_map_unchecked(X: torch.Tensor, M: torch.Tensor, metric: str) -> torch.Tensor:
+    """:func:`log_map` for checked tensors of one dtype and device, ``M`` SPD and ``metric``
+    canonical (callers that validated their input once, e.g. ``TangentSpace.transform``)."""
     if metric == "airm":
         W = spd_inv_sqrt(M)
-        return log_unchecked(W @ X @ W, "X")
+        return log_unchecked(W @ X @ W, "X")  # the log reads a symmetrised copy
     if metric == "euclidean":
         return symmetrize(X - M)
     values, vectors = _reference_eigh(M)
@@ -137,6 +192,11 @@ def exp_map(T, reference, metric: str = "airm") -> torch.Tensor:
     """
     metric = canonical_metric(metric, TANGENT_METRICS)
     T, M = _checked_pair(T, reference, "T")
+    return exp_map_unchecked(T, M, metric)
+
+
+def exp_map_unchecked(T: torch.Tensor, M: torch.Tensor, metric: str) -> torch.Tensor:
+    """:func:`exp_map` for checked tensors (see :func:`log_map_unchecked`)."""
     if metric == "airm":
         S = spd_sqrt(M)
         return symmetrize(S @ exp_unchecked(T) @ S)

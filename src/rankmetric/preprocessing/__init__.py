@@ -6,6 +6,9 @@
 - ``TangentSpace`` maps SPD matrices to pyRiemann's tangent-space vectors at their Riemannian
   (or log-Euclidean, Euclidean) mean, so that any vector estimator (logistic regression, WARCA,
   LMNN) runs on them; ``inverse_transform`` maps vectors back to SPD matrices.
+- ``DomainRecentering`` re-centres each domain (session, subject) of SPD matrices at its own
+  Riemannian mean (pyRiemann's ``TLCenter``), for cross-session and cross-subject transfer;
+  domain labels are routed through a Pipeline by scikit-learn's metadata routing.
 - ``RegionCovariances`` turns images into region covariance descriptors (Tuzel, Porikli & Meer,
   ECCV 2006): 8 × 8 SPD matrices of per-pixel position, intensity and derivative features.
 - ``StripeHistograms`` turns image crops into LOMO-like stripe histograms (intensity, local
@@ -22,11 +25,13 @@ from __future__ import annotations
 
 from .covariances import Covariances
 from .lomo import StripeHistograms
+from .recentring import DomainRecentering
 from .region_covariance import RegionCovariances, region_covariances
 from .tangent_space import TangentSpace
 
 __all__ = [
     "Covariances",
+    "DomainRecentering",
     "RegionCovariances",
     "StripeHistograms",
     "TangentSpace",

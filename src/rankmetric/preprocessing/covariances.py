@@ -15,11 +15,12 @@ from sklearn.base import BaseEstimator, TransformerMixin
 
 from .._validation import RANDOM_STATE, check_param
 from ..datasets.covariance import _check_estimator, covariances
+from ._matrix_output import MatrixOutputMixin
 
 __all__ = ["Covariances"]
 
 
-class Covariances(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):
+class Covariances(MatrixOutputMixin, TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):
     """Covariance matrix of each multichannel trial, always symmetric positive definite.
 
     A stateless transformer: ``fit`` only checks the parameters and records the number of
@@ -112,31 +113,6 @@ class Covariances(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):
                 f"X has {_n_channels(X)} channels, but Covariances was fitted on {n_channels}."
             )
         return covariances(X, self.estimator, self.shrinkage, random_state=self.random_state)
-
-    def set_output(self, *, transform: str | None = None) -> Covariances:
-        """Accept a scikit-learn output container; the matrices stay an ndarray.
-
-        A stack of matrices has no columns, so no container other than an ndarray can hold it:
-        ``set_output`` is accepted (so ``Pipeline.set_output(transform="pandas")`` configures
-        the steps after this one, e.g. a :class:`TangentSpace` whose vectors become a frame)
-        and leaves the output of ``transform`` unchanged.
-
-        Parameters
-        ----------
-        transform : {"default", "pandas", "polars"}, optional
-            ``None`` leaves the setting unchanged.
-
-        Returns
-        -------
-        self
-        """
-        if transform not in (None, "default", "pandas", "polars"):
-            raise ValueError(
-                f"transform must be 'default', 'pandas', 'polars' or None, got {transform!r}."
-            )
-        if transform is not None:
-            self._output_container = transform
-        return self
 
     def _check_params(self) -> None:
         _check_estimator(self.estimator, self.shrinkage)

@@ -22,9 +22,9 @@ from .._validation import (
     Options,
     ParameterValidationMixin,
 )
-from ..geometry import canonical_metric, exp_map, log_map, spd_mean, sym_to_vec, vec_to_sym
+from ..geometry import canonical_metric, spd_mean, sym_to_vec, vec_to_sym
 from ..geometry.checks import as_symmetric_tensor
-from ..geometry.tangent import TANGENT_METRICS
+from ..geometry.tangent import TANGENT_METRICS, exp_map_unchecked, log_map_unchecked
 
 __all__ = ["TangentSpace", "resolve_metrics"]
 
@@ -207,7 +207,7 @@ class TangentSpace(
             raise ValueError("X contains NaN or infinity.")
         reference = self._reference_tensor(V.dtype)
         with torch.no_grad():
-            out = exp_map(vec_to_sym(V), reference, self.metric_map_)
+            out = exp_map_unchecked(vec_to_sym(V), reference, self.metric_map_)
         return out.cpu().numpy()
 
     @property
@@ -231,6 +231,10 @@ class TangentSpace(
                     f"reference must have shape {tuple(X.shape[1:])}, got {tuple(reference.shape)}."
                 )
             reference = reference.to(dtype=X.dtype, device=X.device)
+            if bool(torch.linalg.cholesky_ex(reference)[1]):
+                raise ValueError(
+                    "reference is not positive definite (Cholesky factorisation failed)."
+                )
         elif self.reference == "identity":
             reference = torch.eye(X.shape[-1], dtype=X.dtype, device=X.device)
         else:
@@ -241,7 +245,7 @@ class TangentSpace(
 
     def _vectors(self, X: torch.Tensor) -> np.ndarray:
         with torch.no_grad():
-            tangent = log_map(X, self._reference_tensor(X.dtype), self.metric_map_)
+            tangent = log_map_unchecked(X, self._reference_tensor(X.dtype), self.metric_map_)
         return sym_to_vec(tangent).cpu().numpy()
 
     def _matrices(self, X, reset: bool = False) -> torch.Tensor:

@@ -1,0 +1,255 @@
+"""``DomainRecentering``: each domain (session, subject) re-centred at its own mean.
+
+The re-centring of Zanini et al. (2018) that pyRiemann's ``TLCenter`` implements: the SPD
+matrices of domain :math:`d` are mapped to :math:`M_d^{-1/2} X M_d^{-1/2}`
+(:func:`rankmetric.geometry.whiten`), :math:`M_d` the domain's Riemannian mean, so that every
+domain is centred at the identity and a shift between sessions that acts as a congruence
+(:math:`X \\mapsto A X A^\\top`: electrode gains, impedances, head position) is removed up to a
+rotation. Domain labels travel with the data through scikit-learn's metadata routing.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from sklearn.base import BaseEstimator, TransformerMixin
+
+from .._utils import resolve_device
+from .._validation import DEVICE, NONE, InstanceOf, Options, ParameterValidationMixin
+from ..geometry import canonical_metric, spd_mean, whiten
+from ..geometry.checks import as_symmetric_tensor
+from ..geometry.means import MEAN_METRICS
+from ._matrix_output import MatrixOutputMixin
+
+__all__ = ["DomainRecentering"]
+
+#: Label of the one domain of a fit without ``domains``, and of a transform's batch without them.
+ONE_DOMAIN, NEW_DOMAIN = "<all>", "<new domain>"
+
+
+class DomainRecentering(
+    MatrixOutputMixin,
+    ParameterValidationMixin,
+    TransformerMixin,
+    BaseEstimator,
+    auto_wrap_output_keys=None,
+):
+    """Re-centre the SPD matrices of each domain (session, subject) at its own mean.
+
+    ``fit`` computes the mean :math:`M_d` of every domain of the training data; ``transform``
+    maps each matrix :math:`X` of domain :math:`d` to :math:`M_d^{-1/2} X M_d^{-1/2}`, with the
+    mean stored at ``fit`` for a domain seen there, and the mean of the matrices given to
+    ``transform`` for a new domain (a new session: unsupervised adaptation, which needs the
+    session's trials together, not one at a time). Every domain then has the identity as its
+    mean, so a classifier trained on the re-centred source domains applies to a re-centred new
+    one (pyRiemann's ``TLCenter``; Zanini et al. 2018).
+
+    **Domain labels in a Pipeline.** ``fit``, ``fit_transform`` and ``transform`` take
+    ``domains=`` (one label per matrix). In a :class:`~sklearn.pipeline.Pipeline` they are
+    routed by scikit-learn's metadata routing::
+
+        import sklearn
+        sklearn.set_config(enable_metadata_routing=True)
+        recentre = DomainRecentering().set_fit_request(domains=True)
+        recentre.set_transform_request(domains=True)
+        model = make_pipeline(Covariances(), recentre, TangentSpace(), LogisticRegression())
+        model.fit(trials, y, domains=sessions)
+        model.predict(new_trials, domains=new_sessions)
+
+    Without labels (``domains=None``, e.g. routing off) all matrices passed to one call form
+    one domain: ``fit`` re-centres the training set at its mean, and ``transform`` re-centres
+    the batch it is given at the batch's own mean (pass the whole new session at once).
+
+    Parameters
+    ----------
+    metric : str, default="riemann"
+        The mean: ``"riemann"`` (``"airm"``, Karcher mean), ``"logeuclid"`` or ``"euclid"``.
+    device : str or torch.device, optional
+        Where the means and congruences are computed (``None``/``"auto"``: CUDA when available).
+    dtype : {"float32", "float64"}, optional
+        ``None``: float32 for float32 input, float64 otherwise.
+
+    Attributes
+    ----------
+    domains_ : ndarray of shape (n_domains,)
+        The domain labels seen in ``fit`` (sorted; ``["<all>"]`` when fitted without labels).
+    means_ : ndarray of shape (n_domains, c, c)
+        Their means.
+    n_channels_ : int
+        Size of the matrices.
+
+    References
+    ----------
+    .. [1] P. Zanini, M. Congedo, C. Jutten, S. Said, Y. Berthoumieu, "Transfer learning: a
+       Riemannian geometry framework with applications to brain-computer interfaces", IEEE TBME
+       65(5), 2018.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rankmetric.datasets import make_spd_clusters
+    >>> from rankmetric.preprocessing import DomainRecentering
+    >>> X, y = make_spd_clusters(20, 3, 2, random_state=0)
+    >>> sessions = np.repeat(["monday", "tuesday"], 10)
+    >>> Z = DomainRecentering(device="cpu").fit_transform(X, domains=sessions)
+    >>> Z.shape
+    (20, 3, 3)
+    """
+
+    _parameter_constraints = {
+        "metric": [InstanceOf(str, "a metric name")],
+        "device": [DEVICE],
+        "dtype": [NONE, Options("float32", "float64")],
+    }
+
+    def __init__(self, *, metric="riemann", device=None, dtype=None) -> None:
+        self.metric = metric
+        self.device = device
+        self.dtype = dtype
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.two_d_array = False
+        tags.input_tags.three_d_array = True
+        tags.requires_fit = False  # a new domain is re-centred at its own mean
+        return tags
+
+    def fit(self, X, y=None, domains=None) -> DomainRecentering:
+        """Compute the mean of every domain.
+
+        Parameters
+        ----------
+        X : array-like or Tensor of shape (n_matrices, c, c)
+            SPD matrices.
+        y : ignored
+        domains : array-like of shape (n_matrices,), optional
+            Domain (session, subject) of each matrix; ``None``: one domain.
+
+        Returns
+        -------
+        self
+        """
+        self._fit(X, domains)
+        return self
+
+    def fit_transform(self, X, y=None, domains=None) -> np.ndarray:
+        """Fit, then re-centre ``X`` (each domain at its own mean).
+
+        Parameters
+        ----------
+        X : array-like or Tensor of shape (n_matrices, c, c)
+        y : ignored
+        domains : array-like of shape (n_matrices,), optional
+
+        Returns
+        -------
+        ndarray of shape (n_matrices, c, c)
+        """
+        X, codes = self._fit(X, domains)
+        means = torch.as_tensor(self.means_, dtype=X.dtype, device=X.device)
+        return self._recentre(X, codes, means)
+
+    def transform(self, X, domains=None) -> np.ndarray:
+        """Re-centre each domain of ``X``: at its mean from ``fit``, or its own mean if new.
+
+        Parameters
+        ----------
+        X : array-like or Tensor of shape (n_matrices, c, c)
+            SPD matrices.
+        domains : array-like of shape (n_matrices,), optional
+            Domain of each matrix; ``None``: all of ``X`` is one new domain.
+
+        Returns
+        -------
+        ndarray of shape (n_matrices, c, c)
+            SPD matrices; every domain's mean is the identity.
+        """
+        self._validate_params()
+        X = self._matrices(X, getattr(self, "n_channels_", None))
+        labels = _labels(domains, len(X), new=domains is None)
+        seen = list(getattr(self, "domains_", []))
+        names, codes = np.unique(labels, return_inverse=True)
+        new = [domains is None or name not in seen for name in names]
+        _check_sizes(names[new], codes, np.flatnonzero(new))
+        means = []
+        for k, name in enumerate(names):
+            if domains is not None and name in seen:
+                means.append(torch.as_tensor(self.means_[seen.index(name)], dtype=X.dtype))
+            else:
+                means.append(self._mean(X[codes == k], name).cpu())
+        return self._recentre(X, codes, torch.stack(means).to(X.device))
+
+    # internals -----------------------------------------------------------------------------
+
+    def _fit(self, X, domains):
+        self._validate_params()
+        X = self._matrices(X, None)
+        self.n_channels_ = int(X.shape[-1])
+        labels = _labels(domains, len(X), new=False)
+        names, codes = np.unique(labels, return_inverse=True)
+        _check_sizes(names, codes)
+        means = [self._mean(X[codes == k], name) for k, name in enumerate(names)]
+        self.domains_ = names
+        self.means_ = torch.stack(means).cpu().numpy()
+        return X, codes
+
+    def _mean(self, X: torch.Tensor, name) -> torch.Tensor:
+        metric = canonical_metric(self.metric, MEAN_METRICS)
+        with torch.no_grad():
+            return spd_mean(X, metric)
+
+    def _recentre(self, X: torch.Tensor, codes: np.ndarray, means: torch.Tensor) -> np.ndarray:
+        index = torch.as_tensor(codes, device=X.device)
+        out = torch.empty_like(X)
+        with torch.no_grad():
+            for k in range(len(means)):
+                rows = index == k
+                out[rows] = whiten(X[rows], means[k])
+        return out.cpu().numpy()
+
+    def _matrices(self, X, n_channels) -> torch.Tensor:
+        dtype = self._torch_dtype(X)
+        X = X.detach() if isinstance(X, torch.Tensor) else torch.as_tensor(np.asarray(X))
+        X = as_symmetric_tensor(X, "X")
+        if X.ndim != 3:
+            raise ValueError(
+                f"X must have shape (n_matrices, c, c) (SPD matrices), got {tuple(X.shape)}."
+            )
+        if n_channels is not None and X.shape[-1] != n_channels:
+            raise ValueError(
+                f"X holds {X.shape[-1]} x {X.shape[-1]} matrices, but DomainRecentering was "
+                f"fitted on {n_channels} x {n_channels}."
+            )
+        return X.to(dtype=dtype, device=resolve_device(self.device))
+
+    def _torch_dtype(self, X) -> torch.dtype:
+        if self.dtype is not None:
+            return getattr(torch, self.dtype)
+        single = (torch.float32, np.float32)
+        return torch.float32 if getattr(X, "dtype", None) in single else torch.float64
+
+
+def _check_sizes(names, codes: np.ndarray, which=None) -> None:
+    """``ValueError`` if a domain whose mean must be computed has a single matrix."""
+    which = np.arange(len(names)) if which is None else which
+    counts = np.bincount(codes, minlength=int(codes.max()) + 1)[which]
+    if len(counts) and counts.min() < 2:
+        name = names[int(np.argmin(counts))]
+        raise ValueError(
+            f"domain {name!r} has a single matrix: re-centring it at its own mean would map it "
+            "to the identity. Give a new domain's matrices together, or a domain seen in fit."
+        )
+
+
+def _labels(domains, n: int, *, new: bool) -> np.ndarray:
+    """Domain labels as an array of length ``n`` (``None``: one domain)."""
+    if domains is None:
+        return np.full(n, NEW_DOMAIN if new else ONE_DOMAIN)
+    labels = np.asarray(domains)
+    if labels.shape != (n,):
+        raise ValueError(
+            f"domains must have shape ({n},), one label per matrix, got {labels.shape}."
+        )
+    if labels.dtype.kind == "f" and not np.isfinite(labels).all():
+        raise ValueError("domains contains NaN or infinity.")
+    return labels

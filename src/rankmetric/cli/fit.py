@@ -13,8 +13,11 @@ import json
 import re
 import time
 
+import numpy as np
+
 from ._args import (
     check_device,
+    check_input_file,
     check_output_dir,
     check_output_file,
     check_random_state,
@@ -66,24 +69,83 @@ def _parse_value(text: str, default):
 
 def _summary(cls) -> str:
     doc = inspect.getdoc(cls) or ""
-    return doc.split("\n\n")[0].replace("\n", " ")
+    return _plain(doc.split("\n\n")[0].replace("\n", " "))
 
 
 def _parameter_help(cls) -> dict[str, str]:
-    """First sentence of each parameter's description in the class's numpydoc docstring."""
-    lines = (inspect.getdoc(cls) or "").splitlines()
+    """One line of help per parameter, from the numpydoc docstrings of ``cls`` and its bases.
+
+    The first sentence of the parameter's description, Sphinx markup removed, followed by its
+    choices when the type line lists them (``{"a", "b"}``); a parameter described only as
+    ``As <base class>`` takes its base class's help, one without a description its type line.
+    """
     helps: dict[str, str] = {}
-    current = None
-    for line in lines:
-        header = re.match(r"^(\w+)\s*:", line)
-        if header and not line.startswith(" "):
-            current = header.group(1)
-            helps[current] = ""
-        elif current and line.startswith("    ") and line.strip():
-            helps[current] = f"{helps[current]} {line.strip()}".strip()
-        elif not line.strip() and current and helps.get(current):
-            current = None
-    return {k: v.split(". ")[0].rstrip(".") for k, v in helps.items()}
+    for klass in reversed([k for k in cls.__mro__ if k is not object]):
+        for name, (kind, text) in _numpydoc_parameters(klass).items():
+            line = _first_sentence(_plain(text))
+            if line.startswith("As ") and name in helps:
+                continue  # "As SPDNetEmbedding": keep the base class's help
+            choices = re.search(r"\{([^}]*)\}", kind)
+            if choices and not line.startswith(("As ", "See ")):
+                names = ", ".join(c.strip().strip("'\"") for c in choices.group(1).split(","))
+                line = f"{line}; one of {names}" if line else f"one of {names}"
+            helps[name] = line or _plain(kind)
+    return helps
+
+
+def _numpydoc_parameters(cls) -> dict[str, tuple[str, str]]:
+    """``{name: (type line, description)}`` of the Parameters section of ``cls``'s own docstring.
+
+    Understands grouped names (``a, b : float``) and name lists running over several lines.
+    """
+    lines = (cls.__doc__ and inspect.cleandoc(cls.__doc__) or "").splitlines()
+    try:
+        start = next(i for i, ln in enumerate(lines[:-1]) if ln.strip() == "Parameters"
+                     and set(lines[i + 1].strip()) == {"-"}) + 2  # fmt: skip
+    except StopIteration:
+        return {}
+    params: dict[str, tuple[str, str]] = {}
+    names: list[str] = []
+    kind, text, header = "", [], ""
+    for i in range(start, len(lines)):
+        line = lines[i]
+        if i + 1 < len(lines) and line.strip() and set(lines[i + 1].strip()) == {"-"}:
+            break  # the next section
+        if line and not line.startswith(" "):
+            if names and not text and header.rstrip().endswith(","):
+                header += " " + line.strip()  # a name list running over the next line
+            else:
+                for name in names:
+                    params[name] = (kind, " ".join(text))
+                header, text = line.strip(), []
+            parts = re.split(r"\s+:(?:\s+|$)", header, maxsplit=1)
+            name_part, kind = parts[0], parts[1] if len(parts) > 1 else ""
+            names = [n.strip() for n in name_part.split(",") if n.strip()]
+        elif line.strip():
+            text.append(line.strip())
+    for name in names:
+        params[name] = (kind, " ".join(text))
+    return params
+
+
+def _first_sentence(text: str) -> str:
+    """Up to the first full stop outside brackets that is not an abbreviation ("et al.")."""
+    depth = 0
+    for i, char in enumerate(text):
+        depth += {"(": 1, ")": -1, "[": 1, "]": -1}.get(char, 0)
+        if char == "." and depth <= 0 and text[i + 1 : i + 2] in ("", " "):
+            word = text[:i].rsplit(" ", 1)[-1]
+            if word not in ("al", "e.g", "i.e", "cf", "vs", "etc") and not word[-1:].isdigit():
+                return text[:i]
+    return text.rstrip(".")
+
+
+def _plain(text: str) -> str:
+    """``text`` without Sphinx markup: roles (``:class:`~a.B``` → ``B``), literals, backticks."""
+    text = re.sub(r":\w+:`~?([^`<]*?)\s*<[^`>]*>`", r"\1", text)  # :role:`title <target>`
+    text = re.sub(r":\w+:`~([^`]*)`", lambda m: m.group(1).rsplit(".", 1)[-1], text)
+    text = re.sub(r":\w+:`([^`]*)`", r"\1", text)
+    return text.replace("``", "").replace("`", "")
 
 
 def _add_method_parser(sub, method: str) -> None:
@@ -125,16 +187,145 @@ def _add_method_parser(sub, method: str) -> None:
             type=parameter_type(_parse_value, default),
         )
     add_fit_pairs_option(parser, cls)
+    if kind == "spd":
+        _add_spd_options(parser)
     parser.set_defaults(func=run_fit, method=method)
+
+
+# ----------------------------------------------------------------------------- SPD methods: trials
+
+
+def _add_spd_options(parser: argparse.ArgumentParser) -> None:
+    """``--covariance-estimator``, and ``--data`` accepting a ``.npz`` file of raw trials."""
+    from ..preprocessing import Covariances
+
+    for action in parser._actions:
+        if action.dest == "data":
+            action.help += (
+                "; or a .npz file of raw trials: X of shape (n_trials, channels, time) and labels "
+                "y, optionally X_test and y_test (else --test-size is held out)"
+            )
+    choices = _parameter_help(Covariances).get("estimator", "")
+    choices = choices[choices.find("one of") :] if "one of" in choices else ""
+    parser.add_argument(
+        "--covariance-estimator",
+        metavar="NAME",
+        default=None,
+        help=(
+            "covariance estimator of each trial, passed to "
+            f"rankmetric.preprocessing.Covariances(estimator=NAME){'; ' if choices else ''}"
+            f"{choices}. None: the data set's own (OAS for the bundled multichannel sets), "
+            "Covariances' default for a trial file"
+        ).replace("%", "%%"),
+    )
+
+
+def _is_trial_file(data: str) -> bool:
+    return str(data).lower().endswith(".npz")
+
+
+def _covariances(estimator: str | None):
+    """The ``Covariances`` transformer of ``--covariance-estimator`` (it checks the name)."""
+    from sklearn.base import clone
+
+    from ..preprocessing import Covariances
+
+    cov = Covariances() if estimator is None else Covariances(estimator=estimator)
+    try:
+        clone(cov).fit(np.zeros((1, 2, 4)))  # checks the parameters, before any data is read
+    except ValueError as exc:
+        raise ValueError(f"--covariance-estimator: {exc}") from None
+    return cov
+
+
+def _load_spd_data(args: argparse.Namespace):
+    """The SPD matrices of ``--data``: a bundled set, or a ``.npz`` file of raw trials."""
+    from ..datasets import Dataset, load_spd
+
+    estimator = getattr(args, "covariance_estimator", None)
+    if _is_trial_file(args.data):
+        X, y, X_test, y_test = _read_trial_file(args.data)
+        cov = _covariances(estimator)
+        name = cov.get_params()["estimator"]
+        return Dataset(
+            X=cov.fit_transform(X),
+            y=y,
+            X_test=None if X_test is None else cov.transform(X_test),
+            y_test=y_test,
+            name=str(args.data),
+            kind="spd",
+            description=f"raw trials of {args.data}; Covariances(estimator={name!r})",
+        )
+    if estimator is None:
+        return load_spd(args.data)
+    cov = _covariances(estimator)
+    from ..datasets._loaders import encode_labels, load_trials  # the original-length trials
+
+    try:
+        train, test = load_trials(args.data)
+    except ValueError:
+        raise ValueError(
+            f"--covariance-estimator applies to multichannel trials; {args.data!r} is not a "
+            "bundled multichannel set (derived SPD sets such as fmnist-regcov come as matrices)."
+        ) from None
+    _, y, y_test = encode_labels(train.labels, test.labels)
+    return Dataset(
+        X=cov.fit_transform(train.series),
+        y=y.astype(np.int64),
+        X_test=cov.transform(test.series),
+        y_test=y_test.astype(np.int64),
+        name=args.data,
+        kind="spd",
+    )
+
+
+def _read_trial_file(path) -> tuple:
+    """``(X, y, X_test, y_test)`` of a ``.npz`` trial file, checked (``ValueError`` naming it)."""
+    check_input_file(path, "--data")
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            arrays = {key: npz[key] for key in npz.files}
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"--data {path}: not a readable .npz file ({exc}).") from None
+    missing = [key for key in ("X", "y") if key not in arrays]
+    if missing:
+        raise ValueError(
+            f"--data {path}: missing array(s) {missing}; a trial file holds X (n_trials, "
+            f"channels, time) and y (n_trials,), optionally X_test and y_test; it has "
+            f"{sorted(arrays)}."
+        )
+    if ("X_test" in arrays) != ("y_test" in arrays):
+        raise ValueError(f"--data {path}: X_test and y_test come together.")
+    parts = [("X", "y")] + ([("X_test", "y_test")] if "X_test" in arrays else [])
+    for x_key, y_key in parts:
+        X, y = arrays[x_key], arrays[y_key]
+        if X.ndim != 3:
+            raise ValueError(
+                f"--data {path}: {x_key} must have shape (n_trials, channels, time), got {X.shape}."
+            )
+        if y.ndim != 1 or len(y) != len(X):
+            raise ValueError(
+                f"--data {path}: {y_key} must hold one label per trial of {x_key} "
+                f"({len(X)}), got shape {y.shape}."
+            )
+        if not np.issubdtype(X.dtype, np.number) or not np.isfinite(X).all():
+            raise ValueError(f"--data {path}: {x_key} must hold finite numbers.")
+    if "X_test" in arrays and arrays["X_test"].shape[1] != arrays["X"].shape[1]:
+        raise ValueError(
+            f"--data {path}: X has {arrays['X'].shape[1]} channels, X_test "
+            f"{arrays['X_test'].shape[1]}."
+        )
+    return (arrays["X"].astype(np.float64), arrays["y"], arrays.get("X_test"),
+            arrays.get("y_test"))  # fmt: skip
 
 
 def _train_test(args):
     from sklearn.model_selection import train_test_split
 
-    from ..datasets import load_dataset, load_spd
+    from ..datasets import load_dataset
 
     kind = METHODS[args.method][2]
-    data = load_spd(args.data) if kind == "spd" else load_dataset(args.data)
+    data = _load_spd_data(args) if kind == "spd" else load_dataset(args.data)
     if kind == "features" and data.X.ndim != 2:
         raise ValueError(f"{args.data} is a multichannel set; use `rankmetric fit rpl` for it.")
     if data.X_test is not None:

@@ -15,7 +15,8 @@ budget, ties broken by the lower gallery index) and accepts NumPy arrays or torc
 ``clustering_scores``  k-means with k = #classes, then NMI and pairwise F1
 ``nmi_score``          normalised mutual information
 ``pairwise_f1``        F1 of "same cluster" vs "same class" pairs
-``cmc_curve``          CMC at given ranks (re-identification)
+``cmc_curve``          CMC at given ranks (two-view re-identification)
+``reid_scores``        re-id CMC, full mAP and mINP under camera-aware protocols
 ``repeated_cv_knn``    5×2 stratified cross-validated k-NN accuracy → ``CVResult``
 =====================  ============================================================
 """
@@ -24,6 +25,7 @@ from .clustering import clustering_scores, nmi_score, pairwise_f1
 from .cmc import cmc_curve
 from .knn import knn_accuracy, knn_predict, knn_search
 from .protocols import CVResult, repeated_cv_knn
+from .reid import reid_scores
 from .retrieval import map_at_r, precision_at_1, recall_at_k, retrieval_scores
 
 __all__ = [
@@ -38,6 +40,7 @@ __all__ = [
     "nmi_score",
     "pairwise_f1",
     "cmc_curve",
+    "reid_scores",
     "repeated_cv_knn",
     "CVResult",
 ]

@@ -1,7 +1,7 @@
 """Time and peak memory of ``reid_scores`` (Market-1501 protocol) at 10k queries × 100k gallery.
 
 Ours: :func:`rankmetric.evaluate.reid_scores`, chunked over queries, default chunk size (about
-256 MB of temporaries: ``32 × n_gallery`` bytes a query). The peer is the field's usual
+256 MB of temporaries: ``48 × n_gallery`` bytes a query). The peer is the field's usual
 evaluation, torchreid's ``eval_market1501`` structure written here in NumPy (its code is not
 installed): the dense ``n_query × n_gallery`` distance matrix, a full ``argsort`` of it, then a
 loop over queries. The peer holds ``12 × n_query × n_gallery`` bytes (float32 distances and

@@ -19,13 +19,15 @@ budget, ties broken by the lower gallery index) and accepts NumPy arrays or torc
 ``reid_scores``        re-id CMC, full mAP and mINP under camera-aware protocols
 ``repeated_cv_knn``    5×2 stratified cross-validated k-NN accuracy → ``CVResult``
 =====================  ============================================================
+
+``query_gallery_split`` forms the query and gallery rows of a re-identification test set.
 """
 
 from .clustering import clustering_scores, nmi_score, pairwise_f1
 from .cmc import cmc_curve
 from .knn import knn_accuracy, knn_predict, knn_search
 from .protocols import CVResult, repeated_cv_knn
-from .reid import reid_scores
+from .reid import query_gallery_split, reid_scores
 from .retrieval import map_at_r, precision_at_1, recall_at_k, retrieval_scores
 
 __all__ = [
@@ -41,6 +43,7 @@ __all__ = [
     "pairwise_f1",
     "cmc_curve",
     "reid_scores",
+    "query_gallery_split",
     "repeated_cv_knn",
     "CVResult",
 ]

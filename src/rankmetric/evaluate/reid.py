@@ -41,7 +41,7 @@ from ._inputs import (
 )
 from ._precision import average_precision
 
-__all__ = ["PROTOCOLS", "reid_scores"]
+__all__ = ["PROTOCOLS", "query_gallery_split", "reid_scores"]
 
 PROTOCOLS = ("market1501", "cuhk03", "single-view", "closed-set")
 #: Bytes of temporaries per (query, gallery item) of a chunk (measured peak ≈ 43): the score,
@@ -365,3 +365,56 @@ def _single_shot_counts(keys, relevant, same_id, ok, picks, u, n_gallery) -> tor
         rank = 1 + torch.count_nonzero(others & (keys < own_key), dim=1)
         counts += torch.bincount(rank[ok], minlength=n_gallery + 1).to(torch.float64)
     return counts
+
+
+def query_gallery_split(ids, cameras=None, *, random_state=0) -> tuple[np.ndarray, np.ndarray]:
+    """Query and gallery rows of a re-identification test set, as the field's protocols form them.
+
+    Parameters
+    ----------
+    ids : array-like of shape (n,)
+        Identities of the test items.
+    cameras : array-like of shape (n,), optional
+        Camera of each item; None treats every item as its own camera.
+    random_state : int, Generator or None, default=0
+        Picks the query of each (identity, camera) track.
+
+    Returns
+    -------
+    query_rows, gallery_rows : ndarray of int
+        * one item per (identity, camera) track and **two cameras** (VIPeR, CUHK01): the first
+          camera's items are the queries (probes), the second camera's the gallery;
+        * one item per track and more cameras, or no cameras: every item is a query against
+          all items (under ``"market1501"`` the query itself and its same-camera twins are
+          removed: leave-one-out);
+        * several items per track (Market-1501, DukeMTMC): one random item per track is a
+          query, every other item is in the gallery.
+
+    Examples
+    --------
+    >>> from rankmetric.evaluate import query_gallery_split
+    >>> q, g = query_gallery_split([0, 0, 1, 1], [0, 1, 0, 1])
+    >>> q.tolist(), g.tolist()
+    ([0, 2], [1, 3])
+    """
+    ids = as_label_array(ids, "ids")
+    n = ids.shape[0]
+    cams = np.arange(n) if cameras is None else as_label_array(cameras, "cameras")
+    if cams.shape[0] != n:
+        raise ValueError(f"cameras has {cams.shape[0]} values but there are {n} items.")
+    _, id_codes = np.unique(ids, return_inverse=True)
+    cam_values, cam_codes = np.unique(cams, return_inverse=True)
+    tracks, track_of = np.unique(
+        id_codes.astype(np.int64) * len(cam_values) + cam_codes, return_inverse=True
+    )
+    sizes = np.bincount(track_of)
+    everything = np.arange(n)
+    if sizes.max() == 1:
+        if cameras is not None and len(cam_values) == 2:
+            return np.flatnonzero(cam_codes == 0), np.flatnonzero(cam_codes == 1)
+        return everything, everything
+    u = make_rng(random_state).random(n)
+    order = np.lexsort((u, track_of))  # by track, then u
+    first = np.r_[True, track_of[order][1:] != track_of[order][:-1]]
+    query = np.sort(order[first])
+    return query, np.setdiff1d(everything, query)

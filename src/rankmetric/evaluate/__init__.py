@@ -20,7 +20,8 @@ budget, ties broken by the lower gallery index) and accepts NumPy arrays or torc
 ``repeated_cv_knn``    5×2 stratified cross-validated k-NN accuracy → ``CVResult``
 =====================  ============================================================
 
-``query_gallery_split`` forms the query and gallery rows of a re-identification test set.
+``query_gallery_split`` forms the query and gallery rows of a re-identification test set;
+``rerank_k_reciprocal`` (Zhong et al. 2017) and ``average_query_expansion`` re-rank them.
 """
 
 from .clustering import clustering_scores, nmi_score, pairwise_f1
@@ -28,6 +29,7 @@ from .cmc import cmc_curve
 from .knn import knn_accuracy, knn_predict, knn_search
 from .protocols import CVResult, repeated_cv_knn
 from .reid import query_gallery_split, reid_scores
+from .rerank import average_query_expansion, rerank_k_reciprocal
 from .retrieval import map_at_r, precision_at_1, recall_at_k, retrieval_scores
 
 __all__ = [
@@ -44,6 +46,8 @@ __all__ = [
     "cmc_curve",
     "reid_scores",
     "query_gallery_split",
+    "rerank_k_reciprocal",
+    "average_query_expansion",
     "repeated_cv_knn",
     "CVResult",
 ]

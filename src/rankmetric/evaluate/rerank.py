@@ -223,7 +223,7 @@ def rerank_k_reciprocal(
     (30, 90)
     >>> reid_scores(D, ids[q], None, None, ids[~q], None, metric="precomputed",
     ...             protocol="single-view", ranks=1)["cmc"][1]
-    1.0
+    0.9
     """
     check_metric(metric)
     k1 = _check_int(k1, "k1", 1)

@@ -99,7 +99,10 @@ def _encode(X, nn, scale, k1: int, metric: str):
     H = nn[:, : half + 1]
     in_H = _reciprocal(nn, half)  # (N, half+1)
     rows_all, cols_all, vals_all = [], [], []
-    step = max(1, 2**22 // ((k1 + 1) ** 2 * (half + 1)))
+    width = (k1 + 1) * (half + 2)  # expanded-set candidates per row
+    # row blocks: the membership test (n·(k1+1)²·(half+1) bools) and the gathered candidate
+    # rows (n·width·d numbers) stay around 4M elements each
+    step = max(1, min(2**22 // ((k1 + 1) ** 2 * (half + 1)), 2**22 // (width * X.shape[1])))
     for s in range(0, N, step):  # loop over row blocks
         r, r_in = R[s : s + step], in_R[s : s + step]
         n = r.shape[0]

@@ -19,12 +19,14 @@ Peak memory: ``VmHWM`` reset after the data are built, minus the resident memory
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 import time
 
 import numpy as np
 import torch
 
-from _memory import reset_peak_mb, status_mb
+from _memory import reset_peak_mb, run_children, status_mb
 from rankmetric.evaluate import reid_scores
 
 
@@ -69,6 +71,27 @@ def peer_market1501(Q, qi, qc, G, gi, gc, max_rank=20):
     )
 
 
+def child(args) -> None:
+    """One measurement in this (fresh) process; prints one JSON line."""
+    Q, qi, qc, G, gi, gc = make_data(
+        args.n_query, args.n_gallery, args.dim, args.identities, args.cameras
+    )
+    n = args.n_query if args.child == "ours" else min(args.peer_queries, args.n_query)
+    mode = "peer" if args.child == "peer" else "ours"
+    sub = slice(0, n)
+    base = reset_peak_mb()
+    start = time.perf_counter()
+    if mode == "peer":
+        cmc, mAP, mINP = peer_market1501(Q[sub], qi[sub], qc[sub], G, gi, gc)
+        found = {"cmc": {str(r): float(v) for r, v in cmc.items()}, "mAP": mAP, "mINP": mINP}
+    else:
+        s = reid_scores(Q[sub], qi[sub], qc[sub], G, gi, gc, device="cpu")
+        found = {**s, "cmc": {str(r): v for r, v in s["cmc"].items()}}
+    seconds = time.perf_counter() - start
+    peak = status_mb("VmHWM") - base
+    print(json.dumps({"seconds": seconds, "peak_mb": peak, "n": n, **found}))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n-query", type=int, default=10_000)
@@ -78,46 +101,35 @@ def main() -> None:
     parser.add_argument("--cameras", type=int, default=6)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--peer-queries", type=int, default=500)
+    parser.add_argument("--child", choices=("ours", "ours-subset", "peer"))
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-
-    Q, qi, qc, G, gi, gc = make_data(
-        args.n_query, args.n_gallery, args.dim, args.identities, args.cameras
-    )
+    if args.child:
+        child(args)
+        return
+    common = [sys.executable, __file__] + [
+        f"--{k.replace('_', '-')}={v}" for k, v in vars(args).items() if k != "child"
+    ]
+    print(f"{args.n_query} queries × {args.n_gallery} gallery × {args.dim} dims, "
+          f"{args.identities} identities, {args.cameras} cameras, {args.threads} thread(s); "
+          "each measurement in a fresh process")  # fmt: skip
+    runs = {w: run_children([*common, f"--child={w}"], 1) for w in ("ours", "ours-subset", "peer")}
+    for name, r in runs.items():
+        if isinstance(r, dict):
+            raise SystemExit(f"{name}: {r['error']}")
+        r = r[0]
+        runs[name] = r
+        print(f"{name:12s} {r['n']:6d} queries: {r['seconds']:8.1f} s, peak {r['peak_mb']:7.0f} "
+              f"MiB above the inputs; rank1 {r['cmc']['1']:.4f} mAP {r['mAP']:.4f} "
+              f"mINP {r['mINP']:.4f}")  # fmt: skip
+    o, p = runs["ours-subset"], runs["peer"]
+    diff = max(abs(o["mAP"] - p["mAP"]), abs(o["mINP"] - p["mINP"]),
+               *(abs(o["cmc"][r] - p["cmc"][r]) for r in p["cmc"]))  # fmt: skip
     print(
-        f"{args.n_query} queries × {args.n_gallery} gallery × {args.dim} dims, "
-        f"{args.identities} identities, {args.cameras} cameras, {args.threads} thread(s)"
+        f"peer/ours time on {p['n']} queries: {p['seconds'] / o['seconds']:.2f}; largest score "
+        f"difference {diff:.1e}; the peer at full size holds >= "
+        f"{12 * args.n_query * args.n_gallery / 2**30:.1f} GiB (distances + argsort order)"
     )
-    base = reset_peak_mb()
-    start = time.perf_counter()
-    ours = reid_scores(Q, qi, qc, G, gi, gc, device="cpu")
-    seconds = time.perf_counter() - start
-    peak = status_mb("VmHWM") - base
-    print(f"ours  full: {seconds:8.1f} s  peak {peak:7.0f} MiB above inputs  "
-          f"rank1 {ours['cmc'][1]:.4f} mAP {ours['mAP']:.4f} mINP {ours['mINP']:.4f} "
-          f"valid {ours['n_valid']} skipped {ours['n_skipped']}")  # fmt: skip
-
-    n = min(args.peer_queries, args.n_query)
-    sub = slice(0, n)
-    base = reset_peak_mb()
-    start = time.perf_counter()
-    small = reid_scores(Q[sub], qi[sub], qc[sub], G, gi, gc, device="cpu")
-    ours_small = time.perf_counter() - start
-    ours_small_peak = status_mb("VmHWM") - base
-    base = reset_peak_mb()
-    start = time.perf_counter()
-    cmc, mAP, mINP = peer_market1501(Q[sub], qi[sub], qc[sub], G, gi, gc)
-    peer_small = time.perf_counter() - start
-    peer_peak = status_mb("VmHWM") - base
-    diff = max(abs(small["mAP"] - mAP), abs(small["mINP"] - mINP),
-               *(abs(small["cmc"][r] - cmc[r]) for r in cmc))  # fmt: skip
-    full_gb = 12 * args.n_query * args.n_gallery / 2**30
-    print(
-        f"subset of {n} queries: ours {ours_small:.1f} s, peak {ours_small_peak:.0f} MiB; "
-        f"peer (dense torchreid) {peer_small:.1f} s, peak {peer_peak:.0f} MiB; "
-        f"peer/ours time {peer_small / ours_small:.2f}; largest score difference {diff:.2e}"
-    )
-    print(f"peer at full size would hold ≥ {full_gb:.1f} GiB (distances + argsort order)")
 
 
 if __name__ == "__main__":

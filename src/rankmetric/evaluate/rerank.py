@@ -35,7 +35,8 @@ from .knn import knn_search
 __all__ = ["average_query_expansion", "rerank_k_reciprocal"]
 
 MEMORY_BUDGET = 256 * 2**20
-TRIPLES_PER_BLOCK = 4_000_000  # (query, shared item, gallery item) terms per Jaccard block
+TRIPLES_PER_BLOCK = 2_000_000  # (query, shared item, gallery item) terms per Jaccard block
+BLOCK_BYTES = 32 * 2**20  # one float64 (block × n_gallery) array of a Jaccard block
 
 
 def _check_int(value, name: str, low: int) -> int:
@@ -153,7 +154,8 @@ def _jaccard_blocks(V, n_query: int):
     start = 0
     while start < n_query:
         total = np.cumsum(per_query[start:])
-        stop = start + max(1, int(np.searchsorted(total, TRIPLES_PER_BLOCK, side="right")))
+        rows = int(np.searchsorted(total, TRIPLES_PER_BLOCK, side="right"))
+        stop = start + max(1, min(rows, BLOCK_BYTES // (8 * n_gallery)))
         lo, hi = Vq.indptr[start], Vq.indptr[stop]
         k, v = Vq.indices[lo:hi], Vq.data[lo:hi]
         q = np.repeat(np.arange(stop - start), np.diff(Vq.indptr[start : stop + 1]))

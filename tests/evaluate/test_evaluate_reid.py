@@ -235,3 +235,23 @@ def test_bad_inputs():
         reid_scores(G, ids, cams, G, [-1] * 4, cams)
     with pytest.raises(ValueError, match="gallery=None"):
         reid_scores(G, ids, cams, G, ids, cams, metric="precomputed")
+
+
+def test_query_gallery_split_follows_the_protocols():
+    from rankmetric.evaluate import query_gallery_split
+
+    # two views, one image each: camera-A probes against the camera-B gallery
+    q, g = query_gallery_split([5, 6, 5, 6], ["b", "b", "a", "a"])
+    assert q.tolist() == [2, 3] and g.tolist() == [0, 1]
+    # one image per track, three cameras (or none): every item against all items
+    q, g = query_gallery_split([0, 0, 0], [0, 1, 2])
+    assert q.tolist() == g.tolist() == [0, 1, 2]
+    assert query_gallery_split([0, 0, 1])[0].tolist() == [0, 1, 2]
+    # several images per track: one seeded query per track, the rest gallery
+    ids, cams = np.repeat([0, 1], 6), np.tile([0, 0, 0, 1, 1, 1], 2)
+    q, g = query_gallery_split(ids, cams, random_state=1)
+    assert len(q) == 4 and sorted(set(zip(ids[q], cams[q]))) == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    assert sorted([*q, *g]) == list(range(12))
+    assert query_gallery_split(ids, cams, random_state=1)[0].tolist() == q.tolist()
+    with pytest.raises(ValueError, match="cameras has 2 values"):
+        query_gallery_split([0, 1, 2], [0, 1])

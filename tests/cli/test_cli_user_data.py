@@ -123,3 +123,13 @@ def test_readme_bench_command_on_a_user_file(reid_file, tmp_path, monkeypatch, c
     assert "## WARCA — re-identification protocol (your data)" in out
     assert "| WARCA |" in out and "mAP re-rank" in out
     assert (tmp_path / "results" / "warca-reid" / "warca_cmc.png").exists()
+
+
+def test_evaluate_embeddings_file_with_cameras(tmp_path, capsys):
+    d = make_multicamera_reid(n_identities=20, random_state=2)
+    np.savez(tmp_path / "emb.npz", X=d.X, y=d.ids, cameras=d.camera)
+    assert main(["evaluate", str(tmp_path / "emb.npz"), "--scores", "knn", "--json"]) == 0
+    assert _json(capsys)["scores"]["reid_queries_valid"] > 0
+    np.savez(tmp_path / "bad.npz", X=d.X, y=d.ids, cameras=d.camera[:5])
+    assert main(["evaluate", str(tmp_path / "bad.npz")]) == 2
+    assert "cameras has 5 values" in capsys.readouterr().err

@@ -20,7 +20,8 @@ _KEYS = {"X": ("X", "embeddings"), "y": ("y", "labels")}
 
 EPILOG = """\
 examples:
-  rankmetric evaluate emb.npz                     # X, y (+ X_test, y_test) inside the archive
+  rankmetric evaluate emb.npz                     # X, y (+ X_test, y_test) inside the archive;
+                                                  # with cameras (cameras_test): re-id scores too
   rankmetric evaluate emb.npy --labels y.npy --ks 1 3 5 --json
   rankmetric evaluate --model warca.npz --data wine --scores knn retrieval clustering cv
   rankmetric evaluate --data iris                 # raw features: the Euclidean baseline
@@ -166,6 +167,20 @@ def _from_user_file(args) -> _Embedded:
                      sub(split))  # fmt: skip
 
 
+def _attach_cameras(e: _Embedded, path: str) -> _Embedded:
+    """An embeddings ``.npz`` with ``cameras`` (or ``cameras_test`` beside ``X_test``): the
+    evaluated part's cameras, so that re-id scores are printed."""
+    if not path.endswith(".npz"):
+        return e
+    key = "cameras" if e.X_ref is None else "cameras_test"
+    with np.load(path, allow_pickle=False) as archive:
+        if key in archive:
+            e.cameras = archive[key]
+    if e.cameras is not None and len(e.cameras) != len(e.y_eval):
+        raise ValueError(f"{path}: {key} has {len(e.cameras)} values for {len(e.y_eval)} items.")
+    return e
+
+
 def _reid_score(e: _Embedded, args) -> dict[str, float]:
     """Re-id scores (Market-1501 protocol) when the evaluated items have cameras."""
     from .fit import reid_report
@@ -235,7 +250,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
     if args.model and not args.data:
         raise ValueError("--model needs --data NAME: the data set to embed.")
     if args.embeddings:
-        embedded = _from_file(args)
+        embedded = _attach_cameras(_from_file(args), args.embeddings)
     else:
         from ..datasets.user_features import is_feature_file
 

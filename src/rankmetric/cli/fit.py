@@ -162,8 +162,9 @@ def _add_method_parser(sub, method: str) -> None:
     parser.add_argument(
         "--data",
         required=True,
-        metavar="NAME",
-        help="data set name (see `rankmetric data list`)"
+        metavar="NAME|PATH",
+        help="data set name (see `rankmetric data list`) or your own feature file "
+        "(.npz/.csv/.parquet/.mat with X, y, optional cameras and split; docs/datasets.md)"
         + ("; multichannel sets are turned into SPD covariance matrices" if kind == "spd" else ""),
     )
     parser.add_argument("--out", metavar="PATH", help="save the fitted model to this .npz file")
@@ -336,6 +337,59 @@ def _train_test(args):
     return X_tr, y_tr, X_te, y_te, f"stratified {args.test_size:.0%} hold-out, seed 0"
 
 
+def _user_train_test(args):
+    """Parts of a user's feature file: its ``split`` column, else an identity-disjoint hold-out
+    when it has cameras (re-identification), else a stratified hold-out; and the test cameras."""
+    from sklearn.model_selection import train_test_split
+
+    from ..datasets import load_features
+
+    data = load_features(args.data)
+    if data.split is not None:
+        train, test = data.rows("train"), data.rows("test", "query", "gallery")
+        if train.size == 0 or test.size == 0:
+            raise ValueError(f"{args.data}: the split column needs 'train' rows and test rows.")
+        how = "the file's split column"
+    elif data.cameras is not None:
+        identities = np.unique(data.y)
+        rng = np.random.default_rng(0)
+        held = rng.choice(identities, max(2, round(args.test_size * len(identities))), False)
+        test_mask = np.isin(data.y, held)
+        if test_mask.all():
+            raise ValueError(f"{args.data}: too few identities to hold {args.test_size:.0%} out.")
+        train, test = np.flatnonzero(~test_mask), np.flatnonzero(test_mask)
+        how = f"{args.test_size:.0%} of the identities held out, seed 0"
+    else:
+        train, test = train_test_split(np.arange(len(data.y)), test_size=args.test_size,
+                                       stratify=data.y, random_state=0)  # fmt: skip
+        how = f"stratified {args.test_size:.0%} hold-out, seed 0"
+    cams = None if data.cameras is None else data.cameras[test]
+    split = None if data.split is None else data.split[test]
+    parts = (data.X[train], data.y[train], data.X[test], data.y[test], how)
+    return parts, (cams, split)
+
+
+def reid_report(embed, X, y, cameras, split, metric: str = "euclidean") -> dict:
+    """Re-id scores (Market-1501 protocol) of the raw and the embedded test part: queries and
+    gallery from the ``split`` column, else one query per (identity, camera) track."""
+    from ..evaluate import query_gallery_split, reid_scores
+
+    if split is not None and np.isin(split, ("query", "gallery")).any():
+        query, gallery = np.flatnonzero(split == "query"), np.flatnonzero(split != "query")
+    else:
+        query, gallery = query_gallery_split(y, cameras)
+    ranks = tuple(r for r in (1, 5, 10, 20) if r <= len(gallery))
+    report = {}
+    for name, Z in (("euclidean", X), ("learned", embed(X))):
+        Z = _flatten(np.asarray(Z))
+        s = reid_scores(Z[query], y[query], cameras[query], Z[gallery], y[gallery],
+                        cameras[gallery], ranks=ranks, metric=metric, device="cpu")  # fmt: skip
+        report.update({f"reid_rank{r}_{name}": v for r, v in s["cmc"].items()})
+        report.update({f"reid_mAP_{name}": s["mAP"], f"reid_mINP_{name}": s["mINP"]})
+        report.update(reid_queries_valid=s["n_valid"], reid_queries_skipped=s["n_skipped"])
+    return report
+
+
 def _flatten(X):
     return X.reshape(len(X), -1)
 
@@ -368,7 +422,13 @@ def run_fit(args: argparse.Namespace) -> int:
         return run_fit_pairs(args, est)
     if not args.data:
         raise ValueError("--data NAME is required (or --pairs PAIRS.npz for a pair learner).")
-    X_tr, y_tr, X_te, y_te, split = _train_test(args)
+    from ..datasets.user_features import is_feature_file
+
+    test_cams = test_split = None
+    if METHODS[args.method][2] != "spd" and is_feature_file(args.data):
+        (X_tr, y_tr, X_te, y_te, split), (test_cams, test_split) = _user_train_test(args)
+    else:
+        X_tr, y_tr, X_te, y_te, split = _train_test(args)
     if args.k > len(X_tr):
         raise ValueError(f"-k {args.k} exceeds the {len(X_tr)} training samples of {args.data}.")
     start = time.perf_counter()
@@ -385,13 +445,16 @@ def run_fit(args: argparse.Namespace) -> int:
         "n_train": int(len(X_tr)),
         "n_test": int(len(X_te)),
         "fit_seconds": round(fit_time, 3),
-        f"knn{args.k}_accuracy_euclidean": knn_accuracy(
-            _flatten(X_tr), y_tr, _flatten(X_te), y_te, k=args.k
-        ),
-        f"knn{args.k}_accuracy_learned": knn_accuracy(
-            _flatten(est.transform(X_tr)), y_tr, _flatten(est.transform(X_te)), y_te, k=args.k
-        ),
     }
+    if np.isin(y_te, y_tr).all():  # k-NN accuracy needs the test classes in training
+        report[f"knn{args.k}_accuracy_euclidean"] = knn_accuracy(
+            _flatten(X_tr), y_tr, _flatten(X_te), y_te, k=args.k
+        )
+        report[f"knn{args.k}_accuracy_learned"] = knn_accuracy(
+            _flatten(est.transform(X_tr)), y_tr, _flatten(est.transform(X_te)), y_te, k=args.k
+        )
+    if test_cams is not None:
+        report.update(reid_report(est.transform, X_te, y_te, test_cams, test_split))
     if args.out:
         report["saved_to"] = args.out
     if args.json:
@@ -399,7 +462,8 @@ def run_fit(args: argparse.Namespace) -> int:
     else:
         width = max(len(k) for k in report)
         for key, value in report.items():
-            shown = f"{value:.4f}" if isinstance(value, float) and "accuracy" in key else value
+            scored = "accuracy" in key or key.startswith("reid_")
+            shown = f"{value:.4f}" if isinstance(value, float) and scored else value
             print(f"{key:<{width}}  {shown}")
     return 0
 

@@ -162,7 +162,7 @@ def test_unreadable_files_are_skipped(tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
     budget = _budget(empty, empty)
-    assert budget.bytes is None or budget.bytes >= 0  # psutil/sysconf fallback or nothing
+    assert budget.bytes is None or budget.bytes >= 0  # sysconf fallback or nothing
 
 
 def test_environment_override(tmp_path):

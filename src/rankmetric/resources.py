@@ -3,8 +3,8 @@
 Every guard that estimates a peak before allocating (LMNN's active set, kernel WARCA's kernels,
 ...) compares it with :func:`memory_budget`, the smallest of
 
-- the memory the machine has available (``MemAvailable`` of ``/proc/meminfo``, else
-  ``psutil``, else ``sysconf``);
+- the memory the machine has available (``MemAvailable`` of ``/proc/meminfo``, else the free
+  physical pages from ``sysconf``);
 - the headroom under the process's address-space and data-segment limits
   (``RLIMIT_AS`` − ``VmSize``, ``RLIMIT_DATA`` − ``VmData``: what ``ulimit -v`` and batch
   schedulers set);
@@ -204,13 +204,7 @@ def _available_memory(proc: Path) -> int | None:
     meminfo = _kib_fields(_read(proc / "meminfo"), "MemAvailable", "MemFree")
     if meminfo:
         return meminfo.get("MemAvailable", meminfo.get("MemFree"))
-    try:
-        import psutil  # optional
-
-        return int(psutil.virtual_memory().available)
-    except Exception:  # noqa: BLE001 - psutil absent or unsupported: try sysconf
-        pass
-    try:
+    try:  # no /proc (macOS, BSD): the free physical pages
         return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError, AttributeError):
         return None

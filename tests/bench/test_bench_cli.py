@@ -55,6 +55,8 @@ def test_dask_scheduler_gives_the_serial_results(tmp_path):
         (["--jobs", "0"], "--jobs"),
         (["--seeds", "0"], "--seeds"),
         (["--methods", "nope"], "unknown methods"),
+        (["--data", "absent.npz"], "--data absent.npz: no such file"),
+        (["--data", "iris"], "expected a feature file"),
     ],
 )
 def test_bad_arguments_are_reported(tmp_path, capsys, argv, message):
@@ -73,3 +75,18 @@ def test_help_lists_the_benchmarks(capsys):
         main(["bench", "--help"])
     text = capsys.readouterr().out
     assert all(name in text for name in ("ssne-uci", "rpl-spd", "warca-reid", "all"))
+
+
+def test_data_goes_with_warca_reid_only(tmp_path, capsys):
+    import numpy as np
+
+    path = tmp_path / "f.npz"
+    np.savez(path, X=np.eye(4), y=[0, 0, 1, 1])
+    assert main(["bench", "ssne-uci", "--data", str(path), "--results-dir", str(tmp_path)]) == 2
+    assert "use it with warca-reid" in capsys.readouterr().err
+    argv = ["bench", "warca-reid", "--data", str(path), "--datasets", "synthetic-reid"]
+    assert main([*argv, "--results-dir", str(tmp_path)]) == 2
+    assert "either --data PATH" in capsys.readouterr().err
+    np.savez(path, X=np.eye(4), y=[0, 0, 0, 0])
+    assert main(["bench", "warca-reid", "--data", str(path), "--results-dir", str(tmp_path)]) == 2
+    assert "single identity" in capsys.readouterr().err

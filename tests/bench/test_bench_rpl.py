@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from rankmetric.bench import rpl
+from rankmetric.bench import rpl, spd_pipelines
 from rankmetric.bench._common import BenchConfig
 from rankmetric.bench.spdnet_baselines import (
     ROWS,
@@ -117,15 +117,19 @@ def test_cells_share_one_budget():
 
 def test_run_cell_and_summary(tmp_path):
     config = BenchConfig(quick=True, datasets=("synthetic-spd",),
-                         methods=("log-euclidean", "dsml-triplet", "npair", "rpl"),
+                         methods=("log-euclidean", "dsml-triplet", "npair", "rpl", "mdm", "ts-lr",
+                                  "ts-warca"),
                          seeds=1)  # fmt: skip
     results = []
     for cell in rpl.build_cells(config):
         budget = {**cell.options["budget"], "max_iter": 6, "validation_every": 3}
         cell = replace(cell, options={**cell.options, "budget": budget})
         result = rpl.run_cell(cell)
-        assert set(result["scores"]) == {*rpl.METRICS, rpl.TRAIN_METRIC, "chance R@1"}
+        assert set(result["scores"]) == {
+            *rpl.METRICS, rpl.TRAIN_METRIC, rpl.ACCURACY, "chance R@1"
+        }  # fmt: skip
         assert all(0.0 <= v <= 1.0 for v in result["scores"].values())
+        assert result["fit_seconds"] > 0
         if cell.method in ("log-euclidean", "dsml-triplet"):  # AIRM, not the vector R@1
             assert result["scores"][rpl.TRAIN_METRIC] is not None
         results.append({"cell": asdict(cell), **result})
@@ -140,7 +144,86 @@ def test_run_cell_and_summary(tmp_path):
         "dsml-triplet",
         "npair",
         "rpl",
+        "mdm",
+        "ts-lr",
+        "ts-warca",
         "discriminating",
     }
+    assert f"| {rpl.ACCURACY} | {rpl.FIT_TIME} |" in summary.markdown
+    for label in ("MDM (pyRiemann)", "TangentSpace + LogReg", "TangentSpace + WARCA"):
+        assert f"| {label} |" in summary.markdown
+    assert "fit s" in summary.payload["synthetic-spd"]["mdm"]
     assert summary.payload["synthetic-spd"]["discriminating"] is True
     assert summary.plots[0].exists()
+
+
+# ---------------------------------------------------------------- the rows an EEG user would pick
+
+
+def test_knn_accuracy_column_is_a_vote_on_training_embeddings(spd):
+    X, y, X_test, y_test = spd
+    transform, _, _, predict = rpl._fit("log-euclidean", X, y, TINY, 0, "cpu")
+    assert predict is None
+    from sklearn.neighbors import KNeighborsClassifier
+
+    knn = KNeighborsClassifier(rpl.KNN_K).fit(transform(X), y)
+    expected = knn.score(transform(X_test), y_test)
+    assert rpl.knn_accuracy(transform(X), y, transform(X_test), y_test, k=rpl.KNN_K) == expected
+
+
+def test_tangent_space_logreg_is_pyriemanns_pipeline(spd):
+    """TS + LR predicts as pyRiemann's TangentSpace + scikit-learn's LR with the chosen C."""
+    tangentspace = pytest.importorskip("pyriemann.tangentspace")
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+
+    X, y, X_test, _ = spd
+    embed, predict, record = spd_pipelines.fit_pipeline("ts-lr", X, y, seed=0)
+    assert record["params"]["C"] in spd_pipelines.GRIDS["ts-lr"]["C"]
+    assert [v["params"]["C"] for v in record["validation"]] == spd_pipelines.GRIDS["ts-lr"]["C"]
+    theirs = make_pipeline(tangentspace.TangentSpace(metric="riemann"),
+                           LogisticRegression(C=record["params"]["C"], max_iter=1000))  # fmt: skip
+    theirs.fit(X, y)
+    np.testing.assert_array_equal(predict(X_test), theirs.predict(X_test))
+    np.testing.assert_allclose(embed(X_test), theirs.decision_function(X_test), atol=1e-6)
+
+
+def test_mdm_row_is_pyriemanns_mdm(spd):
+    classification = pytest.importorskip("pyriemann.classification")
+    X, y, X_test, _ = spd
+    embed, predict, record = spd_pipelines.fit_pipeline("mdm", X, y, seed=0)
+    theirs = classification.MDM(metric="riemann").fit(X, y)
+    np.testing.assert_array_equal(predict(X_test), theirs.predict(X_test))
+    assert embed(X_test).shape == (len(X_test), 3) and record["seconds"] > 0
+
+
+def test_mdm_without_pyriemann_says_how_to_install_it(spd, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "pyriemann.classification", None)
+    with pytest.raises(ValueError, match=r"needs pyRiemann.*rankmetric\[peers\]"):
+        spd_pipelines.fit_pipeline("mdm", *spd[:2], seed=0)
+
+
+@pytest.mark.parametrize("method", ["ts-warca", "ts-lmnn"])
+def test_metric_rows_tune_on_the_networks_validation_split(spd, method):
+    X, y, X_test, _ = spd
+    embed, predict, record = spd_pipelines.fit_pipeline(method, X, y, seed=1, mode="quick")
+    assert predict is None and np.all(np.isfinite(embed(X_test)))
+    ((name, values),) = spd_pipelines.GRIDS[method].items()
+    assert [v["params"][name] for v in record["validation"]] == values
+    assert record["params"][name] in values
+    # the split is the one SPDNetEmbedding(random_state=1) holds out (drawn first from its seed)
+    from rankmetric._utils import make_rng
+    from rankmetric.estimators.spdnet import _stratified_split
+
+    inner, val = spd_pipelines.validation_split(y, 1)
+    expected = _stratified_split(np.unique(y, return_inverse=True)[1], 0.2, make_rng(1))
+    np.testing.assert_array_equal(inner, expected[0])
+    np.testing.assert_array_equal(val, expected[1])
+    assert 0 < len(val) < len(y) / 3
+
+
+def test_unknown_pipeline_is_named(spd):
+    with pytest.raises(ValueError, match="unknown SPD pipeline 'nope'"):
+        spd_pipelines.fit_pipeline("nope", *spd[:2], seed=0)

@@ -3,6 +3,7 @@
 from dataclasses import asdict
 
 import numpy as np
+import pytest
 from scipy.ndimage import uniform_filter
 
 from rankmetric.bench import reid_data, warca
@@ -70,7 +71,8 @@ def test_cells_follow_the_mode():
     cmc = [c for c in full if c.benchmark == "warca-reid"]
     assert len(cmc) == len(warca.METHODS) * len(warca.REID_SETS) * 10
     kernels = {c.dataset: c.options["fixed"]["kernel"] for c in cmc if c.method == "kernel-warca"}
-    assert kernels == {"synthetic-reid": "rbf", "fmnist-views": "rbf", "fmnist-hist": "chi2_rbf"}
+    assert kernels == {"synthetic-reid": "rbf", "fmnist-views": "rbf", "fmnist-hist": "chi2_rbf",
+                       "multicam-reid": "rbf"}  # fmt: skip
     grids = {c.dataset: c.options["grid"] for c in cmc if c.method == "kernel-warca"}
     assert grids["fmnist-hist"] == warca.HISTOGRAM_GRIDS["kernel-warca"]
     assert grids["fmnist-views"] == warca.GRIDS["kernel-warca"]
@@ -191,3 +193,57 @@ def test_pca_dims_combines_with_estimator_parameters(rng):
     assert single.transform(X).shape == (60, 3)
     without = warca.fit_reid_learner("kissme", X, ids, fixed={}, grid={}, seed=0, device="cpu")
     assert warca.PCA_KEY not in without.params and without.transform(X).shape == (60, 5)
+
+
+def test_two_view_cells_keep_the_probe_gallery_cmc_and_add_map_and_reranking():
+    from rankmetric.evaluate import cmc_curve
+
+    config = BenchConfig(quick=True, datasets=("synthetic-reid",), methods=("euclidean",), seeds=1)
+    cell = warca.build_cells(config)[0]
+    result = warca.run_cmc_cell(cell)
+    data = warca.load_reid("synthetic-reid")
+    _, test = data.split(0)
+    X = warca._features("synthetic-reid", data, data.rows(data.split(0)[0]))
+    probe, gallery = data.rows(test, camera=0), data.rows(test, camera=1)
+    expected = cmc_curve(X[probe], data.ids[probe], X[gallery], data.ids[gallery],
+                         ranks=warca.RANKS)  # fmt: skip
+    assert {int(k): v for k, v in result["cmc"].items()} == pytest.approx(expected)
+    assert 0 < result["map"] <= 1 and 0 < result["minp"] <= 1
+    assert set(result["rerank"]) == {"cmc", "map", "minp"} and result["n_queries_skipped"] == 0
+
+
+def test_multi_camera_stand_in_uses_the_market_protocol(tmp_path):
+    data = warca.load_reid("multicam-reid")
+    assert len(np.unique(data.camera)) == 6 and data.n_identities == 600
+    _, test = data.split(0)
+    probe, gallery = warca._query_gallery(data, test, 0)
+    assert not set(probe) & set(gallery)
+    tracks = set(zip(data.ids[probe], data.camera[probe]))
+    assert len(tracks) == len(probe)  # one query per (identity, camera) track
+    config = BenchConfig(quick=True, datasets=("multicam-reid",), methods=("euclidean", "kissme"),
+                         seeds=1)  # fmt: skip
+    results = [{"cell": asdict(c), **warca.run_cmc_cell(c)} for c in warca.build_cells(config)]
+    by = {r["cell"]["method"]: r for r in results}
+    assert by["kissme"]["map"] > by["euclidean"]["map"] + 0.3
+    summary = warca.summarise(results, config, tmp_path)
+    assert "one query per (identity, camera) track" in summary.markdown
+    assert "| mAP | rank 1 re-rank | mAP re-rank |" in summary.markdown
+    assert summary.payload["cmc"]["multicam-reid"]["kissme"]["rerank"]["map"]["mean"] > 0.5
+
+
+def test_cells_on_a_user_file(tmp_path):
+    from rankmetric.datasets import make_multicamera_reid
+
+    d = make_multicamera_reid(n_identities=40, random_state=1)
+    path = tmp_path / "mine.npz"
+    np.savez(path, X=d.X, y=d.ids, cameras=d.camera)
+    config = BenchConfig(quick=True, datasets=(str(path),), methods=("euclidean",), seeds=2)
+    cells = warca.build_cells(config)
+    assert len(cells) == 2 and all(c.benchmark == warca.NAME for c in cells)
+    assert cells[0].dataset.startswith("mine.npz@") and cells[0].options["path"] == str(path)
+    results = [{"cell": asdict(c), **warca.run_cmc_cell(c)} for c in cells]
+    assert all(r["n_test_identities"] == 20 for r in results)
+    summary = warca.summarise(results, config, tmp_path)
+    assert "your data" in summary.markdown and "not a stand-in" in summary.markdown
+    np.savez(path, X=d.X + 1, y=d.ids, cameras=d.camera)  # a changed file: new cache keys
+    assert warca.build_cells(config)[0].dataset != cells[0].dataset

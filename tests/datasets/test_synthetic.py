@@ -102,3 +102,26 @@ def test_camera_views_of_images(rng):
     np.testing.assert_array_equal(views.ids, np.tile(np.arange(5), 2))
     assert not np.allclose(views.X[:5], views.X[5:])  # two different cameras
     np.testing.assert_array_equal(make_camera_views(images, random_state=0).X, views.X)
+
+
+def test_multicamera_reid_layout_and_camera_effect():
+    from rankmetric.datasets import make_multicamera_reid
+    from rankmetric.evaluate import query_gallery_split, reid_scores
+
+    d = make_multicamera_reid(n_identities=80, n_cameras=4, images_per_camera=2, random_state=3)
+    assert d.X.shape[1] == 64 and d.n_identities == 80
+    tracks = {}
+    for i, c in zip(d.ids, d.camera):
+        tracks[(i, c)] = tracks.get((i, c), 0) + 1
+    assert set(tracks.values()) == {2}  # two images per (identity, camera) track
+    per_id = np.bincount([i for i, _ in tracks])
+    assert per_id.min() >= 2 and per_id.max() <= 4  # every identity in 2..4 cameras
+    again = make_multicamera_reid(n_identities=80, n_cameras=4, random_state=3)
+    np.testing.assert_array_equal(again.X, d.X)
+    q, g = query_gallery_split(d.ids, d.camera)
+    args = (d.X[q], d.ids[q], d.camera[q], d.X[g], d.ids[g], d.camera[g])
+    market = reid_scores(*args, ranks=1)
+    kept = reid_scores(*args, ranks=1, protocol="single-view")
+    assert kept["cmc"][1] > market["cmc"][1] + 0.15  # same-camera matches are the easy ones
+    with pytest.raises(ValueError, match="n_cameras must be at least 2"):
+        make_multicamera_reid(n_cameras=1)

@@ -1,5 +1,7 @@
 """SPDNetEmbedding: one network, any loss; the identity start; step 0 kept when best."""
 
+import warnings
+
 import numpy as np
 import pytest
 import scipy.linalg
@@ -12,10 +14,12 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from rankmetric.estimators.rpl import RPLEmbedding
 from rankmetric.estimators.spdnet import (
     LOSSES,
+    UNTRAINED_ADVICE,
     SPDNetEmbedding,
     _Candidates,
     _paired_gain,
     _per_query_scores,
+    untrained_message,
 )
 from rankmetric.io import load_model, save_model
 
@@ -147,9 +151,35 @@ def test_untrained_network_is_the_log_euclidean_reference():
     np.testing.assert_allclose(est.transform(X), _reference(est, X), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("cls", [SPDNetEmbedding, RPLEmbedding])
+def test_max_iter_zero_is_pyriemanns_tangent_space(cls):
+    """max_iter=0: the untrained reference, built on purpose; no training, no warning."""
+    pyriemann_ts = pytest.importorskip("pyriemann.tangentspace")
+    X, y = _data()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "kept the untrained network" warning
+        est = cls(eps=1e-9, max_iter=0, random_state=0, device="cpu").fit(X[::2], y[::2])
+    assert est.n_iter_ == 0 and est.best_iter_ == 0 and est.loss_curve_.shape == (0,)
+    assert est.validation_score_ is None and est.initial_validation_score_ is None
+    expected = pyriemann_ts.TangentSpace(metric="riemann").fit(X[::2]).transform(X[1::2])
+    np.testing.assert_allclose(est.transform(X[1::2]), expected, rtol=1e-6, atol=1e-6)
+
+
+def test_keeping_the_untrained_network_warns_with_what_to_try():
+    X, y = _data()
+    with pytest.warns(UserWarning, match=r"kept the untrained network \(best_iter_ == 0\)") as rec:
+        est = SPDNetEmbedding(learning_rate=1e-12, **FAST).fit(X, y)
+    assert est.best_iter_ == 0
+    message = str(rec[0].message)
+    assert "What to try" in message and "max_iter=0" in message and "validation recall@1" in message
+    assert "nothing was left to learn" in message  # this small set validates at R@1 = 1 at step 0
+    assert untrained_message(est) in message and UNTRAINED_ADVICE in message
+
+
 def test_the_start_is_kept_when_training_only_hurts():
     X, y = _data()
-    est = SPDNetEmbedding(eps=1e-6, learning_rate=50.0, **FAST).fit(X, y)
+    with pytest.warns(UserWarning, match="kept the untrained network"):
+        est = SPDNetEmbedding(eps=1e-6, learning_rate=50.0, **FAST).fit(X, y)
     assert est.best_iter_ == 0
     assert est.validation_score_ == est.initial_validation_score_
     np.testing.assert_allclose(est.transform(X), _reference(est, X), rtol=1e-5, atol=1e-5)
@@ -195,6 +225,8 @@ def test_save_load_round_trip_with_a_head(tmp_path):
         ({"validation_distance": "cosine", "head": "spd"}, "validation_distance"),
         ({"selection_se": -1.0}, "selection_se"),
         ({"batchnorm": "yes"}, "batchnorm"),
+        ({"max_iter": -1}, "max_iter"),
+        ({"max_iter": 1.5}, "max_iter"),
     ],
 )
 def test_bad_parameters_raise(params, message):

@@ -15,6 +15,13 @@ table:
     632 Fashion-MNIST test images as identities, each "photographed" twice: random translation
     (±2 px), contrast and brightness jitter and pixel noise for both cameras, and a 3×3 blur for
     camera B. Items of one class look alike, so telling two shirts apart needs a fine metric.
+``multicam-reid``
+    A camera network instead of two views (:func:`rankmetric.datasets.make_multicamera_reid`):
+    600 identities, each seen by a random 2 to 6 of 6 cameras, two images per camera sharing a
+    per-track "session" offset, so same-camera matches are easy. Its test identities are scored
+    Market-1501-style (one query per (identity, camera) track, the rest gallery, same-identity
+    same-camera gallery items removed), where the camera-aware protocol differs from the
+    two-view one. A stand-in for Market-1501 / DukeMTMC, which are not available here.
 ``fmnist-hist``
     The same two views of the same 632 items, described by LOMO-like stripe histograms
     (:class:`rankmetric.preprocessing.StripeHistograms` with its defaults: 6 overlapping
@@ -33,21 +40,42 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..datasets.synthetic import N_IDENTITIES, ReidData, make_synthetic_reid
+from ..datasets.synthetic import N_IDENTITIES, ReidData, make_multicamera_reid, make_synthetic_reid
 from ..datasets.synthetic import make_camera_views as make_image_views
+from ..datasets.user_features import is_feature_file, load_features
 
-__all__ = ["REID_SETS", "ReidData", "load_reid", "make_synthetic_reid", "make_image_views"]
+__all__ = [
+    "MULTI_CAMERA_SETS",
+    "REID_SETS",
+    "ReidData",
+    "load_reid",
+    "make_synthetic_reid",
+    "make_image_views",
+]
 
 REID_SETS = {
     "synthetic-reid": "VIPeR-like synthetic identities (632 ids × 2 cameras, 64 features)",
     "fmnist-views": "Fashion-MNIST items as identities, two simulated camera views (632 ids)",
     "fmnist-hist": "the fmnist-views images as LOMO-like stripe histograms (632 ids, 156 bins)",
+    "multicam-reid": "Market-like synthetic identities: 600 ids, each seen by 2-6 of 6 cameras, "
+    "2 images per camera (64 features)",
 }
+#: Sets with more than two cameras or several images per (identity, camera): their test
+#: identities are evaluated Market-1501-style (one query per track, the rest gallery).
+MULTI_CAMERA_SETS = ("multicam-reid",)
 IMAGE_SIDE = 28
 
 
 def load_reid(name: str) -> ReidData:
-    """A stand-in set by name (deterministic: the same arrays on every call)."""
+    """A stand-in set by name (deterministic: the same arrays on every call), or a user's
+    feature file (:func:`rankmetric.datasets.load_features`; without cameras, every item is
+    its own camera, so evaluation is leave-one-out among the test identities)."""
+    if is_feature_file(name):
+        data = load_features(name)
+        cameras = np.arange(len(data.y)) if data.cameras is None else data.cameras
+        return ReidData(data.X, data.y, cameras)
+    if name == "multicam-reid":
+        return make_multicamera_reid(random_state=0)
     if name == "synthetic-reid":
         return make_synthetic_reid(random_state=0)
     if name == "fmnist-hist":

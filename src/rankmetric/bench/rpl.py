@@ -16,8 +16,18 @@ training part, the test part is embedded, and
   distance as R@1 for the vector heads. Computed only where the test part holds at most
   :data:`AIRM_MAX_TEST` matrices (an all-pairs AIRM search of 10 000 matrices is too slow here).
 
-Every trained row is the same estimator with another loss
-(:mod:`rankmetric.bench.spdnet_baselines`). A set where every method, the reference included, has
+Every trained network row is the same estimator with another loss
+(:mod:`rankmetric.bench.spdnet_baselines`); the rows an EEG user would pick instead — pyRiemann's
+MDM, and the tangent space followed by a logistic regression, WARCA or LMNN — are built by
+:mod:`rankmetric.bench.spd_pipelines`, tuned on the same validation part. Every row also reports
+
+* ``acc.``: test classification accuracy — the classifier's own ``predict`` for MDM and the
+  logistic regression, a :data:`KNN_K`-NN vote on the embeddings of the training part for every
+  other row (:func:`rankmetric.evaluate.knn_accuracy`);
+* ``fit s``: the median wall-clock seconds of the fit over seeds (selection of hyper-parameters
+  and early stopping included; the machine's load is said where the table is published).
+
+A set where every method, the reference included, has
 its mean R@1 within :data:`CHANCE_BAND` points of chance (Σ_c p_c², p_c the test class shares) is
 marked *not discriminating*.
 """
@@ -31,7 +41,7 @@ import numpy as np
 import torch
 from sklearn.base import clone
 
-from ..evaluate import clustering_scores, retrieval_scores
+from ..evaluate import clustering_scores, knn_accuracy, retrieval_scores
 from ._common import (
     BenchConfig,
     Summary,
@@ -44,6 +54,7 @@ from ._common import (
     split_failures,
 )
 from .grid import Cell
+from .spd_pipelines import PIPELINES, fit_pipeline
 from .spdnet_baselines import ROWS, fit_spdnet_row, log_vectors, whiten
 
 __all__ = ["NAME", "PAPER_TABLE", "SPD_SETS", "METHODS", "build_cells", "run_cell", "summarise"]
@@ -51,6 +62,9 @@ __all__ = ["NAME", "PAPER_TABLE", "SPD_SETS", "METHODS", "build_cells", "run_cel
 NAME = "rpl-spd"
 METRICS = ("F1", "R@1", "R@3", "NMI")
 TRAIN_METRIC = "R@1 (train dist.)"
+ACCURACY = "acc."
+FIT_TIME = "fit s"
+KNN_K = 3  # the k-NN vote of the accuracy column (metric rows), as `rankmetric fit`'s default
 AIRM_MAX_TEST = 2000
 CHANCE_BAND = 0.05
 
@@ -109,6 +123,7 @@ METHOD_INFO = {
     "multi-similarity": ("Multi-Similarity", None),
     "rpl": ("RPL (ours, default potato)", "RPL"),
     "rpl-class": ("RPL, class-centred potato", None),
+    **{k: (label, None) for k, (label, _) in PIPELINES.items()},
 }
 METHODS = tuple(METHOD_INFO)
 
@@ -181,8 +196,20 @@ def _fit_log_euclidean(X, y, budget, seed, device):
     return transform, spd_outputs, {}
 
 
-def _fit(method, X, y, budget, seed, device):
-    """``(transform, spd_outputs or None, record)`` of a method trained on ``X, y``."""
+def _fit(method, X, y, budget, seed, device, mode="full"):
+    """``(transform, spd_outputs or None, record, predict or None)`` of a method fitted on ``X, y``.
+
+    ``predict`` is a classifier's own prediction (MDM, logistic regression); ``None`` for the
+    rows whose accuracy is a k-NN vote on their embedding.
+    """
+    if method in PIPELINES:
+        embed, predict, record = fit_pipeline(method, X, y, seed=seed, mode=mode)
+        return embed, None, record, predict
+    return (*_fit_network_row(method, X, y, budget, seed, device), None)
+
+
+def _fit_network_row(method, X, y, budget, seed, device):
+    """``(transform, spd_outputs or None, record)`` of the reference or a network row."""
     if method == "log-euclidean":
         return _fit_log_euclidean(X, y, budget, seed, device)
     if method not in ROWS:
@@ -225,11 +252,16 @@ def run_cell(cell: Cell) -> dict:
     X, y, X_test, y_test = load_spd_split(cell.dataset, sizes)
     with captured_warnings() as caught:
         start = time.perf_counter()
-        transform, spd_outputs, record = _fit(
-            cell.method, X, y, opts["budget"], cell.seed, opts["device"]
+        transform, spd_outputs, record, predict = _fit(
+            cell.method, X, y, opts["budget"], cell.seed, opts["device"], opts.get("mode", "full")
         )
         seconds = time.perf_counter() - start
-        scores = embedding_scores(transform(X_test), y_test, cell.seed)
+        Z_test = transform(X_test)
+        scores = embedding_scores(Z_test, y_test, cell.seed)
+        if predict is not None:
+            scores[ACCURACY] = float(np.mean(predict(X_test) == y_test))
+        else:
+            scores[ACCURACY] = knn_accuracy(transform(X), y, Z_test, y_test, k=KNN_K, device="cpu")
         scores[TRAIN_METRIC] = scores["R@1"]
         if spd_outputs is not None:
             small = len(X_test) <= AIRM_MAX_TEST
@@ -247,8 +279,11 @@ def _aggregate(results: list[dict]) -> dict:
     for (dataset, method), group in group_by(results, "dataset", "method").items():
         table.setdefault(dataset, {})[method] = {
             m: mean_std(r["scores"][m] for r in group if r["scores"].get(m) is not None)
-            for m in (*METRICS, TRAIN_METRIC, "chance R@1")
+            for m in (*METRICS, TRAIN_METRIC, ACCURACY, "chance R@1")
         }
+        seconds = [r["fit_seconds"] for r in group if r.get("fit_seconds") is not None]
+        median = float(np.median(seconds)) if seconds else float("nan")
+        table[dataset][method][FIT_TIME] = (median, float("nan"))
     return table
 
 
@@ -271,23 +306,31 @@ def _ours_table(table: dict, datasets: list[str], methods: list[str]) -> str:
 
 def _per_dataset_tables(table: dict, datasets: list[str], methods: list[str]) -> str:
     parts = []
-    columns = (*METRICS, TRAIN_METRIC)
+    columns = (*METRICS, TRAIN_METRIC, ACCURACY)
     for dataset in datasets:
         rows = []
         for method in methods:
             entry = table.get(dataset, {}).get(method)
             if entry:
                 rows.append(
-                    [METHOD_INFO[method][0], *(format_pm(*entry[m], digits=1) for m in columns)]
-                )
+                    [METHOD_INFO[method][0], *(format_pm(*entry[m], digits=1) for m in columns),
+                     _format_seconds(entry.get(FIT_TIME, (float("nan"),))[0])]
+                )  # fmt: skip
         entries = table.get(dataset, {})
         chance = next(iter(entries.values()))["chance R@1"][0] if entries else float("nan")
         flag = "" if discriminating(entries) else " — **not discriminating**: every method, the " \
             "reference included, is within 5 points of chance in R@1"  # fmt: skip
         parts.append(f"**{dataset}** (stands in for {SPD_SETS.get(dataset, '?')}; chance R@1 "
                      f"{100 * chance:.1f}){flag}\n\n"
-                     + markdown_table(["method", *columns], rows))  # fmt: skip
+                     + markdown_table(["method", *columns, FIT_TIME], rows))  # fmt: skip
     return "\n\n".join(parts)
+
+
+def _format_seconds(value: float) -> str:
+    """Seconds with two significant digits (``"0.012"``, ``"3.4"``, ``"120"``); ``"—"`` if none."""
+    if not np.isfinite(value):
+        return "—"
+    return f"{value:.2g}" if value < 100 else f"{value:.0f}"
 
 
 def _paper_table() -> str:
@@ -329,7 +372,18 @@ def summarise(results: list[dict], config: BenchConfig, out_dir) -> Summary:
         f"{FMNIST_SIZES[config.mode][0]} training images (seed 0), test part "
         f"{FMNIST_SIZES[config.mode][1] or 'all 10 000'}. R@1 etc.: Euclidean distance between "
         f"`transform` vectors; {TRAIN_METRIC}: the distance the method trained with (AIRM for "
-        f"SPD outputs and the reference; only for test parts ≤ {AIRM_MAX_TEST} matrices)."
+        f"SPD outputs and the reference; only for test parts ≤ {AIRM_MAX_TEST} matrices). "
+        "The rows an EEG user would pick instead (`rankmetric.bench.spd_pipelines`): pyRiemann's "
+        "MDM (nothing to tune; embedding: AIRM distances to the class means) and the tangent "
+        "space at the training matrices' Riemannian mean followed by a logistic regression "
+        "(C ∈ {1, 0.1, 10}; embedding: its class scores), WARCA (reg_lambda ∈ {1e-2, 1e-3}) or "
+        "LMNN (push_weight ∈ {0.5, 0.25, 0.75}), each chosen on the same held-out 20 % as the "
+        "networks' early stopping (the first value kept unless another wins by more than one "
+        "binomial standard error; R@1 for the metrics, accuracy for the logistic regression), "
+        f"then refitted on the whole training part. {ACCURACY}: test accuracy of the classifier's "
+        f"own prediction (MDM, logistic regression) or of a {KNN_K}-NN vote on the embeddings of "
+        f"the training part (every other row); {FIT_TIME}: median seconds of the fit over seeds "
+        "(tuning and early stopping included)."
     )
     paper = (
         "Paper (RPL Table 1, DEAP-4 / AFEW / HDM05 — **different data sets**: these figures are "

@@ -25,8 +25,9 @@ from sklearn.decomposition import PCA
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
+from ..datasets.user_features import is_feature_file
 from ..estimators.warca import SCHEDULE_0_1 as WARCA_01
-from ..evaluate import cmc_curve, retrieval_scores
+from ..evaluate import query_gallery_split, reid_scores, rerank_k_reciprocal, retrieval_scores
 from ._common import (
     BenchConfig,
     Summary,
@@ -39,7 +40,7 @@ from ._common import (
 )
 from .grid import Cell
 from .learners import LABELS, FittedLearner, expand_grid, fit_learner
-from .reid_data import REID_SETS, load_reid
+from .reid_data import MULTI_CAMERA_SETS, REID_SETS, load_reid
 
 __all__ = [
     "NAME",
@@ -55,6 +56,9 @@ __all__ = [
 NAME = "warca-reid"
 SCALING = "fit-time"  # the pseudo data set of the fit-time cells
 RANKS = (1, 5, 10, 20)
+#: In every CMC cell's options (and so its cache key): results before the Market-1501 protocol,
+#: mAP and re-ranking were added are not reused.
+PROTOCOL = "market1501+rerank"
 CURVE_LENGTH = 50  # ranks kept for the CMC plot
 PCA_DIMS = 64
 
@@ -124,8 +128,42 @@ SCALING_SEEDS = {"quick": 1, "full": 3}
 NCA_MAX_N = 4000  # scikit-learn's NCA holds N × N matrices
 
 
+def file_label(path: str) -> str:
+    """The data-set name of a user's feature file in cells and tables: its name and the first
+    8 hex digits of its SHA-256 (so that a changed file is not read from the cache)."""
+    import hashlib
+    from pathlib import Path
+
+    digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()[:8]
+    return f"{Path(path).name}@{digest}"
+
+
+def _file_cells(files: list[str], config: BenchConfig) -> list[Cell]:
+    """CMC cells on users' feature files: every method, ``SPLITS`` random identity splits."""
+    from pathlib import Path
+
+    methods = config.pick("methods", METHODS, METHODS)
+    cells = []
+    for path in files:
+        label, where = file_label(path), str(Path(path).resolve())
+        for method in methods:
+            fixed = BUDGETS[config.mode].get(method, {})
+            grid = {} if config.quick else GRIDS.get(method, {})
+            options = {"mode": config.mode, "device": config.device, "fixed": fixed,
+                       "grid": grid, "path": where, "protocol": PROTOCOL}  # fmt: skip
+            cells += [
+                Cell(NAME, method, label, split, 0, "rankmetric.bench.warca.run_cmc_cell", options)
+                for split in range(config.seeds or SPLITS[config.mode])
+            ]
+    return cells
+
+
 def build_cells(config: BenchConfig) -> list[Cell]:
-    """CMC cells (method × stand-in set × split) and fit-time cells (method × N × seed)."""
+    """CMC cells (method × stand-in set × split) and fit-time cells (method × N × seed); with
+    feature files among ``config.datasets`` (``--data PATH``), CMC cells on those only."""
+    files = [d for d in (config.datasets or ()) if is_feature_file(d)]
+    if files:
+        return _file_cells(files, config)
     mode = config.mode
     datasets = config.pick("datasets", (*REID_SETS, SCALING), (*REID_SETS, SCALING))
     methods = config.pick("methods", METHODS, METHODS)
@@ -137,7 +175,7 @@ def build_cells(config: BenchConfig) -> list[Cell]:
                 cells += _scaling_cells(method, base, config)
                 continue
             grid = set_grid(dataset, method)
-            options = {**base, "grid": {} if config.quick else grid}
+            options = {**base, "grid": {} if config.quick else grid, "protocol": PROTOCOL}
             if config.quick and dataset in PCA_SETS and method in QUICK_PCA_DIMS:
                 fixed = {k: v for k, v in base["fixed"].items() if k != "n_components"}
                 options.update(fixed=fixed, grid={PCA_KEY: [QUICK_PCA_DIMS[method]]})
@@ -195,6 +233,41 @@ def _reid(name: str):
     return load_reid(name)
 
 
+def _query_gallery(data, test_ids, fold: int) -> tuple[np.ndarray, np.ndarray]:
+    """Query and gallery rows of the test identities: camera-A probes against the camera-B
+    gallery on two-view sets, one query per (identity, camera) track on camera networks
+    (:func:`~rankmetric.evaluate.query_gallery_split`)."""
+    rows = data.rows(test_ids)
+    query, gallery = query_gallery_split(data.ids[rows], data.camera[rows], random_state=fold)
+    return rows[query], rows[gallery]
+
+
+def reid_cell_scores(Z, data, probe, gallery) -> dict:
+    """Re-id scores (Market-1501 protocol) of an embedding, without and with k-reciprocal
+    re-ranking (k1 = 20, k2 = 6, λ = 0.3, capped by the number of test items)."""
+    ids, cams = data.ids, data.camera
+    args = (ids[probe], cams[probe])
+    plain, curve = reid_scores(Z[probe], *args, Z[gallery], ids[gallery], cams[gallery],
+                               ranks=RANKS, device="cpu", return_curve=True)  # fmt: skip
+    n_items = len(probe) + len(gallery)
+    D = rerank_k_reciprocal(Z[probe], Z[gallery], k1=min(20, n_items - 1),
+                            k2=min(6, n_items), device="cpu")  # fmt: skip
+    reranked = reid_scores(D, *args, None, ids[gallery], cams[gallery], ranks=RANKS,
+                           metric="precomputed", device="cpu")  # fmt: skip
+    return {
+        "cmc": {str(r): v for r, v in plain["cmc"].items()},
+        "curve": curve[:CURVE_LENGTH].tolist(),
+        "map": plain["mAP"],
+        "minp": plain["mINP"],
+        "n_queries_skipped": plain["n_skipped"],
+        "rerank": {
+            "cmc": {str(r): v for r, v in reranked["cmc"].items()},
+            "map": reranked["mAP"],
+            "minp": reranked["mINP"],
+        },  # fmt: skip
+    }
+
+
 def _features(name: str, data, train_rows: np.ndarray, method: str = "") -> np.ndarray:
     """Standardised features (PCA-64 first for image views), fitted on the training rows;
     Kernel WARCA on a histogram set gets the raw histograms (χ² needs non-negative values)."""
@@ -247,8 +320,9 @@ def fit_reid_learner(
 
 @cell_runner
 def run_cmc_cell(cell: Cell) -> dict:
-    """Split ``cell.fold`` of a stand-in set: learn on training identities, CMC on the others."""
-    data = _reid(cell.dataset)
+    """Split ``cell.fold`` of a stand-in set (or a user's file): learn on training identities,
+    CMC, mAP and mINP on the others (Market-1501 protocol), with and without re-ranking."""
+    data = _reid(cell.options.get("path", cell.dataset))
     train_ids, test_ids = data.split(cell.fold)
     train_rows = data.rows(train_ids)
     X = _features(cell.dataset, data, train_rows, cell.method)
@@ -257,15 +331,10 @@ def run_cmc_cell(cell: Cell) -> dict:
         cell.method, X[train_rows], data.ids[train_rows], fixed=opts["fixed"], grid=opts["grid"],
         seed=cell.seed, device=opts["device"],
     )  # fmt: skip
-    probe, gallery = data.rows(test_ids, camera=0), data.rows(test_ids, camera=1)
+    probe, gallery = _query_gallery(data, test_ids, cell.fold)
     Z = np.asarray(fitted.transform(X))
-    scores, curve = cmc_curve(
-        Z[probe], data.ids[probe], Z[gallery], data.ids[gallery], ranks=RANKS, device="cpu",
-        return_curve=True,
-    )  # fmt: skip
     return {
-        "cmc": {str(r): v for r, v in scores.items()},
-        "curve": curve[:CURVE_LENGTH].tolist(),
+        **reid_cell_scores(Z, data, probe, gallery),
         "params": fitted.params,
         "validation": fitted.validation,
         "warnings": fitted.warnings,
@@ -307,33 +376,72 @@ def run_scaling_cell(cell: Cell) -> dict:
 # ----------------------------------------------------------------------------- the report
 
 
+def _set_descriptions(results: list[dict]) -> dict[str, str]:
+    """Each data set in ``results`` (stand-ins in their order, then users' files)."""
+    found = {r["cell"]["dataset"] for r in results}
+    described = {name: text for name, text in REID_SETS.items() if name in found}
+    for r in results:
+        name = r["cell"]["dataset"]
+        if name not in described:
+            described[name] = f"your file {r['cell']['options'].get('path', name)}"
+    return described
+
+
+def _protocol_text(dataset: str, found: list[dict]) -> str:
+    ids = found[0]["n_test_identities"]
+    skipped = max(h.get("n_queries_skipped", 0) for h in found)
+    if dataset in MULTI_CAMERA_SETS or dataset not in REID_SETS:
+        text = (f"{ids} test identities: one query per (identity, camera) track, the rest "
+                "gallery; Market-1501 protocol (gallery items of the query's identity and camera "
+                "removed)")  # fmt: skip
+        return text + (f"; up to {skipped} queries without a match skipped" if skipped else "")
+    return f"{ids} test identities (camera-A probes vs camera-B gallery)"
+
+
 def _cmc_tables(results: list[dict]) -> tuple[str, dict, dict]:
     parts, payload, curves = [], {}, {}
-    for dataset, description in REID_SETS.items():
+    for dataset, description in _set_descriptions(results).items():
         found = [r for r in results if r["cell"]["dataset"] == dataset]
-        if not found:
-            continue
         rows = []
         for method in METHODS:
             hits = [r for r in found if r["cell"]["method"] == method]
             if not hits:
                 continue
             stats = {r: mean_std(h["cmc"][str(r)] for h in hits) for r in RANKS}
+            mAP = mean_std(h["map"] for h in hits)
+            rr1 = mean_std(h["rerank"]["cmc"]["1"] for h in hits)
+            rr_map = mean_std(h["rerank"]["map"] for h in hits)
             payload.setdefault(dataset, {})[method] = {
-                str(r): {"mean": m, "std": s} for r, (m, s) in stats.items()
-            }
+                **{str(r): {"mean": m, "std": sd} for r, (m, sd) in stats.items()},
+                "map": {"mean": mAP[0], "std": mAP[1]},
+                "minp": {"mean": mean_std(h["minp"] for h in hits)[0]},
+                "rerank": {"1": {"mean": rr1[0], "std": rr1[1]},
+                           "map": {"mean": rr_map[0], "std": rr_map[1]}},
+            }  # fmt: skip
             curves.setdefault(dataset, {})[method] = np.mean([h["curve"] for h in hits], axis=0)
             # not in the payload: timings differ between runs, the scores must not
             seconds = float(np.median([h["fit_seconds"] for h in hits]))
             rows.append([LABELS[method], *(format_pm(*stats[r], digits=1) for r in RANKS),
-                         format_number(seconds, 2)])  # fmt: skip
+                         format_pm(*mAP, digits=1), format_pm(*rr1, digits=1),
+                         format_pm(*rr_map, digits=1), format_number(seconds, 2)])  # fmt: skip
         n_splits = len({r["cell"]["fold"] for r in found})
-        ids = found[0]["n_test_identities"]
+        stand_in = "STAND-IN for re-id data" if dataset in REID_SETS else "not a stand-in"
         parts.append(
-            f"**{dataset}** — {description}; STAND-IN for VIPeR-style data. {ids} test identities "
-            f"(camera-A probes vs camera-B gallery), {n_splits} random identity splits; fit s: "
-            "median time of the final fit on the training identities.\n\n"
-            + markdown_table(["method", *(f"rank {r}" for r in RANKS), "fit s"], rows)
+            f"**{dataset}** — {description}; {stand_in}. {_protocol_text(dataset, found)}, "
+            f"{n_splits} random identity splits; re-rank: k-reciprocal re-ranking (Zhong et al. "
+            "2017, k1 = 20, k2 = 6, λ = 0.3) of the same embedding; fit s: median time of the "
+            "final fit on the training identities.\n\n"
+            + markdown_table(
+                [
+                    "method",
+                    *(f"rank {r}" for r in RANKS),
+                    "mAP",
+                    "rank 1 re-rank",
+                    "mAP re-rank",
+                    "fit s",
+                ],
+                rows,
+            )  # fmt: skip
         )
     return "\n\n".join(parts), payload, curves
 
@@ -377,7 +485,9 @@ def summarise(results: list[dict], config: BenchConfig, out_dir) -> Summary:
     cmc = [r for r in results if r["cell"]["benchmark"] == NAME]
     scaling = [r for r in results if r["cell"]["benchmark"] == "warca-scaling"]
     quick = "QUICK MODE (fewer splits, small budgets, no tuning) — " if config.quick else ""
-    parts, plots, payload = ["## WARCA — re-identification protocol (stand-in data)"], [], {}
+    own = any(r["cell"]["dataset"] not in REID_SETS for r in cmc)
+    title = "your data" if own else "stand-in data"
+    parts, plots, payload = [f"## WARCA — re-identification protocol ({title})"], [], {}
     if cmc:
         text, payload["cmc"], curves = _cmc_tables(cmc)
         tuning = (
@@ -401,7 +511,8 @@ def summarise(results: list[dict], config: BenchConfig, out_dir) -> Summary:
             for name, vals in PAPER_MARKET1501.items()
         )
         parts.append(
-            f"{quick}CMC (%) at ranks {', '.join(map(str, RANKS))}, mean ± std over splits. "
+            f"{quick}CMC (%) at ranks {', '.join(map(str, RANKS))} and full mAP (%), mean ± std "
+            "over splits, computed by rankmetric.evaluate.reid_scores. "
             f"Hyper-parameters: {tuning}.\n\n{text}\n\nPublished for reference (Market-1501, "
             f"ranks 1/5/10, **a different data set**): {paper}."
         )

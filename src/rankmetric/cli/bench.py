@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ._args import check_device, check_output_dir
+from ._args import check_device, check_input_file, check_output_dir
 
 BENCH_NAMES = ("ssne-uci", "rpl-spd", "warca-reid", "all")
 
@@ -15,8 +15,9 @@ Reproduce the three papers' tables on the data sets these machines have:
               Fashion-MNIST / MNIST-5k standing in for CIFAR-10 / OSC)
   rpl-spd     RPL Table 1 (F1, R@1, R@3, NMI) on EEG/MEG/motion covariance matrices, RPL against
               six deep baselines on the same SPDNet backbone and budget, 5 seeds
-  warca-reid  WARCA's re-identification protocol (CMC over 10 identity splits) on stand-in
-              identity sets, and fit time against training-set size
+  warca-reid  WARCA's re-identification protocol (CMC + mAP over 10 identity splits, with and
+              without re-ranking) on stand-in identity sets, and fit time against
+              training-set size; `--data PATH` runs it on your own feature file
   all         the three in turn
 
 Each (method, data set, fold, seed) cell is cached under RESULTS/cache, so an interrupted run
@@ -37,9 +38,10 @@ def run_bench(args: argparse.Namespace) -> int:
         raise ValueError("--datasets and --methods select within one benchmark, not with 'all'.")
     check_device(args.device)
     check_output_dir(args.results_dir, "--results-dir")
+    datasets = _data_files(args) or (tuple(args.datasets) if args.datasets else None)
     config = BenchConfig(
         quick=args.quick,
-        datasets=tuple(args.datasets) if args.datasets else None,
+        datasets=datasets,
         methods=tuple(args.methods) if args.methods else None,
         seeds=args.seeds,
         device=args.device,
@@ -61,6 +63,28 @@ def run_bench(args: argparse.Namespace) -> int:
             print(f"plot: {path}")
     print(f"\nresults written under {args.results_dir}/")
     return 0
+
+
+def _data_files(args: argparse.Namespace) -> tuple[str, ...] | None:
+    """``--data PATH ...``: users' feature files, for ``warca-reid`` only; checked here."""
+    if not getattr(args, "data", None):
+        return None
+    from ..datasets import load_features
+    from ..datasets.user_features import FEATURE_SUFFIXES, is_feature_file
+
+    if args.name != "warca-reid":
+        raise ValueError(f"--data runs the WARCA protocol on your file: use it with warca-reid, "
+                         f"not {args.name}.")  # fmt: skip
+    if args.datasets:
+        raise ValueError("give either --data PATH (your files) or --datasets NAME (stand-ins).")
+    for path in args.data:
+        if not is_feature_file(path):
+            raise ValueError(
+                f"--data {path}: expected a feature file ({', '.join(FEATURE_SUFFIXES)})."
+            )
+        check_input_file(path, "--data")
+        load_features(path)  # every format and content problem is reported before any work
+    return tuple(args.data)
 
 
 def register(subparsers) -> None:
@@ -99,6 +123,14 @@ def register(subparsers) -> None:
         nargs="+",
         metavar="NAME",
         help="only these data sets (default: the benchmark's list)",
+    )
+    parser.add_argument(
+        "--data",
+        nargs="+",
+        metavar="PATH",
+        help="warca-reid on your own feature files (.npz/.csv/.parquet/.mat with X, y, "
+        "optional cameras): random identity splits, validation identities held out of "
+        "training, CMC + mAP table and plot",
     )
     parser.add_argument(
         "--methods",

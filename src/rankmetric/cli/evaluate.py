@@ -21,10 +21,13 @@ _KEYS = {"X": ("X", "embeddings"), "y": ("y", "labels")}
 
 EPILOG = """\
 examples:
-  rankmetric evaluate emb.npz                     # X, y (+ X_test, y_test) inside the archive
+  rankmetric evaluate emb.npz                     # X, y (+ X_test, y_test) inside the archive;
+                                                  # with cameras (cameras_test): re-id scores too
   rankmetric evaluate emb.npy --labels y.npy --ks 1 3 5 --json
   rankmetric evaluate --model warca.npz --data wine --scores knn retrieval clustering cv
   rankmetric evaluate --data iris                 # raw features: the Euclidean baseline
+  rankmetric evaluate --model m.npz --data my_features.npz   # your file; re-id scores if
+                                                  # it has cameras (Market-1501 protocol)
 
 what is computed (definitions: docs/evaluation.md):
   knn         k-NN majority-vote accuracy, training part -> test part; leave-one-out
@@ -49,6 +52,8 @@ class _Embedded:
     source: str
     split: str
     raw: tuple | None = None  # (estimator or None, X, y) for the cross-validation
+    cameras: np.ndarray | None = None  # of the evaluation part: re-id scores are printed
+    eval_split: np.ndarray | None = None  # "query" / "gallery" / "test" of the evaluation part
 
 
 def _flat(X: np.ndarray) -> np.ndarray:
@@ -135,6 +140,56 @@ def _from_model(args) -> _Embedded:
     return _Embedded(embed(X_te), y_te, embed(X_tr), y_tr, source, split, (model, data.X, data.y))
 
 
+def _from_user_file(args) -> _Embedded:
+    """A user's feature file (``--data PATH``), embedded by ``--model`` when given: its test
+    rows are evaluated against its training rows (``split`` column), else all rows
+    leave-one-out; test identities absent from training are evaluated leave-one-out too."""
+    from ..datasets import load_features
+    from ..io import load_model
+
+    data = load_features(args.data)
+    model = load_model(args.model) if args.model else None
+    embed = (lambda X: _flat(model.transform(X))) if model is not None else _flat
+    source = f"{args.model or 'raw features'} on {args.data}"
+    raw = (model, data.X, data.y)
+    cams, split = data.cameras, data.split
+    evaluated = data.rows("test", "query", "gallery") if split is not None else data.rows()
+    reference = data.rows("train") if split is not None else np.arange(0)
+    if evaluated.size == 0:
+        raise ValueError(f"{args.data}: the split column has no test, query or gallery rows.")
+    Z = embed(data.X)
+    sub = lambda a: None if a is None else a[evaluated]  # noqa: E731
+    if reference.size and np.isin(data.y[evaluated], data.y[reference]).all():
+        ref, how = (Z[reference], data.y[reference]), "train -> test rows (split column)"
+    else:
+        ref = (None, None)
+        how = "test rows, leave-one-out" if split is not None else "all rows, leave-one-out"
+    return _Embedded(Z[evaluated], data.y[evaluated], *ref, source, how, raw, sub(cams),
+                     sub(split))  # fmt: skip
+
+
+def _attach_cameras(e: _Embedded, path: str) -> _Embedded:
+    """An embeddings ``.npz`` with ``cameras`` (or ``cameras_test`` beside ``X_test``): the
+    evaluated part's cameras, so that re-id scores are printed."""
+    if not path.endswith(".npz"):
+        return e
+    key = "cameras" if e.X_ref is None else "cameras_test"
+    with np.load(path, allow_pickle=False) as archive:
+        if key in archive:
+            e.cameras = archive[key]
+    if e.cameras is not None and len(e.cameras) != len(e.y_eval):
+        raise ValueError(f"{path}: {key} has {len(e.cameras)} values for {len(e.y_eval)} items.")
+    return e
+
+
+def _reid_score(e: _Embedded, args) -> dict[str, float]:
+    """Re-id scores (Market-1501 protocol) when the evaluated items have cameras."""
+    from .fit import reid_report
+
+    found = reid_report(lambda X: X, e.X_eval, e.y_eval, e.cameras, e.eval_split, args.metric)
+    return {k.removesuffix("_learned"): v for k, v in found.items() if "_euclidean" not in k}
+
+
 def _knn_score(e: _Embedded, args) -> dict[str, float]:
     from ..evaluate import knn_accuracy, knn_predict
 
@@ -179,6 +234,8 @@ def evaluate_embedding(e: _Embedded, args) -> dict[str, float]:
         scores.update({f"clustering_{k}": v for k, v in found.items()})
     if "cv" in args.scores:
         scores.update(_cv_score(e, args))
+    if e.cameras is not None:
+        scores.update(_reid_score(e, args))
     return scores
 
 
@@ -195,7 +252,12 @@ def run_evaluate(args: argparse.Namespace) -> int:
         raise ValueError("give either an embeddings file or --data NAME (with --model PATH).")
     if args.model and not args.data:
         raise ValueError("--model needs --data NAME: the data set to embed.")
-    embedded = _from_file(args) if args.embeddings else _from_model(args)
+    if args.embeddings:
+        embedded = _attach_cameras(_from_file(args), args.embeddings)
+    else:
+        from ..datasets.user_features import is_feature_file
+
+        embedded = _from_user_file(args) if is_feature_file(args.data) else _from_model(args)
     scores = evaluate_embedding(embedded, args)
     report = {
         "source": embedded.source,
@@ -216,7 +278,8 @@ def run_evaluate(args: argparse.Namespace) -> int:
             print(f"{key:<14} {value}")
     width = max(len(k) for k in scores)
     for key, value in scores.items():
-        print(f"  {key:<{width}}  {value:.4f}")
+        print(f"  {key:<{width}}  {value:.4f}" if isinstance(value, float) else
+              f"  {key:<{width}}  {value}")  # fmt: skip
     return 0
 
 
@@ -247,9 +310,10 @@ def register(subparsers) -> None:
     parser.add_argument("--model", metavar="PATH", help="a saved rankmetric model (.npz)")
     parser.add_argument(
         "--data",
-        metavar="NAME",
-        help="data set to embed with --model (see `rankmetric data list`); "
-        "alone, evaluates its raw features",
+        metavar="NAME|PATH",
+        help="data set to embed with --model (see `rankmetric data list`), or your own "
+        "feature file (.npz/.csv/.parquet/.mat: X, y, optional cameras, split); alone, "
+        "evaluates its raw features; with cameras, re-id CMC/mAP/mINP are printed too",
     )
     parser.add_argument(
         "--test-size",

@@ -13,8 +13,11 @@ import json
 import re
 import time
 
+import numpy as np
+
 from ._args import (
     check_device,
+    check_input_file,
     check_output_dir,
     check_output_file,
     check_random_state,
@@ -66,24 +69,83 @@ def _parse_value(text: str, default):
 
 def _summary(cls) -> str:
     doc = inspect.getdoc(cls) or ""
-    return doc.split("\n\n")[0].replace("\n", " ")
+    return _plain(doc.split("\n\n")[0].replace("\n", " "))
 
 
 def _parameter_help(cls) -> dict[str, str]:
-    """First sentence of each parameter's description in the class's numpydoc docstring."""
-    lines = (inspect.getdoc(cls) or "").splitlines()
+    """One line of help per parameter, from the numpydoc docstrings of ``cls`` and its bases.
+
+    The first sentence of the parameter's description, Sphinx markup removed, followed by its
+    choices when the type line lists them (``{"a", "b"}``); a parameter described only as
+    ``As <base class>`` takes its base class's help, one without a description its type line.
+    """
     helps: dict[str, str] = {}
-    current = None
-    for line in lines:
-        header = re.match(r"^(\w+)\s*:", line)
-        if header and not line.startswith(" "):
-            current = header.group(1)
-            helps[current] = ""
-        elif current and line.startswith("    ") and line.strip():
-            helps[current] = f"{helps[current]} {line.strip()}".strip()
-        elif not line.strip() and current and helps.get(current):
-            current = None
-    return {k: v.split(". ")[0].rstrip(".") for k, v in helps.items()}
+    for klass in reversed([k for k in cls.__mro__ if k is not object]):
+        for name, (kind, text) in _numpydoc_parameters(klass).items():
+            line = _first_sentence(_plain(text))
+            if line.startswith("As ") and name in helps:
+                continue  # "As SPDNetEmbedding": keep the base class's help
+            choices = re.search(r"\{([^}]*)\}", kind)
+            if choices and not line.startswith(("As ", "See ")):
+                names = ", ".join(c.strip().strip("'\"") for c in choices.group(1).split(","))
+                line = f"{line}; one of {names}" if line else f"one of {names}"
+            helps[name] = line or _plain(kind)
+    return helps
+
+
+def _numpydoc_parameters(cls) -> dict[str, tuple[str, str]]:
+    """``{name: (type line, description)}`` of the Parameters section of ``cls``'s own docstring.
+
+    Understands grouped names (``a, b : float``) and name lists running over several lines.
+    """
+    lines = (cls.__doc__ and inspect.cleandoc(cls.__doc__) or "").splitlines()
+    try:
+        start = next(i for i, ln in enumerate(lines[:-1]) if ln.strip() == "Parameters"
+                     and set(lines[i + 1].strip()) == {"-"}) + 2  # fmt: skip
+    except StopIteration:
+        return {}
+    params: dict[str, tuple[str, str]] = {}
+    names: list[str] = []
+    kind, text, header = "", [], ""
+    for i in range(start, len(lines)):
+        line = lines[i]
+        if i + 1 < len(lines) and line.strip() and set(lines[i + 1].strip()) == {"-"}:
+            break  # the next section
+        if line and not line.startswith(" "):
+            if names and not text and header.rstrip().endswith(","):
+                header += " " + line.strip()  # a name list running over the next line
+            else:
+                for name in names:
+                    params[name] = (kind, " ".join(text))
+                header, text = line.strip(), []
+            parts = re.split(r"\s+:(?:\s+|$)", header, maxsplit=1)
+            name_part, kind = parts[0], parts[1] if len(parts) > 1 else ""
+            names = [n.strip() for n in name_part.split(",") if n.strip()]
+        elif line.strip():
+            text.append(line.strip())
+    for name in names:
+        params[name] = (kind, " ".join(text))
+    return params
+
+
+def _first_sentence(text: str) -> str:
+    """Up to the first full stop outside brackets that is not an abbreviation ("et al.")."""
+    depth = 0
+    for i, char in enumerate(text):
+        depth += {"(": 1, ")": -1, "[": 1, "]": -1}.get(char, 0)
+        if char == "." and depth <= 0 and text[i + 1 : i + 2] in ("", " "):
+            word = text[:i].rsplit(" ", 1)[-1]
+            if word not in ("al", "e.g", "i.e", "cf", "vs", "etc") and not word[-1:].isdigit():
+                return text[:i]
+    return text.rstrip(".")
+
+
+def _plain(text: str) -> str:
+    """``text`` without Sphinx markup: roles (``:class:`~a.B``` → ``B``), literals, backticks."""
+    text = re.sub(r":\w+:`~?([^`<]*?)\s*<[^`>]*>`", r"\1", text)  # :role:`title <target>`
+    text = re.sub(r":\w+:`~([^`]*)`", lambda m: m.group(1).rsplit(".", 1)[-1], text)
+    text = re.sub(r":\w+:`([^`]*)`", r"\1", text)
+    return text.replace("``", "").replace("`", "")
 
 
 def _add_method_parser(sub, method: str) -> None:
@@ -100,8 +162,9 @@ def _add_method_parser(sub, method: str) -> None:
     parser.add_argument(
         "--data",
         required=True,
-        metavar="NAME",
-        help="data set name (see `rankmetric data list`)"
+        metavar="NAME|PATH",
+        help="data set name (see `rankmetric data list`) or your own feature file "
+        "(.npz/.csv/.parquet/.mat with X, y, optional cameras and split; docs/datasets.md)"
         + ("; multichannel sets are turned into SPD covariance matrices" if kind == "spd" else ""),
     )
     parser.add_argument("--out", metavar="PATH", help="save the fitted model to this .npz file")
@@ -125,16 +188,145 @@ def _add_method_parser(sub, method: str) -> None:
             type=parameter_type(_parse_value, default),
         )
     add_fit_pairs_option(parser, cls)
+    if kind == "spd":
+        _add_spd_options(parser)
     parser.set_defaults(func=run_fit, method=method)
+
+
+# ----------------------------------------------------------------------------- SPD methods: trials
+
+
+def _add_spd_options(parser: argparse.ArgumentParser) -> None:
+    """``--covariance-estimator``, and ``--data`` accepting a ``.npz`` file of raw trials."""
+    from ..preprocessing import Covariances
+
+    for action in parser._actions:
+        if action.dest == "data":
+            action.help += (
+                "; or a .npz file of raw trials: X of shape (n_trials, channels, time) and labels "
+                "y, optionally X_test and y_test (else --test-size is held out)"
+            )
+    choices = _parameter_help(Covariances).get("estimator", "")
+    choices = choices[choices.find("one of") :] if "one of" in choices else ""
+    parser.add_argument(
+        "--covariance-estimator",
+        metavar="NAME",
+        default=None,
+        help=(
+            "covariance estimator of each trial, passed to "
+            f"rankmetric.preprocessing.Covariances(estimator=NAME){'; ' if choices else ''}"
+            f"{choices}. None: the data set's own (OAS for the bundled multichannel sets), "
+            "Covariances' default for a trial file"
+        ).replace("%", "%%"),
+    )
+
+
+def _is_trial_file(data: str) -> bool:
+    return str(data).lower().endswith(".npz")
+
+
+def _covariances(estimator: str | None):
+    """The ``Covariances`` transformer of ``--covariance-estimator`` (it checks the name)."""
+    from sklearn.base import clone
+
+    from ..preprocessing import Covariances
+
+    cov = Covariances() if estimator is None else Covariances(estimator=estimator)
+    try:
+        clone(cov).fit(np.zeros((1, 2, 4)))  # checks the parameters, before any data is read
+    except ValueError as exc:
+        raise ValueError(f"--covariance-estimator: {exc}") from None
+    return cov
+
+
+def _load_spd_data(args: argparse.Namespace):
+    """The SPD matrices of ``--data``: a bundled set, or a ``.npz`` file of raw trials."""
+    from ..datasets import Dataset, load_spd
+
+    estimator = getattr(args, "covariance_estimator", None)
+    if _is_trial_file(args.data):
+        X, y, X_test, y_test = _read_trial_file(args.data)
+        cov = _covariances(estimator)
+        name = cov.get_params()["estimator"]
+        return Dataset(
+            X=cov.fit_transform(X),
+            y=y,
+            X_test=None if X_test is None else cov.transform(X_test),
+            y_test=y_test,
+            name=str(args.data),
+            kind="spd",
+            description=f"raw trials of {args.data}; Covariances(estimator={name!r})",
+        )
+    if estimator is None:
+        return load_spd(args.data)
+    cov = _covariances(estimator)
+    from ..datasets._loaders import encode_labels, load_trials  # the original-length trials
+
+    try:
+        train, test = load_trials(args.data)
+    except ValueError:
+        raise ValueError(
+            f"--covariance-estimator applies to multichannel trials; {args.data!r} is not a "
+            "bundled multichannel set (derived SPD sets such as fmnist-regcov come as matrices)."
+        ) from None
+    _, y, y_test = encode_labels(train.labels, test.labels)
+    return Dataset(
+        X=cov.fit_transform(train.series),
+        y=y.astype(np.int64),
+        X_test=cov.transform(test.series),
+        y_test=y_test.astype(np.int64),
+        name=args.data,
+        kind="spd",
+    )
+
+
+def _read_trial_file(path) -> tuple:
+    """``(X, y, X_test, y_test)`` of a ``.npz`` trial file, checked (``ValueError`` naming it)."""
+    check_input_file(path, "--data")
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            arrays = {key: npz[key] for key in npz.files}
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"--data {path}: not a readable .npz file ({exc}).") from None
+    missing = [key for key in ("X", "y") if key not in arrays]
+    if missing:
+        raise ValueError(
+            f"--data {path}: missing array(s) {missing}; a trial file holds X (n_trials, "
+            f"channels, time) and y (n_trials,), optionally X_test and y_test; it has "
+            f"{sorted(arrays)}."
+        )
+    if ("X_test" in arrays) != ("y_test" in arrays):
+        raise ValueError(f"--data {path}: X_test and y_test come together.")
+    parts = [("X", "y")] + ([("X_test", "y_test")] if "X_test" in arrays else [])
+    for x_key, y_key in parts:
+        X, y = arrays[x_key], arrays[y_key]
+        if X.ndim != 3:
+            raise ValueError(
+                f"--data {path}: {x_key} must have shape (n_trials, channels, time), got {X.shape}."
+            )
+        if y.ndim != 1 or len(y) != len(X):
+            raise ValueError(
+                f"--data {path}: {y_key} must hold one label per trial of {x_key} "
+                f"({len(X)}), got shape {y.shape}."
+            )
+        if not np.issubdtype(X.dtype, np.number) or not np.isfinite(X).all():
+            raise ValueError(f"--data {path}: {x_key} must hold finite numbers.")
+    if "X_test" in arrays and arrays["X_test"].shape[1] != arrays["X"].shape[1]:
+        raise ValueError(
+            f"--data {path}: X has {arrays['X'].shape[1]} channels, X_test "
+            f"{arrays['X_test'].shape[1]}."
+        )
+    return (arrays["X"].astype(np.float64), arrays["y"], arrays.get("X_test"),
+            arrays.get("y_test"))  # fmt: skip
 
 
 def _train_test(args):
     from sklearn.model_selection import train_test_split
 
-    from ..datasets import load_dataset, load_spd
+    from ..datasets import load_dataset
 
     kind = METHODS[args.method][2]
-    data = load_spd(args.data) if kind == "spd" else load_dataset(args.data)
+    data = _load_spd_data(args) if kind == "spd" else load_dataset(args.data)
     if kind == "features" and data.X.ndim != 2:
         raise ValueError(f"{args.data} is a multichannel set; use `rankmetric fit rpl` for it.")
     if data.X_test is not None:
@@ -143,6 +335,59 @@ def _train_test(args):
         data.X, data.y, test_size=args.test_size, stratify=data.y, random_state=0
     )
     return X_tr, y_tr, X_te, y_te, f"stratified {args.test_size:.0%} hold-out, seed 0"
+
+
+def _user_train_test(args):
+    """Parts of a user's feature file: its ``split`` column, else an identity-disjoint hold-out
+    when it has cameras (re-identification), else a stratified hold-out; and the test cameras."""
+    from sklearn.model_selection import train_test_split
+
+    from ..datasets import load_features
+
+    data = load_features(args.data)
+    if data.split is not None:
+        train, test = data.rows("train"), data.rows("test", "query", "gallery")
+        if train.size == 0 or test.size == 0:
+            raise ValueError(f"{args.data}: the split column needs 'train' rows and test rows.")
+        how = "the file's split column"
+    elif data.cameras is not None:
+        identities = np.unique(data.y)
+        rng = np.random.default_rng(0)
+        held = rng.choice(identities, max(2, round(args.test_size * len(identities))), False)
+        test_mask = np.isin(data.y, held)
+        if test_mask.all():
+            raise ValueError(f"{args.data}: too few identities to hold {args.test_size:.0%} out.")
+        train, test = np.flatnonzero(~test_mask), np.flatnonzero(test_mask)
+        how = f"{args.test_size:.0%} of the identities held out, seed 0"
+    else:
+        train, test = train_test_split(np.arange(len(data.y)), test_size=args.test_size,
+                                       stratify=data.y, random_state=0)  # fmt: skip
+        how = f"stratified {args.test_size:.0%} hold-out, seed 0"
+    cams = None if data.cameras is None else data.cameras[test]
+    split = None if data.split is None else data.split[test]
+    parts = (data.X[train], data.y[train], data.X[test], data.y[test], how)
+    return parts, (cams, split)
+
+
+def reid_report(embed, X, y, cameras, split, metric: str = "euclidean") -> dict:
+    """Re-id scores (Market-1501 protocol) of the raw and the embedded test part: queries and
+    gallery from the ``split`` column, else one query per (identity, camera) track."""
+    from ..evaluate import query_gallery_split, reid_scores
+
+    if split is not None and np.isin(split, ("query", "gallery")).any():
+        query, gallery = np.flatnonzero(split == "query"), np.flatnonzero(split != "query")
+    else:
+        query, gallery = query_gallery_split(y, cameras)
+    ranks = tuple(r for r in (1, 5, 10, 20) if r <= len(gallery))
+    report = {}
+    for name, Z in (("euclidean", X), ("learned", embed(X))):
+        Z = _flatten(np.asarray(Z))
+        s = reid_scores(Z[query], y[query], cameras[query], Z[gallery], y[gallery],
+                        cameras[gallery], ranks=ranks, metric=metric, device="cpu")  # fmt: skip
+        report.update({f"reid_rank{r}_{name}": v for r, v in s["cmc"].items()})
+        report.update({f"reid_mAP_{name}": s["mAP"], f"reid_mINP_{name}": s["mINP"]})
+        report.update(reid_queries_valid=s["n_valid"], reid_queries_skipped=s["n_skipped"])
+    return report
 
 
 def _flatten(X):
@@ -177,7 +422,13 @@ def run_fit(args: argparse.Namespace) -> int:
         return run_fit_pairs(args, est)
     if not args.data:
         raise ValueError("--data NAME is required (or --pairs PAIRS.npz for a pair learner).")
-    X_tr, y_tr, X_te, y_te, split = _train_test(args)
+    from ..datasets.user_features import is_feature_file
+
+    test_cams = test_split = None
+    if METHODS[args.method][2] != "spd" and is_feature_file(args.data):
+        (X_tr, y_tr, X_te, y_te, split), (test_cams, test_split) = _user_train_test(args)
+    else:
+        X_tr, y_tr, X_te, y_te, split = _train_test(args)
     if args.k > len(X_tr):
         raise ValueError(f"-k {args.k} exceeds the {len(X_tr)} training samples of {args.data}.")
     start = time.perf_counter()
@@ -194,13 +445,16 @@ def run_fit(args: argparse.Namespace) -> int:
         "n_train": int(len(X_tr)),
         "n_test": int(len(X_te)),
         "fit_seconds": round(fit_time, 3),
-        f"knn{args.k}_accuracy_euclidean": knn_accuracy(
-            _flatten(X_tr), y_tr, _flatten(X_te), y_te, k=args.k
-        ),
-        f"knn{args.k}_accuracy_learned": knn_accuracy(
-            _flatten(est.transform(X_tr)), y_tr, _flatten(est.transform(X_te)), y_te, k=args.k
-        ),
     }
+    if np.isin(y_te, y_tr).all():  # k-NN accuracy needs the test classes in training
+        report[f"knn{args.k}_accuracy_euclidean"] = knn_accuracy(
+            _flatten(X_tr), y_tr, _flatten(X_te), y_te, k=args.k
+        )
+        report[f"knn{args.k}_accuracy_learned"] = knn_accuracy(
+            _flatten(est.transform(X_tr)), y_tr, _flatten(est.transform(X_te)), y_te, k=args.k
+        )
+    if test_cams is not None:
+        report.update(reid_report(est.transform, X_te, y_te, test_cams, test_split))
     if args.out:
         report["saved_to"] = args.out
     if args.json:
@@ -208,7 +462,8 @@ def run_fit(args: argparse.Namespace) -> int:
     else:
         width = max(len(k) for k in report)
         for key, value in report.items():
-            shown = f"{value:.4f}" if isinstance(value, float) and "accuracy" in key else value
+            scored = "accuracy" in key or key.startswith("reid_")
+            shown = f"{value:.4f}" if isinstance(value, float) and scored else value
             print(f"{key:<{width}}  {shown}")
     return 0
 

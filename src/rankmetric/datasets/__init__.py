@@ -21,12 +21,15 @@ from .synthetic import (
     ReidData,
     make_camera_views,
     make_gaussian_clusters,
+    make_multicamera_reid,
     make_spd_clusters,
     make_synthetic_reid,
 )
+from .user_features import FeatureData, is_feature_file, load_features
 
 __all__ = [
     "Dataset",
+    "FeatureData",
     "ReidData",
     "DatasetInfo",
     "FetchError",
@@ -35,9 +38,12 @@ __all__ = [
     "fetch",
     "list_datasets",
     "load_dataset",
+    "load_features",
+    "is_feature_file",
     "load_spd",
     "make_camera_views",
     "make_gaussian_clusters",
+    "make_multicamera_reid",
     "make_spd_clusters",
     "make_synthetic_reid",
     "read_ts",

@@ -47,11 +47,21 @@ class RPLEmbedding(SPDNetEmbedding):
         sample's distance to its class's batch mean (the poster's class-centred potato).
         ``"pairwise"`` scored higher on the validation parts of JapaneseVowels and fmnist-regcov
         (``benchmarks/bench_rpl_tune.py``, ``docs/rpl.md``).
-    z_threshold, margin, neg_weight, momentum, temperature : float
-        Loss parameters ``z_th`` (0), ``m`` (1), ``λ`` (1), ``α`` (0.1) and the Ranked-List-Loss
-        temperature (0: plain means); see :class:`~rankmetric.losses.potato.RiemannianPotatoLoss`.
-        ``m = 1`` beat ``m = 2`` in validation R@1 on both sets (``docs/rpl.md``).
+    z_threshold : float, default=0
+        The potato's ``z_th``: positives with a z-score above it and negatives below
+        ``z_th + margin`` are hard (see :class:`~rankmetric.losses.potato.RiemannianPotatoLoss`).
+    margin : float, default=1
+        The potato's margin ``m``, in units of its (log-)standard deviation. ``m = 1`` beat
+        ``m = 2`` in validation R@1 on both sets (``docs/rpl.md``).
+    neg_weight : float, default=1
+        ``λ``, weight of the negative term of the loss.
+    momentum : float, default=0.1
+        ``α``, rate of the online update of the potato statistics, in (0, 1].
+    temperature : float, default=0
+        Ranked-List-Loss temperature: 0 averages the hinge terms uniformly, ``T > 0`` weights
+        each violator by ``exp(T · hinge)``.
     head : {"linear", "log", "spd"}, default="linear"
+        What the loss sees (see :class:`~rankmetric.estimators.spdnet.SPDNetEmbedding`).
     bimap, init, eps, relative_eps, batchnorm, n_classes_per_batch, n_per_class, max_iter,
     learning_rate, validation_fraction, validation_every, patience, validation_metric,
     validation_distance, selection_se, output, whiten, random_state, device, verbose,

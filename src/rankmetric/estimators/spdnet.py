@@ -19,13 +19,17 @@ so the untrained network reproduces (or, when it reduces, approximates) the log-
 distance of the whitened inputs — the untrained reference of the RPL table. Validation includes
 the untrained network (step 0): a fit keeps the earliest validated parameters within one paired
 standard error of the best validation score, so it leaves its start only for a gain larger
-than the validation noise.
+than the validation noise; a fit that keeps step 0 warns (a ``UserWarning`` with what to try,
+:data:`UNTRAINED_ADVICE`), and ``max_iter=0`` builds the untrained reference on purpose.
 """
 
 from __future__ import annotations
 
+import sys
+import warnings
 from collections.abc import Sequence
 from numbers import Integral, Real
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -65,10 +69,18 @@ from ..losses.triplet import TripletLoss
 from ..models.spdnet import SPDNet, sym_to_vec
 from ..models.stiefel import StiefelAdam
 from ..sampling import LabelIndex
-from ..training import TrainingResult, train
+from ..training import TrainingResult, UntrainedModelWarning, train
 from .base import MetricLearnerMixin
 
-__all__ = ["SPDNetEmbedding", "LOSSES", "HEADS", "make_loss", "default_hidden_sizes"]
+__all__ = [
+    "SPDNetEmbedding",
+    "LOSSES",
+    "HEADS",
+    "UNTRAINED_ADVICE",
+    "make_loss",
+    "default_hidden_sizes",
+    "untrained_message",
+]
 
 #: Loss id -> description (published defaults; margins 1 for unnormalised embeddings).
 LOSSES = {
@@ -104,7 +116,7 @@ SPDNET_PARAMETER_CONSTRAINTS = {
     "batchnorm": [BOOLEAN],
     "n_classes_per_batch": [NONE, Interval(Integral, 2, None, closed="left")],
     "n_per_class": [Interval(Integral, 2, None, closed="left")],
-    "max_iter": [POSITIVE_INT],
+    "max_iter": [Interval(Integral, 0, None, closed="left")],  # 0: the untrained reference
     "learning_rate": [Interval(Real, 0, None, closed="neither")],
     "validation_fraction": [Interval(Real, 0, 1, closed="left")],
     "validation_every": [POSITIVE_INT],
@@ -240,8 +252,15 @@ class SPDNetEmbedding(MetricLearnerMixin, BaseEstimator):
     n_per_class : int, default=8
         Samples per class in a batch (classes with fewer samples are drawn with repetition).
     max_iter : int, default=3000
-        Largest number of optimisation steps; validation early stopping (``patience``) usually
-        ends the fit well before.
+        Largest number of optimisation steps (0: the untrained reference, no training);
+        validation early stopping (``patience``) usually ends the fit well before. ``0``
+        builds the **untrained reference** on purpose: the network's start (whitening and,
+        with ``init="identity"``, the identity / principal start fitted on all the matrices,
+        nothing held out), no training and no warning; ``best_iter_`` is 0. With the default
+        network its vectors are the log-Euclidean vectors of the whitened matrices,
+        pyRiemann's tangent space at the Riemannian mean (up to the 5 % ReEig floor). A fit
+        with ``max_iter >= 1`` that keeps the untrained network (``best_iter_ == 0``) warns
+        with a ``UserWarning`` saying so and what to try (:data:`UNTRAINED_ADVICE`).
     learning_rate : float, default=1e-2
         Step size of the (Riemannian) Adam optimiser.
     validation_fraction : float, default=0.2
@@ -250,6 +269,7 @@ class SPDNetEmbedding(MetricLearnerMixin, BaseEstimator):
         does, under ``validation_distance``; at most 2000 of them, 500 under AIRM); the best
         parameters are kept. 0 disables validation.
     validation_every : int, default=10
+        Steps between two validations.
     patience : int or None, default=20
         Validations without improvement before stopping (``None``: run ``max_iter`` steps).
     validation_metric : {"recall@1", "map"}, default="recall@1"
@@ -275,12 +295,16 @@ class SPDNetEmbedding(MetricLearnerMixin, BaseEstimator):
         Whiten the inputs by the Riemannian (Karcher) mean ``M`` of the training matrices,
         ``X ↦ M^{-1/2} X M^{-1/2}``.
     random_state : int, Generator or None
+        Seed of the validation split, the network's start and the batches (same seed, same
+        model on the CPU).
     device : str or None
         Torch device; ``None`` picks CUDA when available.
     verbose : bool or int, default=False
+        Show a progress bar (on a terminal).
     checkpoint_dir : str or path-like, optional
         Folder for resumable checkpoints (see :func:`rankmetric.training.train`).
     checkpoint_every : int, default=100
+        Steps between two checkpoints.
 
     Attributes
     ----------
@@ -294,7 +318,9 @@ class SPDNetEmbedding(MetricLearnerMixin, BaseEstimator):
         Running means and log-biases of the batch-normalisation layers (empty without).
     n_iter_ : int
     best_iter_ : int or None
-        Step whose parameters were kept (0: the untrained network); ``None`` without validation.
+        Step whose parameters were kept (0: the untrained network, which a fit with
+        ``max_iter >= 1`` reports with a ``UserWarning``; also 0 for ``max_iter=0``); ``None``
+        without validation.
     initial_validation_score_, validation_score_ : float or None
         Validation score (``validation_metric``) of the untrained network and of the kept one.
     validation_gain_ : tuple of float or None
@@ -408,7 +434,11 @@ class SPDNetEmbedding(MetricLearnerMixin, BaseEstimator):
         self.whitening_ = self._fit_whitening(X_t)
         X_t = _congruence(X_t, to_tensor(self.whitening_, device, torch.float64)).float()
 
-        train_idx, val_idx = _stratified_split(codes, self.validation_fraction, rng)
+        untrained = self.max_iter == 0  # the untrained reference: nothing held out
+        if untrained:
+            train_idx, val_idx = np.arange(codes.shape[0]), np.empty(0, dtype=np.int64)
+        else:
+            train_idx, val_idx = _stratified_split(codes, self.validation_fraction, rng)
         net = self._build_network(sizes, torch_generator(rng), device)
         if self.init == "identity":
             _principal_init(net, X_t[train_idx])
@@ -449,6 +479,7 @@ class SPDNetEmbedding(MetricLearnerMixin, BaseEstimator):
             patience=self.patience,
             verbose=self.verbose,
             desc=type(self).__name__,
+            hint=UNTRAINED_ADVICE,
             checkpoint_dir=self.checkpoint_dir,
             checkpoint_every=self.checkpoint_every,
         )
@@ -461,9 +492,15 @@ class SPDNetEmbedding(MetricLearnerMixin, BaseEstimator):
             chosen, self.validation_gain_ = candidates.select(self.selection_se)
             candidates.restore(chosen)
             result.best_step, result.best_score = steps[chosen], candidates.mean(chosen)
+        if untrained:
+            result.best_step, result.best_score = 0, float("nan")
         net.train()
         self.initial_validation_score_ = None if candidates is None else candidates.mean(0)
         self._store_fitted(net, loss_fn, result)
+        if untrained:
+            self.validation_score_ = None
+        elif self.best_iter_ == 0:
+            _warn_untrained_kept(self)
         return self
 
     def _build_network(
@@ -724,6 +761,84 @@ class SPDNetEmbedding(MetricLearnerMixin, BaseEstimator):
             raise ValueError("loss 'triplet' (DSML-Triplet) compares SPD outputs: head='spd'.")
         if self.relative_eps and self.eps >= 1:
             raise ValueError(f"a relative eps must be < 1, got {self.eps}.")
+
+
+#: What to try when a fit keeps the untrained SPD network (also for a shared training warning).
+UNTRAINED_ADVICE = (
+    "What to try: (1) compare with what needs no network first: the untrained network is the "
+    "log-Euclidean (tangent-space) geometry of the whitened matrices, and a tangent space + "
+    "logistic regression or pyRiemann's MDM may be all the data support (`rankmetric bench "
+    "rpl-spd` puts them beside RPL); (2) if the validation part is small, hold out more "
+    "(validation_fraction) or accept smaller gains (selection_se=0.5 or 0); (3) a lower "
+    "learning_rate, another loss (loss='multi-similarity', 'triplet-semihard', ...) or a reducing "
+    "network (hidden_sizes); (4) better matrices: another covariance estimator "
+    "(Covariances(estimator=...)), band-pass filtering, or re-centring each session when trials "
+    "come from several; (5) max_iter=0 builds the untrained reference on purpose, without this "
+    "warning."
+)
+
+
+def untrained_message(estimator: SPDNetEmbedding) -> str:
+    """Why a fitted SPD network is its untrained start (``best_iter_ == 0``), in one sentence.
+
+    Parameters
+    ----------
+    estimator : fitted SPDNetEmbedding or RPLEmbedding
+
+    Returns
+    -------
+    str
+        The name of the estimator, the validation scores of step 0 and of the best step with the
+        paired standard error of their difference, and, when step 0 already scores 1, that nothing
+        was left to learn; :data:`UNTRAINED_ADVICE` says what to try.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from rankmetric.datasets import make_spd_clusters
+    >>> from rankmetric.estimators.spdnet import SPDNetEmbedding, untrained_message
+    >>> X, y = make_spd_clusters(60, n_channels=4, n_classes=3, random_state=0)
+    >>> est = SPDNetEmbedding(max_iter=5, learning_rate=1e-12, random_state=0, device="cpu")
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     est = est.fit(X, y)
+    >>> est.best_iter_, untrained_message(est) in str(caught[-1].message)
+    (0, True)
+    """
+    name = type(estimator).__name__
+    metric = estimator.validation_metric
+    start = estimator.initial_validation_score_
+    gain, noise = estimator.validation_gain_ or (0.0, 0.0)
+    text = (
+        f"{name} kept the untrained network (best_iter_ == 0): over {estimator.n_iter_} steps "
+        f"no validated step beat its validation {metric} of {start:.3f} by more than "
+        f"{estimator.selection_se:g} paired standard error (best gain {gain:+.3f} ± {noise:.3f})."
+    )
+    if start >= 1.0:
+        text += " The untrained network already scores 1 on validation: nothing was left to learn."
+    return text
+
+
+def _warn_untrained_kept(estimator: SPDNetEmbedding) -> None:
+    """Warn that a fit kept its untrained network (the one place SPD fits say so).
+
+    The category is the library's :class:`~rankmetric.training.UntrainedModelWarning`; the text
+    is :func:`untrained_message` followed by :data:`UNTRAINED_ADVICE`.
+    """
+    warnings.warn(
+        f"{untrained_message(estimator)} {UNTRAINED_ADVICE}",
+        UntrainedModelWarning,
+        stacklevel=_caller_stacklevel(),
+    )
+
+
+def _caller_stacklevel() -> int:
+    """The ``stacklevel`` of the first frame outside rankmetric (the user's ``fit`` call)."""
+    package = str(Path(__file__).resolve().parents[1])
+    frame, level = sys._getframe(1), 1
+    while frame is not None and str(Path(frame.f_code.co_filename).resolve()).startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 class _Candidates(torch.nn.Module):

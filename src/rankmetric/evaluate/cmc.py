@@ -56,6 +56,14 @@ def cmc_curve(
     may hold one item per identity (single-shot) or several (multi-shot: the best-ranked
     one counts); ranks count gallery items, not identities.
 
+    **When to use which.** ``cmc_curve`` is the two-view (VIPeR / CUHK01) protocol: probes of
+    one camera against a gallery of another, every probe identity in the gallery. For camera
+    networks (Market-1501, DukeMTMC, MSMT17, CUHK03), use
+    :func:`~rankmetric.evaluate.reid_scores`: it removes the gallery items of the query's own
+    identity *and* camera (kept here, they inflate rank 1), ignores junk identities, skips and
+    counts queries without a match, and reports the full mAP and mINP as well.
+    ``reid_scores(..., protocol="single-view")`` gives this function's CMC.
+
     Parameters
     ----------
     probe : array-like or tensor of shape (n_probes, n_features)

@@ -25,6 +25,7 @@ from .._threads import thread_limit, threads_for
 from .._utils import resolve_device
 from ..neighbors import Gallery, check_metric, nearest_chunks
 from ._inputs import as_embeddings, check_ks, check_same_width, compute_dtype, encode_labels
+from ._precision import average_precision
 
 __all__ = ["retrieval_scores", "recall_at_k", "precision_at_1", "map_at_r"]
 
@@ -46,8 +47,7 @@ def _average_precision_at_r(relevant: torch.Tensor, R: torch.Tensor) -> torch.Te
     position = torch.arange(1, relevant.shape[1] + 1, device=relevant.device)
     hits = relevant & (position <= R.unsqueeze(1))
     hits_so_far = torch.cumsum(hits, dim=1, dtype=torch.float64)
-    precision_at_hits = torch.where(hits, hits_so_far / position, 0.0)
-    return precision_at_hits.sum(dim=1) / R.clamp(min=1)
+    return average_precision(hits_so_far, position, hits, R)
 
 
 def _prepare(embeddings, labels, query_embeddings, query_labels, metric, device):

@@ -4,6 +4,7 @@
 ``nearest_chunks``     chunk by chunk, the k nearest gallery items of each query (exact order)
 ``Gallery``            a gallery prepared for scoring under a metric
 ``for_each_chunk``     full-width score chunks, for consumers that need whole rows (CMC)
+``ranking_keys``       unique int64 keys ordering each row by (score, lower index)
 ``smallest_k``         the k smallest entries of each row, ties by the lower column
 ``to_distance``        ranking scores back to distances
 ``faiss_search``       the same search with a faiss flat index (optional dependency)
@@ -20,6 +21,7 @@ from ._search import (
     auto_chunk_size,
     check_metric,
     for_each_chunk,
+    ranking_keys,
     resolve_chunk_size,
     smallest_k,
     squared_norms,
@@ -37,6 +39,7 @@ __all__ = [
     "faiss_search",
     "for_each_chunk",
     "nearest_chunks",
+    "ranking_keys",
     "resolve_chunk_size",
     "smallest_k",
     "squared_norms",

@@ -26,6 +26,7 @@ __all__ = [
     "Gallery",
     "auto_chunk_size",
     "for_each_chunk",
+    "ranking_keys",
     "smallest_k",
     "squared_norms",
     "to_distance",
@@ -241,6 +242,28 @@ def _sort_by_value_then_index(
 
 def _sortable_bits_inverse(bits: torch.Tensor) -> torch.Tensor:
     return (bits ^ ((bits >> 31) & 0x7FFFFFFF)).view(torch.float32)
+
+
+def ranking_keys(scores: torch.Tensor) -> torch.Tensor:
+    """Unique int64 keys that order each row's entries by (score, lower column index).
+
+    Parameters
+    ----------
+    scores : tensor of shape (n, m)
+        Finite ranking scores (``m < 2**32``).
+
+    Returns
+    -------
+    int64 tensor of shape (n, m)
+        ``keys[i, a] < keys[i, b]`` exactly when entry ``a`` ranks before entry ``b`` in row
+        ``i``. float32 scores are packed with their column (order-preserving bits of the score,
+        then the index: no sort); other dtypes get each entry's position in a stable sort.
+    """
+    cols = torch.arange(scores.shape[1], device=scores.device)
+    if scores.dtype == torch.float32:
+        return (_sortable_bits(scores).to(torch.int64) << 32) | cols
+    order = torch.sort(scores, dim=1, stable=True).indices
+    return torch.empty_like(order).scatter_(1, order, cols.expand_as(order).contiguous())
 
 
 def smallest_k(scores: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:

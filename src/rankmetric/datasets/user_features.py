@@ -1,0 +1,303 @@
+"""Your own feature files: ``.npz``, ``.csv``, ``.parquet`` and MATLAB ``.mat``.
+
+One function, :func:`load_features`, reads a file of features (rows = items), identities or class
+labels, and optionally the camera of each item and a per-item split, and checks them; the
+command line's ``--data PATH`` (``rankmetric fit``, ``evaluate``, ``bench warca-reid``) calls it.
+
+=============  ==============================================================================
+format         what is read
+=============  ==============================================================================
+``.npz``       arrays ``X`` (n, d), ``y`` (n,), optional ``cameras`` (n,), ``split`` (n,)
+``.csv``       a header row; columns ``y``, optional ``cameras``, ``split``; every other
+               column is a feature (all must be numeric)
+``.parquet``   the same columns (needs ``pyarrow``: ``pip install "rankmetric[parquet]"``)
+``.mat``       MATLAB variables as in ``.npz`` (``X`` may be stored d × n, as LOMO's
+               ``descriptors``: it is transposed when only that orientation fits ``y``).
+               v7.3 files are HDF5 and need ``h5py`` (``pip install "rankmetric[mat73]"``)
+=============  ==============================================================================
+
+Accepted aliases (first found wins): features ``X``, ``features``, ``descriptors``, ``feat``;
+labels ``y``, ``labels``, ``label``, ``ids``, ``id``, ``pid``, ``pids``, ``identity``;
+cameras ``cameras``, ``camera``, ``cams``, ``cam``, ``camid``, ``camids``; split ``split``.
+``split`` values: ``"train"``, ``"test"``, ``"query"``, ``"gallery"`` (any case), or 0 (train)
+and 1 (test).
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .._validation import check_finite, check_labels
+
+__all__ = ["FEATURE_SUFFIXES", "FeatureData", "is_feature_file", "load_features"]
+
+FEATURE_SUFFIXES = (".npz", ".csv", ".parquet", ".mat")
+ALIASES = {
+    "X": ("X", "features", "descriptors", "feat"),
+    "y": ("y", "labels", "label", "ids", "id", "pid", "pids", "identity"),
+    "cameras": ("cameras", "camera", "cams", "cam", "camid", "camids"),
+    "split": ("split",),
+}
+SPLITS = ("train", "test", "query", "gallery")
+_INSTALL = {
+    "parquet": 'reading .parquet files needs pyarrow: pip install "rankmetric[parquet]" '
+    "(or pip install pyarrow), or save the table as .csv or .npz.",
+    "mat73": "this .mat file is MATLAB v7.3 (HDF5); reading it needs h5py: pip install "
+    '"rankmetric[mat73]" (or pip install h5py), or save it in MATLAB with -v7.',
+}
+
+
+@dataclass(frozen=True)
+class FeatureData:
+    """Features read from a user's file, checked.
+
+    Attributes
+    ----------
+    X : ndarray of shape (n_samples, n_features), float
+    y : ndarray of shape (n_samples,)
+        Identities (re-identification) or class labels; at least two distinct values.
+    cameras : ndarray of shape (n_samples,) or None
+    split : ndarray of shape (n_samples,) of str, or None
+        ``"train"``, ``"test"``, ``"query"`` or ``"gallery"`` per row.
+    source : str
+        The file's path.
+    """
+
+    X: np.ndarray
+    y: np.ndarray
+    cameras: np.ndarray | None
+    split: np.ndarray | None
+    source: str
+
+    @property
+    def n_identities(self) -> int:
+        return int(np.unique(self.y).shape[0])
+
+    def rows(self, *splits: str) -> np.ndarray:
+        """Indices of the rows whose split is one of ``splits`` (all rows without a split)."""
+        if self.split is None:
+            return np.arange(self.y.shape[0])
+        return np.flatnonzero(np.isin(self.split, splits))
+
+
+def is_feature_file(name) -> bool:
+    """Whether ``name`` (a ``--data`` value) names a feature file rather than a bundled set."""
+    return Path(str(name)).suffix.lower() in FEATURE_SUFFIXES
+
+
+def _find(available, wanted: str | None, kind: str, path: str, required: bool):
+    names = (wanted,) if wanted else ALIASES[kind]
+    for name in names:
+        if name in available:
+            return name
+    if required or wanted:
+        raise ValueError(
+            f"{path} has no {'column' if kind != 'X' else 'array'} "
+            f"{' or '.join(repr(n) for n in names)} for {kind} "
+            f"(found: {', '.join(map(str, available)) or 'nothing'})."
+        )
+    return None
+
+
+def _read_npz(path: str) -> dict:
+    with np.load(path, allow_pickle=False) as archive:
+        return {name: archive[name] for name in archive.files}
+
+
+def _read_mat(path: str) -> dict:
+    from scipy.io import loadmat
+
+    try:
+        raw = loadmat(path)
+    except NotImplementedError:  # v7.3: an HDF5 file
+        return _read_mat73(path)
+    except ValueError as exc:
+        raise ValueError(f"{path} is not a readable MATLAB file ({exc}).") from None
+    return {k: v for k, v in raw.items() if not k.startswith("__")}
+
+
+def _read_mat73(path: str) -> dict:
+    try:
+        import h5py
+    except ImportError:
+        raise ImportError(f"{path}: {_INSTALL['mat73']}") from None
+    with h5py.File(path, "r") as f:  # MATLAB stores column-major: arrays come transposed
+        return {k: np.asarray(v).T for k, v in f.items() if isinstance(v, h5py.Dataset)}
+
+
+def _read_table(path: str, suffix: str) -> dict:
+    """Columns of a CSV (standard library) or Parquet (pyarrow) table, as arrays."""
+    if suffix == ".parquet":
+        try:
+            import pyarrow.parquet as pq
+        except ImportError:
+            raise ImportError(f"{path}: {_INSTALL['parquet']}") from None
+        table = pq.read_table(path)
+        return {name: np.asarray(table.column(name).to_numpy()) for name in table.column_names}
+    with open(path, newline="") as handle:
+        reader = csv.reader(handle)
+        header = next(reader, None)
+        if not header:
+            raise ValueError(f"{path} is empty: a header row with column names is needed.")
+        rows = list(reader)
+    for line, row in enumerate(rows, start=2):
+        if len(row) != len(header):
+            raise ValueError(
+                f"{path}, line {line}: {len(row)} fields but the header names {len(header)}."
+            )
+    cells = np.asarray(rows, dtype=object).reshape(len(rows), len(header))
+    return {name.strip(): _column(cells[:, j]) for j, name in enumerate(header)}
+
+
+def _column(values: np.ndarray) -> np.ndarray:
+    """A CSV column as numbers when every cell parses (empty cells → NaN), else strings."""
+    text = np.asarray([v.strip() for v in values], dtype=str)
+    try:
+        numbers = np.asarray([float(v) if v else np.nan for v in text])
+    except ValueError:
+        return text
+    if np.all(np.isfinite(numbers)) and np.all(numbers == np.round(numbers)):
+        if not any("." in v or "e" in v.lower() for v in text):
+            return numbers.astype(np.int64)
+    return numbers
+
+
+def _labels(values, name: str, path: str) -> np.ndarray:
+    values = np.asarray(values)
+    if values.ndim == 2 and 1 in values.shape:  # MATLAB vectors are 1 × n or n × 1
+        values = values.ravel()
+    if values.ndim != 1:
+        raise ValueError(f"{path}: {name} must be one value per item, got shape {values.shape}.")
+    if values.dtype.kind == "f":
+        if not np.all(np.isfinite(values)):
+            raise ValueError(f"{path}: {name} contains NaN or infinity (a missing value?).")
+        if np.all(values == np.round(values)):
+            values = values.astype(np.int64)
+    if values.dtype.kind == "O":
+        values = values.astype(str)
+    return values
+
+
+def _split_values(values, path: str) -> np.ndarray:
+    if values.dtype.kind in "iub":
+        bad = ~np.isin(values, (0, 1))
+        if bad.any():
+            raise ValueError(f"{path}: numeric split values must be 0 (train) or 1 (test), "
+                             f"got {np.unique(values[bad])[:5].tolist()}.")  # fmt: skip
+        return np.where(values == 0, "train", "test")
+    split = np.char.lower(np.char.strip(values.astype(str)))
+    bad = ~np.isin(split, SPLITS)
+    if bad.any():
+        raise ValueError(f"{path}: split values must be one of {SPLITS}, got "
+                         f"{np.unique(split[bad])[:5].tolist()}.")  # fmt: skip
+    return split
+
+
+def load_features(
+    path, *, X: str | None = None, y: str | None = None, cameras: str | None = None,
+    split: str | None = None,
+) -> FeatureData:  # fmt: skip
+    """Read and check a user's feature file (``.npz``, ``.csv``, ``.parquet``, ``.mat``).
+
+    Parameters
+    ----------
+    path : str or path-like
+    X, y, cameras, split : str, optional
+        Names of the arrays / columns / MATLAB variables; None tries the aliases in the module
+        docstring. For tables, ``X=None`` takes every column that is not ``y``, ``cameras`` or
+        ``split``.
+
+    Returns
+    -------
+    FeatureData
+
+    Raises
+    ------
+    ValueError
+        Unknown format, a missing array or column, mismatched lengths, NaN or infinity, a
+        non-numeric feature column, fewer than two identities, unknown split values.
+    ImportError
+        An optional reader is missing (``pyarrow`` for Parquet, ``h5py`` for MATLAB v7.3); the
+        message says what to install.
+
+    Examples
+    --------
+    >>> import numpy as np, tempfile, os
+    >>> from rankmetric.datasets import load_features
+    >>> path = os.path.join(tempfile.mkdtemp(), "f.npz")
+    >>> np.savez(path, X=np.eye(4), y=[0, 0, 1, 1], cameras=[0, 1, 0, 1])
+    >>> data = load_features(path)
+    >>> data.X.shape, data.n_identities, data.cameras.tolist()
+    ((4, 4), 2, [0, 1, 0, 1])
+    """
+    path = str(path)
+    suffix = Path(path).suffix.lower()
+    if suffix not in FEATURE_SUFFIXES:
+        raise ValueError(f"{path}: unknown feature file type {suffix!r}; expected one of "
+                         f"{', '.join(FEATURE_SUFFIXES)}.")  # fmt: skip
+    if not Path(path).is_file():
+        raise ValueError(f"{path}: no such file.")
+    table = suffix in (".csv", ".parquet")
+    if suffix == ".npz":
+        found = _read_npz(path)
+    elif suffix == ".mat":
+        found = _read_mat(path)
+    else:
+        found = _read_table(path, suffix)
+    y_name = _find(found, y, "y", path, required=True)
+    cam_name = _find(found, cameras, "cameras", path, required=False)
+    split_name = _find(found, split, "split", path, required=False)
+    labels = _labels(found[y_name], f"{y_name!r}", path)
+    n = labels.shape[0]
+    if table and X is None:
+        used = {y_name, cam_name, split_name}
+        columns = [c for c in found if c not in used]
+        if not columns:
+            raise ValueError(f"{path} has no feature column besides {sorted(used - {None})}.")
+        text = [c for c in columns if found[c].dtype.kind not in "iuf"]
+        if text:
+            raise ValueError(f"{path}: feature column(s) {text[:5]} are not numeric; name the "
+                             "label column y (or pass y=...).")  # fmt: skip
+        features = np.column_stack([found[c] for c in columns]).astype(np.float64)
+        for j, c in enumerate(columns):
+            if not np.all(np.isfinite(features[:, j])):
+                raise ValueError(f"{path}: feature column {c!r} contains NaN or infinity "
+                                 "(a missing value?).")  # fmt: skip
+    else:
+        x_name = _find(found, X, "X", path, required=True)
+        features = np.asarray(found[x_name])
+        if features.ndim != 2:
+            raise ValueError(f"{path}: {x_name!r} must be a 2-D array (items × features), "
+                             f"got shape {features.shape}.")  # fmt: skip
+        if suffix == ".mat" and features.shape[0] != n and features.shape[1] == n:
+            features = features.T  # MATLAB's d × n layout (LOMO's descriptors)
+        if not np.issubdtype(features.dtype, np.number):
+            raise ValueError(f"{path}: {x_name!r} must hold numbers, got {features.dtype}.")
+        check_finite(features, f"{path}: {x_name!r}")
+    if features.shape[0] != n:
+        raise ValueError(f"{path}: mismatched lengths: {features.shape[0]} feature rows but "
+                         f"{n} labels in {y_name!r}.")  # fmt: skip
+    if np.unique(labels).shape[0] < 2:
+        raise ValueError(f"{path}: {y_name!r} holds a single identity; metric learning needs "
+                         "at least two.")  # fmt: skip
+    check_labels(labels, n, min_classes=2)
+    cams = None
+    if cam_name is not None:
+        cams = _labels(found[cam_name], f"{cam_name!r}", path)
+        if cams.shape[0] != n:
+            raise ValueError(f"{path}: mismatched lengths: {cams.shape[0]} values in "
+                             f"{cam_name!r} but {n} items.")  # fmt: skip
+    parts = None
+    if split_name is not None:
+        parts = _labels(found[split_name], f"{split_name!r}", path)
+        if parts.shape[0] != n:
+            raise ValueError(f"{path}: mismatched lengths: {parts.shape[0]} values in "
+                             f"{split_name!r} but {n} items.")  # fmt: skip
+        parts = _split_values(parts, path)
+    if not np.issubdtype(features.dtype, np.floating):
+        features = features.astype(np.float64)
+    return FeatureData(features, labels, cams, parts, path)

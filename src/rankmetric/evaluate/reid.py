@@ -1,0 +1,420 @@
+"""Person re-identification scores: CMC, full mAP and mINP under the field's protocols.
+
+For a query ``q`` every gallery item is ranked by distance (ties by the lower gallery index),
+then the protocol removes items from that ranking:
+
+``"market1501"`` (Market-1501, DukeMTMC, MSMT17; torchreid's ``eval_market1501``)
+    gallery items of *junk* identities (``-1`` by default), and items of the query's identity
+    taken by the query's camera. The relevant items are the remaining ones of its identity.
+``"cuhk03"`` (single-gallery-shot)
+    as ``"market1501"`` for mAP and mINP; CMC is averaged over ``n_draws`` seeded draws, each of
+    which keeps one gallery item per identity (see :func:`reid_scores`).
+``"single-view"`` / ``"closed-set"``
+    only junk items: the two-view VIPeR / CUHK01 setting (probes of camera A against a gallery of
+    camera B), where no gallery item shares the query's camera anyway; cameras are not needed.
+
+With ``n`` the places of the remaining list and ``p_1 < … < p_R`` those of the ``R`` relevant
+items: match rank ``p_1``; ``CMC(r)`` = fraction of valid queries with ``p_1 ≤ r``;
+``AP = (1/R) Σ_j j / p_j`` (full mAP, every relevant item, not only the first ``R`` places);
+``INP = R / p_R`` (Ye et al., 2021: mINP). A query without any relevant item is *skipped* and
+counted; the means are over the valid queries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from numbers import Integral
+
+import numpy as np
+import torch
+
+from .._threads import thread_limit, threads_for
+from .._utils import make_rng, resolve_device
+from ..neighbors import Gallery, check_metric, for_each_chunk, ranking_keys
+from ._inputs import (
+    as_embeddings,
+    as_label_array,
+    check_ks,
+    check_same_width,
+    compute_dtype,
+    encode_labels,
+)
+from ._precision import average_precision
+
+__all__ = ["PROTOCOLS", "query_gallery_split", "reid_scores"]
+
+PROTOCOLS = ("market1501", "cuhk03", "single-view", "closed-set")
+#: Bytes of temporaries per (query, gallery item) of a chunk (measured peak ≈ 43): the score,
+#: its int64 key and a masked copy, the int64 bucket, and a few boolean masks.
+BYTES_PER_PAIR = 48
+MEMORY_BUDGET = 256 * 2**20
+_NO_KEY = torch.iinfo(torch.int64).max
+
+
+def _check_protocol(protocol: str) -> str:
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}.")
+    return protocol
+
+
+def _chunk_rows(chunk_size, n_queries: int, n_gallery: int) -> int:
+    if chunk_size is None:
+        return int(max(1, min(n_queries, MEMORY_BUDGET // (BYTES_PER_PAIR * n_gallery))))
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, Integral) or chunk_size < 1:
+        raise ValueError(f"chunk_size must be a positive integer or None, got {chunk_size!r}.")
+    return int(chunk_size)
+
+
+def _check_n_draws(n_draws) -> int:
+    if isinstance(n_draws, bool) or not isinstance(n_draws, Integral) or n_draws < 1:
+        raise ValueError(f"n_draws must be a positive integer, got {n_draws!r}.")
+    return int(n_draws)
+
+
+def _camera_codes(query_cams, gallery_cams, n_query: int, n_gallery: int, protocol: str):
+    """Camera codes (shared code book) or ``None`` when the protocol ignores cameras."""
+    if protocol in ("single-view", "closed-set"):
+        return None, None
+    if query_cams is None or gallery_cams is None:
+        raise ValueError(
+            f"protocol {protocol!r} needs query_cams and gallery_cams (the camera of every "
+            "item); without cameras use protocol='single-view'."
+        )
+    _, (q, g) = encode_labels(
+        query_cams, gallery_cams, lengths=[n_query, n_gallery],
+        names=["query_cams", "gallery_cams"],
+    )  # fmt: skip
+    return q, g
+
+
+def _junk_mask(gallery_ids, junk_ids) -> np.ndarray:
+    if junk_ids is None:
+        return np.zeros(len(gallery_ids), dtype=bool)
+    if isinstance(junk_ids, (str, bytes)) or not isinstance(junk_ids, Iterable):
+        junk_ids = [junk_ids]
+    junk = list(junk_ids)
+    if not junk:
+        return np.zeros(len(gallery_ids), dtype=bool)
+    try:
+        return np.isin(as_label_array(gallery_ids, "gallery_ids"), np.asarray(junk))
+    except TypeError:  # pragma: no cover - labels and junk ids of incomparable types
+        return np.zeros(len(gallery_ids), dtype=bool)
+
+
+def _for_each_score_chunk(query, gallery, metric: str, chunk: int, visit) -> None:
+    """``visit(rows, scores)`` per chunk of queries: embeddings scored by the neighbours
+    engine (:func:`~rankmetric.neighbors.for_each_chunk`), or rows of given distances."""
+    if metric != "precomputed":
+        for_each_chunk(query, Gallery.build(gallery, metric), chunk, lambda r, s, _: visit(r, s))
+        return
+    for start in range(0, query.shape[0], chunk):  # loop over query chunks
+        stop = min(start + chunk, query.shape[0])
+        visit(torch.arange(start, stop, device=query.device), query[start:stop])
+
+
+def _relevant_places(keys, relevant, valid):
+    """Places (1-based, among the valid items) of each row's relevant items, in order.
+
+    Parameters
+    ----------
+    keys : int64 tensor of shape (n, m)
+        Unique ranking keys (:func:`~rankmetric.neighbors.ranking_keys`).
+    relevant, valid : bool tensors of shape (n, m)
+        Relevant items (a subset of the valid ones) and the items left in the ranking.
+
+    Returns
+    -------
+    places : int64 tensor of shape (n, R_max)
+        ``places[q, j]`` = place of the (j+1)-th relevant item; entries ``j ≥ R_q`` are
+        meaningless.
+    R : int64 tensor of shape (n,)
+
+    Notes
+    -----
+    No sort of the row: the ``R`` relevant keys are selected (``topk``), every other valid
+    item finds with a binary search how many relevant items rank before it, and a histogram of
+    those counts gives how many valid items precede each relevant one — ``O(m log R)`` a row.
+    """
+    n, m = keys.shape
+    R = relevant.sum(dim=1)
+    r_max = max(int(R.max()), 1)
+    rel_keys = keys.masked_fill(~relevant, _NO_KEY).topk(r_max, dim=1, largest=False).values
+    rel_keys = rel_keys.sort(dim=1).values.contiguous()
+    bucket = torch.searchsorted(rel_keys, keys)  # relevant items ranked before each item
+    others = valid & ~relevant
+    bucket.masked_fill_(~others, r_max + 1)  # uncounted items go to a spare bin
+    bucket += (torch.arange(n, device=keys.device) * (r_max + 2)).unsqueeze(1)
+    hist = torch.bincount(bucket.view(-1), minlength=n * (r_max + 2)).view(n, r_max + 2)
+    del bucket
+    before = torch.cumsum(hist[:, :r_max], dim=1)  # other valid items ranked before relevant j
+    ordinal = torch.arange(1, r_max + 1, device=keys.device)
+    return ordinal + before, R
+
+
+def reid_scores(
+    query,
+    query_ids,
+    query_cams,
+    gallery,
+    gallery_ids,
+    gallery_cams,
+    *,
+    ranks=(1, 5, 10, 20),
+    protocol: str = "market1501",
+    metric: str = "euclidean",
+    junk_ids=(-1,),
+    n_draws: int = 10,
+    random_state=0,
+    chunk_size: int | None = None,
+    device: str | torch.device | None = None,
+    return_curve: bool = False,
+):
+    """CMC at ``ranks``, full mAP and mINP of a query set against a gallery (re-identification).
+
+    Parameters
+    ----------
+    query : array-like or tensor of shape (n_query, n_features)
+        Query embeddings; with ``metric="precomputed"`` the distance matrix of shape
+        (n_query, n_gallery) itself (e.g. :func:`rerank_k_reciprocal`'s output).
+    query_ids : array-like of shape (n_query,)
+        Identities of the queries.
+    query_cams : array-like of shape (n_query,) or None
+        Camera of each query (needed by ``"market1501"`` and ``"cuhk03"``).
+    gallery : array-like or tensor of shape (n_gallery, n_features) or None
+        Gallery embeddings (None with ``metric="precomputed"``).
+    gallery_ids : array-like of shape (n_gallery,)
+    gallery_cams : array-like of shape (n_gallery,) or None
+    ranks : int or iterable of int, default=(1, 5, 10, 20)
+        CMC ranks to report (each at most the number of gallery items, or of gallery
+        identities under ``"cuhk03"``).
+    protocol : {"market1501", "cuhk03", "single-view", "closed-set"}, default="market1501"
+        ``"market1501"``: for each query, the gallery items with its identity *and* camera are
+        removed from the ranking. ``"cuhk03"``: the same, and CMC is single-gallery-shot: draw
+        ``d`` (``u = default_rng(random_state).random((n_draws, n_gallery))[d]``) keeps, of
+        every identity, its item with the largest ``u`` (for the query's own identity: among
+        its items of other cameras), the same draw for every query; CMC is the mean over the
+        draws, mAP and mINP use the whole ranking. ``"single-view"`` (alias
+        ``"closed-set"``): no camera removal (two-view probe/gallery sets). Every protocol
+        ignores gallery items of ``junk_ids``.
+    metric : {"euclidean", "sqeuclidean", "cosine", "precomputed"}, default="euclidean"
+        As the other functions of :mod:`rankmetric.evaluate`; ``"precomputed"``: ``query``
+        holds distances (lower is nearer).
+    junk_ids : iterable, default=(-1,)
+        Gallery identities ignored in every ranking (Market-1501's distractors labelled -1);
+        ``()`` ignores none.
+    n_draws : int, default=10
+        Single-gallery-shot draws of ``"cuhk03"``.
+    random_state : int, Generator or None, default=0
+        Seeds the ``"cuhk03"`` draws.
+    chunk_size : int, optional
+        Queries per chunk (None: about 256 MB of temporaries, ``48 × n_gallery`` bytes a query).
+    device : str or torch.device, optional
+        None uses CUDA when available.
+    return_curve : bool, default=False
+        Also return the whole CMC curve.
+
+    Returns
+    -------
+    scores : dict
+        ``"cmc"``: ``{r: CMC(r)}``; ``"mAP"``, ``"mINP"``: means over the valid queries;
+        ``"n_valid"``, ``"n_skipped"``: queries with and without a relevant gallery item
+        (absent identity, or only same-camera / junk items). Raises ``ValueError`` when every
+        query is skipped.
+    curve : ndarray
+        Only with ``return_curve``: ``curve[r − 1] = CMC(r)`` for every rank.
+
+    Notes
+    -----
+    Exact and chunked: each chunk of queries scores the whole gallery once; each relevant item's
+    place among the kept items is counted without sorting the row (:func:`_relevant_places`).
+    Memory beyond the inputs is about ``chunk × n_gallery × 48`` bytes (256 MB by default) plus
+    a few numbers per query; no ``n_query × n_gallery`` matrix exists. Use
+    :func:`~rankmetric.evaluate.cmc_curve` for a two-view probe/gallery split whose every probe
+    identity is in the gallery; use this function for camera networks (Market-1501-style
+    data), for mAP, or when some query identities may be absent.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rankmetric.evaluate import reid_scores
+    >>> rng = np.random.default_rng(0)
+    >>> centres = rng.normal(size=(20, 8))
+    >>> ids = np.repeat(np.arange(20), 4)
+    >>> cams = np.tile(np.arange(4), 20)
+    >>> X = centres[ids] + 0.3 * rng.normal(size=(80, 8))
+    >>> query = cams == 0
+    >>> s = reid_scores(X[query], ids[query], cams[query], X[~query], ids[~query], cams[~query])
+    >>> s["cmc"][1], s["n_valid"], s["n_skipped"]
+    (1.0, 20, 0)
+    """
+    protocol = _check_protocol(protocol)
+    if metric != "precomputed":
+        check_metric(metric)
+    n_draws = _check_n_draws(n_draws)
+    dev = resolve_device(device)
+    if metric == "precomputed":
+        if gallery is not None:
+            raise ValueError("with metric='precomputed', query is the distance matrix: pass "
+                             "gallery=None.")  # fmt: skip
+        dtype = compute_dtype(query)
+        Q = as_embeddings(query, "query (precomputed distances)", dev, dtype)
+        n_query, n_gallery = Q.shape
+        G = None
+    else:
+        if gallery is None:
+            raise ValueError("gallery is None; it is only omitted with metric='precomputed'.")
+        dtype = compute_dtype(query, gallery)
+        Q = as_embeddings(query, "query", dev, dtype)
+        G = as_embeddings(gallery, "gallery", dev, dtype)
+        check_same_width(Q, G, "query", "gallery")
+        n_query, n_gallery = Q.shape[0], G.shape[0]
+    _, (q_ids, g_ids) = encode_labels(
+        query_ids, gallery_ids, lengths=[n_query, n_gallery], names=["query_ids", "gallery_ids"]
+    )
+    q_cams, g_cams = _camera_codes(query_cams, gallery_cams, n_query, n_gallery, protocol)
+    junk = _junk_mask(gallery_ids, junk_ids)
+    identities = np.unique(g_ids[~junk])
+    if identities.shape[0] == 0:
+        raise ValueError("every gallery item has a junk identity; nothing can be ranked.")
+    cuhk03 = protocol == "cuhk03"
+    ranks = check_ks(ranks, identities.shape[0] if cuhk03 else n_gallery, "ranks")
+    chunk = _chunk_rows(chunk_size, n_query, n_gallery)
+
+    as_t = lambda a: torch.as_tensor(a, device=dev)  # noqa: E731
+    q_ids_t, g_ids_t, junk_t = as_t(q_ids), as_t(g_ids), as_t(junk)
+    q_cams_t, g_cams_t = (None, None) if q_cams is None else (as_t(q_cams), as_t(g_cams))
+    if cuhk03:
+        u = make_rng(random_state).random((n_draws, n_gallery))
+        picks = as_t(_one_per_identity(u, g_ids, junk))  # (n_draws, n_gallery) bool
+        u_t = as_t(u)
+
+    first = torch.zeros(n_query, dtype=torch.int64, device=dev)  # 0: skipped
+    curve_counts = torch.zeros(n_gallery + 1, dtype=torch.float64, device=dev)
+    ap = torch.zeros(n_query, dtype=torch.float64, device=dev)
+    inp = torch.zeros(n_query, dtype=torch.float64, device=dev)
+    work = n_query * n_gallery * (Q.shape[1] if G is not None else 1)
+
+    def score_chunk(rows, scores):
+        nonlocal curve_counts
+        same_id = g_ids_t.unsqueeze(0) == q_ids_t[rows].unsqueeze(1)
+        valid = ~junk_t.unsqueeze(0).expand_as(same_id)
+        if q_cams_t is not None:
+            same_cam = g_cams_t.unsqueeze(0) == q_cams_t[rows].unsqueeze(1)
+            valid = valid & ~(same_id & same_cam)
+        relevant = same_id & valid
+        keys = ranking_keys(scores)
+        places, R = _relevant_places(keys, relevant, valid)
+        ok = R > 0
+        j = torch.arange(places.shape[1], device=dev)
+        ap[rows] = average_precision(j + 1, places, j < R.unsqueeze(1), R)
+        last = places.gather(1, (R - 1).clamp(min=0).unsqueeze(1)).squeeze(1)
+        inp[rows] = torch.where(ok, R / last, 0.0).to(torch.float64)
+        first[rows] = torch.where(ok, places[:, 0], 0)
+        if cuhk03:
+            curve_counts += _single_shot_counts(keys, relevant, same_id, ok, picks, u_t, n_gallery)
+
+    with thread_limit(threads_for(work)):
+        _for_each_score_chunk(Q, G, metric, chunk, score_chunk)
+    valid_q = (first > 0).cpu().numpy()
+    n_valid = int(valid_q.sum())
+    if n_valid == 0:
+        raise ValueError(
+            f"no query has a relevant gallery item under protocol {protocol!r} (absent "
+            "identities, or only same-camera or junk items): nothing to score."
+        )
+    if cuhk03:
+        counts = curve_counts.cpu().numpy()[1:] / n_draws
+    else:
+        counts = np.bincount(first.cpu().numpy(), minlength=n_gallery + 1)[1:]
+    curve = np.cumsum(counts) / n_valid
+    if cuhk03:
+        curve = curve[: identities.shape[0]]
+    scores = {
+        "cmc": {r: float(curve[r - 1]) for r in ranks},
+        "mAP": float(ap.cpu().numpy()[valid_q].mean()),
+        "mINP": float(inp.cpu().numpy()[valid_q].mean()),
+        "n_valid": n_valid,
+        "n_skipped": int(n_query - n_valid),
+    }
+    return (scores, curve) if return_curve else scores
+
+
+def _one_per_identity(u: np.ndarray, g_ids: np.ndarray, junk: np.ndarray) -> np.ndarray:
+    """For each draw (row of ``u``), the item of each non-junk identity with the largest ``u``."""
+    picks = np.zeros(u.shape, dtype=bool)
+    for d in range(u.shape[0]):  # loop over draws (few), vectorised over the gallery
+        order = np.lexsort((u[d], g_ids))  # by identity, then u ascending
+        last = np.r_[g_ids[order][1:] != g_ids[order][:-1], True]
+        chosen = order[last]
+        picks[d, chosen[~junk[chosen]]] = True
+    return picks
+
+
+def _single_shot_counts(keys, relevant, same_id, ok, picks, u, n_gallery) -> torch.Tensor:
+    """Histogram (over ranks 0..n_gallery) of the single-gallery-shot match ranks, all draws.
+
+    Per draw, the query's own identity is represented by its relevant item with the largest
+    ``u``; every other identity by the draw's pick; the match rank is one plus the number of
+    other picks ranked before the query's.
+    """
+    counts = torch.zeros(n_gallery + 1, dtype=torch.float64, device=keys.device)
+    for d in range(picks.shape[0]):  # loop over draws
+        own = torch.where(relevant, u[d].unsqueeze(0), -1.0).argmax(dim=1, keepdim=True)
+        own_key = keys.gather(1, own)
+        others = picks[d].unsqueeze(0) & ~same_id
+        rank = 1 + torch.count_nonzero(others & (keys < own_key), dim=1)
+        counts += torch.bincount(rank[ok], minlength=n_gallery + 1).to(torch.float64)
+    return counts
+
+
+def query_gallery_split(ids, cameras=None, *, random_state=0) -> tuple[np.ndarray, np.ndarray]:
+    """Query and gallery rows of a re-identification test set, as the field's protocols form them.
+
+    Parameters
+    ----------
+    ids : array-like of shape (n,)
+        Identities of the test items.
+    cameras : array-like of shape (n,), optional
+        Camera of each item; None treats every item as its own camera.
+    random_state : int, Generator or None, default=0
+        Picks the query of each (identity, camera) track.
+
+    Returns
+    -------
+    query_rows, gallery_rows : ndarray of int
+        * one item per (identity, camera) track and **two cameras** (VIPeR, CUHK01): the first
+          camera's items are the queries (probes), the second camera's the gallery;
+        * one item per track and more cameras, or no cameras: every item is a query against
+          all items (under ``"market1501"`` the query itself and its same-camera twins are
+          removed: leave-one-out);
+        * several items per track (Market-1501, DukeMTMC): one random item per track is a
+          query, every other item is in the gallery.
+
+    Examples
+    --------
+    >>> from rankmetric.evaluate import query_gallery_split
+    >>> q, g = query_gallery_split([0, 0, 1, 1], [0, 1, 0, 1])
+    >>> q.tolist(), g.tolist()
+    ([0, 2], [1, 3])
+    """
+    ids = as_label_array(ids, "ids")
+    n = ids.shape[0]
+    cams = np.arange(n) if cameras is None else as_label_array(cameras, "cameras")
+    if cams.shape[0] != n:
+        raise ValueError(f"cameras has {cams.shape[0]} values but there are {n} items.")
+    _, id_codes = np.unique(ids, return_inverse=True)
+    cam_values, cam_codes = np.unique(cams, return_inverse=True)
+    tracks, track_of = np.unique(
+        id_codes.astype(np.int64) * len(cam_values) + cam_codes, return_inverse=True
+    )
+    sizes = np.bincount(track_of)
+    everything = np.arange(n)
+    if sizes.max() == 1:
+        if cameras is not None and len(cam_values) == 2:
+            return np.flatnonzero(cam_codes == 0), np.flatnonzero(cam_codes == 1)
+        return everything, everything
+    u = make_rng(random_state).random(n)
+    order = np.lexsort((u, track_of))  # by track, then u
+    first = np.r_[True, track_of[order][1:] != track_of[order][:-1]]
+    query = np.sort(order[first])
+    return query, np.setdiff1d(everything, query)

@@ -1,0 +1,178 @@
+"""``rankmetric fit rpl|spdnet``: raw trial files, the covariance estimator, help without markup."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+
+from rankmetric.cli import main
+from rankmetric.cli.fit import METHODS, _first_sentence, _numpydoc_parameters, _plain
+from rankmetric.preprocessing import Covariances
+
+pytestmark = pytest.mark.timeout(120)
+FAST = ["--max-iter", "3", "--validation-every", "3", "--random-state", "0", "--device", "cpu"]
+
+
+def _trials(n=24, channels=4, time=64, seed=0):
+    """Two classes of raw trials that differ in their channel mixing."""
+    rng = np.random.default_rng(seed)
+    y = np.repeat(np.array(["left", "right"]), n // 2)
+    mixing = np.stack([np.eye(channels), np.eye(channels) + rng.normal(size=(channels,) * 2)])
+    X = mixing[(y == "right").astype(int)] @ rng.normal(size=(n, channels, time))
+    return X, y
+
+
+@pytest.fixture
+def trial_file(tmp_path):
+    X, y = _trials()
+    path = tmp_path / "trials.npz"
+    np.savez(path, X=X, y=y)
+    return path
+
+
+def _run_json(argv, capsys):
+    assert main(argv) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("method", ["rpl", "spdnet"])
+def test_fit_on_a_trial_file_with_a_covariance_estimator(trial_file, method, capsys, tmp_path):
+    report = _run_json(
+        ["fit", method, "--data", str(trial_file), "--covariance-estimator", "scm", "--json",
+         "--out", str(tmp_path / "m.npz"), *FAST],
+        capsys,
+    )  # fmt: skip
+    assert report["n_train"] + report["n_test"] == 24  # --test-size 0.3 held out, stratified
+    assert report["split"].startswith("stratified 30%")
+    assert 0.0 <= report["knn3_accuracy_learned"] <= 1.0
+    from rankmetric import load_model
+
+    assert load_model(tmp_path / "m.npz").n_features_in_ == 4  # 4 channels → 4 × 4 matrices
+
+
+def test_the_estimator_reaches_covariances(trial_file, capsys, tmp_path, monkeypatch):
+    """The matrices the network sees are Covariances(estimator=NAME)'s, for each name."""
+    import rankmetric.cli.fit as fit_module
+
+    seen = {}
+    original = fit_module._load_spd_data
+
+    def spy(args):
+        data = original(args)
+        seen[args.covariance_estimator] = data.X
+        return data
+
+    monkeypatch.setattr(fit_module, "_load_spd_data", spy)
+    X, y = np.load(trial_file)["X"], np.load(trial_file)["y"]
+    for name in ("scm", "oas"):
+        _run_json(["fit", "spdnet", "--data", str(trial_file), "--covariance-estimator", name,
+                   "--json", *FAST], capsys)  # fmt: skip
+        np.testing.assert_allclose(seen[name], Covariances(estimator=name).fit_transform(X))
+    assert not np.allclose(seen["scm"], seen["oas"])
+    assert len(seen["scm"]) == len(y)
+
+
+def test_a_trial_file_with_its_own_test_part(tmp_path, capsys):
+    X, y = _trials(seed=1)
+    X_test, y_test = _trials(n=10, seed=2)
+    path = tmp_path / "split.npz"
+    np.savez(path, X=X, y=y, X_test=X_test, y_test=y_test)
+    report = _run_json(["fit", "rpl", "--data", str(path), "--json", *FAST], capsys)
+    assert report["split"] == "official test split"
+    assert (report["n_train"], report["n_test"]) == (24, 10)
+
+
+@pytest.mark.data
+def test_a_named_set_with_another_covariance_estimator(capsys):
+    report = _run_json(
+        ["fit", "rpl", "--data", "BasicMotions", "--covariance-estimator", "scm", "--json", *FAST],
+        capsys,
+    )
+    assert (report["n_train"], report["n_test"]) == (40, 40)
+
+
+def _error(argv, capsys) -> str:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    return err
+
+
+@pytest.mark.parametrize(
+    "arrays, message",
+    [
+        ({"X": np.zeros((4, 2, 8))}, r"missing array\(s\) \['y'\]"),
+        ({"X": np.zeros((4, 8)), "y": np.arange(4)}, r"X must have shape \(n_trials"),
+        ({"X": np.ones((4, 2, 8)), "y": np.arange(3)}, "one label per trial"),
+        ({"X": np.full((4, 2, 8), np.nan), "y": np.arange(4)}, "finite"),
+        ({"X": np.ones((4, 2, 8)), "y": np.arange(4), "X_test": np.ones((2, 2, 8))}, "together"),
+    ],
+)
+def test_bad_trial_files_are_named(tmp_path, capsys, arrays, message):
+    path = tmp_path / "bad.npz"
+    np.savez(path, **arrays)
+    err = _error(["fit", "rpl", "--data", str(path), *FAST], capsys)
+    assert "--data" in err and re.search(message, err), err
+
+
+def test_missing_trial_file_and_unknown_estimator_are_named(trial_file, tmp_path, capsys):
+    err = _error(["fit", "rpl", "--data", str(tmp_path / "nosuch.npz"), *FAST], capsys)
+    assert "--data" in err and "no such file" in err
+    err = _error(["fit", "rpl", "--data", str(trial_file), "--covariance-estimator", "nosuch",
+                  *FAST], capsys)  # fmt: skip
+    assert "--covariance-estimator" in err and "nosuch" in err
+
+
+def test_covariance_estimator_on_a_derived_set_is_refused(capsys):
+    err = _error(["fit", "rpl", "--data", "fmnist-regcov", "--covariance-estimator", "scm",
+                  *FAST], capsys)  # fmt: skip
+    assert "--covariance-estimator" in err and "fmnist-regcov" in err
+
+
+# ----------------------------------------------------------------------------- help text
+
+_MARKUP = re.compile(r":\w+:`|``|`")
+
+
+@pytest.mark.parametrize("method", list(METHODS))
+def test_every_option_has_help_without_sphinx_markup(method, capsys):
+    with pytest.raises(SystemExit):
+        main(["fit", method, "--help"])
+    text = capsys.readouterr().out
+    options = re.findall(r"^  (--[\w-]+)(?: (?:VALUE|NAME|PATH|[A-Z_]+))?(.*)$", text, re.M)
+    assert options
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        match = re.match(r"^  (--[\w-]+)(?: [A-Z_]+)?\s*$", line)
+        if match:  # the help starts on the next line, which must not be another option
+            follow = lines[i + 1] if i + 1 < len(lines) else ""
+            assert follow.strip() and not follow.strip().startswith("-"), match.group(1)
+    assert not _MARKUP.search(text.split("options:", 1)[1].replace("`rankmetric data list`", ""))
+    if METHODS[method][2] == "spd":
+        assert "--covariance-estimator" in text and ".npz file of raw trials" in text
+
+
+def test_help_parser_reads_grouped_and_continued_names():
+    class Doc:
+        """Summary.
+
+        Parameters
+        ----------
+        a, b : float, default=1
+            Shared text. Second sentence.
+        c, d,
+        e :
+            As :class:`~pkg.Base` (Brooks et al. 2019, see :func:`f`).
+        mode : {"x", "y"}
+        """
+
+    params = _numpydoc_parameters(Doc)
+    assert set(params) == {"a", "b", "c", "d", "e", "mode"}
+    assert params["a"] == ("float, default=1", "Shared text. Second sentence.")
+    assert params["mode"] == ('{"x", "y"}', "")
+    assert _plain(params["e"][1]) == "As Base (Brooks et al. 2019, see f)."
+    assert _first_sentence("A (b. C) d. E.") == "A (b. C) d"
+    assert _first_sentence("Brooks et al. 2019 say so. Then.") == "Brooks et al. 2019 say so"

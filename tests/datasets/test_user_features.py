@@ -1,0 +1,170 @@
+"""load_features: .npz, .csv, .mat (and the messages for .parquet / v7.3 without their readers)."""
+
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+import pytest
+from scipy.io import savemat
+
+from rankmetric.datasets import is_feature_file, load_features
+
+
+@pytest.fixture
+def arrays():
+    rng = np.random.default_rng(0)
+    return rng.normal(size=(12, 3)), np.repeat(np.arange(4), 3), np.tile([0, 1, 2], 4)
+
+
+def _write_csv(path, X, y, cams=None, split=None, header=None):
+    cols = [f"f{j}" for j in range(X.shape[1])]
+    header = header or ["y", *cols] + (["cameras"] if cams is not None else []) + (
+        ["split"] if split is not None else []
+    )
+    lines = [",".join(header)]
+    for i in range(len(y)):
+        row = [str(y[i]), *(repr(float(v)) for v in X[i])]
+        row += [str(cams[i])] if cams is not None else []
+        row += [str(split[i])] if split is not None else []
+        lines.append(",".join(row))
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_npz_with_cameras_and_split(tmp_path, arrays):
+    X, y, cams = arrays
+    split = np.where(y < 2, "train", "Test")
+    np.savez(tmp_path / "f.npz", X=X, y=y, cameras=cams, split=split)
+    data = load_features(tmp_path / "f.npz")
+    np.testing.assert_array_equal(data.X, X)
+    np.testing.assert_array_equal(data.y, y)
+    np.testing.assert_array_equal(data.cameras, cams)
+    assert set(data.split) == {"train", "test"}
+    np.testing.assert_array_equal(data.rows("train"), np.flatnonzero(y < 2))
+    assert data.n_identities == 4
+
+
+def test_npz_aliases_and_numeric_split(tmp_path, arrays):
+    X, y, cams = arrays
+    np.savez(tmp_path / "f.npz", features=X, pid=y, camid=cams, split=(y >= 2).astype(int))
+    data = load_features(tmp_path / "f.npz")
+    assert data.X.shape == (12, 3) and data.cameras is not None
+    assert data.split.tolist().count("test") == 6
+
+
+def test_csv_named_columns_and_string_ids(tmp_path, arrays):
+    X, y, cams = arrays
+    names = np.array(["ann", "bob", "cy", "dee"])[y]
+    _write_csv(tmp_path / "f.csv", X, names, cams)
+    data = load_features(tmp_path / "f.csv")
+    np.testing.assert_allclose(data.X, X)
+    assert data.y.tolist() == names.tolist()
+    np.testing.assert_array_equal(data.cameras, cams)
+    assert data.split is None and data.rows("train").shape == (12,)
+
+
+def test_csv_explicit_column_names(tmp_path, arrays):
+    X, y, _ = arrays
+    _write_csv(tmp_path / "f.csv", X, y, header=["person", "a", "b", "c"])
+    data = load_features(tmp_path / "f.csv", y="person")
+    assert data.X.shape == (12, 3)
+    with pytest.raises(ValueError, match="no column 'y' or 'labels'"):
+        load_features(tmp_path / "f.csv")
+
+
+def test_mat_lomo_layout_is_transposed(tmp_path, arrays):
+    X, y, cams = arrays
+    savemat(tmp_path / "lomo.mat", {"descriptors": X.T, "labels": y[None, :].astype(float),
+                                    "cams": cams[:, None]})  # fmt: skip
+    data = load_features(tmp_path / "lomo.mat")
+    np.testing.assert_allclose(data.X, X)
+    assert data.y.dtype.kind == "i" and data.y.tolist() == y.tolist()
+    assert data.cameras.tolist() == cams.tolist()
+
+
+def test_errors_name_the_problem(tmp_path, arrays):
+    X, y, cams = arrays
+    np.savez(tmp_path / "nolabel.npz", X=X)
+    with pytest.raises(ValueError, match="no column 'y'.*found: X"):
+        load_features(tmp_path / "nolabel.npz")
+    np.savez(tmp_path / "short.npz", X=X, y=y[:-1])
+    with pytest.raises(ValueError, match="mismatched lengths: 12 feature rows but 11 labels"):
+        load_features(tmp_path / "short.npz")
+    np.savez(tmp_path / "cams.npz", X=X, y=y, cameras=cams[:5])
+    with pytest.raises(ValueError, match="mismatched lengths: 5 values in 'cameras'"):
+        load_features(tmp_path / "cams.npz")
+    Xn = X.copy()
+    Xn[3, 1] = np.nan
+    np.savez(tmp_path / "nan.npz", X=Xn, y=y)
+    with pytest.raises(ValueError, match="NaN"):
+        load_features(tmp_path / "nan.npz")
+    np.savez(tmp_path / "one.npz", X=X, y=np.zeros(12, int))
+    with pytest.raises(ValueError, match="single identity"):
+        load_features(tmp_path / "one.npz")
+    np.savez(tmp_path / "split.npz", X=X, y=y, split=np.repeat(["train", "val"], 6))
+    with pytest.raises(ValueError, match="split values must be one of"):
+        load_features(tmp_path / "split.npz")
+    with pytest.raises(ValueError, match="no such file"):
+        load_features(tmp_path / "absent.npz")
+    with pytest.raises(ValueError, match="unknown feature file type '.txt'"):
+        load_features(tmp_path / "f.txt")
+
+
+def test_csv_errors(tmp_path, arrays):
+    X, y, _ = arrays
+    _write_csv(tmp_path / "f.csv", X, y)
+    text = (tmp_path / "f.csv").read_text().splitlines()
+    text[3] = text[3].rsplit(",", 1)[0] + ","  # an empty cell: a missing value
+    (tmp_path / "missing.csv").write_text("\n".join(text))
+    with pytest.raises(ValueError, match="feature column 'f2' contains NaN"):
+        load_features(tmp_path / "missing.csv")
+    text = (tmp_path / "f.csv").read_text().splitlines()
+    text[2] += ",9"
+    (tmp_path / "ragged.csv").write_text("\n".join(text))
+    with pytest.raises(ValueError, match="line 3: 5 fields but the header names 4"):
+        load_features(tmp_path / "ragged.csv")
+    _write_csv(tmp_path / "text.csv", X, y, header=["y", "f0", "f1", "name"])
+    lines = (tmp_path / "text.csv").read_text().splitlines()
+    lines = [lines[0]] + [ln.rsplit(",", 1)[0] + ",abc" for ln in lines[1:]]
+    (tmp_path / "text.csv").write_text("\n".join(lines))
+    with pytest.raises(ValueError, match=r"feature column\(s\) \['name'\] are not numeric"):
+        load_features(tmp_path / "text.csv")
+    (tmp_path / "empty.csv").write_text("")
+    with pytest.raises(ValueError, match="empty"):
+        load_features(tmp_path / "empty.csv")
+
+
+def _hide(monkeypatch, module: str):
+    real = builtins.__import__
+
+    def fake(name, *args, **kwargs):
+        if name == module or name.startswith(module + "."):
+            raise ImportError(f"No module named {module!r}")
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", fake)
+
+
+def test_parquet_without_pyarrow_says_what_to_install(tmp_path, monkeypatch):
+    (tmp_path / "f.parquet").write_bytes(b"PAR1")
+    _hide(monkeypatch, "pyarrow")
+    with pytest.raises(ImportError, match=r"pip install \"rankmetric\[parquet\]\""):
+        load_features(tmp_path / "f.parquet")
+
+
+def test_mat73_without_h5py_says_what_to_install(tmp_path, monkeypatch):
+    import scipy.io
+
+    def v73(*args, **kwargs):
+        raise NotImplementedError("Please use HDF reader for matlab v7.3 files")
+
+    monkeypatch.setattr(scipy.io, "loadmat", v73)
+    (tmp_path / "f.mat").write_bytes(b"\0" * 128)
+    _hide(monkeypatch, "h5py")
+    with pytest.raises(ImportError, match=r"v7.3.*rankmetric\[mat73\]"):
+        load_features(tmp_path / "f.mat")
+
+
+def test_is_feature_file():
+    assert is_feature_file("my/feat.NPZ") and is_feature_file("x.parquet")
+    assert not is_feature_file("iris") and not is_feature_file("fashion-mnist")

@@ -444,16 +444,17 @@ class WARCA(MahalanobisMixin, BaseWARCA):
 
     .. math::
 
-        \frac{\lambda}{2} \lVert W W^\top - I \rVert_F^2
-        + \mathop{\mathrm{mean}}_{(i,j)\,:\,y_i = y_j}
-          \frac{L(\hat r_{ij})}{\hat r_{ij}}
-          \sum_k \bigl[\gamma + \lVert W(x_i - x_j) \rVert - \lVert W(x_i - x_k) \rVert\bigr]_+
+        & \frac{\lambda}{2} \lVert W W^\top - I \rVert_F^2
+          + \mathop{\mathrm{mean}}_{(i,j)\,:\,y_i = y_j}
+            \frac{L(\hat r_{ij})}{\hat r_{ij}} \sum_k \ell_{ijk}, \\
+        & \ell_{ijk} = \bigl[\gamma + \lVert W(x_i - x_j) \rVert
+          - \lVert W(x_i - x_k) \rVert\bigr]_+
 
     (eq. 5 of the paper; :math:`\lambda` is ``reg_lambda``, :math:`\gamma` the ``margin``,
-    :math:`k` runs over the samples of other labels), with the rank :math:`\hat r_{ij}` of the
-    positive among the negatives estimated by sampling. Memory is O(N·D) for the data plus
-    O(batch_size · max_sampling · D) per step:
-    nothing N × N is ever allocated.
+    :math:`k` runs over the samples of other labels, :math:`L` weights ranks), with the rank
+    :math:`\hat r_{ij}` of the positive among the negatives estimated by sampling. Memory is
+    O(N·D) for the data plus O(batch_size · max_sampling · D) per step: nothing N × N is ever
+    allocated.
 
     Parameters
     ----------

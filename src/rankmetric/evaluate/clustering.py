@@ -58,11 +58,11 @@ def pairwise_f1(labels_true, labels_pred) -> float:
 
     .. math::
 
-        \mathrm{TP} = \sum_{i,j} \binom{n_{ij}}{2}, \quad
-        P = \frac{\mathrm{TP}}{\sum_j \binom{n_{\cdot j}}{2}}, \quad
-        R = \frac{\mathrm{TP}}{\sum_i \binom{n_{i \cdot}}{2}}, \quad
-        F_1 = \frac{2 P R}{P + R}
-            = \frac{2\, \mathrm{TP}}{\sum_j \binom{n_{\cdot j}}{2} + \sum_i \binom{n_{i \cdot}}{2}}.
+        & \mathrm{TP} = \sum_{i,j} \binom{n_{ij}}{2}, \quad
+          P = \frac{\mathrm{TP}}{\sum_j \binom{n_{\cdot j}}{2}}, \quad
+          R = \frac{\mathrm{TP}}{\sum_i \binom{n_{i \cdot}}{2}}, \\
+        & F_1 = \frac{2 P R}{P + R}
+          = \frac{2\, \mathrm{TP}}{\sum_j \binom{n_{\cdot j}}{2} + \sum_i \binom{n_{i \cdot}}{2}}.
 
     Cost :math:`O(n + \operatorname{nnz}(n_{ij}))`; no pair is enumerated.
 

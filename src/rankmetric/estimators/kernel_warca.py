@@ -140,7 +140,7 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         ``batch_size=None`` and ``tol_window=None`` scale to the data as in WARCA.
     learning_rate : float or None, default=None
         Adam step size. None scales it to the data and to the kernel: WARCA's rule
-        (:math:`0.01 \sqrt{512 / \text{batch\_size}}`) times
+        (:math:`0.01 \sqrt{512 / \mathtt{batch\_size}}`) times
         :math:`\min(1,\, 64 / \operatorname{mean}_i \sum_j |K_{ij}|)` (Nyström: the rows of the
         features :math:`\Phi`), since a step on ``A`` moves an embedding by up to the step
         size times the mass of its kernel row, which grows with N (:data:`KERNEL_ROW_MASS`).

@@ -156,7 +156,7 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
     .. math::
 
         \mathop{\mathrm{mean}}_q \bigl(s_q - \hat S_q\bigr)^2
-        + \text{reg\_lambda} \sum_m \lVert w_m \rVert_2
+        + \mathtt{reg\_lambda} \sum_m \lVert w_m \rVert_2
 
     over the pairs :math:`q` with target similarity :math:`s_q`, with stochastic proximal steps
     (the group soft-threshold zeroes whole columns :math:`w_m`).
@@ -171,14 +171,14 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
         Weight of the L1,2 group norm against the per-pair mean squared loss. The paper writes
         :math:`\lambda \sum_q (s_q - \hat S_q)^2 + \sum_m \lVert w_m \rVert` over :math:`|C|`
         pairs; that is this objective times :math:`\lambda |C|` with
-        :math:`\text{reg\_lambda} = 1 / (\lambda |C|)`. Larger values prune more units. The default
-        was chosen on validation data (``docs/ssne.md``); it prunes about as hard as ``1e-3`` did
-        before the proximal step was corrected for momentum.
+        :math:`\mathtt{reg\_lambda} = 1 / (\lambda |C|)`. Larger values prune more units. The
+        default was chosen on validation data (``docs/ssne.md``); it prunes about as hard as
+        ``1e-3`` did before the proximal step was corrected for momentum.
     similarity : {"labels", "jaccard"}, default="labels"
         How :meth:`fit` turns ``y`` into targets. ``"labels"``: ``y`` holds class labels, pairs
         are class-balanced, target ``+1`` for the same class and ``neg_target`` otherwise.
         ``"jaccard"``: ``y`` is a binary label-indicator matrix (multi-label), pairs are uniform,
-        target :math:`\text{neg\_target} + (1 - \text{neg\_target})\, J` with :math:`J` the
+        target :math:`\mathtt{neg\_target} + (1 - \mathtt{neg\_target})\, J` with :math:`J` the
         Jaccard index of the two label
         sets (real-valued supervision).
     neg_target : float, default=0.0
@@ -245,7 +245,7 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
     ----------
     mean_, scale_ : ndarray of shape (n_features,)
         Standardisation applied before the embedding,
-        :math:`\varphi(x) = [(x - \text{mean\_}) / \text{scale\_};\, 1]`.
+        :math:`\varphi(x) = [(x - \mathtt{mean\_}) / \mathtt{scale\_};\, 1]`.
     weight_ : ndarray of shape (n_features + 1, n_components)
         The learned ``W`` (bias in the last row); pruned columns are exactly zero.
     active_components_ : ndarray of shape (n_active,), int
@@ -527,7 +527,7 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
         .. math::
 
             \mathop{\mathrm{mean}}_q (s_q - \hat S_q)^2
-            + \text{reg\_lambda} \sum_m \lVert w_m \rVert
+            + \mathtt{reg\_lambda} \sum_m \lVert w_m \rVert
 
         Parameters
         ----------

@@ -472,7 +472,7 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         samples on); see :func:`auto_schedule`.
     sampling : {"batched", "sequential", "exact"}, default="batched"
         Rank estimator. ``"batched"``: ``max_sampling`` negatives per pair at once,
-        :math:`\hat r = |\text{other}| \cdot v / \text{max\_sampling}` (unbiased, :math:`v`
+        :math:`\hat r = |\text{other}| \cdot v / \mathtt{max\_sampling}` (unbiased, :math:`v`
         the violators drawn). ``"sequential"``: the reference code's draws until the first
         violator, :math:`\hat r = \lfloor |\text{other}| / \text{draws} \rfloor`. ``"exact"``:
         every negative (eq. 7 itself; memory O(batch_size · N), for small N).

@@ -7,7 +7,7 @@ stripe into overlapping windows. Every window gets three histograms, each normal
   contrast stretch (1st and 99th percentiles mapped to 0 and 1, then clipped) — a cheap stand-in
   for LOMO's Retinex, it removes a camera's gain and offset;
 * **local binary patterns**: the 8 neighbours at radius 1 of the grey (channel-mean) image, a bit
-  set where :math:`\text{neighbour} \ge \text{centre} + \text{lbp\_threshold}` (the tolerance
+  set where :math:`\text{neighbour} \ge \text{centre} + \mathtt{lbp\_threshold}` (the tolerance
   plays the role of LOMO's SILTP, so that pixel noise on flat regions does not flip bits),
   codes mapped to the 10 rotation-invariant uniform patterns (``riu2``: the count of set bits
   for patterns with at most two 0/1 transitions around the circle, 9 for all others);
@@ -162,7 +162,7 @@ class StripeHistograms(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEs
     n_features_in_ : int
     n_features_out_ : int
         Length of a feature vector:
-        :math:`n_{\text{stripes}}\, n_{\text{pooled}}\, (C\, n_{\text{intensity\_bins}}
+        :math:`n_{\text{stripes}}\, n_{\text{pooled}}\, (C\, n_{\mathtt{intensity\_bins}}
         + 10\, \text{lbp} + n_{\text{orientations}})` with :math:`n_{\text{pooled}} = 1` (max)
         or the number of windows (concat).
 

@@ -27,7 +27,7 @@ from typing import Literal
 import torch
 from torch import Tensor
 
-from .base import MetricLoss
+from .base import MetricLoss, finite_loss
 from .indices import (
     IndicesTuple,
     all_pairs,
@@ -100,6 +100,7 @@ default="euclidean"
             f"{super().extra_repr()}"
         )
 
+    @finite_loss
     @mixed_precision
     def forward(
         self,

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import torch
 
-from .base import MetricLoss
+from .base import MetricLoss, finite_loss
 from .indices import IndicesTuple, check_indices_tuple, check_reference, pair_masks
 from .miners import multi_similarity_masks
 from .pair_distances import (
@@ -94,6 +94,7 @@ class MultiSimilarityLoss(MetricLoss):
             f"mining={self.mining}, similarity={self.similarity!r}, {super().extra_repr()}"
         )
 
+    @finite_loss
     @mixed_precision
     def forward(
         self,

@@ -19,7 +19,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .base import MetricLoss
+from .base import MetricLoss, finite_loss
 from .indices import IndicesTuple, all_pairs, check_indices_tuple, check_reference, to_pairs
 from .pair_distances import (
     SIMILARITIES,
@@ -72,6 +72,7 @@ class NPairLoss(MetricLoss):
     def extra_repr(self) -> str:
         return f"l2_weight={self.l2_weight}, similarity={self.similarity!r}, {super().extra_repr()}"
 
+    @finite_loss
     @mixed_precision
     def forward(
         self,

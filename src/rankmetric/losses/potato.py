@@ -47,7 +47,7 @@ import torch
 from ..geometry.aliases import canonical_metric
 from ..geometry.matrix_functions import spd_exp, spd_log
 from ..geometry.means import riemannian_mean
-from .base import MetricLoss
+from .base import MetricLoss, finite_loss
 from .pair_distances import SPD_METRICS, check_batch, label_masks, pairwise_distance
 from .precision import is_compiling, mixed_precision
 
@@ -221,6 +221,7 @@ class RiemannianPotatoLoss(MetricLoss):
             f"centre={self.centre!r}, {super().extra_repr()}"
         )
 
+    @finite_loss
     @mixed_precision
     def forward(self, embeddings: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         """The loss of a batch.

@@ -19,9 +19,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from .._validation import Interval, check_param
-from .base import MetricLoss
+from .base import MetricLoss, finite_loss
 from .indices import IndicesTuple, anchor_weights, check_indices_tuple
-from .pair_distances import check_batch, pairwise_distance
+from .pair_distances import check_batch, pairwise_distance, unit_rows
 from .precision import compute_dtype, is_compiling, mixed_precision
 
 __all__ = ["ProxyNCALoss"]
@@ -99,6 +99,7 @@ class ProxyNCALoss(MetricLoss):
             f"{super().extra_repr()}"
         )
 
+    @finite_loss
     @mixed_precision
     def forward(
         self,
@@ -125,8 +126,8 @@ class ProxyNCALoss(MetricLoss):
         scalar tensor, or tensor of shape (B,) with ``reduction="none"``
         """
         labels = self._check_inputs(embeddings, labels)
-        x_unit = F.normalize(embeddings, dim=1)
-        proxies_unit = F.normalize(self.proxies.to(embeddings.dtype), dim=1)
+        x_unit = unit_rows(embeddings)
+        proxies_unit = unit_rows(self.proxies.to(embeddings.dtype))
         logits = -self.softmax_scale * pairwise_distance(x_unit, "sqeuclidean", proxies_unit)
         positive_logit = logits.gather(1, labels[:, None])[:, 0]
         if self.exclude_positive:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import torch
 
 from ..models.sphere import sphere_similarity
-from .base import MetricLoss
+from .base import MetricLoss, finite_loss
 from .indices import IndicesTuple, check_indices_tuple, check_reference, to_pairs
 from .pair_distances import check_batch
 from .precision import mixed_precision
@@ -104,6 +104,7 @@ class SimilarityRegressionLoss(MetricLoss):
     def extra_repr(self) -> str:
         return f"neg_target={self.neg_target}, {super().extra_repr()}"
 
+    @finite_loss
     def pairs(
         self,
         emb_a: torch.Tensor,
@@ -136,6 +137,7 @@ class SimilarityRegressionLoss(MetricLoss):
         weights = weights.to(sq.dtype)
         return self.reduce(weights * sq, weights.sum())
 
+    @finite_loss
     @mixed_precision
     def forward(
         self,

@@ -39,7 +39,7 @@ from typing import Literal
 import torch
 from torch import Tensor
 
-from .base import MetricLoss, as_count
+from .base import MetricLoss, as_count, finite_loss
 from .indices import IndicesTuple, check_indices_tuple, check_reference, to_triplets
 from .miners import TripletMiner, random_partners
 from .pair_distances import (
@@ -119,6 +119,7 @@ default="euclidean"
             f"average_nonzero={self.average_nonzero}, {super().extra_repr()}"
         )
 
+    @finite_loss
     @mixed_precision
     def forward(
         self,

@@ -37,7 +37,7 @@ import numpy as np
 import torch
 
 from ..sampling import LabelIndex
-from .base import MetricLoss
+from .base import MetricLoss, finite_loss
 from .indices import IndicesTuple, check_indices_tuple, check_reference, pair_masks
 from .pair_distances import Metric, check_batch, check_metric, label_masks, pairwise_distance
 from .precision import is_compiling, mixed_precision
@@ -570,6 +570,7 @@ class WARPLoss(MetricLoss):
     def extra_repr(self) -> str:
         return f"margin={self.margin}, distance={self.distance!r}, {super().extra_repr()}"
 
+    @finite_loss
     @mixed_precision
     def forward(
         self,

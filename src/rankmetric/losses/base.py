@@ -25,6 +25,7 @@ sync in eager mode and left out of a graph traced by ``torch.compile``.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 
 import torch
@@ -73,15 +74,18 @@ def finite_loss(forward: Callable) -> Callable:
     @functools.wraps(forward)
     def wrapper(self, embeddings, *args, **kwargs):
         out = forward(self, embeddings, *args, **kwargs)
-        if (
-            not is_compiling()
-            and isinstance(out, torch.Tensor)
-            and not bool(torch.isfinite(out).all())
-        ):
+        if not is_compiling() and isinstance(out, torch.Tensor) and not _all_finite(out):
             raise ValueError(_non_finite_message(type(self).__name__, out, embeddings))
         return out
 
     return wrapper
+
+
+def _all_finite(out: torch.Tensor) -> bool:
+    """Whether every entry of ``out`` is finite: one host sync (``item`` for a scalar)."""
+    if out.numel() == 1:
+        return math.isfinite(out.detach().item())
+    return bool(torch.isfinite(out.detach()).all())
 
 
 def _non_finite_message(name: str, out: torch.Tensor, embeddings) -> str:

@@ -272,7 +272,7 @@ def masked_logsumexp(x: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor,
 
 
 def power_of_two_scale(*tensors: torch.Tensor | None, dim: int | None = None) -> torch.Tensor:
-    """A detached power of two ``s`` with ``s ≤ max |t| < 2s`` over ``tensors`` (1 for zeros).
+    """A detached power of two ``s`` with ``s ≤ max |t| < 2s`` over ``tensors`` (0.5 for zeros).
 
     Dividing by ``s`` and multiplying back is exact in binary floating point, so a formula
     evaluated on ``t / s`` and rescaled gives bit-identical results at ordinary scales while its
@@ -303,10 +303,12 @@ def power_of_two_scale(*tensors: torch.Tensor | None, dim: int | None = None) ->
     elif any(t.numel() == 0 for t in present):
         return present[0].new_ones(())
     else:
-        largest = torch.stack([t.abs().amax() for t in present]).amax()
-    mantissa, _ = torch.frexp(largest)  # largest = mantissa · 2^e, mantissa in [0.5, 1)
-    # 2^(e - 1), exactly; (2 · mantissa) is in [1, 2), so no intermediate overflows
-    return torch.where(largest > 0, largest / (2 * mantissa), torch.ones_like(largest))
+        largest = present[0].abs().amax()
+        for t in present[1:]:
+            largest = torch.maximum(largest, t.abs().amax())
+    _, exponent = torch.frexp(largest)  # largest = mantissa · 2^exponent, mantissa in [0.5, 1)
+    # 2^(exponent − 1) exactly (0.5 for zeros); never above largest, so never inf
+    return torch.ldexp(torch.ones_like(largest), exponent - 1)
 
 
 def unit_rows(x: torch.Tensor) -> torch.Tensor:

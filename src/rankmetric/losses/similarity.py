@@ -1,14 +1,28 @@
-"""Similarity regression on the sphere: SSNE's loss.
+r"""Similarity regression on the sphere: SSNE's loss.
 
-SSNE (Batra & Shakhnarovich) minimises, over pairs ``q`` with target similarity ``s_q``,
+SSNE (Batra & Shakhnarovich) minimises, over pairs :math:`q` with target similarity :math:`s_q`,
 
-    J(W) = λ Σ_q (s_q − Ŝ_q)² + Σ_m ||w_m||₂ ,      Ŝ_q = H(x_{q1})ᵀ H(x_{q2}).
+.. math::
+
+    J(W) = \lambda \sum_q (s_q - \hat S_q)^2 + \sum_m \Vert w_m \Vert_2 ,
+    \qquad \hat S_q = H(x_{q1})^\top H(x_{q2}).
 
 This module holds the squared loss (averaged per pair, so its scale does not depend on how many
-pairs are drawn); the group-norm penalty ``Σ_m ||w_m||₂`` and its proximal operator live in
-:mod:`rankmetric.losses.regularizers` (re-exported here for old imports). With the per-pair mean the
-objective optimised is ``J'(W) = mean_q (s_q − Ŝ_q)² + reg_lambda · Σ_m ||w_m||₂``, i.e.
-``J' = J / (λ |C|)`` with ``reg_lambda = 1 / (λ |C|)`` for ``|C|`` pairs.
+pairs are drawn); the group-norm penalty :math:`\sum_m \Vert w_m \Vert_2` and its proximal operator
+live in :mod:`rankmetric.losses.regularizers` (re-exported here for old imports). With the per-pair
+mean the objective optimised is
+
+.. math::
+
+    J'(W) = \operatorname{mean}_q (s_q - \hat S_q)^2
+            + \mathtt{reg\_lambda} \sum_m \Vert w_m \Vert_2 ,
+
+i.e. :math:`J' = J / (\lambda |C|)` with :math:`\mathtt{reg\_lambda} = 1 / (\lambda |C|)` for
+:math:`|C|` pairs.
+
+The loss grows like the fourth power of the embeddings' scale (it expects unit-norm embeddings):
+a value beyond the dtype's range (float32 embeddings of norm above about 1e9) raises a
+``ValueError`` naming the scale (:func:`rankmetric.losses.base.finite_loss`).
 """
 
 from __future__ import annotations

@@ -172,8 +172,8 @@ class RiemannianPotatoLoss(MetricLoss):
         module docstring).
     reduction : {"mean", "sum", "none"}, default="mean"
         ``"none"`` returns :math:`L_P(i) + \\lambda L_N(i)` of every sample :math:`i`, shape
-        (B,), in batch order (0 for a sample of a class whose potato is not initialised); ``"mean"`` (the
-        loss of the paper) is their mean.
+        (B,), in batch order (0 for a sample of a class whose potato is not initialised);
+        ``"mean"`` (the loss of the paper) is their mean.
 
     Attributes
     ----------

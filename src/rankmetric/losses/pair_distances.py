@@ -1,10 +1,11 @@
-"""Pairwise distances and similarities for batch losses, and the checks every batch loss shares.
+r"""Pairwise distances and similarities for batch losses, and the checks every batch loss shares.
 
 One dispatcher, one formula per metric, so that every loss of :mod:`rankmetric.losses` (the deep
 baselines and the Riemannian potato) measures a batch the same way:
 
-* vectors ``(n, d)``: ``"euclidean"`` ``||x − y||₂``, ``"sqeuclidean"`` ``||x − y||₂²``,
-  ``"cosine"`` ``1 − xᵀy / (||x|| ||y||)``;
+* vectors ``(n, d)``: ``"euclidean"`` :math:`\Vert x - y \Vert_2`, ``"sqeuclidean"``
+  :math:`\Vert x - y \Vert_2^2`, ``"cosine"``
+  :math:`1 - x^\top y / (\Vert x \Vert \, \Vert y \Vert)`;
 * SPD matrices ``(n, c, c)``: ``"airm"`` (affine-invariant Riemannian) and ``"log_euclidean"``,
   delegated to :mod:`rankmetric.geometry.distances`;
 * any callable ``f(x, y) -> (n_x, n_y)`` tensor (the distance is injected, not subclassed).
@@ -154,8 +155,8 @@ def pairwise_similarity(
     ----------
     x : tensor of shape (n_x, d)
     metric : {"cosine", "dot"} or callable
-        ``"cosine"``: ``xᵀy / (||x|| ||y||)``; ``"dot"``: ``xᵀy``; a callable ``metric(x, y)``
-        returning shape (n_x, n_y).
+        ``"cosine"``: :math:`x^\\top y / (\\Vert x \\Vert \\, \\Vert y \\Vert)`; ``"dot"``:
+        :math:`x^\\top y`; a callable ``metric(x, y)`` returning shape (n_x, n_y).
     y : tensor of shape (n_y, d), optional
         Defaults to ``x``.
 
@@ -252,7 +253,8 @@ def zero_loss(*tensors: torch.Tensor) -> torch.Tensor:
 
 
 def masked_logsumexp(x: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Row-wise ``log Σ_{j : mask_ij} exp(x_ij)`` with finite values and gradients everywhere.
+    """Row-wise :math:`\\log \\sum_{j : \\mathrm{mask}_{ij}} e^{x_{ij}}`, finite values and
+    gradients everywhere.
 
     Parameters
     ----------

@@ -90,7 +90,8 @@ def _check_neg_target(neg_target: float) -> float:
 
 
 class SimilarityRegressionLoss(MetricLoss):
-    """Squared loss between target similarities and ``Ŝ = H(a)ᵀ H(b)``, averaged over pairs.
+    """Squared loss between target similarities and :math:`\\hat S = H(a)^\\top H(b)`, averaged over
+    pairs.
 
     Two faces share one formula:
 
@@ -108,7 +109,7 @@ class SimilarityRegressionLoss(MetricLoss):
         ``"none"`` returns the squared error of every pair: for ``loss(embeddings, labels)`` the
         pairs ``i < j`` in row-major order, shape (B (B − 1) / 2,); for ``loss.pairs(...)`` one
         per given pair, times its weight when ``weights`` are given. ``"sum"`` is their sum;
-        ``"mean"`` their mean (the weighted mean, ``Σ w e / Σ w``, with weights).
+        ``"mean"`` their mean (the weighted mean, :math:`\\sum w e / \\sum w`, with weights).
     """
 
     def __init__(self, neg_target: float = -1.0, *, reduction: str = "mean") -> None:
@@ -126,7 +127,7 @@ class SimilarityRegressionLoss(MetricLoss):
         targets: torch.Tensor,
         weights: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """Mean of ``(s_q − H(a_q)ᵀ H(b_q))²`` over the pairs ``q``.
+        """Mean of :math:`(s_q - H(a_q)^\\top H(b_q))^2` over the pairs :math:`q`.
 
         Parameters
         ----------

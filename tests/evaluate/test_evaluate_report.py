@@ -222,3 +222,44 @@ def test_clustering_equals_pml_default_faiss_kmeans_on_separated_classes(rng):
     assert ours["nmi"] == pytest.approx(theirs["NMI"], abs=1e-6)
     assert ours["ami"] == pytest.approx(theirs["AMI"], abs=1e-6)
     assert ours["ami"] < 1.0
+
+
+MEMORY_CHILD = r"""
+import json
+import numpy as np, torch
+torch.set_num_threads(1)
+from rankmetric.evaluate import retrieval_report
+
+def peak_mb():  # this process's own high-water mark
+    with open("/proc/self/status") as fh:
+        return next(int(l.split()[1]) for l in fh if l.startswith("VmHWM")) / 1024
+
+rng = np.random.default_rng(0)
+n, d, n_classes = 20_000, 32, 10
+y = rng.integers(0, n_classes, n)
+X = (rng.normal(size=(n, d)) + 0.3 * rng.normal(size=(n_classes, d))[y]).astype(np.float32)
+out = {}
+for step, n_queries in enumerate((1_500, 1_500, 4_500)):  # the first runs settle the allocator
+    retrieval_report(X, y, ks=(1, 3), query_embeddings=X[:n_queries],
+                     query_labels=y[:n_queries], clustering=False)
+    out[step] = peak_mb()
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.slow
+def test_report_memory_does_not_grow_with_the_queries():
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", MEMORY_CHILD],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    peaks = json.loads(done.stdout.strip().splitlines()[-1])
+    # 3,000 more queries' scores against 20,000 items would need 240 MB (float32) if held
+    assert peaks["2"] - peaks["1"] < 64, peaks

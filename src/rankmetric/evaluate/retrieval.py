@@ -315,8 +315,10 @@ def retrieval_report(
     random_state=0,
     n_init: int = 10,
 ) -> dict[str, float]:
-    """The full retrieval report in one memory-bounded pass: mAP, MRR, R-precision, mAP@R,
-    precision@1, Recall@K, and the NMI and AMI of a k-means clustering of the queries.
+    """mAP, MRR, R-precision, mAP@R, P@1, Recall@K, NMI and AMI in one memory-bounded pass.
+
+    The full report of pytorch-metric-learning's ``AccuracyCalculator`` (see Notes): NMI and
+    AMI score a k-means clustering of the queries against their labels.
 
     Parameters
     ----------
@@ -360,7 +362,8 @@ def retrieval_report(
     counting those with ``R = 0`` as misses (as :func:`retrieval_scores`). Ties rank the lower
     reference index first. Memory is ``O(chunk × n_reference)`` beyond the inputs: each chunk's
     scores give the places of its relevant items without sorting a row and are reduced to
-    per-query numbers at once. Definitions: ``docs/evaluation.md``.
+    per-query numbers at once. Equal to ``AccuracyCalculator(k=None, avg_of_avgs=average ==
+    "macro")`` on the scores both compute. Definitions: ``docs/evaluation.md``.
 
     Examples
     --------

@@ -113,6 +113,21 @@ def test_lmnn_guard_names_the_memory_of_the_real_per_pair_cost():
         lm.check_active_set_size(int((4 << 30) / per_pair) - 10, 3, 10)
 
 
+def test_an_estimated_active_set_must_leave_room_to_grow():
+    """A sampled estimate is refused once it needs more than 1 / ESTIMATE_GROWTH of the budget
+    (the set grows between searches); an exact count is held to the budget itself."""
+    import rankmetric.estimators._lmnn_search as lm
+    from rankmetric import memory_limit
+
+    per_pair = lm.PAIR_BYTES + 3 * lm.PAIR_BYTES_PER_K
+    pairs = int(0.75 * (4 << 30) / per_pair)  # 3/4 of the budget
+    with memory_limit(4 << 30):
+        lm.check_active_set_size(pairs, 3, 10)
+        with pytest.raises(ValueError, match=r"room to grow ×2 between searches"):
+            lm.check_active_set_size(pairs, 3, 10, estimated=True)
+        lm.check_active_set_size(int(pairs / 1.6), 3, 10, estimated=True)
+
+
 def test_lmnn_fixed_ceiling_still_applies(monkeypatch):
     import rankmetric.estimators._lmnn_search as lm
 

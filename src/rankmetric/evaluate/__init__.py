@@ -9,6 +9,7 @@ budget, ties broken by the lower gallery index) and accepts NumPy arrays or torc
 ``knn_predict``        k-NN majority vote, ties as scikit-learn's ``KNeighborsClassifier``
 ``knn_accuracy``       accuracy of that vote
 ``retrieval_scores``   Recall@K, precision@1 and mAP@R in one pass
+``retrieval_report``   mAP, MRR, R-precision, mAP@R, P@1, R@K, NMI/AMI; micro or macro
 ``recall_at_k``        RPL's R@K (leave-one-out)
 ``precision_at_1``     P@1
 ``map_at_r``           mAP@R (Musgrave et al. 2020)
@@ -34,7 +35,7 @@ from .knn import knn_accuracy, knn_predict, knn_search
 from .protocols import CVResult, repeated_cv_knn
 from .reid import query_gallery_split, reid_scores
 from .rerank import average_query_expansion, rerank_k_reciprocal
-from .retrieval import map_at_r, precision_at_1, recall_at_k, retrieval_scores
+from .retrieval import map_at_r, precision_at_1, recall_at_k, retrieval_report, retrieval_scores
 from .verification import (
     labelled_pairs,
     labelled_verification_scores,
@@ -47,6 +48,7 @@ __all__ = [
     "knn_accuracy",
     "knn_predict",
     "retrieval_scores",
+    "retrieval_report",
     "recall_at_k",
     "precision_at_1",
     "map_at_r",

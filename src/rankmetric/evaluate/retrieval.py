@@ -20,14 +20,24 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+from sklearn.cluster import KMeans
+from sklearn.metrics import adjusted_mutual_info_score
 
 from .._threads import thread_limit, threads_for
 from .._utils import resolve_device
-from ..neighbors import Gallery, check_metric, nearest_chunks
+from ..neighbors import Gallery, check_metric, for_each_chunk, nearest_chunks, ranking_keys
 from ._inputs import as_embeddings, check_ks, check_same_width, compute_dtype, encode_labels
 from ._precision import average_precision
+from .clustering import nmi_score
+from .reid import _chunk_rows, _relevant_places  # the re-id ranking code, shared
 
-__all__ = ["retrieval_scores", "recall_at_k", "precision_at_1", "map_at_r"]
+__all__ = [
+    "retrieval_scores",
+    "retrieval_report",
+    "recall_at_k",
+    "precision_at_1",
+    "map_at_r",
+]
 
 
 def _average_precision_at_r(relevant: torch.Tensor, R: torch.Tensor) -> torch.Tensor:
@@ -277,3 +287,171 @@ def map_at_r(
         device=device,
         need_map=True,
     )["map@r"]
+
+
+AVERAGES = ("micro", "macro")
+
+
+def _class_mean(values: np.ndarray, codes: np.ndarray, mask: np.ndarray, average: str) -> float:
+    """Mean of ``values[mask]``: over queries (micro) or of the per-class means (macro)."""
+    if average == "micro":
+        return float(np.mean(values[mask]))
+    codes = codes[mask]
+    sums = np.bincount(codes, weights=values[mask])
+    counts = np.bincount(codes)
+    present = counts > 0
+    return float(np.mean(sums[present] / counts[present]))
+
+
+def retrieval_report(
+    embeddings,
+    labels,
+    ks=(1,),
+    query_embeddings=None,
+    query_labels=None,
+    *,
+    average: str = "micro",
+    clustering: bool = True,
+    metric: str = "euclidean",
+    chunk_size: int | None = None,
+    device: str | torch.device | None = None,
+    random_state=0,
+    n_init: int = 10,
+) -> dict[str, float]:
+    """mAP, MRR, R-precision, mAP@R, P@1, Recall@K, NMI and AMI in one memory-bounded pass.
+
+    The full report of pytorch-metric-learning's ``AccuracyCalculator`` (see Notes): NMI and
+    AMI score a k-means clustering of the queries against their labels.
+
+    Parameters
+    ----------
+    embeddings : array-like or tensor of shape (n_samples, n_features)
+        The reference set (gallery); without ``query_embeddings`` every item is also a query,
+        ranked against all the others (leave-one-out: a query never retrieves itself).
+    labels : array-like of shape (n_samples,)
+    ks : int or iterable of int, default=(1,)
+        The K of Recall@K, each at most the number of reference items a query ranks.
+    query_embeddings : array-like or tensor of shape (n_queries, n_features), optional
+        Queries separate from the reference set, ranked against all of it (no exclusion).
+    query_labels : array-like of shape (n_queries,), optional
+        Required with ``query_embeddings``.
+    average : {"micro", "macro"}, default="micro"
+        ``"micro"``: mean over queries; ``"macro"``: mean over the query classes of each class's
+        mean (pytorch-metric-learning's ``avg_of_avgs=True``).
+    clustering : bool, default=True
+        Also cluster the queries with k-means (k = number of query classes) and report NMI and
+        AMI against their labels.
+    metric : {"euclidean", "sqeuclidean", "cosine"}, default="euclidean"
+    chunk_size : int, optional
+        Queries per chunk (None: chosen for about 256 MB of temporaries).
+    device : str or torch.device, optional
+        None uses CUDA when available.
+    random_state : int, RandomState or None, default=0
+        Seed of the k-means clustering.
+    n_init : int, default=10
+        k-means restarts.
+
+    Returns
+    -------
+    dict
+        ``"map"``, ``"mrr"``, ``"r_precision"``, ``"map@r"``, ``"precision@1"``,
+        ``"recall@K"`` for each K, and with ``clustering`` ``"nmi"`` and ``"ami"``; floats.
+
+    Notes
+    -----
+    ``R`` = reference items sharing the query's label (the query itself excluded). All the
+    ranking scores but Recall@K average over the queries with ``R ≥ 1`` (as
+    pytorch-metric-learning's ``AccuracyCalculator``); Recall@K averages over all queries,
+    counting those with ``R = 0`` as misses (as :func:`retrieval_scores`). Ties rank the lower
+    reference index first. Memory is ``O(chunk × n_reference)`` beyond the inputs: each chunk's
+    scores give the places of its relevant items without sorting a row and are reduced to
+    per-query numbers at once. Equal to ``AccuracyCalculator(k=None, avg_of_avgs=average ==
+    "macro")`` on the scores both compute. Definitions: ``docs/evaluation.md``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[0.0], [0.1], [5.0], [5.2], [0.3]])
+    >>> y = np.array([0, 0, 1, 1, 1])
+    >>> report = retrieval_report(X, y, ks=(1, 2), clustering=False)
+    >>> round(report["precision@1"], 4), round(report["mrr"], 4)
+    (0.8, 0.8667)
+    """
+    if average not in AVERAGES:
+        raise ValueError(f"average must be one of {AVERAGES}, got {average!r}.")
+    Q, G, q_codes, g_codes, leave_one_out = _prepare(
+        embeddings, labels, query_embeddings, query_labels, metric, device
+    )
+    if np.unique(g_codes).shape[0] < 2:
+        raise ValueError(
+            "the gallery holds a single class: every item is relevant, so retrieval scores "
+            "are meaningless."
+        )
+    ks = check_ks(ks, G.shape[0] - int(leave_one_out), "ks")
+    n_classes = int(max(q_codes.max(), g_codes.max())) + 1
+    R = np.bincount(g_codes, minlength=n_classes)[q_codes] - int(leave_one_out)
+    scored = R > 0
+    if not np.any(scored):
+        raise ValueError("no query has a same-class item in the gallery.")
+
+    dev, n_q = Q.device, Q.shape[0]
+    q_codes_t, g_codes_t = (
+        torch.as_tensor(q_codes, device=dev),
+        torch.as_tensor(g_codes, device=dev),
+    )
+    first = torch.zeros(n_q, dtype=torch.int64, device=dev)  # place of the first hit (0: none)
+    per_query = {
+        name: torch.zeros(n_q, dtype=torch.float64, device=dev)
+        for name in ("map", "map@r", "r_precision")
+    }
+    g_index = torch.arange(G.shape[0], device=dev)
+
+    def visit(rows, scores, _):
+        relevant = g_codes_t.unsqueeze(0) == q_codes_t[rows].unsqueeze(1)
+        valid = torch.ones_like(relevant)
+        if leave_one_out:
+            valid = g_index.unsqueeze(0) != rows.unsqueeze(1)
+            relevant &= valid
+        places, r = _relevant_places(ranking_keys(scores), relevant, valid)
+        j = torch.arange(places.shape[1], device=dev)
+        counted = j < r.unsqueeze(1)
+        within_r = counted & (places <= r.unsqueeze(1))
+        per_query["map"][rows] = average_precision(j + 1, places, counted, r)
+        per_query["map@r"][rows] = average_precision(j + 1, places, within_r, r)
+        per_query["r_precision"][rows] = within_r.sum(dim=1) / r.clamp(min=1).to(torch.float64)
+        first[rows] = torch.where(r > 0, places[:, 0], 0)
+
+    chunk = _chunk_rows(chunk_size, n_q, G.shape[0])
+    with thread_limit(threads_for(n_q * G.numel())):
+        for_each_chunk(Q, Gallery.build(G, metric), chunk, visit)
+
+    first = first.cpu().numpy()
+    hit = first > 0
+    mean = lambda values, mask: _class_mean(values, q_codes, mask, average)  # noqa: E731
+    everyone = np.ones(n_q, dtype=bool)
+    result = {name: mean(v.cpu().numpy(), scored) for name, v in per_query.items()}
+    result["mrr"] = mean(np.where(hit, 1.0 / np.maximum(first, 1), 0.0), scored)
+    result["precision@1"] = mean((first == 1).astype(np.float64), scored)
+    for k in ks:
+        result[f"recall@{k}"] = mean((hit & (first <= k)).astype(np.float64), everyone)
+    if clustering:
+        result.update(_cluster_scores(Q, q_codes, random_state, n_init))
+    return result
+
+
+def _cluster_scores(Q: torch.Tensor, q_codes: np.ndarray, random_state, n_init) -> dict:
+    """NMI and AMI of k-means (k = number of query classes) on the queries against their labels,
+    as pytorch-metric-learning's ``AccuracyCalculator`` defines them."""
+    n_clusters = np.unique(q_codes).shape[0]
+    if n_clusters < 2:
+        raise ValueError(
+            "the queries hold a single class, so NMI and AMI are undefined; pass clustering=False."
+        )
+    X = Q.detach().cpu().numpy()
+    clusters = KMeans(n_clusters=n_clusters, n_init=n_init, random_state=random_state).fit_predict(
+        X
+    )
+    return {
+        "nmi": nmi_score(q_codes, clusters),
+        "ami": float(adjusted_mutual_info_score(q_codes, clusters)),
+    }

@@ -12,16 +12,28 @@ result, as ``torch.nn`` losses do:
 
 The distance and the mining stay injected as constructor arguments: the base adds no hook and no
 state besides ``reduction``.
+
+Finite results: every loss's ``forward`` carries :func:`finite_loss`, the last-resort guard that
+turns a non-finite result of finite embeddings (a value that overflows the dtype, e.g. the squared
+inner products of embeddings scaled by 1e10 in float32) into a ``ValueError`` naming the
+embeddings' scale, instead of returning ``inf`` or ``nan``. The losses compute in forms that stay
+finite wherever the value is representable (rescaled distances, log-sum-exp), so the guard fires
+only when the loss itself is beyond the dtype's range. Like the input check, it is one device
+sync in eager mode and left out of a graph traced by ``torch.compile``.
 """
 
 from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable
 
 import torch
 from torch import nn
 
 from .precision import is_compiling
 
-__all__ = ["MetricLoss", "REDUCTIONS", "check_reduction", "as_count"]
+__all__ = ["MetricLoss", "REDUCTIONS", "check_reduction", "as_count", "finite_loss"]
 
 REDUCTIONS = ("mean", "sum", "none")
 
@@ -40,6 +52,58 @@ def as_count(count: torch.Tensor) -> int | torch.Tensor:
     accepts both (the same value, a zero count giving 0 either way).
     """
     return count if is_compiling() else int(count)
+
+
+def finite_loss(forward: Callable) -> Callable:
+    """Decorate a loss's ``forward(self, embeddings, ...)``: a non-finite result raises.
+
+    In eager mode the result is checked with one ``torch.isfinite(result).all()`` (a scalar for
+    ``"mean"`` and ``"sum"``); inside ``torch.compile`` the check is left out, as the input check
+    is (:func:`~rankmetric.losses.pair_distances.check_batch`). Put it above
+    :func:`~rankmetric.losses.precision.mixed_precision`, so that a half-precision result that
+    overflows when cast back is caught too.
+
+    Raises
+    ------
+    ValueError
+        The result holds inf or NaN although the embeddings are finite (the input check refuses
+        non-finite embeddings first): the message names the embeddings' largest magnitude and
+        dtype, and says to normalise them.
+    """
+
+    @functools.wraps(forward)
+    def wrapper(self, embeddings, *args, **kwargs):
+        out = forward(self, embeddings, *args, **kwargs)
+        if not is_compiling() and isinstance(out, torch.Tensor) and not _all_finite(out):
+            raise ValueError(_non_finite_message(type(self).__name__, out, embeddings))
+        return out
+
+    return wrapper
+
+
+def _all_finite(out: torch.Tensor) -> bool:
+    """Whether every entry of ``out`` is finite: one host sync (``item`` for a scalar)."""
+    if out.numel() == 1:
+        return math.isfinite(out.detach().item())
+    return bool(torch.isfinite(out.detach()).all())
+
+
+def _non_finite_message(name: str, out: torch.Tensor, embeddings) -> str:
+    """What :func:`finite_loss` says: the value, the embeddings' scale and dtype, the remedy."""
+    value = "NaN" if bool(torch.isnan(out).any()) else "inf"
+    if isinstance(embeddings, torch.Tensor) and embeddings.numel():
+        dtype = str(embeddings.dtype).removeprefix("torch.")
+        out_dtype = str(out.dtype).removeprefix("torch.")
+        largest = float(embeddings.detach().abs().amax())
+        limit = torch.finfo(out.dtype).max
+        return (
+            f"{name} is {value} for finite embeddings of magnitude up to {largest:.3g} "
+            f"({dtype}): at this scale its arithmetic overflows {out_dtype} (largest "
+            f"{limit:.3g}). Normalise the embeddings (e.g. torch.nn.functional.normalize(x, "
+            "dim=1)), scale them down or compute in float64; if their scale is ordinary, check "
+            "the loss's parameters and injected distance."
+        )
+    return f"{name} is {value} for finite inputs; check their scale and the loss's parameters."
 
 
 class MetricLoss(nn.Module):

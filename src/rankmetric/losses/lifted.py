@@ -1,23 +1,31 @@
-"""Lifted structured loss (Song et al. 2016), exact, in O(B²) memory; and its generalised form.
+r"""Lifted structured loss (Song et al. 2016), exact, in O(B²) memory; and its generalised form.
 
-Original form (Song, Xiang, Jegelka & Savarese, CVPR 2016, eq. 4), with ``P`` the positive pairs
-and ``N(i)`` the negatives of ``i`` in the batch, ``D`` the injected distance and ``α`` the margin:
+Original form (Song, Xiang, Jegelka & Savarese, CVPR 2016, eq. 4), with :math:`P` the positive
+pairs and :math:`N(i)` the negatives of :math:`i` in the batch, :math:`D` the injected distance and
+:math:`\alpha` the margin:
 
-    J_ij = log( Σ_{k ∈ N(i)} exp(α − D_ik) + Σ_{l ∈ N(j)} exp(α − D_jl) ) + D_ij ,
-    J    = 1 / (2|P|) · Σ_{(i,j) ∈ P} [J_ij]₊² .
+.. math::
 
-``J_ij`` is symmetric, so the value is the same whether ``P`` holds ordered or unordered pairs
-(we sum over ordered pairs ``i ≠ j``). The two sums over negatives depend on one row each, so with
-``r_i = log Σ_{k ∈ N(i)} exp(α − D_ik)`` (one masked log-sum-exp per row, computed once)
+    J_{ij} &= \log\Big(\sum_{k \in N(i)} e^{\alpha - D_{ik}}
+              + \sum_{l \in N(j)} e^{\alpha - D_{jl}}\Big) + D_{ij}, \\
+    J &= \frac{1}{2|P|} \sum_{(i,j) \in P} [J_{ij}]_+^2 .
 
-    J_ij = logaddexp(r_i, r_j) + D_ij ,
+:math:`J_{ij}` is symmetric, so the value is the same whether :math:`P` holds ordered or unordered
+pairs (we sum over ordered pairs :math:`i \ne j`). The two sums over negatives depend on one row
+each, so with :math:`r_i = \log \sum_{k \in N(i)} e^{\alpha - D_{ik}}` (one masked log-sum-exp per
+row, computed once)
+
+.. math:: J_{ij} = \operatorname{logaddexp}(r_i, r_j) + D_{ij},
 
 an O(B²)-time, O(B²)-memory computation with no (#pos × #neg) or (B, B, B) tensor.
 
 Generalised form (Hermans, Beyer & Leibe 2017, *In Defense of the Triplet Loss*, sec. 2), averaged
 over the anchors that have both a positive and a negative:
 
-    L_a = [ log Σ_{p ∈ P(a)} exp(D_ap) + log Σ_{n ∈ N(a)} exp(α − D_an) ]₊ .
+.. math::
+
+    L_a = \Big[\log \sum_{p \in P(a)} e^{D_{ap}}
+          + \log \sum_{n \in N(a)} e^{\alpha - D_{an}}\Big]_+ .
 """
 
 from __future__ import annotations
@@ -27,7 +35,7 @@ from typing import Literal
 import torch
 from torch import Tensor
 
-from .base import MetricLoss
+from .base import MetricLoss, finite_loss
 from .indices import (
     IndicesTuple,
     all_pairs,
@@ -60,7 +68,7 @@ class LiftedStructureLoss(MetricLoss):
     Parameters
     ----------
     margin : float, default=1.0
-        ``α`` (Song et al. use 1 with Euclidean distances).
+        :math:`\\alpha` (Song et al. use 1 with Euclidean distances).
     distance : {"euclidean", "sqeuclidean", "cosine", "airm", "log_euclidean"} or callable, \
 default="euclidean"
         Injected distance (:func:`~rankmetric.losses.pair_distances.pairwise_distance`).
@@ -68,10 +76,11 @@ default="euclidean"
         ``"original"``: Song et al. 2016, exact, O(B²) memory. ``"generalized"``: Hermans et al.
         2017 (one log-sum-exp over positives and one over negatives per anchor).
     reduction : {"mean", "sum", "none"}, default="mean"
-        ``"none"`` returns, for ``"original"``, the terms ``½ [J_ij]₊²`` of the ordered positive
-        pairs ``(i, j)``, ``i ≠ j``, in row-major order (shape (n_positive_pairs,)); for
-        ``"generalized"``, ``L_a`` of each anchor that has a positive and a negative, in batch
-        order. ``"mean"`` (the loss of the paper) is the mean of these terms.
+        ``"none"`` returns, for ``"original"``, the terms :math:`\\tfrac12 [J_{ij}]_+^2` of the
+        ordered positive pairs :math:`(i, j)`, :math:`i \\ne j`, in row-major order (shape
+        (n_positive_pairs,)); for ``"generalized"``, :math:`L_a` of each anchor that has a positive
+        and a negative, in batch order. ``"mean"`` (the loss of the paper) is the mean of these
+        terms.
 
     References
     ----------
@@ -100,6 +109,7 @@ default="euclidean"
             f"{super().extra_repr()}"
         )
 
+    @finite_loss
     @mixed_precision
     def forward(
         self,
@@ -123,7 +133,7 @@ default="euclidean"
         ref_emb : tensor of shape (M, d) or (M, c, c), optional
             Reference set of the pairs' second members (default: the batch). With a reference
             set, ``"original"`` uses the negatives of the anchor ``i`` only (a reference sample
-            has no negatives of its own in the call): ``J_ij = r_i + D_ij``.
+            has no negatives of its own in the call): :math:`J_{ij} = r_i + D_{ij}`.
         ref_labels : integer tensor of shape (M,), optional
 
         Returns

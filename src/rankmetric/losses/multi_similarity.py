@@ -1,27 +1,34 @@
-"""Multi-Similarity loss with its pair mining (Wang, Han, Huang, Dong & Scott, CVPR 2019).
+r"""Multi-Similarity loss with its pair mining (Wang, Han, Huang, Dong & Scott, CVPR 2019).
 
-With ``S`` the injected similarity (cosine in the paper), ``P_i`` / ``N_i`` the positives /
-negatives of anchor ``i`` and the mining margin ``ε``, the mined pairs are (eq. 5–6)
+With :math:`S` the injected similarity (cosine in the paper), :math:`P_i` / :math:`N_i` the
+positives / negatives of anchor :math:`i` and the mining margin :math:`\varepsilon`, the mined
+pairs are (eq. 5–6)
 
-    P̂_i = {j ∈ P_i : S_ij − ε < max_{k ∈ N_i} S_ik} ,
-    N̂_i = {k ∈ N_i : S_ik + ε > min_{j ∈ P_i} S_ij} ,
+.. math::
+
+    \hat P_i &= \{j \in P_i : S_{ij} - \varepsilon < \max_{k \in N_i} S_{ik}\} , \\
+    \hat N_i &= \{k \in N_i : S_{ik} + \varepsilon > \min_{j \in P_i} S_{ij}\}
 
 (both against the *unmined* sets; the selection carries no gradient), and the loss (eq. 7) is
 
-    L = 1/B Σ_i [ 1/α · log(1 + Σ_{j ∈ P̂_i} exp(−α (S_ij − λ)))
-                + 1/β · log(1 + Σ_{k ∈ N̂_i} exp( β (S_ik − λ))) ] ,
+.. math::
 
-an empty mined set contributing ``log 1 = 0``. This is the paper's equation and the value of
+    L = \frac1B \sum_i \Big[ \frac1\alpha
+          \log\Big(1 + \sum_{j \in \hat P_i} e^{-\alpha (S_{ij} - \lambda)}\Big)
+        + \frac1\beta \log\Big(1 + \sum_{k \in \hat N_i} e^{\beta (S_{ik} - \lambda)}\Big) \Big] ,
+
+an empty mined set contributing :math:`\log 1 = 0`. This is the paper's equation and the value of
 pytorch-metric-learning's ``MultiSimilarityLoss`` fed by its ``MultiSimilarityMiner``; the
 authors' code instead skips an anchor entirely when either of its mined sets is empty. Defaults
-α = 2, β = 50, λ = 0.5, ε = 0.1 are the paper's. Cost: O(B²) time and memory.
+:math:`\alpha = 2, \beta = 50, \lambda = 0.5, \varepsilon = 0.1` are the paper's. Cost: O(B²)
+time and memory.
 """
 
 from __future__ import annotations
 
 import torch
 
-from .base import MetricLoss
+from .base import MetricLoss, finite_loss
 from .indices import IndicesTuple, check_indices_tuple, check_reference, pair_masks
 from .miners import multi_similarity_masks
 from .pair_distances import (
@@ -94,6 +101,7 @@ class MultiSimilarityLoss(MetricLoss):
             f"mining={self.mining}, similarity={self.similarity!r}, {super().extra_repr()}"
         )
 
+    @finite_loss
     @mixed_precision
     def forward(
         self,

@@ -1,17 +1,20 @@
-"""Multi-class N-pair loss (Sohn, NeurIPS 2016) with its L2 embedding regulariser.
+r"""Multi-class N-pair loss (Sohn, NeurIPS 2016) with its L2 embedding regulariser.
 
 From a batch, one (anchor, positive) pair is taken per class: the first two samples of each class
-in batch order (classes with a single sample are left out). With ``N`` such pairs
-``(f_i, f_i⁺)`` of distinct classes and ``s`` the injected similarity (the inner product in the
-paper),
+in batch order (classes with a single sample are left out). With :math:`N` such pairs
+:math:`(f_i, f_i^+)` of distinct classes and :math:`s` the injected similarity (the inner product
+in the paper),
 
-    L = 1/N Σ_i log(1 + Σ_{j ≠ i} exp(s(f_i, f_j⁺) − s(f_i, f_i⁺)))
-        + λ/2 · mean_{f ∈ {f_i} ∪ {f_i⁺}} ||f||² ,
+.. math::
 
-i.e. the cross-entropy of the (N, N) similarity matrix ``s(f_i, f_j⁺)`` with targets on its
+    L = \frac1N \sum_i \log\Big(1 + \sum_{j \ne i} e^{s(f_i, f_j^+) - s(f_i, f_i^+)}\Big)
+        + \frac{\lambda}{2} \operatorname{mean}_{f \in \{f_i\} \cup \{f_i^+\}} \Vert f \Vert^2 ,
+
+i.e. the cross-entropy of the (N, N) similarity matrix :math:`s(f_i, f_j^+)` with targets on its
 diagonal, plus the regulariser of the paper (Sohn keeps the embedding norms small instead of
 normalising them). The regulariser's scale follows TensorFlow's ``npairs_loss(reg_lambda=0.002)``:
-``0.25 λ (mean ||f_i||² + mean ||f_i⁺||²)``. Cost: an O(B log B) sort and an (N, N) matrix.
+:math:`\tfrac14 \lambda (\operatorname{mean} \Vert f_i \Vert^2
++ \operatorname{mean} \Vert f_i^+ \Vert^2)`. Cost: an O(B log B) sort and an (N, N) matrix.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .base import MetricLoss
+from .base import MetricLoss, finite_loss
 from .indices import IndicesTuple, all_pairs, check_indices_tuple, check_reference, to_pairs
 from .pair_distances import (
     SIMILARITIES,
@@ -40,14 +43,14 @@ class NPairLoss(MetricLoss):
     Parameters
     ----------
     l2_weight : float, default=0.002
-        ``λ`` of the L2 embedding regulariser (0 disables it).
+        :math:`\\lambda` of the L2 embedding regulariser (0 disables it).
     similarity : {"dot", "cosine"} or callable, default="dot"
         Injected similarity (:func:`~rankmetric.losses.pair_distances.pairwise_similarity`).
     reduction : {"mean", "sum", "none"}, default="mean"
         ``"none"`` returns one term per (anchor, positive) pair, i.e. per class with two samples
         in increasing label order, shape (N,): the pair's cross-entropy plus its share
-        ``λ/4 (||f_i||² + ||f_i⁺||²)`` of the regulariser; ``"mean"`` (the loss of the paper) is
-        their mean.
+        :math:`\\tfrac{\\lambda}{4} (\\Vert f_i \\Vert^2 + \\Vert f_i^+ \\Vert^2)` of the
+        regulariser; ``"mean"`` (the loss of the paper) is their mean.
 
     Notes
     -----
@@ -72,6 +75,7 @@ class NPairLoss(MetricLoss):
     def extra_repr(self) -> str:
         return f"l2_weight={self.l2_weight}, similarity={self.similarity!r}, {super().extra_repr()}"
 
+    @finite_loss
     @mixed_precision
     def forward(
         self,

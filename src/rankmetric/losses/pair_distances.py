@@ -1,10 +1,11 @@
-"""Pairwise distances and similarities for batch losses, and the checks every batch loss shares.
+r"""Pairwise distances and similarities for batch losses, and the checks every batch loss shares.
 
 One dispatcher, one formula per metric, so that every loss of :mod:`rankmetric.losses` (the deep
 baselines and the Riemannian potato) measures a batch the same way:
 
-* vectors ``(n, d)``: ``"euclidean"`` ``||x − y||₂``, ``"sqeuclidean"`` ``||x − y||₂²``,
-  ``"cosine"`` ``1 − xᵀy / (||x|| ||y||)``;
+* vectors ``(n, d)``: ``"euclidean"`` :math:`\Vert x - y \Vert_2`, ``"sqeuclidean"``
+  :math:`\Vert x - y \Vert_2^2`, ``"cosine"``
+  :math:`1 - x^\top y / (\Vert x \Vert \, \Vert y \Vert)`;
 * SPD matrices ``(n, c, c)``: ``"airm"`` (affine-invariant Riemannian) and ``"log_euclidean"``,
   delegated to :mod:`rankmetric.geometry.distances`;
 * any callable ``f(x, y) -> (n_x, n_y)`` tensor (the distance is injected, not subclassed).
@@ -12,6 +13,15 @@ baselines and the Riemannian potato) measures a batch the same way:
 The Euclidean distance is computed from the Gram matrix (one matrix product, no ``(n, n, d)``
 tensor); its gradient at a zero distance (the diagonal, or duplicated points) is set to 0, the
 minimum-norm subgradient, instead of the ``inf``/NaN of a plain ``sqrt``.
+
+Extreme scales: the vector metrics are computed on the vectors divided by a power of two close
+to their largest magnitude (:func:`power_of_two_scale`, detached), and the distances multiplied
+back. Division and multiplication by a power of two are exact, so at ordinary scales the values
+and gradients are bit-identical to the plain formula, while the squares inside it no longer
+overflow (embeddings around 1e20 in float32) or underflow (around 1e-20). ``"euclidean"`` is
+then finite wherever the distance itself is; ``"cosine"`` (rescaled row by row) is exact at any
+scale; ``"sqeuclidean"`` and the ``"dot"`` similarity grow like the scale squared and overflow
+only when their value does.
 """
 
 from __future__ import annotations
@@ -45,6 +55,8 @@ __all__ = [
     "label_masks",
     "zero_loss",
     "masked_logsumexp",
+    "power_of_two_scale",
+    "unit_rows",
 ]
 
 VECTOR_METRICS = ("euclidean", "sqeuclidean", "cosine")
@@ -93,10 +105,11 @@ def pairwise_distance(
     _check_vectors(x, y, metric)
     if metric == "cosine":
         return 1.0 - _cosine(x, y)
-    sq = _squared_euclidean(x, y)
+    scale = power_of_two_scale(x, y)
+    sq = _squared_euclidean(x / scale, None if y is None else y / scale)
     if metric == "sqeuclidean":
-        return sq.clamp_min(0.0)
-    return safe_sqrt(sq)
+        return sq.clamp_min(0.0) * scale * scale  # (· s) · s: no inf · 0 when s² overflows
+    return safe_sqrt(sq) * scale
 
 
 def paired_distance(x: torch.Tensor, y: torch.Tensor, metric: Metric = "euclidean") -> torch.Tensor:
@@ -125,9 +138,12 @@ def paired_distance(x: torch.Tensor, y: torch.Tensor, metric: Metric = "euclidea
         return paired(x, y)
     _check_vectors(x, y, metric)
     if metric == "cosine":
-        return 1.0 - (F.normalize(x, dim=1) * F.normalize(y, dim=1)).sum(dim=1)
-    sq = ((x - y) ** 2).sum(dim=1)
-    return sq if metric == "sqeuclidean" else safe_sqrt(sq)
+        return 1.0 - (unit_rows(x) * unit_rows(y)).sum(dim=1)
+    scale = power_of_two_scale(x, y)
+    sq = ((x / scale - y / scale) ** 2).sum(dim=1)
+    if metric == "sqeuclidean":
+        return sq * scale * scale
+    return safe_sqrt(sq) * scale
 
 
 def pairwise_similarity(
@@ -139,8 +155,8 @@ def pairwise_similarity(
     ----------
     x : tensor of shape (n_x, d)
     metric : {"cosine", "dot"} or callable
-        ``"cosine"``: ``xᵀy / (||x|| ||y||)``; ``"dot"``: ``xᵀy``; a callable ``metric(x, y)``
-        returning shape (n_x, n_y).
+        ``"cosine"``: :math:`x^\\top y / (\\Vert x \\Vert \\, \\Vert y \\Vert)`; ``"dot"``:
+        :math:`x^\\top y`; a callable ``metric(x, y)`` returning shape (n_x, n_y).
     y : tensor of shape (n_y, d), optional
         Defaults to ``x``.
 
@@ -237,7 +253,8 @@ def zero_loss(*tensors: torch.Tensor) -> torch.Tensor:
 
 
 def masked_logsumexp(x: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Row-wise ``log Σ_{j : mask_ij} exp(x_ij)`` with finite values and gradients everywhere.
+    """Row-wise :math:`\\log \\sum_{j : \\mathrm{mask}_{ij}} e^{x_{ij}}`, finite values and
+    gradients everywhere.
 
     Parameters
     ----------
@@ -254,6 +271,80 @@ def masked_logsumexp(x: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor,
     nonempty = mask.any(dim=1)
     mask = mask | ~nonempty[:, None]
     return torch.logsumexp(x.masked_fill(~mask, -torch.inf), dim=1), nonempty
+
+
+def power_of_two_scale(*tensors: torch.Tensor | None, dim: int | None = None) -> torch.Tensor:
+    """A detached power of two ``s`` with ``s ≤ max |t| < 2s`` over ``tensors`` (0.5 for zeros).
+
+    Dividing by ``s`` and multiplying back is exact in binary floating point, so a formula
+    evaluated on ``t / s`` and rescaled gives bit-identical results at ordinary scales while its
+    intermediate squares stay near 1 (no overflow at 1e20 nor underflow at 1e-20 in float32).
+
+    Parameters
+    ----------
+    *tensors : tensors (None entries are skipped)
+        With ``dim=None``, any shapes; otherwise one tensor.
+    dim : int, optional
+        Reduce over this dimension only (kept, size 1): one scale per row for ``dim=1``.
+
+    Returns
+    -------
+    tensor
+        A 0-dimensional tensor (``dim=None``) or the row scales, in the tensors' dtype, without
+        gradient.
+
+    Examples
+    --------
+    >>> import torch
+    >>> float(power_of_two_scale(torch.tensor([3e20, -1.0])))
+    2.9514790517935283e+20
+    """
+    present = [t.detach() for t in tensors if t is not None]
+    if dim is not None:
+        largest = present[0].abs().amax(dim=dim, keepdim=True)
+    elif any(t.numel() == 0 for t in present):
+        return present[0].new_ones(())
+    else:
+        largest = present[0].abs().amax()
+        for t in present[1:]:
+            largest = torch.maximum(largest, t.abs().amax())
+    _, exponent = torch.frexp(largest)  # largest = mantissa · 2^exponent, mantissa in [0.5, 1)
+    # 2^(exponent − 1) exactly (0.5 for zeros); never above largest, so never inf
+    return torch.ldexp(torch.ones_like(largest), exponent - 1)
+
+
+def unit_rows(x: torch.Tensor) -> torch.Tensor:
+    """``x_i / ||x_i||`` for every row, exact from about 1e-31 to the largest float32 (0 for 0).
+
+    ``torch.nn.functional.normalize`` squares the entries, so rows of norm around 1e20 in float32
+    become 0, and it divides rows of norm below ``eps = 1e-12`` by ``eps`` instead of
+    normalising them. Here each row is first divided by a power of two close to its largest
+    entry (:func:`power_of_two_scale`), which leaves rows of ordinary scale bit-identical to
+    ``normalize``; only rows whose largest entry is below ``tiny / eps`` of the dtype (about
+    1e-31 in float32, 1e-292 in float64) are divided by that floor instead, as ``normalize``
+    does below its ``eps``, so that the gradient (about ``1 / ||x_i||``) stays finite.
+
+    Parameters
+    ----------
+    x : tensor of shape (n, d)
+
+    Returns
+    -------
+    tensor of shape (n, d)
+
+    Examples
+    --------
+    >>> import torch
+    >>> unit_rows(torch.tensor([[3e20, 4e20], [0.0, 0.0]]))
+    tensor([[0.6000, 0.8000],
+            [0.0000, 0.0000]])
+    """
+    if x.numel() == 0:
+        return F.normalize(x, dim=1)
+    info = torch.finfo(x.dtype)
+    scale = power_of_two_scale(x, dim=1).clamp_min(info.tiny / info.eps)
+    # the rescaled rows have their largest entry in [1, 2), so a norm >= 1 unless floored
+    return F.normalize(x / scale, dim=1, eps=1.0)
 
 
 def _call_injected(metric: PairwiseFn, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -309,6 +400,6 @@ def _squared_euclidean(x: torch.Tensor, y: torch.Tensor | None) -> torch.Tensor:
 
 
 def _cosine(x: torch.Tensor, y: torch.Tensor | None) -> torch.Tensor:
-    x_unit = F.normalize(x, dim=1)
-    y_unit = x_unit if y is None else F.normalize(y, dim=1)
+    x_unit = unit_rows(x)
+    y_unit = x_unit if y is None else unit_rows(y)
     return x_unit @ y_unit.T

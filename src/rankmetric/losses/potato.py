@@ -1,43 +1,57 @@
-"""Riemannian Potato-based Ranking Loss (RPL).
+r"""Riemannian Potato-based Ranking Loss (RPL).
 
 Kim, Suh, Lee & Jo, "Nonlinear Ranking Loss on Riemannian Potato Embedding" (KAIST, Looxid Labs).
 
-For an anchor ``i`` of class ``c`` and every other sample ``j`` of the batch, with ``d_ij`` the
-Riemannian distance between their embeddings, the potato of class ``c`` (the geometric mean ``μ_c``
-and geometric standard deviation ``σ_c`` of within-class distances, kept as buffers and updated
-online) turns distances into z-scores
+For an anchor :math:`i` of class :math:`c` and every other sample :math:`j` of the batch, with
+:math:`d_{ij}` the Riemannian distance between their embeddings, the potato of class :math:`c`
+(the geometric mean :math:`\mu_c` and geometric standard deviation :math:`\sigma_c` of within-class
+distances, kept as buffers and updated online) turns distances into z-scores
 
-    z_ij = (log d_ij − log μ_c) / log σ_c .
+.. math:: z_{ij} = \frac{\log d_{ij} - \log \mu_c}{\log \sigma_c} .
 
-Hard positives ``P̂_i = {j ≠ i : y_j = c, z_ij > z_th}`` are pulled inside the potato and hard
-negatives ``N̂_i = {j : y_j ≠ c, z_ij < z_th + m}`` pushed out of it:
+Hard positives :math:`\hat P_i = \{j \ne i : y_j = c,\ z_{ij} > z_{th}\}` are pulled inside the
+potato and hard negatives :math:`\hat N_i = \{j : y_j \ne c,\ z_{ij} < z_{th} + m\}` pushed out of
+it:
 
-    L_P(i) = mean_{j ∈ P̂_i} [z_ij − z_th]₊ ,   L_N(i) = mean_{j ∈ N̂_i} [z_th + m − z_ij]₊ ,
-    L = mean_i ( L_P(i) + λ L_N(i) )          (an empty set contributes 0).
+.. math::
+
+    L_P(i) &= \operatorname{mean}_{j \in \hat P_i} [z_{ij} - z_{th}]_+ , \qquad
+    L_N(i) = \operatorname{mean}_{j \in \hat N_i} [z_{th} + m - z_{ij}]_+ , \\
+    L &= \operatorname{mean}_i \big(L_P(i) + \lambda L_N(i)\big)
+
+(an empty set contributes 0).
 
 The potato update (the Riemannian potato's recursive rule, Barachant et al. 2013) runs in training
-mode, before the z-scores are computed, on the within-class pairs ``i < j`` of the batch, detached:
+mode, before the z-scores are computed, on the within-class pairs :math:`i < j` of the batch,
+detached:
 
-    log μ_c ← (1 − α) log μ_c + α m_c ,   log² σ_c ← (1 − α) log² σ_c + α v_c ,
+.. math::
 
-with ``m_c`` the batch mean of ``log d`` over class-``c`` pairs and ``v_c`` the batch mean of
-``(log d − log μ_c)²`` around the *new* ``log μ_c``. A class seen for the first time takes the batch
-statistics directly. Under ``torch.distributed`` the per-class sums behind ``m_c`` and ``v_c`` are
-all-reduced, so every rank holds the same potato.
+    \log \mu_c \leftarrow (1 - \alpha) \log \mu_c + \alpha m_c , \qquad
+    \log^2 \sigma_c \leftarrow (1 - \alpha) \log^2 \sigma_c + \alpha v_c ,
+
+with :math:`m_c` the batch mean of :math:`\log d` over class-:math:`c` pairs and :math:`v_c` the
+batch mean of :math:`(\log d - \log \mu_c)^2` around the *new* :math:`\log \mu_c`. A class seen
+for the first time takes the batch statistics directly. Under ``torch.distributed`` the per-class
+sums behind :math:`m_c` and :math:`v_c` are all-reduced, so every rank holds the same potato.
 
 ``centre="class"`` is the poster's class-centred potato (the Riemannian potato of Barachant et al.
-scores each sample's distance to a mean): with ``M_c`` the Riemannian mean of the class-``c``
-embeddings of the batch (``argmin_M Σ δ²(Y_i, M)``: the arithmetic mean for vectors and the
-log-Euclidean mean ``exp(mean log Y_i)`` under that distance, both differentiated through; the
-AIRM (Karcher) mean is computed iteratively and detached, a fixed target for the step),
-``d_ic = δ(Y_i, M_c)`` and
-``z_ic = (log d_ic − log μ_c) / log σ_c`` for every class ``c`` present in the batch,
+scores each sample's distance to a mean): with :math:`M_c` the Riemannian mean of the
+class-:math:`c` embeddings of the batch (:math:`\arg\min_M \sum_i \delta^2(Y_i, M)`: the arithmetic
+mean for vectors and the log-Euclidean mean :math:`\exp(\operatorname{mean} \log Y_i)` under that
+distance, both differentiated through; the AIRM (Karcher) mean is computed iteratively and
+detached, a fixed target for the step), :math:`d_{ic} = \delta(Y_i, M_c)` and
+:math:`z_{ic} = (\log d_{ic} - \log \mu_c) / \log \sigma_c` for every class :math:`c` present in
+the batch,
 
-    L_P(i) = [z_{i y_i} − z_th]₊ ,   L_N(i) = mean_{c ≠ y_i : z_ic < z_th + m} [z_th + m − z_ic]₊ ,
+.. math::
 
-and the potato statistics of class ``c`` are updated online (same rule, momentum ``α``) from the
-distances of its members to ``M_c``. Each sample is judged against whole class potatoes instead of
-individual anchors.
+    L_P(i) = [z_{i y_i} - z_{th}]_+ , \qquad
+    L_N(i) = \operatorname{mean}_{c \ne y_i :\ z_{ic} < z_{th} + m} [z_{th} + m - z_{ic}]_+ ,
+
+and the potato statistics of class :math:`c` are updated online (same rule, momentum
+:math:`\alpha`) from the distances of its members to :math:`M_c`. Each sample is judged against
+whole class potatoes instead of individual anchors.
 """
 
 from __future__ import annotations
@@ -47,7 +61,7 @@ import torch
 from ..geometry.aliases import canonical_metric
 from ..geometry.matrix_functions import spd_exp, spd_log
 from ..geometry.means import riemannian_mean
-from .base import MetricLoss
+from .base import MetricLoss, finite_loss
 from .pair_distances import SPD_METRICS, check_batch, label_masks, pairwise_distance
 from .precision import is_compiling, mixed_precision
 
@@ -69,8 +83,9 @@ def embedding_distances(
     B : tensor of shape (nB, c, c) or (nB, d), optional
         Defaults to ``A``.
     distance : {"airm", "log_euclidean"}, default="airm"
-        Distance between SPD matrices: affine-invariant Riemannian (``sqrt(Σ log² λ_k(A, B))``)
-        or log-Euclidean (``||log A − log B||_F``); pyRiemann's ``"riemann"`` and
+        Distance between SPD matrices: affine-invariant Riemannian
+        (:math:`\\sqrt{\\sum_k \\log^2 \\lambda_k(A, B)}`) or log-Euclidean
+        (:math:`\\Vert \\log A - \\log B \\Vert_F`); pyRiemann's ``"riemann"`` and
         ``"logeuclid"`` are accepted. Ignored for vectors (Euclidean distance).
 
     Returns
@@ -134,9 +149,9 @@ class RiemannianPotatoLoss(MetricLoss):
     margin : float, default=1
         ``m``, in units of the potato's (log-)standard deviation.
     neg_weight : float, default=1
-        ``λ``, weight of the negative term.
+        :math:`\\lambda`, weight of the negative term.
     momentum : float, default=0.1
-        ``α``, rate of the online update of the potato statistics, in (0, 1].
+        :math:`\\alpha`, rate of the online update of the potato statistics, in (0, 1].
     distance : {"airm", "log_euclidean"}, default="airm"
         Distance between SPD embeddings (``"riemann"``/``"logeuclid"`` accepted); vector
         embeddings always use the Euclidean distance.
@@ -149,22 +164,23 @@ class RiemannianPotatoLoss(MetricLoss):
     eps : float, default=1e-6
         Distances are clamped at ``eps`` before the logarithm (identical embeddings).
     min_log_sigma : float, default=0.05
-        Floor on ``log σ_c`` so that a potato built from one or two pairs gives finite z-scores.
+        Floor on :math:`\\log \\sigma_c` so that a potato built from one or two pairs gives
+        finite z-scores.
     centre : {"pairwise", "class"}, default="pairwise"
         ``"pairwise"``: z-scores of anchor-to-sample distances (v0.1); ``"class"``: z-scores
         of each sample's distance to the batch mean of each class (the poster's potato; see the
         module docstring).
     reduction : {"mean", "sum", "none"}, default="mean"
-        ``"none"`` returns ``L_P(i) + λ L_N(i)`` of every sample ``i``, shape (B,), in batch
-        order (0 for a sample of a class whose potato is not initialised); ``"mean"`` (the
-        loss of the paper) is their mean.
+        ``"none"`` returns :math:`L_P(i) + \\lambda L_N(i)` of every sample :math:`i`, shape
+        (B,), in batch order (0 for a sample of a class whose potato is not initialised);
+        ``"mean"`` (the loss of the paper) is their mean.
 
     Attributes
     ----------
     log_mu : tensor of shape (n_classes,)
-        Running mean of ``log d`` over within-class pairs, per class (``log μ_c``).
+        Running mean of ``log d`` over within-class pairs, per class (:math:`\\log \\mu_c`).
     log_sigma : tensor of shape (n_classes,)
-        Running standard deviation of ``log d`` over within-class pairs (``log σ_c``).
+        Running standard deviation of ``log d`` over within-class pairs (:math:`\\log \\sigma_c`).
     seen : bool tensor of shape (n_classes,)
         Whether a class's potato has been initialised; anchors of unseen classes contribute 0.
 
@@ -221,6 +237,7 @@ class RiemannianPotatoLoss(MetricLoss):
             f"centre={self.centre!r}, {super().extra_repr()}"
         )
 
+    @finite_loss
     @mixed_precision
     def forward(self, embeddings: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         """The loss of a batch.
@@ -254,7 +271,8 @@ class RiemannianPotatoLoss(MetricLoss):
         return self.reduce(loss_pos + self.neg_weight * loss_neg)
 
     def z_scores(self, log_d: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        """``z_ij = (log d_ij − log μ_{y_i}) / log σ_{y_i}`` for a (B, B) matrix of log-distances.
+        """:math:`z_{ij} = (\\log d_{ij} - \\log \\mu_{y_i}) / \\log \\sigma_{y_i}` for a (B, B)
+        matrix of log-distances.
 
         Parameters
         ----------

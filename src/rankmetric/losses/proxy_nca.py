@@ -1,13 +1,17 @@
-"""Proxy NCA loss (Movshovitz-Attias et al., ICCV 2017): NCA against one learnable proxy per class.
+r"""Proxy NCA loss (Movshovitz-Attias et al., ICCV 2017): NCA against one learnable proxy per class.
 
-With unit-norm embeddings ``x̂ = x / ||x||`` and proxies ``p̂_z = p_z / ||p_z||``, the squared
-Euclidean distance ``d(x, z) = ||x̂ − p̂_z||²`` and a softmax scale ``s`` (1 in the paper),
+With unit-norm embeddings :math:`\hat x = x / \Vert x \Vert` and proxies
+:math:`\hat p_z = p_z / \Vert p_z \Vert`, the squared Euclidean distance
+:math:`d(x, z) = \Vert \hat x - \hat p_z \Vert^2` and a softmax scale :math:`s` (1 in the paper),
 
-    ℓ(x, y) = −log( exp(−s d(x, y)) / Σ_{z ∈ Z'} exp(−s d(x, z)) ) ,     L = mean over the batch,
+.. math::
 
-where ``Z' = Z \\ {y}`` (the paper's eq. 9: the positive proxy is left out of the denominator,
-``exclude_positive=True``) or ``Z' = Z`` (a plain softmax over all proxies, the convention of
-pytorch-metric-learning's ``ProxyNCALoss``). Cost: a (B, n_classes) distance matrix.
+    \ell(x, y) = -\log \frac{e^{-s\, d(x, y)}}{\sum_{z \in Z'} e^{-s\, d(x, z)}} ,
+    \qquad L = \operatorname{mean}_{\text{batch}} \ell ,
+
+where :math:`Z' = Z \setminus \{y\}` (the paper's eq. 9: the positive proxy is left out of the
+denominator, ``exclude_positive=True``) or :math:`Z' = Z` (a plain softmax over all proxies, the
+convention of pytorch-metric-learning's ``ProxyNCALoss``). Cost: a (B, n_classes) distance matrix.
 """
 
 from __future__ import annotations
@@ -19,9 +23,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from .._validation import Interval, check_param
-from .base import MetricLoss
+from .base import MetricLoss, finite_loss
 from .indices import IndicesTuple, anchor_weights, check_indices_tuple
-from .pair_distances import check_batch, pairwise_distance
+from .pair_distances import check_batch, pairwise_distance, unit_rows
 from .precision import compute_dtype, is_compiling, mixed_precision
 
 __all__ = ["ProxyNCALoss"]
@@ -99,6 +103,7 @@ class ProxyNCALoss(MetricLoss):
             f"{super().extra_repr()}"
         )
 
+    @finite_loss
     @mixed_precision
     def forward(
         self,
@@ -125,8 +130,8 @@ class ProxyNCALoss(MetricLoss):
         scalar tensor, or tensor of shape (B,) with ``reduction="none"``
         """
         labels = self._check_inputs(embeddings, labels)
-        x_unit = F.normalize(embeddings, dim=1)
-        proxies_unit = F.normalize(self.proxies.to(embeddings.dtype), dim=1)
+        x_unit = unit_rows(embeddings)
+        proxies_unit = unit_rows(self.proxies.to(embeddings.dtype))
         logits = -self.softmax_scale * pairwise_distance(x_unit, "sqeuclidean", proxies_unit)
         positive_logit = logits.gather(1, labels[:, None])[:, 0]
         if self.exclude_positive:

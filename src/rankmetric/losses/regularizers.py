@@ -1,12 +1,15 @@
-"""Penalties on the weights of a metric: one home for the regularisers of WARCA and SSNE.
+r"""Penalties on the weights of a metric: one home for the regularisers of WARCA and SSNE.
 
-* :func:`aon_penalty` — WARCA's approximate orthonormality ``½ ||W Wᵀ − I||²_F`` (Jose & Fleuret,
-  ECCV 2016, eq. 4 with the ½ of eq. 5);
-* :func:`kernel_aon_penalty` — its kernel form ``½ ||A K Aᵀ − I||²_F`` (eq. 8), computed from
-  ``K Aᵀ`` alone (no N × N beyond ``K``), with an exact hand-written gradient;
-* :func:`group_norm_penalty` — SSNE's L1,2 group norm ``R(W) = Σ_m ||w_m||₂`` over the columns of
-  ``W`` (Batra & Shakhnarovich), and :func:`group_soft_threshold_`, its proximal operator, which
-  zeroes whole columns (pruned units).
+* :func:`aon_penalty` — WARCA's approximate orthonormality
+  :math:`\tfrac12 \Vert W W^\top - I \Vert_F^2` (Jose & Fleuret, ECCV 2016, eq. 4 with the
+  :math:`\tfrac12` of eq. 5);
+* :func:`kernel_aon_penalty` — its kernel form :math:`\tfrac12 \Vert A K A^\top - I \Vert_F^2`
+  (eq. 8), computed from :math:`K A^\top` alone (no N × N beyond :math:`K`), with an exact
+  hand-written gradient;
+* :func:`group_norm_penalty` — SSNE's :math:`L_{1,2}` group norm
+  :math:`R(W) = \sum_m \Vert w_m \Vert_2` over the columns of :math:`W` (Batra & Shakhnarovich),
+  and :func:`group_soft_threshold_`, its proximal operator, which zeroes whole columns (pruned
+  units).
 
 These functions were defined in :mod:`rankmetric.losses.warp` and
 :mod:`rankmetric.losses.similarity`; both modules re-export them, so old imports keep working.
@@ -25,7 +28,9 @@ __all__ = [
 
 
 def aon_penalty(weight: torch.Tensor) -> torch.Tensor:
-    """Approximate-orthonormality regulariser ``½ ||W Wᵀ − I||²_F`` (eq. 4 with the ½ of eq. 5).
+    r"""Approximate-orthonormality regulariser (eq. 4 with the :math:`\tfrac12` of eq. 5).
+
+    .. math:: \tfrac12 \Vert W W^\top - I \Vert_F^2
 
     Parameters
     ----------
@@ -59,11 +64,14 @@ class _KernelAON(torch.autograd.Function):
 def kernel_aon_penalty(
     A: torch.Tensor, K: torch.Tensor | None = None, KA: torch.Tensor | None = None
 ) -> torch.Tensor:
-    """Kernel AON regulariser ``½ ||A K Aᵀ − I||²_F`` (eq. 8).
+    r"""Kernel AON regulariser (eq. 8).
 
-    Computed as ``A (K Aᵀ)`` so that nothing N × N is allocated besides ``K``; pass ``KA`` when
-    ``K Aᵀ`` is already at hand (WARCA computes it once per step for the embeddings). The
-    gradient ``2 (A K Aᵀ − I) A K = 2 R (K Aᵀ)ᵀ`` is exact and also needs only ``K Aᵀ``.
+    .. math:: \tfrac12 \Vert A K A^\top - I \Vert_F^2
+
+    Computed as :math:`A (K A^\top)` so that nothing N × N is allocated besides :math:`K`; pass
+    ``KA`` when :math:`K A^\top` is already at hand (WARCA computes it once per step for the
+    embeddings). The gradient :math:`2 (A K A^\top - I) A K = 2 R (K A^\top)^\top` is exact and
+    also needs only :math:`K A^\top`.
 
     Parameters
     ----------
@@ -86,7 +94,8 @@ def kernel_aon_penalty(
 
 
 def group_norm_penalty(weight: torch.Tensor) -> torch.Tensor:
-    """The L1,2 group norm ``R(W) = Σ_m ||w_m||₂`` over the columns of ``weight``.
+    r"""The :math:`L_{1,2}` group norm :math:`R(W) = \sum_m \Vert w_m \Vert_2` over the columns of
+    ``weight``.
 
     Parameters
     ----------
@@ -105,11 +114,14 @@ def group_norm_penalty(weight: torch.Tensor) -> torch.Tensor:
 def group_soft_threshold_(
     weight: torch.Tensor, threshold: float, columns: torch.Tensor | None = None
 ) -> torch.Tensor:
-    """Proximal operator of ``τ · R`` in place: ``w_m ← w_m · max(0, 1 − τ / ||w_m||)``.
+    r"""Proximal operator of :math:`\tau R`, in place.
 
-    Columns whose norm is at most ``τ`` become exactly zero; the others shrink towards zero by
-    ``τ`` in norm. After a gradient step of size ``η`` on the loss, ``τ = η · reg_lambda`` makes
-    this a proximal-gradient step on ``loss + reg_lambda · R``.
+    .. math:: w_m \leftarrow w_m \, \max\big(0,\ 1 - \tau / \Vert w_m \Vert\big)
+
+    Columns whose norm is at most :math:`\tau` become exactly zero; the others shrink towards
+    zero by :math:`\tau` in norm. After a gradient step of size :math:`\eta` on the loss,
+    :math:`\tau = \eta \cdot` ``reg_lambda`` makes this a proximal-gradient step on
+    ``loss + reg_lambda · R``.
 
     Parameters
     ----------

@@ -1,14 +1,28 @@
-"""Similarity regression on the sphere: SSNE's loss.
+r"""Similarity regression on the sphere: SSNE's loss.
 
-SSNE (Batra & Shakhnarovich) minimises, over pairs ``q`` with target similarity ``s_q``,
+SSNE (Batra & Shakhnarovich) minimises, over pairs :math:`q` with target similarity :math:`s_q`,
 
-    J(W) = λ Σ_q (s_q − Ŝ_q)² + Σ_m ||w_m||₂ ,      Ŝ_q = H(x_{q1})ᵀ H(x_{q2}).
+.. math::
+
+    J(W) = \lambda \sum_q (s_q - \hat S_q)^2 + \sum_m \Vert w_m \Vert_2 ,
+    \qquad \hat S_q = H(x_{q1})^\top H(x_{q2}).
 
 This module holds the squared loss (averaged per pair, so its scale does not depend on how many
-pairs are drawn); the group-norm penalty ``Σ_m ||w_m||₂`` and its proximal operator live in
-:mod:`rankmetric.losses.regularizers` (re-exported here for old imports). With the per-pair mean the
-objective optimised is ``J'(W) = mean_q (s_q − Ŝ_q)² + reg_lambda · Σ_m ||w_m||₂``, i.e.
-``J' = J / (λ |C|)`` with ``reg_lambda = 1 / (λ |C|)`` for ``|C|`` pairs.
+pairs are drawn); the group-norm penalty :math:`\sum_m \Vert w_m \Vert_2` and its proximal operator
+live in :mod:`rankmetric.losses.regularizers` (re-exported here for old imports). With the per-pair
+mean the objective optimised is
+
+.. math::
+
+    J'(W) = \operatorname{mean}_q (s_q - \hat S_q)^2
+            + \mathtt{reg\_lambda} \sum_m \Vert w_m \Vert_2 ,
+
+i.e. :math:`J' = J / (\lambda |C|)` with :math:`\mathtt{reg\_lambda} = 1 / (\lambda |C|)` for
+:math:`|C|` pairs.
+
+The loss grows like the fourth power of the embeddings' scale (it expects unit-norm embeddings):
+a value beyond the dtype's range (float32 embeddings of norm above about 1e9) raises a
+``ValueError`` naming the scale (:func:`rankmetric.losses.base.finite_loss`).
 """
 
 from __future__ import annotations
@@ -16,7 +30,7 @@ from __future__ import annotations
 import torch
 
 from ..models.sphere import sphere_similarity
-from .base import MetricLoss
+from .base import MetricLoss, finite_loss
 from .indices import IndicesTuple, check_indices_tuple, check_reference, to_pairs
 from .pair_distances import check_batch
 from .precision import mixed_precision
@@ -76,7 +90,8 @@ def _check_neg_target(neg_target: float) -> float:
 
 
 class SimilarityRegressionLoss(MetricLoss):
-    """Squared loss between target similarities and ``Ŝ = H(a)ᵀ H(b)``, averaged over pairs.
+    """Squared loss between target similarities and :math:`\\hat S = H(a)^\\top H(b)`, averaged over
+    pairs.
 
     Two faces share one formula:
 
@@ -94,7 +109,7 @@ class SimilarityRegressionLoss(MetricLoss):
         ``"none"`` returns the squared error of every pair: for ``loss(embeddings, labels)`` the
         pairs ``i < j`` in row-major order, shape (B (B − 1) / 2,); for ``loss.pairs(...)`` one
         per given pair, times its weight when ``weights`` are given. ``"sum"`` is their sum;
-        ``"mean"`` their mean (the weighted mean, ``Σ w e / Σ w``, with weights).
+        ``"mean"`` their mean (the weighted mean, :math:`\\sum w e / \\sum w`, with weights).
     """
 
     def __init__(self, neg_target: float = -1.0, *, reduction: str = "mean") -> None:
@@ -104,6 +119,7 @@ class SimilarityRegressionLoss(MetricLoss):
     def extra_repr(self) -> str:
         return f"neg_target={self.neg_target}, {super().extra_repr()}"
 
+    @finite_loss
     def pairs(
         self,
         emb_a: torch.Tensor,
@@ -111,7 +127,7 @@ class SimilarityRegressionLoss(MetricLoss):
         targets: torch.Tensor,
         weights: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """Mean of ``(s_q − H(a_q)ᵀ H(b_q))²`` over the pairs ``q``.
+        """Mean of :math:`(s_q - H(a_q)^\\top H(b_q))^2` over the pairs :math:`q`.
 
         Parameters
         ----------
@@ -136,6 +152,7 @@ class SimilarityRegressionLoss(MetricLoss):
         weights = weights.to(sq.dtype)
         return self.reduce(weights * sq, weights.sum())
 
+    @finite_loss
     @mixed_precision
     def forward(
         self,

@@ -1,9 +1,9 @@
-"""Triplet margin loss with four in-batch mining strategies, in O(B²) memory.
+r"""Triplet margin loss with four in-batch mining strategies, in O(B²) memory.
 
-For an anchor ``a``, a positive ``p`` (same label, ``p ≠ a``) and a negative ``n`` (another label),
-with ``D`` the injected distance and ``m`` the margin,
+For an anchor :math:`a`, a positive :math:`p` (same label, :math:`p \ne a`) and a negative
+:math:`n` (another label), with :math:`D` the injected distance and :math:`m` the margin,
 
-    ℓ(a, p, n) = [D_ap − D_an + m]₊ .
+.. math:: \ell(a, p, n) = [D_{ap} - D_{an} + m]_+ .
 
 Mining picks the triplets of a batch (``P(a)`` / ``N(a)``: positives / negatives of ``a``):
 
@@ -12,21 +12,24 @@ Mining picks the triplets of a batch (``P(a)`` / ``N(a)``: positives / negatives
   Hermans, Beyer & Leibe 2017, *In Defense of the Triplet Loss*);
 * ``"semihard"``: FaceNet (Schroff, Kalenichenko & Philbin 2015): every anchor-positive pair with
   its semi-hard negative, the closest negative farther than the positive,
-  ``n* = argmin {D_an : n ∈ N(a), D_an > D_ap}``. When no negative is farther than the positive,
-  the farthest negative is used (TensorFlow's ``triplet_semihard_loss`` convention: the mildest
-  violator, not the hardest one);
+  :math:`n^* = \arg\min \{D_{an} : n \in N(a),\ D_{an} > D_{ap}\}`. When no negative is farther
+  than the positive, the farthest negative is used (TensorFlow's ``triplet_semihard_loss``
+  convention: the mildest violator, not the hardest one);
 * ``"random"``: per anchor one positive and one negative drawn uniformly (Triplet-Random;
   :func:`random_partners` draws them in O(B log B) without a (B, B) random matrix, and only
   those 2B distances are computed, which matters for the AIRM distance).
 
-The loss is the mean of ``ℓ`` over the mined triplets (``average_nonzero=True``: over those with
-``ℓ > 0``, as pytorch-metric-learning's ``AvgNonZeroReducer``).
+The loss is the mean of :math:`\ell` over the mined triplets (``average_nonzero=True``: over those
+with :math:`\ell > 0`, as pytorch-metric-learning's ``AvgNonZeroReducer``).
 
 Cost: one (B, B) distance matrix (``"random"``: only the 2B distances it draws). ``"all"``
 never forms the (B, B, B) hinge tensor: per anchor the negative distances are sorted once, and
-for each positive ``t = D_ap + m``
+for each positive :math:`t = D_{ap} + m`
 
-    Σ_{n ∈ N(a)} [t − D_an]₊ = c · t − Σ_{n : D_an < t} D_an ,    c = #{n ∈ N(a) : D_an < t},
+.. math::
+
+    \sum_{n \in N(a)} [t - D_{an}]_+ = c \, t - \sum_{n :\ D_{an} < t} D_{an} , \qquad
+    c = \#\{n \in N(a) : D_{an} < t\},
 
 read off prefix sums with a binary search: O(B² log B) time, O(B²) memory, exact gradients.
 ``"semihard"`` uses the same search; ``"hard"`` is a masked reduction.
@@ -39,7 +42,7 @@ from typing import Literal
 import torch
 from torch import Tensor
 
-from .base import MetricLoss, as_count
+from .base import MetricLoss, as_count, finite_loss
 from .indices import IndicesTuple, check_indices_tuple, check_reference, to_triplets
 from .miners import TripletMiner, random_partners
 from .pair_distances import (
@@ -63,7 +66,7 @@ Mined = tuple[Tensor, int, int]  # (hinge sum per anchor (B,), number of triplet
 
 
 class TripletLoss(MetricLoss):
-    """Triplet margin loss ``[D_ap − D_an + m]₊`` over in-batch mined triplets.
+    """Triplet margin loss :math:`[D_{ap} - D_{an} + m]_+` over in-batch mined triplets.
 
     Parameters
     ----------
@@ -119,6 +122,7 @@ default="euclidean"
             f"average_nonzero={self.average_nonzero}, {super().extra_repr()}"
         )
 
+    @finite_loss
     @mixed_precision
     def forward(
         self,

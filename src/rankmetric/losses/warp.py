@@ -1,14 +1,20 @@
-"""The WARP loss of WARCA (Jose & Fleuret, ECCV 2016, eq. 3–7) and its sampled-rank engine.
+r"""The WARP loss of WARCA (Jose & Fleuret, ECCV 2016, eq. 3–7) and its sampled-rank engine.
 
-For an anchor ``i``, a positive ``j`` (same label) and the negatives ``k ∈ other(i)``::
+For an anchor :math:`i`, a positive :math:`j` (same label) and the negatives
+:math:`k \in \mathrm{other}(i)`:
 
-    ξ_ijk       = F(x_i, x_j) − F(x_i, x_k)                         (eq. 6)
-    rank^γ_ij   = #{k ∈ other(i) : γ + ξ_ijk > 0}                   (eq. 7)
-    term_ij     = L(rank^γ_ij) / rank^γ_ij · Σ_k |γ + ξ_ijk|₊       (eq. 5)
-    L(r)        = Σ_{t=1..r} 1/t                                    (WARP weight, L(0) = 0)
+.. math::
 
-The formula is written once, in :func:`warp_loss_from_violations`, as ``L(r̂) / v · Σ_viol hinge``
-where ``v`` counts the violators found and ``r̂`` estimates the rank. Three ways of finding them
+    \xi_{ijk} &= F(x_i, x_j) - F(x_i, x_k) \qquad \text{(eq. 6)} \\
+    \mathrm{rank}^\gamma_{ij} &= \#\{k \in \mathrm{other}(i) : \gamma + \xi_{ijk} > 0\}
+        \qquad \text{(eq. 7)} \\
+    \mathrm{term}_{ij} &= \frac{L(\mathrm{rank}^\gamma_{ij})}{\mathrm{rank}^\gamma_{ij}}
+        \sum_k |\gamma + \xi_{ijk}|_+ \qquad \text{(eq. 5)} \\
+    L(r) &= \sum_{t=1}^{r} \frac1t \qquad \text{(WARP weight, } L(0) = 0\text{)}
+
+The formula is written once, in :func:`warp_loss_from_violations`, as
+:math:`L(\hat r) / v \cdot \sum_{\mathrm{viol}} \mathrm{hinge}` where :math:`v` counts the
+violators found and :math:`\hat r` estimates the rank. Three ways of finding them
 feed it:
 
 * :class:`WARPLoss` — in-batch, for any network: every other-label sample of the batch is a
@@ -16,10 +22,12 @@ feed it:
   fraction of violators). Built from sorted negative distances and prefix sums: O(B²) memory,
   never a B × B × B tensor.
 * :func:`sampled_warp_loss` with ``sampling="batched"`` (WARCA's default) — S negatives drawn at
-  once per positive pair, ``r̂ = |other(i)| · v / S``, an unbiased estimate of eq. 7.
+  once per positive pair, :math:`\hat r = |\mathrm{other}(i)| \, v / S`, an unbiased estimate of
+  eq. 7.
 * :func:`sampled_warp_loss` with ``sampling="sequential"`` — the reference code's estimator:
-  negatives drawn until the first violator (at most ``max_sampling``), ``r̂ = ⌊|other(i)| / draws⌋``,
-  vectorised across pairs (growing chunks of draws, the first violator found with ``argmax``).
+  negatives drawn until the first violator (at most ``max_sampling``),
+  :math:`\hat r = \lfloor |\mathrm{other}(i)| / \mathrm{draws} \rfloor`, vectorised across pairs
+  (growing chunks of draws, the first violator found with ``argmax``).
 * :func:`sampled_warp_loss` with ``sampling="exact"`` — every negative: eq. 7 exactly, from a
   (2·n_pairs) × N distance matrix (small N only).
 
@@ -37,7 +45,7 @@ import numpy as np
 import torch
 
 from ..sampling import LabelIndex
-from .base import MetricLoss
+from .base import MetricLoss, finite_loss
 from .indices import IndicesTuple, check_indices_tuple, check_reference, pair_masks
 from .pair_distances import Metric, check_batch, check_metric, label_masks, pairwise_distance
 from .precision import is_compiling, mixed_precision
@@ -77,7 +85,8 @@ Embed = Callable[[torch.Tensor | None], torch.Tensor]
 
 
 def harmonic_number(rank: torch.Tensor) -> torch.Tensor:
-    """WARP weight ``L(r) = Σ_{t=1..r} 1/t``, extended to real ``r ≥ 0`` by ``ψ(r + 1) + γ_E``.
+    """WARP weight :math:`L(r) = \\sum_{t=1}^r 1/t`, extended to real :math:`r \\ge 0` by
+    :math:`\\psi(r + 1) + \\gamma_E`.
 
     Equal to the harmonic number on integers, exactly 0 at ``r = 0``, increasing and concave, so
     the real-valued batched estimate ``r̂`` needs no rounding.
@@ -98,7 +107,8 @@ def harmonic_number(rank: torch.Tensor) -> torch.Tensor:
 def warp_hinge(
     d_pos: torch.Tensor, d_neg: torch.Tensor, margin: float, valid: torch.Tensor | None = None
 ) -> torch.Tensor:
-    """``|γ + ξ|₊ = max(0, γ + d(a, p) − d(a, n))`` for each (anchor, positive) row and negative.
+    """:math:`|\\gamma + \\xi|_+ = \\max(0, \\gamma + d(a, p) - d(a, n))` for each (anchor,
+    positive) row and negative.
 
     Parameters
     ----------
@@ -107,7 +117,7 @@ def warp_hinge(
     d_neg : tensor of shape (P, S)
         Distances from each anchor to S negatives.
     margin : float
-        ``γ``.
+        :math:`\\gamma`.
     valid : bool tensor of shape (P, S), optional
         Negatives to count; the others get a hinge of 0.
 
@@ -122,13 +132,17 @@ def warp_hinge(
 def warp_loss_from_violations(
     hinge_sum: torch.Tensor, n_violators: torch.Tensor, rank: torch.Tensor
 ) -> torch.Tensor:
-    """One term of eq. 5 per (anchor, positive) row: ``L(r̂) / v · Σ_{violators} |γ + ξ|₊``.
+    """One term of eq. 5 per (anchor, positive) row.
 
-    With all negatives seen, ``v = r̂ = rank^γ`` and this is eq. 5 exactly. With S negatives drawn
-    uniformly, ``|other| / S · Σ_sampled`` estimates ``Σ_k`` and ``r̂ = |other| v / S``, so
-    ``L(r̂)/r̂ · |other|/S · Σ = L(r̂)/v · Σ``. With the sequential sampler ``v = 1`` (the first
-    violator) and ``r̂ = ⌊|other| / draws⌋``. The weight is a constant of the gradient (the rank
-    is piecewise constant in the parameters).
+    .. math:: \\frac{L(\\hat r)}{v} \\sum_{\\mathrm{violators}} |\\gamma + \\xi|_+
+
+    With all negatives seen, :math:`v = \\hat r = \\mathrm{rank}^\\gamma` and this is eq. 5 exactly.
+    With S negatives drawn uniformly, :math:`|\\mathrm{other}| / S \\cdot \\sum_{\\mathrm{sampled}}`
+    estimates :math:`\\sum_k` and :math:`\\hat r = |\\mathrm{other}| \\, v / S`, so
+    :math:`\\frac{L(\\hat r)}{\\hat r} \\frac{|\\mathrm{other}|}{S} \\sum
+    = \\frac{L(\\hat r)}{v} \\sum`. With the sequential sampler :math:`v = 1` (the first
+    violator) and :math:`\\hat r = \\lfloor |\\mathrm{other}| / \\mathrm{draws} \\rfloor`. The
+    weight is a constant of the gradient (the rank is piecewise constant in the parameters).
 
     Parameters
     ----------
@@ -137,7 +151,7 @@ def warp_loss_from_violations(
     n_violators : tensor of shape (P,)
         Number of violators found (``v``).
     rank : tensor of shape (P,)
-        Rank estimate ``r̂`` (``rank^γ`` of eq. 7 or its estimate).
+        Rank estimate :math:`\\hat r` (:math:`\\mathrm{rank}^\\gamma` of eq. 7 or its estimate).
 
     Returns
     -------
@@ -152,7 +166,8 @@ def warp_loss_from_violations(
 def batched_rank_estimate(
     n_violators: torch.Tensor, n_drawn: torch.Tensor | int, n_other: torch.Tensor
 ) -> torch.Tensor:
-    """``r̂ = |other(i)| · v / S``: unbiased for eq. 7 when the S negatives are uniform draws.
+    """:math:`\\hat r = |\\mathrm{other}(i)| \\, v / S`: unbiased for eq. 7 when the S negatives are
+    uniform draws.
 
     Parameters
     ----------
@@ -167,7 +182,9 @@ def batched_rank_estimate(
 
 
 def sequential_rank_estimate(n_draws: torch.Tensor, n_other: torch.Tensor) -> torch.Tensor:
-    """The reference code's ``r̂ = ⌊|other(i)| / draws⌋`` (draws up to the first violator)."""
+    """The reference code's
+    :math:`\\hat r = \\lfloor |\\mathrm{other}(i)| / \\mathrm{draws} \\rfloor` (draws up to the
+    first violator)."""
     return torch.floor(n_other.to(torch.float64) / n_draws.to(torch.float64).clamp_min(1.0))
 
 
@@ -190,7 +207,8 @@ def first_violation(violates: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]
 
 
 def exact_rank(d_pos: torch.Tensor, d_neg: torch.Tensor, margin: float) -> torch.Tensor:
-    """``rank^γ`` of eq. 7: ``#{k : γ + d(a, p) − d(a, k) > 0}`` over all negatives given.
+    """:math:`\\mathrm{rank}^\\gamma` of eq. 7,
+    :math:`\\#\\{k : \\gamma + d(a, p) - d(a, k) > 0\\}`, over all negatives given.
 
     Parameters
     ----------
@@ -537,12 +555,13 @@ class WARPLoss(MetricLoss):
 
     Every same-label ordered pair ``(a, p)`` of the batch is a row; every other-label sample is a
     negative. The rank is the exact in-batch count of eq. 7, or that count rescaled to the data
-    set (``r̂ = |other(a)| · v / |other_batch(a)|``) when ``n_other`` is given to :meth:`forward`.
+    set (:math:`\\hat r = |\\mathrm{other}(a)| \\, v / |\\mathrm{other}_{\\mathrm{batch}}(a)|`) when
+    ``n_other`` is given to :meth:`forward`.
 
     Parameters
     ----------
     margin : float, default=1.0
-        ``γ``.
+        :math:`\\gamma`.
     distance : str or callable, default="euclidean"
         Any metric of :func:`rankmetric.losses.pair_distances.pairwise_distance` or a callable
         ``f(x, y) -> (n_x, n_y)``; WARCA's ``F`` is the (non-squared) Euclidean distance.
@@ -570,6 +589,7 @@ class WARPLoss(MetricLoss):
     def extra_repr(self) -> str:
         return f"margin={self.margin}, distance={self.distance!r}, {super().extra_repr()}"
 
+    @finite_loss
     @mixed_precision
     def forward(
         self,

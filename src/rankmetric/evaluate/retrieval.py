@@ -318,7 +318,7 @@ def retrieval_report(
     random_state=0,
     n_init: int = 10,
 ) -> dict[str, float]:
-    """mAP, MRR, R-precision, mAP@R, P@1, Recall@K, NMI and AMI in one memory-bounded pass.
+    r"""mAP, MRR, R-precision, mAP@R, P@1, Recall@K, NMI and AMI in one memory-bounded pass.
 
     The full report of pytorch-metric-learning's ``AccuracyCalculator`` (see Notes): NMI and
     AMI score a k-means clustering of the queries against their labels.
@@ -359,10 +359,10 @@ def retrieval_report(
 
     Notes
     -----
-    ``R`` = reference items sharing the query's label (the query itself excluded). All the
-    ranking scores but Recall@K average over the queries with ``R ≥ 1`` (as
+    :math:`R` = reference items sharing the query's label (the query itself excluded). All the
+    ranking scores but Recall@K average over the queries with :math:`R \ge 1` (as
     pytorch-metric-learning's ``AccuracyCalculator``); Recall@K averages over all queries,
-    counting those with ``R = 0`` as misses (as :func:`retrieval_scores`). Ties rank the lower
+    counting those with :math:`R = 0` as misses (as :func:`retrieval_scores`). Ties rank the lower
     reference index first. Memory is ``O(chunk × n_reference)`` beyond the inputs: each chunk's
     scores give the places of its relevant items without sorting a row and are reduced to
     per-query numbers at once. Equal to ``AccuracyCalculator(k=None, avg_of_avgs=average ==

@@ -21,7 +21,7 @@ from pathlib import Path
 # (page, what its rendered DOM must contain)
 PAGES = [
     ("index.html", "Quick start"),
-    ("user_guide/reid.html", "Not yet in this release"),
+    ("user_guide/reid.html", "Not supported yet"),
     ("auto_examples/reid_cmc_curves.html", "sphx_glr_reid_cmc_curves_001.png"),
     ("api/estimators.html", "XQDA"),
     ("api/generated/rankmetric.estimators.XQDA.html", "Notes"),

@@ -35,31 +35,34 @@ def covariances(
 
     The estimators carry pyRiemann's names and give its numbers (``pyriemann.estimation.
     Covariances(estimator=...)``, tested to 1e-10), except for the eigenvalue floor below. With
-    ``Xc`` a trial centred over time (``length`` samples), ``S = Xc Xcᵀ / length`` is the
-    maximum-likelihood sample covariance; a shrunk estimate is ``(1 - s) S + s μ I`` with
-    ``μ = trace(S) / n_channels``.
+    :math:`X_c` a trial centred over time (:math:`T` = ``length`` samples),
+    :math:`S = X_c X_c^\top / T` is the maximum-likelihood sample covariance; a shrunk estimate
+    is :math:`(1 - s) S + s \mu I` with :math:`\mu = \operatorname{tr}(S) / c` (:math:`c` =
+    ``n_channels``).
 
-    - ``"scm"``: ``S`` (``sklearn.covariance.empirical_covariance``); with ``shrinkage`` given,
-      shrunk by that fixed ``s``.
-    - ``"lwf"`` (alias ``"lw"``): ``s`` from Ledoit & Wolf (J. Multivariate Anal. 88, 2004),
+    - ``"scm"``: :math:`S` (``sklearn.covariance.empirical_covariance``); with ``shrinkage`` given,
+      shrunk by that fixed :math:`s`.
+    - ``"lwf"`` (alias ``"lw"``): :math:`s` from Ledoit & Wolf (J. Multivariate Anal. 88, 2004),
       exactly as ``sklearn.covariance.ledoit_wolf``.
-    - ``"oas"``: ``s`` from the Oracle Approximating Shrinkage formula (Chen, Wiesel, Eldar &
+    - ``"oas"``: :math:`s` from the Oracle Approximating Shrinkage formula (Chen, Wiesel, Eldar &
       Hero, IEEE TSP 58(10), 2010), exactly as ``sklearn.covariance.oas``.
     - ``"mcd"``: the raw Minimum Covariance Determinant estimate of
       ``sklearn.covariance.fast_mcd`` (Rousseeuw & Van Driessen 1999), robust to outlying time
       samples; randomised (``random_state``), and run trial by trial (FastMCD is iterative).
     - ``"sch"``: Schäfer & Strimmer's shrinkage (Stat. Appl. Genet. Mol. Biol. 4(1), 2005)
       of the correlations towards 0 (target: the diagonal), with the optimal weight
-      ``γ = Σ_{i≠j} Var(r_ij) / Σ_{i≠j} r_ij²`` clipped to [0, 1], as pyRiemann's
-      ``covariance_sch``: ``length / (length - 1) · ((1 - γ) S + γ diag(S))``.
-    - ``"cov"``: the unbiased covariance ``length / (length - 1) · S`` (``numpy.cov``).
-    - ``"corr"``: the correlation matrix ``S_ij / √(S_ii S_jj)`` (``numpy.corrcoef``).
+      :math:`\gamma = \sum_{i \ne j} \operatorname{Var}(r_{ij}) / \sum_{i \ne j} r_{ij}^2`
+      clipped to [0, 1], as pyRiemann's ``covariance_sch``:
+      :math:`\frac{T}{T - 1} \bigl((1 - \gamma) S + \gamma \operatorname{diag}(S)\bigr)`.
+    - ``"cov"``: the unbiased covariance :math:`\frac{T}{T - 1} S` (``numpy.cov``).
+    - ``"corr"``: the correlation matrix :math:`S_{ij} / \sqrt{S_{ii} S_{jj}}`
+      (``numpy.corrcoef``).
 
-    Finally, a matrix whose smallest eigenvalue is below ``1e-5 · trace`` (too few samples, a
-    flat channel) gets the ridge that lifts it to that floor (pyRiemann returns it as is). The
-    condition number then stays below about 1e5, so the matrices remain positive definite after
-    a cast to float32 (whose rounding moves eigenvalues by about 1e-7 · trace). A trial without
-    any signal (trace 0) becomes ``1e-5 · n_channels · I``.
+    Finally, a matrix whose smallest eigenvalue is below :math:`10^{-5} \operatorname{tr}(S)` (too
+    few samples, a flat channel) gets the ridge that lifts it to that floor (pyRiemann returns it
+    as is). The condition number then stays below about 1e5, so the matrices remain positive
+    definite after a cast to float32 (whose rounding moves eigenvalues by about 1e-7 · trace). A
+    trial without any signal (trace 0) becomes :math:`10^{-5} c\, I`.
 
     Parameters
     ----------

@@ -1,4 +1,10 @@
-"""rankmetric.estimators: the metric learners, imported lazily (``rankmetric.estimators.LMNN``)."""
+"""The metric learners as scikit-learn estimators: WARCA, SSNE, RPL and their baselines.
+
+WARCA and KernelWARCA, SSNE, RPLEmbedding and SPDNetEmbedding (SPD matrices), the baselines
+LMNN, MultiMetricLMNN, ITML, KISSME and XQDA, and PairClassifier (same / different decisions on
+pairs with a calibrated threshold). Each is imported on first use
+(``rankmetric.estimators.LMNN``, or ``from rankmetric import LMNN``).
+"""
 
 from __future__ import annotations
 

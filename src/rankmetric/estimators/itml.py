@@ -1,20 +1,33 @@
-"""Information-Theoretic Metric Learning (Davis, Kulis, Jain, Sra & Dhillon, ICML 2007).
+r"""Information-Theoretic Metric Learning (Davis, Kulis, Jain, Sra & Dhillon, ICML 2007).
 
-ITML finds the Mahalanobis matrix ``M`` closest to a prior ``M₀`` in LogDet divergence,
+ITML finds the Mahalanobis matrix :math:`M` closest to a prior :math:`M_0` in LogDet divergence,
 
-    min_M  D_ld(M, M₀) + γ · D_ld(diag(ξ), diag(ξ₀))
-    s.t.   d_M(x_i, x_j) ≤ ξ_ij for similar pairs,   d_M(x_i, x_j) ≥ ξ_ij for dissimilar pairs,
+.. math::
 
-with ``d_M(a, b) = (a − b)ᵀ M (a − b)`` and slack targets ``ξ₀`` equal to the bounds ``u`` (similar)
-and ``l`` (dissimilar). It is solved by cyclic Bregman projections, one constraint at a time
-(Algorithm 1 of the paper, with the update constants of the authors' code):
+    \min_{M,\, \xi}\ & D_{\mathrm{ld}}(M, M_0)
+        + \gamma\, D_{\mathrm{ld}}(\operatorname{diag}(\xi), \operatorname{diag}(\xi_0)) \\
+    \text{s.t.}\ & d_M(x_i, x_j) \le \xi_{ij} \text{ for similar pairs}, \quad
+        d_M(x_i, x_j) \ge \xi_{ij} \text{ for dissimilar pairs},
 
-    p = vᵀ M v,  α = min(λ_c, δ γ/(γ+1) (1/p − 1/ξ_c)),  β = δ α / (1 − δ α p),
-    ξ_c ← 1 / (1/ξ_c + δ α/γ),  λ_c ← λ_c − α,  M ← M + β (M v)(M v)ᵀ,
+with :math:`d_M(a, b) = (a - b)^\top M (a - b)` and slack targets :math:`\xi_0` equal to the
+bounds :math:`u` (similar) and :math:`l` (dissimilar). It is solved by cyclic Bregman
+projections, one constraint at a time (Algorithm 1 of the paper, with the update constants of
+the authors' code):
 
-with ``v = x_i − x_j`` and ``δ = +1`` (similar) or ``−1`` (dissimilar). Each projection depends on
-the previous one, so the sweep is sequential; it runs on precomputed differences with two BLAS
-calls (``dsymv``, ``dsyr`` on the upper triangle of ``M``) and scalar arithmetic per constraint.
+.. math::
+
+    p &= v^\top M v, \quad
+    \alpha = \min\Bigl(\lambda_c,\ \frac{\delta \gamma}{\gamma + 1}
+        \Bigl(\frac1p - \frac1{\xi_c}\Bigr)\Bigr), \quad
+    \beta = \frac{\delta \alpha}{1 - \delta \alpha p}, \\
+    \xi_c &\leftarrow \Bigl(\frac1{\xi_c} + \frac{\delta \alpha}{\gamma}\Bigr)^{-1}, \quad
+    \lambda_c \leftarrow \lambda_c - \alpha, \quad
+    M \leftarrow M + \beta\, (M v)(M v)^\top,
+
+with :math:`v = x_i - x_j` and :math:`\delta = +1` (similar) or :math:`-1` (dissimilar). Each
+projection depends on the previous one, so the sweep is sequential; it runs on precomputed
+differences with two BLAS calls (``dsymv``, ``dsyr`` on the upper triangle of ``M``) and scalar
+arithmetic per constraint.
 Cost: O(D²) per projection, O(C·D²) per sweep over ``C`` constraints, O(C·D + D²) memory.
 """
 
@@ -93,7 +106,7 @@ def distance_bounds(
     rng: np.random.Generator,
     percentiles: tuple[float, float] = (5.0, 95.0),
 ) -> np.ndarray:
-    """Percentiles of ``d_M₀(x_i, x_j) = (x_i − x_j)ᵀ M₀ (x_i − x_j)`` over random pairs.
+    r"""Percentiles of :math:`d_{M_0}(x_i, x_j) = (x_i - x_j)^\top M_0 (x_i - x_j)`, random pairs.
 
     As in the authors' code (``ComputeDistanceExtremes``), the 5th percentile bounds similar
     pairs from above (``u``) and the 95th bounds dissimilar pairs from below (``l``).
@@ -126,7 +139,7 @@ def itml_projections(
     max_iter: int,
     tol: float,
 ) -> tuple[np.ndarray, int, bool]:
-    """Cyclic Bregman projections of ITML (Davis et al. 2007, Algorithm 1).
+    r"""Cyclic Bregman projections of ITML (Davis et al. 2007, Algorithm 1).
 
     Parameters
     ----------
@@ -143,7 +156,9 @@ def itml_projections(
     max_iter : int
         Sweeps over the constraints.
     tol : float
-        Stop when ``||λ − λ_prev||₁ / (||λ||₂ + ||λ_prev||₂) < tol`` after a sweep.
+        Stop after a sweep when :math:`\lVert \lambda - \lambda' \rVert_1
+        / (\lVert \lambda \rVert_2 + \lVert \lambda' \rVert_2) < \text{tol}`, with
+        :math:`\lambda'` the dual variables of the previous sweep.
 
     Returns
     -------
@@ -206,7 +221,7 @@ def _symmetrise_upper(M: np.ndarray) -> np.ndarray:
 
 
 def components_from_metric(M: np.ndarray) -> np.ndarray:
-    """``L`` (n_features, n_features) with ``Lᵀ L = M``: Cholesky, else eigen square root."""
+    r""":math:`L` (n_features, n_features) with :math:`L^\top L = M`: Cholesky, else eigh root."""
     try:
         return np.linalg.cholesky(M).T
     except np.linalg.LinAlgError:
@@ -216,27 +231,28 @@ def components_from_metric(M: np.ndarray) -> np.ndarray:
 
 @register_estimator
 class ITML(MahalanobisMixin, BaseEstimator):
-    """Information-Theoretic Metric Learning (Davis et al. 2007) from class labels or pairs.
+    r"""Information-Theoretic Metric Learning (Davis et al. 2007) from class labels or pairs.
 
     Parameters
     ----------
     slack_weight : float, default=1.0
-        Slack trade-off γ > 0, finite (the weight of the slack divergence); larger values
-        enforce the constraints more strictly. ``np.inf`` (exact constraints) is refused: the
-        constraints drawn from labels are rarely all feasible at once, and exact projections
-        then cycle without converging to a usable metric.
+        Slack trade-off :math:`\gamma > 0`, finite (the weight of the slack divergence);
+        larger values enforce the constraints more strictly. ``np.inf`` (exact constraints) is
+        refused: the constraints drawn from labels are rarely all feasible at once, and exact
+        projections then cycle without converging to a usable metric.
     max_iter : int, default=1000
         Sweeps over all constraints.
     tol : float, default=1e-3
         Convergence threshold on the relative change of the dual variables after a sweep.
     prior : {"identity", "covariance"} or ndarray of shape (n_features, n_features)
-        ``M₀``: the identity, the inverse covariance of ``X``, or a given SPD matrix.
+        :math:`M_0`: the identity, the inverse covariance of ``X``, or a given SPD matrix.
     n_constraints : int, optional
-        Similar and dissimilar pairs drawn (each); ``None``: ``20 · n_classes²`` as the authors'
-        code. Repeated pairs are dropped.
+        Similar and dissimilar pairs drawn (each); ``None``: :math:`20\, n_{\text{classes}}^2`
+        as the authors' code. Repeated pairs are dropped.
     bounds : pair of floats, optional
-        ``(u, l)``: similar pairs get ``d_M ≤ u``, dissimilar ``d_M ≥ l`` (squared distances).
-        ``None``: the 5th and 95th percentiles of ``d_M₀`` over random pairs of ``X``.
+        ``(u, l)``: similar pairs get :math:`d_M \le u`, dissimilar :math:`d_M \ge l` (squared
+        distances). ``None``: the 5th and 95th percentiles of :math:`d_{M_0}` over random pairs
+        of ``X``.
     random_state : int, Generator or None
         Seed of the constraint and bound sampling.
     gamma : float
@@ -247,7 +263,8 @@ class ITML(MahalanobisMixin, BaseEstimator):
     Attributes
     ----------
     components_ : ndarray of shape (n_features, n_features), float64
-        ``L`` with ``Lᵀ L = M`` (upper-triangular Cholesky factor when ``M`` is definite).
+        :math:`L` with :math:`L^\top L = M` (upper-triangular Cholesky factor when :math:`M` is
+        definite).
     bounds_ : ndarray of shape (2,)
         The ``(u, l)`` used.
     n_constraints_ : int

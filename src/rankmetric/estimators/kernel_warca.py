@@ -1,14 +1,18 @@
-"""Kernel WARCA (Jose & Fleuret, ECCV 2016, eq. 8–10): exact, or Nyström for large N.
+r"""Kernel WARCA (Jose & Fleuret, ECCV 2016, eq. 8–10): exact, or Nyström for large N.
 
-The embedding of ``x`` is ``A κ(x)`` with ``κ(x) = (k(x, x_1), …, k(x, x_N))``. Two modes:
+The embedding of :math:`x` is :math:`A \kappa(x)` with
+:math:`\kappa(x) = (k(x, x_1), \dots, k(x, x_N))`. Two modes:
 
 * **exact** (``n_landmarks=None`` and N ≤ 20 000): ``A`` of shape (r, N) on the N × N kernel,
-  regulariser ``½||A K Aᵀ − I||²``. Each step computes ``M = K Aᵀ`` (N × r) once; the batch
+  regulariser :math:`\tfrac12 \lVert A K A^\top - I \rVert_F^2`. Each step computes
+  :math:`M = K A^\top` (N × r) once; the batch
   embeddings are rows of ``M``, and the loss and regulariser gradients (exact, ``K`` included)
   need nothing N × N besides ``K`` itself.
-* **Nyström** (``n_landmarks=m``, or N > 20 000 by default): ``Φ = k(X, L) K_LL^{−1/2}`` (N × m)
-  with ``Φ Φᵀ ≈ K``; ``A K Aᵀ = (AΦ)(AΦ)ᵀ``, so with ``W = AΦ`` of shape (r, m) the problem is
-  linear WARCA on Φ with the AON regulariser ``½||W Wᵀ − I||²``. Memory O(N·m).
+* **Nyström** (``n_landmarks=m``, or N > 20 000 by default):
+  :math:`\Phi = k(X, L)\, K_{LL}^{-1/2}` (N × m) with :math:`\Phi \Phi^\top \approx K`;
+  :math:`A K A^\top = (A\Phi)(A\Phi)^\top`, so with :math:`W = A\Phi` of shape (r, m) the problem
+  is linear WARCA on :math:`\Phi` with the AON regulariser
+  :math:`\tfrac12 \lVert W W^\top - I \rVert_F^2`. Memory O(N·m).
 
 Both store ``components_`` (r, n_support) and ``support_vectors_`` (n_support, D) so that
 ``transform(X) = k(X, support_vectors_) @ components_.T``.
@@ -104,19 +108,21 @@ def _is_symmetric(K: np.ndarray, rtol: float = 1e-5, chunk_rows: int = 1024) -> 
 
 @register_estimator
 class KernelWARCA(MetricLearnerMixin, BaseWARCA):
-    """Non-linear WARCA in a kernel space, exact or with a Nyström approximation.
+    r"""Non-linear WARCA in a kernel space, exact or with a Nyström approximation.
 
     Parameters
     ----------
     n_components : int, optional
         Rank ``r`` of the embedding. Default ``min(64, n_support)``.
     kernel : {"chi2_rbf", "rbf", "poly", "linear", "precomputed"}, default="chi2_rbf"
-        ``chi2_rbf`` (``exp(−γ Σ (a−b)²/(a+b))``, non-negative features such as histograms) is
+        ``chi2_rbf`` (:math:`\exp(-\gamma \sum_d (a_d - b_d)^2 / (a_d + b_d))`, non-negative
+        features such as histograms) is
         the re-identification default of the paper. With ``"precomputed"``, ``fit`` takes the
         N × N training kernel and ``transform`` takes ``K(X_new, X_train)`` (exact mode only).
     gamma : float, optional
-        Kernel width; default from :func:`rankmetric.kernels.default_gamma` (``1/(D·Var X)`` for
-        rbf, ``1/mean χ²`` for chi2_rbf, ``1/D`` for poly).
+        Kernel width; default from :func:`rankmetric.kernels.default_gamma`
+        (:math:`1 / (D \operatorname{Var} X)` for rbf, :math:`1 / \operatorname{mean} \chi^2` for
+        chi2_rbf, :math:`1/D` for poly).
     degree : int, default=3
         Polynomial degree.
     coef0 : float, default=1.0
@@ -128,13 +134,15 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
     validation_fraction, validation_split, validation_metric, patience, tol, tol_window,
     random_state, device, verbose, checkpoint_dir, checkpoint_every :
         As in :class:`rankmetric.WARCA`. ``reg_lambda`` defaults to 1e-3 (the reference's VIPeR
-        setting): on a normalised kernel (``k(x, x) = 1``) an embedding with ``A K Aᵀ = I`` has
-        all distances below √2, so the margin of 1 needs room to grow the scale.
+        setting): on a normalised kernel (:math:`k(x, x) = 1`) an embedding with
+        :math:`A K A^\top = I` has all distances below :math:`\sqrt 2`, so the margin of 1
+        needs room to grow the scale.
         ``batch_size=None`` and ``tol_window=None`` scale to the data as in WARCA.
     learning_rate : float or None, default=None
         Adam step size. None scales it to the data and to the kernel: WARCA's rule
-        (``0.01 · sqrt(512 / batch_size)``) times ``min(1, 64 / mean_i Σ_j |K_ij|)`` (Nyström:
-        the rows of the features Φ), since a step on ``A`` moves an embedding by up to the step
+        (:math:`0.01 \sqrt{512 / \mathtt{batch\_size}}`) times
+        :math:`\min(1,\, 64 / \operatorname{mean}_i \sum_j |K_{ij}|)` (Nyström: the rows of the
+        features :math:`\Phi`), since a step on ``A`` moves an embedding by up to the step
         size times the mass of its kernel row, which grows with N (:data:`KERNEL_ROW_MASS`).
         The default was 0.01 before 0.2, which diverges at VIPeR's 1,264 items; on validation
         identities of three histogram stand-ins of 474 items the two are within seed noise
@@ -143,7 +151,7 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
     Attributes
     ----------
     components_ : ndarray of shape (n_components, n_support)
-        ``A`` (exact) or ``W K_LL^{−1/2}`` (Nyström).
+        :math:`A` (exact) or :math:`W K_{LL}^{-1/2}` (Nyström).
     support_vectors_ : ndarray of shape (n_support, n_features) or None
         Training points (exact) or landmarks (Nyström); None for a precomputed kernel.
     gamma_ : float

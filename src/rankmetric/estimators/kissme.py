@@ -1,20 +1,24 @@
-"""KISSME: "keep it simple and straightforward" metric learning (Köstinger et al., CVPR 2012).
+r"""KISSME: "keep it simple and straightforward" metric learning (Köstinger et al., CVPR 2012).
 
 The Mahalanobis matrix is the log-likelihood-ratio test between two zero-mean Gaussians of pair
 differences, one fitted to similar pairs and one to dissimilar pairs, computed on PCA features:
 
-    Σ_S = mean_{(i,j) ∈ S} (x_i − x_j)(x_i − x_j)ᵀ ,
-    Σ_D = mean_{(i,j) ∈ D} (x_i − x_j)(x_i − x_j)ᵀ ,
-    M   = Π_PSD(Σ_S⁻¹ − Σ_D⁻¹) ,
+.. math::
 
-with ``S`` the ordered same-class pairs ``i ≠ j``, ``D`` the different-class pairs and ``Π_PSD``
-the projection onto the positive semi-definite cone (negative eigenvalues clipped to 0).
+    \Sigma_S &= \mathop{\mathrm{mean}}_{(i,j) \in S} (x_i - x_j)(x_i - x_j)^\top, \\
+    \Sigma_D &= \mathop{\mathrm{mean}}_{(i,j) \in D} (x_i - x_j)(x_i - x_j)^\top, \\
+    M &= \Pi_{\mathrm{PSD}}\bigl(\Sigma_S^{-1} - \Sigma_D^{-1}\bigr),
 
-Both covariances are exact averages over *all* pairs, in closed form: for rows ``x_1..x_n``,
-``Σ_{i,j} (x_i − x_j)(x_i − x_j)ᵀ = 2 n XᵀX − 2 s sᵀ`` with ``s = Σ_i x_i``, so the per-class and
-whole-set sums give ``Σ_S`` and ``Σ_D`` in O(N·D²) time and O(D²) memory, with no pair sampled
-(the paper draws as many random dissimilar pairs as there are similar ones, an estimate of the
-same ``Σ_D``).
+with :math:`S` the ordered same-class pairs :math:`i \ne j`, :math:`D` the different-class pairs
+and :math:`\Pi_{\mathrm{PSD}}` the projection onto the positive semi-definite cone (negative
+eigenvalues clipped to 0).
+
+Both covariances are exact averages over *all* pairs, in closed form: for rows
+:math:`x_1, \dots, x_n`,
+:math:`\sum_{i,j} (x_i - x_j)(x_i - x_j)^\top = 2 n X^\top X - 2 s s^\top` with
+:math:`s = \sum_i x_i`, so the per-class and whole-set sums give :math:`\Sigma_S` and
+:math:`\Sigma_D` in O(N·D²) time and O(D²) memory, with no pair sampled (the paper draws as many
+random dissimilar pairs as there are similar ones, an estimate of the same :math:`\Sigma_D`).
 """
 
 from __future__ import annotations
@@ -55,7 +59,8 @@ def pair_difference_covariances(X: np.ndarray, codes: np.ndarray) -> tuple[np.nd
     Returns
     -------
     sigma_similar : ndarray of shape (n_features, n_features)
-        Mean of ``(x_i − x_j)(x_i − x_j)ᵀ`` over ordered pairs ``i ≠ j`` of the same class.
+        Mean of :math:`(x_i - x_j)(x_i - x_j)^\top` over ordered pairs :math:`i \ne j` of the
+        same class.
     sigma_dissimilar : ndarray of shape (n_features, n_features)
         The same over pairs of different classes.
     """
@@ -104,12 +109,12 @@ def psd_projection(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 @register_estimator
 class KISSME(MahalanobisMixin, BaseEstimator):
-    """KISSME metric learning (Köstinger, Hirzer, Wohlhart, Roth & Bischof, CVPR 2012).
+    r"""KISSME metric learning (Köstinger, Hirzer, Wohlhart, Roth & Bischof, CVPR 2012).
 
-    Fits a PCA, then ``M = Π_PSD(Σ_S⁻¹ − Σ_D⁻¹)`` on the PCA features, where ``Σ_S`` / ``Σ_D`` are
-    the covariances of the differences of same-class / different-class pairs (exact averages
-    over all pairs; see the module docstring). Non-iterative: one pass over the data and two
-    ``d × d`` inversions.
+    Fits a PCA, then :math:`M = \Pi_{\mathrm{PSD}}(\Sigma_S^{-1} - \Sigma_D^{-1})` on the PCA
+    features, where :math:`\Sigma_S` / :math:`\Sigma_D` are the covariances of the differences of
+    same-class / different-class pairs (exact averages over all pairs; see the module docstring).
+    Non-iterative: one pass over the data and two ``d × d`` inversions.
 
     Parameters
     ----------
@@ -118,14 +123,16 @@ class KISSME(MahalanobisMixin, BaseEstimator):
         ``None``: ``min(n_features, n_samples − 1)``.
     regularization : float, default=1e-6
         Ridge added to both covariances before inversion, relative to their mean eigenvalue
-        (``Σ + regularization · trace(Σ)/d · I``), so that a rank-deficient ``Σ_S`` (few
+        (:math:`\Sigma + \text{regularization} \cdot \operatorname{tr}(\Sigma)/d \cdot I`), so
+        that a rank-deficient :math:`\Sigma_S` (few
         similar pairs) stays invertible.
 
     Attributes
     ----------
     components_ : ndarray of shape (n_components, n_features)
-        ``L`` with ``Lᵀ L`` the metric in the input space (``L = diag(√λ) Vᵀ P``, ``P`` the PCA
-        axes, ``(λ, V)`` the eigen-pairs of ``M``); rows of clipped eigenvalues are zero.
+        :math:`L` with :math:`L^\top L` the metric in the input space
+        (:math:`L = \operatorname{diag}(\sqrt\lambda)\, V^\top P`, :math:`P` the PCA axes,
+        :math:`(\lambda, V)` the eigen-pairs of :math:`M`); rows of clipped eigenvalues are zero.
     mean_ : ndarray of shape (n_features,)
         Mean of the training data (the PCA centre; distances do not depend on it).
     pca_components_ : ndarray of shape (n_components, n_features)
@@ -193,10 +200,11 @@ class KISSME(MahalanobisMixin, BaseEstimator):
         return self._fit_covariances(*pair_difference_covariances(Z, codes))
 
     def fit_pairs(self, X, pairs=None, y=None) -> KISSME:
-        """Learn the metric from similar (+1) and dissimilar (−1) pairs, without class labels.
+        r"""Learn the metric from similar (+1) and dissimilar (−1) pairs, without class labels.
 
-        ``Σ_S`` and ``Σ_D`` are the mean outer products of the differences of the given similar
-        and dissimilar pairs; the PCA is fitted on the distinct points. The call convention and
+        :math:`\Sigma_S` and :math:`\Sigma_D` are the mean outer products of the differences of
+        the given similar and dissimilar pairs; the PCA is fitted on the distinct points. The call
+        convention and
         the checks on degenerate pairs are those of ``docs/pairs.md``.
 
         Parameters

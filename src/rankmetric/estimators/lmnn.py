@@ -1,20 +1,24 @@
-"""Large Margin Nearest Neighbour metric learning (Weinberger & Saul, JMLR 2009).
+r"""Large Margin Nearest Neighbour metric learning (Weinberger & Saul, JMLR 2009).
 
-The objective over a linear map ``L`` (``components_``, shape (r, D)) is
+The objective over a linear map :math:`L` (``components_``, shape (r, D)) is
 
-    ε(L) = (1 − μ) Σ_{i, j⇝i} ||L(x_i − x_j)||²
-           + μ Σ_{i, j⇝i, l} (1 − y_il) [1 + ||L(x_i − x_j)||² − ||L(x_i − x_l)||²]₊
+.. math::
 
-with ``j⇝i`` the ``k`` (``n_target_neighbors``) target neighbours of ``i`` (same class, nearest
-in the input space) and ``y_il = 1`` when ``i`` and ``l`` share a class. Impostor pairs
-``(i, l)`` enter through an *active set*: the pairs inside the margin radius
-``max_j ||L(x_i − x_j)||² + 1`` found by a chunked neighbour search, refreshed every
+    \varepsilon(L) = (1 - \mu) \sum_{i,\, j \rightsquigarrow i} \lVert L(x_i - x_j) \rVert^2
+    + \mu \sum_{i,\, j \rightsquigarrow i,\, l} (1 - y_{il})
+      \bigl[1 + \lVert L(x_i - x_j) \rVert^2 - \lVert L(x_i - x_l) \rVert^2\bigr]_+
+
+with :math:`j \rightsquigarrow i` the :math:`k` (``n_target_neighbors``) target neighbours of
+:math:`i` (same class, nearest in the input space) and :math:`y_{il} = 1` when :math:`i` and
+:math:`l` share a class. Impostor pairs :math:`(i, l)` enter through an *active set*: the pairs
+inside the margin radius :math:`\max_j \lVert L(x_i - x_j) \rVert^2 + 1` found by a chunked
+neighbour search, refreshed every
 ``active_set_update`` iterations of scipy's L-BFGS-B (or of gradient descent with Weinberger's
 step adaptation). Fitting ends when the optimiser has converged on the active set *and* a fresh
 search finds no violated triplet outside
 it, so the result is a stationary point of the full objective.
 
-μ is ``push_weight``. The pieces live in one module each: the target neighbours and the
+:math:`\mu` is ``push_weight``. The pieces live in one module each: the target neighbours and the
 impostor search (``_lmnn_search``), the objective and its Laplacian-form gradient
 (``_lmnn_objective``), the active-set optimiser (``_active_set_optimiser``); this module holds the
 estimator and re-exports their public names.
@@ -124,7 +128,7 @@ def n_components_for(n_components: int | None, n_features: int) -> int:
 
 @register_estimator
 class LMNN(MahalanobisMixin, BaseEstimator):
-    """Large Margin Nearest Neighbour (Weinberger & Saul 2009) Mahalanobis metric learning.
+    r"""Large Margin Nearest Neighbour (Weinberger & Saul 2009) Mahalanobis metric learning.
 
     Parameters
     ----------
@@ -135,7 +139,8 @@ class LMNN(MahalanobisMixin, BaseEstimator):
         ``n_c − 1`` target neighbours (with a ``UserWarning``); a class of one sample then
         serves as impostor only.
     push_weight : float, default=0.5
-        μ in [0, 1], the push/pull mix: ``(1 − μ)·pull + μ·push``.
+        :math:`\mu` in [0, 1], the push/pull mix:
+        :math:`(1 - \mu)\, \text{pull} + \mu\, \text{push}`.
     max_iter : int, default=1000
         Cap on optimiser iterations (L-BFGS iterations or accepted gradient steps).
     learning_rate : float, default=1e-3
@@ -166,7 +171,7 @@ class LMNN(MahalanobisMixin, BaseEstimator):
     Attributes
     ----------
     components_ : ndarray of shape (n_components, n_features), float32
-        The learned map ``L``; ``d(a, b) = ||L(a − b)||``.
+        The learned map :math:`L`; :math:`d(a, b) = \lVert L(a - b) \rVert`.
     n_iter_ : int
         Optimiser iterations run.
     objective_ : float

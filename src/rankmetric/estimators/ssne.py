@@ -69,7 +69,7 @@ PairSampler = Callable[[np.random.Generator], tuple[np.ndarray, np.ndarray, np.n
 
 
 def default_n_components(n_features: int) -> int:
-    """``M = 2·D`` clipped to ``[16, 256]``: room for units to be pruned on small inputs, bounded
+    """:math:`M = 2D` clipped to ``[16, 256]``: room for units to be pruned on small inputs, bounded
     cost on wide ones."""
     return int(np.clip(2 * n_features, MIN_DEFAULT_COMPONENTS, MAX_DEFAULT_COMPONENTS))
 
@@ -147,32 +147,39 @@ class _ProximalStepper:
 
 @register_estimator
 class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
-    """Similarity-sensitive nonlinear embedding onto the unit sphere.
+    r"""Similarity-sensitive nonlinear embedding onto the unit sphere.
 
-    Learns ``H(x) = H̃(x) / ||H̃(x)||`` with ``h_m(x) = 2 / (1 + exp(w_mᵀ [x; 1])) − 1`` so that
-    ``Ŝ(x, z) = H(x)ᵀ H(z)`` regresses target similarities, by minimising
+    Learns :math:`H(x) = \tilde H(x) / \lVert \tilde H(x) \rVert` with
+    :math:`h_m(x) = 2 / (1 + \exp(w_m^\top [x; 1])) - 1` so that
+    :math:`\hat S(x, z) = H(x)^\top H(z)` regresses target similarities, by minimising
 
-        mean_q (s_q − Ŝ_q)² + reg_lambda · Σ_m ||w_m||₂
+    .. math::
 
-    with stochastic proximal steps (the group soft-threshold zeroes whole columns ``w_m``).
+        \mathop{\mathrm{mean}}_q \bigl(s_q - \hat S_q\bigr)^2
+        + \mathtt{reg\_lambda} \sum_m \lVert w_m \rVert_2
+
+    over the pairs :math:`q` with target similarity :math:`s_q`, with stochastic proximal steps
+    (the group soft-threshold zeroes whole columns :math:`w_m`).
     Targets come from class labels (:meth:`fit`: ``+1`` same class, ``neg_target`` otherwise) or
     directly from pairs with real-valued similarities (:meth:`fit_pairs`).
 
     Parameters
     ----------
     n_components : int, optional
-        Number of units ``M`` before pruning. Default ``2·D`` clipped to ``[16, 256]``.
+        Number of units :math:`M` before pruning. Default :math:`2D` clipped to ``[16, 256]``.
     reg_lambda : float, default=1e-4
         Weight of the L1,2 group norm against the per-pair mean squared loss. The paper writes
-        ``λ Σ_q (s_q − Ŝ_q)² + Σ_m ||w_m||`` over ``|C|`` pairs; that is this objective times
-        ``λ |C|`` with ``reg_lambda = 1 / (λ |C|)``. Larger values prune more units. The default
-        was chosen on validation data (``docs/ssne.md``); it prunes about as hard as ``1e-3`` did
-        before the proximal step was corrected for momentum.
+        :math:`\lambda \sum_q (s_q - \hat S_q)^2 + \sum_m \lVert w_m \rVert` over :math:`|C|`
+        pairs; that is this objective times :math:`\lambda |C|` with
+        :math:`\mathtt{reg\_lambda} = 1 / (\lambda |C|)`. Larger values prune more units. The
+        default was chosen on validation data (``docs/ssne.md``); it prunes about as hard as
+        ``1e-3`` did before the proximal step was corrected for momentum.
     similarity : {"labels", "jaccard"}, default="labels"
         How :meth:`fit` turns ``y`` into targets. ``"labels"``: ``y`` holds class labels, pairs
         are class-balanced, target ``+1`` for the same class and ``neg_target`` otherwise.
         ``"jaccard"``: ``y`` is a binary label-indicator matrix (multi-label), pairs are uniform,
-        target ``neg_target + (1 − neg_target) · J`` with ``J`` the Jaccard index of the two label
+        target :math:`\mathtt{neg\_target} + (1 - \mathtt{neg\_target})\, J` with :math:`J` the
+        Jaccard index of the two label
         sets (real-valued supervision).
     neg_target : float, default=0.0
         Target similarity of a pair of different classes, in ``[-1, 1)``: ``0`` asks for
@@ -237,7 +244,8 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
     Attributes
     ----------
     mean_, scale_ : ndarray of shape (n_features,)
-        Standardisation applied before the embedding, ``φ(x) = [(x − mean_) / scale_; 1]``.
+        Standardisation applied before the embedding,
+        :math:`\varphi(x) = [(x - \mathtt{mean\_}) / \mathtt{scale\_};\, 1]`.
     weight_ : ndarray of shape (n_features + 1, n_components)
         The learned ``W`` (bias in the last row); pruned columns are exactly zero.
     active_components_ : ndarray of shape (n_active,), int
@@ -514,7 +522,12 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ inference
     def objective(self, X, pairs, similarities) -> float:
-        """``mean_q (s_q − Ŝ_q)² + reg_lambda · Σ_m ||w_m||`` of the fitted ``W`` on given pairs.
+        r"""The training objective of the fitted ``W`` on given pairs.
+
+        .. math::
+
+            \mathop{\mathrm{mean}}_q (s_q - \hat S_q)^2
+            + \mathtt{reg\_lambda} \sum_m \lVert w_m \rVert
 
         Parameters
         ----------
@@ -567,7 +580,7 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
         return len(self.active_components_)
 
     def score_pairs(self, pairs_or_X1, X2=None) -> np.ndarray:
-        """Learned similarity ``Ŝ = H(a)ᵀ H(b)`` of paired points.
+        r"""Learned similarity :math:`\hat S = H(a)^\top H(b)` of paired points.
 
         Parameters
         ----------

@@ -438,16 +438,23 @@ class BaseWARCA(TransformerMixin, BaseEstimator):
 
 @register_estimator
 class WARCA(MahalanobisMixin, BaseWARCA):
-    """Linear WARCA: a Mahalanobis metric ``||L(a − b)||`` trained for precision at top ranks.
+    r"""Linear WARCA: a Mahalanobis metric :math:`\lVert L(a - b) \rVert` trained for top ranks.
 
-    Minimises, by Adam on mini-batches of positive pairs, ::
+    Minimises, by Adam on mini-batches of positive pairs,
 
-        reg_lambda/2 · ||W Wᵀ − I||²
-          + mean_{(i,j) same label} L(r̂_ij)/r̂_ij Σ_k |γ + ‖W(x_i−x_j)‖ − ‖W(x_i−x_k)‖|₊
+    .. math::
 
-    (eq. 5 of the paper), with the rank ``r̂`` of the positive among the negatives estimated by
-    sampling. Memory is O(N·D) for the data plus O(batch_size · max_sampling · D) per step:
-    nothing N × N is ever allocated.
+        & \frac{\lambda}{2} \lVert W W^\top - I \rVert_F^2
+          + \mathop{\mathrm{mean}}_{(i,j)\,:\,y_i = y_j}
+            \frac{L(\hat r_{ij})}{\hat r_{ij}} \sum_k \ell_{ijk}, \\
+        & \ell_{ijk} = \bigl[\gamma + \lVert W(x_i - x_j) \rVert
+          - \lVert W(x_i - x_k) \rVert\bigr]_+
+
+    (eq. 5 of the paper; :math:`\lambda` is ``reg_lambda``, :math:`\gamma` the ``margin``,
+    :math:`k` runs over the samples of other labels, :math:`L` weights ranks), with the rank
+    :math:`\hat r_{ij}` of the positive among the negatives estimated by sampling. Memory is
+    O(N·D) for the data plus O(batch_size · max_sampling · D) per step: nothing N × N is ever
+    allocated.
 
     Parameters
     ----------
@@ -455,18 +462,20 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         Rank ``r`` of the map. Default: the rows of an array ``init``, else ``n_features`` (at
         most ``n_features``).
     margin : float, default=1.0
-        ``γ``, in units of standardised features.
+        :math:`\gamma`, in units of standardised features.
     reg_lambda : float, default=1e-2
-        Weight of the AON regulariser ``½||W Wᵀ − I||²`` (the reference's default).
+        Weight of the AON regulariser :math:`\tfrac12 \lVert W W^\top - I \rVert_F^2` (the
+        reference's default).
     batch_size : int or None, default=None
         Positive pairs per step (each pair gives two (anchor, positive) rows). None scales it
         to the data: ``clip(n_samples // 4, 64, 512)`` (512, the 0.1 default, from 2,048
         samples on); see :func:`auto_schedule`.
     sampling : {"batched", "sequential", "exact"}, default="batched"
         Rank estimator. ``"batched"``: ``max_sampling`` negatives per pair at once,
-        ``r̂ = |other| · v / max_sampling`` (unbiased). ``"sequential"``: the reference code's
-        draws until the first violator, ``r̂ = ⌊|other| / draws⌋``. ``"exact"``: every negative
-        (eq. 7 itself; memory O(batch_size · N), for small N).
+        :math:`\hat r = |\text{other}| \cdot v / \mathtt{max\_sampling}` (unbiased, :math:`v`
+        the violators drawn). ``"sequential"``: the reference code's draws until the first
+        violator, :math:`\hat r = \lfloor |\text{other}| / \text{draws} \rfloor`. ``"exact"``:
+        every negative (eq. 7 itself; memory O(batch_size · N), for small N).
     max_sampling : int, default=128
         Negatives per pair (batched), or most draws per pair (sequential; the reference uses 512).
         Capped at ``|other(i)|`` in sequential mode.

@@ -52,12 +52,19 @@ def _pairs(counts: np.ndarray) -> float:
 
 
 def pairwise_f1(labels_true, labels_pred) -> float:
-    """F1 of "same cluster" against "same class" over all unordered pairs of samples.
+    r"""F1 of "same cluster" against "same class" over all unordered pairs of samples.
 
-    With ``n_ij`` the contingency table (class i, cluster j), ``TP = Σ C(n_ij, 2)``,
-    precision ``= TP / Σ_j C(n_·j, 2)``, recall ``= TP / Σ_i C(n_i·, 2)`` and
-    ``F1 = 2·P·R / (P + R) = 2·TP / (Σ_j C(n_·j, 2) + Σ_i C(n_i·, 2))``.
-    Cost ``O(n + nnz(n_ij))``; no pair is enumerated.
+    With :math:`n_{ij}` the contingency table (class :math:`i`, cluster :math:`j`),
+
+    .. math::
+
+        & \mathrm{TP} = \sum_{i,j} \binom{n_{ij}}{2}, \quad
+          P = \frac{\mathrm{TP}}{\sum_j \binom{n_{\cdot j}}{2}}, \quad
+          R = \frac{\mathrm{TP}}{\sum_i \binom{n_{i \cdot}}{2}}, \\
+        & F_1 = \frac{2 P R}{P + R}
+          = \frac{2\, \mathrm{TP}}{\sum_j \binom{n_{\cdot j}}{2} + \sum_i \binom{n_{i \cdot}}{2}}.
+
+    Cost :math:`O(n + \operatorname{nnz}(n_{ij}))`; no pair is enumerated.
 
     Parameters
     ----------

@@ -1,17 +1,19 @@
-"""Retrieval metrics: Recall@K, precision@1 and mAP@R, in one chunked pass.
+r"""Retrieval metrics: Recall@K, precision@1 and mAP@R, in one chunked pass.
 
-Definitions (``R`` = number of gallery items sharing the query's label, the query itself
+Definitions (:math:`R` = number of gallery items sharing the query's label, the query itself
 excluded; the gallery is ranked by distance, ties by the lower gallery index):
 
 * Recall@K: fraction of *all* queries with at least one same-class item among their K nearest
   (RPL's R@K; a query whose class has no other item counts as a miss);
-* precision@1: fraction of the queries with ``R ≥ 1`` whose nearest item shares their label;
+* precision@1: fraction of the queries with :math:`R \ge 1` whose nearest item shares their
+  label;
 * mAP@R (Musgrave et al. 2020, "A metric learning reality check"): mean over the queries with
-  ``R ≥ 1`` of ``(1/R) Σ_{i=1..R} P(i)·rel(i)``, with ``rel(i)`` = 1 when the i-th nearest item
-  shares the label and ``P(i)`` the precision of the first i items.
+  :math:`R \ge 1` of :math:`\frac1R \sum_{i=1}^{R} P(i)\, \mathrm{rel}(i)`, with
+  :math:`\mathrm{rel}(i) = 1` when the :math:`i`-th nearest item shares the label and
+  :math:`P(i)` the precision of the first :math:`i` items.
 
 The last two match pytorch-metric-learning's ``AccuracyCalculator`` (which also skips queries
-with ``R = 0``); without such queries, Recall@1 equals precision@1.
+with :math:`R = 0`); without such queries, Recall@1 equals precision@1.
 """
 
 from __future__ import annotations
@@ -241,7 +243,7 @@ def precision_at_1(
     chunk_size: int | None = None,
     device: str | torch.device | None = None,
 ) -> float:
-    """Fraction of queries (with ``R ≥ 1``) whose nearest gallery item shares their label.
+    r"""Fraction of queries (with :math:`R \ge 1`) whose nearest gallery item shares their label.
 
     Parameters are those of :func:`retrieval_scores`.
     """
@@ -268,9 +270,10 @@ def map_at_r(
     chunk_size: int | None = None,
     device: str | torch.device | None = None,
 ) -> float:
-    """Mean average precision at R (Musgrave et al. 2020) over the queries with ``R ≥ 1``.
+    r"""Mean average precision at R (Musgrave et al. 2020) over the queries with :math:`R \ge 1`.
 
-    ``AP@R(q) = (1/R) Σ_{i=1..R} P(i)·rel(i)``, ``R`` = number of other same-class items.
+    :math:`\mathrm{AP@R}(q) = \frac1R \sum_{i=1}^{R} P(i)\, \mathrm{rel}(i)`, :math:`R` the
+    number of other same-class items.
     Parameters are those of :func:`retrieval_scores`.
     """
     return _retrieval_pass(
@@ -315,7 +318,7 @@ def retrieval_report(
     random_state=0,
     n_init: int = 10,
 ) -> dict[str, float]:
-    """mAP, MRR, R-precision, mAP@R, P@1, Recall@K, NMI and AMI in one memory-bounded pass.
+    r"""mAP, MRR, R-precision, mAP@R, P@1, Recall@K, NMI and AMI in one memory-bounded pass.
 
     The full report of pytorch-metric-learning's ``AccuracyCalculator`` (see Notes): NMI and
     AMI score a k-means clustering of the queries against their labels.
@@ -356,10 +359,10 @@ def retrieval_report(
 
     Notes
     -----
-    ``R`` = reference items sharing the query's label (the query itself excluded). All the
-    ranking scores but Recall@K average over the queries with ``R ≥ 1`` (as
+    :math:`R` = reference items sharing the query's label (the query itself excluded). All the
+    ranking scores but Recall@K average over the queries with :math:`R \ge 1` (as
     pytorch-metric-learning's ``AccuracyCalculator``); Recall@K averages over all queries,
-    counting those with ``R = 0`` as misses (as :func:`retrieval_scores`). Ties rank the lower
+    counting those with :math:`R = 0` as misses (as :func:`retrieval_scores`). Ties rank the lower
     reference index first. Memory is ``O(chunk × n_reference)`` beyond the inputs: each chunk's
     scores give the places of its relevant items without sorting a row and are reduced to
     per-query numbers at once. Equal to ``AccuracyCalculator(k=None, avg_of_avgs=average ==

@@ -28,14 +28,16 @@ def broadcast_pair(
 
 
 def condition_proxy(L: torch.Tensor) -> torch.Tensor:
-    """``(max diag L / min diag L)²`` of Cholesky factors (..., c, c): a lower bound of the
-    condition number of ``L Lᵀ``, free once ``L`` is known."""
+    r""":math:`(\max \operatorname{diag} L / \min \operatorname{diag} L)^2` of Cholesky factors.
+
+    ``L`` has shape (..., c, c); the result is a lower bound of the condition number of
+    :math:`L L^\top`, free once :math:`L` is known."""
     diagonal = L.diagonal(dim1=-2, dim2=-1).abs()
     return (diagonal.amax(-1) / diagonal.amin(-1)) ** 2
 
 
 def inverse_congruence(L: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
-    """``L⁻¹ X L⁻ᵀ`` for lower-triangular ``L`` and symmetric ``X``, broadcasting (..., c, c)."""
+    r""":math:`L^{-1} X L^{-\top}` (``L`` lower-triangular, ``X`` symmetric, (..., c, c))."""
     L, X = broadcast_pair(L, X)
     half = torch.linalg.solve_triangular(L, X, upper=False)  # L⁻¹ X
     return torch.linalg.solve_triangular(L, half.mT, upper=False)  # L⁻¹ (L⁻¹ X)ᵀ = L⁻¹ X L⁻ᵀ

@@ -233,7 +233,7 @@ def airm_distance(A, B) -> torch.Tensor:
 
     Notes
     -----
-    In float32, the pairs where ``A`` or the whitened ``A^{-1/2} B A^{-1/2}`` has a condition
+    In float32, the pairs where ``A`` or the whitened :math:`A^{-1/2} B A^{-1/2}` has a condition
     number beyond ``FLOAT32_MAX_CONDITION`` (1e3) are recomputed in float64 (the result is
     float32); the other pairs stay in float32.
 
@@ -251,7 +251,7 @@ def airm_distance(A, B) -> torch.Tensor:
 def pairwise_airm(A, B=None, chunk_size: int | None = None) -> torch.Tensor:
     r"""Matrix of affine-invariant Riemannian distances between two sets of SPD matrices.
 
-    Each ``A_i = L_i L_iᵀ`` is factored once; for a chunk of rows, all whitened matrices
+    Each :math:`A_i = L_i L_i^\top` is factored once; for a chunk of rows, all whitened matrices
     :math:`L_i^{-1} B_j L_i^{-\top}` are built with two matrix products (no Python loop over rows or
     pairs) and their eigenvalues computed in one batched call. With ``B=None`` only the pairs
     ``j > i`` are computed (as one batch of pairs when they fit in one chunk, e.g. a training
@@ -397,7 +397,9 @@ def pairwise_log_euclidean(A, B=None) -> torch.Tensor:
 
     The squared distances come from the Gram matrix of the flattened logarithms
     (:math:`\Vert a\Vert^2 + \Vert b\Vert^2 - 2 a^\top b`, as pyRiemann and scikit-learn do): one
-    matrix product, with an absolute error of about ``eps * ||log A_i||²`` on :math:`D_{ij}^2`.
+    matrix product, with an absolute error of about
+    :math:`\epsilon \lVert \log A_i \rVert_F^2` on :math:`D_{ij}^2` (:math:`\epsilon` the machine
+    epsilon of the dtype).
 
     Parameters
     ----------

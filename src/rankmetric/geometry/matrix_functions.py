@@ -494,9 +494,10 @@ def _check_exponent(p) -> float:
 
 
 def sym_to_vec(S: torch.Tensor) -> torch.Tensor:
-    """Upper triangle of symmetric matrices, off-diagonal entries scaled by √2.
+    r"""Upper triangle of symmetric matrices, off-diagonal entries scaled by :math:`\sqrt 2`.
 
-    The map is an isometry: ``||sym_to_vec(S)||₂ = ||S||_F``, so Euclidean distances between
+    The map is an isometry: :math:`\lVert \mathrm{sym\_to\_vec}(S) \rVert_2 = \lVert S \rVert_F`,
+    so Euclidean distances between
     vectorised matrix logarithms equal log-Euclidean distances between the SPD matrices.
 
     Parameters
@@ -516,13 +517,13 @@ def sym_to_vec(S: torch.Tensor) -> torch.Tensor:
 
 
 def vec_to_sym(v: torch.Tensor) -> torch.Tensor:
-    """Symmetric matrices from their :func:`sym_to_vec` vectors (the inverse map).
+    r"""Symmetric matrices from their :func:`sym_to_vec` vectors (the inverse map).
 
     Parameters
     ----------
     v : tensor of shape (..., c (c + 1) / 2)
-        Upper triangles in row-major order, off-diagonal entries scaled by √2 (pyRiemann's
-        ``upper`` layout).
+        Upper triangles in row-major order, off-diagonal entries scaled by :math:`\sqrt 2`
+        (pyRiemann's ``upper`` layout).
 
     Returns
     -------

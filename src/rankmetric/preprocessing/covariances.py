@@ -21,7 +21,7 @@ __all__ = ["Covariances"]
 
 
 class Covariances(MatrixOutputMixin, TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):
-    """Covariance matrix of each multichannel trial, always symmetric positive definite.
+    r"""Covariance matrix of each multichannel trial, always symmetric positive definite.
 
     A stateless transformer: ``fit`` only checks the parameters and records the number of
     channels; every trial is estimated on its own. The estimators carry pyRiemann's names and
@@ -42,7 +42,8 @@ class Covariances(MatrixOutputMixin, TransformerMixin, BaseEstimator, auto_wrap_
         :func:`rankmetric.datasets.covariances` for the exact formulas and the eigenvalue floor
         that keeps every matrix positive definite. (Before 0.2 the default was ``"oas"``.)
     shrinkage : float in [0, 1], optional
-        Fixed shrinkage towards ``trace(S) / c · I``; with ``estimator="scm"`` only.
+        Fixed shrinkage towards :math:`\operatorname{tr}(S) / c \cdot I`; with ``estimator="scm"``
+        only.
     random_state : int, RandomState, Generator or None, default=None
         Seed of ``"mcd"``; the same int as pyRiemann's ``Covariances("mcd", random_state=...)``
         gives the same matrices.

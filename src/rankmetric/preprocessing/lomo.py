@@ -1,4 +1,4 @@
-"""LOMO-like stripe histograms for person re-identification crops (Liao et al., CVPR 2015).
+r"""LOMO-like stripe histograms for person re-identification crops (Liao et al., CVPR 2015).
 
 An image (H × W, optionally with C channels) is cut into overlapping horizontal stripes; each
 stripe into overlapping windows. Every window gets three histograms, each normalised to sum 1:
@@ -7,18 +7,18 @@ stripe into overlapping windows. Every window gets three histograms, each normal
   contrast stretch (1st and 99th percentiles mapped to 0 and 1, then clipped) — a cheap stand-in
   for LOMO's Retinex, it removes a camera's gain and offset;
 * **local binary patterns**: the 8 neighbours at radius 1 of the grey (channel-mean) image, a bit
-  set where ``neighbour ≥ centre + lbp_threshold`` (the tolerance plays the role of LOMO's
-  SILTP, so that pixel noise on flat regions does not flip bits), codes mapped to the 10
-  rotation-invariant uniform patterns (``riu2``: the count of set bits for patterns with at most
-  two 0/1 transitions around the circle, 9 for all others);
+  set where :math:`\text{neighbour} \ge \text{centre} + \mathtt{lbp\_threshold}` (the tolerance
+  plays the role of LOMO's SILTP, so that pixel noise on flat regions does not flip bits),
+  codes mapped to the 10 rotation-invariant uniform patterns (``riu2``: the count of set bits
+  for patterns with at most two 0/1 transitions around the circle, 9 for all others);
 * **gradient orientation**: unsigned orientation of the central-difference gradient in
-  ``n_orientations`` bins over [0, π), weighted by the gradient magnitude.
+  ``n_orientations`` bins over :math:`[0, \pi)`, weighted by the gradient magnitude.
 
 Windows of one stripe are max-pooled bin by bin (``pooling="max"``, LOMO's choice, robust to
 horizontal shifts and view changes) or concatenated (``pooling="concat"``). Each histogram type
 is then square-rooted (Hellinger map), L2-normalised over all stripes, and the three blocks are
-scaled by ``1/√3`` so that every output row has unit norm and is non-negative (the χ²-RBF kernel
-of :mod:`rankmetric.kernels` applies).
+scaled by :math:`1/\sqrt 3` so that every output row has unit norm and is non-negative (the
+χ²-RBF kernel of :mod:`rankmetric.kernels` applies).
 
 Everything is vectorised: per-pixel bin indices are one-hot encoded, and the window sums come
 from an integral image, so no Python loop runs over pixels or windows (only over chunks of rows).
@@ -128,7 +128,7 @@ def _window_histograms(bins, weights, n_bins, rows, cols, height, width) -> np.n
 
 
 class StripeHistograms(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
-    """LOMO-like colour/texture histograms over horizontal stripes of image crops.
+    r"""LOMO-like colour/texture histograms over horizontal stripes of image crops.
 
     See the module docstring for the exact features. The transformer learns nothing: ``fit``
     only checks the input and records its shape, so it can be used on any crops of one size.
@@ -162,8 +162,9 @@ class StripeHistograms(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEs
     n_features_in_ : int
     n_features_out_ : int
         Length of a feature vector:
-        ``n_stripes · n_pooled · (C · n_intensity_bins + 10 · lbp + n_orientations)`` with
-        ``n_pooled = 1`` (max) or the number of windows (concat).
+        :math:`n_{\text{stripes}}\, n_{\text{pooled}}\, (C\, n_{\mathtt{intensity\_bins}}
+        + 10\, \text{lbp} + n_{\text{orientations}})` with :math:`n_{\text{pooled}} = 1` (max)
+        or the number of windows (concat).
 
     Examples
     --------

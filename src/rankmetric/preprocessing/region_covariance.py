@@ -17,13 +17,13 @@ __all__ = ["RegionCovariances", "region_covariances", "FEATURES"]
 
 
 class RegionCovariances(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):
-    """Images → region covariance descriptors (8 × 8 SPD matrices), a stateless transformer.
+    r"""Images → region covariance descriptors (8 × 8 SPD matrices), a stateless transformer.
 
     Parameters
     ----------
     image_shape : tuple of int (H, W), optional
         Shape of each image when ``X`` holds flattened rows (n, H·W); ``None``: square images
-        (``H = W = sqrt(n_features)``), or ``X`` given as (n, H, W).
+        (:math:`H = W = \sqrt{n_{\text{features}}}`), or ``X`` given as (n, H, W).
     intensity_scale : float, default=255
         Intensities are divided by it.
     regularization : float, default=1e-4
@@ -38,8 +38,12 @@ class RegionCovariances(TransformerMixin, BaseEstimator, auto_wrap_output_keys=N
 
     Examples
     --------
+    >>> import numpy as np
     >>> from rankmetric.preprocessing import RegionCovariances
-    >>> C = RegionCovariances().fit_transform(images)   # images (n, 28, 28) → C (n, 8, 8)
+    >>> images = np.random.default_rng(0).integers(0, 256, size=(5, 28, 28))
+    >>> C = RegionCovariances().fit_transform(images)
+    >>> C.shape
+    (5, 8, 8)
     """
 
     def __init__(

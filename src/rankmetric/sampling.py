@@ -16,7 +16,73 @@ from torch.utils.data import BatchSampler
 
 from ._validation import POSITIVE_INT, check_labels, check_param
 
-__all__ = ["LabelIndex", "ClassBalancedBatchSampler", "PairIndex"]
+__all__ = [
+    "LabelIndex",
+    "CrossCameraLabelIndex",
+    "ClassBalancedBatchSampler",
+    "PairIndex",
+    "check_cameras",
+    "camera_group_codes",
+]
+
+#: ``positives=`` of the label-trained estimators: every same-label pair, or only the pairs of
+#: the same label seen by two different cameras (camera-aware training).
+POSITIVES = ("all", "cross_camera")
+
+
+def check_cameras(cameras, n_samples: int) -> np.ndarray:
+    """Validate per-sample camera ids and encode them as integers ``0..C-1``.
+
+    Parameters
+    ----------
+    cameras : array-like of shape (n_samples,)
+        Camera id of each sample (integers or strings).
+    n_samples : int
+        Number of rows of ``X``.
+
+    Returns
+    -------
+    ndarray of shape (n_samples,), dtype int64
+
+    Examples
+    --------
+    >>> check_cameras(["a", "b", "a"], 3).tolist()
+    [0, 1, 0]
+    """
+    cameras = np.asarray(cameras)
+    if cameras.ndim != 1 or cameras.shape[0] != n_samples:
+        raise ValueError(
+            f"cameras must hold one camera id per sample: {n_samples} samples but cameras of "
+            f"shape {cameras.shape}."
+        )
+    if cameras.dtype.kind == "f" and not np.all(np.isfinite(cameras)):
+        raise ValueError("cameras contains NaN or infinity; give every sample a camera id.")
+    if cameras.dtype.kind == "O" and any(c is None for c in cameras.tolist()):
+        raise ValueError("cameras contains None; give every sample a camera id.")
+    return np.unique(cameras, return_inverse=True)[1].astype(np.int64).ravel()
+
+
+def camera_group_codes(codes: np.ndarray, cameras: np.ndarray) -> np.ndarray:
+    """Integer code of each sample's (label, camera) group, ``0..G-1``.
+
+    Two samples of the same label are a cross-camera pair exactly when their group codes differ.
+
+    Parameters
+    ----------
+    codes, cameras : int ndarrays of shape (n_samples,)
+        Class codes and camera codes (as :func:`check_cameras` returns).
+
+    Returns
+    -------
+    ndarray of shape (n_samples,), dtype int64
+
+    Examples
+    --------
+    >>> camera_group_codes([0, 0, 1, 1], [0, 1, 1, 1]).tolist()
+    [0, 1, 2, 2]
+    """
+    pairs = np.stack([np.asarray(codes, np.int64), np.asarray(cameras, np.int64)], axis=1)
+    return np.unique(pairs, axis=0, return_inverse=True)[1].astype(np.int64).ravel()
 
 
 @dataclass(frozen=True)
@@ -129,6 +195,95 @@ class LabelIndex:
             ranks = np.pad(ranks, ((0, 0), (0, n_per_class - ranks.shape[1])), mode="wrap")
         ranks = ranks % n_c[:, None]
         return self.order[(self.starts[cls][:, None] + ranks).ravel()]
+
+
+@dataclass(frozen=True)
+class CrossCameraLabelIndex(LabelIndex):
+    """A :class:`LabelIndex` whose positive pairs join two cameras: same label, other camera.
+
+    Negatives are as in :class:`LabelIndex` (any sample of another label, any camera). Samples
+    are ordered by (label, camera), so the same-camera partners of a sample are one contiguous
+    run inside its label's block and a cross-camera partner is drawn, like a negative, by
+    skipping that run. A label seen by one camera only contributes no positive pair (its
+    samples still serve as negatives of the others).
+
+    Parameters
+    ----------
+    codes : ndarray of shape (n_samples,)
+        Integer class codes ``0..Q-1``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> index = CrossCameraLabelIndex.from_cameras([0, 0, 0, 1, 1], [0, 0, 1, 0, 0])
+    >>> i, j = index.positive_pairs(100, np.random.default_rng(0))
+    >>> bool(np.all(np.isin(i, [0, 1, 2]) & (i != j) & ((i == 2) | (j == 2))))
+    True
+    """
+
+    group_starts: np.ndarray  # per position of ``order``: first position of its (label, camera)
+    group_counts: np.ndarray  # per position of ``order``: samples of its (label, camera)
+    partners: np.ndarray  # per position of ``order``: same label, other camera
+
+    @classmethod
+    def from_cameras(cls, codes, cameras) -> CrossCameraLabelIndex:
+        """Build from class codes and integer camera codes (as :func:`check_cameras` returns).
+
+        Raises a ``ValueError`` when no label is seen by two cameras (no positive pair).
+        """
+        codes = np.asarray(codes, dtype=np.int64)
+        groups = camera_group_codes(codes, cameras)
+        order = np.lexsort((groups, codes))  # by label, then camera; groups of a label adjacent
+        counts = np.bincount(codes)
+        starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        sorted_groups = groups[order]
+        group_sizes = np.bincount(groups)
+        first_pos = np.full(group_sizes.shape[0], order.shape[0])
+        np.minimum.at(first_pos, sorted_groups, np.arange(order.shape[0]))
+        group_starts = first_pos[sorted_groups]
+        group_counts = group_sizes[sorted_groups]
+        partners = counts[codes[order]] - group_counts
+        if not np.any(partners > 0):
+            raise ValueError(
+                "no identity is seen by two cameras, so cross-camera positives "
+                "(positives='cross_camera') have no pair to draw; use positives='all'."
+            )
+        return cls(
+            codes=codes,
+            order=order,
+            starts=starts,
+            counts=counts,
+            group_starts=group_starts,
+            group_counts=group_counts,
+            partners=partners,
+        )
+
+    @property
+    def n_positive_pairs(self) -> int:
+        """Number of ordered cross-camera positive pairs."""
+        return int(self.partners.sum())
+
+    def positive_pairs(
+        self, n_pairs: int, rng: np.random.Generator, class_uniform: bool = False
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Ordered pairs ``(i, j)`` of the same class and different cameras.
+
+        Uniform over all such pairs by default; with ``class_uniform`` the class is uniform
+        among those seen by two cameras, then a pair inside it uniform.
+        """
+        weights = self.partners.astype(np.float64)
+        if class_uniform:
+            cls_of = self.codes[self.order]
+            per_class = np.bincount(cls_of, weights=weights, minlength=len(self.counts))
+            weights = np.divide(
+                weights, per_class[cls_of], out=np.zeros_like(weights), where=per_class[cls_of] > 0
+            )
+        pos = rng.choice(self.order.shape[0], size=n_pairs, p=weights / weights.sum())
+        cls_start = self.starts[self.codes[self.order[pos]]]
+        skip_from = self.group_starts[pos] - cls_start
+        b = rng.integers(0, self.partners[pos])
+        b = b + np.where(b >= skip_from, self.group_counts[pos], 0)
+        return self.order[pos], self.order[cls_start + b]
 
 
 class ClassBalancedBatchSampler(BatchSampler):

@@ -34,6 +34,7 @@ from .._validation import (
     NONE,
     POSITIVE_INT,
     Interval,
+    Options,
     check_labels,
     check_min_per_class,
     check_param,
@@ -41,13 +42,16 @@ from .._validation import (
     deprecate_positional_args,
 )
 from ..io import register_estimator
+from ..sampling import POSITIVES, camera_group_codes, check_cameras
 from ._supervision import check_pair_supervision
 from .base import MahalanobisMixin
 
 __all__ = ["KISSME", "pair_difference_covariances"]
 
 
-def pair_difference_covariances(X: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def pair_difference_covariances(
+    X: np.ndarray, codes: np.ndarray, groups: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Mean outer products of the differences of same-class and of different-class pairs.
 
     Parameters
@@ -55,6 +59,9 @@ def pair_difference_covariances(X: np.ndarray, codes: np.ndarray) -> tuple[np.nd
     X : ndarray of shape (n_samples, n_features)
     codes : int ndarray of shape (n_samples,)
         Class codes ``0..Q-1``; at least one class with two samples and two classes.
+    groups : int ndarray of shape (n_samples,), optional
+        (class, camera) group codes (:func:`rankmetric.sampling.camera_group_codes`): the
+        same-class pairs are then only those of two different groups (cross-camera pairs).
 
     Returns
     -------
@@ -66,20 +73,35 @@ def pair_difference_covariances(X: np.ndarray, codes: np.ndarray) -> tuple[np.nd
     """
     X = np.asarray(X, dtype=np.float64)
     X = X - X.mean(axis=0)  # differences do not see a shift; centring keeps the sums small
-    counts = np.bincount(codes).astype(np.float64)
-    class_sums = np.zeros((counts.shape[0], X.shape[1]))
-    np.add.at(class_sums, codes, X)
-    # Σ_c Σ_{i,j ∈ c} (x_i − x_j)(x_i − x_j)ᵀ = 2 Σ_c n_c X_cᵀX_c − 2 Σ_c s_c s_cᵀ
-    weighted = X * counts[codes][:, None]
-    within = 2.0 * (weighted.T @ X) - 2.0 * (class_sums.T @ class_sums)
+    within, counts, class_sums = _within_group_scatter(X, codes)
     n = X.shape[0]
     total_sum = class_sums.sum(axis=0)
     everything = 2.0 * n * (X.T @ X) - 2.0 * np.outer(total_sum, total_sum)
     n_similar = float((counts * (counts - 1.0)).sum())
     n_dissimilar = float(n * n - (counts**2).sum())
-    sigma_similar = within / n_similar
+    similar = within
+    if groups is not None:  # drop the same-camera pairs: those inside one (class, camera) group
+        same_group, group_counts, _ = _within_group_scatter(X, groups)
+        similar = within - same_group
+        n_similar = float((counts**2).sum() - (group_counts**2).sum())
+        if n_similar <= 0:
+            raise ValueError(
+                "no identity is seen by two cameras, so there is no cross-camera pair "
+                "(positives='cross_camera'); use positives='all'."
+            )
+    sigma_similar = similar / n_similar
     sigma_dissimilar = (everything - within) / n_dissimilar
     return _symmetric(sigma_similar), _symmetric(sigma_dissimilar)
+
+
+def _within_group_scatter(X: np.ndarray, codes: np.ndarray):
+    """``Σ_g Σ_{i,j ∈ g} (x_i − x_j)(x_i − x_j)ᵀ``, the group sizes and the group sums."""
+    counts = np.bincount(codes).astype(np.float64)
+    sums = np.zeros((counts.shape[0], X.shape[1]))
+    np.add.at(sums, codes, X)
+    # Σ_g Σ_{i,j ∈ g} (x_i − x_j)(x_i − x_j)ᵀ = 2 Σ_g n_g X_gᵀX_g − 2 Σ_g s_g s_gᵀ
+    weighted = X * counts[codes][:, None]
+    return 2.0 * (weighted.T @ X) - 2.0 * (sums.T @ sums), counts, sums
 
 
 def _symmetric(A: np.ndarray) -> np.ndarray:
@@ -126,6 +148,12 @@ class KISSME(MahalanobisMixin, BaseEstimator):
         (:math:`\Sigma + \text{regularization} \cdot \operatorname{tr}(\Sigma)/d \cdot I`), so
         that a rank-deficient :math:`\Sigma_S` (few
         similar pairs) stays invertible.
+    positives : {"all", "cross_camera"}, default="all"
+        Which same-label pairs form ``Σ_S``. ``"cross_camera"`` (camera-aware training, as
+        XQDA's paper forms its pairs): only pairs of the same identity seen by two different
+        cameras; needs ``fit(X, y, cameras=...)``. ``Σ_D`` keeps every different-label pair.
+        An identity seen by one camera only gives no similar pair; no identity with two cameras
+        is a ``ValueError``.
 
     Attributes
     ----------
@@ -158,12 +186,20 @@ class KISSME(MahalanobisMixin, BaseEstimator):
     _parameter_constraints = {
         "n_components": [NONE, POSITIVE_INT],
         "regularization": [Interval(Real, 0, None, closed="left")],
+        "positives": [Options(*POSITIVES)],
     }
 
     @deprecate_positional_args
-    def __init__(self, *, n_components: int | None = None, regularization: float = 1e-6) -> None:
+    def __init__(
+        self,
+        *,
+        n_components: int | None = None,
+        regularization: float = 1e-6,
+        positives: str = "all",
+    ) -> None:
         self.n_components = n_components
         self.regularization = regularization
+        self.positives = positives
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -183,8 +219,16 @@ class KISSME(MahalanobisMixin, BaseEstimator):
         )
         return int(self.n_components)
 
-    def fit(self, X, y) -> KISSME:
+    def fit(self, X, y, *, cameras=None) -> KISSME:
         """Learn the metric from samples ``X`` (n_samples, n_features) and class labels ``y``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        cameras : array-like of shape (n_samples,), optional
+            Camera id of each row, for ``positives="cross_camera"`` (checked, then unused,
+            with ``positives="all"``). In a ``Pipeline``: ``fit(X, y, kissme__cameras=...)``.
 
         Returns
         -------
@@ -196,8 +240,9 @@ class KISSME(MahalanobisMixin, BaseEstimator):
         check_classification_targets(y)
         _, codes = check_labels(y, X.shape[0])
         check_min_per_class(codes, 2)
+        groups = cross_camera_groups(self.positives, codes, cameras)
         Z = self._fit_pca(X)
-        return self._fit_covariances(*pair_difference_covariances(Z, codes))
+        return self._fit_covariances(*pair_difference_covariances(Z, codes, groups))
 
     def fit_pairs(self, X, pairs=None, y=None) -> KISSME:
         r"""Learn the metric from similar (+1) and dissimilar (−1) pairs, without class labels.
@@ -256,6 +301,22 @@ class KISSME(MahalanobisMixin, BaseEstimator):
         self.metric_eigenvalues_ = values
         self.components_ = (np.sqrt(values)[:, None] * vectors.T) @ self.pca_components_
         return self
+
+
+def cross_camera_groups(positives: str, codes: np.ndarray, cameras) -> np.ndarray | None:
+    """The (class, camera) group codes ``positives="cross_camera"`` needs, else None.
+
+    Checks ``cameras`` whenever given; refuses ``"cross_camera"`` without them.
+    """
+    cams = None if cameras is None else check_cameras(cameras, codes.shape[0])
+    if positives != "cross_camera":
+        return None
+    if cams is None:
+        raise ValueError(
+            "positives='cross_camera' forms similar pairs across cameras: pass "
+            "fit(X, y, cameras=...) (in a Pipeline, <step>__cameras=...)."
+        )
+    return camera_group_codes(codes, cams)
 
 
 def _principal_axes(centred: np.ndarray, r: int) -> np.ndarray:

@@ -38,7 +38,13 @@ from ..io import register_estimator
 from ..losses.regularizers import aon_penalty
 from ..losses.warp import DENSE_DETECTION_RATIO, SAMPLINGS, Embed, sampled_warp_loss
 from ..models.linear import INITS, LinearMap
-from ..sampling import LabelIndex, PairIndex
+from ..sampling import (
+    POSITIVES,
+    CrossCameraLabelIndex,
+    LabelIndex,
+    PairIndex,
+    check_cameras,
+)
 from ..training import TrainingResult, train
 from ._early_stopping import (
     MAX_REFERENCE_ITEMS,
@@ -198,17 +204,22 @@ class BaseWARCA(TransformerMixin, BaseEstimator):
         _check_retrieval_codes(val_codes, "y_val")
         return X_val, val_codes
 
-    def _validation_data(self, X, codes, classes, X_val, y_val, rng, *, precomputed=False):
+    def _validation_data(
+        self, X, codes, classes, X_val, y_val, rng, *, precomputed=False, cameras=None
+    ):
         """``(X, codes, X_val, val_codes)``: the training rows and the validation set.
 
         The validation set is ``(X_val, y_val)`` when given, else ``validation_fraction`` of
         ``(X, y)`` held out by ``validation_split`` (for ``precomputed`` kernels, the rows and
-        columns of the training kernel are split alike), else none.
+        columns of the training kernel are split alike), else none. With ``cameras`` (per-row
+        camera codes), their training rows are appended: ``(X, codes, X_val, val_codes,
+        cameras)``.
         """
+        kept = (cameras,) if cameras is not None else ()
         if X_val is not None or y_val is not None:
-            return (X, codes, *self._check_validation_set(X_val, y_val, classes))
+            return (X, codes, *self._check_validation_set(X_val, y_val, classes), *kept)
         if self.validation_fraction == 0:
-            return X, codes, None, None
+            return X, codes, None, None, *kept
         if self.validation_metric == "knn" and self.validation_split == "groups":
             raise ValueError(
                 "validation_metric='knn' votes among training points of the validation classes: "
@@ -219,7 +230,9 @@ class BaseWARCA(TransformerMixin, BaseEstimator):
             codes, self.validation_fraction, self.validation_split, rng
         )
         if val_idx.size == 0:
-            return X, codes, None, None
+            return X, codes, None, None, *kept
+        if cameras is not None:
+            kept = (cameras[train_idx],)
         train_classes, train_codes = np.unique(codes[train_idx], return_inverse=True)
         if self.validation_metric == "knn":
             val_codes = np.searchsorted(train_classes, codes[val_idx])
@@ -232,8 +245,9 @@ class BaseWARCA(TransformerMixin, BaseEstimator):
                 train_codes,
                 X[np.ix_(val_idx, train_idx)],
                 val_codes,
+                *kept,
             )
-        return X[train_idx], train_codes, X[val_idx], val_codes
+        return X[train_idx], train_codes, X[val_idx], val_codes, *kept
 
     def _make_validator(
         self,
@@ -493,6 +507,14 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         An array is a warm start: the map ``L`` on raw inputs to start from, e.g. another
         learner's ``components_`` (``WARCA(init=KISSME().fit(X, y).components_)``); its scale
         counts, since the margin is absolute. ``n_components`` defaults to its number of rows.
+    positives : {"all", "cross_camera"}, default="all"
+        Which same-label pairs are positives. ``"cross_camera"`` (camera-aware training, as
+        XQDA's paper forms its pairs): only pairs of the same identity seen by two different
+        cameras, so the map is not rewarded for same-camera matches that the Market-1501
+        protocol removes; needs ``fit(..., cameras=...)``. An identity seen by one camera only
+        then gives no positive pair but still serves as negatives; no identity with two
+        cameras is a ``ValueError``. Negatives are every other identity, any camera.
+        ``docs/warca.md``, "Camera-aware training", has the measurement behind the default.
     validation_every : int, default=50
         Steps between validation scores (with ``X_val, y_val`` or ``validation_fraction``).
     validation_fraction : float, default=0.0
@@ -584,6 +606,7 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         **WARP_PARAMETER_CONSTRAINTS,
         "standardize": [BOOLEAN],
         "init": [Options(*INITS), ARRAY],
+        "positives": [Options(*POSITIVES)],
         "n_threads": [NONE, POSITIVE_INT],
     }
 
@@ -601,6 +624,7 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         learning_rate: float | None = None,
         standardize: bool = True,
         init: str = "random",
+        positives: str = "all",
         validation_every: int = 50,
         validation_fraction: float = 0.0,
         validation_split: str = "stratified",
@@ -625,6 +649,7 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         self.learning_rate = learning_rate
         self.standardize = standardize
         self.init = init
+        self.positives = positives
         self.validation_every = validation_every
         self.validation_fraction = validation_fraction
         self.validation_split = validation_split
@@ -639,7 +664,7 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         self.checkpoint_every = checkpoint_every
         self.n_threads = n_threads
 
-    def fit(self, X, y, X_val=None, y_val=None) -> WARCA:
+    def fit(self, X, y, X_val=None, y_val=None, *, cameras=None) -> WARCA:
         """Learn the map from labelled data.
 
         Parameters
@@ -651,6 +676,10 @@ class WARCA(MahalanobisMixin, BaseWARCA):
             Enables early stopping on ``validation_metric`` (by default leave-one-out recall@1
             among the validation items, whose labels need not occur in ``y``), keeping the best
             map. Not together with ``validation_fraction``.
+        cameras : array-like of shape (n_samples,), optional
+            Camera id of each row of ``X``, for ``positives="cross_camera"`` (checked, then
+            unused, with ``positives="all"``). In a ``Pipeline``: ``fit(X, y,
+            warca__cameras=cameras)``.
 
         Returns
         -------
@@ -661,9 +690,22 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         check_scale(X, np.float32)  # magnitudes whose squares overflow are refused
         classes, codes = check_labels(y, X.shape[0])
         check_min_per_class(codes, 2)
+        cams = None if cameras is None else check_cameras(cameras, X.shape[0])
+        if self.positives == "cross_camera" and cams is None:
+            raise ValueError(
+                "positives='cross_camera' draws positive pairs across cameras: pass "
+                "fit(X, y, cameras=...) (in a Pipeline, <step>__cameras=...)."
+            )
         rng = make_rng(self.random_state)
-        X, codes, X_val, val_codes = self._validation_data(X, codes, classes, X_val, y_val, rng)
-        return self._fit_index(X, LabelIndex.from_codes(codes), codes, X_val, val_codes, rng)
+        if self.positives != "cross_camera":
+            X, codes, X_val, val_codes = self._validation_data(X, codes, classes, X_val, y_val, rng)
+            index = LabelIndex.from_codes(codes)
+        else:
+            X, codes, X_val, val_codes, cams = self._validation_data(
+                X, codes, classes, X_val, y_val, rng, cameras=cams
+            )
+            index = CrossCameraLabelIndex.from_cameras(codes, cams)
+        return self._fit_index(X, index, codes, X_val, val_codes, rng)
 
     def fit_pairs(self, X, pairs=None, y=None) -> WARCA:
         """Learn the map from similar (+1) and dissimilar (−1) pairs, without class labels.

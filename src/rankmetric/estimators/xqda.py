@@ -33,6 +33,7 @@ from .._validation import (
     NONE,
     POSITIVE_INT,
     Interval,
+    Options,
     check_labels,
     check_min_per_class,
     check_param,
@@ -40,8 +41,9 @@ from .._validation import (
     deprecate_positional_args,
 )
 from ..io import register_estimator
+from ..sampling import POSITIVES
 from .base import MahalanobisMixin
-from .kissme import pair_difference_covariances
+from .kissme import cross_camera_groups, pair_difference_covariances
 
 __all__ = ["XQDA", "xqda_subspace"]
 
@@ -86,6 +88,11 @@ class XQDA(MahalanobisMixin, BaseEstimator):
         eigenvalue above 1, at least one.
     regularization : float, default=1e-3
         Ridge added to :math:`\Sigma_I`, relative to its mean eigenvalue.
+    positives : {"all", "cross_camera"}, default="all"
+        Which same-identity pairs form :math:`\Sigma_I`. ``"cross_camera"``: only pairs seen by
+        two different cameras, as the paper forms them; needs ``fit(X, y, cameras=...)``.
+        :math:`\Sigma_E` keeps every different-identity pair. An identity seen by one camera
+        only gives no intra-personal pair; no identity with two cameras is a ``ValueError``.
 
     Attributes
     ----------
@@ -141,12 +148,20 @@ class XQDA(MahalanobisMixin, BaseEstimator):
     _parameter_constraints = {
         "n_components": [NONE, POSITIVE_INT],
         "regularization": [Interval(Real, 0, None, closed="left")],
+        "positives": [Options(*POSITIVES)],
     }
 
     @deprecate_positional_args
-    def __init__(self, *, n_components: int | None = None, regularization: float = 1e-3) -> None:
+    def __init__(
+        self,
+        *,
+        n_components: int | None = None,
+        regularization: float = 1e-3,
+        positives: str = "all",
+    ) -> None:
         self.n_components = n_components
         self.regularization = regularization
+        self.positives = positives
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -162,8 +177,16 @@ class XQDA(MahalanobisMixin, BaseEstimator):
         bound = Interval(Integral, 1, n_features, closed="both", right_label="n_features")
         check_param("n_components", self.n_components, [NONE, bound])
 
-    def fit(self, X, y) -> XQDA:
+    def fit(self, X, y, *, cameras=None) -> XQDA:
         """Learn the subspace and metric from samples ``X`` and identity labels ``y``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        cameras : array-like of shape (n_samples,), optional
+            Camera id of each row, for ``positives="cross_camera"`` (checked, then unused,
+            with ``positives="all"``). In a ``Pipeline``: ``fit(X, y, xqda__cameras=...)``.
 
         Returns
         -------
@@ -176,7 +199,8 @@ class XQDA(MahalanobisMixin, BaseEstimator):
         _, codes = check_labels(y, X.shape[0])
         check_min_per_class(codes, 2)
         self._check_n_components(X.shape[1])
-        sigma_i, sigma_e = pair_difference_covariances(X.astype(np.float64), codes)
+        groups = cross_camera_groups(self.positives, codes, cameras)
+        sigma_i, sigma_e = pair_difference_covariances(X.astype(np.float64), codes, groups)
         values, vectors = xqda_subspace(sigma_i, sigma_e, float(self.regularization))
         r = self.n_components
         if r is None:

@@ -41,6 +41,16 @@ def test_readme_fit_command_saves_a_model_and_reports_reid_scores(
     assert report["reid_queries_skipped"] == 0 and "knn3_accuracy_learned" not in report
 
 
+@pytest.mark.parametrize("method", ["warca", "kissme", "xqda"])
+def test_fit_passes_the_files_cameras_for_cross_camera_positives(reid_file, capsys, method):
+    argv = ["fit", method, "--data", str(reid_file), "--positives", "cross_camera", "--json"]
+    if method == "warca":
+        argv += ["--max-iter", "40"]
+    assert main(argv) == 0
+    report = _json(capsys)
+    assert report["reid_rank1_learned"] > report["reid_rank1_euclidean"]
+
+
 def test_fit_uses_the_split_column_and_knn_without_cameras(tmp_path, capsys):
     rng = np.random.default_rng(0)
     y = np.repeat(np.arange(5), 12)

@@ -364,9 +364,10 @@ def _user_train_test(args):
                                        stratify=data.y, random_state=0)  # fmt: skip
         how = f"stratified {args.test_size:.0%} hold-out, seed 0"
     cams = None if data.cameras is None else data.cameras[test]
+    train_cams = None if data.cameras is None else data.cameras[train]
     split = None if data.split is None else data.split[test]
     parts = (data.X[train], data.y[train], data.X[test], data.y[test], how)
-    return parts, (cams, split)
+    return parts, (cams, split, train_cams)
 
 
 def reid_report(embed, X, y, cameras, split, metric: str = "euclidean") -> dict:
@@ -424,15 +425,19 @@ def run_fit(args: argparse.Namespace) -> int:
         raise ValueError("--data NAME is required (or --pairs PAIRS.npz for a pair learner).")
     from ..datasets.user_features import is_feature_file
 
-    test_cams = test_split = None
+    test_cams = test_split = train_cams = None
     if METHODS[args.method][2] != "spd" and is_feature_file(args.data):
-        (X_tr, y_tr, X_te, y_te, split), (test_cams, test_split) = _user_train_test(args)
+        parts, (test_cams, test_split, train_cams) = _user_train_test(args)
+        X_tr, y_tr, X_te, y_te, split = parts
     else:
         X_tr, y_tr, X_te, y_te, split = _train_test(args)
     if args.k > len(X_tr):
         raise ValueError(f"-k {args.k} exceeds the {len(X_tr)} training samples of {args.data}.")
     start = time.perf_counter()
-    est.fit(X_tr, y_tr)
+    fit_params = {}
+    if train_cams is not None and "cameras" in inspect.signature(est.fit).parameters:
+        fit_params["cameras"] = train_cams  # the file's cameras (positives="cross_camera")
+    est.fit(X_tr, y_tr, **fit_params)
     fit_time = time.perf_counter() - start
     if rank() != 0:  # under torchrun every rank holds the same model: one report, one file
         return 0

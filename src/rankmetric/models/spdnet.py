@@ -347,8 +347,10 @@ class SPDNet(nn.Module):
     Examples
     --------
     >>> net = SPDNet([93, 30])                  # HDM05-style
+    >>> out = net(torch.eye(93).expand(8, 93, 93))   # 8 SPD matrices of 30 x 30
+    >>> tuple(out.shape)
+    (8, 30, 30)
     >>> net = SPDNet([400, 200, 100, 50])       # AFEW-style
-    >>> out = net(torch.eye(93).expand(8, 93, 93))   # (8, 30, 30), SPD
     >>> net = SPDNet([12, 12, 12], bimap="free", init="identity", eps=0.05, relative_eps=True)
     """
 

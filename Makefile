@@ -34,8 +34,11 @@ lint: install
 	$(BIN)/ruff format --check $(LINTED)
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests/test_layers.py
 
+# The test suite (the 20 slowest tests reported), then every docstring example of the package
+# run as a doctest (about 10 s).
 test: data lint
-	$(BIN)/python -m pytest -q -ra
+	$(BIN)/python -m pytest -q -ra --durations=20
+	$(BIN)/python -m pytest -q -ra --doctest-modules src/rankmetric
 
 bench: data
 	$(BIN)/rankmetric bench all

@@ -51,7 +51,7 @@ def measure(Q: np.ndarray, G: np.ndarray, k: int, threads: int, repeats: int) ->
         pair = f"ours {times['ours'][-1]:.2f} s, faiss {t:.2f} s"
         print(f"  {threads} thread(s): {pair}", file=sys.stderr, flush=True)
     result = {name: statistics.median(ts) for name, ts in times.items()}
-    result["ratios"] = [o / f for o, f in zip(times["ours"], times["faiss"])]
+    result["ratios"] = [o / f for o, f in zip(times["ours"], times["faiss"], strict=True)]
     result["same"] = float(np.mean(np.all(idx_ours == idx_faiss, axis=1)))
     return result
 

@@ -94,7 +94,7 @@ def evaluate(settings: list[dict], folds: int, pool, sets=SETS) -> dict[str, dic
     out = {}
     for s in settings:
         per_set = {
-            d: 100 * float(np.mean([sc for (dd, _, ss), sc in zip(tasks, scores)
+            d: 100 * float(np.mean([sc for (dd, _, ss), sc in zip(tasks, scores, strict=True)
                                     if ss is s and dd == d]))
             for d in sets
         }  # fmt: skip

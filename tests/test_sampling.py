@@ -21,7 +21,7 @@ def test_positive_pairs_are_uniform_over_all_same_class_pairs(index, rng):
     codes = index.codes
     expected = {(a, b) for a in range(10) for b in range(10) if a != b and codes[a] == codes[b]}
     counts = {}
-    for a, b in zip(i.tolist(), j.tolist()):
+    for a, b in zip(i.tolist(), j.tolist(), strict=True):
         counts[(a, b)] = counts.get((a, b), 0) + 1
     assert set(counts) == expected
     freq = np.array(list(counts.values())) / len(i)

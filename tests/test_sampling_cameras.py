@@ -16,7 +16,7 @@ def _labels(seed=0, n=120):
 
 def _brute_pairs(y, cams):
     same = (y[:, None] == y[None, :]) & (cams[:, None] != cams[None, :])
-    return set(zip(*np.nonzero(same)))
+    return set(zip(*np.nonzero(same), strict=True))
 
 
 @pytest.mark.parametrize("class_uniform", [False, True])
@@ -26,7 +26,7 @@ def test_sampler_draws_only_and_every_cross_camera_pair(class_uniform):
     reference = _brute_pairs(y, cams)
     assert index.n_positive_pairs == len(reference)
     i, j = index.positive_pairs(100_000, np.random.default_rng(1), class_uniform)
-    drawn = set(zip(i.tolist(), j.tolist()))
+    drawn = set(zip(i.tolist(), j.tolist(), strict=True))
     assert drawn == reference  # only cross-camera same-identity pairs, and all of them
     assert not np.any(y[i] == 5)  # one-camera identity contributes no positive
 

@@ -36,7 +36,7 @@ def same_output(expected: str, actual: str, tol: float = 0.03) -> bool:
     """Equal text, and equal numbers (those with a decimal point within ``tol``)."""
     if NUMBER.sub("#", " ".join(expected.split())) != NUMBER.sub("#", " ".join(actual.split())):
         return False
-    for e, a in zip(NUMBER.findall(expected), NUMBER.findall(actual)):
+    for e, a in zip(NUMBER.findall(expected), NUMBER.findall(actual), strict=True):
         if ("." in e and abs(float(e) - float(a)) > tol) or ("." not in e and e != a):
             return False
     return True

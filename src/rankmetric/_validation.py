@@ -473,7 +473,7 @@ def deprecate_positional_args(init):
             if len(args) > len(names):
                 raise TypeError(f"{type(self).__name__}() takes keyword arguments only.")
             given = names[: len(args)]
-            shown = ", ".join(f"{n}={a!r}" for n, a in zip(given, args))
+            shown = ", ".join(f"{n}={a!r}" for n, a in zip(given, args, strict=True))
             warnings.warn(
                 f"Passing {', '.join(given)} to {type(self).__name__} by position is deprecated "
                 f"and will be an error in 0.3; pass {shown} as keywords.",
@@ -483,7 +483,7 @@ def deprecate_positional_args(init):
             for n in given:
                 if n in kwargs:
                     raise TypeError(f"{type(self).__name__}() got multiple values for {n!r}.")
-            kwargs.update(zip(given, args))
+            kwargs.update(zip(given, args, strict=True))
         init(self, **kwargs)
 
     return wrapper

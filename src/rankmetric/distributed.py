@@ -197,7 +197,7 @@ class _AllGatherWithGrad(torch.autograd.Function):
         dist.all_gather(parts, padded.contiguous())
         ends = np.cumsum([0, *lengths])
         ctx.bounds = (int(ends[rank()]), int(ends[rank() + 1]))
-        return torch.cat([part[:n] for part, n in zip(parts, lengths)])
+        return torch.cat([part[:n] for part, n in zip(parts, lengths, strict=True)])
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor) -> torch.Tensor:

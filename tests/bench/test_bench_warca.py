@@ -218,7 +218,7 @@ def test_multi_camera_stand_in_uses_the_market_protocol(tmp_path):
     _, test = data.split(0)
     probe, gallery = warca._query_gallery(data, test, 0)
     assert not set(probe) & set(gallery)
-    tracks = set(zip(data.ids[probe], data.camera[probe]))
+    tracks = set(zip(data.ids[probe], data.camera[probe], strict=True))
     assert len(tracks) == len(probe)  # one query per (identity, camera) track
     config = BenchConfig(quick=True, datasets=("multicam-reid",), methods=("euclidean", "kissme"),
                          seeds=1)  # fmt: skip

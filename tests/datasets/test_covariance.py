@@ -60,7 +60,7 @@ def test_always_spd_even_for_degenerate_trials(rng, estimator):
 def test_ragged_trials_equal_per_trial_results(rng):
     trials = [rng.standard_normal((3, length)) for length in (5, 9, 5, 12)]
     C = covariances(trials, "lw")
-    for trial, matrix in zip(trials, C):
+    for trial, matrix in zip(trials, C, strict=True):
         np.testing.assert_allclose(matrix, covariances(trial[None], "lw")[0], rtol=1e-12)
 
 

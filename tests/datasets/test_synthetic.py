@@ -111,7 +111,7 @@ def test_multicamera_reid_layout_and_camera_effect():
     d = make_multicamera_reid(n_identities=80, n_cameras=4, images_per_camera=2, random_state=3)
     assert d.X.shape[1] == 64 and d.n_identities == 80
     tracks = {}
-    for i, c in zip(d.ids, d.camera):
+    for i, c in zip(d.ids, d.camera, strict=True):
         tracks[(i, c)] = tracks.get((i, c), 0) + 1
     assert set(tracks.values()) == {2}  # two images per (identity, camera) track
     per_id = np.bincount([i for i, _ in tracks])

@@ -219,7 +219,7 @@ def test_helpers_without_a_process_group():
 def test_shard_bounds_partition(n, world):
     bounds = [distributed.shard_bounds(n, r, world) for r in range(world)]
     assert bounds[0][0] == 0 and bounds[-1][1] == n
-    assert all(a[1] == b[0] for a, b in zip(bounds[:-1], bounds[1:]))
+    assert all(a[1] == b[0] for a, b in zip(bounds[:-1], bounds[1:], strict=True))
     sizes = [stop - start for start, stop in bounds]
     assert max(sizes) - min(sizes) <= 1
 

@@ -177,9 +177,9 @@ def test_laplacian_product_matches_dense(rng, monkeypatch):
 def test_impostor_search_is_chunk_invariant_and_complete(rng, monkeypatch):
     X, y, Xt, codes, targets, mask = _tiny_problem(rng, n=25)
     Z = Xt @ torch.as_tensor(rng.normal(size=(2, 3))).T
-    whole = set(zip(*(t.tolist() for t in find_impostors(Z, codes, targets, mask))))
+    whole = set(zip(*(t.tolist() for t in find_impostors(Z, codes, targets, mask)), strict=True))
     monkeypatch.setattr(search_module, "_BLOCK_ELEMENTS", 30)  # one row per chunk
-    chunked = set(zip(*(t.tolist() for t in find_impostors(Z, codes, targets, mask))))
+    chunked = set(zip(*(t.tolist() for t in find_impostors(Z, codes, targets, mask)), strict=True))
     assert whole == chunked
     Zn, tn = Z.numpy(), targets.numpy()
     violating = {

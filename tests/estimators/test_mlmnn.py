@@ -75,7 +75,7 @@ def _brute_nearest(model, Xq):
     Xtr = model.X_train_.astype(np.float64)
     out = []
     for q in Xq:
-        d = [(q - x) @ M[c] @ (q - x) for x, c in zip(Xtr, model.clusters_)]
+        d = [(q - x) @ M[c] @ (q - x) for x, c in zip(Xtr, model.clusters_, strict=True)]
         out.append(sorted(range(len(d)), key=lambda j: (d[j], j))[: model.n_neighbors])
     return out
 
@@ -160,9 +160,13 @@ def test_grouped_impostor_search_is_complete_and_chunk_invariant(rng, monkeypatc
     Ls = rng.normal(size=(3, 2, 3))
     Z = Xt @ torch.as_tensor(Ls).transpose(1, 2)
     g = torch.as_tensor(groups)
-    whole = set(zip(*(t.tolist() for t in find_impostors(Z, codes, targets, mask, groups=g))))
+    whole = set(
+        zip(*(t.tolist() for t in find_impostors(Z, codes, targets, mask, groups=g)), strict=True)
+    )
     monkeypatch.setattr(search_module, "_BLOCK_ELEMENTS", 10)  # one row per chunk
-    chunked = set(zip(*(t.tolist() for t in find_impostors(Z, codes, targets, mask, groups=g))))
+    chunked = set(
+        zip(*(t.tolist() for t in find_impostors(Z, codes, targets, mask, groups=g)), strict=True)
+    )
     assert whole == chunked
 
     def dist(i, j):
@@ -250,7 +254,7 @@ def test_top_level_export_and_pair_distances(rng):
     Xq = rng.normal(size=(7, 2))
     got = model.pair_distances(Xq, model.X_train_[j], model.clusters_[j])
     diff = Xq - model.X_train_[j]
-    expected = [np.sqrt(v @ M[c] @ v) for v, c in zip(diff, model.clusters_[j])]
+    expected = [np.sqrt(v @ M[c] @ v) for v, c in zip(diff, model.clusters_[j], strict=True)]
     np.testing.assert_allclose(got, expected, rtol=1e-4)
     with pytest.raises(ValueError, match="clusters must be"):
         model.pair_distances(Xq, Xq, np.full(7, 9))

@@ -227,7 +227,9 @@ def test_triplets_from_pairs_enumerates_every_combination():
     got = sorted(zip(t.anchor.tolist(), t.positive.tolist(), t.negative.tolist(), strict=True))
     assert got == [(0, 1, 2), (0, 1, 4), (1, 0, 3)]
     few = triplets_from_pairs(s, 2, np.random.default_rng(0))
-    assert len(few.anchor) == 2 and set(zip(few.anchor, few.positive, few.negative)) <= set(got)
+    assert len(few.anchor) == 2 and set(
+        zip(few.anchor, few.positive, few.negative, strict=True)
+    ) <= set(got)
 
 
 def test_pair_index_draws_only_real_partners():

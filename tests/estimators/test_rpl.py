@@ -124,7 +124,7 @@ def test_pair_distances_are_airm_between_outputs(fitted, data):
     got = fitted.pair_distances(X[:5], X[5:10])
     expected = [
         np.sqrt((np.log(scipy.linalg.eigh(b, a, eigvals_only=True)) ** 2).sum())
-        for a, b in zip(Y[:5], Y[5:10])
+        for a, b in zip(Y[:5], Y[5:10], strict=True)
     ]
     np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
     metric = fitted.get_metric()

@@ -250,7 +250,12 @@ def test_query_gallery_split_follows_the_protocols():
     # several images per track: one seeded query per track, the rest gallery
     ids, cams = np.repeat([0, 1], 6), np.tile([0, 0, 0, 1, 1, 1], 2)
     q, g = query_gallery_split(ids, cams, random_state=1)
-    assert len(q) == 4 and sorted(set(zip(ids[q], cams[q]))) == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    assert len(q) == 4 and sorted(set(zip(ids[q], cams[q], strict=True))) == [
+        (0, 0),
+        (0, 1),
+        (1, 0),
+        (1, 1),
+    ]
     assert sorted([*q, *g]) == list(range(12))
     assert query_gallery_split(ids, cams, random_state=1)[0].tolist() == q.tolist()
     with pytest.raises(ValueError, match="cameras has 2 values"):

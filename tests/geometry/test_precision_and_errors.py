@@ -37,7 +37,10 @@ def _spd(rng, c: int, condition: float, n: int) -> np.ndarray:
 
 def _reference(A, B) -> np.ndarray:
     return np.array(
-        [distance_riemann(a.astype(np.float64), b.astype(np.float64)) for a, b in zip(A, B)]
+        [
+            distance_riemann(a.astype(np.float64), b.astype(np.float64))
+            for a, b in zip(A, B, strict=True)
+        ]
     )
 
 
@@ -81,7 +84,7 @@ def test_float32_airm_gradient_matches_float64_on_ill_conditioned_input():
         airm_distance(a, b).sum().backward()
         assert a.grad.dtype == dtype and torch.isfinite(a.grad).all()
         grads[dtype] = (a.grad.double(), b.grad.double())
-    for g32, g64 in zip(grads[torch.float32], grads[torch.float64]):
+    for g32, g64 in zip(grads[torch.float32], grads[torch.float64], strict=True):
         torch.testing.assert_close(g32, g64, rtol=1e-3, atol=1e-3 * float(g64.abs().max()))
 
 

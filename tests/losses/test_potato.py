@@ -131,7 +131,7 @@ def test_loss_and_potato_match_brute_force_over_several_batches(kind, distance, 
         expected, state = _brute_force(D, labels, state, **params)
         got = loss_fn(torch.as_tensor(E), torch.as_tensor(labels))
         assert float(got) == pytest.approx(expected, rel=1e-9, abs=1e-10)
-        for ours, ref in zip(_state(loss_fn), state):
+        for ours, ref in zip(_state(loss_fn), state, strict=True):
             np.testing.assert_allclose(ours, ref, rtol=1e-9, atol=1e-12)
     assert _state(loss_fn)[2].tolist() == [True, True, False, True]
 
@@ -173,7 +173,7 @@ def test_eval_mode_uses_stored_potato_without_updating():
     before = _state(loss_fn)
     loss_fn.eval()
     got = loss_fn(E2, labels)
-    for a, b in zip(before, _state(loss_fn)):
+    for a, b in zip(before, _state(loss_fn), strict=True):
         np.testing.assert_array_equal(a, b)
     expected, _ = _brute_force(
         _distance_matrix(E2.numpy(), "airm"),
@@ -277,7 +277,7 @@ def test_buffers_grow_and_reload():
     assert loss_fn.seen.tolist() == [True, True, False, False, True]
     fresh = RiemannianPotatoLoss()
     fresh.load_state_dict(loss_fn.state_dict())
-    for a, b in zip(_state(fresh), _state(loss_fn)):
+    for a, b in zip(_state(fresh), _state(loss_fn), strict=True):
         np.testing.assert_array_equal(a, b)
 
 
@@ -439,7 +439,7 @@ def test_class_centred_potato_matches_brute_force_over_batches(kind, distance):
         )
         got = loss_fn(torch.as_tensor(E), torch.as_tensor(labels))
         assert float(got) == pytest.approx(expected, rel=1e-6, abs=1e-9)
-        for ours, theirs in zip(_state(loss_fn), state):
+        for ours, theirs in zip(_state(loss_fn), state, strict=True):
             np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-9)
 
 

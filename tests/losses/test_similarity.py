@@ -120,7 +120,7 @@ def test_jaccard_targets_match_brute_force(rng, neg_target):
     a[0] = b[0] = 0  # two empty label sets are identical
     got = jaccard_similarity_targets(torch.as_tensor(a), torch.as_tensor(b), neg_target)
     expected = []
-    for p, q in zip(a, b):
+    for p, q in zip(a, b, strict=True):
         sp, sq = set(np.flatnonzero(p)), set(np.flatnonzero(q))
         jac = len(sp & sq) / len(sp | sq) if sp | sq else 1.0
         expected.append(neg_target + (1 - neg_target) * jac)

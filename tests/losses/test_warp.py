@@ -96,7 +96,10 @@ def test_warp_loss_rescales_ranks_to_the_data_set():
     a_idx, p_idx = positive.nonzero(as_tuple=True)
     dist = torch.cdist(E, E)
     v = torch.stack(
-        [((MARGIN + dist[a, p] - dist[a][t != t[a]]) > 0).sum() for a, p in zip(a_idx, p_idx)]
+        [
+            ((MARGIN + dist[a, p] - dist[a][t != t[a]]) > 0).sum()
+            for a, p in zip(a_idx, p_idx, strict=True)
+        ]
     )
     ratio = torch.where(v > 0, harmonic_number(10.0 * v) / harmonic_number(v.double()), 1.0)
     torch.testing.assert_close(scaled, plain * ratio)
@@ -163,7 +166,7 @@ def test_batched_rank_estimate_is_unbiased_against_exact_eq7():
     d = torch.cdist(data.E, data.E)
     other = np.array([np.flatnonzero(data.labels != data.labels[i]) for i in first])
     exact = exact_rank(
-        d[first, second], torch.stack([d[i, o] for i, o in zip(first, other)]), MARGIN
+        d[first, second], torch.stack([d[i, o] for i, o in zip(first, other, strict=True)]), MARGIN
     )
     repeats, S = 3000, 5
     negatives = data.index.negatives(np.repeat(first, repeats), S, rng).reshape(40, repeats, S)
@@ -230,7 +233,7 @@ def test_sampled_sequential_loss_takes_the_first_violator_of_either_end():
     first, second = index.positive_pairs(0, None)
     d = torch.cdist(E, E)
     expected = []
-    for i, j in zip(first, second):
+    for i, j in zip(first, second, strict=True):
         other = np.flatnonzero(data.labels != data.labels[i])
         h_i = torch.relu(MARGIN + d[i, j] - d[i, other])
         h_j = torch.relu(MARGIN + d[i, j] - d[j, other])

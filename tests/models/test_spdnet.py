@@ -265,7 +265,7 @@ def test_gradcheck_free_network_with_head_float64(head):
     out = net(X)
     seed = torch.randn(out.shape, generator=g, dtype=torch.float64)
     grads = torch.autograd.grad((out * seed).sum(), params)
-    for p, grad in zip(params, grads):
+    for p, grad in zip(params, grads, strict=True):
         direction = torch.randn(p.shape, generator=g, dtype=torch.float64)
         with torch.no_grad():
             p.add_(1e-6 * direction)

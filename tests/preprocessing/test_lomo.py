@@ -72,7 +72,7 @@ def test_riu2_table_matches_definition():
 def test_lbp_codes_match_brute_force(rng):
     imgs = rng.random((3, 6, 7))
     codes = lbp_codes(imgs, 0.1)
-    for img, code in zip(imgs, codes):
+    for img, code in zip(imgs, codes, strict=True):
         np.testing.assert_array_equal(code, _brute_lbp(img, 0.1))
 
 

@@ -44,7 +44,7 @@ def test_matches_pixel_by_pixel_definition():
     images = rng.integers(0, 256, size=(3, 6, 7)).astype(float)
     C = region_covariances(images, chunk_size=2)
     assert C.shape == (3, 8, 8)
-    for image, c in zip(images, C):
+    for image, c in zip(images, C, strict=True):
         np.testing.assert_allclose(c, _brute_force(image, 255.0, 1e-4), rtol=1e-10, atol=1e-14)
 
 

@@ -31,7 +31,9 @@ def test_same_seed_gives_identical_models_and_refits_repeat_them(spec):
     X, y = spec.data()
     first = _fit(spec, X, y, global_seed=1)
     second = _fit(spec, X, y, global_seed=2)
-    for a, b in zip(_learned(first, spec.fitted_arrays), _learned(second, spec.fitted_arrays)):
+    for a, b in zip(
+        _learned(first, spec.fitted_arrays), _learned(second, spec.fitted_arrays), strict=True
+    ):
         np.testing.assert_array_equal(a, b)
     Z = first.transform(X)
     np.testing.assert_array_equal(second.transform(X), Z)

@@ -19,7 +19,7 @@ def _assert_same_fitted_arrays(a, b, names) -> None:
         left, right = getattr(a, name), getattr(b, name)
         if isinstance(left, list):
             assert len(left) == len(right)
-            for u, v in zip(left, right):
+            for u, v in zip(left, right, strict=True):
                 np.testing.assert_array_equal(u, v)
         else:
             np.testing.assert_array_equal(left, right)

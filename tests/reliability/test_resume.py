@@ -54,7 +54,9 @@ def _uninterrupted(spec):
 def _assert_same_model(resumed, reference, spec, X) -> None:
     for name in spec.fitted_arrays:
         a, b = getattr(resumed, name), getattr(reference, name)
-        for u, v in zip(a if isinstance(a, list) else [a], b if isinstance(b, list) else [b]):
+        for u, v in zip(
+            a if isinstance(a, list) else [a], b if isinstance(b, list) else [b], strict=True
+        ):
             np.testing.assert_array_equal(u, v, err_msg=name)
     np.testing.assert_array_equal(
         np.asarray(resumed.loss_curve_), np.asarray(reference.loss_curve_)

@@ -128,7 +128,10 @@ def build_learner(method: str, params: Mapping, seed: int, device: str = "cpu"):
 def expand_grid(grid: Mapping[str, list]) -> list[dict]:
     """Every combination of a ``{name: [values]}`` grid, in a fixed order (``[{}]`` if empty)."""
     names = sorted(grid)
-    return [dict(zip(names, values)) for values in itertools.product(*(grid[n] for n in names))]
+    return [
+        dict(zip(names, values, strict=True))
+        for values in itertools.product(*(grid[n] for n in names))
+    ]
 
 
 def _identity(X: np.ndarray) -> np.ndarray:

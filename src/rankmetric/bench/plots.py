@@ -58,7 +58,8 @@ def accuracy_bars(
     plt = _pyplot()
     datasets = [d for d, row in table.items() if any(v["scores"] for v in row.values())]
     fig, axes = _grid(len(datasets), plt)
-    for ax, dataset in zip(axes, datasets):
+    # strict=False: the grid of axes is padded with hidden panels, so it may be longer.
+    for ax, dataset in zip(axes, datasets, strict=False):
         methods = [m for m, v in table[dataset].items() if v["scores"]]
         x = np.arange(len(methods))
         means = [100 * table[dataset][m]["mean"] for m in methods]
@@ -97,7 +98,8 @@ def metric_bars(
     plt = _pyplot()
     datasets = list(table)
     fig, axes = _grid(len(datasets), plt, width=5.0)
-    for ax, dataset in zip(axes, datasets):
+    # strict=False: the grid of axes is padded with hidden panels, so it may be longer.
+    for ax, dataset in zip(axes, datasets, strict=False):
         methods = list(table[dataset])
         width = 0.8 / max(len(methods), 1)
         for i, method in enumerate(methods):
@@ -123,7 +125,8 @@ def cmc_plot(
     """CMC curves, one panel per data set: ``{dataset: {method: mean CMC (rank 1..)}}``."""
     plt = _pyplot()
     fig, axes = _grid(len(curves), plt, width=4.8, height=3.6)
-    for ax, (dataset, by_method) in zip(axes, curves.items()):
+    # strict=False: the grid of axes is padded with hidden panels, so it may be longer.
+    for ax, (dataset, by_method) in zip(axes, curves.items(), strict=False):
         for method, curve in by_method.items():
             curve = np.asarray(curve)[:max_rank]
             ax.plot(np.arange(1, len(curve) + 1), 100 * curve, label=LABELS.get(method, method))

@@ -104,7 +104,7 @@ def _fit_logistic(X, y, seed, budget):
         scores.append(float(np.mean(clf.predict(T[val]) == y[val])))
     C = candidates[keep_first_unless_better(scores, len(val))]
     clf = LogisticRegression(C=C, **budget).fit(T, y)
-    validation = [{"params": {"C": c}, "score": s} for c, s in zip(candidates, scores)]
+    validation = [{"params": {"C": c}, "score": s} for c, s in zip(candidates, scores, strict=True)]
 
     def embed(Z):  # class scores, (n, 1) for two classes
         return clf.decision_function(ts.transform(Z)).reshape(len(Z), -1)

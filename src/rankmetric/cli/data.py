@@ -115,7 +115,9 @@ def _run_list(args: argparse.Namespace) -> int:
         rows.append((*row, _status(info, args.data_home)))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     for row in rows:
-        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+        print(
+            "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        )
     print(f"\ncache: {data_home(args.data_home)}   (fetch with `rankmetric data fetch NAME|all`)")
     return 0
 

@@ -70,7 +70,7 @@ def make_gaussian_clusters(
 
 
 def _check_counts(n_samples, n_features, n_classes, class_sep, names=("n_samples", "n_features")):
-    for name, value in zip(names, (n_samples, n_features)):
+    for name, value in zip(names, (n_samples, n_features), strict=True):
         if not isinstance(value, (int, np.integer)) or value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value!r}.")
     if not isinstance(n_classes, (int, np.integer)) or not 2 <= n_classes <= n_samples:

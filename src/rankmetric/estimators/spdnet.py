@@ -690,10 +690,10 @@ class SPDNetEmbedding(MetricLearnerMixin, BaseEstimator):
             device=device,
         )
         with torch.no_grad():
-            for bimap, weight in zip(net.bimaps, self.weights_):
+            for bimap, weight in zip(net.bimaps, self.weights_, strict=True):
                 bimap.weight.copy_(to_tensor(weight, device))
             for bn, mean, log_bias in zip(
-                net.batchnorms, self.batchnorm_means_, self.batchnorm_log_biases_
+                net.batchnorms, self.batchnorm_means_, self.batchnorm_log_biases_, strict=True
             ):
                 bn.running_mean.copy_(to_tensor(mean, device))
                 bn.log_bias.copy_(to_tensor(log_bias, device))
@@ -740,7 +740,11 @@ class SPDNetEmbedding(MetricLearnerMixin, BaseEstimator):
         except (TypeError, ValueError) as exc:
             raise ValueError(f"hidden_sizes must be integers, got {self.hidden_sizes!r}.") from exc
         chain = [n_channels, *sizes]
-        if not sizes or min(sizes) < 1 or any(b > a for a, b in zip(chain[:-1], chain[1:])):
+        if (
+            not sizes
+            or min(sizes) < 1
+            or any(b > a for a, b in zip(chain[:-1], chain[1:], strict=True))
+        ):
             raise ValueError(
                 f"hidden_sizes must be a non-empty, non-increasing list of positive sizes at most "
                 f"the input size {n_channels}, got {self.hidden_sizes!r}."

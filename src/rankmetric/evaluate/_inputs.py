@@ -103,7 +103,7 @@ def encode_labels(
     codes : list of ndarray of shape (n_i,), dtype int64
     """
     arrays = []
-    for y, n, name in zip(labels, lengths, names):
+    for y, n, name in zip(labels, lengths, names, strict=True):
         y = as_label_array(y, name)
         if y.shape[0] != n:
             raise ValueError(f"{name} has {y.shape[0]} labels but there are {n} samples.")

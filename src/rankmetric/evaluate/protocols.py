@@ -171,5 +171,5 @@ def repeated_cv_knn(
         for train, test in progress(folds, total=len(folds), desc="folds", verbose=verbose)
     )
     results = Parallel(n_jobs=n_jobs)(jobs)
-    scores, fit_times = (np.asarray(v, dtype=np.float64) for v in zip(*results))
+    scores, fit_times = (np.asarray(v, dtype=np.float64) for v in zip(*results, strict=True))
     return CVResult(scores=scores, fit_times=fit_times)

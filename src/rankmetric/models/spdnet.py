@@ -347,8 +347,10 @@ class SPDNet(nn.Module):
     Examples
     --------
     >>> net = SPDNet([93, 30])                  # HDM05-style
+    >>> out = net(torch.eye(93).expand(8, 93, 93))   # 8 SPD matrices of 30 x 30
+    >>> tuple(out.shape)
+    (8, 30, 30)
     >>> net = SPDNet([400, 200, 100, 50])       # AFEW-style
-    >>> out = net(torch.eye(93).expand(8, 93, 93))   # (8, 30, 30), SPD
     >>> net = SPDNet([12, 12, 12], bimap="free", init="identity", eps=0.05, relative_eps=True)
     """
 
@@ -372,7 +374,7 @@ class SPDNet(nn.Module):
         self.sizes = _check_sizes(sizes)
         _check_option("head_init", head_init, HEAD_INITS)
         blocks: list[nn.Module] = []
-        for d_in, d_out in zip(self.sizes[:-1], self.sizes[1:]):
+        for d_in, d_out in zip(self.sizes[:-1], self.sizes[1:], strict=True):
             blocks.append(
                 BiMap(
                     d_in,
@@ -466,7 +468,7 @@ def _check_sizes(sizes: Sequence[int]) -> list[int]:
         raise ValueError(f"sizes must be a sequence of positive integers, got {sizes!r}.") from exc
     if not sizes or min(sizes) < 1:
         raise ValueError(f"sizes must be a non-empty sequence of positive integers, got {sizes}.")
-    if any(b > a for a, b in zip(sizes[:-1], sizes[1:])):
+    if any(b > a for a, b in zip(sizes[:-1], sizes[1:], strict=True)):
         raise ValueError(f"sizes must be non-increasing (BiMap reduces dimension), got {sizes}.")
     return sizes
 

@@ -98,3 +98,12 @@ def test_below_reference_warns_with_the_hint():
     assert not warn_if_below_reference(
         0.3, 0.2, desc="M", where="the validation items", metric="recall@1", hint=None
     )
+
+
+def test_below_reference_within_the_noise_of_the_queries_does_not_warn():
+    """One query of 1,000 below a perfect reference is noise; ten standard errors below is not."""
+    kw = {"desc": "M", "where": "training items", "metric": "recall@1", "hint": None}
+    assert not warn_if_below_reference(0.999, 1.0, n_items=1000, **kw)
+    assert not warn_if_below_reference(0.49, 0.5, n_items=400, **kw)  # 0.4 standard errors
+    with pytest.warns(UntrainedModelWarning):
+        assert warn_if_below_reference(0.40, 0.5, n_items=400, **kw)  # 4 standard errors

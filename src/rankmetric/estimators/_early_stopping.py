@@ -183,9 +183,22 @@ def retrieval_score(Z: torch.Tensor, codes: torch.Tensor, metric: str) -> float:
 
 
 def warn_if_below_reference(
-    learned: float, reference: float, *, desc: str, where: str, metric: str, hint: str | None
+    learned: float,
+    reference: float,
+    *,
+    desc: str,
+    where: str,
+    metric: str,
+    hint: str | None,
+    n_items: int | None = None,
 ) -> bool:
-    """Issue an :class:`UntrainedModelWarning` when ``learned < reference``; return whether.
+    r"""Issue an :class:`UntrainedModelWarning` when ``learned`` is below ``reference`` by more
+    than the noise of ``n_items`` queries; return whether.
+
+    The noise is one binomial standard error of the reference score,
+    :math:`\sqrt{p (1 - p) / n}`, and at least one query (:math:`1 / n`): a learned metric that
+    misses one more of 1,000 items than a perfect Euclidean ranking is not "worse than no metric
+    learning". Without ``n_items`` any deficit warns.
 
     Parameters
     ----------
@@ -199,8 +212,14 @@ def warn_if_below_reference(
         The score's name.
     hint : str or None
         What to try, appended to the message.
+    n_items : int, optional
+        Number of queries the two scores average over.
     """
-    if not learned < reference:
+    noise = 0.0
+    if n_items:
+        p = min(max(reference, 0.0), 1.0)
+        noise = max((p * (1 - p) / n_items) ** 0.5, 1.0 / n_items)
+    if not learned < reference - noise:
         return False
     warnings.warn(
         f"{desc}: the fitted metric ranks below the Euclidean distance of the inputs on {where} "

@@ -335,6 +335,7 @@ class BaseWARCA(TransformerMixin, BaseEstimator):
             where="the validation items" if on_validation else "training items",
             metric=metric,
             hint=self._untrained_hint,
+            n_items=int(items.size),
         )
 
     def _linear_steps(self, model: LinearMap, data: torch.Tensor):

@@ -74,6 +74,7 @@ def test_build_learner_seeds_and_places_estimators():
     assert (est.random_state, est.device, est.max_iter) == (7, "cpu", 3)
     assert build_learner("kissme", {}, seed=7).get_params() == {
         "n_components": None,
+        "positives": "all",
         "regularization": 1e-6,
     }
     assert build_learner("euclidean", {}, seed=0) is None

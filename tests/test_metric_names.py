@@ -79,7 +79,7 @@ PLACES = [
 
 def _same(a, b) -> bool:
     if isinstance(a, tuple | list):
-        return len(a) == len(b) and all(_same(u, v) for u, v in zip(a, b))
+        return len(a) == len(b) and all(_same(u, v) for u, v in zip(a, b, strict=True))
     if isinstance(a, torch.nn.Module):
         return type(a) is type(b) and a.distance == b.distance
     if isinstance(a, torch.Tensor):

@@ -34,7 +34,8 @@ def test_tables_cover_every_canonical_name():
 def test_paired_matches_pyriemann(alias, rng, make_spd):
     A, B = make_spd(rng, 5, 4), make_spd(rng, 5, 4)
     expected = [
-        pyr_distance(a, b, metric=PYRIEMANN_NAME[METRIC_ALIASES[alias]]) for a, b in zip(A, B)
+        pyr_distance(a, b, metric=PYRIEMANN_NAME[METRIC_ALIASES[alias]])
+        for a, b in zip(A, B, strict=True)
     ]
     got = distance(torch.from_numpy(A), torch.from_numpy(B), metric=alias.upper())
     np.testing.assert_allclose(got.numpy(), np.ravel(expected), rtol=1e-9, atol=1e-10)

@@ -56,7 +56,7 @@ from .._validation import (
     deprecate_positional_args,
 )
 from ..geometry.aliases import canonical_metric
-from ..geometry.distances import airm_distance, log_euclidean_distance
+from ..geometry.dispatch import distance as spd_distance
 from ..geometry.matrix_functions import eigh, spd_inv_sqrt, spd_log, symmetrize
 from ..geometry.means import riemannian_mean
 from ..io import register_estimator
@@ -653,8 +653,7 @@ class SPDNetEmbedding(MetricLearnerMixin, BaseEstimator):
             if not spd:
                 Y1, Y2 = _as_vectors(Y1), _as_vectors(Y2)
                 return torch.linalg.vector_norm(Y1.double() - Y2.double(), dim=1).cpu().numpy()
-            dist = airm_distance if self._distance() == "airm" else log_euclidean_distance
-            return dist(Y1.double(), Y2.double()).cpu().numpy()
+            return spd_distance(Y1.double(), Y2.double(), self._distance()).cpu().numpy()
 
     def _outputs(self, X, log: bool = False) -> tuple[torch.Tensor, np.dtype]:
         """The network's outputs (SPD, log or head vectors), and X's dtype.

@@ -9,7 +9,15 @@ See ``docs/geometry.md``.
 from ._precision import half_as_float32
 from .aliases import METRIC_ALIASES, canonical_metric
 from .checks import check_spd
-from .distances import airm_distance, log_euclidean_distance, pairwise_airm, pairwise_log_euclidean
+from .dispatch import distance, distance_functions, pairwise_distance, pairwise_distance_functions
+from .distances import (
+    airm_distance,
+    euclidean_distance,
+    log_euclidean_distance,
+    pairwise_airm,
+    pairwise_euclidean,
+    pairwise_log_euclidean,
+)
 from .matrix_functions import (
     spd_clamp,
     spd_exp,
@@ -38,6 +46,10 @@ airm_distance = half_as_float32(airm_distance)
 pairwise_airm = half_as_float32(pairwise_airm)
 log_euclidean_distance = half_as_float32(log_euclidean_distance)
 pairwise_log_euclidean = half_as_float32(pairwise_log_euclidean)
+euclidean_distance = half_as_float32(euclidean_distance)
+pairwise_euclidean = half_as_float32(pairwise_euclidean)
+distance = half_as_float32(distance)
+pairwise_distance = half_as_float32(pairwise_distance)
 riemannian_mean = half_as_float32(riemannian_mean)
 log_euclidean_mean = half_as_float32(log_euclidean_mean)
 geodesic = half_as_float32(geodesic)
@@ -60,6 +72,12 @@ __all__ = [
     "pairwise_airm",
     "log_euclidean_distance",
     "pairwise_log_euclidean",
+    "euclidean_distance",
+    "pairwise_euclidean",
+    "distance",
+    "pairwise_distance",
+    "distance_functions",
+    "pairwise_distance_functions",
     "riemannian_mean",
     "log_euclidean_mean",
     "spd_mean",

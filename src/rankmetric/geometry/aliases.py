@@ -2,7 +2,10 @@
 
 pyRiemann names the affine-invariant Riemannian metric ``"riemann"``, the log-Euclidean one
 ``"logeuclid"`` and the Euclidean one ``"euclid"``; every RPL/SPD estimator, loss and geometry
-function that takes a metric name resolves it through :func:`canonical_metric`.
+function that takes a metric name resolves it through :func:`canonical_metric`, the one
+resolver of metric names (the batch losses' :func:`rankmetric.losses.pair_distances.check_metric`
+delegates to it, so their vector names ``"sqeuclidean"``, ``"cosine"``, ``"dot"`` go through it
+too).
 """
 
 from __future__ import annotations
@@ -29,8 +32,10 @@ def canonical_metric(metric, allowed: tuple[str, ...] | None = None, *, name: st
     ----------
     metric : str or callable
         ``"airm"`` / ``"riemann"``, ``"log_euclidean"`` / ``"logeuclid"``, ... (case ignored).
+        A name that is not in :data:`METRIC_ALIASES` stands for itself.
     allowed : tuple of str, optional
-        Canonical names accepted here (default: all of :data:`METRIC_ALIASES`' values).
+        Canonical names accepted here (default: all of :data:`METRIC_ALIASES`' values); may
+        include names outside the table, such as ``"cosine"``.
     name : str, default="metric"
         Parameter name used in the error message.
 
@@ -41,12 +46,23 @@ def canonical_metric(metric, allowed: tuple[str, ...] | None = None, *, name: st
     Raises
     ------
     ValueError
-        If ``metric`` is neither a callable nor a name (or alias) of an allowed metric.
+        If ``metric`` is neither a callable nor a name (or alias) of an allowed metric; the
+        message lists the allowed names and their aliases.
+
+    Examples
+    --------
+    >>> canonical_metric("riemann")
+    'airm'
+    >>> canonical_metric("LogEuclid", ("airm", "log_euclidean"))
+    'log_euclidean'
     """
     if callable(metric):
         return metric
     allowed = tuple(dict.fromkeys(METRIC_ALIASES.values())) if allowed is None else allowed
-    canonical = METRIC_ALIASES.get(str(metric).lower()) if isinstance(metric, str) else None
+    canonical = None
+    if isinstance(metric, str):  # a name outside the table (e.g. "cosine") stands for itself
+        key = metric.lower()
+        canonical = METRIC_ALIASES.get(key, key)
     if canonical is None or canonical not in allowed:
         aliases = sorted(k for k, v in METRIC_ALIASES.items() if v in allowed and k not in allowed)
         raise ValueError(

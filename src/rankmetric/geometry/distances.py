@@ -43,6 +43,8 @@ __all__ = [
     "pairwise_airm",
     "log_euclidean_distance",
     "pairwise_log_euclidean",
+    "euclidean_distance",
+    "pairwise_euclidean",
 ]
 
 #: Numbers in the ``(rows, columns, c, c)`` block of whitened matrices built at once, by device.
@@ -430,6 +432,67 @@ def pairwise_log_euclidean(A, B=None) -> torch.Tensor:
     log_a = sym_to_vec(log_unchecked(A, "A"))
     log_b = log_a if B is None else sym_to_vec(log_unchecked(B, "B"))
     squared = _squared_euclidean(log_a, log_b)
+    if B is None:  # exactly symmetric, exactly 0 on the diagonal
+        squared = (squared + squared.T).mul_(0.5).fill_diagonal_(0.0)
+    return safe_sqrt(squared)
+
+
+def euclidean_distance(A, B) -> torch.Tensor:
+    r"""Euclidean (Frobenius) distance between paired symmetric matrices.
+
+    .. math:: \delta_E(A, B) = \Vert A - B \Vert_F
+
+    Parameters
+    ----------
+    A, B : Tensor or ndarray of shape (..., c, c)
+        Symmetric matrices; leading dimensions broadcast against each other.
+
+    Returns
+    -------
+    Tensor of shape (...,)
+        Distances, differentiable (zero gradient where the distance is 0).
+
+    Raises
+    ------
+    ValueError
+        If ``A`` or ``B`` is not a stack of symmetric matrices, or their sizes differ.
+    """
+    A, B = common_dtype(as_symmetric_tensor(A, "A"), as_symmetric_tensor(B, "B"))
+    A, B = broadcast_pair(A, B)
+    return safe_sqrt(((A - B) ** 2).sum(dim=(-2, -1)))
+
+
+def pairwise_euclidean(A, B=None) -> torch.Tensor:
+    r"""Matrix of Euclidean (Frobenius) distances between two sets of symmetric matrices.
+
+    .. math:: D_{ij} = \Vert A_i - B_j \Vert_F
+
+    Computed as :func:`pairwise_log_euclidean` is, from the Gram matrix of the half-vectorised
+    matrices (:func:`~rankmetric.geometry.sym_to_vec` is an isometry), without the logarithm.
+
+    Parameters
+    ----------
+    A : Tensor or ndarray of shape (n_a, c, c)
+        Symmetric matrices.
+    B : Tensor or ndarray of shape (n_b, c, c), optional
+        Symmetric matrices; ``A`` when omitted (the diagonal is then exactly 0).
+
+    Returns
+    -------
+    Tensor of shape (n_a, n_b)
+        Distances, differentiable (zero gradient where the distance is 0).
+
+    Raises
+    ------
+    ValueError
+        If an input is not a stack of symmetric matrices of shape (n, c, c).
+    """
+    A = as_matrix_stack(A, "A")
+    if B is not None:
+        A, B = common_dtype(A, as_matrix_stack(B, "B"))
+    vec_a = sym_to_vec(symmetrize(A))
+    vec_b = vec_a if B is None else sym_to_vec(symmetrize(B))
+    squared = _squared_euclidean(vec_a, vec_b)
     if B is None:  # exactly symmetric, exactly 0 on the diagonal
         squared = (squared + squared.T).mul_(0.5).fill_diagonal_(0.0)
     return safe_sqrt(squared)

@@ -7,8 +7,12 @@ baselines and the Riemannian potato) measures a batch the same way:
   :math:`\Vert x - y \Vert_2^2`, ``"cosine"``
   :math:`1 - x^\top y / (\Vert x \Vert \, \Vert y \Vert)`;
 * SPD matrices ``(n, c, c)``: ``"airm"`` (affine-invariant Riemannian) and ``"log_euclidean"``,
-  delegated to :mod:`rankmetric.geometry.distances`;
+  delegated to :mod:`rankmetric.geometry`'s dispatcher (:func:`rankmetric.geometry.distance`,
+  :func:`rankmetric.geometry.pairwise_distance`);
 * any callable ``f(x, y) -> (n_x, n_y)`` tensor (the distance is injected, not subclassed).
+
+Names resolve through :func:`rankmetric.geometry.canonical_metric`, the one resolver of metric
+names: pyRiemann's ``"riemann"``, ``"logeuclid"`` and ``"euclid"`` are accepted (case ignored).
 
 The Euclidean distance is computed from the Gram matrix (one matrix product, no ``(n, n, d)``
 tensor); its gradient at a zero distance (the diagonal, or duplicated points) is set to 0, the
@@ -32,13 +36,10 @@ from typing import Literal
 import torch
 import torch.nn.functional as F
 
-from ..geometry.distances import (
-    airm_distance,
-    log_euclidean_distance,
-    pairwise_airm,
-    pairwise_log_euclidean,
-    safe_sqrt,
-)
+from ..geometry.aliases import canonical_metric
+from ..geometry.dispatch import distance as spd_distance
+from ..geometry.dispatch import pairwise_distance as spd_pairwise_distance
+from ..geometry.distances import safe_sqrt
 from .precision import is_compiling
 
 __all__ = [
@@ -71,10 +72,33 @@ Similarity = Literal["cosine", "dot"] | PairwiseFn
 def check_metric(
     metric: Metric | Similarity, allowed: tuple[str, ...], name: str = "distance"
 ) -> Metric | Similarity:
-    """Return ``metric`` if it is callable or one of ``allowed``; raise ``ValueError`` otherwise."""
-    if callable(metric) or metric in allowed:
-        return metric
-    raise ValueError(f"{name} must be one of {allowed} or a callable f(x, y), got {metric!r}.")
+    """``metric`` if callable, else its canonical name if one of ``allowed`` (aliases resolved).
+
+    Parameters
+    ----------
+    metric : str or callable
+        A name of ``allowed`` or an alias of one (``"riemann"``, ``"logeuclid"``, ``"euclid"``;
+        :data:`rankmetric.geometry.METRIC_ALIASES`), case ignored.
+    allowed : tuple of str
+        Canonical names accepted.
+    name : str, default="distance"
+        Parameter name used in the error message.
+
+    Returns
+    -------
+    str or callable
+
+    Raises
+    ------
+    ValueError
+        For any other value, with a message listing the allowed names and their aliases.
+
+    Examples
+    --------
+    >>> check_metric("riemann", VECTOR_METRICS + SPD_METRICS)
+    'airm'
+    """
+    return canonical_metric(metric, allowed, name=name)
 
 
 def pairwise_distance(
@@ -99,7 +123,7 @@ def pairwise_distance(
     """
     if callable(metric):
         return _call_injected(metric, x, x if y is None else y)
-    check_metric(metric, VECTOR_METRICS + SPD_METRICS)
+    metric = check_metric(metric, VECTOR_METRICS + SPD_METRICS)
     if metric in SPD_METRICS:
         return _spd_distance(x, metric, y)
     _check_vectors(x, y, metric)
@@ -128,14 +152,13 @@ def paired_distance(x: torch.Tensor, y: torch.Tensor, metric: Metric = "euclidea
     """
     if callable(metric):
         return torch.diagonal(_call_injected(metric, x, y))
-    check_metric(metric, VECTOR_METRICS + SPD_METRICS)
+    metric = check_metric(metric, VECTOR_METRICS + SPD_METRICS)
     if x.shape != y.shape:
         shapes = f"{tuple(x.shape)} and {tuple(y.shape)}"
         raise ValueError(f"x and y must have the same shape, got {shapes}.")
     if metric in SPD_METRICS:
         _check_matrices(x, None, metric)
-        paired = airm_distance if metric == "airm" else log_euclidean_distance
-        return paired(x, y)
+        return spd_distance(x, y, metric)
     _check_vectors(x, y, metric)
     if metric == "cosine":
         return 1.0 - (unit_rows(x) * unit_rows(y)).sum(dim=1)
@@ -166,7 +189,7 @@ def pairwise_similarity(
     """
     if callable(metric):
         return _call_injected(metric, x, x if y is None else y)
-    check_metric(metric, SIMILARITIES, "similarity")
+    metric = check_metric(metric, SIMILARITIES, "similarity")
     _check_vectors(x, y, metric)
     if metric == "cosine":
         return _cosine(x, y)
@@ -380,8 +403,7 @@ def _check_matrices(x: torch.Tensor, y: torch.Tensor | None, metric: str) -> Non
 
 def _spd_distance(x: torch.Tensor, metric: str, y: torch.Tensor | None) -> torch.Tensor:
     _check_matrices(x, y, metric)
-    fn = pairwise_airm if metric == "airm" else pairwise_log_euclidean
-    return fn(x, y)
+    return spd_pairwise_distance(x, y, metric)
 
 
 def _squared_euclidean(x: torch.Tensor, y: torch.Tensor | None) -> torch.Tensor:

@@ -32,6 +32,7 @@ __all__ = [
     "ENV_VAR",
     "MemoryBudget",
     "check_memory",
+    "check_square_matrices",
     "format_bytes",
     "memory_budget",
     "memory_limit",
@@ -359,4 +360,33 @@ def check_memory(need: int, what: str, advice: str) -> None:
         f"{what} would need about {format_bytes(need)}, more than the memory this process may "
         f"use: {budget.describe()}. {advice} If more memory is really available, raise the "
         f"budget with {ENV_VAR} or rankmetric.memory_limit(...)."
+    )
+
+
+def check_square_matrices(size: int, copies: int, what: str) -> None:
+    """Raise before ``copies`` float64 matrices of ``size × size`` outgrow the memory budget.
+
+    The guard of the estimators whose memory grows with the square of the number of features
+    (ITML's metric, KISSME's and XQDA's covariances and their eigendecompositions).
+
+    Parameters
+    ----------
+    size : int
+        The matrices' side, the number of features.
+    copies : int
+        How many such matrices the estimator holds at its peak.
+    what : str
+        The estimator's name.
+
+    Examples
+    --------
+    >>> from rankmetric.resources import check_square_matrices, memory_limit
+    >>> with memory_limit("1G"):
+    ...     check_square_matrices(1000, 6, "KISSME")  # 48 MB: fits
+    """
+    check_memory(
+        copies * size * size * 8,
+        f"{what}'s {copies} matrices of {size:,} × {size:,} features (float64)",
+        "Reduce the features first (e.g. sklearn.decomposition.PCA in a Pipeline), or use "
+        "WARCA, whose memory grows with n_components × n_features.",
     )

@@ -192,3 +192,23 @@ def test_knn_search_refuses_a_result_beyond_the_budget():
     with rankmetric.memory_limit("100K"), pytest.raises(ValueError, match="3000 × 100 neighbours"):
         knn_search(X, k=100)
     assert knn_search(X, k=3)[1].shape == (3000, 3)
+
+
+@pytest.mark.parametrize("name", ["KISSME", "XQDA", "ITML"])
+def test_feature_square_estimators_refuse_before_forming_their_matrices(name):
+    """ITML, KISSME and XQDA hold several n_features × n_features float64 matrices: a budget that
+    cannot hold them is refused up front, naming the size and what to do."""
+    import rankmetric
+    from rankmetric.estimators import ITML, XQDA
+    from rankmetric.estimators.kissme import KISSME
+
+    cls = {"KISSME": KISSME, "XQDA": XQDA, "ITML": ITML}[name]
+    rng = np.random.default_rng(0)
+    X, y = rng.standard_normal((60, 300)), np.repeat(np.arange(6), 10)
+    with rankmetric.memory_limit("1M"), pytest.raises(ValueError) as info:
+        cls().fit(X, y)  # 300² · 8 B = 0.7 MiB per matrix
+    message = str(info.value)
+    assert f"{name}'s" in message and "300 × 300 features" in message and "PCA" in message
+    with rankmetric.memory_limit("64M"):
+        cls().fit(X[:, :20], y)
+

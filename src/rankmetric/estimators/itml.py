@@ -58,11 +58,17 @@ from .._validation import (
     deprecate_positional_args,
 )
 from ..io import register_estimator
+from ..resources import check_square_matrices
 from ..sampling import LabelIndex
 from ._supervision import check_pair_supervision
 from .base import MahalanobisMixin
 
 __all__ = ["ITML", "sample_pair_constraints", "distance_bounds", "itml_projections"]
+
+#: float64 (n_features × n_features) matrices held at the peak of a fit (the prior, its covariance
+#: and inverse (prior='covariance'), M and its square root), checked against the memory budget
+#: before the first is formed.
+ITML_MATRICES = 5
 
 # Random pairs used to estimate the distance percentiles behind the default bounds.
 _N_BOUND_PAIRS = 10_000
@@ -322,6 +328,7 @@ class ITML(MahalanobisMixin, BaseEstimator):
     def _prior_matrix(self, X: np.ndarray) -> np.ndarray:
         """``M₀`` of shape (n_features, n_features), float64 (``prior`` is validated)."""
         D = X.shape[1]
+        check_square_matrices(D, ITML_MATRICES, "ITML")
         if isinstance(self.prior, np.ndarray):
             if self.prior.shape != (D, D):
                 raise ValueError(f"prior has shape {self.prior.shape}, expected {(D, D)}.")

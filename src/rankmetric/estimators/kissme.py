@@ -42,11 +42,17 @@ from .._validation import (
     deprecate_positional_args,
 )
 from ..io import register_estimator
+from ..resources import check_square_matrices
 from ..sampling import POSITIVES, camera_group_codes, check_cameras
 from ._supervision import check_pair_supervision
 from .base import MahalanobisMixin
 
 __all__ = ["KISSME", "pair_difference_covariances"]
+
+#: float64 (n_features × n_features) matrices held at the peak of a fit (the pair-difference
+#: scatter, Σ_S, Σ_D, their two ridge inverses, M and its eigenvectors), checked against the memory
+#: budget before the first is formed.
+KISSME_MATRICES = 7
 
 
 def pair_difference_covariances(
@@ -286,6 +292,7 @@ class KISSME(MahalanobisMixin, BaseEstimator):
 
     def _fit_pca(self, X: np.ndarray) -> np.ndarray:
         """Fit ``mean_`` and ``pca_components_`` on ``X``; return the PCA features."""
+        check_square_matrices(X.shape[1], KISSME_MATRICES, "KISSME")
         r = self._check_n_components(*X.shape)
         X64 = X.astype(np.float64)
         self.mean_ = X64.mean(axis=0)

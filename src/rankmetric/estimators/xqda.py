@@ -41,11 +41,17 @@ from .._validation import (
     deprecate_positional_args,
 )
 from ..io import register_estimator
+from ..resources import check_square_matrices
 from ..sampling import POSITIVES
 from .base import MahalanobisMixin
 from .kissme import cross_camera_groups, pair_difference_covariances
 
 __all__ = ["XQDA", "xqda_subspace"]
+
+#: float64 (n_features × n_features) matrices held at the peak of a fit (Σ_I, Σ_E, the ridge, the
+#: generalised eigenproblem's two working copies and its eigenvectors, the scatter), checked
+#: against the memory budget before the first is formed.
+XQDA_MATRICES = 7
 
 
 def xqda_subspace(
@@ -195,6 +201,7 @@ class XQDA(MahalanobisMixin, BaseEstimator):
         self._validate_params()
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
         check_scale(X, np.float64)  # magnitudes whose squares overflow are refused
+        check_square_matrices(X.shape[1], XQDA_MATRICES, "XQDA")
         check_classification_targets(y)
         _, codes = check_labels(y, X.shape[0])
         check_min_per_class(codes, 2)

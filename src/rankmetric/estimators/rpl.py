@@ -29,7 +29,7 @@ __all__ = ["RPLEmbedding", "default_hidden_sizes"]
 
 @register_estimator
 class RPLEmbedding(SPDNetEmbedding):
-    """Learn an embedding of SPD matrices with the Riemannian Potato-based Ranking Loss.
+    r"""Learn an embedding of SPD matrices with the Riemannian Potato-based Ranking Loss.
 
     ``SPDNetEmbedding(loss="rpl")`` with the potato's parameters exposed; see
     :class:`~rankmetric.estimators.spdnet.SPDNetEmbedding` for the network, the training loop
@@ -59,7 +59,7 @@ class RPLEmbedding(SPDNetEmbedding):
         ``α``, rate of the online update of the potato statistics, in (0, 1].
     temperature : float, default=0
         Ranked-List-Loss temperature: 0 averages the hinge terms uniformly, ``T > 0`` weights
-        each violator by ``exp(T · hinge)``.
+        each violator by :math:`\exp(T \cdot \mathrm{hinge})`.
     head : {"linear", "log", "spd"}, default="linear"
         What the loss sees (see :class:`~rankmetric.estimators.spdnet.SPDNetEmbedding`).
     bimap, init, eps, relative_eps, batchnorm, n_classes_per_batch, n_per_class, max_iter,

@@ -207,7 +207,7 @@ def make_loss(
 
 @register_estimator
 class SPDNetEmbedding(MetricLearnerMixin, BaseEstimator):
-    """Learn an embedding of SPD matrices with an SPDNet and any metric-learning loss.
+    r"""Learn an embedding of SPD matrices with an SPDNet and any metric-learning loss.
 
     Each step draws a class-balanced batch (``n_per_class`` samples of ``n_classes_per_batch``
     classes) and minimises the loss on the network's outputs. Training keeps the parameters of
@@ -241,7 +241,8 @@ class SPDNetEmbedding(MetricLearnerMixin, BaseEstimator):
     eps : float, default=0.05
         ReEig floor, relative to each matrix's mean eigenvalue when ``relative_eps``.
     relative_eps : bool, default=True
-        Floor at ``eps · trace(X) / c`` (a ReEig that clamps on whitened data) instead of ``eps``.
+        Floor at :math:`\epsilon \operatorname{tr}(X) / c` (a ReEig that clamps on whitened
+        data) instead of :math:`\epsilon`.
     batchnorm : bool, default=False
         Riemannian batch normalisation after every BiMap
         (:class:`~rankmetric.models.spdnet.SPDBatchNorm`: batch Karcher mean, geodesic running

@@ -211,4 +211,3 @@ def test_feature_square_estimators_refuse_before_forming_their_matrices(name):
     assert f"{name}'s" in message and "300 × 300 features" in message and "PCA" in message
     with rankmetric.memory_limit("64M"):
         cls().fit(X[:, :20], y)
-

@@ -23,6 +23,7 @@ set draws in O(B log B) without any (B, B) matrix.
 
 from __future__ import annotations
 
+import abc
 from typing import Literal
 
 import torch
@@ -57,7 +58,7 @@ TRIPLET_STRATEGIES = ("all", "hard", "semihard", "random")
 Strategy = Literal["all", "hard", "semihard", "random"]
 
 
-class Miner(nn.Module):
+class Miner(nn.Module, metaclass=abc.ABCMeta):
     """Base of the miners: validates the batch and mines without gradients.
 
     Subclasses implement ``mine(embeddings, labels, ref_emb, ref_labels, same)``, where ``same``
@@ -100,10 +101,11 @@ class Miner(nn.Module):
                 embeddings.detach().to(dtype), labels, ref_emb.detach().to(dtype), ref_labels, same
             )
 
+    @abc.abstractmethod
     def mine(
         self, embeddings: Tensor, labels: Tensor, ref_emb: Tensor, ref_labels: Tensor, same: bool
     ) -> IndicesTuple:
-        raise NotImplementedError
+        """The index tuple of a validated, detached batch (each subclass's mining rule)."""
 
 
 class TripletMiner(Miner):

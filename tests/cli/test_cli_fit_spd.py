@@ -134,7 +134,7 @@ def test_covariance_estimator_on_a_derived_set_is_refused(capsys):
 
 # ----------------------------------------------------------------------------- help text
 
-_MARKUP = re.compile(r":\w+:`|``|`")
+_MARKUP = re.compile(r":\w+:`|``|`|\\[A-Za-z]+")  # roles, literals, LaTeX macros
 
 
 @pytest.mark.parametrize("method", list(METHODS))
@@ -151,6 +151,9 @@ def test_every_option_has_help_without_sphinx_markup(method, capsys):
             follow = lines[i + 1] if i + 1 < len(lines) else ""
             assert follow.strip() and not follow.strip().startswith("-"), match.group(1)
     assert not _MARKUP.search(text.split("options:", 1)[1].replace("`rankmetric data list`", ""))
+    with pytest.raises(SystemExit):
+        main(["fit", "--help"])  # the methods' summaries too
+    assert not _MARKUP.search(capsys.readouterr().out.split("positional arguments:", 1)[1])
     if METHODS[method][2] == "spd":
         assert "--covariance-estimator" in text and ".npz file of raw trials" in text
 

@@ -140,8 +140,29 @@ def _first_sentence(text: str) -> str:
     return text.rstrip(".")
 
 
+#: LaTeX of the docstrings' ``:math:`` roles, as a terminal shows it.
+_LATEX_TEXT = {
+    r"\lVert": "‖", r"\rVert": "‖", r"\Vert": "‖", r"\top": "ᵀ", r"\cdot": "·",
+    r"\epsilon": "ε", r"\lambda": "λ", r"\gamma": "γ", r"\mu": "μ", r"\sigma": "σ",
+    r"\Sigma": "Σ", r"\sum": "Σ", r"\chi": "χ", r"\tfrac12": "½", r"\frac12": "½",
+    r"\sqrt": "√", r"\exp": "exp", r"\log": "log", r"\le": "≤", r"\ge": "≥",
+    r"\operatorname": "", r"\mathrm": "", r"\mathtt": "", r"\text": "", r"\,": " ",
+}  # fmt: skip
+
+
+def _math_text(latex: str) -> str:
+    r"""A ``:math:`` role's LaTeX as plain text (``\lVert L(a - b) \rVert`` → ``‖L(a - b)‖``)."""
+    for macro, text in _LATEX_TEXT.items():
+        latex = re.sub(re.escape(macro) + r"(?![A-Za-z])", text, latex)
+    latex = latex.replace("\\_", "_").replace("{", "").replace("}", "")
+    latex = latex.replace("^ᵀ", "ᵀ").replace("^2", "²")
+    return re.sub(r"‖\s+", "‖", re.sub(r"\s+‖", "‖", latex))
+
+
 def _plain(text: str) -> str:
-    """``text`` without Sphinx markup: roles (``:class:`~a.B``` → ``B``), literals, backticks."""
+    """``text`` without Sphinx markup: roles (``:class:`~a.B``` → ``B``), maths as plain text,
+    literals, backticks."""
+    text = re.sub(r":math:`([^`]*)`", lambda m: _math_text(m.group(1)), text)
     text = re.sub(r":\w+:`~?([^`<]*?)\s*<[^`>]*>`", r"\1", text)  # :role:`title <target>`
     text = re.sub(r":\w+:`~([^`]*)`", lambda m: m.group(1).rsplit(".", 1)[-1], text)
     text = re.sub(r":\w+:`([^`]*)`", r"\1", text)

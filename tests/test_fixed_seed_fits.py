@@ -1,0 +1,174 @@
+"""Fixed-seed fits of every estimator and transformer, compared with a recorded reference.
+
+The reference (``tests/data/fixed_seed_fits.npz``) was recorded before the architecture
+refactor of issue #25; a refactor that changes any fitted number fails here. On the platform
+that recorded it (same torch, numpy, CPU capability) the comparison is exact, bit for bit;
+elsewhere (another BLAS kernel may sum in another order) it allows float32 rounding.
+
+Regenerate, only for a change that is meant to alter results (and say so in the CHANGELOG)::
+
+    RANKMETRIC_RECORD_FIXED_SEED=1 python -m pytest tests/test_fixed_seed_fits.py
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import rankmetric
+from rankmetric.datasets import make_gaussian_clusters, make_spd_clusters
+from rankmetric.preprocessing import Covariances, DomainRecentering, TangentSpace
+
+REFERENCE = Path(__file__).parent / "data" / "fixed_seed_fits.npz"
+RECORD = os.environ.get("RANKMETRIC_RECORD_FIXED_SEED") == "1"
+
+
+def _platform() -> str:
+    return "|".join(
+        [
+            platform.machine(),
+            torch.__version__,
+            np.__version__,
+            torch.backends.cpu.get_cpu_capability(),
+        ]
+    )
+
+
+def _vectors():
+    X, y = make_gaussian_clusters(60, n_features=6, n_classes=3, random_state=0)
+    return X.astype(np.float32), y
+
+
+def _spd():
+    X, y = make_spd_clusters(48, n_channels=4, n_classes=3, random_state=0)
+    return X, y
+
+
+def _pairs():
+    X, y = _vectors()
+    rng = np.random.default_rng(0)
+    pairs = rng.integers(0, len(X), size=(80, 2))
+    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+    same = np.where(y[pairs[:, 0]] == y[pairs[:, 1]], 1, -1)
+    return X, pairs, same
+
+
+def _fit_transform(estimator, data):
+    X, y = data()
+    return estimator.fit(X, y).transform(X)
+
+
+CASES = {
+    "WARCA": lambda: _fit_transform(
+        rankmetric.WARCA(n_components=3, max_iter=40, random_state=0), _vectors
+    ),
+    "KernelWARCA": lambda: _fit_transform(
+        rankmetric.KernelWARCA(kernel="rbf", n_components=3, max_iter=40, random_state=0), _vectors
+    ),
+    "SSNE": lambda: _fit_transform(
+        rankmetric.SSNE(n_components=3, max_iter=40, random_state=0), _vectors
+    ),
+    "LMNN": lambda: _fit_transform(
+        rankmetric.LMNN(n_components=3, max_iter=20, random_state=0), _vectors
+    ),
+    "MultiMetricLMNN": lambda: _multi_metric_lmnn(),
+    "ITML": lambda: _fit_transform(rankmetric.ITML(max_iter=50, random_state=0), _vectors),
+    "KISSME": lambda: _fit_transform(rankmetric.KISSME(), _vectors),
+    "XQDA": lambda: _fit_transform(rankmetric.XQDA(n_components=3), _vectors),
+    "SPDNetEmbedding": lambda: _fit_transform(
+        rankmetric.SPDNetEmbedding(
+            loss="multi-similarity",
+            hidden_sizes=3,
+            max_iter=15,
+            validation_fraction=0.0,
+            random_state=0,
+            device="cpu",
+        ),
+        _spd,
+    ),
+    "RPLEmbedding": lambda: _fit_transform(
+        rankmetric.RPLEmbedding(
+            hidden_sizes=3, max_iter=15, validation_fraction=0.0, random_state=0, device="cpu"
+        ),
+        _spd,
+    ),
+    "ITML_pairs": lambda: _fit_pairs(rankmetric.ITML(max_iter=50, random_state=0)),
+    "PairClassifier": lambda: _pair_classifier(),
+    "Covariances": lambda: Covariances(estimator="lwf").fit_transform(
+        np.random.default_rng(0).standard_normal((5, 4, 50))
+    ),
+    "TangentSpace": lambda: TangentSpace().fit(_spd()[0]).transform(_spd()[0]),
+    "DomainRecentering": lambda: DomainRecentering().fit_transform(
+        _spd()[0], domains=np.arange(48) % 2
+    ),
+}
+
+
+def _fit_pairs(estimator):
+    X, pairs, same = _pairs()
+    return estimator.fit_pairs(X, pairs, same).transform(X)
+
+
+def _multi_metric_lmnn():
+    X, y = _vectors()
+    model = rankmetric.MultiMetricLMNN(max_iter=10, random_state=0).fit(X, y)
+    return np.concatenate(
+        [model.get_mahalanobis_matrices().ravel(), model.predict_proba(X).ravel()]
+    )
+
+
+def _pair_classifier():
+    X, pairs, same = _pairs()
+    stacked = np.stack([X[pairs[:, 0]], X[pairs[:, 1]]], axis=1)
+    clf = rankmetric.PairClassifier(rankmetric.ITML(max_iter=50, random_state=0))
+    return clf.fit(stacked, same).decision_function(stacked)
+
+
+def _as_array(result) -> np.ndarray:
+    if isinstance(result, torch.Tensor):
+        result = result.detach().cpu().numpy()
+    return np.asarray(result)
+
+
+@pytest.fixture(scope="module")
+def reference():
+    if RECORD:
+        arrays = {"_platform": np.array(_platform())}
+        for name, case in CASES.items():
+            torch.manual_seed(0)
+            arrays[name] = _as_array(case())
+        REFERENCE.parent.mkdir(exist_ok=True)
+        np.savez_compressed(REFERENCE, **arrays)
+    with np.load(REFERENCE, allow_pickle=False) as data:
+        return {key: data[key] for key in data.files}
+
+
+@pytest.mark.filterwarnings("ignore")
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_fixed_seed_fit_matches_reference(name, reference):
+    torch.manual_seed(0)
+    result = _as_array(CASES[name]())
+    expected = reference[name]
+    assert result.shape == expected.shape
+    assert result.dtype == expected.dtype
+    if str(reference["_platform"]) == _platform():
+        np.testing.assert_array_equal(result, expected)  # bit-identical where recorded
+    else:
+        np.testing.assert_allclose(result, expected, rtol=1e-4, atol=1e-5)
+
+
+def test_every_public_estimator_has_a_fixed_seed_case():
+    from sklearn.base import BaseEstimator
+
+    public = {
+        name
+        for name in rankmetric.__all__
+        if isinstance(getattr(rankmetric, name), type)
+        and issubclass(getattr(rankmetric, name), BaseEstimator)
+    }
+    assert public <= set(CASES)

@@ -1,6 +1,7 @@
 """Every estimator declares every hyper-parameter, and ``fit`` enforces the declarations.
 
-One test per estimator of ``_estimators.SPECS`` (the ``spec`` fixture). The declarations are the
+One test per estimator of ``_estimators.SPECS`` (the ``spec`` fixture); ``fit`` enforcing each
+declaration at its bounds is ``test_parameter_boundaries.py``. The declarations are the
 ``_parameter_constraints`` of :mod:`rankmetric._validation`; a renamed parameter (in
 ``_renamed_parameters``) is covered by its new name's declaration.
 """
@@ -54,16 +55,6 @@ def test_a_positional_argument_warns_naming_the_keyword(spec):
     assert est.get_params() == spec.cls().get_params()
 
 
-def test_fit_rejects_every_parameter_that_breaks_its_declaration(spec):
-    """An object no constraint admits, in each parameter in turn: ``fit`` names that parameter."""
-    X, y = spec.data()
-    for name in spec.cls._parameter_constraints:
-        est = spec.make(**{name: object()})
-        with pytest.raises(ValueError, match=f"^{name} must be "), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            est.fit(X, y)
-
-
 def test_defaults_satisfy_the_declarations(spec):
     est = spec.cls()
     with warnings.catch_warnings():
@@ -73,14 +64,13 @@ def test_defaults_satisfy_the_declarations(spec):
 
 
 def test_multi_metric_lmnn_declares_and_enforces_every_parameter():
-    """mLMNN is a classifier, outside ``SPECS``: the same checks, on its own data."""
+    """mLMNN is a classifier, outside ``SPECS``: every parameter declared.
+
+    ``fit`` enforcing each declaration, at its bounds, for every estimator and transformer:
+    ``test_parameter_boundaries.py``.
+    """
     from rankmetric.estimators.mlmnn import MultiMetricLMNN
 
     renamed = MultiMetricLMNN._renamed_parameters
     params = set(_constructor_parameters(MultiMetricLMNN))
     assert params - set(renamed) == set(MultiMetricLMNN._parameter_constraints)
-    X, y = make_data("features", 24)
-    for name in MultiMetricLMNN._parameter_constraints:
-        est = MultiMetricLMNN(max_iter=5, device="cpu").set_params(**{name: object()})
-        with pytest.raises(ValueError, match=f"^{name} must be "):
-            est.fit(X, y)

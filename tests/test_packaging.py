@@ -67,18 +67,152 @@ def test_metadata_has_one_version_and_the_imported_dependencies(wheel):
     assert {"joblib", "threadpoolctl", "numpy", "scipy", "scikit-learn", "torch"} <= requires
 
 
-def test_every_third_party_import_is_declared():
-    """Each top-level module imported by the library is a runtime dependency or an extra."""
-    pyproject = (ROOT / "pyproject.toml").read_text()
-    imported = set()
-    for file in (ROOT / "src" / "rankmetric").rglob("*.py"):
-        for node in ast.walk(ast.parse(file.read_text(), filename=str(file))):
-            if isinstance(node, ast.Import):
-                imported.update(alias.name.split(".")[0] for alias in node.names)
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                imported.add(node.module.split(".")[0])
-    distribution = {"sklearn": "scikit-learn", "faiss": "faiss-cpu"}
-    third_party = imported - set(sys.stdlib_module_names) - {"rankmetric"}
-    for module in sorted(third_party):
-        name = distribution.get(module, module)
-        assert f'"{name}>=' in pyproject, f"{module} is imported but {name} is not declared"
+#: Import name → distribution name, where they differ.
+DISTRIBUTIONS = {"sklearn": "scikit-learn", "faiss": "faiss-cpu"}
+#: Extras that a user never installs to run the library (they cannot declare its imports).
+DEVELOPMENT_EXTRAS = {"test", "docs"}
+_IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError"}
+
+
+def _normalise(requirement: str) -> str:
+    """``"scikit-learn>=1.6"`` → ``"scikit-learn"`` (PEP 503 spelling)."""
+    name = re.match(r"[A-Za-z0-9_.-]+", requirement.strip()).group(0)
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _guards_import_errors(node: ast.Try) -> bool:
+    for handler in node.handlers:
+        caught = handler.type
+        names = caught.elts if isinstance(caught, ast.Tuple) else [caught]
+        if any(getattr(n, "id", None) in _IMPORT_ERRORS for n in names):
+            return True
+    return False
+
+
+def third_party_imports(package: Path) -> list[tuple[str, str, str]]:
+    """``(module, where, how)`` for each import of a non-stdlib module by ``package``.
+
+    ``how`` is ``"runtime"`` (run when the module is imported), ``"lazy"`` (inside a
+    function: run when it is called) or ``"guarded"`` (inside ``try: ... except ImportError``,
+    where the error is turned into a message). ``importlib.import_module("name")`` with a
+    literal name counts as an import. Imports under ``if TYPE_CHECKING:`` are not run.
+    """
+    found = []
+    own = package.name
+
+    def record(module: str | None, node, how: str, path: Path) -> None:
+        top = (module or "").split(".")[0]
+        if top and top not in sys.stdlib_module_names and top != own:
+            found.append((top, f"{path.relative_to(package.parent)}:{node.lineno}", how))
+
+    def visit(node, how: str, path: Path) -> None:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                record(alias.name, node, how, path)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            record(node.module, node, how, path)
+        elif isinstance(node, ast.Call) and ast.unparse(node.func) in (
+            "importlib.import_module",
+            "import_module",
+            "__import__",
+        ):
+            if node.args and isinstance(node.args[0], ast.Constant):
+                record(str(node.args[0].value), node, how, path)
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            return
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            how = "lazy" if how == "runtime" else how
+        if isinstance(node, ast.Try) and _guards_import_errors(node):
+            for child in node.body:
+                visit(child, "guarded", path)
+            for child in [*node.handlers, *node.orelse, *node.finalbody]:
+                visit(child, how, path)
+            return
+        for child in ast.iter_child_nodes(node):
+            visit(child, how, path)
+
+    for path in sorted(package.rglob("*.py")):
+        visit(ast.parse(path.read_text(), filename=str(path)), "runtime", path)
+    return found
+
+
+def undeclared_imports(package: Path, project: dict) -> list[str]:
+    """Imports that ``[project]`` does not declare as the way they are run needs.
+
+    - a runtime import (module level) must be in ``dependencies``: an extra is not installed
+      by ``pip install rankmetric``;
+    - a lazy or guarded import of a module outside ``dependencies`` must be in a user-facing
+      extra (never only in ``test`` / ``docs``), and a lazy one must be guarded: inside
+      ``try: ... except ImportError`` or in a module that asks ``importlib.util.find_spec``
+      first, so that a missing extra gives a message naming it, not a bare traceback.
+    """
+    required = {_normalise(r) for r in project.get("dependencies", [])}
+    extras = {
+        _normalise(r)
+        for name, reqs in project.get("optional-dependencies", {}).items()
+        if name not in DEVELOPMENT_EXTRAS
+        for r in reqs
+    }
+    problems = []
+    for module, where, how in third_party_imports(package):
+        name = _normalise(DISTRIBUTIONS.get(module, module))
+        if name in required:
+            continue
+        if how == "runtime":
+            problems.append(
+                f"{where}: {module} is imported at runtime but {name} is not in "
+                "[project] dependencies"
+            )
+        elif name not in extras:
+            problems.append(f"{where}: {module} is imported but {name} is in no user extra")
+        elif how == "lazy":
+            text = (package.parent / where.rsplit(":", 1)[0]).read_text()
+            if f'find_spec("{module}")' not in text:
+                problems.append(f"{where}: {module} (extra only) is imported without a guard")
+    return problems
+
+
+def _project() -> dict:
+    tomllib = pytest.importorskip("tomllib" if sys.version_info >= (3, 11) else "tomli")
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+
+
+def test_every_third_party_import_is_declared_as_it_is_run():
+    """Runtime imports are dependencies; optional ones are guarded and in a user extra."""
+    problems = undeclared_imports(ROOT / "src" / "rankmetric", _project())
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("import matplotlib\n", "matplotlib is imported at runtime"),  # only in extras
+        ("def f():\n    import pytest\n", "pytest is in no user extra"),  # test extra only
+        ("def f():\n    import matplotlib\n", "imported without a guard"),
+        ("import importlib\nimportlib.import_module('faiss')\n", "faiss is imported at runtime"),
+        (
+            "def f():\n    try:\n        import matplotlib\n    except ImportError:\n"
+            "        raise ImportError('pip install rankmetric[plot]') from None\n",
+            None,
+        ),
+        ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import pytest\n", None),
+        ("import numpy\nfrom sklearn import base\n", None),
+    ],
+)
+def test_the_check_ignores_extras_for_runtime_imports(tmp_path, source, expected):
+    package = tmp_path / "rankmetric"
+    package.mkdir()
+    (package / "m.py").write_text(source)
+    project = {
+        "dependencies": ["numpy>=1", "scikit-learn>=1"],
+        "optional-dependencies": {
+            "plot": ["matplotlib>=3"],
+            "faiss": ["faiss-cpu>=1"],
+            "test": ["pytest>=8"],
+        },
+    }
+    problems = undeclared_imports(package, project)
+    if expected is None:
+        assert problems == []
+    else:
+        assert len(problems) == 1 and expected in problems[0], problems

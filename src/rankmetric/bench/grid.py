@@ -208,7 +208,12 @@ def run_grid(
 
     bar = progress(total=len(todo), desc=desc, verbose=verbose)
     if scheduler is not None:
-        from distributed import Client, as_completed
+        try:
+            from distributed import Client, as_completed
+        except ImportError:
+            raise ImportError(
+                "scheduler= runs the cells on Dask: pip install 'rankmetric[dask]'."
+            ) from None
 
         with Client(scheduler) as client:
             futures = {client.submit(execute_cell, cells[i], pure=False): i for i in todo}

@@ -14,10 +14,15 @@ __all__ = ["accuracy_bars", "metric_bars", "cmc_plot", "scaling_plot"]
 
 
 def _pyplot():
-    import matplotlib
+    try:
+        import matplotlib
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise ImportError(
+            "the benchmark figures need matplotlib: pip install 'rankmetric[plot]'."
+        ) from None
 
     return plt
 

@@ -2,7 +2,12 @@
 
 The layers are read from the ```` ```layers ```` block of that page (top first; packages that
 share a line, separated by ``|``, must not import each other), so the page and this check cannot
-disagree. Every ``import`` statement counts, including those inside functions.
+disagree. Every ``import`` statement counts, including those inside functions, and so do
+dynamic imports: ``importlib.import_module`` / ``__import__`` of a literal (or an f-string's
+literal head), a string holding a whole dotted path ``"rankmetric.x.y"`` (a table resolved by
+``import_module`` later), and ``import rankmetric`` followed by ``rankmetric.Name`` or
+``getattr(rankmetric, name)`` (the module re-exporting ``Name``; any re-exporting module when
+the name is computed).
 """
 
 from __future__ import annotations
@@ -46,13 +51,87 @@ def unit_of(module: str) -> str | None:
     return parts[1] if len(parts) > 1 else None
 
 
+_DYNAMIC_IMPORTS = {"importlib.import_module", "import_module", "__import__"}
+_DOTTED_PATH = re.compile(r"rankmetric(\.[A-Za-z_]\w*)+")
+
+
+def _literal_prefix(node: ast.expr) -> str | None:
+    """The module a dynamic import names: a literal, or the literal head of an f-string."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr) and node.values and isinstance(node.values[0], ast.Constant):
+        head = str(node.values[0].value)
+        return head.rsplit(".", 1)[0] if "." in head else head
+    return None
+
+
+def _docstrings(tree: ast.Module) -> set[int]:
+    found = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr):
+            if isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+                found.add(id(body[0].value))
+    return found
+
+
+def _root_names(tree: ast.Module) -> set[str]:
+    """Names bound to the root package by ``import rankmetric [as name]``."""
+    return {
+        alias.asname or alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+        if alias.name == "rankmetric"
+    }
+
+
+def dynamic_targets(tree: ast.Module, exports: dict[str, str]) -> list[tuple[int, str]]:
+    """``(line, module)`` reached without an import statement naming it.
+
+    - ``importlib.import_module("rankmetric.x")`` / ``__import__(...)`` with a literal (or an
+      f-string's literal head);
+    - any other string that is a whole dotted path ``"rankmetric.x.y"`` (a table of classes or
+      cell runners resolved by ``import_module`` later);
+    - ``import rankmetric`` then ``rankmetric.Name`` (the module re-exporting ``Name``), and
+      ``getattr(rankmetric, name)`` with a computed name: every module of the root's table.
+    """
+    found = []
+    docstrings = _docstrings(tree)
+    roots = _root_names(tree)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and ast.unparse(node.func) in _DYNAMIC_IMPORTS:
+            target = _literal_prefix(node.args[0]) if node.args else None
+            if target is not None:
+                found.append((node.lineno, target))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if id(node) not in docstrings and _DOTTED_PATH.fullmatch(node.value):
+                found.append((node.lineno, node.value))
+        elif isinstance(node, ast.Attribute) and ast.unparse(node.value) in roots:
+            if not node.attr.startswith("__"):
+                found.append((node.lineno, f"rankmetric.{exports.get(node.attr, node.attr)}"))
+        elif (
+            isinstance(node, ast.Call)
+            and ast.unparse(node.func) == "getattr"
+            and len(node.args) >= 2
+            and ast.unparse(node.args[0]) in roots
+        ):
+            name = node.args[1]
+            if isinstance(name, ast.Constant):
+                found.append((node.lineno, f"rankmetric.{exports.get(name.value, name.value)}"))
+            else:  # a computed name: any module the root re-exports
+                found += [(node.lineno, f"rankmetric.{unit}") for unit in set(exports.values())]
+    return found
+
+
 def imported_units(path: Path, exports: dict[str, str]) -> list[tuple[int, str]]:
-    """``(line, unit)`` for every import of a rankmetric module in ``path``."""
+    """``(line, unit)`` for every import of a rankmetric module in ``path``, dynamic ones too."""
     module = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
     package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
     package = package.removesuffix(".__init__")
+    tree = ast.parse(path.read_text())
     found = []
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -66,12 +145,23 @@ def imported_units(path: Path, exports: dict[str, str]) -> list[tuple[int, str]]
                 targets = [base]
         else:
             continue
-        for target in targets:
-            if target.split(".")[0] == "rankmetric":
-                unit = unit_of(target)
-                if unit is not None and unit != "__version__":
-                    found.append((node.lineno, unit))
-    return found
+        found += [(node.lineno, target) for target in targets]
+    units = []
+    for line, target in found:
+        if target.split(".")[0] == "rankmetric":
+            unit = unit_of(target)
+            if unit is not None and unit != "__version__":
+                units.append((line, unit))
+    for line, target in dynamic_targets(tree, exports):
+        unit = unit_of(target)
+        unit = exports.get(unit, unit)  # "rankmetric.memory_limit" names resources' function
+        if unit is not None and _is_module(unit):  # not "rankmetric._LAZY" or a version
+            units.append((line, unit))
+    return list(dict.fromkeys(units))  # a literal import_module("...") is also a string
+
+
+def _is_module(unit: str) -> bool:
+    return (PACKAGE / unit).is_dir() or (PACKAGE / f"{unit}.py").is_file()
 
 
 def violations(depth: dict[str, int]) -> list[str]:
@@ -96,9 +186,28 @@ def violations(depth: dict[str, int]) -> list[str]:
     return problems
 
 
+#: Violations known and reported, as ``"<file>: '<unit>' imports '<other>'"`` → why they stay
+#: for now. Exact: the test fails when one of them disappears, so that it is taken off here.
+KNOWN_VIOLATIONS = {
+    "src/rankmetric/io.py: 'io' imports 'estimators'": "load_model imports the estimator "
+    "classes lazily through `import rankmetric` + getattr(rankmetric, name) (the #25 review "
+    "finding); io is being rewritten (model format apart from atomic writing) by another branch",
+    "src/rankmetric/io.py: 'io' imports 'training'": "the same getattr(rankmetric, name): a "
+    "computed name can reach every module the root re-exports",
+}
+
+
+def _without_line(problem: str) -> str:
+    where, _, rest = problem.partition(": ")
+    return f"{where.split(':')[0]}: {rest.split(' from ')[0]}"
+
+
 def test_every_import_follows_the_layers():
     problems = violations(read_layers(ARCHITECTURE.read_text()))
-    assert not problems, "\n".join(problems)
+    new = [p for p in problems if _without_line(p) not in KNOWN_VIOLATIONS]
+    assert not new, "\n".join(new)
+    gone = set(KNOWN_VIOLATIONS) - {_without_line(p) for p in problems}
+    assert not gone, f"fixed, take them off KNOWN_VIOLATIONS: {sorted(gone)}"
 
 
 def test_every_layered_unit_names_a_module_or_is_announced():
@@ -114,6 +223,16 @@ def test_every_layered_unit_names_a_module_or_is_announced():
         ("a\nb", "from ..a import x", "'b' imports 'a' from a layer above"),
         ("a | b", "from rankmetric.a import x", "'b' imports 'a' from the same layer"),
         ("b\na", "from ..a import x", None),
+        ("a\nb", "import importlib; importlib.import_module('rankmetric.a')", "a layer above"),
+        ("a\nb", "__import__('rankmetric.a.x')", "a layer above"),
+        ("a\nb", "import importlib; importlib.import_module(f'rankmetric.a.{n}')", "layer above"),
+        ("a\nb", "TABLE = {'x': 'rankmetric.a.X'}", "a layer above"),
+        ("a\nb", "import rankmetric; rankmetric.a.f()", "a layer above"),
+        ("a\nb", "import rankmetric as r; r.X", "'b' imports 'a' from a layer above"),
+        ("a\nb", "import rankmetric; getattr(rankmetric, n)", "'b' imports 'a' from a layer"),
+        ("a\nb", "import rankmetric; rankmetric.__version__", None),
+        ("a\nb", "'rankmetric.a is named in a message'", None),
+        ("b\na", "import importlib; importlib.import_module('rankmetric.a')", None),
     ],
 )
 def test_the_check_catches_upward_and_sideways_imports(
@@ -122,7 +241,7 @@ def test_the_check_catches_upward_and_sideways_imports(
     package = tmp_path / "rankmetric"
     (package / "b").mkdir(parents=True)
     (package / "a.py").write_text("")
-    (package / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("_LAZY = {'X': 'rankmetric.a'}\n")
     (package / "b" / "__init__.py").write_text(f"def f():\n    {source}\n")
     monkeypatch.setitem(globals(), "PACKAGE", package)
     monkeypatch.setitem(globals(), "ROOT", tmp_path)

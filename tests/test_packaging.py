@@ -216,3 +216,21 @@ def test_the_check_ignores_extras_for_runtime_imports(tmp_path, source, expected
         assert problems == []
     else:
         assert len(problems) == 1 and expected in problems[0], problems
+
+
+def test_lint_requires_zip_strict_everywhere():
+    """ruff's B905 (``zip()`` without ``strict=``) is selected and exempted nowhere."""
+    tomllib = pytest.importorskip("tomllib" if sys.version_info >= (3, 11) else "tomli")
+    lint = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["ruff"]["lint"]
+    selected = lint.get("select", []) + lint.get("extend-select", [])
+    assert any("B905".startswith(code) for code in selected)
+    exempt = [*lint.get("ignore", []), *lint.get("extend-ignore", [])]
+    exempt += [c for codes in lint.get("per-file-ignores", {}).values() for c in codes]
+    assert not any("B905".startswith(code) for code in exempt), exempt
+    noqa = [
+        str(path.relative_to(ROOT))
+        for folder in ("src", "tests", "benchmarks", "examples")
+        for path in (ROOT / folder).rglob("*.py")
+        if re.search(r"noqa:[^\n]*B905", path.read_text())
+    ]
+    assert not noqa, noqa

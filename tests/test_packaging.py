@@ -231,6 +231,6 @@ def test_lint_requires_zip_strict_everywhere():
         str(path.relative_to(ROOT))
         for folder in ("src", "tests", "benchmarks", "examples")
         for path in (ROOT / folder).rglob("*.py")
-        if re.search(r"noqa:[^\n]*B905", path.read_text())
+        if re.search(r"noqa:[^\n]*B" + "905", path.read_text())  # split: not matching itself
     ]
     assert not noqa, noqa

@@ -90,13 +90,11 @@ def measure_objective(k: int, pairs: int, n: int = 4000) -> None:
 
 
 def measure_search(n: int, k: int) -> None:
-    import rankmetric.estimators._lmnn_search as search
-
     g = torch.Generator().manual_seed(0)
     X, codes = torch.randn(n, 20, generator=g), torch.randint(0, 10, (n,), generator=g)
-    targets, mask = search.find_target_neighbors(X, codes, k)
+    targets, mask = lm.find_target_neighbors(X, codes, k)
     base, start = _reset(), time.perf_counter()
-    anchors, _ = search.find_impostors(X, codes, targets, mask)
+    anchors, _ = lm.find_impostors(X, codes, targets, mask)
     growth = _peak_bytes() - base
     print(
         f"search n={n} k={k}: {anchors.numel():,} pairs ({16 * anchors.numel() / 2**20:.0f} MiB "

@@ -21,7 +21,6 @@ import torch
 
 from rankmetric.bench import rpl
 from rankmetric.bench.spdnet_baselines import fit_spdnet_row
-from rankmetric.datasets.covariance import _stratified_subset
 from rankmetric.evaluate import retrieval_scores
 
 
@@ -31,9 +30,9 @@ def main() -> None:
     parser.add_argument("--n-test", type=int, default=2000)
     args = parser.parse_args()
     torch.set_num_threads(1)
-    X, y, X_test, y_test = rpl.load_spd_split("fmnist-regcov", rpl.FMNIST_SIZES["full"])
-    keep = _stratified_subset(y_test, args.n_test, np.random.default_rng(0), "n_test")
-    X_sub, y_sub = X_test[keep], y_test[keep]
+    X, y, _, _ = rpl.load_spd_split("fmnist-regcov", rpl.FMNIST_SIZES["full"])
+    # the test subsample: stratified, seed 0 (the training part, whole here, draws nothing)
+    _, _, X_sub, y_sub = rpl.load_spd_split("fmnist-regcov", (None, args.n_test))
     budget = {**rpl.SHARED_BUDGET, **rpl.BUDGETS["full"]}
     W = rpl.whiten(torch.as_tensor(X, dtype=torch.float64))
     ref_vec = rpl.log_vectors(W @ torch.as_tensor(X_sub) @ W).numpy()

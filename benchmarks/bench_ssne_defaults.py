@@ -64,14 +64,14 @@ def validation_score(task: tuple[str, int, dict]) -> float:
     """k-NN accuracy (k = 3) on the validation third of one training half."""
     import torch
 
-    from rankmetric.bench.ssne import _load, cv_fold, stratified_holdout
+    from rankmetric.bench.ssne import cv_fold, load_arrays, stratified_holdout
     from rankmetric.estimators.ssne import SSNE
     from rankmetric.evaluate import knn_accuracy
 
     torch.set_num_threads(1)
     dataset, fold, params = task
     params = dict(params)
-    X, y, X_extra, y_extra = _load(dataset)
+    X, y, X_extra, y_extra = load_arrays(dataset)
     if X_extra is not None:
         X, y = np.vstack([X, X_extra]), np.concatenate([y, y_extra])
     train, _ = cv_fold(y, fold, n_repeats=5)  # the test half is never read

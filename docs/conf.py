@@ -150,6 +150,13 @@ API_GROUPS = [
         "Bundled, fetched and generated data sets, and readers of common file formats.",
         ["datasets"],
     ),
+    (
+        "bench",
+        "Reproducing the papers' tables",
+        "The benchmark grid behind ``rankmetric bench`` and the public helpers the scripts in "
+        "``benchmarks/`` share (result tables, the re-identification protocol).",
+        ["bench"],
+    ),
 ]
 
 

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from rankmetric.bench._common import strip_timings
+from rankmetric.bench import strip_timings
 from rankmetric.cli import main
 
 TINY = ["warca-reid", "--quick", "--datasets", "synthetic-reid", "--methods", "euclidean",

@@ -5,7 +5,7 @@ import warnings
 import numpy as np
 import pytest
 
-from rankmetric.bench._common import (
+from rankmetric.bench import (
     BenchConfig,
     captured_warnings,
     cell_runner,

@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from rankmetric.bench import rpl, spd_pipelines
-from rankmetric.bench._common import BenchConfig
+from rankmetric.bench import BenchConfig, rpl, spd_pipelines
 from rankmetric.bench.spdnet_baselines import (
     ROWS,
     fit_spdnet_baseline,

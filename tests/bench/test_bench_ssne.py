@@ -9,8 +9,7 @@ from sklearn.datasets import load_iris
 from sklearn.model_selection import RepeatedStratifiedKFold
 from sklearn.preprocessing import StandardScaler
 
-from rankmetric.bench import ssne
-from rankmetric.bench._common import BenchConfig, strip_timings
+from rankmetric.bench import BenchConfig, ssne, strip_timings
 from rankmetric.bench.learners import keep_first_unless_better
 from rankmetric.bench.runner import run_benchmark
 from rankmetric.evaluate import repeated_cv_knn
@@ -129,12 +128,12 @@ def test_end_to_end_writes_table_json_plot_and_resumes(tmp_path):
     assert payload["summary"]["table1"]["wine"]["itml"]["mean"] > 0.9
     assert all(p.exists() and p.suffix == ".png" for p in summary.plots)
     # a second run reads every cell from the cache: a re-signed altered value shows through
-    from rankmetric.bench.grid import _result_digest
+    from rankmetric.bench.grid import result_digest
 
     cached = next((tmp_path / "cache" / "ssne-uci" / "euclidean" / "iris").glob("fold0-*.json"))
     record = json.loads(cached.read_text())
     record["result"]["accuracy"] = 0.0
-    record["digest"] = _result_digest(record["result"])
+    record["digest"] = result_digest(record["result"])
     cached.write_text(json.dumps(record))
     again = run_benchmark("ssne-uci", config, results_dir=tmp_path, verbose=False)
     assert again.payload["table1"]["iris"]["euclidean"]["scores"][0] == 0.0

@@ -32,7 +32,7 @@ def test_validation_score_never_reads_the_test_half(script, monkeypatch):
     from rankmetric.bench import ssne as bench
 
     X, y = np.random.default_rng(0).normal(size=(60, 3)), np.repeat([0, 1], 30)
-    monkeypatch.setattr(bench, "_load", lambda name: (X, y, None, None))
+    monkeypatch.setattr(bench, "load_arrays", lambda name: (X, y, None, None))
     train, test = bench.cv_fold(y, 0, n_repeats=5)
     X[test] = np.nan  # any use of a test row would make the score nan or raise
     score = script.validation_score(("iris", 0, {"max_iter": 5, "batch_size": 16}))
@@ -50,7 +50,7 @@ def test_m_per_feature_sets_the_units_like_the_default_clip(
     from rankmetric.estimators import ssne
 
     X, y = np.random.default_rng(0).normal(size=(60, n_features)), np.repeat([0, 1], 30)
-    monkeypatch.setattr(bench, "_load", lambda name: (X, y, None, None))
+    monkeypatch.setattr(bench, "load_arrays", lambda name: (X, y, None, None))
     seen = {}
 
     class Recording(ssne.SSNE):

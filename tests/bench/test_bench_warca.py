@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 from scipy.ndimage import uniform_filter
 
-from rankmetric.bench import reid_data, warca
-from rankmetric.bench._common import BenchConfig
+from rankmetric.bench import BenchConfig, reid_data, warca
 from rankmetric.bench.reid_data import make_image_views, make_synthetic_reid
 from rankmetric.datasets.synthetic import _box_blur, _shift
 

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from rankmetric.bench.grid import Cell, _result_digest, run_grid
+from rankmetric.bench.grid import Cell, result_digest, run_grid
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -32,7 +32,7 @@ def test_serial_results_are_deterministic_and_cached(tmp_path):
     path = next(tmp_path.rglob("fold0-seed0-*.json"))
     record = json.loads(path.read_text())
     record["result"]["value"] = 123.0
-    record["digest"] = _result_digest(record["result"])
+    record["digest"] = result_digest(record["result"])
     path.write_text(json.dumps(record))
     again = run_grid(_cells(), cache_dir=tmp_path, verbose=False)
     assert again[0]["value"] == 123.0

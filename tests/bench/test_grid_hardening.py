@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from rankmetric.bench.grid import Cell, _store, run_grid
+from rankmetric.bench.grid import Cell, run_grid, store_result
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -76,7 +76,7 @@ def test_concurrent_runs_on_one_cache_do_not_collide(tmp_path):
     def store_many():
         try:
             for i in range(100):
-                _store(path, cell, {"value": float(i)})
+                store_result(path, cell, {"value": float(i)})
         except Exception as exc:  # noqa: BLE001 - any exception is the failure
             errors.append(repr(exc))
 

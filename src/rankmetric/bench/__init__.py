@@ -12,5 +12,71 @@
 ``plots``              the figures (matplotlib, Agg)
 =====================  ===================================================================
 
+The public names below (``__all__``) are what the scripts in ``benchmarks/`` and the tests use;
+they are imported from the submodule that defines them on first use (``import rankmetric.bench``
+stays light). Names with a leading underscore in the submodules are private: nothing outside
+the package imports them (``tests/test_private_imports.py``).
+
+- Running a benchmark: :class:`BenchConfig`, :func:`run_benchmark`, :func:`run_all`,
+  :data:`BENCHMARKS`, :class:`Summary`; a grid of cells: :class:`Cell`, :func:`run_grid`,
+  :func:`execute_cell`, the cache (:func:`is_cached`, :func:`store_result`,
+  :func:`result_digest`).
+- Tables of results: :func:`mean_std`, :func:`format_pm`, :func:`format_number`,
+  :func:`markdown_table`, :func:`group_by`, :func:`select`, :func:`split_failures`,
+  :func:`strip_timings`, :func:`json_safe`, :func:`write_json`; cell runners:
+  :func:`cell_runner`, :func:`captured_warnings`.
+- The re-identification protocol of the WARCA table: :func:`load_reid` (the stand-in sets),
+  :func:`reid_features` (the table's features of a set, fitted on training rows),
+  :func:`identity_holdout` (the inner split: held-out identities) and :func:`loo_recall_at_1`
+  (its validation score).
+
 Documentation with the figures and the exact commands: ``docs/benchmarks.md``.
 """
+
+from __future__ import annotations
+
+import importlib
+
+#: Public name → (submodule, name there).
+_LAZY = {
+    "BenchConfig": ("_common", "BenchConfig"),
+    "Summary": ("_common", "Summary"),
+    "captured_warnings": ("_common", "captured_warnings"),
+    "cell_runner": ("_common", "cell_runner"),
+    "format_number": ("_common", "format_number"),
+    "format_pm": ("_common", "format_pm"),
+    "group_by": ("_common", "group_by"),
+    "json_safe": ("_common", "json_safe"),
+    "markdown_table": ("_common", "markdown_table"),
+    "mean_std": ("_common", "mean_std"),
+    "select": ("_common", "select"),
+    "split_failures": ("_common", "split_failures"),
+    "strip_timings": ("_common", "strip_timings"),
+    "write_json": ("_common", "write_json"),
+    "Cell": ("grid", "Cell"),
+    "execute_cell": ("grid", "execute_cell"),
+    "is_cached": ("grid", "is_cached"),
+    "result_digest": ("grid", "result_digest"),
+    "run_grid": ("grid", "run_grid"),
+    "store_result": ("grid", "store_result"),
+    "BENCHMARKS": ("runner", "BENCHMARKS"),
+    "run_all": ("runner", "run_all"),
+    "run_benchmark": ("runner", "run_benchmark"),
+    "load_reid": ("reid_data", "load_reid"),
+    "identity_holdout": ("warca", "identity_holdout"),
+    "loo_recall_at_1": ("warca", "loo_recall_at_1"),
+    "reid_features": ("warca", "_features"),
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        module, attribute = _LAZY[name]
+        return getattr(importlib.import_module(f"{__name__}.{module}"), attribute)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted({*globals(), *__all__})

@@ -30,7 +30,15 @@ from pathlib import Path
 from .._utils import progress
 from ..io import atomic_write
 
-__all__ = ["Cell", "run_grid"]
+__all__ = [
+    "CACHE_FORMAT",
+    "Cell",
+    "execute_cell",
+    "is_cached",
+    "result_digest",
+    "run_grid",
+    "store_result",
+]
 
 
 @dataclass(frozen=True)
@@ -79,7 +87,12 @@ CACHE_FORMAT = "rankmetric-bench-cell/2"
 _RETRY_MARK = "rankmetric data fetch"  # the message of a cell whose data set is not fetched
 
 
-def _result_digest(result: dict) -> str:
+def result_digest(result: dict) -> str:
+    """The SHA-256 digest a cache file keeps beside a cell's ``result`` (its JSON, sorted keys).
+
+    A cached result whose digest does not match is recomputed; re-signing an edited result
+    with this digest makes the cache accept it (what the tests do to see the cache read).
+    """
     return hashlib.sha256(json.dumps(result, sort_keys=True).encode()).hexdigest()
 
 
@@ -97,7 +110,7 @@ def _load_cached(path: Path, key: str, warn: bool = True) -> dict | None:
             problem = "not a cell record"
         elif record.get("format") != CACHE_FORMAT or record.get("key") != key:
             problem = f"holds another cell ({str(record.get('key'))[:120]!r})"
-        elif record.get("digest") != _result_digest(record["result"]):
+        elif record.get("digest") != result_digest(record["result"]):
             problem = "its content does not match its digest (edited or damaged)"
     if problem is None:
         return record["result"]
@@ -110,14 +123,18 @@ def _load_cached(path: Path, key: str, warn: bool = True) -> dict | None:
     return None
 
 
-def _store(path: Path, cell: Cell, result: dict) -> None:
-    """Cache ``result`` at ``path`` (not a failure to find data: that one is retried)."""
+def store_result(path: Path, cell: Cell, result: dict) -> None:
+    """Cache ``result`` of ``cell`` at ``path``, atomically (under a unique temporary name).
+
+    A result that failed because its data set was not fetched is not cached (it is retried);
+    a cache that cannot be written only warns (the result is kept for this run).
+    """
     if _RETRY_MARK in str(result.get("error", "")):
         return
     record = {
         "format": CACHE_FORMAT,
         "key": cell.key,
-        "digest": _result_digest(result),
+        "digest": result_digest(result),
         "result": result,
     }
     text = json.dumps(record, indent=1).encode()
@@ -204,7 +221,7 @@ def run_grid(
     def finish(i: int, result: dict) -> None:
         results[i] = result
         if cache:
-            _store(_cache_path(cache, cells[i]), cells[i], result)
+            store_result(_cache_path(cache, cells[i]), cells[i], result)
 
     bar = progress(total=len(todo), desc=desc, verbose=verbose)
     if scheduler is not None:

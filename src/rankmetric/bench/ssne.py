@@ -49,6 +49,10 @@ __all__ = [
     "run_cv_cell",
     "run_split_cell",
     "cv_fold",
+    "stratified_holdout",
+    "image_split",
+    "load_arrays",
+    "PAPER_TABLE1_METHODS",
     "summarise",
 ]
 
@@ -223,7 +227,8 @@ def build_cells(config: BenchConfig) -> list[Cell]:
 
 
 @functools.lru_cache(maxsize=4)
-def _load(name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
+def load_arrays(name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """``(X, y, X_test, y_test)`` of a data set of the tables (cached; no test part: None)."""
     from ..datasets import load_dataset
 
     data = load_dataset(name)
@@ -296,7 +301,7 @@ def _evaluate(cell: Cell, X_train, y_train, X_test, y_test) -> dict:
 @cell_runner
 def run_cv_cell(cell: Cell) -> dict:
     """One fold of Table 1: standardise on the training half, fit, score the test half."""
-    X, y, X_extra, y_extra = _load(cell.dataset)
+    X, y, X_extra, y_extra = load_arrays(cell.dataset)
     if X_extra is not None:  # a set with an official split: CV runs on train + test together
         X, y = np.vstack([X, X_extra]), np.concatenate([y, y_extra])
     train, test = cv_fold(y, cell.fold, cell.options["n_repeats"], cell.options["cv_seed"])
@@ -313,7 +318,7 @@ def image_split(name: str, n_train: int | None, seed: int = 0):
     Fashion-MNIST keeps its official split; MNIST-5k is split 50/50, stratified, with ``seed``.
     A subsample of ``n_train`` training images is stratified and drawn with ``seed``.
     """
-    X, y, X_test, y_test = _load(name)
+    X, y, X_test, y_test = load_arrays(name)
     if X_test is None:
         X, X_test, y, y_test = train_test_split(X, y, test_size=0.5, stratify=y, random_state=seed)
     if n_train is not None and n_train < len(y):

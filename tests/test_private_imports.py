@@ -1,0 +1,136 @@
+"""Code outside the package uses rankmetric's public names only.
+
+- The scripts in ``benchmarks/`` and ``examples/`` reach no private name of rankmetric (a module
+  or name with a leading underscore): not by ``import``, not as an attribute of an imported
+  module (``lmnn._helper``), not as a dotted string (``"rankmetric.x._y"``). What they need is
+  public (``rankmetric.bench`` exposes what the benchmark scripts share).
+- No file in ``benchmarks/``, ``examples/`` or ``tests/`` imports a private name of
+  ``rankmetric.bench`` (tests of other subpackages may import the private helpers they test;
+  the bench's are public). Attribute access in tests (``monkeypatch.setattr(rpl, "_fit", ...)``)
+  is not an import and stays allowed.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+_DOTTED = re.compile(r"rankmetric(\.[A-Za-z_]\w*)+")
+
+
+def _is_private(dotted: str) -> bool:
+    return any(p.startswith("_") and not p.endswith("__") for p in dotted.split("."))
+
+
+def private_uses(source: str, prefix: str, *, attributes: bool) -> list[tuple[int, str]]:
+    """``(line, dotted name)`` for each private name under ``prefix`` that ``source`` reaches.
+
+    Imports (``import``, ``from ... import``, and a call given a whole dotted path as a string,
+    as ``importlib.import_module`` or ``monkeypatch.setattr`` take) always count; with
+    ``attributes``, so does ``module._name`` on a name bound to a rankmetric module or object.
+    """
+    tree = ast.parse(source)
+    bound: dict[str, str] = {}  # local name -> the rankmetric path it stands for
+    found = []
+
+    def check(line: int, dotted: str) -> None:
+        if (dotted == prefix or dotted.startswith(prefix + ".")) and _is_private(dotted):
+            found.append((line, dotted))
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == "rankmetric":
+                    check(node.lineno, alias.name)
+                    local = alias.asname or alias.name.split(".")[0]
+                    bound[local] = alias.name if alias.asname else "rankmetric"
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if node.module.split(".")[0] == "rankmetric":
+                for alias in node.names:
+                    check(node.lineno, f"{node.module}.{alias.name}")
+                    bound[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+        elif isinstance(node, ast.Call):  # import_module("..."), monkeypatch.setattr("...", v)
+            for arg in node.args:
+                if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                    if _DOTTED.fullmatch(arg.value):
+                        check(node.lineno, arg.value)
+    if attributes:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute):
+                chain, base = [], node
+                while isinstance(base, ast.Attribute):
+                    chain.append(base.attr)
+                    base = base.value
+                if isinstance(base, ast.Name) and base.id in bound:
+                    check(node.lineno, ".".join([bound[base.id], *reversed(chain)]))
+    # one report per use: ``a._b.c`` is not also reported as ``a._b``
+    return sorted(
+        {
+            (line, n)
+            for line, n in found
+            if not any(m.startswith(n + ".") for k, m in found if k == line)
+        }
+    )
+
+
+def _files(*folders: str) -> list[Path]:
+    return [p for folder in folders for p in sorted((ROOT / folder).rglob("*.py"))]
+
+
+def _report(files: list[Path], prefix: str, *, attributes: bool) -> list[str]:
+    return [
+        f"{path.relative_to(ROOT)}:{line}: {name}"
+        for path in files
+        for line, name in private_uses(path.read_text(), prefix, attributes=attributes)
+    ]
+
+
+def test_scripts_use_no_private_rankmetric_name():
+    problems = _report(_files("benchmarks", "examples"), "rankmetric", attributes=True)
+    assert not problems, "\n".join(problems)
+
+
+def test_nothing_outside_the_package_imports_a_private_name_of_bench():
+    files = _files("benchmarks", "examples", "tests")
+    problems = _report(files, "rankmetric.bench", attributes=False)
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize(
+    ("source", "attributes", "expected"),
+    [
+        ("from rankmetric.bench._common import BenchConfig", False, "bench._common.BenchConfig"),
+        ("from rankmetric.bench.warca import _reid as r", False, "rankmetric.bench.warca._reid"),
+        ("import rankmetric.bench._common", False, "rankmetric.bench._common"),
+        ("import importlib\nimportlib.import_module('rankmetric.bench._common')", False, "_common"),
+        ("from rankmetric.bench import warca\nwarca._features()", True, "warca._features"),
+        ("from rankmetric.bench import warca\nwarca._features()", False, None),
+        ("import rankmetric.bench.warca as w\nw._reid('x')", True, "rankmetric.bench.warca._reid"),
+        ("import rankmetric\nrankmetric.bench._common.mean_std", True, "bench._common"),
+        ("from rankmetric.bench import mean_std, warca\nwarca.BUDGETS", True, None),
+        ("from rankmetric.bench.warca import __doc__", True, None),
+    ],
+)
+def test_the_check_finds_private_names(source, attributes, expected):
+    found = private_uses(source, "rankmetric.bench", attributes=attributes)
+    if expected is None:
+        assert found == []
+    else:
+        assert len(found) == 1 and expected in found[0][1], found
+
+
+def test_every_public_name_of_bench_resolves_and_is_documented():
+    import rankmetric.bench as bench
+
+    assert bench.__all__ == sorted(set(bench.__all__))
+    assert set(bench.__all__) <= set(dir(bench))
+    for name in bench.__all__:
+        value = getattr(bench, name)
+        if callable(value):
+            assert (value.__doc__ or "").strip(), f"rankmetric.bench.{name} has no docstring"
+    with pytest.raises(AttributeError, match="no attribute '_features'"):
+        bench._features  # noqa: B018 - private names stay in their submodule

@@ -301,3 +301,32 @@ def test_io_names_no_estimator_attribute():
     code = re.sub(r'""".*?"""', "", source, flags=re.S)  # docstrings may give examples
     for name in ("mean_", "scale_", "components_", "weights_"):
         assert f'"{name}"' not in code
+
+
+def test_a_fresh_process_loads_a_model_through_io_alone():
+    """``io`` finds the estimator's class from the root's announcement, importing nothing else."""
+    import subprocess
+    import sys
+
+    path = MODEL_FILES / "warca_format1.npz"
+    code = (
+        "import sys; from rankmetric.io import load_model; "
+        "assert 'rankmetric.estimators.warca' not in sys.modules; "
+        f"print(type(load_model({str(path)!r})).__name__)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "WARCA"
+
+
+def test_io_imports_no_estimator_module_itself():
+    import ast
+    import inspect
+
+    import rankmetric.io as rio
+
+    tree = ast.parse(inspect.getsource(rio))
+    imported = [
+        node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+    ] + [a.name for node in ast.walk(tree) if isinstance(node, ast.Import) for a in node.names]
+    assert not any("estimators" in m or m == "rankmetric" for m in imported), imported

@@ -37,6 +37,7 @@ from __future__ import annotations
 import ast
 import copy
 import hashlib
+import importlib
 import json
 import os
 import warnings
@@ -47,6 +48,7 @@ import numpy as np
 
 from . import __version__
 from ._atomic import atomic_write
+from ._model_classes import module_of
 
 __all__ = [
     "save_model",
@@ -85,13 +87,12 @@ def register_estimator(cls: type) -> type:
 
 
 def _registered_class(name) -> type | None:
-    """The registered class called ``name``, importing rankmetric's lazy estimators if needed."""
-    if name not in _REGISTRY and isinstance(name, str):
-        import rankmetric
-
-        if name in getattr(rankmetric, "_LAZY", {}):
-            getattr(rankmetric, name)
-    return _REGISTRY.get(name) if isinstance(name, str) else None
+    """The registered class called ``name``, importing the module announced for it if needed."""
+    if not isinstance(name, str):
+        return None
+    if name not in _REGISTRY and (module := module_of(name)) is not None:
+        importlib.import_module(module)  # its @register_estimator registers the class
+    return _REGISTRY.get(name)
 
 
 # ----------------------------------------------------------------------------- saving

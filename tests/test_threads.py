@@ -11,7 +11,7 @@ from threadpoolctl import threadpool_info
 
 from rankmetric import _threads
 from rankmetric._threads import SMALL_WORK, thread_limit, threads, threads_for
-from rankmetric.estimators.base import MetricLearnerMixin
+from rankmetric.estimators.base import MetricLearnerMixin, fit_context
 
 
 def _pool_threads() -> list[int]:
@@ -24,6 +24,7 @@ class _Recorder(MetricLearnerMixin):
     def __init__(self, n_threads=None):
         self.n_threads = n_threads
 
+    @fit_context
     def fit(self, X, y=None):
         self.torch_threads_ = torch.get_num_threads()
         self.pool_threads_ = _pool_threads()

@@ -3,7 +3,7 @@ import pytest
 import torch
 from sklearn.exceptions import ConvergenceWarning
 
-from rankmetric.training import NonFiniteLossError, train
+from rankmetric.training import NonFiniteLossError, optimisation_step, train
 
 
 class Quadratic(torch.nn.Module):
@@ -24,6 +24,10 @@ def _setup(seed=0, lr=0.1, noise_scale=0.01):
         return ((module.w - target - noise) ** 2).sum()
 
     return module, opt, rng, loss_step, target
+
+
+class _Killed(Exception):
+    pass
 
 
 def test_train_minimises_and_records_history():
@@ -89,17 +93,23 @@ def test_checkpoint_resume_matches_uninterrupted_run(tmp_path):
     reference = module.w.detach().clone()
 
     module, opt, rng, loss_step, _ = _setup(seed=1)
-    partial = train(
-        module,
-        opt,
-        loss_step,
-        rng=rng,
-        max_iter=120,
-        checkpoint_dir=tmp_path,
-        checkpoint_every=20,
-        stop_after=60,
-    )
-    assert partial.n_iter == 60 and (tmp_path / "checkpoint.pt").exists()
+
+    def killed_at_60(step):  # the run dies as step 60 begins, like a killed job
+        if step == 60:
+            raise _Killed
+        return loss_step(step)
+
+    with pytest.raises(_Killed):
+        train(
+            module,
+            opt,
+            killed_at_60,
+            rng=rng,
+            max_iter=120,
+            checkpoint_dir=tmp_path,
+            checkpoint_every=20,
+        )
+    assert (tmp_path / "checkpoint.pt").exists()
     # a fresh process: new objects, state only from the checkpoint
     module, opt, rng, loss_step, _ = _setup(seed=99)
     result = train(
@@ -185,3 +195,89 @@ def test_untrained_model_warning_is_public_and_a_convergence_warning():
     assert rankmetric.UntrainedModelWarning is UntrainedModelWarning
     assert issubclass(UntrainedModelWarning, ConvergenceWarning)
     assert issubclass(UntrainedModelWarning, UserWarning)
+
+
+def test_stop_after_still_works_with_a_future_warning(tmp_path):
+    module, opt, rng, loss_step, _ = _setup(seed=1)
+    with pytest.warns(FutureWarning, match="stop_after"):
+        partial = train(
+            module,
+            opt,
+            loss_step,
+            rng=rng,
+            max_iter=120,
+            checkpoint_dir=tmp_path,
+            checkpoint_every=20,
+            stop_after=60,
+        )
+    assert partial.n_iter == 60 and len(partial.history) == 60
+    assert (tmp_path / "checkpoint.pt").exists()
+
+
+def _checkpoint_then_resume(tmp_path, first, second):
+    """Leave a checkpoint stamped with fingerprint ``first``, then resume with ``second``."""
+    module, opt, rng, loss_step, _ = _setup(seed=1)
+
+    def killed_at_4(step):
+        if step == 4:
+            raise _Killed
+        return loss_step(step)
+
+    with pytest.raises(_Killed):
+        train(module, opt, killed_at_4, rng=rng, max_iter=10, checkpoint_dir=tmp_path,
+              checkpoint_every=2, fingerprint=first)  # fmt: skip
+    module, opt, rng, loss_step, _ = _setup(seed=1)
+    return train(module, opt, loss_step, rng=rng, max_iter=10, checkpoint_dir=tmp_path,
+                 checkpoint_every=2, fingerprint=second)  # fmt: skip
+
+
+def test_the_fingerprint_argument_decides_which_checkpoint_resumes(tmp_path):
+    resumed = _checkpoint_then_resume(tmp_path, "data A", "data A")
+    assert resumed.n_iter == 10 and len(resumed.history) == 10
+    with pytest.raises(ValueError, match="does not match"):
+        _checkpoint_then_resume(tmp_path / "other", "data A", "data B")
+
+
+def test_the_deprecated_fingerprint_block_still_stamps_checkpoints(tmp_path):
+    from rankmetric.training import checkpoint_fingerprint
+
+    with pytest.warns(FutureWarning, match="fingerprint"):
+        with checkpoint_fingerprint("data A"):
+            with pytest.raises(ValueError, match="does not match"):
+                _checkpoint_then_resume(tmp_path, None, "data B")
+
+
+def test_the_steps_are_named_and_patchable(monkeypatch):
+    """A test changes one step of the loop by patching it, not through a hook in train."""
+    from rankmetric import training
+
+    calls = []
+    real = training.optimisation_step
+
+    def spy(*args, **kwargs):
+        calls.append(args[3])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(training, "optimisation_step", spy)
+    module, opt, rng, loss_step, _ = _setup()
+    train(module, opt, loss_step, rng=rng, max_iter=5)
+    assert calls == [0, 1, 2, 3, 4]
+
+
+def test_optimisation_step_guards_a_non_finite_gradient():
+    w = torch.nn.Parameter(torch.ones(2))
+    opt = torch.optim.SGD([w], lr=0.1)
+    # d/dw sqrt(|w - 1|) at w = 1: a finite loss (0) with a NaN gradient
+    with pytest.raises(NonFiniteLossError, match="gradient became non-finite at step 3"):
+        optimisation_step([w], opt, lambda step: (w - 1).abs().sum() ** 0.5, 3)
+    assert torch.equal(w.detach(), torch.ones(2))
+
+
+def test_train_has_no_hidden_fingerprint_or_test_hook_in_its_loop():
+    import inspect
+
+    from rankmetric import training
+
+    source = inspect.getsource(training.train)
+    loop = source[source.index("for step in bar") :]
+    assert "stop_after" not in loop and "_FINGERPRINT" not in loop

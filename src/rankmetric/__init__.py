@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib
 
+from . import _model_classes
+
 __version__ = "0.1.0"
 
 # Public estimators, imported lazily so that ``import rankmetric`` stays fast.
@@ -29,6 +31,9 @@ _LAZY = {
 }
 
 __all__ = ["__version__", *_LAZY]
+
+# Model files name their estimator's class: tell rankmetric.io where each one lives.
+_model_classes.announce({n: m for n, m in _LAZY.items() if m.startswith("rankmetric.estimators.")})
 
 
 def __getattr__(name: str):

@@ -17,8 +17,9 @@ restored afterwards:
 * ``n_threads`` (a fit's or search's parameter) or an enclosing :func:`threads` block wins
   over both.
 
-Estimators get this through :class:`~rankmetric.estimators.base.MetricLearnerMixin`, which
-wraps every ``fit``; the evaluation functions call :func:`thread_limit` themselves.
+Estimators get this through the decorator on each of their fit methods
+(:func:`~rankmetric.estimators.base.fit_context`, which applies :func:`fit_threads`); the
+evaluation functions call :func:`thread_limit` themselves.
 """
 
 from __future__ import annotations

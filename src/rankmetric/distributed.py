@@ -8,7 +8,7 @@ process computes on the global batch — only the work is split. Two kinds of lo
 * **decomposable** (a mean over pairs or rows: WARCA's sampled pairs, SSNE's pairs): each rank
   sums the terms of its slice and :func:`global_mean` turns that into the global mean, whose
   value is the same on every rank and whose gradient, once the training loop has averaged it
-  over ranks (``training._sync_gradients``), is the single-process gradient;
+  over ranks (``_distributed.average_gradients``), is the single-process gradient;
 * **batch-coupled** (RPL's potato loss, triplets: every sample meets every other): each rank
   embeds its slice, :func:`all_gather_with_grad` assembles the global batch of embeddings on
   every rank and the whole loss is computed on it. Its backward sums the embeddings' gradients
@@ -16,6 +16,11 @@ process computes on the global batch — only the work is split. Two kinds of lo
   single-process gradient.
 
 Neither case leaves a ``world_size`` factor to the user; ``docs/scaling.md`` derives both.
+
+The collective primitives (:func:`is_distributed`, :func:`rank`, :func:`world_size`,
+:func:`all_reduce_mean`, and the sum / max all-reduces and gradient averaging that the training
+loop and the losses use) live in the bottom-layer module ``rankmetric._distributed`` and are
+re-exported here.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
+from ._distributed import all_reduce_mean, all_reduce_sum_, is_distributed, rank, world_size
 from .sampling import LabelIndex
 
 __all__ = [
@@ -49,21 +55,6 @@ BACKENDS = ("gloo", "nccl")
 _ENV_VARS = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 
 Sliceable = TypeVar("Sliceable", np.ndarray, torch.Tensor)
-
-
-def is_distributed() -> bool:
-    """Whether a ``torch.distributed`` process group with more than one rank is running."""
-    return dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
-
-
-def rank() -> int:
-    """This process's rank (0 when not distributed)."""
-    return dist.get_rank() if dist.is_available() and dist.is_initialized() else 0
-
-
-def world_size() -> int:
-    """Number of processes (1 when not distributed)."""
-    return dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
 
 
 def _env_world_size() -> int:
@@ -158,25 +149,6 @@ def shard(items: Sliceable) -> Sliceable:
     return items[start:stop]
 
 
-def all_reduce_mean(tensor: torch.Tensor) -> torch.Tensor:
-    """Mean of ``tensor`` over ranks, as a new tensor (``tensor`` itself is left untouched).
-
-    Parameters
-    ----------
-    tensor : tensor of any shape
-        Same shape on every rank (CPU tensors with gloo, CUDA tensors with NCCL).
-
-    Returns
-    -------
-    tensor of the same shape (a copy of ``tensor`` when not distributed).
-    """
-    out = tensor.detach().clone()
-    if is_distributed():
-        dist.all_reduce(out, op=dist.ReduceOp.SUM)
-        out.div_(world_size())
-    return out
-
-
 def _gather_lengths(n_local: int, device: torch.device) -> list[int]:
     """First-axis length of every rank's tensor."""
     lengths = [torch.zeros(1, dtype=torch.int64, device=device) for _ in range(world_size())]
@@ -201,8 +173,7 @@ class _AllGatherWithGrad(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor) -> torch.Tensor:
-        grad = grad.contiguous().clone()
-        dist.all_reduce(grad, op=dist.ReduceOp.SUM)
+        grad = all_reduce_sum_(grad.contiguous().clone())
         start, stop = ctx.bounds
         return grad[start:stop]
 
@@ -272,9 +243,7 @@ class _SumOverRanks(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x: torch.Tensor) -> torch.Tensor:
-        total = x.detach().clone()
-        dist.all_reduce(total, op=dist.ReduceOp.SUM)
-        return total
+        return all_reduce_sum_(x.detach().clone())
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor) -> torch.Tensor:

@@ -5,9 +5,16 @@ hyper-parameters and scalar fitted attributes as JSON (``__meta__``), its fitted
 array-valued hyper-parameters) as plain arrays, and a SHA-256 digest of each array so that a
 tampered or truncated file is rejected.
 
-Saving is atomic: the archive is written to a unique temporary file in the target's folder,
-flushed to disk and renamed over the target, so a failed or killed save leaves the previous file
-intact and a concurrent reader sees either the old or the new model, never a mix.
+Saving is atomic (:func:`atomic_write`, from :mod:`rankmetric._atomic`, re-exported here): the
+archive is written to a unique temporary file in the target's folder, flushed to disk and renamed
+over the target, so a failed or killed save leaves the previous file intact and a concurrent
+reader sees either the old or the new model, never a mix.
+
+The format knows no estimator's attribute names. An estimator declares the shapes of its fitted
+arrays in the class attribute ``_fitted_arrays`` (``{"mean_": ("n_features_in_",)}``, merged
+along the class hierarchy; see :class:`rankmetric.estimators.base.MetricLearnerMixin`):
+:func:`save_model` refuses to write, and :func:`load_model` to return, a model whose declared
+arrays have another shape.
 
 Loading checks the archive's directory before it decompresses anything (no duplicate names, the
 metadata's declared size, no member whose declared size is out of proportion to its compressed
@@ -28,21 +35,20 @@ reported as a ``ValueError`` naming the file.
 from __future__ import annotations
 
 import ast
-import contextlib
 import copy
 import hashlib
+import importlib
 import json
 import os
-import tempfile
 import warnings
 import zipfile
-from collections.abc import Callable
-from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import numpy as np
 
 from . import __version__
+from ._atomic import atomic_write
+from ._model_classes import module_of
 
 __all__ = [
     "save_model",
@@ -71,7 +77,6 @@ MAX_LOAD_BYTES = 8 * 2**30
 _MAX_META_BYTES = 64 * 2**20
 _META = "__meta__"
 _BIT_GENERATORS = ("PCG64", "PCG64DXSM", "MT19937", "Philox", "SFC64")
-_PER_FEATURE = ("mean_", "scale_")
 _REGISTRY: dict[str, type] = {}
 
 
@@ -82,56 +87,12 @@ def register_estimator(cls: type) -> type:
 
 
 def _registered_class(name) -> type | None:
-    """The registered class called ``name``, importing rankmetric's lazy estimators if needed."""
-    if name not in _REGISTRY and isinstance(name, str):
-        import rankmetric
-
-        if name in getattr(rankmetric, "_LAZY", {}):
-            getattr(rankmetric, name)
-    return _REGISTRY.get(name) if isinstance(name, str) else None
-
-
-# ----------------------------------------------------------------------------- atomic writes
-
-
-def _umask() -> int:
-    """The process umask (read once: reading it means setting it)."""
-    global _UMASK
-    if _UMASK is None:
-        _UMASK = os.umask(0o022)
-        os.umask(_UMASK)
-    return _UMASK
-
-
-_UMASK: int | None = None
-
-
-def atomic_write(path: str | os.PathLike, write: Callable[[IO[bytes]], None]) -> None:
-    """Write a file all at once: ``write(fh)`` fills a temporary file that replaces ``path``.
-
-    The temporary file has a unique name in ``path``'s folder (so two writers never collide and
-    the rename stays on one file system); it is flushed and ``fsync``-ed before ``os.replace``.
-    On any error the temporary file is removed and ``path`` is left as it was.
-    """
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
-    try:
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes it private; a model file is not
-        with os.fdopen(fd, "wb") as fh:
-            write(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    with contextlib.suppress(OSError):  # make the rename itself durable (POSIX only)
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+    """The registered class called ``name``, importing the module announced for it if needed."""
+    if not isinstance(name, str):
+        return None
+    if name not in _REGISTRY and (module := module_of(name)) is not None:
+        importlib.import_module(module)  # its @register_estimator registers the class
+    return _REGISTRY.get(name)
 
 
 # ----------------------------------------------------------------------------- saving
@@ -203,6 +164,32 @@ def _fitted_attributes(est) -> dict[str, Any]:
     }
 
 
+def _declared_arrays(cls: type) -> dict[str, tuple]:
+    """``{name: shape}`` of the fitted arrays ``cls`` declares (``_fitted_arrays``, merged
+    along its class hierarchy, a subclass's declaration winning)."""
+    declared: dict[str, tuple] = {}
+    for klass in reversed(cls.__mro__):
+        declared.update(vars(klass).get("_fitted_arrays", {}))
+    return declared
+
+
+def _declared_shape_problem(est) -> str | None:
+    """What is wrong with ``est``'s declared fitted arrays (present ones), or ``None``."""
+    for name, shape in _declared_arrays(type(est)).items():
+        value = getattr(est, name, None)
+        if value is None:
+            continue
+        if not isinstance(value, np.ndarray):
+            return f"{name} is a {type(value).__name__}, not an array"
+        expected = [getattr(est, d, None) if isinstance(d, str) else d for d in shape]
+        if value.ndim != len(shape) or any(
+            e is not None and e != n for e, n in zip(expected, value.shape, strict=True)
+        ):
+            want = tuple("any" if d is None else d for d in shape)
+            return f"{name} has shape {value.shape}, not {want}"
+    return None
+
+
 def _fitted_payload(est, arrays: dict[str, np.ndarray]) -> dict[str, Any]:
     """The metadata ``kinds`` of the fitted attributes; their arrays go into ``arrays``."""
     kinds: dict[str, Any] = {}
@@ -240,6 +227,11 @@ def save_model(est, path: str | os.PathLike) -> None:
         raise ValueError(f"{cls} is not a registered rankmetric estimator.")
     if not _fitted_attributes(est):
         raise ValueError(f"{cls} is not fitted: nothing to save.")
+    problem = _declared_shape_problem(est)
+    if problem is not None:
+        raise ValueError(
+            f"cannot save this {cls}: its fitted arrays do not fit together ({problem})."
+        )
     arrays: dict[str, np.ndarray] = {}
     kinds = _fitted_payload(est, arrays)
     params, special = _split_params(est, arrays)
@@ -579,12 +571,9 @@ def _check_fitted(est) -> None:
                 raise _Corrupt(f"fitted array {name!r} holds NaN or infinite values")
     if not hasattr(est, "n_features_in_"):
         return
-    for name in _PER_FEATURE:  # documented (n_features,), whether or not transform reads them
-        value = getattr(est, name, None)
-        if isinstance(value, np.ndarray) and value.shape != (est.n_features_in_,):
-            raise _Corrupt(
-                f"its fitted arrays do not fit together ({name} has shape {value.shape})"
-            )
+    problem = _declared_shape_problem(est)  # whether or not transform reads them
+    if problem is not None:
+        raise _Corrupt(f"its fitted arrays do not fit together ({problem})")
     probe = copy.copy(est)  # on the CPU: a model saved on a GPU machine loads anywhere
     if "device" in probe.get_params(deep=False):
         probe.set_params(device="cpu")

@@ -2,9 +2,19 @@
 
 An estimator supplies a module holding its parameters, an optimiser and a ``loss_step(step)``
 callable that samples a batch from the estimator's NumPy generator and returns a scalar loss.
-The loop does the rest: backward, gradient synchronisation across processes, optimiser and
-post-step (proximal or retraction) updates, validation with early stopping, a progress bar,
-non-finite guards, and resumable checkpoints.
+The loop does the rest. :func:`train` is a short loop over named steps, each its own unit:
+
+* :func:`optimisation_step`: backward, the non-finite guards, gradient averaging across
+  processes (:func:`rankmetric._distributed.average_gradients`), the optimiser and the post-step
+  (proximal or retraction) update;
+* :class:`_Validation`: validation every ``validation_every`` steps, the best parameters and the
+  first stopping rule (``patience`` validations without improvement);
+* :class:`_DivergenceGuard` and :class:`_LossPlateau`: the rules that stop on the loss alone
+  (divergence; ``tol`` without validation);
+* ``_checkpoints.Checkpoints``: resumable checkpoints, stamped with a fingerprint that the
+  caller passes as ``train(fingerprint=...)`` (:func:`fit_fingerprint` of the estimator and its
+  data);
+* :func:`_warn_if_untrained`: the end-of-run warnings.
 """
 
 from __future__ import annotations
@@ -12,41 +22,38 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import copy
-import hashlib
-import json
 import math
 import os
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from numbers import Integral
-from pathlib import Path
 
 import numpy as np
 import torch
 from sklearn.exceptions import ConvergenceWarning
 
+from ._checkpoints import Checkpoints, run_fingerprint
+from ._distributed import average_gradients
+from ._fingerprint import RESUMABLE_PARAMS, fit_fingerprint  # noqa: F401 - re-exported
 from ._utils import progress
-from .io import atomic_write
 
 __all__ = [
     "TrainingResult",
     "NonFiniteLossError",
     "UntrainedModelWarning",
     "train",
+    "optimisation_step",
     "fit_fingerprint",
     "checkpoint_fingerprint",
 ]
 
-# Hyper-parameters that may change between a killed fit and its resume.
-RESUMABLE_PARAMS = frozenset(
-    {"verbose", "checkpoint_dir", "checkpoint_every", "device", "max_iter"}
-)
 #: Steps over which the loss is averaged by the divergence guard and the end-of-fit check.
 LOSS_WINDOW = 10
 #: Default of ``train(divergence_factor=...)``: stop when the windowed loss exceeds this many
 #: times the loss of the first step.
 DIVERGENCE_FACTOR = 10.0
+# Only for the deprecated ``checkpoint_fingerprint`` block (removed in 0.3); the fingerprint is
+# an argument of :func:`train`.
 _FINGERPRINT: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "rankmetric_fit_fingerprint", default=None
 )
@@ -103,68 +110,19 @@ class TrainingResult:
     start_score: float | None = None
 
 
-def _sync_gradients(params: list[torch.Tensor]) -> None:
-    """Average gradients over ranks when running under ``torch.distributed``."""
-    if not (torch.distributed.is_available() and torch.distributed.is_initialized()):
-        return
-    world = torch.distributed.get_world_size()
-    if world == 1:
-        return
-    for p in params:
-        if p.grad is not None:
-            torch.distributed.all_reduce(p.grad)
-            p.grad.div_(world)
-
-
-def _is_main_process() -> bool:
-    return not (torch.distributed.is_available() and torch.distributed.is_initialized()) or (
-        torch.distributed.get_rank() == 0
-    )
-
-
-def _hash_value(h, value) -> None:
-    """Feed ``value`` (an array-like, a generator, a plain value) into the hash ``h``."""
-    if isinstance(value, (np.random.Generator, np.random.RandomState)):
-        h.update(type(value).__name__.encode())  # its state moves as it is used
-        return
-    if isinstance(value, (str, bytes, int, float, bool, type(None))):
-        h.update(repr(value).encode())
-        return
-    try:
-        a = np.asarray(value)
-    except Exception:  # noqa: BLE001 - anything np.asarray cannot read is hashed by repr
-        a = None
-    if a is None or a.dtype == object or a.ndim == 0:
-        h.update(repr(value).encode())
-    else:
-        h.update(f"{a.dtype.str}{a.shape}".encode())
-        h.update(np.ascontiguousarray(a).tobytes())
-
-
-def fit_fingerprint(estimator, *data, **named_data) -> str:
-    """A digest of ``estimator``'s class, hyper-parameters and the data a fit is given.
-
-    Hyper-parameters in :data:`RESUMABLE_PARAMS` (``verbose``, ``checkpoint_dir``,
-    ``checkpoint_every``, ``device``, ``max_iter``) are left out, so a killed fit may be resumed
-    with them changed; every other parameter and every array of ``data`` must be the same.
-    """
-    h = hashlib.sha256(type(estimator).__qualname__.encode())
-    for name, value in sorted(estimator.get_params(deep=False).items()):
-        if name not in RESUMABLE_PARAMS:
-            h.update(name.encode())
-            _hash_value(h, value)
-    for value in data:
-        _hash_value(h, value)
-    for name, value in sorted(named_data.items()):
-        h.update(name.encode())
-        _hash_value(h, value)
-    return h.hexdigest()
-
-
 @contextlib.contextmanager
 def checkpoint_fingerprint(fingerprint: str | None) -> Iterator[None]:
-    """Within this block, :func:`train` stamps its checkpoints with ``fingerprint`` and resumes
-    only checkpoints that carry it (the estimators' ``fit`` sets it; see ``estimators/base.py``)."""
+    """Deprecated: pass ``train(fingerprint=...)`` instead (removed in 0.3).
+
+    Within this block, a :func:`train` called without ``fingerprint`` stamps its checkpoints
+    with ``fingerprint``.
+    """
+    warnings.warn(
+        "checkpoint_fingerprint is deprecated and will be removed in 0.3; pass the fingerprint "
+        "to train(fingerprint=...) instead.",
+        FutureWarning,
+        stacklevel=3,
+    )
     token = _FINGERPRINT.set(fingerprint)
     try:
         yield
@@ -172,77 +130,181 @@ def checkpoint_fingerprint(fingerprint: str | None) -> Iterator[None]:
         _FINGERPRINT.reset(token)
 
 
-def _run_fingerprint(module, optimizer, fingerprint: str | None) -> str:
-    """The caller's fingerprint plus the structure of the module and the optimiser settings."""
-    h = hashlib.sha256((fingerprint or "").encode())
-    for name, tensor in module.state_dict().items():
-        h.update(f"{name}{tuple(tensor.shape)}{tensor.dtype}".encode())
-    h.update(type(optimizer).__name__.encode())
-    for group in optimizer.param_groups:
-        h.update(repr(sorted((k, repr(v)) for k, v in group.items() if k != "params")).encode())
-    return h.hexdigest()
+# ----------------------------------------------------------------------------- the steps
 
 
-def _save_checkpoint(
-    path: Path, module, optimizer, rng, step, result, best_state, fingerprint
-) -> None:
-    payload = {
-        "fingerprint": fingerprint,
-        "step": step,
-        "module": module.state_dict(),
-        "optimizer": optimizer.state_dict(),
-        "rng_state": json.dumps(rng.bit_generator.state),
-        "history": json.dumps(result.history),
-        "best_step": -1 if result.best_step is None else result.best_step,
-        "best_score": result.best_score,
-        "best_state": best_state if best_state is not None else {},
-    }
-    atomic_write(path, lambda fh: torch.save(payload, fh))
+def optimisation_step(
+    params: Sequence[torch.Tensor],
+    optimizer: torch.optim.Optimizer,
+    loss_step: Callable[[int], torch.Tensor],
+    step: int,
+    *,
+    post_step: Callable[[], None] | None = None,
+    desc: str = "training",
+) -> float:
+    """One step of :func:`train`: loss, guards, backward, gradient sync, update; the loss value.
+
+    Parameters
+    ----------
+    params : sequence of tensors
+        The trained parameters (those whose gradients are checked and averaged over ranks).
+    optimizer : torch.optim.Optimizer
+        Optimiser over ``params``.
+    loss_step : callable ``step -> scalar tensor``
+        Draws a batch and returns the loss to minimise.
+    step : int
+        The step's index (0 for the first), passed to ``loss_step``.
+    post_step : callable, optional
+        Called without gradient tracking after the optimiser's step.
+    desc : str, default="training"
+        Names the run in error messages.
+
+    Returns
+    -------
+    float
+        The loss of the step, before the update.
+
+    Raises
+    ------
+    NonFiniteLossError
+        When the loss or a gradient is not finite; the parameters are left untouched.
+
+    Examples
+    --------
+    >>> import torch
+    >>> w = torch.nn.Parameter(torch.ones(2))
+    >>> optimizer = torch.optim.SGD([w], lr=0.5)
+    >>> optimisation_step([w], optimizer, lambda step: (w**2).sum(), 0)
+    2.0
+    >>> w.detach().tolist()
+    [0.0, 0.0]
+    """
+    optimizer.zero_grad(set_to_none=True)
+    loss = loss_step(step)
+    if not torch.isfinite(loss):
+        raise NonFiniteLossError(
+            f"{desc}: the loss became {loss.item()} at step {step}; parameters are left at "
+            "their last finite values. Lower the learning rate or check the input scaling."
+        )
+    loss.backward()
+    average_gradients(params)
+    if any(p.grad is not None and not torch.isfinite(p.grad).all() for p in params):
+        raise NonFiniteLossError(
+            f"{desc}: a gradient became non-finite at step {step}; parameters are left at "
+            "their last finite values."
+        )
+    optimizer.step()
+    if post_step is not None:
+        with torch.no_grad():
+            post_step()
+    return float(loss.detach())
 
 
-def _mismatch(path: Path, detail: str) -> ValueError:
-    return ValueError(
-        f"the checkpoint {path} does not match the model being trained (another estimator, "
-        f"other data or other hyper-parameters); delete it or use another checkpoint_dir. "
-        f"({detail})"
+class _Validation:
+    """Validation every ``every`` steps, the best parameters seen, and the patience rule."""
+
+    def __init__(self, validate, every: int, patience: int | None, max_iter: int, result):
+        self.validate, self.every, self.patience = validate, every, patience
+        self.max_iter, self.result = max_iter, result
+        self.best_state: dict | None = None
+        self.bad = 0  # validations since the best one
+
+    def resume(self, best_state: dict | None) -> None:
+        """Continue from a checkpoint: its best parameters and its count since the best."""
+        self.best_state = best_state
+        best = -1 if self.result.best_step is None else self.result.best_step
+        self.bad = sum(1 for h in self.result.history if "val_score" in h and h["step"] > best)
+
+    def score_start(self, module: torch.nn.Module) -> None:
+        """Score the parameters before the first step (``train(validate_start=True)``)."""
+        self.result.best_score, self.result.best_step = float(self.validate()), 0
+        self.result.start_score = self.result.best_score
+        self.best_state = copy.deepcopy(module.state_dict())
+
+    def _record(self, score: float, step: int, module: torch.nn.Module) -> None:
+        if score > self.result.best_score:
+            self.result.best_score, self.result.best_step = score, step
+            self.best_state = copy.deepcopy(module.state_dict())
+            self.bad = 0
+        else:
+            self.bad += 1
+
+    def after_step(self, done: int, module: torch.nn.Module, entry: dict) -> None:
+        """Validate after ``done`` steps when it is time, noting the score in ``entry``."""
+        if self.validate is None or not (done % self.every == 0 or done == self.max_iter):
+            return
+        entry["val_score"] = score = float(self.validate())
+        self._record(score, done, module)
+
+    def should_stop(self) -> bool:
+        """The first stopping rule: ``patience`` validations without improvement."""
+        return self.validate is not None and self.patience is not None and self.bad >= self.patience
+
+
+class _DivergenceGuard:
+    """Stop when the windowed loss rises ``factor`` times above the first step's loss.
+
+    Keeps the parameters of the lowest windowed loss (every ``LOSS_WINDOW`` steps), to restore
+    when the run diverged without a validated best.
+    """
+
+    def __init__(self, factor: float | None, module: torch.nn.Module, start: int):
+        self.factor, self.start = factor, start
+        self.low_state = copy.deepcopy(module.state_dict()) if factor is not None else None
+        self.low_step, self.low_loss = start, math.inf
+        self.diverged = False
+
+    def should_stop(self, losses: list[float], done: int, module: torch.nn.Module) -> bool:
+        if self.factor is None or len(losses) < LOSS_WINDOW:
+            return False
+        recent = float(np.mean(losses[-LOSS_WINDOW:]))
+        if recent > losses[0] + (self.factor - 1) * max(abs(losses[0]), 1e-12):
+            self.diverged = True
+            return True
+        if (done - self.start) % LOSS_WINDOW == 0 and recent < self.low_loss:
+            self.low_loss, self.low_step = recent, done
+            self.low_state = copy.deepcopy(module.state_dict())
+        return False
+
+
+class _LossPlateau:
+    """The second stopping rule, without validation: the windowed loss stopped improving."""
+
+    def __init__(self, tol: float | None, window: int, validated: bool):
+        self.tol = None if validated else tol
+        self.window = window
+
+    def should_stop(self, losses: list[float]) -> bool:
+        if self.tol is None or len(losses) < 2 * self.window:
+            return False
+        recent = np.mean(losses[-self.window :])
+        before = np.mean(losses[-2 * self.window : -self.window])
+        return before - recent < self.tol * max(abs(before), 1e-12)
+
+
+class _Interrupted(Exception):
+    """Internal: the deprecated ``stop_after`` ends the run as if it were killed."""
+
+
+def _interrupt_after(loss_step, stop_after: int):
+    """``loss_step`` that raises :class:`_Interrupted` instead of running step ``stop_after``."""
+    warnings.warn(
+        "train(stop_after=...) is deprecated and will be removed in 0.3; to simulate a killed "
+        "run, let loss_step raise (or patch _checkpoints.save_checkpoint).",
+        FutureWarning,
+        stacklevel=3,
     )
+    calls = iter(range(stop_after + 1))
+
+    def interrupted(step: int) -> torch.Tensor:
+        if next(calls, stop_after) == stop_after:
+            raise _Interrupted(step)
+        return loss_step(step)
+
+    return interrupted
 
 
-def _read_checkpoint(path: Path) -> dict:
-    """The payload of ``path``, or a ``ValueError`` saying the file is damaged."""
-    try:
-        payload = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:  # noqa: BLE001 - torch raises many types (and advice not to follow)
-        raise ValueError(
-            f"the checkpoint {path} is damaged or not a rankmetric checkpoint "
-            f"({type(exc).__name__}); delete it to start the fit afresh."
-        ) from None
-    if not isinstance(payload, dict):
-        raise ValueError(f"the checkpoint {path} is damaged or not a rankmetric checkpoint.")
-    return payload
-
-
-def _load_checkpoint(path: Path, module, optimizer, rng, result, fingerprint: str):
-    payload = _read_checkpoint(path)
-    if payload.get("fingerprint") != fingerprint:
-        raise _mismatch(path, "its fingerprint differs")
-    try:
-        module.load_state_dict(payload["module"])
-        optimizer.load_state_dict(payload["optimizer"])
-        rng.bit_generator.state = json.loads(payload["rng_state"])
-        result.history = json.loads(payload["history"])
-        result.best_step = None if payload["best_step"] < 0 else int(payload["best_step"])
-        result.best_score = float(payload["best_score"])
-        best_state = payload["best_state"] or None
-        return int(payload["step"]), best_state
-    except (RuntimeError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise _mismatch(path, f"{type(exc).__name__}: {str(exc)[:200]}") from exc
-
-
-def _validations_since_best(result: TrainingResult) -> int:
-    """Validations after the best one: the early-stopping count a resumed run continues from."""
-    best = -1 if result.best_step is None else result.best_step
-    return sum(1 for h in result.history if "val_score" in h and h["step"] > best)
+# ----------------------------------------------------------------------------- the loop
 
 
 def train(
@@ -262,10 +324,11 @@ def train(
     desc: str = "training",
     checkpoint_dir: str | os.PathLike | None = None,
     checkpoint_every: int = 100,
-    stop_after: int | None = None,
+    fingerprint: str | None = None,
     validate_start: bool = False,
     divergence_factor: float | None = DIVERGENCE_FACTOR,
     hint: str | None = None,
+    stop_after: int | None = None,
 ) -> TrainingResult:
     """Run ``max_iter`` optimisation steps of ``loss_step`` on ``module``'s parameters.
 
@@ -293,15 +356,21 @@ def train(
         by less than ``tol`` (relative) on the window before. ``None`` disables it.
     verbose : bool or int
         Show a progress bar (only on a terminal).
+    desc : str, default="training"
+        Names the run in the progress bar, errors and warnings.
     checkpoint_dir : path, optional
         Write ``checkpoint.pt`` there every ``checkpoint_every`` steps (atomically); an existing
         checkpoint is resumed, so a killed fit ends with the same parameters as an uninterrupted
         one. A checkpoint carries a fingerprint of the module's structure, the optimiser settings
-        and, inside :func:`checkpoint_fingerprint` (every estimator's ``fit``), the data, labels
-        and hyper-parameters; one that does not match is refused with a ``ValueError``, and so is
+        and ``fingerprint``; one that does not match is refused with a ``ValueError``, and so is
         a damaged one.
-    stop_after : int, optional
-        Testing aid: return after this many steps as if interrupted (a checkpoint is written).
+    checkpoint_every : int, default=100
+        Steps between checkpoints.
+    fingerprint : str, optional
+        What else a resumable checkpoint must match: every estimator passes
+        :func:`fit_fingerprint` of itself and the data of its fit (the estimators' fit
+        decorator computes it), so a checkpoint of other data, labels or hyper-parameters is
+        refused.
     validate_start : bool, default=False
         Also score the parameters before the first step (step 0), so that validation can keep
         the untrained start when no step beats it (``result.best_step == 0``, with an
@@ -314,6 +383,9 @@ def train(
         :class:`UntrainedModelWarning`. ``None`` disables it.
     hint : str, optional
         What the estimator suggests trying, appended to every :class:`UntrainedModelWarning`.
+    stop_after : int, optional
+        Deprecated (removed in 0.3): return after this many steps as if interrupted. To
+        simulate a killed run, let ``loss_step`` raise.
 
     Returns
     -------
@@ -331,121 +403,89 @@ def train(
         start (step 0, with ``validate_start``), or, without validation, when the mean loss of
         the last 10 steps is no lower than the first step's: the model returned may be no
         better than where it started.
+
+    Examples
+    --------
+    >>> import numpy as np, torch
+    >>> module = torch.nn.Linear(2, 1)
+    >>> optimizer = torch.optim.SGD(module.parameters(), lr=0.1)
+    >>> result = train(module, optimizer, lambda step: module.weight.square().sum(),
+    ...                rng=np.random.default_rng(0), max_iter=20)
+    >>> result.n_iter, result.history[-1]["loss"] < result.history[0]["loss"]
+    (20, True)
     """
-    params = [p for p in module.parameters() if p.requires_grad]
+    if fingerprint is None:
+        fingerprint = _FINGERPRINT.get()  # the deprecated checkpoint_fingerprint block
+    if stop_after is not None:
+        loss_step = _interrupt_after(loss_step, stop_after)
     result = TrainingResult()
-    best_state = None
-    start = 0
-    ckpt_path = None
-    fingerprint = _run_fingerprint(module, optimizer, _FINGERPRINT.get())
-    if checkpoint_dir is not None:
-        if isinstance(checkpoint_every, bool) or not (
-            isinstance(checkpoint_every, Integral) and checkpoint_every >= 1
-        ):
-            raise ValueError(
-                f"checkpoint_every must be a positive integer, got {checkpoint_every!r}."
-            )
-        ckpt_path = Path(checkpoint_dir) / "checkpoint.pt"
-        try:
-            ckpt_path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise ValueError(
-                f"checkpoint_dir={str(checkpoint_dir)!r}: cannot create it ({exc.strerror or exc})."
-            ) from None
-        if ckpt_path.exists():
-            start, best_state = _load_checkpoint(
-                ckpt_path, module, optimizer, rng, result, fingerprint
-            )
+    checkpoints = Checkpoints(
+        checkpoint_dir, checkpoint_every, run_fingerprint(module, optimizer, fingerprint)
+    )
+    validation = _Validation(validate, validation_every, patience, max_iter, result)
+    start, best_state = checkpoints.resume(module, optimizer, rng, result)
+    validation.resume(best_state)
     if validate is not None and validate_start and start == 0 and max_iter > 0:
-        result.best_score, result.best_step = float(validate()), 0
-        result.start_score = result.best_score
-        best_state = copy.deepcopy(module.state_dict())
-    bad_validations = _validations_since_best(result)  # 0 unless resumed
+        validation.score_start(module)
     losses: list[float] = [h["loss"] for h in result.history]
-    # the divergence guard's fallback: the parameters of the lowest windowed loss (or the start)
-    guard = divergence_factor is not None
-    low_state = copy.deepcopy(module.state_dict()) if guard else None
-    low_step, low_loss = start, math.inf
+    divergence = _DivergenceGuard(divergence_factor, module, start)
+    plateau = _LossPlateau(tol, tol_window, validated=validate is not None)
+    params = [p for p in module.parameters() if p.requires_grad]
     bar = progress(
         range(start, max_iter), total=max_iter, initial=start, desc=desc, verbose=verbose
     )
     step = start
-    for step in bar:
-        optimizer.zero_grad(set_to_none=True)
-        loss = loss_step(step)
-        if not torch.isfinite(loss):
-            raise NonFiniteLossError(
-                f"{desc}: the loss became {loss.item()} at step {step}; parameters are left at "
-                "their last finite values. Lower the learning rate or check the input scaling."
+    try:
+        for step in bar:
+            value = optimisation_step(
+                params, optimizer, loss_step, step, post_step=post_step, desc=desc
             )
-        loss.backward()
-        _sync_gradients(params)
-        if any(p.grad is not None and not torch.isfinite(p.grad).all() for p in params):
-            raise NonFiniteLossError(
-                f"{desc}: a gradient became non-finite at step {step}; parameters are left at "
-                "their last finite values."
-            )
-        optimizer.step()
-        if post_step is not None:
-            with torch.no_grad():
-                post_step()
-        value = float(loss.detach())
-        losses.append(value)
-        entry = {"step": step + 1, "loss": value}
-        if validate is not None and ((step + 1) % validation_every == 0 or step + 1 == max_iter):
-            score = float(validate())
-            entry["val_score"] = score
-            if score > result.best_score:
-                result.best_score, result.best_step = score, step + 1
-                best_state = copy.deepcopy(module.state_dict())
-                bad_validations = 0
-            else:
-                bad_validations += 1
-        result.history.append(entry)
-        if verbose:
-            bar.set_postfix(loss=f"{value:.4g}")
-        if ckpt_path is not None and (step + 1) % checkpoint_every == 0 and _is_main_process():
-            _save_checkpoint(
-                ckpt_path, module, optimizer, rng, step + 1, result, best_state, fingerprint
-            )
-        if stop_after is not None and step + 1 - start >= stop_after:
-            result.n_iter = step + 1
-            return result
-        if patience is not None and validate is not None and bad_validations >= patience:
-            result.stopped_early = True
-            break
-        if guard and len(losses) >= LOSS_WINDOW:
-            recent = float(np.mean(losses[-LOSS_WINDOW:]))
-            if recent > losses[0] + (divergence_factor - 1) * max(abs(losses[0]), 1e-12):
-                result.stopped_early = result.diverged = True
-                break
-            if (step + 1 - start) % LOSS_WINDOW == 0 and recent < low_loss:
-                low_loss, low_step = recent, step + 1
-                low_state = copy.deepcopy(module.state_dict())
-        if tol is not None and validate is None and len(losses) >= 2 * tol_window:
-            recent = np.mean(losses[-tol_window:])
-            before = np.mean(losses[-2 * tol_window : -tol_window])
-            if before - recent < tol * max(abs(before), 1e-12):
+            losses.append(value)
+            entry = {"step": step + 1, "loss": value}
+            validation.after_step(step + 1, module, entry)
+            result.history.append(entry)
+            if verbose:
+                bar.set_postfix(loss=f"{value:.4g}")
+            checkpoints.after_step(step + 1, module, optimizer, rng, result, validation.best_state)
+            if (
+                validation.should_stop()
+                or divergence.should_stop(losses, step + 1, module)
+                or plateau.should_stop(losses)
+            ):
                 result.stopped_early = True
                 break
+    except _Interrupted as stopped:
+        result.n_iter = stopped.args[0]
+        return result
     result.n_iter = step + 1 if max_iter > start else start
+    result.diverged = divergence.diverged
+    _restore(module, result, validation.best_state, divergence)
+    _warn_if_untrained(result, losses, desc, hint, validated=validate is not None)
+    _warn_if_unsettled(result, desc, tol, max_iter, validated=validate is not None)
+    checkpoints.remove()
+    return result
+
+
+def _restore(module, result: TrainingResult, best_state, divergence: _DivergenceGuard) -> None:
+    """Load the best validated parameters, or after a divergence those of the lowest loss."""
     if best_state is not None:
         module.load_state_dict(best_state)
         result.restored_step = result.best_step
     elif result.diverged:
-        module.load_state_dict(low_state)
-        result.restored_step = low_step
-    _warn_if_untrained(result, losses, desc, hint, validated=validate is not None)
-    if validate is None and tol is not None and not result.stopped_early and max_iter > 0:
-        warnings.warn(
-            f"{desc}: stopped at max_iter={max_iter} before the loss settled (tol={tol}); "
-            "consider increasing max_iter.",
-            ConvergenceWarning,
-            stacklevel=2,
-        )
-    if ckpt_path is not None and ckpt_path.exists() and _is_main_process():
-        ckpt_path.unlink()
-    return result
+        module.load_state_dict(divergence.low_state)
+        result.restored_step = divergence.low_step
+
+
+def _warn_if_unsettled(result, desc: str, tol, max_iter: int, *, validated: bool) -> None:
+    """The ``ConvergenceWarning`` of a ``tol`` run that reached ``max_iter`` unsettled."""
+    if validated or tol is None or result.stopped_early or max_iter <= 0:
+        return
+    warnings.warn(
+        f"{desc}: stopped at max_iter={max_iter} before the loss settled (tol={tol}); "
+        "consider increasing max_iter.",
+        ConvergenceWarning,
+        stacklevel=3,
+    )
 
 
 def _warn_if_untrained(

@@ -313,3 +313,33 @@ def test_rankmetric_fit_runs_unchanged_under_torchrun(tmp_path):
     single = WARCA(max_iter=40, random_state=0, device="cpu").fit(X_tr, y_tr)
     expected = knn_accuracy(single.transform(X_tr), y_tr, single.transform(X_te), y_te, k=3)
     assert [float(a) for a in found] == pytest.approx([expected], abs=1e-12)
+
+
+def test_the_collective_primitives_have_one_home():
+    """Only ``rankmetric._distributed`` all-reduces; the loop, the losses and ``distributed``
+    call it."""
+    import rankmetric
+
+    package = Path(rankmetric.__file__).parent
+    callers = sorted(
+        str(path.relative_to(package))
+        for path in package.rglob("*.py")
+        if re.search(r"\ball_reduce\(", path.read_text()) and path.name != "_distributed.py"
+    )
+    assert callers == []
+    from rankmetric import _distributed
+
+    assert distributed.all_reduce_mean is _distributed.all_reduce_mean
+
+
+def test_the_primitives_are_no_ops_in_one_process():
+    from rankmetric import _distributed
+
+    t = torch.arange(3.0)
+    assert _distributed.all_reduce_sum_(t) is t and torch.equal(t, torch.arange(3.0))
+    assert _distributed.all_reduce_max(4, t.device) == 4
+    assert _distributed.is_main_process() and _distributed.world_size() == 1
+    p = torch.nn.Parameter(torch.ones(2))
+    p.grad = torch.full((2,), 3.0)
+    _distributed.average_gradients([p])
+    assert torch.equal(p.grad, torch.full((2,), 3.0))

@@ -127,3 +127,101 @@ def test_rpl_matrix_output_has_no_names():
     est.set_params(output="log")
     with pytest.raises(ValueError, match="output='vector'"):
         est.get_feature_names_out()
+
+
+# ----------------------------------------------------------------------------- the fit decorator
+
+
+def _public_estimators() -> list[type]:
+    """Every public estimator class of ``rankmetric.estimators`` (its ``__all__``)."""
+    from rankmetric import estimators
+
+    return sorted(
+        (
+            obj
+            for name in estimators.__all__
+            if inspect.isclass(obj := getattr(estimators, name))
+            and issubclass(obj, BaseEstimator)
+            and not inspect.isabstract(obj)
+        ),
+        key=lambda cls: cls.__name__,
+    )
+
+
+#: Meta-estimators whose fit fits another (decorated) estimator: not a metric learner's fit.
+META_ESTIMATORS = {"PairClassifier"}
+
+
+@pytest.mark.parametrize("cls", _public_estimators(), ids=lambda c: c.__name__)
+def test_every_fit_method_carries_the_fit_decorator(cls):
+    from rankmetric.estimators.base import FIT_METHODS
+
+    methods = [getattr(cls, name) for name in FIT_METHODS if hasattr(cls, name)]
+    assert methods, f"{cls.__name__} has no fit method"
+    if cls.__name__ in META_ESTIMATORS:
+        return
+    undecorated = [m.__name__ for m in methods if not getattr(m, "_rankmetric_fit_context", 0)]
+    assert undecorated == [], f"{cls.__name__}: {undecorated} lack @fit_context"
+
+
+def test_the_estimator_list_covers_the_learners():
+    names = {cls.__name__ for cls in _public_estimators()}
+    assert {"WARCA", "SSNE", "RPLEmbedding", "MultiMetricLMNN", "KISSME"} <= names
+
+
+def test_the_base_class_no_longer_wraps_fit_silently():
+    from rankmetric.estimators.base import MetricLearnerMixin
+
+    class Plain(MetricLearnerMixin, BaseEstimator):
+        def fit(self, X, y=None):
+            return self
+
+    assert not hasattr(Plain.fit, "__wrapped__")
+
+
+def test_a_failed_refit_leaves_the_estimator_unfitted_and_no_fingerprint_behind(tmp_path):
+    from rankmetric.estimators.base import MetricLearnerMixin, fit_context
+
+    class Learner(MetricLearnerMixin, BaseEstimator):
+        def __init__(self, checkpoint_dir=None):
+            self.checkpoint_dir = checkpoint_dir
+
+        @fit_context
+        def fit(self, X, y=None):
+            self.seen_ = self._fit_fingerprint
+            if np.isnan(X).any():
+                raise ValueError("NaN")
+            return self
+
+    est = Learner(checkpoint_dir=tmp_path).fit(np.ones((3, 2)))
+    first = est.seen_
+    assert isinstance(first, str) and not hasattr(est, "_fit_fingerprint")
+    assert Learner(checkpoint_dir=tmp_path).fit(np.zeros((3, 2))).seen_ != first
+    assert Learner().fit(np.ones((3, 2))).seen_ is None  # no checkpoints: no fingerprint
+    est.set_output(transform="pandas")
+    with pytest.raises(ValueError, match="NaN"):
+        est.fit(np.full((3, 2), np.nan))
+    assert not hasattr(est, "seen_") and not hasattr(est, "_fit_fingerprint")
+    assert est._sklearn_output_config == {"transform": "pandas"}  # settings are kept
+
+
+def test_the_deprecated_class_decorator_still_applies_the_fit_decorator():
+    from rankmetric.estimators.base import atomic_fit
+
+    with pytest.warns(FutureWarning, match="fit_context"):
+
+        @atomic_fit
+        class Old(BaseEstimator):
+            def fit(self, X, y=None):
+                return self
+
+    assert Old.fit._rankmetric_fit_context
+
+
+def test_metric_learners_declare_that_they_need_labels_once():
+    from rankmetric.estimators.base import MetricLearnerMixin
+
+    class Learner(MetricLearnerMixin, BaseEstimator):
+        pass
+
+    assert get_tags(Learner()).target_tags.required

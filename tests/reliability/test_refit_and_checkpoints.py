@@ -12,6 +12,7 @@ import pytest
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
+import rankmetric._checkpoints as _checkpoints
 import rankmetric.training as training
 
 pytestmark = pytest.mark.timeout(120)
@@ -86,17 +87,17 @@ class _Killed(Exception):
 
 def _leave_a_checkpoint(spec, monkeypatch, checkpoint_dir, X, y, **params):
     """Fit until the first checkpoint is written, then die: the checkpoint stays behind."""
-    save = training._save_checkpoint
+    save = _checkpoints.save_checkpoint
 
     def save_then_die(*args, **kwargs):
         save(*args, **kwargs)
         raise _Killed
 
-    monkeypatch.setattr(training, "_save_checkpoint", save_then_die)
+    monkeypatch.setattr(_checkpoints, "save_checkpoint", save_then_die)
     est = spec.make(checkpoint_dir=checkpoint_dir, checkpoint_every=5, **params)
     with pytest.raises(_Killed):
         est.fit(X, y)
-    monkeypatch.setattr(training, "_save_checkpoint", save)
+    monkeypatch.setattr(_checkpoints, "save_checkpoint", save)
     assert (checkpoint_dir / "checkpoint.pt").exists()
 
 
@@ -159,22 +160,27 @@ def test_checkpoints_are_written_atomically_under_unique_names(tmp_path, monkeyp
 
     module = torch.nn.Linear(2, 1)
     names = []
-    real = training.atomic_write
+    real = _checkpoints.atomic_write
 
     def spy(path, write):
         names.append(path)
         real(path, write)
 
-    monkeypatch.setattr(training, "atomic_write", spy)
-    training.train(
-        module,
-        torch.optim.SGD(module.parameters(), lr=0.01),
-        lambda step: module.weight.square().sum(),
-        rng=np.random.default_rng(0),
-        max_iter=6,
-        checkpoint_dir=tmp_path,
-        checkpoint_every=2,
-        stop_after=4,
-    )
+    def killed_at_4(step):
+        if step == 4:
+            raise _Killed
+        return module.weight.square().sum()
+
+    monkeypatch.setattr(_checkpoints, "atomic_write", spy)
+    with pytest.raises(_Killed):
+        training.train(
+            module,
+            torch.optim.SGD(module.parameters(), lr=0.01),
+            killed_at_4,
+            rng=np.random.default_rng(0),
+            max_iter=6,
+            checkpoint_dir=tmp_path,
+            checkpoint_every=2,
+        )
     assert names and all(p.name == "checkpoint.pt" for p in names)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint.pt"]

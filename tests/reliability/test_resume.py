@@ -24,6 +24,10 @@ MAX_ITER, EVERY, KILL_AT = 40, 10, 25  # checkpoints at steps 10 and 20; killed 
 EXTRA = {"RPLEmbedding": {"learning_rate": 0.1, "patience": None}}
 
 
+class _Killed(Exception):
+    """A run that dies half way (what a killed job does), leaving its checkpoint behind."""
+
+
 def _params(spec) -> dict:
     return {"max_iter": MAX_ITER, "checkpoint_every": EVERY, **EXTRA.get(spec.name, {})}
 
@@ -93,16 +97,22 @@ def test_a_killed_fit_resumes_to_the_parameters_of_an_uninterrupted_fit(torch_sp
 def test_checkpoint_of_another_model_is_refused_with_a_clear_error(torch_spec, tmp_path):
     """A stale checkpoint (another model) in ``checkpoint_dir`` gives a ValueError naming it."""
     other = torch.nn.Linear(3, 2)
-    train(
-        other,
-        torch.optim.Adam(other.parameters()),
-        lambda step: other.weight.square().sum(),
-        rng=np.random.default_rng(0),
-        max_iter=4,
-        checkpoint_dir=tmp_path,
-        checkpoint_every=2,
-        stop_after=2,
-    )
+
+    def killed_at_2(step):
+        if step == 2:
+            raise _Killed
+        return other.weight.square().sum()
+
+    with pytest.raises(_Killed):
+        train(
+            other,
+            torch.optim.Adam(other.parameters()),
+            killed_at_2,
+            rng=np.random.default_rng(0),
+            max_iter=4,
+            checkpoint_dir=tmp_path,
+            checkpoint_every=2,
+        )
     assert (tmp_path / "checkpoint.pt").exists()
     X, y = torch_spec.data()
     est = torch_spec.make(checkpoint_dir=tmp_path)
@@ -122,13 +132,19 @@ def test_early_stopping_count_survives_a_resume(tmp_path):
     """Validations without improvement before the checkpoint still count after resuming."""
     scores = [1.0, 0.5, 0.4, 0.3, 0.2, 0.1, 0.0, 0.0, 0.0]  # best at the first validation
 
-    def run(checkpoint_dir=None, stop_after=None, first_validation=0):
+    def run(checkpoint_dir=None, killed_at=None, first_validation=0):
         module = torch.nn.Linear(2, 1)
         remaining = iter(scores[first_validation:])
+
+        def loss_step(step):
+            if step == killed_at:
+                raise _Killed
+            return module.weight.square().sum()
+
         return train(
             module,
             torch.optim.SGD(module.parameters(), lr=0.01),
-            lambda step: module.weight.square().sum(),
+            loss_step,
             rng=np.random.default_rng(0),
             max_iter=100,
             validate=lambda: next(remaining),
@@ -136,12 +152,12 @@ def test_early_stopping_count_survives_a_resume(tmp_path):
             patience=3,
             checkpoint_dir=checkpoint_dir,
             checkpoint_every=10,
-            stop_after=stop_after,
         )
 
     uninterrupted = run()
     assert uninterrupted.stopped_early and uninterrupted.n_iter == 20
-    run(tmp_path, stop_after=10)  # validations at steps 5 (best) and 10 (worse)
+    with pytest.raises(_Killed):  # validations at steps 5 (best) and 10 (worse)
+        run(tmp_path, killed_at=10)
     resumed = run(tmp_path, first_validation=2)
     assert resumed.stopped_early and resumed.n_iter == uninterrupted.n_iter
     assert resumed.best_step == uninterrupted.best_step == 5

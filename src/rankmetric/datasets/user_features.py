@@ -236,48 +236,16 @@ def load_features(
     """
     path = str(path)
     suffix = Path(path).suffix.lower()
-    if suffix not in FEATURE_SUFFIXES:
-        raise ValueError(f"{path}: unknown feature file type {suffix!r}; expected one of "
-                         f"{', '.join(FEATURE_SUFFIXES)}.")  # fmt: skip
-    if not Path(path).is_file():
-        raise ValueError(f"{path}: no such file.")
-    table = suffix in (".csv", ".parquet")
-    if suffix == ".npz":
-        found = _read_npz(path)
-    elif suffix == ".mat":
-        found = _read_mat(path)
-    else:
-        found = _read_table(path, suffix)
+    found = _read(path, suffix)
     y_name = _find(found, y, "y", path, required=True)
     cam_name = _find(found, cameras, "cameras", path, required=False)
     split_name = _find(found, split, "split", path, required=False)
     labels = _labels(found[y_name], f"{y_name!r}", path)
     n = labels.shape[0]
-    if table and X is None:
-        used = {y_name, cam_name, split_name}
-        columns = [c for c in found if c not in used]
-        if not columns:
-            raise ValueError(f"{path} has no feature column besides {sorted(used - {None})}.")
-        text = [c for c in columns if found[c].dtype.kind not in "iuf"]
-        if text:
-            raise ValueError(f"{path}: feature column(s) {text[:5]} are not numeric; name the "
-                             "label column y (or pass y=...).")  # fmt: skip
-        features = np.column_stack([found[c] for c in columns]).astype(np.float64)
-        for j, c in enumerate(columns):
-            if not np.all(np.isfinite(features[:, j])):
-                raise ValueError(f"{path}: feature column {c!r} contains NaN or infinity "
-                                 "(a missing value?).")  # fmt: skip
+    if suffix in (".csv", ".parquet") and X is None:
+        features = _table_features(found, {y_name, cam_name, split_name}, path)
     else:
-        x_name = _find(found, X, "X", path, required=True)
-        features = np.asarray(found[x_name])
-        if features.ndim != 2:
-            raise ValueError(f"{path}: {x_name!r} must be a 2-D array (items × features), "
-                             f"got shape {features.shape}.")  # fmt: skip
-        if suffix == ".mat" and features.shape[0] != n and features.shape[1] == n:
-            features = features.T  # MATLAB's d × n layout (LOMO's descriptors)
-        if not np.issubdtype(features.dtype, np.number):
-            raise ValueError(f"{path}: {x_name!r} must hold numbers, got {features.dtype}.")
-        check_finite(features, f"{path}: {x_name!r}")
+        features = _array_features(found, X, suffix == ".mat", n, path)
     if features.shape[0] != n:
         raise ValueError(f"{path}: mismatched lengths: {features.shape[0]} feature rows but "
                          f"{n} labels in {y_name!r}.")  # fmt: skip
@@ -285,19 +253,67 @@ def load_features(
         raise ValueError(f"{path}: {y_name!r} holds a single identity; metric learning needs "
                          "at least two.")  # fmt: skip
     check_labels(labels, n, min_classes=2)
-    cams = None
-    if cam_name is not None:
-        cams = _labels(found[cam_name], f"{cam_name!r}", path)
-        if cams.shape[0] != n:
-            raise ValueError(f"{path}: mismatched lengths: {cams.shape[0]} values in "
-                             f"{cam_name!r} but {n} items.")  # fmt: skip
-    parts = None
-    if split_name is not None:
-        parts = _labels(found[split_name], f"{split_name!r}", path)
-        if parts.shape[0] != n:
-            raise ValueError(f"{path}: mismatched lengths: {parts.shape[0]} values in "
-                             f"{split_name!r} but {n} items.")  # fmt: skip
+    cams = _per_item(found, cam_name, n, path)
+    parts = _per_item(found, split_name, n, path)
+    if parts is not None:
         parts = _split_values(parts, path)
     if not np.issubdtype(features.dtype, np.floating):
         features = features.astype(np.float64)
     return FeatureData(features, labels, cams, parts, path)
+
+
+def _read(path: str, suffix: str) -> dict:
+    """Every array / column / variable of the file ``path``, by name."""
+    if suffix not in FEATURE_SUFFIXES:
+        raise ValueError(f"{path}: unknown feature file type {suffix!r}; expected one of "
+                         f"{', '.join(FEATURE_SUFFIXES)}.")  # fmt: skip
+    if not Path(path).is_file():
+        raise ValueError(f"{path}: no such file.")
+    if suffix == ".npz":
+        return _read_npz(path)
+    if suffix == ".mat":
+        return _read_mat(path)
+    return _read_table(path, suffix)
+
+
+def _table_features(found: dict, used: set, path: str) -> np.ndarray:
+    """Every numeric column of a table that is not in ``used``, as float64 (n, d)."""
+    columns = [c for c in found if c not in used]
+    if not columns:
+        raise ValueError(f"{path} has no feature column besides {sorted(used - {None})}.")
+    text = [c for c in columns if found[c].dtype.kind not in "iuf"]
+    if text:
+        raise ValueError(f"{path}: feature column(s) {text[:5]} are not numeric; name the "
+                         "label column y (or pass y=...).")  # fmt: skip
+    features = np.column_stack([found[c] for c in columns]).astype(np.float64)
+    for j, c in enumerate(columns):
+        if not np.all(np.isfinite(features[:, j])):
+            raise ValueError(f"{path}: feature column {c!r} contains NaN or infinity "
+                             "(a missing value?).")  # fmt: skip
+    return features
+
+
+def _array_features(found: dict, X: str | None, matlab: bool, n: int, path: str) -> np.ndarray:
+    """The feature array (named ``X`` or an alias), items × features, checked finite."""
+    x_name = _find(found, X, "X", path, required=True)
+    features = np.asarray(found[x_name])
+    if features.ndim != 2:
+        raise ValueError(f"{path}: {x_name!r} must be a 2-D array (items × features), "
+                         f"got shape {features.shape}.")  # fmt: skip
+    if matlab and features.shape[0] != n and features.shape[1] == n:
+        features = features.T  # MATLAB's d × n layout (LOMO's descriptors)
+    if not np.issubdtype(features.dtype, np.number):
+        raise ValueError(f"{path}: {x_name!r} must hold numbers, got {features.dtype}.")
+    check_finite(features, f"{path}: {x_name!r}")
+    return features
+
+
+def _per_item(found: dict, name: str | None, n: int, path: str) -> np.ndarray | None:
+    """The per-item values ``name`` (cameras, split), one per item; ``None`` without a name."""
+    if name is None:
+        return None
+    values = _labels(found[name], f"{name!r}", path)
+    if values.shape[0] != n:
+        raise ValueError(f"{path}: mismatched lengths: {values.shape[0]} values in "
+                         f"{name!r} but {n} items.")  # fmt: skip
+    return values

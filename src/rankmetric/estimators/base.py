@@ -10,19 +10,21 @@ from __future__ import annotations
 
 import functools
 import os
+import warnings
 
 import numpy as np
 from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .._fingerprint import fit_fingerprint
 from .._threads import fit_threads
 from .._validation import ParameterValidationMixin
 from ..io import load_model, save_model
-from ..training import checkpoint_fingerprint, fit_fingerprint
 
-__all__ = ["MetricLearnerMixin", "MahalanobisMixin", "atomic_fit"]
+__all__ = ["MetricLearnerMixin", "MahalanobisMixin", "fit_context", "atomic_fit"]
 
-_FIT_METHODS = ("fit", "fit_pairs", "fit_triplets")
+#: The fit methods of an estimator; each carries :func:`fit_context`.
+FIT_METHODS = ("fit", "fit_pairs", "fit_triplets")
 
 
 def _is_fitted_name(name: str) -> bool:
@@ -30,40 +32,93 @@ def _is_fitted_name(name: str) -> bool:
     return name.endswith("_") and not name.startswith("__")
 
 
-def _atomic(fit):
-    """``fit`` that leaves the estimator unfitted when it fails (and fingerprints checkpoints)."""
+def fit_context(fit):
+    """Decorate an estimator's ``fit`` / ``fit_pairs`` / ``fit_triplets``: the context of a fit.
+
+    The one decorator every rankmetric estimator applies, visibly, to each of its fit methods
+    (scikit-learn's ``_fit_context`` idea). Around the method it
+
+    1. sizes the thread pools for the data (:func:`rankmetric._threads.fit_threads`: one thread
+       for small data, ``self.n_threads`` when the estimator has that parameter, ``X`` being
+       the first argument);
+    2. computes, when the estimator has a ``checkpoint_dir``, the fingerprint of the estimator
+       and of every argument of the fit (:func:`rankmetric.training.fit_fingerprint`) and
+       exposes it as ``self._fit_fingerprint`` for the duration of the fit (``None``
+       otherwise), so that the fit can pass it to ``train(fingerprint=...)``;
+    3. makes the fit atomic: when it raises, every fitted attribute (name ending in ``_``) is
+       removed, whatever the fit had already set, so the estimator is never half-updated by a
+       failed (re)fit; hyper-parameters and other settings (``set_output``) are kept.
+
+    Parameters
+    ----------
+    fit : callable ``fit(self, X, *args, **kwargs)``
+        The fit method.
+
+    Returns
+    -------
+    callable
+        The decorated method (``__wrapped__`` is ``fit``; ``_rankmetric_fit_context`` is True).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.base import BaseEstimator
+    >>> class Scale(MetricLearnerMixin, BaseEstimator):
+    ...     @fit_context
+    ...     def fit(self, X, y=None):
+    ...         self.scale_ = np.asarray(X).std()
+    ...         if self.scale_ == 0:
+    ...             raise ValueError("X is constant.")
+    ...         return self
+    >>> est = Scale().fit(np.arange(4.0)[:, None])
+    >>> try:
+    ...     est.fit(np.ones((4, 1)))
+    ... except ValueError:
+    ...     pass
+    >>> hasattr(est, "scale_")  # a failed refit leaves the estimator unfitted
+    False
+    """
+    sized = fit_threads(fit)
 
     @functools.wraps(fit)
-    def wrapper(self, *args, **kwargs):
+    def fit_in_context(self, *args, **kwargs):
         kept = {k: v for k, v in vars(self).items() if not _is_fitted_name(k)}
+        outer = vars(self).get("_fit_fingerprint")
         fingerprint = None
         if getattr(self, "checkpoint_dir", None) is not None:
             fingerprint = fit_fingerprint(self, *args, **kwargs)
         try:
-            with checkpoint_fingerprint(fingerprint):
-                return fit(self, *args, **kwargs)
+            self._fit_fingerprint = fingerprint
+            return sized(self, *args, **kwargs)
         except BaseException:
             vars(self).clear()  # no half-updated model: back to the state before any fit
             vars(self).update(kept)
             raise
+        finally:
+            if outer is None:
+                vars(self).pop("_fit_fingerprint", None)
+            else:  # a fit method called by another one: the outer fit's fingerprint again
+                self._fit_fingerprint = outer
 
-    wrapper._rankmetric_atomic = True
-    return wrapper
+    fit_in_context._rankmetric_fit_context = True
+    return fit_in_context
 
 
 def atomic_fit(cls: type) -> type:
-    """Class decorator: a ``fit`` / ``fit_pairs`` / ``fit_triplets`` that raises leaves it unfitted.
+    """Deprecated class decorator (removed in 0.3): apply :func:`fit_context` to each fit method.
 
-    Every fitted attribute (name ending in ``_``) is removed, whatever the fit had already
-    set, so the estimator is never half-updated by a failed (re)fit; hyper-parameters and other
-    settings (``set_output``) are kept. Inside ``fit``, :func:`training.train` stamps
-    checkpoints with a fingerprint of the data, labels and hyper-parameters. Applied to every
-    subclass of :class:`MetricLearnerMixin` automatically.
+    Decorate each fit method with :func:`fit_context` instead.
     """
-    for name in _FIT_METHODS:
+    warnings.warn(
+        "atomic_fit is deprecated and will be removed in 0.3; decorate each fit method with "
+        "rankmetric.estimators.base.fit_context instead.",
+        FutureWarning,
+        stacklevel=2,
+    )
+    for name in FIT_METHODS:
         method = cls.__dict__.get(name)
-        if method is not None and not getattr(method, "_rankmetric_atomic", False):
-            setattr(cls, name, _atomic(method))
+        if method is not None and not getattr(method, "_rankmetric_fit_context", False):
+            setattr(cls, name, fit_context(method))
     return cls
 
 
@@ -79,22 +134,26 @@ class MetricLearnerMixin(
     columns ``transform`` returns); scikit-learn then wraps ``transform`` for ``set_output``
     and derives ``get_feature_names_out``. List this mixin before ``BaseEstimator``.
 
-    Every ``fit`` / ``fit_pairs`` a subclass defines runs under
-    :func:`rankmetric._threads.fit_threads` (one thread for small data, all of torch's threads
-    for large data, or ``self.n_threads`` when the estimator has that parameter), and one that
-    raises leaves the estimator unfitted (see :func:`atomic_fit`).
+    Every ``fit`` / ``fit_pairs`` / ``fit_triplets`` a subclass defines carries the
+    :func:`fit_context` decorator (thread sizing, the checkpoint fingerprint, atomic refit);
+    ``tests/estimators/test_base.py`` checks it for every public estimator. The tags every
+    metric learner shares are declared here once (``y`` is required), and ``_fitted_arrays``
+    declares the shapes of the fitted arrays that :mod:`rankmetric.io` checks when it loads a
+    model file.
 
     Hyper-parameters are declared in ``_parameter_constraints`` and checked by
     ``self._validate_params()`` (:class:`rankmetric._validation.ParameterValidationMixin`).
     """
 
-    def __init_subclass__(cls, **kwargs):
-        super().__init_subclass__(**kwargs)
-        for name in _FIT_METHODS:
-            method = cls.__dict__.get(name)
-            if callable(method) and not getattr(method, "sized_threads", False):
-                setattr(cls, name, fit_threads(method))
-        atomic_fit(cls)  # outermost: a failure anywhere inside leaves the estimator unfitted
+    #: ``{fitted array: shape}``, the shape a tuple of ints, names of integer attributes
+    #: (``"n_features_in_"``) and ``None`` (any length); :func:`rankmetric.io.load_model`
+    #: refuses a file whose declared arrays have another shape. A subclass extends it.
+    _fitted_arrays: dict[str, tuple] = {}
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True  # every metric learner learns from labels or pairs
+        return tags
 
     def pair_distances(self, X1, X2) -> np.ndarray:
         """Learned distance between the rows of ``X1`` and ``X2`` (paired, same length)."""
@@ -132,6 +191,8 @@ class MetricLearnerMixin(
 
 class MahalanobisMixin(MetricLearnerMixin):
     """Linear metric learners: ``T(x) = L x`` with ``components_ = L`` of shape (r, D)."""
+
+    _fitted_arrays = {"components_": (None, "n_features_in_")}
 
     def transform(self, X) -> np.ndarray:
         """Project ``X`` (n_samples, n_features) onto the learned space (n_samples, r)."""

@@ -61,7 +61,7 @@ from ..io import register_estimator
 from ..resources import check_square_matrices
 from ..sampling import LabelIndex
 from ._supervision import check_pair_supervision
-from .base import MahalanobisMixin
+from .base import MahalanobisMixin, fit_context
 
 __all__ = ["ITML", "sample_pair_constraints", "distance_bounds", "itml_projections"]
 
@@ -357,6 +357,7 @@ class ITML(MahalanobisMixin, BaseEstimator):
         # Identical points make a percentile 0; keep the projections finite as the authors do.
         return np.maximum(bounds, 1e-9)
 
+    @fit_context
     def fit(self, X, y):
         """Learn ``M`` from samples ``X`` (n_samples, n_features) and class labels ``y``.
 
@@ -376,6 +377,7 @@ class ITML(MahalanobisMixin, BaseEstimator):
         a, b, similar = sample_pair_constraints(codes, n_constraints, rng)
         return self._fit_constraints(X, X[a] - X[b], similar, prior, rng)
 
+    @fit_context
     def fit_pairs(self, X, pairs=None, y=None):
         """Learn ``M`` from similar (+1) and dissimilar (−1) pairs, without class labels.
 

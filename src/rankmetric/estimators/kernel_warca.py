@@ -40,7 +40,7 @@ from ..kernels import KERNEL_PARAMETER_CONSTRAINTS, NystroemMap, default_gamma, 
 from ..losses.regularizers import kernel_aon_penalty
 from ..models.linear import LinearMap
 from ..sampling import LabelIndex
-from .base import MetricLearnerMixin
+from .base import MetricLearnerMixin, fit_context
 from .warca import WARP_PARAMETER_CONSTRAINTS, BaseWARCA
 
 __all__ = ["KernelWARCA"]
@@ -259,6 +259,7 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
             dtype=X.dtype,
         )
 
+    @fit_context
     def fit(self, X, y, X_val=None, y_val=None) -> KernelWARCA:
         """Learn ``A`` from labelled data.
 

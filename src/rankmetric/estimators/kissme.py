@@ -45,7 +45,7 @@ from ..io import register_estimator
 from ..resources import check_square_matrices
 from ..sampling import POSITIVES, camera_group_codes, check_cameras
 from ._supervision import check_pair_supervision
-from .base import MahalanobisMixin
+from .base import MahalanobisMixin, fit_context
 
 __all__ = ["KISSME", "pair_difference_covariances"]
 
@@ -225,6 +225,9 @@ class KISSME(MahalanobisMixin, BaseEstimator):
         )
         return int(self.n_components)
 
+    _fitted_arrays = {"mean_": ("n_features_in_",), "pca_components_": (None, "n_features_in_")}
+
+    @fit_context
     def fit(self, X, y, *, cameras=None) -> KISSME:
         """Learn the metric from samples ``X`` (n_samples, n_features) and class labels ``y``.
 
@@ -250,6 +253,7 @@ class KISSME(MahalanobisMixin, BaseEstimator):
         Z = self._fit_pca(X)
         return self._fit_covariances(*pair_difference_covariances(Z, codes, groups))
 
+    @fit_context
     def fit_pairs(self, X, pairs=None, y=None) -> KISSME:
         r"""Learn the metric from similar (+1) and dissimilar (−1) pairs, without class labels.
 

@@ -73,7 +73,7 @@ from ._lmnn_search import (
     search_active_set,
 )
 from ._supervision import check_pair_supervision, check_triplet_supervision, triplets_from_pairs
-from .base import MahalanobisMixin
+from .base import MahalanobisMixin, fit_context
 
 __all__ = [
     "LMNN",
@@ -250,6 +250,7 @@ class LMNN(MahalanobisMixin, BaseEstimator):
         return vectors[:, ::-1][:, :r].T.copy()
 
     # ------------------------------------------------------------------ fitting
+    @fit_context
     def fit(self, X, y):
         """Learn ``components_`` from samples ``X`` (n_samples, n_features) and labels ``y``.
 
@@ -286,6 +287,7 @@ class LMNN(MahalanobisMixin, BaseEstimator):
         self.n_active_pairs_ = int(active.anchors.numel())
         return self
 
+    @fit_context
     def fit_triplets(self, X, triplets=None):
         """Learn ``components_`` from triplets (anchor, positive, negative), without labels.
 
@@ -318,6 +320,7 @@ class LMNN(MahalanobisMixin, BaseEstimator):
         self._validate_params()
         return self._fit_triplets(check_triplet_supervision(self, X, triplets))
 
+    @fit_context
     def fit_pairs(self, X, pairs=None, y=None):
         """Learn ``components_`` from similar (+1) and dissimilar (−1) pairs.
 

@@ -34,7 +34,6 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._threads import fit_threads
 from .._utils import resolve_device, to_tensor
 from .._validation import (
     ARRAY,
@@ -61,7 +60,7 @@ from ._lmnn_search import (
     search_active_set,
     squared_distances,
 )
-from .base import atomic_fit
+from .base import fit_context
 from .lmnn import LMNN, LMNN_PARAMETER_CONSTRAINTS, n_components_for
 
 __all__ = ["MultiMetricLMNN", "mlmnn_loss_and_grad"]
@@ -117,7 +116,6 @@ _FLOAT32_SAFE = 1e15  # |x| below this: squared distances stay far from float32'
 
 
 @register_estimator
-@atomic_fit
 class MultiMetricLMNN(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
     r"""Multiple-metric LMNN (mLMNN): one Mahalanobis metric per class or cluster, k-NN rule.
 
@@ -336,7 +334,7 @@ class MultiMetricLMNN(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
         return np.tile(L, (n_groups, 1, 1)), lmnn.components_
 
     # ------------------------------------------------------------------ fitting
-    @fit_threads
+    @fit_context
     def fit(self, X, y):
         """Learn one metric per cluster from samples ``X`` (n_samples, n_features), labels ``y``.
 

@@ -70,7 +70,7 @@ from ..models.spdnet import SPDNet, sym_to_vec
 from ..models.stiefel import StiefelAdam
 from ..sampling import LabelIndex
 from ..training import TrainingResult, UntrainedModelWarning, train
-from .base import MetricLearnerMixin
+from .base import MetricLearnerMixin, fit_context
 
 __all__ = [
     "SPDNetEmbedding",
@@ -399,6 +399,7 @@ class SPDNetEmbedding(MetricLearnerMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.three_d_array = True
+        tags.target_tags.required = False  # scikit-learn's y=None check feeds 2-D X
         return tags
 
     # ------------------------------------------------------------------ the loss (overridden)
@@ -414,6 +415,7 @@ class SPDNetEmbedding(MetricLearnerMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ fit
 
+    @fit_context
     def fit(self, X, y):
         """Train the network on SPD matrices ``X`` (n_samples, c, c) with class labels ``y``.
 
@@ -483,6 +485,7 @@ class SPDNetEmbedding(MetricLearnerMixin, BaseEstimator):
             hint=UNTRAINED_ADVICE,
             checkpoint_dir=self.checkpoint_dir,
             checkpoint_every=self.checkpoint_every,
+            fingerprint=getattr(self, "_fit_fingerprint", None),
         )
         self.validation_gain_ = None
         if candidates is not None:

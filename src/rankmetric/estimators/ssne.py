@@ -49,7 +49,7 @@ from ._early_stopping import (
     split_validation,
 )
 from ._supervision import check_pair_supervision
-from .base import MetricLearnerMixin
+from .base import MetricLearnerMixin, fit_context
 
 __all__ = ["SSNE", "default_n_components"]
 
@@ -334,6 +334,9 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
         self.checkpoint_every = checkpoint_every
 
     # ------------------------------------------------------------------ fitting
+    _fitted_arrays = {"mean_": ("n_features_in_",), "scale_": ("n_features_in_",)}
+
+    @fit_context
     def fit(self, X, y):
         """Learn the embedding from class labels (or label sets, ``similarity="jaccard"``).
 
@@ -403,6 +406,7 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
 
         return self._fit_sampled(X, sample)
 
+    @fit_context
     def fit_pairs(self, X, pairs=None, similarities=None):
         """Learn the embedding from pairs with target similarities (full or partial supervision).
 
@@ -502,6 +506,7 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
             desc="SSNE",
             checkpoint_dir=self.checkpoint_dir,
             checkpoint_every=self.checkpoint_every,
+            fingerprint=getattr(self, "_fit_fingerprint", None),
         )
         self.best_iter_ = result.best_step
         self.initial_validation_score_ = result.start_score

@@ -61,7 +61,7 @@ from ._supervision import (
     check_triplet_supervision,
     pairs_from_triplets,
 )
-from .base import MahalanobisMixin
+from .base import MahalanobisMixin, fit_context
 
 __all__ = ["WARCA", "BaseWARCA"]
 
@@ -438,6 +438,7 @@ class BaseWARCA(TransformerMixin, BaseEstimator):
             desc=type(self).__name__,
             checkpoint_dir=self.checkpoint_dir,
             checkpoint_every=self.checkpoint_every,
+            fingerprint=getattr(self, "_fit_fingerprint", None),
             validate_start=True,
             hint=self._untrained_hint,
         )
@@ -665,6 +666,9 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         self.checkpoint_every = checkpoint_every
         self.n_threads = n_threads
 
+    _fitted_arrays = {"mean_": ("n_features_in_",), "scale_": ("n_features_in_",)}
+
+    @fit_context
     def fit(self, X, y, X_val=None, y_val=None, *, cameras=None) -> WARCA:
         """Learn the map from labelled data.
 
@@ -708,6 +712,7 @@ class WARCA(MahalanobisMixin, BaseWARCA):
             index = CrossCameraLabelIndex.from_cameras(codes, cams)
         return self._fit_index(X, index, codes, X_val, val_codes, rng)
 
+    @fit_context
     def fit_pairs(self, X, pairs=None, y=None) -> WARCA:
         """Learn the map from similar (+1) and dissimilar (−1) pairs, without class labels.
 
@@ -731,6 +736,7 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         self._validate_params()
         return self._fit_supervision(check_pair_supervision(self, X, pairs, y))
 
+    @fit_context
     def fit_triplets(self, X, triplets=None) -> WARCA:
         """Learn the map from triplets (anchor, positive, negative), without class labels.
 

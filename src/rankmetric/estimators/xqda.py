@@ -43,7 +43,7 @@ from .._validation import (
 from ..io import register_estimator
 from ..resources import check_square_matrices
 from ..sampling import POSITIVES
-from .base import MahalanobisMixin
+from .base import MahalanobisMixin, fit_context
 from .kissme import cross_camera_groups, pair_difference_covariances
 
 __all__ = ["XQDA", "xqda_subspace"]
@@ -183,6 +183,7 @@ class XQDA(MahalanobisMixin, BaseEstimator):
         bound = Interval(Integral, 1, n_features, closed="both", right_label="n_features")
         check_param("n_components", self.n_components, [NONE, bound])
 
+    @fit_context
     def fit(self, X, y, *, cameras=None) -> XQDA:
         """Learn the subspace and metric from samples ``X`` and identity labels ``y``.
 

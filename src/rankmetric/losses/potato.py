@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import torch
 
+from .._distributed import all_reduce_max, all_reduce_sum_
 from ..geometry.aliases import canonical_metric
 from ..geometry.matrix_functions import spd_exp, spd_log
 from ..geometry.means import riemannian_mean
@@ -96,30 +97,6 @@ def embedding_distances(
     """
     distance = canonical_metric(distance, DISTANCES, name="distance")
     return pairwise_distance(A, "euclidean" if A.ndim == 2 else distance, B)
-
-
-def _all_reduce_sum(tensor: torch.Tensor) -> torch.Tensor:
-    """Sum ``tensor`` in place over the ranks of ``torch.distributed`` (no-op when not running)."""
-    if (
-        torch.distributed.is_available()
-        and torch.distributed.is_initialized()
-        and torch.distributed.get_world_size() > 1
-    ):
-        torch.distributed.all_reduce(tensor, op=torch.distributed.ReduceOp.SUM)
-    return tensor
-
-
-def _all_reduce_max(value: int, device: torch.device) -> int:
-    """Largest ``value`` over the ranks of ``torch.distributed`` (``value`` when not running)."""
-    if (
-        torch.distributed.is_available()
-        and torch.distributed.is_initialized()
-        and torch.distributed.get_world_size() > 1
-    ):
-        t = torch.tensor([value], device=device)
-        torch.distributed.all_reduce(t, op=torch.distributed.ReduceOp.MAX)
-        return int(t.item())
-    return value
 
 
 def _masked_mean(values: torch.Tensor, mask: torch.Tensor, temperature: float) -> torch.Tensor:
@@ -329,7 +306,7 @@ class RiemannianPotatoLoss(MetricLoss):
         values = log_d.to(torch.float64) * pairs
         per_anchor = torch.stack([pairs.sum(1), values.sum(1), (values * values).sum(1)])
         one_hot = torch.nn.functional.one_hot(labels, self.log_mu.shape[0]).to(torch.float64)
-        count, s1, s2 = _all_reduce_sum(per_anchor @ one_hot)  # per-class sums, (3, n_classes)
+        count, s1, s2 = all_reduce_sum_(per_anchor @ one_hot)  # per-class sums, (3, n_classes)
         present = count > 0
         safe_count = count.clamp_min(1.0)
         batch_mean = s1 / safe_count
@@ -362,7 +339,7 @@ class RiemannianPotatoLoss(MetricLoss):
             if needed > current:
                 raise ValueError(f"labels must be < n_classes={current}, got label {needed - 1}.")
             return
-        needed = _all_reduce_max(needed, self.log_mu.device)
+        needed = all_reduce_max(needed, self.log_mu.device)
         if needed > current:
             self._resize(needed)
 

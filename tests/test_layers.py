@@ -188,13 +188,7 @@ def violations(depth: dict[str, int]) -> list[str]:
 
 #: Violations known and reported, as ``"<file>: '<unit>' imports '<other>'"`` → why they stay
 #: for now. Exact: the test fails when one of them disappears, so that it is taken off here.
-KNOWN_VIOLATIONS = {
-    "src/rankmetric/io.py: 'io' imports 'estimators'": "load_model imports the estimator "
-    "classes lazily through `import rankmetric` + getattr(rankmetric, name) (the #25 review "
-    "finding); io is being rewritten (model format apart from atomic writing) by another branch",
-    "src/rankmetric/io.py: 'io' imports 'training'": "the same getattr(rankmetric, name): a "
-    "computed name can reach every module the root re-exports",
-}
+KNOWN_VIOLATIONS: dict[str, str] = {}  # "file: 'a' imports 'b'" -> why it is tolerated
 
 
 def _without_line(problem: str) -> str:
@@ -213,7 +207,7 @@ def test_every_import_follows_the_layers():
 def test_every_layered_unit_names_a_module_or_is_announced():
     depth = read_layers(ARCHITECTURE.read_text())
     present = {p.stem if p.is_file() else p.name for p in PACKAGE.iterdir()}
-    missing = set(depth) - present - {"neighbors"}  # neighbors: arrives from a parallel branch
+    missing = set(depth) - present
     assert not missing, f"layers name modules that do not exist: {sorted(missing)}"
 
 

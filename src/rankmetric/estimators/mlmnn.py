@@ -209,11 +209,28 @@ class MultiMetricLMNN(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
     n_active_pairs_ : int
         Candidate impostor pairs in the last active set.
     n_features_in_ : int
+        Number of features seen by ``fit``.
+
+    See Also
+    --------
+    rankmetric.LMNN : The single global metric, also the start of ``init="lmnn"``.
+    rankmetric.evaluate.knn_accuracy : k-NN accuracy of any one learned metric.
 
     References
     ----------
-    K. Q. Weinberger and L. K. Saul. Distance Metric Learning for Large Margin Nearest
-    Neighbor Classification. JMLR 10:207–244, 2009 (section 5, "Multiple metrics").
+    .. [1] K. Q. Weinberger and L. K. Saul. Distance Metric Learning for Large Margin Nearest
+       Neighbor Classification. JMLR 10:207–244, 2009 (section 5, "Multiple metrics").
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from rankmetric import MultiMetricLMNN
+    >>> X, y = load_iris(return_X_y=True)
+    >>> clf = MultiMetricLMNN(max_iter=20, random_state=0).fit(X, y)
+    >>> clf.components_.shape
+    (3, 4, 4)
+    >>> round(clf.score(X, y), 2)
+    0.98
     """
 
     _parameter_constraints = {

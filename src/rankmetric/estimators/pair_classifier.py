@@ -160,6 +160,20 @@ class PairClassifier(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
     platt_ : ndarray of shape (2,)
         Slope ``a ≥ 0`` and intercept (0) of the probability map (``probability=True``).
 
+    See Also
+    --------
+    rankmetric.KISSME : The default learner, a metric from similar/dissimilar pairs.
+    rankmetric.ITML : A learner fitted from pair constraints (``fit_pairs``).
+    rankmetric.evaluate.verification_scores : ROC AUC, EER and TPR at fixed FPR of distances.
+
+    References
+    ----------
+    .. [1] M. Köstinger, M. Hirzer, P. Wohlhart, P. M. Roth and H. Bischof. Large Scale Metric
+       Learning from Equivalence Constraints. CVPR 2012 (pair verification by a threshold on
+       the learned distance).
+    .. [2] J. C. Platt. Probabilistic Outputs for Support Vector Machines and Comparisons to
+       Regularized Likelihood Methods. Advances in Large Margin Classifiers, MIT Press, 1999.
+
     Examples
     --------
     >>> import numpy as np

@@ -36,6 +36,17 @@ class RegionCovariances(TransformerMixin, BaseEstimator, auto_wrap_output_keys=N
     n_features_in_ : int
         ``H · W`` for flattened input.
 
+    See Also
+    --------
+    rankmetric.preprocessing.region_covariances : The same descriptors as a function.
+    rankmetric.preprocessing.TangentSpace : SPD matrices to vectors.
+    rankmetric.SPDNetEmbedding : Learn an embedding of the descriptors.
+
+    References
+    ----------
+    .. [1] O. Tuzel, F. Porikli and P. Meer. Region Covariance: A Fast Descriptor for Detection
+       and Classification. ECCV 2006.
+
     Examples
     --------
     >>> import numpy as np

@@ -113,6 +113,22 @@ class MetricLoss(nn.Module):
     ----------
     reduction : {"mean", "sum", "none"}, default="mean"
         How the loss's terms are combined (see the module docstring).
+
+    See Also
+    --------
+    rankmetric.losses.WARPLoss : The WARCA loss, a subclass.
+    rankmetric.losses.TripletLoss : The triplet margin loss, a subclass.
+    rankmetric.losses.Miner : The base of the miners that choose pairs or triplets for a loss.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from rankmetric.losses import TripletLoss
+    >>> loss_fn = TripletLoss(reduction="none")
+    >>> loss_fn.reduction
+    'none'
+    >>> loss_fn.reduce(torch.tensor([1.0, 3.0])).tolist()
+    [1.0, 3.0]
     """
 
     def __init__(self, reduction: str = "mean") -> None:

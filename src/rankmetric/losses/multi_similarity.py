@@ -65,10 +65,28 @@ class MultiSimilarityLoss(MetricLoss):
         ``"none"`` returns the bracketed term of eq. 7 for every anchor, shape (B,), in batch
         order (0 for an anchor without mined pairs); ``"mean"`` is their mean over the batch.
 
+    See Also
+    --------
+    rankmetric.losses.MultiSimilarityMiner : Its pair mining, usable with other losses.
+    rankmetric.losses.CrossBatchMemory : Compare each batch with past batches too.
+    rankmetric.losses.LiftedStructureLoss : Every pair of a batch, one margin.
+
     References
     ----------
     Wang, Han, Huang, Dong & Scott, *Multi-Similarity Loss with General Pair Weighting for Deep
     Metric Learning*, CVPR 2019.
+
+    Examples
+    --------
+    >>> import torch
+    >>> _ = torch.manual_seed(0)
+    >>> x = torch.randn(8, 3, requires_grad=True)
+    >>> y = torch.tensor([0, 0, 1, 1, 2, 2, 3, 3])
+    >>> from rankmetric.losses import MultiSimilarityLoss
+    >>> loss = MultiSimilarityLoss()(x, y)
+    >>> round(loss.item(), 2)
+    1.21
+    >>> loss.backward()
     """
 
     def __init__(

@@ -110,6 +110,30 @@ class SimilarityRegressionLoss(MetricLoss):
         pairs ``i < j`` in row-major order, shape (B (B − 1) / 2,); for ``loss.pairs(...)`` one
         per given pair, times its weight when ``weights`` are given. ``"sum"`` is their sum;
         ``"mean"`` their mean (the weighted mean, :math:`\\sum w e / \\sum w`, with weights).
+
+    See Also
+    --------
+    rankmetric.SSNE : The estimator that minimises this loss with a group-norm penalty.
+    rankmetric.losses.label_similarity_targets : Targets of the pairs of a labelled batch.
+    rankmetric.losses.group_norm_penalty : The L1,2 penalty that SSNE adds.
+
+    References
+    ----------
+    .. [1] D. Batra and G. Shakhnarovich. Similarity Sensitive Nonlinear Embeddings. Toyota
+       Technological Institute at Chicago, workshop extended abstract.
+
+    Examples
+    --------
+    >>> import torch
+    >>> _ = torch.manual_seed(0)
+    >>> x = torch.randn(8, 3, requires_grad=True)
+    >>> y = torch.tensor([0, 0, 1, 1, 2, 2, 3, 3])
+    >>> from rankmetric.losses import SimilarityRegressionLoss
+    >>> h = torch.nn.functional.normalize(x, dim=1)  # points on the unit sphere
+    >>> loss = SimilarityRegressionLoss()(h, y)
+    >>> loss.shape
+    torch.Size([])
+    >>> loss.backward()
     """
 
     def __init__(self, neg_target: float = -1.0, *, reduction: str = "mean") -> None:

@@ -147,6 +147,23 @@ def repeated_cv_knn(
     -------
     CVResult
         Per-fold accuracies and fit times; ``str(result)`` reads ``"97.12 ± 0.33"`` (percent).
+
+    See Also
+    --------
+    rankmetric.evaluate.knn_accuracy : The accuracy of one split.
+    rankmetric.evaluate.CVResult : The result it returns.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from rankmetric import KISSME
+    >>> from rankmetric.evaluate import repeated_cv_knn
+    >>> X, y = load_iris(return_X_y=True)
+    >>> result = repeated_cv_knn(KISSME(), X, y, n_repeats=2)
+    >>> len(result.scores)
+    4
+    >>> str(result)  # mean ± std over the 4 folds, in percent
+    '97.00 ± 1.73'
     """
     _check_estimator(estimator)
     n_repeats = _check_count(n_repeats, "n_repeats", 1)

@@ -52,6 +52,33 @@ def label_similarity_targets(
 
     ``labels_a`` and ``labels_b`` broadcast against each other (paired vectors, or a column and a
     row for every pair of a batch); the result has their broadcast shape and float32 dtype.
+
+    Parameters
+    ----------
+    labels_a, labels_b : Tensor
+        Labels of the two members of each pair; they broadcast against each other.
+    neg_target : float, default=-1.0
+        Target of a pair with different labels.
+
+    Returns
+    -------
+    Tensor, float32
+        The targets, of the broadcast shape of ``labels_a`` and ``labels_b``.
+
+    See Also
+    --------
+    rankmetric.losses.jaccard_similarity_targets : Graded targets from label sets.
+    rankmetric.losses.SimilarityRegressionLoss : The loss that regresses on them.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from rankmetric.losses import label_similarity_targets
+    >>> labels = torch.tensor([0, 0, 1])
+    >>> label_similarity_targets(labels[:, None], labels[None, :], neg_target=0.0)
+    tensor([[1., 1., 0.],
+            [1., 1., 0.],
+            [0., 0., 1.]])
     """
     same = labels_a == labels_b
     return torch.where(same, 1.0, float(neg_target)).to(torch.float32)
@@ -74,6 +101,20 @@ def jaccard_similarity_targets(
     Returns
     -------
     Tensor of shape (n_pairs,), float32
+
+    See Also
+    --------
+    rankmetric.losses.label_similarity_targets : Targets from single labels.
+    rankmetric.SSNE : Its ``fit_pairs`` takes such real-valued targets.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from rankmetric.losses import jaccard_similarity_targets
+    >>> a = torch.tensor([[1, 1, 0], [1, 0, 0]])
+    >>> b = torch.tensor([[1, 0, 1], [1, 0, 0]])
+    >>> jaccard_similarity_targets(a, b)  # J = 1/3 and 1
+    tensor([-0.3333,  1.0000])
     """
     a, b = labels_a.bool(), labels_b.bool()
     inter = (a & b).sum(dim=-1).to(torch.float32)

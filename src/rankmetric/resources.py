@@ -128,6 +128,29 @@ def set_memory_limit(limit: str | int | None) -> None:
     """Set (or, with ``None``, clear) the memory budget every guard of the library uses.
 
     Takes precedence over ``RANKMETRIC_MEMORY_LIMIT`` and over what the machine reports.
+
+    Parameters
+    ----------
+    limit : int, str or None
+        Bytes (``2**30``) or a size with a unit (``"1G"``, ``"500MB"``); ``None`` clears it.
+
+    Returns
+    -------
+    None
+        The limit holds until it is set again.
+
+    See Also
+    --------
+    rankmetric.memory_limit : The same for one ``with`` block only.
+    rankmetric.memory_budget : The budget in force.
+
+    Examples
+    --------
+    >>> import rankmetric
+    >>> rankmetric.set_memory_limit("2G")
+    >>> rankmetric.memory_budget().bytes
+    2147483648
+    >>> rankmetric.set_memory_limit(None)
     """
     _override[0] = None if limit is None else parse_bytes(limit)
 
@@ -141,6 +164,16 @@ def memory_limit(limit: str | int | None) -> Iterator[None]:
     limit : int, str or None
         Bytes (``2**30``) or a size with a unit (``"1G"``, ``"500MB"``); ``None`` restores
         the detection for the block.
+
+    Yields
+    ------
+    None
+        The budget is ``limit`` inside the block and what it was before after it.
+
+    See Also
+    --------
+    rankmetric.set_memory_limit : Set the budget until further notice.
+    rankmetric.threads : The same kind of block for the thread count.
 
     Examples
     --------
@@ -312,6 +345,10 @@ def memory_budget(
     Returns
     -------
     MemoryBudget
+
+    See Also
+    --------
+    rankmetric.memory_limit : Impose a smaller budget in a ``with`` block.
 
     Examples
     --------

@@ -8,6 +8,8 @@ Every name in the ``__all__`` of the public modules is checked with numpydoc's p
 * losses and miners (``torch.nn.Module`` subclasses and ``Miner``): Parameters, See Also,
   References (except the abstract bases) and Examples;
 * public functions: Parameters (when they take any), Returns (or Yields) and Examples;
+* the public methods of those classes (``fit``, ``transform``, ``mine``, ...): Parameters
+  (when they take any) and Returns;
 * everywhere: every See Also entry names an object that exists.
 
 The Examples themselves run as doctests: ``python -m pytest --doctest-modules src/rankmetric``.
@@ -128,6 +130,38 @@ def test_function_docstring_sections(name):
         lacks.append("Returns")
     if not doc["Examples"]:
         lacks.append("Examples")
+    assert not lacks, f"{name} lacks {lacks}"
+
+
+#: torch's printing hook: not part of the documented API.
+UNDOCUMENTED_METHODS = {"extra_repr"}
+
+
+def _public_methods() -> list[tuple[str, object]]:
+    methods = []
+    for name in ESTIMATORS + LOSSES:
+        for method_name, method in inspect.getmembers(PUBLIC[name], inspect.isfunction):
+            if method_name.startswith("_") or method_name in UNDOCUMENTED_METHODS:
+                continue
+            if (method.__module__ or "").startswith("rankmetric"):
+                methods.append((f"{name}.{method_name}", method))
+    return methods
+
+
+METHODS = dict(_public_methods())
+
+
+@pytest.mark.parametrize("name", sorted(METHODS))
+def test_method_docstring_sections(name):
+    method = METHODS[name]
+    doc = _doc(method)
+    params = [p for p in inspect.signature(method).parameters.values() if p.name != "self"]
+    kinds = {inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD}
+    lacks = []
+    if any(p.kind not in kinds for p in params) and not doc["Parameters"]:
+        lacks.append("Parameters")
+    if not (doc["Returns"] or doc["Yields"]):
+        lacks.append("Returns")
     assert not lacks, f"{name} lacks {lacks}"
 
 

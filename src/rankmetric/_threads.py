@@ -188,10 +188,10 @@ def threads(n_threads: int) -> Iterator[int]:
     Examples
     --------
     >>> from sklearn.datasets import load_iris
-    >>> from rankmetric import LMNN, threads
+    >>> from rankmetric import KISSME, threads
     >>> X, y = load_iris(return_X_y=True)
     >>> with threads(1) as n:
-    ...     model = LMNN(max_iter=5, random_state=0).fit(X, y)
+    ...     model = KISSME().fit(X, y)
     >>> n
     1
     """

@@ -378,6 +378,13 @@ class ITML(MahalanobisMixin, BaseEstimator):
     def fit(self, X, y):
         """Learn ``M`` from samples ``X`` (n_samples, n_features) and class labels ``y``.
 
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training samples.
+        y : array-like of shape (n_samples,)
+            Class labels.
+
         Returns
         -------
         self : ITML

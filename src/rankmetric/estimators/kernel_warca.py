@@ -432,6 +432,12 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
     def transform(self, X) -> np.ndarray:
         """Embed ``X`` (n_samples, n_features) — or ``K(X, X_train)`` when precomputed.
 
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or (n_samples, n_train)
+            Samples to embed, or their kernel values against the training samples when
+            ``kernel="precomputed"``.
+
         Returns
         -------
         ndarray of shape (n_samples, n_components), in the dtype of ``X`` (float32/float64).

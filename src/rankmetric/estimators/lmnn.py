@@ -269,6 +269,13 @@ class LMNN(MahalanobisMixin, BaseEstimator):
     def fit(self, X, y):
         """Learn ``components_`` from samples ``X`` (n_samples, n_features) and labels ``y``.
 
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training samples.
+        y : array-like of shape (n_samples,)
+            Class labels.
+
         Returns
         -------
         self : LMNN

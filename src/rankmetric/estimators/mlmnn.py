@@ -357,6 +357,13 @@ class MultiMetricLMNN(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
     def fit(self, X, y):
         """Learn one metric per cluster from samples ``X`` (n_samples, n_features), labels ``y``.
 
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training samples.
+        y : array-like of shape (n_samples,)
+            Class labels.
+
         Returns
         -------
         self : MultiMetricLMNN
@@ -447,6 +454,11 @@ class MultiMetricLMNN(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
     def predict_proba(self, X) -> np.ndarray:
         """Fraction of the ``n_neighbors`` nearest training points in each class.
 
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Samples to classify.
+
         Returns
         -------
         ndarray of shape (n_samples, n_classes)
@@ -462,6 +474,11 @@ class MultiMetricLMNN(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
     def predict(self, X) -> np.ndarray:
         """Majority label of the ``n_neighbors`` nearest training points (ties: smallest label).
 
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Samples to classify.
+
         Returns
         -------
         ndarray of shape (n_samples,)
@@ -471,7 +488,13 @@ class MultiMetricLMNN(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ metrics
     def get_mahalanobis_matrices(self) -> np.ndarray:
-        """``M_c = L_cᵀ L_c`` per cluster: (``n_clusters_``, n_features, n_features), float64."""
+        """``M_c = L_cᵀ L_c`` per cluster: (``n_clusters_``, n_features, n_features), float64.
+
+        Returns
+        -------
+        ndarray of shape (n_clusters_, n_features, n_features), float64
+            One positive semi-definite matrix per cluster.
+        """
         check_is_fitted(self, "components_")
         L = self.components_.astype(np.float64)
         return L.transpose(0, 2, 1) @ L
@@ -481,6 +504,15 @@ class MultiMetricLMNN(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
 
         ``X2`` holds the reference points: for training points ``X_train_[j]`` pass
         ``clusters_[j]``.
+
+        Parameters
+        ----------
+        X1 : array-like of shape (n_pairs, n_features)
+            The first member of each pair.
+        X2 : array-like of shape (n_pairs, n_features)
+            The second member (the reference point) of each pair.
+        clusters : array-like of shape (n_pairs,), int
+            The cluster (metric) of each reference point.
 
         Returns
         -------
@@ -507,7 +539,18 @@ class MultiMetricLMNN(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ model files
     def save(self, path: str | os.PathLike) -> None:
-        """Save the fitted estimator to ``path`` (``.npz``; loading executes no code)."""
+        """Save the fitted estimator to ``path`` (``.npz``; loading executes no code).
+
+        Parameters
+        ----------
+        path : str or path-like
+            The ``.npz`` file to write (see :func:`rankmetric.save_model`).
+
+        Returns
+        -------
+        None
+            Read it back with :func:`rankmetric.load_model`.
+        """
         check_is_fitted(self, "components_")
         save_model(self, path)
 

@@ -333,6 +333,11 @@ class PairClassifier(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
     def pair_distances(self, pairs) -> np.ndarray:
         """The learner's distance of each pair (lower = more alike).
 
+        Parameters
+        ----------
+        pairs : ndarray of shape (n_pairs, 2, n_features), (n_pairs, 2 · n_features) or (n_pairs, 2)
+            Stacked pairs, flattened pairs, or row indices into ``points`` (see the class).
+
         Returns
         -------
         ndarray of shape (n_pairs,)
@@ -384,6 +389,11 @@ class PairClassifier(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
     def decision_function(self, pairs) -> np.ndarray:
         """``threshold_ − distance``: positive for pairs predicted similar.
 
+        Parameters
+        ----------
+        pairs : ndarray of shape (n_pairs, 2, n_features), (n_pairs, 2 · n_features) or (n_pairs, 2)
+            Stacked pairs, flattened pairs, or row indices into ``points`` (see the class).
+
         Returns
         -------
         ndarray of shape (n_pairs,)
@@ -393,6 +403,11 @@ class PairClassifier(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
 
     def predict(self, pairs) -> np.ndarray:
         """``classes_[1]`` (similar) where ``distance < threshold_``, else ``classes_[0]``.
+
+        Parameters
+        ----------
+        pairs : ndarray of shape (n_pairs, 2, n_features), (n_pairs, 2 · n_features) or (n_pairs, 2)
+            Stacked pairs, flattened pairs, or row indices into ``points`` (see the class).
 
         Returns
         -------
@@ -404,6 +419,11 @@ class PairClassifier(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
     @available_if(lambda self: self.probability)
     def predict_proba(self, pairs) -> np.ndarray:
         """Probabilities of (dissimilar, similar) from the Platt map (``probability=True``).
+
+        Parameters
+        ----------
+        pairs : ndarray of shape (n_pairs, 2, n_features), (n_pairs, 2 · n_features) or (n_pairs, 2)
+            Stacked pairs, flattened pairs, or row indices into ``points`` (see the class).
 
         Returns
         -------

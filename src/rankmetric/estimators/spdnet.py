@@ -329,7 +329,7 @@ class SPDNetEmbedding(MetricLearnerMixin, BaseEstimator):
     loss_curve_ : ndarray of shape (``n_iter_``,)
         Training loss per step.
     n_features_in_ : int
-        Number of features seen by ``fit`` (``c · c``).
+        Size ``c`` of the matrices seen by ``fit``.
 
     See Also
     --------
@@ -449,6 +449,13 @@ class SPDNetEmbedding(MetricLearnerMixin, BaseEstimator):
 
     def fit(self, X, y):
         """Train the network on SPD matrices ``X`` (n_samples, c, c) with class labels ``y``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, c, c)
+            SPD matrices.
+        y : array-like of shape (n_samples,)
+            Class labels.
 
         Returns
         -------

@@ -166,6 +166,19 @@ class MetricLoss(nn.Module):
         A boolean selection has a data-dependent size, which a ``fullgraph`` compile cannot
         trace, so there ``"mean"`` and ``"sum"`` become masked sums over ``values`` (the same
         value up to summation order); ``"none"`` keeps the selection.
+
+        Parameters
+        ----------
+        values : tensor
+            The candidate terms, attached to the graph.
+        mask : bool tensor of the shape of ``values``
+            Which terms count.
+
+        Returns
+        -------
+        tensor
+            :meth:`reduce` of the selected terms (``"none"``: the selected terms,
+            ``values[mask]``).
         """
         if is_compiling() and self.reduction != "none":
             total = torch.where(mask, values, 0.0).sum()

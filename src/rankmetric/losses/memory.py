@@ -86,7 +86,13 @@ class CrossBatchMemory(nn.Module):
         return f"size={self.size}"
 
     def reset(self) -> None:
-        """Empty the memory."""
+        """Empty the memory.
+
+        Returns
+        -------
+        None
+            The next batch starts a new memory.
+        """
         self.register_buffer("embedding_memory", None, persistent=False)
         self.register_buffer("label_memory", None, persistent=False)
         self.position = 0

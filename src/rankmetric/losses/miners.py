@@ -124,7 +124,27 @@ class Miner(nn.Module, metaclass=abc.ABCMeta):
     def mine(
         self, embeddings: Tensor, labels: Tensor, ref_emb: Tensor, ref_labels: Tensor, same: bool
     ) -> IndicesTuple:
-        """The index tuple of a validated, detached batch (each subclass's mining rule)."""
+        """The index tuple of a validated, detached batch (each subclass's mining rule).
+
+        Parameters
+        ----------
+        embeddings : Tensor of shape (B, ...)
+            The batch, detached.
+        labels : Tensor of shape (B,)
+            Its labels.
+        ref_emb : Tensor of shape (M, ...)
+            The reference set (the batch itself when ``same``).
+        ref_labels : Tensor of shape (M,)
+            Its labels.
+        same : bool
+            Whether the reference set is the batch (a sample is then not its own positive).
+
+        Returns
+        -------
+        tuple of Tensor
+            Triplets ``(a, p, n)`` or pairs ``(a1, p, a2, n)`` of indices (``a`` into the batch,
+            ``p`` and ``n`` into the reference set).
+        """
 
 
 class TripletMiner(Miner):

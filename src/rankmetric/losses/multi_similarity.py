@@ -168,7 +168,20 @@ class MultiSimilarityLoss(MetricLoss):
     def mine(
         self, sim: torch.Tensor, positive: torch.Tensor, negative: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """The mined pair masks ``P̂`` and ``N̂`` (eq. 5–6), each a bool tensor of shape (B, M)."""
+        """The mined pair masks ``P̂`` and ``N̂`` (eq. 5–6), each a bool tensor of shape (B, M).
+
+        Parameters
+        ----------
+        sim : Tensor of shape (B, M)
+            Similarities of the batch to the reference set.
+        positive, negative : bool Tensor of shape (B, M)
+            The same-label and different-label pairs.
+
+        Returns
+        -------
+        positive, negative : bool Tensor of shape (B, M)
+            The mined subsets of ``positive`` and ``negative``.
+        """
         return multi_similarity_masks(sim, positive, negative, self.epsilon)
 
 

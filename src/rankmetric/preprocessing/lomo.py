@@ -228,7 +228,20 @@ class StripeHistograms(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEs
         return _image_shape(self.image_shape, n_features)
 
     def fit(self, X, y=None) -> StripeHistograms:
-        """Check ``X`` (n_samples, H·W·C) against the parameters; nothing is learned."""
+        """Check ``X`` (n_samples, H·W·C) against the parameters; nothing is learned.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, H · W · C)
+            Flattened image crops (row-major, channels last).
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : StripeHistograms
+            The fitted transformer.
+        """
         X = validate_data(self, X, dtype=[np.float64, np.float32])
         self.image_shape_ = self._check_params(X.shape[1])
         H, W, C = self.image_shape_
@@ -245,6 +258,11 @@ class StripeHistograms(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEs
 
     def transform(self, X) -> np.ndarray:
         """Stripe histograms of each row of ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, H · W · C)
+            Flattened image crops of the shape seen in ``fit``.
 
         Returns
         -------

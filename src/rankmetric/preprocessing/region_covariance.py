@@ -77,6 +77,13 @@ class RegionCovariances(TransformerMixin, BaseEstimator, auto_wrap_output_keys=N
     def fit(self, X, y=None) -> RegionCovariances:
         """Record the image shape; nothing is learned.
 
+        Parameters
+        ----------
+        X : array-like of shape (n, H, W) or (n, H · W)
+            Grey images, or their flattened rows.
+        y : None
+            Ignored.
+
         Returns
         -------
         self
@@ -86,6 +93,11 @@ class RegionCovariances(TransformerMixin, BaseEstimator, auto_wrap_output_keys=N
 
     def transform(self, X) -> np.ndarray:
         """Descriptors of images ``X`` (n, H, W) or flattened (n, H·W).
+
+        Parameters
+        ----------
+        X : array-like of shape (n, H, W) or (n, H · W)
+            Grey images of the shape seen in ``fit``, or their flattened rows.
 
         Returns
         -------

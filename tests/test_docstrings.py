@@ -8,7 +8,9 @@ Every name in the ``__all__`` of the public modules is checked with numpydoc's p
 * losses and miners (``torch.nn.Module`` subclasses and ``Miner``): Parameters, See Also,
   References (except the abstract bases) and Examples;
 * public functions: Parameters (when they take any), Returns (or Yields) and Examples;
-* the public methods of those classes (``fit``, ``transform``, ``mine``, ...): Parameters
+* the other public classes (data containers, samplers, ...): Parameters or Attributes, and
+  Examples (exceptions and warnings: a summary only);
+* the public methods of estimators and losses (``fit``, ``transform``, ``mine``, ...): Parameters
   (when they take any) and Returns;
 * everywhere: every See Also entry names an object that exists.
 
@@ -71,6 +73,12 @@ def _is_loss(obj) -> bool:
 ESTIMATORS = sorted(name for name, obj in PUBLIC.items() if _is_estimator(obj))
 LOSSES = sorted(name for name, obj in PUBLIC.items() if _is_loss(obj))
 FUNCTIONS = sorted(name for name, obj in PUBLIC.items() if inspect.isfunction(obj))
+OTHER_CLASSES = sorted(
+    name
+    for name, obj in PUBLIC.items()
+    if inspect.isclass(obj)
+    and not (_is_estimator(obj) or _is_loss(obj) or issubclass(obj, (Exception, Warning)))
+)
 
 
 def _doc(obj) -> NumpyDocString:
@@ -94,6 +102,7 @@ def test_the_public_api_is_found():
     assert {"rankmetric.WARCA", "rankmetric.preprocessing.Covariances"} <= set(ESTIMATORS)
     assert "rankmetric.losses.WARPLoss" in LOSSES
     assert "rankmetric.geometry.distance" in FUNCTIONS
+    assert "rankmetric.sampling.LabelIndex" in OTHER_CLASSES
 
 
 @pytest.mark.parametrize("module_name", PUBLIC_MODULES)
@@ -162,6 +171,14 @@ def test_method_docstring_sections(name):
         lacks.append("Parameters")
     if not (doc["Returns"] or doc["Yields"]):
         lacks.append("Returns")
+    assert not lacks, f"{name} lacks {lacks}"
+
+
+@pytest.mark.parametrize("name", OTHER_CLASSES)
+def test_other_class_docstring_sections(name):
+    doc = _doc(PUBLIC[name])
+    lacks = [] if doc["Parameters"] or doc["Attributes"] else ["Parameters or Attributes"]
+    lacks += [] if doc["Examples"] else ["Examples"]
     assert not lacks, f"{name} lacks {lacks}"
 
 

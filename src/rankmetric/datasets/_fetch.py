@@ -22,7 +22,12 @@ __all__ = ["FetchError", "fetch"]
 
 
 class FetchError(RuntimeError):
-    """A package could not be downloaded or unpacked, or its files differ from the known ones."""
+    """A package could not be downloaded or unpacked, or its files differ from the known ones.
+
+    See Also
+    --------
+    rankmetric.datasets.fetch : Raises it.
+    """
 
 
 def fetch(

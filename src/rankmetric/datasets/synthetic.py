@@ -197,6 +197,18 @@ class ReidData:
         Identity of each row.
     camera : ndarray of shape (2 * n_identities,)
         0 (probe camera) or 1 (gallery camera).
+
+    See Also
+    --------
+    rankmetric.datasets.make_synthetic_reid : A two-camera stand-in set.
+    rankmetric.evaluate.query_gallery_split : Its query and gallery rows.
+
+    Examples
+    --------
+    >>> from rankmetric.datasets import make_synthetic_reid
+    >>> data = make_synthetic_reid(10, n_features=8, n_latent=4, n_nuisance=2)
+    >>> data.X.shape, data.ids.shape, data.camera.shape
+    ((20, 8), (20,), (20,))
     """
 
     def __init__(self, X: np.ndarray, ids: np.ndarray, camera: np.ndarray) -> None:

@@ -65,6 +65,18 @@ class FeatureData:
         ``"train"``, ``"test"``, ``"query"`` or ``"gallery"`` per row.
     source : str
         The file's path.
+
+    See Also
+    --------
+    rankmetric.datasets.load_features : Returns one.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rankmetric.datasets import FeatureData
+    >>> data = FeatureData(np.eye(4), np.array([0, 0, 1, 1]), None, None, source="<memory>")
+    >>> data.n_identities
+    2
     """
 
     X: np.ndarray

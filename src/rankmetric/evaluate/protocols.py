@@ -30,6 +30,18 @@ class CVResult:
         k-NN accuracy on each test fold, in the order of ``RepeatedStratifiedKFold``.
     fit_times : ndarray of shape (n_repeats * n_splits,)
         Seconds to fit the standardisation and the estimator on each training fold.
+
+    See Also
+    --------
+    rankmetric.evaluate.repeated_cv_knn : Returns one.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rankmetric.evaluate import CVResult
+    >>> result = CVResult(scores=np.array([0.9, 0.95]), fit_times=np.array([0.1, 0.1]))
+    >>> round(result.mean, 3), str(result)
+    (0.925, '92.50 ± 2.50')
     """
 
     scores: np.ndarray

@@ -44,6 +44,11 @@ def check_cameras(cameras, n_samples: int) -> np.ndarray:
     -------
     ndarray of shape (n_samples,), dtype int64
 
+    See Also
+    --------
+    rankmetric.sampling.camera_group_codes : One code per (label, camera) group.
+    rankmetric.sampling.CrossCameraLabelIndex : Cross-camera positive pairs.
+
     Examples
     --------
     >>> check_cameras(["a", "b", "a"], 3).tolist()
@@ -75,6 +80,10 @@ def camera_group_codes(codes: np.ndarray, cameras: np.ndarray) -> np.ndarray:
     Returns
     -------
     ndarray of shape (n_samples,), dtype int64
+
+    See Also
+    --------
+    rankmetric.sampling.check_cameras : Validate the camera codes first.
 
     Examples
     --------

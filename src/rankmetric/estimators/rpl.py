@@ -96,7 +96,7 @@ class RPLEmbedding(SPDNetEmbedding):
     .. [2] Z. Huang and L. Van Gool. A Riemannian Network for SPD Matrix Learning. AAAI 2017.
     .. [3] A. Barachant, A. Andreev and M. Congedo. The Riemannian Potato: an automatic and
        adaptive artifact detection method for online experiments using Riemannian geometry.
-       TOBI Workshop lV, 2013.
+       TOBI Workshop IV, 2013.
 
     Examples
     --------

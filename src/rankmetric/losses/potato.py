@@ -203,7 +203,7 @@ class RiemannianPotatoLoss(MetricLoss):
        Embedding. KAIST and Looxid Labs, poster.
     .. [2] A. Barachant, A. Andreev and M. Congedo. The Riemannian Potato: an automatic and
        adaptive artifact detection method for online experiments using Riemannian geometry.
-       TOBI Workshop lV, 2013.
+       TOBI Workshop IV, 2013.
     .. [3] X. Wang, Y. Hua, E. Kodirov, G. Hu, R. Garnier and N. M. Robertson. Ranked List Loss
        for Deep Metric Learning. CVPR 2019 (``temperature``).
 

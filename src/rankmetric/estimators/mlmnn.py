@@ -492,7 +492,7 @@ class MultiMetricLMNN(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
 
         Returns
         -------
-        ndarray of shape (n_clusters_, n_features, n_features), float64
+        ndarray of shape (``n_clusters_``, n_features, n_features), float64
             One positive semi-definite matrix per cluster.
         """
         check_is_fitted(self, "components_")

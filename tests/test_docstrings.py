@@ -5,8 +5,8 @@ Every name in the ``__all__`` of the public modules is checked with numpydoc's p
 * estimators and transformers (scikit-learn ``BaseEstimator`` subclasses): Parameters,
   Attributes, See Also, References and Examples; and every public attribute ending in ``_``
   that ``fit`` sets is listed under Attributes (each estimator is fitted on a few points);
-* losses and miners (``torch.nn.Module`` subclasses and ``Miner``): Parameters, See Also,
-  References (except the abstract bases) and Examples;
+* losses, miners and network layers (``torch.nn.Module`` subclasses and ``Miner``):
+  Parameters, See Also, References (except the abstract bases) and Examples;
 * public functions: Parameters (when they take any), Returns (or Yields) and Examples;
 * the other public classes (data containers, samplers, ...): Parameters or Attributes, and
   Examples (exceptions and warnings: a summary only);
@@ -42,6 +42,8 @@ PUBLIC_MODULES = [
     "rankmetric.neighbors",
     "rankmetric.sampling",
     "rankmetric.datasets",
+    "rankmetric.models",
+    "rankmetric.kernels",
 ]
 
 #: Abstract bases: documented, but no paper to cite.

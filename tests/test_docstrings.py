@@ -44,6 +44,7 @@ PUBLIC_MODULES = [
     "rankmetric.datasets",
     "rankmetric.models",
     "rankmetric.kernels",
+    "rankmetric.resources",
 ]
 
 #: Abstract bases: documented, but no paper to cite.

@@ -182,7 +182,7 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
     >>> from sklearn.datasets import load_iris
     >>> from rankmetric import KernelWARCA
     >>> X, y = load_iris(return_X_y=True)
-    >>> kw = KernelWARCA(kernel="rbf", n_components=2, max_iter=20, random_state=0)
+    >>> kw = KernelWARCA(kernel="rbf", n_components=2, max_iter=50, tol=None, random_state=0)
     >>> kw.fit(X, y).transform(X).shape
     (150, 2)
     >>> kw.approximation_

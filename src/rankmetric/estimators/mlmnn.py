@@ -226,7 +226,7 @@ class MultiMetricLMNN(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
     >>> from sklearn.datasets import load_iris
     >>> from rankmetric import MultiMetricLMNN
     >>> X, y = load_iris(return_X_y=True)
-    >>> clf = MultiMetricLMNN(max_iter=20, random_state=0).fit(X, y)
+    >>> clf = MultiMetricLMNN(max_iter=50, random_state=0).fit(X, y)
     >>> clf.components_.shape
     (3, 4, 4)
     >>> round(clf.score(X, y), 2)

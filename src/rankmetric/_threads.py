@@ -172,11 +172,29 @@ def thread_limit(n: int) -> Iterator[int]:
 def threads(n_threads: int) -> Iterator[int]:
     """Use ``n_threads`` threads (``-1``: every core) in every fit and search of the block.
 
+    Parameters
+    ----------
+    n_threads : int
+        Threads to use, or ``-1`` for every core.
+
+    Yields
+    ------
+    int
+        The thread count in force inside the block.
+
+    See Also
+    --------
+    rankmetric.memory_limit : The same kind of block for the memory budget.
+
     Examples
     --------
-    >>> from rankmetric import threads
-    >>> with threads(4):  # doctest: +SKIP
-    ...     LMNN().fit(X, y)
+    >>> from sklearn.datasets import load_iris
+    >>> from rankmetric import KISSME, threads
+    >>> X, y = load_iris(return_X_y=True)
+    >>> with threads(1) as n:
+    ...     model = KISSME().fit(X, y)
+    >>> n
+    1
     """
     n = _check_n_threads(n_threads)
     if n is None:

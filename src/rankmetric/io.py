@@ -221,6 +221,40 @@ def save_model(est, path: str | os.PathLike) -> None:
     or a NumPy ``Generator`` / ``RandomState`` (saved as its current state). The file is
     written to a temporary file next to ``path`` and renamed over it: a failed or interrupted
     save leaves any previous file at ``path`` untouched.
+
+    Parameters
+    ----------
+    est : estimator
+        A fitted rankmetric estimator.
+    path : str or path-like
+        The ``.npz`` file to write.
+
+    Returns
+    -------
+    None
+        The model is in the file.
+
+    Raises
+    ------
+    ValueError
+        If ``est`` is not a fitted rankmetric estimator or holds an attribute that cannot be
+        saved without pickle.
+
+    See Also
+    --------
+    rankmetric.load_model : Read the file back.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from sklearn.datasets import load_iris
+    >>> from rankmetric import KISSME, load_model, save_model
+    >>> X, y = load_iris(return_X_y=True)
+    >>> model = KISSME().fit(X, y)
+    >>> path = os.path.join(tempfile.mkdtemp(), "kissme.npz")
+    >>> save_model(model, path)
+    >>> bool((load_model(path).transform(X) == model.transform(X)).all())
+    True
     """
     cls = type(est).__name__
     if cls not in _REGISTRY:
@@ -458,6 +492,11 @@ def load_model(path: str | os.PathLike, *, max_bytes: int = MAX_LOAD_BYTES):
     max_bytes : int, default=MAX_LOAD_BYTES (8 GiB)
         Refuse files whose arrays need more memory than this (checked before reading them).
 
+    Returns
+    -------
+    estimator
+        The fitted estimator, of the class that was saved.
+
     Raises
     ------
     ValueError
@@ -467,6 +506,22 @@ def load_model(path: str | os.PathLike, *, max_bytes: int = MAX_LOAD_BYTES):
         ``MAX_COMPRESSION_RATIO``, arrays larger than ``max_bytes`` or than the memory
         budget (:func:`rankmetric.resources.memory_budget`), fitted
         arrays that are not finite or do not fit together), naming ``path``.
+
+    See Also
+    --------
+    rankmetric.save_model : Write a fitted estimator.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from sklearn.datasets import load_iris
+    >>> from rankmetric import LMNN, load_model
+    >>> X, y = load_iris(return_X_y=True)
+    >>> path = os.path.join(tempfile.mkdtemp(), "lmnn.npz")
+    >>> LMNN(n_components=2, random_state=0).fit(X, y).save(path)
+    >>> model = load_model(path)
+    >>> type(model).__name__, model.components_.shape
+    ('LMNN', (2, 4))
     """
     try:
         with zipfile.ZipFile(path) as archive:

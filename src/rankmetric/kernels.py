@@ -65,7 +65,37 @@ KERNEL_PARAMETER_CONSTRAINTS = {
 
 
 def check_kernel(kernel: str, gamma=None, degree=3, coef0=1.0) -> None:
-    """Validate a kernel name and its parameters; raise ``ValueError`` naming the problem."""
+    """Validate a kernel name and its parameters; raise ``ValueError`` naming the problem.
+
+    Parameters
+    ----------
+    kernel : {"linear", "rbf", "poly", "chi2_rbf"}
+        The kernel name.
+    gamma : float, optional
+        Its width (``> 0``); None is resolved later by :func:`default_gamma`.
+    degree : int, default=3
+        Degree of ``"poly"`` (``>= 1``).
+    coef0 : float, default=1.0
+        Constant of ``"poly"``.
+
+    Returns
+    -------
+    None
+        Raises ``ValueError`` instead when something is wrong.
+
+    See Also
+    --------
+    rankmetric.kernels.pairwise_kernel : Computes the kernel.
+
+    Examples
+    --------
+    >>> from rankmetric.kernels import check_kernel
+    >>> check_kernel("rbf", gamma=0.5)
+    >>> check_kernel("rbf", gamma=-1.0)
+    Traceback (most recent call last):
+    ...
+    ValueError: ...
+    """
     values = {"kernel": kernel, "gamma": gamma, "degree": degree, "coef0": coef0}
     for name, value in values.items():
         check_param(name, value, KERNEL_PARAMETER_CONSTRAINTS[name])
@@ -97,6 +127,17 @@ def linear_kernel(X: torch.Tensor, Y: torch.Tensor) -> torch.Tensor:
     Returns
     -------
     tensor of shape (n_x, n_y)
+
+    See Also
+    --------
+    rankmetric.kernels.pairwise_kernel : Any kernel by name, on arrays.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from rankmetric.kernels import linear_kernel
+    >>> linear_kernel(torch.tensor([[1.0, 2.0]]), torch.tensor([[3.0, 4.0]]))
+    tensor([[11.]])
     """
     return X @ Y.T
 
@@ -112,6 +153,32 @@ def rbf_kernel(X: torch.Tensor, Y: torch.Tensor, gamma: float) -> torch.Tensor:
     r"""Gaussian kernel :math:`K_{ij} = \exp(-\gamma \lVert x_i - y_j \rVert^2)`.
 
     Shapes as :func:`linear_kernel`.
+
+    Parameters
+    ----------
+    X : tensor of shape (n_x, n_features)
+        Rows ``x_i``.
+    Y : tensor of shape (n_y, n_features)
+        Rows ``y_j``.
+    gamma : float
+        Width, ``> 0``.
+
+    Returns
+    -------
+    tensor of shape (n_x, n_y)
+        The kernel values, in ``(0, 1]``.
+
+    See Also
+    --------
+    rankmetric.kernels.pairwise_kernel : Any kernel by name, on arrays.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from rankmetric.kernels import rbf_kernel
+    >>> rbf_kernel(torch.tensor([[0.0], [1.0]]), torch.tensor([[0.0]]), gamma=1.0).round(decimals=4)
+    tensor([[1.0000],
+            [0.3679]])
     """
     return torch.exp_(_squared_distances(X, Y).mul_(-gamma))
 
@@ -122,6 +189,36 @@ def polynomial_kernel(
     r"""Polynomial kernel :math:`K_{ij} = (\gamma\, x_i^\top y_j + c_0)^p`.
 
     :math:`c_0` is ``coef0`` and :math:`p` is ``degree``; shapes as :func:`linear_kernel`.
+
+    Parameters
+    ----------
+    X : tensor of shape (n_x, n_features)
+        Rows ``x_i``.
+    Y : tensor of shape (n_y, n_features)
+        Rows ``y_j``.
+    gamma : float
+        Scale of the inner product.
+    degree : int, default=3
+        Power ``p``.
+    coef0 : float, default=1.0
+        Constant ``c_0``.
+
+    Returns
+    -------
+    tensor of shape (n_x, n_y)
+        The kernel values.
+
+    See Also
+    --------
+    rankmetric.kernels.pairwise_kernel : Any kernel by name, on arrays.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from rankmetric.kernels import polynomial_kernel
+    >>> x, y = torch.tensor([[1.0, 2.0]]), torch.tensor([[3.0, 4.0]])
+    >>> polynomial_kernel(x, y, gamma=1.0, degree=2)  # (11 + 1)²
+    tensor([[144.]])
     """
     return (X @ Y.T).mul_(gamma).add_(coef0).pow_(degree)
 
@@ -166,10 +263,40 @@ def chi2_rbf_kernel(
 ) -> torch.Tensor:
     r"""χ²-RBF kernel :math:`K_{ij} = \exp(-\gamma\, \chi^2(x_i, y_j))` (sklearn's ``chi2_kernel``).
 
+    Parameters
+    ----------
+    X : tensor of shape (n_x, n_features)
+        Non-negative rows (histograms).
+    Y : tensor of shape (n_y, n_features)
+        Non-negative rows.
+    gamma : float
+        Width, ``> 0``.
+    chunk_elements : int, default=524288
+        Elements of the (chunk, n_y, n_features) temporary computed at once.
+
+    Returns
+    -------
+    tensor of shape (n_x, n_y)
+        The kernel values, in ``(0, 1]``.
+
     Raises
     ------
     ValueError
         If ``X`` or ``Y`` has a negative entry.
+
+    See Also
+    --------
+    rankmetric.kernels.pairwise_kernel : Any kernel by name, on arrays.
+    rankmetric.preprocessing.StripeHistograms : Histogram features this kernel suits.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from rankmetric.kernels import chi2_rbf_kernel
+    >>> h = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
+    >>> chi2_rbf_kernel(h, h, gamma=1.0).round(decimals=4)  # χ² = 2 between the two
+    tensor([[1.0000, 0.1353],
+            [0.1353, 1.0000]])
     """
     _check_non_negative(X, "X")
     _check_non_negative(Y, "Y")
@@ -195,6 +322,25 @@ def default_gamma(
     kernel : str
     rng : numpy Generator, optional
         Draws the random pairs of the χ² estimate.
+    n_pairs : int, default=4096
+        Random pairs of rows of the χ² estimate.
+
+    Returns
+    -------
+    float
+        The kernel width ``gamma``.
+
+    See Also
+    --------
+    rankmetric.KernelWARCA : Uses it when ``gamma=None``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rankmetric.kernels import default_gamma
+    >>> X = np.array([[0.0, 0.0], [2.0, 2.0]])  # D = 2, variance of the entries 1
+    >>> default_gamma(X, "rbf"), default_gamma(X, "poly")
+    (0.5, 0.5)
     """
     X = to_tensor(X, device=X.device if isinstance(X, torch.Tensor) else "cpu")
     n_features = X.shape[1]
@@ -255,6 +401,20 @@ def pairwise_kernel(
     ValueError
         Unknown kernel, bad parameters, mismatched feature counts, or negative values for
         ``chi2_rbf``.
+
+    See Also
+    --------
+    rankmetric.kernels.NystroemMap : A low-rank feature map of the same kernels.
+    rankmetric.KernelWARCA : The estimator on these kernels.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rankmetric.kernels import pairwise_kernel
+    >>> K = pairwise_kernel(np.array([[0.0], [1.0]]), kernel="rbf", gamma=1.0)
+    >>> K.round(decimals=4)
+    tensor([[1.0000, 0.3679],
+            [0.3679, 1.0000]])
     """
     check_kernel(kernel, gamma, degree, coef0)
     if kernel == "precomputed":
@@ -294,6 +454,26 @@ class NystroemMap:
         ``NYSTROEM_RCOND`` times the largest are dropped).
     kernel, gamma, degree, coef0 :
         The kernel, as in :func:`pairwise_kernel`.
+
+    See Also
+    --------
+    rankmetric.KernelWARCA : Uses it with ``approximation="nystroem"``.
+    rankmetric.kernels.pairwise_kernel : The exact kernel it approximates.
+
+    References
+    ----------
+    .. [1] C. K. I. Williams and M. Seeger. Using the Nyström Method to Speed Up Kernel
+       Machines. NeurIPS 2000.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from rankmetric.kernels import NystroemMap, pairwise_kernel
+    >>> X = torch.tensor([[0.0], [1.0], [2.0]], dtype=torch.float64)
+    >>> phi = NystroemMap.fit(X, "rbf", gamma=1.0).transform(X)  # every point a landmark: exact
+    >>> K = pairwise_kernel(X, kernel="rbf", gamma=1.0, dtype=torch.float64)
+    >>> bool(torch.allclose(phi @ phi.T, K))
+    True
     """
 
     landmarks: torch.Tensor

@@ -76,6 +76,16 @@ class MemoryBudget:
         ``"available memory"``, ``"RANKMETRIC_MEMORY_LIMIT"``, ...).
     sources : dict of str to int
         Every bound measured, in bytes.
+
+    See Also
+    --------
+    rankmetric.memory_budget : Returns one.
+
+    Examples
+    --------
+    >>> from rankmetric.resources import MemoryBudget
+    >>> MemoryBudget(2**30, "RANKMETRIC_MEMORY_LIMIT").describe()
+    '1.0 GiB (RANKMETRIC_MEMORY_LIMIT)'
     """
 
     bytes: int | None
@@ -90,7 +100,28 @@ class MemoryBudget:
 
 
 def format_bytes(n: float) -> str:
-    """``1536 → "1.5 KiB"``; binary units, one decimal."""
+    """``1536 → "1.5 KiB"``; binary units, one decimal.
+
+    Parameters
+    ----------
+    n : float
+        A number of bytes.
+
+    Returns
+    -------
+    str
+        The size in B, KiB, MiB, GiB or TiB.
+
+    See Also
+    --------
+    rankmetric.resources.parse_bytes : The other direction.
+
+    Examples
+    --------
+    >>> from rankmetric.resources import format_bytes
+    >>> format_bytes(1536), format_bytes(3 * 2**30)
+    ('1.5 KiB', '3.0 GiB')
+    """
     n = float(n)
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if abs(n) < 1024 or unit == "TiB":
@@ -102,10 +133,31 @@ def format_bytes(n: float) -> str:
 def parse_bytes(value: str | int | float) -> int:
     """A byte count from ``4000000000``, ``"4G"``, ``"4 GiB"``, ``"512MB"`` (G = GiB, GB = 10⁹).
 
+    Parameters
+    ----------
+    value : str, int or float
+        Bytes, or a number with a unit (K, M, G, T and KiB... binary; KB, MB, GB, TB decimal).
+
+    Returns
+    -------
+    int
+        The number of bytes.
+
     Raises
     ------
     ValueError
         If ``value`` is not a non-negative size.
+
+    See Also
+    --------
+    rankmetric.resources.format_bytes : The other direction.
+    rankmetric.set_memory_limit : Takes such sizes.
+
+    Examples
+    --------
+    >>> from rankmetric.resources import parse_bytes
+    >>> parse_bytes("4G"), parse_bytes("512MB"), parse_bytes(1000)
+    (4294967296, 512000000, 1000)
     """
     if isinstance(value, bool):
         raise ValueError(f"a memory size must be a number of bytes, got {value!r}.")
@@ -128,6 +180,29 @@ def set_memory_limit(limit: str | int | None) -> None:
     """Set (or, with ``None``, clear) the memory budget every guard of the library uses.
 
     Takes precedence over ``RANKMETRIC_MEMORY_LIMIT`` and over what the machine reports.
+
+    Parameters
+    ----------
+    limit : int, str or None
+        Bytes (``2**30``) or a size with a unit (``"1G"``, ``"500MB"``); ``None`` clears it.
+
+    Returns
+    -------
+    None
+        The limit holds until it is set again.
+
+    See Also
+    --------
+    rankmetric.memory_limit : The same for one ``with`` block only.
+    rankmetric.memory_budget : The budget in force.
+
+    Examples
+    --------
+    >>> import rankmetric
+    >>> rankmetric.set_memory_limit("2G")
+    >>> rankmetric.memory_budget().bytes
+    2147483648
+    >>> rankmetric.set_memory_limit(None)
     """
     _override[0] = None if limit is None else parse_bytes(limit)
 
@@ -141,6 +216,16 @@ def memory_limit(limit: str | int | None) -> Iterator[None]:
     limit : int, str or None
         Bytes (``2**30``) or a size with a unit (``"1G"``, ``"500MB"``); ``None`` restores
         the detection for the block.
+
+    Yields
+    ------
+    None
+        The budget is ``limit`` inside the block and what it was before after it.
+
+    See Also
+    --------
+    rankmetric.set_memory_limit : Set the budget until further notice.
+    rankmetric.threads : The same kind of block for the thread count.
 
     Examples
     --------
@@ -313,6 +398,10 @@ def memory_budget(
     -------
     MemoryBudget
 
+    See Also
+    --------
+    rankmetric.memory_limit : Impose a smaller budget in a ``with`` block.
+
     Examples
     --------
     >>> from rankmetric import memory_budget
@@ -352,6 +441,25 @@ def check_memory(need: int, what: str, advice: str) -> None:
         What would need it (``"LMNN's active set of about 12,000,000 impostor pairs"``).
     advice : str
         What the user can do (a sentence).
+
+    Returns
+    -------
+    None
+        Raises ``ValueError`` instead when ``need`` exceeds :func:`memory_budget`.
+
+    See Also
+    --------
+    rankmetric.resources.check_square_matrices : The guard for matrices that grow as n_features².
+    rankmetric.memory_budget : The budget it compares with.
+
+    Examples
+    --------
+    >>> from rankmetric.resources import check_memory, memory_limit
+    >>> with memory_limit("1G"):
+    ...     check_memory(2**31, "a 2 GiB buffer", "Use smaller batches.")
+    Traceback (most recent call last):
+    ...
+    ValueError: ...
     """
     budget = memory_budget()
     if budget.bytes is None or need <= budget.bytes:
@@ -377,6 +485,15 @@ def check_square_matrices(size: int, copies: int, what: str) -> None:
         How many such matrices the estimator holds at its peak.
     what : str
         The estimator's name.
+
+    Returns
+    -------
+    None
+        Raises ``ValueError`` instead when the matrices do not fit.
+
+    See Also
+    --------
+    rankmetric.resources.check_memory : The general guard it calls.
 
     Examples
     --------

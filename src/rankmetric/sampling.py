@@ -44,6 +44,11 @@ def check_cameras(cameras, n_samples: int) -> np.ndarray:
     -------
     ndarray of shape (n_samples,), dtype int64
 
+    See Also
+    --------
+    rankmetric.sampling.camera_group_codes : One code per (label, camera) group.
+    rankmetric.sampling.CrossCameraLabelIndex : Cross-camera positive pairs.
+
     Examples
     --------
     >>> check_cameras(["a", "b", "a"], 3).tolist()
@@ -76,6 +81,10 @@ def camera_group_codes(codes: np.ndarray, cameras: np.ndarray) -> np.ndarray:
     -------
     ndarray of shape (n_samples,), dtype int64
 
+    See Also
+    --------
+    rankmetric.sampling.check_cameras : Validate the camera codes first.
+
     Examples
     --------
     >>> camera_group_codes([0, 0, 1, 1], [0, 1, 1, 1]).tolist()
@@ -93,6 +102,23 @@ class LabelIndex:
     ----------
     codes : ndarray of shape (n_samples,)
         Integer class codes ``0..Q-1`` (as returned by ``check_labels``).
+
+    See Also
+    --------
+    rankmetric.sampling.CrossCameraLabelIndex : Positive pairs across two cameras only.
+    rankmetric.sampling.PairIndex : The same interface over explicit pair supervision.
+    rankmetric.sampling.ClassBalancedBatchSampler : Class-balanced batches for a ``DataLoader``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rankmetric.sampling import LabelIndex
+    >>> index = LabelIndex.from_codes(np.array([0, 0, 1, 1, 1]))
+    >>> index.counts.tolist(), index.n_samples
+    ([2, 3], 5)
+    >>> i, j = index.positive_pairs(4, np.random.default_rng(0))
+    >>> bool((index.codes[i] == index.codes[j]).all() and (i != j).all())
+    True
     """
 
     codes: np.ndarray
@@ -212,6 +238,11 @@ class CrossCameraLabelIndex(LabelIndex):
     codes : ndarray of shape (n_samples,)
         Integer class codes ``0..Q-1``.
 
+    See Also
+    --------
+    rankmetric.sampling.LabelIndex : Positive pairs from any two samples of a label.
+    rankmetric.sampling.check_cameras : Validate the camera codes it takes.
+
     Examples
     --------
     >>> import numpy as np
@@ -317,6 +348,11 @@ class ClassBalancedBatchSampler(BatchSampler):
         initialised, else 0. Rank ``r`` gets global batches ``r, r + R, r + 2R, …`` (disjoint
         across ranks); the epoch's batch count is rounded up to a multiple of ``R`` (with
         repeated chunks, as ``DistributedSampler`` pads) so that every rank has as many.
+
+    See Also
+    --------
+    rankmetric.sampling.LabelIndex : The same class-balanced draws inside the estimators.
+    rankmetric.losses.TripletMiner : Mine triplets from such batches.
 
     Examples
     --------
@@ -431,6 +467,11 @@ class PairIndex:
     indptr : ndarray of shape (n_samples + 1,)
         ``partners[indptr[i]:indptr[i + 1]]`` are the dissimilar partners of item ``i``.
     partners : ndarray
+
+    See Also
+    --------
+    rankmetric.sampling.LabelIndex : The same interface over class labels.
+    rankmetric.WARCA : Its ``fit_pairs`` samples with this index.
 
     Examples
     --------

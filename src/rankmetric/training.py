@@ -74,6 +74,11 @@ class UntrainedModelWarning(ConvergenceWarning):
     A subclass of scikit-learn's ``ConvergenceWarning`` (so of ``UserWarning``): filters on
     either catch it. Make it an error with
     ``warnings.simplefilter("error", rankmetric.UntrainedModelWarning)``.
+
+    See Also
+    --------
+    rankmetric.WARCA : Checks its fitted metric against the Euclidean one.
+    rankmetric.SPDNetEmbedding : Warns when validation kept the untrained network.
     """
 
 

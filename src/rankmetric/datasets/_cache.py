@@ -37,6 +37,18 @@ def data_home(data_home: str | os.PathLike | None = None) -> Path:
     -------
     Path
         The folder (absolute, ``~`` expanded). It is not created here; ``fetch`` creates it.
+
+    See Also
+    --------
+    rankmetric.datasets.fetch : Download data sets into this folder.
+
+    Examples
+    --------
+    >>> from rankmetric.datasets import data_home
+    >>> data_home("/tmp/rankmetric-data").as_posix()
+    '/tmp/rankmetric-data'
+    >>> data_home().is_absolute()
+    True
     """
     if data_home is not None:
         return Path(data_home).expanduser().absolute()

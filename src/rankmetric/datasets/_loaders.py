@@ -46,6 +46,17 @@ def list_datasets() -> list[DatasetInfo]:
     list of DatasetInfo
         In the order of docs/datasets.md: the UCI sets of SSNE Table 1, more UCI sets, image
         sets, multichannel recordings, then the unavailable re-identification sets.
+
+    See Also
+    --------
+    rankmetric.datasets.load_dataset : Load one of them by name.
+    rankmetric.datasets.fetch : Download the ones that need it.
+
+    Examples
+    --------
+    >>> from rankmetric.datasets import list_datasets
+    >>> [info.name for info in list_datasets()[:3]]
+    ['iris', 'wine', 'wdbc']
     """
     return list(REGISTRY.values())
 
@@ -74,6 +85,19 @@ def load_dataset(name: str, *, data_home: str | os.PathLike | None = None) -> Da
         Unknown name; a set that is not available here; a set that needs fetching and is not in
         the cache, or whose cached files are corrupt (the message names
         ``rankmetric data fetch NAME``).
+
+    See Also
+    --------
+    rankmetric.datasets.load_spd : Multichannel sets as SPD covariance matrices.
+    rankmetric.datasets.load_features : A user's own feature file.
+    rankmetric.datasets.list_datasets : Every known name.
+
+    Examples
+    --------
+    >>> from rankmetric.datasets import load_dataset
+    >>> iris = load_dataset("iris")  # bundled with scikit-learn: no download
+    >>> iris.X.shape, iris.kind
+    ((150, 4), 'tabular')
     """
     info = get_info(name)
     if not info.available:

@@ -59,7 +59,35 @@ class TsData:
 
 
 def read_ts(path: str | Path) -> TsData:
-    """Read a ``.ts`` file (see :func:`parse_ts`)."""
+    """Read a ``.ts`` file (see :func:`parse_ts`).
+
+    Parameters
+    ----------
+    path : str or Path
+        The ``.ts`` file (the format of the UEA/UCR time-series archive and aeon).
+
+    Returns
+    -------
+    TsData
+        Its series, labels and header.
+
+    See Also
+    --------
+    rankmetric.datasets.load_dataset : Load the multichannel sets stored in this format.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from rankmetric.datasets import read_ts
+    >>> path = os.path.join(tempfile.mkdtemp(), "toy.ts")
+    >>> lines = ["@problemName toy", "@univariate false", "@dimensions 2",
+    ...          "@classLabel true a b", "@data", "1,2,3:4,5,6:a", "7,8,9:1,1,1:b"]
+    >>> with open(path, "w") as f:
+    ...     print(*lines, sep=os.linesep, file=f)
+    >>> data = read_ts(path)
+    >>> data.labels.tolist(), data.series[0].shape
+    (['a', 'b'], (2, 3))
+    """
     path = Path(path)
     with open(path, encoding="utf-8", errors="replace") as handle:
         return parse_ts(handle, source=str(path))

@@ -89,6 +89,11 @@ def covariances(
         combined with another estimator than ``"scm"``, trials with fewer than 2 samples,
         differing channel counts, non-finite values, or a flat channel with ``"corr"``.
 
+    See Also
+    --------
+    rankmetric.preprocessing.Covariances : The same estimators as a transformer.
+    rankmetric.datasets.load_spd : Multichannel sets turned into such matrices.
+
     Examples
     --------
     >>> import numpy as np
@@ -316,6 +321,19 @@ def load_spd(
     Dataset
         ``kind="spd"``; ``X`` of shape (n_train, c, c) and ``X_test`` of shape (n_test, c, c),
         float64 SPD; ``y``/``y_test`` as in :func:`load_dataset`.
+
+    See Also
+    --------
+    rankmetric.datasets.covariances : The covariance estimators it applies.
+    rankmetric.datasets.load_dataset : The raw multichannel trials.
+    rankmetric.RPLEmbedding : An estimator for these matrices.
+
+    Examples
+    --------
+    >>> from rankmetric.datasets import load_spd
+    >>> data = load_spd("JapaneseVowels", estimator="lwf")  # doctest: +SKIP
+    >>> data.X.shape  # doctest: +SKIP
+    (270, 12, 12)
     """
     derived = derived_spd_name(name)
     if derived is not None:

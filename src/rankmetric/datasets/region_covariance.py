@@ -44,6 +44,27 @@ def region_covariances(
     -------
     ndarray of shape (n, 8, 8), float64
         SPD matrices; rows and columns in the order of :data:`FEATURES`.
+
+    See Also
+    --------
+    rankmetric.preprocessing.RegionCovariances : The same descriptors as a transformer.
+    rankmetric.datasets.load_spd : The ``fmnist-regcov`` set, made with this function.
+
+    References
+    ----------
+    .. [1] O. Tuzel, F. Porikli and P. Meer. Region Covariance: A Fast Descriptor for Detection
+       and Classification. ECCV 2006.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rankmetric.preprocessing import region_covariances
+    >>> images = np.random.default_rng(0).integers(0, 256, size=(3, 16, 16))
+    >>> C = region_covariances(images)
+    >>> C.shape
+    (3, 8, 8)
+    >>> bool((np.linalg.eigvalsh(C) > 0).all())
+    True
     """
     images = np.asarray(images, dtype=np.float64)
     if images.ndim != 3 or min(images.shape[1:]) < 3:

@@ -59,6 +59,19 @@ def make_gaussian_clusters(
     X : ndarray of shape (n_samples, n_features), float64
     y : ndarray of shape (n_samples,), int64
         Class codes ``0..n_classes-1``.
+
+    See Also
+    --------
+    rankmetric.datasets.make_spd_clusters : Classes of SPD matrices.
+    sklearn.datasets.make_classification : scikit-learn's more general generator.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rankmetric.datasets import make_gaussian_clusters
+    >>> X, y = make_gaussian_clusters(30, n_features=5, n_classes=3, random_state=0)
+    >>> X.shape, np.bincount(y).tolist()
+    ((30, 5), [10, 10, 10])
     """
     n_informative = _check_cluster_args(n_samples, n_features, n_classes, n_informative, class_sep)
     rng = make_rng(random_state)
@@ -135,6 +148,21 @@ def make_spd_clusters(
     -------
     X : ndarray of shape (n_matrices, n_channels, n_channels), float64 SPD
     y : ndarray of shape (n_matrices,), int64
+
+    See Also
+    --------
+    rankmetric.datasets.make_gaussian_clusters : Classes of vectors.
+    rankmetric.SPDNetEmbedding : Learn an embedding of such matrices.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rankmetric.datasets import make_spd_clusters
+    >>> X, y = make_spd_clusters(30, n_channels=3, n_classes=3, random_state=0)
+    >>> X.shape, np.bincount(y).tolist()
+    ((30, 3, 3), [10, 10, 10])
+    >>> bool((np.linalg.eigvalsh(X) > 0).all())
+    True
     """
     _check_counts(n_matrices, n_channels, n_classes, class_sep, ("n_matrices", "n_channels"))
     rng = make_rng(random_state)
@@ -169,6 +197,18 @@ class ReidData:
         Identity of each row.
     camera : ndarray of shape (2 * n_identities,)
         0 (probe camera) or 1 (gallery camera).
+
+    See Also
+    --------
+    rankmetric.datasets.make_synthetic_reid : A two-camera stand-in set.
+    rankmetric.evaluate.query_gallery_split : Its query and gallery rows.
+
+    Examples
+    --------
+    >>> from rankmetric.datasets import make_synthetic_reid
+    >>> data = make_synthetic_reid(10, n_features=8, n_latent=4, n_nuisance=2)
+    >>> data.X.shape, data.ids.shape, data.camera.shape
+    ((20, 8), (20,), (20,))
     """
 
     def __init__(self, X: np.ndarray, ids: np.ndarray, camera: np.ndarray) -> None:
@@ -227,6 +267,19 @@ def make_synthetic_reid(
     Returns
     -------
     ReidData
+
+    See Also
+    --------
+    rankmetric.datasets.make_multicamera_reid : A Market-1501-like stand-in (more cameras).
+    rankmetric.evaluate.reid_scores : Score a metric on such a set.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rankmetric.datasets import make_synthetic_reid
+    >>> data = make_synthetic_reid(20, n_features=8, n_latent=4, n_nuisance=2)
+    >>> data.X.shape, np.bincount(data.camera).tolist()
+    ((40, 8), [20, 20])
     """
     rng = make_rng(random_state)
     identity_axes = rng.standard_normal((n_latent, n_features)) / np.sqrt(n_latent)
@@ -268,6 +321,32 @@ def make_camera_views(images: np.ndarray, random_state=0) -> ReidData:
     to ±2 pixels, contrast × U(0.6, 1.4), brightness + U(−0.2, 0.2) and N(0, 0.1²) pixel noise;
     camera B's view is also blurred (3×3 mean filter). Returns flattened views (s² features).
     (Named ``make_image_views`` before 0.2; ``rankmetric.bench.reid_data`` keeps that name.)
+
+    Parameters
+    ----------
+    images : ndarray of shape (n, s, s)
+        Grey images with values in [0, 1]; each one is an identity.
+    random_state : int, Generator or None, default=0
+        Seeds the shifts, contrasts, brightness and noise.
+
+    Returns
+    -------
+    ReidData
+        ``X`` of shape (2 n, s²): camera A's views, then camera B's; ``ids`` and ``camera``
+        (0 or 1) of shape (2 n,).
+
+    See Also
+    --------
+    rankmetric.datasets.make_synthetic_reid : A VIPeR stand-in from latent features.
+    rankmetric.evaluate.reid_scores : Score a metric on such a set.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rankmetric.datasets import make_camera_views
+    >>> data = make_camera_views(np.random.default_rng(0).random((3, 8, 8)))
+    >>> data.X.shape, data.ids.tolist(), data.camera.tolist()
+    ((6, 64), [0, 1, 2, 0, 1, 2], [0, 0, 0, 1, 1, 1])
     """
     rng = make_rng(random_state)
     n = images.shape[0]
@@ -324,6 +403,19 @@ def make_multicamera_reid(
     -------
     ReidData
         ``camera`` holds 0..n_cameras-1; rows are grouped by identity.
+
+    See Also
+    --------
+    rankmetric.datasets.make_synthetic_reid : A VIPeR stand-in (two cameras, one image each).
+    rankmetric.evaluate.query_gallery_split : The query and gallery rows of such a set.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rankmetric.datasets import make_multicamera_reid
+    >>> data = make_multicamera_reid(20, n_cameras=3, n_features=8, n_latent=4, n_nuisance=2)
+    >>> data.X.shape, len(np.unique(data.ids))
+    ((98, 8), 20)
     """
     if n_cameras < 2:
         raise ValueError(f"n_cameras must be at least 2, got {n_cameras}.")

@@ -65,6 +65,18 @@ class FeatureData:
         ``"train"``, ``"test"``, ``"query"`` or ``"gallery"`` per row.
     source : str
         The file's path.
+
+    See Also
+    --------
+    rankmetric.datasets.load_features : Returns one.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rankmetric.datasets import FeatureData
+    >>> data = FeatureData(np.eye(4), np.array([0, 0, 1, 1]), None, None, source="<memory>")
+    >>> data.n_identities
+    2
     """
 
     X: np.ndarray
@@ -85,7 +97,28 @@ class FeatureData:
 
 
 def is_feature_file(name) -> bool:
-    """Whether ``name`` (a ``--data`` value) names a feature file rather than a bundled set."""
+    """Whether ``name`` (a ``--data`` value) names a feature file rather than a bundled set.
+
+    Parameters
+    ----------
+    name : str or path-like
+        A ``--data`` value of the command line.
+
+    Returns
+    -------
+    bool
+        True when its suffix is one of ``.npz``, ``.csv``, ``.parquet``, ``.mat``.
+
+    See Also
+    --------
+    rankmetric.datasets.load_features : Read such a file.
+
+    Examples
+    --------
+    >>> from rankmetric.datasets import is_feature_file
+    >>> is_feature_file("features.npz"), is_feature_file("iris")
+    (True, False)
+    """
     return Path(str(name)).suffix.lower() in FEATURE_SUFFIXES
 
 
@@ -223,6 +256,11 @@ def load_features(
     ImportError
         An optional reader is missing (``pyarrow`` for Parquet, ``h5py`` for MATLAB v7.3); the
         message says what to install.
+
+    See Also
+    --------
+    rankmetric.datasets.load_dataset : The bundled and fetched data sets.
+    rankmetric.datasets.is_feature_file : Whether a name is such a file.
 
     Examples
     --------

@@ -4,6 +4,17 @@ WARCA and KernelWARCA, SSNE, RPLEmbedding and SPDNetEmbedding (SPD matrices), th
 LMNN, MultiMetricLMNN, ITML, KISSME and XQDA, and PairClassifier (same / different decisions on
 pairs with a calibrated threshold). Each is imported on first use
 (``rankmetric.estimators.LMNN``, or ``from rankmetric import LMNN``).
+
+Every estimator's docstring lists its parameters, fitted attributes, related estimators and
+papers, with an example that runs as a doctest.
+
+Examples
+--------
+>>> from sklearn.datasets import load_iris
+>>> from rankmetric.estimators import LMNN
+>>> X, y = load_iris(return_X_y=True)
+>>> LMNN(n_components=2, random_state=0).fit(X, y).transform(X).shape
+(150, 2)
 """
 
 from __future__ import annotations

@@ -156,7 +156,18 @@ class MetricLearnerMixin(
         return tags
 
     def pair_distances(self, X1, X2) -> np.ndarray:
-        """Learned distance between the rows of ``X1`` and ``X2`` (paired, same length)."""
+        """Learned distance between the rows of ``X1`` and ``X2`` (paired, same length).
+
+        Parameters
+        ----------
+        X1, X2 : array-like of shape (n_pairs, n_features)
+            The first and second member of each pair.
+
+        Returns
+        -------
+        ndarray of shape (n_pairs,)
+            ``d(X1[i], X2[i])`` for each row ``i``.
+        """
         T1, T2 = self.transform(X1), self.transform(X2)
         if T1.shape[0] != T2.shape[0]:
             raise ValueError(f"X1 and X2 must have as many rows: {T1.shape[0]} != {T2.shape[0]}.")
@@ -167,6 +178,11 @@ class MetricLearnerMixin(
 
         It can be passed as ``metric=`` to scikit-learn's neighbours estimators; for speed prefer
         transforming the data once and using the Euclidean metric on the embedding.
+
+        Returns
+        -------
+        callable
+            ``metric(a, b)`` of two 1-D samples, returning their learned distance as a float.
         """
         check_is_fitted(self)
 
@@ -176,7 +192,18 @@ class MetricLearnerMixin(
         return metric
 
     def save(self, path: str | os.PathLike) -> None:
-        """Save the fitted estimator to ``path`` (``.npz``; loading executes no code)."""
+        """Save the fitted estimator to ``path`` (``.npz``; loading executes no code).
+
+        Parameters
+        ----------
+        path : str or path-like
+            The ``.npz`` file to write (see :func:`rankmetric.save_model`).
+
+        Returns
+        -------
+        None
+            Read it back with :func:`rankmetric.load_model`.
+        """
         check_is_fitted(self)
         save_model(self, path)
 
@@ -195,7 +222,18 @@ class MahalanobisMixin(MetricLearnerMixin):
     _fitted_arrays = {"components_": (None, "n_features_in_")}
 
     def transform(self, X) -> np.ndarray:
-        """Project ``X`` (n_samples, n_features) onto the learned space (n_samples, r)."""
+        """Project ``X`` (n_samples, n_features) onto the learned space (n_samples, r).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Samples to project.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_components)
+            ``X @ components_.T``: Euclidean distances there are the learned distances.
+        """
         check_is_fitted(self, "components_")
         X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
         return X @ self.components_.T.astype(X.dtype, copy=False)
@@ -209,6 +247,11 @@ class MahalanobisMixin(MetricLearnerMixin):
         """``M = Lᵀ L`` (n_features, n_features), so that ``d(a, b)² = (a − b)ᵀ M (a − b)``.
 
         Formed in float64 whatever the dtype of ``components_``.
+
+        Returns
+        -------
+        ndarray of shape (n_features, n_features), float64
+            The positive semi-definite matrix ``M``.
         """
         check_is_fitted(self, "components_")
         L = self.components_.astype(np.float64)

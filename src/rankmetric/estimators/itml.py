@@ -278,11 +278,29 @@ class ITML(MahalanobisMixin, BaseEstimator):
     n_iter_ : int
         Sweeps run.
     n_features_in_ : int
+        Number of features seen by ``fit``.
+
+    See Also
+    --------
+    rankmetric.KISSME : Closed-form Mahalanobis metric from the same kind of pair constraints.
+    rankmetric.LMNN : Mahalanobis metric from triplets of k-nearest-neighbour targets.
+    rankmetric.PairClassifier : Similar/dissimilar pair classifier over a fitted ITML.
 
     References
     ----------
-    J. V. Davis, B. Kulis, P. Jain, S. Sra and I. S. Dhillon. Information-Theoretic Metric
-    Learning. ICML 2007.
+    .. [1] J. V. Davis, B. Kulis, P. Jain, S. Sra and I. S. Dhillon. Information-Theoretic
+       Metric Learning. ICML 2007.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from rankmetric import ITML
+    >>> X, y = load_iris(return_X_y=True)
+    >>> itml = ITML(random_state=0).fit(X, y)
+    >>> itml.transform(X).shape
+    (150, 4)
+    >>> itml.components_.shape
+    (4, 4)
     """
 
     _parameter_constraints = {
@@ -360,6 +378,13 @@ class ITML(MahalanobisMixin, BaseEstimator):
     @fit_context
     def fit(self, X, y):
         """Learn ``M`` from samples ``X`` (n_samples, n_features) and class labels ``y``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training samples.
+        y : array-like of shape (n_samples,)
+            Class labels.
 
         Returns
         -------

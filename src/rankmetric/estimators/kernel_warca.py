@@ -158,10 +158,35 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         The kernel width used.
     approximation_ : str
         ``"exact"`` or ``"nystroem"``.
-    n_iter_, batch_size_, tol_window_, learning_rate_, loss_curve_, validation_scores_,
-    initial_validation_score_, best_iter_, reference_scores_, n_features_in_ :
+    n_iter_, batch_size_, tol_window_, learning_rate_, loss_curve_ : int, float or list
+        As in :class:`rankmetric.WARCA`.
+    validation_scores_, initial_validation_score_, best_iter_ : list, float or int
+        As in :class:`rankmetric.WARCA`.
+    reference_scores_, n_features_in_ : dict or None, int
         As in :class:`rankmetric.WARCA` (``reference_scores_`` is None for a precomputed
         kernel: there are no inputs to take Euclidean distances of).
+
+    See Also
+    --------
+    rankmetric.WARCA : The linear model, for features where a linear map suffices.
+    rankmetric.losses.WARPLoss : The rank-weighted loss both WARCA models minimise.
+    rankmetric.SSNE : Another nonlinear embedding, a tanh map onto the unit sphere.
+
+    References
+    ----------
+    .. [1] C. Jose and F. Fleuret. Scalable Metric Learning via Weighted Approximate Rank
+       Component Analysis. ECCV 2016 (kernelised form, eq. 8–10).
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from rankmetric import KernelWARCA
+    >>> X, y = load_iris(return_X_y=True)
+    >>> kw = KernelWARCA(kernel="rbf", n_components=2, max_iter=50, tol=None, random_state=0)
+    >>> kw.fit(X, y).transform(X).shape
+    (150, 2)
+    >>> kw.approximation_
+    'exact'
     """
 
     _untrained_hint = (
@@ -407,6 +432,12 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
 
     def transform(self, X) -> np.ndarray:
         """Embed ``X`` (n_samples, n_features) — or ``K(X, X_train)`` when precomputed.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or (n_samples, n_train)
+            Samples to embed, or their kernel values against the training samples when
+            ``kernel="precomputed"``.
 
         Returns
         -------

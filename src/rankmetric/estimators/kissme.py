@@ -174,11 +174,18 @@ class KISSME(MahalanobisMixin, BaseEstimator):
     metric_eigenvalues_ : ndarray of shape (n_components,)
         Eigenvalues of ``M`` after the PSD projection, decreasing.
     n_features_in_ : int
+        Number of features seen by ``fit``.
+
+    See Also
+    --------
+    rankmetric.XQDA : KISSME's metric learned jointly with a discriminant subspace.
+    rankmetric.ITML : An iterative metric from the same pair constraints.
+    rankmetric.PairClassifier : Similar/dissimilar pair classifier over a fitted KISSME.
 
     References
     ----------
-    M. Köstinger, M. Hirzer, P. Wohlhart, P. M. Roth and H. Bischof. Large Scale Metric
-    Learning from Equivalence Constraints. CVPR 2012.
+    .. [1] M. Köstinger, M. Hirzer, P. Wohlhart, P. M. Roth and H. Bischof. Large Scale Metric
+       Learning from Equivalence Constraints. CVPR 2012.
 
     Examples
     --------

@@ -179,11 +179,27 @@ class LMNN(MahalanobisMixin, BaseEstimator):
     n_active_pairs_ : int
         Candidate impostor pairs in the last active set.
     n_features_in_ : int
+        Number of features seen by ``fit``.
+
+    See Also
+    --------
+    rankmetric.MultiMetricLMNN : One LMNN metric per class or cluster, with its k-NN rule.
+    rankmetric.WARCA : Mahalanobis metric trained for the top ranks instead of k-NN margins.
+    rankmetric.ITML : Mahalanobis metric from pair constraints, kept close to a prior.
 
     References
     ----------
-    K. Q. Weinberger and L. K. Saul. Distance Metric Learning for Large Margin Nearest
-    Neighbor Classification. JMLR 10:207–244, 2009.
+    .. [1] K. Q. Weinberger and L. K. Saul. Distance Metric Learning for Large Margin Nearest
+       Neighbor Classification. JMLR 10:207–244, 2009.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from rankmetric import LMNN
+    >>> X, y = load_iris(return_X_y=True)
+    >>> lmnn = LMNN(n_components=2, random_state=0).fit(X, y)
+    >>> lmnn.transform(X).shape
+    (150, 2)
     """
 
     _parameter_constraints = {
@@ -253,6 +269,13 @@ class LMNN(MahalanobisMixin, BaseEstimator):
     @fit_context
     def fit(self, X, y):
         """Learn ``components_`` from samples ``X`` (n_samples, n_features) and labels ``y``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training samples.
+        y : array-like of shape (n_samples,)
+            Class labels.
 
         Returns
         -------

@@ -207,11 +207,28 @@ class MultiMetricLMNN(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
     n_active_pairs_ : int
         Candidate impostor pairs in the last active set.
     n_features_in_ : int
+        Number of features seen by ``fit``.
+
+    See Also
+    --------
+    rankmetric.LMNN : The single global metric, also the start of ``init="lmnn"``.
+    rankmetric.evaluate.knn_accuracy : k-NN accuracy of any one learned metric.
 
     References
     ----------
-    K. Q. Weinberger and L. K. Saul. Distance Metric Learning for Large Margin Nearest
-    Neighbor Classification. JMLR 10:207–244, 2009 (section 5, "Multiple metrics").
+    .. [1] K. Q. Weinberger and L. K. Saul. Distance Metric Learning for Large Margin Nearest
+       Neighbor Classification. JMLR 10:207–244, 2009 (section 5, "Multiple metrics").
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from rankmetric import MultiMetricLMNN
+    >>> X, y = load_iris(return_X_y=True)
+    >>> clf = MultiMetricLMNN(max_iter=50, random_state=0).fit(X, y)
+    >>> clf.components_.shape
+    (3, 4, 4)
+    >>> round(clf.score(X, y), 2)
+    0.98
     """
 
     _parameter_constraints = {
@@ -338,6 +355,13 @@ class MultiMetricLMNN(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
     def fit(self, X, y):
         """Learn one metric per cluster from samples ``X`` (n_samples, n_features), labels ``y``.
 
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training samples.
+        y : array-like of shape (n_samples,)
+            Class labels.
+
         Returns
         -------
         self : MultiMetricLMNN
@@ -428,6 +452,11 @@ class MultiMetricLMNN(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
     def predict_proba(self, X) -> np.ndarray:
         """Fraction of the ``n_neighbors`` nearest training points in each class.
 
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Samples to classify.
+
         Returns
         -------
         ndarray of shape (n_samples, n_classes)
@@ -443,6 +472,11 @@ class MultiMetricLMNN(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
     def predict(self, X) -> np.ndarray:
         """Majority label of the ``n_neighbors`` nearest training points (ties: smallest label).
 
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Samples to classify.
+
         Returns
         -------
         ndarray of shape (n_samples,)
@@ -452,7 +486,13 @@ class MultiMetricLMNN(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ metrics
     def get_mahalanobis_matrices(self) -> np.ndarray:
-        """``M_c = L_cᵀ L_c`` per cluster: (``n_clusters_``, n_features, n_features), float64."""
+        """``M_c = L_cᵀ L_c`` per cluster: (``n_clusters_``, n_features, n_features), float64.
+
+        Returns
+        -------
+        ndarray of shape (``n_clusters_``, n_features, n_features), float64
+            One positive semi-definite matrix per cluster.
+        """
         check_is_fitted(self, "components_")
         L = self.components_.astype(np.float64)
         return L.transpose(0, 2, 1) @ L
@@ -462,6 +502,15 @@ class MultiMetricLMNN(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
 
         ``X2`` holds the reference points: for training points ``X_train_[j]`` pass
         ``clusters_[j]``.
+
+        Parameters
+        ----------
+        X1 : array-like of shape (n_pairs, n_features)
+            The first member of each pair.
+        X2 : array-like of shape (n_pairs, n_features)
+            The second member (the reference point) of each pair.
+        clusters : array-like of shape (n_pairs,), int
+            The cluster (metric) of each reference point.
 
         Returns
         -------
@@ -488,7 +537,18 @@ class MultiMetricLMNN(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ model files
     def save(self, path: str | os.PathLike) -> None:
-        """Save the fitted estimator to ``path`` (``.npz``; loading executes no code)."""
+        """Save the fitted estimator to ``path`` (``.npz``; loading executes no code).
+
+        Parameters
+        ----------
+        path : str or path-like
+            The ``.npz`` file to write (see :func:`rankmetric.save_model`).
+
+        Returns
+        -------
+        None
+            Read it back with :func:`rankmetric.load_model`.
+        """
         check_is_fitted(self, "components_")
         save_model(self, path)
 

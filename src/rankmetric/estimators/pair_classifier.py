@@ -160,6 +160,20 @@ class PairClassifier(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
     platt_ : ndarray of shape (2,)
         Slope ``a ≥ 0`` and intercept (0) of the probability map (``probability=True``).
 
+    See Also
+    --------
+    rankmetric.KISSME : The default learner, a metric from similar/dissimilar pairs.
+    rankmetric.ITML : A learner fitted from pair constraints (``fit_pairs``).
+    rankmetric.evaluate.verification_scores : ROC AUC, EER and TPR at fixed FPR of distances.
+
+    References
+    ----------
+    .. [1] M. Köstinger, M. Hirzer, P. Wohlhart, P. M. Roth and H. Bischof. Large Scale Metric
+       Learning from Equivalence Constraints. CVPR 2012 (pair verification by a threshold on
+       the learned distance).
+    .. [2] J. C. Platt. Probabilistic Outputs for Support Vector Machines and Comparisons to
+       Regularized Likelihood Methods. Advances in Large Margin Classifiers, MIT Press, 1999.
+
     Examples
     --------
     >>> import numpy as np
@@ -319,6 +333,11 @@ class PairClassifier(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
     def pair_distances(self, pairs) -> np.ndarray:
         """The learner's distance of each pair (lower = more alike).
 
+        Parameters
+        ----------
+        pairs : ndarray of shape (n_pairs, 2, n_features), (n_pairs, 2 · n_features) or (n_pairs, 2)
+            Stacked pairs, flattened pairs, or row indices into ``points`` (see the class).
+
         Returns
         -------
         ndarray of shape (n_pairs,)
@@ -370,6 +389,11 @@ class PairClassifier(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
     def decision_function(self, pairs) -> np.ndarray:
         """``threshold_ − distance``: positive for pairs predicted similar.
 
+        Parameters
+        ----------
+        pairs : ndarray of shape (n_pairs, 2, n_features), (n_pairs, 2 · n_features) or (n_pairs, 2)
+            Stacked pairs, flattened pairs, or row indices into ``points`` (see the class).
+
         Returns
         -------
         ndarray of shape (n_pairs,)
@@ -379,6 +403,11 @@ class PairClassifier(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
 
     def predict(self, pairs) -> np.ndarray:
         """``classes_[1]`` (similar) where ``distance < threshold_``, else ``classes_[0]``.
+
+        Parameters
+        ----------
+        pairs : ndarray of shape (n_pairs, 2, n_features), (n_pairs, 2 · n_features) or (n_pairs, 2)
+            Stacked pairs, flattened pairs, or row indices into ``points`` (see the class).
 
         Returns
         -------
@@ -390,6 +419,11 @@ class PairClassifier(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
     @available_if(lambda self: self.probability)
     def predict_proba(self, pairs) -> np.ndarray:
         """Probabilities of (dissimilar, similar) from the Platt map (``probability=True``).
+
+        Parameters
+        ----------
+        pairs : ndarray of shape (n_pairs, 2, n_features), (n_pairs, 2 · n_features) or (n_pairs, 2)
+            Stacked pairs, flattened pairs, or row indices into ``points`` (see the class).
 
         Returns
         -------

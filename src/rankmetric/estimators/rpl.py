@@ -73,9 +73,43 @@ class RPLEmbedding(SPDNetEmbedding):
     potato_log_mu_, potato_log_sigma_ : ndarray of shape (n_classes,)
         The potato statistics (mean and standard deviation of the within-class log-distances) at
         the end of training.
-    classes_, whitening_, weights_, head_weight_, head_bias_, n_iter_, best_iter_,
-    initial_validation_score_, validation_score_, validation_gain_, loss_curve_, n_features_in_
+    classes_, whitening_, weights_, head_weight_, head_bias_ : ndarray or list of ndarray
         As :class:`~rankmetric.estimators.spdnet.SPDNetEmbedding`.
+    batchnorm_means_, batchnorm_log_biases_ : list of ndarray
+        As :class:`~rankmetric.estimators.spdnet.SPDNetEmbedding`.
+    n_iter_, best_iter_, initial_validation_score_, validation_score_ : int or float or None
+        As :class:`~rankmetric.estimators.spdnet.SPDNetEmbedding`.
+    validation_gain_, loss_curve_, n_features_in_ : tuple, ndarray or int
+        As :class:`~rankmetric.estimators.spdnet.SPDNetEmbedding`.
+
+    See Also
+    --------
+    rankmetric.SPDNetEmbedding : The same network with any other loss.
+    rankmetric.losses.RiemannianPotatoLoss : The loss, for training any PyTorch model.
+    rankmetric.models.SPDNet : The network itself (BiMap, ReEig, LogEig layers).
+    rankmetric.preprocessing.Covariances : Multichannel signals to the SPD inputs it takes.
+
+    References
+    ----------
+    .. [1] B. H. Kim, Y.-J. Suh, H. Lee and S. Jo. Nonlinear Ranking Loss on Riemannian Potato
+       Embedding. KAIST and Looxid Labs, poster.
+    .. [2] Z. Huang and L. Van Gool. A Riemannian Network for SPD Matrix Learning. AAAI 2017.
+    .. [3] A. Barachant, A. Andreev and M. Congedo. The Riemannian Potato: an automatic and
+       adaptive artifact detection method for online experiments using Riemannian geometry.
+       TOBI Workshop IV, 2013.
+
+    Examples
+    --------
+    >>> from rankmetric import RPLEmbedding
+    >>> from rankmetric.datasets import make_spd_clusters
+    >>> X, y = make_spd_clusters(60, n_channels=4, n_classes=3, random_state=0)
+    >>> rpl = RPLEmbedding(
+    ...     hidden_sizes=3, max_iter=20, validation_fraction=0.0, random_state=0, device="cpu"
+    ... )
+    >>> rpl.fit(X, y).transform(X).shape
+    (60, 6)
+    >>> rpl.potato_log_mu_.shape
+    (3,)
     """
 
     _parameter_constraints = {

@@ -327,7 +327,40 @@ class SPDNetEmbedding(MetricLearnerMixin, BaseEstimator):
     validation_gain_ : tuple of float or None
         (mean per-query gain of the best step over step 0, its standard error) on validation.
     loss_curve_ : ndarray of shape (``n_iter_``,)
+        Training loss per step.
     n_features_in_ : int
+        Size ``c`` of the matrices seen by ``fit``.
+
+    See Also
+    --------
+    rankmetric.RPLEmbedding : This network with the Riemannian potato ranking loss.
+    rankmetric.models.SPDNet : The network itself, for training inside PyTorch.
+    rankmetric.preprocessing.TangentSpace : A fixed (untrained) map of SPD matrices to vectors.
+    rankmetric.preprocessing.Covariances : Multichannel signals to the SPD inputs it takes.
+
+    References
+    ----------
+    .. [1] Z. Huang and L. Van Gool. A Riemannian Network for SPD Matrix Learning. AAAI 2017.
+    .. [2] B. H. Kim, Y.-J. Suh, H. Lee and S. Jo. Nonlinear Ranking Loss on Riemannian Potato
+       Embedding. KAIST and Looxid Labs, poster (the loss baselines of its Table 1).
+
+    Examples
+    --------
+    >>> from rankmetric import SPDNetEmbedding
+    >>> from rankmetric.datasets import make_spd_clusters
+    >>> X, y = make_spd_clusters(60, n_channels=4, n_classes=3, random_state=0)
+    >>> net = SPDNetEmbedding(
+    ...     loss="multi-similarity",
+    ...     hidden_sizes=3,
+    ...     max_iter=20,
+    ...     validation_fraction=0.0,
+    ...     random_state=0,
+    ...     device="cpu",
+    ... )
+    >>> net.fit(X, y).transform(X).shape
+    (60, 6)
+    >>> [w.shape for w in net.weights_]
+    [(4, 3)]
     """
 
     _parameter_constraints = {
@@ -418,6 +451,13 @@ class SPDNetEmbedding(MetricLearnerMixin, BaseEstimator):
     @fit_context
     def fit(self, X, y):
         """Train the network on SPD matrices ``X`` (n_samples, c, c) with class labels ``y``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, c, c)
+            SPD matrices.
+        y : array-like of shape (n_samples,)
+            Class labels.
 
         Returns
         -------

@@ -261,6 +261,31 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
     initial_validation_score_ : float or None
         Validation score of the untrained start.
     n_features_in_ : int
+        Number of features seen by ``fit``.
+
+    See Also
+    --------
+    rankmetric.losses.SimilarityRegressionLoss : The squared loss on target similarities.
+    rankmetric.models.SphereTanhEmbedding : The network, for training inside PyTorch.
+    rankmetric.KernelWARCA : A kernel-based nonlinear metric trained for top ranks.
+    rankmetric.WARCA : A linear Mahalanobis map trained for top ranks.
+
+    References
+    ----------
+    .. [1] D. Batra and G. Shakhnarovich. Similarity Sensitive Nonlinear Embeddings. Toyota
+       Technological Institute at Chicago, workshop extended abstract.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from rankmetric import SSNE
+    >>> X, y = load_iris(return_X_y=True)
+    >>> ssne = SSNE(n_components=3, max_iter=100, random_state=0).fit(X, y)
+    >>> ssne.weight_.shape
+    (5, 3)
+    >>> Z = ssne.transform(X)
+    >>> Z.shape[0]
+    150
     """
 
     _parameter_constraints = {

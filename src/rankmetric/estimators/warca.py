@@ -593,15 +593,30 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         Euclidean one issues an :class:`~rankmetric.training.UntrainedModelWarning`. None when
         no label has two items to compare.
     n_features_in_ : int
+        Number of features seen by ``fit``.
+
+    See Also
+    --------
+    rankmetric.KernelWARCA : The kernel version, for a nonlinear metric.
+    rankmetric.losses.WARPLoss : The rank-weighted loss, for training any PyTorch model.
+    rankmetric.LMNN : Mahalanobis metric with k-NN margins instead of rank weights.
+    rankmetric.KISSME : Closed-form Mahalanobis metric, also a warm start (``init=``).
+
+    References
+    ----------
+    .. [1] C. Jose and F. Fleuret. Scalable Metric Learning via Weighted Approximate Rank
+       Component Analysis. ECCV 2016.
 
     Examples
     --------
-    >>> from sklearn.datasets import load_digits
+    >>> from sklearn.datasets import load_iris
     >>> from rankmetric import WARCA
-    >>> X, y = load_digits(return_X_y=True)
-    >>> Z = WARCA(n_components=16, max_iter=200, random_state=0).fit_transform(X, y)
-    >>> Z.shape
-    (1797, 16)
+    >>> X, y = load_iris(return_X_y=True)
+    >>> warca = WARCA(n_components=2, max_iter=100, random_state=0).fit(X, y)
+    >>> warca.transform(X).shape
+    (150, 2)
+    >>> warca.components_.shape
+    (2, 4)
     """
 
     _parameter_constraints = {

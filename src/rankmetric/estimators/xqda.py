@@ -108,6 +108,13 @@ class XQDA(MahalanobisMixin, BaseEstimator):
     eigenvalues_ : ndarray of shape (n_components,)
         The kept generalised eigenvalues ``λ``, decreasing.
     n_features_in_ : int
+        Number of features seen by ``fit``.
+
+    See Also
+    --------
+    rankmetric.KISSME : The same metric without the joint subspace.
+    rankmetric.preprocessing.StripeHistograms : LOMO-like features that XQDA was designed for.
+    rankmetric.evaluate.reid_scores : CMC and mAP of the re-identification protocol.
 
     Notes
     -----
@@ -139,8 +146,8 @@ class XQDA(MahalanobisMixin, BaseEstimator):
 
     References
     ----------
-    S. Liao, Y. Hu, X. Zhu and S. Z. Li. Person Re-identification by Local Maximal Occurrence
-    Representation and Metric Learning. CVPR 2015.
+    .. [1] S. Liao, Y. Hu, X. Zhu and S. Z. Li. Person Re-identification by Local Maximal
+       Occurrence Representation and Metric Learning. CVPR 2015.
 
     Examples
     --------

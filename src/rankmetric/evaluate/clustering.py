@@ -40,6 +40,19 @@ def nmi_score(labels_true, labels_pred) -> float:
     Returns
     -------
     float in [0, 1]
+
+    See Also
+    --------
+    rankmetric.evaluate.pairwise_f1 : Another agreement score of two labellings.
+    rankmetric.evaluate.clustering_scores : Both scores of a k-means clustering.
+
+    Examples
+    --------
+    >>> from rankmetric.evaluate import nmi_score
+    >>> nmi_score([0, 0, 1, 1], [1, 1, 0, 0])
+    1.0
+    >>> round(nmi_score([0, 0, 1, 1], [0, 1, 0, 1]), 4)
+    0.0
     """
     true_codes, pred_codes = _check_pair(labels_true, labels_pred)
     return float(normalized_mutual_info_score(true_codes, pred_codes, average_method="arithmetic"))
@@ -75,6 +88,19 @@ def pairwise_f1(labels_true, labels_pred) -> float:
     -------
     float in [0, 1]
         0 when no two samples share a cluster (precision then is 0/0, taken as 0).
+
+    See Also
+    --------
+    rankmetric.evaluate.nmi_score : An information-theoretic agreement score.
+    rankmetric.evaluate.clustering_scores : Both scores of a k-means clustering.
+
+    Examples
+    --------
+    >>> from rankmetric.evaluate import pairwise_f1
+    >>> pairwise_f1([0, 0, 1, 1], [1, 1, 0, 0])
+    1.0
+    >>> round(pairwise_f1([0, 0, 0, 1], [0, 0, 1, 1]), 4)  # precision 1/2, recall 1/3
+    0.4
     """
     true_codes, pred_codes = _check_pair(labels_true, labels_pred)
     same_class = _pairs(np.bincount(true_codes))
@@ -107,6 +133,20 @@ def clustering_scores(
     -------
     dict
         ``{"nmi": nmi_score(labels, clusters), "f1": pairwise_f1(labels, clusters)}``.
+
+    See Also
+    --------
+    rankmetric.evaluate.nmi_score : The NMI of two labellings.
+    rankmetric.evaluate.pairwise_f1 : The pairwise F1 of two labellings.
+    rankmetric.evaluate.retrieval_report : Rank scores and clustering scores together.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rankmetric.evaluate import clustering_scores
+    >>> X = np.array([[0.0], [0.1], [0.2], [5.0], [5.1], [5.2]])
+    >>> clustering_scores(X, [0, 0, 0, 1, 1, 1])
+    {'nmi': 1.0, 'f1': 1.0}
     """
     dtype = compute_dtype(embeddings)
     X = as_embeddings(embeddings, "embeddings", torch.device("cpu"), dtype).numpy()

@@ -87,6 +87,19 @@ def cmc_curve(
         ``{r: CMC(r)}``.
     curve : ndarray of shape (n_gallery,)
         Only with ``return_curve``: ``curve[r − 1] = CMC(r)`` for r = 1..n_gallery.
+
+    See Also
+    --------
+    rankmetric.evaluate.reid_scores : CMC, mAP and mINP under the re-identification protocols.
+    rankmetric.evaluate.recall_at_k : The leave-one-out counterpart within one set.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rankmetric.evaluate import cmc_curve
+    >>> gallery, gallery_ids = np.array([[0.0], [1.0], [2.0]]), [0, 1, 2]
+    >>> cmc_curve(np.array([[0.1], [1.6]]), [0, 1], gallery, gallery_ids, ranks=(1, 2))
+    {1: 0.5, 2: 1.0}
     """
     check_metric(metric)
     dev = resolve_device(device)

@@ -84,6 +84,23 @@ def knn_search(
     indices : ndarray of shape (n_queries, k), dtype int64
         Gallery indices; equal distances are ordered by the lower index, and the lower index is
         kept when equal distances compete for the last place.
+
+    See Also
+    --------
+    rankmetric.neighbors.Gallery : The same search against a fixed gallery, many query batches.
+    rankmetric.evaluate.knn_predict : The majority vote of the neighbours found.
+    rankmetric.evaluate.rerank_k_reciprocal : Re-rank the neighbours (re-identification).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rankmetric.evaluate import knn_search
+    >>> gallery = np.array([[0.0, 0.0], [1.0, 0.0], [5.0, 5.0]])
+    >>> distances, indices = knn_search(np.array([[0.9, 0.0]]), gallery, k=2)
+    >>> indices.tolist(), distances.round(3).tolist()
+    ([[1, 0]], [[0.1, 0.9]])
+    >>> knn_search(gallery, k=1)[1].ravel().tolist()  # leave-one-out: no item finds itself
+    [1, 0, 1]
     """
     check_metric(metric)
     backend = _resolve_backend(backend)
@@ -159,6 +176,19 @@ def knn_predict(X_train, y_train, X_test, k: int = 3, **search_kw) -> np.ndarray
         Predicted labels (of ``y_train``'s type). Neighbours are chosen as in
         :func:`knn_search`; a tied vote goes to the smallest label, as in scikit-learn's
         ``KNeighborsClassifier(weights="uniform")``.
+
+    See Also
+    --------
+    rankmetric.evaluate.knn_search : The neighbour search it votes over.
+    rankmetric.evaluate.knn_accuracy : The accuracy of these predictions.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rankmetric.evaluate import knn_predict
+    >>> X_train = np.array([[0.0], [0.2], [4.0], [4.1]])
+    >>> knn_predict(X_train, ["a", "a", "b", "b"], np.array([[0.1], [3.9]]), k=3).tolist()
+    ['a', 'b']
     """
     n_train = X_train.shape[0] if hasattr(X_train, "shape") else len(X_train)
     classes, (codes,) = encode_labels(y_train, lengths=[n_train], names=["y_train"])
@@ -182,6 +212,19 @@ def knn_accuracy(X_train, y_train, X_test, y_test, k: int = 3, **search_kw) -> f
     Returns
     -------
     float in [0, 1]
+
+    See Also
+    --------
+    rankmetric.evaluate.knn_predict : The predictions it scores.
+    rankmetric.evaluate.repeated_cv_knn : The accuracy of a learned metric under repeated CV.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rankmetric.evaluate import knn_accuracy
+    >>> X_train, y_train = np.array([[0.0], [0.2], [4.0], [4.1]]), np.array([0, 0, 1, 1])
+    >>> knn_accuracy(X_train, y_train, np.array([[0.1], [3.9], [2.5]]), [0, 1, 0], k=1)
+    0.6666666666666666
     """
     y_test = as_label_array(y_test, "y_test")
     n_test = X_test.shape[0] if hasattr(X_test, "shape") else len(X_test)

@@ -30,6 +30,18 @@ class CVResult:
         k-NN accuracy on each test fold, in the order of ``RepeatedStratifiedKFold``.
     fit_times : ndarray of shape (n_repeats * n_splits,)
         Seconds to fit the standardisation and the estimator on each training fold.
+
+    See Also
+    --------
+    rankmetric.evaluate.repeated_cv_knn : Returns one.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rankmetric.evaluate import CVResult
+    >>> result = CVResult(scores=np.array([0.9, 0.95]), fit_times=np.array([0.1, 0.1]))
+    >>> round(result.mean, 3), str(result)
+    (0.925, '92.50 ± 2.50')
     """
 
     scores: np.ndarray
@@ -147,6 +159,23 @@ def repeated_cv_knn(
     -------
     CVResult
         Per-fold accuracies and fit times; ``str(result)`` reads ``"97.12 ± 0.33"`` (percent).
+
+    See Also
+    --------
+    rankmetric.evaluate.knn_accuracy : The accuracy of one split.
+    rankmetric.evaluate.CVResult : The result it returns.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from rankmetric import KISSME
+    >>> from rankmetric.evaluate import repeated_cv_knn
+    >>> X, y = load_iris(return_X_y=True)
+    >>> result = repeated_cv_knn(KISSME(), X, y, n_repeats=2)
+    >>> len(result.scores)
+    4
+    >>> str(result)  # mean ± std over the 4 folds, in percent
+    '97.00 ± 1.73'
     """
     _check_estimator(estimator)
     n_repeats = _check_count(n_repeats, "n_repeats", 1)

@@ -223,6 +223,12 @@ def reid_scores(
     curve : ndarray
         Only with ``return_curve``: ``curve[r − 1] = CMC(r)`` for every rank.
 
+    See Also
+    --------
+    rankmetric.evaluate.query_gallery_split : The query and gallery rows of a test set.
+    rankmetric.evaluate.rerank_k_reciprocal : Re-ranked distances (``metric="precomputed"``).
+    rankmetric.evaluate.cmc_curve : CMC without the camera rules of the protocols.
+
     Notes
     -----
     Exact and chunked: each chunk of queries scores the whole gallery once; each relevant item's
@@ -389,6 +395,11 @@ def query_gallery_split(ids, cameras=None, *, random_state=0) -> tuple[np.ndarra
           removed: leave-one-out);
         * several items per track (Market-1501, DukeMTMC): one random item per track is a
           query, every other item is in the gallery.
+
+    See Also
+    --------
+    rankmetric.evaluate.reid_scores : Score the query rows against the gallery rows.
+    rankmetric.sampling.CrossCameraLabelIndex : Training batches with cross-camera positives.
 
     Examples
     --------

@@ -208,12 +208,22 @@ def rerank_k_reciprocal(
         The re-ranked distances (lower is nearer), in the inputs' precision; pass them to
         :func:`reid_scores` with ``metric="precomputed"``.
 
+    See Also
+    --------
+    rankmetric.evaluate.average_query_expansion : A cheaper re-ranking by expanded queries.
+    rankmetric.evaluate.reid_scores : Score the re-ranked distances (``metric="precomputed"``).
+
     Notes
     -----
     Memory: ``O(n_query × n_gallery)`` for the result plus ``O(N · k1²)`` for the sparse
     encoding and one chunk of scores, instead of the reference code's several ``N × N``
     matrices. The module docstring gives the algorithm. Ties are ordered by the lower index
     (queries first, then gallery items).
+
+    References
+    ----------
+    .. [1] Z. Zhong, L. Zheng, D. Cao and S. Li. Re-ranking Person Re-identification with
+       k-reciprocal Encoding. CVPR 2017.
 
     Examples
     --------
@@ -290,6 +300,16 @@ def average_query_expansion(
     -------
     ndarray of shape (n_query, n_features)
         The expanded queries; rank the gallery with them as with the originals.
+
+    See Also
+    --------
+    rankmetric.evaluate.rerank_k_reciprocal : k-reciprocal re-ranking, a stronger re-ranker.
+    rankmetric.evaluate.knn_search : The neighbour search it averages over.
+
+    References
+    ----------
+    .. [1] O. Chum, J. Philbin, J. Sivic, M. Isard and A. Zisserman. Total Recall: Automatic Query
+       Expansion with a Generative Feature Model for Object Retrieval. ICCV 2007.
 
     Examples
     --------

@@ -177,12 +177,28 @@ def retrieval_scores(
         ``"recall@K"`` for each K, ``"precision@1"`` and ``"map@r"``, all floats in [0, 1].
         Definitions in the module docstring and ``docs/evaluation.md``.
 
+    See Also
+    --------
+    rankmetric.evaluate.retrieval_report : More rank and clustering scores in one pass.
+    rankmetric.evaluate.recall_at_k : Recall@K alone.
+    rankmetric.evaluate.map_at_r : mAP@R alone.
+
     Notes
     -----
     Memory is ``O(chunk × (n_gallery + max R))`` beyond the inputs: each chunk's ranked
     top-``max(K, R)`` lists are reduced to per-query numbers at once; ``n_queries × R`` is
     never held. Queries are visited in order of ``R`` so that each chunk ranks only as deep
     as its own largest ``R``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[0.0], [0.1], [5.0], [5.2], [0.3]])
+    >>> y = np.array([0, 0, 1, 1, 1])
+    >>> from rankmetric.evaluate import retrieval_scores
+    >>> scores = retrieval_scores(X, y, ks=(1, 2))
+    >>> {key: round(value, 4) for key, value in scores.items()}
+    {'recall@1': 0.8, 'recall@2': 0.8, 'precision@1': 0.8, 'map@r': 0.8}
     """
     return _retrieval_pass(
         embeddings,
@@ -210,14 +226,47 @@ def recall_at_k(
 ) -> dict[int, float]:
     """Recall@K: fraction of queries with at least one same-class item among their K nearest.
 
-    Parameters are those of :func:`retrieval_scores`; without ``query_embeddings`` the search
-    is leave-one-out within ``embeddings``. Queries whose class has no other gallery item count
-    as misses.
+    Without ``query_embeddings`` the search is leave-one-out within ``embeddings``. Queries
+    whose class has no other gallery item count as misses.
+
+    Parameters
+    ----------
+    embeddings : array-like or tensor of shape (n_samples, n_features)
+        The gallery; without ``query_embeddings`` every item is also a query, ranked against
+        all the others (leave-one-out).
+    labels : array-like of shape (n_samples,)
+        Class of each gallery item.
+    ks : int or iterable of int, default=(1,)
+        Each at most the number of gallery items a query ranks.
+    query_embeddings : array-like or tensor of shape (n_queries, n_features), optional
+        Separate queries, ranked against the whole gallery.
+    query_labels : array-like of shape (n_queries,), optional
+        Required with ``query_embeddings``.
+    metric : {"euclidean", "sqeuclidean", "cosine"}, default="euclidean"
+        Distance of the search.
+    chunk_size : int, optional
+        Queries per chunk (None: chosen for about 256 MB of temporaries).
+    device : str or torch.device, optional
+        None uses CUDA when available.
 
     Returns
     -------
     dict[int, float]
         ``{K: recall}`` for each K in ``ks``.
+
+    See Also
+    --------
+    rankmetric.evaluate.retrieval_scores : Recall@K with precision@1 and mAP@R in one pass.
+    rankmetric.evaluate.cmc_curve : The re-identification counterpart (probe against gallery).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[0.0], [0.1], [5.0], [5.2], [0.3]])
+    >>> y = np.array([0, 0, 1, 1, 1])
+    >>> from rankmetric.evaluate import recall_at_k
+    >>> recall_at_k(X, y, ks=(1, 2))
+    {1: 0.8, 2: 0.8}
     """
     scores = _retrieval_pass(
         embeddings,
@@ -245,7 +294,42 @@ def precision_at_1(
 ) -> float:
     r"""Fraction of queries (with :math:`R \ge 1`) whose nearest gallery item shares their label.
 
-    Parameters are those of :func:`retrieval_scores`.
+    Parameters
+    ----------
+    embeddings : array-like or tensor of shape (n_samples, n_features)
+        The gallery; without ``query_embeddings`` every item is also a query, ranked against
+        all the others (leave-one-out).
+    labels : array-like of shape (n_samples,)
+        Class of each gallery item.
+    query_embeddings : array-like or tensor of shape (n_queries, n_features), optional
+        Separate queries, ranked against the whole gallery.
+    query_labels : array-like of shape (n_queries,), optional
+        Required with ``query_embeddings``.
+    metric : {"euclidean", "sqeuclidean", "cosine"}, default="euclidean"
+        Distance of the search.
+    chunk_size : int, optional
+        Queries per chunk (None: chosen for about 256 MB of temporaries).
+    device : str or torch.device, optional
+        None uses CUDA when available.
+
+    Returns
+    -------
+    float in [0, 1]
+        Precision@1 over the queries that have at least one relevant gallery item.
+
+    See Also
+    --------
+    rankmetric.evaluate.retrieval_scores : Precision@1 with Recall@K and mAP@R in one pass.
+    rankmetric.evaluate.recall_at_k : Recall at any K.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[0.0], [0.1], [5.0], [5.2], [0.3]])
+    >>> y = np.array([0, 0, 1, 1, 1])
+    >>> from rankmetric.evaluate import precision_at_1
+    >>> precision_at_1(X, y)  # the item at 0.3 finds a class-0 neighbour
+    0.8
     """
     return _retrieval_pass(
         embeddings,
@@ -274,7 +358,47 @@ def map_at_r(
 
     :math:`\mathrm{AP@R}(q) = \frac1R \sum_{i=1}^{R} P(i)\, \mathrm{rel}(i)`, :math:`R` the
     number of other same-class items.
-    Parameters are those of :func:`retrieval_scores`.
+
+    Parameters
+    ----------
+    embeddings : array-like or tensor of shape (n_samples, n_features)
+        The gallery; without ``query_embeddings`` every item is also a query, ranked against
+        all the others (leave-one-out).
+    labels : array-like of shape (n_samples,)
+        Class of each gallery item.
+    query_embeddings : array-like or tensor of shape (n_queries, n_features), optional
+        Separate queries, ranked against the whole gallery.
+    query_labels : array-like of shape (n_queries,), optional
+        Required with ``query_embeddings``.
+    metric : {"euclidean", "sqeuclidean", "cosine"}, default="euclidean"
+        Distance of the search.
+    chunk_size : int, optional
+        Queries per chunk (None: chosen for about 256 MB of temporaries).
+    device : str or torch.device, optional
+        None uses CUDA when available.
+
+    Returns
+    -------
+    float in [0, 1]
+        The mean of AP@R over the queries with :math:`R \ge 1`.
+
+    See Also
+    --------
+    rankmetric.evaluate.retrieval_scores : mAP@R with Recall@K and precision@1 in one pass.
+    rankmetric.evaluate.retrieval_report : Full mAP, MRR and R-precision too.
+
+    References
+    ----------
+    .. [1] K. Musgrave, S. Belongie and S.-N. Lim. A Metric Learning Reality Check. ECCV 2020.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[0.0], [0.1], [5.0], [5.2], [0.3]])
+    >>> y = np.array([0, 0, 1, 1, 1])
+    >>> from rankmetric.evaluate import map_at_r
+    >>> round(map_at_r(X, y), 4)
+    0.8
     """
     return _retrieval_pass(
         embeddings,
@@ -356,6 +480,11 @@ def retrieval_report(
     dict
         ``"map"``, ``"mrr"``, ``"r_precision"``, ``"map@r"``, ``"precision@1"``,
         ``"recall@K"`` for each K, and with ``clustering`` ``"nmi"`` and ``"ami"``; floats.
+
+    See Also
+    --------
+    rankmetric.evaluate.retrieval_scores : Recall@K, precision@1 and mAP@R only.
+    rankmetric.evaluate.clustering_scores : NMI and pairwise F1 of a k-means clustering.
 
     Notes
     -----

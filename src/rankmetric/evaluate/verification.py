@@ -154,6 +154,10 @@ def roc_curve_from_distances(
         The distance threshold of each point (``-inf`` for the first: accept nothing). Equal to
         minus the thresholds of ``sklearn.metrics.roc_curve(same, -distances)``.
 
+    See Also
+    --------
+    rankmetric.evaluate.verification_scores : AUC, EER and TAR at given FARs of the curve.
+
     Examples
     --------
     >>> far, tar, t = roc_curve_from_distances([0.1, 0.4, 0.35, 0.8], [1, 0, 1, 0])
@@ -231,6 +235,12 @@ def verification_scores(
         the first operating point with FAR ≥ FRR), ``"tar_at_far"`` (``{f: (TAR, threshold)}``,
         accept when ``distance ≤ threshold``), ``"roc"`` (``{"far", "tar", "thresholds"}`` as
         :func:`roc_curve_from_distances` returns them), ``"n_same"``, ``"n_different"``.
+
+    See Also
+    --------
+    rankmetric.evaluate.roc_curve_from_distances : The ROC curve these scores summarise.
+    rankmetric.evaluate.labelled_verification_scores : The same over the pairs of a labelled set.
+    rankmetric.PairClassifier : A thresholded classifier of pairs.
 
     Examples
     --------
@@ -314,6 +324,11 @@ def labelled_pairs(
     distances : ndarray of shape (n_pairs,), float64
     same : ndarray of shape (n_pairs,), bool
 
+    See Also
+    --------
+    rankmetric.evaluate.labelled_verification_scores : The verification scores of these pairs.
+    rankmetric.losses.all_pairs : The index pairs of a batch, as tensors.
+
     Examples
     --------
     >>> i, j, d, same = labelled_pairs([[0.0], [1.0], [3.0]], [0, 0, 1])
@@ -369,6 +384,11 @@ def labelled_verification_scores(
     -------
     dict
         As :func:`verification_scores`.
+
+    See Also
+    --------
+    rankmetric.evaluate.labelled_pairs : The pairs and distances it scores.
+    rankmetric.evaluate.verification_scores : The same scores of given distances.
 
     Examples
     --------

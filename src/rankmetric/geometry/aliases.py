@@ -49,6 +49,11 @@ def canonical_metric(metric, allowed: tuple[str, ...] | None = None, *, name: st
         If ``metric`` is neither a callable nor a name (or alias) of an allowed metric; the
         message lists the allowed names and their aliases.
 
+    See Also
+    --------
+    rankmetric.geometry.distance : The distance dispatcher that resolves names with it.
+    rankmetric.geometry.METRIC_ALIASES : The accepted names and their canonical forms.
+
     Examples
     --------
     >>> canonical_metric("riemann")

@@ -50,6 +50,22 @@ def check_spd(X, name: str = "X"):
     ValueError
         If ``X`` is not a stack of square matrices, is empty, holds NaN or infinity, is not
         symmetric (relative tolerance ``1e-5``) or not positive definite.
+
+    See Also
+    --------
+    rankmetric.geometry.spd_clamp : Floor the eigenvalues of nearly singular matrices.
+    rankmetric.geometry.symmetrize : The symmetric part of a nearly symmetric matrix.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rankmetric.geometry import check_spd
+    >>> check_spd(np.eye(2)).shape
+    (2, 2)
+    >>> check_spd(np.array([[1.0, 2.0], [2.0, 1.0]]))
+    Traceback (most recent call last):
+    ...
+    ValueError: ...
     """
     if isinstance(X, torch.Tensor):
         X = as_symmetric_tensor(X, name)

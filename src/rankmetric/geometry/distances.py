@@ -233,6 +233,12 @@ def airm_distance(A, B) -> torch.Tensor:
         If ``A`` or ``B`` is not a stack of SPD matrices, their sizes differ or their batch
         shapes do not broadcast.
 
+    See Also
+    --------
+    rankmetric.geometry.pairwise_airm : All the distances between two sets.
+    rankmetric.geometry.distance : Any named metric (pyRiemann's names accepted).
+    rankmetric.geometry.log_euclidean_distance : The log-Euclidean distance, cheaper to compute.
+
     Notes
     -----
     In float32, the pairs where ``A`` or the whitened :math:`A^{-1/2} B A^{-1/2}` has a condition
@@ -244,6 +250,15 @@ def airm_distance(A, B) -> torch.Tensor:
     .. [1] W. Förstner, B. Moonen, "A metric for covariance matrices", 1999.
     .. [2] X. Pennec, P. Fillard, N. Ayache, "A Riemannian framework for tensor computing",
        IJCV 66(1), 2006.
+
+    Examples
+    --------
+    >>> import torch
+    >>> A = torch.eye(2, dtype=torch.float64)
+    >>> B = torch.diag(torch.tensor([1.0, 2.0], dtype=torch.float64).exp())  # diag(e, e²)
+    >>> from rankmetric.geometry import airm_distance
+    >>> round(airm_distance(A, B).item(), 4)  # √(1² + 2²)
+    2.2361
     """
     A, B = common_dtype(as_symmetric_tensor(A, "A"), as_symmetric_tensor(B, "B"))
     A, B = broadcast_pair(A, B)
@@ -282,10 +297,25 @@ def pairwise_airm(A, B=None, chunk_size: int | None = None) -> torch.Tensor:
     ValueError
         If an input is not a stack of SPD matrices of shape (n, c, c), or ``chunk_size < 1``.
 
+    See Also
+    --------
+    rankmetric.geometry.airm_distance : Distances of paired matrices.
+    rankmetric.geometry.pairwise_distance : Any named metric (pyRiemann's names accepted).
+
     References
     ----------
     .. [1] X. Pennec, P. Fillard, N. Ayache, "A Riemannian framework for tensor computing",
        IJCV 66(1), 2006.
+
+    Examples
+    --------
+    >>> import torch
+    >>> A = torch.eye(2, dtype=torch.float64)
+    >>> B = torch.diag(torch.tensor([1.0, 2.0], dtype=torch.float64).exp())  # diag(e, e²)
+    >>> from rankmetric.geometry import pairwise_airm
+    >>> pairwise_airm(torch.stack([A, B])).round(decimals=4)
+    tensor([[0.0000, 2.2361],
+            [2.2361, 0.0000]], dtype=torch.float64)
     """
     A = as_matrix_stack(A, "A")
     same = B is None
@@ -381,10 +411,24 @@ def log_euclidean_distance(A, B) -> torch.Tensor:
     ValueError
         If ``A`` or ``B`` is not a stack of SPD matrices, or their sizes differ.
 
+    See Also
+    --------
+    rankmetric.geometry.pairwise_log_euclidean : All the distances between two sets.
+    rankmetric.geometry.airm_distance : The affine-invariant distance.
+
     References
     ----------
     .. [1] V. Arsigny, P. Fillard, X. Pennec, N. Ayache, "Geometric means in a novel vector space
        structure on symmetric positive-definite matrices", SIAM J. Matrix Anal. Appl. 29(1), 2007.
+
+    Examples
+    --------
+    >>> import torch
+    >>> A = torch.eye(2, dtype=torch.float64)
+    >>> B = torch.diag(torch.tensor([1.0, 2.0], dtype=torch.float64).exp())  # diag(e, e²)
+    >>> from rankmetric.geometry import log_euclidean_distance
+    >>> round(log_euclidean_distance(A, B).item(), 4)  # ‖log A − log B‖_F
+    2.2361
     """
     A, B = common_dtype(as_symmetric_tensor(A, "A"), as_symmetric_tensor(B, "B"))
     broadcast_pair(A[..., :1, :1], B[..., :1, :1])  # a ValueError before any work
@@ -420,10 +464,25 @@ def pairwise_log_euclidean(A, B=None) -> torch.Tensor:
     ValueError
         If an input is not a stack of SPD matrices of shape (n, c, c).
 
+    See Also
+    --------
+    rankmetric.geometry.log_euclidean_distance : Distances of paired matrices.
+    rankmetric.geometry.pairwise_distance : Any named metric (pyRiemann's names accepted).
+
     References
     ----------
     .. [1] V. Arsigny, P. Fillard, X. Pennec, N. Ayache, "Geometric means in a novel vector space
        structure on symmetric positive-definite matrices", SIAM J. Matrix Anal. Appl. 29(1), 2007.
+
+    Examples
+    --------
+    >>> import torch
+    >>> A = torch.eye(2, dtype=torch.float64)
+    >>> B = torch.diag(torch.tensor([1.0, 2.0], dtype=torch.float64).exp())  # diag(e, e²)
+    >>> from rankmetric.geometry import pairwise_log_euclidean
+    >>> pairwise_log_euclidean(torch.stack([A, B]), A[None]).round(decimals=4)
+    tensor([[0.0000],
+            [2.2361]], dtype=torch.float64)
     """
     A = as_matrix_stack(A, "A")
     if B is not None:
@@ -456,6 +515,18 @@ def euclidean_distance(A, B) -> torch.Tensor:
     ------
     ValueError
         If ``A`` or ``B`` is not a stack of symmetric matrices, or their sizes differ.
+
+    See Also
+    --------
+    rankmetric.geometry.pairwise_euclidean : All the distances between two sets.
+    rankmetric.geometry.airm_distance : The affine-invariant distance.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from rankmetric.geometry import euclidean_distance
+    >>> euclidean_distance(torch.eye(2), 3 * torch.eye(2))  # ‖2 I‖_F
+    tensor(2.8284)
     """
     A, B = common_dtype(as_symmetric_tensor(A, "A"), as_symmetric_tensor(B, "B"))
     A, B = broadcast_pair(A, B)
@@ -486,6 +557,19 @@ def pairwise_euclidean(A, B=None) -> torch.Tensor:
     ------
     ValueError
         If an input is not a stack of symmetric matrices of shape (n, c, c).
+
+    See Also
+    --------
+    rankmetric.geometry.euclidean_distance : Distances of paired matrices.
+    rankmetric.geometry.pairwise_distance : Any named metric (pyRiemann's names accepted).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from rankmetric.geometry import pairwise_euclidean
+    >>> pairwise_euclidean(torch.stack([torch.eye(2), 3 * torch.eye(2)])).round(decimals=4)
+    tensor([[0.0000, 2.8284],
+            [2.8284, 0.0000]])
     """
     A = as_matrix_stack(A, "A")
     if B is not None:

@@ -74,6 +74,19 @@ def symmetrize(X: torch.Tensor) -> torch.Tensor:
     Returns
     -------
     Tensor of shape (..., c, c)
+
+    See Also
+    --------
+    rankmetric.geometry.check_spd : Validate SPD input.
+    rankmetric.geometry.sym_to_vec : Vectorise symmetric matrices.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from rankmetric.geometry import symmetrize
+    >>> symmetrize(torch.tensor([[1.0, 2.0], [0.0, 1.0]]))
+    tensor([[1., 1.],
+            [1., 1.]])
     """
     return (X + X.mT) / 2
 
@@ -301,10 +314,24 @@ def sym_function(
     ValueError
         If ``X`` is not ``(..., c, c)``, holds NaN/infinity or is not symmetric.
 
+    See Also
+    --------
+    rankmetric.geometry.spd_log : ``sym_function`` with the logarithm.
+    rankmetric.geometry.spd_power : ``sym_function`` with a real power.
+
     References
     ----------
     .. [1] C. Ionescu, O. Vantzos, C. Sminchisescu, "Matrix backpropagation for deep networks with
        structured layers", ICCV 2015, Prop. 2.
+
+    Examples
+    --------
+    >>> import torch
+    >>> X = torch.tensor([[4.0, 0.0], [0.0, 9.0]], dtype=torch.float64)
+    >>> from rankmetric.geometry import sym_function
+    >>> sym_function(X, torch.sqrt, lambda x: 0.5 / torch.sqrt(x))
+    tensor([[2., 0.],
+            [0., 3.]], dtype=torch.float64)
     """
     X = as_symmetric_tensor(X, "X")
     return _SymFunction.apply(X, f, f_prime, tol, None)
@@ -345,9 +372,22 @@ def spd_log(X: torch.Tensor) -> torch.Tensor:
     ValueError
         If ``X`` is not a stack of SPD matrices.
 
+    See Also
+    --------
+    rankmetric.geometry.spd_exp : The inverse map.
+    rankmetric.geometry.log_map : The logarithm at another reference point than the identity.
+
     References
     ----------
     .. [1] N. J. Higham, "Functions of Matrices", SIAM 2008, ch. 11.
+
+    Examples
+    --------
+    >>> import torch
+    >>> X = torch.tensor([[4.0, 0.0], [0.0, 9.0]], dtype=torch.float64)
+    >>> from rankmetric.geometry import spd_log
+    >>> spd_log(X).diagonal().round(decimals=4)
+    tensor([1.3863, 2.1972], dtype=torch.float64)
     """
     return log_unchecked(as_symmetric_tensor(X, "X"), "X")
 
@@ -371,9 +411,22 @@ def spd_exp(X: torch.Tensor) -> torch.Tensor:
         If ``X`` is not a stack of symmetric matrices, or an eigenvalue is so large that its
         exponential overflows the dtype (above about 88.7 in float32, 709.8 in float64).
 
+    See Also
+    --------
+    rankmetric.geometry.spd_log : The inverse map.
+    rankmetric.geometry.exp_map : The exponential at another reference point than the identity.
+
     References
     ----------
     .. [1] N. J. Higham, "Functions of Matrices", SIAM 2008, ch. 10.
+
+    Examples
+    --------
+    >>> import torch
+    >>> X = torch.tensor([[4.0, 0.0], [0.0, 9.0]], dtype=torch.float64)
+    >>> from rankmetric.geometry import spd_exp, spd_log
+    >>> torch.allclose(spd_exp(spd_log(X)), X)
+    True
     """
     out = sym_function(X, torch.exp, torch.exp)
     if not bool(torch.isfinite(out).all()):
@@ -402,6 +455,20 @@ def spd_sqrt(X: torch.Tensor) -> torch.Tensor:
     ------
     ValueError
         If ``X`` is not a stack of SPD matrices.
+
+    See Also
+    --------
+    rankmetric.geometry.spd_inv_sqrt : The inverse square root.
+    rankmetric.geometry.spd_power : Any real power.
+
+    Examples
+    --------
+    >>> import torch
+    >>> X = torch.tensor([[4.0, 0.0], [0.0, 9.0]], dtype=torch.float64)
+    >>> from rankmetric.geometry import spd_sqrt
+    >>> spd_sqrt(X)
+    tensor([[2., 0.],
+            [0., 3.]], dtype=torch.float64)
     """
     return _spd_function(X, torch.sqrt, lambda lam: 0.5 * torch.rsqrt(lam))
 
@@ -423,6 +490,19 @@ def spd_inv_sqrt(X: torch.Tensor) -> torch.Tensor:
     ------
     ValueError
         If ``X`` is not a stack of SPD matrices.
+
+    See Also
+    --------
+    rankmetric.geometry.spd_sqrt : The square root.
+    rankmetric.geometry.whiten : The congruence by a reference's inverse square root.
+
+    Examples
+    --------
+    >>> import torch
+    >>> X = torch.tensor([[4.0, 0.0], [0.0, 9.0]], dtype=torch.float64)
+    >>> from rankmetric.geometry import spd_inv_sqrt
+    >>> spd_inv_sqrt(X).diagonal()
+    tensor([0.5000, 0.3333], dtype=torch.float64)
     """
     return _spd_function(X, torch.rsqrt, lambda lam: -0.5 * torch.rsqrt(lam) / lam)
 
@@ -446,6 +526,19 @@ def spd_power(X: torch.Tensor, p: float) -> torch.Tensor:
     ------
     ValueError
         If ``X`` is not a stack of SPD matrices or ``p`` is not a finite real number.
+
+    See Also
+    --------
+    rankmetric.geometry.spd_sqrt : The power 1/2.
+    rankmetric.geometry.sym_function : Any function of the eigenvalues.
+
+    Examples
+    --------
+    >>> import torch
+    >>> X = torch.tensor([[4.0, 0.0], [0.0, 9.0]], dtype=torch.float64)
+    >>> from rankmetric.geometry import spd_power
+    >>> spd_power(X, 1.5).diagonal()
+    tensor([ 8., 27.], dtype=torch.float64)
     """
     p = _check_exponent(p)
     return _spd_function(X, lambda lam: lam**p, lambda lam: p * lam ** (p - 1))
@@ -475,9 +568,21 @@ def spd_clamp(X: torch.Tensor, eps: float = 1e-4) -> torch.Tensor:
     ValueError
         If ``X`` is not a stack of symmetric matrices or ``eps <= 0``.
 
+    See Also
+    --------
+    rankmetric.models.SPDNet : The network whose ReEig layers apply it.
+    rankmetric.geometry.check_spd : Reject matrices that are not SPD.
+
     References
     ----------
     .. [1] Z. Huang, L. Van Gool, "A Riemannian network for SPD matrix learning", AAAI 2017.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from rankmetric.geometry import spd_clamp
+    >>> spd_clamp(torch.diag(torch.tensor([1e-6, 2.0])), eps=1e-4).diagonal()
+    tensor([1.0000e-04, 2.0000e+00])
     """
     check_param("eps", eps, [Interval(Real, 0, None, closed="neither")])
     return sym_function(X, lambda lam: lam.clamp_min(eps), lambda lam: (lam > eps).to(lam.dtype))
@@ -508,6 +613,22 @@ def sym_to_vec(S: torch.Tensor) -> torch.Tensor:
     Returns
     -------
     tensor of shape (..., c (c + 1) / 2)
+
+    See Also
+    --------
+    rankmetric.geometry.vec_to_sym : The inverse map.
+    rankmetric.preprocessing.TangentSpace : Tangent vectors of SPD matrices built with it.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from rankmetric.geometry import sym_to_vec
+    >>> S = torch.tensor([[2.0, 1.0], [1.0, 3.0]])
+    >>> v = sym_to_vec(S)  # [2, √2 · 1, 3]: norms are kept, ‖v‖ = ‖S‖_F
+    >>> v.shape
+    torch.Size([3])
+    >>> bool(torch.isclose(v.norm(), torch.linalg.matrix_norm(S)))
+    True
     """
     c = S.shape[-1]
     rows, cols = torch.triu_indices(c, c, device=S.device)
@@ -534,6 +655,10 @@ def vec_to_sym(v: torch.Tensor) -> torch.Tensor:
     ------
     ValueError
         If the last dimension is not a triangular number ``c (c + 1) / 2``.
+
+    See Also
+    --------
+    rankmetric.geometry.sym_to_vec : The forward map.
 
     Examples
     --------

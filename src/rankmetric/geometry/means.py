@@ -98,12 +98,26 @@ def riemannian_mean(
     ValueError
         On non-SPD input, bad weights, or a non-positive ``max_iter`` / ``tol``.
 
+    See Also
+    --------
+    rankmetric.geometry.log_euclidean_mean : A closed-form approximation.
+    rankmetric.geometry.spd_mean : The mean under a named metric.
+
     References
     ----------
     .. [1] H. Karcher, "Riemannian center of mass and mollifier smoothing", Comm. Pure Appl. Math.
        30(5), 1977.
     .. [2] M. Moakher, "A differential geometric approach to the geometric mean of symmetric
        positive-definite matrices", SIAM J. Matrix Anal. Appl. 26(3), 2005.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from rankmetric.geometry import riemannian_mean
+    >>> X = torch.stack([torch.eye(2), 4 * torch.eye(2)]).double()
+    >>> riemannian_mean(X)
+    tensor([[2., 0.],
+            [0., 2.]], dtype=torch.float64)
     """
     X = symmetrize(as_matrix_stack(X, "X"))  # so that the gradient is symmetric
     w = _normalised_weights(weights, X)
@@ -159,10 +173,23 @@ def log_euclidean_mean(X, weights=None) -> torch.Tensor:
     ValueError
         On non-SPD input or bad weights.
 
+    See Also
+    --------
+    rankmetric.geometry.riemannian_mean : The affine-invariant (Karcher) mean.
+    rankmetric.geometry.spd_mean : The mean under a named metric.
+
     References
     ----------
     .. [1] V. Arsigny, P. Fillard, X. Pennec, N. Ayache, "Geometric means in a novel vector space
        structure on symmetric positive-definite matrices", SIAM J. Matrix Anal. Appl. 29(1), 2007.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from rankmetric.geometry import log_euclidean_mean
+    >>> X = torch.stack([torch.eye(2), 4 * torch.eye(2)]).double()
+    >>> log_euclidean_mean(X).diagonal()
+    tensor([2., 2.], dtype=torch.float64)
     """
     X = as_matrix_stack(X, "X")
     w = _normalised_weights(weights, X)
@@ -193,6 +220,11 @@ def spd_mean(X, metric: str = "airm", weights=None) -> torch.Tensor:
     ------
     ValueError
         On non-SPD input, bad weights or an unknown metric.
+
+    See Also
+    --------
+    rankmetric.geometry.riemannian_mean : The affine-invariant (Karcher) mean.
+    rankmetric.geometry.log_euclidean_mean : The log-Euclidean mean.
 
     Examples
     --------
@@ -240,10 +272,23 @@ def geodesic(A, B, t, metric: str = "airm") -> torch.Tensor:
         On non-SPD input, a non-numeric or non-finite ``t``, batch shapes that do not
         broadcast, or an unknown ``metric``.
 
+    See Also
+    --------
+    rankmetric.geometry.airm_distance : The length of the affine-invariant geodesic.
+    rankmetric.geometry.riemannian_mean : The midpoint (``t = 1/2``) is the mean of two matrices.
+
     References
     ----------
     .. [1] R. Bhatia, "Positive Definite Matrices", Princeton University Press 2007, ch. 6.
     .. [2] V. Arsigny, P. Fillard, X. Pennec, N. Ayache, SIAM J. Matrix Anal. Appl. 29(1), 2007.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from rankmetric.geometry import geodesic
+    >>> A, B = torch.eye(2).double(), 4 * torch.eye(2).double()
+    >>> geodesic(A, B, 0.5).diagonal()  # the geometric midpoint
+    tensor([2., 2.], dtype=torch.float64)
     """
     metric = canonical_metric(metric, METRICS)
     A, B = common_dtype(as_symmetric_tensor(A, "A"), as_symmetric_tensor(B, "B"))

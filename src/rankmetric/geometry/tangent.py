@@ -64,6 +64,11 @@ def whiten(X, reference) -> torch.Tensor:
     ValueError
         If ``X`` is not symmetric or ``reference`` not SPD, or their sizes or devices differ.
 
+    See Also
+    --------
+    rankmetric.preprocessing.DomainRecentering : Whitening by each domain's mean, as a transformer.
+    rankmetric.geometry.spd_inv_sqrt : The inverse square root it applies.
+
     References
     ----------
     .. [1] P. Zanini, M. Congedo, C. Jutten, S. Said, Y. Berthoumieu, "Transfer learning: a
@@ -120,6 +125,11 @@ def log_map(X, reference, metric: str = "airm") -> torch.Tensor:
     ValueError
         If ``X`` or ``reference`` is not SPD, their sizes or devices differ, or the metric is
         unknown.
+
+    See Also
+    --------
+    rankmetric.geometry.exp_map : The inverse map.
+    rankmetric.preprocessing.TangentSpace : Tangent vectors of SPD matrices as a transformer.
 
     Examples
     --------
@@ -180,6 +190,10 @@ def exp_map(T, reference, metric: str = "airm") -> torch.Tensor:
     ValueError
         If ``T`` is not symmetric, ``reference`` is not SPD, their sizes or devices differ, or
         the metric is unknown.
+
+    See Also
+    --------
+    rankmetric.geometry.log_map : The inverse map.
 
     Examples
     --------

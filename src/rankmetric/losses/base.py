@@ -113,6 +113,22 @@ class MetricLoss(nn.Module):
     ----------
     reduction : {"mean", "sum", "none"}, default="mean"
         How the loss's terms are combined (see the module docstring).
+
+    See Also
+    --------
+    rankmetric.losses.WARPLoss : The WARCA loss, a subclass.
+    rankmetric.losses.TripletLoss : The triplet margin loss, a subclass.
+    rankmetric.losses.Miner : The base of the miners that choose pairs or triplets for a loss.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from rankmetric.losses import TripletLoss
+    >>> loss_fn = TripletLoss(reduction="none")
+    >>> loss_fn.reduction
+    'none'
+    >>> loss_fn.reduce(torch.tensor([1.0, 3.0])).tolist()
+    [1.0, 3.0]
     """
 
     def __init__(self, reduction: str = "mean") -> None:
@@ -150,6 +166,19 @@ class MetricLoss(nn.Module):
         A boolean selection has a data-dependent size, which a ``fullgraph`` compile cannot
         trace, so there ``"mean"`` and ``"sum"`` become masked sums over ``values`` (the same
         value up to summation order); ``"none"`` keeps the selection.
+
+        Parameters
+        ----------
+        values : tensor
+            The candidate terms, attached to the graph.
+        mask : bool tensor of the shape of ``values``
+            Which terms count.
+
+        Returns
+        -------
+        tensor
+            :meth:`reduce` of the selected terms (``"none"``: the selected terms,
+            ``values[mask]``).
         """
         if is_compiling() and self.reduction != "none":
             total = torch.where(mask, values, 0.0).sum()

@@ -132,7 +132,30 @@ def check_indices_tuple(
 
 
 def to_pairs(indices_tuple: IndicesTuple) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-    """``(a1, p, a2, n)``: pairs as they are, triplets ``(a, p, n)`` as ``(a, p, a, n)``."""
+    """``(a1, p, a2, n)``: pairs as they are, triplets ``(a, p, n)`` as ``(a, p, a, n)``.
+
+    Parameters
+    ----------
+    indices_tuple : tuple of Tensor
+        Pairs ``(a1, p, a2, n)`` or triplets ``(a, p, n)``, as miners return them.
+
+    Returns
+    -------
+    a1, p, a2, n : Tensor of shape (n_positive,) and (n_negative,), int64
+        Anchors and positives of the positive pairs, anchors and negatives of the negative pairs.
+
+    See Also
+    --------
+    rankmetric.losses.to_triplets : The other conversion.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from rankmetric.losses import to_pairs
+    >>> triplets = (torch.tensor([0]), torch.tensor([1]), torch.tensor([2]))
+    >>> [t.tolist() for t in to_pairs(triplets)]
+    [[0], [1], [0], [2]]
+    """
     if len(indices_tuple) == 4:
         return indices_tuple
     a, p, n = indices_tuple
@@ -145,6 +168,21 @@ def to_triplets(indices_tuple: IndicesTuple) -> tuple[Tensor, Tensor, Tensor]:
     In PML's order (positive pairs in the given order, then for each its anchor's negative pairs
     in the given order), in O(n_triplets) memory: the negative pairs are grouped by anchor with a
     stable sort, and each positive pair is repeated as many times as its anchor has negatives.
+
+    Parameters
+    ----------
+    indices_tuple : tuple of Tensor
+        Pairs ``(a1, p, a2, n)`` or triplets ``(a, p, n)``, as miners return them.
+
+    Returns
+    -------
+    a, p, n : Tensor of shape (n_triplets,), int64
+        Anchors, positives and negatives.
+
+    See Also
+    --------
+    rankmetric.losses.to_pairs : The other conversion.
+    rankmetric.losses.all_triplets : Every valid triplet of a batch.
 
     Examples
     --------
@@ -198,6 +236,32 @@ def all_pairs(
 
     Without ``ref_labels`` a sample is not its own positive; with them every query-reference
     pair of equal labels is positive (PML's ``get_all_pairs_indices``).
+
+    Parameters
+    ----------
+    labels : Tensor of shape (B,)
+        Labels of the queries (the batch).
+    ref_labels : Tensor of shape (M,), optional
+        Labels of a separate reference set (e.g. a cross-batch memory); None: the batch itself.
+
+    Returns
+    -------
+    a1, p : Tensor of shape (n_positive,), int64
+        Query and reference index of each positive pair.
+    a2, n : Tensor of shape (n_negative,), int64
+        Query and reference index of each negative pair.
+
+    See Also
+    --------
+    rankmetric.losses.all_triplets : Every valid triplet.
+    rankmetric.losses.MultiSimilarityMiner : A mined subset of these pairs.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from rankmetric.losses import all_pairs
+    >>> [t.tolist() for t in all_pairs(torch.tensor([0, 0, 1]))]
+    [[0, 1], [1, 0], [0, 1, 2, 2], [2, 2, 0, 1]]
     """
     same = labels[:, None] == (labels if ref_labels is None else ref_labels)[None, :]
     positive = same
@@ -213,6 +277,30 @@ def all_triplets(labels: Tensor, ref_labels: Tensor | None = None) -> tuple[Tens
 
     The same triplets in the same order as PML's ``get_all_triplets_indices``; memory is
     O(B·M + n_triplets).
+
+    Parameters
+    ----------
+    labels : Tensor of shape (B,)
+        Labels of the queries (the batch).
+    ref_labels : Tensor of shape (M,), optional
+        Labels of a separate reference set; None: the batch itself.
+
+    Returns
+    -------
+    a, p, n : Tensor of shape (n_triplets,), int64
+        Anchors, positives and negatives.
+
+    See Also
+    --------
+    rankmetric.losses.all_pairs : Every positive and negative pair.
+    rankmetric.losses.TripletMiner : Mined subsets of these triplets.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from rankmetric.losses import all_triplets
+    >>> [t.tolist() for t in all_triplets(torch.tensor([0, 0, 1, 1]))]
+    [[0, 0, 1, 1, 2, 2, 3, 3], [1, 1, 0, 0, 3, 3, 2, 2], [2, 3, 2, 3, 0, 1, 0, 1]]
     """
     return to_triplets(all_pairs(labels, ref_labels))
 

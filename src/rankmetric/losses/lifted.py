@@ -82,10 +82,27 @@ default="euclidean"
         and a negative, in batch order. ``"mean"`` (the loss of the paper) is the mean of these
         terms.
 
+    See Also
+    --------
+    rankmetric.losses.TripletLoss : One negative per triplet instead of all of them.
+    rankmetric.losses.MultiSimilarityLoss : A weighted generalisation over mined pairs.
+
     References
     ----------
     Song, Xiang, Jegelka & Savarese, *Deep Metric Learning via Lifted Structured Feature
     Embedding*, CVPR 2016. Hermans, Beyer & Leibe, arXiv:1703.07737, 2017.
+
+    Examples
+    --------
+    >>> import torch
+    >>> _ = torch.manual_seed(0)
+    >>> x = torch.randn(8, 3, requires_grad=True)
+    >>> y = torch.tensor([0, 0, 1, 1, 2, 2, 3, 3])
+    >>> from rankmetric.losses import LiftedStructureLoss
+    >>> loss = LiftedStructureLoss(margin=1.0)(x, y)
+    >>> round(loss.item(), 2)
+    9.35
+    >>> loss.backward()
     """
 
     def __init__(

@@ -46,6 +46,16 @@ class CrossBatchMemory(nn.Module):
     n_filled : int
         How many slots hold an embedding.
 
+    See Also
+    --------
+    rankmetric.losses.MultiSimilarityLoss : The loss the memory was introduced with.
+    rankmetric.losses.MultiSimilarityMiner : Mining against the memory as reference set.
+
+    References
+    ----------
+    .. [1] X. Wang, H. Zhang, W. Huang and M. R. Scott. Cross-Batch Memory for Embedding
+       Learning. CVPR 2020.
+
     Examples
     --------
     >>> import torch
@@ -76,7 +86,13 @@ class CrossBatchMemory(nn.Module):
         return f"size={self.size}"
 
     def reset(self) -> None:
-        """Empty the memory."""
+        """Empty the memory.
+
+        Returns
+        -------
+        None
+            The next batch starts a new memory.
+        """
         self.register_buffer("embedding_memory", None, persistent=False)
         self.register_buffer("label_memory", None, persistent=False)
         self.position = 0

@@ -63,6 +63,25 @@ class Miner(nn.Module, metaclass=abc.ABCMeta):
 
     Subclasses implement ``mine(embeddings, labels, ref_emb, ref_labels, same)``, where ``same``
     says that the reference set is the batch itself (a sample is then not its own positive).
+
+    See Also
+    --------
+    rankmetric.losses.TripletMiner : Triplets by the rules of the triplet loss.
+    rankmetric.losses.MultiSimilarityMiner : Pairs by the rule of the Multi-Similarity loss.
+
+    Examples
+    --------
+    >>> import torch
+    >>> _ = torch.manual_seed(0)
+    >>> x = torch.randn(8, 3, requires_grad=True)
+    >>> y = torch.tensor([0, 0, 1, 1, 2, 2, 3, 3])
+    >>> from rankmetric.losses import Miner, TripletMiner
+    >>> miner = TripletMiner("all")
+    >>> isinstance(miner, Miner)
+    True
+    >>> anchors, positives, negatives = miner(x, y)
+    >>> anchors.shape
+    torch.Size([48])
     """
 
     allow_matrices = False
@@ -105,7 +124,27 @@ class Miner(nn.Module, metaclass=abc.ABCMeta):
     def mine(
         self, embeddings: Tensor, labels: Tensor, ref_emb: Tensor, ref_labels: Tensor, same: bool
     ) -> IndicesTuple:
-        """The index tuple of a validated, detached batch (each subclass's mining rule)."""
+        """The index tuple of a validated, detached batch (each subclass's mining rule).
+
+        Parameters
+        ----------
+        embeddings : Tensor of shape (B, ...)
+            The batch, detached.
+        labels : Tensor of shape (B,)
+            Its labels.
+        ref_emb : Tensor of shape (M, ...)
+            The reference set (the batch itself when ``same``).
+        ref_labels : Tensor of shape (M,)
+            Its labels.
+        same : bool
+            Whether the reference set is the batch (a sample is then not its own positive).
+
+        Returns
+        -------
+        tuple of Tensor
+            Triplets ``(a, p, n)`` or pairs ``(a1, p, a2, n)`` of indices (``a`` into the batch,
+            ``p`` and ``n`` into the reference set).
+        """
 
 
 class TripletMiner(Miner):
@@ -124,6 +163,18 @@ default="euclidean"
         As :func:`~rankmetric.losses.pair_distances.pairwise_distance`.
     generator : torch.Generator, optional
         Random source of ``"random"``.
+
+    See Also
+    --------
+    rankmetric.losses.TripletLoss : The loss with the same rules built in.
+    rankmetric.losses.BatchHardMiner : ``TripletMiner("hard")`` under its usual name.
+
+    References
+    ----------
+    .. [1] F. Schroff, D. Kalenichenko and J. Philbin. FaceNet: A Unified Embedding for Face
+       Recognition and Clustering. CVPR 2015 (``"semihard"``).
+    .. [2] A. Hermans, L. Beyer and B. Leibe. In Defense of the Triplet Loss for Person
+       Re-Identification. arXiv:1703.07737, 2017 (``"hard"``, ``"all"``).
 
     Examples
     --------
@@ -178,6 +229,16 @@ class BatchHardMiner(TripletMiner):
     distance : str or callable, default="euclidean"
         As :class:`TripletMiner`.
 
+    See Also
+    --------
+    rankmetric.losses.TripletMiner : The other triplet rules.
+    rankmetric.losses.TripletLoss : A triplet loss that mines the same way with ``mining="hard"``.
+
+    References
+    ----------
+    .. [1] A. Hermans, L. Beyer and B. Leibe. In Defense of the Triplet Loss for Person
+       Re-Identification. arXiv:1703.07737, 2017.
+
     Examples
     --------
     >>> import torch
@@ -201,6 +262,16 @@ class MultiSimilarityMiner(Miner):
     epsilon : float, default=0.1
         ``ε ≥ 0``.
     similarity : {"cosine", "dot"} or callable, default="cosine"
+
+    See Also
+    --------
+    rankmetric.losses.MultiSimilarityLoss : The loss this mining was designed for.
+    rankmetric.losses.TripletMiner : Triplets instead of pairs.
+
+    References
+    ----------
+    .. [1] X. Wang, X. Han, W. Huang, D. Dong and M. R. Scott. Multi-Similarity Loss with General
+       Pair Weighting for Deep Metric Learning. CVPR 2019.
 
     Examples
     --------

@@ -65,10 +65,28 @@ class MultiSimilarityLoss(MetricLoss):
         ``"none"`` returns the bracketed term of eq. 7 for every anchor, shape (B,), in batch
         order (0 for an anchor without mined pairs); ``"mean"`` is their mean over the batch.
 
+    See Also
+    --------
+    rankmetric.losses.MultiSimilarityMiner : Its pair mining, usable with other losses.
+    rankmetric.losses.CrossBatchMemory : Compare each batch with past batches too.
+    rankmetric.losses.LiftedStructureLoss : Every pair of a batch, one margin.
+
     References
     ----------
     Wang, Han, Huang, Dong & Scott, *Multi-Similarity Loss with General Pair Weighting for Deep
     Metric Learning*, CVPR 2019.
+
+    Examples
+    --------
+    >>> import torch
+    >>> _ = torch.manual_seed(0)
+    >>> x = torch.randn(8, 3, requires_grad=True)
+    >>> y = torch.tensor([0, 0, 1, 1, 2, 2, 3, 3])
+    >>> from rankmetric.losses import MultiSimilarityLoss
+    >>> loss = MultiSimilarityLoss()(x, y)
+    >>> round(loss.item(), 2)
+    1.21
+    >>> loss.backward()
     """
 
     def __init__(
@@ -150,7 +168,20 @@ class MultiSimilarityLoss(MetricLoss):
     def mine(
         self, sim: torch.Tensor, positive: torch.Tensor, negative: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """The mined pair masks ``P̂`` and ``N̂`` (eq. 5–6), each a bool tensor of shape (B, M)."""
+        """The mined pair masks ``P̂`` and ``N̂`` (eq. 5–6), each a bool tensor of shape (B, M).
+
+        Parameters
+        ----------
+        sim : Tensor of shape (B, M)
+            Similarities of the batch to the reference set.
+        positive, negative : bool Tensor of shape (B, M)
+            The same-label and different-label pairs.
+
+        Returns
+        -------
+        positive, negative : bool Tensor of shape (B, M)
+            The mined subsets of ``positive`` and ``negative``.
+        """
         return multi_similarity_masks(sim, positive, negative, self.epsilon)
 
 

@@ -52,6 +52,11 @@ class NPairLoss(MetricLoss):
         :math:`\\tfrac{\\lambda}{4} (\\Vert f_i \\Vert^2 + \\Vert f_i^+ \\Vert^2)` of the
         regulariser; ``"mean"`` (the loss of the paper) is their mean.
 
+    See Also
+    --------
+    rankmetric.losses.ProxyNCALoss : A softmax over learned class proxies instead of positives.
+    rankmetric.losses.MultiSimilarityLoss : Soft weighting of every mined pair.
+
     Notes
     -----
     The batch should hold at least two samples of at least two classes (the paper's batches hold
@@ -61,6 +66,18 @@ class NPairLoss(MetricLoss):
     References
     ----------
     Sohn, *Improved Deep Metric Learning with Multi-class N-pair Loss Objective*, NeurIPS 2016.
+
+    Examples
+    --------
+    >>> import torch
+    >>> _ = torch.manual_seed(0)
+    >>> x = torch.randn(8, 3, requires_grad=True)
+    >>> y = torch.tensor([0, 0, 1, 1, 2, 2, 3, 3])
+    >>> from rankmetric.losses import NPairLoss
+    >>> loss = NPairLoss()(x, y)
+    >>> round(loss.item(), 2)
+    2.93
+    >>> loss.backward()
     """
 
     def __init__(

@@ -120,6 +120,24 @@ def pairwise_distance(
     -------
     tensor of shape (n_x, n_y)
         Differentiable distances, in the dtype of ``x``.
+
+    See Also
+    --------
+    rankmetric.losses.paired_distance : Distances of matching rows only.
+    rankmetric.losses.pairwise_similarity : Similarities instead of distances.
+    rankmetric.geometry.pairwise_distance : The SPD-matrix distances it dispatches to.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from rankmetric.losses import pairwise_distance
+    >>> x = torch.tensor([[0.0, 0.0], [3.0, 4.0]])
+    >>> pairwise_distance(x)
+    tensor([[0., 5.],
+            [5., 0.]])
+    >>> pairwise_distance(x, "sqeuclidean", y=x[:1])
+    tensor([[ 0.],
+            [25.]])
     """
     if callable(metric):
         return _call_injected(metric, x, x if y is None else y)
@@ -149,6 +167,18 @@ def paired_distance(x: torch.Tensor, y: torch.Tensor, metric: Metric = "euclidea
     Returns
     -------
     tensor of shape (n,)
+
+    See Also
+    --------
+    rankmetric.losses.pairwise_distance : Distances between every row of two sets.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from rankmetric.losses import paired_distance
+    >>> x, y = torch.tensor([[0.0, 0.0], [1.0, 1.0]]), torch.tensor([[3.0, 4.0], [1.0, 1.0]])
+    >>> paired_distance(x, y)
+    tensor([5., 0.])
     """
     if callable(metric):
         return torch.diagonal(_call_injected(metric, x, y))
@@ -186,6 +216,19 @@ def pairwise_similarity(
     Returns
     -------
     tensor of shape (n_x, n_y)
+
+    See Also
+    --------
+    rankmetric.losses.pairwise_distance : Distances instead of similarities.
+    rankmetric.losses.MultiSimilarityLoss : A loss on these similarities.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from rankmetric.losses import pairwise_similarity
+    >>> pairwise_similarity(torch.tensor([[1.0, 0.0], [1.0, 1.0]])).round(decimals=4)
+    tensor([[1.0000, 0.7071],
+            [0.7071, 1.0000]])
     """
     if callable(metric):
         return _call_injected(metric, x, x if y is None else y)

@@ -161,12 +161,41 @@ class RiemannianPotatoLoss(MetricLoss):
     seen : bool tensor of shape (n_classes,)
         Whether a class's potato has been initialised; anchors of unseen classes contribute 0.
 
+    See Also
+    --------
+    rankmetric.RPLEmbedding : The estimator that trains an SPD network with this loss.
+    rankmetric.geometry.pairwise_airm : The affine-invariant distances it ranks.
+    rankmetric.losses.MultiSimilarityLoss : A Euclidean ranking loss of the same benchmark.
+
     Notes
     -----
     Call as ``loss(embeddings, labels)`` with ``embeddings`` of shape (B, c, c) (SPD) or (B, d)
     and integer ``labels`` of shape (B,). The statistics are updated in training mode only
     (``loss.train()``, the default); in ``eval()`` mode the stored potato is used as is.
     The cost is one (B, B) distance matrix and O(B²) masked arithmetic, no loop over anchors.
+
+    References
+    ----------
+    .. [1] B. H. Kim, Y.-J. Suh, H. Lee and S. Jo. Nonlinear Ranking Loss on Riemannian Potato
+       Embedding. KAIST and Looxid Labs, poster.
+    .. [2] A. Barachant, A. Andreev and M. Congedo. The Riemannian Potato: an automatic and
+       adaptive artifact detection method for online experiments using Riemannian geometry.
+       TOBI Workshop IV, 2013.
+    .. [3] X. Wang, Y. Hua, E. Kodirov, G. Hu, R. Garnier and N. M. Robertson. Ranked List Loss
+       for Deep Metric Learning. CVPR 2019 (``temperature``).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from rankmetric.datasets import make_spd_clusters
+    >>> from rankmetric.losses import RiemannianPotatoLoss
+    >>> X, y = make_spd_clusters(12, n_channels=3, n_classes=2, random_state=0)
+    >>> loss_fn = RiemannianPotatoLoss(n_classes=2)
+    >>> loss = loss_fn(torch.as_tensor(X), torch.as_tensor(y))
+    >>> loss.shape
+    torch.Size([])
+    >>> loss_fn.log_mu.shape
+    torch.Size([2])
     """
 
     def __init__(

@@ -65,10 +65,30 @@ class ProxyNCALoss(MetricLoss):
     proxies : nn.Parameter of shape (n_classes, embedding_dim)
         Unnormalised proxies (normalised inside the loss); train them with the embedding model.
 
+    See Also
+    --------
+    rankmetric.losses.NPairLoss : A softmax over in-batch positives instead of proxies.
+    rankmetric.losses.MultiSimilarityLoss : A pair-based loss of the same benchmark.
+
     References
     ----------
     Movshovitz-Attias, Toshev, Leung, Ioffe & Singh, *No Fuss Distance Metric Learning using
     Proxies*, ICCV 2017.
+
+    Examples
+    --------
+    >>> import torch
+    >>> _ = torch.manual_seed(0)
+    >>> x = torch.randn(8, 3, requires_grad=True)
+    >>> y = torch.tensor([0, 0, 1, 1, 2, 2, 3, 3])
+    >>> from rankmetric.losses import ProxyNCALoss
+    >>> loss_fn = ProxyNCALoss(n_classes=4, embedding_dim=3)
+    >>> loss_fn.proxies.shape
+    torch.Size([4, 3])
+    >>> loss = loss_fn(x, y)
+    >>> loss.backward()
+    >>> x.grad.shape
+    torch.Size([8, 3])
     """
 
     def __init__(

@@ -39,6 +39,25 @@ def aon_penalty(weight: torch.Tensor) -> torch.Tensor:
     Returns
     -------
     scalar tensor
+
+    See Also
+    --------
+    rankmetric.losses.kernel_aon_penalty : The same regulariser for Kernel WARCA.
+    rankmetric.WARCA : The estimator that adds it to the WARP loss.
+
+    References
+    ----------
+    .. [1] C. Jose and F. Fleuret. Scalable Metric Learning via Weighted Approximate Rank
+       Component Analysis. ECCV 2016.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from rankmetric.losses import aon_penalty
+    >>> aon_penalty(torch.eye(2, 3))  # orthonormal rows: no penalty
+    tensor(0.)
+    >>> aon_penalty(2 * torch.eye(2, 3))  # ½ ‖4 I − I‖²_F = ½ · 2 · 9
+    tensor(9.)
     """
     gram = weight @ weight.T
     eye = torch.eye(gram.shape[0], dtype=gram.dtype, device=gram.device)
@@ -84,6 +103,24 @@ def kernel_aon_penalty(
     Returns
     -------
     scalar tensor
+
+    See Also
+    --------
+    rankmetric.losses.aon_penalty : The linear version.
+    rankmetric.KernelWARCA : The estimator that adds it to the WARP loss.
+
+    References
+    ----------
+    .. [1] C. Jose and F. Fleuret. Scalable Metric Learning via Weighted Approximate Rank
+       Component Analysis. ECCV 2016.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from rankmetric.losses import kernel_aon_penalty
+    >>> K = torch.eye(3)  # with K = I it is the linear penalty of A
+    >>> kernel_aon_penalty(2 * torch.eye(2, 3), K)
+    tensor(9.)
     """
     if KA is None:
         if K is None:
@@ -106,6 +143,23 @@ def group_norm_penalty(weight: torch.Tensor) -> torch.Tensor:
     Returns
     -------
     Scalar tensor.
+
+    See Also
+    --------
+    rankmetric.losses.group_soft_threshold_ : Its proximal operator.
+    rankmetric.SSNE : The estimator that prunes units with it.
+
+    References
+    ----------
+    .. [1] D. Batra and G. Shakhnarovich. Similarity Sensitive Nonlinear Embeddings. Toyota
+       Technological Institute at Chicago, workshop extended abstract.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from rankmetric.losses import group_norm_penalty
+    >>> group_norm_penalty(torch.tensor([[3.0, 0.0], [4.0, 1.0]]))  # ‖(3, 4)‖ + ‖(0, 1)‖
+    tensor(6.)
     """
     return torch.linalg.vector_norm(weight, dim=0).sum()
 
@@ -137,6 +191,26 @@ def group_soft_threshold_(
     -------
     Tensor of shape (n_groups,), bool
         Which columns are non-zero afterwards.
+
+    See Also
+    --------
+    rankmetric.losses.group_norm_penalty : The penalty whose proximal operator this is.
+
+    References
+    ----------
+    .. [1] D. Batra and G. Shakhnarovich. Similarity Sensitive Nonlinear Embeddings. Toyota
+       Technological Institute at Chicago, workshop extended abstract.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from rankmetric.losses import group_soft_threshold_
+    >>> W = torch.tensor([[3.0, 0.0], [4.0, 1.0]])
+    >>> group_soft_threshold_(W, 1.0)  # column norms 5 and 1
+    tensor([ True, False])
+    >>> W
+    tensor([[2.4000, 0.0000],
+            [3.2000, 0.0000]])
     """
     if threshold < 0:
         raise ValueError(f"the soft-threshold must be non-negative, got {threshold}.")

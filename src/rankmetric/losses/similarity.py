@@ -52,6 +52,33 @@ def label_similarity_targets(
 
     ``labels_a`` and ``labels_b`` broadcast against each other (paired vectors, or a column and a
     row for every pair of a batch); the result has their broadcast shape and float32 dtype.
+
+    Parameters
+    ----------
+    labels_a, labels_b : Tensor
+        Labels of the two members of each pair; they broadcast against each other.
+    neg_target : float, default=-1.0
+        Target of a pair with different labels.
+
+    Returns
+    -------
+    Tensor, float32
+        The targets, of the broadcast shape of ``labels_a`` and ``labels_b``.
+
+    See Also
+    --------
+    rankmetric.losses.jaccard_similarity_targets : Graded targets from label sets.
+    rankmetric.losses.SimilarityRegressionLoss : The loss that regresses on them.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from rankmetric.losses import label_similarity_targets
+    >>> labels = torch.tensor([0, 0, 1])
+    >>> label_similarity_targets(labels[:, None], labels[None, :], neg_target=0.0)
+    tensor([[1., 1., 0.],
+            [1., 1., 0.],
+            [0., 0., 1.]])
     """
     same = labels_a == labels_b
     return torch.where(same, 1.0, float(neg_target)).to(torch.float32)
@@ -74,6 +101,20 @@ def jaccard_similarity_targets(
     Returns
     -------
     Tensor of shape (n_pairs,), float32
+
+    See Also
+    --------
+    rankmetric.losses.label_similarity_targets : Targets from single labels.
+    rankmetric.SSNE : Its ``fit_pairs`` takes such real-valued targets.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from rankmetric.losses import jaccard_similarity_targets
+    >>> a = torch.tensor([[1, 1, 0], [1, 0, 0]])
+    >>> b = torch.tensor([[1, 0, 1], [1, 0, 0]])
+    >>> jaccard_similarity_targets(a, b)  # J = 1/3 and 1
+    tensor([-0.3333,  1.0000])
     """
     a, b = labels_a.bool(), labels_b.bool()
     inter = (a & b).sum(dim=-1).to(torch.float32)
@@ -110,6 +151,30 @@ class SimilarityRegressionLoss(MetricLoss):
         pairs ``i < j`` in row-major order, shape (B (B − 1) / 2,); for ``loss.pairs(...)`` one
         per given pair, times its weight when ``weights`` are given. ``"sum"`` is their sum;
         ``"mean"`` their mean (the weighted mean, :math:`\\sum w e / \\sum w`, with weights).
+
+    See Also
+    --------
+    rankmetric.SSNE : The estimator that minimises this loss with a group-norm penalty.
+    rankmetric.losses.label_similarity_targets : Targets of the pairs of a labelled batch.
+    rankmetric.losses.group_norm_penalty : The L1,2 penalty that SSNE adds.
+
+    References
+    ----------
+    .. [1] D. Batra and G. Shakhnarovich. Similarity Sensitive Nonlinear Embeddings. Toyota
+       Technological Institute at Chicago, workshop extended abstract.
+
+    Examples
+    --------
+    >>> import torch
+    >>> _ = torch.manual_seed(0)
+    >>> x = torch.randn(8, 3, requires_grad=True)
+    >>> y = torch.tensor([0, 0, 1, 1, 2, 2, 3, 3])
+    >>> from rankmetric.losses import SimilarityRegressionLoss
+    >>> h = torch.nn.functional.normalize(x, dim=1)  # points on the unit sphere
+    >>> loss = SimilarityRegressionLoss()(h, y)
+    >>> loss.shape
+    torch.Size([])
+    >>> loss.backward()
     """
 
     def __init__(self, neg_target: float = -1.0, *, reduction: str = "mean") -> None:

@@ -89,10 +89,28 @@ default="euclidean"
         divides that sum by the number of mined triplets (or of those with a positive hinge,
         ``average_nonzero=True``), not by B.
 
+    See Also
+    --------
+    rankmetric.losses.TripletMiner : The same triplet rules as a miner, for other losses.
+    rankmetric.losses.WARPLoss : Triplet hinges weighted by the rank of the positive.
+    rankmetric.losses.LiftedStructureLoss : Every negative of a pair at once, smoothly.
+
     References
     ----------
     Schroff, Kalenichenko & Philbin, *FaceNet*, CVPR 2015. Hermans, Beyer & Leibe, *In Defense of
     the Triplet Loss for Person Re-Identification*, arXiv:1703.07737, 2017.
+
+    Examples
+    --------
+    >>> import torch
+    >>> _ = torch.manual_seed(0)
+    >>> x = torch.randn(8, 3, requires_grad=True)
+    >>> y = torch.tensor([0, 0, 1, 1, 2, 2, 3, 3])
+    >>> from rankmetric.losses import TripletLoss
+    >>> loss = TripletLoss(margin=0.2, mining="hard")(x, y)
+    >>> round(loss.item(), 2)
+    1.74
+    >>> loss.backward()
     """
 
     def __init__(

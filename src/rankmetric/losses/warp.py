@@ -570,6 +570,17 @@ class WARPLoss(MetricLoss):
         pair ``(a, p)``, ``a ≠ p``, in row-major order (of ``positive_mask.nonzero()``): shape
         (n_positive_pairs,). ``"mean"`` is their mean (0 for a batch without a positive pair).
 
+    See Also
+    --------
+    rankmetric.WARCA : The estimator that minimises this loss for a linear map.
+    rankmetric.KernelWARCA : The same for a kernel map.
+    rankmetric.losses.TripletLoss : The unweighted triplet hinge that WARP weights by rank.
+
+    References
+    ----------
+    .. [1] C. Jose and F. Fleuret. Scalable Metric Learning via Weighted Approximate Rank
+       Component Analysis. ECCV 2016.
+
     Examples
     --------
     >>> loss_fn = WARPLoss(margin=1.0)

@@ -64,6 +64,23 @@ class LinearMap(nn.Module):
     Attributes
     ----------
     weight : Parameter of shape (out_features, in_features)
+
+    See Also
+    --------
+    rankmetric.WARCA : The estimator that trains this map.
+    rankmetric.losses.WARPLoss : The loss WARCA trains it with.
+
+    References
+    ----------
+    .. [1] C. Jose and F. Fleuret. Scalable Metric Learning via Weighted Approximate Rank
+       Component Analysis. ECCV 2016.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from rankmetric.models import LinearMap
+    >>> LinearMap(4, 2)(torch.zeros(3, 4)).shape
+    torch.Size([3, 2])
     """
 
     def __init__(
@@ -119,6 +136,16 @@ class LinearMap(nn.Module):
         over an (n, D) batch; kernel WARCA passes its whole N × N kernel here). The subtraction
         after the product costs ``log10(max |μ|/σ)`` of float32's ~7 digits, which only matters
         for features whose offset dwarfs their spread by several orders of magnitude.
+
+        Parameters
+        ----------
+        x : tensor of shape (..., in_features)
+            Raw inputs.
+
+        Returns
+        -------
+        tensor of shape (..., out_features)
+            The embeddings.
         """
         if not self.standardize:
             return x @ self.weight.T
@@ -149,6 +176,11 @@ class LinearMap(nn.Module):
             learner's ``components_``), so ``W = L σ`` and :meth:`folded` returns ``L``.
         data : tensor of shape (n_samples, in_features)
             Raw inputs, needed for ``"pca"``.
+
+        Returns
+        -------
+        None
+            ``weight`` is set in place.
         """
         out_features, in_features = self.weight.shape
         if isinstance(init, np.ndarray):
@@ -175,5 +207,11 @@ class LinearMap(nn.Module):
 
     @torch.no_grad()
     def folded(self) -> torch.Tensor:
-        """``L = W / σ`` (out_features, in_features): the map on raw inputs, up to a shift."""
+        """``L = W / σ`` (out_features, in_features): the map on raw inputs, up to a shift.
+
+        Returns
+        -------
+        tensor of shape (out_features, in_features)
+            ``L`` with ``forward(x) = x Lᵀ − L μ``.
+        """
         return self.weight / self.scale

@@ -106,6 +106,24 @@ class BiMap(nn.Module):
         Seeds the random initialisation.
     dtype, device
         Of the weight.
+
+    See Also
+    --------
+    rankmetric.models.ReEig : The rectification that follows it.
+    rankmetric.models.SPDNet : The network of BiMap and ReEig blocks.
+
+    References
+    ----------
+    .. [1] Z. Huang and L. Van Gool. A Riemannian Network for SPD Matrix Learning. AAAI 2017.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from rankmetric.datasets import make_spd_clusters
+    >>> X = torch.as_tensor(make_spd_clusters(6, n_channels=4, n_classes=2, random_state=0)[0])
+    >>> from rankmetric.models import BiMap
+    >>> BiMap(4, 2, dtype=torch.float64)(X).shape
+    torch.Size([6, 2, 2])
     """
 
     @renamed_keywords(d_in="in_features", d_out="out_features")
@@ -138,7 +156,18 @@ class BiMap(nn.Module):
         self.weight = nn.Parameter(weight)
 
     def forward(self, X: torch.Tensor) -> torch.Tensor:
-        """Map SPD matrices (B, in_features, in_features) to (B, out_features, out_features)."""
+        """Map SPD matrices (B, in_features, in_features) to (B, out_features, out_features).
+
+        Parameters
+        ----------
+        X : tensor of shape (B, in_features, in_features)
+            SPD matrices.
+
+        Returns
+        -------
+        tensor of shape (B, out_features, out_features)
+            ``Wᵀ X W``, exactly symmetric.
+        """
         W = self.weight
         return symmetrize(W.transpose(-1, -2) @ X @ W)
 
@@ -174,6 +203,22 @@ class ReEig(nn.Module):
         layer is then the identity. Computed as :math:`s \operatorname{clamp}(X / s, \varepsilon)`
         with :math:`s = \operatorname{tr}(X) / c`, so the gradient includes the floor's
         dependence on :math:`X`.
+
+    See Also
+    --------
+    rankmetric.geometry.spd_clamp : The same eigenvalue floor as a function.
+    rankmetric.models.BiMap : The layer before it.
+
+    References
+    ----------
+    .. [1] Z. Huang and L. Van Gool. A Riemannian Network for SPD Matrix Learning. AAAI 2017.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from rankmetric.models import ReEig
+    >>> ReEig(eps=0.1)(torch.diag(torch.tensor([0.01, 2.0]))[None]).diagonal(dim1=1, dim2=2)
+    tensor([[0.1000, 2.0000]])
     """
 
     def __init__(self, eps: float = 1e-4, relative: bool = False) -> None:
@@ -188,6 +233,18 @@ class ReEig(nn.Module):
         self.relative = bool(relative)
 
     def forward(self, X: torch.Tensor) -> torch.Tensor:
+        """Floor the eigenvalues of each matrix.
+
+        Parameters
+        ----------
+        X : tensor of shape (B, c, c)
+            Symmetric matrices.
+
+        Returns
+        -------
+        tensor of shape (B, c, c)
+            SPD matrices, exactly symmetric.
+        """
         # Symmetrised so that outputs are exactly symmetric, not only up to rounding.
         if not self.relative:
             return symmetrize(spd_clamp(X, self.eps))
@@ -220,6 +277,18 @@ def batch_karcher_mean(X: torch.Tensor, n_iter: int = 1) -> torch.Tensor:
     Returns
     -------
     tensor of shape (c, c)
+
+    See Also
+    --------
+    rankmetric.geometry.riemannian_mean : The converged mean, with weights.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from rankmetric.models import batch_karcher_mean
+    >>> X = torch.stack([torch.eye(2), 4 * torch.eye(2)]).double()
+    >>> batch_karcher_mean(X, n_iter=5).diagonal()
+    tensor([2., 2.], dtype=torch.float64)
     """
     G = symmetrize(X.mean(dim=0))
     for _ in range(n_iter):
@@ -252,6 +321,25 @@ class SPDBatchNorm(nn.Module):
         Learn the SPD bias ``B``.
     dtype, device
         Of the bias and the running mean.
+
+    See Also
+    --------
+    rankmetric.models.batch_karcher_mean : The batch mean it centres with.
+    rankmetric.models.SPDNet : Uses it between blocks when ``batchnorm=True``.
+
+    References
+    ----------
+    .. [1] D. Brooks, O. Schwander, F. Barbaresco, J.-Y. Schneider and M. Cord. Riemannian
+       batch normalization for SPD neural networks. NeurIPS 2019.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from rankmetric.datasets import make_spd_clusters
+    >>> X = torch.as_tensor(make_spd_clusters(6, n_channels=4, n_classes=2, random_state=0)[0])
+    >>> from rankmetric.models import SPDBatchNorm
+    >>> SPDBatchNorm(4, dtype=torch.float64)(X).shape
+    torch.Size([6, 4, 4])
     """
 
     def __init__(
@@ -276,7 +364,19 @@ class SPDBatchNorm(nn.Module):
             self.log_bias = nn.Parameter(torch.zeros(size, size, dtype=dtype, device=device))
 
     def forward(self, X: torch.Tensor) -> torch.Tensor:
-        """Centre (and bias) SPD matrices (B, c, c)."""
+        """Centre (and bias) SPD matrices (B, c, c).
+
+        Parameters
+        ----------
+        X : tensor of shape (B, c, c)
+            SPD matrices.
+
+        Returns
+        -------
+        tensor of shape (B, c, c)
+            The matrices centred at the identity (training: by the batch mean; evaluation: by the
+            running mean), then moved to the learned bias.
+        """
         if self.training:
             G = batch_karcher_mean(X, self.n_iter)
             with torch.no_grad():
@@ -302,9 +402,37 @@ class LogEig(nn.Module):
 
     The output matrices are symmetric (B, c, c); :math:`X = U \Lambda U^\top` is the
     eigendecomposition of each input matrix.
+
+    See Also
+    --------
+    rankmetric.geometry.spd_log : The same logarithm as a function.
+    rankmetric.models.SPDNet : Ends with it when ``log_output=True``.
+
+    References
+    ----------
+    .. [1] Z. Huang and L. Van Gool. A Riemannian Network for SPD Matrix Learning. AAAI 2017.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from rankmetric.models import LogEig
+    >>> LogEig()(torch.eye(2)[None] * torch.e).diagonal(dim1=1, dim2=2)
+    tensor([[1., 1.]])
     """
 
     def forward(self, X: torch.Tensor) -> torch.Tensor:
+        """Matrix logarithm of each SPD matrix.
+
+        Parameters
+        ----------
+        X : tensor of shape (B, c, c)
+            SPD matrices.
+
+        Returns
+        -------
+        tensor of shape (B, c, c)
+            Symmetric matrices.
+        """
         return spd_log(X)
 
 
@@ -343,6 +471,18 @@ class SPDNet(nn.Module):
         Seeds every random initialisation (Stiefel weights and the head).
     dtype, device
         Of the parameters.
+
+    See Also
+    --------
+    rankmetric.SPDNetEmbedding : The estimator that trains it.
+    rankmetric.models.StiefelAdam : The optimiser that keeps its BiMaps orthonormal.
+    rankmetric.losses.RiemannianPotatoLoss : A loss on its SPD outputs.
+
+    References
+    ----------
+    .. [1] Z. Huang and L. Van Gool. A Riemannian Network for SPD Matrix Learning. AAAI 2017.
+    .. [2] D. Brooks, O. Schwander, F. Barbaresco, J.-Y. Schneider and M. Cord. Riemannian
+       batch normalization for SPD neural networks. NeurIPS 2019 (``batchnorm``).
 
     Examples
     --------

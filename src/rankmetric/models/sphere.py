@@ -34,6 +34,18 @@ def sphere_similarity(emb_a: torch.Tensor, emb_b: torch.Tensor) -> torch.Tensor:
     -------
     Tensor of shape (n_pairs,)
         Similarities in ``[-1, 1]``.
+
+    See Also
+    --------
+    rankmetric.models.SphereTanhEmbedding : The embedding it compares.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from rankmetric.models import sphere_similarity
+    >>> a = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
+    >>> sphere_similarity(a, torch.tensor([[1.0, 0.0], [1.0, 0.0]]))
+    tensor([1., 0.])
     """
     if emb_a.shape != emb_b.shape:
         raise ValueError(
@@ -76,11 +88,31 @@ class SphereTanhEmbedding(nn.Module):
     n_features, n_components : int
         Read-only aliases of ``in_features`` and ``out_features`` (the names before 0.2).
 
+    See Also
+    --------
+    rankmetric.SSNE : The estimator that trains this embedding.
+    rankmetric.models.sphere_similarity : The similarity of two embeddings.
+    rankmetric.losses.SimilarityRegressionLoss : The loss SSNE trains it with.
+
     Notes
     -----
     :math:`2 / (1 + e^t) - 1` is evaluated as :math:`-\tanh(t / 2)`, which is the same function
     but never overflows. When every unit is zero the norm guard returns ``H(x) = 0`` (with finite
     gradients) instead of dividing by zero.
+
+    References
+    ----------
+    .. [1] D. Batra and G. Shakhnarovich. Similarity Sensitive Nonlinear Embeddings. Toyota
+       Technological Institute at Chicago, workshop extended abstract.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from rankmetric.models import SphereTanhEmbedding
+    >>> _ = torch.manual_seed(0)
+    >>> H = SphereTanhEmbedding(4, 3)(torch.randn(5, 4))
+    >>> H.shape, bool(torch.allclose(H.norm(dim=1), torch.ones(5)))
+    (torch.Size([5, 3]), True)
     """
 
     @renamed_keywords(n_features="in_features", n_components="out_features")
@@ -109,7 +141,18 @@ class SphereTanhEmbedding(nn.Module):
 
     def reset_parameters(self, generator: torch.Generator | None = None) -> None:
         """Draw ``W`` from ``N(0, 1 / (D + 1))``, so that ``w_mᵀ φ(x)`` has unit scale on
-        standardised inputs; ``generator`` makes the draw reproducible."""
+        standardised inputs; ``generator`` makes the draw reproducible.
+
+        Parameters
+        ----------
+        generator : torch.Generator, optional
+            Makes the draw reproducible.
+
+        Returns
+        -------
+        None
+            ``weight`` is set in place.
+        """
         std = 1.0 / math.sqrt(self.weight.shape[0])
         with torch.no_grad():
             self.weight.normal_(0.0, std, generator=generator)
@@ -149,7 +192,13 @@ class SphereTanhEmbedding(nn.Module):
         return nn.functional.normalize(self.unnormalized(x), dim=1, eps=NORM_EPS)
 
     def active_components(self) -> torch.Tensor:
-        """Boolean mask of shape (out_features,): units whose column ``w_m`` is not exactly zero."""
+        """Boolean mask of shape (out_features,): units whose column ``w_m`` is not exactly zero.
+
+        Returns
+        -------
+        tensor of shape (out_features,), bool
+            The surviving units.
+        """
         return (self.weight != 0).any(dim=0)
 
     def extra_repr(self) -> str:

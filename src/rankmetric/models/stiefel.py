@@ -140,6 +140,28 @@ class StiefelSGD(torch.optim.Optimizer):
     weight_decay : float, default=0
         L2 penalty, applied to Euclidean groups only (it is meaningless on the Stiefel manifold,
         where :math:`\lVert W \rVert_F^2 = p` is constant).
+
+    See Also
+    --------
+    rankmetric.models.StiefelAdam : The same constraint with Adam.
+
+    References
+    ----------
+    .. [1] Z. Huang and L. Van Gool. A Riemannian Network for SPD Matrix Learning. AAAI 2017.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from rankmetric.datasets import make_spd_clusters
+    >>> X = torch.as_tensor(make_spd_clusters(6, n_channels=4, n_classes=2, random_state=0)[0])
+    >>> from rankmetric.models import SPDNet, StiefelSGD
+    >>> net = SPDNet([4, 3], dtype=torch.float64)
+    >>> optimiser = StiefelSGD(net.parameter_groups(), lr=1e-2)
+    >>> net(X).diagonal(dim1=1, dim2=2).sum().backward()
+    >>> optimiser.step()
+    >>> W = net.parameter_groups()[0]["params"][0]
+    >>> bool(torch.allclose(W.T @ W, torch.eye(3, dtype=torch.float64)))
+    True
     """
 
     def __init__(
@@ -212,6 +234,30 @@ class StiefelAdam(torch.optim.Optimizer):
     eps : float, default=1e-8
     weight_decay : float, default=0
         L2 penalty on Euclidean groups only.
+
+    See Also
+    --------
+    rankmetric.models.StiefelSGD : The same constraint with SGD.
+    rankmetric.models.SPDNet : Its ``parameter_groups()`` mark the Stiefel weights.
+
+    References
+    ----------
+    .. [1] G. Bécigneul and O.-E. Ganea. Riemannian Adaptive Optimization Methods. ICLR 2019.
+    .. [2] D. P. Kingma and J. Ba. Adam: A Method for Stochastic Optimization. ICLR 2015.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from rankmetric.datasets import make_spd_clusters
+    >>> X = torch.as_tensor(make_spd_clusters(6, n_channels=4, n_classes=2, random_state=0)[0])
+    >>> from rankmetric.models import SPDNet, StiefelAdam
+    >>> net = SPDNet([4, 3], dtype=torch.float64)
+    >>> optimiser = StiefelAdam(net.parameter_groups(), lr=1e-2)
+    >>> net(X).diagonal(dim1=1, dim2=2).sum().backward()
+    >>> optimiser.step()
+    >>> W = net.parameter_groups()[0]["params"][0]
+    >>> bool(torch.allclose(W.T @ W, torch.eye(3, dtype=torch.float64)))
+    True
     """
 
     def __init__(

@@ -19,7 +19,23 @@ __all__ = ["faiss_available", "faiss_search"]
 
 
 def faiss_available() -> bool:
-    """Whether the ``faiss`` package can be imported."""
+    """Whether the ``faiss`` package can be imported.
+
+    Returns
+    -------
+    bool
+        True when ``faiss`` is installed (``pip install rankmetric[faiss]``).
+
+    See Also
+    --------
+    rankmetric.neighbors.faiss_search : The search it enables.
+
+    Examples
+    --------
+    >>> from rankmetric.neighbors import faiss_available
+    >>> isinstance(faiss_available(), bool)
+    True
+    """
     return importlib.util.find_spec("faiss") is not None
 
 
@@ -29,6 +45,40 @@ def faiss_search(
     """Distances (n_queries, k) and indices (int64) with faiss ``IndexFlatL2``/``IndexFlatIP``.
 
     Computed in float32 on the CPU; distances are returned in ``Q``'s precision.
+
+    Parameters
+    ----------
+    Q : tensor of shape (n_queries, d)
+        The queries.
+    G : tensor of shape (n_gallery, d)
+        The gallery.
+    k : int
+        Neighbours per query.
+    metric : {"euclidean", "sqeuclidean", "cosine"}
+        The distance.
+    exclude_self : bool
+        Query ``i`` is gallery item ``i`` and is not its own neighbour.
+
+    Returns
+    -------
+    distances : ndarray of shape (n_queries, k)
+        Ascending per row.
+    indices : ndarray of shape (n_queries, k), int64
+        Gallery indices.
+
+    See Also
+    --------
+    rankmetric.evaluate.knn_search : The same search in torch (``backend="faiss"`` uses this).
+    rankmetric.neighbors.faiss_available : Whether faiss is installed.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from rankmetric.neighbors import faiss_search
+    >>> G = torch.tensor([[0.0, 0.0], [3.0, 4.0]])
+    >>> distances, indices = faiss_search(G, G, 1, "euclidean", exclude_self=True)
+    >>> indices.tolist()
+    [[1], [0]]
     """
     import faiss
 

@@ -37,14 +37,68 @@ MEMORY_BUDGET = 256 * 2**20  # bytes for the per-chunk temporaries
 
 
 def check_metric(metric: str) -> str:
-    """Return ``metric`` if it is supported, else raise ``ValueError``."""
+    """Return ``metric`` if it is supported, else raise ``ValueError``.
+
+    Parameters
+    ----------
+    metric : str
+        The metric name to check.
+
+    Returns
+    -------
+    str
+        ``metric`` itself, one of :data:`METRICS`.
+
+    Raises
+    ------
+    ValueError
+        If ``metric`` is not one of :data:`METRICS`.
+
+    See Also
+    --------
+    rankmetric.geometry.canonical_metric : The resolver of the SPD metric names.
+
+    Examples
+    --------
+    >>> from rankmetric.neighbors import check_metric
+    >>> check_metric("cosine")
+    'cosine'
+    >>> check_metric("manhattan")
+    Traceback (most recent call last):
+    ...
+    ValueError: metric must be one of ('euclidean', 'sqeuclidean', 'cosine'), got 'manhattan'.
+    """
     if metric not in METRICS:
         raise ValueError(f"metric must be one of {METRICS}, got {metric!r}.")
     return metric
 
 
 def squared_norms(X: torch.Tensor, block: int = 4096) -> torch.Tensor:
-    """``||x||²`` of each row of ``X`` (n, d), in cache-sized row blocks (no n × d temporary)."""
+    """``||x||²`` of each row of ``X`` (n, d), in cache-sized row blocks (no n × d temporary).
+
+    Parameters
+    ----------
+    X : tensor of shape (n, d)
+        The rows.
+    block : int, default=4096
+        Rows per block.
+
+    Returns
+    -------
+    tensor of shape (n,)
+        The squared Euclidean norm of each row, in ``X``'s dtype and device.
+
+    See Also
+    --------
+    rankmetric.neighbors.Gallery : Keeps the squared norms of a gallery.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from rankmetric.neighbors import squared_norms
+    >>> squared_norms(torch.tensor([[3.0, 4.0], [1.0, 0.0]]))
+    tensor([25.,  1.])
+    """
     out = torch.empty(X.shape[0], dtype=X.dtype, device=X.device)
     for start in range(0, X.shape[0], block):  # loop over row blocks, not samples
         out[start : start + block] = X[start : start + block].square().sum(dim=1)
@@ -61,12 +115,43 @@ def _unit_rows(X: torch.Tensor) -> torch.Tensor:
 class Gallery:
     """A gallery prepared for scoring: rows (unit rows for cosine) and the per-item offset.
 
+    Parameters
+    ----------
+    vectors : tensor of shape (n_gallery, d)
+        The gallery rows (unit rows for cosine); :meth:`build` prepares them.
+    offset : tensor of shape (n_gallery,)
+        ``||g||²`` for the Euclidean metrics, zeros for cosine.
+    metric : {"euclidean", "sqeuclidean", "cosine"}
+        The metric of the search.
+
     Attributes
     ----------
     vectors : tensor of shape (n_gallery, d)
     offset : tensor of shape (n_gallery,)
         ``||g||²`` for the Euclidean metrics, zeros for cosine.
     metric : str
+
+    See Also
+    --------
+    rankmetric.neighbors.nearest_chunks : The k nearest gallery items of each query.
+    rankmetric.neighbors.for_each_chunk : Full rows of scores against the gallery.
+    rankmetric.evaluate.knn_search : The user-facing search built on it.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from rankmetric.neighbors import Gallery
+    >>> gallery = Gallery.build(torch.tensor([[0.0, 0.0], [3.0, 4.0]]), "euclidean")
+    >>> queries = torch.tensor([[0.0, 1.0], [3.0, 3.0]])
+    >>> Qp, query_const = gallery.prepare_queries(queries)
+    >>> scores = gallery.scores(Qp)  # ‖g‖² − 2 q·g: ranks as the distance does
+    >>> scores
+    tensor([[  0.,  17.],
+            [  0., -17.]])
+    >>> from rankmetric.neighbors import to_distance
+    >>> to_distance(scores, query_const, "euclidean")
+    tensor([[1.0000, 4.2426],
+            [4.2426, 1.0000]])
     """
 
     vectors: torch.Tensor
@@ -100,7 +185,33 @@ class Gallery:
 
 
 def to_distance(scores: torch.Tensor, query_const: torch.Tensor, metric: str) -> torch.Tensor:
-    """Turn ranking scores (n, m) back into distances, given each query's constant (n,)."""
+    """Turn ranking scores (n, m) back into distances, given each query's constant (n,).
+
+    Parameters
+    ----------
+    scores : tensor of shape (n, m)
+        Ranking scores from :meth:`Gallery.scores`.
+    query_const : tensor of shape (n,)
+        Each query's constant, ``||q||²`` (0 for cosine), from :meth:`Gallery.prepare_queries`.
+    metric : {"euclidean", "sqeuclidean", "cosine"}
+        The gallery's metric.
+
+    Returns
+    -------
+    tensor of shape (n, m)
+        The distances; ``scores`` is modified in place and must not be used afterwards.
+
+    See Also
+    --------
+    rankmetric.neighbors.Gallery : Computes the scores.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from rankmetric.neighbors import to_distance
+    >>> to_distance(torch.tensor([[-2.0, 7.0]]), torch.tensor([2.0]), "sqeuclidean")
+    tensor([[0., 9.]])
+    """
     if metric == "cosine":
         return (scores + 1.0).clamp_(0.0, 2.0)
     squared = (scores + query_const.unsqueeze(1)).clamp_(min=0.0)
@@ -114,13 +225,71 @@ def auto_chunk_size(
 
     Per query row: the scores and one copy of them (``itemsize`` each), a few boolean masks
     (4 bytes), and about 64 bytes per selected neighbour (indices, values, sort buffers).
+
+    Parameters
+    ----------
+    n_queries : int
+        Number of queries (the result never exceeds it).
+    n_gallery : int
+        Number of gallery items each query is scored against.
+    itemsize : int
+        Bytes per score (4 for float32).
+    n_selected : int, default=0
+        Neighbours kept per query.
+    budget : int, default=256 MiB
+        Bytes that one chunk's temporaries may take.
+
+    Returns
+    -------
+    int
+        Queries per chunk, between 1 and ``n_queries``.
+
+    See Also
+    --------
+    rankmetric.neighbors.resolve_chunk_size : A user's ``chunk_size``, or this one.
+
+    Examples
+    --------
+    >>> from rankmetric.neighbors import auto_chunk_size
+    >>> auto_chunk_size(100_000, 1_000_000, itemsize=4)
+    22
+    >>> auto_chunk_size(10, 1_000, itemsize=4)
+    10
     """
     per_row = n_gallery * (2 * itemsize + 4) + n_selected * 64
     return int(max(1, min(n_queries, budget // max(per_row, 1))))
 
 
 def resolve_chunk_size(chunk_size, n_queries: int, **auto_kw) -> int:
-    """``chunk_size`` validated, or chosen from the memory budget when None."""
+    """``chunk_size`` validated, or chosen from the memory budget when None.
+
+    Parameters
+    ----------
+    chunk_size : int or None
+        A positive number of queries per chunk, or None.
+    n_queries : int
+        Number of queries.
+    **auto_kw
+        ``n_gallery``, ``itemsize``, ... passed to :func:`auto_chunk_size` when ``chunk_size``
+        is None.
+
+    Returns
+    -------
+    int
+        The number of queries per chunk.
+
+    See Also
+    --------
+    rankmetric.neighbors.auto_chunk_size : The choice made when ``chunk_size`` is None.
+
+    Examples
+    --------
+    >>> from rankmetric.neighbors import resolve_chunk_size
+    >>> resolve_chunk_size(64, 1000)
+    64
+    >>> resolve_chunk_size(None, 1000, n_gallery=500, itemsize=4)
+    1000
+    """
     if chunk_size is None:
         return auto_chunk_size(n_queries, **auto_kw)
     if (
@@ -161,6 +330,27 @@ def for_each_chunk(
         Query ``i`` is gallery item ``i``: its own score is set to ``+inf``.
     order : tensor of shape (n_queries,), optional
         The order in which queries are visited (default: ``0..n_queries-1``).
+
+    Returns
+    -------
+    None
+        The results are whatever ``visit`` records.
+
+    See Also
+    --------
+    rankmetric.neighbors.nearest_chunks : Only the k nearest of each query, chunk by chunk.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from rankmetric.neighbors import Gallery
+    >>> gallery = Gallery.build(torch.tensor([[0.0, 0.0], [3.0, 4.0]]), "euclidean")
+    >>> queries = torch.tensor([[0.0, 1.0], [3.0, 3.0]])
+    >>> from rankmetric.neighbors import for_each_chunk
+    >>> seen = []
+    >>> for_each_chunk(queries, gallery, 1, lambda rows, scores, c: seen.append(scores.argmin(1)))
+    >>> torch.cat(seen).tolist()
+    [0, 1]
     """
     Qp, const = gallery.prepare_queries(Q)
     if order is None:
@@ -258,6 +448,18 @@ def ranking_keys(scores: torch.Tensor) -> torch.Tensor:
         ``keys[i, a] < keys[i, b]`` exactly when entry ``a`` ranks before entry ``b`` in row
         ``i``. float32 scores are packed with their column (order-preserving bits of the score,
         then the index: no sort); other dtypes get each entry's position in a stable sort.
+
+    See Also
+    --------
+    rankmetric.neighbors.smallest_k : The k smallest entries of each row in the same order.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from rankmetric.neighbors import ranking_keys
+    >>> keys = ranking_keys(torch.tensor([[0.5, 0.1, 0.5]]))
+    >>> keys.argsort(dim=1).tolist()  # ties ordered by the lower column
+    [[1, 0, 2]]
     """
     cols = torch.arange(scores.shape[1], device=scores.device)
     if scores.dtype == torch.float32:
@@ -282,6 +484,19 @@ def smallest_k(scores: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor
     indices : tensor of shape (n, k), dtype int64
         Column indices; among equal values the lower index comes first, and which of several
         equal values at the k-th place are kept is decided the same way.
+
+    See Also
+    --------
+    rankmetric.neighbors.ranking_keys : The keys of the same order.
+    rankmetric.neighbors.nearest_chunks : The search that uses it per chunk.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from rankmetric.neighbors import smallest_k
+    >>> values, indices = smallest_k(torch.tensor([[0.5, 0.1, 0.5, 0.9]]), 3)
+    >>> values.tolist(), indices.tolist()
+    ([[0.10000000149011612, 0.5, 0.5]], [[1, 0, 2]])
     """
     n = scores.shape[0]
     kth = _kth_smallest(scores, k).to(scores.device)

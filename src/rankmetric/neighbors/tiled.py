@@ -42,7 +42,31 @@ _NO_KEY = torch.iinfo(torch.int64).max
 
 
 def uses_tiles(Q: torch.Tensor, k: int) -> bool:
-    """Whether a search of ``k`` neighbours for queries ``Q`` takes the tiled path."""
+    """Whether a search of ``k`` neighbours for queries ``Q`` takes the tiled path.
+
+    Parameters
+    ----------
+    Q : tensor of shape (n_queries, d)
+        The queries (their dtype and device decide).
+    k : int
+        Neighbours per query.
+
+    Returns
+    -------
+    bool
+        True for float32 queries on the CPU and ``k <= MAX_TILED_K``.
+
+    See Also
+    --------
+    rankmetric.neighbors.nearest_chunks : The search that takes either path.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from rankmetric.neighbors import uses_tiles
+    >>> uses_tiles(torch.zeros(4, 2), 10), uses_tiles(torch.zeros(4, 2, dtype=torch.float64), 10)
+    (True, False)
+    """
     return Q.dtype == torch.float32 and Q.device.type == "cpu" and k <= MAX_TILED_K
 
 
@@ -157,6 +181,23 @@ def nearest_chunks(
     indices : tensor of shape (n_chunk, k_chunk), dtype int64
     query_const : tensor of shape (n_chunk,)
         Turns scores into distances with :func:`~rankmetric.neighbors.to_distance`.
+
+    See Also
+    --------
+    rankmetric.neighbors.for_each_chunk : Full rows of scores instead of the k nearest.
+    rankmetric.evaluate.knn_search : The user-facing search built on it.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from rankmetric.neighbors import Gallery
+    >>> gallery = Gallery.build(torch.tensor([[0.0, 0.0], [3.0, 4.0]]), "euclidean")
+    >>> queries = torch.tensor([[0.0, 1.0], [3.0, 3.0]])
+    >>> from rankmetric.neighbors import nearest_chunks, to_distance
+    >>> for rows, scores, indices, query_const in nearest_chunks(queries, gallery, 1):
+    ...     print(rows.tolist(), indices.tolist(), to_distance(scores, query_const, "euclidean"))
+    [0, 1] [[0], [1]] tensor([[1.],
+            [1.]])
     """
     per_query = isinstance(k, torch.Tensor)
     k_max = int(k.max()) if per_query else int(k)

@@ -53,6 +53,25 @@ class Covariances(MatrixOutputMixin, TransformerMixin, BaseEstimator, auto_wrap_
     n_channels_ : int
         Number of channels of the trials seen in ``fit``.
 
+    See Also
+    --------
+    rankmetric.datasets.covariances : The function behind it, with the exact formulas.
+    rankmetric.preprocessing.TangentSpace : SPD matrices to vectors, the usual next step.
+    rankmetric.preprocessing.DomainRecentering : Re-centre the matrices of each session.
+    rankmetric.SPDNetEmbedding : Learn an embedding of the matrices.
+
+    References
+    ----------
+    .. [1] O. Ledoit and M. Wolf. A well-conditioned estimator for large-dimensional covariance
+       matrices. Journal of Multivariate Analysis 88(2), 2004 (``"lwf"``).
+    .. [2] Y. Chen, A. Wiesel, Y. C. Eldar and A. O. Hero. Shrinkage Algorithms for MMSE
+       Covariance Estimation. IEEE Transactions on Signal Processing 58(10), 2010 (``"oas"``).
+    .. [3] J. Schäfer and K. Strimmer. A Shrinkage Approach to Large-Scale Covariance Matrix
+       Estimation and Implications for Functional Genomics. Statistical Applications in
+       Genetics and Molecular Biology 4(1), 2005 (``"sch"``).
+    .. [4] P. J. Rousseeuw and K. Van Driessen. A Fast Algorithm for the Minimum Covariance
+       Determinant Estimator. Technometrics 41(3), 1999 (``"mcd"``).
+
     Examples
     --------
     >>> import numpy as np

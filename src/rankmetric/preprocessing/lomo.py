@@ -160,11 +160,24 @@ class StripeHistograms(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEs
     image_shape_ : tuple of int
         ``(H, W, C)`` actually used.
     n_features_in_ : int
+        Number of features seen by ``fit``, ``H · W · C``.
     n_features_out_ : int
         Length of a feature vector:
         :math:`n_{\text{stripes}}\, n_{\text{pooled}}\, (C\, n_{\mathtt{intensity\_bins}}
         + 10\, \text{lbp} + n_{\text{orientations}})` with :math:`n_{\text{pooled}} = 1` (max)
         or the number of windows (concat).
+
+    See Also
+    --------
+    rankmetric.XQDA : The metric that LOMO features were designed for.
+    rankmetric.preprocessing.RegionCovariances : Another hand-made image descriptor (SPD).
+
+    References
+    ----------
+    .. [1] S. Liao, Y. Hu, X. Zhu and S. Z. Li. Person Re-identification by Local Maximal
+       Occurrence Representation and Metric Learning. CVPR 2015.
+    .. [2] T. Ojala, M. Pietikäinen and T. Mäenpää. Multiresolution Gray-Scale and Rotation
+       Invariant Texture Classification with Local Binary Patterns. IEEE TPAMI 24(7), 2002.
 
     Examples
     --------
@@ -215,7 +228,20 @@ class StripeHistograms(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEs
         return _image_shape(self.image_shape, n_features)
 
     def fit(self, X, y=None) -> StripeHistograms:
-        """Check ``X`` (n_samples, H·W·C) against the parameters; nothing is learned."""
+        """Check ``X`` (n_samples, H·W·C) against the parameters; nothing is learned.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, H · W · C)
+            Flattened image crops (row-major, channels last).
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : StripeHistograms
+            The fitted transformer.
+        """
         X = validate_data(self, X, dtype=[np.float64, np.float32])
         self.image_shape_ = self._check_params(X.shape[1])
         H, W, C = self.image_shape_
@@ -232,6 +258,11 @@ class StripeHistograms(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEs
 
     def transform(self, X) -> np.ndarray:
         """Stripe histograms of each row of ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, H · W · C)
+            Flattened image crops of the shape seen in ``fit``.
 
         Returns
         -------

@@ -80,6 +80,12 @@ class DomainRecentering(
     n_channels_ : int
         Size of the matrices.
 
+    See Also
+    --------
+    rankmetric.geometry.whiten : The congruence by a mean's inverse square root, per domain.
+    rankmetric.geometry.spd_mean : The mean of each domain.
+    rankmetric.preprocessing.TangentSpace : The usual next step, at the identity.
+
     References
     ----------
     .. [1] P. Zanini, M. Congedo, C. Jutten, S. Said, Y. Berthoumieu, "Transfer learning: a

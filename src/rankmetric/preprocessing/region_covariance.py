@@ -36,6 +36,17 @@ class RegionCovariances(TransformerMixin, BaseEstimator, auto_wrap_output_keys=N
     n_features_in_ : int
         ``H · W`` for flattened input.
 
+    See Also
+    --------
+    rankmetric.preprocessing.region_covariances : The same descriptors as a function.
+    rankmetric.preprocessing.TangentSpace : SPD matrices to vectors.
+    rankmetric.SPDNetEmbedding : Learn an embedding of the descriptors.
+
+    References
+    ----------
+    .. [1] O. Tuzel, F. Porikli and P. Meer. Region Covariance: A Fast Descriptor for Detection
+       and Classification. ECCV 2006.
+
     Examples
     --------
     >>> import numpy as np
@@ -66,6 +77,13 @@ class RegionCovariances(TransformerMixin, BaseEstimator, auto_wrap_output_keys=N
     def fit(self, X, y=None) -> RegionCovariances:
         """Record the image shape; nothing is learned.
 
+        Parameters
+        ----------
+        X : array-like of shape (n, H, W) or (n, H · W)
+            Grey images, or their flattened rows.
+        y : None
+            Ignored.
+
         Returns
         -------
         self
@@ -75,6 +93,11 @@ class RegionCovariances(TransformerMixin, BaseEstimator, auto_wrap_output_keys=N
 
     def transform(self, X) -> np.ndarray:
         """Descriptors of images ``X`` (n, H, W) or flattened (n, H·W).
+
+        Parameters
+        ----------
+        X : array-like of shape (n, H, W) or (n, H · W)
+            Grey images of the shape seen in ``fit``, or their flattened rows.
 
         Returns
         -------

@@ -99,6 +99,19 @@ class TangentSpace(
     metric_mean_, metric_map_ : str
         The canonical names of the two metrics.
 
+    See Also
+    --------
+    rankmetric.geometry.log_map : The logarithmic map applied to each matrix.
+    rankmetric.geometry.sym_to_vec : The vectorisation of the mapped matrices.
+    rankmetric.preprocessing.DomainRecentering : Re-centre each session before the map.
+    rankmetric.SPDNetEmbedding : A learned (rather than fixed) map of SPD matrices.
+
+    References
+    ----------
+    .. [1] A. Barachant, S. Bonnet, M. Congedo and C. Jutten. Multiclass Brain-Computer
+       Interface Classification by Riemannian Geometry. IEEE Transactions on Biomedical
+       Engineering 59(4), 2012.
+
     Examples
     --------
     >>> import numpy as np

@@ -16,12 +16,10 @@ from rankmetric.estimators.spdnet import (
     LOSSES,
     UNTRAINED_ADVICE,
     SPDNetEmbedding,
-    _Candidates,
-    _paired_gain,
-    _per_query_scores,
     untrained_message,
 )
 from rankmetric.io import load_model, save_model
+from rankmetric.model_selection import OneStandardErrorSelector, paired_gain, per_query_scores
 
 FAST = {"max_iter": 6, "validation_every": 3, "random_state": 0, "device": "cpu"}
 
@@ -242,8 +240,8 @@ def test_per_query_scores_match_a_loop():
     labels_q, labels_g = rng.integers(0, 3, 6), rng.integers(0, 3, 9)
     labels_q[5] = 7  # a query with no relevant item
     relevant = labels_q[:, None] == labels_g[None, :]
-    r1 = _per_query_scores(torch.as_tensor(dist), torch.as_tensor(relevant), "recall@1").numpy()
-    ap = _per_query_scores(torch.as_tensor(dist), torch.as_tensor(relevant), "map").numpy()
+    r1 = per_query_scores(torch.as_tensor(dist), torch.as_tensor(relevant), "recall@1").numpy()
+    ap = per_query_scores(torch.as_tensor(dist), torch.as_tensor(relevant), "map").numpy()
     for i in range(5):
         order = np.argsort(dist[i], kind="stable")
         hits = relevant[i, order]
@@ -254,10 +252,12 @@ def test_per_query_scores_match_a_loop():
 
 
 def _candidates(score_rows):
-    """A _Candidates filled with given per-query scores (the recorded bias: the index)."""
+    """A selector filled with given per-query scores (the recorded bias: the index)."""
     rows = iter(score_rows)
     module = torch.nn.Linear(1, 1)
-    cands = _Candidates([module], lambda: torch.as_tensor(next(rows), dtype=torch.float64))
+    cands = OneStandardErrorSelector(
+        [module], lambda: torch.as_tensor(next(rows), dtype=torch.float64)
+    )
     for i in range(len(score_rows)):
         with torch.no_grad():
             module.bias.fill_(i)
@@ -287,10 +287,10 @@ def test_one_standard_error_rule_keeps_the_earliest_candidate_within_the_noise()
     worse[50:52] = -1
     assert _candidates([start, worse, big])[0].select(50.0)[0] == 0
     # the records are buffers: a checkpointed copy restores them whatever their size
-    fresh = _Candidates([torch.nn.Linear(1, 1)], None)
+    fresh = OneStandardErrorSelector([torch.nn.Linear(1, 1)], None)
     fresh.load_state_dict(cands.state_dict())
     assert torch.equal(fresh.scores, cands.scores) and fresh.select(1.0)[0] == 2
-    assert _paired_gain(torch.ones(1), torch.zeros(1)) == (1.0, 0.0)
+    assert paired_gain(torch.ones(1), torch.zeros(1)) == (1.0, 0.0)
 
 
 def test_selection_rule_and_validation_are_reported():

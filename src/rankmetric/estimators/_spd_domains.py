@@ -16,10 +16,18 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
+import torch
 
+from ..models.spdnet import SPDNet
 from ..sampling import LabelIndex
 
-__all__ = ["NEW_DOMAIN", "domain_codes", "domain_batches", "transform_domain_codes"]
+__all__ = [
+    "NEW_DOMAIN",
+    "domain_codes",
+    "domain_batches",
+    "start_domain_statistics",
+    "transform_domain_codes",
+]
 
 #: Label of a transform's matrices given without ``domains`` (all of them one new domain).
 NEW_DOMAIN = "<new domain>"
@@ -93,6 +101,38 @@ def domain_batches(
         return rows_of[k][index_of[k].class_balanced_batch(n_classes, n_per_class, rng)]
 
     return draw
+
+
+def start_domain_statistics(
+    net: SPDNet, X: torch.Tensor, rows: np.ndarray, domains: np.ndarray, names: np.ndarray
+) -> None:
+    """Start every domain's running means at the Riemannian means of its training matrices.
+
+    Layer by layer (:meth:`~rankmetric.models.spdnet.SPDNet.adapt_domain`), so the untrained
+    network (step 0, and ``max_iter=0``) already centres each domain at its own mean, as a new
+    domain is centred at ``transform`` time.
+
+    Parameters
+    ----------
+    net : SPDNet
+        With ``n_domains = len(names)``.
+    X : tensor of shape (n_samples, c, c)
+        The (whitened) matrices.
+    rows : int ndarray
+        The training rows.
+    domains : int ndarray of shape (n_samples,)
+        Domain code of every row.
+    names : ndarray
+        The domain labels (for the error message).
+    """
+    counts = np.bincount(domains[rows], minlength=len(names))
+    if counts.min() < 2:
+        raise ValueError(
+            f"domain {names[int(np.argmin(counts))]!r} has fewer than 2 training matrices: its "
+            "batch normalisation statistics cannot be estimated."
+        )
+    for d in range(len(names)):
+        net.adapt_domain(X[rows[domains[rows] == d]], d)
 
 
 def transform_domain_codes(seen: np.ndarray, domains, n: int) -> tuple[np.ndarray, list[int]]:

@@ -89,25 +89,41 @@ class SPDEmbeddingMixin:
         check_is_fitted(self, "weights_")
         X, _ = self._validate_spd(X, reset=False)
         device = resolve_device(self.device)
-        W = to_tensor(self.whitening_, device, torch.float64)
         seen = getattr(self, "domains_", None)
         if seen is None:
             if domains is not None:
                 raise ValueError("domains given to a model fitted without domains.")
-            codes, new = None, []
-        else:
-            codes, new = transform_domain_codes(seen, domains, X.shape[0])
+            W = to_tensor(self.whitening_, device, torch.float64)
+            net = self._network(device, log)
+            with torch.no_grad():
+                chunks = range(0, X.shape[0], _CHUNK)
+                outputs = [net(congruence(self._rows(X, i, device), W)) for i in chunks]
+            return torch.cat(outputs), X.dtype
+        codes, new = transform_domain_codes(seen, domains, X.shape[0])
         net = self._network(device, log, n_domains=len(new))
+        W = [to_tensor(self.domain_whitening_, device, torch.float64)]
         with torch.no_grad():
-            for d in new:  # a new domain: its own means, layer by layer
-                rows = np.flatnonzero(codes == d)
-                net.adapt_domain(congruence(to_tensor(X[rows], device, torch.float64), W), d)
+            for d in new:  # a new domain: whitened at its own mean, then its own BN means
+                X_d = to_tensor(X[codes == d], device, torch.float64)
+                if X_d.shape[0] < 2:
+                    raise ValueError(
+                        "a new domain has a single matrix: adapting to its own mean would map it "
+                        "to the identity. Give a new domain's matrices together."
+                    )
+                W.append(to_tensor(self._fit_whitening(X_d), device, torch.float64)[None])
+                if net.batchnorms:
+                    net.adapt_domain(congruence(X_d, W[-1][0]), d)
+            W, codes_t = torch.cat(W), torch.as_tensor(codes, device=device)
             outputs = []
-            for start in range(0, X.shape[0], _CHUNK):
-                chunk = to_tensor(X[start : start + _CHUNK], device, torch.float64)
-                rows = None if codes is None else to_tensor(codes[start : start + _CHUNK], device)
-                outputs.append(net(congruence(chunk, W), rows))
+            for i in range(0, X.shape[0], _CHUNK):
+                rows = codes_t[i : i + _CHUNK]
+                outputs.append(net(congruence(self._rows(X, i, device), W[rows]), rows))
         return torch.cat(outputs), X.dtype
+
+    @staticmethod
+    def _rows(X: np.ndarray, start: int, device) -> torch.Tensor:
+        """The chunk of ``X`` from row ``start``, as float64 on ``device``."""
+        return to_tensor(X[start : start + _CHUNK], device, torch.float64)
 
     def _network(self, device: torch.device, log_output: bool = False, n_domains: int = 0):
         """The SPDNet rebuilt from the fitted arrays (head included when there is one), with

@@ -56,7 +56,7 @@ from ..models.stiefel import StiefelAdam
 from ..sampling import LabelIndex
 from ..training import TrainingResult, train
 from ._early_stopping import split_validation
-from ._spd_domains import domain_batches, domain_codes
+from ._spd_domains import domain_batches, domain_codes, start_domain_statistics
 from ._spd_embedding import SPDEmbeddingMixin
 from ._spd_network import (
     HEADS,
@@ -318,7 +318,14 @@ class SPDNetEmbedding(SPDEmbeddingMixin, MetricLearnerMixin, BaseEstimator):
         rng = make_rng(self.random_state)
         X_t = to_tensor(X, device, torch.float64)
         self.whitening_ = self._fit_whitening(X_t)
-        X_t = congruence(X_t, to_tensor(self.whitening_, device, torch.float64)).float()
+        self.domain_whitening_ = None
+        if domain_idx is None:
+            X_t = congruence(X_t, to_tensor(self.whitening_, device, torch.float64)).float()
+        else:  # each domain whitened by its own mean (DomainRecentering's re-centring)
+            per_domain = [X_t[torch.as_tensor(domain_idx == d)] for d in range(len(self.domains_))]
+            self.domain_whitening_ = np.stack([self._fit_whitening(Xd) for Xd in per_domain])
+            W = to_tensor(self.domain_whitening_, device, torch.float64)
+            X_t = congruence(X_t, W[torch.as_tensor(domain_idx, device=device)]).float()
 
         untrained = self.max_iter == 0  # the untrained reference: nothing held out
         if untrained:
@@ -330,6 +337,8 @@ class SPDNetEmbedding(SPDEmbeddingMixin, MetricLearnerMixin, BaseEstimator):
         net = self._build_network(sizes, torch_generator(rng), device)
         if self.init == "identity":
             principal_init(net, X_t[train_idx])
+        if domain_idx is not None and net.batchnorms:
+            start_domain_statistics(net, X_t, train_idx, domain_idx, self.domains_)
         loss_fn = self._build_loss(net, torch_generator(rng), device)
         codes_t = torch.as_tensor(codes, device=device)
         domains_t = None if domain_idx is None else torch.as_tensor(domain_idx, device=device)
@@ -404,11 +413,10 @@ class SPDNetEmbedding(SPDEmbeddingMixin, MetricLearnerMixin, BaseEstimator):
         """``(domain names, domain code per matrix)``, or ``(None, None)`` without domains."""
         if domains is None:
             return None, None
-        if not self.batchnorm:
+        if not (self.batchnorm or self.whiten):
             raise ValueError(
-                "domains are used by the per-domain batch normalisation: set batchnorm=True, or "
-                "re-centre each domain before the network (rankmetric.preprocessing."
-                "DomainRecentering)."
+                "domains are used by the per-domain whitening (whiten=True) and batch "
+                "normalisation (batchnorm=True); with neither they would change nothing."
             )
         return domain_codes(domains, n)
 

@@ -68,8 +68,9 @@ def paired_gain(scores: torch.Tensor, start: torch.Tensor) -> tuple[float, float
     Examples
     --------
     >>> import torch
-    >>> paired_gain(torch.tensor([1.0, 1.0, 0.0]), torch.tensor([0.0, 1.0, 0.0]))[0]
-    0.3333333333333333
+    >>> gain, noise = paired_gain(torch.tensor([1.0, 1.0, 0.0]), torch.tensor([0.0, 1.0, 0.0]))
+    >>> round(gain, 3), round(noise, 3)
+    (0.333, 0.333)
     """
     diff = (scores - start)[~torch.isnan(scores) & ~torch.isnan(start)]
     if diff.numel() < 2:

@@ -23,6 +23,7 @@ from ..sampling import LabelIndex
 
 __all__ = [
     "NEW_DOMAIN",
+    "batch_drawer",
     "domain_codes",
     "domain_batches",
     "start_domain_statistics",
@@ -58,6 +59,21 @@ def domain_codes(domains, n: int) -> tuple[np.ndarray, np.ndarray]:
         labels = labels.astype(str)
     names, codes = np.unique(labels, return_inverse=True)
     return names, codes.astype(np.int64)
+
+
+def batch_drawer(
+    train_idx: np.ndarray,
+    codes: np.ndarray,
+    domains: np.ndarray | None,
+    n_classes: int,
+    n_per_class: int,
+    rng: np.random.Generator,
+) -> Callable[[], np.ndarray]:
+    """``draw() -> rows`` of one class-balanced batch (of one domain with ``domains``)."""
+    if domains is not None:
+        return domain_batches(train_idx, codes, domains, n_classes, n_per_class, rng)
+    index = LabelIndex.from_codes(codes[train_idx])
+    return lambda: train_idx[index.class_balanced_batch(n_classes, n_per_class, rng)]
 
 
 def domain_batches(

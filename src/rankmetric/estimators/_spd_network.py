@@ -14,6 +14,7 @@ from numbers import Integral, Real
 
 import numpy as np
 import torch
+from sklearn.base import BaseEstimator
 
 from .._validation import (
     BOOLEAN,
@@ -81,6 +82,26 @@ SPDNET_PARAMETER_CONSTRAINTS = {
 # AIRM (an AIRM validation of 1000 x 1000 pairs takes ~13 s on one loaded core; 500 x 500 about
 # 3 s), at most 2000 under the cheap Euclidean / log-Euclidean distances.
 MAX_VALIDATION_QUERIES = {"airm": 500, "other": 2000}
+
+
+def set_parameters(estimator: BaseEstimator, arguments: dict) -> None:
+    """Store an ``__init__``'s arguments (its ``locals()``) untouched, scikit-learn's rule."""
+    for name, value in arguments.items():
+        if name not in ("self", "__class__"):
+            setattr(estimator, name, value)
+
+
+def take_rows(values: torch.Tensor | None, rows: torch.Tensor) -> torch.Tensor | None:
+    """``values[rows]``, or None without values (no domains)."""
+    return None if values is None else values[rows]
+
+
+def validation_queries(val_idx: np.ndarray, rng: np.random.Generator, airm: bool) -> np.ndarray:
+    """The held-out matrices validation ranks, capped (tighter under AIRM)."""
+    cap = MAX_VALIDATION_QUERIES["airm" if airm else "other"]
+    if val_idx.size > cap:  # draws nothing on small sets
+        return np.sort(rng.choice(val_idx, cap, replace=False))
+    return val_idx
 
 
 def default_hidden_sizes(n_channels: int) -> tuple[int, ...]:

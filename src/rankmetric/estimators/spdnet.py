@@ -53,21 +53,22 @@ from ..losses.registry import LOSSES, VECTOR_ONLY_LOSSES, make_loss
 from ..model_selection import OneStandardErrorSelector
 from ..models.spdnet import SPDNet, sym_to_vec
 from ..models.stiefel import StiefelAdam
-from ..sampling import LabelIndex
 from ..training import TrainingResult, train
 from ._early_stopping import split_validation
-from ._spd_domains import domain_batches, domain_codes, start_domain_statistics
+from ._spd_domains import batch_drawer, domain_codes, start_domain_statistics
 from ._spd_embedding import SPDEmbeddingMixin
 from ._spd_network import (
     HEADS,
-    MAX_VALIDATION_QUERIES,
     SPDNET_PARAMETER_CONSTRAINTS,
     congruence,
     default_hidden_sizes,
     extra_group,
     parse_hidden_sizes,
     principal_init,
+    set_parameters,
+    take_rows,
     training_embedding,
+    validation_queries,
     validation_scorer,
 )
 from ._untrained import UNTRAINED_ADVICE, untrained_message, warn_untrained_kept
@@ -82,18 +83,6 @@ __all__ = [
     "default_hidden_sizes",
     "untrained_message",
 ]
-
-
-def set_parameters(estimator: BaseEstimator, arguments: dict) -> None:
-    """Store an ``__init__``'s arguments (its ``locals()``) untouched, scikit-learn's rule."""
-    for name, value in arguments.items():
-        if name not in ("self", "__class__"):
-            setattr(estimator, name, value)
-
-
-def _rows(values: torch.Tensor | None, rows: torch.Tensor) -> torch.Tensor | None:
-    """``values[rows]``, or None without values (no domains)."""
-    return None if values is None else values[rows]
 
 
 def _stratified_split(codes: np.ndarray, fraction: float, rng: np.random.Generator):
@@ -143,7 +132,8 @@ class SPDNetEmbedding(SPDEmbeddingMixin, MetricLearnerMixin, BaseEstimator):
         Riemannian batch normalisation after every BiMap
         (:class:`~rankmetric.models.spdnet.SPDBatchNorm`: batch Karcher mean, geodesic running
         mean, learnable SPD bias; Brooks et al. 2019). Off by default: it did not raise the
-        validation R@1 (``docs/rpl.md``).
+        validation R@1 (``docs/rpl.md``). With ``fit(..., domains=...)`` it keeps one running
+        mean per domain (TSMNet's domain-specific batch normalisation).
     n_classes_per_batch : int or None, default=None
         Classes per batch (``None``: all classes).
     n_per_class : int, default=8
@@ -213,6 +203,13 @@ class SPDNetEmbedding(SPDEmbeddingMixin, MetricLearnerMixin, BaseEstimator):
         The linear head (``head="linear"``).
     batchnorm_means_, batchnorm_log_biases_ : list of ndarray
         Running means and log-biases of the batch-normalisation layers (empty without).
+    domains_ : ndarray of shape (n_domains,) or None
+        The domain labels given to :meth:`fit` (``None`` without ``domains``).
+    domain_whitening_ : ndarray of shape (n_domains, c, c) or None
+        ``M_d^{-1/2}`` for each domain's Riemannian mean ``M_d`` (with ``domains``).
+    batchnorm_domain_means_ : list of ndarray of shape (n_domains, h, h)
+        Each batch normalisation's running mean per domain (with ``domains`` and
+        ``batchnorm``; empty otherwise).
     n_iter_ : int
     best_iter_ : int or None
         Step whose parameters were kept (0: the untrained network, which a fit with
@@ -224,6 +221,30 @@ class SPDNetEmbedding(SPDEmbeddingMixin, MetricLearnerMixin, BaseEstimator):
         (mean per-query gain of the best step over step 0, its standard error) on validation.
     loss_curve_ : ndarray of shape (``n_iter_``,)
     n_features_in_ : int
+
+    See Also
+    --------
+    rankmetric.estimators.rpl.RPLEmbedding : the Riemannian-potato configuration.
+    rankmetric.preprocessing.TangentSpace : the untrained network's geometry, without a network.
+    rankmetric.preprocessing.DomainRecentering : per-domain re-centring in front of any model.
+
+    References
+    ----------
+    .. [1] Z. Huang and L. Van Gool, "A Riemannian network for SPD matrix learning", AAAI 2017.
+    .. [2] D. Brooks, O. Schwander, F. Barbaresco, J.-Y. Schneider and M. Cord, "Riemannian
+       batch normalization for SPD neural networks", NeurIPS 2019.
+    .. [3] R. Kobler, J. Hirayama, Q. Zhao and M. Kawanabe, "SPD domain-specific batch
+       normalization to crack interpretable unsupervised domain adaptation in EEG",
+       NeurIPS 2022.
+
+    Examples
+    --------
+    >>> from rankmetric import SPDNetEmbedding
+    >>> from rankmetric.datasets import make_spd_clusters
+    >>> X, y = make_spd_clusters(60, n_channels=4, n_classes=3, random_state=0)
+    >>> model = SPDNetEmbedding(loss="lifted", max_iter=0, device="cpu").fit(X, y)
+    >>> model.transform(X).shape
+    (60, 10)
     """
 
     _parameter_constraints = {
@@ -342,25 +363,27 @@ class SPDNetEmbedding(SPDEmbeddingMixin, MetricLearnerMixin, BaseEstimator):
         loss_fn = self._build_loss(net, torch_generator(rng), device)
         codes_t = torch.as_tensor(codes, device=device)
         domains_t = None if domain_idx is None else torch.as_tensor(domain_idx, device=device)
-        draw = self._batch_drawer(train_idx, codes, domain_idx, rng)
+        n_classes = self.n_classes_per_batch or len(self.classes_)
+        draw = batch_drawer(train_idx, codes, domain_idx, n_classes, self.n_per_class, rng)
 
         def loss_step(step: int) -> torch.Tensor:
             batch = torch.as_tensor(draw(), device=device)
             # under torchrun: every rank draws the same batch, embeds its slice, and computes the
             # loss on the gathered embeddings (exact single-process gradient; distributed.py)
             rows = distributed.shard(batch)
-            local = training_embedding(net, X_t[rows], _rows(domains_t, rows))
+            local = training_embedding(net, X_t[rows], take_rows(domains_t, rows))
             return loss_fn(distributed.all_gather_with_grad(local), codes_t[batch])
 
         candidates = None
         module = torch.nn.ModuleDict({"net": net, "loss": loss_fn})  # checkpoints keep the loss
         if val_idx.size:
-            queries = torch.as_tensor(self._validation_queries(val_idx, rng), device=device)
+            airm = self.head == "spd" and self._validation_distance() == "airm"
+            queries = torch.as_tensor(validation_queries(val_idx, rng, airm), device=device)
             score = validation_scorer(
                 net,
                 X_t[queries],
                 codes_t[queries],
-                _rows(domains_t, queries),
+                take_rows(domains_t, queries),
                 self._validation_distance(),
                 self.validation_metric,
             )
@@ -419,14 +442,6 @@ class SPDNetEmbedding(SPDEmbeddingMixin, MetricLearnerMixin, BaseEstimator):
                 "normalisation (batchnorm=True); with neither they would change nothing."
             )
         return domain_codes(domains, n)
-
-    def _batch_drawer(self, train_idx, codes, domain_idx, rng):
-        """``draw() -> rows`` of one class-balanced batch (of one domain with domains)."""
-        n_classes = self.n_classes_per_batch or len(self.classes_)
-        if domain_idx is not None:
-            return domain_batches(train_idx, codes, domain_idx, n_classes, self.n_per_class, rng)
-        index = LabelIndex.from_codes(codes[train_idx])
-        return lambda: train_idx[index.class_balanced_batch(n_classes, self.n_per_class, rng)]
 
     def _select(self, candidates, result: TrainingResult, untrained: bool) -> None:
         """Apply the one-standard-error rule to the validated steps (restoring the chosen)."""
@@ -496,14 +511,6 @@ class SPDNetEmbedding(SPDEmbeddingMixin, MetricLearnerMixin, BaseEstimator):
         self.best_iter_ = result.best_step
         self.validation_score_ = None if result.best_step is None else float(result.best_score)
         self.loss_curve_ = np.array([h["loss"] for h in result.history], dtype=np.float64)
-
-    def _validation_queries(self, val_idx, rng) -> np.ndarray:
-        """The held-out matrices validation ranks, capped (tighter under AIRM)."""
-        airm = self.head == "spd" and self._validation_distance() == "airm"
-        cap = MAX_VALIDATION_QUERIES["airm" if airm else "other"]
-        if val_idx.size > cap:  # draws nothing on small sets
-            return np.sort(rng.choice(val_idx, cap, replace=False))
-        return val_idx
 
     def _fit_whitening(self, X_t: torch.Tensor) -> np.ndarray:
         """``M^{-1/2}`` for the Riemannian mean ``M`` of the training matrices (or the identity)."""

@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from ..models.spdnet import SPDNet
+from ..preprocessing.recentring import _labels as domain_labels
 from ..sampling import LabelIndex
 
 __all__ = [
@@ -48,13 +49,7 @@ def domain_codes(domains, n: int) -> tuple[np.ndarray, np.ndarray]:
     names : ndarray of shape (n_domains,), sorted
     codes : int64 ndarray of shape (n,)
     """
-    labels = np.asarray(domains)
-    if labels.shape != (n,):
-        raise ValueError(
-            f"domains must have shape ({n},), one label per matrix, got {labels.shape}."
-        )
-    if labels.dtype.kind == "f" and not np.isfinite(labels).all():
-        raise ValueError("domains contains NaN or infinity.")
+    labels = domain_labels(domains, n, new=False)  # DomainRecentering's checks
     if labels.dtype.kind == "O":
         labels = labels.astype(str)
     names, codes = np.unique(labels, return_inverse=True)

@@ -76,6 +76,26 @@ class RPLEmbedding(SPDNetEmbedding):
     classes_, whitening_, weights_, head_weight_, head_bias_, n_iter_, best_iter_,
     initial_validation_score_, validation_score_, validation_gain_, loss_curve_, n_features_in_
         As :class:`~rankmetric.estimators.spdnet.SPDNetEmbedding`.
+
+    See Also
+    --------
+    rankmetric.estimators.spdnet.SPDNetEmbedding : the same network with any loss.
+    rankmetric.losses.potato.RiemannianPotatoLoss : the loss, for a training loop of your own.
+
+    References
+    ----------
+    .. [1] Kim, Suh, Lee and Jo, "Nonlinear Ranking Loss on Riemannian Potato Embedding"
+       (KAIST, Looxid Labs; poster).
+    .. [2] Z. Huang and L. Van Gool, "A Riemannian network for SPD matrix learning", AAAI 2017.
+
+    Examples
+    --------
+    >>> from rankmetric import RPLEmbedding
+    >>> from rankmetric.datasets import make_spd_clusters
+    >>> X, y = make_spd_clusters(60, n_channels=4, n_classes=3, random_state=0)
+    >>> model = RPLEmbedding(max_iter=0, device="cpu").fit(X, y)
+    >>> model.transform(X).shape
+    (60, 10)
     """
 
     _parameter_constraints = {

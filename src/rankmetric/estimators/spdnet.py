@@ -130,7 +130,7 @@ class SPDNetEmbedding(SPDEmbeddingMixin, MetricLearnerMixin, BaseEstimator):
         data) instead of :math:`\epsilon`.
     batchnorm : bool, default=False
         Riemannian batch normalisation after every BiMap
-        (:class:`~rankmetric.models.spdnet.SPDBatchNorm`: batch Karcher mean, geodesic running
+        (:class:`~rankmetric.models.batchnorm.SPDBatchNorm`: batch Karcher mean, geodesic running
         mean, learnable SPD bias; Brooks et al. 2019). Off by default: it did not raise the
         validation R@1 (``docs/rpl.md``). With ``fit(..., domains=...)`` it keeps one running
         mean per domain (TSMNet's domain-specific batch normalisation).

@@ -9,14 +9,12 @@ import scipy.linalg
 import torch
 from pyriemann.estimation import Covariances
 from sklearn.base import clone
-from sklearn.metrics import average_precision_score
 from sklearn.neighbors import KNeighborsClassifier
 from sklearn.pipeline import make_pipeline
 
 from rankmetric.estimators._early_stopping import split_validation
 from rankmetric.estimators.rpl import RPLEmbedding, default_hidden_sizes
 from rankmetric.io import load_model, save_model
-from rankmetric.model_selection import per_query_scores
 
 FAST = {"max_iter": 5, "random_state": 0, "device": "cpu"}
 #: version 0.1's network: one Stiefel BiMap, random start, absolute ReEig floor, SPD output
@@ -349,13 +347,3 @@ def test_stratified_split_keeps_two_training_samples_per_class():
         np.array([0, 0, 1, 1]), 0.5, "stratified", np.random.default_rng(0)
     )
     assert val.size == 0 and train.size == 4
-
-
-def test_validation_average_precision_matches_sklearn():
-    rng = np.random.default_rng(0)
-    dist = rng.random((6, 15))
-    relevant = rng.random((6, 15)) < 0.3
-    relevant[0] = False  # a query without relevant items is left out
-    expected = np.mean([average_precision_score(relevant[q], -dist[q]) for q in range(1, 6)])
-    scores = per_query_scores(torch.as_tensor(dist), torch.as_tensor(relevant), "map")
-    assert torch.isnan(scores[0]) and float(scores.nanmean()) == pytest.approx(expected, rel=1e-12)

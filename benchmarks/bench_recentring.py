@@ -29,8 +29,19 @@ prototypes (the class-mean trials) before its covariance is taken (pyRiemann's
 matrices; "cov": the plain covariance of each trial. Covariance estimator ``--estimator``
 (default "lwf").
 
+A third block (``--rpl-seeds 0,1,2``) puts the SPD network beside them: ``RPLEmbedding`` with
+Riemannian batch normalisation (``batchnorm=True``; otherwise its defaults, early stopping and
+model selection on its own stratified 20 % validation part of the *training* file: the
+validation-only budget of the RPL table, no tuning, as the two pipelines above), accuracy of a
+3-NN vote on its embedding (as the RPL table's accuracy column), three ways: **plain** (the
+training file's whitening for both files), **re-centred** (``DomainRecentering`` in front, as
+above) and **per-domain statistics** (``fit(..., domains=)`` / ``transform(..., domains=)``: each
+session whitened at its own mean and batch-normalised with its own running means, the test
+session adapted to its own means without its labels; TSMNet's domain-specific batch norm). Mean
+± standard deviation over the seeds of the network (the split, start and batches).
+
 Run: ``OMP_NUM_THREADS=1 PYTHONPATH=src python benchmarks/bench_recentring.py`` (about a
-minute).
+minute; with ``--rpl-seeds 0,1,2`` about ten more on one core).
 """
 
 from __future__ import annotations
@@ -43,7 +54,9 @@ import torch
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 
+from rankmetric import RPLEmbedding
 from rankmetric.datasets import load_dataset
+from rankmetric.evaluate import knn_accuracy
 from rankmetric.geometry import pairwise_airm, riemannian_mean, spd_exp
 from rankmetric.preprocessing import Covariances, DomainRecentering, TangentSpace
 
@@ -89,6 +102,45 @@ def recentre(X_train, X_test):
     return Z_train, Z_test
 
 
+def rpl_accuracies(X_train, y_train, X_target, y_target, seed: int) -> dict[str, float]:
+    """3-NN accuracy of ``RPLEmbedding(batchnorm=True)``: plain, re-centred, per-domain BN."""
+    train = np.repeat("train", len(X_train))
+    target = np.repeat("test", len(X_target))
+    scores = {}
+    for how in ("plain", "recentred", "domain BN"):
+        model = RPLEmbedding(batchnorm=True, random_state=seed, device="cpu")
+        if how == "domain BN":
+            model.fit(X_train, y_train, domains=train)
+            Z_train = model.transform(X_train, domains=train)
+            Z_target = model.transform(X_target, domains=target)
+        else:
+            A, B = recentre(X_train, X_target) if how == "recentred" else (X_train, X_target)
+            Z_train = model.fit(A, y_train).transform(A)
+            Z_target = model.transform(B)
+        scores[how] = knn_accuracy(Z_train, y_train, Z_target, y_target, k=3, device="cpu")
+    return scores
+
+
+def rpl_block(blocks, seeds: list[int]) -> None:
+    """Print the network rows: mean ± sd over ``seeds`` of each way of handling the sessions."""
+    print(f"\nRPLEmbedding(batchnorm=True), 3-NN accuracy, seeds {seeds} (mean ± sd)")
+    header = f"{'set':20s} {'split':28s} {'plain':>13s} {'re-centred':>13s} {'domain BN':>13s}"
+    print(header)
+    print("-" * len(header))
+    for name, split, X_train, y_train, X_target, y_target in blocks:
+        start = time.perf_counter()
+        runs = [rpl_accuracies(X_train, y_train, X_target, y_target, seed) for seed in seeds]
+        cells = []
+        for how in ("plain", "recentred", "domain BN"):
+            values = np.array([run[how] for run in runs])
+            cells.append(
+                f"{values.mean():.3f} ± {values.std(ddof=1) if len(values) > 1 else 0:.3f}"
+            )
+        elapsed = time.perf_counter() - start
+        print(f"{name:20s} {split:28s} {cells[0]:>13s} {cells[1]:>13s} {cells[2]:>13s}", end="")
+        print(f"  ({elapsed:.0f} s)")
+
+
 def shift_report(X_train, X_test) -> tuple[float, float]:
     """(AIRM distance between the parts' means, mean distance of a trial to its part's mean)."""
     M_train = riemannian_mean(torch.as_tensor(X_train))
@@ -120,7 +172,13 @@ def main() -> None:
     parser.add_argument("--features", choices=("erpcov", "cov"), default="erpcov")
     parser.add_argument("--shift", type=float, default=0.5, help="strength of the simulated shift")
     parser.add_argument("--seed", type=int, default=0, help="seed of the simulated shift")
+    parser.add_argument(
+        "--rpl-seeds",
+        default="",
+        help="comma-separated seeds of the RPLEmbedding rows (none: the two pipelines only)",
+    )
     args = parser.parse_args()
+    blocks = []
     torch.set_num_threads(1)
     print(
         f"features: {args.features}, covariance estimator {args.estimator}; TS+LR and MDM with "
@@ -137,6 +195,7 @@ def main() -> None:
         }
         for split, test_trials in splits.items():
             X_train, X_target = features(data, test_trials, args.features, args.estimator)
+            blocks.append((name, split, X_train, data.y, X_target, data.y_test))
             if split.startswith("train"):
                 between, within = shift_report(X_train, X_target)
             start = time.perf_counter()
@@ -150,6 +209,8 @@ def main() -> None:
             f"{'':20s} shift of the test file: AIRM(mean_train, mean_test) = {between:.3f}, "
             f"mean trial-to-own-mean distance = {within:.3f} (last block {elapsed:.1f} s)"
         )
+    if args.rpl_seeds:
+        rpl_block(blocks, [int(s) for s in args.rpl_seeds.split(",")])
 
 
 if __name__ == "__main__":

@@ -135,7 +135,7 @@ API_GROUPS = [
         "Deep metric learning in your own loop",
         "PyTorch losses, modules (linear maps, sphere embeddings, SPD networks, Stiefel "
         "optimisers), the training loop and the label index used to draw batches.",
-        ["losses", "models", "training", "sampling"],
+        ["losses", "models", "training", "model_selection", "sampling"],
     ),
     (
         "scaling",

@@ -9,16 +9,11 @@ import scipy.linalg
 import torch
 from pyriemann.estimation import Covariances
 from sklearn.base import clone
-from sklearn.metrics import average_precision_score
 from sklearn.neighbors import KNeighborsClassifier
 from sklearn.pipeline import make_pipeline
 
-from rankmetric.estimators.rpl import (
-    RPLEmbedding,
-    _mean_average_precision,
-    _stratified_split,
-    default_hidden_sizes,
-)
+from rankmetric.estimators._early_stopping import split_validation
+from rankmetric.estimators.rpl import RPLEmbedding, default_hidden_sizes
 from rankmetric.io import load_model, save_model
 
 FAST = {"max_iter": 5, "random_state": 0, "device": "cpu"}
@@ -344,19 +339,11 @@ def test_default_hidden_sizes():
 
 def test_stratified_split_keeps_two_training_samples_per_class():
     codes = np.array([0] * 10 + [1] * 3 + [2] * 2)
-    train, val = _stratified_split(codes, 0.5, np.random.default_rng(0))
+    train, val = split_validation(codes, 0.5, "stratified", np.random.default_rng(0))
     assert np.intersect1d(train, val).size == 0 and len(train) + len(val) == len(codes)
     np.testing.assert_array_equal(np.bincount(codes[val], minlength=3), [5, 1, 0])
     assert np.bincount(codes[train]).min() >= 2
-    train, val = _stratified_split(np.array([0, 0, 1, 1]), 0.5, np.random.default_rng(0))
+    train, val = split_validation(
+        np.array([0, 0, 1, 1]), 0.5, "stratified", np.random.default_rng(0)
+    )
     assert val.size == 0 and train.size == 4
-
-
-def test_mean_average_precision_matches_sklearn():
-    rng = np.random.default_rng(0)
-    dist = rng.random((6, 15))
-    relevant = rng.random((6, 15)) < 0.3
-    relevant[0] = False  # a query without relevant items is left out
-    expected = np.mean([average_precision_score(relevant[q], -dist[q]) for q in range(1, 6)])
-    got = _mean_average_precision(torch.as_tensor(dist), torch.as_tensor(relevant))
-    assert got == pytest.approx(expected, rel=1e-12)

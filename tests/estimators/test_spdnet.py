@@ -16,11 +16,9 @@ from rankmetric.estimators.spdnet import (
     LOSSES,
     UNTRAINED_ADVICE,
     SPDNetEmbedding,
-    _Candidates,
-    _paired_gain,
-    _per_query_scores,
     untrained_message,
 )
+from rankmetric.evaluate import knn_accuracy
 from rankmetric.io import load_model, save_model
 
 FAST = {"max_iter": 6, "validation_every": 3, "random_state": 0, "device": "cpu"}
@@ -235,64 +233,6 @@ def test_bad_parameters_raise(params, message):
         SPDNetEmbedding(**{**FAST, **params}).fit(X, y)
 
 
-def test_per_query_scores_match_a_loop():
-    rng = np.random.default_rng(1)
-    dist = rng.random((6, 9))
-    dist[0, :2] = 0.1  # a tie: the first gallery item counts
-    labels_q, labels_g = rng.integers(0, 3, 6), rng.integers(0, 3, 9)
-    labels_q[5] = 7  # a query with no relevant item
-    relevant = labels_q[:, None] == labels_g[None, :]
-    r1 = _per_query_scores(torch.as_tensor(dist), torch.as_tensor(relevant), "recall@1").numpy()
-    ap = _per_query_scores(torch.as_tensor(dist), torch.as_tensor(relevant), "map").numpy()
-    for i in range(5):
-        order = np.argsort(dist[i], kind="stable")
-        hits = relevant[i, order]
-        assert r1[i] == float(hits[0])
-        precision = np.cumsum(hits) / np.arange(1, 10)
-        np.testing.assert_allclose(ap[i], (precision * hits).sum() / hits.sum())
-    assert np.isnan(r1[5]) and np.isnan(ap[5])
-
-
-def _candidates(score_rows):
-    """A _Candidates filled with given per-query scores (the recorded bias: the index)."""
-    rows = iter(score_rows)
-    module = torch.nn.Linear(1, 1)
-    cands = _Candidates([module], lambda: torch.as_tensor(next(rows), dtype=torch.float64))
-    for i in range(len(score_rows)):
-        with torch.no_grad():
-            module.bias.fill_(i)
-        cands.validate()
-    return cands, module
-
-
-def test_one_standard_error_rule_keeps_the_earliest_candidate_within_the_noise():
-    n = 100
-    start = np.zeros(n)
-    small = start.copy()
-    small[:2], small[2] = 1, -1  # +0.01 ± 0.017: within the noise
-    big = start.copy()
-    big[:30] = 1  # +0.30 ± 0.046: far beyond the noise
-    bigger = big.copy()
-    bigger[30:32], bigger[0] = 1, 0  # +0.01 ± 0.017 over `big`
-    assert _candidates([start, small])[0].select(1.0)[0] == 0  # a noisy gain keeps the start
-    cands, module = _candidates([start, small, big, bigger])
-    chosen, (gain, noise) = cands.select(1.0)
-    cands.restore(chosen)
-    assert chosen == 2 and module.bias.item() == 2.0
-    d = bigger - start
-    assert gain == pytest.approx(d.mean()) and noise == pytest.approx(d.std(ddof=1) / n**0.5)
-    assert cands.select(0.0)[0] == 3  # selection_se=0: the best
-    # a later candidate below the start is never kept, even within the noise of the best
-    worse = start.copy()
-    worse[50:52] = -1
-    assert _candidates([start, worse, big])[0].select(50.0)[0] == 0
-    # the records are buffers: a checkpointed copy restores them whatever their size
-    fresh = _Candidates([torch.nn.Linear(1, 1)], None)
-    fresh.load_state_dict(cands.state_dict())
-    assert torch.equal(fresh.scores, cands.scores) and fresh.select(1.0)[0] == 2
-    assert _paired_gain(torch.ones(1), torch.zeros(1)) == (1.0, 0.0)
-
-
 def test_selection_rule_and_validation_are_reported():
     X, y = _data()
     kept = SPDNetEmbedding("lifted", eps=1e-6, selection_se=1e9, **FAST).fit(X, y)
@@ -330,3 +270,97 @@ def test_cuda_matches_cpu():
     cpu = SPDNetEmbedding(**FAST).fit(X, y)
     gpu = SPDNetEmbedding(**{**FAST, "device": "cuda"}).fit(X, y)
     np.testing.assert_allclose(gpu.transform(X), cpu.transform(X), rtol=1e-3, atol=1e-3)
+
+
+# ---------------------------------------------------------------- per-domain statistics
+
+
+def _shifted_domains(shift=1.4):
+    """Three domains of one class structure, each mapped by its own congruence ``A X A``.
+
+    Each domain's matrices are first centred at the identity, so re-centring a domain at its own
+    mean undoes its shift exactly: the alignment that per-domain statistics should recover.
+    """
+    from rankmetric.geometry import riemannian_mean, whiten
+
+    parts = []
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        y = np.repeat(np.arange(3), 12)
+        centres = np.random.default_rng(99).normal(scale=0.8, size=(3, 5))
+        log_s = centres[y] + 0.3 * rng.normal(size=(len(y), 5))
+        Q, _ = np.linalg.qr(np.random.default_rng(98).normal(size=(5, 5)))
+        X = torch.as_tensor((Q * np.exp(log_s)[:, None, :]) @ Q.T)
+        X = whiten(X, riemannian_mean(X)).numpy()
+        G = rng.normal(size=(5, 5))
+        A = scipy.linalg.expm(shift * seed * (G + G.T) / 2)
+        parts.append((A @ X @ A.T, y))
+    return parts
+
+
+@pytest.mark.parametrize("batchnorm", [True, False])
+def test_per_domain_statistics_recover_the_alignment_of_shifted_domains(batchnorm):
+    (X0, y0), (X1, y1), (X2, y2) = _shifted_domains()
+    X, y = np.concatenate([X0, X1]), np.concatenate([y0, y1])
+    domains = np.repeat(["day 1", "day 2"], len(y0))
+    params = {**FAST, "batchnorm": batchnorm}
+    plain = RPLEmbedding(**params).fit(X, y)
+    model = RPLEmbedding(**params).fit(X, y, domains=domains)
+    assert list(model.domains_) == ["day 1", "day 2"] and model.domain_whitening_.shape == (2, 5, 5)
+    assert len(model.batchnorm_domain_means_) == (2 if batchnorm else 0)
+
+    def cross_domain_1nn(embed):
+        Z0, Z1, Z2 = (embed(Xd, name) for Xd, name in ((X0, "day 1"), (X1, "day 2"), (X2, "new")))
+        return [knn_accuracy(Z0, y0, Z, yd, k=1) for Z, yd in ((Z1, y1), (Z2, y2))]
+
+    # a seen domain at its stored statistics, a new one ("new", and the default None) at its own
+    assert cross_domain_1nn(lambda Xd, name: model.transform(Xd, domains=[name] * len(Xd))) == [
+        1.0,
+        1.0,
+    ]
+    np.testing.assert_allclose(
+        model.transform(X2), model.transform(X2, domains=["new"] * len(X2)), atol=1e-12
+    )
+    assert max(cross_domain_1nn(lambda Xd, name: plain.transform(Xd))) < 0.75
+    # fit_transform passes the domains on to transform
+    np.testing.assert_allclose(
+        clone(model).fit_transform(X, y, domains=domains), model.transform(X, domains=domains)
+    )
+
+
+def test_domains_travel_through_a_pipeline_by_metadata_routing(tmp_path):
+    import sklearn
+    from sklearn.neighbors import KNeighborsClassifier
+
+    (X0, y0), (X1, y1), (X2, y2) = _shifted_domains()
+    X, y = np.concatenate([X0, X1]), np.concatenate([y0, y1])
+    domains = np.repeat([1, 2], len(y0))
+    with sklearn.config_context(enable_metadata_routing=True):
+        net = RPLEmbedding(batchnorm=True, **FAST)
+        net.set_fit_request(domains=True).set_transform_request(domains=True)
+        model = make_pipeline(net, KNeighborsClassifier(1)).fit(X, y, domains=domains)
+        assert model.score(X2, y2, domains=np.full(len(X2), 3)) == 1.0
+    fitted = model[0]
+    path = tmp_path / "model.npz"
+    save_model(fitted, path)
+    loaded = load_model(path)
+    np.testing.assert_array_equal(loaded.domains_, [1, 2])
+    np.testing.assert_allclose(
+        loaded.transform(X2, domains=[3] * len(X2)), fitted.transform(X2, domains=[3] * len(X2))
+    )
+
+
+def test_bad_domains_raise():
+    (X0, y0), *_ = _shifted_domains()
+    domains = np.repeat([0, 1], len(y0) // 2)
+    with pytest.raises(ValueError, match="change nothing"):
+        SPDNetEmbedding(whiten=False, **FAST).fit(X0, y0, domains=domains)
+    with pytest.raises(ValueError, match=r"domains must have shape \(36,\)"):
+        SPDNetEmbedding(**FAST).fit(X0, y0, domains=domains[:-1])
+    with pytest.raises(ValueError, match="NaN"):
+        SPDNetEmbedding(**FAST).fit(X0, y0, domains=np.full(len(y0), np.nan))
+    with pytest.raises(ValueError, match="fitted without domains"):
+        SPDNetEmbedding(**FAST).fit(X0, y0).transform(X0, domains=domains)
+    model = SPDNetEmbedding(batchnorm=True, **FAST).fit(X0, y0, domains=domains)
+    with pytest.raises(ValueError, match="single matrix"):
+        model.transform(X0[:3], domains=[0, 1, 5])

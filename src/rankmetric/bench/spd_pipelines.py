@@ -7,7 +7,7 @@ pipelines and a learned linear metric on the SPD manifold.
 
 Every row gets the budget the network rows get: hyper-parameters are chosen on the same
 stratified 20 % validation part of the training part (the split the network of the same seed
-holds out for its early stopping, :func:`rankmetric.estimators.spdnet._stratified_split`), each
+holds out for its early stopping, ``split_validation(..., "stratified", ...)``), each
 grid's first candidate (the estimator's default) kept unless another beats it by more than one
 binomial standard error (:func:`rankmetric.bench.learners.keep_first_unless_better`, the rule of
 the SSNE table), then refitted on the whole training part. Metric rows (WARCA, LMNN) are scored
@@ -29,7 +29,7 @@ import numpy as np
 
 from .._utils import make_rng
 from .._validation import check_labels
-from ..estimators.spdnet import _stratified_split
+from ..estimators._early_stopping import split_validation
 from ..evaluate import retrieval_scores
 from .learners import fit_learner, keep_first_unless_better
 
@@ -65,7 +65,7 @@ def validation_split(y: np.ndarray, seed: int, fraction: float = VALIDATION_FRAC
     indices.
     """
     _, codes = check_labels(y, len(y))
-    return _stratified_split(codes, fraction, make_rng(seed))
+    return split_validation(codes, fraction, "stratified", make_rng(seed))
 
 
 def _validation_r1(Z_inner, y_inner, Z_val, y_val) -> float:

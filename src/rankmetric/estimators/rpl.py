@@ -16,12 +16,12 @@ import torch
 from .._validation import Interval, Options, deprecate_positional_args
 from ..io import register_estimator
 from ..losses.potato import CENTRES
-from .spdnet import (  # the split and mAP helpers stay importable from here
+from .spdnet import (  # the split helper stays importable from here
     SPDNET_PARAMETER_CONSTRAINTS,
     SPDNetEmbedding,
-    _mean_average_precision,  # noqa: F401
     _stratified_split,  # noqa: F401
     default_hidden_sizes,
+    set_parameters,
 )
 
 __all__ = ["RPLEmbedding", "default_hidden_sizes"]
@@ -158,37 +158,7 @@ class RPLEmbedding(SPDNetEmbedding):
         checkpoint_dir: str | None = None,
         checkpoint_every: int = 100,
     ) -> None:
-        self.hidden_sizes = hidden_sizes
-        self.distance = distance
-        self.potato = potato
-        self.z_threshold = z_threshold
-        self.margin = margin
-        self.neg_weight = neg_weight
-        self.momentum = momentum
-        self.temperature = temperature
-        self.head = head
-        self.bimap = bimap
-        self.init = init
-        self.eps = eps
-        self.relative_eps = relative_eps
-        self.batchnorm = batchnorm
-        self.n_classes_per_batch = n_classes_per_batch
-        self.n_per_class = n_per_class
-        self.max_iter = max_iter
-        self.learning_rate = learning_rate
-        self.validation_fraction = validation_fraction
-        self.validation_every = validation_every
-        self.patience = patience
-        self.validation_metric = validation_metric
-        self.validation_distance = validation_distance
-        self.selection_se = selection_se
-        self.output = output
-        self.whiten = whiten
-        self.random_state = random_state
-        self.device = device
-        self.verbose = verbose
-        self.checkpoint_dir = checkpoint_dir
-        self.checkpoint_every = checkpoint_every
+        set_parameters(self, locals())
 
     def _loss_name(self) -> str:
         return "rpl"

@@ -25,30 +25,19 @@ than the validation noise; a fit that keeps step 0 warns (a ``UserWarning`` with
 
 from __future__ import annotations
 
-import sys
-import warnings
 from collections.abc import Sequence
-from numbers import Integral, Real
-from pathlib import Path
 
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import validate_data
 
 from .. import distributed
 from .._utils import make_rng, resolve_device, to_tensor, torch_generator
 from .._validation import (
-    BOOLEAN,
-    CHECKPOINTS,
-    DEVICE,
     NONE,
-    POSITIVE_INT,
-    RANDOM_STATE,
-    VERBOSE,
     InstanceOf,
-    Interval,
     Options,
     check_labels,
     check_min_per_class,
@@ -56,20 +45,33 @@ from .._validation import (
     deprecate_positional_args,
 )
 from ..geometry.aliases import canonical_metric
-from ..geometry.dispatch import distance as spd_distance
-from ..geometry.matrix_functions import eigh, spd_inv_sqrt, spd_log, symmetrize
+from ..geometry.matrix_functions import spd_inv_sqrt
 from ..geometry.means import riemannian_mean
 from ..io import register_estimator
-from ..losses.lifted import LiftedStructureLoss
-from ..losses.multi_similarity import MultiSimilarityLoss
-from ..losses.npair import NPairLoss
-from ..losses.potato import DISTANCES, RiemannianPotatoLoss, embedding_distances
-from ..losses.proxy_nca import ProxyNCALoss
-from ..losses.triplet import TripletLoss
+from ..losses.potato import DISTANCES
+from ..losses.registry import LOSSES, VECTOR_ONLY_LOSSES, make_loss
+from ..model_selection import OneStandardErrorSelector
 from ..models.spdnet import SPDNet, sym_to_vec
 from ..models.stiefel import StiefelAdam
-from ..sampling import LabelIndex
-from ..training import TrainingResult, UntrainedModelWarning, train
+from ..training import TrainingResult, train
+from ._early_stopping import split_validation
+from ._spd_domains import batch_drawer, domain_codes, start_domain_statistics
+from ._spd_embedding import SPDEmbeddingMixin
+from ._spd_network import (
+    HEADS,
+    SPDNET_PARAMETER_CONSTRAINTS,
+    congruence,
+    default_hidden_sizes,
+    extra_group,
+    parse_hidden_sizes,
+    principal_init,
+    set_parameters,
+    take_rows,
+    training_embedding,
+    validation_queries,
+    validation_scorer,
+)
+from ._untrained import UNTRAINED_ADVICE, untrained_message, warn_untrained_kept
 from .base import MetricLearnerMixin, fit_context
 
 __all__ = [
@@ -82,131 +84,14 @@ __all__ = [
     "untrained_message",
 ]
 
-#: Loss id -> description (published defaults; margins 1 for unnormalised embeddings).
-LOSSES = {
-    "rpl": "RiemannianPotatoLoss (see RPLEmbedding for its parameters)",
-    "triplet": "TripletLoss(margin=1, mining='all') on the SPD outputs' Riemannian distance "
-    "(DSML-Triplet; needs head='spd')",
-    "triplet-random": "TripletLoss(margin=1, mining='random')",
-    "triplet-semihard": "TripletLoss(margin=1, mining='semihard')",
-    "lifted": "LiftedStructureLoss(margin=1)",
-    "npair": "NPairLoss(l2_weight=0.002)",
-    "proxy-nca": "ProxyNCALoss(one proxy per class)",
-    "multi-similarity": "MultiSimilarityLoss(alpha=2, beta=50, base=0.5, epsilon=0.1)",
-}
-HEADS = ("spd", "log", "linear")
-INITS = ("identity", "random")
-BIMAPS = ("free", "stiefel")
-_VECTOR_ONLY = ("npair", "proxy-nca", "multi-similarity")  # need vector embeddings
-_OUTPUTS = ("spd", "log", "vector")
-#: The hyper-parameters every SPD-network estimator shares (the loss's own are added by each).
-VALIDATION_METRICS = ("recall@1", "map")
-SPDNET_PARAMETER_CONSTRAINTS = {
-    "hidden_sizes": [
-        NONE,
-        POSITIVE_INT,
-        InstanceOf((str, list, tuple, np.ndarray), "a list of sizes"),
-    ],
-    "head": [Options(*HEADS)],
-    "distance": [InstanceOf(str, "a distance name")],  # aliases resolved by ``_distance``
-    "bimap": [Options(*BIMAPS)],
-    "init": [Options(*INITS)],
-    "eps": [Interval(Real, 0, None, closed="neither")],
-    "relative_eps": [BOOLEAN],
-    "batchnorm": [BOOLEAN],
-    "n_classes_per_batch": [NONE, Interval(Integral, 2, None, closed="left")],
-    "n_per_class": [Interval(Integral, 2, None, closed="left")],
-    "max_iter": [Interval(Integral, 0, None, closed="left")],  # 0: the untrained reference
-    "learning_rate": [Interval(Real, 0, None, closed="neither")],
-    "validation_fraction": [Interval(Real, 0, 1, closed="left")],
-    "validation_every": [POSITIVE_INT],
-    "patience": [NONE, POSITIVE_INT],
-    "validation_metric": [Options(*VALIDATION_METRICS)],
-    "validation_distance": [NONE, InstanceOf(str, "a distance name")],  # resolved in fit
-    "selection_se": [Interval(Real, 0, None, closed="left")],
-    "output": [Options(*_OUTPUTS)],
-    "whiten": [BOOLEAN],
-    "random_state": [RANDOM_STATE],
-    "device": [DEVICE],
-    "verbose": VERBOSE,
-    **CHECKPOINTS,
-}
-_CHUNK = 2048  # matrices per forward pass in transform
-# validation ranks the held-out matrices leave-one-out among themselves: at most 500 of them under
-# AIRM (an AIRM validation of 1000 x 1000 pairs takes ~13 s on one loaded core; 500 x 500 about
-# 3 s), at most 2000 under the cheap Euclidean / log-Euclidean distances.
-_MAX_QUERIES = {"airm": 500, "other": 2000}
 
-
-def default_hidden_sizes(n_channels: int) -> tuple[int, ...]:
-    """Version 0.1's network: one BiMap halving the size, ``(max(2, ceil(c / 2)),)``.
-
-    ``(c,)`` when ``c < 2``. The estimators now default to ``(c, c)``; this is kept for
-    ``hidden_sizes=default_hidden_sizes(c)``, the original SPDNet reduction.
-    """
-    return (min(n_channels, max(2, -(-n_channels // 2))),)
-
-
-def make_loss(
-    name: str,
-    *,
-    n_classes: int,
-    dim: int | None,
-    distance: str = "airm",
-    params: dict | None = None,
-    generator: torch.Generator | None = None,
-    device: torch.device | str | None = None,
-) -> torch.nn.Module:
-    """The loss module ``name`` of :data:`LOSSES`.
-
-    Parameters
-    ----------
-    name : str
-        A key of :data:`LOSSES`.
-    n_classes : int
-        Number of classes (potato statistics, proxies).
-    dim : int or None
-        Embedding dimension for vector embeddings; ``None`` for SPD embeddings.
-    distance : {"airm", "log_euclidean"}, default="airm"
-        Riemannian distance between SPD embeddings (ignored for vectors).
-    params : dict, optional
-        Keyword arguments overriding the loss's defaults.
-    generator : torch.Generator, optional
-        For random mining and proxy initialisation.
-    device : torch device, optional
-
-    Returns
-    -------
-    torch.nn.Module
-        ``loss(embeddings, labels) -> scalar``.
-    """
-    params = dict(params or {})
-    spd = dim is None
-    if spd and name in _VECTOR_ONLY:
-        raise ValueError(f"loss {name!r} needs vector embeddings: use head='log' or 'linear'.")
-    metric = distance if spd else "euclidean"
-    if name == "rpl":
-        params.setdefault("n_classes", n_classes)
-        return RiemannianPotatoLoss(distance=distance, **params).to(device)
-    if name in ("triplet", "triplet-random", "triplet-semihard"):
-        mining = {"triplet": "all", "triplet-random": "random", "triplet-semihard": "semihard"}
-        params = {"margin": 1.0, "mining": mining[name], **params}
-        if params["mining"] == "random":
-            params.setdefault("generator", generator)
-        return TripletLoss(distance=metric, **params)
-    if name == "lifted":
-        return LiftedStructureLoss(**{"margin": 1.0, **params})
-    if name == "npair":
-        return NPairLoss(**params)
-    if name == "proxy-nca":
-        return ProxyNCALoss(n_classes, dim, generator=generator, device=device, **params)
-    if name == "multi-similarity":
-        return MultiSimilarityLoss(**params)
-    raise ValueError(f"loss must be one of {list(LOSSES)}, got {name!r}.")
+def _stratified_split(codes: np.ndarray, fraction: float, rng: np.random.Generator):
+    """``split_validation(codes, fraction, "stratified", rng)`` (kept for old imports)."""
+    return split_validation(codes, fraction, "stratified", rng)
 
 
 @register_estimator
-class SPDNetEmbedding(MetricLearnerMixin, BaseEstimator):
+class SPDNetEmbedding(SPDEmbeddingMixin, MetricLearnerMixin, BaseEstimator):
     r"""Learn an embedding of SPD matrices with an SPDNet and any metric-learning loss.
 
     Each step draws a class-balanced batch (``n_per_class`` samples of ``n_classes_per_batch``
@@ -245,9 +130,10 @@ class SPDNetEmbedding(MetricLearnerMixin, BaseEstimator):
         data) instead of :math:`\epsilon`.
     batchnorm : bool, default=False
         Riemannian batch normalisation after every BiMap
-        (:class:`~rankmetric.models.spdnet.SPDBatchNorm`: batch Karcher mean, geodesic running
+        (:class:`~rankmetric.models.batchnorm.SPDBatchNorm`: batch Karcher mean, geodesic running
         mean, learnable SPD bias; Brooks et al. 2019). Off by default: it did not raise the
-        validation R@1 (``docs/rpl.md``).
+        validation R@1 (``docs/rpl.md``). With ``fit(..., domains=...)`` it keeps one running
+        mean per domain (TSMNet's domain-specific batch normalisation).
     n_classes_per_batch : int or None, default=None
         Classes per batch (``None``: all classes).
     n_per_class : int, default=8
@@ -317,6 +203,13 @@ class SPDNetEmbedding(MetricLearnerMixin, BaseEstimator):
         The linear head (``head="linear"``).
     batchnorm_means_, batchnorm_log_biases_ : list of ndarray
         Running means and log-biases of the batch-normalisation layers (empty without).
+    domains_ : ndarray of shape (n_domains,) or None
+        The domain labels given to :meth:`fit` (``None`` without ``domains``).
+    domain_whitening_ : ndarray of shape (n_domains, c, c) or None
+        ``M_d^{-1/2}`` for each domain's Riemannian mean ``M_d`` (with ``domains``).
+    batchnorm_domain_means_ : list of ndarray of shape (n_domains, h, h)
+        Each batch normalisation's running mean per domain (with ``domains`` and
+        ``batchnorm``; empty otherwise).
     n_iter_ : int
     best_iter_ : int or None
         Step whose parameters were kept (0: the untrained network, which a fit with
@@ -337,12 +230,17 @@ class SPDNetEmbedding(MetricLearnerMixin, BaseEstimator):
     rankmetric.models.SPDNet : The network itself, for training inside PyTorch.
     rankmetric.preprocessing.TangentSpace : A fixed (untrained) map of SPD matrices to vectors.
     rankmetric.preprocessing.Covariances : Multichannel signals to the SPD inputs it takes.
+    rankmetric.preprocessing.DomainRecentering : Per-domain re-centring in front of any model.
 
     References
     ----------
     .. [1] Z. Huang and L. Van Gool. A Riemannian Network for SPD Matrix Learning. AAAI 2017.
     .. [2] B. H. Kim, Y.-J. Suh, H. Lee and S. Jo. Nonlinear Ranking Loss on Riemannian Potato
        Embedding. KAIST and Looxid Labs, poster (the loss baselines of its Table 1).
+    .. [3] D. Brooks, O. Schwander, F. Barbaresco, J.-Y. Schneider and M. Cord. Riemannian
+       batch normalization for SPD neural networks. NeurIPS 2019.
+    .. [4] R. Kobler, J. Hirayama, Q. Zhao and M. Kawanabe. SPD domain-specific batch
+       normalization to crack interpretable unsupervised domain adaptation in EEG. NeurIPS 2022.
 
     Examples
     --------
@@ -401,33 +299,7 @@ class SPDNetEmbedding(MetricLearnerMixin, BaseEstimator):
         checkpoint_dir: str | None = None,
         checkpoint_every: int = 100,
     ) -> None:
-        self.loss = loss
-        self.loss_params = loss_params
-        self.hidden_sizes = hidden_sizes
-        self.head = head
-        self.distance = distance
-        self.bimap = bimap
-        self.init = init
-        self.eps = eps
-        self.relative_eps = relative_eps
-        self.batchnorm = batchnorm
-        self.n_classes_per_batch = n_classes_per_batch
-        self.n_per_class = n_per_class
-        self.max_iter = max_iter
-        self.learning_rate = learning_rate
-        self.validation_fraction = validation_fraction
-        self.validation_every = validation_every
-        self.patience = patience
-        self.validation_metric = validation_metric
-        self.validation_distance = validation_distance
-        self.selection_se = selection_se
-        self.output = output
-        self.whiten = whiten
-        self.random_state = random_state
-        self.device = device
-        self.verbose = verbose
-        self.checkpoint_dir = checkpoint_dir
-        self.checkpoint_every = checkpoint_every
+        set_parameters(self, locals())
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -449,7 +321,7 @@ class SPDNetEmbedding(MetricLearnerMixin, BaseEstimator):
     # ------------------------------------------------------------------ fit
 
     @fit_context
-    def fit(self, X, y):
+    def fit(self, X, y, domains=None):
         """Train the network on SPD matrices ``X`` (n_samples, c, c) with class labels ``y``.
 
         Parameters
@@ -458,6 +330,13 @@ class SPDNetEmbedding(MetricLearnerMixin, BaseEstimator):
             SPD matrices.
         y : array-like of shape (n_samples,)
             Class labels.
+        domains : array-like of shape (n_samples,), optional
+            Domain (session, subject) of each matrix, with ``batchnorm=True``: the batch
+            normalisations keep one running mean per domain and every batch is drawn from one
+            domain (TSMNet's domain-specific batch normalisation; see
+            :meth:`transform` for new domains). In a :class:`~sklearn.pipeline.Pipeline` pass
+            them by metadata routing (``set_fit_request(domains=True)``), as for
+            :class:`~rankmetric.preprocessing.DomainRecentering`.
 
         Returns
         -------
@@ -469,55 +348,72 @@ class SPDNetEmbedding(MetricLearnerMixin, BaseEstimator):
         check_classification_targets(y)
         self.classes_, codes = check_labels(y, X.shape[0])
         check_min_per_class(codes, 2)
+        self.domains_, domain_idx = self._fit_domains(domains, X.shape[0])
         n_channels = X.shape[1]
         sizes = [n_channels, *self._hidden_sizes(n_channels)]
         device = resolve_device(self.device)
         rng = make_rng(self.random_state)
         X_t = to_tensor(X, device, torch.float64)
         self.whitening_ = self._fit_whitening(X_t)
-        X_t = _congruence(X_t, to_tensor(self.whitening_, device, torch.float64)).float()
+        self.domain_whitening_ = None
+        if domain_idx is None:
+            X_t = congruence(X_t, to_tensor(self.whitening_, device, torch.float64)).float()
+        else:  # each domain whitened by its own mean (DomainRecentering's re-centring)
+            per_domain = [X_t[torch.as_tensor(domain_idx == d)] for d in range(len(self.domains_))]
+            self.domain_whitening_ = np.stack([self._fit_whitening(Xd) for Xd in per_domain])
+            W = to_tensor(self.domain_whitening_, device, torch.float64)
+            X_t = congruence(X_t, W[torch.as_tensor(domain_idx, device=device)]).float()
 
         untrained = self.max_iter == 0  # the untrained reference: nothing held out
         if untrained:
             train_idx, val_idx = np.arange(codes.shape[0]), np.empty(0, dtype=np.int64)
         else:
-            train_idx, val_idx = _stratified_split(codes, self.validation_fraction, rng)
+            train_idx, val_idx = split_validation(
+                codes, self.validation_fraction, "stratified", rng
+            )
         net = self._build_network(sizes, torch_generator(rng), device)
         if self.init == "identity":
-            _principal_init(net, X_t[train_idx])
+            principal_init(net, X_t[train_idx])
+        if domain_idx is not None and net.batchnorms:
+            start_domain_statistics(net, X_t, train_idx, domain_idx, self.domains_)
         loss_fn = self._build_loss(net, torch_generator(rng), device)
         codes_t = torch.as_tensor(codes, device=device)
-        index = LabelIndex.from_codes(codes[train_idx])
+        domains_t = None if domain_idx is None else torch.as_tensor(domain_idx, device=device)
         n_classes = self.n_classes_per_batch or len(self.classes_)
+        draw = batch_drawer(train_idx, codes, domain_idx, n_classes, self.n_per_class, rng)
 
         def loss_step(step: int) -> torch.Tensor:
-            batch = torch.as_tensor(
-                train_idx[index.class_balanced_batch(n_classes, self.n_per_class, rng)],
-                device=device,
-            )
+            batch = torch.as_tensor(draw(), device=device)
             # under torchrun: every rank draws the same batch, embeds its slice, and computes the
             # loss on the gathered embeddings (exact single-process gradient; distributed.py)
-            local = _training_embedding(net, X_t[distributed.shard(batch)])
+            rows = distributed.shard(batch)
+            local = training_embedding(net, X_t[rows], take_rows(domains_t, rows))
             return loss_fn(distributed.all_gather_with_grad(local), codes_t[batch])
 
-        validate, candidates = None, None
+        candidates = None
         module = torch.nn.ModuleDict({"net": net, "loss": loss_fn})  # checkpoints keep the loss
         if val_idx.size:
-            queries = self._validation_queries(val_idx, rng)
-            candidates = _Candidates(
-                [net, loss_fn], self._validation_score(net, X_t, codes_t, queries)
+            airm = self.head == "spd" and self._validation_distance() == "airm"
+            queries = torch.as_tensor(validation_queries(val_idx, rng, airm), device=device)
+            score = validation_scorer(
+                net,
+                X_t[queries],
+                codes_t[queries],
+                take_rows(domains_t, queries),
+                self._validation_distance(),
+                self.validation_metric,
             )
+            candidates = OneStandardErrorSelector([net, loss_fn], score)
             candidates.validate()  # the untrained network, step 0
-            validate = candidates.validate
             module["candidates"] = candidates  # in the checkpoints: a resumed fit selects alike
-        groups = net.parameter_groups() + _extra_group(loss_fn)
+        groups = net.parameter_groups() + extra_group(loss_fn)
         result = train(
             module,
             StiefelAdam(groups, lr=self.learning_rate),
             loss_step,
             rng=rng,
             max_iter=self.max_iter,
-            validate=validate,
+            validate=None if candidates is None else candidates.validate,
             validation_every=self.validation_every,
             patience=self.patience,
             verbose=self.verbose,
@@ -527,7 +423,47 @@ class SPDNetEmbedding(MetricLearnerMixin, BaseEstimator):
             checkpoint_every=self.checkpoint_every,
             fingerprint=getattr(self, "_fit_fingerprint", None),
         )
+        self._select(candidates, result, untrained)
+        net.train()
+        self._store_fitted(net, loss_fn, result)
+        if untrained:
+            self.validation_score_ = None
+        elif self.best_iter_ == 0:
+            warn_untrained_kept(self)
+        return self
+
+    def fit_transform(self, X, y, domains=None) -> np.ndarray:
+        """:meth:`fit`, then :meth:`transform` of ``X`` (with the same ``domains``).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, c, c)
+        y : array-like of shape (n_samples,)
+        domains : array-like of shape (n_samples,), optional
+            As :meth:`fit`.
+
+        Returns
+        -------
+        ndarray
+            As :meth:`transform`.
+        """
+        return self.fit(X, y, domains=domains).transform(X, domains=domains)
+
+    def _fit_domains(self, domains, n: int) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """``(domain names, domain code per matrix)``, or ``(None, None)`` without domains."""
+        if domains is None:
+            return None, None
+        if not (self.batchnorm or self.whiten):
+            raise ValueError(
+                "domains are used by the per-domain whitening (whiten=True) and batch "
+                "normalisation (batchnorm=True); with neither they would change nothing."
+            )
+        return domain_codes(domains, n)
+
+    def _select(self, candidates, result: TrainingResult, untrained: bool) -> None:
+        """Apply the one-standard-error rule to the validated steps (restoring the chosen)."""
         self.validation_gain_ = None
+        self.initial_validation_score_ = None if candidates is None else candidates.mean(0)
         if candidates is not None:
             # the candidates are step 0 and the first validations (train restores the state of
             # its best validation, which holds the candidates up to that one)
@@ -538,14 +474,6 @@ class SPDNetEmbedding(MetricLearnerMixin, BaseEstimator):
             result.best_step, result.best_score = steps[chosen], candidates.mean(chosen)
         if untrained:
             result.best_step, result.best_score = 0, float("nan")
-        net.train()
-        self.initial_validation_score_ = None if candidates is None else candidates.mean(0)
-        self._store_fitted(net, loss_fn, result)
-        if untrained:
-            self.validation_score_ = None
-        elif self.best_iter_ == 0:
-            _warn_untrained_kept(self)
-        return self
 
     def _build_network(
         self, sizes: list[int], generator: torch.Generator, device: torch.device
@@ -563,6 +491,7 @@ class SPDNetEmbedding(MetricLearnerMixin, BaseEstimator):
             head_dim=head_dim,
             head_init="identity" if self.init == "identity" else "glorot",
             batchnorm=self.batchnorm,
+            n_domains=0 if self.domains_ is None else len(self.domains_),
             generator=generator,
             device=device,
         )
@@ -591,46 +520,14 @@ class SPDNetEmbedding(MetricLearnerMixin, BaseEstimator):
         norms = net.batchnorms
         self.batchnorm_means_ = [bn.running_mean.detach().cpu().numpy() for bn in norms]
         self.batchnorm_log_biases_ = [bn.log_bias.detach().cpu().numpy() for bn in norms]
+        self.batchnorm_domain_means_ = [
+            bn.domain_means.detach().cpu().numpy() for bn in norms if bn.n_domains
+        ]
         self._store_loss_state(loss_fn)
         self.n_iter_ = result.n_iter
         self.best_iter_ = result.best_step
         self.validation_score_ = None if result.best_step is None else float(result.best_score)
         self.loss_curve_ = np.array([h["loss"] for h in result.history], dtype=np.float64)
-
-    def _validation_queries(self, val_idx, rng) -> np.ndarray:
-        """The held-out matrices validation ranks, capped (tighter under AIRM)."""
-        airm = self.head == "spd" and self._validation_distance() == "airm"
-        cap = _MAX_QUERIES["airm" if airm else "other"]
-        if val_idx.size > cap:  # draws nothing on small sets
-            return np.sort(rng.choice(val_idx, cap, replace=False))
-        return val_idx
-
-    def _validation_score(self, net, X_t, codes_t, queries):
-        """A closure scoring the network per held-out query, leave-one-out within ``queries``.
-
-        As the test protocol of the tables: every matrix is ranked against the other held-out
-        ones (never against training matrices, which the loss has already pulled together).
-        Per-query R@1 or average precision; NaN for a query with no other of its class.
-        """
-        queries_t = torch.as_tensor(queries, device=X_t.device)
-        distance = self._validation_distance()
-        codes = codes_t[queries_t]
-
-        @torch.no_grad()
-        def score() -> torch.Tensor:
-            was_training = net.training
-            net.eval()  # batch normalisation: running statistics
-            try:
-                Z = _validation_embedding(net, X_t[queries_t], distance)
-                dist = embedding_distances(Z, Z, distance=distance).double()
-            finally:
-                net.train(was_training)
-            dist.fill_diagonal_(torch.inf)
-            relevant = codes[:, None] == codes[None, :]
-            relevant.fill_diagonal_(False)
-            return _per_query_scores(dist, relevant, self.validation_metric)
-
-        return score
 
     def _fit_whitening(self, X_t: torch.Tensor) -> np.ndarray:
         """``M^{-1/2}`` for the Riemannian mean ``M`` of the training matrices (or the identity)."""
@@ -640,12 +537,18 @@ class SPDNetEmbedding(MetricLearnerMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ transform
 
-    def transform(self, X) -> np.ndarray:
+    def transform(self, X, domains=None) -> np.ndarray:
         """Embed SPD matrices.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, c, c)
+        domains : array-like of shape (n_samples,), optional
+            Only for a model fitted with ``domains``: the domain of each matrix. A domain seen in
+            :meth:`fit` is normalised at its stored running means; a **new** domain (or all of
+            ``X`` when ``domains`` is None) at the Riemannian means of its own matrices in
+            ``X``, layer by layer (unsupervised adaptation: give a new domain's matrices
+            together, at least 2).
 
         Returns
         -------
@@ -653,99 +556,10 @@ class SPDNetEmbedding(MetricLearnerMixin, BaseEstimator):
             (n_samples, d) for ``output="vector"`` (``d = h (h + 1) / 2``), (n_samples, h, h)
             otherwise (``h = hidden_sizes[-1]``), in the dtype of ``X`` (float32 or float64).
         """
-        Y, dtype = self._outputs(X, log=self.output != "spd")
+        Y, dtype = self._outputs(X, log=self.output != "spd", domains=domains)
         if self.output == "vector" and Y.ndim == 3:
             Y = sym_to_vec(Y)
         return Y.cpu().numpy().astype(dtype, copy=False)
-
-    @property
-    def _n_features_out(self) -> int:
-        """Columns of :meth:`transform` for ``output="vector"`` (head width, or ``h (h + 1) / 2``).
-
-        scikit-learn's ``get_feature_names_out`` names them ``"<classname>0"``, ...
-        """
-        if self.output != "vector":
-            raise ValueError(
-                f"output={self.output!r} gives matrices, which have no column names; "
-                "use output='vector'."
-            )
-        if getattr(self, "head_weight_", None) is not None:
-            return self.head_weight_.shape[0]
-        h = self.weights_[-1].shape[1] if self.weights_ else self.n_features_in_
-        return h * (h + 1) // 2
-
-    def pair_distances(self, X1, X2) -> np.ndarray:
-        """Learned distance between paired SPD matrices ``X1[k]``, ``X2[k]``.
-
-        The distance the model was trained with: the Riemannian ``distance`` between SPD outputs
-        (``head="spd"``), otherwise the Euclidean distance between embedding vectors.
-
-        Parameters
-        ----------
-        X1, X2 : array-like of shape (n_pairs, c, c)
-
-        Returns
-        -------
-        ndarray of shape (n_pairs,)
-        """
-        spd = self.head == "spd"
-        Y1, _ = self._outputs(X1, log=not spd)
-        Y2, _ = self._outputs(X2, log=not spd)
-        if Y1.shape[0] != Y2.shape[0]:
-            raise ValueError(f"X1 and X2 must have as many rows: {Y1.shape[0]} != {Y2.shape[0]}.")
-        with torch.no_grad():
-            if not spd:
-                Y1, Y2 = _as_vectors(Y1), _as_vectors(Y2)
-                return torch.linalg.vector_norm(Y1.double() - Y2.double(), dim=1).cpu().numpy()
-            return spd_distance(Y1.double(), Y2.double(), self._distance()).cpu().numpy()
-
-    def _outputs(self, X, log: bool = False) -> tuple[torch.Tensor, np.dtype]:
-        """The network's outputs (SPD, log or head vectors), and X's dtype.
-
-        Computed in float64 (the fitted float32 parameters cast up), so that an output does not
-        depend on which other matrices share its chunk.
-        """
-        check_is_fitted(self, "weights_")
-        X, _ = self._validate_spd(X, reset=False)
-        device = resolve_device(self.device)
-        net = self._network(device, log)
-        W = to_tensor(self.whitening_, device, torch.float64)
-        outputs = []
-        with torch.no_grad():
-            for start in range(0, X.shape[0], _CHUNK):
-                chunk = to_tensor(X[start : start + _CHUNK], device, torch.float64)
-                outputs.append(net(_congruence(chunk, W)))
-        return torch.cat(outputs), X.dtype
-
-    def _network(self, device: torch.device, log_output: bool = False) -> SPDNet:
-        """The SPDNet rebuilt from the fitted arrays (head included when there is one)."""
-        sizes = [self.n_features_in_, *(w.shape[1] for w in self.weights_)]
-        head = getattr(self, "head_weight_", None)
-        net = SPDNet(
-            sizes,
-            eps=self.eps,
-            relative_eps=self.relative_eps,
-            bimap=self.bimap,
-            log_output=log_output,
-            head_dim=None if head is None else head.shape[0],
-            batchnorm=bool(getattr(self, "batchnorm_means_", None)),
-            dtype=torch.float64,
-            device=device,
-        )
-        with torch.no_grad():
-            for bimap, weight in zip(net.bimaps, self.weights_, strict=True):
-                bimap.weight.copy_(to_tensor(weight, device))
-            for bn, mean, log_bias in zip(
-                net.batchnorms, self.batchnorm_means_, self.batchnorm_log_biases_, strict=True
-            ):
-                bn.running_mean.copy_(to_tensor(mean, device))
-                bn.log_bias.copy_(to_tensor(log_bias, device))
-            if head is not None:
-                net.head.weight.copy_(to_tensor(head, device))
-                net.head.bias.copy_(to_tensor(self.head_bias_, device))
-        return net.eval()
-
-    # ------------------------------------------------------------------ validation
 
     def _distance(self) -> str:
         return canonical_metric(self.distance, DISTANCES, name="distance")
@@ -771,28 +585,9 @@ class SPDNetEmbedding(MetricLearnerMixin, BaseEstimator):
         return [n_channels, n_channels]
 
     def _hidden_sizes(self, n_channels: int) -> list[int]:
-        sizes = self.hidden_sizes
-        if sizes is None:
+        if self.hidden_sizes is None:
             return self._default_hidden_sizes(n_channels)
-        if isinstance(sizes, str):
-            sizes = [s for s in sizes.replace(" ", "").split(",") if s]
-        elif isinstance(sizes, Integral):
-            sizes = [sizes]
-        try:
-            sizes = [int(s) for s in sizes]
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"hidden_sizes must be integers, got {self.hidden_sizes!r}.") from exc
-        chain = [n_channels, *sizes]
-        if (
-            not sizes
-            or min(sizes) < 1
-            or any(b > a for a, b in zip(chain[:-1], chain[1:], strict=True))
-        ):
-            raise ValueError(
-                f"hidden_sizes must be a non-empty, non-increasing list of positive sizes at most "
-                f"the input size {n_channels}, got {self.hidden_sizes!r}."
-            )
-        return sizes
+        return parse_hidden_sizes(self.hidden_sizes, n_channels)
 
     def _check_params(self) -> None:
         """The declared constraints, then the rules that tie parameters together."""
@@ -802,278 +597,9 @@ class SPDNetEmbedding(MetricLearnerMixin, BaseEstimator):
             canonical_metric(self.validation_distance, DISTANCES, name="validation_distance")
         if self.head == "linear" and self.output != "vector":
             raise ValueError(f"output={self.output!r} needs head='spd' or 'log' (not 'linear').")
-        if self._loss_name() in _VECTOR_ONLY and self.head == "spd":
+        if self._loss_name() in VECTOR_ONLY_LOSSES and self.head == "spd":
             raise ValueError(f"loss {self._loss_name()!r} needs head='log' or 'linear'.")
         if self._loss_name() == "triplet" and self.head != "spd":
             raise ValueError("loss 'triplet' (DSML-Triplet) compares SPD outputs: head='spd'.")
         if self.relative_eps and self.eps >= 1:
             raise ValueError(f"a relative eps must be < 1, got {self.eps}.")
-
-
-#: What to try when a fit keeps the untrained SPD network (also for a shared training warning).
-UNTRAINED_ADVICE = (
-    "What to try: (1) compare with what needs no network first: the untrained network is the "
-    "log-Euclidean (tangent-space) geometry of the whitened matrices, and a tangent space + "
-    "logistic regression or pyRiemann's MDM may be all the data support (`rankmetric bench "
-    "rpl-spd` puts them beside RPL); (2) if the validation part is small, hold out more "
-    "(validation_fraction) or accept smaller gains (selection_se=0.5 or 0); (3) a lower "
-    "learning_rate, another loss (loss='multi-similarity', 'triplet-semihard', ...) or a reducing "
-    "network (hidden_sizes); (4) better matrices: another covariance estimator "
-    "(Covariances(estimator=...)), band-pass filtering, or re-centring each session when trials "
-    "come from several; (5) max_iter=0 builds the untrained reference on purpose, without this "
-    "warning."
-)
-
-
-def untrained_message(estimator: SPDNetEmbedding) -> str:
-    """Why a fitted SPD network is its untrained start (``best_iter_ == 0``), in one sentence.
-
-    Parameters
-    ----------
-    estimator : fitted SPDNetEmbedding or RPLEmbedding
-
-    Returns
-    -------
-    str
-        The name of the estimator, the validation scores of step 0 and of the best step with the
-        paired standard error of their difference, and, when step 0 already scores 1, that nothing
-        was left to learn; :data:`UNTRAINED_ADVICE` says what to try.
-
-    Examples
-    --------
-    >>> import warnings
-    >>> from rankmetric.datasets import make_spd_clusters
-    >>> from rankmetric.estimators.spdnet import SPDNetEmbedding, untrained_message
-    >>> X, y = make_spd_clusters(60, n_channels=4, n_classes=3, random_state=0)
-    >>> est = SPDNetEmbedding(max_iter=5, learning_rate=1e-12, random_state=0, device="cpu")
-    >>> with warnings.catch_warnings(record=True) as caught:
-    ...     warnings.simplefilter("always")
-    ...     est = est.fit(X, y)
-    >>> est.best_iter_, untrained_message(est) in str(caught[-1].message)
-    (0, True)
-    """
-    name = type(estimator).__name__
-    metric = estimator.validation_metric
-    start = estimator.initial_validation_score_
-    gain, noise = estimator.validation_gain_ or (0.0, 0.0)
-    text = (
-        f"{name} kept the untrained network (best_iter_ == 0): over {estimator.n_iter_} steps "
-        f"no validated step beat its validation {metric} of {start:.3f} by more than "
-        f"{estimator.selection_se:g} paired standard error (best gain {gain:+.3f} ± {noise:.3f})."
-    )
-    if start >= 1.0:
-        text += " The untrained network already scores 1 on validation: nothing was left to learn."
-    return text
-
-
-def _warn_untrained_kept(estimator: SPDNetEmbedding) -> None:
-    """Warn that a fit kept its untrained network (the one place SPD fits say so).
-
-    The category is the library's :class:`~rankmetric.training.UntrainedModelWarning`; the text
-    is :func:`untrained_message` followed by :data:`UNTRAINED_ADVICE`.
-    """
-    warnings.warn(
-        f"{untrained_message(estimator)} {UNTRAINED_ADVICE}",
-        UntrainedModelWarning,
-        stacklevel=_caller_stacklevel(),
-    )
-
-
-def _caller_stacklevel() -> int:
-    """The ``stacklevel`` of the first frame outside rankmetric (the user's ``fit`` call)."""
-    package = str(Path(__file__).resolve().parents[1])
-    frame, level = sys._getframe(1), 1
-    while frame is not None and str(Path(frame.f_code.co_filename).resolve()).startswith(package):
-        frame, level = frame.f_back, level + 1
-    return level
-
-
-class _Candidates(torch.nn.Module):
-    """Every validated step's per-query scores and parameters, and the one-standard-error rule.
-
-    :meth:`validate` is the closure :func:`rankmetric.training.train` calls at each validation:
-    it records the per-query scores and the parameters of ``targets`` (flattened, float64) and
-    returns the mean score (for early stopping). :meth:`select` then picks the earliest recorded
-    candidate, the untrained network first, whose score is within ``k`` paired standard errors
-    of the best one (Breiman's one-standard-error rule); :meth:`restore` loads its parameters.
-    The records are buffers, so checkpoints carry them and a resumed fit selects as an
-    uninterrupted one (a few kB per validation for the networks of the RPL table).
-    """
-
-    def __init__(self, targets: list[torch.nn.Module], per_query) -> None:
-        super().__init__()
-        object.__setattr__(self, "_targets", list(targets))  # not submodules
-        self.per_query = per_query
-        self.register_buffer("scores", torch.empty(0, 0, dtype=torch.float64))
-        self.register_buffer("states", torch.empty(0, 0, dtype=torch.float64))
-
-    def _flat_state(self) -> torch.Tensor:
-        tensors = [v for t in self._targets for v in t.state_dict().values()]
-        return torch.cat([v.detach().reshape(-1).double().cpu() for v in tensors])
-
-    def validate(self) -> float:
-        scores = self.per_query().detach().double().cpu()
-        state = self._flat_state()
-        self.scores = torch.cat([self.scores.reshape(-1, scores.numel()), scores[None]])
-        self.states = torch.cat([self.states.reshape(-1, state.numel()), state[None]])
-        return float(scores.nanmean())
-
-    def mean(self, i: int) -> float:
-        return float(self.scores[i].nanmean())
-
-    def restore(self, i: int) -> None:
-        """Load the parameters recorded with candidate ``i`` into the targets."""
-        flat, start = self.states[i], 0
-        for target in self._targets:
-            state = target.state_dict()
-            for name, value in state.items():
-                n = value.numel()
-                chunk = flat[start : start + n].reshape(value.shape)
-                state[name] = chunk.to(dtype=value.dtype, device=value.device)
-                start += n
-            target.load_state_dict(state)
-
-    def select(self, k: float) -> tuple[int, tuple[float, float]]:
-        """``(candidate index, (mean gain of the best over the first candidate, its SE))``."""
-        means = [self.mean(i) for i in range(self.scores.shape[0])]
-        best = int(np.argmax(means))
-        chosen = best
-        for i in range(best):
-            gain, noise = _paired_gain(self.scores[best], self.scores[i])
-            # never a trained step that validates below the untrained one
-            if gain <= k * noise and (i == 0 or means[i] >= means[0]):
-                chosen = i
-                break
-        return chosen, _paired_gain(self.scores[best], self.scores[0])
-
-    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing, *args):
-        for name in ("scores", "states"):  # the records grow: take the checkpoint's sizes
-            key = prefix + name
-            if key in state_dict:
-                self._buffers[name] = state_dict[key].detach().clone().double()
-            elif strict:
-                missing.append(key)
-
-
-def _extra_group(loss_fn: torch.nn.Module) -> list[dict]:
-    """The loss's own parameters (Proxy-NCA proxies) as a Euclidean parameter group."""
-    params = list(loss_fn.parameters())
-    return [{"params": params}] if params else []
-
-
-def _training_embedding(net: SPDNet, X: torch.Tensor) -> torch.Tensor:
-    """What the loss compares: SPD outputs (n, h, h), ``vec(log Y)`` or head vectors."""
-    return _as_vectors(net(X)) if net.log_output else net(X)
-
-
-def _validation_embedding(net: SPDNet, X: torch.Tensor, distance: str) -> torch.Tensor:
-    """What validation compares: the training embedding, or ``vec(log Y)`` for log-Euclidean."""
-    Y = _training_embedding(net, X)
-    if Y.ndim == 3 and distance == "log_euclidean":
-        return sym_to_vec(spd_log(Y.double()))  # the Euclidean distance of transform's vectors
-    return Y
-
-
-def _as_vectors(Y: torch.Tensor) -> torch.Tensor:
-    return sym_to_vec(Y) if Y.ndim == 3 else Y
-
-
-@torch.no_grad()
-def _principal_init(net: SPDNet, X: torch.Tensor) -> None:
-    """Reducing BiMaps start on the leading eigenvectors of the mean squared log of their inputs.
-
-    For whitened inputs (mean at the identity) these are the directions where the log-matrices
-    vary most: a PCA-like start that keeps as much of the log-Euclidean geometry as the size
-    allows. Square BiMaps keep their identity start. Inputs are propagated layer by layer, in
-    evaluation mode (batch normalisation does not update its running mean here).
-    """
-    was_training = net.training
-    net.eval()
-    Y = X
-    for layer in net.layers:
-        if getattr(layer, "weight", None) is not None:
-            d_in, d_out = layer.weight.shape
-            if d_out < d_in:
-                L = spd_log(Y.double())
-                second_moment = symmetrize((L @ L).mean(dim=0))
-                _, vectors = eigh(second_moment)
-                layer.weight.copy_(vectors[:, -d_out:].flip(-1).to(layer.weight.dtype))
-        Y = layer(Y)
-    net.train(was_training)
-
-
-def _congruence(X: torch.Tensor, W: torch.Tensor) -> torch.Tensor:
-    """``W X W`` for symmetric ``W`` (c, c) and a stack ``X`` (n, c, c)."""
-    return symmetrize(W @ X @ W)
-
-
-def _stratified_split(
-    codes: np.ndarray, fraction: float, rng: np.random.Generator
-) -> tuple[np.ndarray, np.ndarray]:
-    """Random (train, validation) indices holding out ``round(fraction · n_c)`` samples per class.
-
-    Every class keeps at least 2 training samples; no validation set is formed when fewer than 2
-    samples would be held out in total.
-    """
-    counts = np.bincount(codes)
-    n_val = np.clip(np.round(fraction * counts).astype(np.int64), 0, np.maximum(counts - 2, 0))
-    if n_val.sum() < 2:
-        return np.arange(codes.shape[0]), np.empty(0, dtype=np.int64)
-    order = np.lexsort((rng.random(codes.shape[0]), codes))  # random order within each class
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    rank = np.empty_like(order)
-    rank[order] = np.arange(codes.shape[0]) - starts[codes[order]]
-    is_val = rank < n_val[codes]
-    return np.flatnonzero(~is_val), np.flatnonzero(is_val)
-
-
-def _per_query_scores(dist: torch.Tensor, relevant: torch.Tensor, metric: str) -> torch.Tensor:
-    """Per-query validation score of a gallery ranked by ``dist``.
-
-    Parameters
-    ----------
-    dist : tensor of shape (n_queries, n_gallery)
-    relevant : bool tensor of shape (n_queries, n_gallery)
-    metric : {"recall@1", "map"}
-        Whether the nearest gallery item is relevant (ties: the first), or average precision.
-
-    Returns
-    -------
-    float64 tensor of shape (n_queries,)
-        NaN for queries without any relevant gallery item.
-    """
-    order = torch.argsort(dist, dim=1, stable=True)
-    hits = torch.gather(relevant, 1, order).to(torch.float64)
-    n_rel = hits.sum(dim=1)
-    if metric == "recall@1":
-        scores = hits[:, 0].clone()
-    else:
-        ranks = torch.arange(1, hits.shape[1] + 1, dtype=torch.float64, device=hits.device)
-        precision = hits.cumsum(dim=1) / ranks
-        scores = (precision * hits).sum(dim=1) / n_rel.clamp_min(1.0)
-    return torch.where(n_rel > 0, scores, torch.nan)
-
-
-def _paired_gain(scores: torch.Tensor, start: torch.Tensor) -> tuple[float, float]:
-    """Mean per-query gain over the start and its standard error (paired over the queries)."""
-    diff = (scores - start)[~torch.isnan(scores) & ~torch.isnan(start)]
-    if diff.numel() < 2:
-        return (float(diff.sum()), 0.0)
-    return float(diff.mean()), float(diff.std() / diff.numel() ** 0.5)
-
-
-def _mean_average_precision(dist: torch.Tensor, relevant: torch.Tensor) -> float:
-    """Mean over queries (rows) of the average precision of the gallery ranked by ``dist``.
-
-    Parameters
-    ----------
-    dist : tensor of shape (n_queries, n_gallery)
-    relevant : bool tensor of shape (n_queries, n_gallery)
-
-    Returns
-    -------
-    float
-        Queries without any relevant item are left out (0 when none has one).
-    """
-    scores = _per_query_scores(dist, relevant, "map")
-    return float(scores.nanmean()) if bool((~torch.isnan(scores)).any()) else 0.0

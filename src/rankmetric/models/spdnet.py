@@ -30,18 +30,15 @@ import torch
 from torch import nn
 
 from ..geometry.matrix_functions import (
-    exp_unchecked,
-    log_unchecked,
     spd_clamp,
-    spd_inv_sqrt,
     spd_log,
-    spd_sqrt,
     sym_function,
     sym_to_vec,
     symmetrize,
 )
-from ..geometry.means import geodesic
+from ..geometry.means import riemannian_mean
 from ._compat import renamed_keywords
+from .batchnorm import SPDBatchNorm, batch_karcher_mean
 from .stiefel import random_stiefel
 
 __all__ = [
@@ -255,148 +252,6 @@ class ReEig(nn.Module):
         return f"eps={self.eps}, relative={self.relative}"
 
 
-def batch_karcher_mean(X: torch.Tensor, n_iter: int = 1) -> torch.Tensor:
-    r"""Differentiable Karcher (AIRM) mean of a batch: fixed-point steps from the arithmetic mean.
-
-    .. math::
-        G_0 = \tfrac1B \sum_i X_i, \qquad
-        G_{k+1} = G_k^{1/2} \exp\Big(\tfrac1B \sum_i \log(G_k^{-1/2} X_i G_k^{-1/2})\Big)
-        G_k^{1/2},
-
-    the batch mean of Brooks et al. (NeurIPS 2019), differentiated through every step (one step
-    by default, as theirs). For the converged mean use
-    :func:`rankmetric.geometry.riemannian_mean`.
-
-    Parameters
-    ----------
-    X : tensor of shape (B, c, c)
-        SPD matrices.
-    n_iter : int, default=1
-        Fixed-point steps.
-
-    Returns
-    -------
-    tensor of shape (c, c)
-
-    See Also
-    --------
-    rankmetric.geometry.riemannian_mean : The converged mean, with weights.
-
-    Examples
-    --------
-    >>> import torch
-    >>> from rankmetric.models import batch_karcher_mean
-    >>> X = torch.stack([torch.eye(2), 4 * torch.eye(2)]).double()
-    >>> batch_karcher_mean(X, n_iter=5).diagonal()
-    tensor([2., 2.], dtype=torch.float64)
-    """
-    G = symmetrize(X.mean(dim=0))
-    for _ in range(n_iter):
-        root, inv_root = spd_sqrt(G), spd_inv_sqrt(G)
-        tangent = log_unchecked(symmetrize(inv_root @ X @ inv_root), "X").mean(dim=0)
-        G = symmetrize(root @ exp_unchecked(tangent) @ root)
-    return G
-
-
-class SPDBatchNorm(nn.Module):
-    """Riemannian batch normalisation of SPD matrices (Brooks, Schwander, Barbaresco, Schneider
-    & Cord, NeurIPS 2019).
-
-    Training: ``G`` the batch Karcher mean (:func:`batch_karcher_mean`, differentiated through),
-    ``Y = B^{1/2} G^{-1/2} X G^{-1/2} B^{1/2}``, and the running mean moves along the geodesic
-    towards ``G``: ``R ← R^{1/2} (R^{-1/2} G R^{-1/2})^momentum R^{1/2}``. Evaluation: ``G = R``.
-    The optional learnable SPD bias is ``B = exp(S)`` with ``S`` symmetric (zero at the start:
-    ``B = I``), so plain (Euclidean) optimisers keep it SPD. ``R`` starts at the identity, so an
-    untrained layer in ``eval()`` mode is the identity map.
-
-    Parameters
-    ----------
-    size : int
-        Matrix size ``c``.
-    momentum : float, default=0.1
-        Step of the running mean along the geodesic, in (0, 1].
-    n_iter : int, default=1
-        Karcher steps of the batch mean.
-    bias : bool, default=True
-        Learn the SPD bias ``B``.
-    dtype, device
-        Of the bias and the running mean.
-
-    See Also
-    --------
-    rankmetric.models.batch_karcher_mean : The batch mean it centres with.
-    rankmetric.models.SPDNet : Uses it between blocks when ``batchnorm=True``.
-
-    References
-    ----------
-    .. [1] D. Brooks, O. Schwander, F. Barbaresco, J.-Y. Schneider and M. Cord. Riemannian
-       batch normalization for SPD neural networks. NeurIPS 2019.
-
-    Examples
-    --------
-    >>> import torch
-    >>> from rankmetric.datasets import make_spd_clusters
-    >>> X = torch.as_tensor(make_spd_clusters(6, n_channels=4, n_classes=2, random_state=0)[0])
-    >>> from rankmetric.models import SPDBatchNorm
-    >>> SPDBatchNorm(4, dtype=torch.float64)(X).shape
-    torch.Size([6, 4, 4])
-    """
-
-    def __init__(
-        self,
-        size: int,
-        *,
-        momentum: float = 0.1,
-        n_iter: int = 1,
-        bias: bool = True,
-        dtype: torch.dtype = torch.float32,
-        device: torch.device | str | None = None,
-    ) -> None:
-        super().__init__()
-        if not 0 < momentum <= 1:
-            raise ValueError(f"momentum must be in (0, 1], got {momentum}.")
-        if int(n_iter) != n_iter or n_iter < 1:
-            raise ValueError(f"n_iter must be a positive integer, got {n_iter!r}.")
-        self.momentum, self.n_iter = float(momentum), int(n_iter)
-        self.register_buffer("running_mean", torch.eye(size, dtype=dtype, device=device))
-        self.log_bias = None
-        if bias:
-            self.log_bias = nn.Parameter(torch.zeros(size, size, dtype=dtype, device=device))
-
-    def forward(self, X: torch.Tensor) -> torch.Tensor:
-        """Centre (and bias) SPD matrices (B, c, c).
-
-        Parameters
-        ----------
-        X : tensor of shape (B, c, c)
-            SPD matrices.
-
-        Returns
-        -------
-        tensor of shape (B, c, c)
-            The matrices centred at the identity (training: by the batch mean; evaluation: by the
-            running mean), then moved to the learned bias.
-        """
-        if self.training:
-            G = batch_karcher_mean(X, self.n_iter)
-            with torch.no_grad():
-                mean = geodesic(self.running_mean.to(G.dtype), G.detach(), self.momentum)
-                self.running_mean.copy_(mean.to(self.running_mean.dtype))
-        else:
-            G = self.running_mean.to(X.dtype)
-        inv_root = spd_inv_sqrt(G)
-        Y = symmetrize(inv_root @ X @ inv_root)
-        if self.log_bias is None:
-            return Y
-        root_bias = exp_unchecked(0.5 * symmetrize(self.log_bias.to(X.dtype)))
-        return symmetrize(root_bias @ Y @ root_bias)
-
-    def extra_repr(self) -> str:
-        size = self.running_mean.shape[0]
-        bias = self.log_bias is not None
-        return f"{size}, momentum={self.momentum}, n_iter={self.n_iter}, bias={bias}"
-
-
 class LogEig(nn.Module):
     r"""Matrix logarithm :math:`U \log(\Lambda)\, U^\top` of SPD matrices (B, c, c).
 
@@ -467,6 +322,11 @@ class SPDNet(nn.Module):
         Riemannian batch normalisation (:class:`SPDBatchNorm`, learnable SPD bias) after every
         BiMap, before its ReEig (Brooks et al. 2019). Untrained and in ``eval()`` mode it is the
         identity, so the identity start is kept.
+    n_domains : int, default=0
+        With ``batchnorm``: domains (sessions, subjects) whose matrices every batch
+        normalisation centres at their own running mean (TSMNet's domain-specific batch
+        normalisation; see :class:`~rankmetric.models.batchnorm.SPDBatchNorm`), when
+        :meth:`forward` is given ``domains``; :meth:`adapt_domain` sets a new domain's means.
     generator : torch.Generator, optional
         Seeds every random initialisation (Stiefel weights and the head).
     dtype, device
@@ -506,6 +366,7 @@ class SPDNet(nn.Module):
         head_dim: int | None = None,
         head_init: str = "glorot",
         batchnorm: bool = False,
+        n_domains: int = 0,
         generator: torch.Generator | None = None,
         dtype: torch.dtype = torch.float32,
         device: torch.device | str | None = None,
@@ -527,7 +388,8 @@ class SPDNet(nn.Module):
                 )  # fmt: skip
             )
             if batchnorm:
-                blocks.append(SPDBatchNorm(d_out, dtype=dtype, device=device))
+                norm = SPDBatchNorm(d_out, n_domains=n_domains, dtype=dtype, device=device)
+                blocks.append(norm)
             blocks.append(ReEig(eps, relative=relative_eps))
         self.layers = nn.Sequential(*blocks)
         self.log_output = bool(log_output) or head_dim is not None
@@ -569,13 +431,16 @@ class SPDNet(nn.Module):
         groups = [{"params": stiefel, "stiefel": True}] if stiefel else []
         return groups + ([{"params": euclidean}] if euclidean else [])
 
-    def forward(self, X: torch.Tensor) -> torch.Tensor:
+    def forward(self, X: torch.Tensor, domains: torch.Tensor | None = None) -> torch.Tensor:
         """Embed SPD matrices.
 
         Parameters
         ----------
         X : tensor of shape (B, c, c)
             SPD matrices, ``c = sizes[0]``.
+        domains : int tensor of shape (B,), optional
+            Domain of each matrix (in ``[0, n_domains)``), for the per-domain batch
+            normalisation; ``None``: the shared statistics.
 
         Returns
         -------
@@ -589,16 +454,57 @@ class SPDNet(nn.Module):
                 f"got {tuple(X.shape)}."
             )
         if not self.log_output:
-            return self.layers(X)
+            return self._run(self.layers, X, domains)
         if len(self.layers) == 0:
             Y = spd_log(X)
         elif self.layers[-1].relative:
-            Y = spd_log(self.layers(X))
+            Y = spd_log(self._run(self.layers, X, domains))
         else:  # the last ReEig and LogEig share one eigen-decomposition
             last_reeig = self.layers[-1]
-            Y = rectified_log(self.layers[:-1](X), last_reeig.eps)
+            Y = rectified_log(self._run(self.layers[:-1], X, domains), last_reeig.eps)
         Y = symmetrize(Y)
         return Y if self.head is None else self.head(sym_to_vec(Y))
+
+    @staticmethod
+    def _run(layers: nn.Sequential, X: torch.Tensor, domains: torch.Tensor | None):
+        """``layers(X)``, the batch normalisations given the domains when there are some."""
+        if domains is None:
+            return layers(X)
+        for layer in layers:
+            X = layer(X, domains) if isinstance(layer, SPDBatchNorm) else layer(X)
+        return X
+
+    @torch.no_grad()
+    def adapt_domain(self, X: torch.Tensor, domain: int) -> None:
+        """Set the per-domain statistics of ``domain`` from its own matrices ``X``.
+
+        Layer by layer (in evaluation mode), every batch normalisation stores the Riemannian
+        mean of its inputs over ``X`` (:func:`rankmetric.geometry.riemannian_mean`, converged)
+        as the domain's mean, and centres ``X`` at it before the next layer: the unsupervised
+        adaptation to a new session or subject.
+
+        Parameters
+        ----------
+        X : tensor of shape (n, c, c)
+            All the matrices of the domain (n ≥ 2).
+        domain : int
+            Its index, in ``[0, n_domains)``.
+        """
+        if X.shape[0] < 2:
+            raise ValueError(
+                "a new domain needs at least 2 matrices to take its own mean, got "
+                f"{X.shape[0]}: give a new domain's matrices together."
+            )
+        domains = torch.full((X.shape[0],), int(domain), device=X.device)
+        was_training = self.training
+        self.eval()
+        for layer in self.layers:
+            if isinstance(layer, SPDBatchNorm):
+                layer.set_domain_mean(int(domain), riemannian_mean(X.double()))
+                X = layer(X, domains)
+            else:
+                X = layer(X)
+        self.train(was_training)
 
 
 def _check_sizes(sizes: Sequence[int]) -> list[int]:

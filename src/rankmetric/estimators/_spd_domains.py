@@ -1,0 +1,174 @@
+"""Domain labels of the SPD estimators: per-domain batch normalisation (TSMNet's SPDDSMBN).
+
+``SPDNetEmbedding.fit(X, y, domains=...)`` (with ``batchnorm=True``) trains the network's batch
+normalisations with one running Riemannian mean per domain (session, subject): every training
+step draws its class-balanced batch from the training matrices of *one* domain (drawn at random),
+so each batch is normalised at its own domain's batch mean. ``transform(X, domains=...)``
+normalises a domain seen in ``fit`` at its stored running means, and a new domain at the
+Riemannian means of its own matrices, computed layer by layer
+(:meth:`rankmetric.models.spdnet.SPDNet.adapt_domain`): unsupervised adaptation, which needs the
+new domain's matrices together. The labels travel through scikit-learn's metadata routing as
+those of :class:`~rankmetric.preprocessing.DomainRecentering`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import torch
+
+from ..models.spdnet import SPDNet
+from ..preprocessing.recentring import _labels as domain_labels
+from ..sampling import LabelIndex
+
+__all__ = [
+    "NEW_DOMAIN",
+    "batch_drawer",
+    "domain_codes",
+    "domain_batches",
+    "start_domain_statistics",
+    "transform_domain_codes",
+]
+
+#: Label of a transform's matrices given without ``domains`` (all of them one new domain).
+NEW_DOMAIN = "<new domain>"
+
+
+def domain_codes(domains, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(names, codes)`` of ``domains`` (one label per matrix, NaN refused).
+
+    Parameters
+    ----------
+    domains : array-like of shape (n,)
+    n : int
+        Number of matrices.
+
+    Returns
+    -------
+    names : ndarray of shape (n_domains,), sorted
+    codes : int64 ndarray of shape (n,)
+    """
+    labels = domain_labels(domains, n, new=False)  # DomainRecentering's checks
+    if labels.dtype.kind == "O":
+        labels = labels.astype(str)
+    names, codes = np.unique(labels, return_inverse=True)
+    return names, codes.astype(np.int64)
+
+
+def batch_drawer(
+    train_idx: np.ndarray,
+    codes: np.ndarray,
+    domains: np.ndarray | None,
+    n_classes: int,
+    n_per_class: int,
+    rng: np.random.Generator,
+) -> Callable[[], np.ndarray]:
+    """``draw() -> rows`` of one class-balanced batch (of one domain with ``domains``)."""
+    if domains is not None:
+        return domain_batches(train_idx, codes, domains, n_classes, n_per_class, rng)
+    index = LabelIndex.from_codes(codes[train_idx])
+    return lambda: train_idx[index.class_balanced_batch(n_classes, n_per_class, rng)]
+
+
+def domain_batches(
+    train_idx: np.ndarray,
+    codes: np.ndarray,
+    domains: np.ndarray,
+    n_classes: int,
+    n_per_class: int,
+    rng: np.random.Generator,
+) -> Callable[[], np.ndarray]:
+    """A drawer of class-balanced batches from one random domain's training rows.
+
+    Parameters
+    ----------
+    train_idx : int ndarray
+        Training rows.
+    codes, domains : int ndarrays of shape (n_samples,)
+        Class and domain codes of every row.
+    n_classes, n_per_class : int
+        The batch: ``n_per_class`` samples of each of ``n_classes`` classes (fewer classes when
+        the domain has fewer).
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    callable
+        ``draw() -> rows`` (indices into the full data), all of one domain, drawn uniformly
+        among the training domains with a class of two samples or more.
+    """
+    rows_of, index_of = [], []
+    for d in np.unique(domains[train_idx]):
+        rows = train_idx[domains[train_idx] == d]
+        if np.bincount(codes[rows]).max() >= 2:
+            rows_of.append(rows)
+            index_of.append(LabelIndex.from_codes(codes[rows]))
+    if not rows_of:
+        raise ValueError("no training domain has two matrices of one class.")
+
+    def draw() -> np.ndarray:
+        k = int(rng.integers(len(rows_of)))
+        return rows_of[k][index_of[k].class_balanced_batch(n_classes, n_per_class, rng)]
+
+    return draw
+
+
+def start_domain_statistics(
+    net: SPDNet, X: torch.Tensor, rows: np.ndarray, domains: np.ndarray, names: np.ndarray
+) -> None:
+    """Start every domain's running means at the Riemannian means of its training matrices.
+
+    Layer by layer (:meth:`~rankmetric.models.spdnet.SPDNet.adapt_domain`), so the untrained
+    network (step 0, and ``max_iter=0``) already centres each domain at its own mean, as a new
+    domain is centred at ``transform`` time.
+
+    Parameters
+    ----------
+    net : SPDNet
+        With ``n_domains = len(names)``.
+    X : tensor of shape (n_samples, c, c)
+        The (whitened) matrices.
+    rows : int ndarray
+        The training rows.
+    domains : int ndarray of shape (n_samples,)
+        Domain code of every row.
+    names : ndarray
+        The domain labels (for the error message).
+    """
+    counts = np.bincount(domains[rows], minlength=len(names))
+    if counts.min() < 2:
+        raise ValueError(
+            f"domain {names[int(np.argmin(counts))]!r} has fewer than 2 training matrices: its "
+            "batch normalisation statistics cannot be estimated."
+        )
+    for d in range(len(names)):
+        net.adapt_domain(X[rows[domains[rows] == d]], d)
+
+
+def transform_domain_codes(seen: np.ndarray, domains, n: int) -> tuple[np.ndarray, list[int]]:
+    """Codes of a transform's domains: a seen domain keeps its code, new ones come after.
+
+    Parameters
+    ----------
+    seen : ndarray of shape (n_seen,)
+        The domains of ``fit``.
+    domains : array-like of shape (n,) or None
+        ``None``: all the matrices form one new domain.
+    n : int
+
+    Returns
+    -------
+    codes : int64 ndarray of shape (n,)
+        In ``[0, n_seen + n_new)``.
+    new : list of int
+        The codes of the new domains (``n_seen``, ``n_seen + 1``, ...).
+    """
+    if domains is None:
+        return np.full(n, len(seen), dtype=np.int64), [len(seen)]
+    names, local = domain_codes(domains, n)
+    lookup = {name: k for k, name in enumerate(seen.tolist())}
+    new_names = [name for name in names.tolist() if name not in lookup]
+    lookup.update({name: len(seen) + k for k, name in enumerate(new_names)})
+    mapping = np.array([lookup[name] for name in names.tolist()], dtype=np.int64)
+    return mapping[local], list(range(len(seen), len(seen) + len(new_names)))

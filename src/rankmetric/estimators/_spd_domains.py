@@ -56,6 +56,24 @@ def domain_codes(domains, n: int) -> tuple[np.ndarray, np.ndarray]:
     return names, codes.astype(np.int64)
 
 
+def fit_domain_codes(
+    domains, n: int, batchnorm: bool, whiten: bool
+) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """``(domain names, domain code per matrix)`` of a fit, or ``(None, None)`` without domains.
+
+    Domains are used by the per-domain whitening (``whiten=True``) and batch normalisation
+    (``batchnorm=True``); with neither they would change nothing, which raises a ``ValueError``.
+    """
+    if domains is None:
+        return None, None
+    if not (batchnorm or whiten):
+        raise ValueError(
+            "domains are used by the per-domain whitening (whiten=True) and batch "
+            "normalisation (batchnorm=True); with neither they would change nothing."
+        )
+    return domain_codes(domains, n)
+
+
 def batch_drawer(
     train_idx: np.ndarray,
     codes: np.ndarray,

@@ -77,6 +77,9 @@ class RPLEmbedding(SPDNetEmbedding):
         As :class:`~rankmetric.estimators.spdnet.SPDNetEmbedding`.
     batchnorm_means_, batchnorm_log_biases_ : list of ndarray
         As :class:`~rankmetric.estimators.spdnet.SPDNetEmbedding`.
+    domains_, domain_whitening_, batchnorm_domain_means_ : ndarray, ndarray or list, or None
+        The domains given to ``fit`` and their statistics, as
+        :class:`~rankmetric.estimators.spdnet.SPDNetEmbedding`.
     n_iter_, best_iter_, initial_validation_score_, validation_score_ : int or float or None
         As :class:`~rankmetric.estimators.spdnet.SPDNetEmbedding`.
     validation_gain_, loss_curve_, n_features_in_ : tuple, ndarray or int

@@ -55,7 +55,7 @@ from ..models.spdnet import SPDNet, sym_to_vec
 from ..models.stiefel import StiefelAdam
 from ..training import TrainingResult, train
 from ._early_stopping import split_validation
-from ._spd_domains import batch_drawer, domain_codes, start_domain_statistics
+from ._spd_domains import batch_drawer, fit_domain_codes, start_domain_statistics
 from ._spd_embedding import SPDEmbeddingMixin
 from ._spd_network import (
     HEADS,
@@ -348,7 +348,8 @@ class SPDNetEmbedding(SPDEmbeddingMixin, MetricLearnerMixin, BaseEstimator):
         check_classification_targets(y)
         self.classes_, codes = check_labels(y, X.shape[0])
         check_min_per_class(codes, 2)
-        self.domains_, domain_idx = self._fit_domains(domains, X.shape[0])
+        n = X.shape[0]
+        self.domains_, domain_idx = fit_domain_codes(domains, n, self.batchnorm, self.whiten)
         n_channels = X.shape[1]
         sizes = [n_channels, *self._hidden_sizes(n_channels)]
         device = resolve_device(self.device)
@@ -448,17 +449,6 @@ class SPDNetEmbedding(SPDEmbeddingMixin, MetricLearnerMixin, BaseEstimator):
             As :meth:`transform`.
         """
         return self.fit(X, y, domains=domains).transform(X, domains=domains)
-
-    def _fit_domains(self, domains, n: int) -> tuple[np.ndarray | None, np.ndarray | None]:
-        """``(domain names, domain code per matrix)``, or ``(None, None)`` without domains."""
-        if domains is None:
-            return None, None
-        if not (self.batchnorm or self.whiten):
-            raise ValueError(
-                "domains are used by the per-domain whitening (whiten=True) and batch "
-                "normalisation (batchnorm=True); with neither they would change nothing."
-            )
-        return domain_codes(domains, n)
 
     def _select(self, candidates, result: TrainingResult, untrained: bool) -> None:
         """Apply the one-standard-error rule to the validated steps (restoring the chosen)."""

@@ -49,6 +49,18 @@ def batch_karcher_mean(X: torch.Tensor, n_iter: int = 1) -> torch.Tensor:
     Returns
     -------
     tensor of shape (c, c)
+
+    See Also
+    --------
+    rankmetric.geometry.riemannian_mean : The converged mean, with weights.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from rankmetric.models import batch_karcher_mean
+    >>> X = torch.stack([torch.eye(2), 4 * torch.eye(2)]).double()
+    >>> batch_karcher_mean(X, n_iter=5).diagonal()
+    tensor([2., 2.], dtype=torch.float64)
     """
     G = symmetrize(X.mean(dim=0))
     for _ in range(n_iter):
@@ -216,7 +228,20 @@ class SPDBatchNorm(nn.Module):
 
     @torch.no_grad()
     def set_domain_mean(self, domain: int, mean: torch.Tensor) -> None:
-        """Store ``mean`` (c, c) as the statistics of ``domain`` (a new domain's own mean)."""
+        """Store ``mean`` (c, c) as the statistics of ``domain`` (a new domain's own mean).
+
+        Parameters
+        ----------
+        domain : int
+            The domain's index, in ``[0, n_domains)``.
+        mean : tensor of shape (c, c)
+            Its SPD mean.
+
+        Returns
+        -------
+        None
+            ``domain_means[domain]`` is replaced in place.
+        """
         if not 0 <= domain < self.n_domains:
             raise ValueError(f"domain must lie in [0, n_domains={self.n_domains}), got {domain}.")
         self.domain_means[domain] = mean.to(self.domain_means.dtype)

@@ -489,6 +489,11 @@ class SPDNet(nn.Module):
             All the matrices of the domain (n ≥ 2).
         domain : int
             Its index, in ``[0, n_domains)``.
+
+        Returns
+        -------
+        None
+            The network's batch normalisations are updated in place.
         """
         if X.shape[0] < 2:
             raise ValueError(

@@ -26,6 +26,7 @@ from numbers import Integral, Real
 import numpy as np
 import torch
 
+from .._distances import paired_squared_euclidean
 from .._threads import thread_limit, threads_for
 from .._utils import resolve_device
 from ..neighbors import Gallery, check_metric, for_each_chunk, smallest_k, to_distance
@@ -54,7 +55,7 @@ def _pair_sq_distance(A: torch.Tensor, B: torch.Tensor, metric: str) -> torch.Te
         b = torch.where(B.norm(dim=-1, keepdim=True) > 0, b, 0.0)
         d = (1.0 - (b @ a.unsqueeze(-1)).squeeze(-1)).clamp(0.0, 2.0)
     else:
-        d = (B - A.unsqueeze(1)).square().sum(dim=-1)
+        d = paired_squared_euclidean(B, A.unsqueeze(1))
         if metric == "euclidean":
             return d  # d² of the Euclidean distance
     return d.square()

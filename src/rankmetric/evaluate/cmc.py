@@ -88,7 +88,7 @@ def cmc_curve(
     curve : ndarray of shape (n_gallery,)
         Only with ``return_curve``: ``curve[r − 1] = CMC(r)`` for r = 1..n_gallery.
     """
-    check_metric(metric)
+    metric = check_metric(metric)
     dev = resolve_device(device)
     dtype = compute_dtype(probe, gallery)
     P = as_embeddings(probe, "probe", dev, dtype)

@@ -85,7 +85,7 @@ def knn_search(
         Gallery indices; equal distances are ordered by the lower index, and the lower index is
         kept when equal distances compete for the last place.
     """
-    check_metric(metric)
+    metric = check_metric(metric)
     backend = _resolve_backend(backend)
     dev = resolve_device(device)
     dtype = compute_dtype(queries, gallery)

@@ -250,7 +250,7 @@ def reid_scores(
     """
     protocol = _check_protocol(protocol)
     if metric != "precomputed":
-        check_metric(metric)
+        metric = check_metric(metric)
     n_draws = _check_n_draws(n_draws)
     dev = resolve_device(device)
     if metric == "precomputed":

@@ -231,7 +231,7 @@ def rerank_k_reciprocal(
     ...             protocol="single-view", ranks=1)["cmc"][1]
     0.9
     """
-    check_metric(metric)
+    metric = check_metric(metric)
     k1 = _check_int(k1, "k1", 1)
     k2 = _check_int(k2, "k2", 1)
     if (

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from ..geometry.aliases import canonical_metric
+
 __all__ = [
     "METRICS",
     "Gallery",
@@ -37,10 +39,29 @@ MEMORY_BUDGET = 256 * 2**20  # bytes for the per-chunk temporaries
 
 
 def check_metric(metric: str) -> str:
-    """Return ``metric`` if it is supported, else raise ``ValueError``."""
-    if metric not in METRICS:
-        raise ValueError(f"metric must be one of {METRICS}, got {metric!r}.")
-    return metric
+    """The canonical name of a vector metric of :data:`METRICS`, else raise ``ValueError``.
+
+    Resolved by :func:`rankmetric.geometry.canonical_metric`, the one resolver of metric names:
+    aliases (pyRiemann's ``"euclid"``) and any case are accepted.
+
+    Parameters
+    ----------
+    metric : str
+        ``"euclidean"`` (or ``"euclid"``), ``"sqeuclidean"`` or ``"cosine"``.
+
+    Returns
+    -------
+    str
+        The canonical name.
+
+    Examples
+    --------
+    >>> check_metric("Euclid")
+    'euclidean'
+    """
+    if callable(metric):
+        raise ValueError(f"metric must be one of {METRICS}, got the callable {metric!r}.")
+    return canonical_metric(metric, METRICS, name="metric")
 
 
 def squared_norms(X: torch.Tensor, block: int = 4096) -> torch.Tensor:
@@ -75,6 +96,7 @@ class Gallery:
 
     @classmethod
     def build(cls, G: torch.Tensor, metric: str) -> Gallery:
+        metric = check_metric(metric)
         if metric == "cosine":
             return cls(
                 _unit_rows(G), torch.zeros(G.shape[0], dtype=G.dtype, device=G.device), metric

@@ -13,6 +13,7 @@ from sklearn.utils.multiclass import type_of_target
 
 __all__ = [
     "SCALE_HEADROOM_TERMS",
+    "SYMMETRY_RTOL",
     "check_finite",
     "check_labels",
     "check_min_per_class",
@@ -169,8 +170,48 @@ def check_min_per_class(codes: np.ndarray, minimum: int = 2, what: str = "positi
         )
 
 
-def check_spd_array(X, name: str = "X", *, rtol: float = 1e-6) -> np.ndarray:
-    """Validate a stack of symmetric positive-definite matrices of shape (n, c, c)."""
+#: Relative asymmetry an SPD matrix may have: ``|X − Xᵀ| ≤ SYMMETRY_RTOL · max|X| + 1e-12``.
+SYMMETRY_RTOL = 1e-5
+
+
+def check_spd_array(X, name: str = "X", *, rtol: float = 1e-6):
+    """The one SPD check: a stack of symmetric positive-definite matrices, NumPy or torch.
+
+    Shape ``(n, c, c)`` (NumPy) or ``(..., c, c)`` (torch), non-empty, finite, symmetric to
+    ``10 · rtol`` relative to the largest entry of each matrix (:data:`SYMMETRY_RTOL` by
+    default), and a positive smallest eigenvalue. A tensor is checked on its own device, without
+    a copy to the host.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, c, c) or tensor of shape (..., c, c)
+    name : str, default="X"
+        Name used in the error messages.
+    rtol : float, default=1e-6
+        A tenth of the relative asymmetry tolerated.
+
+    Returns
+    -------
+    X : ndarray or tensor
+        The input (NumPy integer input is converted to float64).
+
+    Raises
+    ------
+    ValueError
+        Naming the first matrix that is not finite, symmetric or positive definite.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> check_spd_array(np.eye(2)[None]).shape
+    (1, 2, 2)
+    >>> check_spd_array(-np.eye(2)[None])
+    Traceback (most recent call last):
+    ...
+    ValueError: X[0] is not positive definite (smallest eigenvalue -1).
+    """
+    if type(X).__module__.startswith("torch"):
+        return _check_spd_tensor(X, name, rtol)
     X = np.asarray(X)
     if X.ndim != 3 or X.shape[1] != X.shape[2]:
         raise ValueError(f"{name} must have shape (n_matrices, c, c), got {X.shape}.")
@@ -181,13 +222,42 @@ def check_spd_array(X, name: str = "X", *, rtol: float = 1e-6) -> np.ndarray:
     check_finite(X, name)
     asym = np.abs(X - np.swapaxes(X, 1, 2)).max(axis=(1, 2))
     scale = np.abs(X).max(axis=(1, 2)) + np.finfo(X.dtype).tiny
-    if np.any(asym > rtol * scale * 10 + 1e-12):
-        bad = int(np.argmax(asym / scale))
-        raise ValueError(f"{name}[{bad}] is not symmetric.")
-    eig_min = np.linalg.eigvalsh(X).min(axis=1)
+    _raise_if_asymmetric(asym > rtol * scale * 10 + 1e-12, asym, name)
+    _raise_if_not_positive(np.linalg.eigvalsh(X).min(axis=1), name)
+    return X
+
+
+def _check_spd_tensor(X, name: str, rtol: float):
+    """:func:`check_spd_array` of a torch tensor ``(..., c, c)``, on its device."""
+    import torch  # only for tensor input: the NumPy-only estimators never need it
+
+    if X.ndim < 2 or X.shape[-1] != X.shape[-2]:
+        raise ValueError(f"{name} must have shape (..., c, c), got {tuple(X.shape)}.")
+    if X.numel() == 0:
+        raise ValueError(f"{name} is empty.")
+    flat = X.detach().reshape(-1, *X.shape[-2:])
+    if not flat.is_floating_point():
+        flat = flat.to(torch.float64)
+    if not bool(torch.isfinite(flat).all()):
+        raise ValueError(f"{name} contains NaN or infinity.")
+    asym = (flat - flat.mT).abs().amax(dim=(-2, -1))
+    scale = flat.abs().amax(dim=(-2, -1)) + torch.finfo(flat.dtype).tiny
+    _raise_if_asymmetric((asym > rtol * scale * 10 + 1e-12).cpu().numpy(), asym.cpu(), name)
+    _raise_if_not_positive(torch.linalg.eigvalsh(flat)[:, 0].cpu().numpy(), name)
+    return X
+
+
+def _raise_if_asymmetric(asymmetric, asym, name: str) -> None:
+    if np.any(asymmetric):
+        bad = int(np.argmax(asymmetric))
+        raise ValueError(
+            f"{name}[{bad}] is not symmetric (largest |X - X^T| = {float(asym[bad]):.3g})."
+        )
+
+
+def _raise_if_not_positive(eig_min: np.ndarray, name: str) -> None:
     if np.any(eig_min <= 0):
-        bad = int(np.argmin(eig_min))
+        bad = int(np.argmax(eig_min <= 0))
         raise ValueError(
             f"{name}[{bad}] is not positive definite (smallest eigenvalue {eig_min[bad]:.3g})."
         )
-    return X

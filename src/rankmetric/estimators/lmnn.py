@@ -87,12 +87,14 @@ __all__ = [
     "find_target_neighbors",
     "laplacian_gradient",
     "lmnn_loss_and_grad",
+    "check_labelled_input",
     "n_components_for",
     "optimise_on_active_sets",
     "optimise_with_progress",
     "pair_sq_distances",
     "search_active_set",
     "triplet_terms",
+    "warn_small_classes",
 ]
 
 _POSITIVE = Interval(Real, 0, None, closed="neither")
@@ -113,6 +115,39 @@ LMNN_PARAMETER_CONSTRAINTS = {
     "device": [DEVICE],
     "verbose": VERBOSE,
 }
+
+
+def check_labelled_input(estimator, X, y) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The checks of LMNN's and mLMNN's ``fit(X, y)``: parameters, data, scale and labels.
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, n_features)
+    classes : ndarray of shape (n_classes,)
+    codes : ndarray of shape (n_samples,), int64
+    """
+    estimator._validate_params()
+    X, y = validate_data(estimator, X, y, dtype=[np.float64, np.float32])
+    check_scale(X, np.float32)  # magnitudes whose squares overflow are refused
+    check_classification_targets(y)
+    classes, codes = check_labels(y, X.shape[0])
+    return X, classes, codes
+
+
+def warn_small_classes(codes: np.ndarray, classes: np.ndarray, k: int) -> None:
+    """Warn, naming the smallest class, when one has no more than ``k`` samples (it then gets
+    fewer than ``k`` target neighbours)."""
+    counts = np.bincount(codes)
+    smallest = int(np.argmin(counts))
+    if counts[smallest] <= k:
+        label = classes[smallest]
+        label = label.item() if isinstance(label, np.generic) else label
+        warnings.warn(
+            f"class {label!r} has {counts[smallest]} sample(s), fewer than "
+            f"n_target_neighbors + 1 = {k + 1}: its samples get fewer target neighbours.",
+            UserWarning,
+            stacklevel=3,
+        )
 
 
 def n_components_for(n_components: int | None, n_features: int) -> int:
@@ -257,15 +292,11 @@ class LMNN(MahalanobisMixin, BaseEstimator):
         -------
         self : LMNN
         """
-        self._validate_params()
-        X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
-        check_scale(X, np.float32)  # magnitudes whose squares overflow are refused
-        check_classification_targets(y)
-        _, codes = check_labels(y, X.shape[0])
+        X, classes, codes = check_labelled_input(self, X, y)
         check_min_per_class(codes, 2, what="target neighbours")
         r = n_components_for(self.n_components, X.shape[1])
         k = self._param("n_target_neighbors")
-        self._warn_small_classes(codes, k)
+        warn_small_classes(codes, classes, k)
         device = resolve_device(self.device)
         L0 = self._initial_map(X, r, make_rng(self.random_state))
         Xt = to_tensor(X.astype(np.float32), device)  # a writable float32 copy
@@ -371,16 +402,6 @@ class LMNN(MahalanobisMixin, BaseEstimator):
         self.objective_ = float(loss)
         self.n_active_pairs_ = int(t.anchor.shape[0])
         return self
-
-    def _warn_small_classes(self, codes: np.ndarray, k: int) -> None:
-        counts = np.bincount(codes)
-        if counts.min() <= k:
-            warnings.warn(
-                f"a class has {counts.min()} sample(s), fewer than n_target_neighbors + 1 = "
-                f"{k + 1}: its samples get fewer target neighbours.",
-                UserWarning,
-                stacklevel=3,
-            )
 
     def _optimise(self, X, codes, targets, target_mask, L0):
         """Alternate impostor searches and optimiser runs until neither changes anything.

@@ -31,7 +31,6 @@ import numpy as np
 import torch
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._threads import fit_threads
@@ -44,9 +43,7 @@ from .._validation import (
     Interval,
     Options,
     ParameterValidationMixin,
-    check_labels,
     check_param,
-    check_scale,
     deprecate_positional_args,
 )
 from ..io import load_model, register_estimator, save_model
@@ -62,7 +59,13 @@ from ._lmnn_search import (
     squared_distances,
 )
 from .base import atomic_fit
-from .lmnn import LMNN, LMNN_PARAMETER_CONSTRAINTS, n_components_for
+from .lmnn import (
+    LMNN,
+    LMNN_PARAMETER_CONSTRAINTS,
+    check_labelled_input,
+    n_components_for,
+    warn_small_classes,
+)
 
 __all__ = ["MultiMetricLMNN", "mlmnn_loss_and_grad"]
 
@@ -274,19 +277,6 @@ class MultiMetricLMNN(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
         check_param("n_neighbors", self.n_neighbors, [bound])
         check_param("n_clusters", self.n_clusters, [NONE, bound])
 
-    def _warn_small_classes(self, codes: np.ndarray, classes: np.ndarray, k: int) -> None:
-        counts = np.bincount(codes)
-        smallest = int(np.argmin(counts))
-        if counts[smallest] <= k:  # as LMNN: fewer target neighbours for that class
-            label = classes[smallest]
-            label = label.item() if isinstance(label, np.generic) else label
-            warnings.warn(
-                f"class {label!r} has {counts[smallest]} sample(s), fewer than "
-                f"n_target_neighbors + 1 = {k + 1}: its samples get fewer target neighbours.",
-                UserWarning,
-                stacklevel=3,
-            )
-
     def _groups(self, X: np.ndarray, codes: np.ndarray) -> np.ndarray:
         if self.n_clusters is None:
             return codes.copy()
@@ -330,7 +320,9 @@ class MultiMetricLMNN(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
             device=self.device,
         )
         with warnings.catch_warnings():  # mLMNN has already said so
-            warnings.filterwarnings("ignore", message="a class has", category=UserWarning)
+            warnings.filterwarnings(
+                "ignore", message="class .* has .* sample", category=UserWarning
+            )
             lmnn.fit(X, y)
         L = lmnn.components_.astype(np.float64)
         return np.tile(L, (n_groups, 1, 1)), lmnn.components_
@@ -344,15 +336,11 @@ class MultiMetricLMNN(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
         -------
         self : MultiMetricLMNN
         """
-        self._validate_params()
-        X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
-        check_scale(X, np.float32)  # magnitudes whose squares overflow are refused
-        check_classification_targets(y)
-        classes, codes = check_labels(y, X.shape[0])
+        X, classes, codes = check_labelled_input(self, X, y)
         r = n_components_for(self.n_components, X.shape[1])
         self._check_data_dependent_params(X.shape[0])
         k = self._param("n_target_neighbors")
-        self._warn_small_classes(codes, classes, k)
+        warn_small_classes(codes, classes, k)
         groups = self._groups(X, codes)
         n_groups = int(groups.max()) + 1
         device = resolve_device(self.device)

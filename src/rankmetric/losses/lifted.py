@@ -35,7 +35,7 @@ from typing import Literal
 import torch
 from torch import Tensor
 
-from .base import MetricLoss, finite_loss
+from .base import BatchMetricLoss
 from .indices import (
     IndicesTuple,
     all_pairs,
@@ -48,21 +48,20 @@ from .pair_distances import (
     SPD_METRICS,
     VECTOR_METRICS,
     Metric,
-    check_batch,
     check_metric,
     label_masks,
     masked_logsumexp,
     pairwise_distance,
     zero_loss,
 )
-from .precision import is_compiling, mixed_precision
+from .precision import is_compiling
 
 __all__ = ["LiftedStructureLoss", "FORMS"]
 
 FORMS = ("original", "generalized")
 
 
-class LiftedStructureLoss(MetricLoss):
+class LiftedStructureLoss(BatchMetricLoss):
     """Lifted structured loss over every positive and negative pair of a batch.
 
     Parameters
@@ -88,6 +87,8 @@ default="euclidean"
     Embedding*, CVPR 2016. Hermans, Beyer & Leibe, arXiv:1703.07737, 2017.
     """
 
+    accepts_matrices = True
+
     def __init__(
         self,
         margin: float = 1.0,
@@ -109,15 +110,13 @@ default="euclidean"
             f"{super().extra_repr()}"
         )
 
-    @finite_loss
-    @mixed_precision
-    def forward(
+    def batch_loss(
         self,
         embeddings: torch.Tensor,
         labels: torch.Tensor,
-        indices_tuple: IndicesTuple | None = None,
-        ref_emb: torch.Tensor | None = None,
-        ref_labels: torch.Tensor | None = None,
+        indices_tuple: IndicesTuple | None,
+        ref_emb: torch.Tensor | None,
+        ref_labels: torch.Tensor | None,
     ) -> torch.Tensor:
         """The loss of a batch.
 
@@ -142,7 +141,6 @@ default="euclidean"
             0 (still attached to the graph; no term) when the batch has no positive pair or no
             negative.
         """
-        labels = check_batch(embeddings, labels, allow_matrices=True)
         if indices_tuple is not None or ref_emb is not None:
             return self._with_tuple(embeddings, labels, indices_tuple, ref_emb, ref_labels)
         positive, negative = label_masks(labels)

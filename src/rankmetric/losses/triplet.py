@@ -42,21 +42,20 @@ from typing import Literal
 import torch
 from torch import Tensor
 
-from .base import MetricLoss, as_count, finite_loss
+from .base import BatchMetricLoss, as_count
 from .indices import IndicesTuple, check_indices_tuple, check_reference, to_triplets
 from .miners import TripletMiner, random_partners
 from .pair_distances import (
     SPD_METRICS,
     VECTOR_METRICS,
     Metric,
-    check_batch,
     check_metric,
     label_masks,
     paired_distance,
     pairwise_distance,
     zero_loss,
 )
-from .precision import is_compiling, mixed_precision
+from .precision import is_compiling
 
 __all__ = ["TripletLoss", "MINING", "random_partners"]  # random_partners: from .miners
 
@@ -65,7 +64,7 @@ Mining = Literal["all", "hard", "semihard", "random"]
 Mined = tuple[Tensor, int, int]  # (hinge sum per anchor (B,), number of triplets, of them > 0)
 
 
-class TripletLoss(MetricLoss):
+class TripletLoss(BatchMetricLoss):
     """Triplet margin loss :math:`[D_{ap} - D_{an} + m]_+` over in-batch mined triplets.
 
     Parameters
@@ -95,6 +94,8 @@ default="euclidean"
     the Triplet Loss for Person Re-Identification*, arXiv:1703.07737, 2017.
     """
 
+    accepts_matrices = True
+
     def __init__(
         self,
         margin: float = 0.2,
@@ -122,15 +123,13 @@ default="euclidean"
             f"average_nonzero={self.average_nonzero}, {super().extra_repr()}"
         )
 
-    @finite_loss
-    @mixed_precision
-    def forward(
+    def batch_loss(
         self,
         embeddings: torch.Tensor,
         labels: torch.Tensor,
-        indices_tuple: IndicesTuple | None = None,
-        ref_emb: torch.Tensor | None = None,
-        ref_labels: torch.Tensor | None = None,
+        indices_tuple: IndicesTuple | None,
+        ref_emb: torch.Tensor | None,
+        ref_labels: torch.Tensor | None,
     ) -> torch.Tensor:
         """The loss of a batch.
 
@@ -153,7 +152,6 @@ default="euclidean"
         scalar tensor, or tensor of shape (B,) with ``reduction="none"``
             0 (still attached to the graph) when the batch has no valid triplet.
         """
-        labels = check_batch(embeddings, labels, allow_matrices=True)
         if indices_tuple is None and ref_emb is None:
             mine = self._random if self.mining == "random" else self._from_masks
             mined = mine(embeddings, labels)

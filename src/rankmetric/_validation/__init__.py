@@ -12,8 +12,10 @@ path before the split) keeps working.
 
 from __future__ import annotations
 
+from . import checks, constraints, deprecation
 from .checks import (
     SCALE_HEADROOM_TERMS,
+    SYMMETRY_RTOL,
     check_finite,
     check_labels,
     check_min_per_class,
@@ -44,40 +46,10 @@ from .deprecation import (
     DEPRECATED,
     REMOVAL_VERSION,
     deprecate_positional_args,
+    is_deprecated_default,
     renamed_keywords,
     warn_deprecated,
     warn_renamed,
 )
 
-__all__ = [
-    "ARRAY",
-    "BOOLEAN",
-    "CHECKPOINTS",
-    "DEPRECATED",
-    "DEVICE",
-    "NONE",
-    "PATH",
-    "POSITIVE_INT",
-    "RANDOM_STATE",
-    "REMOVAL_VERSION",
-    "SCALE_HEADROOM_TERMS",
-    "VERBOSE",
-    "Constraint",
-    "InstanceOf",
-    "Interval",
-    "Options",
-    "ParameterValidationMixin",
-    "check_param",
-    "deprecate_positional_args",
-    "describe",
-    "renamed_keywords",
-    "validate_params",
-    "warn_deprecated",
-    "warn_renamed",
-    "check_labels",
-    "check_finite",
-    "check_scale",
-    "check_min_per_class",
-    "check_spd_array",
-    "encode_labels",
-]
+__all__ = [*checks.__all__, *constraints.__all__, *deprecation.__all__]

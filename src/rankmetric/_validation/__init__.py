@@ -12,7 +12,6 @@ path before the split) keeps working.
 
 from __future__ import annotations
 
-from . import checks, constraints, deprecation
 from .checks import (
     SCALE_HEADROOM_TERMS,
     SYMMETRY_RTOL,
@@ -52,4 +51,37 @@ from .deprecation import (
     warn_renamed,
 )
 
-__all__ = [*checks.__all__, *constraints.__all__, *deprecation.__all__]
+__all__ = [  # every public name of .checks, .constraints and .deprecation
+    "SCALE_HEADROOM_TERMS",
+    "SYMMETRY_RTOL",
+    "check_finite",
+    "check_labels",
+    "check_min_per_class",
+    "check_scale",
+    "check_spd_array",
+    "encode_labels",
+    "ARRAY",
+    "BOOLEAN",
+    "CHECKPOINTS",
+    "DEVICE",
+    "NONE",
+    "PATH",
+    "POSITIVE_INT",
+    "RANDOM_STATE",
+    "VERBOSE",
+    "Constraint",
+    "InstanceOf",
+    "Interval",
+    "Options",
+    "ParameterValidationMixin",
+    "check_param",
+    "describe",
+    "validate_params",
+    "DEPRECATED",
+    "REMOVAL_VERSION",
+    "deprecate_positional_args",
+    "is_deprecated_default",
+    "renamed_keywords",
+    "warn_deprecated",
+    "warn_renamed",
+]

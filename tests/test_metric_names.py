@@ -66,9 +66,9 @@ PLACES = [
     ("losses.pairwise_distance", RIEMANNIAN, lambda m: pairwise_distance(Xt, m)),
     ("losses.paired_distance", RIEMANNIAN, lambda m: paired_distance(Xt[:4], Xt[4:8], m)),
     ("losses.embedding_distances", RIEMANNIAN, lambda m: embedding_distances(Xt, None, m)),
-    ("TripletLoss", RIEMANNIAN, lambda m: TripletLoss(distance=m)(Xt, yt)),
-    ("LiftedStructureLoss", RIEMANNIAN, lambda m: LiftedStructureLoss(distance=m)(Xt, yt)),
-    ("TripletMiner", RIEMANNIAN, lambda m: TripletMiner(distance=m)(Xt, yt)),
+    ("TripletLoss", RIEMANNIAN, lambda m: TripletLoss(metric=m)(Xt, yt)),
+    ("LiftedStructureLoss", RIEMANNIAN, lambda m: LiftedStructureLoss(metric=m)(Xt, yt)),
+    ("TripletMiner", RIEMANNIAN, lambda m: TripletMiner(metric=m)(Xt, yt)),
     ("RiemannianPotatoLoss", RIEMANNIAN, lambda m: RiemannianPotatoLoss(distance=m)(Xt, yt)),
     ("make_loss", RIEMANNIAN, lambda m: make_loss("triplet", n_classes=3, dim=None, distance=m)),
     ("SPDNetEmbedding", RIEMANNIAN, _spdnet),
@@ -151,11 +151,11 @@ PLACES += [
         VECTOR,
         lambda m: paired_distance(Vt[:4], Vt[4:8], m),
     ),
-    ("TripletLoss (vectors)", VECTOR, lambda m: TripletLoss(distance=m)(Vt, torch.from_numpy(ids))),
+    ("TripletLoss (vectors)", VECTOR, lambda m: TripletLoss(metric=m)(Vt, torch.from_numpy(ids))),
     (
         "TripletMiner (vectors)",
         VECTOR,
-        lambda m: TripletMiner(distance=m)(Vt, torch.from_numpy(ids)),
+        lambda m: TripletMiner(metric=m)(Vt, torch.from_numpy(ids)),
     ),
 ]
 
@@ -164,7 +164,11 @@ def _same(a, b) -> bool:
     if isinstance(a, tuple | list):
         return len(a) == len(b) and all(_same(u, v) for u, v in zip(a, b, strict=True))
     if isinstance(a, torch.nn.Module):
-        return type(a) is type(b) and a.distance == b.distance
+        return (
+            type(a) is type(b)
+            and getattr(a, "metric", None) == getattr(b, "metric", None)
+            and a.distance == b.distance
+        )
     if isinstance(a, torch.Tensor):
         return torch.equal(a, b)
     if isinstance(a, dict):

@@ -53,6 +53,7 @@ __all__ = [
     "paired_distance",
     "pairwise_similarity",
     "check_metric",
+    "MetricSelector",
     "check_batch",
     "label_masks",
     "zero_loss",
@@ -68,6 +69,19 @@ SIMILARITIES = ("cosine", "dot")
 PairwiseFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 Metric = Literal["euclidean", "sqeuclidean", "cosine", "airm", "log_euclidean"] | PairwiseFn
 Similarity = Literal["cosine", "dot"] | PairwiseFn
+
+
+class MetricSelector:
+    """Mixin of the losses and miners that take ``metric=``: ``distance``, its name before 0.2.
+
+    The constructor keyword ``distance=`` still works this release, with a ``FutureWarning``
+    (:func:`rankmetric._validation.renamed_keywords`); the attribute stays readable.
+    """
+
+    @property
+    def distance(self):
+        """The old name of the attribute ``metric``."""
+        return self.metric
 
 
 def check_metric(

@@ -42,6 +42,7 @@ from typing import Literal
 import torch
 from torch import Tensor
 
+from .._validation import renamed_keywords
 from .base import BatchMetricLoss, as_count
 from .indices import IndicesTuple, check_indices_tuple, check_reference, to_triplets
 from .miners import TripletMiner, random_partners
@@ -49,6 +50,7 @@ from .pair_distances import (
     SPD_METRICS,
     VECTOR_METRICS,
     Metric,
+    MetricSelector,
     check_metric,
     label_masks,
     paired_distance,
@@ -64,7 +66,7 @@ Mining = Literal["all", "hard", "semihard", "random"]
 Mined = tuple[Tensor, int, int]  # (hinge sum per anchor (B,), number of triplets, of them > 0)
 
 
-class TripletLoss(BatchMetricLoss):
+class TripletLoss(MetricSelector, BatchMetricLoss):
     """Triplet margin loss :math:`[D_{ap} - D_{an} + m]_+` over in-batch mined triplets.
 
     Parameters
@@ -73,10 +75,11 @@ class TripletLoss(BatchMetricLoss):
         ``m ≥ 0`` (FaceNet's α = 0.2, for unit-norm embeddings).
     mining : {"all", "hard", "semihard", "random"}, default="all"
         Which triplets of the batch enter the loss (see the module docstring).
-    distance : {"euclidean", "sqeuclidean", "cosine", "airm", "log_euclidean"} or callable, \
+    metric : {"euclidean", "sqeuclidean", "cosine", "airm", "log_euclidean"} or callable, \
 default="euclidean"
         Injected distance (:func:`~rankmetric.losses.pair_distances.pairwise_distance`); a
-        callable ``f(x, y)`` returns the (n_x, n_y) distance matrix.
+        callable ``f(x, y)`` returns the (n_x, n_y) distance matrix. (``distance=`` before 0.2,
+        still accepted with a ``FutureWarning``.)
     average_nonzero : bool, default=False
         Average over the triplets with a positive hinge only, instead of all mined triplets.
     generator : torch.Generator, optional
@@ -96,11 +99,12 @@ default="euclidean"
 
     accepts_matrices = True
 
+    @renamed_keywords(distance="metric")
     def __init__(
         self,
         margin: float = 0.2,
         mining: Mining = "all",
-        distance: Metric = "euclidean",
+        metric: Metric = "euclidean",
         *,
         average_nonzero: bool = False,
         generator: torch.Generator | None = None,
@@ -113,13 +117,13 @@ default="euclidean"
             raise ValueError(f"mining must be one of {MINING}, got {mining!r}.")
         self.margin = float(margin)
         self.mining = mining
-        self.distance = check_metric(distance, VECTOR_METRICS + SPD_METRICS)
+        self.metric = check_metric(metric, VECTOR_METRICS + SPD_METRICS, "metric")
         self.average_nonzero = bool(average_nonzero)
         self.generator = generator
 
     def extra_repr(self) -> str:
         return (
-            f"margin={self.margin}, mining={self.mining!r}, distance={self.distance!r}, "
+            f"margin={self.margin}, mining={self.mining!r}, metric={self.metric!r}, "
             f"average_nonzero={self.average_nonzero}, {super().extra_repr()}"
         )
 
@@ -172,7 +176,7 @@ default="euclidean"
         if indices_tuple is None and self.mining != "random":
             return self._from_masks(embeddings, labels, ref_emb, ref_labels)
         if indices_tuple is None:
-            miner = TripletMiner("random", self.distance, generator=self.generator)
+            miner = TripletMiner("random", self.metric, generator=self.generator)
             refs = () if same else (ref_emb, ref_labels)
             indices_tuple = miner(embeddings, labels, *refs)
         a, p, n = to_triplets(
@@ -180,7 +184,7 @@ default="euclidean"
         )
         if a.numel() == 0:
             return None
-        dist = pairwise_distance(embeddings, self.distance, None if same else ref_emb)
+        dist = pairwise_distance(embeddings, self.metric, None if same else ref_emb)
         violation = dist[a, p] - dist[a, n] + self.margin
         hinge = torch.relu(violation)
         per_anchor = embeddings.new_zeros(labels.shape[0]).index_add(0, a, hinge)
@@ -198,7 +202,7 @@ default="euclidean"
         positive, negative = label_masks(labels, None if same else ref_labels)
         if not is_compiling() and not bool((positive.any(dim=1) & negative.any(dim=1)).any()):
             return None
-        dist = pairwise_distance(embeddings, self.distance, None if same else ref_emb)
+        dist = pairwise_distance(embeddings, self.metric, None if same else ref_emb)
         miner = {"all": _all_triplets, "hard": _batch_hard, "semihard": _semihard}[self.mining]
         return miner(dist, positive, negative, self.margin)
 
@@ -207,8 +211,8 @@ default="euclidean"
         pos_idx, neg_idx, valid = random_partners(labels, self.generator)
         if not is_compiling() and not bool(valid.any()):
             return None
-        d_ap = paired_distance(embeddings, embeddings[pos_idx], self.distance)
-        d_an = paired_distance(embeddings, embeddings[neg_idx], self.distance)
+        d_ap = paired_distance(embeddings, embeddings[pos_idx], self.metric)
+        d_an = paired_distance(embeddings, embeddings[neg_idx], self.metric)
         return _hinge_sum(d_ap - d_an + self.margin, valid)
 
 

@@ -58,6 +58,7 @@ from ._lmnn_search import (
     search_active_set,
     squared_distances,
 )
+from ._supervision import split_pairs
 from .base import atomic_fit
 from .lmnn import (
     LMNN,
@@ -447,17 +448,33 @@ class MultiMetricLMNN(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
         L = self.components_.astype(np.float64)
         return L.transpose(0, 2, 1) @ L
 
-    def pair_distances(self, X1, X2, clusters) -> np.ndarray:
+    def pair_distances(self, X1, X2=None, clusters=None) -> np.ndarray:
         """``||L_{c_i}(x1_i − x2_i)||`` for paired rows, each in the metric of ``clusters[i]``.
 
-        ``X2`` holds the reference points: for training points ``X_train_[j]`` pass
-        ``clusters_[j]``.
+        The pair convention of every estimator (``docs/pairs.md``), plus the cluster whose metric
+        measures each pair.
+
+        Parameters
+        ----------
+        X1 : array-like of shape (n_pairs, n_features), or (n_pairs, 2, n_features)
+            The first points, or the stacked pairs when ``X2`` is None.
+        X2 : array-like of shape (n_pairs, n_features), optional
+            The second points: the reference points (for training points ``X_train_[j]``,
+            pass ``clusters_[j]``).
+        clusters : array-like of int, shape (n_pairs,)
+            The cluster of each pair's reference point (required).
 
         Returns
         -------
         ndarray of shape (n_pairs,)
         """
         check_is_fitted(self, "components_")
+        if clusters is None:
+            raise ValueError(
+                "MultiMetricLMNN measures each pair in the metric of its reference point's "
+                "cluster: pass clusters= (for training points, clusters_[j])."
+            )
+        X1, X2 = split_pairs(X1, X2)
         X1 = validate_data(self, X1, reset=False, dtype=[np.float64, np.float32])
         X2 = validate_data(self, X2, reset=False, dtype=[np.float64, np.float32])
         clusters = np.asarray(clusters)

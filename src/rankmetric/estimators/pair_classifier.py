@@ -41,6 +41,7 @@ from .._validation import (
     check_param,
 )
 from ..evaluate.verification import roc_curve_from_distances
+from ._supervision import split_pairs
 
 __all__ = ["PairClassifier", "STRATEGIES", "calibrated_threshold"]
 
@@ -316,14 +317,25 @@ class PairClassifier(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
             self.platt_ = np.array([max(float(lr.coef_[0, 0]), 0.0), 0.0])
         return self
 
-    def pair_distances(self, pairs) -> np.ndarray:
+    def pair_distances(self, pairs, X2=None) -> np.ndarray:
         """The learner's distance of each pair (lower = more alike).
+
+        Parameters
+        ----------
+        pairs : array-like
+            The pairs in any form :meth:`fit` accepts; or the first points, with ``X2``.
+        X2 : array-like of shape (n_pairs, n_features), optional
+            The second points (the pair convention of every estimator, ``docs/pairs.md``).
 
         Returns
         -------
         ndarray of shape (n_pairs,)
         """
         check_is_fitted(self, "learner_")
+        if X2 is not None:
+            if self.points is not None:
+                raise ValueError("with points set, pairs are row indices: pass no X2.")
+            pairs = np.stack(split_pairs(pairs, X2), axis=1)
         stacked = self._stacked(pairs, reset=False)
         return np.asarray(self.learner_.pair_distances(stacked[:, 0], stacked[:, 1]), np.float64)
 

@@ -21,6 +21,7 @@ __all__ = [
     "DEPRECATED",
     "REMOVAL_VERSION",
     "deprecate_positional_args",
+    "deprecated_alias",
     "is_deprecated_default",
     "renamed_keywords",
     "warn_deprecated",
@@ -135,6 +136,47 @@ def renamed_keywords(**renames: str) -> Callable:
         return wrapper
 
     return decorate
+
+
+def deprecated_alias(function: Callable, old_name: str) -> Callable:
+    """``function`` under its name before 0.2, warning on each call (:func:`warn_deprecated`).
+
+    Parameters
+    ----------
+    function : callable
+        The function under its current name.
+    old_name : str
+        The name it had.
+
+    Returns
+    -------
+    callable
+        Calls ``function`` after a ``FutureWarning`` naming the new name.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> def optimize(x):
+    ...     return x
+    >>> optimise = deprecated_alias(optimize, "optimise")
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")
+    ...     optimise(3)
+    3
+    """
+
+    @functools.wraps(function)
+    def alias(*args, **kwargs):
+        warn_deprecated(
+            f"{old_name} was renamed {function.__name__} in 0.2 (one spelling: American); "
+            f"{old_name}",
+            f"Use {function.__name__}",
+            stacklevel=2,
+        )
+        return function(*args, **kwargs)
+
+    alias.__name__ = alias.__qualname__ = old_name
+    return alias
 
 
 def deprecate_positional_args(init):

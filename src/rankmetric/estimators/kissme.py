@@ -339,9 +339,9 @@ def cross_camera_groups(positives: str, codes: np.ndarray, cameras) -> np.ndarra
     return camera_group_codes(codes, cams)
 
 
-def _principal_axes(centred: np.ndarray, r: int) -> np.ndarray:
-    """The ``r`` leading principal axes (rows) of centred data, signs fixed for determinism."""
-    _, _, vt = np.linalg.svd(centred, full_matrices=False)
+def _principal_axes(centered: np.ndarray, r: int) -> np.ndarray:
+    """The ``r`` leading principal axes (rows) of centered data, signs fixed for determinism."""
+    _, _, vt = np.linalg.svd(centered, full_matrices=False)
     axes = vt[:r]
     signs = np.sign(axes[np.arange(r), np.abs(axes).argmax(axis=1)])
     return axes * np.where(signs == 0, 1.0, signs)[:, None]

@@ -54,7 +54,13 @@ from .._validation import (
     deprecate_positional_args,
 )
 from ..io import register_estimator
-from ._active_set_optimiser import optimise_fixed, optimise_on_active_sets, optimise_with_progress
+from ._active_set_optimiser import (
+    optimise_on_active_sets,  # noqa: F401 - the name before 0.2, deprecated
+    optimise_with_progress,  # noqa: F401 - the name before 0.2, deprecated
+    optimize_fixed,
+    optimize_on_active_sets,
+    optimize_with_progress,
+)
 from ._lmnn_objective import (
     fixed_triplet_loss_and_grad,
     laplacian_gradient,
@@ -89,8 +95,8 @@ __all__ = [
     "lmnn_loss_and_grad",
     "check_labelled_input",
     "n_components_for",
-    "optimise_on_active_sets",
-    "optimise_with_progress",
+    "optimize_on_active_sets",
+    "optimize_with_progress",
     "pair_sq_distances",
     "search_active_set",
     "triplet_terms",
@@ -280,8 +286,8 @@ class LMNN(MahalanobisMixin, BaseEstimator):
             return np.eye(r, D)
         if self.init == "random":
             return rng.standard_normal((r, D)) / np.sqrt(D)
-        centred = X - X.mean(0)  # "pca"
-        _, vectors = np.linalg.eigh(centred.T @ centred)
+        centered = X - X.mean(0)  # "pca"
+        _, vectors = np.linalg.eigh(centered.T @ centered)
         return vectors[:, ::-1][:, :r].T.copy()
 
     # ------------------------------------------------------------------ fitting
@@ -303,7 +309,7 @@ class LMNN(MahalanobisMixin, BaseEstimator):
         codes_t = torch.as_tensor(codes, device=device)
         check_first_active_set(Xt, Xt @ to_tensor(L0, device).T, codes_t, k)  # before searching
         targets, target_mask = find_target_neighbors(Xt, codes_t, k)
-        L, n_iter, loss, active, converged = self._optimise(Xt, codes_t, targets, target_mask, L0)
+        L, n_iter, loss, active, converged = self._optimize(Xt, codes_t, targets, target_mask, L0)
         if not converged:
             warnings.warn(
                 f"LMNN stopped at max_iter={self.max_iter} before converging; "
@@ -387,7 +393,7 @@ class LMNN(MahalanobisMixin, BaseEstimator):
             loss, grad = fixed_triplet_loss_and_grad(L, Xt, a, p, n, mu)
             return float(loss), grad.double().cpu().numpy().ravel()
 
-        L, n_iter, loss, converged = optimise_fixed(
+        L, n_iter, loss, converged = optimize_fixed(
             fun, L0, solver=self.solver, max_iter=self.max_iter, tol=self.tol, lr=self.learning_rate
         )
         if not converged:
@@ -403,7 +409,7 @@ class LMNN(MahalanobisMixin, BaseEstimator):
         self.n_active_pairs_ = int(t.anchor.shape[0])
         return self
 
-    def _optimise(self, X, codes, targets, target_mask, L0):
+    def _optimize(self, X, codes, targets, target_mask, L0):
         """Alternate impostor searches and optimiser runs until neither changes anything.
 
         Returns (L, iterations, objective, last active set, converged).
@@ -414,7 +420,7 @@ class LMNN(MahalanobisMixin, BaseEstimator):
             return search_active_set(Z, codes, targets, target_mask, previous)
 
         objective = lambda active: self._objective(X, active, L0.shape)  # noqa: E731
-        return optimise_with_progress(self, search, objective, L0, "LMNN")
+        return optimize_with_progress(self, search, objective, L0, "LMNN")
 
     def _objective(self, X: torch.Tensor, active: ActiveSet, shape: tuple[int, int]):
         """``f(flat L) -> (loss, flat grad)`` in float64 NumPy, for the optimisers."""

@@ -48,7 +48,7 @@ from .._validation import (
 )
 from ..io import load_model, register_estimator, save_model
 from ..neighbors import smallest_k
-from ._active_set_optimiser import optimise_with_progress
+from ._active_set_optimiser import optimize_with_progress
 from ._lmnn_objective import laplacian_gradient, triplet_terms
 from ._lmnn_search import (
     ActiveSet,
@@ -364,7 +364,7 @@ class MultiMetricLMNN(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
 
             return fun
 
-        Ls, n_iter, loss, active, converged = optimise_with_progress(
+        Ls, n_iter, loss, active, converged = optimize_with_progress(
             self, search, objective, L0, "mLMNN"
         )
         if not converged:

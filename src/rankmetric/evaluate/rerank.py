@@ -61,7 +61,7 @@ def _pair_sq_distance(A: torch.Tensor, B: torch.Tensor, metric: str) -> torch.Te
     return d.square()
 
 
-def _neighbours_and_scale(X: torch.Tensor, metric: str, k: int, chunk_size) -> tuple:
+def _neighbors_and_scale(X: torch.Tensor, metric: str, k: int, chunk_size) -> tuple:
     """Each item's ``k`` nearest items (itself included; ties by lower index) and its largest
     squared distance to any item, in one chunked pass."""
     N = X.shape[0]
@@ -253,7 +253,7 @@ def rerank_k_reciprocal(
                          "(queries and gallery together).")  # fmt: skip
     X = torch.cat([Q, G])
     with thread_limit(threads_for(N * X.numel())):
-        nn, scale = _neighbours_and_scale(X, metric, max(k1 + 1, k2), chunk_size)
+        nn, scale = _neighbors_and_scale(X, metric, max(k1 + 1, k2), chunk_size)
         V = _encode(X, nn, scale, k1, metric)
         if k2 != 1:
             V = _query_expand(V, nn, k2)

@@ -184,6 +184,19 @@ class BatchMetricLoss(MetricLoss, metaclass=abc.ABCMeta):
     Parameters
     ----------
     reduction : {"mean", "sum", "none"}, default="mean"
+
+    See Also
+    --------
+    MetricLoss : the base that applies ``reduction``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> class MeanNorm(BatchMetricLoss):
+    ...     def batch_loss(self, embeddings, labels, indices_tuple, ref_emb, ref_labels):
+    ...         return self.reduce(embeddings.norm(dim=1))
+    >>> MeanNorm()(torch.ones(2, 4), torch.tensor([0, 1]))
+    tensor(2.)
     """
 
     #: Whether the batch may be SPD matrices ``(B, c, c)`` (a loss over an SPD metric).

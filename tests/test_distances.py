@@ -56,3 +56,11 @@ def test_paired_form_broadcasts_and_matches_the_definition():
     A, B = rng.normal(size=(3, 1, 2)), rng.normal(size=(3, 4, 2))
     got = paired_squared_euclidean(torch.tensor(A), torch.tensor(B))
     np.testing.assert_allclose(got.numpy(), ((A - B) ** 2).sum(-1), rtol=1e-12)
+
+
+def test_paired_form_takes_numpy_arrays_too():
+    rng = np.random.default_rng(5)
+    A, B = rng.normal(size=(6, 3)), rng.normal(size=(6, 3))
+    got = paired_squared_euclidean(A, B)
+    assert isinstance(got, np.ndarray)
+    np.testing.assert_allclose(got, np.einsum("pd,pd->p", A - B, A - B), rtol=1e-12)

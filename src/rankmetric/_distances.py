@@ -80,11 +80,11 @@ def paired_squared_euclidean(A: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
 
     Parameters
     ----------
-    A, B : tensors of broadcastable shapes (..., d)
+    A, B : tensors or NumPy arrays of broadcastable shapes (..., d)
 
     Returns
     -------
-    tensor of the broadcast shape without the last dimension
+    tensor or ndarray of the broadcast shape without the last dimension
 
     Examples
     --------

@@ -12,78 +12,9 @@ path before the split) keeps working.
 
 from __future__ import annotations
 
-from .checks import (
-    SCALE_HEADROOM_TERMS,
-    SYMMETRY_RTOL,
-    check_finite,
-    check_labels,
-    check_min_per_class,
-    check_scale,
-    check_spd_array,
-    encode_labels,
-)
-from .constraints import (
-    ARRAY,
-    BOOLEAN,
-    CHECKPOINTS,
-    DEVICE,
-    NONE,
-    PATH,
-    POSITIVE_INT,
-    RANDOM_STATE,
-    VERBOSE,
-    Constraint,
-    InstanceOf,
-    Interval,
-    Options,
-    ParameterValidationMixin,
-    check_param,
-    describe,
-    validate_params,
-)
-from .deprecation import (
-    DEPRECATED,
-    REMOVAL_VERSION,
-    deprecate_positional_args,
-    deprecated_alias,
-    is_deprecated_default,
-    renamed_keywords,
-    warn_deprecated,
-    warn_renamed,
-)
+from . import checks, constraints, deprecation
+from .checks import *  # noqa: F403 - every name of each module's __all__, re-exported
+from .constraints import *  # noqa: F403
+from .deprecation import *  # noqa: F403
 
-__all__ = [  # every public name of .checks, .constraints and .deprecation
-    "SCALE_HEADROOM_TERMS",
-    "SYMMETRY_RTOL",
-    "check_finite",
-    "check_labels",
-    "check_min_per_class",
-    "check_scale",
-    "check_spd_array",
-    "encode_labels",
-    "ARRAY",
-    "BOOLEAN",
-    "CHECKPOINTS",
-    "DEVICE",
-    "NONE",
-    "PATH",
-    "POSITIVE_INT",
-    "RANDOM_STATE",
-    "VERBOSE",
-    "Constraint",
-    "InstanceOf",
-    "Interval",
-    "Options",
-    "ParameterValidationMixin",
-    "check_param",
-    "describe",
-    "validate_params",
-    "DEPRECATED",
-    "REMOVAL_VERSION",
-    "deprecate_positional_args",
-    "deprecated_alias",
-    "is_deprecated_default",
-    "renamed_keywords",
-    "warn_deprecated",
-    "warn_renamed",
-]
+__all__ = [*checks.__all__, *constraints.__all__, *deprecation.__all__]

@@ -45,6 +45,7 @@ from .._validation import (
     ParameterValidationMixin,
     check_param,
     deprecate_positional_args,
+    encode_labels,
 )
 from ..io import load_model, register_estimator, save_model
 from ..neighbors import smallest_k
@@ -288,7 +289,7 @@ class MultiMetricLMNN(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
             seed = int(seed.integers(2**31 - 1))
         km = KMeans(n_clusters=self.n_clusters, n_init=10, random_state=seed).fit(X)
         # relabel so that the clusters are 0..G-1 with none empty
-        _, groups = np.unique(km.labels_, return_inverse=True)
+        _, (groups,) = encode_labels(km.labels_)
         return groups.astype(np.int64)
 
     def _initial_maps(self, X, y, r: int, n_groups: int) -> tuple[np.ndarray, np.ndarray | None]:

@@ -133,9 +133,9 @@ def test_the_wrapped_init_keeps_its_keyword_only_signature():
 
 def test_old_import_paths_keep_every_name():
     import rankmetric._validation as v
-    from rankmetric._validation import checks, constraints, deprecation
+    from rankmetric._validation import checks, compat, constraints
 
-    for module in (checks, constraints, deprecation):
+    for module in (checks, constraints, compat):
         for name in module.__all__:
             assert getattr(v, name) is getattr(module, name), name
 

@@ -7,7 +7,7 @@ declaration (``"max_iter must be an integer >= 1, got 0."``). Functions and torc
 their arguments with the same constraints through :func:`check_param`. scikit-learn's own
 machinery (``sklearn.utils._param_validation``) is private, so this module holds a small
 equivalent (see ``docs/architecture.md``). Renamed parameters warn through
-:mod:`rankmetric._validation.deprecation`.
+:mod:`rankmetric._validation.compat`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from abc import ABC, abstractmethod
 
 import numpy as np
 
-from .deprecation import is_deprecated_default, warn_renamed
+from .compat import is_deprecated_default, warn_renamed
 
 __all__ = [
     "ARRAY",

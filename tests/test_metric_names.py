@@ -122,6 +122,13 @@ PLACES += [
     ),
     ("evaluate.retrieval_scores", VECTOR, lambda m: evaluate.retrieval_scores(V, ids, metric=m)),
     ("evaluate.recall_at_k", VECTOR, lambda m: evaluate.recall_at_k(V, ids, metric=m)),
+    ("evaluate.precision_at_1", VECTOR, lambda m: evaluate.precision_at_1(V, ids, metric=m)),
+    ("evaluate.map_at_r", VECTOR, lambda m: evaluate.map_at_r(V, ids, metric=m)),
+    (
+        "evaluate.retrieval_report",
+        VECTOR,
+        lambda m: evaluate.retrieval_report(V, ids, metric=m, clustering=False),
+    ),
     (
         "evaluate.cmc_curve",
         VECTOR,

@@ -1,4 +1,8 @@
-"""Every public place that takes an SPD metric name resolves it through the one resolver.
+"""Every public place that takes a metric name resolves it through the one resolver.
+
+SPD places (geometry, batch losses, SPD estimators and transformers) and vector places (the
+exact search of ``neighbors``, every ``evaluate`` metric with ``metric=``, ``rankmetric evaluate
+--metric``, the batch losses on vectors) alike.
 
 ``rankmetric.geometry.canonical_metric`` (the table ``METRIC_ALIASES``) is the one resolver: each
 place below accepts every alias (pyRiemann's ``"riemann"``, ``"logeuclid"``, ``"euclid"``, ours,
@@ -10,12 +14,13 @@ import numpy as np
 import pytest
 import torch
 
-from rankmetric import geometry
+from rankmetric import evaluate, geometry, neighbors
 from rankmetric.estimators import RPLEmbedding, SPDNetEmbedding
 from rankmetric.estimators.spdnet import make_loss
 from rankmetric.losses import LiftedStructureLoss, RiemannianPotatoLoss, TripletLoss, TripletMiner
 from rankmetric.losses.pair_distances import paired_distance, pairwise_distance
 from rankmetric.losses.potato import embedding_distances
+from rankmetric.neighbors import Gallery
 from rankmetric.preprocessing import DomainRecentering, TangentSpace
 
 ALL = ("airm", "log_euclidean", "euclidean")
@@ -61,9 +66,9 @@ PLACES = [
     ("losses.pairwise_distance", RIEMANNIAN, lambda m: pairwise_distance(Xt, m)),
     ("losses.paired_distance", RIEMANNIAN, lambda m: paired_distance(Xt[:4], Xt[4:8], m)),
     ("losses.embedding_distances", RIEMANNIAN, lambda m: embedding_distances(Xt, None, m)),
-    ("TripletLoss", RIEMANNIAN, lambda m: TripletLoss(distance=m)(Xt, yt)),
-    ("LiftedStructureLoss", RIEMANNIAN, lambda m: LiftedStructureLoss(distance=m)(Xt, yt)),
-    ("TripletMiner", RIEMANNIAN, lambda m: TripletMiner(distance=m)(Xt, yt)),
+    ("TripletLoss", RIEMANNIAN, lambda m: TripletLoss(metric=m)(Xt, yt)),
+    ("LiftedStructureLoss", RIEMANNIAN, lambda m: LiftedStructureLoss(metric=m)(Xt, yt)),
+    ("TripletMiner", RIEMANNIAN, lambda m: TripletMiner(metric=m)(Xt, yt)),
     ("RiemannianPotatoLoss", RIEMANNIAN, lambda m: RiemannianPotatoLoss(distance=m)(Xt, yt)),
     ("make_loss", RIEMANNIAN, lambda m: make_loss("triplet", n_classes=3, dim=None, distance=m)),
     ("SPDNetEmbedding", RIEMANNIAN, _spdnet),
@@ -77,13 +82,104 @@ PLACES = [
 ]
 
 
+#: The vector metrics' places: ``"euclidean"`` and its alias ``"euclid"`` (pyRiemann's name), any
+#: case, through the same resolver (``neighbors.check_metric`` delegates to it).
+VECTOR = ("euclidean",)
+V = np.random.default_rng(1).standard_normal((24, 3)).astype(np.float32)
+Vt = torch.from_numpy(V)
+ids = np.repeat(np.arange(6), 4)
+cams = np.tile([0, 1], 12)
+
+
+def _cli_evaluate(m, tmp=[]):  # noqa: B006 - one temporary file for the module
+    import json
+    import subprocess
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    if not tmp:
+        tmp.append(Path(tempfile.mkdtemp()) / "emb.npz")
+        np.savez(tmp[0], X=V, y=ids)
+    run = subprocess.run(
+        [sys.executable, "-m", "rankmetric", "evaluate", str(tmp[0]), "--metric", m, "--json"],
+        capture_output=True,
+        text=True,
+    )
+    if run.returncode:
+        raise ValueError(run.stderr)
+    return json.loads(run.stdout)
+
+
+PLACES += [
+    ("neighbors.check_metric", VECTOR, neighbors.check_metric),
+    ("neighbors.Gallery.build", VECTOR, lambda m: Gallery.build(Vt, m).metric),
+    ("evaluate.knn_search", VECTOR, lambda m: evaluate.knn_search(V, k=2, metric=m)),
+    (
+        "evaluate.knn_accuracy",
+        VECTOR,
+        lambda m: evaluate.knn_accuracy(V[::2], ids[::2], V[1::2], ids[1::2], metric=m),
+    ),
+    ("evaluate.retrieval_scores", VECTOR, lambda m: evaluate.retrieval_scores(V, ids, metric=m)),
+    ("evaluate.recall_at_k", VECTOR, lambda m: evaluate.recall_at_k(V, ids, metric=m)),
+    ("evaluate.precision_at_1", VECTOR, lambda m: evaluate.precision_at_1(V, ids, metric=m)),
+    ("evaluate.map_at_r", VECTOR, lambda m: evaluate.map_at_r(V, ids, metric=m)),
+    (
+        "evaluate.retrieval_report",
+        VECTOR,
+        lambda m: evaluate.retrieval_report(V, ids, metric=m, clustering=False),
+    ),
+    (
+        "evaluate.cmc_curve",
+        VECTOR,
+        lambda m: evaluate.cmc_curve(V[::2], ids[::2], V[1::2], ids[1::2], ranks=(1, 2), metric=m),
+    ),
+    (
+        "evaluate.reid_scores",
+        VECTOR,
+        lambda m: evaluate.reid_scores(
+            V[::2], ids[::2], cams[::2], V[1::2], ids[1::2], cams[1::2], ranks=(1, 2), metric=m
+        )["cmc"],
+    ),
+    (
+        "evaluate.rerank_k_reciprocal",
+        VECTOR,
+        lambda m: evaluate.rerank_k_reciprocal(V[:6], V[6:], k1=4, k2=2, metric=m),
+    ),
+    (
+        "evaluate.average_query_expansion",
+        VECTOR,
+        lambda m: evaluate.average_query_expansion(V[:6], V[6:], k=2, metric=m)[0],
+    ),
+    ("cli evaluate --metric", VECTOR, _cli_evaluate),
+    ("losses.pairwise_distance (vectors)", VECTOR, lambda m: pairwise_distance(Vt, m)),
+    (
+        "losses.paired_distance (vectors)",
+        VECTOR,
+        lambda m: paired_distance(Vt[:4], Vt[4:8], m),
+    ),
+    ("TripletLoss (vectors)", VECTOR, lambda m: TripletLoss(metric=m)(Vt, torch.from_numpy(ids))),
+    (
+        "TripletMiner (vectors)",
+        VECTOR,
+        lambda m: TripletMiner(metric=m)(Vt, torch.from_numpy(ids)),
+    ),
+]
+
+
 def _same(a, b) -> bool:
     if isinstance(a, tuple | list):
         return len(a) == len(b) and all(_same(u, v) for u, v in zip(a, b, strict=True))
     if isinstance(a, torch.nn.Module):
-        return type(a) is type(b) and a.distance == b.distance
+        return (
+            type(a) is type(b)
+            and getattr(a, "metric", None) == getattr(b, "metric", None)
+            and a.distance == b.distance
+        )
     if isinstance(a, torch.Tensor):
         return torch.equal(a, b)
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
     return np.array_equal(np.asarray(a), np.asarray(b))
 
 

@@ -126,3 +126,87 @@ def test_the_wrapped_init_keeps_its_keyword_only_signature():
     """scikit-learn's get_params reads this signature (no *args allowed)."""
     params = inspect.signature(_Toy.__init__).parameters
     assert [p.kind for p in params.values()][1:] == [inspect.Parameter.KEYWORD_ONLY] * 3
+
+
+# ------------------------------------------------ the split: checks / constraints / deprecation
+
+
+def test_old_import_paths_keep_every_name():
+    import rankmetric._validation as v
+    from rankmetric._validation import checks, compat, constraints
+
+    for module in (checks, constraints, compat):
+        for name in module.__all__:
+            assert getattr(v, name) is getattr(module, name), name
+
+
+def test_one_label_encoder_shares_codes_across_arrays():
+    from rankmetric._validation import check_labels, encode_labels
+
+    classes, (a, b) = encode_labels(np.array([3, 1, 3]), np.array([2, 1]))
+    assert classes.tolist() == [1, 2, 3]
+    assert a.tolist() == [2, 0, 2] and b.tolist() == [1, 0]
+    assert a.dtype == np.int64
+    assert check_labels(np.array([3, 1, 3]))[1].tolist() == [1, 0, 1]
+    with pytest.raises(ValueError, match="at least one label array"):
+        encode_labels()
+
+
+@pytest.mark.parametrize("as_tensor", [False, True])
+def test_one_spd_check_for_numpy_and_torch(as_tensor):
+    import torch
+
+    from rankmetric._validation import check_spd_array
+
+    def wrap(X):
+        return torch.from_numpy(X) if as_tensor else X
+
+    good = np.stack([np.eye(3), 2 * np.eye(3)])
+    assert check_spd_array(wrap(good)) is not None
+    asym = good.copy()
+    asym[1, 0, 2] = 1.0
+    with pytest.raises(ValueError, match=r"X\[1\] is not symmetric"):
+        check_spd_array(wrap(asym))
+    indefinite = good.copy()
+    indefinite[0, 0, 0] = -1.0
+    with pytest.raises(ValueError, match=r"X\[0\] is not positive definite"):
+        check_spd_array(wrap(indefinite))
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        check_spd_array(wrap(np.full((1, 2, 2), np.nan)))
+
+
+def test_one_deprecation_helper_with_one_removal_version():
+    from rankmetric._validation import (
+        REMOVAL_VERSION,
+        deprecated_alias,
+        renamed_keywords,
+        warn_deprecated,
+    )
+
+    assert REMOVAL_VERSION == "0.3"
+    with pytest.warns(FutureWarning, match=r"^f\(k\) will stop working in 0\.3\. Use g\.$"):
+        warn_deprecated("f(k)", "Use g")
+
+    @renamed_keywords(distance="metric")
+    def score(*, metric="euclidean"):
+        return metric
+
+    with pytest.warns(FutureWarning, match="'distance' was renamed 'metric'.*0.3"):
+        assert score(distance="cosine") == "cosine"
+    with pytest.raises(TypeError, match="both"):
+        score(distance="cosine", metric="cosine")
+
+    def optimize(x):
+        return x + 1
+
+    with pytest.warns(FutureWarning, match="optimise was renamed optimize.*0.3"):
+        assert deprecated_alias(optimize, "optimise")(1) == 2
+
+
+def test_british_names_before_0_2_still_work_with_a_warning():
+    from rankmetric.datasets._registry import normalise_name, normalize_name
+    from rankmetric.estimators.lmnn import optimise_with_progress, optimize_with_progress
+
+    with pytest.warns(FutureWarning, match="normalise_name was renamed normalize_name"):
+        assert normalise_name("Iris") == normalize_name("Iris")
+    assert optimise_with_progress.__wrapped__ is optimize_with_progress

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from torch.utils.data import BatchSampler
 
-from ._validation import POSITIVE_INT, check_labels, check_param
+from ._validation import POSITIVE_INT, check_labels, check_param, encode_labels
 
 __all__ = [
     "LabelIndex",
@@ -64,7 +64,7 @@ def check_cameras(cameras, n_samples: int) -> np.ndarray:
         raise ValueError("cameras contains NaN or infinity; give every sample a camera id.")
     if cameras.dtype.kind == "O" and any(c is None for c in cameras.tolist()):
         raise ValueError("cameras contains None; give every sample a camera id.")
-    return np.unique(cameras, return_inverse=True)[1].astype(np.int64).ravel()
+    return encode_labels(cameras.ravel())[1][0]
 
 
 def camera_group_codes(codes: np.ndarray, cameras: np.ndarray) -> np.ndarray:

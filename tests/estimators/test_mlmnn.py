@@ -258,6 +258,11 @@ def test_top_level_export_and_pair_distances(rng):
     np.testing.assert_allclose(got, expected, rtol=1e-4)
     with pytest.raises(ValueError, match="clusters must be"):
         model.pair_distances(Xq, Xq, np.full(7, 9))
+    # the one pair convention: stacked pairs without X2; clusters by keyword
+    stacked = np.stack([Xq, model.X_train_[j]], axis=1)
+    np.testing.assert_array_equal(model.pair_distances(stacked, clusters=model.clusters_[j]), got)
+    with pytest.raises(ValueError, match="pass clusters="):
+        model.pair_distances(stacked)
 
 
 def test_save_and_load_round_trip(rng, tmp_path):

@@ -11,6 +11,7 @@ from rankmetric import ITML, KISSME, LMNN, SSNE, WARCA
 from rankmetric.estimators._supervision import (
     MIN_PAIRS,
     check_pair_supervision,
+    split_pairs,
     triplets_from_pairs,
 )
 from rankmetric.sampling import PairIndex
@@ -264,3 +265,37 @@ def test_a_failed_fit_pairs_leaves_the_estimator_unfitted():
         est.fit_pairs(X, [[0, 1], [2, 3], [4, 5]], [1, 1, 1])
     with pytest.raises(NotFittedError):
         est.transform(X)
+
+
+# ------------------------------------------------ the one pair-distance convention (docs/pairs.md)
+
+
+def test_split_pairs_takes_matching_points_or_stacked_pairs():
+    X = np.arange(24.0).reshape(4, 2, 3)
+    A, B = split_pairs(X)
+    np.testing.assert_array_equal(A, X[:, 0])
+    np.testing.assert_array_equal(B, X[:, 1])
+    A2, B2 = split_pairs(X[:, 0], X[:, 1])
+    np.testing.assert_array_equal(A2, A)
+    np.testing.assert_array_equal(B2, B)
+    spd = np.broadcast_to(np.eye(2), (3, 2, 2, 2))
+    assert split_pairs(spd, point_ndim=2)[0].shape == (3, 2, 2)
+    with pytest.raises(ValueError, match="stacked pairs of shape"):
+        split_pairs(X[:, 0])
+    with pytest.raises(ValueError, match="as many rows"):
+        split_pairs(X[:, 0], X[:3, 1])
+
+
+def test_pair_classifier_pair_distances_accept_both_forms():
+    from rankmetric import PairClassifier
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 3))
+    pairs = rng.integers(0, 40, size=(60, 2))
+    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+    y = np.where(rng.random(len(pairs)) < 0.5, 1, -1)
+    stacked = np.stack([X[pairs[:, 0]], X[pairs[:, 1]]], axis=1)
+    clf = PairClassifier(KISSME()).fit(stacked, y)
+    np.testing.assert_array_equal(
+        clf.pair_distances(stacked[:, 0], stacked[:, 1]), clf.pair_distances(stacked)
+    )

@@ -10,6 +10,7 @@ import scipy.spatial.distance
 import torch
 
 from rankmetric.losses.lifted import LiftedStructureLoss
+from rankmetric.losses.miners import BatchHardMiner, TripletMiner
 from rankmetric.losses.multi_similarity import MultiSimilarityLoss
 from rankmetric.losses.npair import NPairLoss, first_pair_per_class
 from rankmetric.losses.pair_distances import (
@@ -198,7 +199,7 @@ def test_injected_distance_is_called_and_checked():
     manhattan = lambda a, b: (a[:, None] - b[None]).abs().sum(-1)  # noqa: E731
     D = pairwise_distance(x, manhattan)
     np.testing.assert_allclose(_np(D), scipy.spatial.distance.cdist(_np(x), _np(x), "cityblock"))
-    loss = TripletLoss(0.5, "all", distance=manhattan)(x, y)
+    loss = TripletLoss(0.5, "all", metric=manhattan)(x, y)
     expected = _brute_triplet_all(_np(D), _np(y), 0.5)
     assert loss.item() == pytest.approx(expected, rel=1e-10)
     with pytest.raises(ValueError, match="shape"):
@@ -522,7 +523,7 @@ def test_check_batch_returns_int64_labels_on_the_embeddings_device():
     [
         (lambda: TripletLoss(-1.0), "margin"),
         (lambda: TripletLoss(mining="hardest"), "mining"),
-        (lambda: TripletLoss(distance="manhattan"), "distance"),
+        (lambda: TripletLoss(metric="manhattan"), "metric"),
         (lambda: LiftedStructureLoss(form="song"), "form"),
         (lambda: NPairLoss(-1.0), "l2_weight"),
         (lambda: NPairLoss(similarity="euclidean"), "similarity"),
@@ -546,3 +547,22 @@ def test_proxy_nca_rejects_foreign_labels_dims_and_dtypes():
         loss(torch.zeros(2, 5), torch.tensor([0, 1]))
     with pytest.raises(ValueError, match="float64"):
         loss(torch.zeros(2, 4, dtype=torch.float64), torch.tensor([0, 1]))
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda **kw: TripletLoss(**kw),
+        lambda **kw: LiftedStructureLoss(**kw),
+        lambda **kw: TripletMiner(**kw),
+        lambda **kw: BatchHardMiner(**kw),
+    ],
+)
+def test_old_distance_keyword_warns_and_means_metric(make):
+    """``distance=`` (before 0.2) is ``metric=`` this release, with a FutureWarning naming it."""
+    with pytest.warns(FutureWarning, match="'distance' was renamed 'metric'.*0.3"):
+        old = make(distance="cosine")
+    assert old.metric == "cosine" and old.distance == "cosine"
+    assert repr(old) == repr(make(metric="cosine"))
+    with pytest.raises(TypeError, match="both 'distance' and its new name 'metric'"):
+        make(distance="cosine", metric="cosine")

@@ -71,6 +71,7 @@ def _loss_classes() -> set[type]:
                 and obj.__module__ == module.__name__
                 and not name.startswith("_")
                 and obj is not MetricLoss
+                and not inspect.isabstract(obj)  # the bases (BatchMetricLoss)
                 and not issubclass(obj, (Miner, CrossBatchMemory))
             ):
                 found.add(obj)

@@ -39,6 +39,16 @@ def check_device(device, option: str = "--device") -> None:
         raise ValueError(f"{option} {device!r}: no CUDA device is available here.")
 
 
+def vector_metric(value: str) -> str:
+    """argparse ``type`` of ``--metric``: the canonical name (aliases and any case accepted)."""
+    from ..neighbors import check_metric
+
+    try:
+        return check_metric(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def check_threads(threads, option: str = "--threads") -> None:
     """``threads`` is ``None`` or a positive integer."""
     if threads is not None and threads < 1:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._args import check_device, check_input_file, check_threads
+from ._args import check_device, check_input_file, check_threads, vector_metric
 from ._pairs import add_evaluate_pairs_options, run_evaluate_pairs
 
 SCORES = ("knn", "retrieval", "clustering", "cv")
@@ -348,6 +348,7 @@ def register(subparsers) -> None:
     )
     parser.add_argument(
         "--metric",
+        type=vector_metric,
         choices=("euclidean", "sqeuclidean", "cosine"),
         default="euclidean",
         help="distance in the embedding (default: %(default)s)",

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._validation import encode_labels as encode_label_arrays
 from ._cache import verified_files
 from ._info import Dataset, DatasetInfo
 from ._readers import frame_to_xy, read_csv_gz, read_idx_gz, read_keel_dat, read_rda_frame
@@ -151,12 +152,11 @@ def _assemble(info: DatasetInfo, parts: _Parts) -> Dataset:
 def encode_labels(labels: np.ndarray, labels_test: np.ndarray | None = None):
     """Labels → (target_names, codes, test codes); classes sorted (numerically if numbers)."""
     labels = _integral(labels)
-    both = labels if labels_test is None else np.concatenate([labels, _integral(labels_test)])
-    classes, codes = np.unique(both, return_inverse=True)
-    names = tuple(str(c) for c in classes)
     if labels_test is None:
-        return names, codes, None
-    return names, codes[: len(labels)], codes[len(labels) :]
+        classes, (codes,) = encode_label_arrays(labels)
+        return tuple(str(c) for c in classes), codes, None
+    classes, (codes, codes_test) = encode_label_arrays(labels, _integral(labels_test))
+    return tuple(str(c) for c in classes), codes, codes_test
 
 
 def _integral(labels: np.ndarray) -> np.ndarray:

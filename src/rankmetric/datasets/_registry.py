@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import re
 
+from .._validation import deprecated_alias
 from ._info import DatasetInfo
 
-__all__ = ["REGISTRY", "get_info", "normalise_name"]
+__all__ = ["REGISTRY", "get_info", "normalize_name"]
 
 _UCI = "https://archive.ics.uci.edu/dataset/"
 _UEA = "https://www.timeseriesclassification.com/description.php?Dataset="
@@ -195,11 +196,11 @@ DERIVED_SPD = {
 
 def derived_spd_name(name: str) -> str | None:
     """The canonical name of a derived SPD set (``"FMNIST_RegCov"`` → ``"fmnist-regcov"``)."""
-    key = normalise_name(name)
-    return next((d for d in DERIVED_SPD if normalise_name(d) == key), None)
+    key = normalize_name(name)
+    return next((d for d in DERIVED_SPD if normalize_name(d) == key), None)
 
 
-def normalise_name(name: str) -> str:
+def normalize_name(name: str) -> str:
     """Key for loose name matching: lower case, without ``-``, ``_`` and spaces.
 
     ``"Fashion_MNIST"`` → ``"fashionmnist"``.
@@ -207,7 +208,7 @@ def normalise_name(name: str) -> str:
     return re.sub(r"[\s_\-]", "", str(name)).lower()
 
 
-_LOOKUP = {normalise_name(name): name for name in REGISTRY}
+_LOOKUP = {normalize_name(name): name for name in REGISTRY}
 _LOOKUP.update({alias: name for alias, name in _ALIASES.items()})
 
 
@@ -219,8 +220,12 @@ def get_info(name: str) -> DatasetInfo:
     ValueError
         If no data set has that name (the message lists the known names).
     """
-    key = normalise_name(name)
+    key = normalize_name(name)
     if key not in _LOOKUP:
         known = ", ".join(REGISTRY)
         raise ValueError(f"unknown data set {name!r}; known: {known} (see `rankmetric data list`).")
     return REGISTRY[_LOOKUP[key]]
+
+
+#: The name before 0.2 (British spelling), kept this release with a FutureWarning.
+normalise_name = deprecated_alias(normalize_name, "normalise_name")

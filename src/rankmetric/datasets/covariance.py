@@ -35,7 +35,7 @@ def covariances(
 
     The estimators carry pyRiemann's names and give its numbers (``pyriemann.estimation.
     Covariances(estimator=...)``, tested to 1e-10), except for the eigenvalue floor below. With
-    :math:`X_c` a trial centred over time (:math:`T` = ``length`` samples),
+    :math:`X_c` a trial centered over time (:math:`T` = ``length`` samples),
     :math:`S = X_c X_c^\top / T` is the maximum-likelihood sample covariance; a shrunk estimate
     is :math:`(1 - s) S + s \mu I` with :math:`\mu = \operatorname{tr}(S) / c` (:math:`c` =
     ``n_channels``).
@@ -174,16 +174,16 @@ def _covariances_equal_length(
 ) -> np.ndarray:
     """``covariances`` for an (n, c, t) array (``estimator`` already canonical)."""
     n_channels, length = X.shape[1], X.shape[2]
-    centred = X - X.mean(axis=2, keepdims=True)
-    S = centred @ centred.transpose(0, 2, 1) / length
+    centered = X - X.mean(axis=2, keepdims=True)
+    S = centered @ centered.transpose(0, 2, 1) / length
     mu = np.trace(S, axis1=1, axis2=2) / n_channels
     if estimator in ("cov", "corr", "sch", "mcd"):
-        C = _OTHER_ESTIMATORS[estimator](X, centred, S, random_state)
+        C = _OTHER_ESTIMATORS[estimator](X, centered, S, random_state)
         return _lift_smallest_eigenvalue(C, np.trace(C, axis1=1, axis2=2) / n_channels)
     if estimator == "oas":
         s = _oas_shrinkage(S, mu, length)
     elif estimator == "lwf":
-        s = _ledoit_wolf_shrinkage(centred, S, mu)
+        s = _ledoit_wolf_shrinkage(centered, S, mu)
     else:
         s = np.full(len(X), 0.0 if shrinkage is None else float(shrinkage))
     if n_channels == 1:
@@ -193,13 +193,13 @@ def _covariances_equal_length(
     return _lift_smallest_eigenvalue(C, mu)
 
 
-def _unbiased(X, centred, S, random_state) -> np.ndarray:
+def _unbiased(X, centered, S, random_state) -> np.ndarray:
     """``numpy.cov``: ``S · length / (length - 1)``."""
     length = X.shape[2]
     return S * (length / (length - 1.0))
 
 
-def _correlation(X, centred, S, random_state) -> np.ndarray:
+def _correlation(X, centered, S, random_state) -> np.ndarray:
     """``numpy.corrcoef``: ``S_ij / √(S_ii S_jj)``, clipped to [-1, 1]."""
     std = np.sqrt(np.diagonal(S, axis1=1, axis2=2))
     flat = np.flatnonzero((std == 0).any(axis=1))
@@ -211,14 +211,14 @@ def _correlation(X, centred, S, random_state) -> np.ndarray:
     return np.clip(S / std[:, :, None] / std[:, None, :], -1.0, 1.0)
 
 
-def _schaefer_strimmer(X, centred, S, random_state) -> np.ndarray:
+def _schaefer_strimmer(X, centered, S, random_state) -> np.ndarray:
     """Schäfer–Strimmer shrinkage of the correlations towards 0, as pyRiemann's ``sch``."""
     length = X.shape[2]
     n = float(length)
     variance = np.diagonal(S, axis1=1, axis2=2)  # ddof=0, as numpy's var / std
     std = np.sqrt(variance)
     R = (n / ((n - 1.0) * std[:, :, None] * std[:, None, :])) * S
-    squares = centred**2
+    squares = centered**2
     var_R = squares @ squares.transpose(0, 2, 1) - n * S**2
     var_R = var_R * (n / ((n - 1.0) ** 3 * variance[:, :, None] * variance[:, None, :]))
     off = ~np.eye(X.shape[1], dtype=bool)
@@ -230,7 +230,7 @@ def _schaefer_strimmer(X, centred, S, random_state) -> np.ndarray:
     return np.where(off, (1.0 - gamma) * unbiased, unbiased)
 
 
-def _minimum_covariance_determinant(X, centred, S, random_state) -> np.ndarray:
+def _minimum_covariance_determinant(X, centered, S, random_state) -> np.ndarray:
     """Raw FastMCD covariance of each trial (``sklearn.covariance.fast_mcd``), trial by trial."""
     from sklearn.covariance import fast_mcd
 
@@ -256,10 +256,10 @@ def _oas_shrinkage(S: np.ndarray, mu: np.ndarray, length: int) -> np.ndarray:
     return np.where(denominator == 0, 1.0, ratio)
 
 
-def _ledoit_wolf_shrinkage(centred: np.ndarray, S: np.ndarray, mu: np.ndarray) -> np.ndarray:
+def _ledoit_wolf_shrinkage(centered: np.ndarray, S: np.ndarray, mu: np.ndarray) -> np.ndarray:
     """Ledoit–Wolf shrinkage per trial, as ``sklearn.covariance.ledoit_wolf_shrinkage``."""
-    n_channels, length = centred.shape[1], centred.shape[2]
-    beta_ = np.sum(np.sum(centred**2, axis=1) ** 2, axis=1)  # Σ_t ||x_t||⁴
+    n_channels, length = centered.shape[1], centered.shape[2]
+    beta_ = np.sum(np.sum(centered**2, axis=1) ** 2, axis=1)  # Σ_t ||x_t||⁴
     delta_ = np.sum(S**2, axis=(1, 2))  # ||S||²_F
     beta = (beta_ / length - delta_) / (n_channels * length)
     delta = (delta_ - 2.0 * mu * np.trace(S, axis1=1, axis2=2) + n_channels * mu**2) / n_channels

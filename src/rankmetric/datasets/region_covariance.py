@@ -104,8 +104,8 @@ def _pixel_features(images: np.ndarray) -> np.ndarray:
 
 def _covariance(F: np.ndarray, regularization: float) -> np.ndarray:
     """Unbiased covariance of the pixels' features (n, d, S) plus the relative ridge."""
-    centred = F - F.mean(axis=2, keepdims=True)
-    C = centred @ centred.transpose(0, 2, 1) / (F.shape[2] - 1)
+    centered = F - F.mean(axis=2, keepdims=True)
+    C = centered @ centered.transpose(0, 2, 1) / (F.shape[2] - 1)
     C = (C + C.transpose(0, 2, 1)) / 2
     ridge = regularization * np.trace(C, axis1=1, axis2=2) / C.shape[1]
     return C + ridge[:, None, None] * np.eye(C.shape[1])

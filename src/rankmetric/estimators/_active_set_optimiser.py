@@ -13,11 +13,12 @@ import torch
 from scipy.optimize import minimize
 
 from .._utils import progress, single_blas_thread
+from .._validation import deprecated_alias
 
-__all__ = ["optimise_on_active_sets", "optimise_with_progress", "optimise_fixed"]
+__all__ = ["optimize_on_active_sets", "optimize_with_progress", "optimize_fixed"]
 
 
-def optimise_on_active_sets(
+def optimize_on_active_sets(
     search,
     objective,
     x0: np.ndarray,
@@ -73,8 +74,8 @@ def optimise_on_active_sets(
         active = fresh
 
 
-def optimise_with_progress(est, search, objective, x0: np.ndarray, desc: str):
-    """:func:`optimise_on_active_sets` with ``est``'s solver settings and a progress bar.
+def optimize_with_progress(est, search, objective, x0: np.ndarray, desc: str):
+    """:func:`optimize_on_active_sets` with ``est``'s solver settings and a progress bar.
 
     ``est`` has ``solver``, ``max_iter``, ``active_set_update``, ``tol``, ``learning_rate`` and
     ``verbose`` (LMNN and multiple-metric LMNN); the bar (on a terminal, when ``verbose``) shows
@@ -86,7 +87,7 @@ def optimise_with_progress(est, search, objective, x0: np.ndarray, desc: str):
             bar.update(n_iter - bar.n)
             bar.set_postfix(objective=f"{loss:.6g}", new_pairs=n_new)
 
-        return optimise_on_active_sets(
+        return optimize_on_active_sets(
             search,
             objective,
             x0,
@@ -147,7 +148,7 @@ def _adaptive_descent(fun, L: np.ndarray, budget: int, lr: float, tol: float):
     return x.reshape(L.shape), steps, loss, settled, lr
 
 
-def optimise_fixed(fun, x0: np.ndarray, *, solver: str, max_iter: int, tol: float, lr: float):
+def optimize_fixed(fun, x0: np.ndarray, *, solver: str, max_iter: int, tol: float, lr: float):
     """Run LMNN's solver on one fixed objective (no constraint search: e.g. given triplets).
 
     Parameters
@@ -166,3 +167,8 @@ def optimise_fixed(fun, x0: np.ndarray, *, solver: str, max_iter: int, tol: floa
     else:
         x, steps, loss, settled, _ = _adaptive_descent(fun, x0, max_iter, lr, tol)
     return x, max(steps, 1), loss, settled
+
+
+# The names before 0.2 (British spelling), kept this release with a FutureWarning.
+optimise_on_active_sets = deprecated_alias(optimize_on_active_sets, "optimise_on_active_sets")
+optimise_with_progress = deprecated_alias(optimize_with_progress, "optimise_with_progress")

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import torch
 
+from .._distances import paired_squared_euclidean, squared_euclidean
 from ..neighbors import Gallery, nearest_chunks
 from ..resources import check_memory, memory_budget
 
@@ -94,9 +95,11 @@ def row_chunk(n_columns: int) -> int:
 
 
 def squared_distances(A: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
-    """Squared Euclidean distances between the rows of ``A`` (m, d) and ``B`` (n, d) → (m, n)."""
-    sq = (A * A).sum(1)[:, None] + (B * B).sum(1)[None, :] - 2.0 * (A @ B.T)
-    return sq.clamp_min_(0.0)
+    """Squared Euclidean distances between the rows of ``A`` (m, d) and ``B`` (n, d) → (m, n).
+
+    :func:`rankmetric._distances.squared_euclidean`, the one kernel (kept under this name).
+    """
+    return squared_euclidean(A, B)
 
 
 def find_target_neighbors(
@@ -159,9 +162,9 @@ def pair_sq_distances(
     if a.ndim == 1 and b.ndim == 1 and a.numel() > row_chunk(Z.shape[-1]):
         return _chunked_pair_sq_distances(Z, a, b, groups)
     if groups is None:
-        return ((Z[a] - Z[b]) ** 2).sum(-1)
+        return paired_squared_euclidean(Z[a], Z[b])
     g = groups[b]
-    return ((Z[g, a] - Z[g, b]) ** 2).sum(-1)
+    return paired_squared_euclidean(Z[g, a], Z[g, b])
 
 
 def _chunked_pair_sq_distances(Z, a, b, groups) -> torch.Tensor:
@@ -180,7 +183,7 @@ def target_distances(
 ) -> torch.Tensor:
     """``d(x_i, x_j)²`` for every sample ``i`` and target ``j`` (n, k), in ``j``'s metric."""
     if groups is None:
-        return ((Z[:, None, :] - Z[targets]) ** 2).sum(-1)
+        return paired_squared_euclidean(Z[:, None, :], Z[targets])
     rows = torch.arange(targets.shape[0], device=targets.device)[:, None]
     return pair_sq_distances(Z, rows, targets, groups)
 
@@ -269,8 +272,7 @@ def _inside_blocks(anchors_Z, anchor_codes, radii, columns, column_codes):
         A = anchors_Z[start : start + step]
         m = A.shape[0]
         d, inside, differ = d_buf[:m], inside_buf[:m], differ_buf[:m]
-        torch.add((A * A).sum(1)[:, None], column_sq[None, :], out=d)
-        d.addmm_(A, columns.T, alpha=-2.0)  # ||a||² + ||b||² − 2ab, as squared_distances
+        squared_euclidean(A, columns, Y_sq=column_sq, out=d)
         torch.lt(d, radii[start : start + step, None], out=inside)
         torch.ne(anchor_codes[start : start + step, None], column_codes[None, :], out=differ)
         inside.logical_and_(differ)
@@ -367,7 +369,7 @@ def estimate_impostor_pairs(
 def _target_distances_of(Z, rows, targets, groups) -> torch.Tensor:
     """``d(x_i, x_j)²`` for the anchors ``rows`` and their targets (len(rows), k)."""
     if groups is None:
-        return ((Z[rows][:, None, :] - Z[targets]) ** 2).sum(-1)
+        return paired_squared_euclidean(Z[rows][:, None, :], Z[targets])
     return pair_sq_distances(Z, rows[:, None], targets, groups)
 
 
@@ -379,9 +381,7 @@ def _targets_of(X, codes, rows, k: int) -> tuple[torch.Tensor, torch.Tensor]:
     x_sq = (X * X).sum(1)
     for start in range(0, rows.numel(), step):  # loop over row chunks (one buffer: see above)
         r = rows[start : start + step]
-        d = d_buf[: r.numel()]
-        torch.add(x_sq[r][:, None], x_sq[None, :], out=d)
-        d.addmm_(X[r], X.T, alpha=-2.0)
+        d = squared_euclidean(X[r], X, X_sq=x_sq[r], Y_sq=x_sq, out=d_buf[: r.numel()])
         d[torch.arange(r.numel(), device=X.device), r] = torch.inf
         d.masked_fill_(codes[r, None] != codes, torch.inf)
         values, nearest = d.topk(min(k, X.shape[0]), dim=1, largest=False)

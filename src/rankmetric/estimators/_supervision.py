@@ -46,6 +46,7 @@ __all__ = [
     "check_triplet_supervision",
     "triplets_from_pairs",
     "pairs_from_triplets",
+    "split_pairs",
 ]
 
 #: The fewest usable pairs a learner accepts (with binary labels: at least one of each kind).
@@ -353,3 +354,44 @@ def triplets_from_pairs(
         positive=second[row],
         negative=index.partners[index.indptr[first[row]] + offset],
     )
+
+
+def split_pairs(X1, X2=None, *, point_ndim: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """The two sides of pairs in the one pair-distance convention (``docs/pairs.md``).
+
+    ``pair_distances(X1, X2=None)`` (and SSNE's ``score_pairs``) take either two arrays of
+    matching points, or, with ``X2`` omitted, the stacked pairs.
+
+    Parameters
+    ----------
+    X1 : array-like of shape (n_pairs, *point_shape), or (n_pairs, 2, *point_shape)
+        The first point of each pair, or the stacked pairs when ``X2`` is None.
+    X2 : array-like of shape (n_pairs, *point_shape), optional
+        The second point of each pair.
+    point_ndim : int, default=1
+        Dimensions of one point: 1 for feature vectors, 2 for (SPD) matrices.
+
+    Returns
+    -------
+    A, B : ndarray of shape (n_pairs, *point_shape)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> A, B = split_pairs(np.zeros((4, 2, 3)))
+    >>> A.shape, B.shape
+    ((4, 3), (4, 3))
+    """
+    A = np.asarray(X1)
+    if X2 is None:
+        if A.ndim != point_ndim + 2 or A.shape[1] != 2:
+            shape = "(n_pairs, 2, n_features)" if point_ndim == 1 else "(n_pairs, 2, c, c)"
+            raise ValueError(
+                f"without X2, X1 must hold stacked pairs of shape {shape}, got {A.shape}; "
+                "or pass the second points as X2."
+            )
+        return A[:, 0], A[:, 1]
+    B = np.asarray(X2)
+    if A.shape[0] != B.shape[0]:
+        raise ValueError(f"X1 and X2 must have as many rows: {A.shape[0]} != {B.shape[0]}.")
+    return A, B

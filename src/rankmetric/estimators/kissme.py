@@ -135,8 +135,38 @@ def psd_projection(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.clip(values[::-1], 0.0, None), vectors[:, ::-1]
 
 
+class PairCovarianceLearner(MahalanobisMixin, BaseEstimator):
+    """What KISSME and XQDA share: the covariances of labelled pair differences.
+
+    The hyper-parameter declarations (``n_components``, the ridge ``regularization``,
+    ``positives``), the tag that ``y`` is required, and the checks of ``fit(X, y, cameras=...)``
+    (:meth:`_labelled_input`).
+    """
+
+    _parameter_constraints = {
+        "n_components": [NONE, POSITIVE_INT],
+        "regularization": [Interval(Real, 0, None, closed="left")],
+        "positives": [Options(*POSITIVES)],
+    }
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        return tags
+
+    def _labelled_input(self, X, y, cameras) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """Validated ``X``, class codes (two samples in a class at least) and camera groups."""
+        self._validate_params()
+        X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
+        check_scale(X, np.float64)  # magnitudes whose squares overflow are refused
+        check_classification_targets(y)
+        _, codes = check_labels(y, X.shape[0])
+        check_min_per_class(codes, 2)
+        return X, codes, cross_camera_groups(self.positives, codes, cameras)
+
+
 @register_estimator
-class KISSME(MahalanobisMixin, BaseEstimator):
+class KISSME(PairCovarianceLearner):
     r"""KISSME metric learning (Köstinger, Hirzer, Wohlhart, Roth & Bischof, CVPR 2012).
 
     Fits a PCA, then :math:`M = \Pi_{\mathrm{PSD}}(\Sigma_S^{-1} - \Sigma_D^{-1})` on the PCA
@@ -196,12 +226,6 @@ class KISSME(MahalanobisMixin, BaseEstimator):
     (150, 3)
     """
 
-    _parameter_constraints = {
-        "n_components": [NONE, POSITIVE_INT],
-        "regularization": [Interval(Real, 0, None, closed="left")],
-        "positives": [Options(*POSITIVES)],
-    }
-
     @deprecate_positional_args
     def __init__(
         self,
@@ -213,11 +237,6 @@ class KISSME(MahalanobisMixin, BaseEstimator):
         self.n_components = n_components
         self.regularization = regularization
         self.positives = positives
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.required = True
-        return tags
 
     def _check_n_components(self, n_samples: int, n_features: int) -> int:
         """The number of PCA components, at most ``min(n_features, n_samples - 1)``."""
@@ -250,13 +269,7 @@ class KISSME(MahalanobisMixin, BaseEstimator):
         -------
         self : KISSME
         """
-        self._validate_params()
-        X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
-        check_scale(X, np.float64)  # magnitudes whose squares overflow are refused
-        check_classification_targets(y)
-        _, codes = check_labels(y, X.shape[0])
-        check_min_per_class(codes, 2)
-        groups = cross_camera_groups(self.positives, codes, cameras)
+        X, codes, groups = self._labelled_input(X, y, cameras)
         Z = self._fit_pca(X)
         return self._fit_covariances(*pair_difference_covariances(Z, codes, groups))
 
@@ -337,9 +350,9 @@ def cross_camera_groups(positives: str, codes: np.ndarray, cameras) -> np.ndarra
     return camera_group_codes(codes, cams)
 
 
-def _principal_axes(centred: np.ndarray, r: int) -> np.ndarray:
-    """The ``r`` leading principal axes (rows) of centred data, signs fixed for determinism."""
-    _, _, vt = np.linalg.svd(centred, full_matrices=False)
+def _principal_axes(centered: np.ndarray, r: int) -> np.ndarray:
+    """The ``r`` leading principal axes (rows) of centered data, signs fixed for determinism."""
+    _, _, vt = np.linalg.svd(centered, full_matrices=False)
     axes = vt[:r]
     signs = np.sign(axes[np.arange(r), np.abs(axes).argmax(axis=1)])
     return axes * np.where(signs == 0, 1.0, signs)[:, None]

@@ -54,7 +54,13 @@ from .._validation import (
     deprecate_positional_args,
 )
 from ..io import register_estimator
-from ._active_set_optimiser import optimise_fixed, optimise_on_active_sets, optimise_with_progress
+from ._active_set_optimiser import (
+    optimise_on_active_sets,  # noqa: F401 - the name before 0.2, deprecated
+    optimise_with_progress,  # noqa: F401 - the name before 0.2, deprecated
+    optimize_fixed,
+    optimize_on_active_sets,
+    optimize_with_progress,
+)
 from ._lmnn_objective import (
     fixed_triplet_loss_and_grad,
     laplacian_gradient,
@@ -87,12 +93,14 @@ __all__ = [
     "find_target_neighbors",
     "laplacian_gradient",
     "lmnn_loss_and_grad",
+    "check_labelled_input",
     "n_components_for",
-    "optimise_on_active_sets",
-    "optimise_with_progress",
+    "optimize_on_active_sets",
+    "optimize_with_progress",
     "pair_sq_distances",
     "search_active_set",
     "triplet_terms",
+    "warn_small_classes",
 ]
 
 _POSITIVE = Interval(Real, 0, None, closed="neither")
@@ -113,6 +121,39 @@ LMNN_PARAMETER_CONSTRAINTS = {
     "device": [DEVICE],
     "verbose": VERBOSE,
 }
+
+
+def check_labelled_input(estimator, X, y) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The checks of LMNN's and mLMNN's ``fit(X, y)``: parameters, data, scale and labels.
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, n_features)
+    classes : ndarray of shape (n_classes,)
+    codes : ndarray of shape (n_samples,), int64
+    """
+    estimator._validate_params()
+    X, y = validate_data(estimator, X, y, dtype=[np.float64, np.float32])
+    check_scale(X, np.float32)  # magnitudes whose squares overflow are refused
+    check_classification_targets(y)
+    classes, codes = check_labels(y, X.shape[0])
+    return X, classes, codes
+
+
+def warn_small_classes(codes: np.ndarray, classes: np.ndarray, k: int) -> None:
+    """Warn, naming the smallest class, when one has no more than ``k`` samples (it then gets
+    fewer than ``k`` target neighbours)."""
+    counts = np.bincount(codes)
+    smallest = int(np.argmin(counts))
+    if counts[smallest] <= k:
+        label = classes[smallest]
+        label = label.item() if isinstance(label, np.generic) else label
+        warnings.warn(
+            f"class {label!r} has {counts[smallest]} sample(s), fewer than "
+            f"n_target_neighbors + 1 = {k + 1}: its samples get fewer target neighbours.",
+            UserWarning,
+            stacklevel=3,
+        )
 
 
 def n_components_for(n_components: int | None, n_features: int) -> int:
@@ -261,8 +302,8 @@ class LMNN(MahalanobisMixin, BaseEstimator):
             return np.eye(r, D)
         if self.init == "random":
             return rng.standard_normal((r, D)) / np.sqrt(D)
-        centred = X - X.mean(0)  # "pca"
-        _, vectors = np.linalg.eigh(centred.T @ centred)
+        centered = X - X.mean(0)  # "pca"
+        _, vectors = np.linalg.eigh(centered.T @ centered)
         return vectors[:, ::-1][:, :r].T.copy()
 
     # ------------------------------------------------------------------ fitting
@@ -281,22 +322,18 @@ class LMNN(MahalanobisMixin, BaseEstimator):
         -------
         self : LMNN
         """
-        self._validate_params()
-        X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
-        check_scale(X, np.float32)  # magnitudes whose squares overflow are refused
-        check_classification_targets(y)
-        _, codes = check_labels(y, X.shape[0])
+        X, classes, codes = check_labelled_input(self, X, y)
         check_min_per_class(codes, 2, what="target neighbours")
         r = n_components_for(self.n_components, X.shape[1])
         k = self._param("n_target_neighbors")
-        self._warn_small_classes(codes, k)
+        warn_small_classes(codes, classes, k)
         device = resolve_device(self.device)
         L0 = self._initial_map(X, r, make_rng(self.random_state))
         Xt = to_tensor(X.astype(np.float32), device)  # a writable float32 copy
         codes_t = torch.as_tensor(codes, device=device)
         check_first_active_set(Xt, Xt @ to_tensor(L0, device).T, codes_t, k)  # before searching
         targets, target_mask = find_target_neighbors(Xt, codes_t, k)
-        L, n_iter, loss, active, converged = self._optimise(Xt, codes_t, targets, target_mask, L0)
+        L, n_iter, loss, active, converged = self._optimize(Xt, codes_t, targets, target_mask, L0)
         if not converged:
             warnings.warn(
                 f"LMNN stopped at max_iter={self.max_iter} before converging; "
@@ -382,7 +419,7 @@ class LMNN(MahalanobisMixin, BaseEstimator):
             loss, grad = fixed_triplet_loss_and_grad(L, Xt, a, p, n, mu)
             return float(loss), grad.double().cpu().numpy().ravel()
 
-        L, n_iter, loss, converged = optimise_fixed(
+        L, n_iter, loss, converged = optimize_fixed(
             fun, L0, solver=self.solver, max_iter=self.max_iter, tol=self.tol, lr=self.learning_rate
         )
         if not converged:
@@ -398,17 +435,7 @@ class LMNN(MahalanobisMixin, BaseEstimator):
         self.n_active_pairs_ = int(t.anchor.shape[0])
         return self
 
-    def _warn_small_classes(self, codes: np.ndarray, k: int) -> None:
-        counts = np.bincount(codes)
-        if counts.min() <= k:
-            warnings.warn(
-                f"a class has {counts.min()} sample(s), fewer than n_target_neighbors + 1 = "
-                f"{k + 1}: its samples get fewer target neighbours.",
-                UserWarning,
-                stacklevel=3,
-            )
-
-    def _optimise(self, X, codes, targets, target_mask, L0):
+    def _optimize(self, X, codes, targets, target_mask, L0):
         """Alternate impostor searches and optimiser runs until neither changes anything.
 
         Returns (L, iterations, objective, last active set, converged).
@@ -419,7 +446,7 @@ class LMNN(MahalanobisMixin, BaseEstimator):
             return search_active_set(Z, codes, targets, target_mask, previous)
 
         objective = lambda active: self._objective(X, active, L0.shape)  # noqa: E731
-        return optimise_with_progress(self, search, objective, L0, "LMNN")
+        return optimize_with_progress(self, search, objective, L0, "LMNN")
 
     def _objective(self, X: torch.Tensor, active: ActiveSet, shape: tuple[int, int]):
         """``f(flat L) -> (loss, flat grad)`` in float64 NumPy, for the optimisers."""

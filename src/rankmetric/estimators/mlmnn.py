@@ -31,7 +31,6 @@ import numpy as np
 import torch
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._utils import resolve_device, to_tensor
@@ -43,14 +42,13 @@ from .._validation import (
     Interval,
     Options,
     ParameterValidationMixin,
-    check_labels,
     check_param,
-    check_scale,
     deprecate_positional_args,
+    encode_labels,
 )
 from ..io import load_model, register_estimator, save_model
 from ..neighbors import smallest_k
-from ._active_set_optimiser import optimise_with_progress
+from ._active_set_optimiser import optimize_with_progress
 from ._lmnn_objective import laplacian_gradient, triplet_terms
 from ._lmnn_search import (
     ActiveSet,
@@ -60,8 +58,15 @@ from ._lmnn_search import (
     search_active_set,
     squared_distances,
 )
+from ._supervision import split_pairs
 from .base import fit_context
-from .lmnn import LMNN, LMNN_PARAMETER_CONSTRAINTS, n_components_for
+from .lmnn import (
+    LMNN,
+    LMNN_PARAMETER_CONSTRAINTS,
+    check_labelled_input,
+    n_components_for,
+    warn_small_classes,
+)
 
 __all__ = ["MultiMetricLMNN", "mlmnn_loss_and_grad"]
 
@@ -289,19 +294,6 @@ class MultiMetricLMNN(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
         check_param("n_neighbors", self.n_neighbors, [bound])
         check_param("n_clusters", self.n_clusters, [NONE, bound])
 
-    def _warn_small_classes(self, codes: np.ndarray, classes: np.ndarray, k: int) -> None:
-        counts = np.bincount(codes)
-        smallest = int(np.argmin(counts))
-        if counts[smallest] <= k:  # as LMNN: fewer target neighbours for that class
-            label = classes[smallest]
-            label = label.item() if isinstance(label, np.generic) else label
-            warnings.warn(
-                f"class {label!r} has {counts[smallest]} sample(s), fewer than "
-                f"n_target_neighbors + 1 = {k + 1}: its samples get fewer target neighbours.",
-                UserWarning,
-                stacklevel=3,
-            )
-
     def _groups(self, X: np.ndarray, codes: np.ndarray) -> np.ndarray:
         if self.n_clusters is None:
             return codes.copy()
@@ -312,7 +304,7 @@ class MultiMetricLMNN(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
             seed = int(seed.integers(2**31 - 1))
         km = KMeans(n_clusters=self.n_clusters, n_init=10, random_state=seed).fit(X)
         # relabel so that the clusters are 0..G-1 with none empty
-        _, groups = np.unique(km.labels_, return_inverse=True)
+        _, (groups,) = encode_labels(km.labels_)
         return groups.astype(np.int64)
 
     def _initial_maps(self, X, y, r: int, n_groups: int) -> tuple[np.ndarray, np.ndarray | None]:
@@ -345,7 +337,9 @@ class MultiMetricLMNN(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
             device=self.device,
         )
         with warnings.catch_warnings():  # mLMNN has already said so
-            warnings.filterwarnings("ignore", message="a class has", category=UserWarning)
+            warnings.filterwarnings(
+                "ignore", message="class .* has .* sample", category=UserWarning
+            )
             lmnn.fit(X, y)
         L = lmnn.components_.astype(np.float64)
         return np.tile(L, (n_groups, 1, 1)), lmnn.components_
@@ -366,15 +360,11 @@ class MultiMetricLMNN(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
         -------
         self : MultiMetricLMNN
         """
-        self._validate_params()
-        X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
-        check_scale(X, np.float32)  # magnitudes whose squares overflow are refused
-        check_classification_targets(y)
-        classes, codes = check_labels(y, X.shape[0])
+        X, classes, codes = check_labelled_input(self, X, y)
         r = n_components_for(self.n_components, X.shape[1])
         self._check_data_dependent_params(X.shape[0])
         k = self._param("n_target_neighbors")
-        self._warn_small_classes(codes, classes, k)
+        warn_small_classes(codes, classes, k)
         groups = self._groups(X, codes)
         n_groups = int(groups.max()) + 1
         device = resolve_device(self.device)
@@ -397,7 +387,7 @@ class MultiMetricLMNN(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
 
             return fun
 
-        Ls, n_iter, loss, active, converged = optimise_with_progress(
+        Ls, n_iter, loss, active, converged = optimize_with_progress(
             self, search, objective, L0, "mLMNN"
         )
         if not converged:
@@ -497,11 +487,21 @@ class MultiMetricLMNN(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
         L = self.components_.astype(np.float64)
         return L.transpose(0, 2, 1) @ L
 
-    def pair_distances(self, X1, X2, clusters) -> np.ndarray:
+    def pair_distances(self, X1, X2=None, clusters=None) -> np.ndarray:
         """``||L_{c_i}(x1_i − x2_i)||`` for paired rows, each in the metric of ``clusters[i]``.
 
-        ``X2`` holds the reference points: for training points ``X_train_[j]`` pass
-        ``clusters_[j]``.
+        The pair convention of every estimator (``docs/pairs.md``), plus the cluster whose metric
+        measures each pair.
+
+        Parameters
+        ----------
+        X1 : array-like of shape (n_pairs, n_features), or (n_pairs, 2, n_features)
+            The first points, or the stacked pairs when ``X2`` is None.
+        X2 : array-like of shape (n_pairs, n_features), optional
+            The second points: the reference points (for training points ``X_train_[j]``,
+            pass ``clusters_[j]``).
+        clusters : array-like of int, shape (n_pairs,)
+            The cluster of each pair's reference point (required).
 
         Parameters
         ----------
@@ -517,6 +517,12 @@ class MultiMetricLMNN(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
         ndarray of shape (n_pairs,)
         """
         check_is_fitted(self, "components_")
+        if clusters is None:
+            raise ValueError(
+                "MultiMetricLMNN measures each pair in the metric of its reference point's "
+                "cluster: pass clusters= (for training points, clusters_[j])."
+            )
+        X1, X2 = split_pairs(X1, X2)
         X1 = validate_data(self, X1, reset=False, dtype=[np.float64, np.float32])
         X2 = validate_data(self, X2, reset=False, dtype=[np.float64, np.float32])
         clusters = np.asarray(clusters)

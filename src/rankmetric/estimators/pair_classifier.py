@@ -41,6 +41,7 @@ from .._validation import (
     check_param,
 )
 from ..evaluate.verification import roc_curve_from_distances
+from ._supervision import split_pairs
 
 __all__ = ["PairClassifier", "STRATEGIES", "calibrated_threshold"]
 
@@ -330,19 +331,27 @@ class PairClassifier(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
             self.platt_ = np.array([max(float(lr.coef_[0, 0]), 0.0), 0.0])
         return self
 
-    def pair_distances(self, pairs) -> np.ndarray:
+    def pair_distances(self, pairs, X2=None) -> np.ndarray:
         """The learner's distance of each pair (lower = more alike).
 
         Parameters
         ----------
-        pairs : ndarray of shape (n_pairs, 2, n_features), (n_pairs, 2 · n_features) or (n_pairs, 2)
-            Stacked pairs, flattened pairs, or row indices into ``points`` (see the class).
+        pairs : array-like
+            Stacked pairs (n_pairs, 2, n_features), flattened pairs (n_pairs, 2 · n_features) or
+            row indices into ``points`` (n_pairs, 2), as :meth:`fit` accepts (see the class); or
+            the first points, with ``X2``.
+        X2 : array-like of shape (n_pairs, n_features), optional
+            The second points (the pair convention of every estimator, ``docs/pairs.md``).
 
         Returns
         -------
         ndarray of shape (n_pairs,)
         """
         check_is_fitted(self, "learner_")
+        if X2 is not None:
+            if self.points is not None:
+                raise ValueError("with points set, pairs are row indices: pass no X2.")
+            pairs = np.stack(split_pairs(pairs, X2), axis=1)
         stacked = self._stacked(pairs, reset=False)
         return np.asarray(self.learner_.pair_distances(stacked[:, 0], stacked[:, 1]), np.float64)
 

@@ -21,30 +21,21 @@ two-view data set with one image per view is the same intra-personal set.
 
 from __future__ import annotations
 
-from numbers import Integral, Real
+from numbers import Integral
 
 import numpy as np
 import scipy.linalg
-from sklearn.base import BaseEstimator
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import validate_data
 
 from .._validation import (
     NONE,
-    POSITIVE_INT,
     Interval,
-    Options,
-    check_labels,
-    check_min_per_class,
     check_param,
-    check_scale,
     deprecate_positional_args,
 )
 from ..io import register_estimator
 from ..resources import check_square_matrices
-from ..sampling import POSITIVES
-from .base import MahalanobisMixin, fit_context
-from .kissme import cross_camera_groups, pair_difference_covariances
+from .base import fit_context
+from .kissme import PairCovarianceLearner, pair_difference_covariances
 
 __all__ = ["XQDA", "xqda_subspace"]
 
@@ -81,7 +72,7 @@ def xqda_subspace(
 
 
 @register_estimator
-class XQDA(MahalanobisMixin, BaseEstimator):
+class XQDA(PairCovarianceLearner):
     r"""Cross-view quadratic discriminant analysis (Liao et al., CVPR 2015), the LOMO baseline.
 
     Closed form (see Notes): one pass over the data for the two difference covariances, one
@@ -158,12 +149,6 @@ class XQDA(MahalanobisMixin, BaseEstimator):
     (150, 2)
     """
 
-    _parameter_constraints = {
-        "n_components": [NONE, POSITIVE_INT],
-        "regularization": [Interval(Real, 0, None, closed="left")],
-        "positives": [Options(*POSITIVES)],
-    }
-
     @deprecate_positional_args
     def __init__(
         self,
@@ -175,11 +160,6 @@ class XQDA(MahalanobisMixin, BaseEstimator):
         self.n_components = n_components
         self.regularization = regularization
         self.positives = positives
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.required = True
-        return tags
 
     @property
     def _n_features_out(self) -> int:
@@ -206,15 +186,9 @@ class XQDA(MahalanobisMixin, BaseEstimator):
         -------
         self : XQDA
         """
-        self._validate_params()
-        X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
-        check_scale(X, np.float64)  # magnitudes whose squares overflow are refused
+        X, codes, groups = self._labelled_input(X, y, cameras)
         check_square_matrices(X.shape[1], XQDA_MATRICES, "XQDA")
-        check_classification_targets(y)
-        _, codes = check_labels(y, X.shape[0])
-        check_min_per_class(codes, 2)
         self._check_n_components(X.shape[1])
-        groups = cross_camera_groups(self.positives, codes, cameras)
         sigma_i, sigma_e = pair_difference_covariances(X.astype(np.float64), codes, groups)
         values, vectors = xqda_subspace(sigma_i, sigma_e, float(self.regularization))
         r = self.n_components

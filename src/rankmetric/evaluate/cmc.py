@@ -101,7 +101,7 @@ def cmc_curve(
     >>> cmc_curve(np.array([[0.1], [1.6]]), [0, 1], gallery, gallery_ids, ranks=(1, 2))
     {1: 0.5, 2: 1.0}
     """
-    check_metric(metric)
+    metric = check_metric(metric)
     dev = resolve_device(device)
     dtype = compute_dtype(probe, gallery)
     P = as_embeddings(probe, "probe", dev, dtype)

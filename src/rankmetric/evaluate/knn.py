@@ -102,7 +102,7 @@ def knn_search(
     >>> knn_search(gallery, k=1)[1].ravel().tolist()  # leave-one-out: no item finds itself
     [1, 0, 1]
     """
-    check_metric(metric)
+    metric = check_metric(metric)
     backend = _resolve_backend(backend)
     dev = resolve_device(device)
     dtype = compute_dtype(queries, gallery)
@@ -146,10 +146,10 @@ def _torch_search(Q, G, k, metric, exclude_self, chunk_size) -> tuple[np.ndarray
     return distances.cpu().numpy(), indices.cpu().numpy()
 
 
-def _majority_vote(neighbour_codes: np.ndarray) -> np.ndarray:
+def _majority_vote(neighbor_codes: np.ndarray) -> np.ndarray:
     """Most frequent code of each row (n, k); ties go to the smallest code, like scikit-learn."""
-    n, k = neighbour_codes.shape
-    s = np.sort(neighbour_codes, axis=1)
+    n, k = neighbor_codes.shape
+    s = np.sort(neighbor_codes, axis=1)
     run_start = np.ones((n, k), dtype=bool)
     run_start[:, 1:] = s[:, 1:] != s[:, :-1]
     run_id = np.cumsum(run_start.ravel()) - 1

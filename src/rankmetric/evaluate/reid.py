@@ -30,6 +30,7 @@ import torch
 
 from .._threads import thread_limit, threads_for
 from .._utils import make_rng, resolve_device
+from .._validation import encode_labels as encode_label_arrays
 from ..neighbors import Gallery, check_metric, for_each_chunk, ranking_keys
 from ._inputs import (
     as_embeddings,
@@ -255,7 +256,7 @@ def reid_scores(
     """
     protocol = _check_protocol(protocol)
     if metric != "precomputed":
-        check_metric(metric)
+        metric = check_metric(metric)
     n_draws = _check_n_draws(n_draws)
     dev = resolve_device(device)
     if metric == "precomputed":
@@ -413,11 +414,9 @@ def query_gallery_split(ids, cameras=None, *, random_state=0) -> tuple[np.ndarra
     cams = np.arange(n) if cameras is None else as_label_array(cameras, "cameras")
     if cams.shape[0] != n:
         raise ValueError(f"cameras has {cams.shape[0]} values but there are {n} items.")
-    _, id_codes = np.unique(ids, return_inverse=True)
-    cam_values, cam_codes = np.unique(cams, return_inverse=True)
-    tracks, track_of = np.unique(
-        id_codes.astype(np.int64) * len(cam_values) + cam_codes, return_inverse=True
-    )
+    _, (id_codes,) = encode_label_arrays(ids)
+    cam_values, (cam_codes,) = encode_label_arrays(cams)
+    _, (track_of,) = encode_label_arrays(id_codes * len(cam_values) + cam_codes)
     sizes = np.bincount(track_of)
     everything = np.arange(n)
     if sizes.max() == 1:

@@ -26,6 +26,7 @@ from numbers import Integral, Real
 import numpy as np
 import torch
 
+from .._distances import paired_squared_euclidean
 from .._threads import thread_limit, threads_for
 from .._utils import resolve_device
 from ..neighbors import Gallery, check_metric, for_each_chunk, smallest_k, to_distance
@@ -54,13 +55,13 @@ def _pair_sq_distance(A: torch.Tensor, B: torch.Tensor, metric: str) -> torch.Te
         b = torch.where(B.norm(dim=-1, keepdim=True) > 0, b, 0.0)
         d = (1.0 - (b @ a.unsqueeze(-1)).squeeze(-1)).clamp(0.0, 2.0)
     else:
-        d = (B - A.unsqueeze(1)).square().sum(dim=-1)
+        d = paired_squared_euclidean(B, A.unsqueeze(1))
         if metric == "euclidean":
             return d  # d² of the Euclidean distance
     return d.square()
 
 
-def _neighbours_and_scale(X: torch.Tensor, metric: str, k: int, chunk_size) -> tuple:
+def _neighbors_and_scale(X: torch.Tensor, metric: str, k: int, chunk_size) -> tuple:
     """Each item's ``k`` nearest items (itself included; ties by lower index) and its largest
     squared distance to any item, in one chunked pass."""
     N = X.shape[0]
@@ -240,7 +241,7 @@ def rerank_k_reciprocal(
     ...             protocol="single-view", ranks=1)["cmc"][1]
     0.9
     """
-    check_metric(metric)
+    metric = check_metric(metric)
     k1 = _check_int(k1, "k1", 1)
     k2 = _check_int(k2, "k2", 1)
     if (
@@ -262,7 +263,7 @@ def rerank_k_reciprocal(
                          "(queries and gallery together).")  # fmt: skip
     X = torch.cat([Q, G])
     with thread_limit(threads_for(N * X.numel())):
-        nn, scale = _neighbours_and_scale(X, metric, max(k1 + 1, k2), chunk_size)
+        nn, scale = _neighbors_and_scale(X, metric, max(k1 + 1, k2), chunk_size)
         V = _encode(X, nn, scale, k1, metric)
         if k2 != 1:
             V = _query_expand(V, nn, k2)

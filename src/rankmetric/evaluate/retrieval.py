@@ -92,6 +92,7 @@ def _retrieval_pass(
     need_map: bool,
 ) -> dict[str, float]:
     """One chunked pass over the queries computing Recall@ks, P@1 and (optionally) mAP@R."""
+    metric = check_metric(metric)
     Q, G, q_codes, g_codes, leave_one_out = _prepare(
         embeddings, labels, query_embeddings, query_labels, metric, device
     )
@@ -508,6 +509,7 @@ def retrieval_report(
     """
     if average not in AVERAGES:
         raise ValueError(f"average must be one of {AVERAGES}, got {average!r}.")
+    metric = check_metric(metric)
     Q, G, q_codes, g_codes, leave_one_out = _prepare(
         embeddings, labels, query_embeddings, query_labels, metric, device
     )

@@ -38,6 +38,7 @@ from numbers import Integral, Real
 import numpy as np
 import torch
 
+from .._distances import paired_squared_euclidean
 from .._utils import make_rng
 from .._validation import check_finite, check_labels
 
@@ -355,8 +356,7 @@ def labelled_pairs(
     step = max(1, PAIR_BLOCK_ELEMENTS // max(E.shape[1], 1))
     for start in range(0, i.shape[0], step):  # pair chunks: memory O(step · n_features)
         sl = slice(start, start + step)
-        diff = E[i[sl]] - E[j[sl]]
-        distances[sl] = np.sqrt(np.einsum("pd,pd->p", diff, diff))
+        distances[sl] = np.sqrt(paired_squared_euclidean(E[i[sl]], E[j[sl]]))
     return i, j, distances, codes[i] == codes[j]
 
 

@@ -8,7 +8,7 @@ reference set ``ref_emb=, ref_labels=``; :class:`CrossBatchMemory` keeps one acr
 The estimators train with these same modules, so a formula lives in one place.
 """
 
-from .base import MetricLoss
+from .base import BatchMetricLoss, MetricLoss
 from .indices import all_pairs, all_triplets, to_pairs, to_triplets
 from .lifted import LiftedStructureLoss
 from .memory import CrossBatchMemory
@@ -33,6 +33,7 @@ from .triplet import TripletLoss
 from .warp import WARPLoss
 
 __all__ = [
+    "BatchMetricLoss",
     "MetricLoss",
     "WARPLoss",
     "SimilarityRegressionLoss",

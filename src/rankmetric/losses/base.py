@@ -24,6 +24,7 @@ sync in eager mode and left out of a graph traced by ``torch.compile``.
 
 from __future__ import annotations
 
+import abc
 import functools
 import math
 from collections.abc import Callable
@@ -31,9 +32,17 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from .precision import is_compiling
+from .pair_distances import check_batch
+from .precision import is_compiling, mixed_precision
 
-__all__ = ["MetricLoss", "REDUCTIONS", "check_reduction", "as_count", "finite_loss"]
+__all__ = [
+    "BatchMetricLoss",
+    "MetricLoss",
+    "REDUCTIONS",
+    "check_reduction",
+    "as_count",
+    "finite_loss",
+]
 
 REDUCTIONS = ("mean", "sum", "none")
 
@@ -189,3 +198,72 @@ class MetricLoss(nn.Module):
 
     def extra_repr(self) -> str:
         return f"reduction={self.reduction!r}"
+
+
+class BatchMetricLoss(MetricLoss, metaclass=abc.ABCMeta):
+    """Base of the losses of a labelled batch, with pytorch-metric-learning's call.
+
+    The one ``forward(embeddings, labels, indices_tuple=None, ref_emb=None, ref_labels=None)``:
+    the result guard (:func:`finite_loss`), half precision
+    (:func:`~rankmetric.losses.precision.mixed_precision`) and the batch check
+    (:func:`~rankmetric.losses.pair_distances.check_batch`) are applied here, then the subclass's
+    :meth:`batch_loss` computes the loss, and documents how it reads ``indices_tuple`` and
+    ``ref_emb`` and what ``reduction="none"`` returns.
+
+    Parameters
+    ----------
+    reduction : {"mean", "sum", "none"}, default="mean"
+
+    See Also
+    --------
+    MetricLoss : the base that applies ``reduction``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> class MeanNorm(BatchMetricLoss):
+    ...     def batch_loss(self, embeddings, labels, indices_tuple, ref_emb, ref_labels):
+    ...         return self.reduce(embeddings.norm(dim=1))
+    >>> MeanNorm()(torch.ones(2, 4), torch.tensor([0, 1]))
+    tensor(2.)
+    """
+
+    #: Whether the batch may be SPD matrices ``(B, c, c)`` (a loss over an SPD metric).
+    accepts_matrices: bool = False
+
+    @finite_loss
+    @mixed_precision
+    def forward(
+        self,
+        embeddings: torch.Tensor,
+        labels: torch.Tensor,
+        indices_tuple: tuple[torch.Tensor, ...] | None = None,
+        ref_emb: torch.Tensor | None = None,
+        ref_labels: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """The loss of a batch.
+
+        Parameters
+        ----------
+        embeddings : tensor of shape (B, d), or (B, c, c) for a loss over an SPD metric
+        labels : integer tensor of shape (B,)
+        indices_tuple : tuple of int64 tensors, optional
+            Mined pairs ``(a1, p, a2, n)`` or triplets ``(a, p, n)`` (from a
+            :mod:`~rankmetric.losses.miners` miner or a pytorch-metric-learning one), in place of
+            the loss's own choice of terms; how each loss reads them: its :meth:`batch_loss`.
+        ref_emb : tensor of shape (M, d) or (M, c, c), optional
+            Reference set the pairs' second members come from (default: the batch).
+        ref_labels : integer tensor of shape (M,), optional
+            Labels of ``ref_emb``.
+
+        Returns
+        -------
+        scalar tensor, or the terms with ``reduction="none"`` (shape: the loss's
+        :meth:`batch_loss`); 0, still attached to the graph, when the batch has no term.
+        """
+        labels = check_batch(embeddings, labels, allow_matrices=self.accepts_matrices)
+        return self.batch_loss(embeddings, labels, indices_tuple, ref_emb, ref_labels)
+
+    @abc.abstractmethod
+    def batch_loss(self, embeddings, labels, indices_tuple, ref_emb, ref_labels) -> torch.Tensor:
+        """The loss of a checked batch (``labels`` int64 on the embeddings' device)."""

@@ -35,7 +35,8 @@ from typing import Literal
 import torch
 from torch import Tensor
 
-from .base import MetricLoss, finite_loss
+from .._validation import renamed_keywords
+from .base import BatchMetricLoss
 from .indices import (
     IndicesTuple,
     all_pairs,
@@ -48,30 +49,31 @@ from .pair_distances import (
     SPD_METRICS,
     VECTOR_METRICS,
     Metric,
-    check_batch,
+    MetricSelector,
     check_metric,
     label_masks,
     masked_logsumexp,
     pairwise_distance,
     zero_loss,
 )
-from .precision import is_compiling, mixed_precision
+from .precision import is_compiling
 
 __all__ = ["LiftedStructureLoss", "FORMS"]
 
 FORMS = ("original", "generalized")
 
 
-class LiftedStructureLoss(MetricLoss):
+class LiftedStructureLoss(MetricSelector, BatchMetricLoss):
     """Lifted structured loss over every positive and negative pair of a batch.
 
     Parameters
     ----------
     margin : float, default=1.0
         :math:`\\alpha` (Song et al. use 1 with Euclidean distances).
-    distance : {"euclidean", "sqeuclidean", "cosine", "airm", "log_euclidean"} or callable, \
+    metric : {"euclidean", "sqeuclidean", "cosine", "airm", "log_euclidean"} or callable, \
 default="euclidean"
         Injected distance (:func:`~rankmetric.losses.pair_distances.pairwise_distance`).
+        (``distance=`` before 0.2, still accepted with a ``FutureWarning``.)
     form : {"original", "generalized"}, default="original"
         ``"original"``: Song et al. 2016, exact, O(B²) memory. ``"generalized"``: Hermans et al.
         2017 (one log-sum-exp over positives and one over negatives per anchor).
@@ -105,10 +107,13 @@ default="euclidean"
     >>> loss.backward()
     """
 
+    accepts_matrices = True
+
+    @renamed_keywords(distance="metric")
     def __init__(
         self,
         margin: float = 1.0,
-        distance: Metric = "euclidean",
+        metric: Metric = "euclidean",
         *,
         form: Literal["original", "generalized"] = "original",
         reduction: str = "mean",
@@ -117,24 +122,22 @@ default="euclidean"
         if form not in FORMS:
             raise ValueError(f"form must be one of {FORMS}, got {form!r}.")
         self.margin = float(margin)
-        self.distance = check_metric(distance, VECTOR_METRICS + SPD_METRICS)
+        self.metric = check_metric(metric, VECTOR_METRICS + SPD_METRICS, "metric")
         self.form = form
 
     def extra_repr(self) -> str:
         return (
-            f"margin={self.margin}, distance={self.distance!r}, form={self.form!r}, "
+            f"margin={self.margin}, metric={self.metric!r}, form={self.form!r}, "
             f"{super().extra_repr()}"
         )
 
-    @finite_loss
-    @mixed_precision
-    def forward(
+    def batch_loss(
         self,
         embeddings: torch.Tensor,
         labels: torch.Tensor,
-        indices_tuple: IndicesTuple | None = None,
-        ref_emb: torch.Tensor | None = None,
-        ref_labels: torch.Tensor | None = None,
+        indices_tuple: IndicesTuple | None,
+        ref_emb: torch.Tensor | None,
+        ref_labels: torch.Tensor | None,
     ) -> torch.Tensor:
         """The loss of a batch.
 
@@ -159,14 +162,13 @@ default="euclidean"
             0 (still attached to the graph; no term) when the batch has no positive pair or no
             negative.
         """
-        labels = check_batch(embeddings, labels, allow_matrices=True)
         if indices_tuple is not None or ref_emb is not None:
             return self._with_tuple(embeddings, labels, indices_tuple, ref_emb, ref_labels)
         positive, negative = label_masks(labels)
         valid_anchor = positive.any(dim=1) & negative.any(dim=1)
         if not is_compiling() and not bool(valid_anchor.any()):
             return self.reduce(zero_loss(embeddings).reshape(1)[:0])
-        dist = pairwise_distance(embeddings, self.distance)
+        dist = pairwise_distance(embeddings, self.metric)
         if self.form == "original":
             return self.reduce_masked(self._original(dist, negative), positive)
         return self.reduce_masked(self._generalized(dist, positive, negative), valid_anchor)
@@ -184,7 +186,7 @@ default="euclidean"
             a1, p, a2, neg = to_pairs(check_indices_tuple(indices_tuple, n, m, labels.device))
         if a1.numel() == 0 or a2.numel() == 0:
             return self.reduce(zero_loss(embeddings).reshape(1)[:0])
-        dist = pairwise_distance(embeddings, self.distance, None if same else ref_emb)
+        dist = pairwise_distance(embeddings, self.metric, None if same else ref_emb)
         if self.form == "generalized":
             positive = pair_counts(a1, p, n, m, torch.int64) > 0
             negative = pair_counts(a2, neg, n, m, torch.int64) > 0

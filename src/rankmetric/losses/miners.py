@@ -29,12 +29,14 @@ from typing import Literal
 import torch
 from torch import Tensor, nn
 
+from .._validation import renamed_keywords
 from .indices import IndicesTuple, all_triplets, check_reference
 from .pair_distances import (
     SIMILARITIES,
     SPD_METRICS,
     VECTOR_METRICS,
     Metric,
+    MetricSelector,
     Similarity,
     check_batch,
     check_metric,
@@ -147,7 +149,7 @@ class Miner(nn.Module, metaclass=abc.ABCMeta):
         """
 
 
-class TripletMiner(Miner):
+class TripletMiner(MetricSelector, Miner):
     """The triplets of a batch chosen by one of :class:`~rankmetric.losses.TripletLoss`'s rules.
 
     Parameters
@@ -158,9 +160,10 @@ class TripletMiner(Miner):
         with its FaceNet semi-hard negative (the closest negative farther than the positive; the
         farthest negative when none is). ``"random"``: per anchor one uniformly drawn positive and
         negative.
-    distance : {"euclidean", "sqeuclidean", "cosine", "airm", "log_euclidean"} or callable, \
+    metric : {"euclidean", "sqeuclidean", "cosine", "airm", "log_euclidean"} or callable, \
 default="euclidean"
-        As :func:`~rankmetric.losses.pair_distances.pairwise_distance`.
+        As :func:`~rankmetric.losses.pair_distances.pairwise_distance` (``distance=`` before
+        0.2, still accepted with a ``FutureWarning``).
     generator : torch.Generator, optional
         Random source of ``"random"``.
 
@@ -189,10 +192,11 @@ default="euclidean"
 
     allow_matrices = True
 
+    @renamed_keywords(distance="metric")
     def __init__(
         self,
         strategy: Strategy = "all",
-        distance: Metric = "euclidean",
+        metric: Metric = "euclidean",
         *,
         generator: torch.Generator | None = None,
     ) -> None:
@@ -200,11 +204,11 @@ default="euclidean"
         if strategy not in TRIPLET_STRATEGIES:
             raise ValueError(f"strategy must be one of {TRIPLET_STRATEGIES}, got {strategy!r}.")
         self.strategy = strategy
-        self.distance = check_metric(distance, VECTOR_METRICS + SPD_METRICS)
+        self.metric = check_metric(metric, VECTOR_METRICS + SPD_METRICS, "metric")
         self.generator = generator
 
     def extra_repr(self) -> str:
-        return f"strategy={self.strategy!r}, distance={self.distance!r}"
+        return f"strategy={self.strategy!r}, metric={self.metric!r}"
 
     def mine(self, embeddings, labels, ref_emb, ref_labels, same):
         ref_arg = None if same else ref_labels
@@ -213,7 +217,7 @@ default="euclidean"
         if self.strategy == "random":
             return _random_triplets(labels, ref_arg, self.generator)
         positive, negative = label_masks(labels, ref_arg)
-        dist = pairwise_distance(embeddings, self.distance, None if same else ref_emb)
+        dist = pairwise_distance(embeddings, self.metric, None if same else ref_emb)
         if self.strategy == "hard":
             return _batch_hard(dist, positive, negative)
         return _semihard(dist, positive, negative)
@@ -226,8 +230,9 @@ class BatchHardMiner(TripletMiner):
 
     Parameters
     ----------
-    distance : str or callable, default="euclidean"
-        As :class:`TripletMiner`.
+    metric : str or callable, default="euclidean"
+        As :class:`TripletMiner` (``distance=`` before 0.2, still accepted with a
+        ``FutureWarning``).
 
     See Also
     --------
@@ -247,8 +252,9 @@ class BatchHardMiner(TripletMiner):
     [6, 6, 6]
     """
 
-    def __init__(self, distance: Metric = "euclidean") -> None:
-        super().__init__("hard", distance)
+    @renamed_keywords(distance="metric")
+    def __init__(self, metric: Metric = "euclidean") -> None:
+        super().__init__("hard", metric)
 
 
 class MultiSimilarityMiner(Miner):

@@ -28,23 +28,21 @@ from __future__ import annotations
 
 import torch
 
-from .base import MetricLoss, finite_loss
+from .base import BatchMetricLoss
 from .indices import IndicesTuple, check_indices_tuple, check_reference, pair_masks
 from .miners import multi_similarity_masks
 from .pair_distances import (
     SIMILARITIES,
     Similarity,
-    check_batch,
     check_metric,
     label_masks,
     pairwise_similarity,
 )
-from .precision import mixed_precision
 
 __all__ = ["MultiSimilarityLoss"]
 
 
-class MultiSimilarityLoss(MetricLoss):
+class MultiSimilarityLoss(BatchMetricLoss):
     """Multi-Similarity loss over the mined pairs of a batch.
 
     Parameters
@@ -119,15 +117,13 @@ class MultiSimilarityLoss(MetricLoss):
             f"mining={self.mining}, similarity={self.similarity!r}, {super().extra_repr()}"
         )
 
-    @finite_loss
-    @mixed_precision
-    def forward(
+    def batch_loss(
         self,
         embeddings: torch.Tensor,
         labels: torch.Tensor,
-        indices_tuple: IndicesTuple | None = None,
-        ref_emb: torch.Tensor | None = None,
-        ref_labels: torch.Tensor | None = None,
+        indices_tuple: IndicesTuple | None,
+        ref_emb: torch.Tensor | None,
+        ref_labels: torch.Tensor | None,
     ) -> torch.Tensor:
         """The loss of a batch.
 
@@ -148,7 +144,6 @@ class MultiSimilarityLoss(MetricLoss):
         scalar tensor, or tensor of shape (B,) with ``reduction="none"``
             0 (attached to the graph) when no pair is mined.
         """
-        labels = check_batch(embeddings, labels)
         same = ref_emb is None
         ref_emb, ref_labels = check_reference(embeddings, labels, ref_emb, ref_labels)
         sim = pairwise_similarity(embeddings, self.similarity, None if same else ref_emb)

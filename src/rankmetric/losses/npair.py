@@ -22,22 +22,21 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .base import MetricLoss, finite_loss
+from .base import BatchMetricLoss
 from .indices import IndicesTuple, all_pairs, check_indices_tuple, check_reference, to_pairs
 from .pair_distances import (
     SIMILARITIES,
     Similarity,
-    check_batch,
     check_metric,
     pairwise_similarity,
     zero_loss,
 )
-from .precision import is_compiling, mixed_precision
+from .precision import is_compiling
 
 __all__ = ["NPairLoss", "first_pair_per_class"]
 
 
-class NPairLoss(MetricLoss):
+class NPairLoss(BatchMetricLoss):
     """Multi-class N-pair loss: softmax of each anchor over the positives of all classes.
 
     Parameters
@@ -92,15 +91,13 @@ class NPairLoss(MetricLoss):
     def extra_repr(self) -> str:
         return f"l2_weight={self.l2_weight}, similarity={self.similarity!r}, {super().extra_repr()}"
 
-    @finite_loss
-    @mixed_precision
-    def forward(
+    def batch_loss(
         self,
         embeddings: torch.Tensor,
         labels: torch.Tensor,
-        indices_tuple: IndicesTuple | None = None,
-        ref_emb: torch.Tensor | None = None,
-        ref_labels: torch.Tensor | None = None,
+        indices_tuple: IndicesTuple | None,
+        ref_emb: torch.Tensor | None,
+        ref_labels: torch.Tensor | None,
     ) -> torch.Tensor:
         """The loss of a batch.
 
@@ -121,7 +118,6 @@ class NPairLoss(MetricLoss):
         -------
         scalar tensor, or tensor of shape (N,) with ``reduction="none"``
         """
-        labels = check_batch(embeddings, labels)
         if indices_tuple is None and ref_emb is None and is_compiling():
             return self._fixed_shape(embeddings, labels)
         if indices_tuple is None and ref_emb is None:

@@ -36,6 +36,7 @@ from typing import Literal
 import torch
 import torch.nn.functional as F
 
+from .._distances import paired_squared_euclidean, squared_euclidean
 from ..geometry.aliases import canonical_metric
 from ..geometry.dispatch import distance as spd_distance
 from ..geometry.dispatch import pairwise_distance as spd_pairwise_distance
@@ -52,6 +53,7 @@ __all__ = [
     "paired_distance",
     "pairwise_similarity",
     "check_metric",
+    "MetricSelector",
     "check_batch",
     "label_masks",
     "zero_loss",
@@ -67,6 +69,19 @@ SIMILARITIES = ("cosine", "dot")
 PairwiseFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 Metric = Literal["euclidean", "sqeuclidean", "cosine", "airm", "log_euclidean"] | PairwiseFn
 Similarity = Literal["cosine", "dot"] | PairwiseFn
+
+
+class MetricSelector:
+    """Mixin of the losses and miners that take ``metric=``: ``distance``, its name before 0.2.
+
+    The constructor keyword ``distance=`` still works this release, with a ``FutureWarning``
+    (:func:`rankmetric._validation.renamed_keywords`); the attribute stays readable.
+    """
+
+    @property
+    def distance(self):
+        """The old name of the attribute ``metric``."""
+        return self.metric
 
 
 def check_metric(
@@ -148,9 +163,9 @@ def pairwise_distance(
     if metric == "cosine":
         return 1.0 - _cosine(x, y)
     scale = power_of_two_scale(x, y)
-    sq = _squared_euclidean(x / scale, None if y is None else y / scale)
+    sq = squared_euclidean(x / scale, None if y is None else y / scale)
     if metric == "sqeuclidean":
-        return sq.clamp_min(0.0) * scale * scale  # (· s) · s: no inf · 0 when s² overflows
+        return sq * scale * scale  # (· s) · s: no inf · 0 when s² overflows
     return safe_sqrt(sq) * scale
 
 
@@ -193,7 +208,7 @@ def paired_distance(x: torch.Tensor, y: torch.Tensor, metric: Metric = "euclidea
     if metric == "cosine":
         return 1.0 - (unit_rows(x) * unit_rows(y)).sum(dim=1)
     scale = power_of_two_scale(x, y)
-    sq = ((x / scale - y / scale) ** 2).sum(dim=1)
+    sq = paired_squared_euclidean(x / scale, y / scale)
     if metric == "sqeuclidean":
         return sq * scale * scale
     return safe_sqrt(sq) * scale
@@ -447,21 +462,6 @@ def _check_matrices(x: torch.Tensor, y: torch.Tensor | None, metric: str) -> Non
 def _spd_distance(x: torch.Tensor, metric: str, y: torch.Tensor | None) -> torch.Tensor:
     _check_matrices(x, y, metric)
     return spd_pairwise_distance(x, y, metric)
-
-
-def _squared_euclidean(x: torch.Tensor, y: torch.Tensor | None) -> torch.Tensor:
-    """``||x_i − y_j||²`` from the Gram matrix (one fused GEMM), exact 0 on the diagonal if y is x.
-
-    Rounding can leave entries slightly below 0; the callers clamp them.
-    """
-    other = x if y is None else y
-    sq_x = (x * x).sum(dim=1)
-    sq_y = sq_x if y is None else (other * other).sum(dim=1)
-    sq = torch.addmm(sq_x[:, None] + sq_y[None, :], x, other.T, alpha=-2.0)
-    if y is None:
-        diagonal = torch.eye(x.shape[0], dtype=torch.bool, device=x.device)
-        sq = sq.masked_fill(diagonal, 0.0)
-    return sq
 
 
 def _cosine(x: torch.Tensor, y: torch.Tensor | None) -> torch.Tensor:

@@ -23,10 +23,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from .._validation import Interval, check_param
-from .base import MetricLoss, finite_loss
+from .base import BatchMetricLoss
 from .indices import IndicesTuple, anchor_weights, check_indices_tuple
-from .pair_distances import check_batch, pairwise_distance, unit_rows
-from .precision import compute_dtype, is_compiling, mixed_precision
+from .pair_distances import pairwise_distance, unit_rows
+from .precision import compute_dtype, is_compiling
 
 __all__ = ["ProxyNCALoss"]
 
@@ -39,7 +39,7 @@ _CONSTRAINTS = {
 }
 
 
-class ProxyNCALoss(MetricLoss):
+class ProxyNCALoss(BatchMetricLoss):
     """Proxy NCA with one learnable proxy per class (the proxies are an ``nn.Parameter``).
 
     Parameters
@@ -123,13 +123,13 @@ class ProxyNCALoss(MetricLoss):
             f"{super().extra_repr()}"
         )
 
-    @finite_loss
-    @mixed_precision
-    def forward(
+    def batch_loss(
         self,
         embeddings: torch.Tensor,
         labels: torch.Tensor,
-        indices_tuple: IndicesTuple | None = None,
+        indices_tuple: IndicesTuple | None,
+        ref_emb: torch.Tensor | None,
+        ref_labels: torch.Tensor | None,
     ) -> torch.Tensor:
         """The loss of a batch.
 
@@ -149,7 +149,12 @@ class ProxyNCALoss(MetricLoss):
         -------
         scalar tensor, or tensor of shape (B,) with ``reduction="none"``
         """
-        labels = self._check_inputs(embeddings, labels)
+        if ref_emb is not None or ref_labels is not None:
+            raise ValueError(
+                "ProxyNCALoss compares the batch with its proxies: it takes no ref_emb or "
+                "ref_labels."
+            )
+        self._check_inputs(embeddings, labels)
         x_unit = unit_rows(embeddings)
         proxies_unit = unit_rows(self.proxies.to(embeddings.dtype))
         logits = -self.softmax_scale * pairwise_distance(x_unit, "sqeuclidean", proxies_unit)
@@ -165,8 +170,7 @@ class ProxyNCALoss(MetricLoss):
             terms = terms * anchor_weights(indices, labels.shape[0], terms.dtype)
         return self.reduce(terms)
 
-    def _check_inputs(self, embeddings: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        labels = check_batch(embeddings, labels)
+    def _check_inputs(self, embeddings: torch.Tensor, labels: torch.Tensor) -> None:
         if embeddings.shape[1] != self.proxies.shape[1]:
             raise ValueError(
                 f"embeddings have dimension {embeddings.shape[1]}, the proxies "
@@ -183,4 +187,3 @@ class ProxyNCALoss(MetricLoss):
                 f"labels must be class codes in 0..{self.n_classes - 1}, got values in "
                 f"[{int(labels.min())}, {int(labels.max())}]."
             )
-        return labels

@@ -99,7 +99,7 @@ def make_loss(
         params = {"margin": 1.0, "mining": _TRIPLET_MINING[name], **params}
         if params["mining"] == "random":
             params.setdefault("generator", generator)
-        return TripletLoss(distance=distance if spd else "euclidean", **params)
+        return TripletLoss(metric=distance if spd else "euclidean", **params)
     if name == "lifted":
         return LiftedStructureLoss(**{"margin": 1.0, **params})
     if name == "npair":

@@ -30,10 +30,8 @@ from __future__ import annotations
 import torch
 
 from ..models.sphere import sphere_similarity
-from .base import MetricLoss, finite_loss
+from .base import BatchMetricLoss, finite_loss
 from .indices import IndicesTuple, check_indices_tuple, check_reference, to_pairs
-from .pair_distances import check_batch
-from .precision import mixed_precision
 from .regularizers import group_norm_penalty, group_soft_threshold_
 
 __all__ = [
@@ -130,7 +128,7 @@ def _check_neg_target(neg_target: float) -> float:
     return neg_target
 
 
-class SimilarityRegressionLoss(MetricLoss):
+class SimilarityRegressionLoss(BatchMetricLoss):
     """Squared loss between target similarities and :math:`\\hat S = H(a)^\\top H(b)`, averaged over
     pairs.
 
@@ -217,15 +215,13 @@ class SimilarityRegressionLoss(MetricLoss):
         weights = weights.to(sq.dtype)
         return self.reduce(weights * sq, weights.sum())
 
-    @finite_loss
-    @mixed_precision
-    def forward(
+    def batch_loss(
         self,
         embeddings: torch.Tensor,
         labels: torch.Tensor,
-        indices_tuple: IndicesTuple | None = None,
-        ref_emb: torch.Tensor | None = None,
-        ref_labels: torch.Tensor | None = None,
+        indices_tuple: IndicesTuple | None,
+        ref_emb: torch.Tensor | None,
+        ref_labels: torch.Tensor | None,
     ) -> torch.Tensor:
         """Mean squared similarity error over the ``B (B − 1) / 2`` pairs of a labelled batch.
 
@@ -248,7 +244,6 @@ class SimilarityRegressionLoss(MetricLoss):
         -------
         Scalar tensor, or tensor of shape (n_terms,) with ``reduction="none"``.
         """
-        labels = check_batch(embeddings, labels)  # shape, dtype, NaN/inf: as every loss
         if indices_tuple is not None or ref_emb is not None:
             same = ref_emb is None
             ref_emb, ref_labels = check_reference(embeddings, labels, ref_emb, ref_labels)

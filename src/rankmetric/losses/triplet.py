@@ -42,21 +42,22 @@ from typing import Literal
 import torch
 from torch import Tensor
 
-from .base import MetricLoss, as_count, finite_loss
+from .._validation import renamed_keywords
+from .base import BatchMetricLoss, as_count
 from .indices import IndicesTuple, check_indices_tuple, check_reference, to_triplets
 from .miners import TripletMiner, random_partners
 from .pair_distances import (
     SPD_METRICS,
     VECTOR_METRICS,
     Metric,
-    check_batch,
+    MetricSelector,
     check_metric,
     label_masks,
     paired_distance,
     pairwise_distance,
     zero_loss,
 )
-from .precision import is_compiling, mixed_precision
+from .precision import is_compiling
 
 __all__ = ["TripletLoss", "MINING", "random_partners"]  # random_partners: from .miners
 
@@ -65,7 +66,7 @@ Mining = Literal["all", "hard", "semihard", "random"]
 Mined = tuple[Tensor, int, int]  # (hinge sum per anchor (B,), number of triplets, of them > 0)
 
 
-class TripletLoss(MetricLoss):
+class TripletLoss(MetricSelector, BatchMetricLoss):
     """Triplet margin loss :math:`[D_{ap} - D_{an} + m]_+` over in-batch mined triplets.
 
     Parameters
@@ -74,10 +75,11 @@ class TripletLoss(MetricLoss):
         ``m ≥ 0`` (FaceNet's α = 0.2, for unit-norm embeddings).
     mining : {"all", "hard", "semihard", "random"}, default="all"
         Which triplets of the batch enter the loss (see the module docstring).
-    distance : {"euclidean", "sqeuclidean", "cosine", "airm", "log_euclidean"} or callable, \
+    metric : {"euclidean", "sqeuclidean", "cosine", "airm", "log_euclidean"} or callable, \
 default="euclidean"
         Injected distance (:func:`~rankmetric.losses.pair_distances.pairwise_distance`); a
-        callable ``f(x, y)`` returns the (n_x, n_y) distance matrix.
+        callable ``f(x, y)`` returns the (n_x, n_y) distance matrix. (``distance=`` before 0.2,
+        still accepted with a ``FutureWarning``.)
     average_nonzero : bool, default=False
         Average over the triplets with a positive hinge only, instead of all mined triplets.
     generator : torch.Generator, optional
@@ -113,11 +115,14 @@ default="euclidean"
     >>> loss.backward()
     """
 
+    accepts_matrices = True
+
+    @renamed_keywords(distance="metric")
     def __init__(
         self,
         margin: float = 0.2,
         mining: Mining = "all",
-        distance: Metric = "euclidean",
+        metric: Metric = "euclidean",
         *,
         average_nonzero: bool = False,
         generator: torch.Generator | None = None,
@@ -130,25 +135,23 @@ default="euclidean"
             raise ValueError(f"mining must be one of {MINING}, got {mining!r}.")
         self.margin = float(margin)
         self.mining = mining
-        self.distance = check_metric(distance, VECTOR_METRICS + SPD_METRICS)
+        self.metric = check_metric(metric, VECTOR_METRICS + SPD_METRICS, "metric")
         self.average_nonzero = bool(average_nonzero)
         self.generator = generator
 
     def extra_repr(self) -> str:
         return (
-            f"margin={self.margin}, mining={self.mining!r}, distance={self.distance!r}, "
+            f"margin={self.margin}, mining={self.mining!r}, metric={self.metric!r}, "
             f"average_nonzero={self.average_nonzero}, {super().extra_repr()}"
         )
 
-    @finite_loss
-    @mixed_precision
-    def forward(
+    def batch_loss(
         self,
         embeddings: torch.Tensor,
         labels: torch.Tensor,
-        indices_tuple: IndicesTuple | None = None,
-        ref_emb: torch.Tensor | None = None,
-        ref_labels: torch.Tensor | None = None,
+        indices_tuple: IndicesTuple | None,
+        ref_emb: torch.Tensor | None,
+        ref_labels: torch.Tensor | None,
     ) -> torch.Tensor:
         """The loss of a batch.
 
@@ -171,7 +174,6 @@ default="euclidean"
         scalar tensor, or tensor of shape (B,) with ``reduction="none"``
             0 (still attached to the graph) when the batch has no valid triplet.
         """
-        labels = check_batch(embeddings, labels, allow_matrices=True)
         if indices_tuple is None and ref_emb is None:
             mine = self._random if self.mining == "random" else self._from_masks
             mined = mine(embeddings, labels)
@@ -192,7 +194,7 @@ default="euclidean"
         if indices_tuple is None and self.mining != "random":
             return self._from_masks(embeddings, labels, ref_emb, ref_labels)
         if indices_tuple is None:
-            miner = TripletMiner("random", self.distance, generator=self.generator)
+            miner = TripletMiner("random", self.metric, generator=self.generator)
             refs = () if same else (ref_emb, ref_labels)
             indices_tuple = miner(embeddings, labels, *refs)
         a, p, n = to_triplets(
@@ -200,7 +202,7 @@ default="euclidean"
         )
         if a.numel() == 0:
             return None
-        dist = pairwise_distance(embeddings, self.distance, None if same else ref_emb)
+        dist = pairwise_distance(embeddings, self.metric, None if same else ref_emb)
         violation = dist[a, p] - dist[a, n] + self.margin
         hinge = torch.relu(violation)
         per_anchor = embeddings.new_zeros(labels.shape[0]).index_add(0, a, hinge)
@@ -218,7 +220,7 @@ default="euclidean"
         positive, negative = label_masks(labels, None if same else ref_labels)
         if not is_compiling() and not bool((positive.any(dim=1) & negative.any(dim=1)).any()):
             return None
-        dist = pairwise_distance(embeddings, self.distance, None if same else ref_emb)
+        dist = pairwise_distance(embeddings, self.metric, None if same else ref_emb)
         miner = {"all": _all_triplets, "hard": _batch_hard, "semihard": _semihard}[self.mining]
         return miner(dist, positive, negative, self.margin)
 
@@ -227,8 +229,8 @@ default="euclidean"
         pos_idx, neg_idx, valid = random_partners(labels, self.generator)
         if not is_compiling() and not bool(valid.any()):
             return None
-        d_ap = paired_distance(embeddings, embeddings[pos_idx], self.distance)
-        d_an = paired_distance(embeddings, embeddings[neg_idx], self.distance)
+        d_ap = paired_distance(embeddings, embeddings[pos_idx], self.metric)
+        d_an = paired_distance(embeddings, embeddings[neg_idx], self.metric)
         return _hinge_sum(d_ap - d_an + self.margin, valid)
 
 

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from ..geometry.aliases import canonical_metric
+
 __all__ = [
     "METRICS",
     "Gallery",
@@ -37,40 +39,39 @@ MEMORY_BUDGET = 256 * 2**20  # bytes for the per-chunk temporaries
 
 
 def check_metric(metric: str) -> str:
-    """Return ``metric`` if it is supported, else raise ``ValueError``.
+    """The canonical name of a vector metric of :data:`METRICS`, else raise ``ValueError``.
+
+    Resolved by :func:`rankmetric.geometry.canonical_metric`, the one resolver of metric names:
+    aliases (pyRiemann's ``"euclid"``) and any case are accepted.
 
     Parameters
     ----------
     metric : str
-        The metric name to check.
+        ``"euclidean"`` (or ``"euclid"``), ``"sqeuclidean"`` or ``"cosine"``.
 
     Returns
     -------
     str
-        ``metric`` itself, one of :data:`METRICS`.
+        The canonical name, one of :data:`METRICS`.
 
     Raises
     ------
     ValueError
-        If ``metric`` is not one of :data:`METRICS`.
+        If ``metric`` is not one of :data:`METRICS` or their aliases.
 
     See Also
     --------
-    rankmetric.geometry.canonical_metric : The resolver of the SPD metric names.
+    rankmetric.geometry.canonical_metric : The one resolver of metric names.
 
     Examples
     --------
     >>> from rankmetric.neighbors import check_metric
-    >>> check_metric("cosine")
-    'cosine'
-    >>> check_metric("manhattan")
-    Traceback (most recent call last):
-    ...
-    ValueError: metric must be one of ('euclidean', 'sqeuclidean', 'cosine'), got 'manhattan'.
+    >>> check_metric("Euclid")
+    'euclidean'
     """
-    if metric not in METRICS:
-        raise ValueError(f"metric must be one of {METRICS}, got {metric!r}.")
-    return metric
+    if callable(metric):
+        raise ValueError(f"metric must be one of {METRICS}, got the callable {metric!r}.")
+    return canonical_metric(metric, METRICS, name="metric")
 
 
 def squared_norms(X: torch.Tensor, block: int = 4096) -> torch.Tensor:
@@ -160,6 +161,7 @@ class Gallery:
 
     @classmethod
     def build(cls, G: torch.Tensor, metric: str) -> Gallery:
+        metric = check_metric(metric)
         if metric == "cosine":
             return cls(
                 _unit_rows(G), torch.zeros(G.shape[0], dtype=G.dtype, device=G.device), metric

@@ -1,35 +1,29 @@
-"""Input validation shared by every estimator, loss and metric.
+"""Declarative hyper-parameter validation, the shape of scikit-learn's ``_parameter_constraints``.
 
-Each check raises a ``ValueError`` whose message names the problem, so that bad input never
-turns into a silent wrong answer.
-
-Hyper-parameters are validated declaratively, in the shape of scikit-learn's
-``_parameter_constraints``: an estimator declares ``{name: [constraint, ...]}`` with
-:class:`Interval`, :class:`Options`, :data:`NONE`, :data:`BOOLEAN`, ... and calls
-``self._validate_params()`` (:class:`ParameterValidationMixin`) at the start of ``fit``; the
-message is generated from the declaration (``"max_iter must be an integer >= 1, got 0."``).
-Functions and torch modules check their arguments with the same constraints through
-:func:`check_param`. scikit-learn's own machinery (``sklearn.utils._param_validation``) is
-private, so this module holds a small equivalent (see ``docs/architecture.md``).
+An estimator declares ``{name: [constraint, ...]}`` with :class:`Interval`, :class:`Options`,
+:data:`NONE`, :data:`BOOLEAN`, ... and calls ``self._validate_params()``
+(:class:`ParameterValidationMixin`) at the start of ``fit``; the message is generated from the
+declaration (``"max_iter must be an integer >= 1, got 0."``). Functions and torch modules check
+their arguments with the same constraints through :func:`check_param`. scikit-learn's own
+machinery (``sklearn.utils._param_validation``) is private, so this module holds a small
+equivalent (see ``docs/architecture.md``). Renamed parameters warn through
+:mod:`rankmetric._validation.compat`.
 """
 
 from __future__ import annotations
 
-import functools
-import inspect
 import numbers
 import os
-import warnings
 from abc import ABC, abstractmethod
 
 import numpy as np
-from sklearn.utils.multiclass import type_of_target
+
+from .compat import is_deprecated_default, warn_renamed
 
 __all__ = [
     "ARRAY",
     "BOOLEAN",
     "CHECKPOINTS",
-    "DEPRECATED",
     "DEVICE",
     "NONE",
     "PATH",
@@ -42,163 +36,9 @@ __all__ = [
     "Options",
     "ParameterValidationMixin",
     "check_param",
-    "deprecate_positional_args",
     "describe",
     "validate_params",
-    "check_labels",
-    "check_finite",
-    "check_scale",
-    "check_min_per_class",
-    "check_spd_array",
 ]
-
-
-def check_finite(X: np.ndarray, name: str = "X") -> np.ndarray:
-    """Raise if ``X`` holds NaN or infinity."""
-    if not np.all(np.isfinite(X)):
-        raise ValueError(f"{name} contains NaN or infinity.")
-    return X
-
-
-#: Terms a sum of squared distances may add up (an objective's sum over pairs) before it must
-#: still be finite: the headroom :func:`check_scale` keeps below the largest float.
-SCALE_HEADROOM_TERMS = 10**6
-
-
-def check_scale(X: np.ndarray, dtype=np.float32, name: str = "X") -> np.ndarray:
-    """Raise if the magnitude of ``X`` overflows or underflows squared distances in ``dtype``.
-
-    Distance-based estimators compute ``||a||² + ||b||² − 2aᵀb`` and sums of such terms over
-    many pairs. For finite ``X`` this is representable when ``4 · n_features · max|X|²`` times
-    :data:`SCALE_HEADROOM_TERMS` stays below the largest ``dtype`` number (about
-    ``max|X| < 4.6e15`` for 4 float32 features, ``3.4e150`` in float64), and the squares of the
-    largest values do not underflow to zero (``max|X| > 1.1e-19`` in float32, ``1.5e-154`` in
-    float64). Outside that range the arithmetic returns inf, nan or zeros, so the input is
-    refused with a ``ValueError`` that says so and suggests standardising.
-
-    Parameters
-    ----------
-    X : ndarray of shape (n_samples, n_features)
-        Finite input (checked by ``validate_data`` before).
-    dtype : numpy dtype, default=np.float32
-        The arithmetic the estimator computes in.
-    name : str, default="X"
-
-    Returns
-    -------
-    X : ndarray
-        Unchanged.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from rankmetric._validation import check_scale
-    >>> check_scale(np.ones((3, 2))).shape
-    (3, 2)
-    """
-    X = np.asarray(X)
-    if X.size == 0 or X.dtype.kind not in "fiu":
-        return X
-    largest = float(np.max(np.abs(X)))
-    if largest == 0.0 or not np.isfinite(largest):
-        return X
-    info = np.finfo(dtype)
-    n_features = X.shape[1] if X.ndim > 1 else 1
-    high = float(np.sqrt(float(info.max) / (4.0 * n_features * SCALE_HEADROOM_TERMS)))
-    low = float(np.sqrt(float(info.tiny)))
-    if largest > high or largest < low:
-        problem = "overflow" if largest > high else "underflow to zero"
-        raise ValueError(
-            f"{name} has values of magnitude up to {largest:.3g}: the squared distances of "
-            f"such input {problem} in {np.dtype(dtype).name} arithmetic (this method needs "
-            f"max|{name}| between {low:.2g} and {high:.2g} for {n_features} features). "
-            "Standardise the input first (e.g. sklearn.preprocessing.StandardScaler, or "
-            "rescale its units)."
-        )
-    return X
-
-
-def check_labels(
-    y, n_samples: int | None = None, *, min_classes: int = 2
-) -> tuple[np.ndarray, np.ndarray]:
-    """Validate class labels and encode them as integers ``0..Q-1``.
-
-    Parameters
-    ----------
-    y : array-like of shape (n_samples,)
-        Class labels (integers or strings).
-    n_samples : int, optional
-        Expected number of labels (the number of rows of ``X``).
-    min_classes : int, default=2
-        Fewest distinct classes the caller can learn from.
-
-    Returns
-    -------
-    classes : ndarray of shape (n_classes,)
-        The sorted distinct labels.
-    codes : ndarray of shape (n_samples,), dtype int64
-        ``classes[codes] == y``.
-    """
-    y = np.asarray(y)
-    if y.ndim != 1:
-        raise ValueError(f"y must be one-dimensional, got shape {y.shape}.")
-    if n_samples is not None and y.shape[0] != n_samples:
-        raise ValueError(
-            f"X and y have different lengths: {n_samples} samples but {y.shape[0]} labels."
-        )
-    if y.shape[0] == 0:
-        raise ValueError("y is empty.")
-    kind = type_of_target(y, input_name="y", raise_unknown=True)
-    if kind not in ("binary", "multiclass"):
-        raise ValueError(f"y must hold class labels, got target type {kind!r}.")
-    classes, codes = np.unique(y, return_inverse=True)
-    if classes.shape[0] < min_classes:
-        raise ValueError(
-            f"y has {classes.shape[0]} class(es); at least {min_classes} are needed "
-            "to learn a metric."
-        )
-    return classes, codes.astype(np.int64)
-
-
-def check_min_per_class(codes: np.ndarray, minimum: int = 2, what: str = "positive pairs") -> None:
-    """Raise unless at least one class has ``minimum`` samples (needed to form ``what``)."""
-    counts = np.bincount(codes)
-    if counts.max() < minimum:
-        raise ValueError(
-            f"every class has fewer than {minimum} samples, so no {what} can be formed."
-        )
-
-
-def check_spd_array(X, name: str = "X", *, rtol: float = 1e-6) -> np.ndarray:
-    """Validate a stack of symmetric positive-definite matrices of shape (n, c, c)."""
-    X = np.asarray(X)
-    if X.ndim != 3 or X.shape[1] != X.shape[2]:
-        raise ValueError(f"{name} must have shape (n_matrices, c, c), got {X.shape}.")
-    if X.shape[0] == 0:
-        raise ValueError(f"{name} is empty.")
-    if not np.issubdtype(X.dtype, np.floating):
-        X = X.astype(np.float64)
-    check_finite(X, name)
-    asym = np.abs(X - np.swapaxes(X, 1, 2)).max(axis=(1, 2))
-    scale = np.abs(X).max(axis=(1, 2)) + np.finfo(X.dtype).tiny
-    if np.any(asym > rtol * scale * 10 + 1e-12):
-        bad = int(np.argmax(asym / scale))
-        raise ValueError(f"{name}[{bad}] is not symmetric.")
-    eig_min = np.linalg.eigvalsh(X).min(axis=1)
-    if np.any(eig_min <= 0):
-        bad = int(np.argmin(eig_min))
-        raise ValueError(
-            f"{name}[{bad}] is not positive definite (smallest eigenvalue {eig_min[bad]:.3g})."
-        )
-    return X
-
-
-# ---------------------------------------------------------------------------------------------
-# Declarative hyper-parameter validation (the shape of scikit-learn's ``_parameter_constraints``)
-# ---------------------------------------------------------------------------------------------
-
-#: Default of a renamed (deprecated) constructor parameter: "not given".
-DEPRECATED = "deprecated"
 
 
 class Constraint(ABC):
@@ -408,7 +248,7 @@ def validate_params(estimator) -> None:
 
     The declarations are the class attribute ``_parameter_constraints``
     (``{name: [Constraint, ...]}``, one entry per constructor parameter). A parameter renamed
-    in ``_renamed_parameters`` (``{old: new}``) defaults to :data:`DEPRECATED`; when a user sets
+    in ``_renamed_parameters`` (``{old: new}``) defaults to ``DEPRECATED``; when a user sets
     it, it is checked against the new name's constraints and a ``FutureWarning`` names the new
     name.
     """
@@ -416,14 +256,9 @@ def validate_params(estimator) -> None:
     renamed = getattr(type(estimator), "_renamed_parameters", {})
     for name, value in estimator.get_params(deep=False).items():
         if name in renamed:
-            if isinstance(value, str) and value == DEPRECATED:
+            if is_deprecated_default(value):
                 continue
-            warnings.warn(
-                f"{type(estimator).__name__}: {name!r} was renamed {renamed[name]!r} in 0.2; "
-                f"{name!r} will stop working in 0.3. Use {renamed[name]}={value!r}.",
-                FutureWarning,
-                stacklevel=4,
-            )
+            warn_renamed(type(estimator).__name__, name, renamed[name], value, stacklevel=4)
             check_param(name, value, declared[renamed[name]])
         else:
             check_param(name, value, declared[name])
@@ -449,41 +284,6 @@ class ParameterValidationMixin:
         """The value of parameter ``name``, or of its deprecated old name when that was set."""
         for old, new in self._renamed_parameters.items():
             value = getattr(self, old)
-            if new == name and not (isinstance(value, str) and value == DEPRECATED):
+            if new == name and not is_deprecated_default(value):
                 return value
         return getattr(self, name)
-
-
-def deprecate_positional_args(init):
-    """Let a keyword-only ``__init__`` take positional arguments this release, with a warning.
-
-    ``Estimator(5)`` still works as ``Estimator(<first keyword>=5)`` and raises a
-    ``FutureWarning`` naming the keyword; it will be a ``TypeError`` in 0.3. scikit-learn's
-    ``get_params`` and ``clone`` read the keyword-only signature (through ``__wrapped__``).
-    """
-    names = [
-        p.name
-        for p in inspect.signature(init).parameters.values()
-        if p.kind is inspect.Parameter.KEYWORD_ONLY
-    ]
-
-    @functools.wraps(init)
-    def wrapper(self, *args, **kwargs):
-        if args:
-            if len(args) > len(names):
-                raise TypeError(f"{type(self).__name__}() takes keyword arguments only.")
-            given = names[: len(args)]
-            shown = ", ".join(f"{n}={a!r}" for n, a in zip(given, args, strict=True))
-            warnings.warn(
-                f"Passing {', '.join(given)} to {type(self).__name__} by position is deprecated "
-                f"and will be an error in 0.3; pass {shown} as keywords.",
-                FutureWarning,
-                stacklevel=2,
-            )
-            for n in given:
-                if n in kwargs:
-                    raise TypeError(f"{type(self).__name__}() got multiple values for {n!r}.")
-            kwargs.update(zip(given, args, strict=True))
-        init(self, **kwargs)
-
-    return wrapper

@@ -1,0 +1,95 @@
+r"""The one squared-Euclidean kernel: every squared distance between rows is computed here.
+
+Two forms, one numerical treatment each:
+
+- :func:`squared_euclidean` (every row of ``X`` against every row of ``Y``): the Gram form
+  :math:`\Vert x \Vert^2 + \Vert y \Vert^2 - 2 x^\top y`, the norms summed first and the product
+  added by one fused ``addmm`` (no ``(n, m, d)`` temporary; one GEMM, the fastest kernel on every
+  device), **clamped at 0** (rounding leaves tiny negative values where ``x ≈ y``, which a square
+  root or a comparison with 0 would misread), and **exactly 0 on the diagonal** when ``Y`` is
+  omitted (a point's distance to itself is 0, not a rounding residue: losses take square roots of
+  it and k-NN excludes it by value).
+- :func:`paired_squared_euclidean` (row ``i`` against row ``i``, broadcasting): the difference
+  form :math:`\sum (a - b)^2`, exact to rounding and O(n d), with no cancellation.
+
+Why not centring (``geometry``'s log-Euclidean matrix centred both sets on one mean) or
+rescaling (the batch losses divided by a power of two): both are exact in real arithmetic and
+serve callers whose data they know; centring a chunk on its own mean gives one pair different
+values in different chunks, which breaks the chunked searches. Callers that need the dynamic
+range keep their rescaling around this kernel (:func:`rankmetric.losses.pair_distances.
+pairwise_distance` divides by a power of two first, exactly); input whose squares overflow is
+refused before (:func:`rankmetric._validation.check_scale`).
+"""
+
+from __future__ import annotations
+
+import torch
+
+__all__ = ["paired_squared_euclidean", "squared_euclidean"]
+
+
+def squared_euclidean(
+    X: torch.Tensor,
+    Y: torch.Tensor | None = None,
+    *,
+    X_sq: torch.Tensor | None = None,
+    Y_sq: torch.Tensor | None = None,
+    out: torch.Tensor | None = None,
+) -> torch.Tensor:
+    r"""``‖x_i − y_j‖²`` for every row of ``X`` and every row of ``Y``, from the Gram matrix.
+
+    Parameters
+    ----------
+    X : tensor of shape (n, d)
+    Y : tensor of shape (m, d), optional
+        Defaults to ``X``; then the diagonal is exactly 0.
+    X_sq, Y_sq : tensor of shape (n,) / (m,), optional
+        The squared row norms, when the caller already has them (chunked searches).
+    out : tensor of shape (n, m), optional
+        A buffer to write into (allocated once by a chunked search); returned.
+
+    Returns
+    -------
+    tensor of shape (n, m)
+        Non-negative, in the dtype of ``X``; differentiable unless ``out`` is given.
+
+    Examples
+    --------
+    >>> import torch
+    >>> squared_euclidean(torch.tensor([[0.0, 0.0], [3.0, 4.0]]))
+    tensor([[ 0., 25.],
+            [25.,  0.]])
+    """
+    other = X if Y is None else Y
+    if X_sq is None:
+        X_sq = (X * X).sum(1)
+    if Y_sq is None:
+        Y_sq = X_sq if Y is None else (other * other).sum(1)
+    if out is None:
+        sq = torch.addmm(X_sq[:, None] + Y_sq[None, :], X, other.T, alpha=-2.0)
+    else:
+        sq = torch.add(X_sq[:, None], Y_sq[None, :], out=out).addmm_(X, other.T, alpha=-2.0)
+    sq.clamp_min_(0.0)
+    if Y is None:
+        sq.fill_diagonal_(0.0)
+    return sq
+
+
+def paired_squared_euclidean(A: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
+    r"""``‖a − b‖²`` over the last dimension of matching (broadcast) rows: the difference form.
+
+    Parameters
+    ----------
+    A, B : tensors or NumPy arrays of broadcastable shapes (..., d)
+
+    Returns
+    -------
+    tensor or ndarray of the broadcast shape without the last dimension
+
+    Examples
+    --------
+    >>> import torch
+    >>> paired_squared_euclidean(torch.tensor([[1.0, 2.0]]), torch.tensor([[4.0, 6.0]]))
+    tensor([25.])
+    """
+    return ((A - B) ** 2).sum(-1)

@@ -1,0 +1,263 @@
+"""Data checks: each raises a ``ValueError`` whose message names the problem.
+
+Bad input never turns into a silent wrong answer: non-finite values (:func:`check_finite`), values
+whose squared distances overflow the arithmetic (:func:`check_scale`), class labels
+(:func:`check_labels`, over the one label encoder :func:`encode_labels`), classes too small to
+form pairs (:func:`check_min_per_class`) and stacks of SPD matrices (:func:`check_spd_array`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.utils.multiclass import type_of_target
+
+__all__ = [
+    "SCALE_HEADROOM_TERMS",
+    "SYMMETRY_RTOL",
+    "check_finite",
+    "check_labels",
+    "check_min_per_class",
+    "check_scale",
+    "check_spd_array",
+    "encode_labels",
+]
+
+
+def check_finite(X: np.ndarray, name: str = "X") -> np.ndarray:
+    """Raise if ``X`` holds NaN or infinity."""
+    if not np.all(np.isfinite(X)):
+        raise ValueError(f"{name} contains NaN or infinity.")
+    return X
+
+
+#: Terms a sum of squared distances may add up (an objective's sum over pairs) before it must
+#: still be finite: the headroom :func:`check_scale` keeps below the largest float.
+SCALE_HEADROOM_TERMS = 10**6
+
+
+def check_scale(X: np.ndarray, dtype=np.float32, name: str = "X") -> np.ndarray:
+    """Raise if the magnitude of ``X`` overflows or underflows squared distances in ``dtype``.
+
+    Distance-based estimators compute ``||a||² + ||b||² − 2aᵀb`` and sums of such terms over
+    many pairs. For finite ``X`` this is representable when ``4 · n_features · max|X|²`` times
+    :data:`SCALE_HEADROOM_TERMS` stays below the largest ``dtype`` number (about
+    ``max|X| < 4.6e15`` for 4 float32 features, ``3.4e150`` in float64), and the squares of the
+    largest values do not underflow to zero (``max|X| > 1.1e-19`` in float32, ``1.5e-154`` in
+    float64). Outside that range the arithmetic returns inf, nan or zeros, so the input is
+    refused with a ``ValueError`` that says so and suggests standardising.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+        Finite input (checked by ``validate_data`` before).
+    dtype : numpy dtype, default=np.float32
+        The arithmetic the estimator computes in.
+    name : str, default="X"
+
+    Returns
+    -------
+    X : ndarray
+        Unchanged.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rankmetric._validation import check_scale
+    >>> check_scale(np.ones((3, 2))).shape
+    (3, 2)
+    """
+    X = np.asarray(X)
+    if X.size == 0 or X.dtype.kind not in "fiu":
+        return X
+    largest = float(np.max(np.abs(X)))
+    if largest == 0.0 or not np.isfinite(largest):
+        return X
+    info = np.finfo(dtype)
+    n_features = X.shape[1] if X.ndim > 1 else 1
+    high = float(np.sqrt(float(info.max) / (4.0 * n_features * SCALE_HEADROOM_TERMS)))
+    low = float(np.sqrt(float(info.tiny)))
+    if largest > high or largest < low:
+        problem = "overflow" if largest > high else "underflow to zero"
+        raise ValueError(
+            f"{name} has values of magnitude up to {largest:.3g}: the squared distances of "
+            f"such input {problem} in {np.dtype(dtype).name} arithmetic (this method needs "
+            f"max|{name}| between {low:.2g} and {high:.2g} for {n_features} features). "
+            "Standardise the input first (e.g. sklearn.preprocessing.StandardScaler, or "
+            "rescale its units)."
+        )
+    return X
+
+
+def check_labels(
+    y, n_samples: int | None = None, *, min_classes: int = 2
+) -> tuple[np.ndarray, np.ndarray]:
+    """Validate class labels and encode them as integers ``0..Q-1``.
+
+    Parameters
+    ----------
+    y : array-like of shape (n_samples,)
+        Class labels (integers or strings).
+    n_samples : int, optional
+        Expected number of labels (the number of rows of ``X``).
+    min_classes : int, default=2
+        Fewest distinct classes the caller can learn from.
+
+    Returns
+    -------
+    classes : ndarray of shape (n_classes,)
+        The sorted distinct labels.
+    codes : ndarray of shape (n_samples,), dtype int64
+        ``classes[codes] == y``.
+    """
+    y = np.asarray(y)
+    if y.ndim != 1:
+        raise ValueError(f"y must be one-dimensional, got shape {y.shape}.")
+    if n_samples is not None and y.shape[0] != n_samples:
+        raise ValueError(
+            f"X and y have different lengths: {n_samples} samples but {y.shape[0]} labels."
+        )
+    if y.shape[0] == 0:
+        raise ValueError("y is empty.")
+    kind = type_of_target(y, input_name="y", raise_unknown=True)
+    if kind not in ("binary", "multiclass"):
+        raise ValueError(f"y must hold class labels, got target type {kind!r}.")
+    classes, (codes,) = encode_labels(y)
+    if classes.shape[0] < min_classes:
+        raise ValueError(
+            f"y has {classes.shape[0]} class(es); at least {min_classes} are needed "
+            "to learn a metric."
+        )
+    return classes, codes
+
+
+def encode_labels(*labels) -> tuple[np.ndarray, list[np.ndarray]]:
+    """The one label encoder: a shared code book over label arrays, codes ``0..Q-1``.
+
+    Parameters
+    ----------
+    *labels : array-like of shape (n_i,)
+        One or more label arrays (train and test labels, query and gallery identities, ...),
+        encoded together so that equal labels get equal codes across them.
+
+    Returns
+    -------
+    classes : ndarray of shape (n_classes,)
+        The sorted distinct labels of all arrays.
+    codes : list of ndarray of shape (n_i,), dtype int64
+        ``classes[codes[i]] == labels[i]``, one array per argument.
+
+    Examples
+    --------
+    >>> classes, (train, test) = encode_labels(["b", "a", "b"], ["a", "c"])
+    >>> classes.tolist(), train.tolist(), test.tolist()
+    (['a', 'b', 'c'], [1, 0, 1], [0, 2])
+    """
+    if not labels:
+        raise ValueError("encode_labels needs at least one label array.")
+    arrays = [np.asarray(y) for y in labels]
+    joined = arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
+    classes, codes = np.unique(joined, return_inverse=True)
+    codes = codes.reshape(-1).astype(np.int64)
+    return classes, np.split(codes, np.cumsum([a.shape[0] for a in arrays])[:-1])
+
+
+def check_min_per_class(codes: np.ndarray, minimum: int = 2, what: str = "positive pairs") -> None:
+    """Raise unless at least one class has ``minimum`` samples (needed to form ``what``)."""
+    counts = np.bincount(codes)
+    if counts.max() < minimum:
+        raise ValueError(
+            f"every class has fewer than {minimum} samples, so no {what} can be formed."
+        )
+
+
+#: Relative asymmetry an SPD matrix may have: ``|X − Xᵀ| ≤ SYMMETRY_RTOL · max|X| + 1e-12``.
+SYMMETRY_RTOL = 1e-5
+
+
+def check_spd_array(X, name: str = "X", *, rtol: float = 1e-6):
+    """The one SPD check: a stack of symmetric positive-definite matrices, NumPy or torch.
+
+    Shape ``(n, c, c)`` (NumPy) or ``(..., c, c)`` (torch), non-empty, finite, symmetric to
+    ``10 · rtol`` relative to the largest entry of each matrix (:data:`SYMMETRY_RTOL` by
+    default), and a positive smallest eigenvalue. A tensor is checked on its own device, without
+    a copy to the host.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, c, c) or tensor of shape (..., c, c)
+    name : str, default="X"
+        Name used in the error messages.
+    rtol : float, default=1e-6
+        A tenth of the relative asymmetry tolerated.
+
+    Returns
+    -------
+    X : ndarray or tensor
+        The input (NumPy integer input is converted to float64).
+
+    Raises
+    ------
+    ValueError
+        Naming the first matrix that is not finite, symmetric or positive definite.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> check_spd_array(np.eye(2)[None]).shape
+    (1, 2, 2)
+    >>> check_spd_array(-np.eye(2)[None])
+    Traceback (most recent call last):
+    ...
+    ValueError: X[0] is not positive definite (smallest eigenvalue -1).
+    """
+    if type(X).__module__.startswith("torch"):
+        return _check_spd_tensor(X, name, rtol)
+    X = np.asarray(X)
+    if X.ndim != 3 or X.shape[1] != X.shape[2]:
+        raise ValueError(f"{name} must have shape (n_matrices, c, c), got {X.shape}.")
+    if X.shape[0] == 0:
+        raise ValueError(f"{name} is empty.")
+    if not np.issubdtype(X.dtype, np.floating):
+        X = X.astype(np.float64)
+    check_finite(X, name)
+    asym = np.abs(X - np.swapaxes(X, 1, 2)).max(axis=(1, 2))
+    scale = np.abs(X).max(axis=(1, 2)) + np.finfo(X.dtype).tiny
+    _raise_if_asymmetric(asym > rtol * scale * 10 + 1e-12, asym, name)
+    _raise_if_not_positive(np.linalg.eigvalsh(X).min(axis=1), name)
+    return X
+
+
+def _check_spd_tensor(X, name: str, rtol: float):
+    """:func:`check_spd_array` of a torch tensor ``(..., c, c)``, on its device."""
+    import torch  # only for tensor input: the NumPy-only estimators never need it
+
+    if X.ndim < 2 or X.shape[-1] != X.shape[-2]:
+        raise ValueError(f"{name} must have shape (..., c, c), got {tuple(X.shape)}.")
+    if X.numel() == 0:
+        raise ValueError(f"{name} is empty.")
+    flat = X.detach().reshape(-1, *X.shape[-2:])
+    if not flat.is_floating_point():
+        flat = flat.to(torch.float64)
+    if not bool(torch.isfinite(flat).all()):
+        raise ValueError(f"{name} contains NaN or infinity.")
+    asym = (flat - flat.mT).abs().amax(dim=(-2, -1))
+    scale = flat.abs().amax(dim=(-2, -1)) + torch.finfo(flat.dtype).tiny
+    _raise_if_asymmetric((asym > rtol * scale * 10 + 1e-12).cpu().numpy(), asym.cpu(), name)
+    _raise_if_not_positive(torch.linalg.eigvalsh(flat)[:, 0].cpu().numpy(), name)
+    return X
+
+
+def _raise_if_asymmetric(asymmetric, asym, name: str) -> None:
+    if np.any(asymmetric):
+        bad = int(np.argmax(asymmetric))
+        raise ValueError(
+            f"{name}[{bad}] is not symmetric (largest |X - X^T| = {float(asym[bad]):.3g})."
+        )
+
+
+def _raise_if_not_positive(eig_min: np.ndarray, name: str) -> None:
+    if np.any(eig_min <= 0):
+        bad = int(np.argmax(eig_min <= 0))
+        raise ValueError(
+            f"{name}[{bad}] is not positive definite (smallest eigenvalue {eig_min[bad]:.3g})."
+        )

@@ -1,0 +1,214 @@
+"""The one deprecation mechanism: old names keep working for one release, with a ``FutureWarning``.
+
+Every deprecation of rankmetric goes through :func:`warn_deprecated`, with one removal version,
+:data:`REMOVAL_VERSION`:
+
+- a renamed constructor parameter of an estimator: the old name stays in the signature with the
+  default :data:`DEPRECATED` and is listed in ``_renamed_parameters``
+  (:func:`rankmetric._validation.constraints.validate_params` calls :func:`warn_renamed`);
+- a renamed keyword of a function or torch module: :func:`renamed_keywords`;
+- positional arguments to a keyword-only constructor: :func:`deprecate_positional_args`.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import warnings
+from collections.abc import Callable
+
+__all__ = [
+    "DEPRECATED",
+    "REMOVAL_VERSION",
+    "deprecate_positional_args",
+    "deprecated_alias",
+    "is_deprecated_default",
+    "renamed_keywords",
+    "warn_deprecated",
+    "warn_renamed",
+]
+
+#: The release in which every name deprecated in this one stops working.
+REMOVAL_VERSION = "0.3"
+
+#: Default of a renamed (deprecated) constructor parameter: "not given".
+DEPRECATED = "deprecated"
+
+
+def is_deprecated_default(value) -> bool:
+    """Whether ``value`` is the :data:`DEPRECATED` default, i.e. the old name was not set."""
+    return isinstance(value, str) and value == DEPRECATED
+
+
+def warn_deprecated(what: str, instead: str, *, stacklevel: int = 2) -> None:
+    """Raise a deprecation's ``FutureWarning``: ``"<what> will stop working in 0.3. <instead>."``.
+
+    Parameters
+    ----------
+    what : str
+        What is deprecated (the subject of "will stop working").
+    instead : str
+        What to do instead (a sentence, without the final full stop).
+    stacklevel : int, default=2
+        As :func:`warnings.warn`'s, counted from the caller of this function.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warn_deprecated("f(k=...)", "Use f(n_neighbors=...)")
+    >>> str(caught[0].message)
+    'f(k=...) will stop working in 0.3. Use f(n_neighbors=...).'
+    """
+    warnings.warn(
+        f"{what} will stop working in {REMOVAL_VERSION}. {instead}.",
+        FutureWarning,
+        stacklevel=stacklevel + 1,
+    )
+
+
+def warn_renamed(owner: str, old: str, new: str, value, *, stacklevel: int = 2) -> None:
+    """The ``FutureWarning`` of a renamed parameter: ``"<owner>: 'old' was renamed 'new' ..."``.
+
+    Parameters
+    ----------
+    owner : str
+        The class or function the parameter belongs to.
+    old, new : str
+        The parameter's old and new names.
+    value : object
+        The value the user gave (shown in the advice ``new=value``).
+    stacklevel : int, default=2
+        Counted from the caller of this function.
+    """
+    warn_deprecated(
+        f"{owner}: {old!r} was renamed {new!r} in 0.2; {old!r}",
+        f"Use {new}={value!r}",
+        stacklevel=stacklevel + 1,
+    )
+
+
+def renamed_keywords(**renames: str) -> Callable:
+    """Decorate a function or ``__init__`` so that each old keyword (``old="new"``) still works.
+
+    A call that passes an old name gets a ``FutureWarning`` (:func:`warn_renamed`) and is
+    forwarded under the new name; passing both is a ``TypeError``, as a repeated argument is in
+    Python. Positional calls are unchanged.
+
+    Parameters
+    ----------
+    **renames : str
+        ``old_name="new_name"`` pairs.
+
+    Returns
+    -------
+    callable
+        The decorator.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> @renamed_keywords(distance="metric")
+    ... def score(x, *, metric="euclidean"):
+    ...     return metric
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")
+    ...     score(1, distance="cosine")
+    'cosine'
+    """
+
+    def decorate(function: Callable) -> Callable:
+        @functools.wraps(function)
+        def wrapper(*args, **kwargs):
+            for old, new in renames.items():
+                if old not in kwargs:
+                    continue
+                if new in kwargs:
+                    raise TypeError(f"got both {old!r} and its new name {new!r}; pass {new!r}.")
+                owner = function.__qualname__.removesuffix(".__init__")
+                if function.__name__ == "__init__" and args:
+                    owner = type(args[0]).__name__
+                warn_renamed(owner, old, new, kwargs[old], stacklevel=2)
+                kwargs[new] = kwargs.pop(old)
+            return function(*args, **kwargs)
+
+        return wrapper
+
+    return decorate
+
+
+def deprecated_alias(function: Callable, old_name: str) -> Callable:
+    """``function`` under its name before 0.2, warning on each call (:func:`warn_deprecated`).
+
+    Parameters
+    ----------
+    function : callable
+        The function under its current name.
+    old_name : str
+        The name it had.
+
+    Returns
+    -------
+    callable
+        Calls ``function`` after a ``FutureWarning`` naming the new name.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> def optimize(x):
+    ...     return x
+    >>> optimise = deprecated_alias(optimize, "optimise")
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")
+    ...     optimise(3)
+    3
+    """
+
+    @functools.wraps(function)
+    def alias(*args, **kwargs):
+        warn_deprecated(
+            f"{old_name} was renamed {function.__name__} in 0.2 (one spelling: American); "
+            f"{old_name}",
+            f"Use {function.__name__}",
+            stacklevel=2,
+        )
+        return function(*args, **kwargs)
+
+    alias.__name__ = alias.__qualname__ = old_name
+    return alias
+
+
+def deprecate_positional_args(init):
+    """Let a keyword-only ``__init__`` take positional arguments this release, with a warning.
+
+    ``Estimator(5)`` still works as ``Estimator(<first keyword>=5)`` and raises a
+    ``FutureWarning`` naming the keyword; it will be a ``TypeError`` in :data:`REMOVAL_VERSION`.
+    scikit-learn's ``get_params`` and ``clone`` read the keyword-only signature (through
+    ``__wrapped__``).
+    """
+    names = [
+        p.name
+        for p in inspect.signature(init).parameters.values()
+        if p.kind is inspect.Parameter.KEYWORD_ONLY
+    ]
+
+    @functools.wraps(init)
+    def wrapper(self, *args, **kwargs):
+        if args:
+            if len(args) > len(names):
+                raise TypeError(f"{type(self).__name__}() takes keyword arguments only.")
+            given = names[: len(args)]
+            shown = ", ".join(f"{n}={a!r}" for n, a in zip(given, args, strict=True))
+            warn_deprecated(
+                f"Passing {', '.join(given)} to {type(self).__name__} by position",
+                f"Keyword-only: pass {shown} as keywords",
+                stacklevel=2,
+            )
+            for n in given:
+                if n in kwargs:
+                    raise TypeError(f"{type(self).__name__}() got multiple values for {n!r}.")
+            kwargs.update(zip(given, args, strict=True))
+        init(self, **kwargs)
+
+    return wrapper

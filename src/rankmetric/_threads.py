@@ -222,13 +222,22 @@ def fit_threads(fit: Callable) -> Callable:
     """Decorate ``fit(self, X, ...)``: size the thread pools by ``X`` and ``self.n_threads``.
 
     The work is ``self._thread_work(X)`` when the estimator defines it, else
-    ``n_samples × n_features``.
+    ``n_samples × n_features``. An invalid ``n_threads`` is left to the fit's own parameter
+    validation (its ``_parameter_constraints`` name the problem); the pools are then sized as
+    for ``n_threads=None`` until that validation raises.
     """
 
     @functools.wraps(fit)
     def sized_fit(self, X, *args, **kwargs):
         work = self._thread_work(X) if hasattr(self, "_thread_work") else data_work(X)
-        with thread_limit(threads_for(work, getattr(self, "n_threads", None))):
+        n_threads = getattr(self, "n_threads", None)
+        try:
+            limit = threads_for(work, n_threads)
+        except ValueError:
+            if not hasattr(self, "_parameter_constraints"):
+                raise
+            limit = threads_for(work)
+        with thread_limit(limit):
             return fit(self, X, *args, **kwargs)
 
     sized_fit.sized_threads = True

@@ -225,3 +225,17 @@ def test_metric_learners_declare_that_they_need_labels_once():
         pass
 
     assert get_tags(Learner()).target_tags.required
+
+
+def test_pair_distances_take_matching_points_or_stacked_pairs():
+    import rankmetric
+
+    rng = np.random.default_rng(0)
+    X, y = rng.standard_normal((30, 4)), np.arange(30) % 3
+    model = rankmetric.KISSME().fit(X, y)
+    A, B = X[:10], X[10:20]
+    expected = np.linalg.norm(model.transform(A) - model.transform(B), axis=1)
+    np.testing.assert_allclose(model.pair_distances(A, B), expected, rtol=1e-6)
+    np.testing.assert_allclose(model.pair_distances(np.stack([A, B], axis=1)), expected, rtol=1e-6)
+    with pytest.raises(ValueError, match="pairs"):
+        model.pair_distances(A)

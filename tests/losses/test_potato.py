@@ -423,7 +423,7 @@ def _brute_force_class(E, labels, state, *, z_th, m, lam, alpha, distance, floor
 )
 def test_class_centred_potato_matches_brute_force_over_batches(kind, distance):
     loss_fn = RiemannianPotatoLoss(
-        margin=1.5, momentum=0.3, distance=distance, centre="class", n_classes=3
+        margin=1.5, momentum=0.3, distance=distance, center="class", n_classes=3
     )
     loss_fn = loss_fn.double()
     state = _state(loss_fn)
@@ -448,7 +448,7 @@ def test_class_centred_gradcheck_float64(kind, distance):
     """The gradient flows through the class means too (arithmetic, log-Euclidean)."""
     labels = torch.tensor([0, 0, 1, 1, 1, 0, 2, 2])
     E = torch.as_tensor(_embeddings(kind, 8, seed=9))
-    loss_fn = RiemannianPotatoLoss(distance=distance, margin=3.0, centre="class").double()
+    loss_fn = RiemannianPotatoLoss(distance=distance, margin=3.0, center="class").double()
     loss_fn(E, labels)
     loss_fn.eval()
     if kind == "vector":
@@ -470,5 +470,11 @@ def test_pyriemann_metric_names_are_accepted():
         )
     with pytest.raises(ValueError, match="aliases"):
         RiemannianPotatoLoss(distance="wasserstein")
-    with pytest.raises(ValueError, match="centre"):
-        RiemannianPotatoLoss(centre="median")
+    with pytest.raises(ValueError, match="center"):
+        RiemannianPotatoLoss(center="median")
+
+
+def test_british_centre_keyword_still_works_with_a_future_warning():
+    with pytest.warns(FutureWarning, match="center"):
+        loss_fn = RiemannianPotatoLoss(centre="class")
+    assert loss_fn.center == "class" and loss_fn.centre == "class"

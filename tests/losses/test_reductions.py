@@ -47,7 +47,7 @@ CONFIGS = {
     "npair": (NPairLoss, True),
     "proxy-nca": (_proxy_nca, True),
     "potato": (RiemannianPotatoLoss, True),
-    "potato-class": (lambda **kw: RiemannianPotatoLoss(centre="class", **kw), True),
+    "potato-class": (lambda **kw: RiemannianPotatoLoss(center="class", **kw), True),
     "similarity": (SimilarityRegressionLoss, True),
     "triplet-all": (TripletLoss, False),
     "triplet-hard": (lambda **kw: TripletLoss(mining="hard", **kw), False),

@@ -219,15 +219,7 @@ def candidate_values(constraints) -> list:
 
 #: Declarations that ``fit`` does not enforce as declared (reported; strict, so that the fix
 #: shows here).
-KNOWN_MISMATCHES = {
-    ("WARCA", "n_threads"): pytest.mark.xfail(
-        strict=True,
-        reason="the fit wrapper (_threads.fit_threads) checks n_threads before "
-        "_validate_params, by its own rule ('a positive integer, -1 or None') and message, "
-        "so 0 or object() are refused without the declaration's words, and the declaration "
-        "[None, integer >= 1] disagrees with it on -1 (reported to the lead, #25 item 2)",
-    ),
-}
+KNOWN_MISMATCHES: dict = {}  # (estimator, parameter) -> pytest.mark.xfail(strict=True, ...)
 
 
 def _cases():

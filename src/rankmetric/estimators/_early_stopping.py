@@ -27,7 +27,9 @@ from numbers import Real
 import numpy as np
 import torch
 
+from .._distances import squared_euclidean
 from .._validation import Interval, Options
+from ..evaluate._precision import average_precision
 from ..training import UntrainedModelWarning
 
 __all__ = [
@@ -158,7 +160,7 @@ def per_query_retrieval(Z: torch.Tensor, codes: torch.Tensor, metric: str) -> to
     out = torch.empty(Z.shape[0], dtype=torch.float64, device=Z.device)
     for start in range(0, Z.shape[0], _CHUNK_ROWS):
         rows = slice(start, min(start + _CHUNK_ROWS, Z.shape[0]))
-        dist = sq[rows, None] + sq[None, :] - 2.0 * (Z[rows] @ Z.T)
+        dist = squared_euclidean(Z[rows], Z, X_sq=sq[rows], Y_sq=sq)
         local = torch.arange(dist.shape[0], device=Z.device)
         dist[local, local + start] = torch.inf  # leave the query out
         relevant = codes[rows, None] == codes[None, :]
@@ -170,7 +172,7 @@ def per_query_retrieval(Z: torch.Tensor, codes: torch.Tensor, metric: str) -> to
             order = torch.argsort(dist, dim=1, stable=True)
             hits = relevant.gather(1, order).double()
             ranks = torch.arange(1, hits.shape[1] + 1, dtype=torch.float64, device=Z.device)
-            score = (hits.cumsum(dim=1) / ranks * hits).sum(dim=1) / n_rel.clamp_min(1)
+            score = average_precision(hits.cumsum(dim=1), ranks, hits.bool(), n_rel)
         out[rows] = torch.where(n_rel > 0, score, torch.nan)
     return out
 

@@ -19,6 +19,7 @@ from ..geometry.dispatch import distance as spd_distance
 from ..models.spdnet import SPDNet
 from ._spd_domains import transform_domain_codes
 from ._spd_network import as_vectors, congruence
+from ._supervision import split_pairs
 
 __all__ = ["SPDEmbeddingMixin"]
 
@@ -48,8 +49,8 @@ class SPDEmbeddingMixin:
         h = self.weights_[-1].shape[1] if self.weights_ else self.n_features_in_
         return h * (h + 1) // 2
 
-    def pair_distances(self, X1, X2) -> np.ndarray:
-        """Learned distance between paired SPD matrices ``X1[k]``, ``X2[k]``.
+    def pair_distances(self, X1, X2=None) -> np.ndarray:
+        """Learned distance between paired SPD matrices ``X1[k]``, ``X2[k]`` (or stacked pairs).
 
         The distance the model was trained with: the Riemannian ``distance`` between SPD outputs
         (``head="spd"``), otherwise the Euclidean distance between embedding vectors. A model
@@ -57,12 +58,18 @@ class SPDEmbeddingMixin:
 
         Parameters
         ----------
-        X1, X2 : array-like of shape (n_pairs, c, c)
+        X1 : array-like of shape (n_pairs, c, c), or (n_pairs, 2, c, c)
+            The first matrix of each pair, or the stacked pairs when ``X2`` is None (the one
+            pair-distance convention, ``docs/pairs.md``).
+        X2 : array-like of shape (n_pairs, c, c), optional
+            The second matrix of each pair.
 
         Returns
         -------
         ndarray of shape (n_pairs,)
         """
+        if X2 is None:
+            X1, X2 = split_pairs(X1, point_ndim=2)
         spd = self.head == "spd"
         if getattr(self, "domains_", None) is not None:
             X1, _ = self._validate_spd(X1, reset=False)

@@ -16,10 +16,12 @@ import numpy as np
 from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .._distances import paired_squared_euclidean
 from .._fingerprint import fit_fingerprint
 from .._threads import fit_threads
 from .._validation import ParameterValidationMixin
 from ..io import load_model, save_model
+from ._supervision import split_pairs
 
 __all__ = ["MetricLearnerMixin", "MahalanobisMixin", "fit_context", "atomic_fit"]
 
@@ -155,23 +157,30 @@ class MetricLearnerMixin(
         tags.target_tags.required = True  # every metric learner learns from labels or pairs
         return tags
 
-    def pair_distances(self, X1, X2) -> np.ndarray:
-        """Learned distance between the rows of ``X1`` and ``X2`` (paired, same length).
+    def pair_distances(self, X1, X2=None) -> np.ndarray:
+        """Learned distance of each pair: ``X1[i]`` and ``X2[i]``, or the stacked pairs ``X1``.
+
+        The one pair-distance convention of every estimator (``docs/pairs.md``).
 
         Parameters
         ----------
-        X1, X2 : array-like of shape (n_pairs, n_features)
-            The first and second member of each pair.
+        X1 : array-like of shape (n_pairs, n_features), or (n_pairs, 2, n_features)
+            The first member of each pair, or the stacked pairs when ``X2`` is None.
+        X2 : array-like of shape (n_pairs, n_features), optional
+            The second member of each pair.
 
         Returns
         -------
         ndarray of shape (n_pairs,)
             ``d(X1[i], X2[i])`` for each row ``i``.
         """
+        if X2 is None:
+            X1, X2 = split_pairs(X1)
         T1, T2 = self.transform(X1), self.transform(X2)
         if T1.shape[0] != T2.shape[0]:
             raise ValueError(f"X1 and X2 must have as many rows: {T1.shape[0]} != {T2.shape[0]}.")
-        return np.sqrt(((T1 - T2) ** 2).sum(axis=tuple(range(1, T1.ndim))))
+        flat = (T1.shape[0], -1)
+        return np.sqrt(paired_squared_euclidean(T1.reshape(flat), T2.reshape(flat)))
 
     def get_metric(self):
         """A function ``metric(a, b) -> float`` on single samples.

@@ -338,11 +338,6 @@ class ITML(MahalanobisMixin, BaseEstimator):
         self.gamma = gamma
         self.num_constraints = num_constraints
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.required = True
-        return tags
-
     def _prior_matrix(self, X: np.ndarray) -> np.ndarray:
         """``M₀`` of shape (n_features, n_features), float64 (``prior`` is validated)."""
         D = X.shape[1]

@@ -149,11 +149,6 @@ class PairCovarianceLearner(MahalanobisMixin, BaseEstimator):
         "positives": [Options(*POSITIVES)],
     }
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.required = True
-        return tags
-
     def _labelled_input(self, X, y, cameras) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         """Validated ``X``, class codes (two samples in a class at least) and camera groups."""
         self._validate_params()

@@ -283,11 +283,6 @@ class LMNN(MahalanobisMixin, BaseEstimator):
         self.k = k
         self.regularization = regularization
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.required = True
-        return tags
-
     def _initial_map(self, X: np.ndarray, r: int, rng: np.random.Generator) -> np.ndarray:
         """The starting ``L`` of shape (r, n_features), float64 (``init`` is validated)."""
         D = X.shape[1]

@@ -15,7 +15,7 @@ import torch
 
 from .._validation import Interval, Options, deprecate_positional_args
 from ..io import register_estimator
-from ..losses.potato import CENTRES
+from ..losses.potato import CENTERS
 from .spdnet import (  # the split helper stays importable from here
     SPDNET_PARAMETER_CONSTRAINTS,
     SPDNetEmbedding,
@@ -117,7 +117,7 @@ class RPLEmbedding(SPDNetEmbedding):
 
     _parameter_constraints = {
         **SPDNET_PARAMETER_CONSTRAINTS,
-        "potato": [Options(*CENTRES)],
+        "potato": [Options(*CENTERS)],
         "z_threshold": [Interval(Real, None, None, closed="neither")],
         "margin": [Interval(Real, 0, None, closed="left")],
         "neg_weight": [Interval(Real, 0, None, closed="left")],
@@ -173,7 +173,7 @@ class RPLEmbedding(SPDNetEmbedding):
             "neg_weight": self.neg_weight,
             "momentum": self.momentum,
             "temperature": self.temperature,
-            "centre": self.potato,
+            "center": self.potato,
         }
 
     def _store_loss_state(self, loss_fn: torch.nn.Module) -> None:

@@ -35,7 +35,7 @@ batch mean of :math:`(\log d - \log \mu_c)^2` around the *new* :math:`\log \mu_c
 for the first time takes the batch statistics directly. Under ``torch.distributed`` the per-class
 sums behind :math:`m_c` and :math:`v_c` are all-reduced, so every rank holds the same potato.
 
-``centre="class"`` is the poster's class-centred potato (the Riemannian potato of Barachant et al.
+``center="class"`` is the poster's class-centered potato (the Riemannian potato of Barachant et al.
 scores each sample's distance to a mean): with :math:`M_c` the Riemannian mean of the
 class-:math:`c` embeddings of the batch (:math:`\arg\min_M \sum_i \delta^2(Y_i, M)`: the arithmetic
 mean for vectors and the log-Euclidean mean :math:`\exp(\operatorname{mean} \log Y_i)` under that
@@ -59,6 +59,7 @@ from __future__ import annotations
 import torch
 
 from .._distributed import all_reduce_max, all_reduce_sum_
+from .._validation import renamed_keywords
 from ..geometry.aliases import canonical_metric
 from ..geometry.matrix_functions import spd_exp, spd_log
 from ..geometry.means import riemannian_mean
@@ -66,10 +67,11 @@ from .base import MetricLoss, finite_loss
 from .pair_distances import SPD_METRICS, check_batch, label_masks, pairwise_distance
 from .precision import is_compiling, mixed_precision
 
-__all__ = ["RiemannianPotatoLoss", "embedding_distances", "DISTANCES", "CENTRES"]
+__all__ = ["RiemannianPotatoLoss", "embedding_distances", "DISTANCES", "CENTERS", "CENTRES"]
 
 DISTANCES = SPD_METRICS  # ("airm", "log_euclidean"); pyRiemann's names are accepted as aliases
-CENTRES = ("pairwise", "class")
+CENTERS = ("pairwise", "class")
+CENTRES = CENTERS  # the British spelling of 0.2, kept for old imports
 
 
 def embedding_distances(
@@ -143,7 +145,7 @@ class RiemannianPotatoLoss(MetricLoss):
     min_log_sigma : float, default=0.05
         Floor on :math:`\\log \\sigma_c` so that a potato built from one or two pairs gives
         finite z-scores.
-    centre : {"pairwise", "class"}, default="pairwise"
+    center : {"pairwise", "class"}, default="pairwise"
         ``"pairwise"``: z-scores of anchor-to-sample distances (v0.1); ``"class"``: z-scores
         of each sample's distance to the batch mean of each class (the poster's potato; see the
         module docstring).
@@ -198,6 +200,7 @@ class RiemannianPotatoLoss(MetricLoss):
     torch.Size([2])
     """
 
+    @renamed_keywords(centre="center")
     def __init__(
         self,
         z_threshold: float = 0.0,
@@ -210,17 +213,17 @@ class RiemannianPotatoLoss(MetricLoss):
         n_classes: int | None = None,
         eps: float = 1e-6,
         min_log_sigma: float = 0.05,
-        centre: str = "pairwise",
+        center: str = "pairwise",
         reduction: str = "mean",
     ) -> None:
         super().__init__(reduction)
         distance = canonical_metric(distance, DISTANCES, name="distance")
-        _check_loss_params(margin, neg_weight, momentum, distance, temperature, n_classes, eps)
+        _check_loss_params(margin, neg_weight, momentum, temperature, n_classes, eps)
         if min_log_sigma <= 0:
             raise ValueError(f"min_log_sigma must be > 0, got {min_log_sigma}.")
-        if centre not in CENTRES:
-            raise ValueError(f"centre must be one of {CENTRES}, got {centre!r}.")
-        self.centre = centre
+        if center not in CENTERS:
+            raise ValueError(f"center must be one of {CENTERS}, got {center!r}.")
+        self.center = center
         self.z_threshold = float(z_threshold)
         self.margin = float(margin)
         self.neg_weight = float(neg_weight)
@@ -235,12 +238,17 @@ class RiemannianPotatoLoss(MetricLoss):
         self.register_buffer("log_sigma", torch.ones(size))
         self.register_buffer("seen", torch.zeros(size, dtype=torch.bool))
 
+    @property
+    def centre(self) -> str:
+        """The British spelling of :attr:`center` (0.2), readable this release."""
+        return self.center
+
     def extra_repr(self) -> str:
         return (
             f"z_threshold={self.z_threshold}, margin={self.margin}, neg_weight={self.neg_weight}, "
             f"momentum={self.momentum}, distance={self.distance!r}, "
             f"temperature={self.temperature}, n_classes={self.log_mu.shape[0]}, "
-            f"centre={self.centre!r}, {super().extra_repr()}"
+            f"center={self.center!r}, {super().extra_repr()}"
         )
 
     @finite_loss
@@ -260,8 +268,8 @@ class RiemannianPotatoLoss(MetricLoss):
         scalar tensor, or tensor of shape (B,) with ``reduction="none"``
         """
         labels = self._check_inputs(embeddings, labels)
-        if self.centre == "class":
-            return self._class_centred(embeddings, labels)
+        if self.center == "class":
+            return self._class_centered(embeddings, labels)
         log_d = embedding_distances(embeddings, distance=self.distance).clamp_min(self.eps).log()
         positive, negative = label_masks(labels)
         if self.training:
@@ -295,8 +303,8 @@ class RiemannianPotatoLoss(MetricLoss):
         log_sigma = self.log_sigma[labels].to(log_d.dtype).clamp_min(self.min_log_sigma)[:, None]
         return (log_d - log_mu) / log_sigma
 
-    def _class_centred(self, embeddings: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        """The class-centred potato loss (``centre="class"``)."""
+    def _class_centered(self, embeddings: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        """The class-centered potato loss (``center="class"``)."""
         classes = torch.unique(labels)
         means = _class_means(embeddings, labels, classes, self.distance)
         log_d = embedding_distances(embeddings, means, self.distance).clamp_min(self.eps).log()
@@ -325,7 +333,7 @@ class RiemannianPotatoLoss(MetricLoss):
     ) -> None:
         """Online update of each class's potato from a batch's within-class distances.
 
-        Pairwise: the pairs ``i < j`` of ``within`` (B, B). Class-centred (``columns`` given,
+        Pairwise: the pairs ``i < j`` of ``within`` (B, B). Class-centered (``columns`` given,
         the classes of the K columns of ``log_d``): each sample's distance to its class mean.
         """
         if columns is None:
@@ -405,15 +413,13 @@ def _class_means(
     return torch.stack(means).to(embeddings.dtype)
 
 
-def _check_loss_params(margin, neg_weight, momentum, distance, temperature, n_classes, eps) -> None:
+def _check_loss_params(margin, neg_weight, momentum, temperature, n_classes, eps) -> None:
     if margin < 0:
         raise ValueError(f"margin must be >= 0, got {margin}.")
     if neg_weight < 0:
         raise ValueError(f"neg_weight must be >= 0, got {neg_weight}.")
     if not 0 < momentum <= 1:
         raise ValueError(f"momentum must be in (0, 1], got {momentum}.")
-    if distance not in DISTANCES:
-        raise ValueError(f"distance must be one of {DISTANCES}, got {distance!r}.")
     if temperature < 0:
         raise ValueError(f"temperature must be >= 0, got {temperature}.")
     if n_classes is not None and (int(n_classes) != n_classes or n_classes < 1):

@@ -87,7 +87,7 @@ def bench_config(sizes, n_classes, n_per_class, repeats, device):
         return run
 
     def run_loss(distance, embeddings):
-        loss = RiemannianPotatoLoss(distance=distance, n_classes=n_classes).to(device)
+        loss = RiemannianPotatoLoss(metric=distance, n_classes=n_classes).to(device)
 
         def run():
             emb = embeddings.clone().requires_grad_(True)

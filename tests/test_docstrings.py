@@ -48,7 +48,7 @@ PUBLIC_MODULES = [
 ]
 
 #: Abstract bases: documented, but no paper to cite.
-NO_REFERENCES = {"MetricLoss", "Miner"}
+NO_REFERENCES = {"MetricLoss", "BatchMetricLoss", "Miner"}  # abstract bases: no paper
 
 
 def _public_objects() -> dict[str, object]:

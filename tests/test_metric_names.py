@@ -69,7 +69,7 @@ PLACES = [
     ("TripletLoss", RIEMANNIAN, lambda m: TripletLoss(metric=m)(Xt, yt)),
     ("LiftedStructureLoss", RIEMANNIAN, lambda m: LiftedStructureLoss(metric=m)(Xt, yt)),
     ("TripletMiner", RIEMANNIAN, lambda m: TripletMiner(metric=m)(Xt, yt)),
-    ("RiemannianPotatoLoss", RIEMANNIAN, lambda m: RiemannianPotatoLoss(distance=m)(Xt, yt)),
+    ("RiemannianPotatoLoss", RIEMANNIAN, lambda m: RiemannianPotatoLoss(metric=m)(Xt, yt)),
     ("make_loss", RIEMANNIAN, lambda m: make_loss("triplet", n_classes=3, dim=None, distance=m)),
     ("SPDNetEmbedding", RIEMANNIAN, _spdnet),
     ("RPLEmbedding", RIEMANNIAN, _rpl),

@@ -202,7 +202,7 @@ def test_unseen_classes_contribute_nothing_in_eval():
 def test_gradcheck_float64(kind, distance):
     labels = torch.tensor([0, 0, 1, 1, 1, 0, 2])  # ≥ 3 per class: no z exactly at a kink
     E = torch.as_tensor(_embeddings(kind, 7, seed=7))
-    loss_fn = RiemannianPotatoLoss(distance=distance, margin=3.0).double()
+    loss_fn = RiemannianPotatoLoss(metric=distance, margin=3.0).double()
     loss_fn(E, labels)  # initialise the potato, then freeze it
     loss_fn.eval()
     if kind == "vector":
@@ -234,7 +234,7 @@ def test_log_euclidean_on_matrices_equals_euclidean_on_vectorised_logs():
 
     S = torch.as_tensor(_spd(8, 3, seed=4))
     labels = torch.tensor([0, 0, 0, 1, 1, 1, 2, 2])
-    on_matrices = RiemannianPotatoLoss(distance="log_euclidean").double()
+    on_matrices = RiemannianPotatoLoss(metric="log_euclidean").double()
     on_vectors = RiemannianPotatoLoss().double()
     for _ in range(2):
         a = on_matrices(S, labels)
@@ -324,7 +324,7 @@ def test_label_beyond_fixed_n_classes_raises():
         ({"neg_weight": -1.0}, "neg_weight"),
         ({"momentum": 0.0}, "momentum"),
         ({"momentum": 1.5}, "momentum"),
-        ({"distance": "euclid"}, "distance"),
+        ({"metric": "euclid"}, "metric"),
         ({"temperature": -1.0}, "temperature"),
         ({"n_classes": 0}, "n_classes"),
         ({"eps": 0.0}, "eps"),
@@ -448,7 +448,7 @@ def test_class_centred_gradcheck_float64(kind, distance):
     """The gradient flows through the class means too (arithmetic, log-Euclidean)."""
     labels = torch.tensor([0, 0, 1, 1, 1, 0, 2, 2])
     E = torch.as_tensor(_embeddings(kind, 8, seed=9))
-    loss_fn = RiemannianPotatoLoss(distance=distance, margin=3.0, center="class").double()
+    loss_fn = RiemannianPotatoLoss(metric=distance, margin=3.0, center="class").double()
     loss_fn(E, labels)
     loss_fn.eval()
     if kind == "vector":
@@ -464,12 +464,12 @@ def test_class_centred_gradcheck_float64(kind, distance):
 def test_pyriemann_metric_names_are_accepted():
     E = torch.as_tensor(_spd(5, 3, seed=1))
     for alias, name in [("riemann", "airm"), ("logeuclid", "log_euclidean")]:
-        assert RiemannianPotatoLoss(distance=alias).distance == name
+        assert RiemannianPotatoLoss(metric=alias).metric == name
         assert torch.equal(
-            embedding_distances(E, distance=alias), embedding_distances(E, distance=name)
+            embedding_distances(E, metric=alias), embedding_distances(E, metric=name)
         )
     with pytest.raises(ValueError, match="aliases"):
-        RiemannianPotatoLoss(distance="wasserstein")
+        RiemannianPotatoLoss(metric="wasserstein")
     with pytest.raises(ValueError, match="center"):
         RiemannianPotatoLoss(center="median")
 
@@ -478,3 +478,12 @@ def test_british_centre_keyword_still_works_with_a_future_warning():
     with pytest.warns(FutureWarning, match="center"):
         loss_fn = RiemannianPotatoLoss(centre="class")
     assert loss_fn.center == "class" and loss_fn.centre == "class"
+
+
+def test_distance_keyword_renamed_metric_still_works_with_a_future_warning():
+    with pytest.warns(FutureWarning, match="metric"):
+        loss_fn = RiemannianPotatoLoss(distance="logeuclid")
+    assert loss_fn.metric == "log_euclidean" and loss_fn.distance == "log_euclidean"
+    E = torch.randn(4, 3, dtype=torch.float64)
+    with pytest.warns(FutureWarning, match="metric"):
+        embedding_distances(E, distance="airm")

@@ -229,7 +229,7 @@ def validation_scorer(
         net.eval()  # batch normalisation: running statistics
         try:
             Z = validation_embedding(net, X, distance, domains)
-            dist = embedding_distances(Z, Z, distance=distance).double()
+            dist = embedding_distances(Z, Z, metric=distance).double()
         finally:
             net.train(was_training)
         dist.fill_diagonal_(torch.inf)

@@ -503,15 +503,6 @@ class MultiMetricLMNN(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
         clusters : array-like of int, shape (n_pairs,)
             The cluster of each pair's reference point (required).
 
-        Parameters
-        ----------
-        X1 : array-like of shape (n_pairs, n_features)
-            The first member of each pair.
-        X2 : array-like of shape (n_pairs, n_features)
-            The second member (the reference point) of each pair.
-        clusters : array-like of shape (n_pairs,), int
-            The cluster (metric) of each reference point.
-
         Returns
         -------
         ndarray of shape (n_pairs,)

@@ -266,4 +266,21 @@ class BatchMetricLoss(MetricLoss, metaclass=abc.ABCMeta):
 
     @abc.abstractmethod
     def batch_loss(self, embeddings, labels, indices_tuple, ref_emb, ref_labels) -> torch.Tensor:
-        """The loss of a checked batch (``labels`` int64 on the embeddings' device)."""
+        """The loss of a checked batch (``labels`` int64 on the embeddings' device).
+
+        Parameters
+        ----------
+        embeddings : tensor of shape (B, d), or (B, c, c) when :attr:`accepts_matrices`
+            The batch, checked by :meth:`forward`.
+        labels : int64 tensor of shape (B,)
+            Their class labels.
+        indices_tuple : tuple of tensors or None
+            Mined pairs or triplets (PML's shapes), or None for every pair of the batch.
+        ref_emb, ref_labels : tensor or None
+            A reference set the batch is compared with (e.g. a cross-batch memory), or None.
+
+        Returns
+        -------
+        tensor
+            The loss, reduced by the loss's ``reduction``.
+        """

@@ -74,8 +74,9 @@ CENTERS = ("pairwise", "class")
 CENTRES = CENTERS  # the British spelling of 0.2, kept for old imports
 
 
+@renamed_keywords(distance="metric")
 def embedding_distances(
-    A: torch.Tensor, B: torch.Tensor | None = None, distance: str = "airm"
+    A: torch.Tensor, B: torch.Tensor | None = None, metric: str = "airm"
 ) -> torch.Tensor:
     """Pairwise distances between embeddings: Riemannian for SPD matrices, Euclidean for vectors.
 
@@ -85,7 +86,7 @@ def embedding_distances(
         SPD matrices (3-D) or vectors (2-D).
     B : tensor of shape (nB, c, c) or (nB, d), optional
         Defaults to ``A``.
-    distance : {"airm", "log_euclidean"}, default="airm"
+    metric : {"airm", "log_euclidean"}, default="airm"
         Distance between SPD matrices: affine-invariant Riemannian
         (:math:`\\sqrt{\\sum_k \\log^2 \\lambda_k(A, B)}`) or log-Euclidean
         (:math:`\\Vert \\log A - \\log B \\Vert_F`); pyRiemann's ``"riemann"`` and
@@ -97,8 +98,8 @@ def embedding_distances(
         Differentiable distances (zero gradient at zero distance), from
         :func:`rankmetric.losses.pair_distances.pairwise_distance`.
     """
-    distance = canonical_metric(distance, DISTANCES, name="distance")
-    return pairwise_distance(A, "euclidean" if A.ndim == 2 else distance, B)
+    metric = canonical_metric(metric, DISTANCES, name="metric")
+    return pairwise_distance(A, "euclidean" if A.ndim == 2 else metric, B)
 
 
 def _masked_mean(values: torch.Tensor, mask: torch.Tensor, temperature: float) -> torch.Tensor:
@@ -131,7 +132,7 @@ class RiemannianPotatoLoss(MetricLoss):
         :math:`\\lambda`, weight of the negative term.
     momentum : float, default=0.1
         :math:`\\alpha`, rate of the online update of the potato statistics, in (0, 1].
-    distance : {"airm", "log_euclidean"}, default="airm"
+    metric : {"airm", "log_euclidean"}, default="airm"
         Distance between SPD embeddings (``"riemann"``/``"logeuclid"`` accepted); vector
         embeddings always use the Euclidean distance.
     temperature : float, default=0
@@ -200,14 +201,14 @@ class RiemannianPotatoLoss(MetricLoss):
     torch.Size([2])
     """
 
-    @renamed_keywords(centre="center")
+    @renamed_keywords(distance="metric", centre="center")
     def __init__(
         self,
         z_threshold: float = 0.0,
         margin: float = 1.0,
         neg_weight: float = 1.0,
         momentum: float = 0.1,
-        distance: str = "airm",
+        metric: str = "airm",
         *,
         temperature: float = 0.0,
         n_classes: int | None = None,
@@ -217,7 +218,7 @@ class RiemannianPotatoLoss(MetricLoss):
         reduction: str = "mean",
     ) -> None:
         super().__init__(reduction)
-        distance = canonical_metric(distance, DISTANCES, name="distance")
+        metric = canonical_metric(metric, DISTANCES, name="metric")
         _check_loss_params(margin, neg_weight, momentum, temperature, n_classes, eps)
         if min_log_sigma <= 0:
             raise ValueError(f"min_log_sigma must be > 0, got {min_log_sigma}.")
@@ -228,7 +229,7 @@ class RiemannianPotatoLoss(MetricLoss):
         self.margin = float(margin)
         self.neg_weight = float(neg_weight)
         self.momentum = float(momentum)
-        self.distance = distance
+        self.metric = metric
         self.temperature = float(temperature)
         self.eps = float(eps)
         self.min_log_sigma = float(min_log_sigma)
@@ -239,6 +240,11 @@ class RiemannianPotatoLoss(MetricLoss):
         self.register_buffer("seen", torch.zeros(size, dtype=torch.bool))
 
     @property
+    def distance(self) -> str:
+        """The name of :attr:`metric` before 0.3, readable this release."""
+        return self.metric
+
+    @property
     def centre(self) -> str:
         """The British spelling of :attr:`center` (0.2), readable this release."""
         return self.center
@@ -246,7 +252,7 @@ class RiemannianPotatoLoss(MetricLoss):
     def extra_repr(self) -> str:
         return (
             f"z_threshold={self.z_threshold}, margin={self.margin}, neg_weight={self.neg_weight}, "
-            f"momentum={self.momentum}, distance={self.distance!r}, "
+            f"momentum={self.momentum}, metric={self.metric!r}, "
             f"temperature={self.temperature}, n_classes={self.log_mu.shape[0]}, "
             f"center={self.center!r}, {super().extra_repr()}"
         )
@@ -270,7 +276,7 @@ class RiemannianPotatoLoss(MetricLoss):
         labels = self._check_inputs(embeddings, labels)
         if self.center == "class":
             return self._class_centered(embeddings, labels)
-        log_d = embedding_distances(embeddings, distance=self.distance).clamp_min(self.eps).log()
+        log_d = embedding_distances(embeddings, metric=self.metric).clamp_min(self.eps).log()
         positive, negative = label_masks(labels)
         if self.training:
             self._update_statistics(log_d.detach(), labels, positive)
@@ -306,8 +312,8 @@ class RiemannianPotatoLoss(MetricLoss):
     def _class_centered(self, embeddings: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         """The class-centered potato loss (``center="class"``)."""
         classes = torch.unique(labels)
-        means = _class_means(embeddings, labels, classes, self.distance)
-        log_d = embedding_distances(embeddings, means, self.distance).clamp_min(self.eps).log()
+        means = _class_means(embeddings, labels, classes, self.metric)
+        log_d = embedding_distances(embeddings, means, self.metric).clamp_min(self.eps).log()
         own = labels[:, None] == classes[None, :]  # (B, K)
         if self.training:
             self._update_statistics(log_d.detach(), labels, own, classes)

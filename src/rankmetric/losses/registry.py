@@ -94,7 +94,7 @@ def make_loss(
         raise ValueError(f"loss {name!r} needs vector embeddings: use head='log' or 'linear'.")
     if name == "rpl":
         params.setdefault("n_classes", n_classes)
-        return RiemannianPotatoLoss(distance=distance, **params).to(device)
+        return RiemannianPotatoLoss(metric=distance, **params).to(device)
     if name in _TRIPLET_MINING:
         params = {"margin": 1.0, "mining": _TRIPLET_MINING[name], **params}
         if params["mining"] == "random":

@@ -40,6 +40,7 @@ from ..kernels import KERNEL_PARAMETER_CONSTRAINTS, NystroemMap, default_gamma, 
 from ..losses.regularizers import kernel_aon_penalty
 from ..models.linear import LinearMap
 from ..sampling import LabelIndex
+from ._init_parameters import store_parameters
 from .base import MetricLearnerMixin
 from .warca import WARP_PARAMETER_CONSTRAINTS, BaseWARCA
 
@@ -207,31 +208,7 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         checkpoint_dir: str | None = None,
         checkpoint_every: int = 100,
     ) -> None:
-        self.n_components = n_components
-        self.kernel = kernel
-        self.gamma = gamma
-        self.degree = degree
-        self.coef0 = coef0
-        self.n_landmarks = n_landmarks
-        self.margin = margin
-        self.reg_lambda = reg_lambda
-        self.batch_size = batch_size
-        self.sampling = sampling
-        self.max_sampling = max_sampling
-        self.max_iter = max_iter
-        self.learning_rate = learning_rate
-        self.validation_every = validation_every
-        self.validation_fraction = validation_fraction
-        self.validation_split = validation_split
-        self.validation_metric = validation_metric
-        self.patience = patience
-        self.tol = tol
-        self.tol_window = tol_window
-        self.random_state = random_state
-        self.device = device
-        self.verbose = verbose
-        self.checkpoint_dir = checkpoint_dir
-        self.checkpoint_every = checkpoint_every
+        store_parameters(self, locals())
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -93,13 +93,16 @@ class _Distances:
         """Dense mode: bool (P, 2, N), ``d²(end, k) < threshold`` of each pair, for every k."""
         return self.partial < (threshold[:, None] - self.sq_ends)[:, :, None]
 
-    def to(self, pairs: torch.Tensor, negatives: torch.Tensor) -> torch.Tensor:
-        """Squared distances (p, 2, S) from the ends of ``pairs`` (p,) to ``negatives`` (p, S)."""
-        if self.partial is not None:
-            drawn = self.partial[pairs].gather(2, negatives[:, None, :].expand(-1, 2, -1))
-            return (drawn + self.sq_ends[pairs][:, :, None]).clamp_min(DISTANCE_EPS)
+    def to(self, pairs: torch.Tensor | None, negatives: torch.Tensor) -> torch.Tensor:
+        """Squared distances (p, 2, S) from the ends of ``pairs`` (p,; None: every pair) to
+        ``negatives`` (p, S)."""
+        if self.partial is not None:  # gathered in place: no (p, 2, N) copy for every pair
+            partial = self.partial if pairs is None else self.partial[pairs]
+            sq_ends = self.sq_ends if pairs is None else self.sq_ends[pairs]
+            drawn = partial.gather(2, negatives[:, None, :].expand(-1, 2, -1))
+            return (drawn + sq_ends[:, :, None]).clamp_min(DISTANCE_EPS)
         e_neg = _embed_rows(self.embed, negatives, self.n_samples)
-        return _cross_sq_euclidean(self.ends[pairs], e_neg)
+        return _cross_sq_euclidean(self.ends if pairs is None else self.ends[pairs], e_neg)
 
 
 class _Violations:
@@ -123,14 +126,13 @@ def _detect_batched(
     dist, index, rng, first, threshold, n_other, n_negatives, max_violators
 ) -> tuple:
     negatives = _as_index(index.negatives(first, n_negatives, rng), threshold.device)  # (P, S)
-    pairs = torch.arange(first.shape[0], device=threshold.device)
-    violates = threshold[:, None, None] - dist.to(pairs, negatives) > 0  # (P, 2, S)
+    violates = threshold[:, None, None] - dist.to(None, negatives) > 0  # (P, 2, S)
     violates = violates.transpose(0, 1).reshape(-1, n_negatives)  # rows: anchor first, then second
     rank = batched_rank_estimate(violates.sum(dim=1), n_negatives, n_other.repeat(2))
     if max_violators is not None:  # the first ones of i.i.d. draws: a uniform subset
         violates &= violates.cumsum(dim=1) <= max_violators
     rows, cols = violates.nonzero(as_tuple=True)
-    return rows, negatives.repeat(2, 1)[rows, cols], violates.sum(dim=1), rank
+    return rows, negatives[rows % negatives.shape[0], cols], violates.sum(dim=1), rank
 
 
 def _detect_sequential(dist, index, rng, first, threshold, n_other, max_sampling) -> tuple:
@@ -281,8 +283,7 @@ def _sparse_hinge_sums(embed, found, active, row_slot, margin, n_samples) -> tor
     if 2 * n_active + found.negatives.numel() >= n_samples:
         # rows of one embedding of all N: each part's gradient is an index_add into an (N, r)
         # buffer, not a zero-filled copy of every gathered row per slice
-        everything = embed(None)
-        e_a, e_p, e_n = (everything.index_select(0, part) for part in parts)
+        return _ViolatorHinges.apply(embed(None), *parts, row_slot, margin)
     else:
         emb = embed(torch.cat(parts))
         e_a, e_p, e_n = emb.split([n_active, n_active, found.negatives.numel()])
@@ -305,3 +306,74 @@ def _dense_hinge_sums(embed, found, active, row_slot, margin, n_samples) -> torc
     d_ap = _paired_euclidean(e_a, e_p)
     hinge = torch.relu(margin + d_ap[:, None] - _cross_euclidean(e_a, everything))
     return (hinge * counts).sum(dim=1)
+
+
+class _ViolatorHinges(torch.autograd.Function):
+    """:func:`_sparse_hinge_sums` on rows of one embedding ``E`` of all N items, fused.
+
+    ``hinge_sum[s] = Σ_{v: row_slot[v] = s} [γ + F(e_a[s], e_p[s]) − F(e_a[s], e_n[v])]_+`` with
+    ``F`` of :func:`~rankmetric.losses._warp_terms._paired_euclidean`. The forward runs the same
+    operations as the autograd graph of that formula; the backward is that graph's backward
+    written out, operation for operation and in the engine's order, so values and gradients are
+    bit-identical to it (``tests/losses/test_warp_fused.py``), but it skips what the generic
+    graph materialises on the (violators × r) rows besides: the ``diff.pow(1)`` copy of the
+    square's backward and the negated copy of the subtraction's (an ``index_add`` with
+    ``alpha=-1`` instead), and keeps no per-row graph nodes. The violator rows dominate a step's
+    non-GEMM time (up to 16 per row of 2 · batch_size rows; ``docs/warca.md``, "Speed").
+    """
+
+    @staticmethod
+    def forward(ctx, everything, anchors, positives, negatives, row_slot, margin):
+        e_a = everything.index_select(0, anchors)
+        diff_ap = e_a - everything.index_select(0, positives)
+        sq_ap = diff_ap.square().sum(-1)
+        d_ap = sq_ap.clamp_min(DISTANCE_EPS).sqrt()
+        diff_an = e_a.index_select(0, row_slot) - everything.index_select(0, negatives)
+        sq_an = diff_an.square().sum(-1)
+        d_an = sq_an.clamp_min(DISTANCE_EPS).sqrt()
+        hinge = torch.relu(margin + d_ap.index_select(0, row_slot) - d_an)
+        hinge_sum = torch.zeros(anchors.numel(), dtype=hinge.dtype, device=hinge.device)
+        hinge_sum.index_add_(0, row_slot, hinge)
+        ctx.save_for_backward(
+            anchors,
+            positives,
+            negatives,
+            row_slot,
+            diff_ap,
+            sq_ap,
+            d_ap,
+            diff_an,
+            sq_an,
+            d_an,
+            hinge,
+        )
+        ctx.n_samples = everything.shape[0]
+        return hinge_sum
+
+    @staticmethod
+    def backward(ctx, grad):
+        saved = ctx.saved_tensors
+        anchors, positives, negatives, row_slot = saved[:4]
+        diff_ap, sq_ap, d_ap, diff_an, sq_an, d_an, hinge = saved[4:]
+        g_hinge = grad.index_select(0, row_slot)  # backward of the index_add into hinge_sum
+        g_hinge = torch.where(hinge <= 0, torch.zeros_like(g_hinge), g_hinge)  # of the relu
+        g_d_ap = torch.zeros_like(d_ap).index_add_(0, row_slot, g_hinge)
+        g_rows = _distance_backward(g_hinge.neg(), sq_an, d_an, diff_an)  # e_a rows; e_n: −
+        g_pair = _distance_backward(g_d_ap, sq_ap, d_ap, diff_ap)  # e_a; e_p: −
+        g_e_a = g_pair + torch.zeros_like(g_pair).index_add_(0, row_slot, g_rows)
+        shape = (ctx.n_samples, diff_an.shape[1])
+        g_n = g_rows.new_zeros(shape).index_add_(0, negatives, g_rows, alpha=-1)
+        g_p = g_rows.new_zeros(shape).index_add_(0, positives, g_pair, alpha=-1)
+        g_a = g_rows.new_zeros(shape).index_add_(0, anchors, g_e_a)
+        # the engine sums the three index_select gradients of E in this order: (p + n) + a
+        return (g_p + g_n) + g_a, None, None, None, None, None
+
+
+def _distance_backward(grad, sq, distance, diff):
+    """The gradient wrt ``a`` of ``sqrt(clamp_min(Σ (a − b)², ε))`` given the one wrt its value:
+    autograd's ``sqrt``, ``clamp_min``, ``sum`` and ``pow`` backward formulas, in their order
+    (``grad / (2 d)``, masked where clamped, times ``2 (a − b)``); the one wrt ``b`` is its
+    negative."""
+    grad = grad / (2 * distance)
+    grad = torch.where(sq >= DISTANCE_EPS, grad, torch.zeros_like(grad))
+    return (2.0 * diff).mul_(grad[:, None])

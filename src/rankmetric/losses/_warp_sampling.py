@@ -328,8 +328,12 @@ class _ViolatorHinges(torch.autograd.Function):
         diff_ap = e_a - everything.index_select(0, positives)
         sq_ap = diff_ap.square().sum(-1)
         d_ap = sq_ap.clamp_min(DISTANCE_EPS).sqrt()
-        diff_an = e_a.index_select(0, row_slot) - everything.index_select(0, negatives)
-        sq_an = diff_an.square().sum(-1)
+        # the rows' anchors gathered straight from E (the values of e_a[row_slot]), the
+        # difference and the square written into those two buffers: no third (V, r) tensor
+        diff_an = everything.index_select(0, anchors.index_select(0, row_slot))
+        buffer = everything.index_select(0, negatives)
+        diff_an.sub_(buffer)
+        sq_an = torch.mul(diff_an, diff_an, out=buffer).sum(-1)  # x·x: what square() computes
         d_an = sq_an.clamp_min(DISTANCE_EPS).sqrt()
         hinge = torch.relu(margin + d_ap.index_select(0, row_slot) - d_an)
         hinge_sum = torch.zeros(anchors.numel(), dtype=hinge.dtype, device=hinge.device)

@@ -41,6 +41,11 @@ CANDIDATES = {
     "reg_lambda=0": {"reg_lambda": 0.0},
     "reg_lambda=1e-2": {"reg_lambda": 1e-2},
     "500 fixed steps": {"max_iter": 500, "tol": None},
+    "1000 fixed steps": {"max_iter": 1000, "tol": None},
+    "hold out 20 % of identities (early stopping)": {
+        "validation_fraction": 0.2,
+        "validation_split": "groups",
+    },
 }
 STAND_INS = ("fmnist-hist", "fmnist-hist-b", "mnist-hist", "dirichlet")
 

@@ -30,6 +30,7 @@ from .._utils import make_rng, resolve_device, to_tensor
 from .._validation import (
     NONE,
     POSITIVE_INT,
+    Options,
     check_labels,
     check_min_per_class,
     check_scale,
@@ -176,6 +177,10 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         **WARP_PARAMETER_CONSTRAINTS,
         **KERNEL_PARAMETER_CONSTRAINTS,
         "n_landmarks": [NONE, POSITIVE_INT],
+        "validation_fraction": [
+            *WARP_PARAMETER_CONSTRAINTS["validation_fraction"],
+            Options("auto"),
+        ],
     }
 
     @deprecate_positional_args
@@ -196,7 +201,7 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         max_iter: int = 2000,
         learning_rate: float | None = None,
         validation_every: int = 50,
-        validation_fraction: float = 0.0,
+        validation_fraction: float | str = "auto",
         validation_split: str = "stratified",
         validation_metric: str = "recall@1",
         patience: int | None = 10,

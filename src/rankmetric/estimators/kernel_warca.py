@@ -20,10 +20,12 @@ Both store ``components_`` (r, n_support) and ``support_vectors_`` (n_support, D
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 
 import numpy as np
 import torch
+from sklearn.base import clone
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._utils import make_rng, resolve_device, to_tensor
@@ -272,9 +274,12 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         if self.kernel == "precomputed" and not _is_symmetric(X):
             raise ValueError("kernel='precomputed' needs a symmetric training kernel K(X, X).")
         rng = make_rng(self.random_state)
+        refit = self.validation_fraction == "auto" and X_val is None and y_val is None
+        X_all, y_all = X, y
         X, codes, X_val, val_codes = self._validation_data(
             X, codes, classes, X_val, y_val, rng, precomputed=self.kernel == "precomputed"
         )
+        refit = refit and X_val is not None
         device = resolve_device(self.device)
         data = to_tensor(X, device)
         exact = self.n_landmarks is None and X.shape[0] <= EXACT_MAX_SAMPLES
@@ -290,7 +295,37 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         self.reference_scores_ = None  # a precomputed kernel has no inputs to compare with
         if self.kernel != "precomputed":
             self._check_against_euclidean(embed_rows, X, codes, X_val, val_codes, rng, device)
+        self.refit_ = refit
+        if refit:
+            self._refit_on_all(X_all, y_all)
         return self
+
+    def _refit_on_all(self, X, y) -> None:
+        """``validation_fraction="auto"``: refit on all of ``(X, y)`` for ``best_iter_`` steps.
+
+        The held-out identities chose the number of steps and ran the check against the
+        Euclidean distance; the model returned is trained on every identity for that many steps
+        (a fixed budget, ``tol=None``), with the same seed. The validation record
+        (``best_iter_``, ``validation_scores_``, ``initial_validation_score_``,
+        ``reference_scores_``) is kept from the held-out fit.
+        """
+        kept = {
+            name: getattr(self, name)
+            for name in (
+                "best_iter_",
+                "validation_scores_",
+                "initial_validation_score_",
+                "reference_scores_",
+            )
+        }
+        full = clone(self).set_params(
+            validation_fraction=0.0, max_iter=int(self.best_iter_ or 0), tol=None
+        )
+        with warnings.catch_warnings():  # its check ranks training items: the held-out one holds
+            warnings.filterwarnings("ignore", "KernelWARCA: the fitted metric ranks below")
+            full.fit(X, y)
+        fitted = {k: v for k, v in vars(full).items() if k.endswith("_") and not k.startswith("_")}
+        vars(self).update({**fitted, **kept, "refit_": True})
 
     def _n_components(self, n_support: int) -> int:
         r = min(DEFAULT_COMPONENTS, n_support) if self.n_components is None else self.n_components

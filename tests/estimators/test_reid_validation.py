@@ -164,7 +164,7 @@ def test_ssne_validates_on_held_out_identities(reid):
         SSNE(validation_fraction=0.2).fit_pairs(X, [[0, 1]], [1.0])
 
 
-FAST = {"n_components": 16, "max_iter": 300, "validation_every": 25, "patience": 4}
+FAST = {"n_components": 16, "max_iter": 300}
 
 
 @pytest.mark.parametrize(
@@ -175,35 +175,36 @@ FAST = {"n_components": 16, "max_iter": 300, "validation_every": 25, "patience":
     ],
 )
 def test_kernel_warca_without_validation_data_checks_on_held_out_identities(reid, params):
-    """No X_val and no validation_fraction: the default ("auto") holds identities out, so a
-    model below Euclidean on unseen identities is reported; with nothing held out the check
-    can only rank training items, which such a model may pass."""
+    """No X_val and no validation_fraction: the default ("auto") checks the same settings on
+    identities held out of a second fit, so a model below Euclidean on unseen identities is
+    reported; the model itself is that of validation_fraction=0, whose own check can only rank
+    training items, which such a model may pass."""
     X, y, Xt, yt = reid
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         model = KernelWARCA(**{**FAST, **params}, random_state=0).fit(X, y)
     assert test_score(model.transform(Xt), yt) < test_score(Xt, yt)  # a bad model indeed
-    assert model.reference_scores_["items"] == "validation"
+    assert model.held_out_check_ and model.reference_scores_["items"] == "validation"
     assert model.reference_scores_["learned"] < model.reference_scores_["euclidean"]
     assert any(issubclass(w.category, UntrainedModelWarning) for w in caught)
-    blind = KernelWARCA(**{**FAST, **params}, random_state=0, validation_fraction=0.0)
+    plain = KernelWARCA(**{**FAST, **params}, random_state=0, validation_fraction=0.0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        blind.fit(X, y)
-    assert blind.reference_scores_["items"] == "training"
+        plain.fit(X, y)
+    assert plain.reference_scores_["items"] == "training" and not plain.held_out_check_
+    np.testing.assert_array_equal(plain.components_, model.components_)  # the same model
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
-def test_automatic_hold_out_needs_enough_identities(reid):
+def test_held_out_check_needs_enough_identities(reid):
     X, y, _, _ = reid
-    few = np.isin(y, np.unique(y)[:9])  # 9 identities with two items: nothing held out
+    few = np.isin(y, np.unique(y)[:9])  # 9 identities with two items: no second fit
     model = KernelWARCA(n_components=8, max_iter=40, random_state=0).fit(X[few], y[few])
-    assert model.reference_scores_["items"] == "training" and model.best_iter_ is None
-    held = KernelWARCA(n_components=8, max_iter=40, validation_every=20, random_state=0)
-    held.fit(X, y)  # 30 identities: 6 held out, whole
-    assert held.reference_scores_["items"] == "validation"
-    assert held.initial_validation_score_ is not None
+    assert model.reference_scores_["items"] == "training" and not model.held_out_check_
+    checked = KernelWARCA(n_components=8, max_iter=40, random_state=0).fit(X, y)  # 30 ids
+    assert checked.held_out_check_ and checked.reference_scores_["items"] == "validation"
+    assert checked.best_iter_ is None  # no early stopping: the model is validation_fraction=0's
     knn = KernelWARCA(n_components=8, max_iter=40, validation_metric="knn", random_state=0)
-    assert knn.fit(X, y).reference_scores_["items"] == "training"  # knn cannot score new ids
+    assert not knn.fit(X, y).held_out_check_  # knn cannot score unseen identities
     with pytest.raises(ValueError, match="validation_fraction"):
         KernelWARCA(validation_fraction="sometimes").fit(X, y)

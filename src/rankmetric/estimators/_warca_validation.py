@@ -29,8 +29,6 @@ from ._early_stopping import (
 )
 
 __all__ = [
-    "AUTO_MIN_IDENTITIES",
-    "AUTO_VALIDATION_FRACTION",
     "VALIDATION_K",
     "VALIDATION_METRICS",
     "VALIDATION_REFERENCE_SIZE",
@@ -39,11 +37,6 @@ __all__ = [
 
 #: Training points the validation k-NN searches (a fixed random subset when there are more).
 VALIDATION_REFERENCE_SIZE = 5000
-#: ``validation_fraction="auto"``: the share of the identities held out, whole, for early
-#: stopping and the check against the Euclidean distance (``docs/warca.md``, "Kernel WARCA's
-#: defaults"), when at least ``AUTO_MIN_IDENTITIES`` identities have two items.
-AUTO_VALIDATION_FRACTION = 0.2
-AUTO_MIN_IDENTITIES = 10
 #: Neighbours of the validation k-NN vote.
 VALIDATION_K = 3
 #: ``validation_metric``: leave-one-out retrieval among the validation items, or (``"knn"``, the
@@ -88,20 +81,6 @@ class WARCAValidationMixin:
         _check_retrieval_codes(val_codes, "y_val")
         return X_val, val_codes
 
-    def _held_out_share(self, codes: np.ndarray) -> tuple[float, str]:
-        """``(fraction, split)`` that ``fit`` holds out of ``(X, y)`` when given no ``X_val``.
-
-        ``validation_fraction="auto"`` (Kernel WARCA's default): ``AUTO_VALIDATION_FRACTION``
-        of the identities, whole (``"groups"``), when at least ``AUTO_MIN_IDENTITIES`` of them
-        have two items (and ``validation_metric`` is a retrieval score); else none.
-        """
-        if self.validation_fraction != "auto":
-            return self.validation_fraction, self.validation_split
-        with_match = int(np.count_nonzero(np.bincount(codes) >= 2))
-        if self.validation_metric == "knn" or with_match < AUTO_MIN_IDENTITIES:
-            return 0.0, self.validation_split
-        return AUTO_VALIDATION_FRACTION, "groups"
-
     def _validation_data(
         self, X, codes, classes, X_val, y_val, rng, *, precomputed=False, cameras=None
     ):
@@ -116,16 +95,17 @@ class WARCAValidationMixin:
         kept = (cameras,) if cameras is not None else ()
         if X_val is not None or y_val is not None:
             return (X, codes, *self._check_validation_set(X_val, y_val, classes), *kept)
-        fraction, split = self._held_out_share(codes)
-        if fraction == 0:
+        if self.validation_fraction == 0:
             return X, codes, None, None, *kept
-        if self.validation_metric == "knn" and split == "groups":
+        if self.validation_metric == "knn" and self.validation_split == "groups":
             raise ValueError(
                 "validation_metric='knn' votes among training points of the validation classes: "
                 "it cannot score the unseen classes of validation_split='groups'; use "
                 "validation_metric='recall@1' or 'map'."
             )
-        train_idx, val_idx = split_validation(codes, fraction, split, rng)
+        train_idx, val_idx = split_validation(
+            codes, self.validation_fraction, self.validation_split, rng
+        )
         if val_idx.size == 0:
             return X, codes, None, None, *kept
         if cameras is not None:

@@ -146,6 +146,22 @@ def worker(args) -> None:
     print(json.dumps({"step": measured, "bound": bound}))
 
 
+def profile(args) -> None:
+    """``--profile NAME``: where a 100-step fit's CPU time goes, by function (cumulative)."""
+    import cProfile
+    import pstats
+
+    X, y = load_data(args.n_features)
+    names = dict(zip(("linear", "exact", "nystroem"), make_learners(*X.shape), strict=True))
+    make, _ = make_learners(*X.shape)[names[args.profile]]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        make(max_iter=2).fit(X, y)  # warm-up
+        profiler = cProfile.Profile(timer=time.process_time)
+        profiler.runcall(make(max_iter=100).fit, X, y)
+    pstats.Stats(profiler).sort_stats("cumulative").print_stats(40)
+
+
 def compare_steps(args, names: list[str], shapes: dict) -> None:
     """Step times of ``--before-src`` and of this tree, alternately, in child processes."""
     trees = {
@@ -195,10 +211,17 @@ def main() -> None:
     )
     parser.add_argument("--before-src", help="another source tree to time side by side")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--profile",
+        choices=["linear", "exact", "nystroem"],
+        help="instead: cProfile (CPU-time clock) of one 100-step fit of this learner",
+    )
     args = parser.parse_args()
     torch.set_num_threads(1)
     if args.worker:
         return worker(args)
+    if args.profile:
+        return profile(args)
 
     from rankmetric import KISSME, XQDA
     from rankmetric.kernels import pairwise_kernel

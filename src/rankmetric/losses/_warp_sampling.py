@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 import numpy as np
 import torch
+from torch.autograd.function import once_differentiable
 
 from ..sampling import LabelIndex
 from ._warp_terms import (
@@ -355,6 +356,7 @@ class _ViolatorHinges(torch.autograd.Function):
         return hinge_sum
 
     @staticmethod
+    @once_differentiable  # its saved differences carry no graph: no silent wrong 2nd derivative
     def backward(ctx, grad):
         saved = ctx.saved_tensors
         anchors, positives, negatives, row_slot = saved[:4]

@@ -60,6 +60,7 @@ def validation_score(split: int, setting: dict) -> tuple[float, float]:
     inner, val = identity_holdout(y, 0)
     params = dict(setting)
     gamma = params.pop("gamma_factor") * default_gamma(torch.as_tensor(X[inner]), "chi2_rbf")
+    params = {"validation_fraction": 0.0, **params}  # as measured (no hold-out inside fit)
     est = KernelWARCA(kernel="chi2_rbf", gamma=gamma, random_state=split, device="cpu", **params)
     start = time.perf_counter()
     est.fit(X[inner], y[inner])

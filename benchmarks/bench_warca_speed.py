@@ -20,14 +20,26 @@ Setup (the kernel matrix, the Nyström map) is reported on its own, and so are X
 KISSME's whole fits and the steps that validation keeps (``validation_fraction=0.2``,
 ``validation_split="groups"``, on the same data).
 
+Times are CPU seconds of the process (``time.process_time``; one thread, so this is the time the
+work itself took), not wall-clock seconds: on a shared machine the wall clock also counts the
+time the process waited for a core, which swings several-fold with the other processes' load
+and says nothing about the code. ``--before-src DIR`` times another source tree (e.g. an older
+commit's ``src``, ``git archive REV src | tar -x -C DIR``) side by side with this one: every
+repeat runs both, alternately, each in a child process, so both see the same load.
+
     OMP_NUM_THREADS=1 python benchmarks/bench_warca_speed.py            # a few minutes
     OMP_NUM_THREADS=1 python benchmarks/bench_warca_speed.py --n-features 26960 --repeats 1
+    git archive f5d443a src | tar -x -C /tmp/before
+    OMP_NUM_THREADS=1 python benchmarks/bench_warca_speed.py --before-src /tmp/before/src
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import subprocess
+import sys
 import time
 import warnings
 
@@ -62,9 +74,9 @@ def time_call(fn, repeats: int) -> float:
     fn()
     times = []
     for _ in range(repeats):
-        start = time.perf_counter()
+        start = time.process_time()
         fn()
-        times.append(time.perf_counter() - start)
+        times.append(time.process_time() - start)
     return float(np.median(times))
 
 
@@ -80,16 +92,109 @@ def step_time(make, X, y, a: int, b: int, repeats: int, bound_step) -> tuple[flo
         for steps in (a, b):
             bound.append(time_call(bound_step, 10))
             est = make(max_iter=steps)
-            start = time.perf_counter()
+            start = time.process_time()
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 est.fit(X, y)
-            times[steps] = time.perf_counter() - start
+            times[steps] = time.process_time() - start
             if est.n_iter_ != steps:
                 raise RuntimeError(f"the fit stopped at {est.n_iter_} of {steps} steps")
         per_step.append((times[b] - times[a]) / (b - a))
     bound.append(time_call(bound_step, 10))
     return float(np.median(per_step)), float(np.median(bound))
+
+
+def make_learners(n: int, d: int) -> dict:
+    """``{name: (make(**params) -> estimator, bound shape)}`` of the three learners timed."""
+    from rankmetric import WARCA, KernelWARCA
+
+    r, m, p = RANK, LANDMARKS, PAIRS
+    common = {"n_components": r, "tol": None, "random_state": 0, "learning_rate": None}
+    common["validation_fraction"] = 0.0  # no validation while timing steps (as before 0.2)
+    # linear WARCA's learning_rate=None diverges on 4,000 standardised features (its first Adam
+    # step moves an embedding by ~lr·Σ|x|); 64 / Σ|x| of that step size trains (docs/warca.md)
+    linear_lr = 1e-2 * 64 / (0.8 * d)
+    return {  # the bound's shapes: rows × inputs of the map, rank, pair ends, items
+        "WARCA (linear)": (
+            lambda **kw: WARCA(**{**common, "learning_rate": linear_lr}, **kw),
+            (n, d, r, 2 * p, n),
+        ),
+        "KernelWARCA exact (rbf)": (
+            lambda **kw: KernelWARCA(kernel="rbf", **common, **kw),
+            (n, n, r, 2 * p, n),
+        ),
+        f"KernelWARCA Nystroem m={m} (rbf)": (
+            lambda **kw: KernelWARCA(kernel="rbf", n_landmarks=m, **common, **kw),
+            (n, m, r, 2 * p, n),
+        ),
+    }
+
+
+def load_data(n_features: int):
+    from rankmetric.datasets.synthetic import make_synthetic_reid
+
+    data = make_synthetic_reid(n_features=n_features, random_state=0)
+    return data.X.astype(np.float32), data.ids
+
+
+def worker(args) -> None:
+    """``--worker NAME``: one repeat of one learner's step time, as a JSON line."""
+    X, y = load_data(args.n_features)
+    make, shape = make_learners(*X.shape)[args.worker]
+    bound_step, _ = gemm_step(*shape)
+    measured, bound = step_time(make, X, y, *args.steps, 1, bound_step)
+    print(json.dumps({"step": measured, "bound": bound}))
+
+
+def profile(args) -> None:
+    """``--profile NAME``: where a 100-step fit's CPU time goes, by function (cumulative)."""
+    import cProfile
+    import pstats
+
+    X, y = load_data(args.n_features)
+    names = dict(zip(("linear", "exact", "nystroem"), make_learners(*X.shape), strict=True))
+    make, _ = make_learners(*X.shape)[names[args.profile]]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        make(max_iter=2).fit(X, y)  # warm-up
+        profiler = cProfile.Profile(timer=time.process_time)
+        profiler.runcall(make(max_iter=100).fit, X, y)
+    pstats.Stats(profiler).sort_stats("cumulative").print_stats(40)
+
+
+def compare_steps(args, names: list[str], shapes: dict) -> None:
+    """Step times of ``--before-src`` and of this tree, alternately, in child processes."""
+    trees = {
+        "before": args.before_src,
+        "after": os.path.dirname(os.path.dirname(__import__("rankmetric").__file__)),
+    }
+    print(f"# before: {trees['before']}; after: {trees['after']}")
+    print(
+        "\n| learner | before s/step | after s/step | after / before | before bound | "
+        "after bound | before ratio | after ratio | GFLOP/step |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name in names:
+        runs: dict[str, list[dict]] = {"before": [], "after": []}
+        for _ in range(args.repeats):
+            for tree, src in trees.items():
+                command = [sys.executable, __file__, "--worker", name, "--n-features"]
+                command += [str(args.n_features), "--steps", *map(str, args.steps)]
+                env = {**os.environ, "PYTHONPATH": src, "OMP_NUM_THREADS": "1"}
+                out = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
+                runs[tree].append(json.loads(out.stdout.strip().splitlines()[-1]))
+        med = {
+            tree: {k: float(np.median([run[k] for run in rs])) for k in ("step", "bound")}
+            for tree, rs in runs.items()
+        }
+        b, a = med["before"], med["after"]
+        print(
+            f"| {name} | {b['step'] * 1e3:.1f} ms | {a['step'] * 1e3:.1f} ms | "
+            f"{a['step'] / b['step']:.2f} | {b['bound'] * 1e3:.1f} ms | {a['bound'] * 1e3:.1f} ms"
+            f" | {b['step'] / b['bound']:.2f}× | {a['step'] / a['bound']:.2f}× | "
+            f"{shapes[name] / 1e9:.2f} |",
+            flush=True,
+        )
 
 
 def main() -> None:
@@ -104,41 +209,36 @@ def main() -> None:
         default=["steps", "setup", "validation"],
         choices=["steps", "setup", "validation"],
     )
+    parser.add_argument("--before-src", help="another source tree to time side by side")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--profile",
+        choices=["linear", "exact", "nystroem"],
+        help="instead: cProfile (CPU-time clock) of one 100-step fit of this learner",
+    )
     args = parser.parse_args()
     torch.set_num_threads(1)
+    if args.worker:
+        return worker(args)
+    if args.profile:
+        return profile(args)
 
-    from rankmetric import KISSME, WARCA, XQDA, KernelWARCA
-    from rankmetric.datasets.synthetic import make_synthetic_reid
+    from rankmetric import KISSME, XQDA
     from rankmetric.kernels import pairwise_kernel
 
-    data = make_synthetic_reid(n_features=args.n_features, random_state=0)
-    X, y = data.X.astype(np.float32), data.ids
-    n, d, r, m, p = X.shape[0], X.shape[1], RANK, LANDMARKS, PAIRS
+    X, y = load_data(args.n_features)
+    n, d, r = X.shape[0], X.shape[1], RANK
     a, b = args.steps
     print(f"# VIPeR-scale stand-in: N={n} items, D={d} features, rank {r}, one thread")
     print(f"# load average at start: {os.getloadavg()}")
-
-    common = {"n_components": r, "tol": None, "random_state": 0, "learning_rate": None}
-    # linear WARCA's learning_rate=None diverges on 4,000 standardised features (its first Adam
-    # step moves an embedding by ~lr·Σ|x|); 64 / Σ|x| of that step size trains (docs/warca.md)
-    linear_lr = 1e-2 * 64 / (0.8 * d)
-    learners = {  # the bound's shapes: rows × inputs of the map, rank, pair ends, items
-        "WARCA (linear)": (
-            lambda **kw: WARCA(**{**common, "learning_rate": linear_lr}, **kw),
-            (n, d, r, 2 * p, n),
-        ),
-        "KernelWARCA exact (rbf)": (
-            lambda **kw: KernelWARCA(kernel="rbf", **common, **kw),
-            (n, n, r, 2 * p, n),
-        ),
-        f"KernelWARCA Nystroem m={m} (rbf)": (
-            lambda **kw: KernelWARCA(kernel="rbf", n_landmarks=m, **common, **kw),
-            (n, m, r, 2 * p, n),
-        ),
-    }
+    learners = make_learners(n, d)
+    if "steps" in args.sections and args.before_src:
+        flops = {name: gemm_step(*shape)[1] for name, (_, shape) in learners.items()}
+        compare_steps(args, list(learners), flops)
     print("\n| learner | s/step (median) | GEMM bound s/step | ratio | GFLOP/step | GFLOP/s |")
     print("|---|---|---|---|---|---|")
-    for name, (make, shape) in learners.items() if "steps" in args.sections else ():
+    steps_here = "steps" in args.sections and not args.before_src
+    for name, (make, shape) in learners.items() if steps_here else ():
         bound_step, flops = gemm_step(*shape)
         measured, bound = step_time(make, X, y, a, b, args.repeats, bound_step)
         print(
@@ -159,17 +259,17 @@ def main() -> None:
         inputs = Xt.abs() if kernel == "chi2_rbf" else Xt  # χ² needs non-negative features
         times = []
         for _ in range(args.setup_repeats):
-            start = time.perf_counter()
+            start = time.process_time()
             pairwise_kernel(inputs, inputs, kernel, gamma=1.0 / d, **options)
-            times.append(time.perf_counter() - start)
+            times.append(time.process_time() - start)
         print(f"| {label} (exact setup) | {np.median(times):.2f} |", flush=True)
     peers = (("XQDA fit", XQDA()), ("KISSME fit", KISSME(n_components=r)))
     for name, est in peers if "setup" in args.sections else ():
         times = []
         for _ in range(args.setup_repeats):
-            start = time.perf_counter()
+            start = time.process_time()
             est.fit(X, y)
-            times.append(time.perf_counter() - start)
+            times.append(time.process_time() - start)
         print(f"| {name} (D={d}) | {np.median(times):.2f} |")
 
     print("\n| learner (validation_fraction=0.2, groups) | steps taken | step kept | fit s |")
@@ -177,11 +277,11 @@ def main() -> None:
     for name, (make, _) in learners.items() if "validation" in args.sections else ():
         est = make(max_iter=2000, validation_fraction=0.2, validation_split="groups")
         est.set_params(tol=1e-2, patience=5)
-        start = time.perf_counter()
+        start = time.process_time()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             est.fit(X, y)
-        elapsed = time.perf_counter() - start
+        elapsed = time.process_time() - start
         print(f"| {name} | {est.n_iter_} | {est.best_iter_} | {elapsed:.1f} |")
     print(f"\n# load average at end: {os.getloadavg()}")
 

@@ -20,16 +20,19 @@ Both store ``components_`` (r, n_support) and ``support_vectors_`` (n_support, D
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 
 import numpy as np
 import torch
+from sklearn.base import clone
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._utils import make_rng, resolve_device, to_tensor
 from .._validation import (
     NONE,
     POSITIVE_INT,
+    Options,
     check_labels,
     check_min_per_class,
     check_scale,
@@ -40,6 +43,8 @@ from ..kernels import KERNEL_PARAMETER_CONSTRAINTS, NystroemMap, default_gamma, 
 from ..losses.regularizers import kernel_aon_penalty
 from ..models.linear import LinearMap
 from ..sampling import LabelIndex
+from ._early_stopping import split_validation
+from ._init_parameters import store_parameters
 from .base import MetricLearnerMixin, fit_context
 from .warca import WARP_PARAMETER_CONSTRAINTS, BaseWARCA
 
@@ -61,6 +66,11 @@ TRANSFORM_CHUNK_ELEMENTS = 1 << 24
 #: ``lr · Σ_j |k(x, x_j)|``, which grows with N; this keeps that first move as large as linear
 #: WARCA's on about 64 standardised features, the inputs its step size was chosen on.
 KERNEL_ROW_MASS = 64.0
+#: ``validation_fraction="auto"``: the share of the identities held out, whole, from a second
+#: fit, to check the fitted procedure against the Euclidean distance on identities it never saw
+#: (``docs/warca.md``, "Kernel WARCA's defaults"), when ``AUTO_MIN_IDENTITIES`` have two items.
+AUTO_VALIDATION_FRACTION = 0.2
+AUTO_MIN_IDENTITIES = 10
 #: An optional fixed ceiling (bytes) on the kernels of one fit, on top of the process's memory
 #: budget (:mod:`rankmetric.resources`), which alone bounds them when this is None.
 MAX_KERNEL_BYTES: int | None = None
@@ -88,6 +98,11 @@ def _check_kernel_memory(n: int, n_landmarks: int | None, exact: bool) -> None:
             f"{MAX_KERNEL_BYTES / 2**30:.1f} GiB). {advice}"
         )
     check_memory(need, f"KernelWARCA's {what}", advice)
+
+
+def _fitted(estimator) -> dict:
+    """The fitted attributes of ``estimator`` (public names ending in ``_``)."""
+    return {k: v for k, v in vars(estimator).items() if k.endswith("_") and not k.startswith("_")}
 
 
 def _step_scale(rows: torch.Tensor) -> float:
@@ -130,8 +145,20 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
     n_landmarks : int, optional
         Nyström landmarks ``m`` (drawn uniformly from the training set). ``None``: exact kernel up
         to 20 000 samples, 2 000 landmarks beyond.
+    validation_fraction : float or "auto", default="auto"
+        ``"auto"``: when ``fit`` gets no ``X_val, y_val``, the model is that of ``0`` (every
+        identity, the ``tol`` rule), and a second fit with the same settings on 80 % of the
+        identities is checked against the Euclidean distance on the other 20 %, held out whole
+        (``reference_scores_``, ``held_out_check_``, an
+        :class:`~rankmetric.training.UntrainedModelWarning` when below). A check on training
+        items cannot see a model that ranks unseen identities below the Euclidean distance (an
+        over-fitted or badly set one passes it); this one can, for about 1.8× the fit time.
+        Used when at least 10 identities have two items (not with ``validation_metric="knn"``
+        or a precomputed kernel). A float: as in :class:`rankmetric.WARCA` (held out, early
+        stopping on it; ``0``: no hold-out and no second fit). ``docs/warca.md``, "Kernel
+        WARCA's defaults", has the measurements behind this default.
     margin, reg_lambda, batch_size, sampling, max_sampling, max_iter, validation_every,
-    validation_fraction, validation_split, validation_metric, patience, tol, tol_window,
+    validation_split, validation_metric, patience, tol, tol_window,
     random_state, device, verbose, checkpoint_dir, checkpoint_every :
         As in :class:`rankmetric.WARCA`. ``reg_lambda`` defaults to 1e-3 (the reference's VIPeR
         setting): on a normalised kernel (:math:`k(x, x) = 1`) an embedding with
@@ -158,11 +185,11 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         The kernel width used.
     approximation_ : str
         ``"exact"`` or ``"nystroem"``.
-    n_iter_, batch_size_, tol_window_, learning_rate_, loss_curve_ : int, float or list
-        As in :class:`rankmetric.WARCA`.
-    validation_scores_, initial_validation_score_, best_iter_ : list, float or int
-        As in :class:`rankmetric.WARCA`.
-    reference_scores_, n_features_in_ : dict or None, int
+    held_out_check_ : bool
+        Whether ``reference_scores_`` comes from identities held out of a second fit
+        (``validation_fraction="auto"``).
+    n_iter_, batch_size_, tol_window_, learning_rate_, loss_curve_, validation_scores_,
+    initial_validation_score_, best_iter_, reference_scores_, n_features_in_ :
         As in :class:`rankmetric.WARCA` (``reference_scores_`` is None for a precomputed
         kernel: there are no inputs to take Euclidean distances of).
 
@@ -200,6 +227,10 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         **WARP_PARAMETER_CONSTRAINTS,
         **KERNEL_PARAMETER_CONSTRAINTS,
         "n_landmarks": [NONE, POSITIVE_INT],
+        "validation_fraction": [
+            *WARP_PARAMETER_CONSTRAINTS["validation_fraction"],
+            Options("auto"),
+        ],
     }
 
     @deprecate_positional_args
@@ -220,7 +251,7 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         max_iter: int = 2000,
         learning_rate: float | None = None,
         validation_every: int = 50,
-        validation_fraction: float = 0.0,
+        validation_fraction: float | str = "auto",
         validation_split: str = "stratified",
         validation_metric: str = "recall@1",
         patience: int | None = 10,
@@ -232,31 +263,7 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         checkpoint_dir: str | None = None,
         checkpoint_every: int = 100,
     ) -> None:
-        self.n_components = n_components
-        self.kernel = kernel
-        self.gamma = gamma
-        self.degree = degree
-        self.coef0 = coef0
-        self.n_landmarks = n_landmarks
-        self.margin = margin
-        self.reg_lambda = reg_lambda
-        self.batch_size = batch_size
-        self.sampling = sampling
-        self.max_sampling = max_sampling
-        self.max_iter = max_iter
-        self.learning_rate = learning_rate
-        self.validation_every = validation_every
-        self.validation_fraction = validation_fraction
-        self.validation_split = validation_split
-        self.validation_metric = validation_metric
-        self.patience = patience
-        self.tol = tol
-        self.tol_window = tol_window
-        self.random_state = random_state
-        self.device = device
-        self.verbose = verbose
-        self.checkpoint_dir = checkpoint_dir
-        self.checkpoint_every = checkpoint_every
+        store_parameters(self, locals())
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -316,6 +323,8 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         if self.kernel == "precomputed" and not _is_symmetric(X):
             raise ValueError("kernel='precomputed' needs a symmetric training kernel K(X, X).")
         rng = make_rng(self.random_state)
+        if self.validation_fraction == "auto" and X_val is None and y_val is None:
+            return self._fit_checked(X, y, codes)
         X, codes, X_val, val_codes = self._validation_data(
             X, codes, classes, X_val, y_val, rng, precomputed=self.kernel == "precomputed"
         )
@@ -334,6 +343,43 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         self.reference_scores_ = None  # a precomputed kernel has no inputs to compare with
         if self.kernel != "precomputed":
             self._check_against_euclidean(embed_rows, X, codes, X_val, val_codes, rng, device)
+        self.held_out_check_ = False
+        return self
+
+    def _fit_checked(self, X, y, codes: np.ndarray) -> KernelWARCA:
+        """``validation_fraction="auto"`` without ``X_val``: the model of
+        ``validation_fraction=0`` on every identity, and the check against the Euclidean
+        distance on identities that a second fit (same settings, the other identities) never saw.
+
+        The returned model is that of ``validation_fraction=0`` exactly; only
+        ``reference_scores_`` (and its warning) come from the held-out identities
+        (``held_out_check_``). Without ``AUTO_MIN_IDENTITIES`` identities of two items, or with
+        a precomputed kernel, or ``validation_metric="knn"``, only the first fit runs.
+        """
+        plain = clone(self).set_params(validation_fraction=0.0)
+        with_match = int(np.count_nonzero(np.bincount(codes) >= 2))
+        feasible = with_match >= AUTO_MIN_IDENTITIES and self.validation_metric != "knn"
+        if not feasible or self.kernel == "precomputed":
+            vars(self).update(_fitted(plain.fit(X, y)))
+            self.held_out_check_ = False
+            return self
+        rng = make_rng(self.random_state)
+        train_idx, val_idx = split_validation(codes, AUTO_VALIDATION_FRACTION, "groups", rng)
+        with warnings.catch_warnings():  # what matters of this fit is the check below
+            warnings.simplefilter("ignore")
+            probe = clone(plain).fit(X[train_idx], y[train_idx])
+        vars(self).update(_fitted(plain.fit(X, y)))
+        device = resolve_device(self.device)
+        self._check_against_euclidean(
+            lambda rows: to_tensor(probe.transform(rows), device),
+            X,
+            None,
+            X[val_idx],
+            codes[val_idx],
+            rng,
+            device,
+        )
+        self.held_out_check_ = True
         return self
 
     def _n_components(self, n_support: int) -> int:

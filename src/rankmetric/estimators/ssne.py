@@ -1,7 +1,8 @@
 """SSNE: similarity-sensitive nonlinear embeddings onto the unit sphere (Batra & Shakhnarovich).
 
 A scikit-learn face over :class:`rankmetric.models.sphere.SphereTanhEmbedding` and
-:mod:`rankmetric.losses.similarity`, trained with :func:`rankmetric.training.train`.
+:mod:`rankmetric.losses.similarity`, trained with :func:`rankmetric.training.train`; the
+proximal solver is in ``estimators/_ssne_solver.py``.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from .._validation import (
     deprecate_positional_args,
 )
 from ..io import register_estimator
-from ..losses.regularizers import group_norm_penalty, group_soft_threshold_
+from ..losses.regularizers import group_norm_penalty
 from ..losses.similarity import (
     SimilarityRegressionLoss,
     jaccard_similarity_targets,
@@ -48,6 +49,8 @@ from ._early_stopping import (
     sample_retrieval_items,
     split_validation,
 )
+from ._init_parameters import store_parameters
+from ._ssne_solver import ProximalStepper as _ProximalStepper
 from ._supervision import check_pair_supervision
 from .base import MetricLearnerMixin, fit_context
 
@@ -57,8 +60,6 @@ __all__ = ["SSNE", "default_n_components"]
 MIN_DEFAULT_COMPONENTS, MAX_DEFAULT_COMPONENTS = 16, 256
 _SOLVERS = ("full", "bcd")
 _POSITIVE_SAMPLING = ("pairs", "classes")
-#: Momentum of the proximal SGD steps.
-MOMENTUM = 0.9
 _SIMILARITIES = ("labels", "jaccard")
 _TRANSFORM_CHUNK = 65536
 #: Round-off allowed on target similarities (dot products of unit vectors can exceed 1 by ~1e-16).
@@ -72,77 +73,6 @@ def default_n_components(n_features: int) -> int:
     """:math:`M = 2D` clipped to ``[16, 256]``: room for units to be pruned on small inputs, bounded
     cost on wide ones."""
     return int(np.clip(2 * n_features, MIN_DEFAULT_COMPONENTS, MAX_DEFAULT_COMPONENTS))
-
-
-class _ProximalStepper:
-    """Proximal stochastic gradient steps on ``loss + reg_lambda · Σ_m ||w_m||``.
-
-    Heavy-ball SGD (``v ← β v + ∇loss``, ``W ← W − η v``) with a step size ``η`` decaying linearly
-    from ``learning_rate`` to 0, followed by the group soft-threshold of the columns of ``W`` by
-    ``τ = η · reg_lambda / (1 − β)``. The ``1 / (1 − β)`` matches the threshold to the step that
-    momentum actually takes (``η / (1 − β)`` times the gradient once ``v`` has settled), so a fixed
-    point satisfies ``0 ∈ ∇loss + reg_lambda · ∂R``: the iteration minimises the stated objective
-    with or without momentum (``β = 0`` is plain proximal SGD). A threshold of ``η · reg_lambda``
-    with ``β = 0.9`` would minimise ``loss + reg_lambda / 10 · R`` instead.
-
-    With ``block_size`` set, a step is block-coordinate: the gradient of every column outside a
-    random block of ``block_size`` columns is masked, and those columns and their momentum are
-    restored after the optimiser step (they neither move nor forget), so each column follows the
-    same heavy-ball iteration over the steps that draw it; only the block is thresholded.
-    """
-
-    def __init__(
-        self,
-        module: SphereTanhEmbedding,
-        *,
-        learning_rate: float,
-        reg_lambda: float,
-        max_iter: int,
-        block_size: int | None,
-        momentum: float = MOMENTUM,
-    ) -> None:
-        self.weight = module.weight
-        self.optimizer = torch.optim.SGD(module.parameters(), lr=learning_rate, momentum=momentum)
-        self.learning_rate, self.reg_lambda, self.max_iter = learning_rate, reg_lambda, max_iter
-        self.momentum = momentum
-        self.block_size = block_size
-        self.lr = learning_rate
-        self.block: torch.Tensor | None = None
-        self.frozen: torch.Tensor | None = None
-        self.frozen_velocity: torch.Tensor | None = None
-        self.mask: torch.Tensor | None = None
-        if block_size is not None:
-            self.weight.register_hook(lambda grad: grad * self.mask)
-
-    @property
-    def threshold(self) -> float:
-        """``τ`` of the current step: ``η · reg_lambda / (1 − β)``."""
-        return self.lr * self.reg_lambda / (1.0 - self.momentum)
-
-    def begin(self, step: int, rng: np.random.Generator) -> None:
-        """Set this step's size and, for block-coordinate steps, draw its block of columns."""
-        self.lr = self.learning_rate * (1.0 - step / self.max_iter)
-        self.optimizer.param_groups[0]["lr"] = self.lr
-        if self.block_size is None:
-            return
-        n_columns = self.weight.shape[1]
-        cols = rng.choice(n_columns, size=self.block_size, replace=False)
-        self.block = torch.as_tensor(cols, device=self.weight.device)
-        self.mask = torch.zeros(n_columns, dtype=self.weight.dtype, device=self.weight.device)
-        self.mask[self.block] = 1.0
-        self.frozen = self.weight.detach().clone()
-        velocity = self.optimizer.state.get(self.weight, {}).get("momentum_buffer")
-        self.frozen_velocity = None if velocity is None else velocity.clone()
-
-    def proximal_step(self) -> None:
-        """After the optimiser step: restore the columns outside the block, then threshold."""
-        if self.block is not None:
-            outside = self.mask == 0
-            self.weight[:, outside] = self.frozen[:, outside]
-            velocity = self.optimizer.state.get(self.weight, {}).get("momentum_buffer")
-            if velocity is not None and self.frozen_velocity is not None:
-                velocity[:, outside] = self.frozen_velocity[:, outside]
-        group_soft_threshold_(self.weight, self.threshold, self.block)
 
 
 @register_estimator
@@ -336,27 +266,7 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
         checkpoint_dir: str | None = None,
         checkpoint_every: int = 100,
     ) -> None:
-        self.n_components = n_components
-        self.reg_lambda = reg_lambda
-        self.similarity = similarity
-        self.neg_target = neg_target
-        self.positive_fraction = positive_fraction
-        self.positive_sampling = positive_sampling
-        self.solver = solver
-        self.block_size = block_size
-        self.batch_size = batch_size
-        self.learning_rate = learning_rate
-        self.max_iter = max_iter
-        self.validation_fraction = validation_fraction
-        self.validation_split = validation_split
-        self.validation_metric = validation_metric
-        self.validation_every = validation_every
-        self.patience = patience
-        self.random_state = random_state
-        self.device = device
-        self.verbose = verbose
-        self.checkpoint_dir = checkpoint_dir
-        self.checkpoint_every = checkpoint_every
+        store_parameters(self, locals())
 
     # ------------------------------------------------------------------ fitting
     _fitted_arrays = {"mean_": ("n_features_in_",), "scale_": ("n_features_in_",)}

@@ -2,13 +2,13 @@
 
 A scikit-learn face over :class:`rankmetric.models.linear.LinearMap`, the WARP loss of
 :mod:`rankmetric.losses.warp` and :func:`rankmetric.training.train`. The shared machinery of
-linear and kernel WARCA (parameter checks, the training loop, the validation scorer) lives in
-:class:`BaseWARCA`; :mod:`rankmetric.estimators.kernel_warca` builds on it.
+linear and kernel WARCA lives in :class:`BaseWARCA` (parameter declarations, tags), which takes
+the training loop from ``_warca_solver.py`` and the validation from ``_warca_validation.py``;
+:mod:`rankmetric.estimators.kernel_warca` builds on it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from numbers import Integral, Real
 
 import numpy as np
@@ -16,7 +16,6 @@ import torch
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import validate_data
 
-from .. import distributed
 from .._utils import make_rng, resolve_device, to_tensor
 from .._validation import (
     ARRAY,
@@ -35,8 +34,7 @@ from .._validation import (
     deprecate_positional_args,
 )
 from ..io import register_estimator
-from ..losses.regularizers import aon_penalty
-from ..losses.warp import DENSE_DETECTION_RATIO, SAMPLINGS, Embed, sampled_warp_loss
+from ..losses.warp import SAMPLINGS
 from ..models.linear import INITS, LinearMap
 from ..sampling import (
     POSITIVES,
@@ -45,70 +43,45 @@ from ..sampling import (
     PairIndex,
     check_cameras,
 )
-from ..training import TrainingResult, train
-from ._early_stopping import (
-    MAX_REFERENCE_ITEMS,
-    RETRIEVAL_METRICS,
-    VALIDATION_PARAMETER_CONSTRAINTS,
-    retrieval_score,
-    retrieval_validator,
-    sample_retrieval_items,
-    split_validation,
-    warn_if_below_reference,
-)
+from ._early_stopping import VALIDATION_PARAMETER_CONSTRAINTS
+from ._init_parameters import store_parameters
 from ._supervision import (
     check_pair_supervision,
     check_triplet_supervision,
     pairs_from_triplets,
 )
+from ._warca_solver import (
+    AUTO_BATCH,
+    AUTO_WINDOW,
+    SCHEDULE_0_1,
+    STATS_CHUNK_ROWS,
+    WARPTrainingMixin,
+    auto_schedule,
+    column_stats,
+)
+from ._warca_validation import (
+    VALIDATION_K,
+    VALIDATION_METRICS,
+    VALIDATION_REFERENCE_SIZE,
+    WARCAValidationMixin,
+)
 from .base import MahalanobisMixin, fit_context
 
-__all__ = ["WARCA", "BaseWARCA"]
-
-#: Training points the validation k-NN searches (a fixed random subset when there are more).
-VALIDATION_REFERENCE_SIZE = 5000
-#: Neighbours of the validation k-NN vote.
-VALIDATION_K = 3
-#: Rows per chunk when computing column statistics of large inputs.
-STATS_CHUNK_ROWS = 65536
-#: ``batch_size=None``: ``clip(n_samples // 4, *AUTO_BATCH)`` positive pairs per step.
-AUTO_BATCH = (64, 512)
-#: ``tol_window=None``: ``clip(50 · batch / 512, *AUTO_WINDOW)`` steps per window.
-AUTO_WINDOW = (20, 50)
-#: ``validation_metric``: leave-one-out retrieval among the validation items, or (``"knn"``, the
-#: only score before 0.2) k-NN accuracy of the validation items against training points.
-VALIDATION_METRICS = (*RETRIEVAL_METRICS, "knn")
-#: The fixed schedule of rankmetric 0.1 (the published bench tables pin it, to reproduce).
-SCHEDULE_0_1 = {"batch_size": 512, "tol_window": 50, "learning_rate": 1e-2}
-
-
-def auto_schedule(
-    n_samples: int,
-    batch_size: int | None,
-    tol_window: int | None,
-    learning_rate: float | None = 1e-2,
-) -> tuple[int, int, float]:
-    """Pairs per step, steps per stopping window and step size, scaled to the data when None.
-
-    Small training sets get small batches (a quarter of the samples, at least 64), a window
-    that shrinks with the batch (at least 20 steps) and a step size that grows as the square
-    root of the batch shrinks (``0.01 · sqrt(512 / batch)``: 0.01 at 512 pairs, 0.028 at 64);
-    from 2,048 samples on, the 0.1 defaults (512 pairs, 50 steps, 0.01). Chosen on inner
-    validation splits, never the 5×2 test folds (``benchmarks/bench_warca_small.py``).
-
-    Returns
-    -------
-    batch_size, tol_window : int
-    learning_rate : float
-    """
-    if batch_size is None:
-        batch_size = int(np.clip(n_samples // 4, *AUTO_BATCH))
-    if tol_window is None:
-        tol_window = int(np.clip(round(50 * batch_size / 512), *AUTO_WINDOW))
-    if learning_rate is None:
-        learning_rate = 1e-2 * float(np.sqrt(AUTO_BATCH[1] / batch_size))
-    return batch_size, tol_window, learning_rate
-
+__all__ = [
+    "WARCA",
+    "BaseWARCA",
+    "WARP_PARAMETER_CONSTRAINTS",
+    # defined beside this module (_warca_solver, _warca_validation), importable from here
+    "auto_schedule",
+    "column_stats",
+    "AUTO_BATCH",
+    "AUTO_WINDOW",
+    "SCHEDULE_0_1",
+    "STATS_CHUNK_ROWS",
+    "VALIDATION_K",
+    "VALIDATION_METRICS",
+    "VALIDATION_REFERENCE_SIZE",
+]
 
 #: The hyper-parameters every WARCA (linear and kernel) shares, declared once.
 WARP_PARAMETER_CONSTRAINTS = {
@@ -133,32 +106,14 @@ WARP_PARAMETER_CONSTRAINTS = {
 }
 
 
-def column_stats(
-    X: np.ndarray, chunk_rows: int = STATS_CHUNK_ROWS
-) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and standard deviation of each column, in float64, in row chunks (no copy of ``X``).
-
-    Columns with a zero standard deviation get a scale of 1 (they stay constant).
-
-    Returns
-    -------
-    mean, scale : ndarrays of shape (n_features,)
-    """
-    mean = X.mean(axis=0, dtype=np.float64)
-    sq = np.zeros(X.shape[1])
-    for start in range(0, X.shape[0], chunk_rows):
-        sq += np.square(X[start : start + chunk_rows] - mean).sum(axis=0)
-    scale = np.sqrt(sq / X.shape[0])
-    scale[scale < 1e-12 * max(1.0, np.abs(mean).max(initial=0.0))] = 1.0
-    return mean, scale
-
-
-class BaseWARCA(TransformerMixin, BaseEstimator):
+class BaseWARCA(WARPTrainingMixin, WARCAValidationMixin, TransformerMixin, BaseEstimator):
     """What linear and kernel WARCA share: parameter checks, the WARP training loop, validation.
 
-    Subclasses define ``__init__`` (their hyper-parameters) and ``fit``; they call
-    :meth:`_validate_params` (over ``_parameter_constraints``), then :meth:`_train_warp` with
-    their module and embedding.
+    Subclasses define ``__init__`` (their hyper-parameters, stored with
+    :meth:`_store_parameters`) and ``fit``; they call :meth:`_validate_params` (over
+    ``_parameter_constraints``), then :meth:`_train_warp` with their module and embedding. The
+    training loop is in ``estimators/_warca_solver.py``, the validation set, its scorer and the
+    check against the Euclidean distance in ``estimators/_warca_validation.py``.
     """
 
     def __sklearn_tags__(self):
@@ -173,283 +128,6 @@ class BaseWARCA(TransformerMixin, BaseEstimator):
         "data), another reg_lambda, or a validation set (validation_fraction) to keep the best "
         "step; docs/warca.md, 'When a fit does not learn'."
     )
-
-    def _check_validation_set(self, X_val, y_val, classes: np.ndarray, *, reset_features=False):
-        """Validate the optional early-stopping set: ``(X_val, val_codes)`` or ``(None, None)``.
-
-        ``val_codes`` index ``classes`` for ``validation_metric="knn"``; otherwise they are the
-        validation set's own label codes (its identities need not occur in training).
-        """
-        if X_val is None and y_val is None:
-            return None, None
-        if X_val is None or y_val is None:
-            raise ValueError("early stopping needs both X_val and y_val.")
-        if self.validation_fraction > 0:
-            raise ValueError(
-                f"validation_fraction={self.validation_fraction} holds a validation set out of "
-                "(X, y): give either it or X_val, y_val, not both."
-            )
-        X_val = validate_data(self, X_val, reset=False, dtype=[np.float32, np.float64])
-        y_val = np.asarray(y_val)
-        val_classes, val_codes = check_labels(y_val, X_val.shape[0], min_classes=1)
-        if self.validation_metric == "knn":
-            unknown = np.setdiff1d(y_val, classes)
-            if unknown.size:
-                raise ValueError(
-                    f"y_val has labels not seen in y: {unknown[:5].tolist()}; "
-                    "validation_metric='knn' votes among training points, so it needs them. "
-                    "validation_metric='recall@1' or 'map' scores held-out identities."
-                )
-            return X_val, np.searchsorted(classes, y_val)
-        _check_retrieval_codes(val_codes, "y_val")
-        return X_val, val_codes
-
-    def _validation_data(
-        self, X, codes, classes, X_val, y_val, rng, *, precomputed=False, cameras=None
-    ):
-        """``(X, codes, X_val, val_codes)``: the training rows and the validation set.
-
-        The validation set is ``(X_val, y_val)`` when given, else ``validation_fraction`` of
-        ``(X, y)`` held out by ``validation_split`` (for ``precomputed`` kernels, the rows and
-        columns of the training kernel are split alike), else none. With ``cameras`` (per-row
-        camera codes), their training rows are appended: ``(X, codes, X_val, val_codes,
-        cameras)``.
-        """
-        kept = (cameras,) if cameras is not None else ()
-        if X_val is not None or y_val is not None:
-            return (X, codes, *self._check_validation_set(X_val, y_val, classes), *kept)
-        if self.validation_fraction == 0:
-            return X, codes, None, None, *kept
-        if self.validation_metric == "knn" and self.validation_split == "groups":
-            raise ValueError(
-                "validation_metric='knn' votes among training points of the validation classes: "
-                "it cannot score the unseen classes of validation_split='groups'; use "
-                "validation_metric='recall@1' or 'map'."
-            )
-        train_idx, val_idx = split_validation(
-            codes, self.validation_fraction, self.validation_split, rng
-        )
-        if val_idx.size == 0:
-            return X, codes, None, None, *kept
-        if cameras is not None:
-            kept = (cameras[train_idx],)
-        train_classes, train_codes = np.unique(codes[train_idx], return_inverse=True)
-        if self.validation_metric == "knn":
-            val_codes = np.searchsorted(train_classes, codes[val_idx])
-        else:
-            val_codes = codes[val_idx]
-            _check_retrieval_codes(val_codes, "the held-out validation set")
-        if precomputed:
-            return (
-                X[np.ix_(train_idx, train_idx)],
-                train_codes,
-                X[np.ix_(val_idx, train_idx)],
-                val_codes,
-                *kept,
-            )
-        return X[train_idx], train_codes, X[val_idx], val_codes, *kept
-
-    def _make_validator(
-        self,
-        embed: Callable[[torch.Tensor], torch.Tensor],
-        embed_val: Callable[[torch.Tensor | None], torch.Tensor],
-        codes: np.ndarray,
-        y_val_codes: np.ndarray,
-        rng: np.random.Generator,
-        device: torch.device,
-    ) -> Callable[[], float]:
-        """The validation score of ``validation_metric``.
-
-        Retrieval metrics rank at most ``MAX_VALIDATION_ITEMS`` validation items (whole classes)
-        leave-one-out among themselves; ``"knn"`` is the k-NN accuracy (k=3) of the validation
-        set against a fixed subset of training points. ``embed_val(indices)`` embeds validation
-        rows (``None``: all).
-        """
-        if self.validation_metric != "knn":
-            items = sample_retrieval_items(y_val_codes, rng)
-            index = torch.as_tensor(items, device=device)
-            return retrieval_validator(
-                lambda: embed_val(index),
-                torch.as_tensor(y_val_codes[items], device=device),
-                self.validation_metric,
-            )
-        n = codes.shape[0]
-        ref = (
-            np.sort(rng.choice(n, VALIDATION_REFERENCE_SIZE, replace=False))
-            if (n > VALIDATION_REFERENCE_SIZE)
-            else np.arange(n)
-        )
-        ref_index = torch.as_tensor(ref, device=device)
-
-        def validate() -> float:
-            from ..evaluate.knn import knn_accuracy  # imported lazily: evaluate sits above us
-
-            with torch.no_grad():
-                ref_emb, val_emb = embed(ref_index), embed_val(None)
-            return knn_accuracy(ref_emb, codes[ref], val_emb, y_val_codes, k=VALIDATION_K)
-
-        return validate
-
-    def _check_against_euclidean(
-        self,
-        embed_rows: Callable[[np.ndarray], torch.Tensor],
-        X: np.ndarray,
-        codes: np.ndarray | None,
-        X_val: np.ndarray | None,
-        val_codes: np.ndarray | None,
-        rng: np.random.Generator,
-        device: torch.device,
-    ) -> None:
-        """Warn (:class:`~rankmetric.training.UntrainedModelWarning`) when the fitted metric
-        ranks below the Euclidean distance of the inputs.
-
-        Leave-one-out recall@1 (or the validation mAP) on at most ``MAX_REFERENCE_ITEMS``
-        validation items (whole classes), or, without a validation set, training items.
-        ``embed_rows(rows)`` embeds rows of the inputs. The draws come after training: the
-        fitted model does not depend on them.
-        """
-        self.reference_scores_ = None
-        on_validation = X_val is not None
-        if not on_validation and codes is None:
-            return  # fitted from pairs or triplets: no labels to rank the training items by
-        rows_X, rows_codes = (X_val, val_codes) if on_validation else (X, codes)
-        if np.bincount(rows_codes).max() < 2:
-            return
-        items = sample_retrieval_items(rows_codes, rng, MAX_REFERENCE_ITEMS)
-        rows = rows_X[items]
-        item_codes = torch.as_tensor(rows_codes[items], device=device)
-        metric = "map" if self.validation_metric == "map" else "recall@1"
-        with torch.no_grad():
-            learned = retrieval_score(embed_rows(rows), item_codes, metric)
-            reference = retrieval_score(to_tensor(rows, device), item_codes, metric)
-        self.reference_scores_ = {
-            "metric": metric,
-            "items": "validation" if on_validation else "training",
-            "learned": learned,
-            "euclidean": reference,
-        }
-        warn_if_below_reference(
-            learned,
-            reference,
-            desc=type(self).__name__,
-            where="the validation items" if on_validation else "training items",
-            metric=metric,
-            hint=self._untrained_hint,
-            n_items=int(items.size),
-        )
-
-    def _linear_steps(self, model: LinearMap, data: torch.Tensor):
-        """``prepare_step`` of a linear map on rows of ``data`` (linear WARCA, Nyström features).
-
-        When the detection pass embeds all N items anyway (``sampling="exact"``, or N at most
-        ``DENSE_DETECTION_RATIO · max_sampling``), every item is embedded once per step, with the
-        gradient, and both passes take rows of it: two (N, D) @ (D, r) products a step (forward
-        and weight gradient) instead of three. Otherwise only the drawn rows are embedded.
-        """
-
-        def embed(indices: torch.Tensor | None) -> torch.Tensor:
-            return model(data if indices is None else data.index_select(0, indices))
-
-        def penalty() -> torch.Tensor:
-            return aon_penalty(model.weight)
-
-        embed_all = self.sampling == "exact" or data.shape[0] <= DENSE_DETECTION_RATIO * (
-            self.max_sampling
-        )
-
-        def prepare_step():
-            if not embed_all:
-                return embed, None, penalty
-            everything = model(data)
-            detached = everything.detach()
-            return (
-                lambda idx: everything if idx is None else everything.index_select(0, idx),
-                lambda idx: detached if idx is None else detached.index_select(0, idx),
-                penalty,
-            )
-
-        return prepare_step
-
-    def _train_warp(
-        self,
-        module: torch.nn.Module,
-        prepare_step: Callable[[], tuple[Embed, Embed | None, Callable[[], torch.Tensor]]],
-        index: LabelIndex,
-        rng: np.random.Generator,
-        device: torch.device,
-        validate: Callable[[], float] | None = None,
-        step_scale: float = 1.0,
-    ) -> TrainingResult:
-        """Adam on ``mean WARP + reg_lambda · penalty()`` through :func:`training.train`.
-
-        ``prepare_step()`` runs at the start of each step and returns ``(embed, embed_detached,
-        penalty)``: the differentiable embedding of training samples by index (``None``: all),
-        an optional cheaper one for the violation-detection pass, and the regulariser.
-        ``step_scale`` multiplies the step size of ``learning_rate=None`` (kernel WARCA scales
-        it to its kernel rows).
-        """
-        batch_size, tol_window, lr = auto_schedule(
-            index.n_samples, self.batch_size, self.tol_window, self.learning_rate
-        )
-        if self.learning_rate is None:
-            lr *= step_scale
-        self.batch_size_, self.tol_window_, self.learning_rate_ = batch_size, tol_window, lr
-        optimizer = torch.optim.Adam(module.parameters(), lr=lr)
-        # Under torchrun every rank draws the same global batch of pairs and scores its slice
-        # (the sequential sampler's draws depend on every pair's outcome: it runs unsharded).
-        sharded = distributed.init_from_env() and self.sampling != "sequential"
-        if sharded and batch_size < distributed.world_size():
-            raise ValueError(
-                f"batch_size={batch_size} is smaller than the {distributed.world_size()} "
-                "processes sharing each batch."
-            )
-        pairs_index = distributed.ShardedLabelIndex(index) if sharded else index
-        start, stop = distributed.shard_bounds(batch_size)
-
-        def loss_step(step: int) -> torch.Tensor:
-            embed, embed_detached, penalty = prepare_step()
-            warp = sampled_warp_loss(
-                embed,
-                pairs_index,
-                rng,
-                n_pairs=batch_size,
-                max_sampling=self.max_sampling,
-                margin=self.margin,
-                sampling=self.sampling,
-                device=device,
-                embed_detached=embed_detached,
-            )
-            if sharded:  # the mean over this rank's pairs -> the mean over the global batch
-                warp = distributed.global_mean(warp * (stop - start), batch_size)
-            return warp + self.reg_lambda * penalty()
-
-        result = train(
-            module,
-            optimizer,
-            loss_step,
-            rng=rng,
-            max_iter=self.max_iter,
-            validate=validate,
-            validation_every=self.validation_every,
-            patience=self.patience,
-            tol=self.tol,
-            tol_window=tol_window,
-            verbose=self.verbose,
-            desc=type(self).__name__,
-            checkpoint_dir=self.checkpoint_dir,
-            checkpoint_every=self.checkpoint_every,
-            fingerprint=getattr(self, "_fit_fingerprint", None),
-            validate_start=True,
-            hint=self._untrained_hint,
-        )
-        self.n_iter_ = int(result.n_iter)
-        self.loss_curve_ = [float(h["loss"]) for h in result.history]
-        self.best_iter_ = result.best_step
-        self.initial_validation_score_ = result.start_score
-        self.validation_scores_ = [
-            float(h["val_score"]) for h in result.history if "val_score" in h
-        ]
-        return result
 
 
 @register_estimator
@@ -624,7 +302,7 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         "standardize": [BOOLEAN],
         "init": [Options(*INITS), ARRAY],
         "positives": [Options(*POSITIVES)],
-        "n_threads": [NONE, POSITIVE_INT],
+        "n_threads": [NONE, POSITIVE_INT, Options(-1)],  # -1: every core
     }
 
     @deprecate_positional_args
@@ -656,30 +334,7 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         checkpoint_every: int = 100,
         n_threads: int | None = None,
     ) -> None:
-        self.n_components = n_components
-        self.margin = margin
-        self.reg_lambda = reg_lambda
-        self.batch_size = batch_size
-        self.sampling = sampling
-        self.max_sampling = max_sampling
-        self.max_iter = max_iter
-        self.learning_rate = learning_rate
-        self.standardize = standardize
-        self.init = init
-        self.positives = positives
-        self.validation_every = validation_every
-        self.validation_fraction = validation_fraction
-        self.validation_split = validation_split
-        self.validation_metric = validation_metric
-        self.patience = patience
-        self.tol = tol
-        self.tol_window = tol_window
-        self.random_state = random_state
-        self.device = device
-        self.verbose = verbose
-        self.checkpoint_dir = checkpoint_dir
-        self.checkpoint_every = checkpoint_every
-        self.n_threads = n_threads
+        store_parameters(self, locals())
 
     _fitted_arrays = {"mean_": ("n_features_in_",), "scale_": ("n_features_in_",)}
 
@@ -828,12 +483,3 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         self.components_ = model.folded().cpu().numpy()
         self.mean_, self.scale_ = mean, scale
         return self
-
-
-def _check_retrieval_codes(val_codes: np.ndarray, what: str) -> None:
-    """Raise unless some validation label has two items (a leave-one-out query needs a match)."""
-    if np.bincount(val_codes).max() < 2:
-        raise ValueError(
-            f"{what} has no label with two items, so no validation item has a match to "
-            "retrieve; give each validation identity two items or more."
-        )

@@ -14,7 +14,6 @@ from numbers import Integral, Real
 
 import numpy as np
 import torch
-from sklearn.base import BaseEstimator
 
 from .._validation import (
     BOOLEAN,
@@ -82,13 +81,6 @@ SPDNET_PARAMETER_CONSTRAINTS = {
 # AIRM (an AIRM validation of 1000 x 1000 pairs takes ~13 s on one loaded core; 500 x 500 about
 # 3 s), at most 2000 under the cheap Euclidean / log-Euclidean distances.
 MAX_VALIDATION_QUERIES = {"airm": 500, "other": 2000}
-
-
-def set_parameters(estimator: BaseEstimator, arguments: dict) -> None:
-    """Store an ``__init__``'s arguments (its ``locals()``) untouched, scikit-learn's rule."""
-    for name, value in arguments.items():
-        if name not in ("self", "__class__"):
-            setattr(estimator, name, value)
 
 
 def take_rows(values: torch.Tensor | None, rows: torch.Tensor) -> torch.Tensor | None:

@@ -16,12 +16,12 @@ import torch
 from .._validation import Interval, Options, deprecate_positional_args
 from ..io import register_estimator
 from ..losses.potato import CENTERS
+from ._init_parameters import store_parameters
 from .spdnet import (  # the split helper stays importable from here
     SPDNET_PARAMETER_CONSTRAINTS,
     SPDNetEmbedding,
     _stratified_split,  # noqa: F401
     default_hidden_sizes,
-    set_parameters,
 )
 
 __all__ = ["RPLEmbedding", "default_hidden_sizes"]
@@ -161,7 +161,7 @@ class RPLEmbedding(SPDNetEmbedding):
         checkpoint_dir: str | None = None,
         checkpoint_every: int = 100,
     ) -> None:
-        set_parameters(self, locals())
+        store_parameters(self, locals())
 
     def _loss_name(self) -> str:
         return "rpl"

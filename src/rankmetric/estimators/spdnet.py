@@ -55,6 +55,7 @@ from ..models.spdnet import SPDNet, sym_to_vec
 from ..models.stiefel import StiefelAdam
 from ..training import TrainingResult, train
 from ._early_stopping import split_validation
+from ._init_parameters import store_parameters
 from ._spd_domains import batch_drawer, fit_domain_codes, start_domain_statistics
 from ._spd_embedding import SPDEmbeddingMixin
 from ._spd_network import (
@@ -65,7 +66,6 @@ from ._spd_network import (
     extra_group,
     parse_hidden_sizes,
     principal_init,
-    set_parameters,
     take_rows,
     training_embedding,
     validation_queries,
@@ -299,7 +299,7 @@ class SPDNetEmbedding(SPDEmbeddingMixin, MetricLearnerMixin, BaseEstimator):
         checkpoint_dir: str | None = None,
         checkpoint_every: int = 100,
     ) -> None:
-        set_parameters(self, locals())
+        store_parameters(self, locals())
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

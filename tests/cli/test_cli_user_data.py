@@ -143,3 +143,18 @@ def test_evaluate_embeddings_file_with_cameras(tmp_path, capsys):
     np.savez(tmp_path / "bad.npz", X=d.X, y=d.ids, cameras=d.camera[:5])
     assert main(["evaluate", str(tmp_path / "bad.npz")]) == 2
     assert "cameras has 5 values" in capsys.readouterr().err
+
+
+def test_evaluate_with_a_model_scores_only_the_rows_fit_held_out(reid_file, tmp_path, capsys):
+    """Without a split column, ``evaluate --model`` scores the hold-out ``fit`` made of the same
+    file (the identities the model never saw), not every row."""
+    model = tmp_path / "k.npz"
+    assert main(["fit", "kissme", "--data", str(reid_file), "--out", str(model), "--json"]) == 0
+    fitted = _json(capsys)
+    argv = ["evaluate", "--data", str(reid_file), "--model", str(model), "--json"]
+    assert main([*argv, "--scores", "knn"]) == 0
+    report = _json(capsys)
+    assert report["n_evaluated"] == fitted["n_test"] < len(np.load(reid_file)["y"])
+    assert "hold-out" in report["split"] and "identities held out" in report["split"]
+    assert main(["evaluate", "--data", str(reid_file), "--scores", "knn", "--json"]) == 0
+    assert _json(capsys)["n_evaluated"] == len(np.load(reid_file)["y"])  # raw: nothing trained

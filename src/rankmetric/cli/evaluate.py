@@ -140,10 +140,29 @@ def _from_model(args) -> _Embedded:
     return _Embedded(embed(X_te), y_te, embed(X_tr), y_tr, source, split, (model, data.X, data.y))
 
 
+def _evaluated_rows(data, args) -> tuple[np.ndarray, np.ndarray, str]:
+    """``(evaluated rows, reference rows, where they come from)`` of a user's feature file.
+
+    Its ``split`` column when it has one; else, with ``--model``, the hold-out that ``rankmetric
+    fit`` made of the same file (same rule, seed and ``--test-size``), so that the rows the
+    model was trained on are never scored; else (raw features, nothing trained) every row."""
+    from .fit import user_file_rows
+
+    if data.split is not None:
+        evaluated, reference = data.rows("test", "query", "gallery"), data.rows("train")
+        if evaluated.size == 0:
+            raise ValueError(f"{args.data}: the split column has no test, query or gallery rows.")
+        return evaluated, reference, "split column"
+    if args.model:
+        train, test, how = user_file_rows(data, args.test_size, args.data)
+        return test, train, f"no split column: rankmetric fit's hold-out, {how}"
+    return data.rows(), np.arange(0), "all rows"
+
+
 def _from_user_file(args) -> _Embedded:
     """A user's feature file (``--data PATH``), embedded by ``--model`` when given: its test
-    rows are evaluated against its training rows (``split`` column), else all rows
-    leave-one-out; test identities absent from training are evaluated leave-one-out too."""
+    rows (``split`` column, else the hold-out ``rankmetric fit`` made) are evaluated against its
+    training rows; test identities absent from training are evaluated leave-one-out."""
     from ..datasets import load_features
     from ..io import load_model
 
@@ -153,17 +172,14 @@ def _from_user_file(args) -> _Embedded:
     source = f"{args.model or 'raw features'} on {args.data}"
     raw = (model, data.X, data.y)
     cams, split = data.cameras, data.split
-    evaluated = data.rows("test", "query", "gallery") if split is not None else data.rows()
-    reference = data.rows("train") if split is not None else np.arange(0)
-    if evaluated.size == 0:
-        raise ValueError(f"{args.data}: the split column has no test, query or gallery rows.")
+    evaluated, reference, rows = _evaluated_rows(data, args)
     Z = embed(data.X)
     sub = lambda a: None if a is None else a[evaluated]  # noqa: E731
     if reference.size and np.isin(data.y[evaluated], data.y[reference]).all():
-        ref, how = (Z[reference], data.y[reference]), "train -> test rows (split column)"
+        ref, how = (Z[reference], data.y[reference]), f"train -> test rows ({rows})"
     else:
         ref = (None, None)
-        how = "test rows, leave-one-out" if split is not None else "all rows, leave-one-out"
+        how = f"test rows, leave-one-out ({rows})" if reference.size else f"{rows}, leave-one-out"
     return _Embedded(Z[evaluated], data.y[evaluated], *ref, source, how, raw, sub(cams),
                      sub(split))  # fmt: skip
 

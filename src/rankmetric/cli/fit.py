@@ -358,32 +358,39 @@ def _train_test(args):
     return X_tr, y_tr, X_te, y_te, f"stratified {args.test_size:.0%} hold-out, seed 0"
 
 
-def _user_train_test(args):
-    """Parts of a user's feature file: its ``split`` column, else an identity-disjoint hold-out
-    when it has cameras (re-identification), else a stratified hold-out; and the test cameras."""
+def user_file_rows(data, test_size: float, path) -> tuple[np.ndarray, np.ndarray, str]:
+    """``(train rows, test rows, how)`` of a user's feature file, as ``rankmetric fit`` splits
+    it: its ``split`` column, else an identity-disjoint hold-out when it has cameras
+    (re-identification), else a stratified hold-out (seed 0 both). ``rankmetric evaluate
+    --model`` splits a file without a ``split`` column the same way, so that it scores the rows
+    the model was not trained on."""
     from sklearn.model_selection import train_test_split
 
-    from ..datasets import load_features
-
-    data = load_features(args.data)
     if data.split is not None:
         train, test = data.rows("train"), data.rows("test", "query", "gallery")
         if train.size == 0 or test.size == 0:
-            raise ValueError(f"{args.data}: the split column needs 'train' rows and test rows.")
-        how = "the file's split column"
-    elif data.cameras is not None:
+            raise ValueError(f"{path}: the split column needs 'train' rows and test rows.")
+        return train, test, "the file's split column"
+    if data.cameras is not None:
         identities = np.unique(data.y)
         rng = np.random.default_rng(0)
-        held = rng.choice(identities, max(2, round(args.test_size * len(identities))), False)
+        held = rng.choice(identities, max(2, round(test_size * len(identities))), False)
         test_mask = np.isin(data.y, held)
         if test_mask.all():
-            raise ValueError(f"{args.data}: too few identities to hold {args.test_size:.0%} out.")
-        train, test = np.flatnonzero(~test_mask), np.flatnonzero(test_mask)
-        how = f"{args.test_size:.0%} of the identities held out, seed 0"
-    else:
-        train, test = train_test_split(np.arange(len(data.y)), test_size=args.test_size,
-                                       stratify=data.y, random_state=0)  # fmt: skip
-        how = f"stratified {args.test_size:.0%} hold-out, seed 0"
+            raise ValueError(f"{path}: too few identities to hold {test_size:.0%} out.")
+        how = f"{test_size:.0%} of the identities held out, seed 0"
+        return np.flatnonzero(~test_mask), np.flatnonzero(test_mask), how
+    train, test = train_test_split(np.arange(len(data.y)), test_size=test_size,
+                                   stratify=data.y, random_state=0)  # fmt: skip
+    return train, test, f"stratified {test_size:.0%} hold-out, seed 0"
+
+
+def _user_train_test(args):
+    """Parts of a user's feature file (:func:`user_file_rows`) and the test cameras."""
+    from ..datasets import load_features
+
+    data = load_features(args.data)
+    train, test, how = user_file_rows(data, args.test_size, args.data)
     cams = None if data.cameras is None else data.cameras[test]
     train_cams = None if data.cameras is None else data.cameras[train]
     split = None if data.split is None else data.split[test]

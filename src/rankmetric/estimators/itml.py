@@ -60,6 +60,7 @@ from .._validation import (
 from ..io import register_estimator
 from ..resources import check_square_matrices
 from ..sampling import LabelIndex
+from ._init_parameters import store_parameters
 from ._supervision import check_pair_supervision
 from .base import MahalanobisMixin, fit_context
 
@@ -328,15 +329,7 @@ class ITML(MahalanobisMixin, BaseEstimator):
         gamma=DEPRECATED,
         num_constraints=DEPRECATED,
     ):
-        self.slack_weight = slack_weight
-        self.max_iter = max_iter
-        self.tol = tol
-        self.prior = prior
-        self.n_constraints = n_constraints
-        self.bounds = bounds
-        self.random_state = random_state
-        self.gamma = gamma
-        self.num_constraints = num_constraints
+        store_parameters(self, locals())
 
     def _prior_matrix(self, X: np.ndarray) -> np.ndarray:
         """``M₀`` of shape (n_features, n_features), float64 (``prior`` is validated)."""

@@ -44,6 +44,7 @@ from .._validation import (
 from ..io import register_estimator
 from ..resources import check_square_matrices
 from ..sampling import POSITIVES, camera_group_codes, check_cameras
+from ._init_parameters import store_parameters
 from ._supervision import check_pair_supervision
 from .base import MahalanobisMixin, fit_context
 
@@ -229,9 +230,7 @@ class KISSME(PairCovarianceLearner):
         regularization: float = 1e-6,
         positives: str = "all",
     ) -> None:
-        self.n_components = n_components
-        self.regularization = regularization
-        self.positives = positives
+        store_parameters(self, locals())
 
     def _check_n_components(self, n_samples: int, n_features: int) -> int:
         """The number of PCA components, at most ``min(n_features, n_samples - 1)``."""

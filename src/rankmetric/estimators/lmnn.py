@@ -61,6 +61,7 @@ from ._active_set_optimiser import (
     optimize_on_active_sets,
     optimize_with_progress,
 )
+from ._init_parameters import store_parameters
 from ._lmnn_objective import (
     fixed_triplet_loss_and_grad,
     laplacian_gradient,
@@ -268,20 +269,7 @@ class LMNN(MahalanobisMixin, BaseEstimator):
         k=DEPRECATED,
         regularization=DEPRECATED,
     ):
-        self.n_components = n_components
-        self.n_target_neighbors = n_target_neighbors
-        self.push_weight = push_weight
-        self.max_iter = max_iter
-        self.learning_rate = learning_rate
-        self.init = init
-        self.active_set_update = active_set_update
-        self.tol = tol
-        self.solver = solver
-        self.random_state = random_state
-        self.device = device
-        self.verbose = verbose
-        self.k = k
-        self.regularization = regularization
+        store_parameters(self, locals())
 
     def _initial_map(self, X: np.ndarray, r: int, rng: np.random.Generator) -> np.ndarray:
         """The starting ``L`` of shape (r, n_features), float64 (``init`` is validated)."""

@@ -49,6 +49,7 @@ from .._validation import (
 from ..io import load_model, register_estimator, save_model
 from ..neighbors import smallest_k
 from ._active_set_optimiser import optimize_with_progress
+from ._init_parameters import store_parameters
 from ._lmnn_objective import laplacian_gradient, triplet_terms
 from ._lmnn_search import (
     ActiveSet,
@@ -265,22 +266,7 @@ class MultiMetricLMNN(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
         k=DEPRECATED,
         regularization=DEPRECATED,
     ):
-        self.n_neighbors = n_neighbors
-        self.n_target_neighbors = n_target_neighbors
-        self.n_clusters = n_clusters
-        self.n_components = n_components
-        self.push_weight = push_weight
-        self.max_iter = max_iter
-        self.learning_rate = learning_rate
-        self.init = init
-        self.active_set_update = active_set_update
-        self.tol = tol
-        self.solver = solver
-        self.random_state = random_state
-        self.device = device
-        self.verbose = verbose
-        self.k = k
-        self.regularization = regularization
+        store_parameters(self, locals())
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -41,6 +41,7 @@ from .._validation import (
     check_param,
 )
 from ..evaluate.verification import roc_curve_from_distances
+from ._init_parameters import store_parameters
 from ._supervision import split_pairs
 
 __all__ = ["PairClassifier", "STRATEGIES", "calibrated_threshold"]
@@ -209,12 +210,7 @@ class PairClassifier(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
         min_rate: float | None = None,
         probability: bool = False,
     ) -> None:
-        self.learner = learner
-        self.points = points
-        self.strategy = strategy
-        self.beta = beta
-        self.min_rate = min_rate
-        self.probability = probability
+        store_parameters(self, locals())
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -34,6 +34,7 @@ from .._validation import (
 )
 from ..io import register_estimator
 from ..resources import check_square_matrices
+from ._init_parameters import store_parameters
 from .base import fit_context
 from .kissme import PairCovarianceLearner, pair_difference_covariances
 
@@ -157,9 +158,7 @@ class XQDA(PairCovarianceLearner):
         regularization: float = 1e-3,
         positives: str = "all",
     ) -> None:
-        self.n_components = n_components
-        self.regularization = regularization
-        self.positives = positives
+        store_parameters(self, locals())
 
     @property
     def _n_features_out(self) -> int:

@@ -10,6 +10,8 @@ involves eigenvalues only, so it is exact and finite when eigenvalues repeat (e.
 
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 import torch
 from torch.autograd.function import once_differentiable
 
@@ -22,6 +24,7 @@ from ._common import (
     condition_proxy,
     inverse_congruence,
 )
+from ._host_blas import blas_threads, use_host_blas, whiten_pairs_host
 from .checks import (
     as_symmetric_tensor,
     raise_if_cholesky_failed,
@@ -81,13 +84,10 @@ class _AirmSquared(torch.autograd.Function):
         A, B = symmetrize(A), symmetrize(B)  # the backward is the gradient of this function
         ctx.all_pairs, ctx.dtype = all_pairs, A.dtype
         with_vectors = any(ctx.needs_input_grad)
-        if A.dtype == torch.float32:
-            eigenvalues, V = _airm_float32(A, B, all_pairs, with_vectors)
-        else:
-            eigenvalues, V = _airm_core(A, B, all_pairs, with_vectors)
+        eigenvalues, V = _pencil_checked(A, B, all_pairs, with_vectors)
         if with_vectors:
             ctx.save_for_backward(eigenvalues, V)
-        return (torch.log(eigenvalues) ** 2).sum(-1).to(A.dtype)
+        return _sum_log_squared(eigenvalues, A.dtype)
 
     @staticmethod
     @once_differentiable
@@ -111,6 +111,18 @@ class _AirmSquared(torch.autograd.Function):
 FLOAT32_MAX_CONDITION = 1e3
 
 
+def _sum_log_squared(eigenvalues: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """``Σ_k log² λ_k`` over the last dimension, in ``dtype``."""
+    return (torch.log(eigenvalues) ** 2).sum(-1).to(dtype)
+
+
+def _pencil_checked(A, B, all_pairs: bool, with_vectors: bool):
+    """:func:`_airm_core`, or :func:`_airm_float32` for float32 input."""
+    if A.dtype == torch.float32:
+        return _airm_float32(A, B, all_pairs, with_vectors)
+    return _airm_core(A, B, all_pairs, with_vectors)
+
+
 def _airm_core(A, B, all_pairs: bool, with_vectors: bool):
     """``(eigenvalues, V)`` of the pencil ``(B, A)`` (``V`` is ``None`` without vectors);
     ``ValueError`` naming ``A`` or ``B`` if one is not positive definite."""
@@ -127,6 +139,8 @@ def _pencil(L, B, all_pairs: bool, with_vectors: bool):
     """Eigenvalues (and generalised eigenvectors ``V = L⁻ᵀ U``) of ``L⁻¹ B L⁻ᵀ``."""
     if all_pairs:
         L_inv = _triangular_inverse(L)
+        if not with_vectors and use_host_blas(L_inv, B):  # inference: NumPy's faster GEMMs
+            return eigvalsh(whiten_pairs_host(L_inv, B), refine=False), None
         whitened = _whiten(L_inv, B)
     else:
         whitened = inverse_congruence(L, B)
@@ -297,16 +311,39 @@ def pairwise_airm(A, B=None, chunk_size: int | None = None) -> torch.Tensor:
         return safe_sqrt(_upper_pairs_squared(A))  # one batch of the n(n−1)/2 pairs i < j
     if same and chunk_size is None:  # thin chunks: a chunk's block wastes its rows²/2 pairs j <= i
         rows = min(rows, max(-(-n_a // SAME_SET_CHUNKS), _rows_for_threads(n_a, c, A.device)))
-    blocks = []
-    for start in range(0, n_a, rows):
-        first_col = start if same else 0
-        block = _AirmSquared.apply(A[start : start + rows], B[first_col:], True)
-        blocks.append(torch.nn.functional.pad(block, (first_col, 0)))
-    squared = torch.cat(blocks)
+    if torch.is_grad_enabled() and (A.requires_grad or B.requires_grad):
+        squared = _pairwise_squared_autograd(A, B, same, rows)
+    else:
+        squared = _pairwise_squared_inference(A, B, same, rows)
     if same:
         squared = torch.triu(squared, diagonal=1)
         squared = squared + squared.mT
     return safe_sqrt(squared)
+
+
+def _pairwise_squared_autograd(A, B, same: bool, rows: int) -> torch.Tensor:
+    """The (n_a, n_b) squared distances, row chunk by row chunk, through :class:`_AirmSquared`
+    (``same``: the columns left of a chunk's first row are zeros)."""
+    blocks = []
+    for start in range(0, A.shape[0], rows):
+        first_col = start if same else 0
+        block = _AirmSquared.apply(A[start : start + rows], B[first_col:], True)
+        blocks.append(torch.nn.functional.pad(block, (first_col, 0)))
+    return torch.cat(blocks)
+
+
+def _pairwise_squared_inference(A, B, same: bool, rows: int) -> torch.Tensor:
+    """:func:`_pairwise_squared_autograd` without autograd: the inputs are symmetrised once,
+    each chunk is written in place, and CPU products go to NumPy's BLAS (``_host_blas``)."""
+    A = symmetrize(A)
+    B = A if same else symmetrize(B)
+    squared = A.new_zeros(A.shape[0], B.shape[0])
+    with blas_threads() if use_host_blas(A, B) else nullcontext():
+        for start in range(0, A.shape[0], rows):
+            first_col = start if same else 0
+            eigenvalues, _ = _pencil_checked(A[start : start + rows], B[first_col:], True, False)
+            squared[start : start + rows, first_col:] = _sum_log_squared(eigenvalues, A.dtype)
+    return squared
 
 
 def _rows_for_threads(n: int, c: int, device: torch.device) -> int:

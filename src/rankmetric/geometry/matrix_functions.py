@@ -39,6 +39,7 @@ import torch
 from torch.autograd.function import once_differentiable
 
 from .._validation import Interval, check_param
+from ._host_blas import host_matmul, use_host_blas
 from .checks import as_symmetric_tensor, raise_if_not_positive
 
 __all__ = [
@@ -219,19 +220,17 @@ def divided_differences(
     return torch.where(tied, f_prime((lam_i + lam_j) / 2), quotient)
 
 
-def _apply_to_spectrum(X, f, positive_name):
+def _apply_to_spectrum(X, f, positive_name, host: bool = False):
     """``(eigenvalues, eigenvectors, f(eigenvalues), f(X))`` of the symmetric part of ``X`` (with
-    or without autograd the same function: gradcheck's numerical side runs without it)."""
+    or without autograd the same function: gradcheck's numerical side runs without it);
+    ``host``: the product ``U diag(f) Uᵀ`` in NumPy (:mod:`._host_blas`, inference only)."""
     eigenvalues, eigenvectors = eigh(symmetrize(X))
     if positive_name is not None:
         raise_if_not_positive(eigenvalues[..., 0], positive_name)
     f_values = f(eigenvalues)
-    return (
-        eigenvalues,
-        eigenvectors,
-        f_values,
-        (eigenvectors * f_values.unsqueeze(-2)) @ eigenvectors.mT,
-    )
+    scaled = eigenvectors * f_values.unsqueeze(-2)
+    product = host_matmul if host else torch.matmul
+    return eigenvalues, eigenvectors, f_values, product(scaled, eigenvectors.mT)
 
 
 class _SymFunction(torch.autograd.Function):
@@ -250,7 +249,7 @@ class _SymFunction(torch.autograd.Function):
         then skips autograd's bookkeeping and the saved decomposition)."""
         if torch.is_grad_enabled() and X.requires_grad:
             return super().apply(X, f, f_prime, tol, positive_name)
-        return _apply_to_spectrum(X, f, positive_name)[3]
+        return _apply_to_spectrum(X, f, positive_name, host=use_host_blas(X))[3]
 
     @staticmethod
     @once_differentiable

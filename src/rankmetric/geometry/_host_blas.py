@@ -1,0 +1,77 @@
+"""Matrix products of CPU tensors without autograd through NumPy's BLAS.
+
+On the CPU, torch's matrix products go to the BLAS torch was built with (MKL in the PyPI
+wheels), NumPy's to its own (OpenBLAS in the PyPI wheels). For the shapes of the SPD geometry,
+tall-and-skinny products with an inner dimension c ≤ 64 and stacks of small c × c products,
+NumPy's are the faster ones on the machines we measured (float64 on an AMD EPYC: 39 against
+16 GFLOP/s for a 9600 × 32 × 2048 product, 1.5 against 2.2 µs for a 32 × 32 product in a
+stack; ``benchmarks/bench_geometry.py``), and the eigen-solvers are MKL's (as fast or faster).
+The inference paths of :mod:`rankmetric.geometry` (no tensor needs a gradient) therefore
+compute their products here and keep ``torch.linalg`` for the decompositions; with gradients
+the products stay in torch, so a training step computes what it computed before.
+
+The tensors are shared with NumPy, not copied (``Tensor.numpy()`` / ``torch.from_numpy``), and
+NumPy's BLAS runs on at most ``torch.get_num_threads()`` threads inside :func:`blas_threads`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import numpy as np
+import torch
+
+from .._threads import _controller
+
+__all__ = ["blas_threads", "host_matmul", "use_host_blas", "whiten_pairs_host"]
+
+_FLOATS = (torch.float32, torch.float64)
+
+#: Smallest matrix size whose stacked products go to NumPy: below it both take under 0.1 µs a
+#: product and the call overhead decides.
+MIN_HOST_SIZE = 8
+
+
+def use_host_blas(*tensors: torch.Tensor) -> bool:
+    """Whether the products of ``tensors`` go to NumPy: real float CPU tensors of matrices of
+    at least ``MIN_HOST_SIZE`` rows, none of which autograd tracks."""
+    tracked = torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
+    return not tracked and all(
+        t.device.type == "cpu" and t.dtype in _FLOATS and t.shape[-1] >= MIN_HOST_SIZE
+        for t in tensors
+    )
+
+
+def host_matmul(*factors: torch.Tensor) -> torch.Tensor:
+    """The product of (stacks of) matrices, broadcast as ``torch.matmul``, left to right in
+    NumPy. Each product of a stack is one small BLAS call per matrix (single-threaded in
+    OpenBLAS at these sizes)."""
+    out = factors[0].detach().numpy()
+    for factor in factors[1:]:
+        out = np.matmul(out, factor.detach().numpy())
+    return torch.from_numpy(out)
+
+
+@contextmanager
+def blas_threads() -> Iterator[None]:
+    """Cap NumPy's BLAS at torch's thread count for the block (restored afterwards)."""
+    with _controller().limit(limits=torch.get_num_threads(), user_api="blas"):
+        yield
+
+
+def whiten_pairs_host(W: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
+    """All congruences ``W_i B_j W_iᵀ`` of symmetric ``B_j`` with two NumPy GEMMs and no copy
+    in between: (a, c, c), (m, c, c) → (a, m, c, c).
+
+    The first product gives ``P[i, l, j, r] = (W_i B_j)[l, r]``; for each ``i`` the rows
+    ``(l, j)`` of ``P`` times ``W_iᵀ`` give ``(W_i B_j W_iᵀ)[l, q]`` at ``[i, l, j, q]``, which
+    the returned view reorders to ``[i, j, l, q]`` (its matrices are strided; the eigen-solver
+    copies its input anyway).
+    """
+    a, m, c = W.shape[0], B.shape[0], W.shape[-1]
+    W_np, B_np = W.detach().numpy(), B.detach().numpy()
+    B_side = B_np.transpose(1, 0, 2).reshape(c, m * c)  # [k, (j, r)] = B_j[k, r]
+    P = W_np.reshape(a * c, c) @ B_side  # [(i, l), (j, r)] = (W_i B_j)[l, r]
+    full = np.matmul(P.reshape(a, c * m, c), W_np.transpose(0, 2, 1))  # [i, (l, j), q]
+    return torch.from_numpy(full).view(a, c, m, c).transpose(1, 2)

@@ -52,6 +52,9 @@ __all__ = [
 
 #: Numbers in the ``(rows, columns, c, c)`` block of whitened matrices built at once, by device.
 CHUNK_ELEMENTS = {"cpu": 2**21, "cuda": 2**26}
+#: Numbers in one block of whitened matrices in CPU inference (without gradients): small
+#: enough to stay in a core's cache between the products, the copy and the eigen-solver.
+CACHE_BLOCK_ELEMENTS = 2**19
 #: ``pairwise_airm(A)`` (one set) runs in at least this many row chunks (n/64 rows each), so
 #: that the pairs ``j <= i`` inside each chunk's block, computed and discarded, stay under 1 %.
 SAME_SET_CHUNKS = 64
@@ -130,9 +133,7 @@ def _airm_core(A, B, all_pairs: bool, with_vectors: bool):
     raise_if_cholesky_failed(info, "A")
     raise_if_singular(condition_proxy(L), L.shape[-1], "A")
     eigenvalues, V = _pencil(L, B, all_pairs, with_vectors)
-    raise_if_not_positive(eigenvalues[..., 0], "B")
-    raise_if_singular(eigenvalues[..., -1] / eigenvalues[..., 0], B.shape[-1], "B")
-    return eigenvalues, V
+    return _checked_pencil_values(eigenvalues), V
 
 
 def _pencil(L, B, all_pairs: bool, with_vectors: bool):
@@ -337,13 +338,47 @@ def _pairwise_squared_inference(A, B, same: bool, rows: int) -> torch.Tensor:
     each chunk is written in place, and CPU products go to NumPy's BLAS (``_host_blas``)."""
     A = symmetrize(A)
     B = A if same else symmetrize(B)
-    squared = A.new_zeros(A.shape[0], B.shape[0])
-    with blas_threads() if use_host_blas(A, B) else nullcontext():
-        for start in range(0, A.shape[0], rows):
+    n_a, n_b, c = A.shape[0], B.shape[0], A.shape[-1]
+    squared = A.new_zeros(n_a, n_b)
+    host = use_host_blas(A, B)
+    # float64 on the CPU: every A_i factored and checked once; float32 refines pair by pair
+    W = _checked_inverse_factor(A) if host and A.dtype == torch.float64 else None
+    with blas_threads() if host else nullcontext():
+        for start in range(0, n_a, rows):
+            stop = min(start + rows, n_a)
             first_col = start if same else 0
-            eigenvalues, _ = _pencil_checked(A[start : start + rows], B[first_col:], True, False)
-            squared[start : start + rows, first_col:] = _sum_log_squared(eigenvalues, A.dtype)
+            # on the CPU, blocks that stay in cache: columns cut to CACHE_BLOCK_ELEMENTS numbers
+            cols = max(1, CACHE_BLOCK_ELEMENTS // ((stop - start) * c * c)) if host else n_b
+            for col in range(first_col, n_b, cols):
+                block = slice(col, col + cols)
+                if W is None:
+                    eigenvalues, _ = _pencil_checked(A[start:stop], B[block], True, False)
+                else:
+                    whitened = whiten_pairs_host(W[start:stop], B[block])
+                    eigenvalues = _checked_pencil_values(eigvalsh(whitened, refine=False))
+                squared[start:stop, block] = _sum_log_squared(eigenvalues, A.dtype)
     return squared
+
+
+def _checked_inverse_factor(A: torch.Tensor) -> torch.Tensor:
+    """``L⁻¹`` of the Cholesky factors ``A = L Lᵀ``; ``ValueError`` naming ``A`` if one is not
+    positive definite or is singular to working precision."""
+    L, info = torch.linalg.cholesky_ex(A)
+    raise_if_cholesky_failed(info, "A")
+    raise_if_singular(condition_proxy(L), L.shape[-1], "A")
+    return _triangular_inverse(L)
+
+
+def _checked_pencil_values(eigenvalues: torch.Tensor) -> torch.Tensor:
+    """``eigenvalues`` of whitened ``B`` (ascending), or a ``ValueError`` naming ``B`` if one
+    is not positive or the pencil is singular to working precision (one test when all pass)."""
+    smallest, largest = eigenvalues[..., 0], eigenvalues[..., -1]
+    limit = singular_limit(eigenvalues.shape[-1], eigenvalues.dtype)
+    if not bool((~(smallest > 0) | ~(largest <= limit * smallest)).any()):
+        return eigenvalues
+    raise_if_not_positive(smallest, "B")
+    raise_if_singular(largest / smallest, eigenvalues.shape[-1], "B")
+    return eigenvalues
 
 
 def _rows_for_threads(n: int, c: int, device: torch.device) -> int:

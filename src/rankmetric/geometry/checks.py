@@ -21,6 +21,8 @@ from .._validation import check_spd_array
 __all__ = [
     "check_spd",
     "as_symmetric_tensor",
+    "as_matrix_stack",
+    "working_dtype",
     "raise_if_not_positive",
     "raise_if_singular",
     "singular_limit",
@@ -83,7 +85,10 @@ def as_symmetric_tensor(X, name: str = "X") -> torch.Tensor:
         If the shape is not ``(..., c, c)``, ``X`` is empty, holds NaN/infinity or is not symmetric.
     """
     if not isinstance(X, torch.Tensor):
-        X = torch.as_tensor(np.asarray(X))
+        X = np.asarray(X)
+        if X.dtype == object or not np.issubdtype(X.dtype, np.number):
+            raise ValueError(f"{name} must hold numbers, got dtype {X.dtype}.")
+        X = torch.as_tensor(X)
     if X.is_complex():
         raise ValueError(f"{name} must be real, got dtype {X.dtype}.")
     if not X.is_floating_point():
@@ -103,6 +108,54 @@ def as_symmetric_tensor(X, name: str = "X") -> torch.Tensor:
     raise ValueError(
         f"{name}[{bad}] is not symmetric (largest |X - X^T| = {float(asym[bad]):.3g})."
     )
+
+
+def as_matrix_stack(
+    X, name: str = "X", *, n_channels: int | None = None, fitted_by: str | None = None
+) -> torch.Tensor:
+    """:func:`as_symmetric_tensor` for a stack of shape (n, c, c): the input check of the
+    pairwise functions and of the SPD transformers.
+
+    Parameters
+    ----------
+    X : Tensor or array-like of shape (n_matrices, c, c)
+    name : str, default="X"
+        Name used in error messages.
+    n_channels : int, optional
+        The size ``c`` the matrices must have (a transformer's ``n_channels_``).
+    fitted_by : str, optional
+        The transformer that saw ``n_channels`` in ``fit``, named in that error.
+
+    Returns
+    -------
+    Tensor of shape (n_matrices, c, c)
+
+    Raises
+    ------
+    ValueError
+        As :func:`as_symmetric_tensor`, or if ``X`` is not 3-D or its matrices are not
+        ``n_channels × n_channels``.
+    """
+    X = as_symmetric_tensor(X, name)
+    if X.ndim != 3:
+        raise ValueError(f"{name} must have shape (n_matrices, c, c), got {tuple(X.shape)}.")
+    c = X.shape[-1]
+    if n_channels is not None and c != n_channels:
+        raise ValueError(
+            f"{name} holds {c} x {c} matrices, but {fitted_by} was fitted on "
+            f"{n_channels} x {n_channels}."
+        )
+    return X
+
+
+def working_dtype(dtype: str | None, X) -> torch.dtype:
+    """The precision an SPD transformer computes in: its ``dtype`` parameter (``"float32"`` /
+    ``"float64"``), or, when ``None``, float32 for float32 input and float64 otherwise
+    (pyRiemann's numbers need float64)."""
+    if dtype is not None:
+        return getattr(torch, dtype)
+    single = (torch.float32, np.float32)
+    return torch.float32 if getattr(X, "dtype", None) in single else torch.float64
 
 
 def raise_if_not_positive(smallest_eigenvalue: torch.Tensor, name: str = "X") -> None:

@@ -10,6 +10,7 @@ involves eigenvalues only, so it is exact and finite when eigenvalues repeat (e.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import nullcontext
 
 import torch
@@ -497,16 +498,7 @@ def pairwise_log_euclidean(A, B=None) -> torch.Tensor:
     .. [1] V. Arsigny, P. Fillard, X. Pennec, N. Ayache, "Geometric means in a novel vector space
        structure on symmetric positive-definite matrices", SIAM J. Matrix Anal. Appl. 29(1), 2007.
     """
-    A = as_matrix_stack(A, "A")
-    if B is not None:
-        A, B = common_dtype(A, as_matrix_stack(B, "B"))
-    # sym_to_vec is an isometry onto c(c+1)/2 numbers: half the Gram product of flattening
-    log_a = sym_to_vec(log_unchecked(A, "A"))
-    log_b = log_a if B is None else sym_to_vec(log_unchecked(B, "B"))
-    squared = _squared_euclidean(log_a, log_b)
-    if B is None:  # exactly symmetric, exactly 0 on the diagonal
-        squared = (squared + squared.T).mul_(0.5).fill_diagonal_(0.0)
-    return safe_sqrt(squared)
+    return _pairwise_frobenius(A, B, log_unchecked)
 
 
 def euclidean_distance(A, B) -> torch.Tensor:
@@ -559,13 +551,21 @@ def pairwise_euclidean(A, B=None) -> torch.Tensor:
     ValueError
         If an input is not a stack of symmetric matrices of shape (n, c, c).
     """
+    return _pairwise_frobenius(A, B, lambda X, name: symmetrize(X))
+
+
+def _pairwise_frobenius(A, B, f: Callable[[torch.Tensor, str], torch.Tensor]) -> torch.Tensor:
+    """``‖f(A_i) − f(B_j)‖_F`` for every pair: ``f`` (a symmetric-matrix map that takes the
+    input's name for its errors) once per input, then the Gram matrix of the
+    :func:`sym_to_vec` vectors (an isometry onto c(c+1)/2 numbers: half the product of
+    flattening). With ``B=None`` the result is exactly symmetric and 0 on the diagonal."""
     A = as_matrix_stack(A, "A")
     if B is not None:
         A, B = common_dtype(A, as_matrix_stack(B, "B"))
-    vec_a = sym_to_vec(symmetrize(A))
-    vec_b = vec_a if B is None else sym_to_vec(symmetrize(B))
+    vec_a = sym_to_vec(f(A, "A"))
+    vec_b = vec_a if B is None else sym_to_vec(f(B, "B"))
     squared = _squared_euclidean(vec_a, vec_b)
-    if B is None:  # exactly symmetric, exactly 0 on the diagonal
+    if B is None:
         squared = (squared + squared.T).mul_(0.5).fill_diagonal_(0.0)
     return safe_sqrt(squared)
 

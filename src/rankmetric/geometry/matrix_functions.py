@@ -508,11 +508,18 @@ def sym_to_vec(S: torch.Tensor) -> torch.Tensor:
     -------
     tensor of shape (..., c (c + 1) / 2)
     """
-    c = S.shape[-1]
-    rows, cols = torch.triu_indices(c, c, device=S.device)
-    scale = torch.full(rows.shape, math.sqrt(2.0), dtype=S.dtype, device=S.device)
-    scale[rows == cols] = 1.0  # √2 in S's own precision (a float32 √2 is off by 1e-8)
+    rows, cols, scale = _upper_triangle(S.shape[-1], S.dtype, S.device)
     return S[..., rows, cols] * scale
+
+
+def _upper_triangle(c: int, dtype: torch.dtype, device: torch.device):
+    """Row and column indices of the upper triangle of a c × c matrix (row by row), and the
+    weights of :func:`sym_to_vec`: 1 on the diagonal, √2 off it (in ``dtype``'s own precision:
+    a float32 √2 is off by 1e-8)."""
+    rows, cols = torch.triu_indices(c, c, device=device)
+    scale = torch.full(rows.shape, math.sqrt(2.0), dtype=dtype, device=device)
+    scale[rows == cols] = 1.0
+    return rows, cols, scale
 
 
 def vec_to_sym(v: torch.Tensor) -> torch.Tensor:
@@ -549,9 +556,7 @@ def vec_to_sym(v: torch.Tensor) -> torch.Tensor:
             f"tangent vectors must have c (c + 1) / 2 entries for some c (1, 3, 6, 10, ...), "
             f"got shape {tuple(v.shape)}."
         )
-    rows, cols = torch.triu_indices(c, c, device=v.device)
-    scale = torch.full(rows.shape, math.sqrt(2.0), dtype=v.dtype, device=v.device)
-    scale[rows == cols] = 1.0
+    rows, cols, scale = _upper_triangle(c, v.dtype, v.device)
     values = v / scale
     S = v.new_zeros(*v.shape[:-1], c, c)
     S[..., rows, cols] = values

@@ -136,10 +136,10 @@ def eigvalsh(S: torch.Tensor, refine: bool = True) -> torch.Tensor:
 def _threaded(decomposition: Callable, S: torch.Tensor):
     """Run a batched CPU decomposition over slices of the batch, one per torch thread."""
     c = S.shape[-1]
-    flat = S.reshape(-1, c, c)
-    parts = min(torch.get_num_threads(), flat.shape[0] * c**3 // MIN_WORK_PER_THREAD)
+    parts = min(torch.get_num_threads(), S.shape[:-2].numel() * c**3 // MIN_WORK_PER_THREAD)
     if S.device.type != "cpu" or parts < 2:
-        return decomposition(S)
+        return decomposition(S)  # (a strided S is copied once, by the decomposition itself)
+    flat = S.reshape(-1, c, c)
     results = list(_thread_pool(parts).map(_no_grad(decomposition), flat.tensor_split(parts)))
     batch = S.shape[:-2]
     if isinstance(results[0], torch.Tensor):

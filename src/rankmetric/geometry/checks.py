@@ -2,9 +2,9 @@
 
 Two levels:
 
-- :func:`check_spd` is the full, public check (shape, finite, symmetric, positive definite). NumPy
-  input goes through :func:`rankmetric._validation.check_spd_array` (one formula for NumPy); torch
-  input is checked on its own device with the same tolerance.
+- :func:`check_spd` is the full, public check (shape, finite, symmetric, positive definite), the
+  one SPD check of the package: NumPy input is viewed as a tensor (no copy) and checked by the
+  same code as torch input, on the CPU; torch input is checked on its own device.
 - :func:`as_symmetric_tensor` is the cheap check every geometry function runs on its input: shape,
   finiteness and symmetry, O(c²) per matrix. Positive definiteness is read off the
   eigen-decomposition or Cholesky factorisation the function computes anyway
@@ -16,8 +16,6 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .._validation import check_spd_array
-
 __all__ = [
     "check_spd",
     "as_symmetric_tensor",
@@ -28,7 +26,7 @@ __all__ = [
     "singular_limit",
 ]
 
-#: Relative asymmetry tolerated, the same as ``check_spd_array``'s default (``rtol=1e-6`` times 10).
+#: Relative asymmetry tolerated (``rankmetric._validation.check_spd_array``'s ``rtol=1e-6`` × 10).
 SYMMETRY_RTOL = 1e-5
 
 
@@ -54,13 +52,19 @@ def check_spd(X, name: str = "X"):
         symmetric (relative tolerance ``1e-5``) or not positive definite.
     """
     if isinstance(X, torch.Tensor):
-        X = as_symmetric_tensor(X, name)
-        eigenvalues = torch.linalg.eigvalsh(_flat(X))
-        raise_if_not_positive(eigenvalues[..., 0], name)
+        _raise_if_not_spd(as_symmetric_tensor(X, name), name)
         return X
     X = np.asarray(X)
-    _check_square_shape(X.shape, name)
-    return check_spd_array(X.reshape(-1, *X.shape[-2:]), name).reshape(X.shape)
+    if X.dtype != object and not np.issubdtype(X.dtype, np.floating):
+        X = X.astype(np.float64)
+    tensor = as_symmetric_tensor(X, name)  # shares the memory of X
+    _raise_if_not_spd(tensor.float() if tensor.dtype == torch.float16 else tensor, name)
+    return X
+
+
+def _raise_if_not_spd(X: torch.Tensor, name: str) -> None:
+    """``ValueError`` naming the first matrix of ``X`` whose smallest eigenvalue is ≤ 0."""
+    raise_if_not_positive(torch.linalg.eigvalsh(_flat(X))[..., 0], name)
 
 
 def as_symmetric_tensor(X, name: str = "X") -> torch.Tensor:

@@ -326,54 +326,73 @@ def exp_unchecked(X: torch.Tensor) -> torch.Tensor:
     return _SymFunction.apply(X, torch.exp, torch.exp, None, None)
 
 
+_SPECTRAL_DOC = """{summary}
+{notes}
+Parameters
+----------
+X : Tensor of shape (..., c, c)
+    {takes}{params}
+
+Returns
+-------
+Tensor of shape (..., c, c)
+    {gives}
+
+Raises
+------
+ValueError
+    If ``X`` is not a stack of {kind} matrices{raises}.
+{references}"""
+
+
+def _spectral_doc(
+    summary: str,
+    *,
+    kind: str = "SPD",
+    takes: str = "SPD matrices.",
+    gives: str = "SPD matrices.",
+    params: str = "",
+    raises: str = "",
+    notes: str = "",
+    references: str = "",
+) -> Callable:
+    """Give a function ``f(X) = U diag(f(λ)) Uᵀ`` of this module its numpydoc docstring (one
+    template for the parts they share: X in, a stack of matrices out, a ``ValueError``)."""
+
+    def decorate(fn: Callable) -> Callable:
+        fn.__doc__ = _SPECTRAL_DOC.format(
+            summary=summary,
+            notes=f"\n{notes}\n" if notes else "",
+            kind=kind,
+            takes=takes,
+            gives=gives,
+            params=params,
+            raises=raises,
+            references=f"\nReferences\n----------\n{references}\n" if references else "",
+        )
+        return fn
+
+    return decorate
+
+
+@_spectral_doc(
+    r"Principal matrix logarithm :math:`\log X = U \operatorname{diag}(\log \lambda) U^\top`.",
+    gives="Symmetric matrices.",
+    references='.. [1] N. J. Higham, "Functions of Matrices", SIAM 2008, ch. 11.',
+)
 def spd_log(X: torch.Tensor) -> torch.Tensor:
-    r"""Principal matrix logarithm :math:`\log X = U \operatorname{diag}(\log \lambda) U^\top`.
-
-    Parameters
-    ----------
-    X : Tensor of shape (..., c, c)
-        SPD matrices.
-
-    Returns
-    -------
-    Tensor of shape (..., c, c)
-        Symmetric matrices.
-
-    Raises
-    ------
-    ValueError
-        If ``X`` is not a stack of SPD matrices.
-
-    References
-    ----------
-    .. [1] N. J. Higham, "Functions of Matrices", SIAM 2008, ch. 11.
-    """
     return log_unchecked(as_symmetric_tensor(X, "X"), "X")
 
 
+@_spectral_doc(
+    r"Matrix exponential :math:`\exp X = U \operatorname{diag}(e^\lambda) U^\top` (symmetric X).",
+    kind="symmetric",
+    takes="Symmetric matrices (any sign: tangent vectors).",
+    raises=", or an eigenvalue is so large that its exponential overflows the dtype (above "
+    "about 88.7 in float32, 709.8 in float64)",
+    references='.. [1] N. J. Higham, "Functions of Matrices", SIAM 2008, ch. 10.',
+)
 def spd_exp(X: torch.Tensor) -> torch.Tensor:
-    r"""Matrix exponential :math:`\exp X = U \operatorname{diag}(e^\lambda) U^\top` (symmetric X).
-
-    Parameters
-    ----------
-    X : Tensor of shape (..., c, c)
-        Symmetric matrices (any sign: tangent vectors).
-
-    Returns
-    -------
-    Tensor of shape (..., c, c)
-        SPD matrices.
-
-    Raises
-    ------
-    ValueError
-        If ``X`` is not a stack of symmetric matrices, or an eigenvalue is so large that its
-        exponential overflows the dtype (above about 88.7 in float32, 709.8 in float64).
-
-    References
-    ----------
-    .. [1] N. J. Higham, "Functions of Matrices", SIAM 2008, ch. 10.
-    """
     out = sym_function(X, torch.exp, torch.exp)
     if not bool(torch.isfinite(out).all()):
         limit = math.log(torch.finfo(out.dtype).max)
@@ -384,100 +403,44 @@ def spd_exp(X: torch.Tensor) -> torch.Tensor:
     return out
 
 
+@_spectral_doc(
+    r"Principal square root :math:`X^{1/2} = U \operatorname{diag}(\sqrt{\lambda}) U^\top`."
+)
 def spd_sqrt(X: torch.Tensor) -> torch.Tensor:
-    r"""Principal square root :math:`X^{1/2} = U \operatorname{diag}(\sqrt{\lambda}) U^\top`.
-
-    Parameters
-    ----------
-    X : Tensor of shape (..., c, c)
-        SPD matrices.
-
-    Returns
-    -------
-    Tensor of shape (..., c, c)
-        SPD matrices.
-
-    Raises
-    ------
-    ValueError
-        If ``X`` is not a stack of SPD matrices.
-    """
     return _spd_function(X, torch.sqrt, lambda lam: 0.5 * torch.rsqrt(lam))
 
 
+@_spectral_doc(
+    r"Inverse square root :math:`X^{-1/2} = U \operatorname{diag}(\lambda^{-1/2}) U^\top`."
+)
 def spd_inv_sqrt(X: torch.Tensor) -> torch.Tensor:
-    r"""Inverse square root :math:`X^{-1/2} = U \operatorname{diag}(\lambda^{-1/2}) U^\top`.
-
-    Parameters
-    ----------
-    X : Tensor of shape (..., c, c)
-        SPD matrices.
-
-    Returns
-    -------
-    Tensor of shape (..., c, c)
-        SPD matrices.
-
-    Raises
-    ------
-    ValueError
-        If ``X`` is not a stack of SPD matrices.
-    """
     return _spd_function(X, torch.rsqrt, lambda lam: -0.5 * torch.rsqrt(lam) / lam)
 
 
+@_spectral_doc(
+    r"Matrix power :math:`X^p = U \operatorname{diag}(\lambda^p) U^\top` for real ``p``.",
+    params="\np : float\n    Exponent.",
+    raises=" or ``p`` is not a finite real number",
+)
 def spd_power(X: torch.Tensor, p: float) -> torch.Tensor:
-    r"""Matrix power :math:`X^p = U \operatorname{diag}(\lambda^p) U^\top` for real ``p``.
-
-    Parameters
-    ----------
-    X : Tensor of shape (..., c, c)
-        SPD matrices.
-    p : float
-        Exponent.
-
-    Returns
-    -------
-    Tensor of shape (..., c, c)
-        SPD matrices.
-
-    Raises
-    ------
-    ValueError
-        If ``X`` is not a stack of SPD matrices or ``p`` is not a finite real number.
-    """
     p = _check_exponent(p)
     return _spd_function(X, lambda lam: lam**p, lambda lam: p * lam ** (p - 1))
 
 
+@_spectral_doc(
+    r"Eigenvalue floor (ReEig) :math:`U \operatorname{diag}(\max(\lambda, \epsilon)) U^\top`.",
+    kind="symmetric",
+    takes="Symmetric matrices (positive semi-definite in SPDNet).",
+    params="\neps : float, default=1e-4\n    Floor on the eigenvalues; must be positive.",
+    gives="SPD matrices with eigenvalues ``>= eps``.",
+    raises=" or ``eps <= 0``",
+    notes=r"The derivative used on ties is :math:`f'(\lambda) = 1[\lambda > \epsilon]`; off ties "
+    "the exact\ndivided difference, so the backward is the true Daleckii–Krein derivative (the "
+    "SPDNet paper's\nformula differs from it off the diagonal).",
+    references='.. [1] Z. Huang, L. Van Gool, "A Riemannian network for SPD matrix learning", '
+    "AAAI 2017.",
+)
 def spd_clamp(X: torch.Tensor, eps: float = 1e-4) -> torch.Tensor:
-    r"""Eigenvalue floor (ReEig) :math:`U \operatorname{diag}(\max(\lambda, \epsilon)) U^\top`.
-
-    The derivative used on ties is :math:`f'(\lambda) = 1[\lambda > \epsilon]`; off ties the exact
-    divided difference, so the backward is the true Daleckii–Krein derivative (the SPDNet paper's
-    formula differs from it off the diagonal).
-
-    Parameters
-    ----------
-    X : Tensor of shape (..., c, c)
-        Symmetric matrices (positive semi-definite in SPDNet).
-    eps : float, default=1e-4
-        Floor on the eigenvalues; must be positive.
-
-    Returns
-    -------
-    Tensor of shape (..., c, c)
-        SPD matrices with eigenvalues ``>= eps``.
-
-    Raises
-    ------
-    ValueError
-        If ``X`` is not a stack of symmetric matrices or ``eps <= 0``.
-
-    References
-    ----------
-    .. [1] Z. Huang, L. Van Gool, "A Riemannian network for SPD matrix learning", AAAI 2017.
-    """
     check_param("eps", eps, [Interval(Real, 0, None, closed="neither")])
     return sym_function(X, lambda lam: lam.clamp_min(eps), lambda lam: (lam > eps).to(lam.dtype))
 

@@ -29,6 +29,7 @@ References
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from collections.abc import Callable
@@ -475,10 +476,11 @@ def sym_to_vec(S: torch.Tensor) -> torch.Tensor:
     return S[..., rows, cols] * scale
 
 
+@functools.lru_cache(maxsize=64)
 def _upper_triangle(c: int, dtype: torch.dtype, device: torch.device):
     """Row and column indices of the upper triangle of a c × c matrix (row by row), and the
     weights of :func:`sym_to_vec`: 1 on the diagonal, √2 off it (in ``dtype``'s own precision:
-    a float32 √2 is off by 1e-8)."""
+    a float32 √2 is off by 1e-8). Built once per size, dtype and device (read-only)."""
     rows, cols = torch.triu_indices(c, c, device=device)
     scale = torch.full(rows.shape, math.sqrt(2.0), dtype=dtype, device=device)
     scale[rows == cols] = 1.0

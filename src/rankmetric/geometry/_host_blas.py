@@ -24,7 +24,7 @@ import torch
 
 from .._threads import _controller
 
-__all__ = ["blas_threads", "host_matmul", "use_host_blas", "whiten_pairs_host"]
+__all__ = ["blas_threads", "host_matmul", "side_by_side", "use_host_blas", "whiten_pairs_host"]
 
 _FLOATS = (torch.float32, torch.float64)
 
@@ -60,18 +60,28 @@ def blas_threads() -> Iterator[None]:
         yield
 
 
-def whiten_pairs_host(W: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
+def side_by_side(B: torch.Tensor) -> np.ndarray:
+    """The matrices ``B_j`` (m, c, c) side by side, ``[k, (j, r)] = B_j[k, r]``: (c, m · c), the
+    right factor of :func:`whiten_pairs_host` (columns ``j·c`` to ``(j+1)·c`` are ``B_j``)."""
+    m, c = B.shape[0], B.shape[-1]
+    return B.detach().numpy().transpose(1, 0, 2).reshape(c, m * c)
+
+
+def whiten_pairs_host(W: torch.Tensor, B: torch.Tensor | np.ndarray) -> torch.Tensor:
     """All congruences ``W_i B_j W_iᵀ`` of symmetric ``B_j`` with two NumPy GEMMs and no copy
     in between: (a, c, c), (m, c, c) → (a, m, c, c).
 
-    The first product gives ``P[i, l, j, r] = (W_i B_j)[l, r]``; for each ``i`` the rows
-    ``(l, j)`` of ``P`` times ``W_iᵀ`` give ``(W_i B_j W_iᵀ)[l, q]`` at ``[i, l, j, q]``, which
-    the returned view reorders to ``[i, j, l, q]`` (its matrices are strided; the eigen-solver
-    copies its input anyway).
+    ``B`` may also be given as :func:`side_by_side` of the stack, or a slice of its columns
+    (a caller that whitens the same ``B`` against many ``W`` arranges it once). The first
+    product gives ``P[i, l, j, r] = (W_i B_j)[l, r]``; for each ``i`` the rows ``(l, j)`` of
+    ``P`` times ``W_iᵀ`` give ``(W_i B_j W_iᵀ)[l, q]`` at ``[i, l, j, q]``, which the returned
+    view reorders to ``[i, j, l, q]`` (its matrices are strided; the eigen-solver copies its
+    input anyway).
     """
-    a, m, c = W.shape[0], B.shape[0], W.shape[-1]
-    W_np, B_np = W.detach().numpy(), B.detach().numpy()
-    B_side = B_np.transpose(1, 0, 2).reshape(c, m * c)  # [k, (j, r)] = B_j[k, r]
+    a, c = W.shape[0], W.shape[-1]
+    B_side = side_by_side(B) if isinstance(B, torch.Tensor) else B
+    m = B_side.shape[1] // c
+    W_np = W.detach().numpy()
     P = W_np.reshape(a * c, c) @ B_side  # [(i, l), (j, r)] = (W_i B_j)[l, r]
     full = np.matmul(P.reshape(a, c * m, c), W_np.transpose(0, 2, 1))  # [i, (l, j), q]
     return torch.from_numpy(full).view(a, c, m, c).transpose(1, 2)

@@ -25,7 +25,7 @@ from ._common import (
     condition_proxy,
     inverse_congruence,
 )
-from ._host_blas import blas_threads, use_host_blas, whiten_pairs_host
+from ._host_blas import blas_threads, side_by_side, use_host_blas, whiten_pairs_host
 from .checks import (
     as_symmetric_tensor,
     raise_if_cholesky_failed,
@@ -117,7 +117,7 @@ FLOAT32_MAX_CONDITION = 1e3
 
 def _sum_log_squared(eigenvalues: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """``Σ_k log² λ_k`` over the last dimension, in ``dtype``."""
-    return (torch.log(eigenvalues) ** 2).sum(-1).to(dtype)
+    return torch.log(eigenvalues).square_().sum(-1).to(dtype)
 
 
 def _pencil_checked(A, B, all_pairs: bool, with_vectors: bool):
@@ -344,6 +344,7 @@ def _pairwise_squared_inference(A, B, same: bool, rows: int) -> torch.Tensor:
     host = use_host_blas(A, B)
     # float64 on the CPU: every A_i factored and checked once; float32 refines pair by pair
     W = _checked_inverse_factor(A) if host and A.dtype == torch.float64 else None
+    B_side = side_by_side(B) if W is not None else None
     with blas_threads() if host else nullcontext():
         for start in range(0, n_a, rows):
             stop = min(start + rows, n_a)
@@ -355,7 +356,7 @@ def _pairwise_squared_inference(A, B, same: bool, rows: int) -> torch.Tensor:
                 if W is None:
                     eigenvalues, _ = _pencil_checked(A[start:stop], B[block], True, False)
                 else:
-                    whitened = whiten_pairs_host(W[start:stop], B[block])
+                    whitened = whiten_pairs_host(W[start:stop], B_side[:, col * c : block.stop * c])
                     eigenvalues = _checked_pencil_values(eigvalsh(whitened, refine=False))
                 squared[start:stop, block] = _sum_log_squared(eigenvalues, A.dtype)
     return squared
@@ -375,7 +376,9 @@ def _checked_pencil_values(eigenvalues: torch.Tensor) -> torch.Tensor:
     is not positive or the pencil is singular to working precision (one test when all pass)."""
     smallest, largest = eigenvalues[..., 0], eigenvalues[..., -1]
     limit = singular_limit(eigenvalues.shape[-1], eigenvalues.dtype)
-    if not bool((~(smallest > 0) | ~(largest <= limit * smallest)).any()):
+    # largest <= limit · smallest fails for smallest <= 0 too (and for NaN): ascending order
+    # gives |largest| <= |smallest| when both are negative, and limit > 1
+    if bool((largest <= limit * smallest).all()):
         return eigenvalues
     raise_if_not_positive(smallest, "B")
     raise_if_singular(largest / smallest, eigenvalues.shape[-1], "B")

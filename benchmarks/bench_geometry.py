@@ -26,6 +26,10 @@ the process waits for a core), and the largest absolute difference between the t
 count. The load average is printed at the start and the end. With ``--device cuda`` ours runs
 on the GPU (synchronised before the clock stops) and pyRiemann on the CPU.
 
+``--profile`` prints instead, for pairwise AIRM on one thread, the process CPU time of the whole
+matrix beside that of the batched LAPACK eigen-solver alone on the same whitened matrices (torch's,
+which ours calls, and NumPy's, which pyRiemann calls): the part neither library can shorten.
+
 Run: ``.venv/bin/python benchmarks/bench_geometry.py`` (about 15 minutes on a quiet 2-core
 CPU, most of it both libraries' 1000×1000 AIRM matrix; ``--quick`` for a smoke run).
 """
@@ -125,6 +129,49 @@ def build_rows(n: int, c: int, dtype: str, args: argparse.Namespace) -> list[Row
     ]
 
 
+def eigen_solver_share(n: int, c: int, dtype: str, args: argparse.Namespace) -> dict:
+    """Process CPU time of the whole pairwise AIRM matrix, ours and pyRiemann's, beside that of
+    the batched LAPACK eigen-solver alone (values only) on the same n(n−1)/2 whitened matrices:
+    torch's (MKL in the PyPI wheels, the one ours calls) and NumPy's (OpenBLAS, pyRiemann's).
+    Medians of ``--repeats`` alternated runs."""
+    X = random_spd(np.random.default_rng(args.seed), n, c).astype(dtype)
+    Xt = torch.from_numpy(X)
+    W = torch.linalg.inv(torch.linalg.cholesky(Xt))
+    i, j = torch.triu_indices(n, n, offset=1)
+    whitened = [
+        (W[i[k : k + 4096]] @ Xt[j[k : k + 4096]] @ W[i[k : k + 4096]].mT).contiguous()
+        for k in range(0, len(i), 4096)
+    ]
+    calls = {
+        "ours": lambda: pairwise_airm(Xt),
+        "pyRiemann": lambda: pairwise_distance(X, metric="riemann"),
+        "eigvalsh torch": lambda: [torch.linalg.eigvalsh(M) for M in whitened],
+        "eigvalsh numpy": lambda: [np.linalg.eigvalsh(M.numpy()) for M in whitened],
+    }
+    cpu = {name: [] for name in calls}
+    for _ in range(args.repeats):
+        for name, fn in calls.items():
+            cpu[name].append(timed(fn, torch.device("cpu"))[1])
+    return {name: statistics.median(times) for name, times in cpu.items()}
+
+
+def print_profile(sizes, args: argparse.Namespace) -> None:
+    print("\n## where pairwise AIRM spends its time (process CPU s, medians)")
+    print(
+        f"{'case':22s} {'ours':>7s} {'eig torch':>9s} {'share':>6s} {'pyRiem':>7s} "
+        f"{'eig numpy':>9s} {'share':>6s}"
+    )
+    for n, c in sizes:
+        for dtype in args.dtypes.split(","):
+            t = eigen_solver_share(n, c, dtype, args)
+            print(
+                f"{f'{n}x{c}² {dtype}':22s} {t['ours']:7.3f} {t['eigvalsh torch']:9.3f} "
+                f"{t['eigvalsh torch'] / t['ours']:6.0%} {t['pyRiemann']:7.3f} "
+                f"{t['eigvalsh numpy']:9.3f} {t['eigvalsh numpy'] / t['pyRiemann']:6.0%}",
+                flush=True,
+            )
+
+
 def timed(fn: Callable, device: torch.device) -> tuple[float, float, object]:
     """Wall and process CPU time of one call (after a device synchronisation), and its result."""
     if device.type == "cuda":
@@ -180,6 +227,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rows", default="", help="comma-separated substrings selecting rows")
     parser.add_argument("--quick", action="store_true", help="sizes 100x8,100x32, one repeat")
     parser.add_argument("--json", help="also write the results to this file")
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="instead of the rows: the share of the LAPACK eigen-solver in pairwise AIRM",
+    )
     args = parser.parse_args(argv)
     if args.quick:
         args.sizes, args.repeats = "100x8,100x32", 1
@@ -190,6 +242,11 @@ def main(argv: list[str] | None = None) -> None:
         f"# device={args.device}, repeats={args.repeats}, torch {torch.__version__}, load "
         f"average {os.getloadavg()[0]:.2f}; medians; ratio = pyRiemann / ours (> 1: ours faster)"
     )
+    if args.profile:
+        torch.set_num_threads(1)
+        with threadpool_limits(1):
+            print_profile(sizes, args)
+        return
     results = []
     for threads in (int(t) for t in args.threads.split(",")):
         torch.set_num_threads(threads)

@@ -138,9 +138,10 @@ def eigen_solver_share(n: int, c: int, dtype: str, args: argparse.Namespace) -> 
     Xt = torch.from_numpy(X)
     W = torch.linalg.inv(torch.linalg.cholesky(Xt))
     i, j = torch.triu_indices(n, n, offset=1)
+    size = max(1, 2**19 // (c * c))  # blocks of 2**19 numbers, as ours (CACHE_BLOCK_ELEMENTS)
     whitened = [
-        (W[i[k : k + 4096]] @ Xt[j[k : k + 4096]] @ W[i[k : k + 4096]].mT).contiguous()
-        for k in range(0, len(i), 4096)
+        (W[i[k : k + size]] @ Xt[j[k : k + size]] @ W[i[k : k + size]].mT).contiguous()
+        for k in range(0, len(i), size)
     ]
     calls = {
         "ours": lambda: pairwise_airm(Xt),

@@ -26,9 +26,11 @@ the process waits for a core), and the largest absolute difference between the t
 count. The load average is printed at the start and the end. With ``--device cuda`` ours runs
 on the GPU (synchronised before the clock stops) and pyRiemann on the CPU.
 
-``--profile`` prints instead, for pairwise AIRM on one thread, the process CPU time of the whole
-matrix beside that of the batched LAPACK eigen-solver alone on the same whitened matrices (torch's,
-which ours calls, and NumPy's, which pyRiemann calls): the part neither library can shorten.
+``--profile`` prints instead, on one thread, the per-call CPU time of the kernels underneath
+(GEMM, stacked products, eigen-solvers, SVD), torch beside NumPy, and, for pairwise AIRM, the
+process CPU time of the whole matrix beside that of the batched LAPACK eigen-solver alone on the
+same whitened matrices (torch's, which ours calls, and NumPy's, which pyRiemann calls): the part
+neither library can shorten.
 
 Run: ``.venv/bin/python benchmarks/bench_geometry.py`` (about 15 minutes on a quiet 2-core
 CPU, most of it both libraries' 1000×1000 AIRM matrix; ``--quick`` for a smoke run).
@@ -156,6 +158,51 @@ def eigen_solver_share(n: int, c: int, dtype: str, args: argparse.Namespace) -> 
     return {name: statistics.median(times) for name, times in cpu.items()}
 
 
+def print_kernels(args: argparse.Namespace) -> None:
+    """Per-call CPU time of the kernels under the geometry, torch (MKL) beside NumPy (OpenBLAS):
+    the whitening GEMM, stacked c × c products, and the batched eigen-solvers, c = 8 and 32."""
+    rng = np.random.default_rng(args.seed)
+    print("\n## kernels, torch beside NumPy (process CPU, medians)")
+    for dtype in args.dtypes.split(","):
+        print(_gemm_line(rng, dtype, args.repeats), flush=True)
+        for c, n in ((8, 20000), (32, 2000)):
+            print(_kernel_line(random_spd(rng, n, c).astype(dtype), args.repeats), flush=True)
+
+
+def _gemm_line(rng: np.random.Generator, dtype: str, repeats: int) -> str:
+    a = rng.standard_normal((9600, 32)).astype(dtype)
+    b = rng.standard_normal((32, 2048)).astype(dtype)
+    at, bt = torch.from_numpy(a), torch.from_numpy(b)
+    flops = 2 * 9600 * 32 * 2048
+    torch_rate = flops / _cpu(lambda: at @ bt, repeats) / 1e9
+    numpy_rate = flops / _cpu(lambda: a @ b, repeats) / 1e9
+    return f"{dtype} GEMM 9600x32x2048: torch {torch_rate:.1f}, NumPy {numpy_rate:.1f} GFLOP/s"
+
+
+def _kernel_line(X: np.ndarray, repeats: int) -> str:
+    n, c = X.shape[0], X.shape[-1]
+    Xt = torch.from_numpy(X)
+    L = torch.linalg.cholesky(Xt)
+    kernels = {
+        "stacked product": (lambda: Xt @ Xt, lambda: X @ X),
+        "eigvalsh": (lambda: torch.linalg.eigvalsh(Xt), lambda: np.linalg.eigvalsh(X)),
+        "eigh": (lambda: torch.linalg.eigh(Xt), lambda: np.linalg.eigh(X)),
+        "svdvals of L": (
+            lambda: torch.linalg.svdvals(L),
+            lambda: np.linalg.svd(L.numpy(), compute_uv=False),
+        ),
+    }
+    parts = []
+    for name, (ours, theirs) in kernels.items():
+        t, o = (_cpu(f, repeats) / n * 1e6 for f in (ours, theirs))
+        parts.append(f"{name} {t:.2f} / {o:.2f}")
+    return f"{X.dtype} {c}x{c}, µs a matrix, torch / NumPy: " + ", ".join(parts)
+
+
+def _cpu(fn: Callable, repeats: int) -> float:
+    return statistics.median(timed(fn, torch.device("cpu"))[1] for _ in range(repeats))
+
+
 def print_profile(sizes, args: argparse.Namespace) -> None:
     print("\n## where pairwise AIRM spends its time (process CPU s, medians)")
     print(
@@ -246,6 +293,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.profile:
         torch.set_num_threads(1)
         with threadpool_limits(1):
+            print_kernels(args)
             print_profile(sizes, args)
         return
     results = []

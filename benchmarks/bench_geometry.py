@@ -5,7 +5,8 @@ every dtype of ``--dtypes`` (float64, float32: both libraries get the same array
 thread count of ``--threads`` (1, 2), the rows are:
 
 * pairwise AIRM: ``pairwise_airm(X)`` against
-  ``pyriemann.geometry.distance.pairwise_distance(X, metric="riemann")``;
+  ``pyriemann.geometry.distance.pairwise_distance(X, metric="riemann")``, and of two sets of n
+  matrices, ``pairwise_airm(A, B)`` (n² pairs);
 * pairwise log-Euclidean, same sizes (``metric="logeuclid"``);
 * Riemannian mean, tol 1e-8, at most 50 iterations: ``riemannian_mean`` against
   ``mean_riemann`` (ours iterates in float64 for float32 input, and returns float32);
@@ -99,6 +100,12 @@ def build_rows(n: int, c: int, dtype: str, args: argparse.Namespace) -> list[Row
             f"pairwise AIRM {tag}",
             lambda: pairwise_airm(Xt),
             lambda: pairwise_distance(X, metric="riemann"),
+            large=n >= 1000,
+        ),
+        Row(
+            f"pairwise AIRM, two sets {tag}",
+            lambda: pairwise_airm(At, Bt),
+            lambda: pairwise_distance(A, B, metric="riemann"),
             large=n >= 1000,
         ),
         Row(

@@ -5,7 +5,8 @@ every dtype of ``--dtypes`` (float64, float32: both libraries get the same array
 thread count of ``--threads`` (1, 2), the rows are:
 
 * pairwise AIRM: ``pairwise_airm(X)`` against
-  ``pyriemann.geometry.distance.pairwise_distance(X, metric="riemann")``;
+  ``pyriemann.geometry.distance.pairwise_distance(X, metric="riemann")``, and of two sets of n
+  matrices, ``pairwise_airm(A, B)`` (n² pairs);
 * pairwise log-Euclidean, same sizes (``metric="logeuclid"``);
 * Riemannian mean, tol 1e-8, at most 50 iterations: ``riemannian_mean`` against
   ``mean_riemann`` (ours iterates in float64 for float32 input, and returns float32);
@@ -25,6 +26,12 @@ the process waits for a core), and the largest absolute difference between the t
 ``torch.set_num_threads`` and ``threadpoolctl`` cap torch and NumPy's BLAS at the same thread
 count. The load average is printed at the start and the end. With ``--device cuda`` ours runs
 on the GPU (synchronised before the clock stops) and pyRiemann on the CPU.
+
+``--profile`` prints instead, on one thread, the per-call CPU time of the kernels underneath
+(GEMM, stacked products, eigen-solvers, SVD), torch beside NumPy, and, for pairwise AIRM, the
+process CPU time of the whole matrix beside that of the batched LAPACK eigen-solver alone on the
+same whitened matrices (torch's, which ours calls, and NumPy's, which pyRiemann calls): the part
+neither library can shorten.
 
 Run: ``.venv/bin/python benchmarks/bench_geometry.py`` (about 15 minutes on a quiet 2-core
 CPU, most of it both libraries' 1000×1000 AIRM matrix; ``--quick`` for a smoke run).
@@ -96,6 +103,12 @@ def build_rows(n: int, c: int, dtype: str, args: argparse.Namespace) -> list[Row
             large=n >= 1000,
         ),
         Row(
+            f"pairwise AIRM, two sets {tag}",
+            lambda: pairwise_airm(At, Bt),
+            lambda: pairwise_distance(A, B, metric="riemann"),
+            large=n >= 1000,
+        ),
+        Row(
             f"pairwise log-Euclidean {tag}",
             lambda: pairwise_log_euclidean(Xt),
             lambda: pairwise_distance(X, metric="logeuclid"),
@@ -123,6 +136,95 @@ def build_rows(n: int, c: int, dtype: str, args: argparse.Namespace) -> list[Row
             "ours forward+backward vs pyRiemann forward only",
         ),
     ]
+
+
+def eigen_solver_share(n: int, c: int, dtype: str, args: argparse.Namespace) -> dict:
+    """Process CPU time of the whole pairwise AIRM matrix, ours and pyRiemann's, beside that of
+    the batched LAPACK eigen-solver alone (values only) on the same n(n−1)/2 whitened matrices:
+    torch's (MKL in the PyPI wheels, the one ours calls) and NumPy's (OpenBLAS, pyRiemann's).
+    Medians of ``--repeats`` alternated runs."""
+    X = random_spd(np.random.default_rng(args.seed), n, c).astype(dtype)
+    Xt = torch.from_numpy(X)
+    W = torch.linalg.inv(torch.linalg.cholesky(Xt))
+    i, j = torch.triu_indices(n, n, offset=1)
+    size = max(1, 2**19 // (c * c))  # blocks of 2**19 numbers, as ours (CACHE_BLOCK_ELEMENTS)
+    whitened = [
+        (W[i[k : k + size]] @ Xt[j[k : k + size]] @ W[i[k : k + size]].mT).contiguous()
+        for k in range(0, len(i), size)
+    ]
+    calls = {
+        "ours": lambda: pairwise_airm(Xt),
+        "pyRiemann": lambda: pairwise_distance(X, metric="riemann"),
+        "eigvalsh torch": lambda: [torch.linalg.eigvalsh(M) for M in whitened],
+        "eigvalsh numpy": lambda: [np.linalg.eigvalsh(M.numpy()) for M in whitened],
+    }
+    cpu = {name: [] for name in calls}
+    for _ in range(args.repeats):
+        for name, fn in calls.items():
+            cpu[name].append(timed(fn, torch.device("cpu"))[1])
+    return {name: statistics.median(times) for name, times in cpu.items()}
+
+
+def print_kernels(args: argparse.Namespace) -> None:
+    """Per-call CPU time of the kernels under the geometry, torch (MKL) beside NumPy (OpenBLAS):
+    the whitening GEMM, stacked c × c products, and the batched eigen-solvers, c = 8 and 32."""
+    rng = np.random.default_rng(args.seed)
+    print("\n## kernels, torch beside NumPy (process CPU, medians)")
+    for dtype in args.dtypes.split(","):
+        print(_gemm_line(rng, dtype, args.repeats), flush=True)
+        for c, n in ((8, 20000), (32, 2000)):
+            print(_kernel_line(random_spd(rng, n, c).astype(dtype), args.repeats), flush=True)
+
+
+def _gemm_line(rng: np.random.Generator, dtype: str, repeats: int) -> str:
+    a = rng.standard_normal((9600, 32)).astype(dtype)
+    b = rng.standard_normal((32, 2048)).astype(dtype)
+    at, bt = torch.from_numpy(a), torch.from_numpy(b)
+    flops = 2 * 9600 * 32 * 2048
+    torch_rate = flops / _cpu(lambda: at @ bt, repeats) / 1e9
+    numpy_rate = flops / _cpu(lambda: a @ b, repeats) / 1e9
+    return f"{dtype} GEMM 9600x32x2048: torch {torch_rate:.1f}, NumPy {numpy_rate:.1f} GFLOP/s"
+
+
+def _kernel_line(X: np.ndarray, repeats: int) -> str:
+    n, c = X.shape[0], X.shape[-1]
+    Xt = torch.from_numpy(X)
+    L = torch.linalg.cholesky(Xt)
+    kernels = {
+        "stacked product": (lambda: Xt @ Xt, lambda: X @ X),
+        "eigvalsh": (lambda: torch.linalg.eigvalsh(Xt), lambda: np.linalg.eigvalsh(X)),
+        "eigh": (lambda: torch.linalg.eigh(Xt), lambda: np.linalg.eigh(X)),
+        "svdvals of L": (
+            lambda: torch.linalg.svdvals(L),
+            lambda: np.linalg.svd(L.numpy(), compute_uv=False),
+        ),
+    }
+    parts = []
+    for name, (ours, theirs) in kernels.items():
+        t, o = (_cpu(f, repeats) / n * 1e6 for f in (ours, theirs))
+        parts.append(f"{name} {t:.2f} / {o:.2f}")
+    return f"{X.dtype} {c}x{c}, µs a matrix, torch / NumPy: " + ", ".join(parts)
+
+
+def _cpu(fn: Callable, repeats: int) -> float:
+    return statistics.median(timed(fn, torch.device("cpu"))[1] for _ in range(repeats))
+
+
+def print_profile(sizes, args: argparse.Namespace) -> None:
+    print("\n## where pairwise AIRM spends its time (process CPU s, medians)")
+    print(
+        f"{'case':22s} {'ours':>7s} {'eig torch':>9s} {'share':>6s} {'pyRiem':>7s} "
+        f"{'eig numpy':>9s} {'share':>6s}"
+    )
+    for n, c in sizes:
+        for dtype in args.dtypes.split(","):
+            t = eigen_solver_share(n, c, dtype, args)
+            print(
+                f"{f'{n}x{c}² {dtype}':22s} {t['ours']:7.3f} {t['eigvalsh torch']:9.3f} "
+                f"{t['eigvalsh torch'] / t['ours']:6.0%} {t['pyRiemann']:7.3f} "
+                f"{t['eigvalsh numpy']:9.3f} {t['eigvalsh numpy'] / t['pyRiemann']:6.0%}",
+                flush=True,
+            )
 
 
 def timed(fn: Callable, device: torch.device) -> tuple[float, float, object]:
@@ -180,6 +282,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rows", default="", help="comma-separated substrings selecting rows")
     parser.add_argument("--quick", action="store_true", help="sizes 100x8,100x32, one repeat")
     parser.add_argument("--json", help="also write the results to this file")
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="instead of the rows: the share of the LAPACK eigen-solver in pairwise AIRM",
+    )
     args = parser.parse_args(argv)
     if args.quick:
         args.sizes, args.repeats = "100x8,100x32", 1
@@ -190,6 +297,12 @@ def main(argv: list[str] | None = None) -> None:
         f"# device={args.device}, repeats={args.repeats}, torch {torch.__version__}, load "
         f"average {os.getloadavg()[0]:.2f}; medians; ratio = pyRiemann / ours (> 1: ours faster)"
     )
+    if args.profile:
+        torch.set_num_threads(1)
+        with threadpool_limits(1):
+            print_kernels(args)
+            print_profile(sizes, args)
+        return
     results = []
     for threads in (int(t) for t in args.threads.split(",")):
         torch.set_num_threads(threads)

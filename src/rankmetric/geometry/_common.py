@@ -1,10 +1,20 @@
-"""Small linear-algebra helpers shared by the distance and mean modules."""
+"""Small linear-algebra helpers shared by the distance and mean modules (``as_matrix_stack``,
+now in :mod:`.checks`, stays importable from here)."""
 
 from __future__ import annotations
 
 import torch
 
-from .checks import as_symmetric_tensor, raise_if_cholesky_failed
+from .checks import as_matrix_stack, raise_if_cholesky_failed
+
+__all__ = [
+    "as_matrix_stack",
+    "broadcast_pair",
+    "cholesky",
+    "common_dtype",
+    "condition_proxy",
+    "inverse_congruence",
+]
 
 
 def cholesky(A: torch.Tensor, name: str) -> torch.Tensor:
@@ -53,11 +63,3 @@ def common_dtype(A: torch.Tensor, B: torch.Tensor) -> tuple[torch.Tensor, torch.
         raise ValueError(f"A and B are on different devices: {A.device} and {B.device}.")
     dtype = torch.promote_types(A.dtype, B.dtype)
     return A.to(dtype), B.to(dtype)
-
-
-def as_matrix_stack(X, name: str) -> torch.Tensor:
-    """Checked symmetric tensor of shape (n, c, c)."""
-    X = as_symmetric_tensor(X, name)
-    if X.ndim != 3:
-        raise ValueError(f"{name} must have shape (n_matrices, c, c), got {tuple(X.shape)}.")
-    return X

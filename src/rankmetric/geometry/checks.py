@@ -2,9 +2,9 @@
 
 Two levels:
 
-- :func:`check_spd` is the full, public check (shape, finite, symmetric, positive definite). NumPy
-  input goes through :func:`rankmetric._validation.check_spd_array` (one formula for NumPy); torch
-  input is checked on its own device with the same tolerance.
+- :func:`check_spd` is the full, public check (shape, finite, symmetric, positive definite), the
+  one SPD check of the package: NumPy input is viewed as a tensor (no copy) and checked by the
+  same code as torch input, on the CPU; torch input is checked on its own device.
 - :func:`as_symmetric_tensor` is the cheap check every geometry function runs on its input: shape,
   finiteness and symmetry, O(c²) per matrix. Positive definiteness is read off the
   eigen-decomposition or Cholesky factorisation the function computes anyway
@@ -16,17 +16,17 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .._validation import check_spd_array
-
 __all__ = [
     "check_spd",
     "as_symmetric_tensor",
+    "as_matrix_stack",
+    "working_dtype",
     "raise_if_not_positive",
     "raise_if_singular",
     "singular_limit",
 ]
 
-#: Relative asymmetry tolerated, the same as ``check_spd_array``'s default (``rtol=1e-6`` times 10).
+#: Relative asymmetry tolerated (``rankmetric._validation.check_spd_array``'s ``rtol=1e-6`` × 10).
 SYMMETRY_RTOL = 1e-5
 
 
@@ -68,13 +68,19 @@ def check_spd(X, name: str = "X"):
     ValueError: ...
     """
     if isinstance(X, torch.Tensor):
-        X = as_symmetric_tensor(X, name)
-        eigenvalues = torch.linalg.eigvalsh(_flat(X))
-        raise_if_not_positive(eigenvalues[..., 0], name)
+        _raise_if_not_spd(as_symmetric_tensor(X, name), name)
         return X
     X = np.asarray(X)
-    _check_square_shape(X.shape, name)
-    return check_spd_array(X.reshape(-1, *X.shape[-2:]), name).reshape(X.shape)
+    if X.dtype != object and not np.issubdtype(X.dtype, np.floating):
+        X = X.astype(np.float64)
+    tensor = as_symmetric_tensor(X, name)  # shares the memory of X
+    _raise_if_not_spd(tensor.float() if tensor.dtype == torch.float16 else tensor, name)
+    return X
+
+
+def _raise_if_not_spd(X: torch.Tensor, name: str) -> None:
+    """``ValueError`` naming the first matrix of ``X`` whose smallest eigenvalue is ≤ 0."""
+    raise_if_not_positive(torch.linalg.eigvalsh(_flat(X))[..., 0], name)
 
 
 def as_symmetric_tensor(X, name: str = "X") -> torch.Tensor:
@@ -99,7 +105,10 @@ def as_symmetric_tensor(X, name: str = "X") -> torch.Tensor:
         If the shape is not ``(..., c, c)``, ``X`` is empty, holds NaN/infinity or is not symmetric.
     """
     if not isinstance(X, torch.Tensor):
-        X = torch.as_tensor(np.asarray(X))
+        X = np.asarray(X)
+        if X.dtype == object or not np.issubdtype(X.dtype, np.number):
+            raise ValueError(f"{name} must hold numbers, got dtype {X.dtype}.")
+        X = torch.as_tensor(X)
     if X.is_complex():
         raise ValueError(f"{name} must be real, got dtype {X.dtype}.")
     if not X.is_floating_point():
@@ -119,6 +128,54 @@ def as_symmetric_tensor(X, name: str = "X") -> torch.Tensor:
     raise ValueError(
         f"{name}[{bad}] is not symmetric (largest |X - X^T| = {float(asym[bad]):.3g})."
     )
+
+
+def as_matrix_stack(
+    X, name: str = "X", *, n_channels: int | None = None, fitted_by: str | None = None
+) -> torch.Tensor:
+    """:func:`as_symmetric_tensor` for a stack of shape (n, c, c): the input check of the
+    pairwise functions and of the SPD transformers.
+
+    Parameters
+    ----------
+    X : Tensor or array-like of shape (n_matrices, c, c)
+    name : str, default="X"
+        Name used in error messages.
+    n_channels : int, optional
+        The size ``c`` the matrices must have (a transformer's ``n_channels_``).
+    fitted_by : str, optional
+        The transformer that saw ``n_channels`` in ``fit``, named in that error.
+
+    Returns
+    -------
+    Tensor of shape (n_matrices, c, c)
+
+    Raises
+    ------
+    ValueError
+        As :func:`as_symmetric_tensor`, or if ``X`` is not 3-D or its matrices are not
+        ``n_channels × n_channels``.
+    """
+    X = as_symmetric_tensor(X, name)
+    if X.ndim != 3:
+        raise ValueError(f"{name} must have shape (n_matrices, c, c), got {tuple(X.shape)}.")
+    c = X.shape[-1]
+    if n_channels is not None and c != n_channels:
+        raise ValueError(
+            f"{name} holds {c} x {c} matrices, but {fitted_by} was fitted on "
+            f"{n_channels} x {n_channels}."
+        )
+    return X
+
+
+def working_dtype(dtype: str | None, X) -> torch.dtype:
+    """The precision an SPD transformer computes in: its ``dtype`` parameter (``"float32"`` /
+    ``"float64"``), or, when ``None``, float32 for float32 input and float64 otherwise
+    (pyRiemann's numbers need float64)."""
+    if dtype is not None:
+        return getattr(torch, dtype)
+    single = (torch.float32, np.float32)
+    return torch.float32 if getattr(X, "dtype", None) in single else torch.float64
 
 
 def raise_if_not_positive(smallest_eigenvalue: torch.Tensor, name: str = "X") -> None:

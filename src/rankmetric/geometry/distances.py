@@ -10,6 +10,9 @@ involves eigenvalues only, so it is exact and finite when eigenvalues repeat (e.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextlib import nullcontext
+
 import torch
 from torch.autograd.function import once_differentiable
 
@@ -22,6 +25,7 @@ from ._common import (
     condition_proxy,
     inverse_congruence,
 )
+from ._host_blas import blas_threads, side_by_side, use_host_blas, whiten_pairs_host
 from .checks import (
     as_symmetric_tensor,
     raise_if_cholesky_failed,
@@ -49,6 +53,9 @@ __all__ = [
 
 #: Numbers in the ``(rows, columns, c, c)`` block of whitened matrices built at once, by device.
 CHUNK_ELEMENTS = {"cpu": 2**21, "cuda": 2**26}
+#: Numbers in one block of whitened matrices in CPU inference (without gradients): small
+#: enough to stay in a core's cache between the products, the copy and the eigen-solver.
+CACHE_BLOCK_ELEMENTS = 2**19
 #: ``pairwise_airm(A)`` (one set) runs in at least this many row chunks (n/64 rows each), so
 #: that the pairs ``j <= i`` inside each chunk's block, computed and discarded, stay under 1 %.
 SAME_SET_CHUNKS = 64
@@ -81,13 +88,10 @@ class _AirmSquared(torch.autograd.Function):
         A, B = symmetrize(A), symmetrize(B)  # the backward is the gradient of this function
         ctx.all_pairs, ctx.dtype = all_pairs, A.dtype
         with_vectors = any(ctx.needs_input_grad)
-        if A.dtype == torch.float32:
-            eigenvalues, V = _airm_float32(A, B, all_pairs, with_vectors)
-        else:
-            eigenvalues, V = _airm_core(A, B, all_pairs, with_vectors)
+        eigenvalues, V = _pencil_checked(A, B, all_pairs, with_vectors)
         if with_vectors:
             ctx.save_for_backward(eigenvalues, V)
-        return (torch.log(eigenvalues) ** 2).sum(-1).to(A.dtype)
+        return _sum_log_squared(eigenvalues, A.dtype)
 
     @staticmethod
     @once_differentiable
@@ -111,6 +115,18 @@ class _AirmSquared(torch.autograd.Function):
 FLOAT32_MAX_CONDITION = 1e3
 
 
+def _sum_log_squared(eigenvalues: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """``Σ_k log² λ_k`` over the last dimension, in ``dtype``."""
+    return torch.log(eigenvalues).square_().sum(-1).to(dtype)
+
+
+def _pencil_checked(A, B, all_pairs: bool, with_vectors: bool):
+    """:func:`_airm_core`, or :func:`_airm_float32` for float32 input."""
+    if A.dtype == torch.float32:
+        return _airm_float32(A, B, all_pairs, with_vectors)
+    return _airm_core(A, B, all_pairs, with_vectors)
+
+
 def _airm_core(A, B, all_pairs: bool, with_vectors: bool):
     """``(eigenvalues, V)`` of the pencil ``(B, A)`` (``V`` is ``None`` without vectors);
     ``ValueError`` naming ``A`` or ``B`` if one is not positive definite."""
@@ -118,15 +134,15 @@ def _airm_core(A, B, all_pairs: bool, with_vectors: bool):
     raise_if_cholesky_failed(info, "A")
     raise_if_singular(condition_proxy(L), L.shape[-1], "A")
     eigenvalues, V = _pencil(L, B, all_pairs, with_vectors)
-    raise_if_not_positive(eigenvalues[..., 0], "B")
-    raise_if_singular(eigenvalues[..., -1] / eigenvalues[..., 0], B.shape[-1], "B")
-    return eigenvalues, V
+    return _checked_pencil_values(eigenvalues), V
 
 
 def _pencil(L, B, all_pairs: bool, with_vectors: bool):
     """Eigenvalues (and generalised eigenvectors ``V = L⁻ᵀ U``) of ``L⁻¹ B L⁻ᵀ``."""
     if all_pairs:
         L_inv = _triangular_inverse(L)
+        if not with_vectors and use_host_blas(L_inv, B):  # inference: NumPy's faster GEMMs
+            return eigvalsh(whiten_pairs_host(L_inv, B), refine=False), None
         whitened = _whiten(L_inv, B)
     else:
         whitened = inverse_congruence(L, B)
@@ -327,16 +343,76 @@ def pairwise_airm(A, B=None, chunk_size: int | None = None) -> torch.Tensor:
         return safe_sqrt(_upper_pairs_squared(A))  # one batch of the n(n−1)/2 pairs i < j
     if same and chunk_size is None:  # thin chunks: a chunk's block wastes its rows²/2 pairs j <= i
         rows = min(rows, max(-(-n_a // SAME_SET_CHUNKS), _rows_for_threads(n_a, c, A.device)))
-    blocks = []
-    for start in range(0, n_a, rows):
-        first_col = start if same else 0
-        block = _AirmSquared.apply(A[start : start + rows], B[first_col:], True)
-        blocks.append(torch.nn.functional.pad(block, (first_col, 0)))
-    squared = torch.cat(blocks)
+    if torch.is_grad_enabled() and (A.requires_grad or B.requires_grad):
+        squared = _pairwise_squared_autograd(A, B, same, rows)
+    else:
+        squared = _pairwise_squared_inference(A, B, same, rows)
     if same:
         squared = torch.triu(squared, diagonal=1)
         squared = squared + squared.mT
     return safe_sqrt(squared)
+
+
+def _pairwise_squared_autograd(A, B, same: bool, rows: int) -> torch.Tensor:
+    """The (n_a, n_b) squared distances, row chunk by row chunk, through :class:`_AirmSquared`
+    (``same``: the columns left of a chunk's first row are zeros)."""
+    blocks = []
+    for start in range(0, A.shape[0], rows):
+        first_col = start if same else 0
+        block = _AirmSquared.apply(A[start : start + rows], B[first_col:], True)
+        blocks.append(torch.nn.functional.pad(block, (first_col, 0)))
+    return torch.cat(blocks)
+
+
+def _pairwise_squared_inference(A, B, same: bool, rows: int) -> torch.Tensor:
+    """:func:`_pairwise_squared_autograd` without autograd: the inputs are symmetrised once,
+    each chunk is written in place, and CPU products go to NumPy's BLAS (``_host_blas``)."""
+    A = symmetrize(A)
+    B = A if same else symmetrize(B)
+    n_a, n_b, c = A.shape[0], B.shape[0], A.shape[-1]
+    squared = A.new_zeros(n_a, n_b)
+    host = use_host_blas(A, B)
+    # float64 on the CPU: every A_i factored and checked once; float32 refines pair by pair
+    W = _checked_inverse_factor(A) if host and A.dtype == torch.float64 else None
+    B_side = side_by_side(B) if W is not None else None
+    with blas_threads() if host else nullcontext():
+        for start in range(0, n_a, rows):
+            stop = min(start + rows, n_a)
+            first_col = start if same else 0
+            # on the CPU, blocks that stay in cache: columns cut to CACHE_BLOCK_ELEMENTS numbers
+            cols = max(1, CACHE_BLOCK_ELEMENTS // ((stop - start) * c * c)) if host else n_b
+            for col in range(first_col, n_b, cols):
+                block = slice(col, col + cols)
+                if W is None:
+                    eigenvalues, _ = _pencil_checked(A[start:stop], B[block], True, False)
+                else:
+                    whitened = whiten_pairs_host(W[start:stop], B_side[:, col * c : block.stop * c])
+                    eigenvalues = _checked_pencil_values(eigvalsh(whitened, refine=False))
+                squared[start:stop, block] = _sum_log_squared(eigenvalues, A.dtype)
+    return squared
+
+
+def _checked_inverse_factor(A: torch.Tensor) -> torch.Tensor:
+    """``L⁻¹`` of the Cholesky factors ``A = L Lᵀ``; ``ValueError`` naming ``A`` if one is not
+    positive definite or is singular to working precision."""
+    L, info = torch.linalg.cholesky_ex(A)
+    raise_if_cholesky_failed(info, "A")
+    raise_if_singular(condition_proxy(L), L.shape[-1], "A")
+    return _triangular_inverse(L)
+
+
+def _checked_pencil_values(eigenvalues: torch.Tensor) -> torch.Tensor:
+    """``eigenvalues`` of whitened ``B`` (ascending), or a ``ValueError`` naming ``B`` if one
+    is not positive or the pencil is singular to working precision (one test when all pass)."""
+    smallest, largest = eigenvalues[..., 0], eigenvalues[..., -1]
+    limit = singular_limit(eigenvalues.shape[-1], eigenvalues.dtype)
+    # largest <= limit · smallest fails for smallest <= 0 too (and for NaN): ascending order
+    # gives |largest| <= |smallest| when both are negative, and limit > 1
+    if bool((largest <= limit * smallest).all()):
+        return eigenvalues
+    raise_if_not_positive(smallest, "B")
+    raise_if_singular(largest / smallest, eigenvalues.shape[-1], "B")
+    return eigenvalues
 
 
 def _rows_for_threads(n: int, c: int, device: torch.device) -> int:
@@ -484,16 +560,7 @@ def pairwise_log_euclidean(A, B=None) -> torch.Tensor:
     tensor([[0.0000],
             [2.2361]], dtype=torch.float64)
     """
-    A = as_matrix_stack(A, "A")
-    if B is not None:
-        A, B = common_dtype(A, as_matrix_stack(B, "B"))
-    # sym_to_vec is an isometry onto c(c+1)/2 numbers: half the Gram product of flattening
-    log_a = sym_to_vec(log_unchecked(A, "A"))
-    log_b = log_a if B is None else sym_to_vec(log_unchecked(B, "B"))
-    squared = _squared_euclidean(log_a, log_b)
-    if B is None:  # exactly symmetric, exactly 0 on the diagonal
-        squared = (squared + squared.T).mul_(0.5).fill_diagonal_(0.0)
-    return safe_sqrt(squared)
+    return _pairwise_frobenius(A, B, log_unchecked)
 
 
 def euclidean_distance(A, B) -> torch.Tensor:
@@ -571,13 +638,21 @@ def pairwise_euclidean(A, B=None) -> torch.Tensor:
     tensor([[0.0000, 2.8284],
             [2.8284, 0.0000]])
     """
+    return _pairwise_frobenius(A, B, lambda X, name: symmetrize(X))
+
+
+def _pairwise_frobenius(A, B, f: Callable[[torch.Tensor, str], torch.Tensor]) -> torch.Tensor:
+    """``‖f(A_i) − f(B_j)‖_F`` for every pair: ``f`` (a symmetric-matrix map that takes the
+    input's name for its errors) once per input, then the Gram matrix of the
+    :func:`sym_to_vec` vectors (an isometry onto c(c+1)/2 numbers: half the product of
+    flattening). With ``B=None`` the result is exactly symmetric and 0 on the diagonal."""
     A = as_matrix_stack(A, "A")
     if B is not None:
         A, B = common_dtype(A, as_matrix_stack(B, "B"))
-    vec_a = sym_to_vec(symmetrize(A))
-    vec_b = vec_a if B is None else sym_to_vec(symmetrize(B))
+    vec_a = sym_to_vec(f(A, "A"))
+    vec_b = vec_a if B is None else sym_to_vec(f(B, "B"))
     squared = _squared_euclidean(vec_a, vec_b)
-    if B is None:  # exactly symmetric, exactly 0 on the diagonal
+    if B is None:
         squared = (squared + squared.T).mul_(0.5).fill_diagonal_(0.0)
     return safe_sqrt(squared)
 

@@ -29,6 +29,7 @@ References
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from collections.abc import Callable
@@ -39,6 +40,7 @@ import torch
 from torch.autograd.function import once_differentiable
 
 from .._validation import Interval, check_param
+from ._host_blas import host_matmul, use_host_blas
 from .checks import as_symmetric_tensor, raise_if_not_positive
 
 __all__ = [
@@ -88,7 +90,7 @@ def symmetrize(X: torch.Tensor) -> torch.Tensor:
     tensor([[1., 1.],
             [1., 1.]])
     """
-    return (X + X.mT) / 2
+    return torch.add(X, X.mT).mul_(0.5)  # the same numbers as (X + Xᵀ) / 2, one buffer
 
 
 @torch.no_grad()
@@ -148,10 +150,10 @@ def eigvalsh(S: torch.Tensor, refine: bool = True) -> torch.Tensor:
 def _threaded(decomposition: Callable, S: torch.Tensor):
     """Run a batched CPU decomposition over slices of the batch, one per torch thread."""
     c = S.shape[-1]
-    flat = S.reshape(-1, c, c)
-    parts = min(torch.get_num_threads(), flat.shape[0] * c**3 // MIN_WORK_PER_THREAD)
+    parts = min(torch.get_num_threads(), S.shape[:-2].numel() * c**3 // MIN_WORK_PER_THREAD)
     if S.device.type != "cpu" or parts < 2:
-        return decomposition(S)
+        return decomposition(S)  # (a strided S is copied once, by the decomposition itself)
+    flat = S.reshape(-1, c, c)
     results = list(_thread_pool(parts).map(_no_grad(decomposition), flat.tensor_split(parts)))
     batch = S.shape[:-2]
     if isinstance(results[0], torch.Tensor):
@@ -232,19 +234,17 @@ def divided_differences(
     return torch.where(tied, f_prime((lam_i + lam_j) / 2), quotient)
 
 
-def _apply_to_spectrum(X, f, positive_name):
+def _apply_to_spectrum(X, f, positive_name, host: bool = False):
     """``(eigenvalues, eigenvectors, f(eigenvalues), f(X))`` of the symmetric part of ``X`` (with
-    or without autograd the same function: gradcheck's numerical side runs without it)."""
+    or without autograd the same function: gradcheck's numerical side runs without it);
+    ``host``: the product ``U diag(f) Uᵀ`` in NumPy (:mod:`._host_blas`, inference only)."""
     eigenvalues, eigenvectors = eigh(symmetrize(X))
     if positive_name is not None:
         raise_if_not_positive(eigenvalues[..., 0], positive_name)
     f_values = f(eigenvalues)
-    return (
-        eigenvalues,
-        eigenvectors,
-        f_values,
-        (eigenvectors * f_values.unsqueeze(-2)) @ eigenvectors.mT,
-    )
+    scaled = eigenvectors * f_values.unsqueeze(-2)
+    product = host_matmul if host else torch.matmul
+    return eigenvalues, eigenvectors, f_values, product(scaled, eigenvectors.mT)
 
 
 class _SymFunction(torch.autograd.Function):
@@ -263,7 +263,7 @@ class _SymFunction(torch.autograd.Function):
         then skips autograd's bookkeeping and the saved decomposition)."""
         if torch.is_grad_enabled() and X.requires_grad:
             return super().apply(X, f, f_prime, tol, positive_name)
-        return _apply_to_spectrum(X, f, positive_name)[3]
+        return _apply_to_spectrum(X, f, positive_name, host=use_host_blas(X))[3]
 
     @staticmethod
     @once_differentiable
@@ -354,80 +354,73 @@ def exp_unchecked(X: torch.Tensor) -> torch.Tensor:
     return _SymFunction.apply(X, torch.exp, torch.exp, None, None)
 
 
+_SPECTRAL_DOC = """{summary}
+{notes}
+Parameters
+----------
+X : Tensor of shape (..., c, c)
+    {takes}{params}
+
+Returns
+-------
+Tensor of shape (..., c, c)
+    {gives}
+
+Raises
+------
+ValueError
+    If ``X`` is not a stack of {kind} matrices{raises}.
+{references}"""
+
+
+def _spectral_doc(
+    summary: str,
+    *,
+    kind: str = "SPD",
+    takes: str = "SPD matrices.",
+    gives: str = "SPD matrices.",
+    params: str = "",
+    raises: str = "",
+    notes: str = "",
+    references: str = "",
+) -> Callable:
+    """Give a function ``f(X) = U diag(f(λ)) Uᵀ`` of this module its numpydoc docstring (one
+    template for the parts they share: X in, a stack of matrices out, a ``ValueError``)."""
+
+    def decorate(fn: Callable) -> Callable:
+        fn.__doc__ = _SPECTRAL_DOC.format(
+            summary=summary,
+            notes=f"\n{notes}\n" if notes else "",
+            kind=kind,
+            takes=takes,
+            gives=gives,
+            params=params,
+            raises=raises,
+            references=f"\nReferences\n----------\n{references}\n" if references else "",
+        )
+        return fn
+
+    return decorate
+
+
+@_spectral_doc(
+    r"Principal matrix logarithm :math:`\log X = U \operatorname{diag}(\log \lambda) U^\top`.",
+    gives="Symmetric matrices.",
+    references='.. [1] N. J. Higham, "Functions of Matrices", SIAM 2008, ch. 11.',
+)
 def spd_log(X: torch.Tensor) -> torch.Tensor:
-    r"""Principal matrix logarithm :math:`\log X = U \operatorname{diag}(\log \lambda) U^\top`.
-
-    Parameters
-    ----------
-    X : Tensor of shape (..., c, c)
-        SPD matrices.
-
-    Returns
-    -------
-    Tensor of shape (..., c, c)
-        Symmetric matrices.
-
-    Raises
-    ------
-    ValueError
-        If ``X`` is not a stack of SPD matrices.
-
-    See Also
-    --------
-    rankmetric.geometry.spd_exp : The inverse map.
-    rankmetric.geometry.log_map : The logarithm at another reference point than the identity.
-
-    References
-    ----------
-    .. [1] N. J. Higham, "Functions of Matrices", SIAM 2008, ch. 11.
-
-    Examples
-    --------
-    >>> import torch
-    >>> X = torch.tensor([[4.0, 0.0], [0.0, 9.0]], dtype=torch.float64)
-    >>> from rankmetric.geometry import spd_log
-    >>> spd_log(X).diagonal().round(decimals=4)
-    tensor([1.3863, 2.1972], dtype=torch.float64)
-    """
     return log_unchecked(as_symmetric_tensor(X, "X"), "X")
 
 
+@_spectral_doc(
+    r"Matrix exponential :math:`\exp X = U \operatorname{diag}(e^\lambda) U^\top` (symmetric X).",
+    kind="symmetric",
+    takes="Symmetric matrices (any sign: tangent vectors).",
+    raises=", or an eigenvalue is so large that its exponential overflows the dtype (above "
+    "about 88.7 in float32, 709.8 in float64)",
+    references='.. [1] N. J. Higham, "Functions of Matrices", SIAM 2008, ch. 10.',
+)
 def spd_exp(X: torch.Tensor) -> torch.Tensor:
-    r"""Matrix exponential :math:`\exp X = U \operatorname{diag}(e^\lambda) U^\top` (symmetric X).
-
-    Parameters
-    ----------
-    X : Tensor of shape (..., c, c)
-        Symmetric matrices (any sign: tangent vectors).
-
-    Returns
-    -------
-    Tensor of shape (..., c, c)
-        SPD matrices.
-
-    Raises
-    ------
-    ValueError
-        If ``X`` is not a stack of symmetric matrices, or an eigenvalue is so large that its
-        exponential overflows the dtype (above about 88.7 in float32, 709.8 in float64).
-
-    See Also
-    --------
-    rankmetric.geometry.spd_log : The inverse map.
-    rankmetric.geometry.exp_map : The exponential at another reference point than the identity.
-
-    References
-    ----------
-    .. [1] N. J. Higham, "Functions of Matrices", SIAM 2008, ch. 10.
-
-    Examples
-    --------
-    >>> import torch
-    >>> X = torch.tensor([[4.0, 0.0], [0.0, 9.0]], dtype=torch.float64)
-    >>> from rankmetric.geometry import spd_exp, spd_log
-    >>> torch.allclose(spd_exp(spd_log(X)), X)
-    True
-    """
     out = sym_function(X, torch.exp, torch.exp)
     if not bool(torch.isfinite(out).all()):
         limit = math.log(torch.finfo(out.dtype).max)
@@ -438,152 +431,44 @@ def spd_exp(X: torch.Tensor) -> torch.Tensor:
     return out
 
 
+@_spectral_doc(
+    r"Principal square root :math:`X^{1/2} = U \operatorname{diag}(\sqrt{\lambda}) U^\top`."
+)
 def spd_sqrt(X: torch.Tensor) -> torch.Tensor:
-    r"""Principal square root :math:`X^{1/2} = U \operatorname{diag}(\sqrt{\lambda}) U^\top`.
-
-    Parameters
-    ----------
-    X : Tensor of shape (..., c, c)
-        SPD matrices.
-
-    Returns
-    -------
-    Tensor of shape (..., c, c)
-        SPD matrices.
-
-    Raises
-    ------
-    ValueError
-        If ``X`` is not a stack of SPD matrices.
-
-    See Also
-    --------
-    rankmetric.geometry.spd_inv_sqrt : The inverse square root.
-    rankmetric.geometry.spd_power : Any real power.
-
-    Examples
-    --------
-    >>> import torch
-    >>> X = torch.tensor([[4.0, 0.0], [0.0, 9.0]], dtype=torch.float64)
-    >>> from rankmetric.geometry import spd_sqrt
-    >>> spd_sqrt(X)
-    tensor([[2., 0.],
-            [0., 3.]], dtype=torch.float64)
-    """
     return _spd_function(X, torch.sqrt, lambda lam: 0.5 * torch.rsqrt(lam))
 
 
+@_spectral_doc(
+    r"Inverse square root :math:`X^{-1/2} = U \operatorname{diag}(\lambda^{-1/2}) U^\top`."
+)
 def spd_inv_sqrt(X: torch.Tensor) -> torch.Tensor:
-    r"""Inverse square root :math:`X^{-1/2} = U \operatorname{diag}(\lambda^{-1/2}) U^\top`.
-
-    Parameters
-    ----------
-    X : Tensor of shape (..., c, c)
-        SPD matrices.
-
-    Returns
-    -------
-    Tensor of shape (..., c, c)
-        SPD matrices.
-
-    Raises
-    ------
-    ValueError
-        If ``X`` is not a stack of SPD matrices.
-
-    See Also
-    --------
-    rankmetric.geometry.spd_sqrt : The square root.
-    rankmetric.geometry.whiten : The congruence by a reference's inverse square root.
-
-    Examples
-    --------
-    >>> import torch
-    >>> X = torch.tensor([[4.0, 0.0], [0.0, 9.0]], dtype=torch.float64)
-    >>> from rankmetric.geometry import spd_inv_sqrt
-    >>> spd_inv_sqrt(X).diagonal()
-    tensor([0.5000, 0.3333], dtype=torch.float64)
-    """
     return _spd_function(X, torch.rsqrt, lambda lam: -0.5 * torch.rsqrt(lam) / lam)
 
 
+@_spectral_doc(
+    r"Matrix power :math:`X^p = U \operatorname{diag}(\lambda^p) U^\top` for real ``p``.",
+    params="\np : float\n    Exponent.",
+    raises=" or ``p`` is not a finite real number",
+)
 def spd_power(X: torch.Tensor, p: float) -> torch.Tensor:
-    r"""Matrix power :math:`X^p = U \operatorname{diag}(\lambda^p) U^\top` for real ``p``.
-
-    Parameters
-    ----------
-    X : Tensor of shape (..., c, c)
-        SPD matrices.
-    p : float
-        Exponent.
-
-    Returns
-    -------
-    Tensor of shape (..., c, c)
-        SPD matrices.
-
-    Raises
-    ------
-    ValueError
-        If ``X`` is not a stack of SPD matrices or ``p`` is not a finite real number.
-
-    See Also
-    --------
-    rankmetric.geometry.spd_sqrt : The power 1/2.
-    rankmetric.geometry.sym_function : Any function of the eigenvalues.
-
-    Examples
-    --------
-    >>> import torch
-    >>> X = torch.tensor([[4.0, 0.0], [0.0, 9.0]], dtype=torch.float64)
-    >>> from rankmetric.geometry import spd_power
-    >>> spd_power(X, 1.5).diagonal()
-    tensor([ 8., 27.], dtype=torch.float64)
-    """
     p = _check_exponent(p)
     return _spd_function(X, lambda lam: lam**p, lambda lam: p * lam ** (p - 1))
 
 
+@_spectral_doc(
+    r"Eigenvalue floor (ReEig) :math:`U \operatorname{diag}(\max(\lambda, \epsilon)) U^\top`.",
+    kind="symmetric",
+    takes="Symmetric matrices (positive semi-definite in SPDNet).",
+    params="\neps : float, default=1e-4\n    Floor on the eigenvalues; must be positive.",
+    gives="SPD matrices with eigenvalues ``>= eps``.",
+    raises=" or ``eps <= 0``",
+    notes=r"The derivative used on ties is :math:`f'(\lambda) = 1[\lambda > \epsilon]`; off ties "
+    "the exact\ndivided difference, so the backward is the true Daleckii–Krein derivative (the "
+    "SPDNet paper's\nformula differs from it off the diagonal).",
+    references='.. [1] Z. Huang, L. Van Gool, "A Riemannian network for SPD matrix learning", '
+    "AAAI 2017.",
+)
 def spd_clamp(X: torch.Tensor, eps: float = 1e-4) -> torch.Tensor:
-    r"""Eigenvalue floor (ReEig) :math:`U \operatorname{diag}(\max(\lambda, \epsilon)) U^\top`.
-
-    The derivative used on ties is :math:`f'(\lambda) = 1[\lambda > \epsilon]`; off ties the exact
-    divided difference, so the backward is the true Daleckii–Krein derivative (the SPDNet paper's
-    formula differs from it off the diagonal).
-
-    Parameters
-    ----------
-    X : Tensor of shape (..., c, c)
-        Symmetric matrices (positive semi-definite in SPDNet).
-    eps : float, default=1e-4
-        Floor on the eigenvalues; must be positive.
-
-    Returns
-    -------
-    Tensor of shape (..., c, c)
-        SPD matrices with eigenvalues ``>= eps``.
-
-    Raises
-    ------
-    ValueError
-        If ``X`` is not a stack of symmetric matrices or ``eps <= 0``.
-
-    See Also
-    --------
-    rankmetric.models.SPDNet : The network whose ReEig layers apply it.
-    rankmetric.geometry.check_spd : Reject matrices that are not SPD.
-
-    References
-    ----------
-    .. [1] Z. Huang, L. Van Gool, "A Riemannian network for SPD matrix learning", AAAI 2017.
-
-    Examples
-    --------
-    >>> import torch
-    >>> from rankmetric.geometry import spd_clamp
-    >>> spd_clamp(torch.diag(torch.tensor([1e-6, 2.0])), eps=1e-4).diagonal()
-    tensor([1.0000e-04, 2.0000e+00])
-    """
     check_param("eps", eps, [Interval(Real, 0, None, closed="neither")])
     return sym_function(X, lambda lam: lam.clamp_min(eps), lambda lam: (lam > eps).to(lam.dtype))
 
@@ -630,11 +515,19 @@ def sym_to_vec(S: torch.Tensor) -> torch.Tensor:
     >>> bool(torch.isclose(v.norm(), torch.linalg.matrix_norm(S)))
     True
     """
-    c = S.shape[-1]
-    rows, cols = torch.triu_indices(c, c, device=S.device)
-    scale = torch.full(rows.shape, math.sqrt(2.0), dtype=S.dtype, device=S.device)
-    scale[rows == cols] = 1.0  # √2 in S's own precision (a float32 √2 is off by 1e-8)
+    rows, cols, scale = _upper_triangle(S.shape[-1], S.dtype, S.device)
     return S[..., rows, cols] * scale
+
+
+@functools.lru_cache(maxsize=64)
+def _upper_triangle(c: int, dtype: torch.dtype, device: torch.device):
+    """Row and column indices of the upper triangle of a c × c matrix (row by row), and the
+    weights of :func:`sym_to_vec`: 1 on the diagonal, √2 off it (in ``dtype``'s own precision:
+    a float32 √2 is off by 1e-8). Built once per size, dtype and device (read-only)."""
+    rows, cols = torch.triu_indices(c, c, device=device)
+    scale = torch.full(rows.shape, math.sqrt(2.0), dtype=dtype, device=device)
+    scale[rows == cols] = 1.0
+    return rows, cols, scale
 
 
 def vec_to_sym(v: torch.Tensor) -> torch.Tensor:
@@ -675,9 +568,7 @@ def vec_to_sym(v: torch.Tensor) -> torch.Tensor:
             f"tangent vectors must have c (c + 1) / 2 entries for some c (1, 3, 6, 10, ...), "
             f"got shape {tuple(v.shape)}."
         )
-    rows, cols = torch.triu_indices(c, c, device=v.device)
-    scale = torch.full(rows.shape, math.sqrt(2.0), dtype=v.dtype, device=v.device)
-    scale[rows == cols] = 1.0
+    rows, cols, scale = _upper_triangle(c, v.dtype, v.device)
     values = v / scale
     S = v.new_zeros(*v.shape[:-1], c, c)
     S[..., rows, cols] = values

@@ -25,6 +25,7 @@ from ._common import (
     common_dtype,
     inverse_congruence,
 )
+from ._host_blas import host_matmul, use_host_blas
 from .aliases import canonical_metric
 from .checks import as_symmetric_tensor, raise_if_not_positive
 from .matrix_functions import eigh, exp_unchecked, log_unchecked, symmetrize
@@ -333,7 +334,8 @@ def _weighted_log_at(L: torch.Tensor, X: torch.Tensor, w: torch.Tensor) -> torch
         return (w[:, None, None] * _log_at(L, X)).sum(0)
     eye = torch.eye(L.shape[-1], dtype=L.dtype, device=L.device)
     L_inv = torch.linalg.solve_triangular(L, eye, upper=False)
-    eigenvalues, U = eigh(L_inv @ X @ L_inv.mT)  # reads the lower triangle: no symmetrisation
+    product = host_matmul if use_host_blas(X) else torch.matmul
+    eigenvalues, U = eigh(product(product(L_inv, X), L_inv.mT))  # reads the lower triangle
     raise_if_not_positive(eigenvalues[..., 0], "X")
     scaled = U * (w[:, None] * torch.log(eigenvalues)).unsqueeze(-2)
     return symmetrize(torch.einsum("ipk,iqk->pq", scaled, U))

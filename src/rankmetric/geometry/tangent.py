@@ -21,6 +21,7 @@ from __future__ import annotations
 import torch
 
 from ._common import common_dtype
+from ._host_blas import host_matmul, use_host_blas
 from .aliases import canonical_metric
 from .checks import as_symmetric_tensor
 from .matrix_functions import (
@@ -151,7 +152,8 @@ def log_map_unchecked(X: torch.Tensor, M: torch.Tensor, metric: str) -> torch.Te
     canonical (callers that validated their input once, e.g. ``TangentSpace.transform``)."""
     if metric == "airm":
         W = spd_inv_sqrt(M)
-        return log_unchecked(W @ X @ W, "X")  # the log reads a symmetrised copy
+        product = host_matmul if use_host_blas(X, W) else torch.matmul
+        return log_unchecked(product(product(W, X), W), "X")  # the log symmetrises a copy
     if metric == "euclidean":
         return symmetrize(X - M)
     values, vectors = _reference_eigh(M)

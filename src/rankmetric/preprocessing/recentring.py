@@ -17,7 +17,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from .._utils import resolve_device
 from .._validation import DEVICE, NONE, InstanceOf, Options, ParameterValidationMixin
 from ..geometry import canonical_metric, spd_mean, whiten
-from ..geometry.checks import as_symmetric_tensor
+from ..geometry.checks import as_matrix_stack, working_dtype
 from ..geometry.means import MEAN_METRICS
 from ._matrix_output import MatrixOutputMixin
 
@@ -216,25 +216,10 @@ class DomainRecentering(
         return out.cpu().numpy()
 
     def _matrices(self, X, n_channels) -> torch.Tensor:
-        dtype = self._torch_dtype(X)
-        X = X.detach() if isinstance(X, torch.Tensor) else torch.as_tensor(np.asarray(X))
-        X = as_symmetric_tensor(X, "X")
-        if X.ndim != 3:
-            raise ValueError(
-                f"X must have shape (n_matrices, c, c) (SPD matrices), got {tuple(X.shape)}."
-            )
-        if n_channels is not None and X.shape[-1] != n_channels:
-            raise ValueError(
-                f"X holds {X.shape[-1]} x {X.shape[-1]} matrices, but DomainRecentering was "
-                f"fitted on {n_channels} x {n_channels}."
-            )
+        dtype = working_dtype(self.dtype, X)
+        X = X.detach() if isinstance(X, torch.Tensor) else X
+        X = as_matrix_stack(X, n_channels=n_channels, fitted_by="DomainRecentering")
         return X.to(dtype=dtype, device=resolve_device(self.device))
-
-    def _torch_dtype(self, X) -> torch.dtype:
-        if self.dtype is not None:
-            return getattr(torch, self.dtype)
-        single = (torch.float32, np.float32)
-        return torch.float32 if getattr(X, "dtype", None) in single else torch.float64
 
 
 def _check_sizes(names, codes: np.ndarray, which=None) -> None:

@@ -23,7 +23,7 @@ from .._validation import (
     ParameterValidationMixin,
 )
 from ..geometry import canonical_metric, spd_mean, sym_to_vec, vec_to_sym
-from ..geometry.checks import as_symmetric_tensor
+from ..geometry.checks import as_matrix_stack, as_symmetric_tensor, working_dtype
 from ..geometry.tangent import TANGENT_METRICS, exp_map_unchecked, log_map_unchecked
 
 __all__ = ["TangentSpace", "resolve_metrics"]
@@ -264,24 +264,11 @@ class TangentSpace(
     def _matrices(self, X, reset: bool = False) -> torch.Tensor:
         """``X`` as a checked (n, c, c) tensor of the working dtype on the device."""
         dtype = self._torch_dtype(X)
-        if isinstance(X, torch.Tensor):
-            X = X.detach()
-        else:
-            X = np.asarray(X)
-            if X.dtype == object or not np.issubdtype(X.dtype, np.number):
-                raise ValueError(f"X must hold numbers, got dtype {X.dtype}.")
-        X = as_symmetric_tensor(torch.as_tensor(X), "X")
-        if X.ndim != 3:
-            raise ValueError(
-                f"X must have shape (n_matrices, c, c) (SPD matrices), got {tuple(X.shape)}."
-            )
+        X = X.detach() if isinstance(X, torch.Tensor) else X
+        n_channels = None if reset else self.n_channels_
+        X = as_matrix_stack(X, n_channels=n_channels, fitted_by="TangentSpace")
         if reset:
             self.n_channels_ = int(X.shape[-1])
-        elif X.shape[-1] != self.n_channels_:
-            raise ValueError(
-                f"X holds {X.shape[-1]} x {X.shape[-1]} matrices, but TangentSpace was fitted "
-                f"on {self.n_channels_} x {self.n_channels_}."
-            )
         return X.to(dtype=dtype, device=self._device())
 
     def _reference_tensor(self, dtype: torch.dtype) -> torch.Tensor:
@@ -291,10 +278,7 @@ class TangentSpace(
         return resolve_device(self.device)
 
     def _torch_dtype(self, X) -> torch.dtype:
-        if self.dtype is not None:
-            return getattr(torch, self.dtype)
-        single = (torch.float32, np.float32)
-        return torch.float32 if getattr(X, "dtype", None) in single else torch.float64
+        return working_dtype(self.dtype, X)
 
 
 def _weights(sample_weight, X: torch.Tensor):

@@ -156,7 +156,7 @@ def test_one_label_encoder_shares_codes_across_arrays():
 def test_one_spd_check_for_numpy_and_torch(as_tensor):
     import torch
 
-    from rankmetric._validation import check_spd_array
+    from rankmetric.geometry import check_spd as check_spd_array
 
     def wrap(X):
         return torch.from_numpy(X) if as_tensor else X

@@ -22,7 +22,6 @@ from numpy.testing import assert_allclose
 from sklearn.metrics.pairwise import chi2_kernel, rbf_kernel
 from sklearn.neighbors import KNeighborsClassifier
 
-from rankmetric._validation import check_spd_array
 from rankmetric.evaluate import knn_predict
 from rankmetric.geometry import (
     airm_distance,
@@ -34,6 +33,7 @@ from rankmetric.geometry import (
     spd_sqrt,
     symmetrize,
 )
+from rankmetric.geometry import check_spd as check_spd_array
 from rankmetric.kernels import pairwise_kernel
 
 SETTINGS = settings(

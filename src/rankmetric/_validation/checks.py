@@ -3,7 +3,8 @@
 Bad input never turns into a silent wrong answer: non-finite values (:func:`check_finite`), values
 whose squared distances overflow the arithmetic (:func:`check_scale`), class labels
 (:func:`check_labels`, over the one label encoder :func:`encode_labels`), classes too small to
-form pairs (:func:`check_min_per_class`) and stacks of SPD matrices (:func:`check_spd_array`).
+form pairs (:func:`check_min_per_class`); SPD matrices are checked by
+:func:`rankmetric.geometry.check_spd`.
 """
 
 from __future__ import annotations
@@ -13,12 +14,10 @@ from sklearn.utils.multiclass import type_of_target
 
 __all__ = [
     "SCALE_HEADROOM_TERMS",
-    "SYMMETRY_RTOL",
     "check_finite",
     "check_labels",
     "check_min_per_class",
     "check_scale",
-    "check_spd_array",
     "encode_labels",
 ]
 
@@ -167,97 +166,4 @@ def check_min_per_class(codes: np.ndarray, minimum: int = 2, what: str = "positi
     if counts.max() < minimum:
         raise ValueError(
             f"every class has fewer than {minimum} samples, so no {what} can be formed."
-        )
-
-
-#: Relative asymmetry an SPD matrix may have: ``|X − Xᵀ| ≤ SYMMETRY_RTOL · max|X| + 1e-12``.
-SYMMETRY_RTOL = 1e-5
-
-
-def check_spd_array(X, name: str = "X", *, rtol: float = 1e-6):
-    """The one SPD check: a stack of symmetric positive-definite matrices, NumPy or torch.
-
-    Shape ``(n, c, c)`` (NumPy) or ``(..., c, c)`` (torch), non-empty, finite, symmetric to
-    ``10 · rtol`` relative to the largest entry of each matrix (:data:`SYMMETRY_RTOL` by
-    default), and a positive smallest eigenvalue. A tensor is checked on its own device, without
-    a copy to the host.
-
-    Parameters
-    ----------
-    X : ndarray of shape (n, c, c) or tensor of shape (..., c, c)
-    name : str, default="X"
-        Name used in the error messages.
-    rtol : float, default=1e-6
-        A tenth of the relative asymmetry tolerated.
-
-    Returns
-    -------
-    X : ndarray or tensor
-        The input (NumPy integer input is converted to float64).
-
-    Raises
-    ------
-    ValueError
-        Naming the first matrix that is not finite, symmetric or positive definite.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> check_spd_array(np.eye(2)[None]).shape
-    (1, 2, 2)
-    >>> check_spd_array(-np.eye(2)[None])
-    Traceback (most recent call last):
-    ...
-    ValueError: X[0] is not positive definite (smallest eigenvalue -1).
-    """
-    if type(X).__module__.startswith("torch"):
-        return _check_spd_tensor(X, name, rtol)
-    X = np.asarray(X)
-    if X.ndim != 3 or X.shape[1] != X.shape[2]:
-        raise ValueError(f"{name} must have shape (n_matrices, c, c), got {X.shape}.")
-    if X.shape[0] == 0:
-        raise ValueError(f"{name} is empty.")
-    if not np.issubdtype(X.dtype, np.floating):
-        X = X.astype(np.float64)
-    check_finite(X, name)
-    asym = np.abs(X - np.swapaxes(X, 1, 2)).max(axis=(1, 2))
-    scale = np.abs(X).max(axis=(1, 2)) + np.finfo(X.dtype).tiny
-    _raise_if_asymmetric(asym > rtol * scale * 10 + 1e-12, asym, name)
-    _raise_if_not_positive(np.linalg.eigvalsh(X).min(axis=1), name)
-    return X
-
-
-def _check_spd_tensor(X, name: str, rtol: float):
-    """:func:`check_spd_array` of a torch tensor ``(..., c, c)``, on its device."""
-    import torch  # only for tensor input: the NumPy-only estimators never need it
-
-    if X.ndim < 2 or X.shape[-1] != X.shape[-2]:
-        raise ValueError(f"{name} must have shape (..., c, c), got {tuple(X.shape)}.")
-    if X.numel() == 0:
-        raise ValueError(f"{name} is empty.")
-    flat = X.detach().reshape(-1, *X.shape[-2:])
-    if not flat.is_floating_point():
-        flat = flat.to(torch.float64)
-    if not bool(torch.isfinite(flat).all()):
-        raise ValueError(f"{name} contains NaN or infinity.")
-    asym = (flat - flat.mT).abs().amax(dim=(-2, -1))
-    scale = flat.abs().amax(dim=(-2, -1)) + torch.finfo(flat.dtype).tiny
-    _raise_if_asymmetric((asym > rtol * scale * 10 + 1e-12).cpu().numpy(), asym.cpu(), name)
-    _raise_if_not_positive(torch.linalg.eigvalsh(flat)[:, 0].cpu().numpy(), name)
-    return X
-
-
-def _raise_if_asymmetric(asymmetric, asym, name: str) -> None:
-    if np.any(asymmetric):
-        bad = int(np.argmax(asymmetric))
-        raise ValueError(
-            f"{name}[{bad}] is not symmetric (largest |X - X^T| = {float(asym[bad]):.3g})."
-        )
-
-
-def _raise_if_not_positive(eig_min: np.ndarray, name: str) -> None:
-    if np.any(eig_min <= 0):
-        bad = int(np.argmax(eig_min <= 0))
-        raise ValueError(
-            f"{name}[{bad}] is not positive definite (smallest eigenvalue {eig_min[bad]:.3g})."
         )

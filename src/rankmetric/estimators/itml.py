@@ -54,9 +54,9 @@ from .._validation import (
     Interval,
     Options,
     check_labels,
-    check_spd_array,
     deprecate_positional_args,
 )
+from ..geometry.checks import check_spd
 from ..io import register_estimator
 from ..resources import check_square_matrices
 from ..sampling import LabelIndex
@@ -338,7 +338,7 @@ class ITML(MahalanobisMixin, BaseEstimator):
         if isinstance(self.prior, np.ndarray):
             if self.prior.shape != (D, D):
                 raise ValueError(f"prior has shape {self.prior.shape}, expected {(D, D)}.")
-            return check_spd_array(self.prior[None], "prior")[0].astype(np.float64)
+            return check_spd(self.prior[None], "prior")[0].astype(np.float64)
         if self.prior == "identity":
             return np.eye(D)
         if self.prior == "covariance":

@@ -41,10 +41,10 @@ from .._validation import (
     Options,
     check_labels,
     check_min_per_class,
-    check_spd_array,
     deprecate_positional_args,
 )
 from ..geometry.aliases import canonical_metric
+from ..geometry.checks import check_spd
 from ..geometry.matrix_functions import spd_inv_sqrt
 from ..geometry.means import riemannian_mean
 from ..io import register_estimator
@@ -569,7 +569,9 @@ class SPDNetEmbedding(SPDEmbeddingMixin, MetricLearnerMixin, BaseEstimator):
             X = validate_data(self, X, ensure_min_samples=1, **kwargs)
         else:
             X, y = validate_data(self, X, y, ensure_min_samples=2, **kwargs)
-        return check_spd_array(X), y
+        if X.ndim != 3 or X.shape[1] != X.shape[2]:
+            raise ValueError(f"X must have shape (n_matrices, c, c), got {X.shape}.")
+        return check_spd(X), y
 
     def _default_hidden_sizes(self, n_channels: int) -> list[int]:
         return [n_channels, n_channels]

@@ -26,7 +26,7 @@ __all__ = [
     "singular_limit",
 ]
 
-#: Relative asymmetry tolerated (``rankmetric._validation.check_spd_array``'s ``rtol=1e-6`` × 10).
+#: Relative asymmetry an SPD matrix may have: ``|X − Xᵀ| ≤ SYMMETRY_RTOL · max|X| + 1e-12``.
 SYMMETRY_RTOL = 1e-5
 
 
@@ -43,7 +43,7 @@ def check_spd(X, name: str = "X"):
     Returns
     -------
     X : ndarray or Tensor of shape (..., c, c)
-        The input (NumPy integer input is converted to float64, as ``check_spd_array`` does).
+        The input (NumPy integer input is converted to float64).
 
     Raises
     ------

@@ -370,7 +370,14 @@ Raises
 ------
 ValueError
     If ``X`` is not a stack of {kind} matrices{raises}.
-{references}"""
+{references}
+Examples
+--------
+>>> import torch
+>>> from rankmetric.geometry import {name}
+>>> X = torch.tensor([[4.0, 0.0], [0.0, 9.0]], dtype=torch.float64)
+{example}
+"""
 
 
 def _spectral_doc(
@@ -383,6 +390,7 @@ def _spectral_doc(
     raises: str = "",
     notes: str = "",
     references: str = "",
+    example: str = "",
 ) -> Callable:
     """Give a function ``f(X) = U diag(f(λ)) Uᵀ`` of this module its numpydoc docstring (one
     template for the parts they share: X in, a stack of matrices out, a ``ValueError``)."""
@@ -397,6 +405,8 @@ def _spectral_doc(
             params=params,
             raises=raises,
             references=f"\nReferences\n----------\n{references}\n" if references else "",
+            name=fn.__name__,
+            example=example,
         )
         return fn
 
@@ -407,6 +417,8 @@ def _spectral_doc(
     r"Principal matrix logarithm :math:`\log X = U \operatorname{diag}(\log \lambda) U^\top`.",
     gives="Symmetric matrices.",
     references='.. [1] N. J. Higham, "Functions of Matrices", SIAM 2008, ch. 11.',
+    example=">>> spd_log(X).diagonal().round(decimals=4)\n"
+    "tensor([1.3863, 2.1972], dtype=torch.float64)",
 )
 def spd_log(X: torch.Tensor) -> torch.Tensor:
     return log_unchecked(as_symmetric_tensor(X, "X"), "X")
@@ -419,6 +431,8 @@ def spd_log(X: torch.Tensor) -> torch.Tensor:
     raises=", or an eigenvalue is so large that its exponential overflows the dtype (above "
     "about 88.7 in float32, 709.8 in float64)",
     references='.. [1] N. J. Higham, "Functions of Matrices", SIAM 2008, ch. 10.',
+    example=">>> from rankmetric.geometry import spd_log\n"
+    ">>> torch.allclose(spd_exp(spd_log(X)), X)\nTrue",
 )
 def spd_exp(X: torch.Tensor) -> torch.Tensor:
     out = sym_function(X, torch.exp, torch.exp)
@@ -432,14 +446,16 @@ def spd_exp(X: torch.Tensor) -> torch.Tensor:
 
 
 @_spectral_doc(
-    r"Principal square root :math:`X^{1/2} = U \operatorname{diag}(\sqrt{\lambda}) U^\top`."
+    r"Principal square root :math:`X^{1/2} = U \operatorname{diag}(\sqrt{\lambda}) U^\top`.",
+    example=">>> spd_sqrt(X)\ntensor([[2., 0.],\n        [0., 3.]], dtype=torch.float64)",
 )
 def spd_sqrt(X: torch.Tensor) -> torch.Tensor:
     return _spd_function(X, torch.sqrt, lambda lam: 0.5 * torch.rsqrt(lam))
 
 
 @_spectral_doc(
-    r"Inverse square root :math:`X^{-1/2} = U \operatorname{diag}(\lambda^{-1/2}) U^\top`."
+    r"Inverse square root :math:`X^{-1/2} = U \operatorname{diag}(\lambda^{-1/2}) U^\top`.",
+    example=">>> spd_inv_sqrt(X).diagonal()\ntensor([0.5000, 0.3333], dtype=torch.float64)",
 )
 def spd_inv_sqrt(X: torch.Tensor) -> torch.Tensor:
     return _spd_function(X, torch.rsqrt, lambda lam: -0.5 * torch.rsqrt(lam) / lam)
@@ -449,6 +465,7 @@ def spd_inv_sqrt(X: torch.Tensor) -> torch.Tensor:
     r"Matrix power :math:`X^p = U \operatorname{diag}(\lambda^p) U^\top` for real ``p``.",
     params="\np : float\n    Exponent.",
     raises=" or ``p`` is not a finite real number",
+    example=">>> spd_power(X, 1.5).diagonal()\ntensor([ 8., 27.], dtype=torch.float64)",
 )
 def spd_power(X: torch.Tensor, p: float) -> torch.Tensor:
     p = _check_exponent(p)
@@ -467,6 +484,8 @@ def spd_power(X: torch.Tensor, p: float) -> torch.Tensor:
     "SPDNet paper's\nformula differs from it off the diagonal).",
     references='.. [1] Z. Huang, L. Van Gool, "A Riemannian network for SPD matrix learning", '
     "AAAI 2017.",
+    example=">>> spd_clamp(torch.diag(torch.tensor([1e-6, 2.0])), eps=1e-4).diagonal()\n"
+    "tensor([1.0000e-04, 2.0000e+00])",
 )
 def spd_clamp(X: torch.Tensor, eps: float = 1e-4) -> torch.Tensor:
     check_param("eps", eps, [Interval(Real, 0, None, closed="neither")])

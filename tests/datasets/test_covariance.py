@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 from sklearn.covariance import empirical_covariance, ledoit_wolf, oas
 
-from rankmetric._validation import check_spd_array
 from rankmetric.datasets import covariances
+from rankmetric.geometry import check_spd as check_spd_array
 
 SKLEARN = {
     "oas": lambda trial: oas(trial.T)[0],

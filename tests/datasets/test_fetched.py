@@ -5,9 +5,9 @@ from functools import lru_cache
 import numpy as np
 import pytest
 
-from rankmetric._validation import check_spd_array
 from rankmetric.datasets import list_datasets, load_spd
 from rankmetric.datasets import load_dataset as _load_dataset
+from rankmetric.geometry import check_spd as check_spd_array
 
 from .test_registry import DOCUMENTED
 

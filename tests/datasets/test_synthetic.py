@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from rankmetric._validation import check_spd_array
 from rankmetric.datasets import make_gaussian_clusters, make_spd_clusters
+from rankmetric.geometry import check_spd as check_spd_array
 
 
 @pytest.mark.parametrize("make", [make_gaussian_clusters, make_spd_clusters])

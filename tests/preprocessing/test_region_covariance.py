@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from rankmetric._validation import check_spd_array
+from rankmetric.geometry import check_spd as check_spd_array
 from rankmetric.preprocessing import RegionCovariances, region_covariances
 
 

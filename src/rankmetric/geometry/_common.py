@@ -8,6 +8,7 @@ import torch
 from .checks import as_matrix_stack, raise_if_cholesky_failed
 
 __all__ = [
+    "safe_sqrt",
     "as_matrix_stack",
     "broadcast_pair",
     "cholesky",
@@ -63,3 +64,21 @@ def common_dtype(A: torch.Tensor, B: torch.Tensor) -> tuple[torch.Tensor, torch.
         raise ValueError(f"A and B are on different devices: {A.device} and {B.device}.")
     dtype = torch.promote_types(A.dtype, B.dtype)
     return A.to(dtype), B.to(dtype)
+
+
+def safe_sqrt(x: torch.Tensor) -> torch.Tensor:
+    """Square root of a non-negative tensor whose derivative is 0 (not infinite) at 0.
+
+    Parameters
+    ----------
+    x : Tensor of any shape
+        Squared distances (negative rounding noise is treated as 0).
+
+    Returns
+    -------
+    Tensor of the same shape
+    """
+    if not x.requires_grad:  # the same values, without the mask the gradient needs
+        return x.clamp_min(0).sqrt_()
+    positive = x > 0
+    return torch.where(positive, x.clamp_min(torch.finfo(x.dtype).tiny).sqrt(), 0.0)

@@ -26,6 +26,7 @@ from numbers import Real
 import numpy as np
 import torch
 
+from ._distances import squared_euclidean_in_place
 from ._utils import to_tensor
 from ._validation import NONE, POSITIVE_INT, Interval, Options, check_param
 
@@ -142,11 +143,7 @@ def linear_kernel(X: torch.Tensor, Y: torch.Tensor) -> torch.Tensor:
     return X @ Y.T
 
 
-def _squared_distances(X: torch.Tensor, Y: torch.Tensor) -> torch.Tensor:
-    """``||x_i − y_j||²`` from the Gram matrix, clamped at 0 (one n_x × n_y buffer, in place)."""
-    sq = (X @ Y.T).mul_(-2.0)
-    sq.add_((X * X).sum(1)[:, None]).add_((Y * Y).sum(1)[None, :])
-    return sq.clamp_min_(0.0)
+_squared_distances = squared_euclidean_in_place  # the order the kernels were fitted with
 
 
 def rbf_kernel(X: torch.Tensor, Y: torch.Tensor, gamma: float) -> torch.Tensor:

@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 import torch
 
+from .._distances import centered_squared_euclidean
 from ._common import as_matrix_stack, broadcast_pair, common_dtype, safe_sqrt
 from .checks import as_symmetric_tensor
 from .matrix_functions import log_unchecked, sym_to_vec, symmetrize
@@ -207,19 +208,7 @@ def _pairwise_frobenius(A, B, f: Callable[[torch.Tensor, str], torch.Tensor]) ->
         A, B = common_dtype(A, as_matrix_stack(B, "B"))
     vec_a = sym_to_vec(f(A, "A"))
     vec_b = vec_a if B is None else sym_to_vec(f(B, "B"))
-    squared = _squared_euclidean(vec_a, vec_b)
+    squared = centered_squared_euclidean(vec_a, vec_b)
     if B is None:
         squared = (squared + squared.T).mul_(0.5).fill_diagonal_(0.0)
     return safe_sqrt(squared)
-
-
-def _squared_euclidean(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """``||a_i − b_j||²`` from the Gram matrix (one GEMM), clipped at 0: (n, d), (m, d) → (n, m).
-
-    Both sets are first centered on ``a``'s mean (distances do not change), which keeps the
-    cancellation in ``||a||² + ||b||² − 2 aᵀb`` small when the points sit far from the origin.
-    """
-    center = a.mean(0).detach()
-    a, b = a - center, b - center
-    squared = torch.addmm((b * b).sum(1)[None, :], a, b.T, alpha=-2.0)
-    return squared.add_((a * a).sum(1, keepdim=True)).clamp_min_(0)

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import torch
 
+from .._distances import floored_squared_euclidean
+
 EULER_GAMMA = 0.5772156649015329
 #: Squared distances are clamped at this value before the square root (finite gradients).
 DISTANCE_EPS = 1e-12
@@ -162,24 +164,8 @@ def _paired_euclidean(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 
 def _cross_sq_euclidean(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """``F(a_i, b_j)²`` for every row pair from ``||a||² + ||b||² − 2 aᵀb`` (one matrix product).
-
-    Parameters
-    ----------
-    a : tensor of shape (n_a, r), or (p, n_a, r) for p batched problems
-    b : tensor of shape (n_b, r), or (p, n_b, r)
-
-    Returns
-    -------
-    tensor of shape (n_a, n_b) or (p, n_a, n_b), clamped at ``DISTANCE_EPS``
-    """
-    sq_a = a.square().sum(-1)
-    sq_b = b.square().sum(-1)
-    if a.dim() == 2:
-        sq = torch.addmm(sq_b[None, :], a, b.T, alpha=-2.0)
-    else:
-        sq = torch.baddbmm(sq_b[:, None, :], a, b.transpose(-1, -2), alpha=-2.0)
-    return (sq + sq_a[..., :, None]).clamp_min(DISTANCE_EPS)
+    """``F(a_i, b_j)²`` for every row pair (one matrix product), floored at ``DISTANCE_EPS``."""
+    return floored_squared_euclidean(a, b, DISTANCE_EPS)
 
 
 def _cross_euclidean(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:

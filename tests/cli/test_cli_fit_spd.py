@@ -179,3 +179,71 @@ def test_help_parser_reads_grouped_and_continued_names():
     assert _plain(params["e"][1]) == "As Base (Brooks et al. 2019, see f)."
     assert _first_sentence("A (b. C) d. E.") == "A (b. C) d"
     assert _first_sentence("Brooks et al. 2019 say so. Then.") == "Brooks et al. 2019 say so"
+
+
+def _session_file(tmp_path):
+    """Two sessions of the same two classes, the second seen through another channel mixing."""
+    X, y = _trials(n=32)
+    sessions = np.repeat(np.array(["s1", "s2"]), 16)[np.r_[0:8, 16:24, 8:16, 24:32]]
+    X = X.copy()
+    shift = np.eye(4) + 0.8 * np.random.default_rng(5).normal(size=(4, 4))
+    X[sessions == "s2"] = shift @ X[sessions == "s2"]
+    path = tmp_path / "sessions.npz"
+    np.savez(path, X=X, y=y, domains=sessions)
+    return path, sessions
+
+
+def test_test_domain_holds_a_session_out_and_fits_with_the_domains(tmp_path, capsys, monkeypatch):
+    from rankmetric.estimators.rpl import RPLEmbedding
+
+    path, sessions = _session_file(tmp_path)
+    seen = {}
+    original_fit = RPLEmbedding.fit
+
+    def spy(self, X, y, domains=None):
+        seen["domains"] = domains
+        return original_fit(self, X, y, domains=domains)
+
+    monkeypatch.setattr(RPLEmbedding, "fit", spy)
+    argv = ["fit", "rpl", "--data", str(path), "--test-domain", "s2", "--json", *FAST]
+    report = _run_json(argv, capsys)
+    assert report["split"].startswith("domain s2 held out")
+    assert report["n_train"] == report["n_test"] == 16
+    assert set(seen["domains"]) == {"s1"}  # trained on the other session only
+
+
+def test_domains_keep_the_stratified_split_and_reach_fit(tmp_path, capsys):
+    path, _ = _session_file(tmp_path)
+    with_domains = _run_json(["fit", "spdnet", "--data", str(path), "--json", *FAST], capsys)
+    data = dict(np.load(path))
+    data.pop("domains")
+    np.savez(tmp_path / "plain.npz", **data)
+    plain = _run_json(["fit", "spdnet", "--data", str(tmp_path / "plain.npz"), "--json", *FAST],
+                      capsys)  # fmt: skip
+    assert with_domains["split"] == plain["split"] and with_domains["n_test"] == plain["n_test"]
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--test-domain", "s9"], r"--test-domain 's9' must be one of \['s1', 's2'\]"),
+        (["--test-domain", "s1", "--data-without-domains"], "needs a trial file with domains"),
+    ],
+)
+def test_test_domain_errors_name_the_problem(tmp_path, capsys, extra, message):
+    path, _ = _session_file(tmp_path)
+    if "--data-without-domains" in extra:
+        extra = extra[:2]
+        data = dict(np.load(path))
+        data.pop("domains")
+        np.savez(path, **data)
+    assert main(["fit", "rpl", "--data", str(path), *extra, *FAST]) == 2
+    assert re.search(message, capsys.readouterr().err)
+
+
+def test_domains_of_the_wrong_length_are_refused(tmp_path, capsys):
+    path, _ = _session_file(tmp_path)
+    data = dict(np.load(path))
+    np.savez(path, **{**data, "domains": data["domains"][:5]})
+    assert main(["fit", "rpl", "--data", str(path), *FAST]) == 2
+    assert "domains must hold one domain per trial of X (32)" in capsys.readouterr().err

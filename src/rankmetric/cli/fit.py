@@ -225,7 +225,9 @@ def _add_spd_options(parser: argparse.ArgumentParser) -> None:
         if action.dest == "data":
             action.help += (
                 "; or a .npz file of raw trials: X of shape (n_trials, channels, time) and labels "
-                "y, optionally X_test and y_test (else --test-size is held out)"
+                "y, optionally X_test and y_test (else --test-size is held out) and domains "
+                "(session or subject of each trial; domains_test beside X_test), which are "
+                "passed to fit and transform: each domain is re-centred at its own mean"
             )
     choices = _parameter_help(Covariances).get("estimator", "")
     choices = choices[choices.find("one of") :] if "one of" in choices else ""
@@ -239,6 +241,15 @@ def _add_spd_options(parser: argparse.ArgumentParser) -> None:
             f"{choices}. None: the data set's own (OAS for the bundled multichannel sets), "
             "Covariances' default for a trial file"
         ).replace("%", "%%"),
+    )
+
+    parser.add_argument(
+        "--test-domain",
+        metavar="VALUE",
+        default=None,
+        help="cross-session / cross-subject evaluation: hold out every trial of this domain "
+        "(a value of the trial file's domains array) as the test part, train on the others; "
+        "the held-out domain is re-centred at its own mean, unseen in training",
     )
 
 
@@ -341,7 +352,52 @@ def _read_trial_file(path) -> tuple:
             arrays.get("y_test"))  # fmt: skip
 
 
-def _train_test(args):
+def _trial_domains(path, n: int, n_test: int | None) -> tuple:
+    """``(domains, domains_test)`` of a trial file (each None when absent), checked."""
+    with np.load(path, allow_pickle=False) as npz:
+        found = {key: npz[key] for key in ("domains", "domains_test") if key in npz.files}
+    for key, count in (("domains", n), ("domains_test", n_test)):
+        value = found.get(key)
+        if value is not None and (count is None or value.shape != (count,)):
+            raise ValueError(
+                f"--data {path}: {key} must hold one domain per trial of "
+                f"{'X' if key == 'domains' else 'X_test'} ({count}), got shape {value.shape}."
+            )
+    return found.get("domains"), found.get("domains_test")
+
+
+def _spd_train_test(args):
+    """:func:`_train_test` of an SPD method, with the trial file's domains (or Nones):
+    ``--test-domain`` holds one domain out whole (cross-session / cross-subject)."""
+    if not _is_trial_file(args.data):
+        if args.test_domain is not None:
+            raise ValueError("--test-domain needs a trial file with a domains array.")
+        return (*_train_test(args), (None, None))
+    X, y, X_te, y_te, split = _train_test(args, keep_order=True)
+    official = split == "official test split"
+    domains, domains_test = _trial_domains(args.data, len(X), len(X_te) if official else None)
+    if args.test_domain is not None:
+        if domains is None or official:
+            raise ValueError("--test-domain needs a trial file with domains and without X_test.")
+        held = domains.astype(str) == str(args.test_domain)
+        if not held.any() or held.all():
+            names = sorted({str(d) for d in domains})
+            raise ValueError(f"--test-domain {args.test_domain!r} must be one of {names}, "
+                             "and not the only one.")  # fmt: skip
+        how = f"domain {args.test_domain} held out (cross-domain), trained on the others"
+        return X[~held], y[~held], X[held], y[held], how, (domains[~held], domains[held])
+    if official:
+        return X, y, X_te, y_te, split, (domains, domains_test)
+    from sklearn.model_selection import train_test_split
+
+    extra = [] if domains is None else [domains]  # the same split with or without domains
+    parts = train_test_split(X, y, *extra, test_size=args.test_size, stratify=y, random_state=0)
+    d_tr, d_te = (parts[4], parts[5]) if domains is not None else (None, None)
+    how = f"stratified {args.test_size:.0%} hold-out, seed 0"
+    return parts[0], parts[2], parts[1], parts[3], how, (d_tr, d_te)
+
+
+def _train_test(args, keep_order: bool = False):
     from sklearn.model_selection import train_test_split
 
     from ..datasets import load_dataset
@@ -352,6 +408,8 @@ def _train_test(args):
         raise ValueError(f"{args.data} is a multichannel set; use `rankmetric fit rpl` for it.")
     if data.X_test is not None:
         return data.X, data.y, data.X_test, data.y_test, "official test split"
+    if keep_order:  # the caller splits: every trial, in the file's order
+        return data.X, data.y, data.X[:0], data.y[:0], "file order"
     X_tr, X_te, y_tr, y_te = train_test_split(
         data.X, data.y, test_size=args.test_size, stratify=data.y, random_state=0
     )
@@ -419,6 +477,14 @@ def reid_report(embed, X, y, cameras, split, metric: str = "euclidean") -> dict:
     return report
 
 
+def _transform(est, X, domains):
+    """``est.transform(X)``, with the domains of ``X`` when the model was fitted with them (a
+    test file without domains_test is one new domain, re-centred at its own mean)."""
+    if getattr(est, "domains_", None) is None:
+        return est.transform(X)
+    return est.transform(X, domains=domains)
+
+
 def _flatten(X):
     return X.reshape(len(X), -1)
 
@@ -454,7 +520,10 @@ def run_fit(args: argparse.Namespace) -> int:
     from ..datasets.user_features import is_feature_file
 
     test_cams = test_split = train_cams = None
-    if METHODS[args.method][2] != "spd" and is_feature_file(args.data):
+    domains_tr = domains_te = None
+    if METHODS[args.method][2] == "spd":
+        X_tr, y_tr, X_te, y_te, split, (domains_tr, domains_te) = _spd_train_test(args)
+    elif is_feature_file(args.data):
         parts, (test_cams, test_split, train_cams) = _user_train_test(args)
         X_tr, y_tr, X_te, y_te, split = parts
     else:
@@ -465,6 +534,8 @@ def run_fit(args: argparse.Namespace) -> int:
     fit_params = {}
     if train_cams is not None and "cameras" in inspect.signature(est.fit).parameters:
         fit_params["cameras"] = train_cams  # the file's cameras (positives="cross_camera")
+    if domains_tr is not None:
+        fit_params["domains"] = domains_tr  # each session / subject at its own mean
     est.fit(X_tr, y_tr, **fit_params)
     fit_time = time.perf_counter() - start
     if rank() != 0:  # under torchrun every rank holds the same model: one report, one file
@@ -483,8 +554,10 @@ def run_fit(args: argparse.Namespace) -> int:
         report[f"knn{args.k}_accuracy_euclidean"] = knn_accuracy(
             _flatten(X_tr), y_tr, _flatten(X_te), y_te, k=args.k
         )
+        Z_tr = _transform(est, X_tr, domains_tr)
+        Z_te = _transform(est, X_te, domains_te if domains_tr is not None else None)
         report[f"knn{args.k}_accuracy_learned"] = knn_accuracy(
-            _flatten(est.transform(X_tr)), y_tr, _flatten(est.transform(X_te)), y_te, k=args.k
+            _flatten(Z_tr), y_tr, _flatten(Z_te), y_te, k=args.k
         )
     if test_cams is not None:
         report.update(reid_report(est.transform, X_te, y_te, test_cams, test_split))

@@ -113,3 +113,25 @@ def test_fit_needs_data_or_pairs(tmp_path, capsys):
     assert "not both" in capsys.readouterr().err
     assert main(["fit", "kissme", "--pairs", str(tmp_path / "missing.npz")]) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+def test_pair_file_with_the_two_members_x1_x2(tmp_path, capsys):
+    """``X1``, ``X2`` (the ``pair_distances(X1, X2)`` convention) equal the stacked layout."""
+    rng = np.random.default_rng(0)
+    centers = rng.normal(size=(6, 5)) * 3
+    a, b = rng.integers(0, 6, 200), rng.integers(0, 6, 200)
+    X1 = centers[a] + rng.normal(size=(200, 5))
+    X2 = centers[b] + rng.normal(size=(200, 5))
+    y = np.where(a == b, 1, -1)
+    np.savez(tmp_path / "members.npz", X1=X1, X2=X2, y=y, X1_test=X1[:50], X2_test=X2[:50],
+             y_test=y[:50])  # fmt: skip
+    np.savez(tmp_path / "stacked.npz", pairs=np.stack([X1, X2], 1), y=y,
+             pairs_test=np.stack([X1[:50], X2[:50]], 1), y_test=y[:50])  # fmt: skip
+    reports = []
+    for name in ("members", "stacked"):
+        assert main(["fit", "kissme", "--pairs", str(tmp_path / f"{name}.npz"), "--json"]) == 0
+        reports.append(json.loads(capsys.readouterr().out))
+    assert reports[0]["learned"] == reports[1]["learned"]
+    np.savez(tmp_path / "bad.npz", X1=X1, X2=X2[:10], y=y)
+    assert main(["fit", "kissme", "--pairs", str(tmp_path / "bad.npz")]) == 2
+    assert "X1 and X2 must both have shape" in capsys.readouterr().err

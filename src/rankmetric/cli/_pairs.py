@@ -7,6 +7,8 @@ A pair file is a ``.npz`` archive (read with ``allow_pickle=False``) in the pair
 ``X``              (n_samples, n_features) float: the items (index form only)
 ``pairs``          (n_pairs, 2) int row indices into ``X``, or (n_pairs, 2, n_features) float
                    stacked pairs (then no ``X``)
+``X1``, ``X2``     or: (n_pairs, n_features) each, the two members of each pair (the
+                   ``pair_distances(X1, X2)`` convention; ``X1_test``, ``X2_test`` likewise)
 ``y``              (n_pairs,): ``+1`` similar / ``−1`` dissimilar (``1``/``0`` too), or
                    similarities in ``[−1, 1]`` (SSNE)
 ``X_test``         optional: the items of the test pairs (else test indices point into ``X``)
@@ -39,7 +41,8 @@ __all__ = [
 
 PAIR_FILE_HELP = (
     "a .npz pair file: X (items) + pairs (n, 2) row indices + y (+1/-1 or similarities), or "
-    "stacked pairs (n, 2, n_features) + y; optional X_test/pairs_test/y_test (docs/pairs.md)"
+    "stacked pairs (n, 2, n_features) + y, or the two members X1, X2 (n, n_features) + y; "
+    "optional X_test/pairs_test/y_test (or X1_test, X2_test, y_test) (docs/pairs.md)"
 )
 DEFAULT_FAR = (1e-1, 1e-2, 1e-3)
 
@@ -53,6 +56,8 @@ def read_pairs_file(path: str) -> dict:
         raise ValueError(f"--pairs {path}: not a readable .npz archive ({exc}).") from None
     with archive:
         arrays = {k: archive[k] for k in archive.files}
+    for suffix in ("", "_test"):  # X1, X2: the members of each pair, stacked here
+        _stack_members(arrays, suffix, path)
     for key in ("pairs", "y"):
         if key not in arrays:
             raise ValueError(f"--pairs {path} has no array {key!r} (found {sorted(arrays)}).")
@@ -64,6 +69,20 @@ def read_pairs_file(path: str) -> dict:
         items = arrays.get("X_test", X)
         test = (_stacked(items, arrays["pairs_test"], f"{path}: pairs_test"), arrays["y_test"])
     return {"train": (X, arrays["pairs"], arrays["y"]), "test": test}
+
+
+def _stack_members(arrays: dict, suffix: str, path: str) -> None:
+    """``X1{suffix}``, ``X2{suffix}`` (n, n_features) → ``pairs{suffix}`` (n, 2, n_features)."""
+    a, b = arrays.pop(f"X1{suffix}", None), arrays.pop(f"X2{suffix}", None)
+    if a is None and b is None:
+        return
+    if a is None or b is None or f"pairs{suffix}" in arrays:
+        raise ValueError(f"--pairs {path}: give X1{suffix} and X2{suffix} together, and not "
+                         f"beside pairs{suffix}.")  # fmt: skip
+    if a.ndim != 2 or a.shape != b.shape:
+        raise ValueError(f"--pairs {path}: X1{suffix} and X2{suffix} must both have shape "
+                         f"(n_pairs, n_features), got {a.shape} and {b.shape}.")  # fmt: skip
+    arrays[f"pairs{suffix}"] = np.stack([a, b], axis=1)
 
 
 def _stacked(X, pairs, what: str) -> np.ndarray:

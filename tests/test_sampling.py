@@ -188,3 +188,19 @@ def test_distributed_defaults_come_from_torch_distributed(monkeypatch):
 def test_bad_sampler_arguments_raise(kwargs, match):
     with pytest.raises(ValueError, match=match):
         ClassBalancedBatchSampler(np.repeat(np.arange(4), 3), **kwargs)
+
+
+def test_each_pass_of_the_class_balanced_sampler_starts_the_next_epoch():
+    """A plain loop gets new shuffles every epoch without set_epoch; set_epoch still decides."""
+    from rankmetric.sampling import ClassBalancedBatchSampler
+
+    labels = np.repeat(np.arange(10), 6)
+    sampler = ClassBalancedBatchSampler(labels, 4, 3, seed=0)
+    first, second = list(sampler), list(sampler)
+    assert first != second and sampler.epoch == 1
+    again = ClassBalancedBatchSampler(labels, 4, 3, seed=0)
+    assert [list(again), list(again)] == [first, second]  # seeded: the same sequence
+    sampler.set_epoch(0)
+    assert list(sampler) == first
+    sampler.set_epoch(0)
+    assert list(sampler) == first  # an explicit epoch is never advanced past

@@ -338,8 +338,10 @@ class ClassBalancedBatchSampler(BatchSampler):
     n_per_class : int
         ``K``, samples per class in a batch.
     seed : int, default=0
-        Seed of the shuffles; epoch ``e`` draws from ``(seed, e)`` (see :meth:`set_epoch`), so
-        every rank of a distributed run draws the same global sequence of batches.
+        Seed of the shuffles; epoch ``e`` draws from ``(seed, e)``, so every rank of a
+        distributed run draws the same global sequence of batches. Each new pass over the
+        sampler starts the next epoch (new shuffles in a plain loop, no call needed);
+        :meth:`set_epoch` chooses the epoch of the next pass explicitly.
     num_replicas : int, optional
         Number of distributed processes; default ``torch.distributed``'s world size when it is
         initialised, else 1.
@@ -402,10 +404,13 @@ class ClassBalancedBatchSampler(BatchSampler):
         self.num_replicas = int(num_replicas)
         self.rank = int(rank)
         self.epoch = 0
+        self._advance = False  # the next pass starts the next epoch (unless set_epoch is called)
 
     def set_epoch(self, epoch: int) -> None:
-        """Use the shuffles of epoch ``epoch`` next (as ``DistributedSampler.set_epoch``)."""
+        """Use the shuffles of epoch ``epoch`` for the next pass (as
+        ``DistributedSampler.set_epoch``); without it each pass starts the next epoch."""
         self.epoch = int(epoch)
+        self._advance = False
 
     @property
     def _n_chunks(self) -> np.ndarray:
@@ -420,6 +425,9 @@ class ClassBalancedBatchSampler(BatchSampler):
         return self._n_global_batches() // self.num_replicas
 
     def __iter__(self) -> Iterator[list[int]]:
+        if self._advance:
+            self.epoch += 1
+        self._advance = True
         batches = self.global_batches()[self.rank :: self.num_replicas]
         for batch in batches:
             yield batch.tolist()

@@ -247,3 +247,27 @@ def test_domains_of_the_wrong_length_are_refused(tmp_path, capsys):
     np.savez(path, **{**data, "domains": data["domains"][:5]})
     assert main(["fit", "rpl", "--data", str(path), *FAST]) == 2
     assert "domains must hold one domain per trial of X (32)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("extra", [[], ["--test-domain", "s2"]])
+def test_evaluate_an_spd_model_on_its_trial_file(tmp_path, capsys, extra):
+    """``evaluate --model`` on raw trials: the same covariances, split and domains as ``fit``."""
+    path, _ = _session_file(tmp_path)
+    model = tmp_path / "rpl.npz"
+    common = ["--data", str(path), "--covariance-estimator", "oas", *extra]
+    fitted = _run_json(["fit", "rpl", *common, "--out", str(model), "--json", *FAST], capsys)
+    argv = ["evaluate", "--model", str(model), *common, "--scores", "knn", "--json"]
+    report = _run_json(argv, capsys)
+    assert report["split"] == fitted["split"] and report["n_evaluated"] == fitted["n_test"]
+    assert report["scores"]["knn3_accuracy"] == pytest.approx(fitted["knn3_accuracy_learned"])
+
+
+def test_evaluate_refuses_raw_trials_with_a_vector_model(tmp_path, capsys):
+    path, _ = _session_file(tmp_path)
+    rng = np.random.default_rng(0)
+    np.savez(tmp_path / "f.npz", X=rng.normal(size=(30, 4)), y=np.arange(30) % 3)
+    assert main(["fit", "kissme", "--data", str(tmp_path / "f.npz"), "--out",
+                 str(tmp_path / "k.npz")]) == 0  # fmt: skip
+    capsys.readouterr()
+    assert main(["evaluate", "--model", str(tmp_path / "k.npz"), "--data", str(path)]) == 2
+    assert "must be an SPD network" in capsys.readouterr().err

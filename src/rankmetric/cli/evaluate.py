@@ -184,6 +184,40 @@ def _from_user_file(args) -> _Embedded:
                      sub(split))  # fmt: skip
 
 
+def _is_trial_file(path: str | None) -> bool:
+    """A ``.npz`` file whose ``X`` holds raw multichannel trials (n_trials, channels, time)."""
+    if not path or not str(path).lower().endswith(".npz"):
+        return False
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            return "X" in archive.files and archive["X"].ndim == 3
+    except (OSError, ValueError):
+        return False  # reported by the feature-file reader, with its message
+
+
+def _from_trial_file(args) -> _Embedded:
+    """Raw trials embedded by an SPD ``--model``: covariances (``--covariance-estimator``, as
+    at fit) and the split of ``rankmetric fit rpl|spdnet`` on the same file (its ``X_test``, a
+    held-out domain with ``--test-domain``, else the stratified ``--test-size`` hold-out), with
+    the file's ``domains`` passed to ``transform`` when the model was fitted with domains."""
+    import argparse
+
+    from ..io import load_model
+    from .fit import _spd_train_test, _transform
+
+    model = load_model(args.model)
+    if not hasattr(model, "weights_"):
+        raise ValueError(f"{args.data} holds raw trials: --model must be an SPD network "
+                         "(rankmetric fit rpl|spdnet).")  # fmt: skip
+    fit_args = argparse.Namespace(data=args.data, test_size=args.test_size, method="rpl",
+                                  covariance_estimator=args.covariance_estimator,
+                                  test_domain=args.test_domain)  # fmt: skip
+    X_tr, y_tr, X_te, y_te, split, (d_tr, d_te) = _spd_train_test(fit_args)
+    source = f"{args.model} on the trials of {args.data}"
+    return _Embedded(_flat(_transform(model, X_te, d_te)), y_te,
+                     _flat(_transform(model, X_tr, d_tr)), y_tr, source, split)  # fmt: skip
+
+
 def _attach_cameras(e: _Embedded, path: str) -> _Embedded:
     """An embeddings ``.npz`` with ``cameras`` (or ``cameras_test`` beside ``X_test``): the
     evaluated part's cameras, so that re-id scores are printed."""
@@ -273,7 +307,12 @@ def run_evaluate(args: argparse.Namespace) -> int:
     else:
         from ..datasets.user_features import is_feature_file
 
-        embedded = _from_user_file(args) if is_feature_file(args.data) else _from_model(args)
+        if args.model and _is_trial_file(args.data):
+            embedded = _from_trial_file(args)
+        elif is_feature_file(args.data):
+            embedded = _from_user_file(args)
+        else:
+            embedded = _from_model(args)
     scores = evaluate_embedding(embedded, args)
     report = {
         "source": embedded.source,
@@ -330,6 +369,21 @@ def register(subparsers) -> None:
         help="data set to embed with --model (see `rankmetric data list`), or your own "
         "feature file (.npz/.csv/.parquet/.mat: X, y, optional cameras, split); alone, "
         "evaluates its raw features; with cameras, re-id CMC/mAP/mINP are printed too",
+    )
+    parser.add_argument(
+        "--covariance-estimator",
+        metavar="NAME",
+        default=None,
+        help="with --model of an SPD network and a .npz file of raw trials (X of shape "
+        "(n_trials, channels, time), y, optionally X_test, y_test, domains): the covariance "
+        "estimator the model was fitted with (rankmetric fit rpl --covariance-estimator)",
+    )
+    parser.add_argument(
+        "--test-domain",
+        metavar="VALUE",
+        default=None,
+        help="raw trials only: evaluate on this held-out domain, as `rankmetric fit rpl "
+        "--test-domain` split the file",
     )
     parser.add_argument(
         "--test-size",

@@ -188,10 +188,15 @@ def _is_trial_file(path: str | None) -> bool:
     """A ``.npz`` file whose ``X`` holds raw multichannel trials (n_trials, channels, time)."""
     if not path or not str(path).lower().endswith(".npz"):
         return False
-    try:
-        with np.load(path, allow_pickle=False) as archive:
-            return "X" in archive.files and archive["X"].ndim == 3
-    except (OSError, ValueError):
+    import zipfile
+
+    try:  # the header of X only: the trials themselves are read once, later
+        with zipfile.ZipFile(path) as archive, archive.open("X.npy") as member:
+            major, _ = np.lib.format.read_magic(member)
+            read = {1: np.lib.format.read_array_header_1_0, 2: np.lib.format.read_array_header_2_0}
+            shape = read[major](member)[0]
+        return len(shape) == 3
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile):
         return False  # reported by the feature-file reader, with its message
 
 

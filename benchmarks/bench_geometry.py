@@ -40,6 +40,7 @@ CPU, most of it both libraries' 1000×1000 AIRM matrix; ``--quick`` for a smoke 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -274,7 +275,11 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="300x8,300x32,1000x32", help="n x c, comma-separated")
     parser.add_argument("--dtypes", default="float64,float32")
-    parser.add_argument("--threads", default="1,2", help="thread counts, comma-separated")
+    parser.add_argument(
+        "--threads",
+        default="1,2",
+        help="thread counts, comma-separated; 'default' leaves torch's and BLAS's own counts",
+    )
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--repeats-large", type=int, default=1, help="for 1000-matrix AIRM")
     parser.add_argument("--device", default="cpu")
@@ -304,14 +309,17 @@ def main(argv: list[str] | None = None) -> None:
             print_profile(sizes, args)
         return
     results = []
-    for threads in (int(t) for t in args.threads.split(",")):
+    default_threads = torch.get_num_threads()  # what a user gets, before anything is set
+    for threads in args.threads.split(","):
+        pinned = threads != "default"  # "default": torch's and the BLAS pools' own counts
+        threads = int(threads) if pinned else default_threads
         torch.set_num_threads(threads)
-        print(f"\n## {threads} thread(s)")
+        print(f"\n## {threads} thread(s){'' if pinned else ' (the defaults, nothing pinned)'}")
         print(
             f"{'row':46s} {'ours s':>8s} {'pyRiem s':>9s} {'ratio':>7s} {'paired':>7s} "
             f"{'CPU ratio':>9s} {'max|diff|':>9s}  note"
         )
-        with threadpool_limits(threads):
+        with threadpool_limits(threads) if pinned else contextlib.nullcontext():
             for n, c in sizes:
                 for dtype in args.dtypes.split(","):
                     for row in build_rows(n, c, dtype, args):

@@ -37,8 +37,8 @@ lint: install
 # The test suite (the 20 slowest tests reported), then every docstring example of the package
 # run as a doctest (about 10 s).
 test: data lint
-	$(BIN)/python -m pytest -q -ra --durations=20
-	$(BIN)/python -m pytest -q -ra --doctest-modules src/rankmetric
+	$(BIN)/python -m pytest -q -rfEs --durations=20
+	$(BIN)/python -m pytest -q -rfEs --doctest-modules src/rankmetric
 
 bench: data
 	$(BIN)/rankmetric bench all

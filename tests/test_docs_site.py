@@ -78,8 +78,12 @@ def test_blank_detects_a_flat_screenshot(tmp_path):
     assert not screenshots.blank(tmp_path / "drawn.png")
 
 
+#: ``.ci/run`` sets RANKMETRIC_REQUIRE_SITE=1 after ``make docs``: there a missing site fails
+#: instead of skipping, so CI never reports the site tests as run when they were not.
+_SITE_REQUIRED = os.environ.get("RANKMETRIC_REQUIRE_SITE") == "1"
 needs_site = pytest.mark.skipif(
-    not (SITE / "index.html").is_file(), reason="the site is not built (run make docs)"
+    not _SITE_REQUIRED and not (SITE / "index.html").is_file(),
+    reason="the site is not built (run make docs)",
 )
 
 

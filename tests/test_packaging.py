@@ -41,6 +41,53 @@ def wheel(tmp_path_factory) -> tuple[Path, str]:
     return path, log
 
 
+@pytest.fixture(scope="module")
+def sdist(tmp_path_factory) -> list[str]:
+    """The member names of the source distribution built from a copy of the sources."""
+    pytest.importorskip("build")
+    tree = tmp_path_factory.mktemp("sdist_tree")
+    for name in (
+        "pyproject.toml",
+        "README.md",
+        "LICENSE",
+        "MANIFEST.in",
+        "constraints.txt",
+        "CHANGELOG.md",
+        "CITATION.cff",
+    ):
+        shutil.copy(ROOT / name, tree / name)
+    for folder in ("src", "tests"):
+        shutil.copytree(ROOT / folder, tree / folder, ignore=shutil.ignore_patterns("*.egg-info"))
+    proc = subprocess.run(
+        [sys.executable, "-m", "build", "--sdist", "--no-isolation", "--outdir", "dist", "."],
+        cwd=tree,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    import tarfile
+
+    (path,) = (tree / "dist").glob("rankmetric-*.tar.gz")
+    with tarfile.open(path) as archive:
+        return [name.split("/", 1)[1] for name in archive.getnames() if "/" in name]
+
+
+def test_sdist_holds_no_half_test_suite_and_the_install_pins(sdist):
+    """Either a runnable suite or none (#32): none, with README, LICENSE and constraints.txt."""
+    assert not [n for n in sdist if n.startswith("tests/")]
+    assert {"README.md", "LICENSE", "constraints.txt", "pyproject.toml"} <= set(sdist)
+    assert "src/rankmetric/__init__.py" in sdist
+
+
+def test_readme_has_no_relative_link_and_no_internal_wording():
+    """The README is the package index page: a relative link breaks there (#32)."""
+    text = (ROOT / "README.md").read_text()
+    relative = re.findall(r"\]\((?!https?://|#)([^)]+)\)", text)
+    assert not relative, relative
+    assert "these machines" not in text
+
+
 def test_build_prints_no_deprecation_warning(wheel):
     _, log = wheel
     assert not re.search(r"deprecat", log, flags=re.IGNORECASE), log
@@ -234,3 +281,43 @@ def test_lint_requires_zip_strict_everywhere():
         if re.search(r"noqa:[^\n]*B" + "905", path.read_text())  # split: not matching itself
     ]
     assert not noqa, noqa
+
+
+#: Import name → distribution name for the tests' imports (beside ``DISTRIBUTIONS``).
+TEST_DISTRIBUTIONS = {
+    **DISTRIBUTIONS,
+    "yaml": "pyyaml",
+    "PIL": "pillow",
+    "pytorch_metric_learning": "pytorch-metric-learning",
+    "_pytest": "pytest",
+}
+
+
+def _local_modules() -> set[str]:
+    """Names the tests import from the repository itself (test helpers, docs tools, benchmarks)."""
+    names = {"rankmetric", "conftest", "tests", "benchmarks", "examples", "docs"}
+    for folder in ("tests", "docs/tools", "benchmarks", "examples"):
+        names |= {p.stem for p in (ROOT / folder).rglob("*.py")}
+        names |= {p.name for p in (ROOT / folder).rglob("*") if p.is_dir()}
+    return names
+
+
+def test_every_package_the_tests_import_is_in_the_test_extra():
+    """``make test`` on a fresh clone needs nothing beyond ``.[test]`` (#32).
+
+    A test that needs a package outside the library's dependencies must find it in the ``test``
+    extra: a package that only the ``docs`` extra holds passes in CI (which builds the docs
+    first) and fails on a user's fresh clone.
+    """
+    project = _project()
+    declared = {_normalise(r) for r in project["dependencies"]}
+    declared |= {_normalise(r) for r in project["optional-dependencies"]["test"]}
+    local = _local_modules()
+    missing = []
+    for module, where, _ in third_party_imports(ROOT / "tests"):
+        if module in local:
+            continue
+        name = _normalise(TEST_DISTRIBUTIONS.get(module, module))
+        if name not in declared:
+            missing.append(f"{where}: {module} ({name}) is not in the test extra")
+    assert not missing, "\n".join(sorted(set(missing)))

@@ -9,7 +9,7 @@ from ._args import check_device, check_input_file, check_output_dir
 BENCH_NAMES = ("ssne-uci", "rpl-spd", "warca-reid", "all")
 
 _DESCRIPTION = """\
-Reproduce the three papers' tables on the data sets these machines have:
+Reproduce the three papers' tables on the data sets rankmetric can fetch:
 
   ssne-uci    SSNE Table 1 (k-NN accuracy, 5x2 CV, nine UCI sets) and Table 2 (images:
               Fashion-MNIST / MNIST-5k standing in for CIFAR-10 / OSC)

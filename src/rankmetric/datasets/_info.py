@@ -33,7 +33,7 @@ class DatasetInfo:
     needs_fetch : bool
         True when ``rankmetric data fetch NAME`` must run before loading.
     available : bool
-        False for sets that cannot be had on these machines (``notes`` says why).
+        False for sets that no package registry ships (``notes`` says why).
     split : bool
         True when the source has an official train/test split (then ``Dataset.X_test`` is set).
     n_test : int

@@ -19,7 +19,8 @@ _SSNE_T1 = "SSNE Table 1 (k-NN accuracy, 5x2 CV)"
 _SPD_STANDIN = "DEAP (EEG) of the RPL table: an EEG/MEG recording, as SPD covariance matrices"
 _MOTION_STANDIN = "HDM05 / AFEW of the RPL table: non-EEG covariance descriptors"
 _REID_NOTE = (
-    "person re-identification set; licensed and shipped by no package these machines reach. "
+    "person re-identification set; licensed and shipped by no package on PyPI or in "
+    "Debian's archive. "
     "The re-identification protocol (disjoint identities, probe/gallery, CMC) can run on "
     "many-class sets or synthetic data; label such results as stand-ins."
 )
@@ -78,8 +79,8 @@ _ENTRIES = [
              notes="generated exactly as UCI lists it: all 5^4 combinations of LW, LD, RW, RD in "
                    "1..5 in lexicographic order, label L/B/R comparing LW*LD with RW*RD."),
     _unavailable("protein", "tabular",
-                 "the 'protein' set of SSNE Table 1 is shipped by no package these machines "
-                 "reach (and the paper does not say which protein set it is).",
+                 "the 'protein' set of SSNE Table 1 is shipped by no package on PyPI or in "
+                 "Debian's archive (and the paper does not say which protein set it is).",
                  used_in=_SSNE_T1, instead="the other eight UCI sets, or vehicle/vowel"),
     # --- more UCI sets from the same packages ------------------------------------------------
     _tabular("vehicle", 846, 18, 4, _MLBENCH + "Vehicle.rda",
@@ -116,11 +117,11 @@ _ENTRIES = [
                 stands_in_for="CIFAR-10 of SSNE Table 2 (same 50k/10k scale, 10 classes)",
                 url="https://github.com/zalandoresearch/fashion-mnist",
                 notes="pixel values 0..255 as float."),
-    _unavailable("cifar-10", "image", "shipped by no package these machines reach.",
+    _unavailable("cifar-10", "image", "shipped by no package on PyPI or in Debian's archive.",
                  n=60000, d=3072, q=10, used_in="SSNE Table 2",
                  instead="fashion-mnist (same 50k/10k scale), mnist-5k or digits"),
     _unavailable("osc", "image", "Outdoor Scene Classification (Oliva & Torralba) is shipped by "
-                 "no package these machines reach.", n=2686, used_in="SSNE Table 2",
+                 "no package on PyPI or in Debian's archive.", n=2686, used_in="SSNE Table 2",
                  instead="fashion-mnist, mnist-5k or digits"),
     # --- multichannel recordings (SPD inputs for RPL) --------------------------------------
     _multichannel("BasicMotions", 80, 40, (6, 100), 4, _AEON,
@@ -149,15 +150,15 @@ _ENTRIES = [
                   desc="14-channel Emotiv EEG, eyes open or shut",
                   stands_in_for=_SPD_STANDIN,
                   notes="the file header says @seriesLength 127; the trials hold 128 samples."),
-    _unavailable("DEAP", "multichannel", "licensed EEG emotion set; not shipped by any package "
-                 "these machines reach.", used_in="RPL Table 1",
+    _unavailable("DEAP", "multichannel", "licensed EEG emotion set; not shipped by any package on "
+                 "PyPI or in Debian's archive.", used_in="RPL Table 1",
                  instead="HandMovementDirection, FingerMovements, SelfRegulationSCP1/2, "
                          "EyesOpenShut"),
     _unavailable("AFEW", "multichannel", "licensed video emotion set; not shipped by any package "
-                 "these machines reach.", used_in="RPL Table 1",
+                 "on PyPI or in Debian's archive.", used_in="RPL Table 1",
                  instead="BasicMotions, JapaneseVowels, the EEG sets"),
-    _unavailable("HDM05", "multichannel", "motion-capture set; not shipped by any package these "
-                 "machines reach.", used_in="RPL Table 1",
+    _unavailable("HDM05", "multichannel", "motion-capture set; not shipped by any package on "
+                 "PyPI or in Debian's archive.", used_in="RPL Table 1",
                  instead="BasicMotions (motion sensors), JapaneseVowels"),
     # --- person re-identification (WARCA) ---------------------------------------------------
     *(

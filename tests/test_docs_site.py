@@ -66,6 +66,36 @@ def test_check_site_finds_a_gallery_page_without_its_figure(tmp_path):
     assert problems == ["auto_examples/plots.html: the example's figure is missing"]
 
 
+def test_check_site_finds_network_scripts_and_raw_tex_outside_the_maths(tmp_path):
+    body = (
+        '<script src="https://cdn.example.org/mathjax/tex-chtml.js"></script>'
+        '<span class="math notranslate">\\(a + b\\)</span>'  # rendered by MathJax: fine
+        "<td>the norm \\(\\lVert L(a - b) \\rVert\\)</td>"  # a summary table's raw TeX
+    )
+    _page(tmp_path / "index.html", body)
+    problems = check_site.check_site(tmp_path)
+    assert len(problems) == 2
+    assert "loads a script from the network" in problems[0]
+    assert "raw TeX outside the maths" in problems[1] and "lVert" in problems[1]
+
+
+def test_markdown_table_check_finds_a_pipe_that_splits_a_cell(tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "ok.md").write_text(
+        "| a | b |\n|---|---|\n| `\\|x\\|` | y |\n\n```\n| not | a | table\n```\n"
+    )
+    (docs / "bad.md").write_text("text\n\n| a | b |\n|---|---|\n| `|x|` | y |\n")
+    problems = check_site.check_markdown_tables(docs)
+    assert problems == [
+        "docs/bad.md:5: table row has 4 cells, its header 2 (write a | inside a cell as \\|)"
+    ]
+
+
+def test_docs_markdown_tables_are_sound():
+    assert check_site.check_markdown_tables(ROOT / "docs") == []
+
+
 def test_blank_detects_a_flat_screenshot(tmp_path):
     plt = pytest.importorskip("matplotlib.pyplot")
     import numpy as np
@@ -98,4 +128,4 @@ def test_built_site_has_no_broken_link_blank_page_or_missing_figure():
 def test_pages_render_in_a_browser(tmp_path):
     problems = screenshots.screenshot_site(SITE, tmp_path)
     assert not problems, "\n".join(problems)
-    assert len(list(tmp_path.glob("*.png"))) == len(screenshots.PAGES)
+    assert len(list(tmp_path.glob("*.png"))) == len(screenshots.PAGES) * len(screenshots.WIDTHS)

@@ -11,7 +11,11 @@ Every ``.html`` page of the site is parsed (standard library only). A problem is
 * an image is missing or empty;
 * a page has (almost) no text: a blank page;
 * an example of ``examples/`` that draws a figure (``plt.show()``) has no figure on its gallery
-  page.
+  page;
+* a page loads a script from the network (a CDN): the site must work offline, maths included;
+* a page shows raw TeX (``\\(``, ``\\[``) outside the maths elements that MathJax renders;
+* a Markdown table of ``docs/`` has a row whose cell count differs from its header's (a ``|``
+  inside a code span must be written ``\\|``, or it splits the cell).
 
 External links (``http:``, ``https:``, ``mailto:``, ...) are not followed: the site must not
 depend on the network to be checked. Exit status 1 and one line per problem when any is found.
@@ -26,6 +30,8 @@ from urllib.parse import unquote, urlsplit
 
 SKIP_DIRS = {"_static", "_sources", "_images", "_downloads", "_modules"}
 MIN_TEXT = 80  # characters of visible text below which a page counts as blank
+_VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source",
+         "track", "wbr"}  # fmt: skip
 
 
 class _Page(HTMLParser):
@@ -35,7 +41,10 @@ class _Page(HTMLParser):
         self.links: list[str] = []
         self.images: list[str] = []
         self.text: list[str] = []
+        self.remote_scripts: list[str] = []
+        self.raw_tex: list[str] = []
         self._hidden = 0
+        self._open: list[tuple[str, bool]] = []  # (tag, is a maths element) of open elements
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
@@ -44,6 +53,10 @@ class _Page(HTMLParser):
                 self.ids.add(a[key])
         if tag in ("script", "style"):
             self._hidden += 1
+        if tag not in _VOID:
+            self._open.append((tag, "math" in (a.get("class") or "").split() or tag == "math"))
+        if tag == "script" and a.get("src") and not _internal(a["src"]):
+            self.remote_scripts.append(a["src"])
         if tag == "a" and a.get("href"):
             self.links.append(a["href"])
         elif tag == "link" and a.get("href") and a.get("rel") in ("stylesheet", "next", "prev"):
@@ -56,10 +69,17 @@ class _Page(HTMLParser):
     def handle_endtag(self, tag):
         if tag in ("script", "style") and self._hidden:
             self._hidden -= 1
+        for i in range(len(self._open) - 1, -1, -1):
+            if self._open[i][0] == tag:
+                del self._open[i:]
+                break
 
     def handle_data(self, data):
-        if not self._hidden:
-            self.text.append(data)
+        if self._hidden:
+            return
+        self.text.append(data)
+        if ("\\(" in data or "\\[" in data) and not any(math for _, math in self._open):
+            self.raw_tex.append(" ".join(data.split())[:80])
 
 
 def _parse(path: Path) -> _Page:
@@ -101,6 +121,10 @@ def check_site(site: Path, examples: Path | None = None) -> list[str]:
                 ids = pages[target].ids if target in pages else _parse(target).ids
                 if unquote(parts.fragment) not in ids:
                     problems.append(f"{name}: broken anchor {url!r}")
+        problems += [
+            f"{name}: loads a script from the network: {url}" for url in page.remote_scripts
+        ]
+        problems += [f"{name}: raw TeX outside the maths: {text!r}" for text in page.raw_tex]
         if len(" ".join("".join(page.text).split())) < MIN_TEXT:
             problems.append(f"{name}: blank page (less than {MIN_TEXT} characters of text)")
     for script in sorted(Path(examples).glob("*.py")) if examples else []:
@@ -114,10 +138,44 @@ def check_site(site: Path, examples: Path | None = None) -> list[str]:
     return problems
 
 
+def _cells(row: str) -> int:
+    """The number of cells of a Markdown table row (``\\|`` is a pipe inside a cell)."""
+    body = row.strip().replace("\\|", "")
+    return len(body.strip("|").split("|"))
+
+
+def check_markdown_tables(docs: Path) -> list[str]:
+    """Table rows of the Markdown pages under ``docs`` whose cell count differs from the header's.
+
+    A ``|`` inside a code span splits a GitHub-flavoured Markdown table cell unless written
+    ``\\|``: the row then gets one cell more and the table renders broken.
+    """
+    problems = []
+    for path in sorted(Path(docs).rglob("*.md")):
+        if "_build" in path.parts:
+            continue
+        header, fenced = None, False
+        for number, line in enumerate(path.read_text().splitlines(), start=1):
+            if line.lstrip().startswith("```"):
+                fenced = not fenced
+            if fenced or not line.lstrip().startswith("|"):
+                header = None
+                continue
+            if header is None:
+                header = _cells(line)
+            elif _cells(line) != header:
+                problems.append(
+                    f"{path.relative_to(docs.parent)}:{number}: table row has {_cells(line)} "
+                    f"cells, its header {header} (write a | inside a cell as \\|)"
+                )
+    return problems
+
+
 def main(argv: list[str]) -> int:
     site = Path(argv[1]) if len(argv) > 1 else Path("docs/_build/html")
-    examples = Path(__file__).resolve().parents[2] / "examples"
-    problems = check_site(site, examples)
+    root = Path(__file__).resolve().parents[2]
+    examples = root / "examples"
+    problems = check_markdown_tables(root / "docs") + check_site(site, examples)
     for problem in problems:
         print(problem)
     n_pages = sum(1 for p in site.rglob("*.html") if not SKIP_DIRS & set(p.relative_to(site).parts))

@@ -17,18 +17,23 @@ from __future__ import annotations
 import importlib
 import os
 import pkgutil
+import re
 import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "src"))
+sys.path.insert(0, str(HERE / "tools"))
 # The gallery's examples run at build time in this process: one thread each, as in the tests
 # (set before torch is imported, which sizes its thread pool once).
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-import rankmetric  # noqa: E402
+from docutils import nodes  # noqa: E402
 from pygments.lexers.special import TextLexer  # noqa: E402
+from sphinx import addnodes  # noqa: E402
 from sphinx.highlighting import lexers  # noqa: E402
+
+import rankmetric  # noqa: E402
 
 # docs/architecture.md keeps its layer contract in a ```layers block (read by tests/test_layers.py).
 lexers["layers"] = TextLexer()
@@ -47,6 +52,7 @@ extensions = [
     "myst_parser",
     "sphinx_copybutton",
     "sphinx_gallery.gen_gallery",
+    "guide_figures",  # docs/tools/guide_figures.py: the guide's figures, drawn at build time
 ]
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 root_doc = "index"
@@ -55,6 +61,9 @@ templates_path = ["_templates"]
 exclude_patterns = ["_build", "tools", "api.rst", "examples.rst", "generated"]
 
 autosummary_generate = True
+# The in-page table of contents of an API page lists "fit()", not "XQDA.fit()" (the class
+# name repeated on every line was clipped at the right edge at 1280-1920 px).
+toc_object_entries_show_parents = "hide"
 # Each class page ends with "Read more" (its method or guide page) and "Examples using it"
 # (sphinx-gallery's back-references): docs/_templates/autosummary/class.rst.
 autosummary_context = {
@@ -122,7 +131,9 @@ html_theme = "pydata_sphinx_theme"
 html_title = f"rankmetric {release}"
 html_theme_options = {
     "navbar_align": "left",
-    "header_links_before_dropdown": 6,
+    # Four section links, then "More": six long names wrapped the navbar (search on a second
+    # row) at 1280 px.
+    "header_links_before_dropdown": 4,
     "show_toc_level": 2,
     "navigation_with_keys": False,
     "secondary_sidebar_items": ["page-toc"],
@@ -248,12 +259,86 @@ def write_api_pages(folder: Path) -> None:
 write_api_pages(HERE / "api")
 
 
+def _defined_in(obj) -> str:
+    return getattr(getattr(obj, "__func__", obj), "__module__", None) or ""
+
+
 def _skip_metadata_requests(app, what, name, obj, skip, options):
-    """Hide scikit-learn's generated ``set_*_request`` methods (metadata routing)."""
+    """Hide scikit-learn's generated ``set_*_request`` methods (metadata routing) and the hook
+    machinery that ``StiefelSGD`` inherits from ``torch.optim.Optimizer`` (its docstrings are
+    not reStructuredText); ``step``/``zero_grad`` and the scikit-learn methods stay."""
     if name.startswith("set_") and name.endswith("_request"):
+        return True
+    if _defined_in(obj).startswith("torch.optim") and name not in ("step", "zero_grad"):
         return True
     return None
 
 
+_SKLEARN_REF = re.compile(r":ref:`([^`<]+?)\s*(<[^`>]+>)?`")
+
+
+def _plain_inherited_references(app, what, name, obj, options, lines) -> None:
+    """Inherited scikit-learn docstrings cite labels of scikit-learn's own site: keep the text.
+
+    ``set_output``, ``get_metadata_routing`` and ``score`` come from scikit-learn's mixins with
+    ``:ref:`` roles to its user guide, which this site does not have (and cannot fetch offline).
+    """
+    if _defined_in(obj).startswith("sklearn."):
+        lines[:] = [_SKLEARN_REF.sub(lambda m: m.group(1).strip(), line) for line in lines]
+
+
+def api_targets() -> dict[str, str]:
+    """Every way the prose names a public object → the object's documented full name.
+
+    ``WARCA``, ``estimators.WARCA`` and ``rankmetric.estimators.WARCA`` all name the page
+    ``api/generated/rankmetric.estimators.WARCA``; a name exported by several modules points at
+    the first module of ``API_GROUPS``' order (where its page is).
+    """
+    order = [m for *_, modules in API_GROUPS for m in modules]
+    modules = sorted(public_modules(), key=lambda m: order.index(m) if m in order else len(order))
+    targets: dict[str, str] = {}
+    for name in modules:
+        for member in importlib.import_module(f"rankmetric.{name}").__all__:
+            full = f"rankmetric.{name}.{member}"
+            for alias in (member, f"{name}.{member}", full, f"rankmetric.{member}"):
+                targets.setdefault(alias, full)
+    return targets
+
+
+_CODE_NAME = re.compile(r"^([A-Za-z_][\w.]*)(\(.*\))?$")
+
+
+def _link_code_to_the_api(app, doctree) -> None:
+    """Inline code in the Markdown pages that names a public object links to its API page.
+
+    ``WARCA``, ``losses.WARPLoss``, ``reid_scores(...)``: the prose of the landing page,
+    the user guide and the method pages is written in Markdown, where inline code is not a
+    cross-reference; this turns each such literal into one (unless it already sits in a link).
+    """
+    if not str(app.env.doc2path(app.env.docname)).endswith(".md"):
+        return
+    targets = app.env.rankmetric_api_targets
+    for literal in list(doctree.findall(nodes.literal)):
+        if isinstance(literal.parent, (nodes.reference, addnodes.pending_xref)):
+            continue
+        match = _CODE_NAME.match(literal.astext().strip())
+        target = targets.get(match.group(1)) if match else None
+        if target is None:
+            continue
+        xref = addnodes.pending_xref(
+            "", refdomain="py", reftype="obj", reftarget=target, refexplicit=True,
+            refwarn=False, refdoc=app.env.docname,
+        )  # fmt: skip
+        literal.replace_self(xref)
+        xref += literal
+
+
+def _remember_api_targets(app, env, docnames) -> None:
+    env.rankmetric_api_targets = api_targets()
+
+
 def setup(app):
     app.connect("autodoc-skip-member", _skip_metadata_requests)
+    app.connect("autodoc-process-docstring", _plain_inherited_references)
+    app.connect("env-before-read-docs", _remember_api_targets)
+    app.connect("doctree-read", _link_code_to_the_api)

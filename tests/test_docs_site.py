@@ -92,6 +92,24 @@ def test_markdown_table_check_finds_a_pipe_that_splits_a_cell(tmp_path):
     ]
 
 
+def test_api_link_check_finds_a_class_named_without_a_link(tmp_path):
+    site = tmp_path / "site"
+    _page(site / "api" / "generated" / "rankmetric.estimators.WARCA.html", "")
+    _page(site / "api" / "generated" / "rankmetric.estimators.KISSME.html", "")
+    _page(site / "api" / "generated" / "rankmetric.datasets.Dataset.html", "")
+    body = (
+        '<a href="api/generated/rankmetric.estimators.WARCA.html"><code>WARCA</code></a> '
+        "<code>WARCA(n_components=2)</code> <code>estimators.KISSME</code> "
+        "<code>torch.utils.data.Dataset</code>"  # not ours: no link needed
+    )
+    _page(site / "index.html", body)
+    _page(site / "user_guide" / "reid.html", "<code>KISSME()</code>")
+    assert check_site.check_api_links(site) == [
+        "index.html: names KISSME but never links its API page",
+        "user_guide/reid.html: names KISSME but never links its API page",
+    ]
+
+
 def test_docs_markdown_tables_are_sound():
     assert check_site.check_markdown_tables(ROOT / "docs") == []
 
@@ -129,3 +147,9 @@ def test_pages_render_in_a_browser(tmp_path):
     problems = screenshots.screenshot_site(SITE, tmp_path)
     assert not problems, "\n".join(problems)
     assert len(list(tmp_path.glob("*.png"))) == len(screenshots.PAGES) * len(screenshots.WIDTHS)
+
+
+@needs_site
+def test_landing_and_guide_pages_link_every_class_they_name():
+    problems = check_site.check_api_links(SITE)
+    assert not problems, "\n".join(problems)

@@ -14,6 +14,7 @@ Every ``.html`` page of the site is parsed (standard library only). A problem is
   page;
 * a page loads a script from the network (a CDN): the site must work offline, maths included;
 * a page shows raw TeX (``\\(``, ``\\[``) outside the maths elements that MathJax renders;
+* the landing page or a user-guide page names an API class in code and never links its page;
 * a Markdown table of ``docs/`` has a row whose cell count differs from its header's (a ``|``
   inside a code span must be written ``\\|``, or it splits the cell).
 
@@ -80,6 +81,65 @@ class _Page(HTMLParser):
         self.text.append(data)
         if ("\\(" in data or "\\[" in data) and not any(math for _, math in self._open):
             self.raw_tex.append(" ".join(data.split())[:80])
+
+
+class _CodeNames(HTMLParser):
+    """The text of every ``<code>`` element, and whether it sits inside a link."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.code: list[tuple[str, bool]] = []
+        self._links = 0
+        self._in_code: list[str] | None = None
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "a":
+            self._links += 1
+        elif tag == "code":
+            self._in_code = []
+
+    def handle_endtag(self, tag):
+        if tag == "a" and self._links:
+            self._links -= 1
+        elif tag == "code" and self._in_code is not None:
+            self.code.append(("".join(self._in_code).strip(), self._links > 0))
+            self._in_code = None
+
+    def handle_data(self, data):
+        if self._in_code is not None:
+            self._in_code.append(data)
+
+
+#: The pages whose prose must link every API class it names (the landing page, the guide).
+PROSE_PAGES = ("index.html", "user_guide/*.html")
+
+
+def check_api_links(site: Path) -> list[str]:
+    """Classes that a prose page names in code but never links to their API page.
+
+    The API's classes are read from the site itself (``api/generated/rankmetric.*.html`` pages
+    whose name starts with a capital: classes, by the naming convention).
+    """
+    site = Path(site)
+    pages = [p.stem.split(".") for p in (site / "api" / "generated").glob("rankmetric.*.html")]
+    classes = {parts[-1] for parts in pages if parts[-1][:1].isupper()}
+    modules = {"rankmetric", *(parts[1] for parts in pages if len(parts) > 2)}
+    problems = []
+    for pattern in PROSE_PAGES:
+        for path in sorted(site.glob(pattern)):
+            parser = _CodeNames()
+            parser.feed(path.read_text(encoding="utf-8", errors="replace"))
+            named, linked = set(), set()
+            for text, in_link in parser.code:
+                dotted = text.split("(")[0].split(".")
+                name = dotted[-1]
+                if name in classes and (len(dotted) == 1 or dotted[0] in modules):
+                    (linked if in_link else named).add(name)
+            for name in sorted(named - linked):
+                problems.append(
+                    f"{path.relative_to(site)}: names {name} but never links its API page"
+                )
+    return problems
 
 
 def _parse(path: Path) -> _Page:
@@ -176,6 +236,7 @@ def main(argv: list[str]) -> int:
     root = Path(__file__).resolve().parents[2]
     examples = root / "examples"
     problems = check_markdown_tables(root / "docs") + check_site(site, examples)
+    problems += check_api_links(site) if (site / "index.html").is_file() else []
     for problem in problems:
         print(problem)
     n_pages = sum(1 for p in site.rglob("*.html") if not SKIP_DIRS & set(p.relative_to(site).parts))

@@ -30,6 +30,7 @@ def _load(name: str):
 
 check_site = _load("check_site")
 screenshots = _load("screenshots")
+guide_figures = _load("guide_figures")
 TEXT = "<p>" + "words " * 40 + "</p>"
 
 
@@ -153,3 +154,26 @@ def test_pages_render_in_a_browser(tmp_path):
 def test_landing_and_guide_pages_link_every_class_they_name():
     problems = check_site.check_api_links(SITE)
     assert not problems, "\n".join(problems)
+
+
+def test_guide_figures_are_drawn_by_the_pages_own_code(tmp_path):
+    """docs/tools/guide_figures.py: a page's figure comes from running its python blocks."""
+    guide = tmp_path / "user_guide"
+    guide.mkdir()
+    page = guide / "demo.md"
+    page.write_text(
+        "# Demo\n\n```python\nimport matplotlib.pyplot as plt\n\nplt.plot([0, 1], [1, 0])\n```\n\n"
+        '```python\nplt.savefig("line.png")\n```\n\n![A line](_figures/demo/line.png)\n'
+    )
+    assert guide_figures.figures_of(page) == ["line.png"]
+    (drawn,) = guide_figures.draw_figures(page, guide / "_figures" / "demo")
+    assert drawn == guide / "_figures" / "demo" / "line.png" and drawn.stat().st_size > 1000
+    page.write_text(page.read_text().replace('plt.savefig("line.png")', "pass"))
+    with pytest.raises(RuntimeError, match="never saved"):
+        guide_figures.draw_figures(page, guide / "_figures" / "demo")
+
+
+def test_every_guide_page_shows_a_figure():
+    pages = sorted((ROOT / "docs" / "user_guide").glob("*.md"))
+    without = [p.name for p in pages if p.name != "index.md" and not guide_figures.figures_of(p)]
+    assert not without, f"guide pages without a figure: {without}"

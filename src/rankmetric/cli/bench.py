@@ -87,7 +87,7 @@ def _data_files(args: argparse.Namespace) -> tuple[str, ...] | None:
     return tuple(args.data)
 
 
-def register(subparsers) -> None:
+def register(subparsers, full: bool = True) -> None:
     parser = subparsers.add_parser(
         "bench",
         help="reproduce the papers' tables (ssne-uci, rpl-spd, warca-reid, all)",

@@ -95,7 +95,7 @@ def _print_warning_summary(noted: dict[tuple[str, str], list[str]], n_folds: int
         print(f"- {method}: {kind} on {', '.join(where)} — {what}.")
 
 
-def register(subparsers) -> None:
+def register(subparsers, full: bool = True) -> None:
     parser = subparsers.add_parser(
         "demo",
         help="learn metrics on bundled data sets and compare them with Euclidean k-NN",

@@ -343,7 +343,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(subparsers) -> None:
+def register(subparsers, full: bool = True) -> None:
     parser = subparsers.add_parser(
         "evaluate",
         help="k-NN accuracy, Recall@K / P@1 / mAP@R and clustering scores of an embedding",

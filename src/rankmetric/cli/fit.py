@@ -574,7 +574,8 @@ def run_fit(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(subparsers) -> None:
+def register(subparsers, full: bool = True) -> None:
+    """Add ``fit``; its methods' options (which import every estimator) only when ``full``."""
     parser = subparsers.add_parser(
         "fit",
         help="fit a metric learner on a data set and save it",
@@ -585,5 +586,7 @@ def register(subparsers) -> None:
         ),
     )
     sub = parser.add_subparsers(dest="method_name", metavar="METHOD", required=True)
+    if not full:
+        return
     for method in METHODS:
         _add_method_parser(sub, method)

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from rankmetric._progress import ProgressLines
 from rankmetric.cli import demo, main
-from rankmetric.cli._progress import ProgressLines
 
 
 @pytest.mark.slow

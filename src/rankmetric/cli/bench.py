@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import os
 
 from ._args import check_device, check_input_file, check_output_dir
 
 BENCH_NAMES = ("ssne-uci", "rpl-spd", "warca-reid", "all")
 
 _DESCRIPTION = """\
-Reproduce the three papers' tables on the data sets these machines have:
+Reproduce the three papers' tables on the data sets this machine has:
 
   ssne-uci    SSNE Table 1 (k-NN accuracy, 5x2 CV, nine UCI sets) and Table 2 (images:
               Fashion-MNIST / MNIST-5k standing in for CIFAR-10 / OSC)
@@ -84,7 +85,8 @@ def _data_files(args: argparse.Namespace) -> tuple[str, ...] | None:
             )
         check_input_file(path, "--data")
         load_features(path)  # every format and content problem is reported before any work
-    return tuple(args.data)
+    # relative to the working directory, as the results and their command name them
+    return tuple(os.path.relpath(path) for path in args.data)
 
 
 def register(subparsers, full: bool = True) -> None:
@@ -150,5 +152,10 @@ def register(subparsers, full: bool = True) -> None:
         help="torch device of the estimators (default: cpu, bit-reproducible)",
     )
     parser.add_argument("--no-cache", action="store_true", help="recompute every cell")
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress bar (on a terminal) and no progress lines (elsewhere: one line per "
+        "finished cell on standard error)",
+    )
     parser.set_defaults(func=run_bench)

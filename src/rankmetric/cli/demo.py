@@ -28,8 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .._progress import ProgressLines
 from ._args import check_output_file, check_threads
-from ._progress import ProgressLines
 
 DEMO_DATASETS = ("wine", "wdbc", "digits")
 QUICK_DATASETS = ("wdbc",)

@@ -15,6 +15,7 @@ import time
 
 import numpy as np
 
+from .._progress import ProgressLines
 from ._args import (
     add_feature_file_options,
     check_column_options,
@@ -28,7 +29,6 @@ from ._args import (
     parameter_type,
 )
 from ._pairs import add_fit_pairs_option, run_fit_pairs
-from ._progress import ProgressLines
 
 # method name on the command line -> (module, class, input kind)
 METHODS = {

@@ -32,7 +32,8 @@ def test_demo_shows_a_large_reid_gain_and_writes_the_figure(tmp_path, capsys):
 
 def test_tables_show_gains_in_points():
     rows = [("Euclidean", 0.25, 0.2), ("WARCA", 0.75, 0.6), ("Worse", 0.2, 0.1)]
-    lines = demo._table(rows, ("rank-1 %", "mAP %"), 1)
+    lines = demo._table(rows, ("rank-1 %", "mAP %"), 1, "rank-1 gain")
+    assert "rank-1 gain" in lines[0]
     assert lines[2].rstrip().endswith("|") and "+" not in lines[2]
     assert "+50.0" in lines[3] and "-5.0" in lines[4]
     assert demo._best_gain(rows, 1) == ("WARCA", pytest.approx(50.0))

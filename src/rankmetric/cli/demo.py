@@ -240,11 +240,11 @@ def _print_warning_summary(noted: dict[tuple[str, str], list[str]], n_folds: int
 # ---------------------------------------------------------------------------------- the report
 
 
-def _table(rows, names: tuple[str, str], gain_of: int) -> list[str]:
+def _table(rows, names: tuple[str, str], gain_of: int, gain_name: str) -> list[str]:
     """A Markdown table of ``(method, score, score)`` rows in %, with the gain of column
-    ``gain_of`` over the first row in points."""
+    ``gain_of`` over the first row in points (headed ``gain_name``)."""
     base = rows[0][gain_of]
-    head = f"| {'method':<22} | {names[0]:>10} | {names[1]:>10} | {'gain (points)':>13} |"
+    head = f"| {'method':<22} | {names[0]:>10} | {names[1]:>10} | {gain_name:>13} |"
     lines = [head, "|" + "|".join("-" * n for n in (24, 12, 12, 15)) + "|"]
     for name, a, b in rows:
         gain = 100 * ((a, b)[gain_of - 1] - base)
@@ -314,14 +314,14 @@ def run_demo(args: argparse.Namespace) -> int:
         name, gain = _best_gain(plain, 1)
         name_rr, gain_rr = _best_gain(reranked, 1)
         print(f"\n1. Re-identification across cameras: {reid['about']}.\n")
-        print("\n".join(_table(reid["rows"], ("rank-1 %", "mAP %"), 1)))
+        print("\n".join(_table(reid["rows"], ("rank-1 %", "mAP %"), 1, "rank-1 gain")))
         print(f"\nRe-id gain: {gain:+.1f} points of rank-1 over Euclidean ({name}); "
               f"{gain_rr:+.1f} with re-ranking ({name_rr}).")  # fmt: skip
     if "pairs" in args.cases:
         pairs = pairs_case(args.seed, progress)
         name, gain = _best_gain(pairs["rows"], 2)
         print(f"\n2. Verification from pairs: {pairs['about']}.\n")
-        print("\n".join(_table(pairs["rows"], ("ROC AUC %", "TAR@1%FAR"), 2)))
+        print("\n".join(_table(pairs["rows"], ("ROC AUC %", "TAR@1%FAR"), 2, "TAR gain")))
         print(f"\nVerification gain: {gain:+.1f} points of TAR at 1 % FAR over Euclidean "
               f"({name}).")  # fmt: skip
     if "uci" in args.cases:

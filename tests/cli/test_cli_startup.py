@@ -62,3 +62,15 @@ def test_every_command_is_listed_by_the_light_parser():
     choices = lambda p: set(p._subparsers._group_actions[0].choices)  # noqa: E731
     assert choices(light) == choices(full)
     assert light.format_help() == full.format_help()
+
+
+def test_data_fetch_reports_each_set_through_a_pipe(tmp_path):
+    """``rankmetric data fetch`` says what it does line by line, wherever its output goes."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    argv = [sys.executable, "-m", "rankmetric", "data", "fetch", "iris", "wine",
+            "--data-home", str(tmp_path)]  # fmt: skip
+    proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    said = proc.stderr.splitlines()
+    assert any(line.startswith("iris:") and "nothing to fetch" in line for line in said)
+    assert any(line.startswith("wine:") for line in said)

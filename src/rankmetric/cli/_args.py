@@ -136,11 +136,16 @@ def add_feature_file_options(parser: argparse.ArgumentParser) -> None:
         "Columns are found by name (y, labels, pid, ...; cameras, camid, ...; split); name "
         "yours when they are called otherwise.",
     )
-    group.add_argument("--id-column", metavar="NAME", help="the identity / class label column")
-    group.add_argument("--camera-column", metavar="NAME", help="the camera of each row")
-    group.add_argument("--split-column", metavar="NAME", help="train / test / query / gallery")
+    unset = argparse.SUPPRESS  # absent from args when not given: no "(default: None)" in help
+    group.add_argument("--id-column", metavar="NAME", default=unset,
+                       help="the identity / class label column")  # fmt: skip
+    group.add_argument("--camera-column", metavar="NAME", default=unset,
+                       help="the camera of each row")  # fmt: skip
+    group.add_argument("--split-column", metavar="NAME", default=unset,
+                       help="train / test / query / gallery")  # fmt: skip
     group.add_argument(
         "--feature-columns",
+        default=unset,
         nargs="+",
         metavar="PATTERN",
         help="the feature columns of a table, by name or pattern ('f*', 'feat_[0-9]*'); every "
@@ -155,6 +160,7 @@ def add_feature_file_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--junk-id",
         nargs="+",
+        default=unset,
         metavar="ID",
         help="with cameras: gallery identities ignored in every ranking, compared in the ids' "
         "own type (default: -1, Market-1501's distractors; 'none' for none)",

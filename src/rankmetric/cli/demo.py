@@ -341,8 +341,8 @@ def register(subparsers, full: bool = True) -> None:
         description=(
             "About a minute on 2 cores: Euclidean against WARCA, XQDA and SSNE on a multi-camera "
             "re-identification stand-in (rank-1, mAP, with and without k-reciprocal "
-            "re-ranking), on verification from labelled pairs (ROC AUC, TAR at 1%% FAR) and on "
-            "a UCI set (k-NN accuracy); the gains in points, and a CMC / ROC figure."
+            "re-ranking), on verification from labelled pairs (ROC AUC, TAR at 1 percent FAR) "
+            "and on a UCI set (k-NN accuracy); the gains in points, and a CMC / ROC figure."
         ),
     )
     parser.add_argument(

@@ -250,8 +250,9 @@ def _reid_score(e: _Embedded, args) -> dict[str, float]:
     """Re-id scores (Market-1501 protocol) when the evaluated items have cameras."""
     from .fit import reid_report
 
+    junk = junk_ids(getattr(args, "junk_id", None))
     found = reid_report(lambda X: X, e.X_eval, e.y_eval, e.cameras, e.eval_split, args.metric,
-                        rerank=args.rerank, junk_ids=junk_ids(args.junk_id))  # fmt: skip
+                        rerank=args.rerank, junk_ids=junk)  # fmt: skip
     return {k.removesuffix("_learned"): v for k, v in found.items() if "_euclidean" not in k}
 
 

@@ -592,7 +592,7 @@ def run_fit(args: argparse.Namespace) -> int:
     if test_cams is not None:
         report.update(reid_report(est.transform, X_te, y_te, test_cams, test_split,
                                   preprocess=preprocess, rerank=args.rerank,
-                                  junk_ids=junk_ids(args.junk_id)))  # fmt: skip
+                                  junk_ids=junk_ids(getattr(args, "junk_id", None))))  # fmt: skip
     progress("scored")
     if args.out:
         report["saved_to"] = args.out

@@ -145,15 +145,13 @@ def file_label(path: str) -> str:
 
 def _file_cells(files: list[str], config: BenchConfig) -> list[Cell]:
     """CMC cells on users' feature files: every method, ``SPLITS`` random identity splits."""
-    import os
-    from pathlib import Path
 
     methods = config.pick("methods", METHODS, METHODS)
     cells = []
     for path in files:
-        # relative to the working directory: results name the file as the command did,
-        # without the user's home or folder layout
-        label, where = file_label(path), os.path.relpath(Path(path).resolve())
+        # as given (the command line gives it relative to the working directory): results
+        # name the file as the command did, not the user's home or folder layout
+        label, where = file_label(path), str(path)
         for method in methods:
             fixed = BUDGETS[config.mode].get(method, {})
             grid = {} if config.quick else GRIDS.get(method, {})

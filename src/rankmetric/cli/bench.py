@@ -85,8 +85,14 @@ def _data_files(args: argparse.Namespace) -> tuple[str, ...] | None:
             )
         check_input_file(path, "--data")
         load_features(path)  # every format and content problem is reported before any work
-    # relative to the working directory, as the results and their command name them
-    return tuple(os.path.relpath(path) for path in args.data)
+    return tuple(_relative(path) for path in args.data)
+
+
+def _relative(path: str) -> str:
+    """``path`` relative to the working directory when the file is under it (results and the
+    command they print then name it without the user's folder layout), else as given."""
+    here, where = os.path.abspath(os.getcwd()), os.path.abspath(path)
+    return os.path.relpath(where, here) if where.startswith(here + os.sep) else path
 
 
 def register(subparsers, full: bool = True) -> None:

@@ -20,7 +20,10 @@ Accepted aliases (first found wins): features ``X``, ``features``, ``descriptors
 labels ``y``, ``labels``, ``label``, ``ids``, ``id``, ``pid``, ``pids``, ``identity``;
 cameras ``cameras``, ``camera``, ``cams``, ``cam``, ``camid``, ``camids``; split ``split``.
 ``split`` values: ``"train"``, ``"test"``, ``"query"``, ``"gallery"`` (any case), or 0 (train)
-and 1 (test).
+and 1 (test). Columns called otherwise are named (``y=``, ``cameras=``, ``split=``; for a
+table, ``features=`` picks the feature columns by name or pattern and ignores the others, such
+as an ``image_path``): the command line's ``--id-column``, ``--camera-column``,
+``--split-column`` and ``--feature-columns``.
 """
 
 from __future__ import annotations

@@ -90,3 +90,51 @@ def test_data_goes_with_warca_reid_only(tmp_path, capsys):
     np.savez(path, X=np.eye(4), y=[0, 0, 0, 0])
     assert main(["bench", "warca-reid", "--data", str(path), "--results-dir", str(tmp_path)]) == 2
     assert "single identity" in capsys.readouterr().err
+
+
+def _reid_file(path):
+    import numpy as np
+
+    from rankmetric.datasets import make_multicamera_reid
+
+    d = make_multicamera_reid(30, n_cameras=3, n_features=8, n_latent=4, n_nuisance=2)
+    np.savez(path, X=d.X, y=d.ids, cameras=d.camera)
+
+
+def test_data_file_results_name_it_relatively_and_print_the_right_command(
+    tmp_path, monkeypatch, capsys
+):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "feats").mkdir()
+    _reid_file(tmp_path / "feats" / "f.npz")
+    argv = ["bench", "warca-reid", "--quick", "--methods", "euclidean", "--seeds", "1",
+            "--data", str(tmp_path / "feats" / "f.npz"), "--results-dir", "out"]  # fmt: skip
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    assert "rankmetric bench warca-reid --quick --data feats/f.npz" in captured.out
+    assert "--datasets" not in captured.out
+    text = (tmp_path / "out" / "warca-reid" / "warca-reid.json").read_text()
+    assert str(tmp_path) not in text and "feats/f.npz" in text
+    # not a terminal (pytest captures stderr): one progress line per finished cell
+    assert "[warca-reid" in captured.err and "1/1 cells done: euclidean" in captured.err
+
+
+def test_progress_lines_reach_a_pipe(tmp_path):
+    """``rankmetric bench`` with its output in a pipe (CI, nohup): lines, flushed, on stderr."""
+    import os
+    import subprocess
+    import sys
+
+    _reid_file(tmp_path / "f.npz")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "OMP_NUM_THREADS": "1"}
+    argv = [sys.executable, "-m", "rankmetric", "bench", "warca-reid", "--quick", "--methods",
+            "euclidean", "--seeds", "2", "--data", "f.npz", "--results-dir", "out"]  # fmt: skip
+    proc = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("[warca-reid")]
+    assert len(lines) == 3 and lines[-1].endswith("2/2 cells done: euclidean on "
+                                                  f"{lines[-1].split(' on ')[-1]}")  # fmt: skip
+    quiet = subprocess.run([*argv, "--quiet", "--no-cache"], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert quiet.returncode == 0 and "[warca-reid" not in quiet.stderr

@@ -100,6 +100,6 @@ def test_fit_cli_rejects_multichannel_data_for_vector_methods(capsys, monkeypatc
 
 @pytest.mark.slow
 def test_demo_runs_on_one_data_set(capsys):
-    assert main(["demo", "--datasets", "iris", "--threads", "1"]) == 0
+    assert main(["demo", "--cases", "uci", "--datasets", "iris", "--threads", "1"]) == 0
     out = capsys.readouterr().out
     assert "| iris" in out and "WARCA" in out and "SSNE" in out

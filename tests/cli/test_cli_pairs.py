@@ -50,6 +50,10 @@ def test_fit_pairs_reports_learned_vs_euclidean(method, extra, stacked, tmp_path
     )
     learned, euclid = report["learned"], report["euclidean"]
     assert learned["roc_auc"] > euclid["roc_auc"] + 0.1
+    # Euclidean on the features the learned part receives (standardised by WARCA and SSNE)
+    standardises = method in ("warca", "ssne")
+    assert report["preprocessing"].startswith("standardised") == standardises
+    assert ("euclidean_raw" in report) == standardises
     # the saved model reproduces the reported scores
     model = load_model(out)
     d = model.pair_distances(X[test_pairs[:, 0]], X[test_pairs[:, 1]])

@@ -48,7 +48,7 @@ def test_demo_summarises_warnings_under_the_table(monkeypatch, capsys):
     monkeypatch.setattr(demo, "_methods", methods)
     with warnings.catch_warnings(record=True) as escaped:
         warnings.simplefilter("always")
-        assert main(["demo", "--datasets", "iris", "--threads", "1"]) == 0
+        assert main(["demo", "--cases", "uci", "--datasets", "iris", "--threads", "1"]) == 0
     assert not escaped  # nothing printed above the table
     out = capsys.readouterr().out.splitlines()
     table = [i for i, line in enumerate(out) if line.startswith("| iris")]
@@ -59,5 +59,5 @@ def test_demo_summarises_warnings_under_the_table(monkeypatch, capsys):
 
 def test_demo_prints_no_summary_without_warnings(monkeypatch, capsys):
     monkeypatch.setattr(demo, "_methods", lambda quick, seed: {"Euclidean": None})
-    assert main(["demo", "--datasets", "iris", "--threads", "1"]) == 0
+    assert main(["demo", "--cases", "uci", "--datasets", "iris", "--threads", "1"]) == 0
     assert "Warnings raised" not in capsys.readouterr().out

@@ -168,3 +168,36 @@ def test_mat73_without_h5py_says_what_to_install(tmp_path, monkeypatch):
 def test_is_feature_file():
     assert is_feature_file("my/feat.NPZ") and is_feature_file("x.parquet")
     assert not is_feature_file("iris") and not is_feature_file("fashion-mnist")
+
+
+def test_feature_columns_by_name_or_pattern_ignore_the_other_columns(tmp_path, arrays):
+    """Column mapping (issue 35): an image_path column is ignored once the features are named."""
+    X, y, cams = arrays
+    path = tmp_path / "mapped.csv"
+    with open(path, "w") as handle:
+        handle.write("image_path,person,cam,feat_0,feat_1,feat_2,extra\n")
+        for i in range(len(y)):
+            handle.write(f"img/{i}.jpg,{y[i]},{cams[i]},{X[i, 0]},{X[i, 1]},{X[i, 2]},7\n")
+    data = load_features(path, y="person", cameras="cam", features=["feat_*"])
+    np.testing.assert_allclose(data.X, X[:, :3])
+    assert data.cameras.tolist() == cams.tolist()
+    same = load_features(path, y="person", cameras="cam", features="feat_2,feat_0")
+    np.testing.assert_allclose(same.X, X[:, [0, 2]])  # the file's order, each column once
+    with pytest.raises(ValueError, match=r"\['image_path'\] are not numeric.*--feature-columns"):
+        load_features(path, y="person", cameras="cam")
+    with pytest.raises(ValueError, match="no column matches the feature column 'f_\\*'"):
+        load_features(path, y="person", features=["f_*"])
+    with pytest.raises(ValueError, match="no column 'pid' for y.*--id-column"):
+        load_features(path, y="pid")
+
+
+def test_a_missing_column_names_a_few_columns_not_all(tmp_path, arrays):
+    X, y, _ = arrays
+    wide = np.hstack([X] * 67)[:, :200]  # 200 feature columns
+    _write_csv(tmp_path / "wide.csv", wide, y, header=["person", *(f"f{j}" for j in range(200))])
+    with pytest.raises(ValueError) as caught:
+        load_features(tmp_path / "wide.csv")
+    message = str(caught.value)
+    assert "person, f0" in message and "f6" in message and "f7" not in message
+    assert "(201 in all)" in message
+    assert "--id-column" in message and len(message) < 400

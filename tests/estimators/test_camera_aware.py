@@ -5,7 +5,7 @@ import pytest
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from rankmetric import WARCA
+from rankmetric import WARCA, KernelWARCA
 from rankmetric.datasets import make_multicamera_reid
 from rankmetric.estimators.kissme import KISSME, pair_difference_covariances
 from rankmetric.estimators.xqda import XQDA
@@ -59,19 +59,32 @@ def _warca(**kw):
     return WARCA(**{**params, **kw})
 
 
-@pytest.mark.parametrize("make", [_warca, KISSME, XQDA])
+def _kernel_warca(**kw):
+    params = {"kernel": "rbf", "n_components": 8, "max_iter": 30, "tol": None,
+              "random_state": 0, "device": "cpu"}  # fmt: skip
+    return KernelWARCA(**{**params, **kw})
+
+
+def _kernel_warca_held_out(**kw):
+    return _kernel_warca(validation_fraction=0.25, validation_split="groups", **kw)
+
+
+ESTIMATORS = [_warca, KISSME, XQDA, _kernel_warca, _kernel_warca_held_out]
+
+
+@pytest.mark.parametrize("make", ESTIMATORS)
 def test_estimators_fit_with_and_without_the_option(reid, make):
     X, y, cams = reid
     plain = make().fit(X, y)
     same = make().fit(X, y, cameras=cams)  # cameras checked but unused with positives="all"
     np.testing.assert_allclose(plain.components_, same.components_)
     cross = make(positives="cross_camera").fit(X, y, cameras=cams)
-    assert cross.components_.shape[1] == X.shape[1]
+    assert cross.transform(X).shape[0] == len(X)
     assert np.all(np.isfinite(cross.components_))
     assert not np.allclose(cross.components_[:1], plain.components_[:1])
 
 
-@pytest.mark.parametrize("make", [_warca, KISSME, XQDA])
+@pytest.mark.parametrize("make", ESTIMATORS)
 def test_cross_camera_without_cameras_or_bad_cameras_is_refused(reid, make):
     X, y, cams = reid
     with pytest.raises(ValueError, match="cameras="):
@@ -128,3 +141,21 @@ def test_warca_trains_only_on_cross_camera_pairs(reid, monkeypatch):
     i = np.concatenate([s[0] for s in seen])
     j = np.concatenate([s[1] for s in seen])
     assert len(i) > 0 and np.all(y[i] == y[j]) and np.all(cams[i] != cams[j])
+
+
+@pytest.mark.parametrize("make", [_kernel_warca, _kernel_warca_held_out])
+def test_kernel_warca_draws_positives_across_cameras(reid, make, monkeypatch):
+    """KernelWARCA(positives="cross_camera") trains on the cameras of its training rows (the
+    default's second, held-out fit and a validation hold-out included)."""
+    X, y, cams = reid
+    seen = []
+    real = CrossCameraLabelIndex.from_cameras.__func__
+
+    def record(cls, codes, cameras):
+        seen.append(len(cameras))
+        return real(cls, codes, cameras)
+
+    monkeypatch.setattr(CrossCameraLabelIndex, "from_cameras", classmethod(record))
+    make(positives="cross_camera").fit(X, y, cameras=cams)
+    assert seen and all(n <= len(X) for n in seen)
+    assert len(seen) == 2 if make is _kernel_warca else seen[0] < len(X)

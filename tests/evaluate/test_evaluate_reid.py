@@ -260,3 +260,32 @@ def test_query_gallery_split_follows_the_protocols():
     assert query_gallery_split(ids, cams, random_state=1)[0].tolist() == q.tolist()
     with pytest.raises(ValueError, match="cameras has 2 values"):
         query_gallery_split([0, 1, 2], [0, 1])
+
+
+@pytest.mark.parametrize(
+    "ids_type, junk_ids",
+    [(str, (-1,)), (str, ("-1",)), (int, ("-1",)), (int, (-1,)), (object, (-1,))],
+    ids=["string ids, default", "string ids, '-1'", "int ids, '-1'", "int ids", "objects"],
+)
+def test_junk_ids_compared_in_the_ids_own_type(ids_type, junk_ids):
+    """String gallery ids holding "-1" are junk under the default junk_ids=(-1,), and a "-1"
+    read from a command line is junk among integer ids: the same scores as integer ids."""
+    rng = np.random.default_rng(3)
+    Q, qi, qc, G, gi, gc = _problem(rng, 3, junk=False)
+    gi = gi.copy()
+    gi[:12] = -1
+    expected = reid_scores(Q, qi, qc, G, gi, gc, device="cpu")
+    as_ids = (lambda a: a.astype(str)) if ids_type is str else (lambda a: a)
+    if ids_type is object:
+        as_ids = lambda a: a.astype(str).astype(object)  # noqa: E731 - as pandas reads them
+    found = reid_scores(Q, as_ids(qi), qc, G, as_ids(gi), gc, junk_ids=junk_ids, device="cpu")
+    assert found["cmc"] == pytest.approx(expected["cmc"]) and found["mAP"] == expected["mAP"]
+    ignored = reid_scores(Q, qi, qc, G, gi, gc, junk_ids=(), device="cpu")
+    assert ignored["mAP"] != expected["mAP"]  # the junk rows do change the scores
+
+
+def test_a_junk_id_that_cannot_be_a_number_is_refused_for_numeric_ids():
+    rng = np.random.default_rng(3)
+    Q, qi, qc, G, gi, gc = _problem(rng, 3, junk=False)
+    with pytest.raises(ValueError, match="junk_ids: 'junk' is not a number"):
+        reid_scores(Q, qi, qc, G, gi, gc, junk_ids=("junk",), device="cpu")

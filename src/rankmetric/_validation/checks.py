@@ -10,7 +10,6 @@ form pairs (:func:`check_min_per_class`); SPD matrices are checked by
 from __future__ import annotations
 
 import numpy as np
-from sklearn.utils.multiclass import type_of_target
 
 __all__ = [
     "SCALE_HEADROOM_TERMS",
@@ -117,6 +116,8 @@ def check_labels(
         )
     if y.shape[0] == 0:
         raise ValueError("y is empty.")
+    from sklearn.utils.multiclass import type_of_target  # scikit-learn only when labels come
+
     kind = type_of_target(y, input_name="y", raise_unknown=True)
     if kind not in ("binary", "multiclass"):
         raise ValueError(f"y must hold class labels, got target type {kind!r}.")

@@ -27,6 +27,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from .._progress import ProgressLines, is_terminal
 from .._utils import progress
 from ..io import atomic_write
 
@@ -206,6 +207,11 @@ def run_grid(
         Worker processes on this machine, one torch thread each (``1``: run in this process).
     scheduler : str, optional
         Address of a Dask scheduler (``tcp://host:8786``); cells then run on its workers.
+    verbose : bool
+        A progress bar on a terminal; elsewhere (CI, ``nohup``, a pipe, a notebook) one line
+        per finished cell on standard error, with the elapsed time.
+    desc : str
+        The name shown by the progress bar and lines.
     """
     cells = list(cells)
     cache = Path(cache_dir) if cache_dir is not None else None
@@ -218,10 +224,16 @@ def run_grid(
         else:
             todo.append(i)
 
+    lines = ProgressLines(desc, enabled=verbose and not is_terminal())
+    lines(f"{len(todo)} cell(s) to run, {len(cells) - len(todo)} read from the cache")
+
     def finish(i: int, result: dict) -> None:
         results[i] = result
         if cache:
             store_result(_cache_path(cache, cells[i]), cells[i], result)
+        cell = cells[i]
+        lines(f"{len(results) - (len(cells) - len(todo))}/{len(todo)} cells done: {cell.method} "
+              f"on {cell.dataset}, fold {cell.fold}, seed {cell.seed}")  # fmt: skip
 
     bar = progress(total=len(todo), desc=desc, verbose=verbose)
     if scheduler is not None:

@@ -112,7 +112,12 @@ def _command(name: str, config: BenchConfig, n_jobs: int, scheduler: str | None)
     if config.quick:
         parts.append("--quick")
     if config.datasets:
-        parts += ["--datasets", *config.datasets]
+        from ..datasets.user_features import is_feature_file
+
+        files = [d for d in config.datasets if is_feature_file(d)]
+        named = [d for d in config.datasets if not is_feature_file(d)]
+        parts += ["--data", *files] if files else []
+        parts += ["--datasets", *named] if named else []
     if config.methods:
         parts += ["--methods", *config.methods]
     if config.seeds:

@@ -145,12 +145,13 @@ def file_label(path: str) -> str:
 
 def _file_cells(files: list[str], config: BenchConfig) -> list[Cell]:
     """CMC cells on users' feature files: every method, ``SPLITS`` random identity splits."""
-    from pathlib import Path
 
     methods = config.pick("methods", METHODS, METHODS)
     cells = []
     for path in files:
-        label, where = file_label(path), str(Path(path).resolve())
+        # as given (the command line gives it relative to the working directory): results
+        # name the file as the command did, not the user's home or folder layout
+        label, where = file_label(path), str(path)
         for method in methods:
             fixed = BUDGETS[config.mode].get(method, {})
             grid = {} if config.quick else GRIDS.get(method, {})
@@ -423,7 +424,10 @@ def _cmc_tables(results: list[dict]) -> tuple[str, dict, dict]:
                 "rerank": {"1": {"mean": rr1[0], "std": rr1[1]},
                            "map": {"mean": rr_map[0], "std": rr_map[1]}},
             }  # fmt: skip
-            curves.setdefault(dataset, {})[method] = np.mean([h["curve"] for h in hits], axis=0)
+            common = min(len(h["curve"]) for h in hits)  # small files: galleries differ
+            curves.setdefault(dataset, {})[method] = np.mean(
+                [h["curve"][:common] for h in hits], axis=0
+            )
             # not in the payload: timings differ between runs, the scores must not
             seconds = float(np.median([h["fit_seconds"] for h in hits]))
             rows.append([LABELS[method], *(format_pm(*stats[r], digits=1) for r in RANKS),

@@ -1,7 +1,10 @@
 """The ``rankmetric`` command line.
 
 Each sub-command lives in its own module exposing ``register(subparsers)``; the module sets
-``func`` on its parser, which ``main`` calls with the parsed arguments. A user error (a
+``func`` on its parser, which ``main`` calls with the parsed arguments. Only the sub-command
+that runs is built in full (``rankmetric fit`` reads every estimator's parameters, which imports
+torch): ``rankmetric --help`` and ``rankmetric data list`` start without torch, scikit-learn,
+SciPy or pandas, each command importing what it needs when it runs. A user error (a
 ``ValueError`` or an ``OSError``: bad value, missing file, unwritable folder) is printed on one
 line, without a traceback, with exit status 2; Ctrl-C prints one line and exits with 130.
 """
@@ -17,7 +20,12 @@ from .. import __version__
 _SUBCOMMANDS = ["demo", "data", "fit", "evaluate", "bench"]
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser; ``command`` names the sub-command built in full (``None``: all).
+
+    The others keep their name and one-line help (enough for ``rankmetric --help``), so that
+    building the parser imports none of the heavy libraries the commands use.
+    """
     parser = argparse.ArgumentParser(
         prog="rankmetric",
         description=(
@@ -32,13 +40,22 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"rankmetric {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in _SUBCOMMANDS:
-        importlib.import_module(f"rankmetric.cli.{name}").register(sub)
+        full = command is None or command == name
+        importlib.import_module(f"rankmetric.cli.{name}").register(sub, full=full)
     return parser
+
+
+def _command_of(argv: list[str]) -> str:
+    """The sub-command ``argv`` names (its first word that is not an option), or ``""``."""
+    words = [word for word in argv if not word.startswith("-")]
+    return words[0] if words and words[0] in _SUBCOMMANDS else ""
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``rankmetric`` command."""
-    parser = build_parser()
+    if argv is None:
+        argv = sys.argv[1:]
+    parser = build_parser(_command_of(argv))
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()

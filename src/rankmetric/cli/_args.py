@@ -120,3 +120,72 @@ def parameter_type(parse: Callable, default) -> Callable[[str], object]:
 
     value.__name__ = "parameter value"
     return value
+
+
+# ------------------------------------------------------------------- users' feature files (re-id)
+
+_COLUMNS = {"id_column": "y", "camera_column": "cameras", "split_column": "split",
+            "feature_columns": "features"}  # fmt: skip
+
+
+def add_feature_file_options(parser: argparse.ArgumentParser) -> None:
+    """``--id-column``, ``--camera-column``, ``--split-column``, ``--feature-columns`` (the
+    column mapping of a feature file) and the re-id options ``--rerank`` and ``--junk-id``."""
+    group = parser.add_argument_group(
+        "your feature file (--data PATH: .csv, .parquet, .npz, .mat)",
+        "Columns are found by name (y, labels, pid, ...; cameras, camid, ...; split); name "
+        "yours when they are called otherwise.",
+    )
+    unset = argparse.SUPPRESS  # absent from args when not given: no "(default: None)" in help
+    group.add_argument("--id-column", metavar="NAME", default=unset,
+                       help="the identity / class label column")  # fmt: skip
+    group.add_argument("--camera-column", metavar="NAME", default=unset,
+                       help="the camera of each row")  # fmt: skip
+    group.add_argument("--split-column", metavar="NAME", default=unset,
+                       help="train / test / query / gallery")  # fmt: skip
+    group.add_argument(
+        "--feature-columns",
+        default=unset,
+        nargs="+",
+        metavar="PATTERN",
+        help="the feature columns of a table, by name or pattern ('f*', 'feat_[0-9]*'); every "
+        "other column (image_path, ...) is ignored (default: every column but the id, camera "
+        "and split ones, all numeric)",
+    )
+    group.add_argument(
+        "--rerank",
+        action="store_true",
+        help="with cameras: k-reciprocal re-ranking (Zhong et al. 2017) of each re-id ranking",
+    )
+    group.add_argument(
+        "--junk-id",
+        nargs="+",
+        default=unset,
+        metavar="ID",
+        help="with cameras: gallery identities ignored in every ranking, compared in the ids' "
+        "own type (default: -1, Market-1501's distractors; 'none' for none)",
+    )
+
+
+def feature_file_columns(args: argparse.Namespace) -> dict:
+    """The ``load_features`` keywords of the column options (only those given)."""
+    return {key: getattr(args, option) for option, key in _COLUMNS.items()
+            if getattr(args, option, None) is not None}  # fmt: skip
+
+
+def check_column_options(args: argparse.Namespace, is_feature_file: bool) -> None:
+    """The column and re-id options apply to a user's feature file only."""
+    given = [f"--{option.replace('_', '-')}" for option in _COLUMNS if getattr(args, option, None)]
+    if given and not is_feature_file:
+        raise ValueError(f"{', '.join(given)}: for your own feature file (--data PATH.csv, "
+                         f".parquet, .npz or .mat), not {args.data!r}.")  # fmt: skip
+
+
+def junk_ids(values) -> tuple:
+    """``--junk-id`` values: ``(-1,)`` when absent, ``()`` for ``none``; else the strings,
+    which ``reid_scores`` compares in the type of the ids."""
+    if not values:
+        return (-1,)
+    if [v.lower() for v in values] == ["none"]:
+        return ()
+    return tuple(values)

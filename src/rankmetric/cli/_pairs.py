@@ -173,7 +173,10 @@ def run_fit_pairs(args: argparse.Namespace, est) -> int:
     else:
         stacked, y_eval = _stacked(X, pairs, f"{args.pairs}: pairs"), y
         evaluated = "the training pairs (the file has no pairs_test)"
+    from .fit import model_preprocessing
+
     learned = est.pair_distances(stacked[:, 0], stacked[:, 1])
+    preprocess, preprocessing = model_preprocessing(est)
     report = {
         "method": type(est).__name__,
         "pairs": args.pairs,
@@ -181,9 +184,15 @@ def run_fit_pairs(args: argparse.Namespace, est) -> int:
         "fit_seconds": round(fit_time, 3),
         "evaluated_on": evaluated,
         "n_evaluated_pairs": int(len(y_eval)),
-        "euclidean": _scores(_euclidean(stacked), y_eval, DEFAULT_FAR),
-        "learned": _scores(learned, y_eval, DEFAULT_FAR),
+        "preprocessing": preprocessing,
     }
+    if preprocess is not None:  # Euclidean on the features the learned part receives, and raw
+        same = np.stack([preprocess(stacked[:, 0]), preprocess(stacked[:, 1])], axis=1)
+        report["euclidean"] = _scores(_euclidean(same), y_eval, DEFAULT_FAR)
+        report["euclidean_raw"] = _scores(_euclidean(stacked), y_eval, DEFAULT_FAR)
+    else:
+        report["euclidean"] = _scores(_euclidean(stacked), y_eval, DEFAULT_FAR)
+    report["learned"] = _scores(learned, y_eval, DEFAULT_FAR)
     if args.out:
         report["saved_to"] = args.out
     _print(report, args.json)

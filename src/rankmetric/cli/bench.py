@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 
 from ._args import check_device, check_input_file, check_output_dir
 
@@ -84,10 +85,17 @@ def _data_files(args: argparse.Namespace) -> tuple[str, ...] | None:
             )
         check_input_file(path, "--data")
         load_features(path)  # every format and content problem is reported before any work
-    return tuple(args.data)
+    return tuple(_relative(path) for path in args.data)
 
 
-def register(subparsers) -> None:
+def _relative(path: str) -> str:
+    """``path`` relative to the working directory when the file is under it (results and the
+    command they print then name it without the user's folder layout), else as given."""
+    here, where = os.path.abspath(os.getcwd()), os.path.abspath(path)
+    return os.path.relpath(where, here) if where.startswith(here + os.sep) else path
+
+
+def register(subparsers, full: bool = True) -> None:
     parser = subparsers.add_parser(
         "bench",
         help="reproduce the papers' tables (ssne-uci, rpl-spd, warca-reid, all)",
@@ -150,5 +158,10 @@ def register(subparsers) -> None:
         help="torch device of the estimators (default: cpu, bit-reproducible)",
     )
     parser.add_argument("--no-cache", action="store_true", help="recompute every cell")
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress bar (on a terminal) and no progress lines (elsewhere: one line per "
+        "finished cell on standard error)",
+    )
     parser.set_defaults(func=run_bench)

@@ -22,7 +22,7 @@ Sets are cached in $RANKMETRIC_DATA, else $XDG_CACHE_HOME/rankmetric (~/.cache/r
 """
 
 
-def register(subparsers) -> None:
+def register(subparsers, full: bool = True) -> None:
     """Add the ``data`` command and its ``list`` / ``fetch`` / ``info`` actions."""
     parser = subparsers.add_parser(
         "data",

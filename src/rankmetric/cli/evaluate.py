@@ -13,7 +13,16 @@ from pathlib import Path
 
 import numpy as np
 
-from ._args import check_device, check_input_file, check_threads, vector_metric
+from ._args import (
+    add_feature_file_options,
+    check_column_options,
+    check_device,
+    check_input_file,
+    check_threads,
+    feature_file_columns,
+    junk_ids,
+    vector_metric,
+)
 from ._pairs import add_evaluate_pairs_options, run_evaluate_pairs
 
 SCORES = ("knn", "retrieval", "clustering", "cv")
@@ -166,7 +175,7 @@ def _from_user_file(args) -> _Embedded:
     from ..datasets import load_features
     from ..io import load_model
 
-    data = load_features(args.data)
+    data = load_features(args.data, **feature_file_columns(args))
     model = load_model(args.model) if args.model else None
     embed = (lambda X: _flat(model.transform(X))) if model is not None else _flat
     source = f"{args.model or 'raw features'} on {args.data}"
@@ -241,7 +250,9 @@ def _reid_score(e: _Embedded, args) -> dict[str, float]:
     """Re-id scores (Market-1501 protocol) when the evaluated items have cameras."""
     from .fit import reid_report
 
-    found = reid_report(lambda X: X, e.X_eval, e.y_eval, e.cameras, e.eval_split, args.metric)
+    junk = junk_ids(getattr(args, "junk_id", None))
+    found = reid_report(lambda X: X, e.X_eval, e.y_eval, e.cameras, e.eval_split, args.metric,
+                        rerank=args.rerank, junk_ids=junk)  # fmt: skip
     return {k.removesuffix("_learned"): v for k, v in found.items() if "_euclidean" not in k}
 
 
@@ -307,11 +318,12 @@ def run_evaluate(args: argparse.Namespace) -> int:
         raise ValueError("give either an embeddings file or --data NAME (with --model PATH).")
     if args.model and not args.data:
         raise ValueError("--model needs --data NAME: the data set to embed.")
+    from ..datasets.user_features import is_feature_file
+
+    check_column_options(args, bool(args.data) and is_feature_file(args.data))
     if args.embeddings:
         embedded = _attach_cameras(_from_file(args), args.embeddings)
     else:
-        from ..datasets.user_features import is_feature_file
-
         if args.model and _is_trial_file(args.data):
             embedded = _from_trial_file(args)
         elif is_feature_file(args.data):
@@ -343,7 +355,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(subparsers) -> None:
+def register(subparsers, full: bool = True) -> None:
     parser = subparsers.add_parser(
         "evaluate",
         help="k-NN accuracy, Recall@K / P@1 / mAP@R and clustering scores of an embedding",
@@ -441,4 +453,5 @@ def register(subparsers) -> None:
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("-v", "--verbose", action="store_true", help="progress bars")
     add_evaluate_pairs_options(parser)
+    add_feature_file_options(parser)
     parser.set_defaults(func=run_evaluate)

@@ -15,12 +15,17 @@ import time
 
 import numpy as np
 
+from .._progress import ProgressLines
 from ._args import (
+    add_feature_file_options,
+    check_column_options,
     check_device,
     check_input_file,
     check_output_dir,
     check_output_file,
     check_random_state,
+    feature_file_columns,
+    junk_ids,
     parameter_type,
 )
 from ._pairs import add_fit_pairs_option, run_fit_pairs
@@ -211,6 +216,8 @@ def _add_method_parser(sub, method: str) -> None:
     add_fit_pairs_option(parser, cls)
     if kind == "spd":
         _add_spd_options(parser)
+    else:
+        add_feature_file_options(parser)
     parser.set_defaults(func=run_fit, method=method)
 
 
@@ -447,7 +454,7 @@ def _user_train_test(args):
     """Parts of a user's feature file (:func:`user_file_rows`) and the test cameras."""
     from ..datasets import load_features
 
-    data = load_features(args.data)
+    data = load_features(args.data, **feature_file_columns(args))
     train, test, how = user_file_rows(data, args.test_size, args.data)
     cams = None if data.cameras is None else data.cameras[test]
     train_cams = None if data.cameras is None else data.cameras[train]
@@ -456,10 +463,27 @@ def _user_train_test(args):
     return parts, (cams, split, train_cams)
 
 
-def reid_report(embed, X, y, cameras, split, metric: str = "euclidean") -> dict:
-    """Re-id scores (Market-1501 protocol) of the raw and the embedded test part: queries and
-    gallery from the ``split`` column, else one query per (identity, camera) track."""
-    from ..evaluate import query_gallery_split, reid_scores
+def model_preprocessing(est):
+    """``(preprocess, description)``: the fixed preprocessing ``est`` applies before its learned
+    part — the per-feature standardisation ``(x − mean_) / scale_`` of WARCA and SSNE (with
+    ``standardize=True``) — or ``(None, "none")``. The Euclidean baseline of a report is scored
+    on these features, so that the gain printed is the learned part's alone."""
+    mean, scale = getattr(est, "mean_", None), getattr(est, "scale_", None)
+    if mean is None or scale is None or np.ndim(scale) != 1:
+        return None, "none"
+    if np.all(scale == 1) and np.all(mean == 0):  # standardize=False
+        return None, "none"
+    return (lambda X: (np.asarray(X) - mean) / scale), "standardised (the model's mean_, scale_)"
+
+
+def reid_report(embed, X, y, cameras, split, metric: str = "euclidean", *,
+                preprocess=None, rerank: bool = False, junk_ids=(-1,)) -> dict:  # fmt: skip
+    """Re-id scores (Market-1501 protocol) of the test part under plain Euclidean distance (on
+    the features after the model's ``preprocess`` when given, and on the raw ones) and embedded:
+    queries and gallery from the ``split`` column, else one query per (identity, camera)
+    track; ``rerank`` re-ranks each ranking (k-reciprocal), ``junk_ids`` are ignored in the
+    gallery (:func:`rankmetric.evaluate.reid_scores`)."""
+    from ..evaluate import query_gallery_split, reid_scores, rerank_k_reciprocal
 
     if split is not None and np.isin(split, ("query", "gallery")).any():
         query, gallery = np.flatnonzero(split == "query"), np.flatnonzero(split != "query")
@@ -467,10 +491,18 @@ def reid_report(embed, X, y, cameras, split, metric: str = "euclidean") -> dict:
         query, gallery = query_gallery_split(y, cameras)
     ranks = tuple(r for r in (1, 5, 10, 20) if r <= len(gallery))
     report = {}
-    for name, Z in (("euclidean", X), ("learned", embed(X))):
+    spaces = [("euclidean", X), ("learned", embed(X))]
+    if preprocess is not None:
+        spaces = [("euclidean", preprocess(X)), ("euclidean_raw", X), spaces[1]]
+    for name, Z in spaces:
         Z = _flatten(np.asarray(Z))
-        s = reid_scores(Z[query], y[query], cameras[query], Z[gallery], y[gallery],
-                        cameras[gallery], ranks=ranks, metric=metric, device="cpu")  # fmt: skip
+        if rerank:
+            D = rerank_k_reciprocal(Z[query], Z[gallery], metric=metric, device="cpu")
+            q_in, g_in, how = D, None, "precomputed"
+        else:
+            q_in, g_in, how = Z[query], Z[gallery], metric
+        s = reid_scores(q_in, y[query], cameras[query], g_in, y[gallery], cameras[gallery],
+                        ranks=ranks, metric=how, device="cpu", junk_ids=junk_ids)  # fmt: skip
         report.update({f"reid_rank{r}_{name}": v for r, v in s["cmc"].items()})
         report.update({f"reid_mAP_{name}": s["mAP"], f"reid_mINP_{name}": s["mINP"]})
         report.update(reid_queries_valid=s["n_valid"], reid_queries_skipped=s["n_skipped"])
@@ -507,7 +539,6 @@ def _check_arguments(args: argparse.Namespace, params: dict) -> None:
 
 def run_fit(args: argparse.Namespace) -> int:
     from ..distributed import rank
-    from ..evaluate import knn_accuracy
 
     cls = _estimator_class(args.method)
     params = {k[len("param_") :]: v for k, v in vars(args).items() if k.startswith("param_")}
@@ -519,8 +550,10 @@ def run_fit(args: argparse.Namespace) -> int:
         raise ValueError("--data NAME is required (or --pairs PAIRS.npz for a pair learner).")
     from ..datasets.user_features import is_feature_file
 
+    progress = ProgressLines("fit", enabled=rank() == 0)
     test_cams = test_split = train_cams = None
     domains_tr = domains_te = None
+    check_column_options(args, is_feature_file(args.data))
     if METHODS[args.method][2] == "spd":
         X_tr, y_tr, X_te, y_te, split, (domains_tr, domains_te) = _spd_train_test(args)
     elif is_feature_file(args.data):
@@ -530,6 +563,8 @@ def run_fit(args: argparse.Namespace) -> int:
         X_tr, y_tr, X_te, y_te, split = _train_test(args)
     if args.k > len(X_tr):
         raise ValueError(f"-k {args.k} exceeds the {len(X_tr)} training samples of {args.data}.")
+    progress(f"{args.data}: {len(X_tr)} training and {len(X_te)} test items ({split}); "
+             f"fitting {cls.__name__}")  # fmt: skip
     start = time.perf_counter()
     fit_params = {}
     if train_cams is not None and "cameras" in inspect.signature(est.fit).parameters:
@@ -538,6 +573,7 @@ def run_fit(args: argparse.Namespace) -> int:
         fit_params["domains"] = domains_tr  # each session / subject at its own mean
     est.fit(X_tr, y_tr, **fit_params)
     fit_time = time.perf_counter() - start
+    progress(f"{cls.__name__} fitted", start)
     if rank() != 0:  # under torchrun every rank holds the same model: one report, one file
         return 0
     if args.out:  # saved before the report: a failing evaluation cannot lose the model
@@ -550,31 +586,54 @@ def run_fit(args: argparse.Namespace) -> int:
         "n_test": int(len(X_te)),
         "fit_seconds": round(fit_time, 3),
     }
-    if np.isin(y_te, y_tr).all():  # k-NN accuracy needs the test classes in training
-        report[f"knn{args.k}_accuracy_euclidean"] = knn_accuracy(
-            _flatten(X_tr), y_tr, _flatten(X_te), y_te, k=args.k
-        )
-        Z_tr = _transform(est, X_tr, domains_tr)
-        Z_te = _transform(est, X_te, domains_te if domains_tr is not None else None)
-        report[f"knn{args.k}_accuracy_learned"] = knn_accuracy(
-            _flatten(Z_tr), y_tr, _flatten(Z_te), y_te, k=args.k
-        )
+    preprocess, report["preprocessing"] = model_preprocessing(est)
+    report.update(_knn_report(est, args.k, (X_tr, y_tr, domains_tr), (X_te, y_te, domains_te),
+                              preprocess))  # fmt: skip
     if test_cams is not None:
-        report.update(reid_report(est.transform, X_te, y_te, test_cams, test_split))
+        report.update(reid_report(est.transform, X_te, y_te, test_cams, test_split,
+                                  preprocess=preprocess, rerank=args.rerank,
+                                  junk_ids=junk_ids(getattr(args, "junk_id", None))))  # fmt: skip
+    progress("scored")
     if args.out:
         report["saved_to"] = args.out
-    if args.json:
-        print(json.dumps(report, indent=2))
-    else:
-        width = max(len(k) for k in report)
-        for key, value in report.items():
-            scored = "accuracy" in key or key.startswith("reid_")
-            shown = f"{value:.4f}" if isinstance(value, float) and scored else value
-            print(f"{key:<{width}}  {shown}")
+    _print_report(report, args.json)
     return 0
 
 
-def register(subparsers) -> None:
+def _knn_report(est, k: int, train: tuple, test: tuple, preprocess) -> dict:
+    """k-NN accuracy of the learned metric and of Euclidean distance on the same features
+    (after the model's ``preprocess``; then on the raw ones too, ``..._euclidean_raw``)."""
+    from ..evaluate import knn_accuracy
+
+    (X_tr, y_tr, d_tr), (X_te, y_te, d_te) = train, test
+    if not np.isin(y_te, y_tr).all():  # k-NN accuracy needs the test classes in training
+        return {}
+    knn = lambda A, B: knn_accuracy(_flatten(A), y_tr, _flatten(B), y_te, k=k)  # noqa: E731
+    report = {}
+    if preprocess is not None:  # the learned part's gain: Euclidean on the same features
+        report[f"knn{k}_accuracy_euclidean"] = knn(preprocess(X_tr), preprocess(X_te))
+        report[f"knn{k}_accuracy_euclidean_raw"] = knn(X_tr, X_te)
+    else:
+        report[f"knn{k}_accuracy_euclidean"] = knn(X_tr, X_te)
+    Z_tr = _transform(est, X_tr, d_tr)
+    Z_te = _transform(est, X_te, d_te if d_tr is not None else None)
+    report[f"knn{k}_accuracy_learned"] = knn(Z_tr, Z_te)
+    return report
+
+
+def _print_report(report: dict, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(report, indent=2))
+        return
+    width = max(len(k) for k in report)
+    for key, value in report.items():
+        scored = "accuracy" in key or key.startswith("reid_")
+        shown = f"{value:.4f}" if isinstance(value, float) and scored else value
+        print(f"{key:<{width}}  {shown}")
+
+
+def register(subparsers, full: bool = True) -> None:
+    """Add ``fit``; its methods' options (which import every estimator) only when ``full``."""
     parser = subparsers.add_parser(
         "fit",
         help="fit a metric learner on a data set and save it",
@@ -585,5 +644,7 @@ def register(subparsers) -> None:
         ),
     )
     sub = parser.add_subparsers(dest="method_name", metavar="METHOD", required=True)
+    if not full:
+        return
     for method in METHODS:
         _add_method_parser(sub, method)

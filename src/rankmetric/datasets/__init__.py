@@ -11,21 +11,31 @@ docs/datasets.md); ``rankmetric data fetch all`` (or :func:`fetch`) downloads an
 
 from __future__ import annotations
 
-from ._cache import data_home
-from ._fetch import FetchError, fetch
-from ._info import Dataset, DatasetInfo
-from ._loaders import list_datasets, load_dataset
-from ._ts import read_ts
-from .covariance import covariances, load_spd
-from .synthetic import (
-    ReidData,
-    make_camera_views,
-    make_gaussian_clusters,
-    make_multicamera_reid,
-    make_spd_clusters,
-    make_synthetic_reid,
-)
-from .user_features import FeatureData, is_feature_file, load_features
+import importlib
+
+# Imported when first used, so that ``rankmetric data list`` and ``rankmetric --help`` start
+# without torch, scikit-learn, SciPy or pandas (the loaders of some sets need them).
+_LAZY = {
+    "data_home": "._cache",
+    "FetchError": "._fetch",
+    "fetch": "._fetch",
+    "Dataset": "._info",
+    "DatasetInfo": "._info",
+    "list_datasets": "._loaders",
+    "load_dataset": "._loaders",
+    "read_ts": "._ts",
+    "covariances": ".covariance",
+    "load_spd": ".covariance",
+    "ReidData": ".synthetic",
+    "make_camera_views": ".synthetic",
+    "make_gaussian_clusters": ".synthetic",
+    "make_multicamera_reid": ".synthetic",
+    "make_spd_clusters": ".synthetic",
+    "make_synthetic_reid": ".synthetic",
+    "FeatureData": ".user_features",
+    "is_feature_file": ".user_features",
+    "load_features": ".user_features",
+}
 
 __all__ = [
     "Dataset",
@@ -48,3 +58,15 @@ __all__ = [
     "make_synthetic_reid",
     "read_ts",
 ]
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'rankmetric.datasets' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(__all__)

@@ -20,7 +20,10 @@ Accepted aliases (first found wins): features ``X``, ``features``, ``descriptors
 labels ``y``, ``labels``, ``label``, ``ids``, ``id``, ``pid``, ``pids``, ``identity``;
 cameras ``cameras``, ``camera``, ``cams``, ``cam``, ``camid``, ``camids``; split ``split``.
 ``split`` values: ``"train"``, ``"test"``, ``"query"``, ``"gallery"`` (any case), or 0 (train)
-and 1 (test).
+and 1 (test). Columns called otherwise are named (``y=``, ``cameras=``, ``split=``; for a
+table, ``features=`` picks the feature columns by name or pattern and ignores the others, such
+as an ``image_path``): the command line's ``--id-column``, ``--camera-column``,
+``--split-column`` and ``--feature-columns``.
 """
 
 from __future__ import annotations
@@ -131,9 +134,26 @@ def _find(available, wanted: str | None, kind: str, path: str, required: bool):
         raise ValueError(
             f"{path} has no {'column' if kind != 'X' else 'array'} "
             f"{' or '.join(repr(n) for n in names)} for {kind} "
-            f"(found: {', '.join(map(str, available)) or 'nothing'})."
+            f"(found: {_few(available)}){_MAPPING_HINT.get(kind, '')}."
         )
     return None
+
+
+#: How to name a column that has none of the aliases (the command line's options).
+_MAPPING_HINT = {
+    "y": "; name the identity column with y=... (--id-column on the command line)",
+    "cameras": "; name it with cameras=... (--camera-column on the command line)",
+    "split": "; name it with split=... (--split-column on the command line)",
+}
+
+
+def _few(names, shown: int = 8) -> str:
+    """Up to ``shown`` names, then how many more: a file of 259 columns is not listed whole."""
+    names = [str(n) for n in names]
+    if not names:
+        return "nothing"
+    more = f", … ({len(names)} in all)" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
 
 
 def _read_npz(path: str) -> dict:
@@ -232,7 +252,7 @@ def _split_values(values, path: str) -> np.ndarray:
 
 def load_features(
     path, *, X: str | None = None, y: str | None = None, cameras: str | None = None,
-    split: str | None = None,
+    split: str | None = None, features=None,
 ) -> FeatureData:  # fmt: skip
     """Read and check a user's feature file (``.npz``, ``.csv``, ``.parquet``, ``.mat``).
 
@@ -243,6 +263,11 @@ def load_features(
         Names of the arrays / columns / MATLAB variables; None tries the aliases in the module
         docstring. For tables, ``X=None`` takes every column that is not ``y``, ``cameras`` or
         ``split``.
+    features : sequence of str, optional
+        Tables only: the feature columns, by name or shell-style pattern (``"f*"``,
+        ``"feat_[0-9]*"``), in the file's order; every other column (an ``image_path``, a
+        name) is ignored. None: every column but ``y``, ``cameras`` and ``split``, which must
+        then all be numeric.
 
     Returns
     -------
@@ -280,7 +305,9 @@ def load_features(
     split_name = _find(found, split, "split", path, required=False)
     labels = _labels(found[y_name], f"{y_name!r}", path)
     n = labels.shape[0]
-    if suffix in (".csv", ".parquet") and X is None:
+    if features is not None:
+        features = _mapped_features(found, features, {y_name, cam_name, split_name}, suffix, path)
+    elif suffix in (".csv", ".parquet") and X is None:
         features = _table_features(found, {y_name, cam_name, split_name}, path)
     else:
         features = _array_features(found, X, suffix == ".mat", n, path)
@@ -322,7 +349,9 @@ def _table_features(found: dict, used: set, path: str) -> np.ndarray:
     text = [c for c in columns if found[c].dtype.kind not in "iuf"]
     if text:
         raise ValueError(f"{path}: feature column(s) {text[:5]} are not numeric; name the "
-                         "label column y (or pass y=...).")  # fmt: skip
+                         "identity column (y=..., --id-column) and the feature columns "
+                         "(features=[...], --feature-columns 'f*'): every other column is "
+                         "then ignored.")  # fmt: skip
     features = np.column_stack([found[c] for c in columns]).astype(np.float64)
     for j, c in enumerate(columns):
         if not np.all(np.isfinite(features[:, j])):
@@ -355,3 +384,31 @@ def _per_item(found: dict, name: str | None, n: int, path: str) -> np.ndarray | 
         raise ValueError(f"{path}: mismatched lengths: {values.shape[0]} values in "
                          f"{name!r} but {n} items.")  # fmt: skip
     return values
+
+
+# ------------------------------------------------------------------------------ column mapping
+
+
+def _mapped_features(found: dict, patterns, used: set, suffix: str, path: str) -> np.ndarray:
+    """The feature columns that ``patterns`` (names or shell-style patterns) select from a
+    table, in the file's order, checked numeric and finite; every other column is ignored."""
+    import fnmatch
+
+    if isinstance(patterns, str):
+        patterns = [patterns]
+    patterns = [p for item in patterns for p in str(item).split(",") if p.strip()]
+    if suffix not in (".csv", ".parquet"):
+        if len(patterns) != 1:
+            raise ValueError(f"{path}: feature columns select columns of a table (.csv, "
+                             ".parquet); an array file names one feature array.")  # fmt: skip
+        return _array_features(found, patterns[0].strip(), suffix == ".mat", -1, path)
+    columns = [c for c in found if c not in used]
+    chosen = []
+    for pattern in (p.strip() for p in patterns):
+        hits = [c for c in columns if fnmatch.fnmatchcase(str(c), pattern)]
+        if not hits:
+            raise ValueError(f"{path}: no column matches the feature column {pattern!r} "
+                             f"(found: {_few(columns)}).")  # fmt: skip
+        chosen += hits
+    chosen = [c for c in columns if c in set(chosen)]  # the file's order, each once
+    return _table_features({c: found[c] for c in chosen}, set(), path)

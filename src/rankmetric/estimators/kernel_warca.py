@@ -42,7 +42,7 @@ from ..io import register_estimator
 from ..kernels import KERNEL_PARAMETER_CONSTRAINTS, NystroemMap, default_gamma, pairwise_kernel
 from ..losses.regularizers import kernel_aon_penalty
 from ..models.linear import LinearMap
-from ..sampling import LabelIndex
+from ..sampling import POSITIVES, CrossCameraLabelIndex, LabelIndex, check_cameras
 from ._early_stopping import split_validation
 from ._init_parameters import store_parameters
 from .base import MetricLearnerMixin, fit_context
@@ -158,7 +158,7 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         stopping on it; ``0``: no hold-out and no second fit). ``docs/warca.md``, "Kernel
         WARCA's defaults", has the measurements behind this default.
     margin, reg_lambda, batch_size, sampling, max_sampling, max_iter, validation_every,
-    validation_split, validation_metric, patience, tol, tol_window,
+    validation_split, validation_metric, patience, tol, tol_window, positives,
     random_state, device, verbose, checkpoint_dir, checkpoint_every :
         As in :class:`rankmetric.WARCA`. ``reg_lambda`` defaults to 1e-3 (the reference's VIPeR
         setting): on a normalised kernel (:math:`k(x, x) = 1`) an embedding with
@@ -227,6 +227,7 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         **WARP_PARAMETER_CONSTRAINTS,
         **KERNEL_PARAMETER_CONSTRAINTS,
         "n_landmarks": [NONE, POSITIVE_INT],
+        "positives": [Options(*POSITIVES)],
         "validation_fraction": [
             *WARP_PARAMETER_CONSTRAINTS["validation_fraction"],
             Options("auto"),
@@ -257,6 +258,7 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         patience: int | None = 10,
         tol: float | None = 1e-2,
         tol_window: int = 50,
+        positives: str = "all",
         random_state=None,
         device: str | None = None,
         verbose: bool = False,
@@ -292,7 +294,7 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         )
 
     @fit_context
-    def fit(self, X, y, X_val=None, y_val=None) -> KernelWARCA:
+    def fit(self, X, y, X_val=None, y_val=None, *, cameras=None) -> KernelWARCA:
         """Learn ``A`` from labelled data.
 
         Parameters
@@ -305,6 +307,10 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
             stopping on ``validation_metric`` (by default leave-one-out recall@1 among the
             validation items, whose labels need not occur in ``y``). Not together with
             ``validation_fraction``.
+        cameras : array-like of shape (n_samples,), optional
+            Camera id of each row of ``X``, for ``positives="cross_camera"`` (checked, then
+            unused, with ``positives="all"``), as :meth:`rankmetric.WARCA.fit`. In a
+            ``Pipeline``: ``fit(X, y, kernelwarca__cameras=cameras)``.
 
         Returns
         -------
@@ -316,6 +322,14 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
             check_scale(X, np.float32)
         classes, codes = check_labels(y, X.shape[0])
         check_min_per_class(codes, 2)
+        cams = None if cameras is None else check_cameras(cameras, X.shape[0])
+        if self.positives == "cross_camera" and cams is None:
+            raise ValueError(
+                "positives='cross_camera' draws positive pairs across cameras: pass "
+                "fit(X, y, cameras=...) (in a Pipeline, <step>__cameras=...)."
+            )
+        if self.positives != "cross_camera":
+            cams = None  # checked, then unused (as WARCA)
         if self.kernel == "precomputed" and X.shape[0] != X.shape[1]:
             raise ValueError(
                 f"kernel='precomputed' needs a square training kernel, got shape {X.shape}."
@@ -324,10 +338,11 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
             raise ValueError("kernel='precomputed' needs a symmetric training kernel K(X, X).")
         rng = make_rng(self.random_state)
         if self.validation_fraction == "auto" and X_val is None and y_val is None:
-            return self._fit_checked(X, y, codes)
-        X, codes, X_val, val_codes = self._validation_data(
-            X, codes, classes, X_val, y_val, rng, precomputed=self.kernel == "precomputed"
-        )
+            return self._fit_checked(X, y, codes, cams)
+        X, codes, X_val, val_codes, *kept = self._validation_data(
+            X, codes, classes, X_val, y_val, rng, precomputed=self.kernel == "precomputed",
+            cameras=cams,
+        )  # fmt: skip
         device = resolve_device(self.device)
         data = to_tensor(X, device)
         exact = self.n_landmarks is None and X.shape[0] <= EXACT_MAX_SAMPLES
@@ -335,7 +350,10 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         self.gamma_ = float(
             self.gamma if self.gamma is not None else default_gamma(data, self.kernel, rng)
         )
-        index = LabelIndex.from_codes(codes)
+        if cams is None:
+            index = LabelIndex.from_codes(codes)
+        else:  # the training rows' cameras: positives only across cameras
+            index = CrossCameraLabelIndex.from_cameras(codes, kept[0])
         if exact:
             embed_rows = self._fit_exact(data, index, rng, device, X_val, val_codes)
         else:
@@ -346,7 +364,7 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         self.held_out_check_ = False
         return self
 
-    def _fit_checked(self, X, y, codes: np.ndarray) -> KernelWARCA:
+    def _fit_checked(self, X, y, codes: np.ndarray, cams=None) -> KernelWARCA:
         """``validation_fraction="auto"`` without ``X_val``: the model of
         ``validation_fraction=0`` on every identity, and the check against the Euclidean
         distance on identities that a second fit (same settings, the other identities) never saw.
@@ -354,21 +372,24 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         The returned model is that of ``validation_fraction=0`` exactly; only
         ``reference_scores_`` (and its warning) come from the held-out identities
         (``held_out_check_``). Without ``AUTO_MIN_IDENTITIES`` identities of two items, or with
-        a precomputed kernel, or ``validation_metric="knn"``, only the first fit runs.
+        a precomputed kernel, or ``validation_metric="knn"``, only the first fit runs. ``cams``:
+        the cameras of ``positives="cross_camera"``, passed to both fits.
         """
+        with_cams = lambda rows: {} if cams is None else {"cameras": cams[rows]}  # noqa: E731
+        every = np.arange(len(codes))
         plain = clone(self).set_params(validation_fraction=0.0)
         with_match = int(np.count_nonzero(np.bincount(codes) >= 2))
         feasible = with_match >= AUTO_MIN_IDENTITIES and self.validation_metric != "knn"
         if not feasible or self.kernel == "precomputed":
-            vars(self).update(_fitted(plain.fit(X, y)))
+            vars(self).update(_fitted(plain.fit(X, y, **with_cams(every))))
             self.held_out_check_ = False
             return self
         rng = make_rng(self.random_state)
         train_idx, val_idx = split_validation(codes, AUTO_VALIDATION_FRACTION, "groups", rng)
         with warnings.catch_warnings():  # what matters of this fit is the check below
             warnings.simplefilter("ignore")
-            probe = clone(plain).fit(X[train_idx], y[train_idx])
-        vars(self).update(_fitted(plain.fit(X, y)))
+            probe = clone(plain).fit(X[train_idx], y[train_idx], **with_cams(train_idx))
+        vars(self).update(_fitted(plain.fit(X, y, **with_cams(every))))
         device = resolve_device(self.device)
         self._check_against_euclidean(
             lambda rows: to_tensor(probe.transform(rows), device),

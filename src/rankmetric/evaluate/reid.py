@@ -94,12 +94,33 @@ def _junk_mask(gallery_ids, junk_ids) -> np.ndarray:
     if isinstance(junk_ids, (str, bytes)) or not isinstance(junk_ids, Iterable):
         junk_ids = [junk_ids]
     junk = list(junk_ids)
+    ids = as_label_array(gallery_ids, "gallery_ids")
     if not junk:
-        return np.zeros(len(gallery_ids), dtype=bool)
-    try:
-        return np.isin(as_label_array(gallery_ids, "gallery_ids"), np.asarray(junk))
-    except TypeError:  # pragma: no cover - labels and junk ids of incomparable types
-        return np.zeros(len(gallery_ids), dtype=bool)
+        return np.zeros(len(ids), dtype=bool)
+    return np.isin(ids, _in_id_type(junk, ids))
+
+
+def _in_id_type(junk: list, ids: np.ndarray) -> np.ndarray:
+    """The junk ids in the type of the gallery ids, so that a file's ``"-1"`` and the default
+    ``-1`` mean the same thing: strings for string ids (``-1`` → ``"-1"``), numbers for numeric
+    ids (``"-1"`` → ``-1``; a string that is not a number is a ``ValueError``)."""
+    as_text = [j.decode() if isinstance(j, bytes) else str(j) for j in junk]
+    if ids.dtype.kind in "US":
+        return np.array(as_text)
+    if ids.dtype.kind not in "iuf":  # objects (e.g. strings from pandas): as given or as text
+        return np.array([*junk, *as_text], dtype=object)
+    values = []
+    for j in junk:
+        if isinstance(j, (str, bytes)):
+            try:
+                j = float(j)
+            except ValueError:
+                raise ValueError(
+                    f"junk_ids: {j!r} is not a number, but the gallery ids are numbers "
+                    f"({ids.dtype}); give junk ids of the ids' own type, e.g. -1."
+                ) from None
+        values.append(j)
+    return np.asarray(values, dtype=np.float64)
 
 
 def _for_each_score_chunk(query, gallery, metric: str, chunk: int, visit) -> None:
@@ -202,7 +223,9 @@ def reid_scores(
         holds distances (lower is nearer).
     junk_ids : iterable, default=(-1,)
         Gallery identities ignored in every ranking (Market-1501's distractors labelled -1);
-        ``()`` ignores none.
+        ``()`` ignores none. Compared in the type of the gallery ids: with string ids the
+        default ignores ``"-1"``; with numeric ids ``"-1"`` (as read from a command line or a
+        text file) ignores ``-1``, and a junk id that is not a number is a ``ValueError``.
     n_draws : int, default=10
         Single-gallery-shot draws of ``"cuhk03"``.
     random_state : int, Generator or None, default=0

@@ -12,18 +12,19 @@ LINTED := src tests benchmarks examples
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(PIP) install --quiet --upgrade pip
-	$(PIP) install --quiet -c constraints.txt -e ".[test,plot,data,faiss]"
+	$(PIP) install -qq --upgrade pip
+	$(PIP) install -qq -c constraints.txt -e ".[test,plot,data,faiss]"
 	touch $(STAMP)
 
 $(DOCS_STAMP): $(STAMP)
-	$(PIP) install --quiet -c constraints.txt -e ".[test,plot,data,faiss,docs]"
+	$(PIP) install -qq -c constraints.txt -e ".[test,plot,data,faiss,docs]"
 	touch $(DOCS_STAMP)
 
 install: $(STAMP)
 
 data: install
-	$(BIN)/rankmetric data fetch all
+	@echo "rankmetric data fetch all -q  (the data sets into the cache; a minute the first time)"
+	@$(BIN)/rankmetric data fetch all -q
 
 demo: install
 	$(BIN)/rankmetric demo

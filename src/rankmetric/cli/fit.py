@@ -263,7 +263,7 @@ def _covariances(estimator: str | None):
 
     from ..preprocessing import Covariances
 
-    cov = Covariances() if estimator is None else Covariances(estimator=estimator)
+    cov = Covariances(estimator=estimator or "scm")  # Covariances' default, said here
     try:
         clone(cov).fit(np.zeros((1, 2, 4)))  # checks the parameters, before any data is read
     except ValueError as exc:

@@ -53,6 +53,7 @@ from ..losses.registry import LOSSES, VECTOR_ONLY_LOSSES, make_loss
 from ..model_selection import OneStandardErrorSelector
 from ..models.spdnet import SPDNet, sym_to_vec
 from ..models.stiefel import StiefelAdam
+from ..preprocessing.recentring import DomainsRequestMixin
 from ..training import TrainingResult, train
 from ._early_stopping import split_validation
 from ._init_parameters import store_parameters
@@ -91,7 +92,7 @@ def _stratified_split(codes: np.ndarray, fraction: float, rng: np.random.Generat
 
 
 @register_estimator
-class SPDNetEmbedding(SPDEmbeddingMixin, MetricLearnerMixin, BaseEstimator):
+class SPDNetEmbedding(DomainsRequestMixin, SPDEmbeddingMixin, MetricLearnerMixin, BaseEstimator):
     r"""Learn an embedding of SPD matrices with an SPDNet and any metric-learning loss.
 
     Each step draws a class-balanced batch (``n_per_class`` samples of ``n_classes_per_batch``
@@ -334,9 +335,10 @@ class SPDNetEmbedding(SPDEmbeddingMixin, MetricLearnerMixin, BaseEstimator):
             Domain (session, subject) of each matrix, with ``batchnorm=True``: the batch
             normalisations keep one running mean per domain and every batch is drawn from one
             domain (TSMNet's domain-specific batch normalisation; see
-            :meth:`transform` for new domains). In a :class:`~sklearn.pipeline.Pipeline` pass
-            them by metadata routing (``set_fit_request(domains=True)``), as for
-            :class:`~rankmetric.preprocessing.DomainRecentering`.
+            :meth:`transform` for new domains). In a :class:`~sklearn.pipeline.Pipeline` they
+            arrive by metadata routing, requested by default in ``fit`` and ``transform`` as
+            for :class:`~rankmetric.preprocessing.DomainRecentering`
+            (``set_fit_request(domains=False)`` opts out).
 
         Returns
         -------

@@ -139,13 +139,31 @@ SHARED_BUDGET = {
     "validation_fraction": 0.2,
 }
 SEEDS = {"quick": 2, "full": 5}
+#: The rows of a user's trial file (``--data PATH``) unless ``--methods`` says otherwise: the EEG
+#: baselines beside RPL.
+USER_METHODS = ("mdm", "ts-lr", "rpl")
+#: Covariance estimator of a user's trials (the bundled EEG/MEG sets' own, ``load_spd``).
+USER_COVARIANCES = "oas"
+#: Share of a user's trials held out as the test part when the file has neither ``X_test`` nor
+#: several ``domains`` (``rankmetric fit``'s ``--test-size`` default).
+USER_TEST_SIZE = 0.3
+
+
+def is_trial_file(name) -> bool:
+    """Whether a data set name is a user's ``.npz`` trial file (``--data PATH``)."""
+    return str(name).lower().endswith(".npz")
 
 
 def build_cells(config: BenchConfig) -> list[Cell]:
-    """One cell per (method, data set, seed)."""
+    """One cell per (method, data set, seed); a user's trial files (``--data``) as data sets."""
     mode = config.mode
-    datasets = config.pick("datasets", QUICK_SETS if config.quick else FULL_SETS, SPD_SETS)
-    methods = config.pick("methods", METHODS, METHODS)
+    files = tuple(d for d in (config.datasets or ()) if is_trial_file(d))
+    if files:
+        datasets, default_methods = files, USER_METHODS
+    else:
+        datasets = config.pick("datasets", QUICK_SETS if config.quick else FULL_SETS, SPD_SETS)
+        default_methods = METHODS
+    methods = config.pick("methods", default_methods, METHODS)
     budget = {**SHARED_BUDGET, **BUDGETS[mode]}
     n_seeds = config.seeds or SEEDS[mode]
     options = {"mode": mode, "device": config.device, "budget": budget,
@@ -168,6 +186,8 @@ def load_spd_split(
     :func:`rankmetric.datasets.make_spd_clusters` (seed 0), split 60/60; it needs no download.
     ``sizes`` = ``(n_train, n_test)`` stratified subsamples (seed 0) for ``fmnist-regcov``.
     """
+    if is_trial_file(name):
+        return user_split(name)
     if name == "synthetic-spd":
         from ..datasets import make_spd_clusters
 
@@ -180,6 +200,51 @@ def load_spd_split(
         extra = {"n_train": sizes[0], "n_test": sizes[1]}
     data = load_spd(name, **extra)
     return data.X, data.y, data.X_test, data.y_test
+
+
+def user_split(path) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(C_train, y_train, C_test, y_test)``: covariances of a user's trial file, split.
+
+    The covariances are :data:`USER_COVARIANCES`' (as the bundled sets'). The test part is the
+    file's ``X_test``; else, with several ``domains`` (sessions), the **last** session held out
+    whole (cross-session) and every session re-centred at its own Riemannian mean
+    (:class:`~rankmetric.preprocessing.DomainRecentering`: the training sessions at ``fit``,
+    the held-out one at the mean of its own trials, without labels), the field's standard
+    for a new session; else a stratified :data:`USER_TEST_SIZE` hold-out (seed 0).
+    """
+    from sklearn.model_selection import train_test_split
+
+    from ..datasets.user_trials import read_trial_file
+    from ..preprocessing import Covariances, DomainRecentering
+
+    data = read_trial_file(path)
+    cov = Covariances(estimator=USER_COVARIANCES)
+    C = cov.fit_transform(data.X)
+    if data.X_test is not None:
+        return C, data.y, cov.transform(data.X_test), data.y_test
+    sessions = None if data.domains is None else data.domains.astype(str)
+    if sessions is not None and len(np.unique(sessions)) >= 2:
+        test = sessions == np.unique(sessions)[-1]
+        recentre = DomainRecentering(device="cpu").fit(C[~test], domains=sessions[~test])
+        C_train = recentre.transform(C[~test], domains=sessions[~test])
+        return C_train, data.y[~test], recentre.transform(C[test]), data.y[test]
+    C_tr, C_te, y_tr, y_te = train_test_split(
+        C, data.y, test_size=USER_TEST_SIZE, stratify=data.y, random_state=0
+    )
+    return C_tr, y_tr, C_te, y_te
+
+
+def split_description(name) -> str:
+    """How :func:`user_split` splits a user's file (for the table's heading)."""
+    from ..datasets.user_trials import read_trial_file
+
+    data = read_trial_file(name)
+    if data.X_test is not None:
+        return "the file's X_test"
+    if data.domains is not None and len(np.unique(data.domains.astype(str))) >= 2:
+        last = str(np.unique(data.domains.astype(str))[-1])
+        return f"session {last!r} held out (cross-session), every session re-centred"
+    return f"stratified {USER_TEST_SIZE:.0%} hold-out, seed 0"
 
 
 def _fit_log_euclidean(X, y, budget, seed, device):
@@ -250,6 +315,8 @@ def run_cell(cell: Cell) -> dict:
     opts = cell.options
     sizes = tuple(opts.get("fmnist_sizes", (None, None)))
     X, y, X_test, y_test = load_spd_split(cell.dataset, sizes)
+    labels = np.unique(np.concatenate([y, y_test]))  # a user's labels may be strings
+    y, y_test = np.searchsorted(labels, y), np.searchsorted(labels, y_test)
     with captured_warnings() as caught:
         start = time.perf_counter()
         transform, spd_outputs, record, predict = _fit(
@@ -320,8 +387,13 @@ def _per_dataset_tables(table: dict, datasets: list[str], methods: list[str]) ->
         chance = next(iter(entries.values()))["chance R@1"][0] if entries else float("nan")
         flag = "" if discriminating(entries) else " — **not discriminating**: every method, the " \
             "reference included, is within 5 points of chance in R@1"  # fmt: skip
-        parts.append(f"**{dataset}** (stands in for {SPD_SETS.get(dataset, '?')}; chance R@1 "
-                     f"{100 * chance:.1f}){flag}\n\n"
+        what = (
+            f"your trials, {USER_COVARIANCES.upper()} covariances; test part: "
+            f"{split_description(dataset)}"
+            if is_trial_file(dataset)
+            else f"stands in for {SPD_SETS.get(dataset, '?')}"
+        )
+        parts.append(f"**{dataset}** ({what}; chance R@1 {100 * chance:.1f}){flag}\n\n"
                      + markdown_table(["method", *columns, FIT_TIME], rows))  # fmt: skip
     return "\n\n".join(parts)
 
@@ -350,13 +422,14 @@ def summarise(results: list[dict], config: BenchConfig, out_dir) -> Summary:
     if not results:
         return Summary(NAME, f"## RPL Table 1 — SPD stand-ins\n\n{failures}", {}, [])
     table = _aggregate(results)
-    datasets = [d for d in SPD_SETS if d in table]
+    datasets = [d for d in SPD_SETS if d in table] + [d for d in table if is_trial_file(d)]
     methods = [m for m in METHODS if any(m in table[d] for d in datasets)]
     seeds = sorted({r["cell"]["seed"] for r in results})
     budget = results[0]["cell"]["options"]["budget"]
     quick = "QUICK MODE (fewer sets and seeds, short training) — " if config.quick else ""
     intro = (
-        f"{quick}F1 / R@1 / R@3 / NMI (%) on the official test part, mean ± std over seeds "
+        f"{quick}F1 / R@1 / R@3 / NMI (%) on the test part (a bundled set's official one), "
+        "mean ± std over seeds "
         f"{seeds}. Every trained row is `SPDNetEmbedding` with another loss (RPL rows: "
         "`RPLEmbedding`), on one network: inputs whitened by their Riemannian mean, two square "
         "free BiMap → ReEig blocks (identity start, ReEig floor 5 % of the mean eigenvalue), "
@@ -389,10 +462,13 @@ def summarise(results: list[dict], config: BenchConfig, out_dir) -> Summary:
         "Paper (RPL Table 1, DEAP-4 / AFEW / HDM05 — **different data sets**: these figures are "
         "for reference only, they cannot be compared number for number):\n\n" + _paper_table()
     )
-    markdown = "\n\n".join([
-        "## RPL Table 1 — SPD stand-ins", intro,
-        _per_dataset_tables(table, datasets, methods), paper, failures,
-    ])  # fmt: skip
+    if all(is_trial_file(d) for d in datasets):  # a user's trials: no stand-in, no paper table
+        title, paper = "## RPL beside the EEG baselines — your trials", ""
+    else:
+        title = "## RPL Table 1 — SPD stand-ins"
+    markdown = "\n\n".join(part for part in [
+        title, intro, _per_dataset_tables(table, datasets, methods), paper, failures,
+    ] if part)  # fmt: skip
     labels = {m: METHOD_INFO[m][0] for m in METHODS}
     ordered = {d: {m: table[d][m] for m in methods if m in table[d]} for d in datasets}
     plots = [metric_bars(ordered, METRICS, labels, out_dir, "rpl_spd_scores.png")]

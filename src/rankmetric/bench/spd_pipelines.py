@@ -1,9 +1,10 @@
 """The rows of the RPL table that an EEG / MEG user would pick instead of an SPD network.
 
-**MDM** (minimum distance to the class means; :class:`rankmetric.MDM`, equal to pyRiemann's), and the tangent space at the Riemannian
-mean of the training matrices (:class:`rankmetric.preprocessing.TangentSpace`, pyRiemann's
-vectors) followed by a **logistic regression**, **WARCA** or **LMNN**: MOABB's workhorse
-pipelines and a learned linear metric on the SPD manifold.
+**MDM** (minimum distance to the class means; :class:`rankmetric.MDM`, equal to pyRiemann's), and
+the tangent space at the Riemannian mean of the training matrices
+(:class:`rankmetric.preprocessing.TangentSpace`, pyRiemann's vectors) followed by a **logistic
+regression**, **WARCA** or **LMNN**: MOABB's workhorse pipelines and a learned linear metric on the
+SPD manifold.
 
 Every row gets the budget the network rows get: hyper-parameters are chosen on the same
 stratified 20 % validation part of the training part (the split the network of the same seed

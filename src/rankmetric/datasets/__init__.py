@@ -26,6 +26,7 @@ from .synthetic import (
     make_synthetic_reid,
 )
 from .user_features import FeatureData, is_feature_file, load_features
+from .user_trials import TrialData, read_trial_file
 
 __all__ = [
     "Dataset",
@@ -46,5 +47,7 @@ __all__ = [
     "make_multicamera_reid",
     "make_spd_clusters",
     "make_synthetic_reid",
+    "read_trial_file",
     "read_ts",
+    "TrialData",
 ]

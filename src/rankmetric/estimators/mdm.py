@@ -200,7 +200,7 @@ class MDM(
         -------
         ndarray of shape (n_matrices, n_classes)
         """
-        return softmax(-self.transform(X) ** 2, axis=1)
+        return softmax(-(self.transform(X) ** 2), axis=1)
 
     def _check_params(self) -> str:
         self._validate_params()

@@ -37,15 +37,15 @@ class Covariances(MatrixOutputMixin, TransformerMixin, BaseEstimator, auto_wrap_
     ----------
     estimator : {"scm", "lwf", "oas", "mcd", "sch", "cov", "corr"} or None, default=None
         ``None``: ``"scm"``, pyRiemann's default; it was ``"oas"`` before 0.2, so relying on it
-        without setting it gives a one-time ``FutureWarning`` saying so (set
-        ``estimator="scm"`` to silence it, ``"oas"`` for the old matrices). pyRiemann's names: ``"scm"``: the sample covariance (maximum likelihood), shrunk by
-        ``shrinkage`` when given; ``"lwf"`` (or ``"lw"``): Ledoit–Wolf shrinkage
-        (J. Multivariate Anal. 2004); ``"oas"``: Oracle Approximating Shrinkage (Chen, Wiesel,
-        Eldar & Hero, IEEE TSP 2010); ``"mcd"``: Minimum Covariance Determinant (robust,
-        randomised: ``random_state``); ``"sch"``: Schäfer–Strimmer shrinkage; ``"cov"``: the
-        unbiased covariance (``numpy.cov``); ``"corr"``: the correlation matrix. See
-        :func:`rankmetric.datasets.covariances` for the exact formulas and the eigenvalue floor
-        that keeps every matrix positive definite.
+        without setting it gives a one-time ``FutureWarning`` saying so (set ``estimator="scm"`` to
+        silence it, ``"oas"`` for the old matrices). pyRiemann's names: ``"scm"``: the sample
+        covariance (maximum likelihood), shrunk by ``shrinkage`` when given; ``"lwf"`` (or
+        ``"lw"``): Ledoit–Wolf shrinkage (J. Multivariate Anal. 2004); ``"oas"``: Oracle
+        Approximating Shrinkage (Chen, Wiesel, Eldar & Hero, IEEE TSP 2010); ``"mcd"``: Minimum
+        Covariance Determinant (robust, randomised: ``random_state``); ``"sch"``: Schäfer–Strimmer
+        shrinkage; ``"cov"``: the unbiased covariance (``numpy.cov``); ``"corr"``: the correlation
+        matrix. See :func:`rankmetric.datasets.covariances` for the exact formulas and the
+        eigenvalue floor that keeps every matrix positive definite.
     shrinkage : float in [0, 1], optional
         Fixed shrinkage towards :math:`\operatorname{tr}(S) / c \cdot I`; with ``estimator="scm"``
         only.

@@ -150,8 +150,9 @@ USER_TEST_SIZE = 0.3
 
 
 def is_trial_file(name) -> bool:
-    """Whether a data set name is a user's ``.npz`` trial file (``--data PATH``)."""
-    return str(name).lower().endswith(".npz")
+    """Whether a data set name is a user's ``.npz`` trial file (``--data PATH``), or its label in
+    cells and tables (``name.npz@digest``, :func:`rankmetric.bench.warca.file_label`)."""
+    return str(name).lower().endswith(".npz") or ".npz@" in str(name).lower()
 
 
 def build_cells(config: BenchConfig) -> list[Cell]:
@@ -168,12 +169,23 @@ def build_cells(config: BenchConfig) -> list[Cell]:
     n_seeds = config.seeds or SEEDS[mode]
     options = {"mode": mode, "device": config.device, "budget": budget,
                "fmnist_sizes": FMNIST_SIZES[mode]}  # fmt: skip
-    return [
-        Cell(NAME, method, dataset, 0, seed, "rankmetric.bench.rpl.run_cell", options)
-        for dataset in datasets
-        for method in methods
-        for seed in range(n_seeds)
-    ]
+    cells = []
+    for dataset in datasets:
+        extra = {}
+        if files:  # the file's name and digest label the cells: a changed file is recomputed
+            from pathlib import Path
+
+            from .warca import file_label
+
+            extra = {"path": str(Path(dataset).resolve())}
+            dataset = file_label(dataset)
+        cells += [
+            Cell(NAME, method, dataset, 0, seed, "rankmetric.bench.rpl.run_cell",
+                 {**options, **extra})
+            for method in methods
+            for seed in range(n_seeds)
+        ]  # fmt: skip
+    return cells
 
 
 @functools.lru_cache(maxsize=4)
@@ -314,7 +326,7 @@ def run_cell(cell: Cell) -> dict:
     """Train ``cell.method`` on the training part of ``cell.dataset``; score the test part."""
     opts = cell.options
     sizes = tuple(opts.get("fmnist_sizes", (None, None)))
-    X, y, X_test, y_test = load_spd_split(cell.dataset, sizes)
+    X, y, X_test, y_test = load_spd_split(opts.get("path", cell.dataset), sizes)
     labels = np.unique(np.concatenate([y, y_test]))  # a user's labels may be strings
     y, y_test = np.searchsorted(labels, y), np.searchsorted(labels, y_test)
     with captured_warnings() as caught:
@@ -371,7 +383,9 @@ def _ours_table(table: dict, datasets: list[str], methods: list[str]) -> str:
     return markdown_table(header, rows)
 
 
-def _per_dataset_tables(table: dict, datasets: list[str], methods: list[str]) -> str:
+def _per_dataset_tables(
+    table: dict, datasets: list[str], methods: list[str], paths: dict | None = None
+) -> str:
     parts = []
     columns = (*METRICS, TRAIN_METRIC, ACCURACY)
     for dataset in datasets:
@@ -389,7 +403,7 @@ def _per_dataset_tables(table: dict, datasets: list[str], methods: list[str]) ->
             "reference included, is within 5 points of chance in R@1"  # fmt: skip
         what = (
             f"your trials, {USER_COVARIANCES.upper()} covariances; test part: "
-            f"{split_description(dataset)}"
+            f"{split_description((paths or {}).get(dataset, dataset))}"
             if is_trial_file(dataset)
             else f"stands in for {SPD_SETS.get(dataset, '?')}"
         )
@@ -464,12 +478,13 @@ def summarise(results: list[dict], config: BenchConfig, out_dir) -> Summary:
         "Paper (RPL Table 1, DEAP-4 / AFEW / HDM05 — **different data sets**: these figures are "
         "for reference only, they cannot be compared number for number):\n\n" + _paper_table()
     )
+    paths = {r["cell"]["dataset"]: r["cell"]["options"].get("path") for r in results}
     if all(is_trial_file(d) for d in datasets):  # a user's trials: no stand-in, no paper table
         title, paper = "## RPL beside the EEG baselines — your trials", ""
     else:
         title = "## RPL Table 1 — SPD stand-ins"
     markdown = "\n\n".join(part for part in [
-        title, intro, _per_dataset_tables(table, datasets, methods), paper, failures,
+        title, intro, _per_dataset_tables(table, datasets, methods, paths), paper, failures,
     ] if part)  # fmt: skip
     labels = {m: METHOD_INFO[m][0] for m in METHODS}
     ordered = {d: {m: table[d][m] for m in methods if m in table[d]} for d in datasets}

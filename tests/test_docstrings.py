@@ -265,7 +265,8 @@ def _fitted(name: str):
         ).fit(*_spd()),
         "RPLEmbedding": lambda: rankmetric.RPLEmbedding(**spd_net).fit(*_spd()),
         "PairClassifier": lambda: rankmetric.PairClassifier(probability=True).fit(*_pairs()),
-        "Covariances": lambda: pre.Covariances().fit(rng.standard_normal((4, 3, 30))),
+        "MDM": lambda: rankmetric.MDM(device="cpu").fit(*_spd()),
+        "Covariances": lambda: pre.Covariances("scm").fit(rng.standard_normal((4, 3, 30))),
         "TangentSpace": lambda: pre.TangentSpace(device="cpu").fit(_spd()[0]),
         "DomainRecentering": lambda: pre.DomainRecentering(device="cpu").fit(
             _spd()[0], domains=np.arange(24) % 2

@@ -97,6 +97,7 @@ CASES = {
         ),
         _spd,
     ),
+    "MDM": lambda: rankmetric.MDM(device="cpu").fit(*_spd()).transform(_spd()[0]),
     "ITML_pairs": lambda: _fit_pairs(rankmetric.ITML(max_iter=50, random_state=0)),
     "PairClassifier": lambda: _pair_classifier(),
     "Covariances": lambda: Covariances(estimator="lwf").fit_transform(

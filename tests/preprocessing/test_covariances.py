@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from sklearn.base import clone
@@ -81,9 +83,19 @@ def test_same_matrices_as_pyriemann(estimator):
     np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-10 * np.abs(theirs).max())
 
 
-def test_default_and_aliases_are_pyriemanns():
-    assert Covariances().estimator == "scm"
+def test_default_and_aliases_are_pyriemanns(monkeypatch):
+    from rankmetric._validation import compat
+
+    monkeypatch.setattr(compat, "_NOTED_DEFAULTS", set())
     X = _trials(seed=4)
+    with pytest.warns(FutureWarning, match="default since 0.2 \\(it was 'oas'") as rec:
+        default = Covariances().fit_transform(X)
+    assert rec[0].filename == __file__  # the user's line
+    np.testing.assert_array_equal(default, Covariances(estimator="scm").fit_transform(X))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # once per process, and never when set
+        Covariances().fit_transform(X)
+        Covariances(estimator="scm").fit_transform(X)
     np.testing.assert_array_equal(
         Covariances(estimator="lw").fit_transform(X), Covariances(estimator="lwf").fit_transform(X)
     )
@@ -111,25 +123,27 @@ def test_corr_refuses_a_flat_channel():
 
 def test_set_output_is_accepted_and_keeps_the_matrices():
     X = _trials()
-    est = Covariances().set_output(transform="pandas")
+    est = Covariances(estimator="scm").set_output(transform="pandas")
     assert isinstance(est.fit_transform(X), np.ndarray)
     with pytest.raises(ValueError, match="transform must be"):
-        Covariances().set_output(transform="frame")
+        Covariances(estimator="scm").set_output(transform="frame")
 
 
 def test_bad_trials_name_the_problem():
-    est = Covariances().fit(_trials(c=3))
+    est = Covariances(estimator="scm").fit(_trials(c=3))
     with pytest.raises(ValueError, match="4 channels, but Covariances was fitted on 3"):
         est.transform(_trials(c=4))
     with pytest.raises(ValueError, match="shape"):
-        Covariances().fit(np.zeros((5, 3)))
+        Covariances(estimator="scm").fit(np.zeros((5, 3)))
 
 
 @pytest.mark.data
 def test_pyriemann_style_pipeline_on_raw_basicmotions_trials():
     data = load_dataset("BasicMotions")
     assert data.X.ndim == 3  # raw trials (n, channels, time)
-    model = make_pipeline(Covariances(), RPLEmbedding(**RPL_FAST), KNeighborsClassifier(1))
+    model = make_pipeline(
+        Covariances(estimator="scm"), RPLEmbedding(**RPL_FAST), KNeighborsClassifier(1)
+    )
     model.fit(data.X, data.y)
     assert model.score(data.X_test, data.y_test) > 0.5  # chance is 0.25 (4 classes)
 

@@ -96,7 +96,7 @@ def test_pipeline_routes_domains_with_metadata_routing():
         recentre = DomainRecentering(device="cpu").set_fit_request(domains=True)
         recentre.set_transform_request(domains=True)
         model = make_pipeline(
-            Covariances(), recentre, TangentSpace(device="cpu"), LogisticRegression()
+            Covariances(estimator="scm"), recentre, TangentSpace(device="cpu"), LogisticRegression()
         )
         model.fit(trials[:40], y[:40], domains=sessions[:40])
         assert model.score(trials[40:], y[40:], domains=sessions[40:]) > 0.9
@@ -104,6 +104,61 @@ def test_pipeline_routes_domains_with_metadata_routing():
             model, trials, y, cv=GroupKFold(3), params={"domains": sessions, "groups": sessions}
         )["test_score"]
         assert scores.min() > 0.9
+
+
+def _sessions_of_trials(seed=0):
+    rng = np.random.default_rng(seed)
+    y = np.tile([0, 1], 30)
+    sessions = np.repeat(["day1", "day2", "day3"], 20)
+    gains = np.array([[1.0, 1.0, 1.0], [3.0, 0.5, 1.0], [0.4, 2.0, 1.5]])[np.repeat([0, 1, 2], 20)]
+    signal = np.where(y[:, None] == 1, [2.0, 1.0, 1.0], [1.0, 1.0, 2.0])
+    return rng.normal(size=(60, 3, 300)) * (gains * signal)[:, :, None], y, sessions
+
+
+@pytest.mark.parametrize("embedding", ["rpl", "tangent"])
+def test_the_documented_cross_session_pipeline_composes(embedding):
+    """The issue's line: domains= through Covariances → DomainRecentering → RPL/TS → classifier."""
+    from sklearn.neighbors import KNeighborsClassifier
+
+    from rankmetric import RPLEmbedding
+
+    trials, y, sessions = _sessions_of_trials()
+    step = (
+        RPLEmbedding(max_iter=30, validation_fraction=0.0, random_state=0, device="cpu")
+        if embedding == "rpl"
+        else TangentSpace(device="cpu")
+    )
+    with sklearn.config_context(enable_metadata_routing=True):
+        # exactly as the user guide writes it (explicit requests stay allowed) ...
+        model = make_pipeline(
+            Covariances(estimator="scm"),
+            DomainRecentering(device="cpu")
+            .set_fit_request(domains=True)
+            .set_transform_request(domains=True),
+            step,
+            KNeighborsClassifier(5),
+        )
+        model.fit(trials[:40], y[:40], domains=sessions[:40])
+        assert model.score(trials[40:], y[40:], domains=sessions[40:]) > 0.9
+        # ... and without any set_*_request: every step that takes domains asks for them
+        plain = make_pipeline(
+            Covariances(estimator="scm"), DomainRecentering(device="cpu"), sklearn.clone(step),
+            KNeighborsClassifier(5),
+        )  # fmt: skip
+        plain.fit(trials[:40], y[:40], domains=sessions[:40])
+        np.testing.assert_array_equal(
+            plain.predict(trials[40:], domains=sessions[40:]),
+            model.predict(trials[40:], domains=sessions[40:]),
+        )
+        if embedding == "tangent":
+            return
+        # the network saw the domains too (its per-domain whitening) ...
+        np.testing.assert_array_equal(plain[2].domains_, ["day1", "day2"])
+        # ... and a step that should not see them opts out
+        opted = sklearn.clone(plain)
+        opted[2].set_fit_request(domains=False).set_transform_request(domains=False)
+        opted.fit(trials[:40], y[:40], domains=sessions[:40])
+        assert getattr(opted[2], "domains_", None) is None
 
 
 def test_bad_input_names_the_problem():

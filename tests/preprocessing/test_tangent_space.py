@@ -109,14 +109,18 @@ def test_pipeline_from_raw_trials_with_pandas_output_and_a_metric_learner():
     y = np.repeat([0, 1], 20)
     scales = np.where(y[:, None] == 1, [3.0, 1.0, 1.0], [1.0, 1.0, 3.0])
     trials = rng.normal(size=(40, 3, 200)) * scales[:, :, None]
-    model = make_pipeline(Covariances(), TangentSpace(device="cpu"), LogisticRegression())
+    model = make_pipeline(
+        Covariances(estimator="scm"), TangentSpace(device="cpu"), LogisticRegression()
+    )
     assert model.fit(trials, y).score(trials, y) == 1.0
     model.set_output(transform="pandas")
     frame = model[:-1].transform(trials)
     assert isinstance(frame, pd.DataFrame)
     assert list(frame.columns) == [f"tangentspace{k}" for k in range(6)]
     learned = make_pipeline(
-        Covariances(), TangentSpace(device="cpu"), WARCA(n_components=2, random_state=0)
+        Covariances(estimator="scm"),
+        TangentSpace(device="cpu"),
+        WARCA(n_components=2, random_state=0),
     )
     assert learned.fit_transform(trials, y).shape == (40, 2)
 

@@ -27,7 +27,11 @@ ESTIMATOR_TESTS = Path(__file__).parents[1] / "estimators"
 #: Public estimators that are classifiers, not metric transformers: this suite drives
 #: ``transform``, so they are covered by their own test file (sklearn checks, model files,
 #: determinism, bad input) instead.
-CLASSIFIERS = {"MultiMetricLMNN": "test_mlmnn.py", "PairClassifier": "test_pair_classifier.py"}
+CLASSIFIERS = {
+    "MultiMetricLMNN": "test_mlmnn.py",
+    "PairClassifier": "test_pair_classifier.py",
+    "MDM": "test_mdm.py",
+}
 #: Public estimators without a model file of their own: ``PairClassifier`` wraps another
 #: estimator (``learner_``); save that learner and keep ``threshold_`` (a float) beside it.
 UNSAVED = {"PairClassifier"}

@@ -7,15 +7,21 @@ Every deprecation of rankmetric goes through :func:`warn_deprecated`, with one r
   default :data:`DEPRECATED` and is listed in ``_renamed_parameters``
   (:func:`rankmetric._validation.constraints.validate_params` calls :func:`warn_renamed`);
 - a renamed keyword of a function or torch module: :func:`renamed_keywords`;
-- positional arguments to a keyword-only constructor: :func:`deprecate_positional_args`.
+- positional arguments to a keyword-only constructor: :func:`deprecate_positional_args`;
+- a changed default used without being set: :func:`note_changed_default` (once per process).
+
+Every warning of the package that concerns the user's own call points at the user's line, not at
+rankmetric's or scikit-learn's code (:func:`warn_at_caller`).
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
+import sys
 import warnings
 from collections.abc import Callable
+from pathlib import Path
 
 __all__ = [
     "DEPRECATED",
@@ -23,7 +29,9 @@ __all__ = [
     "deprecate_positional_args",
     "deprecated_alias",
     "is_deprecated_default",
+    "note_changed_default",
     "renamed_keywords",
+    "warn_at_caller",
     "warn_deprecated",
     "warn_renamed",
 ]
@@ -33,6 +41,100 @@ REMOVAL_VERSION = "0.3"
 
 #: Default of a renamed (deprecated) constructor parameter: "not given".
 DEPRECATED = "deprecated"
+
+
+#: Files whose frames a warning skips to reach the user's line: rankmetric's, scikit-learn's and
+#: joblib's (a Pipeline, ``set_output``'s wrappers and a search call the estimators from there).
+_LIBRARY_DIRS = (str(Path(__file__).resolve().parents[1]),)
+
+
+def _library_dirs() -> tuple[str, ...]:
+    import joblib
+    import sklearn
+
+    others = (Path(m.__file__).resolve().parent for m in (sklearn, joblib))
+    return (*_LIBRARY_DIRS, *(str(p) for p in others))
+
+
+def _caller_stacklevel(prefixes: tuple[str, ...]) -> int:
+    """``stacklevel`` (for a ``warnings.warn`` in the caller's caller) of the first user frame."""
+    frame, level = sys._getframe(2), 1
+    while frame is not None and any(
+        str(Path(frame.f_code.co_filename).resolve()).startswith(p) for p in prefixes
+    ):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def warn_at_caller(message: str, category: type[Warning] = UserWarning) -> None:
+    """Warn at the first line outside rankmetric and scikit-learn: the user's own call.
+
+    ``Pipeline.fit`` and ``set_output`` call the estimators through scikit-learn's code, so a
+    fixed ``stacklevel`` would point there. Python 3.12's ``skip_file_prefixes`` does the walk;
+    on older versions the frames are walked here.
+
+    Parameters
+    ----------
+    message : str
+    category : Warning subclass, default=UserWarning
+
+    Examples
+    --------
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warn_at_caller("look here")
+    >>> str(caught[0].message), caught[0].filename.endswith("compat.py")
+    ('look here', False)
+    """
+    prefixes = _library_dirs()
+    if sys.version_info >= (3, 12):
+        warnings.warn(message, category, skip_file_prefixes=prefixes)
+    else:
+        warnings.warn(message, category, stacklevel=_caller_stacklevel(prefixes) + 1)
+
+
+#: The (owner, parameter) pairs whose changed default was already noted in this process.
+_NOTED_DEFAULTS: set[tuple[str, str]] = set()
+
+
+def note_changed_default(owner: str, name: str, old, new, since: str) -> None:
+    """Say once per process that a default changed, when a user relies on it without setting it.
+
+    A ``FutureWarning`` at the user's line (:func:`warn_at_caller`):
+    ``"<owner>: the default name=new (since <since>; it was old) is used ..."``.
+
+    Parameters
+    ----------
+    owner : str
+        The class or function.
+    name : str
+        The parameter.
+    old, new : object
+        Its default before and after ``since``.
+    since : str
+        The release that changed it.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> _NOTED_DEFAULTS.discard(("Cov", "estimator"))
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     note_changed_default("Cov", "estimator", "oas", "scm", "0.2")
+    ...     note_changed_default("Cov", "estimator", "oas", "scm", "0.2")  # once
+    >>> len(caught), caught[0].category.__name__
+    (1, 'FutureWarning')
+    """
+    if (owner, name) in _NOTED_DEFAULTS:
+        return
+    _NOTED_DEFAULTS.add((owner, name))
+    warn_at_caller(
+        f"{owner}: {name} was not set, so it is {new!r}, the default since {since} (it was "
+        f"{old!r} before). Set {name}={new!r} to keep it and silence this note, or "
+        f"{name}={old!r} for the old results.",
+        FutureWarning,
+    )
 
 
 def is_deprecated_default(value) -> bool:

@@ -139,23 +139,53 @@ SHARED_BUDGET = {
     "validation_fraction": 0.2,
 }
 SEEDS = {"quick": 2, "full": 5}
+#: The rows of a user's trial file (``--data PATH``) unless ``--methods`` says otherwise: the EEG
+#: baselines beside RPL.
+USER_METHODS = ("mdm", "ts-lr", "rpl")
+#: Covariance estimator of a user's trials (the bundled EEG/MEG sets' own, ``load_spd``).
+USER_COVARIANCES = "oas"
+#: Share of a user's trials held out as the test part when the file has neither ``X_test`` nor
+#: several ``domains`` (``rankmetric fit``'s ``--test-size`` default).
+USER_TEST_SIZE = 0.3
+
+
+def is_trial_file(name) -> bool:
+    """Whether a data set name is a user's ``.npz`` trial file (``--data PATH``), or its label in
+    cells and tables (``name.npz@digest``, :func:`rankmetric.bench.warca.file_label`)."""
+    return str(name).lower().endswith(".npz") or ".npz@" in str(name).lower()
 
 
 def build_cells(config: BenchConfig) -> list[Cell]:
-    """One cell per (method, data set, seed)."""
+    """One cell per (method, data set, seed); a user's trial files (``--data``) as data sets."""
     mode = config.mode
-    datasets = config.pick("datasets", QUICK_SETS if config.quick else FULL_SETS, SPD_SETS)
-    methods = config.pick("methods", METHODS, METHODS)
+    files = tuple(d for d in (config.datasets or ()) if is_trial_file(d))
+    if files:
+        datasets, default_methods = files, USER_METHODS
+    else:
+        datasets = config.pick("datasets", QUICK_SETS if config.quick else FULL_SETS, SPD_SETS)
+        default_methods = METHODS
+    methods = config.pick("methods", default_methods, METHODS)
     budget = {**SHARED_BUDGET, **BUDGETS[mode]}
     n_seeds = config.seeds or SEEDS[mode]
     options = {"mode": mode, "device": config.device, "budget": budget,
                "fmnist_sizes": FMNIST_SIZES[mode]}  # fmt: skip
-    return [
-        Cell(NAME, method, dataset, 0, seed, "rankmetric.bench.rpl.run_cell", options)
-        for dataset in datasets
-        for method in methods
-        for seed in range(n_seeds)
-    ]
+    cells = []
+    for dataset in datasets:
+        extra = {}
+        if files:  # the file's name and digest label the cells: a changed file is recomputed
+            from pathlib import Path
+
+            from .warca import file_label
+
+            extra = {"path": str(Path(dataset).resolve())}
+            dataset = file_label(dataset)
+        cells += [
+            Cell(NAME, method, dataset, 0, seed, "rankmetric.bench.rpl.run_cell",
+                 {**options, **extra})
+            for method in methods
+            for seed in range(n_seeds)
+        ]  # fmt: skip
+    return cells
 
 
 @functools.lru_cache(maxsize=4)
@@ -168,6 +198,8 @@ def load_spd_split(
     :func:`rankmetric.datasets.make_spd_clusters` (seed 0), split 60/60; it needs no download.
     ``sizes`` = ``(n_train, n_test)`` stratified subsamples (seed 0) for ``fmnist-regcov``.
     """
+    if is_trial_file(name):
+        return user_split(name)
     if name == "synthetic-spd":
         from ..datasets import make_spd_clusters
 
@@ -180,6 +212,51 @@ def load_spd_split(
         extra = {"n_train": sizes[0], "n_test": sizes[1]}
     data = load_spd(name, **extra)
     return data.X, data.y, data.X_test, data.y_test
+
+
+def user_split(path) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(C_train, y_train, C_test, y_test)``: covariances of a user's trial file, split.
+
+    The covariances are :data:`USER_COVARIANCES`' (as the bundled sets'). The test part is the
+    file's ``X_test``; else, with several ``domains`` (sessions), the **last** session held out
+    whole (cross-session) and every session re-centred at its own Riemannian mean
+    (:class:`~rankmetric.preprocessing.DomainRecentering`: the training sessions at ``fit``,
+    the held-out one at the mean of its own trials, without labels), the field's standard
+    for a new session; else a stratified :data:`USER_TEST_SIZE` hold-out (seed 0).
+    """
+    from sklearn.model_selection import train_test_split
+
+    from ..datasets.user_trials import read_trial_file
+    from ..preprocessing import Covariances, DomainRecentering
+
+    data = read_trial_file(path)
+    cov = Covariances(estimator=USER_COVARIANCES)
+    C = cov.fit_transform(data.X)
+    if data.X_test is not None:
+        return C, data.y, cov.transform(data.X_test), data.y_test
+    sessions = None if data.domains is None else data.domains.astype(str)
+    if sessions is not None and len(np.unique(sessions)) >= 2:
+        test = sessions == np.unique(sessions)[-1]
+        recentre = DomainRecentering(device="cpu").fit(C[~test], domains=sessions[~test])
+        C_train = recentre.transform(C[~test], domains=sessions[~test])
+        return C_train, data.y[~test], recentre.transform(C[test]), data.y[test]
+    C_tr, C_te, y_tr, y_te = train_test_split(
+        C, data.y, test_size=USER_TEST_SIZE, stratify=data.y, random_state=0
+    )
+    return C_tr, y_tr, C_te, y_te
+
+
+def split_description(name) -> str:
+    """How :func:`user_split` splits a user's file (for the table's heading)."""
+    from ..datasets.user_trials import read_trial_file
+
+    data = read_trial_file(name)
+    if data.X_test is not None:
+        return "the file's X_test"
+    if data.domains is not None and len(np.unique(data.domains.astype(str))) >= 2:
+        last = str(np.unique(data.domains.astype(str))[-1])
+        return f"session {last!r} held out (cross-session), every session re-centred"
+    return f"stratified {USER_TEST_SIZE:.0%} hold-out, seed 0"
 
 
 def _fit_log_euclidean(X, y, budget, seed, device):
@@ -249,7 +326,9 @@ def run_cell(cell: Cell) -> dict:
     """Train ``cell.method`` on the training part of ``cell.dataset``; score the test part."""
     opts = cell.options
     sizes = tuple(opts.get("fmnist_sizes", (None, None)))
-    X, y, X_test, y_test = load_spd_split(cell.dataset, sizes)
+    X, y, X_test, y_test = load_spd_split(opts.get("path", cell.dataset), sizes)
+    labels = np.unique(np.concatenate([y, y_test]))  # a user's labels may be strings
+    y, y_test = np.searchsorted(labels, y), np.searchsorted(labels, y_test)
     with captured_warnings() as caught:
         start = time.perf_counter()
         transform, spd_outputs, record, predict = _fit(
@@ -304,7 +383,9 @@ def _ours_table(table: dict, datasets: list[str], methods: list[str]) -> str:
     return markdown_table(header, rows)
 
 
-def _per_dataset_tables(table: dict, datasets: list[str], methods: list[str]) -> str:
+def _per_dataset_tables(
+    table: dict, datasets: list[str], methods: list[str], paths: dict | None = None
+) -> str:
     parts = []
     columns = (*METRICS, TRAIN_METRIC, ACCURACY)
     for dataset in datasets:
@@ -320,8 +401,13 @@ def _per_dataset_tables(table: dict, datasets: list[str], methods: list[str]) ->
         chance = next(iter(entries.values()))["chance R@1"][0] if entries else float("nan")
         flag = "" if discriminating(entries) else " — **not discriminating**: every method, the " \
             "reference included, is within 5 points of chance in R@1"  # fmt: skip
-        parts.append(f"**{dataset}** (stands in for {SPD_SETS.get(dataset, '?')}; chance R@1 "
-                     f"{100 * chance:.1f}){flag}\n\n"
+        what = (
+            f"your trials, {USER_COVARIANCES.upper()} covariances; test part: "
+            f"{split_description((paths or {}).get(dataset, dataset))}"
+            if is_trial_file(dataset)
+            else f"stands in for {SPD_SETS.get(dataset, '?')}"
+        )
+        parts.append(f"**{dataset}** ({what}; chance R@1 {100 * chance:.1f}){flag}\n\n"
                      + markdown_table(["method", *columns, FIT_TIME], rows))  # fmt: skip
     return "\n\n".join(parts)
 
@@ -350,22 +436,24 @@ def summarise(results: list[dict], config: BenchConfig, out_dir) -> Summary:
     if not results:
         return Summary(NAME, f"## RPL Table 1 — SPD stand-ins\n\n{failures}", {}, [])
     table = _aggregate(results)
-    datasets = [d for d in SPD_SETS if d in table]
+    datasets = [d for d in SPD_SETS if d in table] + [d for d in table if is_trial_file(d)]
     methods = [m for m in METHODS if any(m in table[d] for d in datasets)]
     seeds = sorted({r["cell"]["seed"] for r in results})
     budget = results[0]["cell"]["options"]["budget"]
     quick = "QUICK MODE (fewer sets and seeds, short training) — " if config.quick else ""
     intro = (
-        f"{quick}F1 / R@1 / R@3 / NMI (%) on the official test part, mean ± std over seeds "
+        f"{quick}F1 / R@1 / R@3 / NMI (%) on the test part (a bundled set's official one), "
+        "mean ± std over seeds "
         f"{seeds}. Every trained row is `SPDNetEmbedding` with another loss (RPL rows: "
         "`RPLEmbedding`), on one network: inputs whitened by their Riemannian mean, two square "
         "free BiMap → ReEig blocks (identity start, ReEig floor 5 % of the mean eigenvalue), "
         "LogEig and a linear head (identity start); DSML-Triplet keeps the SPD output and its "
         f"AIRM distance. At most {budget['max_iter']} steps of Adam (lr "
         f"{budget['learning_rate']}, {budget['n_per_class']} samples per class per batch), "
-        "keeping the parameters with the best validation R@1 (leave-one-out within a stratified "
+        "keeping the parameters with the best validation mAP (leave-one-out within a stratified "
         f"{budget['validation_fraction']:.0%} of the training part, under the distance R@1 is "
-        "read with) and the untrained start (step 0) unless that best beats it by more than one "
+        "read with; the estimators' default since 0.2) and the untrained start (step 0) unless "
+        "that best beats it by more than one "
         f"paired standard error (checked every {budget['validation_every']} steps, patience "
         f"{budget['patience']}). Loss settings are the published defaults (margins 1); nothing "
         "is tuned on the test part. fmnist-regcov: a stratified subsample of "
@@ -373,8 +461,9 @@ def summarise(results: list[dict], config: BenchConfig, out_dir) -> Summary:
         f"{FMNIST_SIZES[config.mode][1] or 'all 10 000'}. R@1 etc.: Euclidean distance between "
         f"`transform` vectors; {TRAIN_METRIC}: the distance the method trained with (AIRM for "
         f"SPD outputs and the reference; only for test parts ≤ {AIRM_MAX_TEST} matrices). "
-        "The rows an EEG user would pick instead (`rankmetric.bench.spd_pipelines`): pyRiemann's "
-        "MDM (nothing to tune; embedding: AIRM distances to the class means) and the tangent "
+        "The rows an EEG user would pick instead (`rankmetric.bench.spd_pipelines`): MDM "
+        "(`rankmetric.MDM`, pyRiemann's predictions; nothing to tune; embedding: AIRM distances "
+        "to the class means) and the tangent "
         "space at the training matrices' Riemannian mean followed by a logistic regression "
         "(C ∈ {1, 0.1, 10}; embedding: its class scores), WARCA (reg_lambda ∈ {1e-2, 1e-3}) or "
         "LMNN (push_weight ∈ {0.5, 0.25, 0.75}), each chosen on the same held-out 20 % as the "
@@ -389,10 +478,14 @@ def summarise(results: list[dict], config: BenchConfig, out_dir) -> Summary:
         "Paper (RPL Table 1, DEAP-4 / AFEW / HDM05 — **different data sets**: these figures are "
         "for reference only, they cannot be compared number for number):\n\n" + _paper_table()
     )
-    markdown = "\n\n".join([
-        "## RPL Table 1 — SPD stand-ins", intro,
-        _per_dataset_tables(table, datasets, methods), paper, failures,
-    ])  # fmt: skip
+    paths = {r["cell"]["dataset"]: r["cell"]["options"].get("path") for r in results}
+    if all(is_trial_file(d) for d in datasets):  # a user's trials: no stand-in, no paper table
+        title, paper = "## RPL beside the EEG baselines — your trials", ""
+    else:
+        title = "## RPL Table 1 — SPD stand-ins"
+    markdown = "\n\n".join(part for part in [
+        title, intro, _per_dataset_tables(table, datasets, methods, paths), paper, failures,
+    ] if part)  # fmt: skip
     labels = {m: METHOD_INFO[m][0] for m in METHODS}
     ordered = {d: {m: table[d][m] for m in methods if m in table[d]} for d in datasets}
     plots = [metric_bars(ordered, METRICS, labels, out_dir, "rpl_spd_scores.png")]

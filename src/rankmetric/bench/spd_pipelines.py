@@ -1,9 +1,10 @@
 """The rows of the RPL table that an EEG / MEG user would pick instead of an SPD network.
 
-pyRiemann's **MDM** (minimum distance to the class means), and the tangent space at the Riemannian
-mean of the training matrices (:class:`rankmetric.preprocessing.TangentSpace`, pyRiemann's
-vectors) followed by a **logistic regression**, **WARCA** or **LMNN**: MOABB's workhorse
-pipelines and a learned linear metric on the SPD manifold.
+**MDM** (minimum distance to the class means; :class:`rankmetric.MDM`, equal to pyRiemann's), and
+the tangent space at the Riemannian mean of the training matrices
+(:class:`rankmetric.preprocessing.TangentSpace`, pyRiemann's vectors) followed by a **logistic
+regression**, **WARCA** or **LMNN**: MOABB's workhorse pipelines and a learned linear metric on the
+SPD manifold.
 
 Every row gets the budget the network rows get: hyper-parameters are chosen on the same
 stratified 20 % validation part of the training part (the split the network of the same seed
@@ -37,7 +38,7 @@ __all__ = ["PIPELINES", "GRIDS", "BUDGETS", "fit_pipeline", "validation_split"]
 
 #: Row id -> (table label, what it is).
 PIPELINES = {
-    "mdm": ("MDM (pyRiemann)", "minimum distance to the AIRM class means; pyRiemann's MDM"),
+    "mdm": ("MDM", "minimum distance to the AIRM class means (rankmetric.MDM, as pyRiemann's)"),
     "ts-lr": ("TangentSpace + LogReg", "tangent vectors, scikit-learn LogisticRegression"),
     "ts-warca": ("TangentSpace + WARCA", "tangent vectors, rankmetric WARCA"),
     "ts-lmnn": ("TangentSpace + LMNN", "tangent vectors, rankmetric LMNN"),
@@ -80,14 +81,9 @@ def _tangent_space(X: np.ndarray):
 
 
 def _fit_mdm(X, y, seed, budget):
-    try:
-        from pyriemann.classification import MDM
-    except ImportError:  # pragma: no cover - pyRiemann is installed with the test extra
-        raise ValueError(
-            "the MDM row needs pyRiemann, an optional dependency of the bench: "
-            "pip install 'rankmetric[peers]' (or pip install pyriemann)."
-        ) from None
-    mdm = MDM(metric="riemann").fit(X, y)
+    from ..estimators.mdm import MDM
+
+    mdm = MDM(metric="riemann", device="cpu").fit(X, y)
     return mdm.transform, mdm.predict, {"params": {"metric": "riemann"}, "validation": []}
 
 

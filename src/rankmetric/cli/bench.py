@@ -15,7 +15,8 @@ Reproduce the three papers' tables on the data sets rankmetric can fetch:
   ssne-uci    SSNE Table 1 (k-NN accuracy, 5x2 CV, nine UCI sets) and Table 2 (images:
               Fashion-MNIST / MNIST-5k standing in for CIFAR-10 / OSC)
   rpl-spd     RPL Table 1 (F1, R@1, R@3, NMI) on EEG/MEG/motion covariance matrices, RPL against
-              six deep baselines on the same SPDNet backbone and budget, 5 seeds
+              six deep baselines on the same SPDNet backbone and budget, 5 seeds; `--data
+              PATH.npz` runs MDM, tangent space + logistic regression and RPL on your own trials
   warca-reid  WARCA's re-identification protocol (CMC + mAP over 10 identity splits, with and
               without re-ranking) on stand-in identity sets, and fit time against
               training-set size; `--data PATH` runs it on your own feature file
@@ -67,17 +68,20 @@ def run_bench(args: argparse.Namespace) -> int:
 
 
 def _data_files(args: argparse.Namespace) -> tuple[str, ...] | None:
-    """``--data PATH ...``: users' feature files, for ``warca-reid`` only; checked here."""
+    """``--data PATH ...``: users' feature files (``warca-reid``) or trial files (``rpl-spd``);
+    checked here."""
     if not getattr(args, "data", None):
         return None
     from ..datasets import load_features
     from ..datasets.user_features import FEATURE_SUFFIXES, is_feature_file
 
-    if args.name != "warca-reid":
-        raise ValueError(f"--data runs the WARCA protocol on your file: use it with warca-reid, "
-                         f"not {args.name}.")  # fmt: skip
+    if args.name not in ("warca-reid", "rpl-spd"):
+        raise ValueError(f"--data runs a benchmark on your file: use it with warca-reid (feature "
+                         f"files) or rpl-spd (trial files), not {args.name}.")  # fmt: skip
     if args.datasets:
         raise ValueError("give either --data PATH (your files) or --datasets NAME (stand-ins).")
+    if args.name == "rpl-spd":
+        return _trial_files(args.data)
     for path in args.data:
         if not is_feature_file(path):
             raise ValueError(
@@ -93,6 +97,21 @@ def _relative(path: str) -> str:
     command they print then name it without the user's folder layout), else as given."""
     here, where = os.path.abspath(os.getcwd()), os.path.abspath(path)
     return os.path.relpath(where, here) if where.startswith(here + os.sep) else path
+
+
+def _trial_files(paths) -> tuple[str, ...]:
+    """``rpl-spd --data PATH.npz ...``: raw trial files, read and checked before any work."""
+    from ..datasets.user_trials import read_trial_file
+
+    for path in paths:
+        if not str(path).lower().endswith(".npz"):
+            raise ValueError(f"--data {path}: rpl-spd takes .npz trial files (X: trials, y).")
+        check_input_file(path, "--data")
+        try:
+            read_trial_file(path)
+        except ValueError as exc:
+            raise ValueError(f"--data {exc}") from None
+    return tuple(paths)
 
 
 def register(subparsers, full: bool = True) -> None:
@@ -138,7 +157,9 @@ def register(subparsers, full: bool = True) -> None:
         metavar="PATH",
         help="warca-reid on your own feature files (.npz/.csv/.parquet/.mat with X, y, "
         "optional cameras): random identity splits, validation identities held out of "
-        "training, CMC + mAP table and plot",
+        "training, CMC + mAP table and plot; rpl-spd on your own trial files (.npz with X "
+        "(n_trials, channels, time), y, optional domains or X_test, y_test): MDM, tangent "
+        "space + logistic regression and RPL side by side",
     )
     parser.add_argument(
         "--methods",

@@ -270,7 +270,7 @@ def _covariances(estimator: str | None):
 
     from ..preprocessing import Covariances
 
-    cov = Covariances() if estimator is None else Covariances(estimator=estimator)
+    cov = Covariances(estimator=estimator or "scm")  # Covariances' default, said here
     try:
         clone(cov).fit(np.zeros((1, 2, 4)))  # checks the parameters, before any data is read
     except ValueError as exc:
@@ -320,49 +320,27 @@ def _load_spd_data(args: argparse.Namespace):
 
 
 def _read_trial_file(path) -> tuple:
-    """``(X, y, X_test, y_test)`` of a ``.npz`` trial file, checked (``ValueError`` naming it)."""
+    """``(X, y, X_test, y_test)`` of a ``.npz`` trial file, checked (``ValueError`` naming it);
+    the arrays may carry the aliases of :data:`rankmetric.datasets.user_trials.TRIAL_ALIASES`."""
+    data = _trial_data(path)
+    return data.X, data.y, data.X_test, data.y_test
+
+
+def _trial_data(path):
+    """:func:`~rankmetric.datasets.user_trials.read_trial_file`, its errors naming ``--data``."""
+    from ..datasets.user_trials import read_trial_file
+
     check_input_file(path, "--data")
     try:
-        with np.load(path, allow_pickle=False) as npz:
-            arrays = {key: npz[key] for key in npz.files}
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"--data {path}: not a readable .npz file ({exc}).") from None
-    missing = [key for key in ("X", "y") if key not in arrays]
-    if missing:
-        raise ValueError(
-            f"--data {path}: missing array(s) {missing}; a trial file holds X (n_trials, "
-            f"channels, time) and y (n_trials,), optionally X_test and y_test; it has "
-            f"{sorted(arrays)}."
-        )
-    if ("X_test" in arrays) != ("y_test" in arrays):
-        raise ValueError(f"--data {path}: X_test and y_test come together.")
-    parts = [("X", "y")] + ([("X_test", "y_test")] if "X_test" in arrays else [])
-    for x_key, y_key in parts:
-        X, y = arrays[x_key], arrays[y_key]
-        if X.ndim != 3:
-            raise ValueError(
-                f"--data {path}: {x_key} must have shape (n_trials, channels, time), got {X.shape}."
-            )
-        if y.ndim != 1 or len(y) != len(X):
-            raise ValueError(
-                f"--data {path}: {y_key} must hold one label per trial of {x_key} "
-                f"({len(X)}), got shape {y.shape}."
-            )
-        if not np.issubdtype(X.dtype, np.number) or not np.isfinite(X).all():
-            raise ValueError(f"--data {path}: {x_key} must hold finite numbers.")
-    if "X_test" in arrays and arrays["X_test"].shape[1] != arrays["X"].shape[1]:
-        raise ValueError(
-            f"--data {path}: X has {arrays['X'].shape[1]} channels, X_test "
-            f"{arrays['X_test'].shape[1]}."
-        )
-    return (arrays["X"].astype(np.float64), arrays["y"], arrays.get("X_test"),
-            arrays.get("y_test"))  # fmt: skip
+        return read_trial_file(path)
+    except ValueError as exc:
+        raise ValueError(f"--data {exc}") from None
 
 
 def _trial_domains(path, n: int, n_test: int | None) -> tuple:
     """``(domains, domains_test)`` of a trial file (each None when absent), checked."""
-    with np.load(path, allow_pickle=False) as npz:
-        found = {key: npz[key] for key in ("domains", "domains_test") if key in npz.files}
+    data = _trial_data(path)
+    found = {"domains": data.domains, "domains_test": data.domains_test}
     for key, count in (("domains", n), ("domains_test", n_test)):
         value = found.get(key)
         if value is not None and (count is None or value.shape != (count,)):
@@ -370,7 +348,7 @@ def _trial_domains(path, n: int, n_test: int | None) -> tuple:
                 f"--data {path}: {key} must hold one domain per trial of "
                 f"{'X' if key == 'domains' else 'X_test'} ({count}), got shape {value.shape}."
             )
-    return found.get("domains"), found.get("domains_test")
+    return found["domains"], found["domains_test"]
 
 
 def _spd_train_test(args):

@@ -35,6 +35,8 @@ _LAZY = {
     "FeatureData": ".user_features",
     "is_feature_file": ".user_features",
     "load_features": ".user_features",
+    "TrialData": ".user_trials",
+    "read_trial_file": ".user_trials",
 }
 
 __all__ = [
@@ -56,7 +58,9 @@ __all__ = [
     "make_multicamera_reid",
     "make_spd_clusters",
     "make_synthetic_reid",
+    "read_trial_file",
     "read_ts",
+    "TrialData",
 ]
 
 

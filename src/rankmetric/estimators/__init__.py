@@ -33,6 +33,7 @@ _LAZY = {
     "KISSME": "rankmetric.estimators.kissme",
     "XQDA": "rankmetric.estimators.xqda",
     "PairClassifier": "rankmetric.estimators.pair_classifier",
+    "MDM": "rankmetric.estimators.mdm",
 }
 
 __all__ = list(_LAZY)

@@ -8,10 +8,7 @@ one-standard-error selection keeps step 0 warns with an
 
 from __future__ import annotations
 
-import sys
-import warnings
-from pathlib import Path
-
+from .._validation import warn_at_caller
 from ..training import UntrainedModelWarning
 
 __all__ = ["UNTRAINED_ADVICE", "untrained_message", "warn_untrained_kept"]
@@ -19,16 +16,10 @@ __all__ = ["UNTRAINED_ADVICE", "untrained_message", "warn_untrained_kept"]
 
 #: What to try when a fit keeps the untrained SPD network (also for a shared training warning).
 UNTRAINED_ADVICE = (
-    "What to try: (1) compare with what needs no network first: the untrained network is the "
-    "log-Euclidean (tangent-space) geometry of the whitened matrices, and a tangent space + "
-    "logistic regression or pyRiemann's MDM may be all the data support (`rankmetric bench "
-    "rpl-spd` puts them beside RPL); (2) if the validation part is small, hold out more "
-    "(validation_fraction) or accept smaller gains (selection_se=0.5 or 0); (3) a lower "
-    "learning_rate, another loss (loss='multi-similarity', 'triplet-semihard', ...) or a reducing "
-    "network (hidden_sizes); (4) better matrices: another covariance estimator "
-    "(Covariances(estimator=...)), band-pass filtering, or re-centring each session when trials "
-    "come from several; (5) max_iter=0 builds the untrained reference on purpose, without this "
-    "warning."
+    "What to try: the untrained network is the tangent space at the training mean, so compare "
+    "with MDM or TangentSpace + LogisticRegression (`rankmetric bench rpl-spd --data FILE`); "
+    "hold out more (validation_fraction) or set selection_se=0.5; max_iter=0 builds this "
+    "reference without a warning."
 )
 
 
@@ -64,12 +55,12 @@ def untrained_message(estimator) -> str:
     start = estimator.initial_validation_score_
     gain, noise = estimator.validation_gain_ or (0.0, 0.0)
     text = (
-        f"{name} kept the untrained network (best_iter_ == 0): over {estimator.n_iter_} steps "
-        f"no validated step beat its validation {metric} of {start:.3f} by more than "
-        f"{estimator.selection_se:g} paired standard error (best gain {gain:+.3f} ± {noise:.3f})."
+        f"{name} kept the untrained network (best_iter_ == 0): in {estimator.n_iter_} steps no "
+        f"validated step beat its validation {metric} ({start:.3f}) by more than "
+        f"{estimator.selection_se:g} paired SE (gain {gain:+.3f} ± {noise:.3f})."
     )
     if start >= 1.0:
-        text += " The untrained network already scores 1 on validation: nothing was left to learn."
+        text += " It already scores 1 on validation: nothing was left to learn."
     return text
 
 
@@ -77,19 +68,7 @@ def warn_untrained_kept(estimator) -> None:
     """Warn that a fit kept its untrained network (the one place SPD fits say so).
 
     The category is the library's :class:`~rankmetric.training.UntrainedModelWarning`; the text
-    is :func:`untrained_message` followed by :data:`UNTRAINED_ADVICE`.
+    is :func:`untrained_message` followed by :data:`UNTRAINED_ADVICE`, at the user's line (through
+    a Pipeline too: :func:`rankmetric._validation.warn_at_caller`).
     """
-    warnings.warn(
-        f"{untrained_message(estimator)} {UNTRAINED_ADVICE}",
-        UntrainedModelWarning,
-        stacklevel=_caller_stacklevel(),
-    )
-
-
-def _caller_stacklevel() -> int:
-    """The ``stacklevel`` of the first frame outside rankmetric (the user's ``fit`` call)."""
-    package = str(Path(__file__).resolve().parents[1])
-    frame, level = sys._getframe(1), 1
-    while frame is not None and str(Path(frame.f_code.co_filename).resolve()).startswith(package):
-        frame, level = frame.f_back, level + 1
-    return level
+    warn_at_caller(f"{untrained_message(estimator)} {UNTRAINED_ADVICE}", UntrainedModelWarning)

@@ -150,7 +150,7 @@ class RPLEmbedding(SPDNetEmbedding):
         validation_fraction: float = 0.2,
         validation_every: int = 10,
         patience: int | None = 20,
-        validation_metric: str = "recall@1",
+        validation_metric: str = "map",
         validation_distance: str | None = None,
         selection_se: float = 1.0,
         output: str = "vector",

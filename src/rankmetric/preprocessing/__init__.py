@@ -18,7 +18,7 @@
 >>> from sklearn.neighbors import KNeighborsClassifier
 >>> from rankmetric import RPLEmbedding
 >>> from rankmetric.preprocessing import Covariances
->>> model = make_pipeline(Covariances(), RPLEmbedding(), KNeighborsClassifier())
+>>> model = make_pipeline(Covariances("scm"), RPLEmbedding(), KNeighborsClassifier())
 """
 
 from __future__ import annotations

@@ -13,11 +13,14 @@ from collections.abc import Sequence
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 
-from .._validation import RANDOM_STATE, check_param
+from .._validation import RANDOM_STATE, check_param, note_changed_default
 from ..datasets.covariance import _check_estimator, covariances
 from ._matrix_output import MatrixOutputMixin
 
 __all__ = ["Covariances"]
+
+#: ``estimator=None`` means this one (pyRiemann's default); it was ``"oas"`` before 0.2.
+DEFAULT_ESTIMATOR, OLD_DEFAULT_ESTIMATOR = "scm", "oas"
 
 
 class Covariances(MatrixOutputMixin, TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):
@@ -32,15 +35,17 @@ class Covariances(MatrixOutputMixin, TransformerMixin, BaseEstimator, auto_wrap_
 
     Parameters
     ----------
-    estimator : {"scm", "lwf", "oas", "mcd", "sch", "cov", "corr"}, default="scm"
-        pyRiemann's names: ``"scm"``: the sample covariance (maximum likelihood), shrunk by
-        ``shrinkage`` when given; ``"lwf"`` (or ``"lw"``): Ledoit–Wolf shrinkage
-        (J. Multivariate Anal. 2004); ``"oas"``: Oracle Approximating Shrinkage (Chen, Wiesel,
-        Eldar & Hero, IEEE TSP 2010); ``"mcd"``: Minimum Covariance Determinant (robust,
-        randomised: ``random_state``); ``"sch"``: Schäfer–Strimmer shrinkage; ``"cov"``: the
-        unbiased covariance (``numpy.cov``); ``"corr"``: the correlation matrix. See
-        :func:`rankmetric.datasets.covariances` for the exact formulas and the eigenvalue floor
-        that keeps every matrix positive definite. (Before 0.2 the default was ``"oas"``.)
+    estimator : {"scm", "lwf", "oas", "mcd", "sch", "cov", "corr"} or None, default=None
+        ``None``: ``"scm"``, pyRiemann's default; it was ``"oas"`` before 0.2, so relying on it
+        without setting it gives a one-time ``FutureWarning`` saying so (set ``estimator="scm"`` to
+        silence it, ``"oas"`` for the old matrices). pyRiemann's names: ``"scm"``: the sample
+        covariance (maximum likelihood), shrunk by ``shrinkage`` when given; ``"lwf"`` (or
+        ``"lw"``): Ledoit–Wolf shrinkage (J. Multivariate Anal. 2004); ``"oas"``: Oracle
+        Approximating Shrinkage (Chen, Wiesel, Eldar & Hero, IEEE TSP 2010); ``"mcd"``: Minimum
+        Covariance Determinant (robust, randomised: ``random_state``); ``"sch"``: Schäfer–Strimmer
+        shrinkage; ``"cov"``: the unbiased covariance (``numpy.cov``); ``"corr"``: the correlation
+        matrix. See :func:`rankmetric.datasets.covariances` for the exact formulas and the
+        eigenvalue floor that keeps every matrix positive definite.
     shrinkage : float in [0, 1], optional
         Fixed shrinkage towards :math:`\operatorname{tr}(S) / c \cdot I`; with ``estimator="scm"``
         only.
@@ -82,7 +87,7 @@ class Covariances(MatrixOutputMixin, TransformerMixin, BaseEstimator, auto_wrap_
     """
 
     def __init__(
-        self, estimator: str = "scm", shrinkage: float | None = None, *, random_state=None
+        self, estimator: str | None = None, shrinkage: float | None = None, *, random_state=None
     ):
         self.estimator = estimator
         self.shrinkage = shrinkage
@@ -132,10 +137,19 @@ class Covariances(MatrixOutputMixin, TransformerMixin, BaseEstimator, auto_wrap_
             raise ValueError(
                 f"X has {_n_channels(X)} channels, but Covariances was fitted on {n_channels}."
             )
-        return covariances(X, self.estimator, self.shrinkage, random_state=self.random_state)
+        return covariances(X, self._estimator(), self.shrinkage, random_state=self.random_state)
+
+    def _estimator(self) -> str:
+        """The estimator's name (``None``: the default, noted once as changed since 0.2)."""
+        if self.estimator is not None:
+            return self.estimator
+        note_changed_default(
+            "Covariances", "estimator", OLD_DEFAULT_ESTIMATOR, DEFAULT_ESTIMATOR, "0.2"
+        )
+        return DEFAULT_ESTIMATOR
 
     def _check_params(self) -> None:
-        _check_estimator(self.estimator, self.shrinkage)
+        _check_estimator(self._estimator(), self.shrinkage)
         check_param("random_state", self.random_state, [RANDOM_STATE])
 
 

@@ -21,13 +21,35 @@ from ..geometry.checks import as_matrix_stack, working_dtype
 from ..geometry.means import MEAN_METRICS
 from ._matrix_output import MatrixOutputMixin
 
-__all__ = ["DomainRecentering"]
+__all__ = ["DomainRecentering", "DomainsRequestMixin"]
 
 #: Label of the one domain of a fit without ``domains``, and of a transform's batch without them.
 ONE_DOMAIN, NEW_DOMAIN = "<all>", "<new domain>"
 
 
+class DomainsRequestMixin:
+    """Request ``domains=`` in ``fit`` and ``transform`` by default (scikit-learn's routing).
+
+    Every estimator of the package that takes domain labels (:class:`DomainRecentering`,
+    :class:`~rankmetric.SPDNetEmbedding`, :class:`~rankmetric.RPLEmbedding`) asks for them, so
+    ``make_pipeline(Covariances(), DomainRecentering(), RPLEmbedding(), clf).fit(X, y,
+    domains=s)`` routes the labels to every step that takes them without a
+    ``set_fit_request`` call (with ``sklearn.set_config(enable_metadata_routing=True)``). A
+    step that should not see them says so: ``set_fit_request(domains=False)``.
+
+    Examples
+    --------
+    >>> from rankmetric.preprocessing import DomainRecentering
+    >>> DomainRecentering().get_metadata_routing().consumes("fit", ["domains"])
+    {'domains'}
+    """
+
+    __metadata_request__fit = {"domains": True}
+    __metadata_request__transform = {"domains": True}
+
+
 class DomainRecentering(
+    DomainsRequestMixin,
     MatrixOutputMixin,
     ParameterValidationMixin,
     TransformerMixin,
@@ -46,13 +68,14 @@ class DomainRecentering(
 
     **Domain labels in a Pipeline.** ``fit``, ``fit_transform`` and ``transform`` take
     ``domains=`` (one label per matrix). In a :class:`~sklearn.pipeline.Pipeline` they are
-    routed by scikit-learn's metadata routing::
+    routed by scikit-learn's metadata routing, which ``fit`` and ``transform`` request by
+    default (no ``set_fit_request`` needed; ``set_fit_request(domains=False)`` opts out)::
 
         import sklearn
         sklearn.set_config(enable_metadata_routing=True)
-        recentre = DomainRecentering().set_fit_request(domains=True)
-        recentre.set_transform_request(domains=True)
-        model = make_pipeline(Covariances(), recentre, TangentSpace(), LogisticRegression())
+        model = make_pipeline(
+            Covariances(), DomainRecentering(), TangentSpace(), LogisticRegression()
+        )
         model.fit(trials, y, domains=sessions)
         model.predict(new_trials, domains=new_sessions)
 

@@ -1,0 +1,177 @@
+"""Your own multichannel trials: one ``.npz`` file of raw trials, labels and sessions.
+
+:func:`read_trial_file` reads and checks the file that ``rankmetric fit rpl|spdnet``,
+``rankmetric evaluate`` and ``rankmetric bench rpl-spd --data`` take:
+
+==================  =================================================================
+array               what it holds
+==================  =================================================================
+``X``               trials, (n_trials, n_channels, n_times) (MNE's ``epochs.get_data()``)
+``y``               one class label per trial
+``domains``         optional: the session (or subject) of each trial
+``X_test`` ...      optional: a test part, with ``y_test`` (and ``domains_test``)
+==================  =================================================================
+
+The names of the feature files are accepted (:data:`rankmetric.datasets.user_features.ALIASES`:
+``features``, ``labels``, ``ids`` ...), and those of EEG tools: trials ``trials``, ``epochs``,
+``data``, ``signals``; labels ``events``, ``targets``, ``classes``; domains ``session``,
+``sessions``, ``subject``, ``subjects``, ``run``, ``runs``, ``groups``. A test part is any of them
+with ``_test`` (``trials_test``, ``labels_test``, ``session_test``); the first name found wins.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .user_features import ALIASES as FEATURE_ALIASES
+
+__all__ = ["TRIAL_ALIASES", "TrialData", "read_trial_file"]
+
+#: What a trial file's arrays may be called, for each role (first found wins).
+TRIAL_ALIASES = {
+    "X": (*FEATURE_ALIASES["X"], "trials", "epochs", "data", "signals"),
+    "y": (*FEATURE_ALIASES["y"], "events", "targets", "classes"),
+    "domains": (
+        "domains", "domain", "session", "sessions", "subject", "subjects", "run", "runs", "groups",
+    ),
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class TrialData:
+    """Raw trials read from a user's file, checked.
+
+    Attributes
+    ----------
+    X : ndarray of shape (n_trials, n_channels, n_times), float64
+    y : ndarray of shape (n_trials,)
+    X_test, y_test : ndarray or None
+        The file's test part.
+    domains, domains_test : ndarray or None
+        The session (subject) of each trial of ``X`` / ``X_test``.
+    names : dict
+        ``{role: name in the file}`` of the arrays read (``"X"``, ``"y"``, ``"domains"``, and
+        ``"X_test"`` ... when present).
+    source : str
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rankmetric.datasets.user_trials import TrialData
+    >>> data = TrialData(np.zeros((2, 3, 8)), np.array([0, 1]), None, None, None, None, {}, "-")
+    >>> data.n_channels
+    3
+    """
+
+    X: np.ndarray
+    y: np.ndarray
+    X_test: np.ndarray | None
+    y_test: np.ndarray | None
+    domains: np.ndarray | None
+    domains_test: np.ndarray | None
+    names: dict
+    source: str
+
+    @property
+    def n_channels(self) -> int:
+        return int(self.X.shape[1])
+
+
+def _pick(arrays: dict, role: str, suffix: str = "") -> str | None:
+    for name in TRIAL_ALIASES[role]:
+        if name + suffix in arrays:
+            return name + suffix
+    return None
+
+
+def read_trial_file(path) -> TrialData:
+    """Read a ``.npz`` file of raw trials, with their labels and optionally sessions.
+
+    Parameters
+    ----------
+    path : str or path-like
+        A ``.npz`` archive (no pickled objects) with the arrays of the module's table, under
+        their names or an alias of :data:`TRIAL_ALIASES`.
+
+    Returns
+    -------
+    TrialData
+
+    Raises
+    ------
+    ValueError
+        Naming the file and the problem: an unreadable file, a missing array (with the names
+        tried and those found), a wrong shape, non-finite trials, a test part without its
+        labels, or a channel count that differs between the parts.
+
+    Examples
+    --------
+    >>> import numpy as np, tempfile, os
+    >>> from rankmetric.datasets.user_trials import read_trial_file
+    >>> path = os.path.join(tempfile.mkdtemp(), "mine.npz")
+    >>> rng = np.random.default_rng(0)
+    >>> np.savez(path, trials=rng.normal(size=(6, 3, 50)), labels=[0, 1] * 3,
+    ...          session=["a"] * 3 + ["b"] * 3)
+    >>> data = read_trial_file(path)
+    >>> data.X.shape, data.names["domains"]
+    ((6, 3, 50), 'session')
+    """
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            arrays = {key: npz[key] for key in npz.files}
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{path}: not a readable .npz file ({exc}).") from None
+    names = {role: _pick(arrays, role) for role in ("X", "y", "domains")}
+    missing = [role for role in ("X", "y") if names[role] is None]
+    if missing:
+        tried = "; ".join(f"{r}: {', '.join(TRIAL_ALIASES[r])}" for r in missing)
+        raise ValueError(
+            f"{path}: missing array(s) {missing} (names tried, {tried}); a trial file holds X "
+            f"(n_trials, channels, time) and y (n_trials,), optionally X_test and y_test; it "
+            f"has {sorted(arrays)}."
+        )
+    test = {role: _pick(arrays, role, "_test") for role in ("X", "y", "domains")}
+    if (test["X"] is None) != (test["y"] is None):
+        raise ValueError(f"{path}: X_test and y_test come together.")
+    names.update({f"{role}_test": test[role] for role in test})
+    names = {role: name for role, name in names.items() if name is not None}
+    parts = [("X", "y", "domains")]
+    if test["X"] is not None:
+        parts.append(("X_test", "y_test", "domains_test"))
+    for x_role, y_role, d_role in parts:
+        _check_part(path, arrays, names, x_role, y_role, d_role)
+    X, X_test = arrays[names["X"]], arrays.get(names.get("X_test"))
+    if X_test is not None and X_test.shape[1] != X.shape[1]:
+        raise ValueError(f"{path}: X has {X.shape[1]} channels, X_test {X_test.shape[1]}.")
+    return TrialData(
+        X=X.astype(np.float64),
+        y=arrays[names["y"]],
+        X_test=None if X_test is None else X_test.astype(np.float64),
+        y_test=arrays.get(names.get("y_test")),
+        domains=arrays.get(names.get("domains")),
+        domains_test=arrays.get(names.get("domains_test")),
+        names=names,
+        source=str(path),
+    )
+
+
+def _check_part(path, arrays: dict, names: dict, x_role: str, y_role: str, d_role: str) -> None:
+    X, y = arrays[names[x_role]], arrays[names[y_role]]
+    if X.ndim != 3:
+        raise ValueError(
+            f"{path}: {x_role} must have shape (n_trials, channels, time), got {X.shape}."
+        )
+    if y.ndim != 1 or len(y) != len(X):
+        raise ValueError(
+            f"{path}: {y_role} must hold one label per trial of {x_role} ({len(X)}), got shape "
+            f"{y.shape}."
+        )
+    if not np.issubdtype(X.dtype, np.number) or not np.isfinite(X).all():
+        raise ValueError(f"{path}: {x_role} must hold finite numbers.")
+    if d_role in names and arrays[names[d_role]].shape != (len(X),):
+        raise ValueError(
+            f"{path}: {d_role} must hold one domain per trial of {x_role} ({len(X)}), got shape "
+            f"{arrays[names[d_role]].shape}."
+        )

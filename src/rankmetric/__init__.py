@@ -54,6 +54,7 @@ _LAZY = {
     "KISSME": "rankmetric.estimators.kissme",
     "XQDA": "rankmetric.estimators.xqda",
     "PairClassifier": "rankmetric.estimators.pair_classifier",
+    "Index": "rankmetric.index",
     "save_model": "rankmetric.io",
     "load_model": "rankmetric.io",
     "threads": "rankmetric._threads",

@@ -1,0 +1,79 @@
+"""Exact search of an index's rows through the project's kernel, with the norms kept prepared.
+
+The rows' squared norms (the Gram form's per-item offset, :class:`rankmetric.neighbors.Gallery`)
+are computed once when items are added, so a query costs one matrix product over the catalogue
+and a selection: a few queries score the whole catalogue in one row of scores
+(:func:`~rankmetric.neighbors.smallest_k`); larger batches take the tiled running top-k of
+:func:`~rankmetric.neighbors.nearest_chunks`. Ties are ordered by the lower row, i.e. the
+earlier-added item.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from .._threads import thread_limit, threads_for
+from ..neighbors import Gallery, nearest_chunks, smallest_k, to_distance
+from ._rows import Rows, as_tensor_view
+
+__all__ = ["exact_search", "FULL_WIDTH_ELEMENTS", "SUBSET_FRACTION"]
+
+#: Queries × items scored in one full-width block (64 MiB of float32 scores); beyond, tiles.
+FULL_WIDTH_ELEMENTS = 1 << 24
+#: A filter that keeps less than this fraction of the items searches a gathered copy of them.
+SUBSET_FRACTION = 0.25
+
+
+def _gallery(rows: Rows, allowed: np.ndarray | None) -> tuple[Gallery, np.ndarray | None]:
+    """The gallery to search and, for a gathered subset, the map from its rows to stored rows."""
+    vectors = as_tensor_view(rows.vectors[: rows.n])
+    offset = rows.offset[: rows.n]
+    if allowed is None:
+        return Gallery(vectors, offset, rows.metric), None
+    if allowed.sum() < SUBSET_FRACTION * rows.n:
+        keep = np.flatnonzero(allowed)
+        sel = torch.from_numpy(keep)
+        return Gallery(vectors[sel], offset[sel], rows.metric), keep
+    offset = offset.masked_fill(~torch.from_numpy(np.ascontiguousarray(allowed)), torch.inf)
+    return Gallery(vectors, offset, rows.metric), None
+
+
+def exact_search(
+    rows: Rows, Q: np.ndarray, k: int, allowed: np.ndarray | None, n_threads: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Distances (n_q, k) and stored rows (int64; -1 past the admissible items) of ``Q``."""
+    n_allowed = rows.n - rows.n_dead if allowed is None else int(allowed.sum())
+    n_q = Q.shape[0]
+    distances = np.full((n_q, k), np.inf, dtype=np.float32)
+    found = np.full((n_q, k), -1, dtype=np.int64)
+    k_eff = min(k, n_allowed)
+    if k_eff == 0 or n_q == 0:
+        return distances, found
+    if allowed is None and rows.n_dead:
+        allowed = rows.alive[: rows.n]
+    gallery, subset = _gallery(rows, allowed)
+    Qt = torch.from_numpy(Q)
+    n_threads = threads_for(n_q * len(gallery) * rows.dim, n_threads)
+    if n_threads == torch.get_num_threads():
+        _search_into(Qt, gallery, k_eff, distances, found)
+    else:
+        with thread_limit(n_threads):
+            _search_into(Qt, gallery, k_eff, distances, found)
+    if subset is not None:
+        valid = found[:, :k_eff]
+        found[:, :k_eff] = subset[valid]
+    return distances, found
+
+
+def _search_into(Q, gallery: Gallery, k: int, distances, found) -> None:
+    if Q.shape[0] * len(gallery) <= FULL_WIDTH_ELEMENTS:
+        Qp, const = gallery.prepare_queries(Q)
+        values, idx = smallest_k(gallery.scores(Qp), k)
+        distances[:, :k] = to_distance(values, const, gallery.metric).numpy()
+        found[:, :k] = idx.numpy()
+        return
+    for rows, values, idx, const in nearest_chunks(Q, gallery, k):
+        r = rows.numpy()
+        distances[r, :k] = to_distance(values, const, gallery.metric).numpy()
+        found[r, :k] = idx.numpy()

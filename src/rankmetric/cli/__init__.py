@@ -14,7 +14,7 @@ import sys
 
 from .. import __version__
 
-_SUBCOMMANDS = ["demo", "data", "fit", "evaluate", "bench"]
+_SUBCOMMANDS = ["demo", "data", "fit", "evaluate", "bench", "index"]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -41,7 +41,7 @@ def transform_of(model) -> Callable[[np.ndarray], np.ndarray] | None:
 
 
 def as_float32_rows(E, name: str) -> np.ndarray:
-    """``E`` as a C-contiguous float32 (n, d) array of finite values (no copy when it already is)."""
+    """``E`` as a C-contiguous float32 (n, d) array of finite values (no copy if it is one)."""
     if hasattr(E, "detach"):  # a torch tensor
         E = E.detach().cpu().numpy()
     E = np.asarray(E)

@@ -38,10 +38,17 @@ def _as_ids(ids, n: int) -> np.ndarray:
     """``ids`` as int64 (integer ids) or object (any other hashable) array of length ``n``."""
     if isinstance(ids, (str, bytes)) or not hasattr(ids, "__len__"):
         raise ValueError(f"ids must be a sequence of {n} hashable ids, got {type(ids).__name__}.")
-    a = np.asarray(ids) if not isinstance(ids, np.ndarray) else ids
-    if a.ndim != 1 or a.shape[0] != n:
+    a = ids
+    if not isinstance(ids, np.ndarray):
+        try:
+            a = np.asarray(ids)
+        except ValueError:  # ragged: tuples and others of varying length
+            a = np.empty(0, dtype=object)
+        if a.ndim != 1 and len(ids) == n:  # tuples as ids
+            a = np.empty(0, dtype=object)
+    if len(ids) != n or (a.dtype != object and a.ndim != 1):
         raise ValueError(f"ids must hold one id per row: {n} expected, got shape {a.shape}.")
-    if a.dtype.kind in "iu":
+    if a.dtype.kind in "iu" and a.shape == (n,):
         return a.astype(np.int64)
     if a.dtype.kind == "b" or a.dtype.kind == "f":
         raise ValueError(f"ids must be integers, strings or other hashables, not {a.dtype}.")

@@ -6,7 +6,9 @@ For a linear model (``transform(X) = X @ L.T``) the faiss index is an ``IndexPre
 whose ``LinearTransform`` is ``L``: queries go in raw and faiss applies the learned map. The
 candidates faiss returns (``refine × k`` of them) are re-ranked by their exact distance to the
 query embedding, so reported distances are exact and only *which* items are found is
-approximate (IVF-PQ's compressed distances never reach the user).
+approximate (IVF-PQ's compressed distances never reach the user). A query left with fewer
+than ``k`` admissible items (a selective filter on a graph or a few lists) is answered by the
+exact search: never fewer results than exist.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import torch
 
 from .._distances import paired_squared_euclidean
 from .._threads import thread_limit, threads_for
+from ._exact import exact_search
 
 __all__ = ["ApproximateIndex", "check_params", "resolve_backend", "AUTO_EXACT_BELOW"]
 
@@ -70,6 +73,11 @@ def default_nlist(n: int) -> int:
 def default_pq_m(dim: int) -> int:
     """The largest divisor of ``dim`` up to ``dim / 4`` (8-bit codes: ``dim`` bytes → m)."""
     return max(m for m in range(1, max(1, dim // 4) + 1) if dim % m == 0)
+
+
+def pq_bits(n: int) -> int:
+    """Bits per PQ code: 8 (256 centroids per sub-quantiser) once 39 × 256 items train them."""
+    return int(min(8, max(4, math.floor(math.log2(max(n, 16) / 39)))))
 
 
 def training_rows(n: int, nlist: int, seed: int) -> np.ndarray:
@@ -131,13 +139,15 @@ class ApproximateIndex:
                 m = params["pq_m"] or default_pq_m(dim)
                 if dim % m:
                     raise ValueError(f"pq_m={m} must divide the dimension {dim}.")
-                sub = faiss.IndexIVFPQ(quantizer, dim, nlist, m, 8)
+                sub = faiss.IndexIVFPQ(quantizer, dim, nlist, m, pq_bits(n))
             sub.own_fields = True
             quantizer.this.disown()  # sub owns it now
         index = sub
         if linear is not None:
-            index = faiss.IndexPreTransform(linear_transform(linear), sub)
-            index.own_fields = True
+            lt = linear_transform(linear)
+            index = faiss.IndexPreTransform(lt, sub)
+            index.own_fields = True  # it deletes the transform and the sub-index
+            lt.this.disown()
             sub.this.disown()
         return cls(kind, index, params, metric)
 
@@ -199,7 +209,18 @@ class ApproximateIndex:
         with thread_limit(threads_for(E.shape[0] * fetch * rows.dim * 64, None)):
             _, found = self.index.search(queries, fetch, params=params)
         del keep
-        return self._rerank(rows, E, found, k)
+        distances, found = self._rerank(rows, E, found, k)
+        # a selective filter can leave a graph or list search short of k admissible items:
+        # those queries are answered exactly rather than with fewer results than exist
+        n_allowed = rows.n - rows.n_dead if allowed is None else int(allowed.sum())
+        short = (found[:, : min(k, n_allowed)] < 0).any(axis=1)
+        if short.any():
+            alive = (
+                allowed if allowed is not None else (rows.alive[: rows.n] if rows.n_dead else None)
+            )
+            d, f = exact_search(rows, np.ascontiguousarray(E[short]), k, alive)
+            distances[short], found[short] = d, f
+        return distances, found
 
     def _rerank(self, rows, E: np.ndarray, found: np.ndarray, k: int):
         """Exact distances of the candidates, sorted by (distance, row); the best ``k`` kept."""

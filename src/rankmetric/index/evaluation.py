@@ -139,7 +139,11 @@ def evaluate_index(
     else:
         approx, approx_time = exact, exact_time
     kk = min(k, depth)
-    same = (approx[:, :kk, None] == exact[:, None, :kk]) & (exact[:, None, :kk] >= 0)
+    if index._ann is not None:  # what search(Q, k) returns: its own fetch of k * refine
+        _, approx_k = index._ann.search(rows, E, raw, kk, allowed)
+    else:
+        approx_k = exact
+    same = (approx_k[:, :kk, None] == exact[:, None, :kk]) & (exact[:, None, :kk] >= 0)
     report["recall@k"] = float(same.any(2).sum() / max(1, (exact[:, :kk] >= 0).sum()))
     report["k"] = kk
     report["exact"] = _scores(exact, row_codes, q_codes, R, ranks) | {

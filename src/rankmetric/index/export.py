@@ -89,8 +89,10 @@ def to_faiss(model, factory: str = "Flat", *, dim: int | None = None, metric: st
         raise ValueError(f"faiss refused the factory string {factory!r}: {exc}") from exc
     if L is None:
         return sub
-    index = faiss.IndexPreTransform(linear_transform(L), sub)
-    index.own_fields = True
+    lt = linear_transform(L)
+    index = faiss.IndexPreTransform(lt, sub)
+    index.own_fields = True  # it deletes the transform and the sub-index
+    lt.this.disown()
     sub.this.disown()
     return index
 

@@ -59,7 +59,7 @@ class ShardedIndex:
     >>> from rankmetric.index import Index, ShardedIndex
     >>> rng = np.random.default_rng(0)
     >>> index = Index.from_embeddings(rng.normal(size=(1000, 8)).astype(np.float32))
-    >>> with LocalCluster(n_workers=2, processes=False, dashboard_address=None) as cluster:
+    >>> with LocalCluster(n_workers=2, processes=False, dashboard_address=":0") as cluster:
     ...     with Client(cluster) as client:
     ...         sharded = ShardedIndex(client, index)
     ...         Q = rng.normal(size=(3, 8)).astype(np.float32)

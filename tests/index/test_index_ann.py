@@ -50,7 +50,9 @@ def test_linear_map_baked_in_as_pretransform(rng):
     model = KISSME(n_components=4).fit(X, y)
     index = Index.build(model, X, backend="ivf", nlist=8, nprobe=8)
     assert isinstance(index._ann.index, faiss.IndexPreTransform)
-    np.testing.assert_array_equal(index.search(X[:30], 5)[1], index.search(X[:30], 5, exact=True)[1])
+    np.testing.assert_array_equal(
+        index.search(X[:30], 5)[1], index.search(X[:30], 5, exact=True)[1]
+    )
     flat = index.to_faiss()  # raw rows in, the catalogue inside
     _, found = flat.search(X[:30].astype(np.float32), 5)
     np.testing.assert_array_equal(found, index.search(X[:30], 5, exact=True)[1])

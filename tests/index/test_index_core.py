@@ -91,12 +91,19 @@ def test_ids_of_any_hashable_type_and_errors(rng):
 def test_filters_mask_set_callable(rng):
     E = rng.normal(size=(400, 5)).astype(np.float32)
     year = np.arange(400) % 10 + 2015
-    index = Index.from_embeddings(E, attributes={"year": year, "shop": np.where(year > 2019, "x", "y")})
+    index = Index.from_embeddings(
+        E, attributes={"year": year, "shop": np.where(year > 2019, "x", "y")}
+    )
     Q = rng.normal(size=(6, 5)).astype(np.float32)
     keep = year >= 2020
     d_ref, i_ref = brute(Q, E[keep], 4)
     expected = np.flatnonzero(keep)[i_ref]
-    for flt in (keep, lambda a: a["year"] >= 2020, lambda a: a["shop"] == "x", set(np.flatnonzero(keep).tolist())):
+    for flt in (
+        keep,
+        lambda a: a["year"] >= 2020,
+        lambda a: a["shop"] == "x",
+        set(np.flatnonzero(keep).tolist()),
+    ):
         d, ids = index.search(Q, 4, filter=flt)
         np.testing.assert_array_equal(ids, expected)
         np.testing.assert_allclose(d, d_ref, rtol=1e-4, atol=1e-5)

@@ -13,9 +13,12 @@ distributed = pytest.importorskip("distributed")
 
 @pytest.fixture(scope="module")
 def cluster():
-    with distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0"
-    ) as cluster, distributed.Client(cluster) as client:
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0"
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
         yield cluster, client
 
 
@@ -55,9 +58,12 @@ def test_worker_lost_mid_query_is_an_error(monkeypatch):
         time.sleep(1.0)
         return slow(rows, E, k)
 
-    with distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0"
-    ) as cluster, distributed.Client(cluster) as client:
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0"
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
         sharded = ShardedIndex(client, index)
         monkeypatch.setattr(module, "_search_shard", slow_search)
         victim = next(iter(cluster.workers.values()))

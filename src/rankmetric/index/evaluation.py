@@ -50,9 +50,12 @@ def _scores(found: np.ndarray, row_codes: np.ndarray, q_codes: np.ndarray, R: np
     at_r = average_precision(so_far, position, hits & (position <= Rt[:, None]), Rt)
     full = average_precision(so_far, position, hits, Rt)
     first = np.where(match.any(1), match.argmax(1) + 1, np.iinfo(np.int64).max)
-    out = {f"cmc@{r}": float(np.mean(first <= r)) for r in ranks}
-    out["map@r"] = float(at_r.mean())
-    out["map"] = float(full.mean())
+    scored = R > 0  # queries with no relevant item are left out, as map_at_r does
+    if not scored.any():
+        raise ValueError("no query has a relevant item (same label) among the admissible items.")
+    out = {f"cmc@{r}": float(np.mean(first[scored] <= r)) for r in ranks}
+    out["map@r"] = float(at_r.numpy()[scored].mean())
+    out["map"] = float(full.numpy()[scored].mean())
     return out
 
 
@@ -92,7 +95,8 @@ def evaluate_index(
     -------
     dict
         ``"recall@k"``; ``"exact"`` and ``"approximate"``: ``{"cmc@r": ..., "map@r": ...,
-        "map": ..., "seconds_per_query": ...}``; ``"depth"``, ``"n_queries"``, ``"backend"``.
+        "map": ..., "seconds_per_query": ...}`` over the queries with at least one relevant
+        item (``"n_scored"`` of them); ``"depth"``, ``"n_queries"``, ``"backend"``.
 
     Examples
     --------
@@ -128,6 +132,7 @@ def evaluate_index(
         raise ValueError(f"depth must be a positive integer, got {depth!r}.")
     depth = min(int(depth), n_admissible)
     report = {"backend": index.resolved_backend, "depth": depth, "n_queries": int(E.shape[0])}
+    report["n_scored"] = int((R > 0).sum())
     start = time.perf_counter()
     _, exact = exact_search(rows, E, depth, allowed, index.n_threads)
     exact_time = (time.perf_counter() - start) / E.shape[0]

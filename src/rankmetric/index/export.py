@@ -134,9 +134,11 @@ def onnx_graph(model):
     >>> [n.op_type for n in graph.graph.node]
     ['MatMul']
     """
-    from onnx import TensorProto, checker, helper, numpy_helper
-
     _check_exportable(model)
+    try:
+        from onnx import TensorProto, checker, helper, numpy_helper
+    except ImportError:  # pragma: no cover - onnx is in the test extra
+        raise ImportError("ONNX export needs onnx: pip install 'rankmetric[onnx]'.") from None
     nodes, inits = [], []
 
     def const(name: str, value, dtype=np.float32) -> str:

@@ -69,7 +69,10 @@ class ShardedIndex:
     """
 
     def __init__(self, client, index, n_shards: int | None = None) -> None:
-        from distributed import wait
+        try:
+            from distributed import wait
+        except ImportError:  # pragma: no cover - dask is in the test extra
+            raise ImportError("ShardedIndex needs Dask: pip install 'rankmetric[dask]'.") from None
 
         workers = sorted(client.scheduler_info()["workers"])
         if not workers:

@@ -80,7 +80,7 @@ class Index:
     >>> catalogue = np.array([[0.0, 0.0], [1.0, 0.0], [5.0, 5.0]])
     >>> index = Index.from_embeddings(catalogue, ids=["a", "b", "c"])
     >>> distances, ids = index.search(np.array([[0.9, 0.0]]), k=2)
-    >>> ids.tolist(), distances.round(3).tolist()
+    >>> ids.tolist(), [[round(float(d), 3) for d in row] for row in distances]
     ([['b', 'a']], [[0.1, 0.9]])
     >>> index.search(np.array([[0.9, 0.0]]), k=1, filter={"a", "c"})[1].tolist()
     [['a']]

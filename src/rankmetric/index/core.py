@@ -292,6 +292,30 @@ class Index:
             raise ValueError("the index is empty: there is nothing to remove.")
         return self._rows.remove(ids)
 
+    def set_search(self, *, nprobe=None, ef_search=None, refine=None) -> Index:
+        """Change the breadth of the approximate search (the structure is not rebuilt).
+
+        Parameters
+        ----------
+        nprobe : int, optional
+            IVF lists visited per query.
+        ef_search : int, optional
+            HNSW search breadth.
+        refine : int, optional
+            Candidates fetched per result and re-ranked exactly.
+
+        Returns
+        -------
+        Index
+            ``self``; parameters left at None keep their value.
+        """
+        given = {"nprobe": nprobe, "ef_search": ef_search, "refine": refine}
+        checked = _ann.check_params(
+            **{k: self.params[k] for k in ("nlist", "hnsw_m", "pq_m", "random_state")}, **given
+        )
+        self.params.update({k: checked[k] for k, v in given.items() if v is not None})
+        return self
+
     # ------------------------------------------------------------------ search
     def search(self, Q, k: int = 10, *, filter=None, exact: bool = False, embedded: bool = False):
         """The ``k`` nearest items of each query.

@@ -25,6 +25,10 @@ def _build_shard(vectors: np.ndarray, metric: str) -> Rows:
     )
 
 
+def _shard_size(rows: Rows) -> int:
+    return rows.n
+
+
 def _search_shard(rows: Rows, E: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     return exact_search(rows, E, min(k, rows.n), None, 1)
 
@@ -90,14 +94,20 @@ class ShardedIndex:
         self._shards = []
         for s in range(n_shards):  # one task per shard
             worker = workers[s % len(workers)]
-            [part] = client.scatter([vectors[bounds[s] : bounds[s + 1]]], workers=[worker])
+            [part] = client.scatter(
+                [vectors[bounds[s] : bounds[s + 1]]], workers=[worker], hash=False
+            )
             shard = client.submit(
                 _build_shard, part, index.metric, workers=[worker], allow_other_workers=False,
                 pure=False,
             )  # fmt: skip
             self._shards.append((worker, shard))
         wait([f for _, f in self._shards])
-        self._check([f for _, f in self._shards], "building")
+        sizes = [
+            client.submit(_shard_size, f, workers=[w], allow_other_workers=False, pure=False)
+            for w, f in self._shards
+        ]
+        self._check(sizes, "building")  # the shards stay on their workers
         self.n_shards = n_shards
         self.shard_sizes = np.diff(bounds).tolist()
 
@@ -143,7 +153,7 @@ class ShardedIndex:
             raise ValueError(f"k must be a positive integer, got {k!r}.")
         k = min(int(k), len(self))
         E = self._index._queries(Q, embedded)
-        [Ef] = self._client.scatter([E], broadcast=True)
+        [Ef] = self._client.scatter([E], broadcast=True, hash=False)
         futures = [
             self._client.submit(
                 _search_shard, shard, Ef, k, workers=[w], allow_other_workers=False, pure=False

@@ -53,7 +53,7 @@ def _as_ids(ids, n: int) -> np.ndarray:
     if a.dtype.kind == "b" or a.dtype.kind == "f":
         raise ValueError(f"ids must be integers, strings or other hashables, not {a.dtype}.")
     out = np.empty(n, dtype=object)
-    out[:] = list(ids)
+    out[:] = ids.tolist() if isinstance(ids, np.ndarray) else list(ids)  # plain Python ids
     for value in out:  # ids of any hashable type: checked once, at add
         if not isinstance(value, Hashable) or isinstance(value, (float, np.floating)):
             raise ValueError(f"ids must be hashable and not floats, got {value!r}.")

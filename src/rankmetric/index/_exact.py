@@ -16,7 +16,7 @@ import torch
 
 from .._threads import thread_limit, threads_for
 from ..neighbors import Gallery, nearest_chunks, smallest_k, to_distance
-from ._rows import Rows, as_tensor_view
+from ._rows import Rows
 
 __all__ = ["exact_search", "FULL_WIDTH_ELEMENTS", "SUBSET_FRACTION"]
 
@@ -32,7 +32,7 @@ SUBSET_FRACTION = 0.25
 
 def _gallery(rows: Rows, allowed: np.ndarray | None) -> tuple[Gallery, np.ndarray | None]:
     """The gallery to search and, for a gathered subset, the map from its rows to stored rows."""
-    vectors = as_tensor_view(rows.vectors[: rows.n])
+    vectors = rows.tensor()
     offset = rows.offset[: rows.n]
     if allowed is None:
         return Gallery(vectors, offset, rows.metric), None

@@ -73,6 +73,13 @@ class Rows:
         self.attributes: dict[str, np.ndarray] | None = None
         self.n_dead = 0
         self._pos: dict | None = None
+        self._view: tuple | None = None
+
+    def tensor(self) -> torch.Tensor:
+        """The stored rows as a tensor sharing their memory (kept until the storage grows)."""
+        if self._view is None or self._view[0] is not self.vectors:
+            self._view = (self.vectors, as_tensor_view(self.vectors))
+        return self._view[1][: self.n]
 
     # ------------------------------------------------------------------ building
     @classmethod

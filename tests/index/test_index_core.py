@@ -138,3 +138,17 @@ def test_model_metric_and_readonly_catalogue(rng, tmp_path):
         knn_search(G[:3], G, 2)
         Index.from_embeddings(G).search(G[:3], 2)
     assert torch.get_num_threads() == 1
+
+
+@pytest.mark.parametrize("k", [1, 20])
+def test_few_query_blocks_keep_exact_tie_order(rng, monkeypatch, k):
+    from rankmetric.index import _exact
+
+    monkeypatch.setattr(_exact, "FEW_QUERIES_BLOCK", 64)  # many blocks, duplicates across them
+    E = np.repeat(rng.normal(size=(50, 4)).astype(np.float32), 30, axis=0)
+    rng.shuffle(E)
+    Q = rng.normal(size=(3, 4)).astype(np.float32)
+    d, ids = Index.from_embeddings(E).search(Q, k)
+    d_ref, i_ref = knn_search(Q, E, k)
+    np.testing.assert_array_equal(ids, i_ref)
+    np.testing.assert_array_equal(d, d_ref)

@@ -78,9 +78,9 @@ def _few_queries(Q: np.ndarray, gallery: Gallery, k: int, distances, found) -> N
     with NumPy's BLAS, whose matrix-vector product streams a large catalogue about 1.5× faster
     than torch's on one thread (``benchmarks/bench_index.py``): a single query against a
     catalogue in memory is bound by reading it once. Each block of ``FEW_QUERIES_BLOCK`` items
-    is scored into one cache-sized buffer and keeps every score up to its own k-th smallest
-    (a superset of its share of the global k nearest, ties included); the candidates of all
-    blocks are then ordered by (score, row) and the first ``k`` kept: exact.
+    is scored into one cache-sized buffer; its items that beat the running k-th score (all up
+    to its own k-th while fewer than ``k`` are kept) are merged into the running list, ordered
+    by (score, row): exact, ties to the lower row, as the tiled search.
     """
     V = gallery.vectors.numpy()
     offset = gallery.offset.numpy()
@@ -89,24 +89,26 @@ def _few_queries(Q: np.ndarray, gallery: Gallery, k: int, distances, found) -> N
     n = V.shape[0]
     buffer = np.empty(min(n, FEW_QUERIES_BLOCK), dtype=np.float32)
     for i, q in enumerate(Qp.numpy()):  # a few queries (at most FEW_QUERIES), not samples
-        rows, values = [], []
+        rows, values = np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
         for start in range(0, n, FEW_QUERIES_BLOCK):  # blocks of items
             block = buffer[: min(FEW_QUERIES_BLOCK, n - start)]
             np.dot(V[start : start + block.shape[0]], q, out=block)
             block *= alpha
             block += offset[start : start + block.shape[0]]
-            if block.shape[0] > k:
-                kth = np.partition(block, k - 1)[k - 1]
-                keep = np.flatnonzero(block <= kth)
+            if rows.shape[0] == k:  # beat the running k-th (a tie loses: its row is higher)
+                keep = np.flatnonzero(block < values[-1])
+            elif block.shape[0] > k:  # the block's own k smallest, ties at its k-th included
+                keep = np.flatnonzero(block <= np.partition(block, k - 1)[k - 1])
             else:
                 keep = np.arange(block.shape[0])
-            rows.append(keep + start)
-            values.append(block[keep])
-        rows, values = np.concatenate(rows), np.concatenate(values)
-        best = np.lexsort((rows, values))[:k]
-        scores = torch.from_numpy(np.ascontiguousarray(values[best][None]))
+            if keep.shape[0]:
+                rows = np.concatenate([rows, keep + start])
+                values = np.concatenate([values, block[keep]])
+                best = np.lexsort((rows, values))[:k]
+                rows, values = rows[best], values[best]
+        scores = torch.from_numpy(np.ascontiguousarray(values[None]))
         distances[i, :k] = to_distance(scores, const[i : i + 1], gallery.metric).numpy()[0]
-        found[i, :k] = rows[best]
+        found[i, :k] = rows
 
 
 def _search_into(Q, gallery: Gallery, k: int, distances, found) -> None:

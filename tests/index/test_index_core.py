@@ -151,4 +151,4 @@ def test_few_query_blocks_keep_exact_tie_order(rng, monkeypatch, k):
     d, ids = Index.from_embeddings(E).search(Q, k)
     d_ref, i_ref = knn_search(Q, E, k)
     np.testing.assert_array_equal(ids, i_ref)
-    np.testing.assert_array_equal(d, d_ref)
+    np.testing.assert_allclose(d, d_ref, rtol=1e-5)  # NumPy's BLAS: the last bits may differ

@@ -92,8 +92,12 @@ def tuned(index: Index, exact_ids, Q_val, Q_test, exact_test, knob: str, values)
     seconds = median_time(lambda: index.search(Q_test, 10), 3)
     _, ids = index.search(Q_test, 10)
     test_recall = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(ids, exact_test, strict=True)])
-    return {knob: value, "validation_recall@10": float(recall), "test_recall@10": float(test_recall),
-            "seconds_per_query": seconds / len(Q_test)}  # fmt: skip
+    return {
+        knob: value,
+        "validation_recall@10": float(recall),
+        "test_recall@10": float(test_recall),
+        "seconds_per_query": seconds / len(Q_test),
+    }
 
 
 def approximate(E, Q_val, Q_test, exact_index, hnsw_n: int) -> dict:
@@ -141,7 +145,8 @@ index = Index.load(sys.argv[1], verify=False)
 q = np.random.default_rng(0).normal(size=(10, index.dim)).astype(np.float32)
 start = time.perf_counter()
 index.search(q, 10)
-print(json.dumps({"baseline_mb": before, "peak_mb": rss('VmHWM'), "search_s": time.perf_counter() - start}))
+took = time.perf_counter() - start
+print(json.dumps({"baseline_mb": before, "peak_mb": rss('VmHWM'), "search_s": took}))
 """
 
 
@@ -173,9 +178,15 @@ def dask_cost(index: Index, Q: np.ndarray) -> dict:
             single = median_time(lambda: sharded.search(Q[:1], 10), 5)
             batch = median_time(lambda: sharded.search(Q, 10), 3)
             same = bool(np.array_equal(sharded.search(Q, 10)[1], index.search(Q, 10)[1]))
-    return {"setup_s": setup, "single_s": single, "batch_s": batch, "queries": len(Q),
-            "local_single_s": median_time(lambda: index.search(Q[:1], 10), 5),
-            "local_batch_s": median_time(lambda: index.search(Q, 10), 3), "identical": same}  # fmt: skip
+    return {
+        "setup_s": setup,
+        "single_s": single,
+        "batch_s": batch,
+        "queries": len(Q),
+        "local_single_s": median_time(lambda: index.search(Q[:1], 10), 5),
+        "local_batch_s": median_time(lambda: index.search(Q, 10), 3),
+        "identical": same,
+    }
 
 
 def main() -> None:

@@ -90,3 +90,16 @@ def test_evaluate_index_against_brute_force_scores(rng):
     assert report["exact"]["map@r"] == pytest.approx(expected, abs=1e-6)
     with pytest.raises(ValueError, match="attribute 'label'"):
         evaluate_index(index, Q, q_labels)
+
+
+def test_cosine_after_a_linear_map(rng):
+    X, y = rng.normal(size=(2000, 10)), np.repeat(np.arange(200), 10)
+    model = KISSME(n_components=4).fit(X, y)
+    index = Index.build(model, X, metric="cosine", backend="ivf", nlist=4, nprobe=4)
+    d_exact, exact = index.search(X[:20], 5, exact=True)
+    d, _ = index.search(X[:20], 5)  # every list visited: the same items (near ties may swap)
+    np.testing.assert_allclose(d, d_exact, atol=1e-5)
+    flat = index.to_faiss()  # raw rows in: map, unit rows, inner product
+    similarity, found = flat.search(X[:20].astype(np.float32), 5)
+    np.testing.assert_allclose(1.0 - similarity, d_exact, atol=1e-5)
+    assert np.mean(found == exact) > 0.9

@@ -98,6 +98,26 @@ def linear_transform(L: np.ndarray):
     return lt
 
 
+def pre_transformed(L: np.ndarray, sub, metric: str):
+    """``IndexPreTransform``: the linear map ``L`` (then unit rows for cosine), then ``sub``.
+
+    The pre-transform owns its transforms and ``sub`` (their Python wrappers are disowned).
+    """
+    faiss = _faiss()
+    lt = linear_transform(L)
+    if metric == "cosine":
+        norm = faiss.NormalizationTransform(L.shape[0], 2.0)
+        index = faiss.IndexPreTransform(norm, sub)
+        index.prepend_transform(lt)
+        norm.this.disown()
+    else:
+        index = faiss.IndexPreTransform(lt, sub)
+    index.own_fields = True
+    lt.this.disown()
+    sub.this.disown()
+    return index
+
+
 def add_embedded(index, E: np.ndarray) -> None:
     """Add embeddings to ``index``, past its pre-transform when it has one."""
     faiss = _faiss()
@@ -142,13 +162,7 @@ class ApproximateIndex:
                 sub = faiss.IndexIVFPQ(quantizer, dim, nlist, m, pq_bits(n))
             sub.own_fields = True
             quantizer.this.disown()  # sub owns it now
-        index = sub
-        if linear is not None:
-            lt = linear_transform(linear)
-            index = faiss.IndexPreTransform(lt, sub)
-            index.own_fields = True  # it deletes the transform and the sub-index
-            lt.this.disown()
-            sub.this.disown()
+        index = sub if linear is None else pre_transformed(linear, sub, metric)
         return cls(kind, index, params, metric)
 
     @property

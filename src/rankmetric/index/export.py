@@ -55,7 +55,8 @@ def to_faiss(model, factory: str = "Flat", *, dim: int | None = None, metric: st
     dim : int, optional
         The embedding dimension, when ``model`` is not linear.
     metric : {"euclidean", "sqeuclidean", "cosine"}, default="euclidean"
-        Cosine uses faiss's inner product (add and search unit rows).
+        Cosine uses faiss's inner product; after a linear map a ``NormalizationTransform``
+        makes the rows unit (without one, add and search unit rows).
 
     Returns
     -------
@@ -75,7 +76,7 @@ def to_faiss(model, factory: str = "Flat", *, dim: int | None = None, metric: st
     >>> index.d, index.index.d  # raw rows in, 3-d embeddings indexed
     (5, 3)
     """
-    from ._ann import _faiss, linear_transform
+    from ._ann import _faiss, pre_transformed
 
     faiss = _faiss()
     L = linear_map(model)
@@ -87,14 +88,7 @@ def to_faiss(model, factory: str = "Flat", *, dim: int | None = None, metric: st
         sub = faiss.index_factory(int(d), factory, kind)
     except RuntimeError as exc:
         raise ValueError(f"faiss refused the factory string {factory!r}: {exc}") from exc
-    if L is None:
-        return sub
-    lt = linear_transform(L)
-    index = faiss.IndexPreTransform(lt, sub)
-    index.own_fields = True  # it deletes the transform and the sub-index
-    lt.this.disown()
-    sub.this.disown()
-    return index
+    return sub if L is None else pre_transformed(L, sub, metric)
 
 
 def _check_exportable(model) -> None:

@@ -179,10 +179,11 @@ API_GROUPS = [
     ),
     (
         "scaling",
-        "Scaling: search and distributed training",
-        "Exact chunked k-NN search (torch or faiss) and the helpers for training on several "
-        "processes.",
-        ["neighbors", "distributed"],
+        "Scaling: search, serving and distributed training",
+        "Exact chunked k-NN search (torch or faiss), the served index of a learned metric "
+        "(exact or approximate search, export, Dask shards) and the helpers for training on "
+        "several processes.",
+        ["neighbors", "index", "distributed"],
     ),
     (
         "data",

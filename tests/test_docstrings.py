@@ -40,6 +40,7 @@ PUBLIC_MODULES = [
     "rankmetric.evaluate",
     "rankmetric.geometry",
     "rankmetric.neighbors",
+    "rankmetric.index",
     "rankmetric.sampling",
     "rankmetric.datasets",
     "rankmetric.models",

@@ -55,6 +55,7 @@ _LAZY = {
     "XQDA": "rankmetric.estimators.xqda",
     "PairClassifier": "rankmetric.estimators.pair_classifier",
     "MDM": "rankmetric.estimators.mdm",
+    "Index": "rankmetric.index",
     "save_model": "rankmetric.io",
     "load_model": "rankmetric.io",
     "threads": "rankmetric._threads",

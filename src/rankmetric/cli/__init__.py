@@ -17,7 +17,7 @@ import sys
 
 from .. import __version__
 
-_SUBCOMMANDS = ["demo", "data", "fit", "evaluate", "bench"]
+_SUBCOMMANDS = ["demo", "data", "fit", "evaluate", "bench", "index"]
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable
 from numbers import Integral
 
@@ -58,7 +59,9 @@ def as_embeddings(X, name: str, device: torch.device, dtype: torch.dtype) -> tor
         raise ValueError(f"{name} is empty (shape {tuple(X.shape)}).")
     T = X.to(device=device, dtype=dtype) if isinstance(X, torch.Tensor) else None
     if T is None:
-        T = torch.as_tensor(np.ascontiguousarray(X), dtype=dtype, device=device)
+        with warnings.catch_warnings():  # a read-only (memory-mapped) array: never written to
+            warnings.filterwarnings("ignore", message=".*not writable.*", category=UserWarning)
+            T = torch.as_tensor(np.ascontiguousarray(X), dtype=dtype, device=device)
     # one pass: a NaN or infinite entry makes its row's squared norm NaN or infinite too
     if bool(torch.isfinite(squared_norms(T)).all()):
         return T.contiguous()

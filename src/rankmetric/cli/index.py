@@ -1,0 +1,138 @@
+"""``rankmetric index``: build, grow, query and evaluate a served index of a learned metric."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from ._args import check_input_file, check_output_file
+
+EPILOG = """\
+data files: a .npz with X (rows, raw features or embeddings) and optionally ids (integers
+or strings) and y (labels, kept as the attribute "label"); or a .npy of rows (memory-mapped).
+
+examples:
+  rankmetric index build --model warca.npz --data catalogue.npz --out idx/
+  rankmetric index add --index idx/ --data new_items.npz
+  rankmetric index query --index idx/ --data queries.npz --k 10 --out neighbours.npz
+  rankmetric index evaluate --index idx/ --data queries.npz --k 10
+"""
+
+
+def _read_rows(path: str) -> dict:
+    """``{"X": rows, "ids": ..., "y": ...}`` of a .npz or .npy file (no pickle)."""
+    import numpy as np
+
+    check_input_file(path, "--data")
+    if path.endswith(".npy"):
+        return {"X": np.load(path, mmap_mode="r", allow_pickle=False)}
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            found = {k: archive[k] for k in archive.files if k in ("X", "ids", "y")}
+    except ValueError as exc:
+        raise ValueError(f"--data {path}: not a plain .npz of arrays ({exc}).") from None
+    if "X" not in found:
+        raise ValueError(f"--data {path} has no array X (it has {sorted(found)}).")
+    return found
+
+
+def _build(args) -> int:
+    from ..index import Index
+    from ..io import load_model
+
+    data = _read_rows(args.data)
+    model = None
+    if args.model:
+        check_input_file(args.model, "--model")
+        model = load_model(args.model)
+    attributes = {"label": data["y"]} if "y" in data else None
+    index = Index(model, backend=args.backend, metric=args.metric)
+    index.add(data["X"], data.get("ids"), attributes)
+    index.save(args.out)
+    print(f"{index!r} written to {args.out}")
+    return 0
+
+
+def _add(args) -> int:
+    from ..index import Index
+
+    index = Index.load(args.index, mmap=True)
+    data = _read_rows(args.data)
+    attributes = {"label": data["y"]} if "y" in data else None
+    index.add(data["X"], data.get("ids"), attributes)
+    index.save(args.index)
+    print(f"{index!r} written to {args.index}")
+    return 0
+
+
+def _query(args) -> int:
+    import numpy as np
+
+    from ..index import Index
+
+    index = Index.load(args.index)
+    Q = _read_rows(args.data)["X"]
+    distances, ids = index.search(Q, args.k, exact=args.exact)
+    if args.out:
+        check_output_file(args.out)
+        ids_out = ids if ids.dtype != object else ids.astype(str)
+        with open(args.out, "wb") as fh:
+            np.savez(fh, distances=distances, ids=ids_out)
+        print(f"{ids.shape[0]} queries × {ids.shape[1]} neighbours written to {args.out}")
+        return 0
+    for row, (d, i) in enumerate(zip(distances, ids, strict=True)):  # printing, not a hot path
+        pairs = ", ".join(f"{item} ({dist:.4g})" for item, dist in zip(i, d, strict=True))
+        print(f"query {row}: {pairs}")
+    return 0
+
+
+def _evaluate(args) -> int:
+    from ..index import Index
+
+    index = Index.load(args.index)
+    data = _read_rows(args.data)
+    if "y" not in data:
+        raise ValueError(f"--data {args.data} needs the queries' labels y to evaluate.")
+    report = index.evaluate(data["X"], data["y"], k=args.k)
+    json.dump(report, sys.stdout, indent=1)
+    print()
+    return 0
+
+
+def register(subparsers) -> None:
+    from ._args import vector_metric
+
+    parser = subparsers.add_parser(
+        "index",
+        help="build, grow, query and evaluate a served index of a learned metric",
+        description="Serve a learned metric: an index folder of the embedded catalogue.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = parser.add_subparsers(dest="index_command", metavar="ACTION", required=True)
+    build = sub.add_parser("build", help="embed a catalogue with a model and write an index")
+    build.add_argument("--model", metavar="PATH", help="a saved model (.npz); none: embeddings")
+    build.add_argument("--data", metavar="PATH", required=True, help="the catalogue (.npz/.npy)")
+    build.add_argument("--out", metavar="DIR", required=True, help="the index folder to write")
+    build.add_argument(
+        "--backend", default="auto", choices=["auto", "exact", "ivf", "ivfpq", "hnsw"]
+    )
+    build.add_argument("--metric", type=vector_metric, default=None, help="default: the model's")
+    build.set_defaults(func=_build)
+    add = sub.add_parser("add", help="add items to an index folder")
+    add.add_argument("--index", metavar="DIR", required=True)
+    add.add_argument("--data", metavar="PATH", required=True)
+    add.set_defaults(func=_add)
+    query = sub.add_parser("query", help="the k nearest items of each query")
+    query.add_argument("--index", metavar="DIR", required=True)
+    query.add_argument("--data", metavar="PATH", required=True, help="queries (.npz/.npy)")
+    query.add_argument("--k", type=int, default=10)
+    query.add_argument("--exact", action="store_true", help="exact search on any backend")
+    query.add_argument("--out", metavar="PATH", help="write distances and ids to a .npz")
+    query.set_defaults(func=_query)
+    evaluate = sub.add_parser("evaluate", help="recall@k and CMC / mAP@R, approximate vs exact")
+    evaluate.add_argument("--index", metavar="DIR", required=True)
+    evaluate.add_argument("--data", metavar="PATH", required=True, help="queries with labels y")
+    evaluate.add_argument("--k", type=int, default=10)
+    evaluate.set_defaults(func=_evaluate)

@@ -1,0 +1,126 @@
+"""The production walk on a user file, each step one documented call: learn, build, add, filter,
+save, load, query, evaluate, export; and the same through ``rankmetric index``."""
+
+import json
+import warnings
+
+import numpy as np
+import pytest
+
+from rankmetric import WARCA, load_model
+from rankmetric.cli import main
+from rankmetric.datasets import load_features
+from rankmetric.index import Index
+
+
+@pytest.fixture
+def user_file(tmp_path):
+    rng = np.random.default_rng(0)
+    centres = rng.normal(size=(40, 12)) * 3
+    y = np.repeat(np.arange(40), 25)
+    X = centres[y] + rng.normal(size=(1000, 12))
+    X[:, 6:] = rng.normal(size=(1000, 6)) * 8  # noise the metric must learn to ignore
+    np.savez(tmp_path / "items.npz", X=X, y=y)
+    return tmp_path / "items.npz"
+
+
+def test_walk_end_to_end(user_file, tmp_path):
+    pytest.importorskip("onnxruntime")
+    import onnxruntime as ort
+
+    data = load_features(str(user_file))
+    X, y = data.X, data.y
+    train, catalogue, queries = np.arange(0, 1000, 3), np.arange(1, 1000, 3), np.arange(2, 1000, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = WARCA(n_components=6, max_iter=200, random_state=0).fit(X[train], y[train])
+    index = Index.build(model, X[catalogue[:200]], attributes={"label": y[catalogue[:200]]})
+    index.add(X[catalogue[200:]], attributes={"label": y[catalogue[200:]]})
+    _, ids = index.search(X[queries[:5]], 3, filter=lambda a: a["label"] < 20)
+    assert (y[catalogue][ids] < 20).all()
+    index.save(tmp_path / "idx")
+    served = Index.load(tmp_path / "idx")
+    d, ids = served.search(X[queries], 10)
+    assert ids.shape == (len(queries), 10) and (np.diff(d, axis=1) >= 0).all()
+    report = served.evaluate(X[queries], y[queries], k=10)
+    euclid = Index.from_embeddings(X[catalogue], attributes={"label": y[catalogue]})
+    baseline = euclid.evaluate(X[queries], y[queries], k=10)
+    assert report["exact"]["map@r"] > baseline["exact"]["map@r"]  # the learned metric helps
+    served.export_onnx(tmp_path / "m.onnx")
+    emb = ort.InferenceSession(str(tmp_path / "m.onnx")).run(None, {"X": X[:4].astype(np.float32)})
+    np.testing.assert_allclose(emb[0], served.embed(X[:4]), rtol=1e-5, atol=1e-5)
+
+
+def test_cli_build_add_query_evaluate(user_file, tmp_path, capsys):
+    with np.load(user_file) as f:
+        order = np.random.default_rng(1).permutation(1000)
+        X, y = f["X"][order], f["y"][order]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        WARCA(n_components=6, max_iter=50).fit(X, y).save(tmp_path / "m.npz")
+    np.savez(
+        tmp_path / "cat.npz", X=X[:800], y=y[:800], ids=np.array([f"a{i}" for i in range(800)])
+    )
+    np.savez(
+        tmp_path / "more.npz",
+        X=X[800:900],
+        y=y[800:900],
+        ids=np.array([f"b{i}" for i in range(100)]),
+    )
+    np.savez(tmp_path / "q.npz", X=X[900:], y=y[900:])
+    out = tmp_path / "idx"
+    assert (
+        main(
+            [
+                "index",
+                "build",
+                "--model",
+                str(tmp_path / "m.npz"),
+                "--data",
+                str(tmp_path / "cat.npz"),
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
+    assert main(["index", "add", "--index", str(out), "--data", str(tmp_path / "more.npz")]) == 0
+    assert len(Index.load(out)) == 900
+    assert (
+        main(
+            [
+                "index",
+                "query",
+                "--index",
+                str(out),
+                "--data",
+                str(tmp_path / "q.npz"),
+                "--k",
+                "5",
+                "--out",
+                str(tmp_path / "nn.npz"),
+            ]
+        )
+        == 0
+    )
+    with np.load(tmp_path / "nn.npz") as nn:
+        assert nn["ids"].shape == (100, 5) and nn["ids"].dtype.kind == "U"
+    capsys.readouterr()
+    assert main(["index", "evaluate", "--index", str(out), "--data", str(tmp_path / "q.npz")]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["recall@k"] == 1.0 and 0 < report["exact"]["map@r"] <= 1
+    assert (
+        main(
+            [
+                "index",
+                "query",
+                "--index",
+                str(tmp_path / "nowhere"),
+                "--data",
+                str(tmp_path / "q.npz"),
+            ]
+        )
+        == 2
+    )
+    assert "not an index folder" in capsys.readouterr().err
+    assert load_model(tmp_path / "m.npz") is not None

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 EXAMPLES = sorted((Path(__file__).resolve().parents[1] / "examples").glob("*.py"))
-NEEDS_DATA = {"rpl_raw_trials.py"}
+NEEDS_DATA = {"rpl_raw_trials.py", "cross_session_eeg.py"}
 
 
 def _param(path: Path):

@@ -25,11 +25,11 @@ from sklearn.metrics import adjusted_mutual_info_score
 
 from .._threads import thread_limit, threads_for
 from .._utils import resolve_device
-from ..neighbors import Gallery, check_metric, for_each_chunk, nearest_chunks, ranking_keys
+from ..neighbors import Gallery, check_metric, for_each_chunk, relevant_places
 from ._inputs import as_embeddings, check_ks, check_same_width, compute_dtype, encode_labels
 from ._precision import average_precision
+from ._ranking import ClassColumns, chunk_rows
 from .clustering import nmi_score
-from .reid import _chunk_rows, _relevant_places  # the re-id ranking code, shared
 
 __all__ = [
     "retrieval_scores",
@@ -38,26 +38,6 @@ __all__ = [
     "precision_at_1",
     "map_at_r",
 ]
-
-
-def _average_precision_at_r(relevant: torch.Tensor, R: torch.Tensor) -> torch.Tensor:
-    """AP@R of each row of a ranked relevance matrix.
-
-    Parameters
-    ----------
-    relevant : bool tensor of shape (n, K)
-        ``relevant[q, i]``: the (i+1)-th nearest item shares query q's label; ``K >= max(R)``.
-    R : int tensor of shape (n,)
-        Relevant items per query (rows with ``R = 0`` give 0).
-
-    Returns
-    -------
-    float64 tensor of shape (n,)
-    """
-    position = torch.arange(1, relevant.shape[1] + 1, device=relevant.device)
-    hits = relevant & (position <= R.unsqueeze(1))
-    hits_so_far = torch.cumsum(hits, dim=1, dtype=torch.float64)
-    return average_precision(hits_so_far, position, hits, R)
 
 
 def _prepare(embeddings, labels, query_embeddings, query_labels, metric, device):
@@ -79,6 +59,62 @@ def _prepare(embeddings, labels, query_embeddings, query_labels, metric, device)
     return Q, G, q_codes, g_codes, False
 
 
+def _ranked_pass(Q, G, q_codes, g_codes, leave_one_out, metric, chunk_size) -> dict:
+    """Per-query place of the first hit (0: none), AP, AP@R and R-precision, in one pass.
+
+    Each chunk of queries scores the whole gallery once; the places of the relevant items come
+    from :func:`~rankmetric.neighbors.relevant_places` (ties: the lower gallery index), and are
+    reduced to per-query numbers at once.
+    """
+    dev, n_q, n_g = Q.device, Q.shape[0], G.shape[0]
+    n_classes = int(max(q_codes.max(), g_codes.max())) + 1
+    q_codes_t = torch.as_tensor(q_codes, device=dev)
+    classes = ClassColumns(torch.as_tensor(g_codes, device=dev), n_classes)
+    first = torch.zeros(n_q, dtype=torch.int64, device=dev)  # place of the first hit (0: none)
+    per_query = {
+        name: torch.zeros(n_q, dtype=torch.float64, device=dev)
+        for name in ("map", "map@r", "r_precision")
+    }
+    chunk, tie_rows = chunk_rows(chunk_size, n_q, n_g, Q.element_size())
+
+    def visit(rows, scores, _):
+        columns, inside = classes.of(q_codes_t[rows])
+        if leave_one_out:  # the query's own score is +inf already
+            inside &= columns != rows.unsqueeze(1)
+        places, r = relevant_places(scores, columns, inside, tie_rows=tie_rows)
+        j = torch.arange(places.shape[1], device=dev)
+        counted = j < r.unsqueeze(1)
+        within_r = counted & (places <= r.unsqueeze(1))
+        per_query["map"][rows] = average_precision(j + 1, places, counted, r)
+        per_query["map@r"][rows] = average_precision(j + 1, places, within_r, r)
+        per_query["r_precision"][rows] = within_r.sum(dim=1) / r.clamp(min=1).to(torch.float64)
+        first[rows] = torch.where(r > 0, places[:, 0], 0)
+
+    with thread_limit(threads_for(n_q * G.numel())):
+        for_each_chunk(Q, Gallery.build(G, metric), chunk, visit, exclude_self=leave_one_out)
+    out = {name: v.cpu().numpy() for name, v in per_query.items()}
+    out["first"] = first.cpu().numpy()
+    return out
+
+
+def _checked(embeddings, labels, ks, query_embeddings, query_labels, metric, device):
+    """Validated inputs of a ranking score: tensors, codes, the leave-one-out flag, ks, R."""
+    Q, G, q_codes, g_codes, leave_one_out = _prepare(
+        embeddings, labels, query_embeddings, query_labels, metric, device
+    )
+    if np.unique(g_codes).shape[0] < 2:
+        raise ValueError(
+            "the gallery holds a single class: every item is relevant, so retrieval scores "
+            "are meaningless."
+        )
+    ks = check_ks(ks, G.shape[0] - int(leave_one_out), "ks")
+    n_classes = int(max(q_codes.max(), g_codes.max())) + 1
+    R = np.bincount(g_codes, minlength=n_classes)[q_codes] - int(leave_one_out)
+    if not np.any(R > 0):
+        raise ValueError("no query has a same-class item in the gallery.")
+    return Q, G, q_codes, g_codes, leave_one_out, ks, R
+
+
 def _retrieval_pass(
     embeddings,
     labels,
@@ -89,55 +125,18 @@ def _retrieval_pass(
     metric: str,
     chunk_size,
     device,
-    need_map: bool,
 ) -> dict[str, float]:
-    """One chunked pass over the queries computing Recall@ks, P@1 and (optionally) mAP@R."""
+    """One chunked pass over the queries computing Recall@ks, P@1 and mAP@R."""
     metric = check_metric(metric)
-    Q, G, q_codes, g_codes, leave_one_out = _prepare(
-        embeddings, labels, query_embeddings, query_labels, metric, device
+    Q, G, q_codes, g_codes, leave_one_out, ks, R = _checked(
+        embeddings, labels, ks, query_embeddings, query_labels, metric, device
     )
-    if np.unique(g_codes).shape[0] < 2:
-        raise ValueError(
-            "the gallery holds a single class: every item is relevant, so retrieval scores "
-            "are meaningless."
-        )
-    ks = check_ks(ks, G.shape[0] - int(leave_one_out), "ks")
-    R = np.bincount(g_codes, minlength=q_codes.max() + 1)[q_codes] - int(leave_one_out)
-    if not np.any(R > 0):
-        raise ValueError("no query has a same-class item in the gallery.")
-
-    dev = Q.device
-    R_t = torch.as_tensor(R, device=dev)
-    q_codes_t, g_codes_t = (
-        torch.as_tensor(q_codes, device=dev),
-        torch.as_tensor(g_codes, device=dev),
-    )
-    order = torch.argsort(R_t, stable=True) if need_map else None
-    k_query = R_t.clamp(min=ks[-1]) if need_map else ks[-1]
-
-    first_hit = torch.full((Q.shape[0],), G.shape[0], dtype=torch.int64, device=dev)
-    ap = torch.zeros(Q.shape[0], dtype=torch.float64, device=dev)
-    chunks = nearest_chunks(
-        Q,
-        Gallery.build(G, metric),
-        k_query,
-        exclude_self=leave_one_out,
-        order=order,
-        chunk_size=chunk_size,
-    )
-    with thread_limit(threads_for(Q.shape[0] * G.numel())):
-        for rows, _, nearest, _ in chunks:  # loop over query chunks
-            relevant = g_codes_t[nearest] == q_codes_t[rows].unsqueeze(1)
-            first = torch.argmax(relevant.to(torch.uint8), dim=1)
-            first_hit[rows] = torch.where(relevant.any(dim=1), first, G.shape[0])
-            if need_map:
-                ap[rows] = _average_precision_at_r(relevant, R_t[rows])
-
-    first_hit, ap, scored = first_hit.cpu().numpy(), ap.cpu().numpy(), R > 0
-    result = {f"recall@{k}": float(np.mean(first_hit < k)) for k in ks}
-    result["precision@1"] = float(np.mean(first_hit[scored] == 0))
-    if need_map:
-        result["map@r"] = float(np.mean(ap[scored]))
+    found = _ranked_pass(Q, G, q_codes, g_codes, leave_one_out, metric, chunk_size)
+    first, scored = found["first"], R > 0
+    hit = first > 0
+    result = {f"recall@{k}": float(np.mean(hit & (first <= k))) for k in ks}
+    result["precision@1"] = float(np.mean(first[scored] == 1))
+    result["map@r"] = float(np.mean(found["map@r"][scored]))
     return result
 
 
@@ -210,7 +209,6 @@ def retrieval_scores(
         metric=metric,
         chunk_size=chunk_size,
         device=device,
-        need_map=True,
     )
 
 
@@ -278,7 +276,6 @@ def recall_at_k(
         metric=metric,
         chunk_size=chunk_size,
         device=device,
-        need_map=False,
     )
     return {int(key.split("@")[1]): v for key, v in scores.items() if key.startswith("recall@")}
 
@@ -341,7 +338,6 @@ def precision_at_1(
         metric=metric,
         chunk_size=chunk_size,
         device=device,
-        need_map=False,
     )["precision@1"]
 
 
@@ -410,7 +406,6 @@ def map_at_r(
         metric=metric,
         chunk_size=chunk_size,
         device=device,
-        need_map=True,
     )["map@r"]
 
 
@@ -510,57 +505,16 @@ def retrieval_report(
     if average not in AVERAGES:
         raise ValueError(f"average must be one of {AVERAGES}, got {average!r}.")
     metric = check_metric(metric)
-    Q, G, q_codes, g_codes, leave_one_out = _prepare(
-        embeddings, labels, query_embeddings, query_labels, metric, device
+    Q, G, q_codes, g_codes, leave_one_out, ks, R = _checked(
+        embeddings, labels, ks, query_embeddings, query_labels, metric, device
     )
-    if np.unique(g_codes).shape[0] < 2:
-        raise ValueError(
-            "the gallery holds a single class: every item is relevant, so retrieval scores "
-            "are meaningless."
-        )
-    ks = check_ks(ks, G.shape[0] - int(leave_one_out), "ks")
-    n_classes = int(max(q_codes.max(), g_codes.max())) + 1
-    R = np.bincount(g_codes, minlength=n_classes)[q_codes] - int(leave_one_out)
     scored = R > 0
-    if not np.any(scored):
-        raise ValueError("no query has a same-class item in the gallery.")
-
-    dev, n_q = Q.device, Q.shape[0]
-    q_codes_t, g_codes_t = (
-        torch.as_tensor(q_codes, device=dev),
-        torch.as_tensor(g_codes, device=dev),
-    )
-    first = torch.zeros(n_q, dtype=torch.int64, device=dev)  # place of the first hit (0: none)
-    per_query = {
-        name: torch.zeros(n_q, dtype=torch.float64, device=dev)
-        for name in ("map", "map@r", "r_precision")
-    }
-    g_index = torch.arange(G.shape[0], device=dev)
-
-    def visit(rows, scores, _):
-        relevant = g_codes_t.unsqueeze(0) == q_codes_t[rows].unsqueeze(1)
-        valid = torch.ones_like(relevant)
-        if leave_one_out:
-            valid = g_index.unsqueeze(0) != rows.unsqueeze(1)
-            relevant &= valid
-        places, r = _relevant_places(ranking_keys(scores), relevant, valid)
-        j = torch.arange(places.shape[1], device=dev)
-        counted = j < r.unsqueeze(1)
-        within_r = counted & (places <= r.unsqueeze(1))
-        per_query["map"][rows] = average_precision(j + 1, places, counted, r)
-        per_query["map@r"][rows] = average_precision(j + 1, places, within_r, r)
-        per_query["r_precision"][rows] = within_r.sum(dim=1) / r.clamp(min=1).to(torch.float64)
-        first[rows] = torch.where(r > 0, places[:, 0], 0)
-
-    chunk = _chunk_rows(chunk_size, n_q, G.shape[0])
-    with thread_limit(threads_for(n_q * G.numel())):
-        for_each_chunk(Q, Gallery.build(G, metric), chunk, visit)
-
-    first = first.cpu().numpy()
+    found = _ranked_pass(Q, G, q_codes, g_codes, leave_one_out, metric, chunk_size)
+    n_q, first = Q.shape[0], found.pop("first")
     hit = first > 0
     mean = lambda values, mask: _class_mean(values, q_codes, mask, average)  # noqa: E731
     everyone = np.ones(n_q, dtype=bool)
-    result = {name: mean(v.cpu().numpy(), scored) for name, v in per_query.items()}
+    result = {name: mean(v, scored) for name, v in found.items()}
     result["mrr"] = mean(np.where(hit, 1.0 / np.maximum(first, 1), 0.0), scored)
     result["precision@1"] = mean((first == 1).astype(np.float64), scored)
     for k in ks:

@@ -29,6 +29,7 @@ __all__ = [
     "auto_chunk_size",
     "for_each_chunk",
     "ranking_keys",
+    "relevant_places",
     "smallest_k",
     "squared_norms",
     "to_distance",
@@ -508,3 +509,115 @@ def smallest_k(scores: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor
         cols = cols[keep]
     cols = cols.view(n, k)
     return _sort_by_value_then_index(scores.gather(1, cols), cols)
+
+
+_NO_KEY = torch.iinfo(torch.int64).max
+
+
+def _sorted_rows(scores: torch.Tensor) -> torch.Tensor:
+    """Each row's values in ascending order (NumPy's vectorised sort on the CPU)."""
+    if _on_numpy(scores):
+        return torch.from_numpy(np.sort(scores.numpy(), axis=1))
+    return torch.sort(scores, dim=1).values
+
+
+def _places_by_keys(scores: torch.Tensor, relevant: torch.Tensor) -> torch.Tensor:
+    """Places of each row's relevant items with unique int64 keys: exact under any ties.
+
+    ``O(m log R)`` a row (a binary search of every entry among the relevant keys and a
+    histogram); :func:`relevant_places` uses it only for the rows where scores tie.
+    """
+    n = scores.shape[0]
+    keys = ranking_keys(scores)
+    r_max = max(int(relevant.sum(dim=1).max()), 1)
+    rel_keys = keys.masked_fill(~relevant, _NO_KEY).topk(r_max, dim=1, largest=False).values
+    rel_keys = rel_keys.sort(dim=1).values.contiguous()
+    bucket = torch.searchsorted(rel_keys, keys)  # relevant items ranked before each entry
+    others = torch.isfinite(scores) & ~relevant
+    bucket.masked_fill_(~others, r_max + 1)  # uncounted entries go to a spare bin
+    bucket += (torch.arange(n, device=keys.device) * (r_max + 2)).unsqueeze(1)
+    hist = torch.bincount(bucket.view(-1), minlength=n * (r_max + 2)).view(n, r_max + 2)
+    del bucket, keys
+    before = torch.cumsum(hist[:, :r_max], dim=1)  # other entries ranked before relevant j
+    return torch.arange(1, r_max + 1, device=scores.device) + before
+
+
+def relevant_places(
+    scores: torch.Tensor, columns: torch.Tensor, counted: torch.Tensor, *, tie_rows: int = 0
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Places (1-based) of each row's relevant entries in the row's ranking, in order.
+
+    A row ranks its finite entries by (score, lower column); ``+inf`` entries are out of the
+    ranking (the caller writes ``+inf`` over what a protocol removes: the query itself, junk,
+    same-camera twins).
+
+    Parameters
+    ----------
+    scores : tensor of shape (n, m)
+        Ranking scores (lower is nearer); finite, or ``+inf`` for entries outside the ranking.
+        No NaN.
+    columns : int64 tensor of shape (n, w)
+        Candidate relevant columns of each row, ascending where ``counted``.
+    counted : bool tensor of shape (n, w)
+        Which candidates are relevant (their scores must be finite).
+    tie_rows : int, default=0
+        Rows per block in the exact fallback for rows with tied scores (0: all at once).
+
+    Returns
+    -------
+    places : int64 tensor of shape (n, max(1, max R))
+        ``places[q, j]`` = place of row ``q``'s (j+1)-th relevant entry among its finite
+        entries; entries ``j ≥ R_q`` are meaningless.
+    R : int64 tensor of shape (n,)
+        Relevant entries per row.
+
+    See Also
+    --------
+    rankmetric.neighbors.ranking_keys : The order it follows, as int64 keys.
+    rankmetric.evaluate.retrieval_report : Average precision and more from these places.
+
+    Notes
+    -----
+    The rows are sorted by value (vectorised float sort, no 64-bit keys, no index array) and
+    each relevant value finds its place by binary search in its sorted row: ``O(m log m)`` a
+    row in the sort, ``O(R log m)`` in the search. Where a relevant value equals another
+    entry's, the order among equals is the lower column; those rows are counted again with
+    unique (score, column) keys, so the result is exact whatever the ties.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from rankmetric.neighbors import relevant_places
+    >>> scores = torch.tensor([[0.3, 0.1, 0.2, 0.1], [0.5, float("inf"), 0.4, 0.9]])
+    >>> columns = torch.tensor([[0, 3], [0, 3]])
+    >>> counted = torch.tensor([[True, True], [True, True]])
+    >>> places, R = relevant_places(scores, columns, counted)
+    >>> places.tolist(), R.tolist()
+    ([[2, 4], [2, 3]], [2, 2])
+    """
+    n = scores.shape[0]
+    R = counted.sum(dim=1)
+    width = max(int(R.max()) if n else 0, 1)
+    if columns.shape[1] == 0:
+        return torch.zeros((n, width), dtype=torch.int64, device=scores.device), R
+    values = scores.gather(1, columns).masked_fill_(~counted, torch.inf)
+    values = torch.sort(values, dim=1).values[:, :width].contiguous()  # relevant values first
+    ranked = _sorted_rows(scores)
+    below = torch.searchsorted(ranked, values)  # entries with a smaller score
+    upto = torch.searchsorted(ranked, values, right=True)
+    places = below + 1
+    is_rel = torch.arange(width, device=R.device) < R.unsqueeze(1)
+    tied = ((upto - below > 1) & is_rel).any(dim=1)  # some relevant score equals another
+    if bool(tied.any()):
+        rows = tied.nonzero().squeeze(1)
+        step = tie_rows if tie_rows > 0 else rows.shape[0]
+        for start in range(0, rows.shape[0], step):  # loop over blocks of rows with ties
+            block = rows[start : start + step]
+            relevant = torch.zeros(
+                (block.shape[0], scores.shape[1]), dtype=torch.bool, device=scores.device
+            )
+            at, k = counted[block].nonzero(as_tuple=True)
+            relevant[at, columns[block][at, k]] = True
+            exact = _places_by_keys(scores[block], relevant)
+            places[block, : exact.shape[1]] = exact
+    return places, R

@@ -238,6 +238,9 @@ def reid_scores(
     as_t = lambda a: torch.as_tensor(a, device=dev)  # noqa: E731
     junk_t = as_t(np.flatnonzero(junk))  # junk items leave every ranking
     chunk, tie_rows = chunk_rows(chunk_size, n_query, n_gallery, Q.element_size())
+    workspace = (
+        torch.empty((min(chunk, n_query), n_gallery), dtype=Q.dtype) if dev.type == "cpu" else None
+    )
 
     q_ids_t, g_ids_t = as_t(q_ids), as_t(g_ids)
     q_cams_t, g_cams_t = (None, None) if q_cams is None else (as_t(q_cams), as_t(g_cams))
@@ -265,7 +268,9 @@ def reid_scores(
             at, k = twin.nonzero(as_tuple=True)
             scores[at, columns[at, k]] = torch.inf
             counted &= ~twin
-        places, R = relevant_places(scores, columns, counted, tie_rows=tie_rows)
+        places, R = relevant_places(
+            scores, columns, counted, tie_rows=tie_rows, workspace=workspace
+        )
         ok = R > 0
         j = torch.arange(places.shape[1], device=dev)
         ap[rows] = average_precision(j + 1, places, j < R.unsqueeze(1), R)

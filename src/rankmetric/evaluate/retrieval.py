@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from sklearn.cluster import KMeans
 from sklearn.metrics import adjusted_mutual_info_score
 
 from .._threads import thread_limit, threads_for
 from .._utils import resolve_device
 from ..neighbors import Gallery, check_metric, for_each_chunk, relevant_places
 from ._inputs import as_embeddings, check_ks, check_same_width, compute_dtype, encode_labels
+from ._kmeans import check_backend, kmeans_labels
 from ._precision import average_precision
 from ._ranking import ClassColumns, chunk_rows
 from .clustering import nmi_score
@@ -59,12 +59,14 @@ def _prepare(embeddings, labels, query_embeddings, query_labels, metric, device)
     return Q, G, q_codes, g_codes, False
 
 
-def _ranked_pass(Q, G, q_codes, g_codes, leave_one_out, metric, chunk_size) -> dict:
+def _ranked_pass(Q, G, q_codes, g_codes, leave_one_out, metric, chunk_size, depth_of=None) -> dict:
     """Per-query place of the first hit (0: none), AP, AP@R and R-precision, in one pass.
 
     Each chunk of queries scores the whole gallery once; the places of the relevant items come
     from :func:`~rankmetric.neighbors.relevant_places` (ties: the lower gallery index), and are
-    reduced to per-query numbers at once.
+    reduced to per-query numbers at once. ``depth_of`` (n_queries,): the deepest place each
+    query needs (then queries are visited in its order, so a chunk ranks only as deep as its
+    own deepest query); None: every place.
     """
     dev, n_q, n_g = Q.device, Q.shape[0], G.shape[0]
     n_classes = int(max(q_codes.max(), g_codes.max())) + 1
@@ -76,12 +78,20 @@ def _ranked_pass(Q, G, q_codes, g_codes, leave_one_out, metric, chunk_size) -> d
         for name in ("map", "map@r", "r_precision")
     }
     chunk, tie_rows = chunk_rows(chunk_size, n_q, n_g, Q.element_size())
+    workspace = torch.empty((min(chunk, n_q), n_g), dtype=Q.dtype) if dev.type == "cpu" else None
+    order = None
+    if depth_of is not None:
+        depth_of = torch.as_tensor(depth_of, device=dev)
+        order = torch.argsort(depth_of, stable=True)
 
     def visit(rows, scores, _):
         columns, inside = classes.of(q_codes_t[rows])
         if leave_one_out:  # the query's own score is +inf already
             inside &= columns != rows.unsqueeze(1)
-        places, r = relevant_places(scores, columns, inside, tie_rows=tie_rows)
+        depth = None if depth_of is None else int(depth_of[rows].max())
+        places, r = relevant_places(
+            scores, columns, inside, depth=depth, tie_rows=tie_rows, workspace=workspace
+        )
         j = torch.arange(places.shape[1], device=dev)
         counted = j < r.unsqueeze(1)
         within_r = counted & (places <= r.unsqueeze(1))
@@ -91,7 +101,9 @@ def _ranked_pass(Q, G, q_codes, g_codes, leave_one_out, metric, chunk_size) -> d
         first[rows] = torch.where(r > 0, places[:, 0], 0)
 
     with thread_limit(threads_for(n_q * G.numel())):
-        for_each_chunk(Q, Gallery.build(G, metric), chunk, visit, exclude_self=leave_one_out)
+        for_each_chunk(
+            Q, Gallery.build(G, metric), chunk, visit, exclude_self=leave_one_out, order=order
+        )
     out = {name: v.cpu().numpy() for name, v in per_query.items()}
     out["first"] = first.cpu().numpy()
     return out
@@ -131,7 +143,8 @@ def _retrieval_pass(
     Q, G, q_codes, g_codes, leave_one_out, ks, R = _checked(
         embeddings, labels, ks, query_embeddings, query_labels, metric, device
     )
-    found = _ranked_pass(Q, G, q_codes, g_codes, leave_one_out, metric, chunk_size)
+    depth_of = np.maximum(R, ks[-1])  # mAP@R looks R places deep, Recall@K K places
+    found = _ranked_pass(Q, G, q_codes, g_codes, leave_one_out, metric, chunk_size, depth_of)
     first, scored = found["first"], R > 0
     hit = first > 0
     result = {f"recall@{k}": float(np.mean(hit & (first <= k))) for k in ks}
@@ -436,7 +449,9 @@ def retrieval_report(
     chunk_size: int | None = None,
     device: str | torch.device | None = None,
     random_state=0,
-    n_init: int = 10,
+    n_init: int = 1,
+    kmeans: str = "torch",
+    include=None,
 ) -> dict[str, float]:
     r"""mAP, MRR, R-precision, mAP@R, P@1, Recall@K, NMI and AMI in one memory-bounded pass.
 
@@ -468,8 +483,17 @@ def retrieval_report(
         None uses CUDA when available.
     random_state : int, RandomState or None, default=0
         Seed of the k-means clustering.
-    n_init : int, default=10
-        k-means restarts.
+    n_init : int, default=1
+        k-means restarts (the best inertia is kept).
+    kmeans : {"torch", "faiss", "sklearn"}, default="torch"
+        The k-means of the clustering scores: the project's own on torch (chunked), faiss's,
+        or scikit-learn's ``KMeans`` (with ``n_init=10``: the scores of earlier versions). See
+        :func:`~rankmetric.evaluate.clustering_scores`.
+    include : iterable of str, optional
+        The ranking scores to compute, among ``"map"``, ``"mrr"``, ``"r_precision"``,
+        ``"map@r"``, ``"precision@1"`` and ``"recall@k"`` (every K of ``ks``); None: all.
+        Without ``"map"`` each query's ranking is only followed ``max(R, K)`` places deep (a
+        partial sort), which is faster; the others are exact either way.
 
     Returns
     -------
@@ -508,23 +532,46 @@ def retrieval_report(
     Q, G, q_codes, g_codes, leave_one_out, ks, R = _checked(
         embeddings, labels, ks, query_embeddings, query_labels, metric, device
     )
+    include = _check_include(include)
+    if clustering:
+        kmeans = check_backend(kmeans)
     scored = R > 0
-    found = _ranked_pass(Q, G, q_codes, g_codes, leave_one_out, metric, chunk_size)
+    depth_of = None if "map" in include else np.maximum(R, ks[-1])
+    found = _ranked_pass(Q, G, q_codes, g_codes, leave_one_out, metric, chunk_size, depth_of)
     n_q, first = Q.shape[0], found.pop("first")
     hit = first > 0
     mean = lambda values, mask: _class_mean(values, q_codes, mask, average)  # noqa: E731
     everyone = np.ones(n_q, dtype=bool)
-    result = {name: mean(v, scored) for name, v in found.items()}
-    result["mrr"] = mean(np.where(hit, 1.0 / np.maximum(first, 1), 0.0), scored)
-    result["precision@1"] = mean((first == 1).astype(np.float64), scored)
-    for k in ks:
-        result[f"recall@{k}"] = mean((hit & (first <= k)).astype(np.float64), everyone)
+    result = {name: mean(v, scored) for name, v in found.items() if name in include}
+    if "mrr" in include:
+        result["mrr"] = mean(np.where(hit, 1.0 / np.maximum(first, 1), 0.0), scored)
+    if "precision@1" in include:
+        result["precision@1"] = mean((first == 1).astype(np.float64), scored)
+    if "recall@k" in include:
+        for k in ks:
+            result[f"recall@{k}"] = mean((hit & (first <= k)).astype(np.float64), everyone)
     if clustering:
-        result.update(_cluster_scores(Q, q_codes, random_state, n_init))
+        result.update(_cluster_scores(Q, q_codes, random_state, n_init, kmeans))
     return result
 
 
-def _cluster_scores(Q: torch.Tensor, q_codes: np.ndarray, random_state, n_init) -> dict:
+REPORT_SCORES = ("map", "mrr", "r_precision", "map@r", "precision@1", "recall@k")
+
+
+def _check_include(include) -> frozenset:
+    if include is None:
+        return frozenset(REPORT_SCORES)
+    names = [include] if isinstance(include, str) else list(include)
+    unknown = sorted({str(n) for n in names} - set(REPORT_SCORES))
+    if unknown or not names:
+        raise ValueError(
+            f"include must name some of {REPORT_SCORES}, got {include!r}"
+            + (f" (unknown: {unknown})." if unknown else ".")
+        )
+    return frozenset(names)
+
+
+def _cluster_scores(Q: torch.Tensor, q_codes: np.ndarray, random_state, n_init, kmeans) -> dict:
     """NMI and AMI of k-means (k = number of query classes) on the queries against their labels,
     as pytorch-metric-learning's ``AccuracyCalculator`` defines them."""
     n_clusters = np.unique(q_codes).shape[0]
@@ -532,9 +579,8 @@ def _cluster_scores(Q: torch.Tensor, q_codes: np.ndarray, random_state, n_init) 
         raise ValueError(
             "the queries hold a single class, so NMI and AMI are undefined; pass clustering=False."
         )
-    X = Q.detach().cpu().numpy()
-    clusters = KMeans(n_clusters=n_clusters, n_init=n_init, random_state=random_state).fit_predict(
-        X
+    clusters = kmeans_labels(
+        Q, n_clusters, n_init=n_init, random_state=random_state, backend=kmeans
     )
     return {
         "nmi": nmi_score(q_codes, clusters),

@@ -336,8 +336,8 @@ def main() -> None:
                 summary.append(
                     f"{case.name}, {pairing}: {second}/{first} wall = "
                     f"{b['seconds'] / a['seconds']:.2f}, CPU = {b['cpu'] / a['cpu']:.2f}, "
-                    f"peak memory = {b['peak_mb'] / max(a['peak_mb'], 1):.1f}, largest |difference| "
-                    f"on {', '.join(common)} = {diff:.2e}"
+                    f"peak memory = {b['peak_mb'] / max(a['peak_mb'], 1):.1f}, "
+                    f"largest |difference| on {', '.join(common)} = {diff:.2e}"
                 )
     print("\n" + "\n".join(summary))
     if not args.no_knn:

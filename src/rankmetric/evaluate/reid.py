@@ -158,7 +158,8 @@ def reid_scores(
     random_state : int, Generator or None, default=0
         Seeds the ``"cuhk03"`` draws.
     chunk_size : int, optional
-        Queries per chunk (None: about 256 MB of temporaries, ``48 × n_gallery`` bytes a query).
+        Queries per chunk (None: about 256 MB of temporaries, ``10 × n_gallery`` bytes a query
+        for float32).
     device : str or torch.device, optional
         None uses CUDA when available.
     return_curve : bool, default=False
@@ -182,10 +183,12 @@ def reid_scores(
 
     Notes
     -----
-    Exact and chunked: each chunk of queries scores the whole gallery once; each relevant item's
-    place among the kept items is counted without sorting the row (:func:`_relevant_places`).
-    Memory beyond the inputs is about ``chunk × n_gallery × 48`` bytes (256 MB by default) plus
-    a few numbers per query; no ``n_query × n_gallery`` matrix exists. Use
+    Exact and chunked: each chunk of queries scores the whole gallery once; the removed items
+    get the score ``+inf`` and each relevant item's place among the kept ones comes from
+    :func:`~rankmetric.neighbors.relevant_places` (a vectorised sort of the row's float scores
+    and a binary search of the relevant ones; ties by the lower gallery index). Memory beyond
+    the inputs is about ``chunk × n_gallery × 10`` bytes for float32 (256 MB by default) plus a
+    few numbers per query; no ``n_query × n_gallery`` matrix exists. Use
     :func:`~rankmetric.evaluate.cmc_curve` for a two-view probe/gallery split whose every probe
     identity is in the gallery; use this function for camera networks (Market-1501-style
     data), for mAP, or when some query identities may be absent.

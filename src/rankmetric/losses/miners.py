@@ -188,7 +188,7 @@ class TripletMiner(MetricSelector, Miner):
         ``0 < D_an − D_ap ≤ margin`` (all semi-hard negatives of each positive pair).
         ``"facenet-semihard"``: every (anchor, positive) pair with its one FaceNet semi-hard
         negative (the closest negative farther than the positive; the farthest negative when
-        none is) — what ``"semihard"`` meant before 0.2 and what ``TripletLoss(mining=
+        none is) — what ``"semihard"`` meant in earlier versions and what ``TripletLoss(mining=
         "semihard")`` uses. ``"margin-all"`` / ``"margin-hard"`` / ``"easy"``: PML's ``"all"``
         (``D_an − D_ap ≤ margin``), ``"hard"`` (``D_an − D_ap ≤ 0``) and ``"easy"``
         (``D_an − D_ap > margin``). ``"random"``: per anchor one uniformly drawn positive and

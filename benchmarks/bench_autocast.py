@@ -37,7 +37,7 @@ def make_step(loss_fn, device, autocast: bool, batch: int, seed: int = 0):
             loss = loss_fn(net(X), y)
         loss.backward()
         opt.step()
-        return float(loss)
+        return float(loss.detach())
 
     return step
 

@@ -41,7 +41,11 @@ def _nearest(X: torch.Tensor, x_sq: torch.Tensor, C: torch.Tensor):
     step = max(1, _CHUNK_BYTES // (4 * max(k, 1)))
     for start in range(0, n, step):  # loop over chunks of points
         part = torch.addmm(c_sq.unsqueeze(0), X[start : start + step], C.T, alpha=-2.0)
-        best, idx = part.min(dim=1)
+        if part.device.type == "cpu":  # NumPy's argmin is about twice torch's min here
+            idx = torch.from_numpy(part.numpy().argmin(axis=1))
+            best = part.gather(1, idx.unsqueeze(1)).squeeze(1)
+        else:
+            best, idx = part.min(dim=1)
         labels[start : start + step] = idx
         dist[start : start + step] = (best + x_sq[start : start + step]).clamp_(min=0.0)
     return labels, dist
@@ -72,17 +76,21 @@ def _seed(X: torch.Tensor, x_sq: torch.Tensor, k: int, gen: torch.Generator) -> 
 
 def _lloyd(X, x_sq, C, max_iter: int, tol: float):
     n, k = X.shape[0], C.shape[0]
+    previous = None
     for _ in range(max_iter):  # loop over iterations
         labels, dist = _nearest(X, x_sq, C)
-        sums = torch.zeros((k, X.shape[1]), dtype=torch.float64, device=X.device)
-        sums.index_add_(0, labels, X.double())
+        if previous is not None and torch.equal(labels, previous):
+            break  # no point changed cluster: the centres are final (scikit-learn's rule)
+        previous = labels
+        sums = torch.zeros((k, X.shape[1]), dtype=X.dtype, device=X.device)
+        sums.index_add_(0, labels, X)
         counts = torch.bincount(labels, minlength=k)
         empty = (counts == 0).nonzero().squeeze(1)
         if empty.numel():  # move each empty cluster to one of the farthest points
             far = torch.topk(dist, min(int(empty.numel()), n)).indices
-            sums[empty[: far.numel()]] = X[far].double()
+            sums[empty[: far.numel()]] = X[far]
             counts[empty[: far.numel()]] = 1
-        new = (sums / counts.clamp(min=1).unsqueeze(1).double()).to(X.dtype)
+        new = sums / counts.clamp(min=1).unsqueeze(1).to(X.dtype)
         shift = float((new - C).double().square().sum())
         C = new
         if shift <= tol:

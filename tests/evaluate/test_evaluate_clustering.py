@@ -45,12 +45,12 @@ def test_clustering_scores_use_kmeans_with_one_cluster_per_class(rng):
     assert clustering_scores(X, y) == {"nmi": pytest.approx(1.0), "f1": pytest.approx(1.0)}
     noisy = rng.normal(size=(60, 3))
     clusters = KMeans(n_clusters=4, n_init=10, random_state=0).fit_predict(noisy)
-    assert clustering_scores(noisy, y) == {
+    assert clustering_scores(noisy, y, kmeans="sklearn", n_init=10) == {
         "nmi": pytest.approx(normalized_mutual_info_score(y, clusters)),
         "f1": pytest.approx(pairwise_f1(y, clusters)),
     }
     clusters6 = KMeans(n_clusters=6, n_init=3, random_state=5).fit_predict(noisy)
-    scores = clustering_scores(noisy, y, n_clusters=6, random_state=5, n_init=3)
+    scores = clustering_scores(noisy, y, n_clusters=6, random_state=5, n_init=3, kmeans="sklearn")
     assert scores["nmi"] == pytest.approx(normalized_mutual_info_score(y, clusters6))
 
 

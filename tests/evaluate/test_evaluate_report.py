@@ -113,7 +113,9 @@ def test_clustering_scores_are_kmeans_nmi_and_ami_of_the_queries(rng):
     y = rng.integers(0, 4, 120)
     X = (centres[y] + rng.normal(size=(120, 5))).astype(np.float32)
     G, g_labels = X[40:], y[40:]
-    report = retrieval_report(G, g_labels, 1, X[:40], y[:40], random_state=3)
+    report = retrieval_report(
+        G, g_labels, 1, X[:40], y[:40], random_state=3, kmeans="sklearn", n_init=10
+    )
     clusters = KMeans(n_clusters=len(np.unique(y[:40])), n_init=10, random_state=3).fit_predict(
         X[:40]
     )
@@ -197,10 +199,12 @@ def test_equals_pytorch_metric_learning(rng, average, cross):
         g_keep = y[100:] != 5
         G, g_labels = X[100:][g_keep], y[100:][g_keep]
         theirs = calc.get_accuracy(X[:100], y[:100], G, g_labels)
-        ours = retrieval_report(G, g_labels, 1, X[:100], y[:100], average=average)
+        ours = retrieval_report(
+            G, g_labels, 1, X[:100], y[:100], average=average, kmeans="sklearn", n_init=10
+        )
     else:
         theirs = calc.get_accuracy(X, y)
-        ours = retrieval_report(X, y, 1, average=average)
+        ours = retrieval_report(X, y, 1, average=average, kmeans="sklearn", n_init=10)
     theirs = {PML_NAMES[name]: value for name, value in theirs.items()}
     assert {name: ours[name] for name in theirs} == pytest.approx(theirs, abs=1e-6)
     assert 0.1 < ours["map"] < 0.9 and 0.05 < ours["ami"] < 0.9  # not a degenerate case
@@ -263,3 +267,43 @@ def test_report_memory_does_not_grow_with_the_queries():
     peaks = json.loads(done.stdout.strip().splitlines()[-1])
     # 3,000 more queries' scores against 20,000 items would need 240 MB (float32) if held
     assert peaks["2"] - peaks["1"] < 64, peaks
+
+
+def test_include_computes_the_named_scores_the_same_way(rng):
+    centres = rng.normal(size=(5, 6))
+    y = rng.integers(0, 5, 400)
+    X = (centres[y] + rng.normal(size=(400, 6))).astype(np.float32)
+    full = retrieval_report(X, y, ks=(1, 4), clustering=False)
+    shallow = retrieval_report(  # no full mAP: each ranking is followed max(R, K) deep only
+        X, y, ks=(1, 4), clustering=False, include=("map@r", "mrr", "recall@k", "r_precision")
+    )
+    assert set(shallow) == {"map@r", "mrr", "recall@1", "recall@4", "r_precision"}
+    assert shallow == {name: full[name] for name in shallow}
+    with pytest.raises(ValueError, match="include must name"):
+        retrieval_report(X, y, include=("nmi",))
+
+
+@pytest.mark.parametrize("kmeans", ["torch", "sklearn", "faiss"])
+def test_clustering_backends_find_separated_classes(rng, kmeans):
+    if kmeans == "faiss":
+        pytest.importorskip("faiss")
+    y = np.repeat(np.arange(6), 40)
+    X = (np.eye(6, 8)[y] * 12 + rng.normal(size=(240, 8))).astype(np.float32)
+    n_init = 10 if kmeans == "faiss" else 1  # faiss seeds at random points, not k-means++
+    report = retrieval_report(X, y, kmeans=kmeans, n_init=n_init)
+    assert report["nmi"] == pytest.approx(1.0) and report["ami"] == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="kmeans must be one of"):
+        retrieval_report(X, y, kmeans="lloyd")
+
+
+def test_torch_kmeans_reaches_sklearns_inertia(rng):
+    from sklearn.cluster import KMeans
+
+    from rankmetric.evaluate import clustering_scores
+
+    centres = rng.normal(size=(10, 5)) * 3
+    y = rng.integers(0, 10, 1500)
+    X = (centres[y] + rng.normal(size=(1500, 5))).astype(np.float32)
+    ours = clustering_scores(X, y, n_init=3, random_state=1)
+    theirs = KMeans(n_clusters=10, n_init=3, random_state=1).fit_predict(X)
+    assert ours["nmi"] == pytest.approx(normalized_mutual_info_score(y, theirs), abs=0.03)

@@ -96,6 +96,38 @@ def test_batch_hard_miner_selects_pmls_triplets(seed):
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 @pytest.mark.parametrize("with_ref", [False, True])
+@pytest.mark.parametrize("type_of_triplets", ["semihard", "all", "hard", "easy"])
+def test_triplet_margin_miner_selects_pmls_triplets(seed, with_ref, type_of_triplets):
+    """PML's ``TripletMarginMiner`` names, PML's triplets: every negative in the margin band."""
+    x, y = _batch(seed, n=48)
+    ref = _batch(seed + 10, n=31) if with_ref else ()
+    ours = TripletMiner(type_of_triplets=type_of_triplets, margin=0.5)(x, y, *ref)
+    theirs = miners.TripletMarginMiner(0.5, type_of_triplets=type_of_triplets, distance=EUCLIDEAN)(
+        x, y, *ref
+    )
+    assert _rows(ours) == _rows(theirs)
+    assert len(ours[0]) > 0
+    if type_of_triplets == "semihard":  # the same rule under our own name
+        assert _rows(TripletMiner("semihard", margin=0.5)(x, y, *ref)) == _rows(theirs)
+
+
+def test_semihard_keeps_every_semihard_negative_facenet_one_per_pair():
+    """The reproduction of issue 35: PML's semihard count, FaceNet's under its own name."""
+    x, y = _batch(7, n=128, d=8, n_classes=8)
+    band = TripletMiner("semihard", margin=0.2)(x, y)
+    facenet = TripletMiner("facenet-semihard")(x, y)
+    theirs = miners.TripletMarginMiner(0.2, type_of_triplets="semihard", distance=EUCLIDEAN)(x, y)
+    assert len(band[0]) == len(theirs[0])
+    n_positive_pairs = int(sum((y == c).sum() * ((y == c).sum() - 1) for c in y.unique()))
+    assert len(facenet[0]) == n_positive_pairs  # one negative per positive pair
+    with pytest.raises(ValueError, match="not both"):
+        TripletMiner("semihard", type_of_triplets="semihard")
+    with pytest.raises(ValueError, match="type_of_triplets must be one of"):
+        TripletMiner(type_of_triplets="facenet")
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("with_ref", [False, True])
 def test_multi_similarity_miner_selects_pmls_pairs(seed, with_ref):
     x, y = _batch(seed)
     ref = _batch(seed + 10, n=15) if with_ref else ()
@@ -114,14 +146,15 @@ def test_triplet_loss_default_equals_its_miner_tuple(strategy, seed):
     gen = {"generator": torch.Generator().manual_seed(5)} if strategy == "random" else {}
     inside = TripletLoss(0.3, strategy, **gen)
     gen = {"generator": torch.Generator().manual_seed(5)} if strategy == "random" else {}
-    triplets = TripletMiner(strategy, **gen)(x, y)
+    same_rule = "facenet-semihard" if strategy == "semihard" else strategy  # the loss's semihard
+    triplets = TripletMiner(same_rule, **gen)(x, y)
     outside = TripletLoss(0.3)
     _assert_same(_value_and_grad(inside, x, y), _value_and_grad(outside, x, y, triplets))
 
 
 def test_semihard_miner_picks_the_closest_farther_negative():
     x, y = _batch(4)
-    a, p, n = TripletMiner("semihard")(x, y)
+    a, p, n = TripletMiner("facenet-semihard")(x, y)
     dist = torch.cdist(x, x)
     for i, j, k in zip(a.tolist(), p.tolist(), n.tolist(), strict=True):
         negatives = dist[i][y != y[i]]
@@ -245,7 +278,8 @@ def test_triplet_mining_against_a_reference_is_brute_force():
     ref, ref_y = _batch(12, n=19)
     for strategy in ("hard", "semihard", "all"):
         inside = TripletLoss(0.3, strategy)(x, y, ref_emb=ref, ref_labels=ref_y)
-        mined = TripletMiner(strategy)(x, y, ref, ref_y)
+        rule = "facenet-semihard" if strategy == "semihard" else strategy
+        mined = TripletMiner(rule)(x, y, ref, ref_y)
         outside = TripletLoss(0.3)(x, y, mined, ref_emb=ref, ref_labels=ref_y)
         assert inside.item() == pytest.approx(outside.item(), rel=1e-12)
 

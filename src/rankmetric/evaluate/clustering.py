@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from sklearn.cluster import KMeans
 from sklearn.metrics import normalized_mutual_info_score
 from sklearn.metrics.cluster import contingency_matrix
 
 from ._inputs import as_embeddings, as_label_array, compute_dtype, encode_labels
+from ._kmeans import kmeans_labels
 
 __all__ = ["clustering_scores", "nmi_score", "pairwise_f1"]
 
@@ -113,7 +113,13 @@ def pairwise_f1(labels_true, labels_pred) -> float:
 
 
 def clustering_scores(
-    embeddings, labels, n_clusters: int | None = None, random_state=0, n_init: int = 10
+    embeddings,
+    labels,
+    n_clusters: int | None = None,
+    random_state=0,
+    n_init: int = 1,
+    *,
+    kmeans: str = "torch",
 ) -> dict[str, float]:
     """k-means on the embeddings, scored against the labels by NMI and pairwise F1.
 
@@ -125,9 +131,14 @@ def clustering_scores(
     n_clusters : int, optional
         Number of k-means clusters; defaults to the number of classes.
     random_state : int, RandomState or None, default=0
-        Seed of scikit-learn's ``KMeans``.
-    n_init : int, default=10
+        Seed of the k-means seeding.
+    n_init : int, default=1
         k-means restarts (the best inertia is kept).
+    kmeans : {"torch", "faiss", "sklearn"}, default="torch"
+        ``"torch"``: the project's k-means (greedy k-means++ seeding, Lloyd iterations, chunked
+        assignment by matrix products; ``docs/evaluation.md``); ``"faiss"``: ``faiss.Kmeans``
+        (needs faiss); ``"sklearn"``: scikit-learn's ``KMeans`` with ``random_state``, for
+        results comparable with earlier versions (which used it with ``n_init=10``).
 
     Returns
     -------
@@ -149,7 +160,7 @@ def clustering_scores(
     {'nmi': 1.0, 'f1': 1.0}
     """
     dtype = compute_dtype(embeddings)
-    X = as_embeddings(embeddings, "embeddings", torch.device("cpu"), dtype).numpy()
+    X = as_embeddings(embeddings, "embeddings", torch.device("cpu"), dtype)
     classes, (codes,) = encode_labels(labels, lengths=[X.shape[0]], names=["labels"])
     if classes.shape[0] < 2:
         raise ValueError("labels hold a single class; clustering scores need at least two.")
@@ -158,6 +169,7 @@ def clustering_scores(
         raise ValueError(f"n_clusters must be an integer, got {n_clusters!r}.")
     if not 2 <= n_clusters <= X.shape[0]:
         raise ValueError(f"n_clusters must be in [2, n_samples={X.shape[0]}], got {n_clusters}.")
-    kmeans = KMeans(n_clusters=int(n_clusters), n_init=n_init, random_state=random_state)
-    clusters = kmeans.fit_predict(X)
+    clusters = kmeans_labels(
+        X, int(n_clusters), n_init=n_init, random_state=random_state, backend=kmeans
+    )
     return {"nmi": nmi_score(codes, clusters), "f1": pairwise_f1(codes, clusters)}

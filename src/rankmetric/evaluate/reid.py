@@ -31,7 +31,7 @@ import torch
 from .._threads import thread_limit, threads_for
 from .._utils import make_rng, resolve_device
 from .._validation import encode_labels as encode_label_arrays
-from ..neighbors import Gallery, check_metric, for_each_chunk, ranking_keys
+from ..neighbors import Gallery, check_metric, for_each_chunk, relevant_places
 from ._inputs import (
     as_embeddings,
     as_label_array,
@@ -41,29 +41,17 @@ from ._inputs import (
     encode_labels,
 )
 from ._precision import average_precision
+from ._ranking import ClassColumns, chunk_rows
 
 __all__ = ["PROTOCOLS", "query_gallery_split", "reid_scores"]
 
 PROTOCOLS = ("market1501", "cuhk03", "single-view", "closed-set")
-#: Bytes of temporaries per (query, gallery item) of a chunk (measured peak ≈ 43): the score,
-#: its int64 key and a masked copy, the int64 bucket, and a few boolean masks.
-BYTES_PER_PAIR = 48
-MEMORY_BUDGET = 256 * 2**20
-_NO_KEY = torch.iinfo(torch.int64).max
 
 
 def _check_protocol(protocol: str) -> str:
     if protocol not in PROTOCOLS:
         raise ValueError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}.")
     return protocol
-
-
-def _chunk_rows(chunk_size, n_queries: int, n_gallery: int) -> int:
-    if chunk_size is None:
-        return int(max(1, min(n_queries, MEMORY_BUDGET // (BYTES_PER_PAIR * n_gallery))))
-    if isinstance(chunk_size, bool) or not isinstance(chunk_size, Integral) or chunk_size < 1:
-        raise ValueError(f"chunk_size must be a positive integer or None, got {chunk_size!r}.")
-    return int(chunk_size)
 
 
 def _check_n_draws(n_draws) -> int:
@@ -125,52 +113,14 @@ def _in_id_type(junk: list, ids: np.ndarray) -> np.ndarray:
 
 def _for_each_score_chunk(query, gallery, metric: str, chunk: int, visit) -> None:
     """``visit(rows, scores)`` per chunk of queries: embeddings scored by the neighbours
-    engine (:func:`~rankmetric.neighbors.for_each_chunk`), or rows of given distances."""
+    engine (:func:`~rankmetric.neighbors.for_each_chunk`), or a copy of rows of given
+    distances (the caller writes into the scores)."""
     if metric != "precomputed":
         for_each_chunk(query, Gallery.build(gallery, metric), chunk, lambda r, s, _: visit(r, s))
         return
     for start in range(0, query.shape[0], chunk):  # loop over query chunks
         stop = min(start + chunk, query.shape[0])
-        visit(torch.arange(start, stop, device=query.device), query[start:stop])
-
-
-def _relevant_places(keys, relevant, valid):
-    """Places (1-based, among the valid items) of each row's relevant items, in order.
-
-    Parameters
-    ----------
-    keys : int64 tensor of shape (n, m)
-        Unique ranking keys (:func:`~rankmetric.neighbors.ranking_keys`).
-    relevant, valid : bool tensors of shape (n, m)
-        Relevant items (a subset of the valid ones) and the items left in the ranking.
-
-    Returns
-    -------
-    places : int64 tensor of shape (n, R_max)
-        ``places[q, j]`` = place of the (j+1)-th relevant item; entries ``j ≥ R_q`` are
-        meaningless.
-    R : int64 tensor of shape (n,)
-
-    Notes
-    -----
-    No sort of the row: the ``R`` relevant keys are selected (``topk``), every other valid
-    item finds with a binary search how many relevant items rank before it, and a histogram of
-    those counts gives how many valid items precede each relevant one — ``O(m log R)`` a row.
-    """
-    n, m = keys.shape
-    R = relevant.sum(dim=1)
-    r_max = max(int(R.max()), 1)
-    rel_keys = keys.masked_fill(~relevant, _NO_KEY).topk(r_max, dim=1, largest=False).values
-    rel_keys = rel_keys.sort(dim=1).values.contiguous()
-    bucket = torch.searchsorted(rel_keys, keys)  # relevant items ranked before each item
-    others = valid & ~relevant
-    bucket.masked_fill_(~others, r_max + 1)  # uncounted items go to a spare bin
-    bucket += (torch.arange(n, device=keys.device) * (r_max + 2)).unsqueeze(1)
-    hist = torch.bincount(bucket.view(-1), minlength=n * (r_max + 2)).view(n, r_max + 2)
-    del bucket
-    before = torch.cumsum(hist[:, :r_max], dim=1)  # other valid items ranked before relevant j
-    ordinal = torch.arange(1, r_max + 1, device=keys.device)
-    return ordinal + before, R
+        visit(torch.arange(start, stop, device=query.device), query[start:stop].clone())
 
 
 def reid_scores(
@@ -231,7 +181,8 @@ def reid_scores(
     random_state : int, Generator or None, default=0
         Seeds the ``"cuhk03"`` draws.
     chunk_size : int, optional
-        Queries per chunk (None: about 256 MB of temporaries, ``48 × n_gallery`` bytes a query).
+        Queries per chunk (None: about 256 MB of temporaries, ``10 × n_gallery`` bytes a query
+        for float32).
     device : str or torch.device, optional
         None uses CUDA when available.
     return_curve : bool, default=False
@@ -255,10 +206,12 @@ def reid_scores(
 
     Notes
     -----
-    Exact and chunked: each chunk of queries scores the whole gallery once; each relevant item's
-    place among the kept items is counted without sorting the row (:func:`_relevant_places`).
-    Memory beyond the inputs is about ``chunk × n_gallery × 48`` bytes (256 MB by default) plus
-    a few numbers per query; no ``n_query × n_gallery`` matrix exists. Use
+    Exact and chunked: each chunk of queries scores the whole gallery once; the removed items
+    get the score ``+inf`` and each relevant item's place among the kept ones comes from
+    :func:`~rankmetric.neighbors.relevant_places` (a vectorised sort of the row's float scores
+    and a binary search of the relevant ones; ties by the lower gallery index). Memory beyond
+    the inputs is about ``chunk × n_gallery × 10`` bytes for float32 (256 MB by default) plus a
+    few numbers per query; no ``n_query × n_gallery`` matrix exists. Use
     :func:`~rankmetric.evaluate.cmc_curve` for a two-view probe/gallery split whose every probe
     identity is in the gallery; use this function for camera networks (Market-1501-style
     data), for mAP, or when some query identities may be absent.
@@ -308,11 +261,17 @@ def reid_scores(
         raise ValueError("every gallery item has a junk identity; nothing can be ranked.")
     cuhk03 = protocol == "cuhk03"
     ranks = check_ks(ranks, identities.shape[0] if cuhk03 else n_gallery, "ranks")
-    chunk = _chunk_rows(chunk_size, n_query, n_gallery)
-
     as_t = lambda a: torch.as_tensor(a, device=dev)  # noqa: E731
-    q_ids_t, g_ids_t, junk_t = as_t(q_ids), as_t(g_ids), as_t(junk)
+    junk_t = as_t(np.flatnonzero(junk))  # junk items leave every ranking
+    chunk, tie_rows = chunk_rows(chunk_size, n_query, n_gallery, Q.element_size())
+    workspace = (
+        torch.empty((min(chunk, n_query), n_gallery), dtype=Q.dtype) if dev.type == "cpu" else None
+    )
+
+    q_ids_t, g_ids_t = as_t(q_ids), as_t(g_ids)
     q_cams_t, g_cams_t = (None, None) if q_cams is None else (as_t(q_cams), as_t(g_cams))
+    is_junk = as_t(junk)
+    identity_columns = ClassColumns(g_ids_t, int(max(q_ids.max(), g_ids.max())) + 1)
     if cuhk03:
         u = make_rng(random_state).random((n_draws, n_gallery))
         picks = as_t(_one_per_identity(u, g_ids, junk))  # (n_draws, n_gallery) bool
@@ -326,14 +285,18 @@ def reid_scores(
 
     def score_chunk(rows, scores):
         nonlocal curve_counts
-        same_id = g_ids_t.unsqueeze(0) == q_ids_t[rows].unsqueeze(1)
-        valid = ~junk_t.unsqueeze(0).expand_as(same_id)
-        if q_cams_t is not None:
-            same_cam = g_cams_t.unsqueeze(0) == q_cams_t[rows].unsqueeze(1)
-            valid = valid & ~(same_id & same_cam)
-        relevant = same_id & valid
-        keys = ranking_keys(scores)
-        places, R = _relevant_places(keys, relevant, valid)
+        if junk_t.numel():
+            scores.index_fill_(1, junk_t, torch.inf)
+        columns, counted = identity_columns.of(q_ids_t[rows])  # the query's identity
+        counted &= ~is_junk[columns]
+        if q_cams_t is not None:  # its items of the query's camera leave the ranking
+            twin = counted & (g_cams_t[columns] == q_cams_t[rows].unsqueeze(1))
+            at, k = twin.nonzero(as_tuple=True)
+            scores[at, columns[at, k]] = torch.inf
+            counted &= ~twin
+        places, R = relevant_places(
+            scores, columns, counted, tie_rows=tie_rows, workspace=workspace
+        )
         ok = R > 0
         j = torch.arange(places.shape[1], device=dev)
         ap[rows] = average_precision(j + 1, places, j < R.unsqueeze(1), R)
@@ -341,7 +304,10 @@ def reid_scores(
         inp[rows] = torch.where(ok, R / last, 0.0).to(torch.float64)
         first[rows] = torch.where(ok, places[:, 0], 0)
         if cuhk03:
-            curve_counts += _single_shot_counts(keys, relevant, same_id, ok, picks, u_t, n_gallery)
+            same_id = g_ids_t.unsqueeze(0) == q_ids_t[rows].unsqueeze(1)
+            curve_counts += _single_shot_counts(
+                scores, columns, counted, same_id, ok, picks, u_t, n_gallery
+            )
 
     with thread_limit(threads_for(work)):
         _for_each_score_chunk(Q, G, metric, chunk, score_chunk)
@@ -380,19 +346,22 @@ def _one_per_identity(u: np.ndarray, g_ids: np.ndarray, junk: np.ndarray) -> np.
     return picks
 
 
-def _single_shot_counts(keys, relevant, same_id, ok, picks, u, n_gallery) -> torch.Tensor:
+def _single_shot_counts(scores, columns, counted, same_id, ok, picks, u, n_gallery):
     """Histogram (over ranks 0..n_gallery) of the single-gallery-shot match ranks, all draws.
 
     Per draw, the query's own identity is represented by its relevant item with the largest
     ``u``; every other identity by the draw's pick; the match rank is one plus the number of
-    other picks ranked before the query's.
+    other picks ranked before the query's (by score, then the lower column).
     """
-    counts = torch.zeros(n_gallery + 1, dtype=torch.float64, device=keys.device)
+    counts = torch.zeros(n_gallery + 1, dtype=torch.float64, device=scores.device)
+    column = torch.arange(scores.shape[1], device=scores.device)
     for d in range(picks.shape[0]):  # loop over draws
-        own = torch.where(relevant, u[d].unsqueeze(0), -1.0).argmax(dim=1, keepdim=True)
-        own_key = keys.gather(1, own)
+        own = torch.where(counted, u[d][columns], -1.0).argmax(dim=1, keepdim=True)
+        own_col = columns.gather(1, own)
+        own_score = scores.gather(1, own_col)
+        before = (scores < own_score) | ((scores == own_score) & (column < own_col))
         others = picks[d].unsqueeze(0) & ~same_id
-        rank = 1 + torch.count_nonzero(others & (keys < own_key), dim=1)
+        rank = 1 + torch.count_nonzero(others & before, dim=1)
         counts += torch.bincount(rank[ok], minlength=n_gallery + 1).to(torch.float64)
     return counts
 

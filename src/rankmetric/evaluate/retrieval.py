@@ -20,16 +20,16 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from sklearn.cluster import KMeans
 from sklearn.metrics import adjusted_mutual_info_score
 
 from .._threads import thread_limit, threads_for
 from .._utils import resolve_device
-from ..neighbors import Gallery, check_metric, for_each_chunk, nearest_chunks, ranking_keys
+from ..neighbors import Gallery, check_metric, for_each_chunk, relevant_places
 from ._inputs import as_embeddings, check_ks, check_same_width, compute_dtype, encode_labels
+from ._kmeans import check_backend, kmeans_labels
 from ._precision import average_precision
+from ._ranking import ClassColumns, chunk_rows
 from .clustering import nmi_score
-from .reid import _chunk_rows, _relevant_places  # the re-id ranking code, shared
 
 __all__ = [
     "retrieval_scores",
@@ -38,26 +38,6 @@ __all__ = [
     "precision_at_1",
     "map_at_r",
 ]
-
-
-def _average_precision_at_r(relevant: torch.Tensor, R: torch.Tensor) -> torch.Tensor:
-    """AP@R of each row of a ranked relevance matrix.
-
-    Parameters
-    ----------
-    relevant : bool tensor of shape (n, K)
-        ``relevant[q, i]``: the (i+1)-th nearest item shares query q's label; ``K >= max(R)``.
-    R : int tensor of shape (n,)
-        Relevant items per query (rows with ``R = 0`` give 0).
-
-    Returns
-    -------
-    float64 tensor of shape (n,)
-    """
-    position = torch.arange(1, relevant.shape[1] + 1, device=relevant.device)
-    hits = relevant & (position <= R.unsqueeze(1))
-    hits_so_far = torch.cumsum(hits, dim=1, dtype=torch.float64)
-    return average_precision(hits_so_far, position, hits, R)
 
 
 def _prepare(embeddings, labels, query_embeddings, query_labels, metric, device):
@@ -79,6 +59,74 @@ def _prepare(embeddings, labels, query_embeddings, query_labels, metric, device)
     return Q, G, q_codes, g_codes, False
 
 
+def _ranked_pass(Q, G, q_codes, g_codes, leave_one_out, metric, chunk_size, depth_of=None) -> dict:
+    """Per-query place of the first hit (0: none), AP, AP@R and R-precision, in one pass.
+
+    Each chunk of queries scores the whole gallery once; the places of the relevant items come
+    from :func:`~rankmetric.neighbors.relevant_places` (ties: the lower gallery index), and are
+    reduced to per-query numbers at once. ``depth_of`` (n_queries,): the deepest place each
+    query needs (then queries are visited in its order, so a chunk ranks only as deep as its
+    own deepest query); None: every place.
+    """
+    dev, n_q, n_g = Q.device, Q.shape[0], G.shape[0]
+    n_classes = int(max(q_codes.max(), g_codes.max())) + 1
+    q_codes_t = torch.as_tensor(q_codes, device=dev)
+    classes = ClassColumns(torch.as_tensor(g_codes, device=dev), n_classes)
+    first = torch.zeros(n_q, dtype=torch.int64, device=dev)  # place of the first hit (0: none)
+    per_query = {
+        name: torch.zeros(n_q, dtype=torch.float64, device=dev)
+        for name in ("map", "map@r", "r_precision")
+    }
+    chunk, tie_rows = chunk_rows(chunk_size, n_q, n_g, Q.element_size())
+    workspace = torch.empty((min(chunk, n_q), n_g), dtype=Q.dtype) if dev.type == "cpu" else None
+    order = None
+    if depth_of is not None:
+        depth_of = torch.as_tensor(depth_of, device=dev)
+        order = torch.argsort(depth_of, stable=True)
+
+    def visit(rows, scores, _):
+        columns, inside = classes.of(q_codes_t[rows])
+        if leave_one_out:  # the query's own score is +inf already
+            inside &= columns != rows.unsqueeze(1)
+        depth = None if depth_of is None else int(depth_of[rows].max())
+        places, r = relevant_places(
+            scores, columns, inside, depth=depth, tie_rows=tie_rows, workspace=workspace
+        )
+        j = torch.arange(places.shape[1], device=dev)
+        counted = j < r.unsqueeze(1)
+        within_r = counted & (places <= r.unsqueeze(1))
+        per_query["map"][rows] = average_precision(j + 1, places, counted, r)
+        per_query["map@r"][rows] = average_precision(j + 1, places, within_r, r)
+        per_query["r_precision"][rows] = within_r.sum(dim=1) / r.clamp(min=1).to(torch.float64)
+        first[rows] = torch.where(r > 0, places[:, 0], 0)
+
+    with thread_limit(threads_for(n_q * G.numel())):
+        for_each_chunk(
+            Q, Gallery.build(G, metric), chunk, visit, exclude_self=leave_one_out, order=order
+        )
+    out = {name: v.cpu().numpy() for name, v in per_query.items()}
+    out["first"] = first.cpu().numpy()
+    return out
+
+
+def _checked(embeddings, labels, ks, query_embeddings, query_labels, metric, device):
+    """Validated inputs of a ranking score: tensors, codes, the leave-one-out flag, ks, R."""
+    Q, G, q_codes, g_codes, leave_one_out = _prepare(
+        embeddings, labels, query_embeddings, query_labels, metric, device
+    )
+    if np.unique(g_codes).shape[0] < 2:
+        raise ValueError(
+            "the gallery holds a single class: every item is relevant, so retrieval scores "
+            "are meaningless."
+        )
+    ks = check_ks(ks, G.shape[0] - int(leave_one_out), "ks")
+    n_classes = int(max(q_codes.max(), g_codes.max())) + 1
+    R = np.bincount(g_codes, minlength=n_classes)[q_codes] - int(leave_one_out)
+    if not np.any(R > 0):
+        raise ValueError("no query has a same-class item in the gallery.")
+    return Q, G, q_codes, g_codes, leave_one_out, ks, R
+
+
 def _retrieval_pass(
     embeddings,
     labels,
@@ -89,55 +137,19 @@ def _retrieval_pass(
     metric: str,
     chunk_size,
     device,
-    need_map: bool,
 ) -> dict[str, float]:
-    """One chunked pass over the queries computing Recall@ks, P@1 and (optionally) mAP@R."""
+    """One chunked pass over the queries computing Recall@ks, P@1 and mAP@R."""
     metric = check_metric(metric)
-    Q, G, q_codes, g_codes, leave_one_out = _prepare(
-        embeddings, labels, query_embeddings, query_labels, metric, device
+    Q, G, q_codes, g_codes, leave_one_out, ks, R = _checked(
+        embeddings, labels, ks, query_embeddings, query_labels, metric, device
     )
-    if np.unique(g_codes).shape[0] < 2:
-        raise ValueError(
-            "the gallery holds a single class: every item is relevant, so retrieval scores "
-            "are meaningless."
-        )
-    ks = check_ks(ks, G.shape[0] - int(leave_one_out), "ks")
-    R = np.bincount(g_codes, minlength=q_codes.max() + 1)[q_codes] - int(leave_one_out)
-    if not np.any(R > 0):
-        raise ValueError("no query has a same-class item in the gallery.")
-
-    dev = Q.device
-    R_t = torch.as_tensor(R, device=dev)
-    q_codes_t, g_codes_t = (
-        torch.as_tensor(q_codes, device=dev),
-        torch.as_tensor(g_codes, device=dev),
-    )
-    order = torch.argsort(R_t, stable=True) if need_map else None
-    k_query = R_t.clamp(min=ks[-1]) if need_map else ks[-1]
-
-    first_hit = torch.full((Q.shape[0],), G.shape[0], dtype=torch.int64, device=dev)
-    ap = torch.zeros(Q.shape[0], dtype=torch.float64, device=dev)
-    chunks = nearest_chunks(
-        Q,
-        Gallery.build(G, metric),
-        k_query,
-        exclude_self=leave_one_out,
-        order=order,
-        chunk_size=chunk_size,
-    )
-    with thread_limit(threads_for(Q.shape[0] * G.numel())):
-        for rows, _, nearest, _ in chunks:  # loop over query chunks
-            relevant = g_codes_t[nearest] == q_codes_t[rows].unsqueeze(1)
-            first = torch.argmax(relevant.to(torch.uint8), dim=1)
-            first_hit[rows] = torch.where(relevant.any(dim=1), first, G.shape[0])
-            if need_map:
-                ap[rows] = _average_precision_at_r(relevant, R_t[rows])
-
-    first_hit, ap, scored = first_hit.cpu().numpy(), ap.cpu().numpy(), R > 0
-    result = {f"recall@{k}": float(np.mean(first_hit < k)) for k in ks}
-    result["precision@1"] = float(np.mean(first_hit[scored] == 0))
-    if need_map:
-        result["map@r"] = float(np.mean(ap[scored]))
+    depth_of = np.maximum(R, ks[-1])  # mAP@R looks R places deep, Recall@K K places
+    found = _ranked_pass(Q, G, q_codes, g_codes, leave_one_out, metric, chunk_size, depth_of)
+    first, scored = found["first"], R > 0
+    hit = first > 0
+    result = {f"recall@{k}": float(np.mean(hit & (first <= k))) for k in ks}
+    result["precision@1"] = float(np.mean(first[scored] == 1))
+    result["map@r"] = float(np.mean(found["map@r"][scored]))
     return result
 
 
@@ -210,7 +222,6 @@ def retrieval_scores(
         metric=metric,
         chunk_size=chunk_size,
         device=device,
-        need_map=True,
     )
 
 
@@ -278,7 +289,6 @@ def recall_at_k(
         metric=metric,
         chunk_size=chunk_size,
         device=device,
-        need_map=False,
     )
     return {int(key.split("@")[1]): v for key, v in scores.items() if key.startswith("recall@")}
 
@@ -341,7 +351,6 @@ def precision_at_1(
         metric=metric,
         chunk_size=chunk_size,
         device=device,
-        need_map=False,
     )["precision@1"]
 
 
@@ -410,7 +419,6 @@ def map_at_r(
         metric=metric,
         chunk_size=chunk_size,
         device=device,
-        need_map=True,
     )["map@r"]
 
 
@@ -441,7 +449,9 @@ def retrieval_report(
     chunk_size: int | None = None,
     device: str | torch.device | None = None,
     random_state=0,
-    n_init: int = 10,
+    n_init: int = 1,
+    kmeans: str = "torch",
+    include=None,
 ) -> dict[str, float]:
     r"""mAP, MRR, R-precision, mAP@R, P@1, Recall@K, NMI and AMI in one memory-bounded pass.
 
@@ -473,8 +483,17 @@ def retrieval_report(
         None uses CUDA when available.
     random_state : int, RandomState or None, default=0
         Seed of the k-means clustering.
-    n_init : int, default=10
-        k-means restarts.
+    n_init : int, default=1
+        k-means restarts (the best inertia is kept).
+    kmeans : {"torch", "faiss", "sklearn"}, default="torch"
+        The k-means of the clustering scores: the project's own on torch (chunked), faiss's,
+        or scikit-learn's ``KMeans`` (with ``n_init=10``: the scores of earlier versions). See
+        :func:`~rankmetric.evaluate.clustering_scores`.
+    include : iterable of str, optional
+        The ranking scores to compute, among ``"map"``, ``"mrr"``, ``"r_precision"``,
+        ``"map@r"``, ``"precision@1"`` and ``"recall@k"`` (every K of ``ks``); None: all.
+        Without ``"map"`` each query's ranking is only followed ``max(R, K)`` places deep (a
+        partial sort), which is faster; the others are exact either way.
 
     Returns
     -------
@@ -510,67 +529,49 @@ def retrieval_report(
     if average not in AVERAGES:
         raise ValueError(f"average must be one of {AVERAGES}, got {average!r}.")
     metric = check_metric(metric)
-    Q, G, q_codes, g_codes, leave_one_out = _prepare(
-        embeddings, labels, query_embeddings, query_labels, metric, device
+    Q, G, q_codes, g_codes, leave_one_out, ks, R = _checked(
+        embeddings, labels, ks, query_embeddings, query_labels, metric, device
     )
-    if np.unique(g_codes).shape[0] < 2:
-        raise ValueError(
-            "the gallery holds a single class: every item is relevant, so retrieval scores "
-            "are meaningless."
-        )
-    ks = check_ks(ks, G.shape[0] - int(leave_one_out), "ks")
-    n_classes = int(max(q_codes.max(), g_codes.max())) + 1
-    R = np.bincount(g_codes, minlength=n_classes)[q_codes] - int(leave_one_out)
+    include = _check_include(include)
+    if clustering:
+        kmeans = check_backend(kmeans)
     scored = R > 0
-    if not np.any(scored):
-        raise ValueError("no query has a same-class item in the gallery.")
-
-    dev, n_q = Q.device, Q.shape[0]
-    q_codes_t, g_codes_t = (
-        torch.as_tensor(q_codes, device=dev),
-        torch.as_tensor(g_codes, device=dev),
-    )
-    first = torch.zeros(n_q, dtype=torch.int64, device=dev)  # place of the first hit (0: none)
-    per_query = {
-        name: torch.zeros(n_q, dtype=torch.float64, device=dev)
-        for name in ("map", "map@r", "r_precision")
-    }
-    g_index = torch.arange(G.shape[0], device=dev)
-
-    def visit(rows, scores, _):
-        relevant = g_codes_t.unsqueeze(0) == q_codes_t[rows].unsqueeze(1)
-        valid = torch.ones_like(relevant)
-        if leave_one_out:
-            valid = g_index.unsqueeze(0) != rows.unsqueeze(1)
-            relevant &= valid
-        places, r = _relevant_places(ranking_keys(scores), relevant, valid)
-        j = torch.arange(places.shape[1], device=dev)
-        counted = j < r.unsqueeze(1)
-        within_r = counted & (places <= r.unsqueeze(1))
-        per_query["map"][rows] = average_precision(j + 1, places, counted, r)
-        per_query["map@r"][rows] = average_precision(j + 1, places, within_r, r)
-        per_query["r_precision"][rows] = within_r.sum(dim=1) / r.clamp(min=1).to(torch.float64)
-        first[rows] = torch.where(r > 0, places[:, 0], 0)
-
-    chunk = _chunk_rows(chunk_size, n_q, G.shape[0])
-    with thread_limit(threads_for(n_q * G.numel())):
-        for_each_chunk(Q, Gallery.build(G, metric), chunk, visit)
-
-    first = first.cpu().numpy()
+    depth_of = None if "map" in include else np.maximum(R, ks[-1])
+    found = _ranked_pass(Q, G, q_codes, g_codes, leave_one_out, metric, chunk_size, depth_of)
+    n_q, first = Q.shape[0], found.pop("first")
     hit = first > 0
     mean = lambda values, mask: _class_mean(values, q_codes, mask, average)  # noqa: E731
     everyone = np.ones(n_q, dtype=bool)
-    result = {name: mean(v.cpu().numpy(), scored) for name, v in per_query.items()}
-    result["mrr"] = mean(np.where(hit, 1.0 / np.maximum(first, 1), 0.0), scored)
-    result["precision@1"] = mean((first == 1).astype(np.float64), scored)
-    for k in ks:
-        result[f"recall@{k}"] = mean((hit & (first <= k)).astype(np.float64), everyone)
+    result = {name: mean(v, scored) for name, v in found.items() if name in include}
+    if "mrr" in include:
+        result["mrr"] = mean(np.where(hit, 1.0 / np.maximum(first, 1), 0.0), scored)
+    if "precision@1" in include:
+        result["precision@1"] = mean((first == 1).astype(np.float64), scored)
+    if "recall@k" in include:
+        for k in ks:
+            result[f"recall@{k}"] = mean((hit & (first <= k)).astype(np.float64), everyone)
     if clustering:
-        result.update(_cluster_scores(Q, q_codes, random_state, n_init))
+        result.update(_cluster_scores(Q, q_codes, random_state, n_init, kmeans))
     return result
 
 
-def _cluster_scores(Q: torch.Tensor, q_codes: np.ndarray, random_state, n_init) -> dict:
+REPORT_SCORES = ("map", "mrr", "r_precision", "map@r", "precision@1", "recall@k")
+
+
+def _check_include(include) -> frozenset:
+    if include is None:
+        return frozenset(REPORT_SCORES)
+    names = [include] if isinstance(include, str) else list(include)
+    unknown = sorted({str(n) for n in names} - set(REPORT_SCORES))
+    if unknown or not names:
+        raise ValueError(
+            f"include must name some of {REPORT_SCORES}, got {include!r}"
+            + (f" (unknown: {unknown})." if unknown else ".")
+        )
+    return frozenset(names)
+
+
+def _cluster_scores(Q: torch.Tensor, q_codes: np.ndarray, random_state, n_init, kmeans) -> dict:
     """NMI and AMI of k-means (k = number of query classes) on the queries against their labels,
     as pytorch-metric-learning's ``AccuracyCalculator`` defines them."""
     n_clusters = np.unique(q_codes).shape[0]
@@ -578,9 +579,8 @@ def _cluster_scores(Q: torch.Tensor, q_codes: np.ndarray, random_state, n_init) 
         raise ValueError(
             "the queries hold a single class, so NMI and AMI are undefined; pass clustering=False."
         )
-    X = Q.detach().cpu().numpy()
-    clusters = KMeans(n_clusters=n_clusters, n_init=n_init, random_state=random_state).fit_predict(
-        X
+    clusters = kmeans_labels(
+        Q, n_clusters, n_init=n_init, random_state=random_state, backend=kmeans
     )
     return {
         "nmi": nmi_score(q_codes, clusters),

@@ -8,9 +8,13 @@ pair or triplet loss of :mod:`rankmetric.losses` — or of pytorch-metric-learni
     miner = TripletMiner("semihard", margin=0.2)
     loss = TripletLoss(0.2)(emb, labels, miner(emb, labels))
 
-* :class:`TripletMiner` ``"all"`` / ``"hard"`` / ``"semihard"`` / ``"random"``: the four mining
-  strategies of :class:`~rankmetric.losses.TripletLoss` (the same selection, so
-  ``TripletLoss(mining=s)(x, y)`` equals ``TripletLoss()(x, y, TripletMiner(s)(x, y))``);
+* :class:`TripletMiner` ``"all"`` / ``"hard"`` / ``"facenet-semihard"`` / ``"random"``: the
+  mining strategies of :class:`~rankmetric.losses.TripletLoss` (the same selection, so
+  ``TripletLoss(mining=s)(x, y)`` equals ``TripletLoss()(x, y, TripletMiner(s)(x, y))``; the
+  loss's ``"semihard"`` is FaceNet's, the miner's ``"facenet-semihard"``);
+  ``"semihard"``, ``"margin-all"``, ``"margin-hard"`` and ``"easy"``: the triplets of
+  pytorch-metric-learning's ``TripletMarginMiner`` (``type_of_triplets`` ``"semihard"``,
+  ``"all"``, ``"hard"``, ``"easy"``), every negative in the margin band of each positive pair;
 * :class:`BatchHardMiner`: ``TripletMiner("hard")`` under its usual name (Hermans et al. 2017;
   the selection of PML's ``BatchHardMiner``);
 * :class:`MultiSimilarityMiner`: the pair mining of the Multi-Similarity loss (Wang et al. 2019,
@@ -47,17 +51,39 @@ from .pair_distances import (
 from .precision import compute_dtype
 
 __all__ = [
+    "PML_TYPE_OF_TRIPLETS",
     "Miner",
     "TripletMiner",
     "BatchHardMiner",
     "MultiSimilarityMiner",
     "TRIPLET_STRATEGIES",
+    "batch_hard_choice",
+    "facenet_semihard_choice",
     "multi_similarity_masks",
     "random_partners",
 ]
 
-TRIPLET_STRATEGIES = ("all", "hard", "semihard", "random")
-Strategy = Literal["all", "hard", "semihard", "random"]
+TRIPLET_STRATEGIES = (
+    "all", "hard", "semihard", "facenet-semihard", "margin-all", "margin-hard", "easy", "random"
+)  # fmt: skip
+Strategy = Literal[
+    "all", "hard", "semihard", "facenet-semihard", "margin-all", "margin-hard", "easy", "random"
+]  # fmt: skip
+#: pytorch-metric-learning's ``TripletMarginMiner(type_of_triplets=...)`` → our strategy.
+PML_TYPE_OF_TRIPLETS = {
+    "all": "margin-all",
+    "hard": "margin-hard",
+    "semihard": "semihard",
+    "easy": "easy",
+}
+#: Band of negatives ``(low, high]`` of each positive pair, relative to ``D_ap`` and the margin
+#: ``m``: ``D_an − D_ap`` in ``(low, high]`` (pytorch-metric-learning's ``triplet_margin``).
+_BANDS = {
+    "semihard": (0.0, 1.0),  # 0 < D_an − D_ap ≤ m
+    "margin-all": (-torch.inf, 1.0),  # D_an − D_ap ≤ m
+    "margin-hard": (-torch.inf, 0.0),  # D_an − D_ap ≤ 0 (and ≤ m)
+    "easy": (1.0, torch.inf),  # D_an − D_ap > m
+}
 
 
 class Miner(nn.Module, metaclass=abc.ABCMeta):
@@ -154,18 +180,32 @@ class TripletMiner(MetricSelector, Miner):
 
     Parameters
     ----------
-    strategy : {"all", "hard", "semihard", "random"}, default="all"
+    strategy : {"all", "hard", "semihard", "facenet-semihard", "margin-all", "margin-hard", \
+"easy", "random"}, default="all"
         ``"all"``: every valid triplet, in row-major (a, p, n) order. ``"hard"``: per anchor the
-        farthest positive and the closest negative. ``"semihard"``: every (anchor, positive) pair
-        with its FaceNet semi-hard negative (the closest negative farther than the positive; the
-        farthest negative when none is). ``"random"``: per anchor one uniformly drawn positive and
+        farthest positive and the closest negative (batch hard). ``"semihard"``: as
+        pytorch-metric-learning's ``TripletMarginMiner("semihard")``, every triplet with
+        ``0 < D_an − D_ap ≤ margin`` (all semi-hard negatives of each positive pair).
+        ``"facenet-semihard"``: every (anchor, positive) pair with its one FaceNet semi-hard
+        negative (the closest negative farther than the positive; the farthest negative when
+        none is) — what ``"semihard"`` meant in earlier versions and what ``TripletLoss(mining=
+        "semihard")`` uses. ``"margin-all"`` / ``"margin-hard"`` / ``"easy"``: PML's ``"all"``
+        (``D_an − D_ap ≤ margin``), ``"hard"`` (``D_an − D_ap ≤ 0``) and ``"easy"``
+        (``D_an − D_ap > margin``). ``"random"``: per anchor one uniformly drawn positive and
         negative.
     metric : {"euclidean", "sqeuclidean", "cosine", "airm", "log_euclidean"} or callable, \
 default="euclidean"
         As :func:`~rankmetric.losses.pair_distances.pairwise_distance` (``distance=`` before
         0.2, still accepted with a ``FutureWarning``).
+    margin : float, default=0.2
+        The margin of the band strategies (``"semihard"``, ``"margin-all"``, ``"margin-hard"``,
+        ``"easy"``); PML's default.
     generator : torch.Generator, optional
         Random source of ``"random"``.
+    type_of_triplets : {"all", "hard", "semihard", "easy"}, optional
+        pytorch-metric-learning's spelling, with its meaning: the strategy
+        :data:`PML_TYPE_OF_TRIPLETS` maps it to (``"all"`` → ``"margin-all"``, ``"hard"`` →
+        ``"margin-hard"``); give it or ``strategy``, not both.
 
     See Also
     --------
@@ -175,7 +215,7 @@ default="euclidean"
     References
     ----------
     .. [1] F. Schroff, D. Kalenichenko and J. Philbin. FaceNet: A Unified Embedding for Face
-       Recognition and Clustering. CVPR 2015 (``"semihard"``).
+       Recognition and Clustering. CVPR 2015 (``"facenet-semihard"``).
     .. [2] A. Hermans, L. Beyer and B. Leibe. In Defense of the Triplet Loss for Person
        Re-Identification. arXiv:1703.07737, 2017 (``"hard"``, ``"all"``).
 
@@ -188,6 +228,9 @@ default="euclidean"
     >>> a.shape
     torch.Size([8])
     >>> loss = TripletLoss(0.2)(x, y, (a, p, n))
+    >>> a, p, n = TripletMiner(type_of_triplets="semihard", margin=0.5)(x, y)  # PML's spelling
+    >>> bool(((x[n] - x[a]).norm(dim=1) > (x[p] - x[a]).norm(dim=1)).all())
+    True
     """
 
     allow_matrices = True
@@ -195,20 +238,39 @@ default="euclidean"
     @renamed_keywords(distance="metric")
     def __init__(
         self,
-        strategy: Strategy = "all",
+        strategy: Strategy | None = None,
         metric: Metric = "euclidean",
         *,
+        margin: float = 0.2,
         generator: torch.Generator | None = None,
+        type_of_triplets: str | None = None,
     ) -> None:
         super().__init__()
+        if type_of_triplets is not None:
+            if type_of_triplets not in PML_TYPE_OF_TRIPLETS:
+                raise ValueError(
+                    f"type_of_triplets must be one of {tuple(PML_TYPE_OF_TRIPLETS)} "
+                    f"(pytorch-metric-learning's), got {type_of_triplets!r}."
+                )
+            if strategy is not None:
+                raise ValueError(
+                    "give strategy or type_of_triplets (pytorch-metric-learning's spelling), "
+                    "not both."
+                )
+            strategy = PML_TYPE_OF_TRIPLETS[type_of_triplets]
+        strategy = "all" if strategy is None else strategy
         if strategy not in TRIPLET_STRATEGIES:
             raise ValueError(f"strategy must be one of {TRIPLET_STRATEGIES}, got {strategy!r}.")
+        if not margin >= 0:
+            raise ValueError(f"margin must be >= 0, got {margin}.")
         self.strategy = strategy
+        self.margin = float(margin)
         self.metric = check_metric(metric, VECTOR_METRICS + SPD_METRICS, "metric")
         self.generator = generator
 
     def extra_repr(self) -> str:
-        return f"strategy={self.strategy!r}, metric={self.metric!r}"
+        band = f", margin={self.margin}" if self.strategy in _BANDS else ""
+        return f"strategy={self.strategy!r}{band}, metric={self.metric!r}"
 
     def mine(self, embeddings, labels, ref_emb, ref_labels, same):
         ref_arg = None if same else ref_labels
@@ -219,8 +281,13 @@ default="euclidean"
         positive, negative = label_masks(labels, ref_arg)
         dist = pairwise_distance(embeddings, self.metric, None if same else ref_emb)
         if self.strategy == "hard":
-            return _batch_hard(dist, positive, negative)
-        return _semihard(dist, positive, negative)
+            anchors, hardest_pos, hardest_neg = batch_hard_choice(dist, positive, negative)
+            return anchors, hardest_pos[anchors], hardest_neg[anchors]
+        if self.strategy == "facenet-semihard":
+            _, order, chosen, valid = facenet_semihard_choice(dist, positive, negative)
+            a, p = torch.nonzero(valid, as_tuple=True)
+            return a, p, order[a, chosen[a, p]]
+        return _band_triplets(dist, positive, negative, _BANDS[self.strategy], self.margin)
 
 
 class BatchHardMiner(TripletMiner):
@@ -321,24 +388,76 @@ def multi_similarity_masks(
     return positive & (sim - epsilon < hardest_neg), negative & (sim + epsilon > hardest_pos)
 
 
-def _batch_hard(dist: Tensor, positive: Tensor, negative: Tensor) -> IndicesTuple:
+def batch_hard_choice(dist: Tensor, positive: Tensor, negative: Tensor):
+    """Batch-hard selection (Hermans et al. 2017), the one used by the miner and the loss.
+
+    Returns ``(anchors, hardest_pos, hardest_neg)``: the anchors with a positive and a negative,
+    and for every row the column of its farthest positive and of its closest negative.
+    """
     valid = positive.any(dim=1) & negative.any(dim=1)
     anchors = torch.nonzero(valid).flatten()
-    hardest_pos = dist.masked_fill(~positive, -torch.inf).argmax(dim=1)
-    hardest_neg = dist.masked_fill(~negative, torch.inf).argmin(dim=1)
-    return anchors, hardest_pos[anchors], hardest_neg[anchors]
+    hardest_pos = dist.detach().masked_fill(~positive, -torch.inf).argmax(dim=1)
+    hardest_neg = dist.detach().masked_fill(~negative, torch.inf).argmin(dim=1)
+    return anchors, hardest_pos, hardest_neg
 
 
-def _semihard(dist: Tensor, positive: Tensor, negative: Tensor) -> IndicesTuple:
-    """Every (a, p) with the closest negative farther than ``D_ap`` (else the farthest one)."""
-    masked = dist.masked_fill(~negative, torch.inf)
-    sorted_neg, order = masked.sort(dim=1)
+def facenet_semihard_choice(dist: Tensor, positive: Tensor, negative: Tensor):
+    """FaceNet's semi-hard negative of every positive pair, the one used by the miner and the loss.
+
+    Per (a, p): the closest negative farther than ``D_ap``, else the farthest negative
+    (TensorFlow's ``triplet_semihard_loss`` convention).
+
+    Returns
+    -------
+    sorted_neg : tensor (B, M)
+        Each row's negative distances in increasing order (+inf for non-negatives), with the
+        gradient of ``dist``.
+    order : int64 tensor (B, M)
+        Their columns.
+    chosen : int64 tensor (B, M)
+        For every (a, p), the position in ``sorted_neg[a]`` of its semi-hard negative.
+    valid : bool tensor (B, M)
+        The positive pairs whose anchor has a negative.
+    """
+    sorted_neg, order = dist.masked_fill(~negative, torch.inf).sort(dim=1)
     n_neg = negative.sum(dim=1)
-    farther = torch.searchsorted(sorted_neg.contiguous(), dist.contiguous(), right=True)
+    farther = torch.searchsorted(
+        sorted_neg.detach().contiguous(), dist.detach().contiguous(), right=True
+    )
     last = (n_neg - 1).clamp_min(0)[:, None].expand_as(farther)
     chosen = torch.where(farther < n_neg[:, None], farther, last)
-    a, p = torch.nonzero(positive & (n_neg > 0)[:, None], as_tuple=True)
-    return a, p, order[a, chosen[a, p]]
+    return sorted_neg, order, chosen, positive & (n_neg > 0)[:, None]
+
+
+def _band_triplets(dist, positive, negative, band, margin) -> IndicesTuple:
+    """Every (a, p, n) with ``low·m < D_an − D_ap ≤ high·m`` (pytorch-metric-learning's bands).
+
+    Per positive pair the negatives of the band are a contiguous run of the anchor's sorted
+    negative distances, found by two binary searches; the output is built from the runs'
+    lengths (no (B, M, M) mask).
+    """
+    sorted_neg, order = dist.masked_fill(~negative, torch.inf).sort(dim=1)
+    sorted_neg = sorted_neg.contiguous()
+    n_neg = negative.sum(dim=1, keepdim=True)
+    a, p = torch.nonzero(positive & (n_neg > 0), as_tuple=True)
+
+    def edge(factor):  # negatives with D_an ≤ D_ap + factor·m, per positive pair
+        if factor == -torch.inf:
+            return torch.zeros_like(a)
+        if factor == torch.inf:
+            return n_neg.squeeze(1)[a]
+        bound = dist[a, p] + factor * margin
+        found = torch.searchsorted(sorted_neg[a], bound.unsqueeze(1).contiguous(), right=True)
+        return torch.minimum(found.squeeze(1), n_neg.squeeze(1)[a])
+
+    low, high = edge(band[0]), edge(band[1])
+    count = (high - low).clamp_min(0)
+    a_rep, p_rep = a.repeat_interleave(count), p.repeat_interleave(count)
+    start = low.repeat_interleave(count)
+    offset = torch.arange(a_rep.shape[0], device=dist.device) - (
+        (torch.cumsum(count, 0) - count).repeat_interleave(count)
+    )
+    return a_rep, p_rep, order[a_rep, start + offset]
 
 
 def _random_triplets(

@@ -10,7 +10,10 @@ Mining picks the triplets of a batch (``P(a)`` / ``N(a)``: positives / negatives
 * ``"all"``: every valid triplet (Weinberger & Saul 2009; "batch all", Hermans et al. 2017);
 * ``"hard"``: per anchor the farthest positive and the closest negative ("batch hard",
   Hermans, Beyer & Leibe 2017, *In Defense of the Triplet Loss*);
-* ``"semihard"``: FaceNet (Schroff, Kalenichenko & Philbin 2015): every anchor-positive pair with
+* ``"semihard"`` (alias ``"facenet-semihard"``, the name of the same rule in
+  :class:`~rankmetric.losses.TripletMiner`, whose ``"semihard"`` is pytorch-metric-learning's
+  band of all semi-hard negatives): FaceNet (Schroff, Kalenichenko & Philbin 2015): every
+  anchor-positive pair with
   its semi-hard negative, the closest negative farther than the positive,
   :math:`n^* = \arg\min \{D_{an} : n \in N(a),\ D_{an} > D_{ap}\}`. When no negative is farther
   than the positive, the farthest negative is used (TensorFlow's ``triplet_semihard_loss``
@@ -45,7 +48,7 @@ from torch import Tensor
 from .._validation import renamed_keywords
 from .base import BatchMetricLoss, as_count
 from .indices import IndicesTuple, check_indices_tuple, check_reference, to_triplets
-from .miners import TripletMiner, random_partners
+from .miners import TripletMiner, batch_hard_choice, facenet_semihard_choice, random_partners
 from .pair_distances import (
     SPD_METRICS,
     VECTOR_METRICS,
@@ -61,8 +64,8 @@ from .precision import is_compiling
 
 __all__ = ["TripletLoss", "MINING", "random_partners"]  # random_partners: from .miners
 
-MINING = ("all", "hard", "semihard", "random")
-Mining = Literal["all", "hard", "semihard", "random"]
+MINING = ("all", "hard", "semihard", "facenet-semihard", "random")
+Mining = Literal["all", "hard", "semihard", "facenet-semihard", "random"]
 Mined = tuple[Tensor, int, int]  # (hinge sum per anchor (B,), number of triplets, of them > 0)
 
 
@@ -73,8 +76,12 @@ class TripletLoss(MetricSelector, BatchMetricLoss):
     ----------
     margin : float, default=0.2
         ``m ≥ 0`` (FaceNet's α = 0.2, for unit-norm embeddings).
-    mining : {"all", "hard", "semihard", "random"}, default="all"
-        Which triplets of the batch enter the loss (see the module docstring).
+    mining : {"all", "hard", "semihard", "facenet-semihard", "random"}, default="all"
+        Which triplets of the batch enter the loss (see the module docstring);
+        ``"semihard"`` is FaceNet's one semi-hard negative per positive pair (as TensorFlow's
+        ``triplet_semihard_loss``), also spelled ``"facenet-semihard"``. For
+        pytorch-metric-learning's semi-hard triplets (every negative in the margin band) pass
+        ``TripletMiner("semihard", margin=m)``'s tuple.
     metric : {"euclidean", "sqeuclidean", "cosine", "airm", "log_euclidean"} or callable, \
 default="euclidean"
         Injected distance (:func:`~rankmetric.losses.pair_distances.pairwise_distance`); a
@@ -221,7 +228,12 @@ default="euclidean"
         if not is_compiling() and not bool((positive.any(dim=1) & negative.any(dim=1)).any()):
             return None
         dist = pairwise_distance(embeddings, self.metric, None if same else ref_emb)
-        miner = {"all": _all_triplets, "hard": _batch_hard, "semihard": _semihard}[self.mining]
+        miner = {
+            "all": _all_triplets,
+            "hard": _batch_hard,
+            "semihard": _semihard,
+            "facenet-semihard": _semihard,
+        }[self.mining]
         return miner(dist, positive, negative, self.margin)
 
     def _random(self, embeddings: Tensor, labels: Tensor) -> Mined | None:
@@ -267,20 +279,17 @@ def _all_triplets(dist: Tensor, positive: Tensor, negative: Tensor, margin: floa
 
 def _semihard(dist: Tensor, positive: Tensor, negative: Tensor, margin: float) -> Mined:
     """Every anchor-positive pair with its semi-hard negative (FaceNet; TF's fallback)."""
-    sorted_neg, n_neg = _sorted_negatives(dist, negative)
-    farther = torch.searchsorted(sorted_neg.contiguous(), dist.detach().contiguous(), right=True)
-    last = (n_neg - 1).clamp_min(0)[:, None].expand_as(farther)
-    chosen = torch.where(farther < n_neg[:, None], farther, last)
-    d_an = sorted_neg.gather(1, chosen)
-    valid = positive & (n_neg > 0)[:, None]
-    d_an = torch.where(valid, d_an, 0.0)
+    sorted_neg, _, chosen, valid = facenet_semihard_choice(dist, positive, negative)
+    d_an = torch.where(valid, sorted_neg.gather(1, chosen), 0.0)
     return _hinge_sum(dist - d_an + margin, valid)
 
 
 def _batch_hard(dist: Tensor, positive: Tensor, negative: Tensor, margin: float) -> Mined:
     """Per anchor: the farthest positive against the closest negative (Hermans et al. 2017)."""
-    hardest_pos = dist.masked_fill(~positive, -torch.inf).amax(dim=1)
-    hardest_neg = dist.masked_fill(~negative, torch.inf).amin(dim=1)
+    _, hardest_pos, hardest_neg = batch_hard_choice(dist, positive, negative)
     valid = positive.any(dim=1) & negative.any(dim=1)
-    violation = torch.where(valid, hardest_pos - hardest_neg + margin, 0.0)
+    # masked first: an anchor without a positive or negative passes no gradient to ``dist``
+    d_ap = dist.masked_fill(~positive, -torch.inf).gather(1, hardest_pos.unsqueeze(1)).squeeze(1)
+    d_an = dist.masked_fill(~negative, torch.inf).gather(1, hardest_neg.unsqueeze(1)).squeeze(1)
+    violation = torch.where(valid, d_ap - d_an + margin, 0.0)
     return _hinge_sum(violation, valid)

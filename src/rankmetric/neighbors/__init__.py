@@ -5,6 +5,7 @@
 ``Gallery``            a gallery prepared for scoring under a metric
 ``for_each_chunk``     full-width score chunks, for consumers that need whole rows (CMC)
 ``ranking_keys``       unique int64 keys ordering each row by (score, lower index)
+``relevant_places``    the place of each relevant item in each row's ranking (exact, no keys)
 ``smallest_k``         the k smallest entries of each row, ties by the lower column
 ``to_distance``        ranking scores back to distances
 ``faiss_search``       the same search with a faiss flat index (optional dependency)
@@ -22,6 +23,7 @@ from ._search import (
     check_metric,
     for_each_chunk,
     ranking_keys,
+    relevant_places,
     resolve_chunk_size,
     smallest_k,
     squared_norms,
@@ -40,6 +42,7 @@ __all__ = [
     "for_each_chunk",
     "nearest_chunks",
     "ranking_keys",
+    "relevant_places",
     "resolve_chunk_size",
     "smallest_k",
     "squared_norms",

@@ -29,6 +29,7 @@ __all__ = [
     "auto_chunk_size",
     "for_each_chunk",
     "ranking_keys",
+    "relevant_places",
     "smallest_k",
     "squared_norms",
     "to_distance",
@@ -508,3 +509,182 @@ def smallest_k(scores: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor
         cols = cols[keep]
     cols = cols.view(n, k)
     return _sort_by_value_then_index(scores.gather(1, cols), cols)
+
+
+_NO_KEY = torch.iinfo(torch.int64).max
+_FEW_TIES = 8  # tied relevant items of a row counted one by one; more: the row's keys
+
+
+def _sorted_rows(scores: torch.Tensor, depth: int, workspace: torch.Tensor | None) -> torch.Tensor:
+    """The ``depth`` smallest values of each row in ascending order, shape (n, depth).
+
+    On the CPU the rows are copied into ``workspace`` (reused: no fresh pages per chunk),
+    partitioned at ``depth`` when it is below the row length, and sorted there (NumPy's
+    vectorised sort); elsewhere ``torch.sort`` / ``torch.topk``.
+    """
+    n, m = scores.shape
+    if not _on_numpy(scores):
+        if depth < m:
+            return torch.topk(scores, depth, dim=1, largest=False, sorted=True).values
+        return torch.sort(scores, dim=1).values
+    if workspace is None or workspace.dtype != scores.dtype or workspace.shape[0] < n:
+        workspace = torch.empty_like(scores)
+    buffer = workspace.numpy()[:n, :m] if workspace.shape[1] != m else workspace.numpy()[:n]
+    np.copyto(buffer, scores.numpy())
+    if depth < m:
+        buffer.partition(depth - 1, axis=1)
+        head = np.sort(buffer[:, :depth], axis=1)
+        return torch.from_numpy(head)
+    buffer.sort(axis=1)
+    return torch.from_numpy(buffer)
+
+
+def _count_equal_before(
+    scores: torch.Tensor, rows: torch.Tensor, values: torch.Tensor, columns: torch.Tensor
+) -> torch.Tensor:
+    """``#{g : scores[r, g] == value, g < column}`` for each (row, value, column) triple."""
+    if _on_numpy(scores):
+        block = scores.numpy()[rows.numpy()]
+        equal = block == values.numpy()[:, None]
+        equal &= np.arange(block.shape[1]) < columns.numpy()[:, None]
+        return torch.from_numpy(np.count_nonzero(equal, axis=1).astype(np.int64))
+    column = torch.arange(scores.shape[1], device=scores.device)
+    equal = (scores[rows] == values.unsqueeze(1)) & (column < columns.unsqueeze(1))
+    return torch.count_nonzero(equal, dim=1)
+
+
+def _places_by_keys(scores: torch.Tensor, relevant: torch.Tensor, width: int) -> torch.Tensor:
+    """Places of each row's relevant items with unique int64 keys: exact under any ties.
+
+    ``O(m log R)`` a row (a binary search of every entry among the relevant keys and a
+    histogram); :func:`relevant_places` uses it only for rows with many tied scores.
+    Returns shape (n, width), ``width`` at least the most relevant items of a row.
+    """
+    n = scores.shape[0]
+    keys = ranking_keys(scores)
+    r_max = width
+    rel_keys = keys.masked_fill(~relevant, _NO_KEY).topk(r_max, dim=1, largest=False).values
+    rel_keys = rel_keys.sort(dim=1).values.contiguous()
+    bucket = torch.searchsorted(rel_keys, keys)  # relevant items ranked before each entry
+    others = torch.isfinite(scores) & ~relevant
+    bucket.masked_fill_(~others, r_max + 1)  # uncounted entries go to a spare bin
+    bucket += (torch.arange(n, device=keys.device) * (r_max + 2)).unsqueeze(1)
+    hist = torch.bincount(bucket.view(-1), minlength=n * (r_max + 2)).view(n, r_max + 2)
+    del bucket, keys
+    before = torch.cumsum(hist[:, :r_max], dim=1)  # other entries ranked before relevant j
+    return torch.arange(1, r_max + 1, device=scores.device) + before
+
+
+def relevant_places(
+    scores: torch.Tensor,
+    columns: torch.Tensor,
+    counted: torch.Tensor,
+    *,
+    depth: int | None = None,
+    tie_rows: int = 0,
+    workspace: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Places (1-based) of each row's relevant entries in the row's ranking, in order.
+
+    A row ranks its finite entries by (score, lower column); ``+inf`` entries are out of the
+    ranking (the caller writes ``+inf`` over what a protocol removes: the query itself, junk,
+    same-camera twins).
+
+    Parameters
+    ----------
+    scores : tensor of shape (n, m)
+        Ranking scores (lower is nearer); finite, or ``+inf`` for entries outside the ranking.
+        No NaN.
+    columns : int64 tensor of shape (n, w)
+        Candidate relevant columns of each row, ascending where ``counted``.
+    counted : bool tensor of shape (n, w)
+        Which candidates are relevant (their scores must be finite).
+    depth : int, optional
+        Only places up to ``depth`` are needed (mAP@R, Recall@K): a relevant entry ranked
+        deeper gets the place ``depth + 1``, except the first one, whose place is always exact
+        (MRR). The rows are then partitioned at ``depth`` rather than sorted. None: every
+        place.
+    tie_rows : int, default=0
+        Rows (or tied items) per block in the exact counting of ties (0: all at once).
+    workspace : tensor of shape (≥ n, m), optional
+        Scratch space of ``scores``' dtype, reused across calls (CPU only).
+
+    Returns
+    -------
+    places : int64 tensor of shape (n, max(1, max R))
+        ``places[q, j]`` = place of row ``q``'s (j+1)-th relevant entry among its finite
+        entries (``depth + 1`` for those deeper than ``depth``); entries ``j ≥ R_q`` are
+        meaningless.
+    R : int64 tensor of shape (n,)
+        Relevant entries per row.
+
+    See Also
+    --------
+    rankmetric.neighbors.ranking_keys : The order it follows, as int64 keys.
+    rankmetric.evaluate.retrieval_report : Average precision and more from these places.
+
+    Notes
+    -----
+    The rows are sorted by value (vectorised float sort, no 64-bit keys, no index array) and
+    each relevant value finds its place by binary search in its sorted row: ``O(m log m)`` a
+    row in the sort, ``O(R log m)`` in the search. Where a relevant value equals another
+    entry's, the order among equals is the lower column: the equal entries of lower column
+    are counted by one comparison of the row (a few such items a row, as float32 scores of
+    distinct points give), or, for rows with more, the row is ranked again with unique
+    (score, column) keys (:func:`ranking_keys`). The result is exact whatever the ties.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from rankmetric.neighbors import relevant_places
+    >>> scores = torch.tensor([[0.3, 0.1, 0.2, 0.1], [0.5, float("inf"), 0.4, 0.9]])
+    >>> columns = torch.tensor([[0, 3], [0, 3]])
+    >>> counted = torch.tensor([[True, True], [True, True]])
+    >>> places, R = relevant_places(scores, columns, counted)
+    >>> places.tolist(), R.tolist()
+    ([[2, 4], [2, 3]], [2, 2])
+    """
+    n = scores.shape[0]
+    R = counted.sum(dim=1)
+    width = max(int(R.max()) if n else 0, 1)
+    if columns.shape[1] == 0:
+        return torch.zeros((n, width), dtype=torch.int64, device=scores.device), R
+    m = scores.shape[1]
+    depth = m if depth is None else int(min(max(depth, 1), m))
+    values = scores.gather(1, columns).masked_fill_(~counted, torch.inf)
+    values, columns = _sort_by_value_then_index(values, columns)  # relevant first
+    values, columns = values[:, :width].contiguous(), columns[:, :width]
+    ranked = _sorted_rows(scores, depth, workspace)
+    below = torch.searchsorted(ranked, values)  # entries with a smaller score (up to depth)
+    places = below + 1
+    is_rel = torch.arange(width, device=R.device) < R.unsqueeze(1)
+    # ranked[below] is the relevant value itself; another entry ties with it when the next
+    # sorted value equals it (at the depth itself the next one is not at hand: counted too).
+    following = ranked.gather(1, places.clamp(max=depth - 1))
+    tied = ((following == values) & (places < depth) | (places == depth)) & is_rel
+    if bool(tied.any()):
+        n_tied = tied.sum(dim=1)
+        many = n_tied > _FEW_TIES  # rows of heavy ties: unique keys, O(m log R) a row
+        at, j = (tied & ~many.unsqueeze(1)).nonzero(as_tuple=True)
+        step = tie_rows if tie_rows > 0 else max(at.shape[0], 1)
+        for start in range(0, at.shape[0], step):  # loop over blocks of tied (row, item) pairs
+            a, k = at[start : start + step], j[start : start + step]
+            places[a, k] += _count_equal_before(scores, a, values[a, k], columns[a, k])
+        rows = many.nonzero().squeeze(1)
+        step = tie_rows if tie_rows > 0 else max(rows.shape[0], 1)
+        for start in range(0, rows.shape[0], step):  # loop over blocks of rows with many ties
+            block = rows[start : start + step]
+            relevant = torch.zeros((block.shape[0], m), dtype=torch.bool, device=scores.device)
+            at, k = is_rel[block].nonzero(as_tuple=True)
+            relevant[at, columns[block][at, k]] = True
+            places[block, :width] = _places_by_keys(scores[block], relevant, width)
+    if depth < m:
+        places.clamp_(max=depth + 1)
+        deep = ((places[:, 0] > depth) & (R > 0)).nonzero().squeeze(1)
+        step = tie_rows if tie_rows > 0 else max(deep.shape[0], 1)
+        for start in range(0, deep.shape[0], step):  # the first relevant place stays exact
+            rows = deep[start : start + step]
+            first, col = values[rows, 0], columns[rows, 0]
+            smaller = torch.count_nonzero(scores[rows] < first.unsqueeze(1), dim=1)
+            places[rows, 0] = 1 + smaller + _count_equal_before(scores, rows, first, col)
+    return places, R

@@ -1,0 +1,140 @@
+"""k-means for the clustering scores: the project's own on torch (chunked), or faiss / scikit-learn.
+
+``"torch"`` runs greedy k-means++ seeding (as scikit-learn: ``2 + ⌊ln k⌋`` candidates per
+centre, the one that lowers the inertia most is kept) and Lloyd iterations whose assignment is
+one matrix product per chunk of points (``‖c‖² − 2 xᵀc``, no n × k × d temporary); an empty
+cluster is moved to the point farthest from its centre. It stops when the centres move less
+than ``tol`` times the mean per-feature variance (scikit-learn's rule) or after ``max_iter``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from .._threads import thread_limit, threads_for
+from .._utils import make_rng, torch_generator
+from ..neighbors import squared_norms
+
+BACKENDS = ("torch", "faiss", "sklearn")
+_CHUNK_BYTES = 64 * 2**20
+
+
+def check_backend(backend: str) -> str:
+    if backend not in BACKENDS:
+        raise ValueError(f"kmeans must be one of {BACKENDS}, got {backend!r}.")
+    if backend == "faiss":
+        from ..neighbors import faiss_available
+
+        if not faiss_available():
+            raise ValueError("kmeans='faiss' needs the faiss package; use kmeans='torch'.")
+    return backend
+
+
+def _nearest(X: torch.Tensor, x_sq: torch.Tensor, C: torch.Tensor):
+    """Index of each point's nearest centre and the squared distance to it, chunk by chunk."""
+    n, k = X.shape[0], C.shape[0]
+    c_sq = squared_norms(C)
+    labels = torch.empty(n, dtype=torch.int64, device=X.device)
+    dist = torch.empty(n, dtype=X.dtype, device=X.device)
+    step = max(1, _CHUNK_BYTES // (4 * max(k, 1)))
+    for start in range(0, n, step):  # loop over chunks of points
+        part = torch.addmm(c_sq.unsqueeze(0), X[start : start + step], C.T, alpha=-2.0)
+        if part.device.type == "cpu":  # NumPy's argmin is about twice torch's min here
+            idx = torch.from_numpy(part.numpy().argmin(axis=1))
+            best = part.gather(1, idx.unsqueeze(1)).squeeze(1)
+        else:
+            best, idx = part.min(dim=1)
+        labels[start : start + step] = idx
+        dist[start : start + step] = (best + x_sq[start : start + step]).clamp_(min=0.0)
+    return labels, dist
+
+
+def _seed(X: torch.Tensor, x_sq: torch.Tensor, k: int, gen: torch.Generator) -> torch.Tensor:
+    """Greedy k-means++ centres (rows of ``X``)."""
+    n = X.shape[0]
+    trials = 2 + int(math.log(k))
+    first = int(torch.randint(n, (1,), generator=gen, device=X.device))
+    centres = [first]
+    closest = (x_sq - 2.0 * (X @ X[first]) + x_sq[first]).clamp_(min=0.0)
+    for _ in range(1, k):  # loop over centres (k), vectorised over points
+        weights = closest.double()
+        total = float(weights.sum())
+        if total <= 0.0:  # fewer distinct points than clusters: any unused point
+            candidates = torch.randint(n, (trials,), generator=gen, device=X.device)
+        else:
+            candidates = torch.multinomial(weights / total, trials, replacement=True, generator=gen)
+        cand = X[candidates]
+        to_cand = (x_sq.unsqueeze(1) - 2.0 * (X @ cand.T) + x_sq[candidates]).clamp_(min=0.0)
+        merged = torch.minimum(closest.unsqueeze(1), to_cand)
+        best = int(merged.double().sum(dim=0).argmin())
+        centres.append(int(candidates[best]))
+        closest = merged[:, best].contiguous()
+    return X[torch.as_tensor(centres, device=X.device)].clone()
+
+
+def _lloyd(X, x_sq, C, max_iter: int, tol: float):
+    n, k = X.shape[0], C.shape[0]
+    previous = None
+    for _ in range(max_iter):  # loop over iterations
+        labels, dist = _nearest(X, x_sq, C)
+        if previous is not None and torch.equal(labels, previous):
+            break  # no point changed cluster: the centres are final (scikit-learn's rule)
+        previous = labels
+        sums = torch.zeros((k, X.shape[1]), dtype=X.dtype, device=X.device)
+        sums.index_add_(0, labels, X)
+        counts = torch.bincount(labels, minlength=k)
+        empty = (counts == 0).nonzero().squeeze(1)
+        if empty.numel():  # move each empty cluster to one of the farthest points
+            far = torch.topk(dist, min(int(empty.numel()), n)).indices
+            sums[empty[: far.numel()]] = X[far]
+            counts[empty[: far.numel()]] = 1
+        new = sums / counts.clamp(min=1).unsqueeze(1).to(X.dtype)
+        shift = float((new - C).double().square().sum())
+        C = new
+        if shift <= tol:
+            break
+    labels, dist = _nearest(X, x_sq, C)
+    return labels, float(dist.double().sum())
+
+
+def kmeans_labels(
+    X: torch.Tensor, n_clusters: int, *, n_init: int = 1, random_state=0, backend="torch",
+    max_iter: int = 300, tol: float = 1e-4,
+) -> np.ndarray:  # fmt: skip
+    """Cluster labels of the rows of ``X`` (the best inertia over ``n_init`` restarts)."""
+    if isinstance(n_init, bool) or not isinstance(n_init, (int, np.integer)) or n_init < 1:
+        raise ValueError(f"n_init must be a positive integer, got {n_init!r}.")
+    backend = check_backend(backend)
+    if backend == "sklearn":
+        from sklearn.cluster import KMeans
+
+        km = KMeans(n_clusters=int(n_clusters), n_init=n_init, random_state=random_state)
+        return km.fit_predict(X.detach().cpu().numpy())
+    rng = make_rng(random_state)
+    if backend == "faiss":
+        import faiss
+
+        data = np.ascontiguousarray(X.detach().cpu().numpy(), dtype=np.float32)
+        km = faiss.Kmeans(
+            data.shape[1], int(n_clusters), niter=max_iter if max_iter < 100 else 100,
+            nredo=n_init, seed=int(rng.integers(0, 2**31 - 1)), verbose=False,
+        )  # fmt: skip
+        km.train(data)
+        return km.index.search(data, 1)[1].ravel().astype(np.int64)
+    Xt = X.detach()
+    if Xt.dtype not in (torch.float32, torch.float64):
+        Xt = Xt.float()
+    x_sq = squared_norms(Xt)
+    threshold = tol * float(Xt.double().var(dim=0).mean()) if Xt.shape[0] > 1 else 0.0
+    gen = torch_generator(rng, Xt.device)
+    best_labels, best_inertia = None, math.inf
+    with thread_limit(threads_for(Xt.numel() * int(n_clusters))):  # threads that fit the work
+        for _ in range(n_init):  # loop over restarts
+            centres = _seed(Xt, x_sq, int(n_clusters), gen)
+            labels, inertia = _lloyd(Xt, x_sq, centres, max_iter, threshold)
+            if inertia < best_inertia:
+                best_labels, best_inertia = labels, inertia
+    return best_labels.cpu().numpy()

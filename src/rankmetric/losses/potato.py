@@ -72,6 +72,9 @@ __all__ = ["RiemannianPotatoLoss", "embedding_distances", "DISTANCES", "CENTERS"
 DISTANCES = SPD_METRICS  # ("airm", "log_euclidean"); pyRiemann's names are accepted as aliases
 CENTERS = ("pairwise", "class")
 CENTRES = CENTERS  # the British spelling of 0.2, kept for old imports
+#: A z-score deviation ``log d − log μ`` within this many ulps of the larger of the two is
+#: rounding (see ``RiemannianPotatoLoss._z``).
+_ROUNDING_ULPS = 8
 
 
 @renamed_keywords(distance="metric")
@@ -307,7 +310,22 @@ class RiemannianPotatoLoss(MetricLoss):
         """
         log_mu = self.log_mu[labels].to(log_d.dtype)[:, None]
         log_sigma = self.log_sigma[labels].to(log_d.dtype).clamp_min(self.min_log_sigma)[:, None]
-        return (log_d - log_mu) / log_sigma
+        return self._z(log_d, log_mu, log_sigma)
+
+    def _z(self, log_d: torch.Tensor, log_mu: torch.Tensor, log_sigma: torch.Tensor):
+        """``(log_d − log_mu) / log_sigma``, a deviation within rounding of 0 made exactly 0.
+
+        A potato built from a single pair (pairwise) or from a class of two (class-centred: both
+        members are equally far from their mean) has ``log_mu`` equal to those very
+        log-distances, so their z-scores are 0 but for the last bit, right at the hinge
+        ``z_th = 0``: whether they count as hard then depended on the CPU's rounding (another
+        gradient, another model). Deviations under :data:`_ROUNDING_ULPS` ulps of the larger
+        magnitude are rounding, not signal, and are set to 0 (the same subgradient everywhere).
+        """
+        deviation = log_d - log_mu
+        ulp = torch.finfo(deviation.dtype).eps * torch.maximum(log_d.abs(), log_mu.abs())
+        deviation = torch.where(deviation.abs() <= _ROUNDING_ULPS * ulp, 0.0, deviation)
+        return deviation / log_sigma
 
     def _class_centered(self, embeddings: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         """The class-centered potato loss (``center="class"``)."""
@@ -319,7 +337,7 @@ class RiemannianPotatoLoss(MetricLoss):
             self._update_statistics(log_d.detach(), labels, own, classes)
         log_mu = self.log_mu[classes].to(log_d.dtype)
         log_sigma = self.log_sigma[classes].to(log_d.dtype).clamp_min(self.min_log_sigma)
-        z = (log_d - log_mu) / log_sigma
+        z = self._z(log_d, log_mu, log_sigma)
         known = self.seen[classes][None, :]
         hard_pos = own & known & (z > self.z_threshold)
         hard_neg = ~own & known & (z < self.z_threshold + self.margin)

@@ -27,6 +27,7 @@ from .._validation import (
     Interval,
     Options,
 )
+from ..geometry._common import orient_columns
 from ..geometry.matrix_functions import eigh, spd_log, symmetrize
 from ..losses.lifted import LiftedStructureLoss
 from ..losses.potato import RiemannianPotatoLoss, embedding_distances
@@ -216,7 +217,8 @@ def principal_init(net: SPDNet, X: torch.Tensor) -> None:
                 L = spd_log(Y.double())
                 second_moment = symmetrize((L @ L).mean(dim=0))
                 _, vectors = eigh(second_moment)
-                layer.weight.copy_(vectors[:, -d_out:].flip(-1).to(layer.weight.dtype))
+                leading = orient_columns(vectors[:, -d_out:].flip(-1))  # the same on any CPU
+                layer.weight.copy_(leading.to(layer.weight.dtype))
         Y = layer(Y)
     net.train(was_training)
 

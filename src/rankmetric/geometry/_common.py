@@ -15,7 +15,29 @@ __all__ = [
     "common_dtype",
     "condition_proxy",
     "inverse_congruence",
+    "orient_columns",
 ]
+
+
+def orient_columns(vectors: torch.Tensor) -> torch.Tensor:
+    """Eigen- or singular vectors (columns) with a sign that does not depend on the LAPACK.
+
+    An eigenvector is defined up to its sign, and which sign ``eigh`` returns depends on the
+    library and its kernels (another CPU may flip a column). Each column is flipped so that its
+    entry of largest magnitude is positive (scikit-learn's ``svd_flip`` convention); a model
+    started from these vectors is then the same on every CPU.
+
+    Parameters
+    ----------
+    vectors : tensor of shape (..., n, k)
+
+    Returns
+    -------
+    tensor of shape (..., n, k)
+    """
+    largest = vectors.abs().argmax(dim=-2, keepdim=True)
+    signs = torch.sign(torch.gather(vectors, -2, largest))
+    return vectors * torch.where(signs == 0, 1.0, signs).to(vectors.dtype)
 
 
 def cholesky(A: torch.Tensor, name: str) -> torch.Tensor:

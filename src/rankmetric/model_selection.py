@@ -193,7 +193,8 @@ class OneStandardErrorSelector(torch.nn.Module):
             the best over the first candidate with its standard error.
         """
         means = [self.mean(i) for i in range(self.scores.shape[0])]
-        best = next(i for i, m in enumerate(means) if _at_least(m, max(means)))  # earliest best
+        best = int(np.argmax(means))  # the earliest of the best, ties up to rounding included
+        best = next((i for i in range(best) if _at_least(means[i], means[best])), best)
         chosen = best
         for i in range(best):
             gain, noise = paired_gain(self.scores[best], self.scores[i])

@@ -443,9 +443,12 @@ def test_class_centred_potato_matches_brute_force_over_batches(kind, distance):
             np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-9)
 
 
-@pytest.mark.parametrize("kind, distance", [("vector", "airm"), ("spd", "log_euclidean")])
+@pytest.mark.parametrize(
+    "kind, distance", [("vector", "airm"), ("spd", "log_euclidean"), ("spd", "airm")]
+)
 def test_class_centred_gradcheck_float64(kind, distance):
-    """The gradient flows through the class means too (arithmetic, log-Euclidean).
+    """The gradient flows through the class means too (arithmetic, log-Euclidean, and the
+    iterative Karcher mean by the implicit function theorem).
 
     Every class has 3 members: the two members of a class of two are equally far from their
     mean, so a potato built from them puts both z-scores at the hinge (a kink, where no

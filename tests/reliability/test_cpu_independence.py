@@ -84,6 +84,12 @@ def test_principal_axes_have_a_sign_independent_of_the_lapack():
     assert torch.equal(orient_columns(flipped), oriented)
     largest = oriented.abs().argmax(dim=0)
     assert (oriented[largest, torch.arange(5)] > 0).all()
+    # entries of equal magnitude up to rounding: the first decides, whichever rounding favours
+    for v in ([0.5**0.5, -(0.5**0.5) * (1 + 1e-15)], [0.5**0.5 * (1 + 1e-15), -(0.5**0.5)]):
+        column = torch.tensor(v, dtype=torch.float64)[:, None]
+        assert orient_columns(column)[0, 0] > 0 and torch.equal(
+            orient_columns(column), orient_columns(-column)
+        )
 
 
 @pytest.mark.parametrize(

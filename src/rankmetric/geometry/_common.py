@@ -24,8 +24,10 @@ def orient_columns(vectors: torch.Tensor) -> torch.Tensor:
 
     An eigenvector is defined up to its sign, and which sign ``eigh`` returns depends on the
     library and its kernels (another CPU may flip a column). Each column is flipped so that its
-    entry of largest magnitude is positive (scikit-learn's ``svd_flip`` convention); a model
-    started from these vectors is then the same on every CPU.
+    entry of largest magnitude is positive (scikit-learn's ``svd_flip`` convention); entries
+    within ``sqrt(eps)`` (relative) of the largest count as tied, and the first of them decides,
+    so that a column such as ``(1, −1) / √2`` is oriented alike whichever entry rounding made
+    larger. A model started from these vectors is then the same on every CPU.
 
     Parameters
     ----------
@@ -35,8 +37,11 @@ def orient_columns(vectors: torch.Tensor) -> torch.Tensor:
     -------
     tensor of shape (..., n, k)
     """
-    largest = vectors.abs().argmax(dim=-2, keepdim=True)
-    signs = torch.sign(torch.gather(vectors, -2, largest))
+    magnitude = vectors.abs()
+    top = magnitude.amax(dim=-2, keepdim=True)
+    tied = magnitude >= top * (1 - torch.finfo(vectors.dtype).eps ** 0.5)
+    first = tied.to(torch.int8).argmax(dim=-2, keepdim=True)  # the first of the (near-)largest
+    signs = torch.sign(torch.gather(vectors, -2, first))
     return vectors * torch.where(signs == 0, 1.0, signs).to(vectors.dtype)
 
 

@@ -190,7 +190,8 @@ class OneStandardErrorSelector(torch.nn.Module):
         (int, (float, float))
             The index of the earliest candidate within ``k`` paired standard errors of the best
             one (a trained candidate scoring below the first is never kept), and the mean gain of
-            the best over the first candidate with its standard error.
+            the best over the first candidate with its standard error. A gain equal to ``k``
+            standard errors up to rounding is within (the same choice on every CPU).
         """
         means = [self.mean(i) for i in range(self.scores.shape[0])]
         best = int(np.argmax(means))  # the earliest of the best, ties up to rounding included

@@ -1,9 +1,14 @@
 """Fixed-seed fits of every estimator and transformer, compared with a recorded reference.
 
-The reference (``tests/data/fixed_seed_fits.npz``) was recorded before the architecture
-refactor of issue #25; a refactor that changes any fitted number fails here. On the platform
-that recorded it (same torch, numpy, CPU capability) the comparison is exact, bit for bit;
-elsewhere (another BLAS kernel may sum in another order) it allows float32 rounding.
+The reference (``tests/data/fixed_seed_fits.npz``) guards refactors: a change that alters any
+fitted number fails here. On the platform that recorded it the comparison is exact, bit for bit.
+The platform is the CPU model, the machine, torch's and NumPy's versions, torch's CPU capability,
+NumPy's BLAS (library, version and the kernels it selected) and the environment variables that
+select MKL's kernels (:func:`_platform`). Anywhere else (another CPU, another kernel: results
+differ in their last bits) each model and score must agree with the reference to
+:data:`REL_TOL` of its largest magnitude: a fit does not amplify last-bit differences
+(``tests/reliability/test_cpu_independence.py`` checks that a one-ulp change of the input moves
+no model further; ``docs/reliability.md``, "Determinism across CPUs").
 
 Regenerate, only for a change that is meant to alter results (and say so in the CHANGELOG)::
 
@@ -26,15 +31,56 @@ from rankmetric.preprocessing import Covariances, DomainRecentering, TangentSpac
 
 REFERENCE = Path(__file__).parent / "data" / "fixed_seed_fits.npz"
 RECORD = os.environ.get("RANKMETRIC_RECORD_FIXED_SEED") == "1"
+#: Off the recording platform: largest difference from the reference, relative to the largest
+#: magnitude of the reference array (the same tolerance as the one-ulp perturbation test).
+REL_TOL = 1e-4
+#: Environment variables that select other BLAS/LAPACK kernels (and so other last bits).
+KERNEL_VARIABLES = ("MKL_CBWR", "MKL_ENABLE_INSTRUCTIONS", "OPENBLAS_CORETYPE")
+
+
+def _cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo`` on Linux), or what ``platform`` knows."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as lines:
+            for line in lines:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+def _numpy_blas() -> str:
+    """NumPy's BLAS library, version and the kernels it selected (threadpoolctl).
+
+    Only NumPy's own (a wheel's ``numpy.libs``) where it can be told apart: SciPy's and faiss's
+    BLAS load or not depending on what ran before, which must not change the platform.
+    """
+    from threadpoolctl import threadpool_info
+
+    np.dot(np.ones((2, 2)), np.ones((2, 2)))  # loads the BLAS
+    blas = [i for i in threadpool_info() if i.get("user_api") == "blas"]
+    own = [i for i in blas if "numpy" in str(i.get("filepath", ""))]
+    return ",".join(
+        sorted(
+            {
+                f"{i.get('internal_api')}-{i.get('version')}-{i.get('architecture')}"
+                for i in own or blas
+            }
+        )
+    )
 
 
 def _platform() -> str:
     return "|".join(
         [
             platform.machine(),
+            _cpu_model(),
             torch.__version__,
             np.__version__,
             torch.backends.cpu.get_cpu_capability(),
+            _numpy_blas(),
+            *(f"{name}={os.environ[name]}" for name in KERNEL_VARIABLES if name in os.environ),
         ]
     )
 
@@ -160,7 +206,18 @@ def test_fixed_seed_fit_matches_reference(name, reference):
     if str(reference["_platform"]) == _platform():
         np.testing.assert_array_equal(result, expected)  # bit-identical where recorded
     else:
-        np.testing.assert_allclose(result, expected, rtol=1e-4, atol=1e-5)
+        scale = float(np.abs(expected).max())
+        np.testing.assert_allclose(result, expected, rtol=0, atol=REL_TOL * scale)
+
+
+def test_the_platform_names_the_cpu_and_the_kernels(monkeypatch):
+    """Bit-identity is asked only where the CPU model and every kernel choice match."""
+    monkeypatch.delenv("MKL_CBWR", raising=False)
+    here = _platform()
+    assert _cpu_model() in here and torch.backends.cpu.get_cpu_capability() in here
+    assert _numpy_blas() in here
+    monkeypatch.setenv("MKL_CBWR", "COMPATIBLE")
+    assert _platform() != here and "MKL_CBWR=COMPATIBLE" in _platform()
 
 
 def test_every_public_estimator_has_a_fixed_seed_case():

@@ -78,6 +78,22 @@ def paired_gain(scores: torch.Tensor, start: torch.Tensor) -> tuple[float, float
     return float(diff.mean()), float(diff.std() / diff.numel() ** 0.5)
 
 
+#: Two scores (or a gain and its bound) within this many ulps of the larger are a tie.
+_TIE_ULPS = 64
+
+
+def _at_least(a: float, b: float) -> bool:
+    """``a >= b``, counting values equal up to rounding as equal.
+
+    The rule's comparisons meet exact mathematical ties: with 0/1 recall scores, a candidate
+    that differs from another on a single query (or on ``p`` queries better and ``m`` worse
+    with ``(p − m)² = p + m``) has a gain of exactly one standard error. Computed, the two differ
+    in the last bits, by an amount that depends on the CPU's summation order, so a plain
+    ``gain <= noise`` kept another step (another model) on another CPU.
+    """
+    return a >= b - _TIE_ULPS * np.finfo(np.float64).eps * max(abs(a), abs(b))
+
+
 class OneStandardErrorSelector(torch.nn.Module):
     """Every validated step's per-query scores and parameters, and the one-standard-error rule.
 
@@ -174,15 +190,17 @@ class OneStandardErrorSelector(torch.nn.Module):
         (int, (float, float))
             The index of the earliest candidate within ``k`` paired standard errors of the best
             one (a trained candidate scoring below the first is never kept), and the mean gain of
-            the best over the first candidate with its standard error.
+            the best over the first candidate with its standard error. A gain equal to ``k``
+            standard errors up to rounding is within (the same choice on every CPU).
         """
         means = [self.mean(i) for i in range(self.scores.shape[0])]
-        best = int(np.argmax(means))
+        best = int(np.argmax(means))  # the earliest of the best, ties up to rounding included
+        best = next((i for i in range(best) if _at_least(means[i], means[best])), best)
         chosen = best
         for i in range(best):
             gain, noise = paired_gain(self.scores[best], self.scores[i])
             # never a trained step that validates below the untrained one
-            if gain <= k * noise and (i == 0 or means[i] >= means[0]):
+            if _at_least(k * noise, gain) and (i == 0 or _at_least(means[i], means[0])):
                 chosen = i
                 break
         return chosen, paired_gain(self.scores[best], self.scores[0])

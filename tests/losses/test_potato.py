@@ -443,11 +443,18 @@ def test_class_centred_potato_matches_brute_force_over_batches(kind, distance):
             np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-9)
 
 
-@pytest.mark.parametrize("kind, distance", [("vector", "airm"), ("spd", "log_euclidean")])
+@pytest.mark.parametrize(
+    "kind, distance", [("vector", "airm"), ("spd", "log_euclidean"), ("spd", "airm")]
+)
 def test_class_centred_gradcheck_float64(kind, distance):
-    """The gradient flows through the class means too (arithmetic, log-Euclidean)."""
-    labels = torch.tensor([0, 0, 1, 1, 1, 0, 2, 2])
-    E = torch.as_tensor(_embeddings(kind, 8, seed=9))
+    """The gradient flows through the class means too (arithmetic, log-Euclidean, and the
+    iterative Karcher mean by the implicit function theorem).
+
+    Every class has 3 members: the two members of a class of two are equally far from their
+    mean, so a potato built from them puts both z-scores at the hinge (a kink, where no
+    gradient check can pass; the loss takes the subgradient 0 there on every CPU)."""
+    labels = torch.tensor([0, 0, 1, 1, 1, 0, 2, 2, 2])
+    E = torch.as_tensor(_embeddings(kind, 9, seed=9))
     loss_fn = RiemannianPotatoLoss(metric=distance, margin=3.0, center="class").double()
     loss_fn(E, labels)
     loss_fn.eval()
@@ -487,3 +494,26 @@ def test_distance_keyword_renamed_metric_still_works_with_a_future_warning():
     E = torch.randn(4, 3, dtype=torch.float64)
     with pytest.warns(FutureWarning, match="metric"):
         embedding_distances(E, distance="airm")
+
+
+@pytest.mark.parametrize("center", ["pairwise", "class"])
+def test_a_potato_of_one_pair_puts_its_z_scores_exactly_at_the_hinge(center):
+    """One pair per class (pairwise), two members per class (class-centred): the potato is
+    built from the very distances it scores, so their z-scores are 0 up to rounding. They are
+    exactly 0 (not ±1 ulp, a CPU-dependent side of the hinge), so no positive term is hard."""
+    from rankmetric.losses.potato import _class_means
+
+    E = torch.as_tensor(_embeddings("spd", 4, seed=3))
+    labels = torch.tensor([0, 1, 0, 1])
+    loss_fn = RiemannianPotatoLoss(center=center).double()
+    loss_fn(E, labels)  # initialises both potatoes from this batch
+    if center == "pairwise":
+        log_d = embedding_distances(E).log()
+        z = loss_fn.z_scores(log_d, labels)
+        own = (labels[:, None] == labels[None, :]) & ~torch.eye(4, dtype=torch.bool)
+    else:
+        classes = torch.unique(labels)
+        log_d = embedding_distances(E, _class_means(E, labels, classes, "airm")).log()
+        z = loss_fn._z(log_d, loss_fn.log_mu, loss_fn.log_sigma.clamp_min(0.05))
+        own = labels[:, None] == classes[None, :]
+    assert torch.equal(z[own], torch.zeros_like(z[own]))

@@ -27,8 +27,11 @@ from .._validation import (
     Interval,
     Options,
 )
+from ..geometry._common import orient_columns
 from ..geometry.matrix_functions import eigh, spd_log, symmetrize
-from ..losses.potato import embedding_distances
+from ..losses.lifted import LiftedStructureLoss
+from ..losses.potato import RiemannianPotatoLoss, embedding_distances
+from ..losses.triplet import TripletLoss
 from ..model_selection import per_query_scores
 from ..models.spdnet import SPDNet, sym_to_vec
 
@@ -38,6 +41,7 @@ __all__ = [
     "SPDNET_PARAMETER_CONSTRAINTS",
     "default_hidden_sizes",
     "parse_hidden_sizes",
+    "translation_invariant",
 ]
 
 
@@ -81,6 +85,25 @@ SPDNET_PARAMETER_CONSTRAINTS = {
 # AIRM (an AIRM validation of 1000 x 1000 pairs takes ~13 s on one loaded core; 500 x 500 about
 # 3 s), at most 2000 under the cheap Euclidean / log-Euclidean distances.
 MAX_VALIDATION_QUERIES = {"airm": 500, "other": 2000}
+
+
+def translation_invariant(loss_fn: torch.nn.Module) -> bool:
+    """Whether a loss sees vector embeddings only through their Euclidean differences.
+
+    The potato (Euclidean distances between vectors, and to their class means), and the triplet
+    and lifted losses under the (squared) Euclidean distance. Adding a constant vector to every
+    embedding leaves such a loss unchanged, so the gradient of a linear head's bias is zero but
+    for rounding: Adam normalises that rounding noise into steps of the full learning rate, and a
+    one-ulp change of the input (or another CPU's summation order) moved the fitted bias of
+    ``RPLEmbedding`` by 0.07. The estimators keep such a bias at 0 (a translation of every
+    embedding, which changes no distance).
+    """
+    if isinstance(loss_fn, RiemannianPotatoLoss):
+        return True
+    return isinstance(loss_fn, TripletLoss | LiftedStructureLoss) and loss_fn.metric in (
+        "euclidean",
+        "sqeuclidean",
+    )
 
 
 def take_rows(values: torch.Tensor | None, rows: torch.Tensor) -> torch.Tensor | None:
@@ -194,7 +217,8 @@ def principal_init(net: SPDNet, X: torch.Tensor) -> None:
                 L = spd_log(Y.double())
                 second_moment = symmetrize((L @ L).mean(dim=0))
                 _, vectors = eigh(second_moment)
-                layer.weight.copy_(vectors[:, -d_out:].flip(-1).to(layer.weight.dtype))
+                leading = orient_columns(vectors[:, -d_out:].flip(-1))  # the same on any CPU
+                layer.weight.copy_(leading.to(layer.weight.dtype))
         Y = layer(Y)
     net.train(was_training)
 

@@ -69,6 +69,7 @@ from ._spd_network import (
     principal_init,
     take_rows,
     training_embedding,
+    translation_invariant,
     validation_queries,
     validation_scorer,
 )
@@ -383,6 +384,8 @@ class SPDNetEmbedding(DomainsRequestMixin, SPDEmbeddingMixin, MetricLearnerMixin
         if domain_idx is not None and net.batchnorms:
             start_domain_statistics(net, X_t, train_idx, domain_idx, self.domains_)
         loss_fn = self._build_loss(net, torch_generator(rng), device)
+        if net.head is not None and translation_invariant(loss_fn):
+            net.head.bias.requires_grad_(False)  # no effect on the loss: kept at 0 (see there)
         codes_t = torch.as_tensor(codes, device=device)
         domains_t = None if domain_idx is None else torch.as_tensor(domain_idx, device=device)
         n_classes = self.n_classes_per_batch or len(self.classes_)

@@ -125,7 +125,7 @@ def pairwise_distance(X, Y=None, metric: str | Callable = "airm") -> torch.Tenso
     >>> import torch
     >>> from rankmetric.geometry import pairwise_distance
     >>> X = torch.stack([torch.eye(2), 4 * torch.eye(2)]).double()
-    >>> pairwise_distance(X, metric="logeuclid")
+    >>> pairwise_distance(X, metric="logeuclid").round(decimals=4)
     tensor([[0.0000, 1.9605],
             [1.9605, 0.0000]], dtype=torch.float64)
     """

@@ -39,8 +39,8 @@ sums behind :math:`m_c` and :math:`v_c` are all-reduced, so every rank holds the
 scores each sample's distance to a mean): with :math:`M_c` the Riemannian mean of the
 class-:math:`c` embeddings of the batch (:math:`\arg\min_M \sum_i \delta^2(Y_i, M)`: the arithmetic
 mean for vectors and the log-Euclidean mean :math:`\exp(\operatorname{mean} \log Y_i)` under that
-distance, both differentiated through; the AIRM (Karcher) mean is computed iteratively and
-detached, a fixed target for the step), :math:`d_{ic} = \delta(Y_i, M_c)` and
+distance, and the AIRM (Karcher) mean, computed iteratively, all three differentiated through;
+the Karcher mean by the implicit function theorem), :math:`d_{ic} = \delta(Y_i, M_c)` and
 :math:`z_{ic} = (\log d_{ic} - \log \mu_c) / \log \sigma_c` for every class :math:`c` present in
 the batch,
 
@@ -61,7 +61,7 @@ import torch
 from .._distributed import all_reduce_max, all_reduce_sum_
 from .._validation import renamed_keywords
 from ..geometry.aliases import canonical_metric
-from ..geometry.matrix_functions import spd_exp, spd_log
+from ..geometry.matrix_functions import divided_differences, spd_exp, spd_log, symmetrize
 from ..geometry.means import riemannian_mean
 from .base import MetricLoss, finite_loss
 from .pair_distances import SPD_METRICS, check_batch, label_masks, pairwise_distance
@@ -72,6 +72,9 @@ __all__ = ["RiemannianPotatoLoss", "embedding_distances", "DISTANCES", "CENTERS"
 DISTANCES = SPD_METRICS  # ("airm", "log_euclidean"); pyRiemann's names are accepted as aliases
 CENTERS = ("pairwise", "class")
 CENTRES = CENTERS  # the British spelling of 0.2, kept for old imports
+#: A z-score deviation ``log d − log μ`` within this many ulps of the larger of the two is
+#: rounding (see ``RiemannianPotatoLoss._z``).
+_ROUNDING_ULPS = 8
 
 
 @renamed_keywords(distance="metric")
@@ -307,7 +310,22 @@ class RiemannianPotatoLoss(MetricLoss):
         """
         log_mu = self.log_mu[labels].to(log_d.dtype)[:, None]
         log_sigma = self.log_sigma[labels].to(log_d.dtype).clamp_min(self.min_log_sigma)[:, None]
-        return (log_d - log_mu) / log_sigma
+        return self._z(log_d, log_mu, log_sigma)
+
+    def _z(self, log_d: torch.Tensor, log_mu: torch.Tensor, log_sigma: torch.Tensor):
+        """``(log_d − log_mu) / log_sigma``, a deviation within rounding of 0 made exactly 0.
+
+        A potato built from a single pair (pairwise) or from a class of two (class-centred: both
+        members are equally far from their mean) has ``log_mu`` equal to those very
+        log-distances, so their z-scores are 0 but for the last bit, right at the hinge
+        ``z_th = 0``: whether they count as hard then depended on the CPU's rounding (another
+        gradient, another model). Deviations under :data:`_ROUNDING_ULPS` ulps of the larger
+        magnitude are rounding, not signal, and are set to 0 (the same subgradient everywhere).
+        """
+        deviation = log_d - log_mu
+        ulp = torch.finfo(deviation.dtype).eps * torch.maximum(log_d.abs(), log_mu.abs())
+        deviation = torch.where(deviation.abs() <= _ROUNDING_ULPS * ulp, 0.0, deviation)
+        return deviation / log_sigma
 
     def _class_centered(self, embeddings: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         """The class-centered potato loss (``center="class"``)."""
@@ -319,7 +337,7 @@ class RiemannianPotatoLoss(MetricLoss):
             self._update_statistics(log_d.detach(), labels, own, classes)
         log_mu = self.log_mu[classes].to(log_d.dtype)
         log_sigma = self.log_sigma[classes].to(log_d.dtype).clamp_min(self.min_log_sigma)
-        z = (log_d - log_mu) / log_sigma
+        z = self._z(log_d, log_mu, log_sigma)
         known = self.seen[classes][None, :]
         hard_pos = own & known & (z > self.z_threshold)
         hard_neg = ~own & known & (z < self.z_threshold + self.margin)
@@ -405,7 +423,8 @@ def _class_means(
     embeddings: torch.Tensor, labels: torch.Tensor, classes: torch.Tensor, distance: str
 ) -> torch.Tensor:
     """Mean embedding of each class in ``classes``: arithmetic for vectors, log-Euclidean or
-    (detached) Riemannian for SPD matrices; shape (K, d) or (K, c, c), in the embeddings' dtype."""
+    Riemannian (:class:`_KarcherMean`) for SPD matrices; shape (K, d) or (K, c, c), in the
+    embeddings' dtype, all three differentiated through."""
     weights = (labels[:, None] == classes[None, :]).to(embeddings.dtype)  # (B, K)
     weights = weights / weights.sum(0)
     if embeddings.ndim == 2:
@@ -414,9 +433,69 @@ def _class_means(
         logs = spd_log(embeddings)
         return spd_exp(torch.einsum("bk,bij->kij", weights, logs))
     # a loop over the K classes of the batch (not over samples): one Karcher mean per class
-    X = embeddings.detach().to(torch.float64)
-    means = [riemannian_mean(X[labels == c]) for c in classes.tolist()]
-    return torch.stack(means).to(embeddings.dtype)
+    means = [_KarcherMean.apply(embeddings[labels == c]) for c in classes.tolist()]
+    return torch.stack(means)
+
+
+class _KarcherMean(torch.autograd.Function):
+    r"""The AIRM (Karcher) mean of a stack (n, c, c), differentiated by the implicit function
+    theorem (it used to be detached: the gradient then missed the mean's dependence on the
+    embeddings, and a gradient check of the class-centred AIRM potato failed).
+
+    The mean :math:`M` is computed iteratively, in float64 (:func:`riemannian_mean`). Write
+    :math:`Z_i = W Y_i W` with :math:`W = M^{-1/2}` (the whitened matrices, with mean
+    :math:`I`) and :math:`M' = M^{1/2} (I + E) M^{1/2}`. The Karcher condition
+    :math:`\sum_i \log((I + E)^{-1/2} Z_i (I + E)^{-1/2}) = 0` has the differential in
+    :math:`E` at 0
+
+    .. math:: \mathcal J[E] = -\tfrac12 \sum_i U_i \big((U_i^\top E U_i) \circ K_i\big)
+        U_i^\top, \qquad K_{i,ab} = (\lambda_a + \lambda_b) \Delta_{i,ab},
+
+    with :math:`Z_i = U_i \operatorname{diag}(\lambda) U_i^\top` and :math:`\Delta_i` the
+    divided differences of the logarithm (the Loewner matrix of :math:`D \log_{Z_i}`), and the
+    differential :math:`D \log_{Z_i}[W\, dY_i\, W]` in :math:`Y_i`. Both are self-adjoint,
+    so for an incoming gradient :math:`G` of :math:`M`,
+
+    .. math:: V = \mathcal J^{-1}\big[\operatorname{sym}(M^{1/2} G M^{1/2})\big], \qquad
+        \nabla_{Y_i} = -W \, D \log_{Z_i}[V] \, W .
+
+    :math:`\mathcal J` is formed as a (p, p) matrix on the symmetric basis, p = c (c + 1) / 2,
+    in one batched product: no loop over samples.
+    """
+
+    @staticmethod
+    def forward(ctx, Y: torch.Tensor) -> torch.Tensor:
+        Y64 = Y.detach().to(torch.float64)
+        M = riemannian_mean(Y64, tol=1e-12, max_iter=100)
+        ctx.save_for_backward(Y64, M)
+        return M.to(Y.dtype)
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad_M: torch.Tensor) -> torch.Tensor:
+        Y, M = ctx.saved_tensors
+        c = M.shape[-1]
+        lam_M, U_M = torch.linalg.eigh(M)
+        root = (U_M * lam_M.sqrt()) @ U_M.mT  # M^{1/2}
+        W = (U_M * lam_M.rsqrt()) @ U_M.mT  # M^{-1/2}
+        lam, U = torch.linalg.eigh(symmetrize(W @ Y @ W))  # Z_i, (n, c), (n, c, c)
+        delta = divided_differences(lam, lam.log(), torch.reciprocal)  # (n, c, c)
+        K = (lam[..., :, None] + lam[..., None, :]) * delta
+        # the symmetric basis: E_ab = E_ba = 1/√2 (a < b), E_aa = 1 (orthonormal)
+        rows, cols = torch.triu_indices(c, c, device=M.device)
+        p = rows.shape[0]
+        basis = torch.zeros(p, c, c, dtype=M.dtype, device=M.device)
+        weight = torch.where(rows == cols, 1.0, 0.5**0.5).to(M.dtype)
+        basis[torch.arange(p), rows, cols] = weight
+        basis[torch.arange(p), cols, rows] = weight
+        rotated = U.mT[:, None] @ basis[None] @ U[:, None]  # (n, p, c, c)
+        J_basis = -0.5 * (U[:, None] @ (rotated * K[:, None]) @ U.mT[:, None]).sum(0)
+        J = torch.einsum("kab,lab->kl", basis, J_basis)  # (p, p), symmetric
+        G = root @ symmetrize(grad_M.to(M.dtype)) @ root
+        v = torch.linalg.solve(J, torch.einsum("kab,ab->k", basis, G))
+        V = torch.einsum("k,kab->ab", v, basis)
+        dlog = U @ ((U.mT @ V @ U) * delta) @ U.mT  # D log_{Z_i}[V], (n, c, c)
+        return (-W @ dlog @ W).to(grad_M.dtype)
 
 
 def _check_loss_params(margin, neg_weight, momentum, temperature, n_classes, eps) -> None:

@@ -17,6 +17,7 @@ from torch import nn
 
 from .._utils import torch_generator
 from .._validation import check_finite
+from ..geometry._common import orient_columns
 
 __all__ = ["LinearMap", "pca_components"]
 
@@ -37,13 +38,15 @@ def pca_components(X: torch.Tensor, n_components: int, max_rows: int = 100_000) 
     Returns
     -------
     tensor of shape (n_components, n_features)
-        Rows are the eigenvectors of the covariance with the largest eigenvalues.
+        Rows are the eigenvectors of the covariance with the largest eigenvalues, each with its
+        largest-magnitude entry positive (a sign that does not depend on the CPU).
     """
     rows = X[:max_rows].double()
     rows = rows - rows.mean(0)
     cov = rows.T @ rows / max(rows.shape[0] - 1, 1)
     _, eigvec = torch.linalg.eigh(cov)
-    return eigvec[:, -n_components:].flip(1).T.to(X.dtype).contiguous()
+    leading = orient_columns(eigvec[:, -n_components:].flip(1))  # signs the same on any CPU
+    return leading.T.to(X.dtype).contiguous()
 
 
 class LinearMap(nn.Module):

@@ -271,7 +271,7 @@ class LogEig(nn.Module):
     --------
     >>> import torch
     >>> from rankmetric.models import LogEig
-    >>> LogEig()(torch.eye(2)[None] * torch.e).diagonal(dim1=1, dim2=2)
+    >>> LogEig()(torch.eye(2)[None] * torch.e).diagonal(dim1=1, dim2=2).round(decimals=5)
     tensor([[1., 1.]])
     """
 

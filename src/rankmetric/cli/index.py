@@ -100,7 +100,8 @@ def _evaluate(args) -> int:
     return 0
 
 
-def register(subparsers) -> None:
+def register(subparsers, full: bool = True) -> None:
+    """Add ``index``; its actions' options only when ``full`` (``rankmetric --help`` needs none)."""
     from ._args import vector_metric
 
     parser = subparsers.add_parser(
@@ -111,6 +112,8 @@ def register(subparsers) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = parser.add_subparsers(dest="index_command", metavar="ACTION", required=True)
+    if not full:
+        return
     build = sub.add_parser("build", help="embed a catalogue with a model and write an index")
     build.add_argument("--model", metavar="PATH", help="a saved model (.npz); none: embeddings")
     build.add_argument("--data", metavar="PATH", required=True, help="the catalogue (.npz/.npy)")

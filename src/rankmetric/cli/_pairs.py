@@ -29,8 +29,6 @@ import time
 
 import numpy as np
 
-from ._args import check_input_file
-
 __all__ = [
     "add_fit_pairs_option",
     "add_evaluate_pairs_options",
@@ -49,13 +47,9 @@ DEFAULT_FAR = (1e-1, 1e-2, 1e-3)
 
 def read_pairs_file(path: str) -> dict:
     """The parts of a pair file: ``{"train": (X, pairs, y), "test": (stacked, y) or None}``."""
-    check_input_file(path, "--pairs")
-    try:
-        archive = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"--pairs {path}: not a readable .npz archive ({exc}).") from None
-    with archive:
-        arrays = {k: archive[k] for k in archive.files}
+    from .._safe_npz import read_data_npz
+
+    arrays = read_data_npz(path, f"--pairs {path}")  # untrusted: checked before it is read
     for suffix in ("", "_test"):  # X1, X2: the members of each pair, stacked here
         _stack_members(arrays, suffix, path)
     for key in ("pairs", "y"):

@@ -17,7 +17,6 @@ import numpy as np
 
 from ._args import (
     check_device,
-    check_input_file,
     check_output_dir,
     check_output_file,
     check_random_state,
@@ -314,12 +313,9 @@ def _load_spd_data(args: argparse.Namespace):
 
 def _read_trial_file(path) -> tuple:
     """``(X, y, X_test, y_test)`` of a ``.npz`` trial file, checked (``ValueError`` naming it)."""
-    check_input_file(path, "--data")
-    try:
-        with np.load(path, allow_pickle=False) as npz:
-            arrays = {key: npz[key] for key in npz.files}
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"--data {path}: not a readable .npz file ({exc}).") from None
+    from .._safe_npz import read_data_npz
+
+    arrays = read_data_npz(path, f"--data {path}")  # untrusted: checked before it is read
     missing = [key for key in ("X", "y") if key not in arrays]
     if missing:
         raise ValueError(
@@ -354,8 +350,9 @@ def _read_trial_file(path) -> tuple:
 
 def _trial_domains(path, n: int, n_test: int | None) -> tuple:
     """``(domains, domains_test)`` of a trial file (each None when absent), checked."""
-    with np.load(path, allow_pickle=False) as npz:
-        found = {key: npz[key] for key in ("domains", "domains_test") if key in npz.files}
+    from .._safe_npz import read_data_npz
+
+    found = read_data_npz(path, f"--data {path}", keys=("domains", "domains_test"))
     for key, count in (("domains", n), ("domains_test", n_test)):
         value = found.get(key)
         if value is not None and (count is None or value.shape != (count,)):

@@ -86,9 +86,8 @@ def _sub_element(buf: bytes, off: int, endian: str) -> tuple[int, bytes, int]:
 
 def _mat5_variable(inner: bytes, endian: str) -> tuple[str, str, tuple, int | None]:
     """``(name, class, dims, declared bytes or None)`` from a miMATRIX element's start."""
-    kind, _, _ = _sub_element(inner, 0, endian)
-    if kind != _MI_MATRIX:
-        raise ValueError(f"an element of type {kind} where a variable was expected")
+    if len(inner) < 8 or struct.unpack_from(endian + "I", inner)[0] != _MI_MATRIX:
+        raise ValueError("an element that is not a variable where a variable was expected")
     _, flags, off = _sub_element(inner, 8, endian)
     _, dims, off = _sub_element(inner, off, endian)
     _, name, _ = _sub_element(inner, off, endian)
@@ -368,7 +367,9 @@ def _typed(text: np.ndarray) -> np.ndarray:
     every cell is a number, else the text itself (empty cells → NaN)."""
     try:
         return text.astype(np.int64)
-    except (ValueError, OverflowError):
+    except OverflowError:  # integers beyond int64: kept as written (float64 would merge them)
+        return text
+    except ValueError:
         pass
     try:
         return np.where(text == "", "nan", text).astype(np.float64)

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
+from .base import check_reference_arguments
 from .pair_distances import check_batch
 
 __all__ = [
@@ -67,8 +68,7 @@ def check_reference(
         ``embeddings, labels`` when no reference set is given.
     """
     if ref_emb is None:
-        if ref_labels is not None:
-            raise ValueError("ref_labels were given without ref_emb.")
+        check_reference_arguments("the loss", ref_emb, ref_labels)
         return embeddings, labels
     if ref_labels is None:
         raise ValueError("ref_emb needs ref_labels (the labels of the reference set).")

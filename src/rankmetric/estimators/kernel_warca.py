@@ -356,6 +356,8 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         (``held_out_check_``). Without ``AUTO_MIN_IDENTITIES`` identities of two items, or with
         a precomputed kernel, or ``validation_metric="knn"``, only the first fit runs.
         """
+        exact = self.n_landmarks is None and X.shape[0] <= EXACT_MAX_SAMPLES
+        _check_kernel_memory(X.shape[0], self.n_landmarks, exact)  # the full fit's, first
         plain = clone(self).set_params(validation_fraction=0.0)
         with_match = int(np.count_nonzero(np.bincount(codes) >= 2))
         feasible = with_match >= AUTO_MIN_IDENTITIES and self.validation_metric != "knn"

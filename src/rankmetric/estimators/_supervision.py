@@ -177,6 +177,7 @@ def _points(estimator, X, tuples, size: int, name: str) -> tuple[np.ndarray, np.
     else:
         flat = validate_data(estimator, X, dtype=[np.float64, np.float32])
         idx = _indices(tuples, size, name, flat.shape[0])
+    _check_fit_memory(estimator, flat, idx, name)
     # the rows used, in order of first appearance (the stacked form uses every row, in order)
     values, first_pos = np.unique(idx.ravel(), return_index=True)
     used = values[np.argsort(first_pos)]
@@ -189,6 +190,27 @@ def _points(estimator, X, tuples, size: int, name: str) -> tuple[np.ndarray, np.
     if first.shape[0] == rows.shape[0]:  # no duplicate points: no copy
         return rows, idx
     return rows[first], inverse[idx].astype(np.int64)
+
+
+def _check_fit_memory(estimator, flat: np.ndarray, idx: np.ndarray, name: str) -> None:
+    """Refuse, before any work, a fit whose points the memory budget cannot hold twice more.
+
+    Counted: the points the tuples use (at most ``idx.size``) in float64, once for a copy of the
+    distinct points and once for the learner's working copy (its PCA input, or the pairs'
+    differences), and 24 bytes a point for their de-duplication; what the caller already holds
+    is not counted. Every learner of the convention needs at least that much.
+    """
+    from ..resources import check_memory
+
+    points = min(flat.shape[0], idx.size)
+    need = points * (2 * 8 * flat.shape[1] + 24)
+    check_memory(
+        need,
+        f"{type(estimator).__name__}'s fit on {idx.shape[0]:,} {name} ({points:,} points of "
+        f"{flat.shape[1]:,} features: a copy of the distinct points, the learner's working copy "
+        "and their de-duplication)",
+        f"Fit on a sample of the {name}, or reduce the features first.",
+    )
 
 
 def _indices(tuples, size: int, name: str, n: int) -> np.ndarray:

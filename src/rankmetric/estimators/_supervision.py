@@ -142,7 +142,7 @@ def distinct_rows(flat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     rank = np.empty_like(order)
     rank[order] = np.arange(order.shape[0])
     first, inverse = first[order], rank[inverse.ravel()]
-    step = max(1, _CHUNK_ELEMENTS // max(flat.shape[1], 1))
+    step = max(1, (_CHUNK_ELEMENTS >> 3) // max(flat.shape[1], 1))
     for start in range(0, flat.shape[0], step):  # every row equals its representative
         sl = slice(start, start + step)
         if not np.all(flat[sl] == flat[first[inverse[sl]]]):

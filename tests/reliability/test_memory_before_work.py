@@ -171,3 +171,17 @@ def test_kernel_warca_checks_the_full_fit_before_the_held_out_fit():
     with memory_limit("400M"), pytest.raises(ValueError, match="8000 × 8000 kernel"):
         KernelWARCA(random_state=0).fit(X, y)
     assert time.perf_counter() - start < 5
+
+
+def test_retrieval_scores_announces_its_work_up_front(capsys):
+    from rankmetric.evaluate import retrieval_scores
+
+    rng = np.random.default_rng(0)
+    E, y = rng.normal(size=(500, 20)), np.arange(500) % 50
+    quiet = retrieval_scores(E, y)
+    assert capsys.readouterr().err == ""
+    loud = retrieval_scores(E, y, verbose=True)
+    err = capsys.readouterr().err
+    assert "500 queries x 500 gallery items of 20 features (250,000 distances)" in err
+    assert "ranked 9 deep" in err  # mAP@R: as deep as R = 9 (10 items a class, leave-one-out)
+    assert loud == quiet

@@ -18,13 +18,15 @@ with :math:`R = 0`); without such queries, Recall@1 equals precision@1.
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import torch
 from sklearn.cluster import KMeans
 from sklearn.metrics import adjusted_mutual_info_score
 
 from .._threads import thread_limit, threads_for
-from .._utils import resolve_device
+from .._utils import progress, resolve_device
 from ..neighbors import Gallery, check_metric, for_each_chunk, nearest_chunks, ranking_keys
 from ._inputs import as_embeddings, check_ks, check_same_width, compute_dtype, encode_labels
 from ._precision import average_precision
@@ -79,6 +81,19 @@ def _prepare(embeddings, labels, query_embeddings, query_labels, metric, device)
     return Q, G, q_codes, g_codes, False
 
 
+def _announce(n_queries: int, n_gallery: int, width: int, depth: int, verbose):
+    """With ``verbose``: the work up front on stderr (distances, ranking depth, the chunks'
+    bounded memory), then a progress bar over the queries with its time estimate."""
+    if verbose:
+        print(
+            f"retrieval: {n_queries:,} queries x {n_gallery:,} gallery items of {width} features "
+            f"({n_queries * n_gallery:,} distances), ranked {depth:,} deep; memory bounded by "
+            "the query chunks (about 256 MB); the bar below estimates the time.",
+            file=sys.stderr,
+        )
+    return progress(total=n_queries, desc="queries", unit="query", verbose=verbose)
+
+
 def _retrieval_pass(
     embeddings,
     labels,
@@ -90,6 +105,7 @@ def _retrieval_pass(
     chunk_size,
     device,
     need_map: bool,
+    verbose: bool | int = False,
 ) -> dict[str, float]:
     """One chunked pass over the queries computing Recall@ks, P@1 and (optionally) mAP@R."""
     metric = check_metric(metric)
@@ -125,8 +141,11 @@ def _retrieval_pass(
         order=order,
         chunk_size=chunk_size,
     )
-    with thread_limit(threads_for(Q.shape[0] * G.numel())):
+    depth = int(R_t.max().clamp(min=ks[-1])) if need_map else ks[-1]
+    bar = _announce(Q.shape[0], G.shape[0], G.shape[1], depth, verbose)
+    with thread_limit(threads_for(Q.shape[0] * G.numel())), bar:
         for rows, _, nearest, _ in chunks:  # loop over query chunks
+            bar.update(len(rows))
             relevant = g_codes_t[nearest] == q_codes_t[rows].unsqueeze(1)
             first = torch.argmax(relevant.to(torch.uint8), dim=1)
             first_hit[rows] = torch.where(relevant.any(dim=1), first, G.shape[0])
@@ -151,6 +170,7 @@ def retrieval_scores(
     metric: str = "euclidean",
     chunk_size: int | None = None,
     device: str | torch.device | None = None,
+    verbose: bool | int = False,
 ) -> dict[str, float]:
     """Recall@K for every K in ``ks``, precision@1 and mAP@R in one memory-bounded pass.
 
@@ -171,6 +191,9 @@ def retrieval_scores(
         Queries per chunk (None: chosen for about 256 MB of temporaries).
     device : str or torch.device, optional
         None uses CUDA when available.
+    verbose : bool, default=False
+        Print the work up front (distances, ranking depth) and show a progress bar with its
+        time estimate (on a terminal).
 
     Returns
     -------
@@ -211,6 +234,7 @@ def retrieval_scores(
         chunk_size=chunk_size,
         device=device,
         need_map=True,
+        verbose=verbose,
     )
 
 

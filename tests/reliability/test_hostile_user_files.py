@@ -141,6 +141,14 @@ def test_mat_forged_dimensions_are_refused_unread(tmp_path, capsys, good, compre
         _cli(capsys, "fit", "kissme", "--data", str(path))
 
 
+def test_mat_compressed_data_beyond_its_dimensions_are_refused(tmp_path):
+    """A variable declaring 2 × 2 whose compressed data inflate to 16 MB: not inflated by SciPy."""
+    path = tmp_path / "liar.mat"
+    path.write_bytes(_mat_v5(np.zeros((2000, 1000)), np.arange(4.0), (2, 2), compress=True))
+    message = _bounded(lambda: load_features(path))
+    assert "inflate to more" in message and str(path) in message
+
+
 def test_mat_compressed_bomb_is_refused_unread(tmp_path, good):
     X, y = good
     from scipy.io import savemat

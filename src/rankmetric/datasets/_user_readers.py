@@ -169,8 +169,14 @@ def _needed_mat5(path: str, head: bytes, found: dict, names: set) -> bytes:
                         f"{path}: {name!r} ({cls}) inflates to more than {cap} bytes from "
                         f"{end - start}: refused, as a decompression bomb."
                     )
-            elif compressed:
+            elif compressed:  # its stream must inflate to no more than its header declares
                 _check_ratio(path, name, declared, end - start)
+                cap = declared + 1024 + 8 * len(dims) + len(name)  # sub-element headers, padding
+                if _inflated_size(raw[8:], cap) > cap:
+                    raise ValueError(
+                        f"{path}: {name!r} declares {cls} {dims} ({declared} bytes) but its "
+                        "compressed data inflate to more: refused (forged or damaged)."
+                    )
             total += declared + len(raw)
             parts.append(raw)
     _check_declared(path, total, f"the variables {sorted(names & set(found))}")

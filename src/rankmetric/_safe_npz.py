@@ -1,4 +1,4 @@
-"""Reading an untrusted ``.npz`` model archive in bounded memory (for :mod:`rankmetric.io`).
+"""Reading untrusted ``.npz`` archives in bounded memory: model files and users' data files.
 
 The archive's directory is checked before anything is decompressed (no duplicate names, the
 metadata's declared size, no member whose declared size is out of proportion to its compressed
@@ -8,12 +8,26 @@ array the metadata describes, the total against ``max_bytes`` and the process's 
 before any array is decompressed; then the dtype and shape of each ``.npy`` header. A problem is
 raised as :class:`_Corrupt`, which :func:`rankmetric.io.load_model` reports as a ``ValueError``
 naming the file. The model format itself (what the metadata means) is :mod:`rankmetric.io`'s.
+
+Users' data files (``--data``, ``--pairs``, embeddings; :func:`read_data_npz`,
+:func:`read_data_npy`) have no metadata to check against, so the same discipline applies to what
+the archive itself declares: a regular, non-empty file; the directory (no duplicate names, only
+``.npy`` members, no member compressed more than ``MAX_COMPRESSION_RATIO``); every member's
+``.npy`` header (no Python objects, a declared size that matches the member's size); and the
+total declared size against the memory budget, all before any array is read. Members stored
+uncompressed (``np.savez``) are memory-mapped copy-on-write; compressed ones are inflated into
+exactly their declared size. Every problem is a ``ValueError`` naming the file.
 """
 
 from __future__ import annotations
 
 import ast
 import json
+import os
+import stat
+import struct
+import zipfile
+import zlib
 
 import numpy as np
 
@@ -21,6 +35,9 @@ MAX_COMPRESSION_RATIO = 100
 """Largest declared (uncompressed ÷ compressed) size of a member over 1 MiB. ``save_model``
 stores members uncompressed (ratio 1) and float arrays deflate to about 1.1:1, while a
 decompression bomb of zeros reaches about 1000:1; such a member is refused unread."""
+MAX_DATA_COMPRESSION_RATIO = 500
+"""The same rule for users' data files, looser: sparse or one-hot features may deflate to a
+few hundred to one, while deflate's ceiling, which a bomb of zeros reaches, is about 1030:1."""
 _RATIO_FLOOR = 1 << 20
 _MAX_NPY_HEADER = 1 << 20
 _MAX_META_BYTES = 64 * 2**20
@@ -41,7 +58,7 @@ def _read_header(stream) -> tuple[np.dtype, tuple, bool, int]:
     else:
         raise _Corrupt(f"unsupported .npy format version {major}")
     if dtype.hasobject:
-        raise _Corrupt("not a readable rankmetric model file (an array holds Python objects)")
+        raise _Corrupt("an array holds Python objects (pickled data, which is never loaded)")
     return dtype, tuple(shape), bool(fortran), stream.tell()
 
 
@@ -78,6 +95,17 @@ def _read_member(archive, info, header) -> np.ndarray:
     return out.reshape(shape, order="F" if fortran else "C")
 
 
+def _check_ratio(info, limit: int = MAX_COMPRESSION_RATIO, name="MAX_COMPRESSION_RATIO") -> None:
+    """Refuse a member whose declared size is out of proportion to its compressed size."""
+    ratio = info.file_size / max(info.compress_size, 1)
+    if info.file_size > _RATIO_FLOOR and ratio > limit:
+        raise _Corrupt(
+            f"member {info.filename[:80]!r} declares {info.file_size} bytes compressed into "
+            f"{info.compress_size} (ratio {ratio:.0f}:1, above {name}={limit}): refused "
+            "unread, as a decompression bomb"
+        )
+
+
 def _check_directory(archive, max_bytes: int) -> None:
     """The archive's directory, before anything is decompressed: names, declared sizes, ratios."""
     infos = archive.infolist()
@@ -88,13 +116,7 @@ def _check_directory(archive, max_bytes: int) -> None:
         raise _Corrupt("no metadata: not a rankmetric model file")
     total = 0
     for info in infos:
-        ratio = info.file_size / max(info.compress_size, 1)
-        if info.file_size > _RATIO_FLOOR and ratio > MAX_COMPRESSION_RATIO:
-            raise _Corrupt(
-                f"member {info.filename[:80]!r} declares {info.file_size} bytes compressed into "
-                f"{info.compress_size} (ratio {ratio:.0f}:1, above MAX_COMPRESSION_RATIO="
-                f"{MAX_COMPRESSION_RATIO}): refused unread, as a decompression bomb"
-            )
+        _check_ratio(info)
         total += info.file_size
     if archive.getinfo(f"{_META}.npy").file_size > _MAX_META_BYTES + _MAX_NPY_HEADER:
         raise _Corrupt("corrupt model metadata (larger than a model's metadata can be)")
@@ -170,3 +192,206 @@ def _read_meta(archive) -> dict:
     if not isinstance(meta, dict):
         raise _Corrupt("corrupt model metadata (not a JSON object)")
     return meta
+
+
+# ---------------------------------------------------------------------------------------------
+# Users' data files: no metadata, so every member is checked against what the archive declares.
+
+_MAX_MEMBERS = 10_000
+_ZIP_LOCAL_HEADER = struct.Struct("<4s5H3L2H")  # the local file header before a member's data
+
+
+def check_regular_file(path, what: str) -> int:
+    """The size of ``path``, a readable regular file; else a ``ValueError`` saying what it is.
+
+    ``what`` names the file in messages (``"--data f.npz"``). A folder, a FIFO or a device
+    (``/dev/zero``) is refused by name rather than read.
+    """
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise ValueError(f"{what}: no such file.") from None
+    except OSError as exc:
+        raise ValueError(f"{what}: cannot be read ({exc.strerror or exc}).") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise ValueError(f"{what} is a folder, not a file.")
+    if not stat.S_ISREG(st.st_mode):
+        kind = (
+            "a FIFO (named pipe)"
+            if stat.S_ISFIFO(st.st_mode)
+            else "a device"
+            if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode)
+            else "a socket"
+            if stat.S_ISSOCK(st.st_mode)
+            else "not a regular file"
+        )
+        raise ValueError(f"{what} is {kind}, not a regular file: give the path of a data file.")
+    if not os.access(path, os.R_OK):
+        raise ValueError(f"{what}: the file cannot be read (permission denied).")
+    if st.st_size == 0:
+        raise ValueError(f"{what}: the file is empty (0 bytes).")
+    return int(st.st_size)
+
+
+def _data_offset(handle, info) -> int:
+    """Where member ``info``'s bytes start in the archive file (after its local header)."""
+    handle.seek(info.header_offset)
+    raw = handle.read(_ZIP_LOCAL_HEADER.size)
+    if len(raw) != _ZIP_LOCAL_HEADER.size or raw[:4] != b"PK\x03\x04":
+        raise _Corrupt(f"member {info.filename[:80]!r}: damaged local header")
+    fields = _ZIP_LOCAL_HEADER.unpack(raw)
+    return info.header_offset + _ZIP_LOCAL_HEADER.size + fields[-2] + fields[-1]
+
+
+def _user_headers(archive, size: int) -> dict:
+    """``{name: (info, header)}`` of every member, checked, before any array is read."""
+    infos = archive.infolist()
+    if not infos:
+        raise _Corrupt("the archive holds no arrays")
+    if len(infos) > _MAX_MEMBERS:
+        raise _Corrupt(f"{len(infos)} members, more than a data file holds ({_MAX_MEMBERS})")
+    names = [i.filename for i in infos]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise _Corrupt(f"duplicate members {duplicates[:3]}")
+    headers = {}
+    for info in infos:
+        if not info.filename.endswith(".npy") or info.is_dir():
+            raise _Corrupt(f"member {info.filename[:80]!r} is not a .npy array")
+        if info.flag_bits & 0x1:
+            raise _Corrupt(f"member {info.filename[:80]!r} is encrypted")
+        _check_ratio(info, MAX_DATA_COMPRESSION_RATIO, "MAX_DATA_COMPRESSION_RATIO")
+        if info.compress_type == zipfile.ZIP_STORED and info.file_size > size:
+            raise _Corrupt(f"member {info.filename[:80]!r} declares more bytes than the file has")
+        try:
+            header = _check_member(archive, info, None)
+        except _Corrupt:
+            raise
+        except ValueError as exc:  # numpy's header parser
+            raise _Corrupt(
+                f"member {info.filename[:80]!r}: not a valid .npy header ({exc})"
+            ) from None
+        headers[info.filename[: -len(".npy")]] = (info, header)
+    return headers
+
+
+def _map_member(path, handle, info, header, size: int) -> np.ndarray:
+    """A stored (uncompressed) member, memory-mapped copy-on-write: nothing is read yet."""
+    dtype, shape, fortran, nbytes = header
+    start = _data_offset(handle, info) + (info.file_size - nbytes)
+    if start + nbytes > size:
+        raise _Corrupt(f"member {info.filename[:80]!r} is truncated")
+    if nbytes == 0:
+        return np.empty(shape, dtype=dtype, order="F" if fortran else "C")
+    mapped = np.memmap(
+        path, dtype=dtype, mode="c", offset=start, shape=shape, order="F" if fortran else "C"
+    )
+    return mapped.view(np.ndarray)
+
+
+def _data_error(what: str, exc: BaseException) -> ValueError:
+    detail = " ".join(str(exc).split())[:200] or type(exc).__name__
+    if isinstance(exc, zipfile.BadZipFile):
+        detail = f"truncated or damaged ({detail})"
+    return ValueError(f"{what}: not a readable .npz archive: {detail}.")
+
+
+def read_data_npz(path, what: str | None = None, *, keys=None) -> dict[str, np.ndarray]:
+    """The arrays of a user's ``.npz`` data file, checked before any of them is read.
+
+    Parameters
+    ----------
+    path : str or path-like
+    what : str, optional
+        How messages name the file (``"--pairs f.npz"``); default the path.
+    keys : collection of str, optional
+        Read only these arrays (the others are still checked); default every array.
+
+    Returns
+    -------
+    dict of str to ndarray
+        Stored members memory-mapped (copy-on-write), compressed members inflated.
+
+    Raises
+    ------
+    ValueError
+        Not a regular file, empty, not a zip archive, truncated or damaged, a member that is not
+        an ``.npy`` array or holds Python objects, a decompression bomb, a declared size that
+        does not match the member or does not fit the memory budget; the message names the file.
+    """
+    from .resources import check_memory, format_bytes
+
+    what = what or str(path)
+    size = check_regular_file(path, what)
+    try:
+        with open(path, "rb") as handle, zipfile.ZipFile(handle) as archive:
+            headers = _user_headers(archive, size)
+            wanted = {k: v for k, v in headers.items() if keys is None or k in keys}
+            total = sum(h[3] for _, h in wanted.values())
+            check_memory(
+                total,
+                f"{what}: its arrays declare {format_bytes(total)}; reading them",
+                "Check the file (a forged or damaged header declares sizes it does not hold).",
+            )
+            out = {}
+            for key, (info, header) in wanted.items():
+                if info.compress_type == zipfile.ZIP_STORED:
+                    out[key] = _map_member(path, handle, info, header, size)
+                else:
+                    out[key] = _read_member(archive, info, header)
+    except _Corrupt as exc:
+        hint = "; if the data are genuine, save them with np.savez (uncompressed)"
+        raise ValueError(f"{what}: {exc}{hint if 'bomb' in str(exc) else ''}.") from None
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, zlib.error) as exc:
+        raise _data_error(what, exc) from None
+    except (OSError, NotImplementedError, RuntimeError, struct.error) as exc:
+        raise _data_error(what, exc) from None
+    return out
+
+
+def read_data_npy(path, what: str | None = None) -> np.ndarray:
+    """A user's ``.npy`` file, memory-mapped copy-on-write after its header is checked.
+
+    Parameters
+    ----------
+    path : str or path-like
+    what : str, optional
+        How messages name the file; default the path.
+
+    Returns
+    -------
+    ndarray
+        A copy-on-write memory map of the file's array.
+
+    Raises
+    ------
+    ValueError
+        Not a regular file, empty, a damaged header, Python objects, a declared size that the
+        file does not hold or that does not fit the memory budget; the message names the file.
+    """
+    from .resources import check_memory, format_bytes
+
+    what = what or str(path)
+    size = check_regular_file(path, what)
+    try:
+        with open(path, "rb") as handle:
+            dtype, shape, fortran, offset = _read_header(handle)
+    except _Corrupt as exc:
+        raise ValueError(f"{what}: {exc}.") from None
+    except (ValueError, OSError, EOFError) as exc:
+        raise ValueError(
+            f"{what}: not a readable .npy file ({' '.join(str(exc).split())[:200]})."
+        ) from None
+    nbytes = _nbytes(dtype, shape)
+    if offset + nbytes != size:
+        raise ValueError(
+            f"{what}: its header declares {dtype.str}{shape} ({nbytes} bytes) but the file holds "
+            f"{size - offset} bytes of data (truncated or forged)."
+        )
+    check_memory(nbytes, f"{what}: its array of {format_bytes(nbytes)}", "Check the file.")
+    if nbytes == 0:
+        return np.empty(shape, dtype=dtype, order="F" if fortran else "C")
+    mapped = np.memmap(
+        path, dtype=dtype, mode="c", offset=offset, shape=shape, order="F" if fortran else "C"
+    )
+    return mapped.view(np.ndarray)

@@ -29,8 +29,6 @@ import time
 
 import numpy as np
 
-from ._args import check_input_file
-
 __all__ = [
     "add_fit_pairs_option",
     "add_evaluate_pairs_options",
@@ -49,26 +47,37 @@ DEFAULT_FAR = (1e-1, 1e-2, 1e-3)
 
 def read_pairs_file(path: str) -> dict:
     """The parts of a pair file: ``{"train": (X, pairs, y), "test": (stacked, y) or None}``."""
-    check_input_file(path, "--pairs")
-    try:
-        archive = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"--pairs {path}: not a readable .npz archive ({exc}).") from None
-    with archive:
-        arrays = {k: archive[k] for k in archive.files}
+    from .._safe_npz import read_data_npz
+
+    arrays = read_data_npz(path, f"--pairs {path}")  # untrusted: checked before it is read
     for suffix in ("", "_test"):  # X1, X2: the members of each pair, stacked here
         _stack_members(arrays, suffix, path)
     for key in ("pairs", "y"):
         if key not in arrays:
             raise ValueError(f"--pairs {path} has no array {key!r} (found {sorted(arrays)}).")
     X = arrays.get("X")
+    _check_labels(arrays, "", path)
     test = None
     if "pairs_test" in arrays:
         if "y_test" not in arrays:
             raise ValueError(f"--pairs {path} has pairs_test but no y_test.")
+        _check_labels(arrays, "_test", path)
         items = arrays.get("X_test", X)
         test = (_stacked(items, arrays["pairs_test"], f"{path}: pairs_test"), arrays["y_test"])
     return {"train": (X, arrays["pairs"], arrays["y"]), "test": test}
+
+
+def _check_labels(arrays: dict, suffix: str, path: str) -> None:
+    """``y{suffix}`` holds one number per pair of ``pairs{suffix}`` (named as in the file)."""
+    y, pairs = np.asarray(arrays[f"y{suffix}"]), np.asarray(arrays[f"pairs{suffix}"])
+    if y.ndim != 1 or pairs.ndim < 1 or y.shape[0] != pairs.shape[0]:
+        raise ValueError(
+            f"--pairs {path}: y{suffix} must hold one label per pair of pairs{suffix} "
+            f"({pairs.shape[0] if pairs.ndim else 0}), got shape {y.shape}."
+        )
+    if y.dtype != bool and not np.issubdtype(y.dtype, np.number):
+        raise ValueError(f"--pairs {path}: y{suffix} must hold numbers (+1/-1, 1/0 or "
+                         f"similarities), got {y.dtype}.")  # fmt: skip
 
 
 def _stack_members(arrays: dict, suffix: str, path: str) -> None:

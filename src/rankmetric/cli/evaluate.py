@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._safe_npz import read_data_npy, read_data_npz
 from ._args import (
     add_feature_file_options,
     check_column_options,
@@ -71,6 +72,14 @@ def _flat(X: np.ndarray) -> np.ndarray:
     return X.reshape(len(X), -1) if X.ndim > 2 else X
 
 
+class _Arrays(dict):
+    """The arrays of a ``.npz`` file, with ``files`` (the names) as ``np.load``'s archive."""
+
+    @property
+    def files(self) -> list[str]:
+        return list(self)
+
+
 def _pick(archive, name: str, path: str, required: bool = True):
     for key in _KEYS.get(name, (name,)):
         if key in archive:
@@ -85,7 +94,7 @@ def _pick(archive, name: str, path: str, required: bool = True):
 def _read_labels(path: str) -> np.ndarray:
     check_input_file(path, "--labels")
     if path.endswith(".npy"):
-        return np.load(path, allow_pickle=False)
+        return read_data_npy(path, f"--labels {path}")
     labels = np.loadtxt(path, dtype=str, ndmin=1)
     try:
         return labels.astype(np.int64)
@@ -100,14 +109,14 @@ def _from_file(args) -> _Embedded:
     if path.endswith(".npz"):
         if args.labels:
             raise ValueError("--labels goes with a .npy file; a .npz file holds its labels (y).")
-        with np.load(path, allow_pickle=False) as archive:
-            X, y = _pick(archive, "X", path), _pick(archive, "y", path)
-            X_test, y_test = (_pick(archive, key, path, False) for key in ("X_test", "y_test"))
+        archive = _Arrays(read_data_npz(path))  # untrusted: checked before it is read
+        X, y = _pick(archive, "X", path), _pick(archive, "y", path)
+        X_test, y_test = (_pick(archive, key, path, False) for key in ("X_test", "y_test"))
     elif path.endswith(".npy"):
         if not args.labels:
             raise ValueError("a .npy file holds embeddings only: give --labels PATH as well.")
         X, y, X_test, y_test = (
-            np.load(path, allow_pickle=False),
+            read_data_npy(path),
             _read_labels(args.labels),
             None,
             None,
@@ -238,9 +247,9 @@ def _attach_cameras(e: _Embedded, path: str) -> _Embedded:
     if not path.endswith(".npz"):
         return e
     key = "cameras" if e.X_ref is None else "cameras_test"
-    with np.load(path, allow_pickle=False) as archive:
-        if key in archive:
-            e.cameras = archive[key]
+    found = read_data_npz(path, keys=(key,))
+    if key in found:
+        e.cameras = found[key]
     if e.cameras is not None and len(e.cameras) != len(e.y_eval):
         raise ValueError(f"{path}: {key} has {len(e.cameras)} values for {len(e.y_eval)} items.")
     return e

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from .._validation import deprecated_alias
 from ._info import DatasetInfo
@@ -223,6 +224,12 @@ def get_info(name: str) -> DatasetInfo:
     """
     key = normalize_name(name)
     if key not in _LOOKUP:
+        if "/" in str(name) or Path(str(name)).exists():  # a path: a folder, a device, a typo
+            what = "a folder" if Path(str(name)).is_dir() else "not a feature file"
+            raise ValueError(
+                f"{name} is {what}: --data takes a bundled set's name or a feature file ending "
+                "in .npz, .csv, .parquet or .mat."
+            )
         known = ", ".join(REGISTRY)
         raise ValueError(f"unknown data set {name!r}; known: {known} (see `rankmetric data list`).")
     return REGISTRY[_LOOKUP[key]]

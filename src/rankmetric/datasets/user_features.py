@@ -28,13 +28,14 @@ as an ``image_path``): the command line's ``--id-column``, ``--camera-column``,
 
 from __future__ import annotations
 
-import csv
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from .._safe_npz import read_data_npz
 from .._validation import check_finite, check_labels
+from ._user_readers import read_csv_table, read_mat, read_parquet_table
 
 __all__ = ["FEATURE_SUFFIXES", "FeatureData", "is_feature_file", "load_features"]
 
@@ -46,12 +47,6 @@ ALIASES = {
     "split": ("split",),
 }
 SPLITS = ("train", "test", "query", "gallery")
-_INSTALL = {
-    "parquet": 'reading .parquet files needs pyarrow: pip install "rankmetric[parquet]" '
-    "(or pip install pyarrow), or save the table as .csv or .npz.",
-    "mat73": "this .mat file is MATLAB v7.3 (HDF5); reading it needs h5py: pip install "
-    '"rankmetric[mat73]" (or pip install h5py), or save it in MATLAB with -v7.',
-}
 
 
 @dataclass(frozen=True)
@@ -156,67 +151,10 @@ def _few(names, shown: int = 8) -> str:
     return ", ".join(names[:shown]) + more
 
 
-def _read_npz(path: str) -> dict:
-    with np.load(path, allow_pickle=False) as archive:
-        return {name: archive[name] for name in archive.files}
-
-
-def _read_mat(path: str) -> dict:
-    from scipy.io import loadmat
-
-    try:
-        raw = loadmat(path)
-    except NotImplementedError:  # v7.3: an HDF5 file
-        return _read_mat73(path)
-    except ValueError as exc:
-        raise ValueError(f"{path} is not a readable MATLAB file ({exc}).") from None
-    return {k: v for k, v in raw.items() if not k.startswith("__")}
-
-
-def _read_mat73(path: str) -> dict:
-    try:
-        import h5py
-    except ImportError:
-        raise ImportError(f"{path}: {_INSTALL['mat73']}") from None
-    with h5py.File(path, "r") as f:  # MATLAB stores column-major: arrays come transposed
-        return {k: np.asarray(v).T for k, v in f.items() if isinstance(v, h5py.Dataset)}
-
-
-def _read_table(path: str, suffix: str) -> dict:
-    """Columns of a CSV (standard library) or Parquet (pyarrow) table, as arrays."""
-    if suffix == ".parquet":
-        try:
-            import pyarrow.parquet as pq
-        except ImportError:
-            raise ImportError(f"{path}: {_INSTALL['parquet']}") from None
-        table = pq.read_table(path)
-        return {name: np.asarray(table.column(name).to_numpy()) for name in table.column_names}
-    with open(path, newline="") as handle:
-        reader = csv.reader(handle)
-        header = next(reader, None)
-        if not header:
-            raise ValueError(f"{path} is empty: a header row with column names is needed.")
-        rows = list(reader)
-    for line, row in enumerate(rows, start=2):
-        if len(row) != len(header):
-            raise ValueError(
-                f"{path}, line {line}: {len(row)} fields but the header names {len(header)}."
-            )
-    cells = np.asarray(rows, dtype=object).reshape(len(rows), len(header))
-    return {name.strip(): _column(cells[:, j]) for j, name in enumerate(header)}
-
-
-def _column(values: np.ndarray) -> np.ndarray:
-    """A CSV column as numbers when every cell parses (empty cells → NaN), else strings."""
-    text = np.asarray([v.strip() for v in values], dtype=str)
-    try:
-        numbers = np.asarray([float(v) if v else np.nan for v in text])
-    except ValueError:
-        return text
-    if np.all(np.isfinite(numbers)) and np.all(numbers == np.round(numbers)):
-        if not any("." in v or "e" in v.lower() for v in text):
-            return numbers.astype(np.int64)
-    return numbers
+def _candidates(X, y, cameras, split) -> set:
+    """Every name :func:`load_features` may read (the ones given, else the aliases)."""
+    given = {"X": X, "y": y, "cameras": cameras, "split": split}
+    return {n for kind, name in given.items() for n in ((name,) if name else ALIASES[kind])}
 
 
 def _labels(values, name: str, path: str) -> np.ndarray:
@@ -225,14 +163,49 @@ def _labels(values, name: str, path: str) -> np.ndarray:
         values = values.ravel()
     if values.ndim != 1:
         raise ValueError(f"{path}: {name} must be one value per item, got shape {values.shape}.")
+    _refuse_kind(values, name, path, objects=True)
     if values.dtype.kind == "f":
         if not np.all(np.isfinite(values)):
             raise ValueError(f"{path}: {name} contains NaN or infinity (a missing value?).")
-        if np.all(values == np.round(values)):
-            values = values.astype(np.int64)
+        if np.all(values == np.round(values)) and np.all(np.abs(values) <= _EXACT_INT):
+            values = values.astype(np.int64)  # exact: every value is an integer below 2**53
     if values.dtype.kind == "O":
         values = values.astype(str)
     return values
+
+
+_EXACT_INT = 2**53  # integers up to this are exact in float64
+_REFUSED_KINDS = {
+    "c": "complex numbers (take the real part or the magnitude yourself)",
+    "M": "dates and times",
+    "m": "time differences",
+    "V": "structured records",
+    "O": "Python objects",
+}
+
+
+def _refuse_kind(values: np.ndarray, name: str, path: str, objects: bool = False) -> None:
+    """Refuse what cannot become features or labels without losing or inventing information
+    (``objects``: MATLAB cell arrays of strings are accepted as labels)."""
+    what = _REFUSED_KINDS.get(values.dtype.kind)
+    if what and not (objects and values.dtype.kind == "O"):
+        raise ValueError(f"{path}: {name} holds {what} ({values.dtype}); nothing is converted "
+                         "silently: convert them to real numbers first.")  # fmt: skip
+
+
+def _as_float(features: np.ndarray, name: str, path: str) -> np.ndarray:
+    """Features as floating point, exactly: integers beyond 2**53 would be rounded: refused."""
+    _refuse_kind(features, name, path)
+    if features.dtype.kind in "US":
+        raise ValueError(f"{path}: {name} holds text ({features.dtype}); features must be "
+                         "numbers.")  # fmt: skip
+    if np.issubdtype(features.dtype, np.floating):
+        return features
+    if features.dtype.kind in "iu" and features.size:
+        if max(abs(int(features.min())), abs(int(features.max()))) > _EXACT_INT:
+            raise ValueError(f"{path}: {name} holds integers beyond 2**53, which float64 "
+                             "cannot represent exactly; scale them first.")  # fmt: skip
+    return features.astype(np.float64)
 
 
 def _split_values(values, path: str) -> np.ndarray:
@@ -299,18 +272,22 @@ def load_features(
     """
     path = str(path)
     suffix = Path(path).suffix.lower()
-    found = _read(path, suffix)
-    y_name = _find(found, y, "y", path, required=True)
-    cam_name = _find(found, cameras, "cameras", path, required=False)
-    split_name = _find(found, split, "split", path, required=False)
+    names = _candidates(X, y, cameras, split)
+    names |= {features} if isinstance(features, str) else {str(f) for f in features or ()}
+    found, available = _read(path, suffix, names)
+    y_name = _find(available, y, "y", path, required=True)
+    cam_name = _find(available, cameras, "cameras", path, required=False)
+    split_name = _find(available, split, "split", path, required=False)
     labels = _labels(found[y_name], f"{y_name!r}", path)
     n = labels.shape[0]
+    if n == 0:
+        raise ValueError(f"{path}: no rows ({y_name!r} is empty): there is nothing to learn from.")
     if features is not None:
         features = _mapped_features(found, features, {y_name, cam_name, split_name}, suffix, path)
     elif suffix in (".csv", ".parquet") and X is None:
         features = _table_features(found, {y_name, cam_name, split_name}, path)
     else:
-        features = _array_features(found, X, suffix == ".mat", n, path)
+        features = _array_features(found, available, X, suffix == ".mat", n, path)
     if features.shape[0] != n:
         raise ValueError(f"{path}: mismatched lengths: {features.shape[0]} feature rows but "
                          f"{n} labels in {y_name!r}.")  # fmt: skip
@@ -322,55 +299,57 @@ def load_features(
     parts = _per_item(found, split_name, n, path)
     if parts is not None:
         parts = _split_values(parts, path)
-    if not np.issubdtype(features.dtype, np.floating):
-        features = features.astype(np.float64)
     return FeatureData(features, labels, cams, parts, path)
 
 
-def _read(path: str, suffix: str) -> dict:
-    """Every array / column / variable of the file ``path``, by name."""
+def _read(path: str, suffix: str, names: set) -> tuple[dict, list]:
+    """The arrays / columns / variables of the file ``path`` that may be used (``names``, or
+    every column of a table), and the names of everything the file holds. Users' files are
+    untrusted input: each reader checks what the file declares before reading it."""
     if suffix not in FEATURE_SUFFIXES:
         raise ValueError(f"{path}: unknown feature file type {suffix!r}; expected one of "
                          f"{', '.join(FEATURE_SUFFIXES)}.")  # fmt: skip
-    if not Path(path).is_file():
-        raise ValueError(f"{path}: no such file.")
     if suffix == ".npz":
-        return _read_npz(path)
-    if suffix == ".mat":
-        return _read_mat(path)
-    return _read_table(path, suffix)
+        found = read_data_npz(path)
+    elif suffix == ".mat":
+        return read_mat(path, names)
+    elif suffix == ".parquet":
+        found = read_parquet_table(path)
+    else:
+        found = read_csv_table(path, keep_text=names - set(ALIASES["X"]))
+    return found, list(found)
 
 
 def _table_features(found: dict, used: set, path: str) -> np.ndarray:
-    """Every numeric column of a table that is not in ``used``, as float64 (n, d)."""
+    """Every column of a table that is not in ``used``, as float64 (n, d), checked finite."""
     columns = [c for c in found if c not in used]
     if not columns:
         raise ValueError(f"{path} has no feature column besides {sorted(used - {None})}.")
-    text = [c for c in columns if found[c].dtype.kind not in "iuf"]
+    text = [c for c in columns if found[c].dtype.kind not in "iufb"]
     if text:
         raise ValueError(f"{path}: feature column(s) {text[:5]} are not numeric; name the "
                          "identity column (y=..., --id-column) and the feature columns "
                          "(features=[...], --feature-columns 'f*'): every other column is "
                          "then ignored.")  # fmt: skip
-    features = np.column_stack([found[c] for c in columns]).astype(np.float64)
+    features = np.empty((len(found[columns[0]]), len(columns)))
     for j, c in enumerate(columns):
+        features[:, j] = _as_float(np.asarray(found[c]), f"feature column {c!r}", path)
         if not np.all(np.isfinite(features[:, j])):
             raise ValueError(f"{path}: feature column {c!r} contains NaN or infinity "
                              "(a missing value?).")  # fmt: skip
     return features
 
 
-def _array_features(found: dict, X: str | None, matlab: bool, n: int, path: str) -> np.ndarray:
+def _array_features(found: dict, available, X: str | None, matlab: bool, n: int, path: str):
     """The feature array (named ``X`` or an alias), items × features, checked finite."""
-    x_name = _find(found, X, "X", path, required=True)
+    x_name = _find(available, X, "X", path, required=True)
     features = np.asarray(found[x_name])
     if features.ndim != 2:
         raise ValueError(f"{path}: {x_name!r} must be a 2-D array (items × features), "
                          f"got shape {features.shape}.")  # fmt: skip
     if matlab and features.shape[0] != n and features.shape[1] == n:
         features = features.T  # MATLAB's d × n layout (LOMO's descriptors)
-    if not np.issubdtype(features.dtype, np.number):
-        raise ValueError(f"{path}: {x_name!r} must hold numbers, got {features.dtype}.")
+    features = _as_float(features, repr(x_name), path)
     check_finite(features, f"{path}: {x_name!r}")
     return features
 
@@ -401,7 +380,7 @@ def _mapped_features(found: dict, patterns, used: set, suffix: str, path: str) -
         if len(patterns) != 1:
             raise ValueError(f"{path}: feature columns select columns of a table (.csv, "
                              ".parquet); an array file names one feature array.")  # fmt: skip
-        return _array_features(found, patterns[0].strip(), suffix == ".mat", -1, path)
+        return _array_features(found, list(found), patterns[0].strip(), suffix == ".mat", -1, path)
     columns = [c for c in found if c not in used]
     chosen = []
     for pattern in (p.strip() for p in patterns):

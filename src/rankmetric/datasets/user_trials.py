@@ -118,11 +118,9 @@ def read_trial_file(path) -> TrialData:
     >>> data.X.shape, data.names["domains"]
     ((6, 3, 50), 'session')
     """
-    try:
-        with np.load(path, allow_pickle=False) as npz:
-            arrays = {key: npz[key] for key in npz.files}
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"{path}: not a readable .npz file ({exc}).") from None
+    from .._safe_npz import read_data_npz
+
+    arrays = read_data_npz(path)  # untrusted input: every member checked before it is read
     names = {role: _pick(arrays, role) for role in ("X", "y", "domains")}
     missing = [role for role in ("X", "y") if names[role] is None]
     if missing:

@@ -44,6 +44,7 @@ __all__ = [
     "TripletSupervision",
     "check_pair_supervision",
     "check_triplet_supervision",
+    "distinct_rows",
     "triplets_from_pairs",
     "pairs_from_triplets",
     "split_pairs",
@@ -112,8 +113,54 @@ def _split_call(X, tuples, y, size: int, name: str):
     return X, tuples, y
 
 
+def _row_hashes(flat: np.ndarray) -> np.ndarray:
+    """A 64-bit hash of each row's values (``-0.0`` and ``0.0`` alike), in bounded chunks."""
+    words = np.uint64 if flat.dtype.itemsize == 8 else np.uint32
+    mult = np.random.default_rng(0x5EED).integers(1, 2**63, size=flat.shape[1], dtype=np.uint64)
+    mult |= np.uint64(1)
+    out = np.empty(flat.shape[0], dtype=np.uint64)
+    step = max(1, (_CHUNK_ELEMENTS >> 3) // max(flat.shape[1], 1))  # three temporaries a chunk
+    for start in range(0, flat.shape[0], step):  # chunks of rows, vectorised inside
+        bits = (flat[start : start + step] + 0.0).view(words).astype(np.uint64)
+        bits ^= bits >> np.uint64(29)
+        with np.errstate(over="ignore"):
+            out[start : start + step] = (bits * mult).sum(axis=1, dtype=np.uint64)
+    return out
+
+
+def distinct_rows(flat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(first, inverse)``: the first row of each distinct value, in order of appearance, and
+    each row's distinct-point number (``flat[first][inverse] == flat``).
+
+    Rows are hashed in chunks (8 bytes a row) instead of sorted as ``np.unique(axis=0)`` does
+    (which copies the whole array); equal hashes are then checked value by value, so a hash
+    collision can never merge two different points.
+    """
+    hashes = _row_hashes(flat)
+    _, first, inverse = np.unique(hashes, return_index=True, return_inverse=True)
+    order = np.argsort(first)  # the distinct points in the order they first appear
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.shape[0])
+    first, inverse = first[order], rank[inverse.ravel()]
+    step = max(1, (_CHUNK_ELEMENTS >> 3) // max(flat.shape[1], 1))
+    for start in range(0, flat.shape[0], step):  # every row equals its representative
+        sl = slice(start, start + step)
+        if not np.all(flat[sl] == flat[first[inverse[sl]]]):
+            break
+    else:
+        return first, inverse
+    # a 64-bit collision (about 1 in 10^6 for 10^7 rows): the exact, sorting method
+    _, first, inverse = np.unique(flat, axis=0, return_index=True, return_inverse=True)
+    order = np.argsort(first)
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.shape[0])
+    return first[order], rank[inverse.ravel()]
+
+
 def _points(estimator, X, tuples, size: int, name: str) -> tuple[np.ndarray, np.ndarray]:
-    """Validated points ``X`` and int64 indices ``(n, size)``; stacked points are de-duplicated."""
+    """Validated points and int64 indices ``(n, size)`` into them: only the points the tuples
+    use, each distinct point once, in the order they first appear, whichever form the call
+    takes (so that both forms give the same fit, and no preprocessing sees other rows)."""
     if X is None:
         stacked = np.asarray(tuples)
         if stacked.ndim != 3 or stacked.shape[1] != size:
@@ -126,12 +173,48 @@ def _points(estimator, X, tuples, size: int, name: str) -> tuple[np.ndarray, np.
         flat = validate_data(
             estimator, stacked.reshape(-1, stacked.shape[2]), dtype=[np.float64, np.float32]
         )
-        unique, first, inverse = np.unique(flat, axis=0, return_index=True, return_inverse=True)
-        order = np.argsort(first)  # the distinct points in the order they first appear
-        rank = np.empty_like(order)
-        rank[order] = np.arange(order.shape[0])
-        return unique[order], rank[inverse.ravel()].reshape(-1, size).astype(np.int64)
-    X = validate_data(estimator, X, dtype=[np.float64, np.float32])
+        idx = np.arange(flat.shape[0], dtype=np.int64).reshape(-1, size)
+    else:
+        flat = validate_data(estimator, X, dtype=[np.float64, np.float32])
+        idx = _indices(tuples, size, name, flat.shape[0])
+    _check_fit_memory(estimator, flat, idx, name)
+    # the rows used, in order of first appearance (the stacked form uses every row, in order)
+    values, first_pos = np.unique(idx.ravel(), return_index=True)
+    used = values[np.argsort(first_pos)]
+    position = np.empty(flat.shape[0], dtype=np.int64)
+    position[used] = np.arange(used.shape[0])
+    idx = position[idx]
+    in_order = used.shape[0] == flat.shape[0] and np.array_equal(used, np.arange(flat.shape[0]))
+    rows = flat if in_order else flat[used]
+    first, inverse = distinct_rows(rows)
+    if first.shape[0] == rows.shape[0]:  # no duplicate points: no copy
+        return rows, idx
+    return rows[first], inverse[idx].astype(np.int64)
+
+
+def _check_fit_memory(estimator, flat: np.ndarray, idx: np.ndarray, name: str) -> None:
+    """Refuse, before any work, a fit whose points the memory budget cannot hold twice more.
+
+    Counted: the points the tuples use (at most ``idx.size``) in float64, once for a copy of the
+    distinct points and once for the learner's working copy (its PCA input, or the pairs'
+    differences), and 24 bytes a point for their de-duplication; what the caller already holds
+    is not counted. Every learner of the convention needs at least that much.
+    """
+    from ..resources import check_memory
+
+    points = min(flat.shape[0], idx.size)
+    need = points * (2 * 8 * flat.shape[1] + 24)
+    check_memory(
+        need,
+        f"{type(estimator).__name__}'s fit on {idx.shape[0]:,} {name} ({points:,} points of "
+        f"{flat.shape[1]:,} features: a copy of the distinct points, the learner's working copy "
+        "and their de-duplication)",
+        f"Fit on a sample of the {name}, or reduce the features first.",
+    )
+
+
+def _indices(tuples, size: int, name: str, n: int) -> np.ndarray:
+    """Row indices of the indices form, checked: int64 of shape (n_tuples, size) in [0, n)."""
     idx = np.asarray(tuples)
     if idx.ndim != 2 or idx.shape[1] != size:
         raise ValueError(f"{name} must have shape (n_{name}, {size}), got {idx.shape}.")
@@ -141,13 +224,12 @@ def _points(estimator, X, tuples, size: int, name: str) -> tuple[np.ndarray, np.
         if not (np.issubdtype(idx.dtype, np.floating) and np.all(idx == np.round(idx))):
             raise ValueError(f"{name} must hold integer row indices, got dtype {idx.dtype}.")
     idx = idx.astype(np.int64)
-    n = X.shape[0]
     if idx.min() < 0 or idx.max() >= n:
         raise ValueError(
             f"{name[:-1]} indices must lie in [0, {n}) (rows of X), got values in "
             f"[{idx.min()}, {idx.max()}]."
         )
-    return X, idx
+    return idx
 
 
 def _same_rows(X: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -377,6 +377,8 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         """
         with_cams = lambda rows: {} if cams is None else {"cameras": cams[rows]}  # noqa: E731
         every = np.arange(len(codes))
+        exact = self.n_landmarks is None and X.shape[0] <= EXACT_MAX_SAMPLES
+        _check_kernel_memory(X.shape[0], self.n_landmarks, exact)  # the full fit's, first
         plain = clone(self).set_params(validation_fraction=0.0)
         with_match = int(np.count_nonzero(np.bincount(codes) >= 2))
         feasible = with_match >= AUTO_MIN_IDENTITIES and self.validation_metric != "knn"

@@ -20,12 +20,13 @@ calibration pairs, so no calibration pair sits on it.
 
 from __future__ import annotations
 
+import functools
+import types
 from numbers import Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.linear_model import LogisticRegression
-from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
@@ -48,6 +49,31 @@ __all__ = ["PairClassifier", "STRATEGIES", "calibrated_threshold"]
 
 #: The threshold calibration strategies.
 STRATEGIES = ("accuracy", "f_beta", "max_tpr", "max_tnr")
+
+
+class _ProbabilityNotEnabled(AttributeError):
+    """``predict_proba`` of a :class:`PairClassifier` built without ``probability=True``."""
+
+
+class _IfProbability:
+    """``predict_proba`` only with ``probability=True`` (so ``hasattr`` is False without it, as
+    scikit-learn expects), else an ``AttributeError`` that says what to set."""
+
+    def __init__(self, fn) -> None:
+        self.fn = fn
+        functools.update_wrapper(self, fn)
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self.fn
+        if not obj.probability:
+            raise _ProbabilityNotEnabled(
+                f"{type(obj).__name__}.predict_proba needs the Platt map fitted with the "
+                "threshold: build PairClassifier(..., probability=True) and fit again (a "
+                "distance alone is no probability); decision_function gives the signed margins "
+                "without it."
+            )
+        return types.MethodType(self.fn, obj)
 
 
 def _rate(name: str, value) -> float:
@@ -95,7 +121,7 @@ def calibrated_threshold(
             raise ValueError(f"strategy={strategy!r} needs min_rate, a number in [0, 1].")
         min_rate = _rate("min_rate", min_rate)
     if strategy == "f_beta":
-        check_param("beta", beta, [Interval(Real, 0, None, closed="neither")])
+        check_param("beta", beta, [Interval(Real, 0, None, closed="left")])  # 0: precision
     far, tar, t = roc_curve_from_distances(distances, similar, drop_intermediate=False)
     n_pos = int(np.count_nonzero(similar))
     n_neg = similar.shape[0] - n_pos
@@ -195,7 +221,7 @@ class PairClassifier(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
         "learner": [NONE, InstanceOf(BaseEstimator, "an estimator with fit_pairs")],
         "points": [NONE, ARRAY],
         "strategy": [Options(*STRATEGIES)],
-        "beta": [Interval(Real, 0, None, closed="neither")],
+        "beta": [Interval(Real, 0, None, closed="left")],
         "min_rate": [NONE, Interval(Real, 0, 1, closed="both")],
         "probability": [BOOLEAN],
     }
@@ -421,7 +447,7 @@ class PairClassifier(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
         positive = self.decision_function(pairs) > 0
         return self.classes_[positive.astype(int)]
 
-    @available_if(lambda self: self.probability)
+    @_IfProbability
     def predict_proba(self, pairs) -> np.ndarray:
         """Probabilities of (dissimilar, similar) from the Platt map (``probability=True``).
 

@@ -18,12 +18,14 @@ with :math:`R = 0`); without such queries, Recall@1 equals precision@1.
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import torch
 from sklearn.metrics import adjusted_mutual_info_score
 
 from .._threads import thread_limit, threads_for
-from .._utils import resolve_device
+from .._utils import progress, resolve_device
 from ..neighbors import Gallery, check_metric, for_each_chunk, relevant_places
 from ._inputs import as_embeddings, check_ks, check_same_width, compute_dtype, encode_labels
 from ._kmeans import check_backend, kmeans_labels
@@ -59,7 +61,9 @@ def _prepare(embeddings, labels, query_embeddings, query_labels, metric, device)
     return Q, G, q_codes, g_codes, False
 
 
-def _ranked_pass(Q, G, q_codes, g_codes, leave_one_out, metric, chunk_size, depth_of=None) -> dict:
+def _ranked_pass(
+    Q, G, q_codes, g_codes, leave_one_out, metric, chunk_size, depth_of=None, bar=None
+) -> dict:
     """Per-query place of the first hit (0: none), AP, AP@R and R-precision, in one pass.
 
     Each chunk of queries scores the whole gallery once; the places of the relevant items come
@@ -99,6 +103,8 @@ def _ranked_pass(Q, G, q_codes, g_codes, leave_one_out, metric, chunk_size, dept
         per_query["map@r"][rows] = average_precision(j + 1, places, within_r, r)
         per_query["r_precision"][rows] = within_r.sum(dim=1) / r.clamp(min=1).to(torch.float64)
         first[rows] = torch.where(r > 0, places[:, 0], 0)
+        if bar is not None:
+            bar.update(len(rows))
 
     with thread_limit(threads_for(n_q * G.numel())):
         for_each_chunk(
@@ -127,6 +133,19 @@ def _checked(embeddings, labels, ks, query_embeddings, query_labels, metric, dev
     return Q, G, q_codes, g_codes, leave_one_out, ks, R
 
 
+def _announce(n_queries: int, n_gallery: int, width: int, depth: int, verbose):
+    """With ``verbose``: the work up front on stderr (distances, ranking depth, the chunks'
+    bounded memory), then a progress bar over the queries with its time estimate."""
+    if verbose:
+        print(
+            f"retrieval: {n_queries:,} queries x {n_gallery:,} gallery items of {width} features "
+            f"({n_queries * n_gallery:,} distances), ranked {depth:,} deep; memory bounded by "
+            "the query chunks (about 256 MB); the bar below estimates the time.",
+            file=sys.stderr,
+        )
+    return progress(total=n_queries, desc="queries", unit="query", verbose=verbose)
+
+
 def _retrieval_pass(
     embeddings,
     labels,
@@ -137,6 +156,7 @@ def _retrieval_pass(
     metric: str,
     chunk_size,
     device,
+    verbose: bool | int = False,
 ) -> dict[str, float]:
     """One chunked pass over the queries computing Recall@ks, P@1 and mAP@R."""
     metric = check_metric(metric)
@@ -144,7 +164,10 @@ def _retrieval_pass(
         embeddings, labels, ks, query_embeddings, query_labels, metric, device
     )
     depth_of = np.maximum(R, ks[-1])  # mAP@R looks R places deep, Recall@K K places
-    found = _ranked_pass(Q, G, q_codes, g_codes, leave_one_out, metric, chunk_size, depth_of)
+    with _announce(Q.shape[0], G.shape[0], G.shape[1], int(depth_of.max()), verbose) as bar:
+        found = _ranked_pass(
+            Q, G, q_codes, g_codes, leave_one_out, metric, chunk_size, depth_of, bar
+        )
     first, scored = found["first"], R > 0
     hit = first > 0
     result = {f"recall@{k}": float(np.mean(hit & (first <= k))) for k in ks}
@@ -163,6 +186,7 @@ def retrieval_scores(
     metric: str = "euclidean",
     chunk_size: int | None = None,
     device: str | torch.device | None = None,
+    verbose: bool | int = False,
 ) -> dict[str, float]:
     """Recall@K for every K in ``ks``, precision@1 and mAP@R in one memory-bounded pass.
 
@@ -183,6 +207,9 @@ def retrieval_scores(
         Queries per chunk (None: chosen for about 256 MB of temporaries).
     device : str or torch.device, optional
         None uses CUDA when available.
+    verbose : bool, default=False
+        Print the work up front (distances, ranking depth) and show a progress bar with its
+        time estimate (on a terminal).
 
     Returns
     -------
@@ -222,6 +249,7 @@ def retrieval_scores(
         metric=metric,
         chunk_size=chunk_size,
         device=device,
+        verbose=verbose,
     )
 
 

@@ -51,6 +51,24 @@ __all__ = [
 
 #: Rows of the embedding compared at once by :func:`labelled_pairs` (all pairs).
 PAIR_BLOCK_ELEMENTS = 1 << 22
+#: Bytes per pair of :func:`labelled_pairs`' result (i, j, distance, same) and of scoring them
+#: (:func:`verification_scores`' sort order, sorted distances and flags, cumulative counts).
+_PAIR_BYTES, _SCORE_BYTES = 25, 49
+
+
+def _check_pair_memory(n: int, n_pairs: int, per_pair: int, what: str) -> None:
+    """Refuse, before any allocation, ``n_pairs`` pairs of ``n`` items the budget cannot hold."""
+    from ..resources import check_memory, format_bytes, memory_budget
+
+    budget = memory_budget().bytes
+    fits = max(1, (budget or 0) // (2 * per_pair)) if budget else None
+    hint = f" (about {fits:,} fit in half the budget)" if fits else ""
+    check_memory(
+        n_pairs * per_pair,
+        f"{what} of all {n_pairs:,} pairs of {n:,} items (about {per_pair} bytes a pair)",
+        f"Pass max_pairs= to score a uniform sample of pairs{hint}; "
+        f"10,000,000 pairs need about {format_bytes(10**7 * per_pair)}.",
+    )
 
 
 def _check_inputs(distances, same) -> tuple[np.ndarray, np.ndarray]:
@@ -285,6 +303,17 @@ def _as_points(embeddings) -> np.ndarray:
     return E
 
 
+def _all_pairs(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every pair ``i < j`` of ``n`` items in row-major order, without ``triu_indices``' n × n
+    mask: 24 bytes a pair at the peak, 16 returned."""
+    rows = np.arange(n, dtype=np.int64)
+    counts = n - 1 - rows
+    i = np.repeat(rows, counts)
+    j = np.arange(i.shape[0], dtype=np.int64)
+    j -= np.repeat(np.cumsum(counts) - counts - rows - 1, counts)  # row r starts at j = r + 1
+    return i, j
+
+
 def _triangle_rows(k: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     """Row-major position ``k`` among the pairs ``i < j`` of ``n`` items → ``(i, j)``."""
     # pairs before row i: i·n − i(i+1)/2; invert with the quadratic formula, then fix rounding
@@ -348,8 +377,8 @@ def labelled_pairs(
             raise ValueError(f"max_pairs must be an integer >= 1, got {max_pairs!r}.")
         k = np.sort(make_rng(random_state).choice(total, size=int(max_pairs), replace=False))
     if k is None:
-        i, j = np.triu_indices(n, 1)
-        i, j = i.astype(np.int64), j.astype(np.int64)
+        _check_pair_memory(n, total, _PAIR_BYTES, "labelled_pairs")
+        i, j = _all_pairs(n)
     else:
         i, j = _triangle_rows(k.astype(np.int64), n)
     distances = np.empty(i.shape[0], dtype=np.float64)
@@ -396,6 +425,10 @@ def labelled_verification_scores(
     >>> s["roc_auc"], s["n_same"], s["n_different"]
     (1.0, 2, 4)
     """
+    n = len(embeddings)
+    total = n * (n - 1) // 2
+    if max_pairs is None or (isinstance(max_pairs, Integral) and max_pairs >= total):
+        _check_pair_memory(n, total, _PAIR_BYTES + _SCORE_BYTES, "labelled_verification_scores")
     _, _, d, same = labelled_pairs(
         embeddings, labels, max_pairs=max_pairs, random_state=random_state
     )

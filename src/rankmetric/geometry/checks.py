@@ -115,9 +115,8 @@ def as_symmetric_tensor(X, name: str = "X") -> torch.Tensor:
         X = X.to(torch.get_default_dtype())
     _check_square_shape(tuple(X.shape), name)
     flat = _flat(X).detach()
-    scale = flat.abs().amax(dim=(-2, -1))
+    scale, asym = _scale_and_asymmetry(flat)
     finite = torch.isfinite(scale)  # amax propagates NaN and infinity
-    asym = (flat - flat.mT).abs().amax(dim=(-2, -1))
     symmetric = asym <= SYMMETRY_RTOL * scale + 1e-12
     if bool((finite & symmetric).all()):
         return X
@@ -255,6 +254,25 @@ def _check_square_shape(shape: tuple[int, ...], name: str) -> None:
         raise ValueError(f"{name} must have shape (..., c, c) (square matrices), got {shape}.")
     if 0 in shape:
         raise ValueError(f"{name} is empty (shape {shape}).")
+
+
+#: Elements of a stack checked at once by :func:`as_symmetric_tensor` (bounded temporaries).
+CHECK_CHUNK_ELEMENTS = 1 << 22
+
+
+def _scale_and_asymmetry(flat: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``max |X_i|`` and ``max |X_i − X_iᵀ|`` per matrix, a bounded chunk of matrices at a time
+    (temporaries of about 32 MiB, not copies of the stack)."""
+    step = max(1, CHECK_CHUNK_ELEMENTS // max(flat.shape[-1] ** 2, 1))
+    if flat.shape[0] <= step:
+        return flat.abs().amax(dim=(-2, -1)), (flat - flat.mT).abs().amax(dim=(-2, -1))
+    scale = torch.empty(flat.shape[0], dtype=flat.dtype, device=flat.device)
+    asym = torch.empty_like(scale)
+    for start in range(0, flat.shape[0], step):  # chunks of matrices, vectorised inside
+        chunk = flat[start : start + step]
+        scale[start : start + step] = chunk.abs().amax(dim=(-2, -1))
+        asym[start : start + step] = (chunk - chunk.mT).abs().amax(dim=(-2, -1))
+    return scale, asym
 
 
 def _flat(X: torch.Tensor) -> torch.Tensor:

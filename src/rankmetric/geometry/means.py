@@ -37,6 +37,10 @@ METRICS = ("airm", "log_euclidean")
 #: Factor of the Karcher step after an iteration that decreased ``step * ||T||`` (pyRiemann's).
 STEP_DECAY = 0.95
 
+#: Elements of the stack (matrices × c²) that the Karcher iteration reads at once, without
+#: gradients: about 32 MiB of float64 per temporary, whatever the number of matrices.
+MEAN_CHUNK_ELEMENTS = 1 << 22
+
 #: Metrics :func:`spd_mean` averages under (the arithmetic mean is the ``"euclidean"`` one).
 MEAN_METRICS = ("airm", "log_euclidean", "euclidean")
 
@@ -119,16 +123,22 @@ def riemannian_mean(
     >>> torch.allclose(riemannian_mean(X), 2 * torch.eye(2, dtype=torch.float64))
     True
     """
-    X = symmetrize(as_matrix_stack(X, "X"))  # so that the gradient is symmetric
+    X = as_matrix_stack(X, "X")
     w = _normalised_weights(weights, X)
     check_param("max_iter", max_iter, [POSITIVE_INT])
     check_param("tol", tol, [Interval(Real, 0, np.inf, closed="both")])
-    if X.dtype == torch.float32:  # float32 stalls from condition 1e5: iterate in float64
-        init = None if init is None else _as_init(init, X).double()
-        mean = riemannian_mean(X.double(), w.double(), init=init, max_iter=max_iter, tol=tol)
-        return mean.to(torch.float32)
-    mean = (w[:, None, None] * X).sum(0) if init is None else _as_init(init, X)
-    tol = max(tol, _noise_floor(X))
+    if _tracked(X, w, init):  # differentiable: unrolled over the whole stack
+        X = symmetrize(X)  # so that the gradient is symmetric
+        if X.dtype == torch.float32:  # float32 stalls from condition 1e5: iterate in float64
+            init = None if init is None else _as_init(init, X).double()
+            mean = riemannian_mean(X.double(), w.double(), init=init, max_iter=max_iter, tol=tol)
+            return mean.to(torch.float32)
+    # without gradients, the stack is read in chunks (symmetrised and, from float32, raised to
+    # float64 chunk by chunk): extra memory of a chunk, not copies of the stack
+    work = torch.float64 if X.dtype == torch.float32 else X.dtype
+    w = w.to(work)
+    mean = _weighted_sum(X, w) if init is None else _as_init(init, X).to(work)
+    tol = max(tol, _noise_floor(X.shape[-1], work))
     step, best = 1.0, float("inf")
     for _ in range(max_iter):
         L = cholesky(mean, "the current mean")
@@ -136,7 +146,7 @@ def riemannian_mean(
         mean = _exp_at(L, step * tangent)
         norm = float(torch.linalg.matrix_norm(tangent.detach()))
         if norm <= tol:
-            return mean
+            return mean.to(X.dtype)
         if step * norm < best:  # pyRiemann's schedule: a slightly shorter step after progress
             best = step * norm
             step *= STEP_DECAY
@@ -148,7 +158,7 @@ def riemannian_mean(
         ConvergenceWarning,
         stacklevel=2,
     )
-    return mean
+    return mean.to(X.dtype)
 
 
 def log_euclidean_mean(X, weights=None) -> torch.Tensor:
@@ -326,18 +336,45 @@ def _log_at(L: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
     return log_unchecked(L_inv @ X @ L_inv.mT, "X")
 
 
+def _tracked(X: torch.Tensor, w: torch.Tensor, init) -> bool:
+    """Whether autograd follows the mean (then it is unrolled over the whole stack)."""
+    grads = X.requires_grad or w.requires_grad or getattr(init, "requires_grad", False)
+    return torch.is_grad_enabled() and grads
+
+
+def _chunks(X: torch.Tensor, dtype: torch.dtype):
+    """``(slice, chunk)``: ``X`` symmetrised in its own dtype, then in ``dtype``, a chunk of
+    about ``MEAN_CHUNK_ELEMENTS`` elements at a time (the stack itself is never copied)."""
+    step = max(1, MEAN_CHUNK_ELEMENTS // max(X.shape[-1] ** 2, 1))
+    for start in range(0, X.shape[0], step):  # chunks of matrices, vectorised inside
+        sl = slice(start, start + step)
+        yield sl, symmetrize(X[sl]).to(dtype)
+
+
+def _weighted_sum(X: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    r""":math:`\sum_i w_i \operatorname{sym}(X_i)`, chunk by chunk."""
+    total = torch.zeros(X.shape[1:], dtype=w.dtype, device=X.device)
+    for sl, chunk in _chunks(X, w.dtype):
+        total += (w[sl, None, None] * chunk).sum(0)
+    return total
+
+
 def _weighted_log_at(L: torch.Tensor, X: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     r""":math:`\sum_i w_i \log(L^{-1} X_i L^{-\top})`; without gradients, the weighted sum of the
-    reconstructions ``U_i diag(w_i log λ_i) U_iᵀ`` is one matrix product."""
+    reconstructions ``U_i diag(w_i log λ_i) U_iᵀ`` is one matrix product a chunk (see
+    :func:`_chunks`)."""
     if torch.is_grad_enabled() and (X.requires_grad or w.requires_grad or L.requires_grad):
         return (w[:, None, None] * _log_at(L, X)).sum(0)
     eye = torch.eye(L.shape[-1], dtype=L.dtype, device=L.device)
     L_inv = torch.linalg.solve_triangular(L, eye, upper=False)
     product = host_matmul if use_host_blas(X) else torch.matmul
-    eigenvalues, U = eigh(product(product(L_inv, X), L_inv.mT))  # reads the lower triangle
-    raise_if_not_positive(eigenvalues[..., 0], "X")
-    scaled = U * (w[:, None] * torch.log(eigenvalues)).unsqueeze(-2)
-    return symmetrize(torch.einsum("ipk,iqk->pq", scaled, U))
+    total = torch.zeros_like(L)
+    for sl, chunk in _chunks(X, L.dtype):
+        eigenvalues, U = eigh(product(product(L_inv, chunk), L_inv.mT))  # the lower triangle
+        raise_if_not_positive(eigenvalues[..., 0], "X")
+        scaled = U * (w[sl, None] * torch.log(eigenvalues)).unsqueeze(-2)
+        total += torch.einsum("ipk,iqk->pq", scaled, U)
+    return symmetrize(total)
 
 
 def _exp_at(L: torch.Tensor, tangent: torch.Tensor) -> torch.Tensor:
@@ -367,6 +404,6 @@ def _normalised_weights(weights, X: torch.Tensor) -> torch.Tensor:
     return w / total
 
 
-def _noise_floor(X: torch.Tensor) -> float:
+def _noise_floor(c: int, dtype: torch.dtype) -> float:
     """Smallest gradient norm the dtype resolves: ``50 · c · eps`` (2e-4 for float32, c = 32)."""
-    return 50 * X.shape[-1] * torch.finfo(X.dtype).eps
+    return 50 * c * torch.finfo(dtype).eps

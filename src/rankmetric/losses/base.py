@@ -115,6 +115,16 @@ def _non_finite_message(name: str, out: torch.Tensor, embeddings) -> str:
     return f"{name} is {value} for finite inputs; check their scale and the loss's parameters."
 
 
+def check_reference_arguments(name: str, ref_emb, ref_labels) -> None:
+    """Refuse ``ref_labels`` without ``ref_emb``: labels of a reference set that is not there
+    (every loss, so that none ignores them silently)."""
+    if ref_emb is None and ref_labels is not None:
+        raise ValueError(
+            f"{name}: ref_labels were given without ref_emb (the reference set they label); "
+            "pass both, or neither."
+        )
+
+
 class MetricLoss(nn.Module):
     """Base of the metric-learning losses: stores and applies ``reduction``.
 
@@ -262,6 +272,7 @@ class BatchMetricLoss(MetricLoss, metaclass=abc.ABCMeta):
         :meth:`batch_loss`); 0, still attached to the graph, when the batch has no term.
         """
         labels = check_batch(embeddings, labels, allow_matrices=self.accepts_matrices)
+        check_reference_arguments(type(self).__name__, ref_emb, ref_labels)
         return self.batch_loss(embeddings, labels, indices_tuple, ref_emb, ref_labels)
 
     @abc.abstractmethod

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
+from .base import check_reference_arguments
 from .pair_distances import check_batch
 
 __all__ = [
@@ -48,6 +49,7 @@ def check_reference(
     ref_labels: Tensor | None,
     *,
     allow_matrices: bool = False,
+    name: str = "the loss",
 ) -> tuple[Tensor, Tensor]:
     """The reference set of a loss call: ``(ref_emb, ref_labels)``, or the queries themselves.
 
@@ -59,7 +61,10 @@ def check_reference(
     ref_emb : tensor of shape (M, ...), optional
         Reference embeddings, same trailing shape, dtype and device as ``embeddings``.
     ref_labels : integer tensor of shape (M,), optional
-        Required with ``ref_emb``.
+        Required with ``ref_emb``; refused without it
+        (:func:`rankmetric.losses.base.check_reference_arguments`).
+    name : str, default="the loss"
+        The caller named in that refusal.
 
     Returns
     -------
@@ -67,8 +72,7 @@ def check_reference(
         ``embeddings, labels`` when no reference set is given.
     """
     if ref_emb is None:
-        if ref_labels is not None:
-            raise ValueError("ref_labels were given without ref_emb.")
+        check_reference_arguments(name, ref_emb, ref_labels)
         return embeddings, labels
     if ref_labels is None:
         raise ValueError("ref_emb needs ref_labels (the labels of the reference set).")

@@ -213,7 +213,9 @@ class WARPLoss(MetricLoss):
             )
         labels = check_batch(embeddings, labels)
         same = ref_emb is None
-        ref_emb, ref_labels = check_reference(embeddings, labels, ref_emb, ref_labels)
+        ref_emb, ref_labels = check_reference(
+            embeddings, labels, ref_emb, ref_labels, name=type(self).__name__
+        )
         if indices_tuple is None:
             positive, negative = label_masks(labels, None if same else ref_labels)
         else:

@@ -47,7 +47,7 @@ def test_unknown_columns_are_named_briefly_with_the_option_to_use(table, capsys)
 def test_text_columns_are_refused_clearly_then_ignored_when_features_are_named(table, capsys):
     assert main(["fit", "xqda", "--data", str(table), *MAPPING]) == 2
     err = capsys.readouterr().err
-    assert "['image_path'] are not numeric" in err and "--feature-columns" in err
+    assert "every feature must be a number" in err and "--feature-columns" in err
     argv = ["fit", "xqda", "--data", str(table), *MAPPING, "--feature-columns", "f*", "--json"]
     assert main(argv) == 0
     report = json.loads(capsys.readouterr().out)

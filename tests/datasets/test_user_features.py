@@ -184,7 +184,7 @@ def test_feature_columns_by_name_or_pattern_ignore_the_other_columns(tmp_path, a
     assert data.cameras.tolist() == cams.tolist()
     same = load_features(path, y="person", cameras="cam", features="feat_2,feat_0")
     np.testing.assert_allclose(same.X, X[:, [0, 2]])  # the file's order, each column once
-    with pytest.raises(ValueError, match=r"\['image_path'\] are not numeric.*--feature-columns"):
+    with pytest.raises(ValueError, match=r"'image_path' holds 'img/0.jpg'.*--feature-columns"):
         load_features(path, y="person", cameras="cam")
     with pytest.raises(ValueError, match="no column matches the feature column 'f_\\*'"):
         load_features(path, y="person", features=["f_*"])

@@ -327,13 +327,26 @@ def _numbers(cells, name: str, path: str, first_line: int) -> np.ndarray:
                 what = "an empty cell (a missing value?)" if not cell.strip() else repr(cell[:40])
                 raise ValueError(
                     f"{path}, line {first_line + i}: feature column {name!r} holds {what}; "
-                    "every feature must be a number."
+                    "every feature must be a number (to ignore such columns, name the "
+                    "features: features=[...], --feature-columns 'f*')."
                 ) from None
         raise  # pragma: no cover
 
 
-def read_csv_table(path: str, keep_text: set) -> dict:
-    """Columns of a CSV file: ``keep_text`` columns as text (typed later), the others float64.
+class UnparsedColumn(str):
+    """A CSV column that is not numbers: the message naming its first bad cell. A table's
+    reader keeps it instead of failing, so that a missing label column is reported first and
+    an ``image_path`` column never used as a feature costs nothing."""
+
+    @property
+    def message(self) -> str:
+        return str(self)
+
+
+def read_csv_table(path: str, keep_text: set, wanted=None) -> dict:
+    """Columns of a CSV file: ``keep_text`` columns as text (typed later), the others float64;
+    with ``wanted`` (a predicate on a column's name) only the ``keep_text`` columns and those it
+    accepts are read, the others skipped unparsed (an ``image_path`` beside named features).
 
     Two streaming passes: the first counts rows and checks every row's width (the memory of the
     result is checked before the second); the second parses bounded chunks of rows.
@@ -342,11 +355,16 @@ def read_csv_table(path: str, keep_text: set) -> dict:
     names, n_rows = _count_rows(path)
     if n_rows == 0:
         raise ValueError(f"{path}: no rows (only a header): there is nothing to learn from.")
-    features = [j for j, name in enumerate(names) if name not in keep_text]
+    features = [
+        j
+        for j, name in enumerate(names)
+        if name not in keep_text and (wanted is None or wanted(name))
+    ]
     text_cols = [j for j, name in enumerate(names) if name in keep_text]
     _check_declared(path, n_rows * (8 * len(features) + 64 * len(text_cols)), "its cells")
     out = np.empty((n_rows, len(features)))
     text = {j: [] for j in text_cols}
+    unparsed: dict[str, UnparsedColumn] = {}
     step = max(1, _CHUNK_CELLS // len(names))
     with open(path, newline="", encoding="utf-8") as handle:
         reader = csv.reader(handle)
@@ -359,13 +377,19 @@ def read_csv_table(path: str, keep_text: set) -> dict:
                 break
             columns = list(zip(*chunk, strict=True))
             for k, j in enumerate(features):
-                out[done : done + len(chunk), k] = _numbers(columns[j], names[j], path, first)
+                if names[j] in unparsed:
+                    continue
+                try:
+                    out[done : done + len(chunk), k] = _numbers(columns[j], names[j], path, first)
+                except ValueError as exc:  # text: refused only if it is used as a feature
+                    unparsed[names[j]] = UnparsedColumn(str(exc))
             for j in text_cols:
                 text[j].append(np.char.strip(np.asarray(columns[j], dtype=str)))
             done += len(chunk)
     found = {names[j]: out[:, k] for k, j in enumerate(features)}
     found.update({names[j]: _typed(np.concatenate(text[j])) for j in text_cols})
-    return {name: found[name] for name in names}
+    found.update(unparsed)
+    return {name: found[name] for name in names if name in found}
 
 
 def _typed(text: np.ndarray) -> np.ndarray:

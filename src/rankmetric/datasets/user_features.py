@@ -35,7 +35,7 @@ import numpy as np
 
 from .._safe_npz import read_data_npz
 from .._validation import check_finite, check_labels
-from ._user_readers import read_csv_table, read_mat, read_parquet_table
+from ._user_readers import UnparsedColumn, read_csv_table, read_mat, read_parquet_table
 
 __all__ = ["FEATURE_SUFFIXES", "FeatureData", "is_feature_file", "load_features"]
 
@@ -274,7 +274,7 @@ def load_features(
     suffix = Path(path).suffix.lower()
     names = _candidates(X, y, cameras, split)
     names |= {features} if isinstance(features, str) else {str(f) for f in features or ()}
-    found, available = _read(path, suffix, names)
+    found, available = _read(path, suffix, names, _feature_selector(features))
     y_name = _find(available, y, "y", path, required=True)
     cam_name = _find(available, cameras, "cameras", path, required=False)
     split_name = _find(available, split, "split", path, required=False)
@@ -302,7 +302,18 @@ def load_features(
     return FeatureData(features, labels, cams, parts, path)
 
 
-def _read(path: str, suffix: str, names: set) -> tuple[dict, list]:
+def _feature_selector(features):
+    """A predicate on column names for ``features=`` patterns (None: every column)."""
+    if features is None:
+        return None
+    import fnmatch
+
+    items = [features] if isinstance(features, str) else list(features)
+    patterns = [p.strip() for item in items for p in str(item).split(",") if p.strip()]
+    return lambda name: any(fnmatch.fnmatchcase(str(name), p) for p in patterns)
+
+
+def _read(path: str, suffix: str, names: set, wanted=None) -> tuple[dict, list]:
     """The arrays / columns / variables of the file ``path`` that may be used (``names``, or
     every column of a table), and the names of everything the file holds. Users' files are
     untrusted input: each reader checks what the file declares before reading it."""
@@ -316,7 +327,7 @@ def _read(path: str, suffix: str, names: set) -> tuple[dict, list]:
     elif suffix == ".parquet":
         found = read_parquet_table(path)
     else:
-        found = read_csv_table(path, keep_text=names - set(ALIASES["X"]))
+        found = read_csv_table(path, keep_text=names - set(ALIASES["X"]), wanted=wanted)
     return found, list(found)
 
 
@@ -325,6 +336,9 @@ def _table_features(found: dict, used: set, path: str) -> np.ndarray:
     columns = [c for c in found if c not in used]
     if not columns:
         raise ValueError(f"{path} has no feature column besides {sorted(used - {None})}.")
+    for c in columns:
+        if isinstance(found[c], UnparsedColumn):
+            raise ValueError(found[c].message)
     text = [c for c in columns if found[c].dtype.kind not in "iufb"]
     if text:
         raise ValueError(f"{path}: feature column(s) {text[:5]} are not numeric; name the "

@@ -60,6 +60,7 @@ from ..geometry.checks import check_spd
 from ..io import register_estimator
 from ..resources import check_square_matrices
 from ..sampling import LabelIndex
+from ._held_out import HELD_OUT_PARAMETER_CONSTRAINTS
 from ._init_parameters import store_parameters
 from ._supervision import check_pair_supervision
 from .base import MahalanobisMixin, fit_context
@@ -305,6 +306,7 @@ class ITML(MahalanobisMixin, BaseEstimator):
     """
 
     _parameter_constraints = {
+        **HELD_OUT_PARAMETER_CONSTRAINTS,
         "slack_weight": [Interval(Real, 0, np.inf, closed="neither")],
         "max_iter": [POSITIVE_INT],
         "tol": [Interval(Real, 0, None, closed="neither")],
@@ -326,6 +328,8 @@ class ITML(MahalanobisMixin, BaseEstimator):
         n_constraints: int | None = None,
         bounds=None,
         random_state=None,
+        held_out_check: bool | str = "auto",
+        fallback: str | None = None,
         gamma=DEPRECATED,
         num_constraints=DEPRECATED,
     ):

@@ -262,6 +262,8 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         verbose: bool = False,
         checkpoint_dir: str | None = None,
         checkpoint_every: int = 100,
+        held_out_check: bool | str = "auto",
+        fallback: str | None = None,
     ) -> None:
         store_parameters(self, locals())
 

@@ -44,6 +44,7 @@ from .._validation import (
 from ..io import register_estimator
 from ..resources import check_square_matrices
 from ..sampling import POSITIVES, camera_group_codes, check_cameras
+from ._held_out import HELD_OUT_PARAMETER_CONSTRAINTS
 from ._init_parameters import store_parameters
 from ._supervision import check_pair_supervision
 from .base import MahalanobisMixin, fit_context
@@ -145,6 +146,7 @@ class PairCovarianceLearner(MahalanobisMixin, BaseEstimator):
     """
 
     _parameter_constraints = {
+        **HELD_OUT_PARAMETER_CONSTRAINTS,
         "n_components": [NONE, POSITIVE_INT],
         "regularization": [Interval(Real, 0, None, closed="left")],
         "positives": [Options(*POSITIVES)],
@@ -229,6 +231,8 @@ class KISSME(PairCovarianceLearner):
         n_components: int | None = None,
         regularization: float = 1e-6,
         positives: str = "all",
+        held_out_check: bool | str = "auto",
+        fallback: str | None = None,
     ) -> None:
         store_parameters(self, locals())
 

@@ -61,6 +61,7 @@ from ._active_set_optimiser import (
     optimize_on_active_sets,
     optimize_with_progress,
 )
+from ._held_out import HELD_OUT_PARAMETER_CONSTRAINTS
 from ._init_parameters import store_parameters
 from ._lmnn_objective import (
     fixed_triplet_loss_and_grad,
@@ -245,6 +246,7 @@ class LMNN(MahalanobisMixin, BaseEstimator):
     """
 
     _parameter_constraints = {
+        **HELD_OUT_PARAMETER_CONSTRAINTS,
         **LMNN_PARAMETER_CONSTRAINTS,
         "init": [Options("pca", "identity", "random"), ARRAY],
     }
@@ -266,6 +268,8 @@ class LMNN(MahalanobisMixin, BaseEstimator):
         random_state=None,
         device=None,
         verbose: bool | int = False,
+        held_out_check: bool | str = "auto",
+        fallback: str | None = None,
         k=DEPRECATED,
         regularization=DEPRECATED,
     ):

@@ -41,6 +41,7 @@ from .._validation import (
     check_param,
 )
 from ..evaluate.verification import roc_curve_from_distances
+from ._held_out import HELD_OUT_PARAMETER_CONSTRAINTS
 from ._init_parameters import store_parameters
 from ._supervision import split_pairs
 
@@ -192,6 +193,7 @@ class PairClassifier(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
     """
 
     _parameter_constraints = {
+        **HELD_OUT_PARAMETER_CONSTRAINTS,
         "learner": [NONE, InstanceOf(BaseEstimator, "an estimator with fit_pairs")],
         "points": [NONE, ARRAY],
         "strategy": [Options(*STRATEGIES)],
@@ -209,6 +211,8 @@ class PairClassifier(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
         beta: float = 1.0,
         min_rate: float | None = None,
         probability: bool = False,
+        held_out_check: bool | str = "auto",
+        fallback: str | None = None,
     ) -> None:
         store_parameters(self, locals())
 

@@ -16,6 +16,7 @@ import torch
 from .._validation import Interval, Options, deprecate_positional_args
 from ..io import register_estimator
 from ..losses.potato import CENTERS
+from ._held_out import HELD_OUT_PARAMETER_CONSTRAINTS
 from ._init_parameters import store_parameters
 from .spdnet import (  # the split helper stays importable from here
     SPDNET_PARAMETER_CONSTRAINTS,
@@ -116,6 +117,7 @@ class RPLEmbedding(SPDNetEmbedding):
     """
 
     _parameter_constraints = {
+        **HELD_OUT_PARAMETER_CONSTRAINTS,
         **SPDNET_PARAMETER_CONSTRAINTS,
         "potato": [Options(*CENTERS)],
         "z_threshold": [Interval(Real, None, None, closed="neither")],
@@ -160,6 +162,8 @@ class RPLEmbedding(SPDNetEmbedding):
         verbose: bool | int = False,
         checkpoint_dir: str | None = None,
         checkpoint_every: int = 100,
+        held_out_check: bool | str = "auto",
+        fallback: str | None = None,
     ) -> None:
         store_parameters(self, locals())
 

@@ -55,6 +55,7 @@ from ..models.spdnet import SPDNet, sym_to_vec
 from ..models.stiefel import StiefelAdam
 from ..training import TrainingResult, train
 from ._early_stopping import split_validation
+from ._held_out import HELD_OUT_PARAMETER_CONSTRAINTS
 from ._init_parameters import store_parameters
 from ._spd_domains import batch_drawer, fit_domain_codes, start_domain_statistics
 from ._spd_embedding import SPDEmbeddingMixin
@@ -262,6 +263,7 @@ class SPDNetEmbedding(SPDEmbeddingMixin, MetricLearnerMixin, BaseEstimator):
     """
 
     _parameter_constraints = {
+        **HELD_OUT_PARAMETER_CONSTRAINTS,
         **SPDNET_PARAMETER_CONSTRAINTS,
         "loss": [Options(*LOSSES)],
         "loss_params": [NONE, InstanceOf(dict, "a dict")],
@@ -298,6 +300,8 @@ class SPDNetEmbedding(SPDEmbeddingMixin, MetricLearnerMixin, BaseEstimator):
         verbose: bool | int = False,
         checkpoint_dir: str | None = None,
         checkpoint_every: int = 100,
+        held_out_check: bool | str = "auto",
+        fallback: str | None = None,
     ) -> None:
         store_parameters(self, locals())
 

@@ -49,6 +49,7 @@ from ._early_stopping import (
     sample_retrieval_items,
     split_validation,
 )
+from ._held_out import HELD_OUT_PARAMETER_CONSTRAINTS
 from ._init_parameters import store_parameters
 from ._ssne_solver import ProximalStepper as _ProximalStepper
 from ._supervision import check_pair_supervision
@@ -219,6 +220,7 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
     """
 
     _parameter_constraints = {
+        **HELD_OUT_PARAMETER_CONSTRAINTS,
         "n_components": [NONE, POSITIVE_INT],
         "reg_lambda": [Interval(Real, 0, None, closed="left")],
         "similarity": [Options(*_SIMILARITIES)],
@@ -265,6 +267,8 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
         verbose: bool | int = False,
         checkpoint_dir: str | None = None,
         checkpoint_every: int = 100,
+        held_out_check: bool | str = "auto",
+        fallback: str | None = None,
     ) -> None:
         store_parameters(self, locals())
 

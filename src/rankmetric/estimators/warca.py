@@ -44,6 +44,7 @@ from ..sampling import (
     check_cameras,
 )
 from ._early_stopping import VALIDATION_PARAMETER_CONSTRAINTS
+from ._held_out import HELD_OUT_PARAMETER_CONSTRAINTS
 from ._init_parameters import store_parameters
 from ._supervision import (
     check_pair_supervision,
@@ -103,6 +104,7 @@ WARP_PARAMETER_CONSTRAINTS = {
     "device": [DEVICE],
     "verbose": VERBOSE,
     **CHECKPOINTS,
+    **HELD_OUT_PARAMETER_CONSTRAINTS,
 }
 
 
@@ -333,6 +335,8 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         checkpoint_dir: str | None = None,
         checkpoint_every: int = 100,
         n_threads: int | None = None,
+        held_out_check: bool | str = "auto",
+        fallback: str | None = None,
     ) -> None:
         store_parameters(self, locals())
 

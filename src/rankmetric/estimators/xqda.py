@@ -157,6 +157,8 @@ class XQDA(PairCovarianceLearner):
         n_components: int | None = None,
         regularization: float = 1e-3,
         positives: str = "all",
+        held_out_check: bool | str = "auto",
+        fallback: str | None = None,
     ) -> None:
         store_parameters(self, locals())
 

@@ -402,6 +402,11 @@ def run_held_out_check(est, fit: Callable, args: tuple, kwargs: dict) -> None:
     if setting is False:
         est.held_out_check_ = None
         return
+    params = est.get_params(deep=False)
+    if est._reference_params and all(params[k] == v for k, v in est._reference_params.items()):
+        est.held_out_check_ = {"status": "skipped", "reason": "the model is its reference"}
+        est.held_out_check_["fallback"] = False
+        return
     try:
         task = _task(est, method, args, kwargs)
     except _Skip as skip:

@@ -23,7 +23,9 @@ from .._validation import ParameterValidationMixin
 from ..io import load_model, save_model
 from ._held_out import (
     HeldOutCheckMixin,
-    fit_ended, fit_started, is_outermost_fit,
+    fit_ended,
+    fit_started,
+    is_outermost_fit,
     run_held_out_check,
 )
 from ._supervision import split_pairs

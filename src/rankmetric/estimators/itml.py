@@ -305,6 +305,8 @@ class ITML(MahalanobisMixin, BaseEstimator):
     (4, 4)
     """
 
+    _held_out_hint = "try another slack_weight or prior, or fewer n_constraints"
+
     _parameter_constraints = {
         **HELD_OUT_PARAMETER_CONSTRAINTS,
         "slack_weight": [Interval(Real, 0, np.inf, closed="neither")],

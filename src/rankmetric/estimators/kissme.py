@@ -224,6 +224,8 @@ class KISSME(PairCovarianceLearner):
     (150, 3)
     """
 
+    _held_out_hint = "try fewer n_components or a larger regularization"
+
     @deprecate_positional_args
     def __init__(
         self,
@@ -311,6 +313,14 @@ class KISSME(PairCovarianceLearner):
             _symmetric(V[sim].T @ V[sim] / sim.sum()),
             _symmetric(V[~sim].T @ V[~sim] / (~sim).sum()),
         )
+
+    def _held_out_reference(self, X: np.ndarray) -> np.ndarray:
+        """The reference of the held-out check: the Euclidean distance of the PCA features."""
+        return (np.asarray(X, dtype=np.float64) - self.mean_) @ self.pca_components_.T
+
+    def _use_reference(self) -> None:
+        """``fallback="reference"``: the PCA projection, i.e. the Euclidean distance after it."""
+        self.components_ = self.pca_components_.astype(self.components_.dtype, copy=True)
 
     def _fit_pca(self, X: np.ndarray) -> np.ndarray:
         """Fit ``mean_`` and ``pca_components_`` on ``X``; return the PCA features."""

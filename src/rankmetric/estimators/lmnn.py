@@ -245,6 +245,8 @@ class LMNN(MahalanobisMixin, BaseEstimator):
     (150, 2)
     """
 
+    _held_out_hint = "try fewer max_iter, another push_weight or n_components"
+
     _parameter_constraints = {
         **HELD_OUT_PARAMETER_CONSTRAINTS,
         **LMNN_PARAMETER_CONSTRAINTS,

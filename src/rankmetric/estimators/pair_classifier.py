@@ -321,7 +321,10 @@ class PairClassifier(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
             learner = clone(self.learner)
         if not hasattr(learner, "fit_pairs"):
             raise ValueError(f"learner {type(learner).__name__} has no fit_pairs method.")
+        if "held_out_check" in learner.get_params(deep=False):  # the held-out hook
+            learner.set_params(held_out_check=self.held_out_check, fallback=self.fallback)
         self.learner_ = learner.fit_pairs(stacked, targets)
+        self.held_out_check_ = getattr(self.learner_, "held_out_check_", None)
         self.calibrate_threshold(
             pairs, similar, strategy=self.strategy, beta=self.beta, min_rate=self.min_rate
         )

@@ -262,6 +262,10 @@ class SPDNetEmbedding(SPDEmbeddingMixin, MetricLearnerMixin, BaseEstimator):
     [(4, 3)]
     """
 
+    #: The held-out check's reference: the untrained network (``max_iter=0``), same data.
+    _reference_params = {"max_iter": 0}
+    _held_out_hint = "try a lower learning_rate, another loss or selection_se (docs/rpl.md)"
+
     _parameter_constraints = {
         **HELD_OUT_PARAMETER_CONSTRAINTS,
         **SPDNET_PARAMETER_CONSTRAINTS,

@@ -219,6 +219,8 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
     150
     """
 
+    _held_out_hint = "try a larger reg_lambda, fewer max_iter or a smaller learning_rate"
+
     _parameter_constraints = {
         **HELD_OUT_PARAMETER_CONSTRAINTS,
         "n_components": [NONE, POSITIVE_INT],
@@ -507,6 +509,8 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
         """
         check_is_fitted(self, "weight_")
         X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
+        if self._reference_in_use():  # fallback="reference": the Euclidean distance
+            return X.copy()
         dtype = torch.float64 if X.dtype == np.float64 else torch.float32
         device = resolve_device(self.device)
         module = self._embedding_module(device, dtype)
@@ -520,8 +524,11 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
 
     @property
     def _n_features_out(self) -> int:
-        """Number of output columns: the active units."""
-        return len(self.active_components_)
+        """Number of output columns: the active units (the inputs' after a fallback)."""
+        return self.n_features_in_ if self._reference_in_use() else len(self.active_components_)
+
+    def _use_reference(self) -> None:
+        """``fallback="reference"``: ``transform`` returns its input (the Euclidean distance)."""
 
     def score_pairs(self, pairs_or_X1, X2=None) -> np.ndarray:
         r"""Learned similarity :math:`\hat S = H(a)^\top H(b)` of paired points.
@@ -549,6 +556,8 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
         H1, H2 = self.transform(X1), self.transform(X2)
         if H1.shape[0] != H2.shape[0]:
             raise ValueError(f"X1 and X2 must have as many rows: {H1.shape[0]} != {H2.shape[0]}.")
+        if self._reference_in_use():  # the sphere's relation d² = 2 − 2 S, on the inputs
+            return 1.0 - 0.5 * ((H1 - H2) ** 2).sum(axis=1)
         return sphere_similarity(torch.as_tensor(H1), torch.as_tensor(H2)).numpy()
 
     def _embedding_module(self, device: torch.device, dtype: torch.dtype) -> SphereTanhEmbedding:

@@ -299,6 +299,11 @@ class WARCA(MahalanobisMixin, BaseWARCA):
     (2, 4)
     """
 
+    _held_out_hint = (
+        "try a larger reg_lambda, a smaller learning_rate or validation_split='groups' with "
+        "validation_fraction"
+    )
+
     _parameter_constraints = {
         **WARP_PARAMETER_CONSTRAINTS,
         "standardize": [BOOLEAN],

@@ -150,6 +150,8 @@ class XQDA(PairCovarianceLearner):
     (150, 2)
     """
 
+    _held_out_hint = "try fewer n_components or a larger regularization"
+
     @deprecate_positional_args
     def __init__(
         self,

@@ -267,9 +267,22 @@ class ITML(MahalanobisMixin, BaseEstimator):
         Deprecated alias of ``slack_weight`` (removed in 0.3).
     num_constraints : int or None
         Deprecated alias of ``n_constraints`` (removed in 0.3).
+    held_out_check : {"auto", True, False}, default="auto"
+        After the fit, the same settings are fitted again on part of the classes (with pairs:
+        of the groups the similar pairs join) and the learned distance is compared with the
+        reference on the classes held out (``held_out_check_``); below it beyond noise, the
+        fit issues an :class:`~rankmetric.training.UntrainedModelWarning`. ``"auto"`` skips
+        it (said once) with fewer than 6 groups, True then raises, False switches it off. The
+        model returned does not depend on it. ``docs/reliability.md``, "Never worse than
+        Euclidean without saying so".
+    fallback : {None, "reference"}, default=None
+        ``"reference"``: when the check finds the learned distance below, return the
+        reference instead: ``components_`` becomes the identity (the Euclidean distance).
 
     Attributes
     ----------
+    held_out_check_ : dict or None
+        The held-out check, as in :class:`rankmetric.WARCA`.
     components_ : ndarray of shape (n_features, n_features), float64
         :math:`L` with :math:`L^\top L = M` (upper-triangular Cholesky factor when :math:`M` is
         definite).

@@ -139,18 +139,10 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
     n_landmarks : int, optional
         Nyström landmarks ``m`` (drawn uniformly from the training set). ``None``: exact kernel up
         to 20 000 samples, 2 000 landmarks beyond.
-    validation_fraction : float or "auto", default="auto"
-        ``"auto"``: when ``fit`` gets no ``X_val, y_val``, the model is that of ``0`` (every
-        identity, the ``tol`` rule), and a second fit with the same settings on 80 % of the
-        identities is checked against the Euclidean distance on the other 20 %, held out whole
-        (``reference_scores_``, ``held_out_check_``, an
-        :class:`~rankmetric.training.UntrainedModelWarning` when below). A check on training
-        items cannot see a model that ranks unseen identities below the Euclidean distance (an
-        over-fitted or badly set one passes it); this one can, for about 1.8× the fit time.
-        Used when at least 10 identities have two items (not with ``validation_metric="knn"``
-        or a precomputed kernel). A float: as in :class:`rankmetric.WARCA` (held out, early
-        stopping on it; ``0``: no hold-out and no second fit). ``docs/warca.md``, "Kernel
-        WARCA's defaults", has the measurements behind this default.
+    validation_fraction : float, default=0.0
+        As in :class:`rankmetric.WARCA`. ``"auto"``, the default before 0.2.1, is deprecated: it
+        meant ``0`` with a check on held-out identities, which every learner now runs by
+        default (``held_out_check``).
     margin, reg_lambda, batch_size, sampling, max_sampling, max_iter, validation_every,
     validation_split, validation_metric, patience, tol, tol_window,
     random_state, device, verbose, checkpoint_dir, checkpoint_every :
@@ -168,9 +160,22 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         The default was 0.01 before 0.2, which diverges at VIPeR's 1,264 items; on validation
         identities of three histogram stand-ins of 474 items the two are within seed noise
         (``docs/warca.md``, "Kernel WARCA's defaults").
+    held_out_check : {"auto", True, False}, default="auto"
+        After the fit, the same settings are fitted again on part of the classes (with pairs:
+        of the groups the similar pairs join) and the learned distance is compared with the
+        reference on the classes held out (``held_out_check_``); below it beyond noise, the
+        fit issues an :class:`~rankmetric.training.UntrainedModelWarning`. ``"auto"`` skips
+        it (said once) with fewer than 6 groups, True then raises, False switches it off. The
+        model returned does not depend on it. ``docs/reliability.md``, "Never worse than
+        Euclidean without saying so".
+    fallback : {None, "reference"}, default=None
+        ``"reference"``: when the check finds the learned distance below, return the
+        reference instead: ``transform`` returns its input (the Euclidean distance).
 
     Attributes
     ----------
+    held_out_check_ : dict or None
+        The held-out check, as in :class:`rankmetric.WARCA`.
     components_ : ndarray of shape (n_components, n_support)
         :math:`A` (exact) or :math:`W K_{LL}^{-1/2}` (Nyström).
     support_vectors_ : ndarray of shape (n_support, n_features) or None
@@ -179,9 +184,6 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         The kernel width used.
     approximation_ : str
         ``"exact"`` or ``"nystroem"``.
-    held_out_check_ : bool
-        Whether ``reference_scores_`` comes from identities held out of a second fit
-        (``validation_fraction="auto"``).
     n_iter_, batch_size_, tol_window_, learning_rate_, loss_curve_, validation_scores_,
     initial_validation_score_, best_iter_, reference_scores_, n_features_in_ :
         As in :class:`rankmetric.WARCA` (``reference_scores_`` is None for a precomputed

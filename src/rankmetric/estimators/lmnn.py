@@ -210,9 +210,22 @@ class LMNN(MahalanobisMixin, BaseEstimator):
         Deprecated alias of ``n_target_neighbors`` (removed in 0.3).
     regularization : float
         Deprecated alias of ``push_weight`` (removed in 0.3).
+    held_out_check : {"auto", True, False}, default="auto"
+        After the fit, the same settings are fitted again on part of the classes (with pairs:
+        of the groups the similar pairs join) and the learned distance is compared with the
+        reference on the classes held out (``held_out_check_``); below it beyond noise, the
+        fit issues an :class:`~rankmetric.training.UntrainedModelWarning`. ``"auto"`` skips
+        it (said once) with fewer than 6 groups, True then raises, False switches it off. The
+        model returned does not depend on it. ``docs/reliability.md``, "Never worse than
+        Euclidean without saying so".
+    fallback : {None, "reference"}, default=None
+        ``"reference"``: when the check finds the learned distance below, return the
+        reference instead: ``components_`` becomes the identity (the Euclidean distance).
 
     Attributes
     ----------
+    held_out_check_ : dict or None
+        The held-out check, as in :class:`rankmetric.WARCA`.
     components_ : ndarray of shape (n_components, n_features), float32
         The learned map :math:`L`; :math:`d(a, b) = \lVert L(a - b) \rVert`.
     n_iter_ : int

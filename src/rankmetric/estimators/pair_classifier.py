@@ -148,9 +148,16 @@ class PairClassifier(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
         pairs, enabling :meth:`predict_proba`. It has no intercept, so ``P = 0.5`` exactly at
         the threshold and ``predict_proba`` agrees with ``predict``. Without it, a distance is
         no probability.
+    held_out_check, fallback :
+        Passed to the learner when it has them (every rankmetric learner): its check holds out
+        groups of pairs (the components of the similar pairs) and compares the ROC AUC of the
+        held-out pairs with that of the reference distance; with ``fallback="reference"`` the
+        learner becomes its reference. ``docs/reliability.md``.
 
     Attributes
     ----------
+    held_out_check_ : dict or None
+        The learner's held-out check (as in :class:`rankmetric.WARCA`), or None.
     learner_ : estimator
         The fitted learner.
     threshold_ : float

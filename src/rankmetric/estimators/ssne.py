@@ -171,9 +171,23 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
         uninterrupted one (same seed, CPU). The file is removed when the fit completes.
     checkpoint_every : int, default=100
         Steps between two checkpoints.
+    held_out_check : {"auto", True, False}, default="auto"
+        After the fit, the same settings are fitted again on part of the classes (with pairs:
+        of the groups the similar pairs join) and the learned distance is compared with the
+        reference on the classes held out (``held_out_check_``); below it beyond noise, the
+        fit issues an :class:`~rankmetric.training.UntrainedModelWarning`. ``"auto"`` skips
+        it (said once) with fewer than 6 groups, True then raises, False switches it off. The
+        model returned does not depend on it. ``docs/reliability.md``, "Never worse than
+        Euclidean without saying so".
+    fallback : {None, "reference"}, default=None
+        ``"reference"``: when the check finds the learned distance below, return the
+        reference instead: ``transform`` returns its input (the Euclidean distance;
+        ``score_pairs`` is ``1 − d²/2``).
 
     Attributes
     ----------
+    held_out_check_ : dict or None
+        The held-out check, as in :class:`rankmetric.WARCA`.
     mean_, scale_ : ndarray of shape (n_features,)
         Standardisation applied before the embedding,
         :math:`\varphi(x) = [(x - \mathtt{mean\_}) / \mathtt{scale\_};\, 1]`.

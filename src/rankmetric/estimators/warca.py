@@ -244,9 +244,26 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         CPU threads of the fit (``-1``: every core). None: one thread when
         ``n_samples × n_features < 10⁷``, else torch's thread count (see
         :mod:`rankmetric._threads`).
+    held_out_check : {"auto", True, False}, default="auto"
+        After the fit, the same settings are fitted again on part of the classes (with pairs:
+        of the groups the similar pairs join) and the learned distance is compared with the
+        reference on the classes held out (``held_out_check_``); below it beyond noise, the
+        fit issues an :class:`~rankmetric.training.UntrainedModelWarning`. ``"auto"`` skips
+        it (said once) with fewer than 6 groups, True then raises, False switches it off. The
+        model returned does not depend on it. ``docs/reliability.md``, "Never worse than
+        Euclidean without saying so".
+    fallback : {None, "reference"}, default=None
+        ``"reference"``: when the check finds the learned distance below, return the
+        reference instead: ``components_`` becomes the identity (the Euclidean distance).
 
     Attributes
     ----------
+    held_out_check_ : dict or None
+        The held-out check: ``metric`` (``"map"``, leave-one-out on held-out classes;
+        ``"roc_auc"`` on held-out pairs), the ``learned`` and ``reference`` scores, their
+        ``difference`` and its paired ``standard_error``, ``below``, ``fallback`` (whether the
+        reference was returned), ``n_groups``, ``n_queries``, ``n_folds`` and ``status``; or
+        ``status="skipped"`` and its ``reason``. None with ``held_out_check=False``.
     components_ : ndarray of shape (n_components, n_features)
         ``L`` with ``transform(X) = X @ L.T``.
     mean_, scale_ : ndarray of shape (n_features,)

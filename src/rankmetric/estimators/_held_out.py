@@ -30,11 +30,14 @@ from __future__ import annotations
 
 import contextvars
 import inspect
+import sys
 import warnings
 from collections.abc import Callable
 from numbers import Integral
+from pathlib import Path
 
 import numpy as np
+import sklearn
 import torch
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
@@ -44,7 +47,6 @@ from sklearn.base import clone
 from .._validation import BOOLEAN, NONE, Options
 from ..training import UntrainedModelWarning
 from ._early_stopping import per_query_retrieval, sample_retrieval_items
-from ._untrained import _caller_stacklevel
 
 __all__ = [
     "FALLBACKS",
@@ -216,7 +218,7 @@ def held_out_folds(
     if eligible.shape[0] < min_groups:
         raise ValueError(
             f"only {eligible.shape[0]} groups have two rows or more; holding groups out needs "
-            f"{min_groups}."
+            f"{min_groups}"
         )
     if not 0 < fraction < 1:
         raise ValueError(f"fraction must lie in (0, 1), got {fraction}.")
@@ -363,6 +365,14 @@ class HeldOutCheckMixin:
         reference = np.eye(self.n_features_in_, dtype=self.components_.dtype)
         self.components_ = reference
 
+    def _fit_pairs_names(self) -> tuple:
+        """The parameter names of ``fit_pairs`` (SSNE's third is ``similarities``)."""
+        return (
+            tuple(inspect.signature(self.fit_pairs).parameters)
+            if hasattr(self, "fit_pairs")
+            else ()
+        )
+
     def _reference_in_use(self) -> bool:
         """Whether ``fallback`` replaced the learned metric by its reference."""
         check = getattr(self, "held_out_check_", None)
@@ -402,6 +412,9 @@ def run_held_out_check(est, fit: Callable, args: tuple, kwargs: dict) -> None:
     if setting is False:
         est.held_out_check_ = None
         return
+    if setting == "auto" and _inside_cross_validation():
+        est.held_out_check_ = {"status": "skipped", "reason": CROSS_VALIDATION, "fallback": False}
+        return
     params = est.get_params(deep=False)
     if est._reference_params and all(params[k] == v for k, v in est._reference_params.items()):
         est.held_out_check_ = {"status": "skipped", "reason": "the model is its reference"}
@@ -426,6 +439,35 @@ def run_held_out_check(est, fit: Callable, args: tuple, kwargs: dict) -> None:
         if est.fallback == "reference":
             _fall_back(est, fit, args, kwargs)
             result["fallback"] = True
+
+
+#: Why a fit inside scikit-learn's cross-validation skips the check ("auto").
+CROSS_VALIDATION = (
+    "fitted inside scikit-learn's cross-validation (GridSearchCV, cross_val_score, ...), which "
+    "scores held-out folds itself; the search's final refit is checked"
+)
+
+
+def _user_stacklevel() -> int:
+    """The ``stacklevel`` of the first frame outside rankmetric and scikit-learn (the user's
+    ``fit`` or ``Pipeline.fit`` line), counted from the caller of this function."""
+    skipped = (str(Path(__file__).resolve().parents[1]), str(Path(sklearn.__file__).parent))
+    frame, level = sys._getframe(1), 1
+    while frame is not None and str(Path(frame.f_code.co_filename).resolve()).startswith(skipped):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def _inside_cross_validation() -> bool:
+    """Whether this fit runs inside scikit-learn's ``_fit_and_score`` (one fit of a search or of
+    ``cross_validate``): checking each of those would multiply the search's cost and warnings."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name == "_fit_and_score" and "sklearn" in code.co_filename:
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _probe(est):
@@ -453,17 +495,15 @@ def _fall_back(est, fit, args, kwargs) -> None:
 
 
 def _warn_below(est, r: dict) -> None:
-    name = type(est).__name__
-    what = "ROC AUC" if r["metric"] == "roc_auc" else f"leave-one-out {r['metric']}"
-    reference = "untrained network" if est._reference_params else "Euclidean distance"
+    what = {"roc_auc": "ROC AUC", "map": "mAP"}.get(r["metric"], r["metric"])
+    reference = "the untrained network" if est._reference_params else "the Euclidean distance"
     warnings.warn(
-        f"{name} held-out check: on {r['n_groups']} {r['held_out']} held out of a second fit, "
-        f"the learned metric's {what} is {r['learned']:.3f} against the {reference}'s "
-        f"{r['reference']:.3f} ({r['difference']:+.3f} ± {r['standard_error']:.3f}): worse than "
-        f"no metric learning on unseen groups. Use fallback='reference' to get the reference "
-        f"instead, or {est._held_out_hint}.",
+        f"{type(est).__name__} held-out check: {what} {r['learned']:.3f} vs {r['reference']:.3f} "
+        f"for {reference} ({r['difference']:+.3f} ± {r['standard_error']:.3f}) on "
+        f"{r['n_groups']} {r['held_out']} held out of the fit: worse than no metric learning. "
+        f"Use fallback='reference', or {est._held_out_hint}.",
         UntrainedModelWarning,
-        stacklevel=_caller_stacklevel(),
+        stacklevel=_user_stacklevel(),
     )
 
 
@@ -479,7 +519,7 @@ def _skipped(est, reason: str, *, explicit: bool) -> None:
         f"{name} held-out check skipped: {reason} (said once; held_out_check_ records it for "
         "each fit; held_out_check=False silences it).",
         UserWarning,
-        stacklevel=_caller_stacklevel(),
+        stacklevel=_user_stacklevel(),
     )
 
 
@@ -531,7 +571,7 @@ def _label_task(est, bound: dict) -> _Task:
     try:
         folds = held_out_folds(groups, random_state=_seed(est))
     except ValueError as exc:
-        raise _Skip(f"{exc} ({len(np.unique(groups))} classes)") from None
+        raise _Skip(str(exc).replace("groups", "classes").replace("rows", "samples")) from None
     cameras = bound.get("cameras")
     rows = {k: np.asarray(v) for k, v in bound.items() if k in ROW_ARGUMENTS and v is not None}
     others = {k: v for k, v in bound.items() if k not in ("X", "y", *ROW_ARGUMENTS)}
@@ -568,7 +608,11 @@ def _pair_task(est, bound: dict) -> _Task:
     from ._supervision import check_pair_supervision
 
     values = list(bound.values())
-    targets = "similarity" if "similarities" in bound else "binary"
+    targets = (
+        "similarity"
+        if "similarities" in bound or "similarities" in est._fit_pairs_names()
+        else "binary"
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         s = check_pair_supervision(clone(est), *values[:3], targets=targets)
@@ -615,7 +659,7 @@ def _graph_task(est, X, a, b, targets, refit) -> _Task:
     try:
         folds = held_out_folds(groups[rows], random_state=_seed(est))
     except ValueError as exc:
-        raise _Skip(f"{exc} (groups: connected components of the similar pairs)") from None
+        raise _Skip(f"{exc} (groups: the connected components of the similar pairs)") from None
     held_masks = []
     for _, held in folds:
         is_held = np.zeros(X.shape[0], dtype=bool)

@@ -112,7 +112,7 @@ def test_kernel_warca_validation_fraction_auto_is_deprecated_and_unchanged():
 def test_too_few_groups_is_said_once_and_true_raises(monkeypatch):
     monkeypatch.setattr(_held_out, "_SKIP_SAID", set())
     X, y = make_gaussian_clusters(60, 4, 3, random_state=0)
-    with pytest.warns(UserWarning, match="KISSME held-out check skipped: only 3 groups") as rec:
+    with pytest.warns(UserWarning, match="KISSME held-out check skipped: only 3 classes") as rec:
         pipe = make_pipeline(KISSME(), KNeighborsClassifier())
         GridSearchCV(pipe, {"kissme__regularization": [1e-6, 1e-3]}, cv=3).fit(X, y)
     assert sum("held-out check" in str(w.message) for w in rec) == 1  # 7 fits, said once
@@ -120,7 +120,7 @@ def test_too_few_groups_is_said_once_and_true_raises(monkeypatch):
         warnings.simplefilter("error")  # said already: no more warnings
         est = KISSME().fit(X, y)
     assert (
-        est.held_out_check_["status"] == "skipped" and "3 groups" in est.held_out_check_["reason"]
+        est.held_out_check_["status"] == "skipped" and "3 classes" in est.held_out_check_["reason"]
     )
     with pytest.raises(ValueError, match=r"held_out_check=True\) cannot hold groups out"):
         KISSME(held_out_check=True).fit(X, y)

@@ -6,6 +6,7 @@ import warnings
 import numpy as np
 import pytest
 from sklearn.datasets import load_digits
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import GridSearchCV
 from sklearn.neighbors import KNeighborsClassifier
@@ -19,6 +20,7 @@ from rankmetric import (
     WARCA,
     XQDA,
     KernelWARCA,
+    MultiMetricLMNN,
     PairClassifier,
     UntrainedModelWarning,
     load_model,
@@ -244,3 +246,20 @@ def test_splits_and_groups():
     with pytest.raises(ValueError, match="only 5 groups"):
         held_out_split(np.repeat(np.arange(5), 2))
     assert pair_groups([0, 1], [1, 2], [True, False], 4).tolist() == [0, 0, 1, 2]
+
+
+def test_multi_metric_lmnn_is_checked_on_held_out_samples_of_its_classes(monkeypatch):
+    X, y = make_gaussian_clusters(150, 4, 3, n_informative=3, random_state=0)
+    params = {"max_iter": 10, "random_state": 0, "device": "cpu"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        est = MultiMetricLMNN(**params).fit(X, y)
+    check = est.held_out_check_
+    assert check["metric"] == "accuracy" and check["n_queries"] == 30 and check["n_groups"] == 3
+    monkeypatch.setattr(_held_out, "Z_BELOW", -1e6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fallen = MultiMetricLMNN(**params, fallback="reference").fit(X, y)
+    euclidean = KNeighborsClassifier(n_neighbors=3).fit(X, y)
+    assert fallen.held_out_check_["fallback"]
+    np.testing.assert_array_equal(fallen.predict(X), euclidean.predict(X))

@@ -276,14 +276,16 @@ def compare_with_reference(
     Parameters
     ----------
     learned, reference : array-like
-        For ``metric="roc_auc"``: the two distances of each pair, shape (n_pairs,). Otherwise
+        For ``metric="roc_auc"``: the two distances of each pair, shape (n_pairs,); for
+        ``"accuracy"``: whether each query was classified right, shape (n_queries,). Otherwise
         the two embeddings of the held-out items, shapes (n_items, d₁) and (n_items, d₂)
         (compared by the Euclidean distance).
     labels : array-like
         ``"roc_auc"``: whether each pair is similar (bool); otherwise the group of each item.
-    metric : {"recall@1", "map", "roc_auc"}, default="recall@1"
-        Leave-one-out rank-1 or average precision of each item among the others, or the ROC
-        AUC of the pairs.
+    metric : {"recall@1", "map", "roc_auc", "accuracy"}, default="recall@1"
+        Leave-one-out rank-1 or average precision of each item among the others, the ROC AUC
+        of the pairs, or (``"accuracy"``: ``learned`` and ``reference`` are then whether each
+        query was classified right) the accuracy.
     cameras : array-like of shape (n_items,), optional
         Camera of each item: same-identity same-camera items leave the gallery.
 
@@ -311,6 +313,9 @@ def compare_with_reference(
             raise ValueError("roc_auc needs similar and dissimilar pairs.")
         auc_l, auc_r, se = _paired_auc(-d_l, -d_r, similar)
         return _summary(metric, auc_l, auc_r, se, similar.shape[0])
+    if metric == "accuracy":
+        q_l, q_r = (np.asarray(v, dtype=np.float64).ravel() for v in (learned, reference))
+        return _summary(metric, *_paired_mean(q_l, q_r))
     if metric not in ("recall@1", "map"):
         raise ValueError(f"metric must be 'recall@1', 'map' or 'roc_auc', got {metric!r}.")
     _, codes = np.unique(np.asarray(labels), return_inverse=True)
@@ -326,9 +331,14 @@ def compare_with_reference(
     if not bool(valid.any()):
         raise ValueError("no held-out item has a match to retrieve.")
     q_l, q_r = (s[valid].numpy() for s in per_query)
+    return _summary(metric, *_paired_mean(q_l, q_r))
+
+
+def _paired_mean(q_l: np.ndarray, q_r: np.ndarray) -> tuple[float, float, float, int]:
+    """Means of paired per-query scores and the standard error of their mean difference."""
     n = q_l.shape[0]
     se = float(np.std(q_l - q_r, ddof=1) / np.sqrt(n)) if n > 1 else 0.0
-    return _summary(metric, float(q_l.mean()), float(q_r.mean()), se, n)
+    return float(q_l.mean()), float(q_r.mean()), se, n
 
 
 def _summary(metric: str, learned: float, reference: float, se: float, n: int) -> dict:
@@ -495,7 +505,7 @@ def _fall_back(est, fit, args, kwargs) -> None:
 
 
 def _warn_below(est, r: dict) -> None:
-    what = {"roc_auc": "ROC AUC", "map": "mAP"}.get(r["metric"], r["metric"])
+    what = {"roc_auc": "ROC AUC", "map": "mAP", "accuracy": "k-NN accuracy"}.get(r["metric"])
     reference = "the untrained network" if est._reference_params else "the Euclidean distance"
     warnings.warn(
         f"{type(est).__name__} held-out check: {what} {r['learned']:.3f} vs {r['reference']:.3f} "
@@ -552,6 +562,8 @@ def _seed(est) -> int:
 def _task(est, fit, args, kwargs) -> _Task:
     bound = inspect.signature(fit).bind(est, *args, **kwargs).arguments
     bound.pop("self", None)
+    if fit.__name__ == "fit" and est._held_out_metric == "accuracy":
+        return _classifier_task(est, bound)
     if fit.__name__ == "fit":
         return _label_task(est, bound)
     if fit.__name__ == "fit_pairs":
@@ -593,6 +605,35 @@ def _label_task(est, bound: dict) -> _Task:
 
     n_held = sum(len(np.unique(groups[held])) for _, held in folds)
     return _Task(score_fold, folds, n_held, "classes" if cameras is None else "identities")
+
+
+def _classifier_task(est, bound: dict) -> _Task:
+    """A k-NN classifier of its training classes: 20 % of each class held out, its k-NN
+    accuracy there against the Euclidean k-NN rule's on the same training rows."""
+    from sklearn.neighbors import KNeighborsClassifier
+
+    from ._early_stopping import split_validation
+
+    X, y = np.asarray(bound["X"]), np.asarray(bound["y"])
+    codes = np.unique(y, return_inverse=True)[1].ravel()
+    rng = np.random.default_rng(_seed(est))
+    train, held = split_validation(codes, HELD_OUT_FRACTION, "stratified", rng)
+    k = int(getattr(est, "n_neighbors", 1))
+    if held.size < 2 or train.size <= k:
+        raise _Skip("too few samples per class to hold 20 % out and keep two")
+
+    def score_fold(probe, fit, train, held):
+        fit(probe, X[train], y[train])
+        euclidean = KNeighborsClassifier(n_neighbors=k).fit(X[train], y[train])
+        return compare_with_reference(
+            probe.predict(X[held]) == y[held],
+            euclidean.predict(X[held]) == y[held],
+            None,
+            metric="accuracy",
+        )
+
+    n_classes = len(np.unique(codes[held]))
+    return _Task(score_fold, [(train, held)], n_classes, "classes' samples")
 
 
 def _reference_embedding(est, probe, fit, X_train, y_train, fitted_rows):

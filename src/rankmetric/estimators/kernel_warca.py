@@ -140,7 +140,7 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         Nyström landmarks ``m`` (drawn uniformly from the training set). ``None``: exact kernel up
         to 20 000 samples, 2 000 landmarks beyond.
     validation_fraction : float, default=0.0
-        As in :class:`rankmetric.WARCA`. ``"auto"``, the default before 0.2.1, is deprecated: it
+        As in :class:`rankmetric.WARCA`. ``"auto"``, its former default, is deprecated: it
         meant ``0`` with a check on held-out identities, which every learner now runs by
         default (``held_out_check``).
     margin, reg_lambda, batch_size, sampling, max_sampling, max_iter, validation_every,
@@ -277,7 +277,7 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
 
     def _check_params(self) -> None:
         self._validate_params()
-        if self.validation_fraction == "auto":  # before 0.2.1: validation_fraction=0 + the check
+        if self.validation_fraction == "auto":  # former default: 0 + the held-out check
             warn_deprecated(
                 "KernelWARCA(validation_fraction='auto')",
                 "It is validation_fraction=0 with held_out_check='auto', both the defaults "

@@ -111,22 +111,33 @@ def test_kernel_warca_validation_fraction_auto_is_deprecated_and_unchanged():
     assert old.held_out_check_ == new.held_out_check_
 
 
-def test_too_few_groups_is_said_once_and_true_raises(monkeypatch):
-    monkeypatch.setattr(_held_out, "_SKIP_SAID", set())
+def test_too_few_groups_is_recorded_quietly_and_said_with_true():
     X, y = make_gaussian_clusters(60, 4, 3, random_state=0)
-    with pytest.warns(UserWarning, match="KISSME held-out check skipped: only 3 classes") as rec:
-        pipe = make_pipeline(KISSME(), KNeighborsClassifier())
-        GridSearchCV(pipe, {"kissme__regularization": [1e-6, 1e-3]}, cv=3).fit(X, y)
-    assert sum("held-out check" in str(w.message) for w in rec) == 1  # 7 fits, said once
     with warnings.catch_warnings():
-        warnings.simplefilter("error")  # said already: no more warnings
+        warnings.simplefilter("error")  # "auto": no warning, in a grid search or alone
+        pipe = make_pipeline(KISSME(), KNeighborsClassifier())
+        search = GridSearchCV(pipe, {"kissme__regularization": [1e-6, 1e-3]}, cv=3).fit(X, y)
         est = KISSME().fit(X, y)
-    assert (
-        est.held_out_check_["status"] == "skipped" and "3 classes" in est.held_out_check_["reason"]
-    )
-    with pytest.raises(ValueError, match=r"held_out_check=True\) cannot hold groups out"):
-        KISSME(held_out_check=True).fit(X, y)
+    assert est.held_out_check_["status"] == "skipped"
+    assert "only 3 classes" in est.held_out_check_["reason"]
+    assert search.best_estimator_[0].held_out_check_["status"] == "skipped"
+    for _ in range(2):  # asked for explicitly: said at every fit
+        with pytest.warns(UserWarning, match=r"held_out_check=True\) skipped"):
+            KISSME(held_out_check=True).fit(X, y)
     assert KISSME(held_out_check=False).fit(X, y).held_out_check_ is None
+
+
+def test_fits_inside_cross_validation_are_not_checked_but_the_refit_is():
+    X, y = make_gaussian_clusters(240, 6, 8, n_informative=3, random_state=0)
+    seen = []
+    pipe = make_pipeline(KISSME(), KNeighborsClassifier())
+    scorer = lambda est, X_, y_: seen.append(est[0].held_out_check_["status"]) or 0.0  # noqa: E731
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UntrainedModelWarning)
+        search = GridSearchCV(pipe, {"kissme__regularization": [1e-6]}, cv=2, scoring=scorer)
+        search.fit(X, y)
+    assert seen == ["skipped", "skipped"]
+    assert search.best_estimator_[0].held_out_check_["status"] == "done"
 
 
 @pytest.mark.parametrize("make", [KernelWARCA, SSNE])

@@ -19,8 +19,8 @@ reference when the difference is below ``-Z_BELOW`` standard errors; then the fi
 ``fallback="reference"``, the estimator returns the reference metric instead (its transform
 becomes the identity of the same preprocessing). The model returned without fallback is the one
 fitted on all the data: the check never changes it. The result is the fitted attribute
-``held_out_check_``; fewer than :data:`MIN_GROUPS` groups with two items skip the check, which is
-said once per process and estimator class (and in ``held_out_check_`` of every such fit).
+``held_out_check_``; fewer than :data:`MIN_GROUPS` groups with two items skip the check, which
+``held_out_check_`` says (and, with ``held_out_check=True``, a warning at each fit).
 
 :func:`held_out_split`, :func:`pair_groups` and :func:`compare_with_reference` are the pieces,
 reusable by a tuning loop.
@@ -90,8 +90,6 @@ HELD_OUT_PARAMETER_CONSTRAINTS = {
 
 #: Depth of the rankmetric fits running in this context: only the outermost one checks.
 _FIT_DEPTH: contextvars.ContextVar[int] = contextvars.ContextVar("rankmetric_fit_depth", default=0)
-#: Estimator classes whose skipped check was already said in this process.
-_SKIP_SAID: set[str] = set()
 
 
 def pair_groups(a, b, similar, n_points: int) -> np.ndarray:
@@ -518,19 +516,16 @@ def _warn_below(est, r: dict) -> None:
 
 
 def _skipped(est, reason: str, *, explicit: bool) -> None:
-    name = type(est).__name__
-    if explicit:
-        raise ValueError(f"{name}(held_out_check=True) cannot hold groups out: {reason}")
+    """Record why the check did not run (``held_out_check_``); with ``held_out_check=True``
+    also say it, at every fit: ``"auto"`` means "when it can", and a warning at each fit on
+    small data (a grid search fits many times) would only teach users to ignore warnings."""
     est.held_out_check_ = {"status": "skipped", "reason": reason, "fallback": False}
-    if name in _SKIP_SAID:
-        return
-    _SKIP_SAID.add(name)
-    warnings.warn(
-        f"{name} held-out check skipped: {reason} (said once; held_out_check_ records it for "
-        "each fit; held_out_check=False silences it).",
-        UserWarning,
-        stacklevel=_user_stacklevel(),
-    )
+    if explicit:
+        warnings.warn(
+            f"{type(est).__name__}(held_out_check=True) skipped its held-out check: {reason}.",
+            UserWarning,
+            stacklevel=_user_stacklevel(),
+        )
 
 
 class _Skip(Exception):

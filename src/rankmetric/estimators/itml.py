@@ -268,13 +268,13 @@ class ITML(MahalanobisMixin, BaseEstimator):
     num_constraints : int or None
         Deprecated alias of ``n_constraints`` (removed in 0.3).
     held_out_check : {"auto", True, False}, default="auto"
-        After the fit, the same settings are fitted again on part of the classes (with pairs:
-        of the groups the similar pairs join) and the learned distance is compared with the
-        reference on the classes held out (``held_out_check_``); below it beyond noise, the
-        fit issues an :class:`~rankmetric.training.UntrainedModelWarning`. ``"auto"`` skips
-        it (said once) with fewer than 6 groups, True then raises, False switches it off. The
-        model returned does not depend on it. ``docs/reliability.md``, "Never worse than
-        Euclidean without saying so".
+        After the fit, the same settings are fitted again on part of the classes (with pairs: of the
+        groups the similar pairs join) and the learned distance is compared with the reference on
+        the classes held out (``held_out_check_``); below it beyond noise, the fit issues an
+        :class:`~rankmetric.training.UntrainedModelWarning`. ``"auto"`` skips it with fewer than 6
+        groups (``held_out_check_`` says so), True then also warns, False switches it off. The model
+        returned does not depend on it. ``docs/reliability.md``, "Never worse than Euclidean without
+        saying so".
     fallback : {None, "reference"}, default=None
         ``"reference"``: when the check finds the learned distance below, return the
         reference instead: ``components_`` becomes the identity (the Euclidean distance).

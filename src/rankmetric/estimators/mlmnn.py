@@ -191,12 +191,12 @@ class MultiMetricLMNN(HeldOutCheckMixin, ParameterValidationMixin, ClassifierMix
     regularization : float
         Deprecated alias of ``push_weight`` (removed in 0.3).
     held_out_check : {"auto", True, False}, default="auto"
-        After the fit, the same settings are fitted again without 20 % of each class's samples,
-        and on those the k-NN accuracy of the learned rule is compared with the Euclidean k-NN
-        rule's (``held_out_check_``); below it beyond noise, the fit issues an
-        :class:`~rankmetric.training.UntrainedModelWarning`. ``"auto"`` skips it (said once)
-        when too few samples can be held out, True then raises, False switches it off. The
-        model returned does not depend on it. ``docs/reliability.md``, "Never worse than
+        After the fit, the same settings are fitted again without 20 % of each class's samples, and
+        on those the k-NN accuracy of the learned rule is compared with the Euclidean k-NN rule's
+        (``held_out_check_``); below it beyond noise, the fit issues an
+        :class:`~rankmetric.training.UntrainedModelWarning`. ``"auto"`` skips it when too few
+        samples can be held out (``held_out_check_`` says why), True then also warns, False switches
+        it off. The model returned does not depend on it. ``docs/reliability.md``, "Never worse than
         Euclidean without saying so".
     fallback : {None, "reference"}, default=None
         ``"reference"``: when the check finds the learned rule below, return the Euclidean

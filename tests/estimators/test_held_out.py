@@ -98,6 +98,7 @@ def test_the_check_does_not_change_the_model():
     assert check["metric"] == "map" and check["standard_error"] > 0
 
 
+@pytest.mark.filterwarnings("ignore:.*stopped at max_iter")
 def test_kernel_warca_validation_fraction_auto_is_deprecated_and_unchanged():
     X, y = make_gaussian_clusters(160, 5, 8, n_informative=3, random_state=1)
     X = X - X.min() + 0.1
@@ -140,6 +141,7 @@ def test_fits_inside_cross_validation_are_not_checked_but_the_refit_is():
     assert search.best_estimator_[0].held_out_check_["status"] == "done"
 
 
+@pytest.mark.filterwarnings("ignore:.*stopped at max_iter")
 @pytest.mark.parametrize("make", [KernelWARCA, SSNE])
 def test_fallback_of_a_nonlinear_learner_survives_save_and_load(tmp_path, monkeypatch, make):
     monkeypatch.setattr(_held_out, "Z_BELOW", -1e6)  # every learned metric counts as below

@@ -443,10 +443,10 @@ def run_held_out_check(est, fit: Callable, args: tuple, kwargs: dict) -> None:
     result["fallback"] = False
     est.held_out_check_ = result
     if result["below"]:
-        _warn_below(est, result)
         if est.fallback == "reference":
             _fall_back(est, fit, args, kwargs)
             result["fallback"] = True
+        _warn_below(est, result)
 
 
 #: Why a fit inside scikit-learn's cross-validation skips the check ("auto").
@@ -509,7 +509,11 @@ def _warn_below(est, r: dict) -> None:
         f"{type(est).__name__} held-out check: {what} {r['learned']:.3f} vs {r['reference']:.3f} "
         f"for {reference} ({r['difference']:+.3f} ± {r['standard_error']:.3f}) on "
         f"{r['n_groups']} {r['held_out']} held out of the fit: worse than no metric learning. "
-        f"Use fallback='reference', or {est._held_out_hint}.",
+        + (
+            "fallback='reference': the reference was returned."
+            if r["fallback"]
+            else f"Use fallback='reference', or {est._held_out_hint}."
+        ),
         UntrainedModelWarning,
         stacklevel=_user_stacklevel(),
     )

@@ -64,12 +64,15 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--learners", nargs="*", default=None)
+    parser.add_argument("--datasets", nargs="*", default=None, help="'digits 0-5', '50 groups'")
     args = parser.parse_args()
     names = args.learners or (QUICK if args.quick else list(LEARNERS))
     repeats = 1 if args.quick else args.repeats
     print("| data | learner | fit s (check off) | fit s (check on) | multiple | folds | verdict |")
     print("|---|---|---|---|---|---|---|")
     for data_name, X, y in datasets():
+        if args.datasets and data_name not in args.datasets:
+            continue
         for name in names:
             off, on = [], []
             for _ in range(repeats):  # alternate, so the load drifts over both alike

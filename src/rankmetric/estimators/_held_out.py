@@ -8,9 +8,15 @@ groups, and on the held-out groups its distance is compared with the **reference
 the same preprocessing (the Euclidean distance of the inputs, or of KISSME's PCA features; the
 untrained network for the SPD networks):
 
-* labels: leave-one-out rank-1 (recall@1, i.e. 1-NN accuracy; mAP when WARCA validates on mAP)
-  of each held-out item among the other held-out items, cross-camera when ``cameras`` are given;
-* pairs and triplets: the ROC AUC of the held-out pairs (both members in held-out groups).
+* labels: the leave-one-out average precision (mAP) of each held-out item among the other
+  held-out items, cross-camera when ``cameras`` are given; with few groups the held-out groups
+  rotate through up to :data:`MAX_FOLDS` disjoint folds (:func:`held_out_folds`);
+* pairs and triplets: the ROC AUC of the held-out pairs (both members in held-out groups);
+* a classifier of its training classes (``MultiMetricLMNN``): 20 % of each class's samples held
+  out, its k-NN accuracy there against the Euclidean k-NN rule's.
+
+Fits inside scikit-learn's cross-validation skip it (``"auto"``): the search scores held-out
+folds itself, and its final refit is checked.
 
 The comparison is paired (the same queries, the same pairs): the standard error of the mean
 per-query difference, or DeLong's for two correlated AUCs. The learned distance is **below** the
@@ -22,8 +28,8 @@ fitted on all the data: the check never changes it. The result is the fitted att
 ``held_out_check_``; fewer than :data:`MIN_GROUPS` groups with two items skip the check, which
 ``held_out_check_`` says (and, with ``held_out_check=True``, a warning at each fit).
 
-:func:`held_out_split`, :func:`pair_groups` and :func:`compare_with_reference` are the pieces,
-reusable by a tuning loop.
+:func:`held_out_split`, :func:`held_out_folds`, :func:`pair_groups`, :func:`compare_with_reference`
+and :func:`pooled` are the pieces, reusable by a tuning loop.
 """
 
 from __future__ import annotations

@@ -142,7 +142,7 @@ def is_deprecated_default(value) -> bool:
     return isinstance(value, str) and value == DEPRECATED
 
 
-def warn_deprecated(what: str, instead: str, *, stacklevel: int = 2) -> None:
+def warn_deprecated(what: str, instead: str, *, stacklevel: int | None = 2) -> None:
     """Raise a deprecation's ``FutureWarning``: ``"<what> will stop working in 0.3. <instead>."``.
 
     Parameters
@@ -151,8 +151,9 @@ def warn_deprecated(what: str, instead: str, *, stacklevel: int = 2) -> None:
         What is deprecated (the subject of "will stop working").
     instead : str
         What to do instead (a sentence, without the final full stop).
-    stacklevel : int, default=2
-        As :func:`warnings.warn`'s, counted from the caller of this function.
+    stacklevel : int or None, default=2
+        As :func:`warnings.warn`'s, counted from the caller of this function; None: the user's
+        own line, the first frame outside rankmetric and scikit-learn (:func:`warn_at_caller`).
 
     Examples
     --------
@@ -163,11 +164,11 @@ def warn_deprecated(what: str, instead: str, *, stacklevel: int = 2) -> None:
     >>> str(caught[0].message)
     'f(k=...) will stop working in 0.3. Use f(n_neighbors=...).'
     """
-    warnings.warn(
-        f"{what} will stop working in {REMOVAL_VERSION}. {instead}.",
-        FutureWarning,
-        stacklevel=stacklevel + 1,
-    )
+    message = f"{what} will stop working in {REMOVAL_VERSION}. {instead}."
+    if stacklevel is None:
+        warn_at_caller(message, FutureWarning)
+    else:
+        warnings.warn(message, FutureWarning, stacklevel=stacklevel + 1)
 
 
 def warn_renamed(owner: str, old: str, new: str, value, *, stacklevel: int = 2) -> None:

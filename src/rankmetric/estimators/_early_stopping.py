@@ -139,7 +139,9 @@ def sample_retrieval_items(
 
 
 @torch.no_grad()
-def per_query_retrieval(Z: torch.Tensor, codes: torch.Tensor, metric: str) -> torch.Tensor:
+def per_query_retrieval(
+    Z: torch.Tensor, codes: torch.Tensor, metric: str, cameras: torch.Tensor | None = None
+) -> torch.Tensor:
     """Leave-one-out retrieval score of every item of ``Z`` among the others.
 
     Parameters
@@ -150,11 +152,14 @@ def per_query_retrieval(Z: torch.Tensor, codes: torch.Tensor, metric: str) -> to
     metric : {"recall@1", "map"}
         Whether the nearest other item shares the query's label (ties: the lowest index), or the
         average precision of the ranking of the others.
+    cameras : int tensor of shape (n,), optional
+        Camera of each item: a query's own identity seen by its own camera is left out of its
+        gallery too (the Market-1501 protocol), so only cross-camera matches count.
 
     Returns
     -------
     float64 tensor of shape (n,)
-        NaN for an item without another of its label.
+        NaN for an item without another of its label (seen by another camera).
     """
     sq = (Z * Z).sum(dim=1)
     out = torch.empty(Z.shape[0], dtype=torch.float64, device=Z.device)
@@ -165,6 +170,10 @@ def per_query_retrieval(Z: torch.Tensor, codes: torch.Tensor, metric: str) -> to
         dist[local, local + start] = torch.inf  # leave the query out
         relevant = codes[rows, None] == codes[None, :]
         relevant[local, local + start] = False
+        if cameras is not None:  # same identity, same camera: not in the gallery
+            junk = (codes[rows, None] == codes[None, :]) & (cameras[rows, None] == cameras[None, :])
+            dist[junk] = torch.inf
+            relevant &= ~junk
         n_rel = relevant.sum(dim=1)
         if metric == "recall@1":
             score = relevant.gather(1, dist.argmin(dim=1, keepdim=True))[:, 0].double()

@@ -51,6 +51,11 @@ class WARCAValidationMixin:
     estimator's ``_untrained_hint``; sets ``reference_scores_``.
     """
 
+    def _validation_fraction(self) -> float:
+        """``validation_fraction``, 0 for KernelWARCA's deprecated ``"auto"`` (no early stopping;
+        its check on unseen identities is now every learner's ``held_out_check``)."""
+        return 0.0 if self.validation_fraction == "auto" else float(self.validation_fraction)
+
     def _check_validation_set(self, X_val, y_val, classes: np.ndarray, *, reset_features=False):
         """Validate the optional early-stopping set: ``(X_val, val_codes)`` or ``(None, None)``.
 
@@ -61,7 +66,7 @@ class WARCAValidationMixin:
             return None, None
         if X_val is None or y_val is None:
             raise ValueError("early stopping needs both X_val and y_val.")
-        if self.validation_fraction != "auto" and self.validation_fraction > 0:
+        if self._validation_fraction() > 0:
             raise ValueError(
                 f"validation_fraction={self.validation_fraction} holds a validation set out of "
                 "(X, y): give either it or X_val, y_val, not both."
@@ -95,7 +100,7 @@ class WARCAValidationMixin:
         kept = (cameras,) if cameras is not None else ()
         if X_val is not None or y_val is not None:
             return (X, codes, *self._check_validation_set(X_val, y_val, classes), *kept)
-        if self.validation_fraction == 0:
+        if self._validation_fraction() == 0:
             return X, codes, None, None, *kept
         if self.validation_metric == "knn" and self.validation_split == "groups":
             raise ValueError(
@@ -104,7 +109,7 @@ class WARCAValidationMixin:
                 "validation_metric='recall@1' or 'map'."
             )
         train_idx, val_idx = split_validation(
-            codes, self.validation_fraction, self.validation_split, rng
+            codes, self._validation_fraction(), self.validation_split, rng
         )
         if val_idx.size == 0:
             return X, codes, None, None, *kept

@@ -21,6 +21,13 @@ from .._fingerprint import fit_fingerprint
 from .._threads import fit_threads
 from .._validation import ParameterValidationMixin
 from ..io import load_model, save_model
+from ._held_out import (
+    HeldOutCheckMixin,
+    fit_ended,
+    fit_started,
+    is_outermost_fit,
+    run_held_out_check,
+)
 from ._supervision import split_pairs
 
 __all__ = ["MetricLearnerMixin", "MahalanobisMixin", "fit_context", "atomic_fit"]
@@ -49,7 +56,10 @@ def fit_context(fit):
        otherwise), so that the fit can pass it to ``train(fingerprint=...)``;
     3. makes the fit atomic: when it raises, every fitted attribute (name ending in ``_``) is
        removed, whatever the fit had already set, so the estimator is never half-updated by a
-       failed (re)fit; hyper-parameters and other settings (``set_output``) are kept.
+       failed (re)fit; hyper-parameters and other settings (``set_output``) are kept;
+    4. runs, after the outermost fit (not one that another rankmetric fit runs inside), the
+       held-out check of an estimator with a ``held_out_check`` parameter
+       (:mod:`rankmetric.estimators._held_out`), which sets ``held_out_check_``.
 
     Parameters
     ----------
@@ -89,14 +99,19 @@ def fit_context(fit):
         fingerprint = None
         if getattr(self, "checkpoint_dir", None) is not None:
             fingerprint = fit_fingerprint(self, *args, **kwargs)
+        depth = fit_started()
         try:
             self._fit_fingerprint = fingerprint
-            return sized(self, *args, **kwargs)
+            fitted = sized(self, *args, **kwargs)
+            if is_outermost_fit() and hasattr(self, "held_out_check"):
+                run_held_out_check(self, fit, args, kwargs)
+            return fitted
         except BaseException:
             vars(self).clear()  # no half-updated model: back to the state before any fit
             vars(self).update(kept)
             raise
         finally:
+            fit_ended(depth)
             if outer is None:
                 vars(self).pop("_fit_fingerprint", None)
             else:  # a fit method called by another one: the outer fit's fingerprint again
@@ -125,7 +140,7 @@ def atomic_fit(cls: type) -> type:
 
 
 class MetricLearnerMixin(
-    ParameterValidationMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+    HeldOutCheckMixin, ParameterValidationMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 ):
     """A learned distance ``d(a, b) = ||T(a) - T(b)||`` on top of ``transform``.
 

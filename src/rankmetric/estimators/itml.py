@@ -60,6 +60,7 @@ from ..geometry.checks import check_spd
 from ..io import register_estimator
 from ..resources import check_square_matrices
 from ..sampling import LabelIndex
+from ._held_out import HELD_OUT_PARAMETER_CONSTRAINTS
 from ._init_parameters import store_parameters
 from ._supervision import check_pair_supervision
 from .base import MahalanobisMixin, fit_context
@@ -266,9 +267,22 @@ class ITML(MahalanobisMixin, BaseEstimator):
         Deprecated alias of ``slack_weight`` (removed in 0.3).
     num_constraints : int or None
         Deprecated alias of ``n_constraints`` (removed in 0.3).
+    held_out_check : {"auto", True, False}, default="auto"
+        After the fit, the same settings are fitted again on part of the classes (with pairs: of the
+        groups the similar pairs join) and the learned distance is compared with the reference on
+        the classes held out (``held_out_check_``); below it beyond noise, the fit issues an
+        :class:`~rankmetric.training.UntrainedModelWarning`. ``"auto"`` skips it with fewer than 6
+        groups (``held_out_check_`` says so), True then also warns, False switches it off. The model
+        returned does not depend on it. ``docs/reliability.md``, "Never worse than Euclidean without
+        saying so".
+    fallback : {None, "reference"}, default=None
+        ``"reference"``: when the check finds the learned distance below, return the
+        reference instead: ``components_`` becomes the identity (the Euclidean distance).
 
     Attributes
     ----------
+    held_out_check_ : dict or None
+        The held-out check, as in :class:`rankmetric.WARCA`.
     components_ : ndarray of shape (n_features, n_features), float64
         :math:`L` with :math:`L^\top L = M` (upper-triangular Cholesky factor when :math:`M` is
         definite).
@@ -304,7 +318,10 @@ class ITML(MahalanobisMixin, BaseEstimator):
     (4, 4)
     """
 
+    _held_out_hint = "try another slack_weight or prior, or fewer n_constraints"
+
     _parameter_constraints = {
+        **HELD_OUT_PARAMETER_CONSTRAINTS,
         "slack_weight": [Interval(Real, 0, np.inf, closed="neither")],
         "max_iter": [POSITIVE_INT],
         "tol": [Interval(Real, 0, None, closed="neither")],
@@ -326,6 +343,8 @@ class ITML(MahalanobisMixin, BaseEstimator):
         n_constraints: int | None = None,
         bounds=None,
         random_state=None,
+        held_out_check: bool | str = "auto",
+        fallback: str | None = None,
         gamma=DEPRECATED,
         num_constraints=DEPRECATED,
     ):

@@ -20,12 +20,10 @@ Both store ``components_`` (r, n_support) and ``support_vectors_`` (n_support, D
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 
 import numpy as np
 import torch
-from sklearn.base import clone
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._utils import make_rng, resolve_device, to_tensor
@@ -37,13 +35,13 @@ from .._validation import (
     check_min_per_class,
     check_scale,
     deprecate_positional_args,
+    warn_deprecated,
 )
 from ..io import register_estimator
 from ..kernels import KERNEL_PARAMETER_CONSTRAINTS, NystroemMap, default_gamma, pairwise_kernel
 from ..losses.regularizers import kernel_aon_penalty
 from ..models.linear import LinearMap
 from ..sampling import POSITIVES, CrossCameraLabelIndex, LabelIndex, check_cameras
-from ._early_stopping import split_validation
 from ._init_parameters import store_parameters
 from .base import MetricLearnerMixin, fit_context
 from .warca import WARP_PARAMETER_CONSTRAINTS, BaseWARCA
@@ -66,11 +64,6 @@ TRANSFORM_CHUNK_ELEMENTS = 1 << 24
 #: ``lr · Σ_j |k(x, x_j)|``, which grows with N; this keeps that first move as large as linear
 #: WARCA's on about 64 standardised features, the inputs its step size was chosen on.
 KERNEL_ROW_MASS = 64.0
-#: ``validation_fraction="auto"``: the share of the identities held out, whole, from a second
-#: fit, to check the fitted procedure against the Euclidean distance on identities it never saw
-#: (``docs/warca.md``, "Kernel WARCA's defaults"), when ``AUTO_MIN_IDENTITIES`` have two items.
-AUTO_VALIDATION_FRACTION = 0.2
-AUTO_MIN_IDENTITIES = 10
 #: An optional fixed ceiling (bytes) on the kernels of one fit, on top of the process's memory
 #: budget (:mod:`rankmetric.resources`), which alone bounds them when this is None.
 MAX_KERNEL_BYTES: int | None = None
@@ -145,18 +138,10 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
     n_landmarks : int, optional
         Nyström landmarks ``m`` (drawn uniformly from the training set). ``None``: exact kernel up
         to 20 000 samples, 2 000 landmarks beyond.
-    validation_fraction : float or "auto", default="auto"
-        ``"auto"``: when ``fit`` gets no ``X_val, y_val``, the model is that of ``0`` (every
-        identity, the ``tol`` rule), and a second fit with the same settings on 80 % of the
-        identities is checked against the Euclidean distance on the other 20 %, held out whole
-        (``reference_scores_``, ``held_out_check_``, an
-        :class:`~rankmetric.training.UntrainedModelWarning` when below). A check on training
-        items cannot see a model that ranks unseen identities below the Euclidean distance (an
-        over-fitted or badly set one passes it); this one can, for about 1.8× the fit time.
-        Used when at least 10 identities have two items (not with ``validation_metric="knn"``
-        or a precomputed kernel). A float: as in :class:`rankmetric.WARCA` (held out, early
-        stopping on it; ``0``: no hold-out and no second fit). ``docs/warca.md``, "Kernel
-        WARCA's defaults", has the measurements behind this default.
+    validation_fraction : float, default=0.0
+        As in :class:`rankmetric.WARCA`. ``"auto"``, its former default, is deprecated: it
+        meant ``0`` with a check on held-out identities, which every learner now runs by
+        default (``held_out_check``).
     margin, reg_lambda, batch_size, sampling, max_sampling, max_iter, validation_every,
     validation_split, validation_metric, patience, tol, tol_window, positives,
     random_state, device, verbose, checkpoint_dir, checkpoint_every :
@@ -174,9 +159,22 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         The default was 0.01 before 0.2, which diverges at VIPeR's 1,264 items; on validation
         identities of three histogram stand-ins of 474 items the two are within seed noise
         (``docs/warca.md``, "Kernel WARCA's defaults").
+    held_out_check : {"auto", True, False}, default="auto"
+        After the fit, the same settings are fitted again on part of the classes (with pairs: of the
+        groups the similar pairs join) and the learned distance is compared with the reference on
+        the classes held out (``held_out_check_``); below it beyond noise, the fit issues an
+        :class:`~rankmetric.training.UntrainedModelWarning`. ``"auto"`` skips it with fewer than 6
+        groups (``held_out_check_`` says so), True then also warns, False switches it off. The model
+        returned does not depend on it. ``docs/reliability.md``, "Never worse than Euclidean without
+        saying so".
+    fallback : {None, "reference"}, default=None
+        ``"reference"``: when the check finds the learned distance below, return the
+        reference instead: ``transform`` returns its input (the Euclidean distance).
 
     Attributes
     ----------
+    held_out_check_ : dict or None
+        The held-out check, as in :class:`rankmetric.WARCA`.
     components_ : ndarray of shape (n_components, n_support)
         :math:`A` (exact) or :math:`W K_{LL}^{-1/2}` (Nyström).
     support_vectors_ : ndarray of shape (n_support, n_features) or None
@@ -185,9 +183,6 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         The kernel width used.
     approximation_ : str
         ``"exact"`` or ``"nystroem"``.
-    held_out_check_ : bool
-        Whether ``reference_scores_`` comes from identities held out of a second fit
-        (``validation_fraction="auto"``).
     n_iter_, batch_size_, tol_window_, learning_rate_, loss_curve_, validation_scores_,
     initial_validation_score_, best_iter_, reference_scores_, n_features_in_ :
         As in :class:`rankmetric.WARCA` (``reference_scores_`` is None for a precomputed
@@ -223,6 +218,10 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         "re-identification) to keep the best step; docs/warca.md, 'When a fit does not learn'."
     )
 
+    _held_out_hint = (
+        "try another gamma or reg_lambda, or validation_split='groups' with validation_fraction"
+    )
+
     _parameter_constraints = {
         **WARP_PARAMETER_CONSTRAINTS,
         **KERNEL_PARAMETER_CONSTRAINTS,
@@ -252,7 +251,7 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         max_iter: int = 2000,
         learning_rate: float | None = None,
         validation_every: int = 50,
-        validation_fraction: float | str = "auto",
+        validation_fraction: float | str = 0.0,
         validation_split: str = "stratified",
         validation_metric: str = "recall@1",
         patience: int | None = 10,
@@ -264,6 +263,8 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         verbose: bool = False,
         checkpoint_dir: str | None = None,
         checkpoint_every: int = 100,
+        held_out_check: bool | str = "auto",
+        fallback: str | None = None,
     ) -> None:
         store_parameters(self, locals())
 
@@ -277,6 +278,13 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
 
     def _check_params(self) -> None:
         self._validate_params()
+        if self.validation_fraction == "auto":  # former default: 0 + the held-out check
+            warn_deprecated(
+                "KernelWARCA(validation_fraction='auto')",
+                "It is validation_fraction=0 with held_out_check='auto', both the defaults "
+                "(every learner's held-out check); pass those",
+                stacklevel=None,
+            )
         if self.kernel == "precomputed" and self.n_landmarks is not None:
             raise ValueError(
                 "n_landmarks needs the features: it cannot be used with kernel='precomputed'."
@@ -337,8 +345,6 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         if self.kernel == "precomputed" and not _is_symmetric(X):
             raise ValueError("kernel='precomputed' needs a symmetric training kernel K(X, X).")
         rng = make_rng(self.random_state)
-        if self.validation_fraction == "auto" and X_val is None and y_val is None:
-            return self._fit_checked(X, y, codes, cams)
         X, codes, X_val, val_codes, *kept = self._validation_data(
             X, codes, classes, X_val, y_val, rng, precomputed=self.kernel == "precomputed",
             cameras=cams,
@@ -361,48 +367,6 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         self.reference_scores_ = None  # a precomputed kernel has no inputs to compare with
         if self.kernel != "precomputed":
             self._check_against_euclidean(embed_rows, X, codes, X_val, val_codes, rng, device)
-        self.held_out_check_ = False
-        return self
-
-    def _fit_checked(self, X, y, codes: np.ndarray, cams=None) -> KernelWARCA:
-        """``validation_fraction="auto"`` without ``X_val``: the model of
-        ``validation_fraction=0`` on every identity, and the check against the Euclidean
-        distance on identities that a second fit (same settings, the other identities) never saw.
-
-        The returned model is that of ``validation_fraction=0`` exactly; only
-        ``reference_scores_`` (and its warning) come from the held-out identities
-        (``held_out_check_``). Without ``AUTO_MIN_IDENTITIES`` identities of two items, or with
-        a precomputed kernel, or ``validation_metric="knn"``, only the first fit runs. ``cams``:
-        the cameras of ``positives="cross_camera"``, passed to both fits.
-        """
-        with_cams = lambda rows: {} if cams is None else {"cameras": cams[rows]}  # noqa: E731
-        every = np.arange(len(codes))
-        exact = self.n_landmarks is None and X.shape[0] <= EXACT_MAX_SAMPLES
-        _check_kernel_memory(X.shape[0], self.n_landmarks, exact)  # the full fit's, first
-        plain = clone(self).set_params(validation_fraction=0.0)
-        with_match = int(np.count_nonzero(np.bincount(codes) >= 2))
-        feasible = with_match >= AUTO_MIN_IDENTITIES and self.validation_metric != "knn"
-        if not feasible or self.kernel == "precomputed":
-            vars(self).update(_fitted(plain.fit(X, y, **with_cams(every))))
-            self.held_out_check_ = False
-            return self
-        rng = make_rng(self.random_state)
-        train_idx, val_idx = split_validation(codes, AUTO_VALIDATION_FRACTION, "groups", rng)
-        with warnings.catch_warnings():  # what matters of this fit is the check below
-            warnings.simplefilter("ignore")
-            probe = clone(plain).fit(X[train_idx], y[train_idx], **with_cams(train_idx))
-        vars(self).update(_fitted(plain.fit(X, y, **with_cams(every))))
-        device = resolve_device(self.device)
-        self._check_against_euclidean(
-            lambda rows: to_tensor(probe.transform(rows), device),
-            X,
-            None,
-            X[val_idx],
-            codes[val_idx],
-            rng,
-            device,
-        )
-        self.held_out_check_ = True
         return self
 
     def _n_components(self, n_support: int) -> int:
@@ -496,8 +460,11 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
 
     @property
     def _n_features_out(self) -> int:
-        """Number of output columns: the rows of ``components_``."""
-        return self.components_.shape[0]
+        """Number of output columns: the rows of ``components_`` (the inputs' after a fallback)."""
+        return self.n_features_in_ if self._reference_in_use() else self.components_.shape[0]
+
+    def _use_reference(self) -> None:
+        """``fallback="reference"``: ``transform`` returns its input (the Euclidean distance)."""
 
     def transform(self, X) -> np.ndarray:
         """Embed ``X`` (n_samples, n_features) — or ``K(X, X_train)`` when precomputed.
@@ -514,6 +481,8 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         """
         check_is_fitted(self, "components_")
         X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
+        if self._reference_in_use():  # fallback="reference": the Euclidean distance
+            return X.copy()
         if self.kernel == "precomputed":
             return X @ self.components_.T.astype(X.dtype, copy=False)
         device = resolve_device(self.device)

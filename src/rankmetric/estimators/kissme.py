@@ -44,6 +44,7 @@ from .._validation import (
 from ..io import register_estimator
 from ..resources import check_square_matrices
 from ..sampling import POSITIVES, camera_group_codes, check_cameras
+from ._held_out import HELD_OUT_PARAMETER_CONSTRAINTS
 from ._init_parameters import store_parameters
 from ._supervision import check_pair_supervision
 from .base import MahalanobisMixin, fit_context
@@ -145,6 +146,7 @@ class PairCovarianceLearner(MahalanobisMixin, BaseEstimator):
     """
 
     _parameter_constraints = {
+        **HELD_OUT_PARAMETER_CONSTRAINTS,
         "n_components": [NONE, POSITIVE_INT],
         "regularization": [Interval(Real, 0, None, closed="left")],
         "positives": [Options(*POSITIVES)],
@@ -186,9 +188,23 @@ class KISSME(PairCovarianceLearner):
         cameras; needs ``fit(X, y, cameras=...)``. ``Σ_D`` keeps every different-label pair.
         An identity seen by one camera only gives no similar pair; no identity with two cameras
         is a ``ValueError``.
+    held_out_check : {"auto", True, False}, default="auto"
+        After the fit, the same settings are fitted again on part of the classes (with pairs: of the
+        groups the similar pairs join) and the learned distance is compared with the reference on
+        the classes held out (``held_out_check_``); below it beyond noise, the fit issues an
+        :class:`~rankmetric.training.UntrainedModelWarning`. ``"auto"`` skips it with fewer than 6
+        groups (``held_out_check_`` says so), True then also warns, False switches it off. The model
+        returned does not depend on it. ``docs/reliability.md``, "Never worse than Euclidean without
+        saying so".
+    fallback : {None, "reference"}, default=None
+        ``"reference"``: when the check finds the learned distance below, return the
+        reference instead: ``components_`` becomes the PCA projection (the Euclidean
+        distance of the PCA features).
 
     Attributes
     ----------
+    held_out_check_ : dict or None
+        The held-out check, as in :class:`rankmetric.WARCA`.
     components_ : ndarray of shape (n_components, n_features)
         :math:`L` with :math:`L^\top L` the metric in the input space
         (:math:`L = \operatorname{diag}(\sqrt\lambda)\, V^\top P`, :math:`P` the PCA axes,
@@ -222,6 +238,8 @@ class KISSME(PairCovarianceLearner):
     (150, 3)
     """
 
+    _held_out_hint = "try fewer n_components or a larger regularization"
+
     @deprecate_positional_args
     def __init__(
         self,
@@ -229,6 +247,8 @@ class KISSME(PairCovarianceLearner):
         n_components: int | None = None,
         regularization: float = 1e-6,
         positives: str = "all",
+        held_out_check: bool | str = "auto",
+        fallback: str | None = None,
     ) -> None:
         store_parameters(self, locals())
 
@@ -307,6 +327,14 @@ class KISSME(PairCovarianceLearner):
             _symmetric(V[sim].T @ V[sim] / sim.sum()),
             _symmetric(V[~sim].T @ V[~sim] / (~sim).sum()),
         )
+
+    def _held_out_reference(self, X: np.ndarray) -> np.ndarray:
+        """The reference of the held-out check: the Euclidean distance of the PCA features."""
+        return (np.asarray(X, dtype=np.float64) - self.mean_) @ self.pca_components_.T
+
+    def _use_reference(self) -> None:
+        """``fallback="reference"``: the PCA projection, i.e. the Euclidean distance after it."""
+        self.components_ = self.pca_components_.astype(self.components_.dtype, copy=True)
 
     def _fit_pca(self, X: np.ndarray) -> np.ndarray:
         """Fit ``mean_`` and ``pca_components_`` on ``X``; return the PCA features."""

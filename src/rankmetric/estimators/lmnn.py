@@ -61,6 +61,7 @@ from ._active_set_optimiser import (
     optimize_on_active_sets,
     optimize_with_progress,
 )
+from ._held_out import HELD_OUT_PARAMETER_CONSTRAINTS
 from ._init_parameters import store_parameters
 from ._lmnn_objective import (
     fixed_triplet_loss_and_grad,
@@ -209,9 +210,22 @@ class LMNN(MahalanobisMixin, BaseEstimator):
         Deprecated alias of ``n_target_neighbors`` (removed in 0.3).
     regularization : float
         Deprecated alias of ``push_weight`` (removed in 0.3).
+    held_out_check : {"auto", True, False}, default="auto"
+        After the fit, the same settings are fitted again on part of the classes (with pairs: of the
+        groups the similar pairs join) and the learned distance is compared with the reference on
+        the classes held out (``held_out_check_``); below it beyond noise, the fit issues an
+        :class:`~rankmetric.training.UntrainedModelWarning`. ``"auto"`` skips it with fewer than 6
+        groups (``held_out_check_`` says so), True then also warns, False switches it off. The model
+        returned does not depend on it. ``docs/reliability.md``, "Never worse than Euclidean without
+        saying so".
+    fallback : {None, "reference"}, default=None
+        ``"reference"``: when the check finds the learned distance below, return the
+        reference instead: ``components_`` becomes the identity (the Euclidean distance).
 
     Attributes
     ----------
+    held_out_check_ : dict or None
+        The held-out check, as in :class:`rankmetric.WARCA`.
     components_ : ndarray of shape (n_components, n_features), float32
         The learned map :math:`L`; :math:`d(a, b) = \lVert L(a - b) \rVert`.
     n_iter_ : int
@@ -244,7 +258,10 @@ class LMNN(MahalanobisMixin, BaseEstimator):
     (150, 2)
     """
 
+    _held_out_hint = "try fewer max_iter, another push_weight or n_components"
+
     _parameter_constraints = {
+        **HELD_OUT_PARAMETER_CONSTRAINTS,
         **LMNN_PARAMETER_CONSTRAINTS,
         "init": [Options("pca", "identity", "random"), ARRAY],
     }
@@ -266,6 +283,8 @@ class LMNN(MahalanobisMixin, BaseEstimator):
         random_state=None,
         device=None,
         verbose: bool | int = False,
+        held_out_check: bool | str = "auto",
+        fallback: str | None = None,
         k=DEPRECATED,
         regularization=DEPRECATED,
     ):

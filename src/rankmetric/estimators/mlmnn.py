@@ -49,6 +49,7 @@ from .._validation import (
 from ..io import load_model, register_estimator, save_model
 from ..neighbors import smallest_k
 from ._active_set_optimiser import optimize_with_progress
+from ._held_out import HELD_OUT_PARAMETER_CONSTRAINTS, HeldOutCheckMixin
 from ._init_parameters import store_parameters
 from ._lmnn_objective import laplacian_gradient, triplet_terms
 from ._lmnn_search import (
@@ -122,7 +123,7 @@ _FLOAT32_SAFE = 1e15  # |x| below this: squared distances stay far from float32'
 
 
 @register_estimator
-class MultiMetricLMNN(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
+class MultiMetricLMNN(HeldOutCheckMixin, ParameterValidationMixin, ClassifierMixin, BaseEstimator):
     r"""Multiple-metric LMNN (mLMNN): one Mahalanobis metric per class or cluster, k-NN rule.
 
     The distance from a point :math:`x` to a training point :math:`x_j` is measured in the
@@ -189,9 +190,22 @@ class MultiMetricLMNN(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
         Deprecated alias of ``n_target_neighbors`` (removed in 0.3).
     regularization : float
         Deprecated alias of ``push_weight`` (removed in 0.3).
+    held_out_check : {"auto", True, False}, default="auto"
+        After the fit, the same settings are fitted again without 20 % of each class's samples, and
+        on those the k-NN accuracy of the learned rule is compared with the Euclidean k-NN rule's
+        (``held_out_check_``); below it beyond noise, the fit issues an
+        :class:`~rankmetric.training.UntrainedModelWarning`. ``"auto"`` skips it when too few
+        samples can be held out (``held_out_check_`` says why), True then also warns, False switches
+        it off. The model returned does not depend on it. ``docs/reliability.md``, "Never worse than
+        Euclidean without saying so".
+    fallback : {None, "reference"}, default=None
+        ``"reference"``: when the check finds the learned rule below, return the Euclidean
+        k-NN rule instead (every ``L_c`` becomes the identity).
 
     Attributes
     ----------
+    held_out_check_ : dict or None
+        The held-out check, as in :class:`rankmetric.WARCA` (``metric="accuracy"``).
     classes_ : ndarray of shape (n_classes,)
         The class labels.
     components_ : ndarray of shape (``n_clusters_``, n_components, n_features), float32
@@ -237,7 +251,13 @@ class MultiMetricLMNN(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
     0.98
     """
 
+    #: A classifier of its training classes: checked on held-out samples of those classes, by
+    #: the k-NN accuracy of its rule against the Euclidean k-NN rule.
+    _held_out_metric = "accuracy"
+    _held_out_hint = "try fewer max_iter, n_clusters or another push_weight"
+
     _parameter_constraints = {
+        **HELD_OUT_PARAMETER_CONSTRAINTS,
         **LMNN_PARAMETER_CONSTRAINTS,
         "n_neighbors": [POSITIVE_INT],
         "n_clusters": [NONE, POSITIVE_INT],
@@ -263,6 +283,8 @@ class MultiMetricLMNN(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
         random_state=None,
         device=None,
         verbose: bool | int = False,
+        held_out_check: bool | str = "auto",
+        fallback: str | None = None,
         k=DEPRECATED,
         regularization=DEPRECATED,
     ):
@@ -394,6 +416,11 @@ class MultiMetricLMNN(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
         self.objective_ = float(loss)
         self.n_active_pairs_ = int(active.anchors.numel())
         return self
+
+    def _use_reference(self) -> None:
+        """``fallback="reference"``: every cluster's map is the identity (Euclidean k-NN)."""
+        eye = np.eye(self.n_features_in_, dtype=self.components_.dtype)
+        self.components_ = np.tile(eye, (self.components_.shape[0], 1, 1))
 
     # ------------------------------------------------------------------ prediction
     def _nearest(self, X) -> np.ndarray:

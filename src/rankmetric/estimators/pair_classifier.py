@@ -42,6 +42,7 @@ from .._validation import (
     check_param,
 )
 from ..evaluate.verification import roc_curve_from_distances
+from ._held_out import HELD_OUT_PARAMETER_CONSTRAINTS
 from ._init_parameters import store_parameters
 from ._supervision import split_pairs
 
@@ -173,9 +174,16 @@ class PairClassifier(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
         pairs, enabling :meth:`predict_proba`. It has no intercept, so ``P = 0.5`` exactly at
         the threshold and ``predict_proba`` agrees with ``predict``. Without it, a distance is
         no probability.
+    held_out_check, fallback :
+        Passed to the learner when it has them (every rankmetric learner): its check holds out
+        groups of pairs (the components of the similar pairs) and compares the ROC AUC of the
+        held-out pairs with that of the reference distance; with ``fallback="reference"`` the
+        learner becomes its reference. ``docs/reliability.md``.
 
     Attributes
     ----------
+    held_out_check_ : dict or None
+        The learner's held-out check (as in :class:`rankmetric.WARCA`), or None.
     learner_ : estimator
         The fitted learner.
     threshold_ : float
@@ -218,6 +226,7 @@ class PairClassifier(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
     """
 
     _parameter_constraints = {
+        **HELD_OUT_PARAMETER_CONSTRAINTS,
         "learner": [NONE, InstanceOf(BaseEstimator, "an estimator with fit_pairs")],
         "points": [NONE, ARRAY],
         "strategy": [Options(*STRATEGIES)],
@@ -235,6 +244,8 @@ class PairClassifier(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
         beta: float = 1.0,
         min_rate: float | None = None,
         probability: bool = False,
+        held_out_check: bool | str = "auto",
+        fallback: str | None = None,
     ) -> None:
         store_parameters(self, locals())
 
@@ -343,7 +354,10 @@ class PairClassifier(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
             learner = clone(self.learner)
         if not hasattr(learner, "fit_pairs"):
             raise ValueError(f"learner {type(learner).__name__} has no fit_pairs method.")
+        if "held_out_check" in learner.get_params(deep=False):  # the held-out hook
+            learner.set_params(held_out_check=self.held_out_check, fallback=self.fallback)
         self.learner_ = learner.fit_pairs(stacked, targets)
+        self.held_out_check_ = getattr(self.learner_, "held_out_check_", None)
         self.calibrate_threshold(
             pairs, similar, strategy=self.strategy, beta=self.beta, min_rate=self.min_rate
         )

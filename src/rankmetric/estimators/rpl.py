@@ -16,6 +16,7 @@ import torch
 from .._validation import Interval, Options, deprecate_positional_args
 from ..io import register_estimator
 from ..losses.potato import CENTERS
+from ._held_out import HELD_OUT_PARAMETER_CONSTRAINTS
 from ._init_parameters import store_parameters
 from .spdnet import (  # the split helper stays importable from here
     SPDNET_PARAMETER_CONSTRAINTS,
@@ -67,9 +68,22 @@ class RPLEmbedding(SPDNetEmbedding):
     validation_distance, selection_se, output, whiten, random_state, device, verbose,
     checkpoint_dir, checkpoint_every
         As :class:`~rankmetric.estimators.spdnet.SPDNetEmbedding`.
+    held_out_check : {"auto", True, False}, default="auto"
+        After the fit, the same settings are fitted again on part of the classes (with pairs: of the
+        groups the similar pairs join) and the learned distance is compared with the reference on
+        the classes held out (``held_out_check_``); below it beyond noise, the fit issues an
+        :class:`~rankmetric.training.UntrainedModelWarning`. ``"auto"`` skips it with fewer than 6
+        groups (``held_out_check_`` says so), True then also warns, False switches it off. The model
+        returned does not depend on it. ``docs/reliability.md``, "Never worse than Euclidean without
+        saying so".
+    fallback : {None, "reference"}, default=None
+        ``"reference"``: when the check finds the learned distance below, return the
+        reference instead: the untrained network (``max_iter=0``) fitted on the same data.
 
     Attributes
     ----------
+    held_out_check_ : dict or None
+        The held-out check, as in :class:`rankmetric.WARCA`.
     potato_log_mu_, potato_log_sigma_ : ndarray of shape (n_classes,)
         The potato statistics (mean and standard deviation of the within-class log-distances) at
         the end of training.
@@ -116,6 +130,7 @@ class RPLEmbedding(SPDNetEmbedding):
     """
 
     _parameter_constraints = {
+        **HELD_OUT_PARAMETER_CONSTRAINTS,
         **SPDNET_PARAMETER_CONSTRAINTS,
         "potato": [Options(*CENTERS)],
         "z_threshold": [Interval(Real, None, None, closed="neither")],
@@ -160,6 +175,8 @@ class RPLEmbedding(SPDNetEmbedding):
         verbose: bool | int = False,
         checkpoint_dir: str | None = None,
         checkpoint_every: int = 100,
+        held_out_check: bool | str = "auto",
+        fallback: str | None = None,
     ) -> None:
         store_parameters(self, locals())
 

@@ -56,6 +56,7 @@ from ..models.stiefel import StiefelAdam
 from ..preprocessing.recentring import DomainsRequestMixin
 from ..training import TrainingResult, train
 from ._early_stopping import split_validation
+from ._held_out import HELD_OUT_PARAMETER_CONSTRAINTS
 from ._init_parameters import store_parameters
 from ._spd_domains import batch_drawer, fit_domain_codes, start_domain_statistics
 from ._spd_embedding import SPDEmbeddingMixin
@@ -197,9 +198,22 @@ class SPDNetEmbedding(DomainsRequestMixin, SPDEmbeddingMixin, MetricLearnerMixin
         Folder for resumable checkpoints (see :func:`rankmetric.training.train`).
     checkpoint_every : int, default=100
         Steps between two checkpoints.
+    held_out_check : {"auto", True, False}, default="auto"
+        After the fit, the same settings are fitted again on part of the classes (with pairs: of the
+        groups the similar pairs join) and the learned distance is compared with the reference on
+        the classes held out (``held_out_check_``); below it beyond noise, the fit issues an
+        :class:`~rankmetric.training.UntrainedModelWarning`. ``"auto"`` skips it with fewer than 6
+        groups (``held_out_check_`` says so), True then also warns, False switches it off. The model
+        returned does not depend on it. ``docs/reliability.md``, "Never worse than Euclidean without
+        saying so".
+    fallback : {None, "reference"}, default=None
+        ``"reference"``: when the check finds the learned distance below, return the
+        reference instead: the untrained network (``max_iter=0``) fitted on the same data.
 
     Attributes
     ----------
+    held_out_check_ : dict or None
+        The held-out check, as in :class:`rankmetric.WARCA`.
     classes_ : ndarray of shape (n_classes,)
     whitening_ : ndarray of shape (c, c)
     weights_ : list of ndarray
@@ -266,7 +280,12 @@ class SPDNetEmbedding(DomainsRequestMixin, SPDEmbeddingMixin, MetricLearnerMixin
     [(4, 3)]
     """
 
+    #: The held-out check's reference: the untrained network (``max_iter=0``), same data.
+    _reference_params = {"max_iter": 0}
+    _held_out_hint = "try a lower learning_rate, another loss or selection_se (docs/rpl.md)"
+
     _parameter_constraints = {
+        **HELD_OUT_PARAMETER_CONSTRAINTS,
         **SPDNET_PARAMETER_CONSTRAINTS,
         "loss": [Options(*LOSSES)],
         "loss_params": [NONE, InstanceOf(dict, "a dict")],
@@ -303,6 +322,8 @@ class SPDNetEmbedding(DomainsRequestMixin, SPDEmbeddingMixin, MetricLearnerMixin
         verbose: bool | int = False,
         checkpoint_dir: str | None = None,
         checkpoint_every: int = 100,
+        held_out_check: bool | str = "auto",
+        fallback: str | None = None,
     ) -> None:
         store_parameters(self, locals())
 

@@ -49,6 +49,7 @@ from ._early_stopping import (
     sample_retrieval_items,
     split_validation,
 )
+from ._held_out import HELD_OUT_PARAMETER_CONSTRAINTS
 from ._init_parameters import store_parameters
 from ._ssne_solver import ProximalStepper as _ProximalStepper
 from ._supervision import check_pair_supervision
@@ -170,9 +171,23 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
         uninterrupted one (same seed, CPU). The file is removed when the fit completes.
     checkpoint_every : int, default=100
         Steps between two checkpoints.
+    held_out_check : {"auto", True, False}, default="auto"
+        After the fit, the same settings are fitted again on part of the classes (with pairs: of the
+        groups the similar pairs join) and the learned distance is compared with the reference on
+        the classes held out (``held_out_check_``); below it beyond noise, the fit issues an
+        :class:`~rankmetric.training.UntrainedModelWarning`. ``"auto"`` skips it with fewer than 6
+        groups (``held_out_check_`` says so), True then also warns, False switches it off. The model
+        returned does not depend on it. ``docs/reliability.md``, "Never worse than Euclidean without
+        saying so".
+    fallback : {None, "reference"}, default=None
+        ``"reference"``: when the check finds the learned distance below, return the
+        reference instead: ``transform`` returns its input (the Euclidean distance;
+        ``score_pairs`` is ``1 − d²/2``).
 
     Attributes
     ----------
+    held_out_check_ : dict or None
+        The held-out check, as in :class:`rankmetric.WARCA`.
     mean_, scale_ : ndarray of shape (n_features,)
         Standardisation applied before the embedding,
         :math:`\varphi(x) = [(x - \mathtt{mean\_}) / \mathtt{scale\_};\, 1]`.
@@ -218,7 +233,10 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
     150
     """
 
+    _held_out_hint = "try a larger reg_lambda, fewer max_iter or a smaller learning_rate"
+
     _parameter_constraints = {
+        **HELD_OUT_PARAMETER_CONSTRAINTS,
         "n_components": [NONE, POSITIVE_INT],
         "reg_lambda": [Interval(Real, 0, None, closed="left")],
         "similarity": [Options(*_SIMILARITIES)],
@@ -265,6 +283,8 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
         verbose: bool | int = False,
         checkpoint_dir: str | None = None,
         checkpoint_every: int = 100,
+        held_out_check: bool | str = "auto",
+        fallback: str | None = None,
     ) -> None:
         store_parameters(self, locals())
 
@@ -503,6 +523,8 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
         """
         check_is_fitted(self, "weight_")
         X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
+        if self._reference_in_use():  # fallback="reference": the Euclidean distance
+            return X.copy()
         dtype = torch.float64 if X.dtype == np.float64 else torch.float32
         device = resolve_device(self.device)
         module = self._embedding_module(device, dtype)
@@ -516,8 +538,11 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
 
     @property
     def _n_features_out(self) -> int:
-        """Number of output columns: the active units."""
-        return len(self.active_components_)
+        """Number of output columns: the active units (the inputs' after a fallback)."""
+        return self.n_features_in_ if self._reference_in_use() else len(self.active_components_)
+
+    def _use_reference(self) -> None:
+        """``fallback="reference"``: ``transform`` returns its input (the Euclidean distance)."""
 
     def score_pairs(self, pairs_or_X1, X2=None) -> np.ndarray:
         r"""Learned similarity :math:`\hat S = H(a)^\top H(b)` of paired points.
@@ -545,6 +570,8 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
         H1, H2 = self.transform(X1), self.transform(X2)
         if H1.shape[0] != H2.shape[0]:
             raise ValueError(f"X1 and X2 must have as many rows: {H1.shape[0]} != {H2.shape[0]}.")
+        if self._reference_in_use():  # the sphere's relation d² = 2 − 2 S, on the inputs
+            return 1.0 - 0.5 * ((H1 - H2) ** 2).sum(axis=1)
         return sphere_similarity(torch.as_tensor(H1), torch.as_tensor(H2)).numpy()
 
     def _embedding_module(self, device: torch.device, dtype: torch.dtype) -> SphereTanhEmbedding:

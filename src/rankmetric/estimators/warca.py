@@ -44,6 +44,7 @@ from ..sampling import (
     check_cameras,
 )
 from ._early_stopping import VALIDATION_PARAMETER_CONSTRAINTS
+from ._held_out import HELD_OUT_PARAMETER_CONSTRAINTS
 from ._init_parameters import store_parameters
 from ._supervision import (
     check_pair_supervision,
@@ -103,6 +104,7 @@ WARP_PARAMETER_CONSTRAINTS = {
     "device": [DEVICE],
     "verbose": VERBOSE,
     **CHECKPOINTS,
+    **HELD_OUT_PARAMETER_CONSTRAINTS,
 }
 
 
@@ -242,9 +244,26 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         CPU threads of the fit (``-1``: every core). None: one thread when
         ``n_samples × n_features < 10⁷``, else torch's thread count (see
         :mod:`rankmetric._threads`).
+    held_out_check : {"auto", True, False}, default="auto"
+        After the fit, the same settings are fitted again on part of the classes (with pairs: of the
+        groups the similar pairs join) and the learned distance is compared with the reference on
+        the classes held out (``held_out_check_``); below it beyond noise, the fit issues an
+        :class:`~rankmetric.training.UntrainedModelWarning`. ``"auto"`` skips it with fewer than 6
+        groups (``held_out_check_`` says so), True then also warns, False switches it off. The model
+        returned does not depend on it. ``docs/reliability.md``, "Never worse than Euclidean without
+        saying so".
+    fallback : {None, "reference"}, default=None
+        ``"reference"``: when the check finds the learned distance below, return the
+        reference instead: ``components_`` becomes the identity (the Euclidean distance).
 
     Attributes
     ----------
+    held_out_check_ : dict or None
+        The held-out check: ``metric`` (``"map"``, leave-one-out on held-out classes;
+        ``"roc_auc"`` on held-out pairs), the ``learned`` and ``reference`` scores, their
+        ``difference`` and its paired ``standard_error``, ``below``, ``fallback`` (whether the
+        reference was returned), ``n_groups``, ``n_queries``, ``n_folds`` and ``status``; or
+        ``status="skipped"`` and its ``reason``. None with ``held_out_check=False``.
     components_ : ndarray of shape (n_components, n_features)
         ``L`` with ``transform(X) = X @ L.T``.
     mean_, scale_ : ndarray of shape (n_features,)
@@ -297,6 +316,11 @@ class WARCA(MahalanobisMixin, BaseWARCA):
     (2, 4)
     """
 
+    _held_out_hint = (
+        "try a larger reg_lambda, a smaller learning_rate or validation_split='groups' with "
+        "validation_fraction"
+    )
+
     _parameter_constraints = {
         **WARP_PARAMETER_CONSTRAINTS,
         "standardize": [BOOLEAN],
@@ -333,6 +357,8 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         checkpoint_dir: str | None = None,
         checkpoint_every: int = 100,
         n_threads: int | None = None,
+        held_out_check: bool | str = "auto",
+        fallback: str | None = None,
     ) -> None:
         store_parameters(self, locals())
 

@@ -91,9 +91,22 @@ class XQDA(PairCovarianceLearner):
         two different cameras, as the paper forms them; needs ``fit(X, y, cameras=...)``.
         :math:`\Sigma_E` keeps every different-identity pair. An identity seen by one camera
         only gives no intra-personal pair; no identity with two cameras is a ``ValueError``.
+    held_out_check : {"auto", True, False}, default="auto"
+        After the fit, the same settings are fitted again on part of the classes (with pairs: of the
+        groups the similar pairs join) and the learned distance is compared with the reference on
+        the classes held out (``held_out_check_``); below it beyond noise, the fit issues an
+        :class:`~rankmetric.training.UntrainedModelWarning`. ``"auto"`` skips it with fewer than 6
+        groups (``held_out_check_`` says so), True then also warns, False switches it off. The model
+        returned does not depend on it. ``docs/reliability.md``, "Never worse than Euclidean without
+        saying so".
+    fallback : {None, "reference"}, default=None
+        ``"reference"``: when the check finds the learned distance below, return the
+        reference instead: ``components_`` becomes the identity (the Euclidean distance).
 
     Attributes
     ----------
+    held_out_check_ : dict or None
+        The held-out check, as in :class:`rankmetric.WARCA`.
     components_ : ndarray of shape (n_components, n_features)
         :math:`L = \operatorname{diag}(\sqrt{\max(1 - 1/\lambda, 0)})\, W^\top`, so that
         :math:`L^\top L = W M W^\top`.
@@ -150,6 +163,8 @@ class XQDA(PairCovarianceLearner):
     (150, 2)
     """
 
+    _held_out_hint = "try fewer n_components or a larger regularization"
+
     @deprecate_positional_args
     def __init__(
         self,
@@ -157,6 +172,8 @@ class XQDA(PairCovarianceLearner):
         n_components: int | None = None,
         regularization: float = 1e-3,
         positives: str = "all",
+        held_out_check: bool | str = "auto",
+        fallback: str | None = None,
     ) -> None:
         store_parameters(self, locals())
 

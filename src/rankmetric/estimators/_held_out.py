@@ -1,0 +1,722 @@
+"""The held-out check of every learner: is the learned distance better than its reference?
+
+Metric learning is worth using only if the learned distance beats the plain one on items it has
+not seen. After each fit, with ``held_out_check="auto"`` (the default of every learner), part of
+the training groups (classes, identities; for pairs, the connected components of the similar
+pairs) is held out whole, a second fit with the same settings (the *probe*) learns on the other
+groups, and on the held-out groups its distance is compared with the **reference distance** of
+the same preprocessing (the Euclidean distance of the inputs, or of KISSME's PCA features; the
+untrained network for the SPD networks):
+
+* labels: the leave-one-out average precision (mAP) of each held-out item among the other
+  held-out items, cross-camera when ``cameras`` are given; with few groups the held-out groups
+  rotate through up to :data:`MAX_FOLDS` disjoint folds (:func:`held_out_folds`);
+* pairs and triplets: the ROC AUC of the held-out pairs (both members in held-out groups);
+* a classifier of its training classes (``MultiMetricLMNN``): 20 % of each class's samples held
+  out, its k-NN accuracy there against the Euclidean k-NN rule's.
+
+Fits inside scikit-learn's cross-validation skip it (``"auto"``): the search scores held-out
+folds itself, and its final refit is checked.
+
+The comparison is paired (the same queries, the same pairs): the standard error of the mean
+per-query difference, or DeLong's for two correlated AUCs. The learned distance is **below** the
+reference when the difference is below ``-Z_BELOW`` standard errors; then the fit issues an
+:class:`~rankmetric.training.UntrainedModelWarning` (how much, on what, what to try) and, with
+``fallback="reference"``, the estimator returns the reference metric instead (its transform
+becomes the identity of the same preprocessing). The model returned without fallback is the one
+fitted on all the data: the check never changes it. The result is the fitted attribute
+``held_out_check_``; fewer than :data:`MIN_GROUPS` groups with two items skip the check, which
+``held_out_check_`` says (and, with ``held_out_check=True``, a warning at each fit).
+
+:func:`held_out_split`, :func:`held_out_folds`, :func:`pair_groups`, :func:`compare_with_reference`
+and :func:`pooled` are the pieces, reusable by a tuning loop.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import inspect
+import sys
+import warnings
+from collections.abc import Callable
+from numbers import Integral
+
+import numpy as np
+import torch
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
+from scipy.stats import rankdata
+from sklearn.base import clone
+
+from .._validation import BOOLEAN, NONE, Options
+from .._validation.compat import warn_at_caller
+from ..training import UntrainedModelWarning
+from ._early_stopping import per_query_retrieval, sample_retrieval_items
+
+__all__ = [
+    "FALLBACKS",
+    "HELD_OUT_FRACTION",
+    "HELD_OUT_PARAMETER_CONSTRAINTS",
+    "MIN_GROUPS",
+    "Z_BELOW",
+    "HeldOutCheckMixin",
+    "compare_with_reference",
+    "held_out_folds",
+    "held_out_split",
+    "pooled",
+    "pair_groups",
+    "run_held_out_check",
+]
+
+#: Share of the groups held out by a fold (at least two groups).
+HELD_OUT_FRACTION = 0.2
+#: Groups held out over all folds (each fold its own groups), and the most folds (probe fits).
+MIN_HELD_GROUPS = 6
+MAX_FOLDS = 3
+#: Fewest groups with two items (labels) or groups (pairs) for the check to run: two held out and
+#: at least four left to learn from.
+MIN_GROUPS = 6
+#: The learned distance is below the reference when the paired difference is below ``-Z_BELOW``
+#: standard errors (one-sided, about 95 %).
+Z_BELOW = 1.645
+#: Most held-out items ranked (whole groups drawn beyond), most held-out pairs scored.
+MAX_HELD_OUT_ITEMS = 2000
+MAX_HELD_OUT_PAIRS = 200_000
+#: ``fallback``: None (keep the learned metric) or ``"reference"``.
+FALLBACKS = ("reference",)
+#: Fit arguments with one entry per row of ``X``, sliced with it for the probe.
+ROW_ARGUMENTS = ("cameras", "domains")
+
+#: The two parameters of every learner, declared once.
+HELD_OUT_PARAMETER_CONSTRAINTS = {
+    "held_out_check": [Options("auto"), BOOLEAN],
+    "fallback": [NONE, Options(*FALLBACKS)],
+}
+
+#: Depth of the rankmetric fits running in this context: only the outermost one checks.
+_FIT_DEPTH: contextvars.ContextVar[int] = contextvars.ContextVar("rankmetric_fit_depth", default=0)
+
+
+def pair_groups(a, b, similar, n_points: int) -> np.ndarray:
+    """Group codes of points from their pairs: the connected components of the similar pairs.
+
+    Pairs have no labels of their own; when "similar" means "same identity", the components of
+    the similar pairs are the identities (or unions of them).
+
+    Parameters
+    ----------
+    a, b : array-like of shape (n_pairs,), int
+        Row indices of the two members of each pair.
+    similar : array-like of shape (n_pairs,), bool
+    n_points : int
+
+    Returns
+    -------
+    ndarray of shape (n_points,), int
+        Component code of each point (a point in no similar pair is its own group).
+
+    Examples
+    --------
+    >>> pair_groups([0, 2, 0], [1, 3, 2], [True, True, False], 5).tolist()
+    [0, 0, 1, 1, 2]
+    """
+    a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
+    sim = np.asarray(similar, dtype=bool)
+    graph = coo_matrix(
+        (np.ones(int(sim.sum())), (a[sim], b[sim])), shape=(n_points, n_points)
+    ).tocsr()
+    return connected_components(graph, directed=False)[1].astype(np.int64)
+
+
+def held_out_split(
+    groups,
+    fraction: float = HELD_OUT_FRACTION,
+    random_state=None,
+    *,
+    min_groups: int = MIN_GROUPS,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Rows to learn from and rows held out, whole groups at a time.
+
+    ``max(2, round(fraction · Q))`` of the ``Q`` groups with two rows or more are held out (the
+    others, and the groups of one row, stay to learn from). The first fold of
+    :func:`held_out_folds`.
+
+    Parameters
+    ----------
+    groups : array-like of shape (n_samples,)
+        Group (class, identity, component) of each row.
+    fraction : float in (0, 1), default=0.2
+        Share of the groups held out.
+    random_state : int, Generator or None
+        Seeds the choice of groups.
+    min_groups : int, default=6
+        Fewest groups with two rows for a split.
+
+    Returns
+    -------
+    train_idx, held_idx : ndarrays of int64, sorted
+
+    Raises
+    ------
+    ValueError
+        When fewer than ``min_groups`` groups have two rows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> groups = np.repeat(np.arange(10), 3)
+    >>> train, held = held_out_split(groups, 0.2, random_state=0)
+    >>> len(train), len(held), len(np.unique(groups[held]))
+    (24, 6, 2)
+    """
+    return held_out_folds(groups, fraction, random_state, min_groups=min_groups, max_folds=1)[0]
+
+
+def held_out_folds(
+    groups,
+    fraction: float = HELD_OUT_FRACTION,
+    random_state=None,
+    *,
+    min_groups: int = MIN_GROUPS,
+    min_held: int = MIN_HELD_GROUPS,
+    max_folds: int = MAX_FOLDS,
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Folds of whole held-out groups: ``max(2, round(fraction · Q))`` groups each, disjoint,
+    as many folds as it takes to hold out ``min_held`` groups in all (at most ``max_folds``).
+
+    Few groups make one comparison depend on which groups were drawn; rotating them through a
+    few folds averages that out, and costs nothing more once ``min_held`` groups fit in one
+    fold (28 groups and more, by default).
+
+    Parameters
+    ----------
+    groups : array-like of shape (n_samples,)
+    fraction : float in (0, 1), default=0.2
+    random_state : int, Generator or None
+    min_groups : int, default=6
+        Fewest groups with two rows.
+    min_held : int, default=6
+        Groups to hold out over all folds.
+    max_folds : int, default=3
+
+    Returns
+    -------
+    list of (train_idx, held_idx)
+
+    Raises
+    ------
+    ValueError
+        When fewer than ``min_groups`` groups have two rows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> folds = held_out_folds(np.repeat(np.arange(6), 3), random_state=0)
+    >>> [len(held) for _, held in folds]
+    [6, 6, 6]
+    """
+    _, codes = np.unique(np.asarray(groups), return_inverse=True)
+    codes = codes.ravel()
+    eligible = np.flatnonzero(np.bincount(codes) >= 2)
+    if eligible.shape[0] < min_groups:
+        raise ValueError(
+            f"only {eligible.shape[0]} groups have two rows or more; holding groups out needs "
+            f"{min_groups}"
+        )
+    if not 0 < fraction < 1:
+        raise ValueError(f"fraction must lie in (0, 1), got {fraction}.")
+    rng = random_state if isinstance(random_state, np.random.Generator) else None
+    rng = rng or np.random.default_rng(random_state)
+    n_held = min(max(2, int(round(fraction * eligible.shape[0]))), eligible.shape[0] - 2)
+    n_folds = min(max_folds, -(-min_held // n_held), eligible.shape[0] // n_held)
+    order = rng.permutation(eligible)
+    folds = []
+    for k in range(max(n_folds, 1)):
+        held = np.isin(codes, order[k * n_held : (k + 1) * n_held])
+        folds.append((np.flatnonzero(~held), np.flatnonzero(held)))
+    return folds
+
+
+def pooled(results: list[dict]) -> dict:
+    """One comparison from those of several folds: means weighted by their queries, and the
+    standard error of the weighted mean difference (the folds are independent)."""
+    n = np.array([r["n_queries"] for r in results], dtype=np.float64)
+    w = n / n.sum()
+    out = _summary(
+        results[0]["metric"],
+        float(sum(wi * r["learned"] for wi, r in zip(w, results, strict=True))),
+        float(sum(wi * r["reference"] for wi, r in zip(w, results, strict=True))),
+        float(
+            np.sqrt(sum((wi * r["standard_error"]) ** 2 for wi, r in zip(w, results, strict=True)))
+        ),
+        int(n.sum()),
+    )
+    return out
+
+
+def _paired_auc(scores_l: np.ndarray, scores_r: np.ndarray, similar: np.ndarray):
+    """ROC AUCs of two scorings of the same pairs and DeLong's standard error of their
+    difference (from the placement values, midranks for ties)."""
+    pos, neg = similar, ~similar
+    m, n = int(pos.sum()), int(neg.sum())
+    placements = []
+    for s in (scores_l, scores_r):
+        r_all = rankdata(s)
+        v10 = (r_all[pos] - rankdata(s[pos])) / n  # share of negatives below each positive
+        v01 = 1.0 - (r_all[neg] - rankdata(s[neg])) / m
+        placements.append((v10, v01))
+    (l10, l01), (r10, r01) = placements
+    var = np.var(l10 - r10, ddof=1) / m if m > 1 else 0.0
+    var += np.var(l01 - r01, ddof=1) / n if n > 1 else 0.0
+    return float(l10.mean()), float(r10.mean()), float(np.sqrt(max(var, 0.0)))
+
+
+def compare_with_reference(
+    learned, reference, labels, *, metric: str = "recall@1", cameras=None
+) -> dict:
+    """Compare a learned distance with a reference on the same held-out queries or pairs.
+
+    Parameters
+    ----------
+    learned, reference : array-like
+        For ``metric="roc_auc"``: the two distances of each pair, shape (n_pairs,); for
+        ``"accuracy"``: whether each query was classified right, shape (n_queries,). Otherwise
+        the two embeddings of the held-out items, shapes (n_items, d₁) and (n_items, d₂)
+        (compared by the Euclidean distance).
+    labels : array-like
+        ``"roc_auc"``: whether each pair is similar (bool); otherwise the group of each item.
+    metric : {"recall@1", "map", "roc_auc", "accuracy"}, default="recall@1"
+        Leave-one-out rank-1 or average precision of each item among the others, the ROC AUC
+        of the pairs, or (``"accuracy"``: ``learned`` and ``reference`` are then whether each
+        query was classified right) the accuracy.
+    cameras : array-like of shape (n_items,), optional
+        Camera of each item: same-identity same-camera items leave the gallery.
+
+    Returns
+    -------
+    dict
+        ``metric``, ``learned``, ``reference``, ``difference`` (learned − reference),
+        ``standard_error`` (paired: of the mean per-query difference, or DeLong's) and
+        ``n_queries`` (items with a match, or pairs).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> groups = np.repeat(np.arange(4), 5)
+    >>> X = rng.normal(size=(20, 3)) + groups[:, None]
+    >>> out = compare_with_reference(X[:, :1], X, groups)
+    >>> out["metric"], out["n_queries"], out["difference"] <= 0
+    ('recall@1', 20, True)
+    """
+    if metric == "roc_auc":
+        similar = np.asarray(labels, dtype=bool)
+        d_l, d_r = np.asarray(learned, np.float64), np.asarray(reference, np.float64)
+        if similar.all() or not similar.any():
+            raise ValueError("roc_auc needs similar and dissimilar pairs.")
+        auc_l, auc_r, se = _paired_auc(-d_l, -d_r, similar)
+        return _summary(metric, auc_l, auc_r, se, similar.shape[0])
+    if metric == "accuracy":
+        q_l, q_r = (np.asarray(v, dtype=np.float64).ravel() for v in (learned, reference))
+        return _summary(metric, *_paired_mean(q_l, q_r))
+    if metric not in ("recall@1", "map"):
+        raise ValueError(f"metric must be 'recall@1', 'map' or 'roc_auc', got {metric!r}.")
+    _, codes = np.unique(np.asarray(labels), return_inverse=True)
+    codes_t = torch.as_tensor(codes.ravel())
+    cams = None
+    if cameras is not None:
+        cams = torch.as_tensor(np.unique(np.asarray(cameras), return_inverse=True)[1].ravel())
+    per_query = [
+        per_query_retrieval(torch.as_tensor(np.asarray(Z, np.float64)), codes_t, metric, cams)
+        for Z in (learned, reference)
+    ]
+    valid = ~torch.isnan(per_query[0])
+    if not bool(valid.any()):
+        raise ValueError("no held-out item has a match to retrieve.")
+    q_l, q_r = (s[valid].numpy() for s in per_query)
+    return _summary(metric, *_paired_mean(q_l, q_r))
+
+
+def _paired_mean(q_l: np.ndarray, q_r: np.ndarray) -> tuple[float, float, float, int]:
+    """Means of paired per-query scores and the standard error of their mean difference."""
+    n = q_l.shape[0]
+    se = float(np.std(q_l - q_r, ddof=1) / np.sqrt(n)) if n > 1 else 0.0
+    return float(q_l.mean()), float(q_r.mean()), se, n
+
+
+def _summary(metric: str, learned: float, reference: float, se: float, n: int) -> dict:
+    return {
+        "metric": metric,
+        "learned": learned,
+        "reference": reference,
+        "difference": learned - reference,
+        "standard_error": se,
+        "n_queries": int(n),
+    }
+
+
+class HeldOutCheckMixin:
+    """The hooks of the held-out check that a learner may override.
+
+    ``_held_out_reference(X)``: the reference embedding of rows of ``X`` for the fitted
+    estimator (default: the inputs, flattened: the Euclidean distance); ``_reference_params``:
+    when not None, the reference is this estimator refitted with these parameters (the SPD
+    networks: ``{"max_iter": 0}``); ``_use_reference()``: turn the fitted estimator into its
+    reference (``fallback="reference"``); ``_held_out_metric``: the score of label fits.
+    """
+
+    _reference_params: dict | None = None
+    _held_out_metric = "map"
+    #: What to try when the learned metric is below its reference (one short sentence).
+    _held_out_hint = "try another regularisation, fewer steps or a validation set"
+
+    def _held_out_reference(self, X: np.ndarray) -> np.ndarray:
+        return np.asarray(X, dtype=np.float64).reshape(X.shape[0], -1)
+
+    def _use_reference(self) -> None:
+        """Make the fitted model its reference (the Mahalanobis learners: identity map)."""
+        reference = np.eye(self.n_features_in_, dtype=self.components_.dtype)
+        self.components_ = reference
+
+    def _fit_pairs_names(self) -> tuple:
+        """The parameter names of ``fit_pairs`` (SSNE's third is ``similarities``)."""
+        return (
+            tuple(inspect.signature(self.fit_pairs).parameters)
+            if hasattr(self, "fit_pairs")
+            else ()
+        )
+
+    def _reference_in_use(self) -> bool:
+        """Whether ``fallback`` replaced the learned metric by its reference."""
+        check = getattr(self, "held_out_check_", None)
+        return bool(check and check.get("fallback"))
+
+
+# ---------------------------------------------------------------------- the check itself
+
+
+def fit_started() -> contextvars.Token:
+    """Count one more running fit (:func:`rankmetric.estimators.base.fit_context`)."""
+    return _FIT_DEPTH.set(_FIT_DEPTH.get() + 1)
+
+
+def fit_ended(token: contextvars.Token) -> None:
+    _FIT_DEPTH.reset(token)
+
+
+def is_outermost_fit() -> bool:
+    """Whether the fit now ending is no other rankmetric fit's inner fit."""
+    return _FIT_DEPTH.get() == 1
+
+
+def run_held_out_check(est, fit: Callable, args: tuple, kwargs: dict) -> None:
+    """The check after ``fit(est, *args, **kwargs)`` returned: sets ``est.held_out_check_``.
+
+    Called by :func:`rankmetric.estimators.base.fit_context` after the outermost fit of an
+    estimator that has a ``held_out_check`` parameter.
+    """
+    method = fit
+
+    def fit(obj, *a, **k):  # the decorated method: thread sizing and atomicity for the probe
+        return getattr(obj, method.__name__)(*a, **k)
+
+    fit.__name__ = method.__name__
+    setting = est.held_out_check
+    if setting is False:
+        est.held_out_check_ = None
+        return
+    if setting == "auto" and _inside_cross_validation():
+        est.held_out_check_ = {"status": "skipped", "reason": CROSS_VALIDATION, "fallback": False}
+        return
+    params = est.get_params(deep=False)
+    if est._reference_params and all(params[k] == v for k, v in est._reference_params.items()):
+        est.held_out_check_ = {"status": "skipped", "reason": "the model is its reference"}
+        est.held_out_check_["fallback"] = False
+        return
+    try:
+        task = _task(est, method, args, kwargs)
+    except _Skip as skip:
+        _skipped(est, str(skip), explicit=setting is True)
+        return
+    with warnings.catch_warnings():  # what matters of these fits is the comparison
+        warnings.simplefilter("ignore")
+        result = task.score(lambda: _probe(est), fit)
+    result["n_groups"] = task.n_held_groups
+    result["held_out"] = task.what
+    result["status"] = "done"
+    result["below"] = bool(result["difference"] < -Z_BELOW * result["standard_error"])
+    result["fallback"] = False
+    est.held_out_check_ = result
+    if result["below"]:
+        if est.fallback == "reference":
+            _fall_back(est, fit, args, kwargs)
+            result["fallback"] = True
+        _warn_below(est, result)
+
+
+#: Why a fit inside scikit-learn's cross-validation skips the check ("auto").
+CROSS_VALIDATION = (
+    "fitted inside scikit-learn's cross-validation (GridSearchCV, cross_val_score, ...), which "
+    "scores held-out folds itself; the search's final refit is checked"
+)
+
+
+def _inside_cross_validation() -> bool:
+    """Whether this fit runs inside scikit-learn's ``_fit_and_score`` (one fit of a search or of
+    ``cross_validate``): checking each of those would multiply the search's cost and warnings."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name == "_fit_and_score" and "sklearn" in code.co_filename:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _probe(est):
+    """A clone of ``est`` that neither checks, falls back nor writes checkpoints."""
+    probe = clone(est)
+    params = {"held_out_check": False, "fallback": None}
+    if "checkpoint_dir" in probe.get_params(deep=False):
+        params["checkpoint_dir"] = None
+    if "verbose" in probe.get_params(deep=False):
+        params["verbose"] = False
+    return probe.set_params(**params)
+
+
+def _fall_back(est, fit, args, kwargs) -> None:
+    if est._reference_params is None:
+        est._use_reference()
+        return
+    reference = _probe(est).set_params(**est._reference_params)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit(reference, *args, **kwargs)
+    kept = est.held_out_check_
+    vars(est).update({k: v for k, v in vars(reference).items() if k.endswith("_")})
+    est.held_out_check_ = kept
+
+
+def _warn_below(est, r: dict) -> None:
+    what = {"roc_auc": "ROC AUC", "map": "mAP", "accuracy": "k-NN accuracy"}.get(r["metric"])
+    reference = "the untrained network" if est._reference_params else "the Euclidean distance"
+    warn_at_caller(
+        f"{type(est).__name__} held-out check: {what} {r['learned']:.3f} vs {r['reference']:.3f} "
+        f"for {reference} ({r['difference']:+.3f} ± {r['standard_error']:.3f}) on "
+        f"{r['n_groups']} {r['held_out']} held out of the fit: worse than no metric learning. "
+        + (
+            "fallback='reference': the reference was returned."
+            if r["fallback"]
+            else f"Use fallback='reference', or {est._held_out_hint}."
+        ),
+        UntrainedModelWarning,
+    )
+
+
+def _skipped(est, reason: str, *, explicit: bool) -> None:
+    """Record why the check did not run (``held_out_check_``); with ``held_out_check=True``
+    also say it, at every fit: ``"auto"`` means "when it can", and a warning at each fit on
+    small data (a grid search fits many times) would only teach users to ignore warnings."""
+    est.held_out_check_ = {"status": "skipped", "reason": reason, "fallback": False}
+    if explicit:
+        warn_at_caller(
+            f"{type(est).__name__}(held_out_check=True) skipped its held-out check: {reason}.",
+            UserWarning,
+        )
+
+
+class _Skip(Exception):
+    """The check cannot run on these data (the reason is the message)."""
+
+
+class _Task:
+    """The data of one check: its folds, and how to fit a probe and score it on one fold."""
+
+    def __init__(self, score_fold: Callable, folds: list, n_held_groups: int, what: str):
+        self.score_fold, self.folds = score_fold, folds
+        self.n_held_groups, self.what = n_held_groups, what
+
+    def score(self, make_probe: Callable, fit: Callable) -> dict:
+        """The comparison pooled over the folds, a fresh probe for each."""
+        results = [self.score_fold(make_probe(), fit, *fold) for fold in self.folds]
+        result = pooled(results)
+        result["n_folds"] = len(results)
+        return result
+
+
+def _seed(est) -> int:
+    """The check's own seed: from an integer ``random_state``, else 0 (the user's generator is
+    not advanced: the check is reproducible and the model independent of it)."""
+    state = est.get_params(deep=False).get("random_state")
+    return int(state) if isinstance(state, Integral) else 0
+
+
+def _task(est, fit, args, kwargs) -> _Task:
+    bound = inspect.signature(fit).bind(est, *args, **kwargs).arguments
+    bound.pop("self", None)
+    if fit.__name__ == "fit" and est._held_out_metric == "accuracy":
+        return _classifier_task(est, bound)
+    if fit.__name__ == "fit":
+        return _label_task(est, bound)
+    if fit.__name__ == "fit_pairs":
+        return _pair_task(est, bound)
+    if fit.__name__ == "fit_triplets":
+        return _triplet_task(est, bound)
+    raise _Skip(f"{fit.__name__} has no held-out convention")
+
+
+def _label_task(est, bound: dict) -> _Task:
+    X, y = np.asarray(bound["X"]), np.asarray(bound["y"])
+    if y.ndim != 1:
+        raise _Skip("multi-label y has no groups to hold out")
+    if getattr(est, "kernel", None) == "precomputed":
+        raise _Skip("a precomputed kernel has no inputs to take a reference distance of")
+    groups = np.unique(y, return_inverse=True)[1].ravel()
+    try:
+        folds = held_out_folds(groups, random_state=_seed(est))
+    except ValueError as exc:
+        raise _Skip(str(exc).replace("groups", "classes").replace("rows", "samples")) from None
+    cameras = bound.get("cameras")
+    rows = {k: np.asarray(v) for k, v in bound.items() if k in ROW_ARGUMENTS and v is not None}
+    others = {k: v for k, v in bound.items() if k not in ("X", "y", *ROW_ARGUMENTS)}
+    rng = np.random.default_rng(_seed(est))
+
+    def score_fold(probe, fit, train, held):
+        fitted = {k: v[train] for k, v in rows.items()}
+        fit(probe, X[train], y[train], **fitted, **others)
+        items = held[sample_retrieval_items(groups[held], rng, MAX_HELD_OUT_ITEMS)]
+        extra = {k: v[items] for k, v in rows.items() if k == "domains"}
+        reference = _reference_embedding(est, probe, fit, X[train], y[train], fitted)
+        return compare_with_reference(
+            probe.transform(X[items], **extra).reshape(len(items), -1),
+            reference(X[items], extra).reshape(len(items), -1),
+            groups[items],
+            metric=est._held_out_metric,
+            cameras=None if cameras is None else np.asarray(cameras)[items],
+        )
+
+    n_held = sum(len(np.unique(groups[held])) for _, held in folds)
+    return _Task(score_fold, folds, n_held, "classes" if cameras is None else "identities")
+
+
+def _classifier_task(est, bound: dict) -> _Task:
+    """A k-NN classifier of its training classes: 20 % of each class held out, its k-NN
+    accuracy there against the Euclidean k-NN rule's on the same training rows."""
+    from sklearn.neighbors import KNeighborsClassifier
+
+    from ._early_stopping import split_validation
+
+    X, y = np.asarray(bound["X"]), np.asarray(bound["y"])
+    codes = np.unique(y, return_inverse=True)[1].ravel()
+    rng = np.random.default_rng(_seed(est))
+    train, held = split_validation(codes, HELD_OUT_FRACTION, "stratified", rng)
+    k = int(getattr(est, "n_neighbors", 1))
+    if held.size < 2 or train.size <= k:
+        raise _Skip("too few samples per class to hold 20 % out and keep two")
+
+    def score_fold(probe, fit, train, held):
+        fit(probe, X[train], y[train])
+        euclidean = KNeighborsClassifier(n_neighbors=k).fit(X[train], y[train])
+        return compare_with_reference(
+            probe.predict(X[held]) == y[held],
+            euclidean.predict(X[held]) == y[held],
+            None,
+            metric="accuracy",
+        )
+
+    n_classes = len(np.unique(codes[held]))
+    return _Task(score_fold, [(train, held)], n_classes, "classes' samples")
+
+
+def _reference_embedding(est, probe, fit, X_train, y_train, fitted_rows):
+    """``f(rows, extra) -> embedding`` of the reference for the probe's training data."""
+    if est._reference_params is None:
+        return lambda Z, extra: probe._held_out_reference(Z)
+    reference = _probe(est).set_params(**est._reference_params)
+    fit(reference, X_train, y_train, **fitted_rows)
+    return lambda Z, extra: reference.transform(Z, **extra)
+
+
+def _pair_task(est, bound: dict) -> _Task:
+    from ._supervision import check_pair_supervision
+
+    values = list(bound.values())
+    targets = (
+        "similarity"
+        if "similarities" in bound or "similarities" in est._fit_pairs_names()
+        else "binary"
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        s = check_pair_supervision(clone(est), *values[:3], targets=targets)
+    return _graph_task(est, s.X, s.a, s.b, s.y, _pair_refit(s.a, s.b, s.y))
+
+
+def _triplet_task(est, bound: dict) -> _Task:
+    from ._supervision import check_triplet_supervision, pairs_from_triplets
+
+    values = list(bound.values())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t = check_triplet_supervision(clone(est), *values[:2])
+    triplets = np.stack([t.anchor, t.positive, t.negative], axis=1)
+
+    def refit(probe, fit, X, is_held):
+        inside = ~is_held[triplets].any(axis=1)
+        keep = np.zeros(X.shape[0], dtype=bool)
+        keep[triplets[inside].ravel()] = True
+        fit(probe, X[keep], (np.cumsum(keep) - 1)[triplets[inside]])
+
+    s = pairs_from_triplets(t)
+    return _graph_task(est, s.X, s.a, s.b, s.y, refit)
+
+
+def _pair_refit(a, b, targets):
+    """The probe's fit on the pairs whose two members are both kept (rows renumbered)."""
+
+    def refit(probe, fit, X, is_held):
+        inside = ~is_held[a] & ~is_held[b]
+        keep = np.zeros(X.shape[0], dtype=bool)
+        keep[a[inside]] = keep[b[inside]] = True
+        index = np.cumsum(keep) - 1
+        fit(probe, X[keep], np.stack([index[a[inside]], index[b[inside]]], axis=1), targets[inside])
+
+    return refit
+
+
+def _graph_task(est, X, a, b, targets, refit) -> _Task:
+    """Hold out components of the similar pairs; score the ROC AUC of the held-out pairs."""
+    similar = targets > 0
+    groups = pair_groups(a, b, similar, X.shape[0])
+    rows = np.unique(np.concatenate([a, b]))
+    try:
+        folds = held_out_folds(groups[rows], random_state=_seed(est))
+    except ValueError as exc:
+        raise _Skip(f"{exc} (groups: the connected components of the similar pairs)") from None
+    held_masks = []
+    for _, held in folds:
+        is_held = np.zeros(X.shape[0], dtype=bool)
+        is_held[rows[held]] = True
+        for chosen, where in (
+            (is_held[a] & is_held[b], "held-out"),
+            (~is_held[a] & ~is_held[b], "remaining"),
+        ):
+            if not (similar[chosen].any() and (~similar[chosen]).any()):
+                raise _Skip(f"the {where} groups have no similar and dissimilar pairs among them")
+        held_masks.append((None, is_held))
+    rng = np.random.default_rng(_seed(est))
+
+    def score_fold(probe, fit, _, is_held):
+        refit(probe, fit, X, is_held)
+        chosen = is_held[a] & is_held[b]
+        pa, pb, sim = a[chosen], b[chosen], similar[chosen]
+        if pa.shape[0] > MAX_HELD_OUT_PAIRS:
+            pick = np.sort(rng.choice(pa.shape[0], MAX_HELD_OUT_PAIRS, replace=False))
+            pa, pb, sim = pa[pick], pb[pick], sim[pick]
+        learned = probe.pair_distances(X[pa], X[pb])
+        ref_a, ref_b = probe._held_out_reference(X[pa]), probe._held_out_reference(X[pb])
+        reference = np.sqrt(((ref_a - ref_b) ** 2).sum(axis=1))
+        return compare_with_reference(learned, reference, sim, metric="roc_auc")
+
+    n_held = sum(len(np.unique(groups[rows[held]])) for _, held in folds)
+    return _Task(score_fold, held_masks, n_held, "groups of pairs")

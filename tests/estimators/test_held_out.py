@@ -1,0 +1,278 @@
+"""The held-out check of every learner (``estimators/_held_out.py``): warn or fall back when the
+learned distance is below its reference on groups it never saw."""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_digits
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.metrics import roc_auc_score
+from sklearn.model_selection import GridSearchCV
+from sklearn.neighbors import KNeighborsClassifier
+from sklearn.pipeline import make_pipeline
+
+from rankmetric import (
+    ITML,
+    KISSME,
+    LMNN,
+    SSNE,
+    WARCA,
+    XQDA,
+    KernelWARCA,
+    MultiMetricLMNN,
+    PairClassifier,
+    UntrainedModelWarning,
+    load_model,
+)
+from rankmetric.datasets import make_gaussian_clusters, make_spd_clusters
+from rankmetric.estimators import _held_out
+from rankmetric.estimators._held_out import (
+    compare_with_reference,
+    held_out_folds,
+    held_out_split,
+    pair_groups,
+)
+from rankmetric.estimators.spdnet import SPDNetEmbedding
+
+#: Fast settings: each fit of the unseen-class test takes seconds on one CPU thread.
+LEARNERS = {
+    "ITML": lambda **kw: ITML(random_state=0, **kw),
+    "KISSME": lambda **kw: KISSME(**kw),
+    "XQDA": lambda **kw: XQDA(**kw),
+    "LMNN": lambda **kw: LMNN(max_iter=40, random_state=0, **kw),
+    "WARCA": lambda **kw: WARCA(max_iter=300, random_state=0, device="cpu", **kw),
+    "SSNE": lambda **kw: SSNE(max_iter=300, random_state=0, device="cpu", **kw),
+    "KernelWARCA": lambda **kw: KernelWARCA(
+        kernel="rbf", n_components=16, max_iter=200, random_state=0, device="cpu", **kw
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def unseen_digits():
+    """Digits of classes 0–5 to learn from; every pair of 500 digits of classes 6–9 to verify."""
+    X, y = load_digits(return_X_y=True)
+    seen = y < 6
+    rng = np.random.default_rng(0)
+    test = rng.choice(np.flatnonzero(~seen), 500, replace=False)
+    i, j = np.triu_indices(test.shape[0], 1)
+    X1, X2, same = X[test[i]], X[test[j]], y[test[i]] == y[test[j]]
+    euclidean = roc_auc_score(same, -np.linalg.norm(X1 - X2, axis=1))
+    return X[seen], y[seen], X1, X2, same, euclidean
+
+
+@pytest.mark.parametrize("name", sorted(LEARNERS))
+def test_unseen_classes_beat_euclidean_or_warn_and_fallback_is_never_below(unseen_digits, name):
+    """The issue's case: each learner beats the Euclidean distance on unseen classes or warns;
+    with fallback="reference" it is never below it."""
+    X, y, X1, X2, same, euclidean = unseen_digits
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est = LEARNERS[name](fallback="reference").fit(X, y)
+    check = est.held_out_check_
+    warned = [w for w in caught if issubclass(w.category, UntrainedModelWarning)]
+    held_out = [w for w in warned if "held-out check" in str(w.message)]
+    auc = roc_auc_score(same, -est.pair_distances(X1, X2))
+    assert check["status"] == "done" and check["n_groups"] == 6 and check["n_folds"] == 3
+    assert bool(held_out) == check["below"] == check["fallback"]
+    if check["below"]:
+        assert held_out[0].filename == __file__  # points at the user's line
+        assert len(str(held_out[0].message)) < 300
+        assert auc == pytest.approx(euclidean, abs=1e-4)  # the reference (up to rounding ties)
+    else:
+        assert auc > euclidean
+    assert auc >= euclidean - 1e-4
+
+
+def test_the_check_does_not_change_the_model():
+    X, y = make_gaussian_clusters(240, 6, 8, n_informative=3, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        checked = WARCA(max_iter=60, random_state=0, device="cpu").fit(X, y)
+        plain = WARCA(max_iter=60, random_state=0, device="cpu", held_out_check=False).fit(X, y)
+    assert checked.held_out_check_["status"] == "done" and plain.held_out_check_ is None
+    np.testing.assert_array_equal(checked.components_, plain.components_)
+    check = checked.held_out_check_
+    assert check["difference"] == pytest.approx(check["learned"] - check["reference"])
+    assert check["metric"] == "map" and check["standard_error"] > 0
+
+
+@pytest.mark.filterwarnings("ignore:.*stopped at max_iter")
+def test_kernel_warca_validation_fraction_auto_is_deprecated_and_unchanged():
+    X, y = make_gaussian_clusters(160, 5, 8, n_informative=3, random_state=1)
+    X = X - X.min() + 0.1
+    params = {"n_components": 4, "max_iter": 40, "random_state": 0, "device": "cpu"}
+    with pytest.warns(FutureWarning, match="validation_fraction='auto'"):
+        old = KernelWARCA(validation_fraction="auto", **params).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UntrainedModelWarning)
+        new = KernelWARCA(**params).fit(X, y)
+    np.testing.assert_array_equal(old.components_, new.components_)
+    assert old.held_out_check_ == new.held_out_check_
+
+
+def test_too_few_groups_is_recorded_quietly_and_said_with_true():
+    X, y = make_gaussian_clusters(60, 4, 3, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # "auto": no warning, in a grid search or alone
+        pipe = make_pipeline(KISSME(), KNeighborsClassifier())
+        search = GridSearchCV(pipe, {"kissme__regularization": [1e-6, 1e-3]}, cv=3).fit(X, y)
+        est = KISSME().fit(X, y)
+    assert est.held_out_check_["status"] == "skipped"
+    assert "only 3 classes" in est.held_out_check_["reason"]
+    assert search.best_estimator_[0].held_out_check_["status"] == "skipped"
+    for _ in range(2):  # asked for explicitly: said at every fit
+        with pytest.warns(UserWarning, match=r"held_out_check=True\) skipped"):
+            KISSME(held_out_check=True).fit(X, y)
+    assert KISSME(held_out_check=False).fit(X, y).held_out_check_ is None
+
+
+def test_fits_inside_cross_validation_are_not_checked_but_the_refit_is():
+    X, y = make_gaussian_clusters(240, 6, 8, n_informative=3, random_state=0)
+    seen = []
+    pipe = make_pipeline(KISSME(), KNeighborsClassifier())
+    scorer = lambda est, X_, y_: seen.append(est[0].held_out_check_["status"]) or 0.0  # noqa: E731
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UntrainedModelWarning)
+        search = GridSearchCV(pipe, {"kissme__regularization": [1e-6]}, cv=2, scoring=scorer)
+        search.fit(X, y)
+    assert seen == ["skipped", "skipped"]
+    assert search.best_estimator_[0].held_out_check_["status"] == "done"
+
+
+@pytest.mark.filterwarnings("ignore:.*stopped at max_iter")
+@pytest.mark.parametrize("make", [KernelWARCA, SSNE])
+def test_fallback_of_a_nonlinear_learner_survives_save_and_load(tmp_path, monkeypatch, make):
+    monkeypatch.setattr(_held_out, "Z_BELOW", -1e6)  # every learned metric counts as below
+    X, y = make_gaussian_clusters(120, 4, 6, n_informative=3, random_state=0)
+    X = X - X.min() + 0.1
+    est = make(max_iter=20, random_state=0, device="cpu", fallback="reference")
+    with pytest.warns(UntrainedModelWarning, match="held-out check"):
+        est.fit(X, y)
+    assert est.held_out_check_["fallback"]
+    np.testing.assert_array_equal(est.transform(X), X)
+    assert est.get_feature_names_out().shape == (4,)
+    est.save(tmp_path / "m.npz")
+    loaded = load_model(tmp_path / "m.npz")
+    np.testing.assert_array_equal(loaded.transform(X[:5]), X[:5])
+
+
+def test_kissme_falls_back_to_euclidean_on_its_pca_features(monkeypatch):
+    monkeypatch.setattr(_held_out, "Z_BELOW", -1e6)
+    X, y = make_gaussian_clusters(120, 6, 6, n_informative=3, random_state=0)
+    with pytest.warns(UntrainedModelWarning):
+        est = KISSME(n_components=3, fallback="reference").fit(X, y)
+    np.testing.assert_allclose(est.components_, est.pca_components_)
+
+
+def test_spd_network_falls_back_to_its_untrained_network(monkeypatch):
+    monkeypatch.setattr(_held_out, "Z_BELOW", -1e6)
+    X, y = make_spd_clusters(120, 4, 6, class_sep=1.5, random_state=0)
+    params = {"max_iter": 10, "validation_every": 5, "random_state": 0, "device": "cpu"}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est = SPDNetEmbedding(**params, fallback="reference").fit(X, y)
+    assert any("held-out check" in str(w.message) for w in caught)
+    assert est.held_out_check_["fallback"] and est.held_out_check_["n_groups"] == 6
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        untrained = SPDNetEmbedding(**{**params, "max_iter": 0}).fit(X, y)
+    np.testing.assert_allclose(est.transform(X), untrained.transform(X), atol=1e-6)
+
+
+def test_pairs_and_triplets_hold_out_components_and_score_roc_auc():
+    X, y = make_gaussian_clusters(160, 4, 8, n_informative=3, random_state=0)
+    rng = np.random.default_rng(0)
+    pairs = rng.integers(0, len(y), size=(1500, 2))
+    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+    labels = np.where(y[pairs[:, 0]] == y[pairs[:, 1]], 1, -1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = ITML(random_state=0).fit_pairs(X, pairs, labels)
+    check = est.held_out_check_
+    assert check["metric"] == "roc_auc" and check["held_out"] == "groups of pairs"
+    assert check["n_groups"] >= 6 and 0.5 < check["reference"] <= 1
+    anchors = rng.integers(0, len(y), 400)
+    pos = np.array(
+        [rng.choice(np.flatnonzero((y == y[a]) & (np.arange(len(y)) != a))) for a in anchors]
+    )
+    neg = np.array([rng.choice(np.flatnonzero(y != y[a])) for a in anchors])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lmnn = LMNN(max_iter=20, random_state=0).fit_triplets(X, np.stack([anchors, pos, neg], 1))
+    assert lmnn.held_out_check_["metric"] == "roc_auc"
+
+
+def test_pair_classifier_passes_the_check_to_its_learner(unseen_digits, monkeypatch):
+    X, y, X1, X2, same, euclidean = unseen_digits
+    rng = np.random.default_rng(1)  # pairs enough for the similar ones to join whole classes
+    pairs = rng.integers(0, len(y), size=(12000, 2))
+    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+    labels = np.where(y[pairs[:, 0]] == y[pairs[:, 1]], 1, -1)
+    clf = PairClassifier(KISSME(), points=X, fallback="reference")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        clf.fit(pairs, labels)
+    check = clf.held_out_check_
+    assert check is clf.learner_.held_out_check_ and check["metric"] == "roc_auc"
+    assert check["below"] == any("held-out check" in str(w.message) for w in caught)
+    auc = roc_auc_score(same, -clf.learner_.pair_distances(X1, X2))
+    assert auc > euclidean or auc == pytest.approx(euclidean, abs=1e-4)
+    off = PairClassifier(KISSME(), points=X, held_out_check=False).fit(pairs, labels)
+    assert off.held_out_check_ is None
+
+
+def test_paired_auc_standard_error_matches_a_bootstrap():
+    rng = np.random.default_rng(0)
+    similar = rng.random(600) < 0.3
+    d_ref = rng.normal(size=600) - similar
+    d_learned = d_ref + 0.7 * rng.normal(size=600)
+    out = compare_with_reference(d_learned, d_ref, similar, metric="roc_auc")
+    assert out["learned"] == pytest.approx(roc_auc_score(similar, -d_learned))
+    assert out["reference"] == pytest.approx(roc_auc_score(similar, -d_ref))
+    diffs = []
+    for _ in range(300):
+        b = rng.integers(0, 600, 600)
+        diffs.append(
+            roc_auc_score(similar[b], -d_learned[b]) - roc_auc_score(similar[b], -d_ref[b])
+        )
+    assert out["standard_error"] == pytest.approx(np.std(diffs), rel=0.25)
+
+
+def test_cameras_leave_same_camera_matches_out():
+    groups = np.array([0, 0, 1, 1])
+    cameras = np.array([0, 0, 0, 1])
+    Z = np.array([[0.0], [0.1], [5.0], [5.1]])
+    plain = compare_with_reference(Z, Z, groups, metric="recall@1")
+    cross = compare_with_reference(Z, Z, groups, metric="recall@1", cameras=cameras)
+    assert plain["n_queries"] == 4 and cross["n_queries"] == 2  # identity 0: one camera
+
+
+def test_splits_and_groups():
+    groups = np.repeat(np.arange(30), 2)
+    folds = held_out_folds(groups, random_state=0)
+    assert len(folds) == 1 and len(np.unique(groups[folds[0][1]])) == 6  # 20 % of 30
+    few = held_out_folds(np.repeat(np.arange(8), 2), random_state=0)
+    held = [np.unique(np.repeat(np.arange(8), 2)[h]) for _, h in few]
+    assert len(few) == 3 and len(np.unique(np.concatenate(held))) == 6  # disjoint folds
+    with pytest.raises(ValueError, match="only 5 groups"):
+        held_out_split(np.repeat(np.arange(5), 2))
+    assert pair_groups([0, 1], [1, 2], [True, False], 4).tolist() == [0, 0, 1, 2]
+
+
+def test_multi_metric_lmnn_is_checked_on_held_out_samples_of_its_classes(monkeypatch):
+    X, y = make_gaussian_clusters(150, 4, 3, n_informative=3, random_state=0)
+    params = {"max_iter": 10, "random_state": 0, "device": "cpu"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        est = MultiMetricLMNN(**params).fit(X, y)
+    check = est.held_out_check_
+    assert check["metric"] == "accuracy" and check["n_queries"] == 30 and check["n_groups"] == 3
+    monkeypatch.setattr(_held_out, "Z_BELOW", -1e6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fallen = MultiMetricLMNN(**params, fallback="reference").fit(X, y)
+    euclidean = KNeighborsClassifier(n_neighbors=3).fit(X, y)
+    assert fallen.held_out_check_["fallback"]
+    np.testing.assert_array_equal(fallen.predict(X), euclidean.predict(X))

@@ -192,9 +192,13 @@ class TunedMetricLearner(TransformerMixin, BaseEstimator):
     n_rounds : int, default=3
         Rounds of successive halving; the first fits on ``eta**(1 - n_rounds)`` of the training
         part (at least :data:`MIN_ROUND_GROUPS` groups or rows per class).
+    n_candidates : int, optional
+        Candidates of the first round, a fixed plan instead of the time ``budget`` (which is
+        then not used): the fits do not depend on timings, so a seed gives the same choice
+        bit for bit.
     random_state : int, Generator or None
-        Seeds the split, the candidates and every fit (the same seed gives the same choice up
-        to the timing-dependent number of candidates).
+        Seeds the split, the candidates and every fit. With the time ``budget`` (no
+        ``n_candidates``), how many candidates fit in it depends on the machine's speed.
     verbose : bool, default=False
         Print each candidate's score.
 
@@ -244,6 +248,7 @@ class TunedMetricLearner(TransformerMixin, BaseEstimator):
         split: str = "auto",
         eta: int = 3,
         n_rounds: int = 3,
+        n_candidates: int | None = None,
         random_state=None,
         verbose: bool = False,
     ) -> None:
@@ -254,6 +259,7 @@ class TunedMetricLearner(TransformerMixin, BaseEstimator):
         self.split = split
         self.eta = eta
         self.n_rounds = n_rounds
+        self.n_candidates = n_candidates
         self.random_state = random_state
         self.verbose = verbose
 
@@ -311,6 +317,9 @@ class TunedMetricLearner(TransformerMixin, BaseEstimator):
             raise ValueError(f"eta must be an integer >= 2, got {self.eta!r}.")
         if not (isinstance(self.n_rounds, (int, np.integer)) and self.n_rounds >= 1):
             raise ValueError(f"n_rounds must be an integer >= 1, got {self.n_rounds!r}.")
+        fixed = self.n_candidates
+        if fixed is not None and not (isinstance(fixed, (int, np.integer)) and fixed >= 1):
+            raise ValueError(f"n_candidates must be None or an integer >= 1, got {fixed!r}.")
 
     def _space(self, X, y, template) -> dict:
         space = self.search_space(X, y, template) if self.param_space is None else self.param_space
@@ -476,6 +485,9 @@ class TunedMetricLearner(TransformerMixin, BaseEstimator):
         eta, n_rounds = int(self.eta), int(self.n_rounds)
         share = budget_s / n_rounds
         carried = 0.0
+        fixed = self.n_candidates is not None
+        if fixed:
+            candidates = candidates[: int(self.n_candidates)]
         alive = [(cand, None) for cand in candidates]  # (params, previous round's estimator)
         finalists: list[tuple[dict, float]] = []
         for round_ in range(n_rounds):
@@ -485,9 +497,9 @@ class TunedMetricLearner(TransformerMixin, BaseEstimator):
             scored = []
             for params, previous in alive:
                 predicted = np.mean(times) if times else 0.0
-                if times and spent + predicted > allowance:
+                if not fixed and times and spent + predicted > allowance:
                     break
-                if not times and round_ == 0 and allowance <= 0:
+                if not fixed and not times and round_ == 0 and allowance <= 0:
                     break
                 fit_params = {**params, **(self._warm_start(previous) if previous else {})}
                 info = {"round": round_, "resource": resource}

@@ -197,3 +197,17 @@ def test_tuned_chi2_kernel_warca_level_with_the_best_linear_learner():
     # level: within one binomial standard error of the best linear learner's rank-1
     noise = np.sqrt(best_linear * (1 - best_linear) / 150)
     assert tuned >= best_linear - noise, (tuned, best_linear, cv.best_params_)
+
+
+def test_cli_fit_tune_reports_the_chosen_values(tmp_path, capsys):
+    import json
+
+    from rankmetric.cli import main
+
+    out = tmp_path / "m.npz"
+    assert (
+        main(["fit", "kissme", "--data", "iris", "--tune", "4", "--json", "--out", str(out)]) == 0
+    )
+    report = json.loads(capsys.readouterr().out)
+    assert set(report["tuned_params"]) == {"n_components", "regularization"}
+    assert type(load_model(out)) is KISSME

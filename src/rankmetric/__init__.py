@@ -54,6 +54,10 @@ _LAZY = {
     "KISSME": "rankmetric.estimators.kissme",
     "XQDA": "rankmetric.estimators.xqda",
     "PairClassifier": "rankmetric.estimators.pair_classifier",
+    **dict.fromkeys(
+        ("WARCACV", "KernelWARCACV", "SSNECV", "ITMLCV", "KISSMECV", "XQDACV", "LMNNCV"),
+        "rankmetric.tuning",
+    ),
     "save_model": "rankmetric.io",
     "load_model": "rankmetric.io",
     "threads": "rankmetric._threads",

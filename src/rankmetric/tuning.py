@@ -61,6 +61,7 @@ from sklearn.utils.validation import check_is_fitted
 from ._utils import make_rng
 
 __all__ = [
+    "CV_CLASSES",
     "MIN_GROUPS_FOR_GROUP_SPLIT",
     "TunedMetricLearner",
     "WARCACV",
@@ -71,6 +72,7 @@ __all__ = [
     "XQDACV",
     "LMNNCV",
     "group_holdout",
+    "tuned_learner",
 ]
 
 #: With this many labels or more (and no cameras), ``split="auto"`` holds out groups.
@@ -787,3 +789,46 @@ class LMNNCV(TunedMetricLearner):
 
     def _warm_start(self, previous) -> dict:
         return {"init": np.asarray(previous.components_, dtype=np.float64)}
+
+
+#: ``rankmetric fit`` method name -> its tuned learner.
+CV_CLASSES = {
+    "warca": WARCACV,
+    "kernel-warca": KernelWARCACV,
+    "ssne": SSNECV,
+    "itml": ITMLCV,
+    "kissme": KISSMECV,
+    "xqda": XQDACV,
+    "lmnn": LMNNCV,
+}
+
+
+def tuned_learner(method: str, estimator, budget: float = 10.0) -> TunedMetricLearner:
+    """The tuned learner of ``rankmetric fit METHOD --tune``: ``estimator``'s settings, seeded
+    by its ``random_state`` (0 without one).
+
+    Parameters
+    ----------
+    method : str
+        A ``rankmetric fit`` method with a tuned learner (:data:`CV_CLASSES`).
+    estimator : estimator
+        The learner with the command line's values (the search starts from them).
+    budget : float, default=10.0
+        Whole fit's time in default fits.
+
+    Returns
+    -------
+    TunedMetricLearner
+
+    Examples
+    --------
+    >>> from rankmetric import KISSME
+    >>> from rankmetric.tuning import tuned_learner
+    >>> type(tuned_learner("kissme", KISSME())).__name__
+    'KISSMECV'
+    """
+    if method not in CV_CLASSES:
+        raise ValueError(f"--tune is available for {sorted(CV_CLASSES)}, not {method!r}.")
+    seed = getattr(estimator, "random_state", None)
+    seed = seed if isinstance(seed, (int, np.integer)) else 0
+    return CV_CLASSES[method](estimator, budget=budget, random_state=seed)

@@ -30,7 +30,8 @@ How a fit runs:
    round stops drawing when its next fit (predicted from the round's measured fits) would overrun
    it, and the first round draws as many candidates as its share affords. Learners whose solver
    takes a starting point (WARCA, LMNN: ``init``) start a promoted candidate from its
-   previous round's map (a warm start).
+   previous round's map (a warm start). A rank (``n_components``) larger than a subsampled
+   round supports is fitted at the learner's default rank in that round (noted in ``error``).
 5. **Choice and refit.** The best score among the candidates fitted on the whole training part,
    the default included (the default on ties), is refitted on all of ``(X, y)``.
 
@@ -78,7 +79,7 @@ __all__ = [
 #: With this many labels or more (and no cameras), ``split="auto"`` holds out groups.
 MIN_GROUPS_FOR_GROUP_SPLIT = 20
 #: Fewest groups (or rows per class, stratified) a subsampled round keeps.
-MIN_ROUND_GROUPS = 8
+MIN_ROUND_GROUPS = 16
 
 
 def group_holdout(groups, fraction: float = 0.25, *, random_state=None):
@@ -388,9 +389,18 @@ class TunedMetricLearner(TransformerMixin, BaseEstimator):
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                est, seconds = self._fit_one(template, params, X, y, cameras, rows)
+                try:
+                    est, seconds = self._fit_one(template, params, X, y, cameras, rows)
+                    note = None
+                except ValueError:
+                    # a subsample too small for the candidate's rank: its default rank there
+                    if params.get("n_components") is None or info["resource"] >= 1.0:
+                        raise
+                    clipped = {**params, "n_components": None}
+                    est, seconds = self._fit_one(template, clipped, X, y, cameras, rows)
+                    note = "n_components too large for this round's subsample: default rank"
                 score = self._score(est.transform, X, y, cameras, inner, val)
-            entry.update(score=score, fit_seconds=seconds, error=None)
+            entry.update(score=score, fit_seconds=seconds, error=note)
         except (ValueError, FloatingPointError, np.linalg.LinAlgError) as exc:
             est, score = None, float("nan")
             entry.update(
@@ -503,7 +513,11 @@ class TunedMetricLearner(TransformerMixin, BaseEstimator):
                     break
                 if not fixed and not times and round_ == 0 and allowance <= 0:
                     break
-                fit_params = {**params, **(self._warm_start(previous) if previous else {})}
+                warm = self._warm_start(previous) if previous is not None else {}
+                rank = params.get("n_components")
+                if "init" in warm and rank is not None and warm["init"].shape[0] != rank:
+                    warm = {}  # the previous round ran at another rank: no warm start
+                fit_params = {**params, **warm}
                 info = {"round": round_, "resource": resource}
                 tic = time.perf_counter()
                 est, score = self._evaluate(template, fit_params, X, y, cameras, inner, val, rows,

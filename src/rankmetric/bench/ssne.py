@@ -35,6 +35,7 @@ from ._common import (
     format_ci,
     format_pm,
     group_by,
+    json_safe,
     markdown_table,
     mean_std,
     select,
@@ -381,12 +382,12 @@ def _table1(results: list[dict], config: BenchConfig) -> tuple[str, dict]:
             if accs:
                 mean, std = mean_std(accs)
                 test = compared[method]
-                payload.setdefault(dataset, {})[method] = {
+                payload.setdefault(dataset, {})[method] = json_safe({
                     "mean": mean, "std": std, "ci95": test["ci"], "scores": accs,
                     "vs_euclidean": {"diff": test["vs_reference"], "p": test["p_reference"]},
                     "vs_best": {"diff": test["vs_best"], "p": test["p_best"]},
                     "below_euclidean": test["below_reference"],
-                }  # fmt: skip
+                })  # fmt: skip
             ours.append(_marked_cell(compared[method], 2) if accs else "—")
             paper.append(_paper_cell(dataset, method))
         gap = _ssne_gap(payload.get(dataset, {}).get("ssne"), dataset)

@@ -39,6 +39,7 @@ from ._common import (
     format_ci,
     format_comparison,
     format_number,
+    json_safe,
     markdown_table,
     mean_ci,
     mean_std,
@@ -437,7 +438,7 @@ def _cmc_tables(results: list[dict]) -> tuple[str, dict, dict, list[str]]:
             rr1_ci = mean_ci(h["rerank"]["cmc"]["1"] for h in hits)
             rr_map_ci = mean_ci(h["rerank"]["map"] for h in hits)
             test = compared[method]
-            payload.setdefault(dataset, {})[method] = {
+            payload.setdefault(dataset, {})[method] = json_safe({
                 **{str(r): {"mean": m, "std": sd, "ci95": cis[r][1]}
                    for r, (m, sd) in stats.items()},
                 "map": {"mean": mAP[0], "std": mAP[1], "ci95": map_ci[1]},
@@ -447,7 +448,7 @@ def _cmc_tables(results: list[dict]) -> tuple[str, dict, dict, list[str]]:
                 "rank1_vs_euclidean": {"diff": test["vs_reference"], "p": test["p_reference"]},
                 "rank1_vs_best": {"diff": test["vs_best"], "p": test["p_best"]},
                 "below_euclidean": test["below_reference"],
-            }  # fmt: skip
+            })  # fmt: skip
             curves.setdefault(dataset, {})[method] = np.mean([h["curve"] for h in hits], axis=0)
             # not in the payload: timings differ between runs, the scores must not
             seconds = float(np.median([h["fit_seconds"] for h in hits]))

@@ -149,12 +149,14 @@ def test_best_estimator_serves_transform_distances_and_model_files(tmp_path):
 
 
 @pytest.mark.filterwarnings("ignore:ITML stopped at max_iter")
-def test_time_budget_bounds_the_search():
+def test_time_budget_runs_successive_halving():
     X, y = load_iris(return_X_y=True)
-    cv = ITMLCV(budget=3, random_state=0).fit(X, y)
-    # budget 3: one default fit, the refit, and one default fit's time for the search
-    search_fits = np.nansum(cv.tuning_results_["fit_seconds"][1:])
-    assert search_fits <= 3 * cv.default_fit_seconds_
+    cv = ITMLCV(budget=4, random_state=0).fit(X, y)
+    rounds = cv.tuning_results_["round"][1:]
+    assert rounds == sorted(rounds) and rounds.count(0) >= 3  # eta candidates at least
+    for r in set(rounds) - {0}:  # a round holds at most a third of the previous one
+        assert rounds.count(r) <= max(1, rounds.count(r - 1) // 3)
+    assert cv.search_seconds_ > 0 and cv.default_fit_seconds_ > 0
     assert cv.best_params_["slack_weight"] in (0.01, 0.1, 1.0, 10.0, 100.0)
 
 

@@ -25,19 +25,23 @@ How a fit runs:
    search space (seeded by ``random_state``): round ``i`` fits its candidates on a nested
    subsample of ``eta**(i - k)`` of the training groups (rows within classes with the stratified
    split), the best ``1/eta`` go on to the next round, the last round uses the whole training
-   part. The search gets ``budget - 2`` units of ``t_default`` (the default's fit and the final
-   refit are the other two), split evenly between rounds, a round's unspent time carried over; a
-   round stops drawing when its next fit (predicted from the round's measured fits) would overrun
-   it, and the first round draws as many candidates as its share affords. Learners whose solver
-   takes a starting point (WARCA, LMNN: ``init``) start a promoted candidate from its
-   previous round's map (a warm start). A rank (``n_components``) larger than a subsampled
-   round supports is fitted at the learner's default rank in that round (noted in ``error``).
+   part. The search gets what is left of ``budget × t_default`` after the default's fit and
+   scoring and before the final refit, split evenly between rounds, a round's unspent time
+   carried over; a round stops drawing when its next fit (predicted from the round's measured
+   fits) would overrun it, and the first round draws as many candidates as its share affords.
+   Learners whose solver takes a starting point (WARCA, LMNN: ``init``) start a promoted
+   candidate from its previous round's map (a warm start). A rank (``n_components``) larger
+   than a subsampled round supports is fitted at the learner's default rank in that round
+   (noted in ``error``).
 5. **Choice and refit.** The best score among the candidates fitted on the whole training part,
    the default included (the default on ties), is refitted on all of ``(X, y)``.
 
 A whole tuned fit takes about ``budget`` times a default fit (``benchmarks/bench_tuning.py``
-measures the ratio); a single fit may overrun its round's share, so the ratio can exceed
-``budget`` by about one default fit when single fits are slow.
+measures the ratio): the search gets what is left of ``budget × t_default`` after the default's
+fit and scoring and before the refit, and its accounting includes the scoring. The first round
+fits at least ``eta`` candidates and every later round at least one, and a single fit may
+overrun its round's share, so the ratio can exceed ``budget`` when single fits are slow
+compared with the whole budget or faster than their scoring.
 
 The held-out part is carved from the data given to ``fit`` only: pass training data, never a
 test split (tests/test_tuning.py checks that no row given to ``fit`` or ``score`` during the
@@ -184,7 +188,8 @@ class TunedMetricLearner(TransformerMixin, BaseEstimator):
     param_space : dict of lists, optional
         ``{parameter: [values]}`` to search instead of :meth:`search_space`.
     budget : float, default=10.0
-        Time of the whole tuned fit in units of one default fit (at least 3).
+        Time of the whole tuned fit in units of one default fit (at least 3; the default's
+        fit on the training part is the unit).
     validation_fraction : float, default=0.25
         Share of the groups (or of each class's rows) held out for validation.
     split : {"auto", "groups", "stratified"}, default="auto"
@@ -474,8 +479,12 @@ class TunedMetricLearner(TransformerMixin, BaseEstimator):
                              f"{results[-1]['error']}")  # fmt: skip
         unit = max(unit, 1e-3)
         self.default_fit_seconds_ = unit
+        # the whole fit's time is budget × unit: what is left after the default's fit and
+        # scoring, less the refit on all rows (about unit × n / n_inner)
+        refit = unit * X.shape[0] / inner.shape[0]
+        left = unit * float(self.budget) - (time.perf_counter() - start) - refit
         finalists = self._halving(template, candidates, X, y, cameras, inner, val, ranks,
-                                  results, unit * (float(self.budget) - 2.0))  # fmt: skip
+                                  results, left)  # fmt: skip
         self.search_seconds_ = time.perf_counter() - start
 
         best_params, best_score = {}, self.default_score_
@@ -509,9 +518,8 @@ class TunedMetricLearner(TransformerMixin, BaseEstimator):
             scored = []
             for params, previous in alive:
                 predicted = np.mean(times) if times else 0.0
-                if not fixed and times and spent + predicted > allowance:
-                    break
-                if not fixed and not times and round_ == 0 and allowance <= 0:
+                at_least = eta if round_ == 0 else 1  # a search compares some candidates
+                if not fixed and len(times) >= at_least and spent + predicted > allowance:
                     break
                 warm = self._warm_start(previous) if previous is not None else {}
                 rank = params.get("n_components")

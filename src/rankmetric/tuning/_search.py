@@ -1,55 +1,4 @@
-"""Budgeted self-tuning: ``WARCACV``, ``KernelWARCACV``, ``SSNECV``, ``ITMLCV``, ``KISSMECV``,
-``XQDACV`` and ``LMNNCV``.
-
-scikit-learn's ``*CV`` convention: ``KernelWARCACV().fit(X, y)`` chooses the learner's few
-decisive hyper-parameters on validation data held out of ``(X, y)`` itself, then refits the
-learner on all of ``(X, y)`` with the chosen values. One implementation
-(:class:`TunedMetricLearner`) serves every learner; a subclass names the learner and its search
-space (:meth:`TunedMetricLearner.search_space`).
-
-How a fit runs:
-
-1. **Hold-out by group.** A quarter of the labels (identities or classes) is held out
-   (:func:`group_holdout`), with every row of those groups; with ``split="stratified"`` a
-   quarter of the rows of every class instead. ``split="auto"`` holds groups out when cameras are
-   given or there are at least :data:`MIN_GROUPS_FOR_GROUP_SPLIT` labels (re-identification,
-   retrieval of unseen classes), rows otherwise (a classifier over known classes).
-2. **Score = the task's metric** on the held-out part: rank-1 of the Market-1501 protocol when
-   cameras are given (:func:`rankmetric.evaluate.reid_scores`, one query per (identity, camera)
-   track), leave-one-out recall@1 among the held-out groups without cameras
-   (:func:`rankmetric.evaluate.retrieval_scores`), and k-NN accuracy of the held-out rows against
-   the training rows with ``split="stratified"`` (:func:`rankmetric.evaluate.knn_accuracy`).
-3. **The default first.** The learner with its defaults (``estimator``'s parameters) is fitted on
-   the training part and scored; its fit time is the budget's unit, ``t_default``.
-4. **Successive halving** (Jamieson & Talwalkar 2016) over candidates drawn at random from the
-   search space (seeded by ``random_state``): round ``i`` fits its candidates on a nested
-   subsample of ``eta**(i - k)`` of the training groups (rows within classes with the stratified
-   split), the best ``1/eta`` go on to the next round, the last round uses the whole training
-   part. The search gets what is left of ``budget × t_default`` after the default's fit and
-   scoring and before the final refit, split evenly between rounds, a round's unspent time
-   carried over; a round stops drawing when its next fit (predicted from the round's measured
-   fits) would overrun it, and the first round draws as many candidates as its share affords.
-   Learners whose solver takes a starting point (WARCA, LMNN: ``init``) start a promoted
-   candidate from its previous round's map (a warm start). A rank (``n_components``) larger
-   than a subsampled round supports is fitted at the learner's default rank in that round
-   (noted in ``error``).
-5. **Choice and refit.** The best score among the candidates fitted on the whole training part,
-   the default included (the default on ties), is refitted on all of ``(X, y)``.
-
-A whole tuned fit takes about ``budget`` times a default fit (``benchmarks/bench_tuning.py``
-measures the ratio): the search gets what is left of ``budget × t_default`` after the default's
-fit and scoring and before the refit, and its accounting includes the scoring. The first round
-fits at least ``eta`` candidates and every later round at least one, and a single fit may
-overrun its round's share, so the ratio can exceed ``budget`` when single fits are slow
-compared with the whole budget or faster than their scoring.
-
-The held-out part is carved from the data given to ``fit`` only: pass training data, never a
-test split (tests/test_tuning.py checks that no row given to ``fit`` or ``score`` during the
-search comes from outside it, and that the held-out rows reach only the final refit).
-
-Model files: ``save`` writes the best estimator (``best_estimator_``); :func:`rankmetric.load_model`
-returns that base learner (a ``WARCA`` for a ``WARCACV``), which transforms identically.
-"""
+"""``TunedMetricLearner``: the one budgeted search behind every ``*CV`` learner."""
 
 from __future__ import annotations
 
@@ -63,113 +12,14 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin, clone
 from sklearn.utils.validation import check_is_fitted
 
-from ._utils import make_rng
-
-__all__ = [
-    "CV_CLASSES",
-    "MIN_GROUPS_FOR_GROUP_SPLIT",
-    "TunedMetricLearner",
-    "WARCACV",
-    "KernelWARCACV",
-    "SSNECV",
-    "ITMLCV",
-    "KISSMECV",
-    "XQDACV",
-    "LMNNCV",
-    "group_holdout",
-    "tuned_learner",
-]
-
-#: With this many labels or more (and no cameras), ``split="auto"`` holds out groups.
-MIN_GROUPS_FOR_GROUP_SPLIT = 20
-#: Fewest groups (or rows per class, stratified) a subsampled round keeps.
-MIN_ROUND_GROUPS = 16
-
-
-def group_holdout(groups, fraction: float = 0.25, *, random_state=None):
-    """Training and validation rows with whole groups (identities, classes) held out.
-
-    Parameters
-    ----------
-    groups : array-like of shape (n_samples,)
-        The group (identity or class label) of each row.
-    fraction : float, default=0.25
-        Share of the groups held out (rounded, at least 2, leaving at least 2).
-    random_state : int, Generator or None
-        Picks the held-out groups.
-
-    Returns
-    -------
-    train_rows, validation_rows : ndarray of int
-        Sorted row indices; no group has rows in both.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from rankmetric.tuning import group_holdout
-    >>> groups = np.repeat(np.arange(8), 2)
-    >>> train, val = group_holdout(groups, 0.25, random_state=0)
-    >>> len(train), len(val), set(groups[train]) & set(groups[val])
-    (12, 4, set())
-    """
-    groups = np.asarray(groups)
-    if groups.ndim != 1:
-        raise ValueError(f"groups must be one-dimensional, got shape {groups.shape}.")
-    if not 0.0 < fraction < 1.0:
-        raise ValueError(f"fraction must lie in (0, 1), got {fraction}.")
-    names = np.unique(groups)
-    if names.shape[0] < 4:
-        raise ValueError(
-            f"too few groups to hold some out: {names.shape[0]} (at least 4 are needed)."
-        )
-    n_held = min(max(2, round(fraction * names.shape[0])), names.shape[0] - 2)
-    held = make_rng(random_state).choice(names, n_held, replace=False)
-    mask = np.isin(groups, held)
-    return np.flatnonzero(~mask), np.flatnonzero(mask)
-
-
-def _stratified_holdout(y, fraction, rng):
-    """Rows held out within every class (a class of one row stays in training)."""
-    val = []
-    for label in np.unique(y):
-        rows = np.flatnonzero(y == label)
-        n_held = min(round(fraction * rows.shape[0]), rows.shape[0] - 1)
-        val.append(rng.choice(rows, n_held, replace=False))
-    mask = np.zeros(y.shape[0], dtype=bool)
-    mask[np.concatenate(val)] = True
-    if not mask.any():
-        raise ValueError("too few rows per class to hold some out for validation.")
-    return np.flatnonzero(~mask), np.flatnonzero(mask)
-
-
-def _round_ranks(y, inner, by_groups, rng):
-    """Nested subsamples of the training part for the rounds: ``(rank, size)`` per row.
-
-    A round with share ``f`` keeps the rows with ``rank < max(MIN_ROUND_GROUPS, ceil(f size))``.
-    By groups: ``rank`` is the row's group's place in a random order of the groups and ``size``
-    their number (whole groups are kept). Stratified: ``rank`` is the row's place in a random
-    order of its class and ``size`` the class's size (every class keeps its share).
-    """
-    labels = y[inner]
-    names, codes = np.unique(labels, return_inverse=True)
-    if by_groups:
-        place = np.empty(names.shape[0], dtype=np.int64)
-        place[rng.permutation(names.shape[0])] = np.arange(names.shape[0])
-        return place[codes], np.full(labels.shape[0], names.shape[0])
-    rank = np.empty(labels.shape[0], dtype=np.int64)
-    for code in range(names.shape[0]):
-        rows = np.flatnonzero(codes == code)
-        rank[rows[rng.permutation(rows.shape[0])]] = np.arange(rows.shape[0])
-    return rank, np.bincount(codes)[codes]
-
-
-def _subsample(inner, ranks, fraction):
-    """The training rows of a round with share ``fraction`` (see :func:`_round_ranks`)."""
-    if fraction >= 1.0:
-        return inner
-    rank, size = ranks
-    keep = np.maximum(MIN_ROUND_GROUPS, np.ceil(fraction * size))
-    return inner[rank < keep]
+from .._utils import make_rng
+from ._split import (
+    MIN_GROUPS_FOR_GROUP_SPLIT,
+    group_holdout,
+    round_ranks,
+    stratified_holdout,
+    subsample,
+)
 
 
 class TunedMetricLearner(TransformerMixin, BaseEstimator):
@@ -231,6 +81,8 @@ class TunedMetricLearner(TransformerMixin, BaseEstimator):
         Time of the search (default fit included, final refit excluded).
     split_ : str
         The split used (``"groups"`` or ``"stratified"``).
+    n_features_in_ : int
+        Number of features seen by ``fit``.
 
     Examples
     --------
@@ -374,7 +226,7 @@ class TunedMetricLearner(TransformerMixin, BaseEstimator):
 
     def _score(self, transform, X, y, cameras, inner, val) -> float:
         """The validation score of an embedding (``transform``; the identity for Euclidean)."""
-        from .evaluate import knn_accuracy, query_gallery_split, reid_scores, retrieval_scores
+        from ..evaluate import knn_accuracy, query_gallery_split, reid_scores, retrieval_scores
 
         Z_val = np.asarray(transform(X[val]), dtype=np.float64)
         if self.split_ == "stratified":
@@ -459,10 +311,10 @@ class TunedMetricLearner(TransformerMixin, BaseEstimator):
         if by_groups:
             inner, val = group_holdout(y, fraction, random_state=rng)
         else:
-            inner, val = _stratified_holdout(y, fraction, rng)
+            inner, val = stratified_holdout(y, fraction, rng)
         space = self._space(X[inner], y[inner], template)
         candidates = self._candidates(space, template, rng)
-        ranks = _round_ranks(y, inner, by_groups, rng)
+        ranks = round_ranks(y, inner, by_groups, rng)
 
         start = time.perf_counter()
         results: list[dict] = []
@@ -513,7 +365,7 @@ class TunedMetricLearner(TransformerMixin, BaseEstimator):
         finalists: list[tuple[dict, float]] = []
         for round_ in range(n_rounds):
             resource = float(eta) ** (round_ - n_rounds + 1)
-            rows = _subsample(inner, ranks, resource)
+            rows = subsample(inner, ranks, resource)
             allowance, spent, times = share + carried, 0.0, []
             scored = []
             for params, previous in alive:
@@ -606,251 +458,3 @@ def _same(a, b) -> bool:
         return bool(a == b) and type(a) is type(b) or (a is None and b is None)
     except (TypeError, ValueError):
         return False
-
-
-def _components(n_features: int, values=(8, 16, 32, 64)) -> list:
-    """Rank candidates below ``n_features`` and ``None`` (the learner's default rank)."""
-    return [None, *(v for v in values if v < n_features)]
-
-
-def _learner(path: str):
-    module, _, name = path.rpartition(".")
-    import importlib
-
-    return getattr(importlib.import_module(module), name)
-
-
-class WARCACV(TunedMetricLearner):
-    """:class:`~rankmetric.WARCA` with rank, λ and learning rate chosen inside ``fit``.
-
-    Space: ``n_components`` (8, 16, 32, 64 below the input dimension, and the default),
-    ``reg_lambda`` (1e-3 … 1e-1), ``learning_rate`` (the default's rule, 0.003, 0.03); a promoted
-    candidate starts from its previous round's map. Parameters and attributes: see
-    :class:`TunedMetricLearner`.
-
-    Examples
-    --------
-    >>> from sklearn.datasets import load_iris
-    >>> from rankmetric import WARCA
-    >>> from rankmetric.tuning import WARCACV
-    >>> X, y = load_iris(return_X_y=True)
-    >>> cv = WARCACV(WARCA(max_iter=50), budget=3, random_state=0).fit(X, y)
-    >>> cv.best_estimator_.__class__.__name__
-    'WARCA'
-    """
-
-    _learner = _learner("rankmetric.estimators.warca.WARCA")
-
-    def search_space(self, X, y, template) -> dict:
-        """Rank, λ and learning rate (see the class docstring)."""
-        return {
-            "n_components": _components(X.shape[1]),
-            "reg_lambda": [1e-3, 1e-2, 1e-1],
-            "learning_rate": [None, 3e-3, 3e-2],
-        }
-
-    def _warm_start(self, previous) -> dict:
-        return {"init": np.asarray(previous.components_, dtype=np.float64)}
-
-
-class KernelWARCACV(TunedMetricLearner):
-    """:class:`~rankmetric.KernelWARCA` with kernel width, λ, rank and steps chosen in ``fit``.
-
-    Space: ``gamma`` (the default width of :func:`rankmetric.kernels.default_gamma` times 1/4,
-    1/2, 1, 2, 4, on the training part), ``reg_lambda`` (0, 1e-4, 1e-3, 1e-2), ``n_components``
-    (16, 32, 64 below the input dimension, and the default) and ``max_iter`` (500, 1000, 2000).
-    Parameters and attributes: see :class:`TunedMetricLearner`.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from rankmetric.tuning import KernelWARCACV
-    >>> X = np.random.default_rng(0).random((40, 6))
-    >>> space = KernelWARCACV().search_space(X, np.arange(40) % 4, None)
-    >>> sorted(space), len(space["gamma"])
-    (['gamma', 'max_iter', 'n_components', 'reg_lambda'], 5)
-    """
-
-    _learner = _learner("rankmetric.estimators.kernel_warca.KernelWARCA")
-
-    def search_space(self, X, y, template) -> dict:
-        """Width, λ, rank and steps (see the class docstring)."""
-        from .kernels import default_gamma
-
-        kernel = "chi2_rbf" if template is None else template.kernel
-        seed = 0 if template is None or template.random_state is None else template.random_state
-        if template is not None and template.gamma is not None:
-            base = float(template.gamma)
-        else:
-            base = default_gamma(np.asarray(X, dtype=np.float64), kernel, make_rng(seed))
-        gammas = [None] + [float(base * f) for f in (0.25, 0.5, 2.0, 4.0)]
-        return {
-            "gamma": gammas,
-            "reg_lambda": [0.0, 1e-4, 1e-3, 1e-2],
-            "n_components": _components(X.shape[1], (16, 32, 64)),
-            "max_iter": [500, 1000, 2000],
-        }
-
-
-class SSNECV(TunedMetricLearner):
-    """:class:`~rankmetric.SSNE` with its dimension and λ chosen inside ``fit``.
-
-    Space: ``n_components`` (8, 16, 32, 64 below the input dimension, and the default) and
-    ``reg_lambda`` (1e-5 … 1e-2). Parameters and attributes: see :class:`TunedMetricLearner`.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from rankmetric.tuning import SSNECV
-    >>> SSNECV().search_space(np.zeros((10, 20)), np.arange(10) % 2, None)["n_components"]
-    [None, 8, 16]
-    """
-
-    _learner = _learner("rankmetric.estimators.ssne.SSNE")
-
-    def search_space(self, X, y, template) -> dict:
-        """Dimension and λ (see the class docstring)."""
-        return {
-            "n_components": _components(X.shape[1]),
-            "reg_lambda": [1e-5, 1e-4, 1e-3, 1e-2],
-        }
-
-
-class ITMLCV(TunedMetricLearner):
-    """:class:`~rankmetric.ITML` with its slack weight γ chosen inside ``fit``.
-
-    Space: ``slack_weight`` (0.01 … 100). Parameters and attributes: see
-    :class:`TunedMetricLearner`.
-
-    Examples
-    --------
-    >>> from sklearn.datasets import load_iris
-    >>> from rankmetric.tuning import ITMLCV
-    >>> X, y = load_iris(return_X_y=True)
-    >>> ITMLCV(budget=3, random_state=0).fit(X, y).best_params_["slack_weight"] > 0
-    True
-    """
-
-    _learner = _learner("rankmetric.estimators.itml.ITML")
-
-    def search_space(self, X, y, template) -> dict:
-        """The slack weight γ (see the class docstring)."""
-        return {"slack_weight": [0.01, 0.1, 1.0, 10.0, 100.0]}
-
-
-class KISSMECV(TunedMetricLearner):
-    """:class:`~rankmetric.KISSME` with its PCA dimension and ridge chosen inside ``fit``.
-
-    Space: ``n_components`` (8, 16, 32, 64 below the input dimension, and the default) and
-    ``regularization`` (1e-6, 1e-4, 1e-2, 1e-1). Parameters and attributes: see
-    :class:`TunedMetricLearner`.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from rankmetric.tuning import KISSMECV
-    >>> KISSMECV().search_space(np.zeros((10, 4)), np.arange(10) % 2, None)["n_components"]
-    [None]
-    """
-
-    _learner = _learner("rankmetric.estimators.kissme.KISSME")
-
-    def search_space(self, X, y, template) -> dict:
-        """Dimension and ridge (see the class docstring)."""
-        return {
-            "n_components": _components(X.shape[1]),
-            "regularization": [1e-6, 1e-4, 1e-2, 1e-1],
-        }
-
-
-class XQDACV(TunedMetricLearner):
-    """:class:`~rankmetric.XQDA` with its dimension and ridge chosen inside ``fit``.
-
-    Space: ``n_components`` (8, 16, 32, 64 below the input dimension, and the paper's rule,
-    the default) and ``regularization`` (1e-4 … 1). Parameters and attributes: see
-    :class:`TunedMetricLearner`.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from rankmetric.tuning import XQDACV
-    >>> XQDACV().search_space(np.zeros((10, 4)), np.arange(10) % 2, None)["regularization"]
-    [0.0001, 0.001, 0.01, 0.1, 1.0]
-    """
-
-    _learner = _learner("rankmetric.estimators.xqda.XQDA")
-
-    def search_space(self, X, y, template) -> dict:
-        """Dimension and ridge (see the class docstring)."""
-        return {
-            "n_components": _components(X.shape[1]),
-            "regularization": [1e-4, 1e-3, 1e-2, 1e-1, 1.0],
-        }
-
-
-class LMNNCV(TunedMetricLearner):
-    """:class:`~rankmetric.LMNN` with its k and push weight chosen inside ``fit``.
-
-    Space: ``n_target_neighbors`` (1, 3, 5) and ``push_weight`` (0.25, 0.5, 0.75); a promoted
-    candidate starts from its previous round's map. Parameters and attributes: see
-    :class:`TunedMetricLearner`.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from rankmetric.tuning import LMNNCV
-    >>> LMNNCV().search_space(np.zeros((10, 4)), np.arange(10) % 2, None)["n_target_neighbors"]
-    [1, 3, 5]
-    """
-
-    _learner = _learner("rankmetric.estimators.lmnn.LMNN")
-
-    def search_space(self, X, y, template) -> dict:
-        """k and the push weight (see the class docstring)."""
-        return {"n_target_neighbors": [1, 3, 5], "push_weight": [0.25, 0.5, 0.75]}
-
-    def _warm_start(self, previous) -> dict:
-        return {"init": np.asarray(previous.components_, dtype=np.float64)}
-
-
-#: ``rankmetric fit`` method name -> its tuned learner.
-CV_CLASSES = {
-    "warca": WARCACV,
-    "kernel-warca": KernelWARCACV,
-    "ssne": SSNECV,
-    "itml": ITMLCV,
-    "kissme": KISSMECV,
-    "xqda": XQDACV,
-    "lmnn": LMNNCV,
-}
-
-
-def tuned_learner(method: str, estimator, budget: float = 10.0) -> TunedMetricLearner:
-    """The tuned learner of ``rankmetric fit METHOD --tune``: ``estimator``'s settings, seeded
-    by its ``random_state`` (0 without one).
-
-    Parameters
-    ----------
-    method : str
-        A ``rankmetric fit`` method with a tuned learner (:data:`CV_CLASSES`).
-    estimator : estimator
-        The learner with the command line's values (the search starts from them).
-    budget : float, default=10.0
-        Whole fit's time in default fits.
-
-    Returns
-    -------
-    TunedMetricLearner
-
-    Examples
-    --------
-    >>> from rankmetric import KISSME
-    >>> from rankmetric.tuning import tuned_learner
-    >>> type(tuned_learner("kissme", KISSME())).__name__
-    'KISSMECV'
-    """
-    if method not in CV_CLASSES:
-        raise ValueError(f"--tune is available for {sorted(CV_CLASSES)}, not {method!r}.")
-    seed = getattr(estimator, "random_state", None)
-    seed = seed if isinstance(seed, (int, np.integer)) else 0
-    return CV_CLASSES[method](estimator, budget=budget, random_state=seed)

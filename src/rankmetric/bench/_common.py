@@ -26,6 +26,7 @@ __all__ = [
     "format_comparison",
     "below_reference_note",
     "SIGNIFICANCE_TEXT",
+    "SIGNIFICANT_MARK",
     "BELOW_MARK",
     "format_pm",
     "format_number",

@@ -193,7 +193,11 @@ def format_comparison(diff: float, p_value: float, *, scale: float = 100.0) -> s
 
 
 def below_reference_note(
-    rows: Mapping[str, Mapping], labels: Mapping[str, str], where: str, metric: str
+    rows: Mapping[str, Mapping],
+    labels: Mapping[str, str],
+    where: str,
+    metric: str,
+    reference: str = "Euclidean",
 ) -> list[str]:
     """Lines for the printed summary: every learned row below the reference, by how much."""
     lines = []
@@ -202,7 +206,7 @@ def below_reference_note(
             p_value = entry["p_reference"]
             tested = f", paired t-test p = {p_value:.2f}" if np.isfinite(p_value) else ""
             lines.append(
-                f"- {BELOW_MARK} **{labels.get(row, row)}** is below Euclidean on {where}: "
+                f"- {BELOW_MARK} **{labels.get(row, row)}** is below {reference} on {where}: "
                 f"{100 * entry['vs_reference']:+.1f} points of {metric}{tested}."
             )
     return lines

@@ -331,7 +331,7 @@ def _per_dataset_tables(table: dict, datasets, methods, results) -> tuple[str, l
     for dataset in datasets:
         rows = []
         compared = compare_r1(results, dataset)
-        below += below_reference_note(compared, labels, dataset, "R@1")
+        below += below_reference_note(compared, labels, dataset, "R@1", "Log-Euclidean")
         for method in methods:
             entry = table.get(dataset, {}).get(method)
             if entry:

@@ -175,6 +175,7 @@ def _digit_histogram_reid(n_identities=300, seed=0):
 
 
 @pytest.mark.slow
+@pytest.mark.filterwarnings("ignore:class .* has 2 sample")  # LMNN's k = 3 on two views
 def test_tuned_chi2_kernel_warca_level_with_the_best_linear_learner():
     from sklearn.preprocessing import StandardScaler
 

@@ -376,7 +376,9 @@ def _table1(results: list[dict], config: BenchConfig) -> tuple[str, dict]:
     for dataset in [*datasets, *unavailable]:
         ours, paper = [dataset, "ours"], ["", "paper"]
         compared = _compare_methods(groups, dataset, methods)
-        below += below_reference_note(compared, LABELS, dataset, "k-NN accuracy")
+        below += below_reference_note(
+            compared, LABELS, dataset, "k-NN accuracy", "its Euclidean reference"
+        )
         for method in columns:
             accs = [r["accuracy"] for r in groups.get((dataset, method), [])]
             if accs:

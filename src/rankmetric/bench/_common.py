@@ -131,7 +131,8 @@ def paired_p_value(a: Mapping, b: Mapping) -> float:
     """Two-sided paired t-test p-value of two rows' scores over their shared splits.
 
     ``a`` and ``b`` map a split (fold, seed) to a score; splits missing from either are left
-    out. NaN with fewer than two shared splits; 1.0 when the differences are all zero.
+    out. NaN with fewer than two shared splits or when every split differs by the same non-zero
+    amount (no spread: the t statistic is undefined); 1.0 when the differences are all zero.
     """
     from scipy import stats
 
@@ -140,8 +141,8 @@ def paired_p_value(a: Mapping, b: Mapping) -> float:
     diff = diff[np.isfinite(diff)]
     if diff.size < 2:
         return float("nan")
-    if np.allclose(diff, diff[0]):
-        return 1.0 if diff[0] == 0 else 0.0
+    if np.allclose(diff, diff[0]):  # no spread: equal rows, or a test that is undefined
+        return 1.0 if diff[0] == 0 else float("nan")
     return float(stats.ttest_1samp(diff, 0.0).pvalue)
 
 

@@ -34,7 +34,7 @@ class WARCACV(TunedMetricLearner):
     >>> from rankmetric import WARCA
     >>> from rankmetric.tuning import WARCACV
     >>> X, y = load_iris(return_X_y=True)
-    >>> cv = WARCACV(WARCA(max_iter=50), budget=3, random_state=0).fit(X, y)
+    >>> cv = WARCACV(WARCA(max_iter=50, tol=None), n_candidates=3, random_state=0).fit(X, y)
     >>> cv.best_estimator_.__class__.__name__
     'WARCA'
     """
@@ -121,11 +121,10 @@ class ITMLCV(TunedMetricLearner):
 
     Examples
     --------
-    >>> from sklearn.datasets import load_iris
+    >>> import numpy as np
     >>> from rankmetric.tuning import ITMLCV
-    >>> X, y = load_iris(return_X_y=True)
-    >>> ITMLCV(budget=3, random_state=0).fit(X, y).best_params_["slack_weight"] > 0
-    True
+    >>> ITMLCV().search_space(np.zeros((10, 3)), np.arange(10) % 2, None)
+    {'slack_weight': [0.01, 0.1, 1.0, 10.0, 100.0]}
     """
 
     _learner = _learner("rankmetric.estimators.itml.ITML")

@@ -94,7 +94,8 @@ def test_test_rows_never_reach_fit_or_score_and_validation_only_the_refit():
     for _, rows in seen:  # no call of the search or the refit ever sees a test row
         assert not _rows_in(rows, X[test]).any()
     fits = [rows for kind, rows in seen if kind == "fit"]
-    assert len(fits) == len(cv.tuning_results_["score"]) + 1  # the search, then the refit
+    # the search (a rank too large for a small round is retried at the default rank), the refit
+    assert len(fits) >= len(cv.tuning_results_["score"]) + 1
     X_train, ids_train = X[~test], ids[~test]
     searched = np.zeros(len(ids_train), dtype=bool)
     for rows in fits[:-1]:

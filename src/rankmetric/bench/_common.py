@@ -215,9 +215,10 @@ def below_reference_note(
 
 SIGNIFICANCE_TEXT = (
     "Cells: mean ± half-width of the 95 % Student-t interval over the splits/seeds. "
-    "Δ columns: difference of means in points against the reference (Euclidean) row and against "
-    "the best row, with the two-sided paired t-test p-value over the shared splits "
-    f"({SIGNIFICANT_MARK}: p < 0.05; with 3 splits the test detects only large differences). "
+    "Δ columns: difference of means in points against the reference row (no learning) and "
+    "against the best row, with the two-sided paired t-test p-value over the shared splits "
+    f"({SIGNIFICANT_MARK}: p < 0.05; with 2 or 3 splits the test detects only large "
+    "differences). "
     f"{BELOW_MARK}: a learned row whose mean is below the reference's."
 )
 

@@ -407,8 +407,8 @@ def _table1(results: list[dict], config: BenchConfig) -> tuple[str, dict]:
         f"stratified CV folds (`RepeatedStratifiedKFold(random_state={CV_SEED})`; the paper's "
         "± is a standard deviation); paper = SSNE Table 1. `protein` is not available."
         + (" mLMNN was not run (paper figures only)." if placeholder else "")
-        + f" Reference: Euclidean (scaled), the learners' own standardised inputs (plain "
-        f"Euclidean when it is not run). {BELOW_MARK}: below the reference's mean; "
+        + f" Reference: Euclidean (scaled), the learners' own standardised inputs (else plain "
+        f"Euclidean). {BELOW_MARK}: below the reference's mean; "
         f"{SIGNIFICANT_MARK}: differs from the reference by a paired t-test over the folds at "
         "p < 0.05 (the folds of repeated CV overlap, so the test is optimistic)."
     )

@@ -143,7 +143,9 @@ def paired_p_value(a: Mapping, b: Mapping) -> float:
         return float("nan")
     if np.allclose(diff, diff[0]):  # no spread: equal rows, or a test that is undefined
         return 1.0 if diff[0] == 0 else float("nan")
-    return float(stats.ttest_1samp(diff, 0.0).pvalue)
+    with warnings.catch_warnings():  # near-constant differences: scipy's precision notice
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return float(stats.ttest_1samp(diff, 0.0).pvalue)
 
 
 def compare_rows(scores: Mapping[str, Mapping], reference: str | None) -> dict[str, dict]:

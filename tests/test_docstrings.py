@@ -245,6 +245,24 @@ def _pairs():
     return np.stack([X[pairs[:, 0]], X[pairs[:, 1]]], axis=1), same
 
 
+def _tuned_fits() -> dict:
+    """The ``*CV`` learners of rankmetric.tuning on a fixed plan of two candidates."""
+    small = {
+        "WARCACV": rankmetric.WARCA(n_components=2, max_iter=5),
+        "KernelWARCACV": rankmetric.KernelWARCA(kernel="rbf", n_components=2, max_iter=5),
+        "SSNECV": rankmetric.SSNE(n_components=3, max_iter=5),
+        "LMNNCV": rankmetric.LMNN(n_components=2, max_iter=5),
+        "ITMLCV": rankmetric.ITML(max_iter=5),
+        "KISSMECV": rankmetric.KISSME(),
+        "XQDACV": rankmetric.XQDA(),
+    }
+    return {
+        name: (lambda n=name, e=est: getattr(rankmetric, n)(e, n_candidates=2, random_state=0)
+               .fit(*_vectors()))
+        for name, est in small.items()
+    }  # fmt: skip
+
+
 def _fitted(name: str):
     from rankmetric import preprocessing as pre
 
@@ -274,6 +292,7 @@ def _fitted(name: str):
         ),
         "RegionCovariances": lambda: pre.RegionCovariances().fit(rng.random((3, 8, 8))),
         "StripeHistograms": lambda: pre.StripeHistograms().fit(rng.random((3, 16 * 16))),
+        **_tuned_fits(),
     }
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

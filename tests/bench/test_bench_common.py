@@ -200,3 +200,56 @@ def test_cell_runner_records_a_failed_cell_instead_of_raising():
     ok, note = split_failures(results)
     assert ok == [results[1]] and "1 cell(s) failed" in note and "no positive pair" in note
     assert split_failures(ok) == (ok, "")
+
+
+def test_mean_ci_is_the_student_t_interval():
+    from scipy import stats
+
+    from rankmetric.bench import mean_ci
+
+    values = [0.5, 0.7, 0.6]
+    mean, half = mean_ci(values)
+    expected = stats.t.ppf(0.975, 2) * np.std(values, ddof=1) / np.sqrt(3)
+    assert mean == pytest.approx(0.6) and half == pytest.approx(expected)
+    assert np.isnan(mean_ci([0.4])[1]) and all(np.isnan(v) for v in mean_ci([]))
+
+
+def test_paired_p_value_pairs_by_split():
+    from scipy import stats
+
+    from rankmetric.bench import paired_p_value
+
+    a = {0: 0.5, 1: 0.6, 2: 0.8, 3: 0.7}
+    b = {0: 0.4, 1: 0.55, 2: 0.6, 9: 0.1}  # split 9 has no partner, 3 neither
+    expected = stats.ttest_rel([0.5, 0.6, 0.8], [0.4, 0.55, 0.6]).pvalue
+    assert paired_p_value(a, b) == pytest.approx(expected)
+    assert paired_p_value(a, a) == 1.0
+    assert np.isnan(paired_p_value({0: 0.1}, {0: 0.2}))
+
+
+def test_compare_rows_marks_learned_rows_below_the_reference():
+    from rankmetric.bench import (
+        BELOW_MARK,
+        below_reference_note,
+        compare_rows,
+        format_comparison,
+        paired_p_value,
+    )
+
+    scores = {
+        "euclidean": {0: 0.30, 1: 0.32, 2: 0.31},
+        "good": {0: 0.50, 1: 0.52, 2: 0.49},
+        "bad": {0: 0.10, 1: 0.13, 2: 0.11},
+    }
+    rows = compare_rows(scores, "euclidean")
+    assert rows["good"]["best"] == "good" and not rows["good"]["below_reference"]
+    assert rows["bad"]["below_reference"] and not rows["euclidean"]["below_reference"]
+    assert rows["bad"]["vs_reference"] == pytest.approx(-0.19666, abs=1e-4)
+    assert rows["bad"]["p_reference"] < 0.05 and rows["bad"]["p_best"] < 0.05
+    assert np.isnan(rows["good"]["vs_best"])  # the best row is not compared with itself
+    assert format_comparison(-0.2, 0.001) == "−20.0* (p 0.00)"
+    assert format_comparison(0.013, 0.4) == "+1.3 (p 0.40)"
+    lines = below_reference_note(rows, {"bad": "Bad"}, "set-a", "rank 1")
+    assert len(lines) == 1 and BELOW_MARK in lines[0] and "Bad" in lines[0] and "−" not in lines[0]
+    assert "-19.7 points of rank 1" in lines[0]
+    assert np.isnan(paired_p_value({0: 0.1, 1: 0.2}, {0: 0.2, 1: 0.3}))  # no spread

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from rankmetric.bench import BenchConfig, rpl, spd_pipelines
+from rankmetric.bench import BELOW_MARK, BenchConfig, rpl, spd_pipelines
 from rankmetric.bench.spdnet_baselines import (
     ROWS,
     fit_spdnet_baseline,
@@ -150,7 +150,10 @@ def test_run_cell_and_summary(tmp_path):
     }
     assert f"| {rpl.ACCURACY} | {rpl.FIT_TIME} |" in summary.markdown
     for label in ("MDM", "TangentSpace + LogReg", "TangentSpace + WARCA"):
-        assert f"| {label} |" in summary.markdown
+        # a row below the Log-Euclidean reference carries the mark
+        assert any(f"| {label}{m} |" in summary.markdown for m in ("", f" {BELOW_MARK}"))
+    assert "Δ R@1 vs Log-Euclidean" in summary.markdown
+    assert "below Log-Euclidean in R@1" in summary.markdown
     assert "fit s" in summary.payload["synthetic-spd"]["mdm"]
     assert summary.payload["synthetic-spd"]["discriminating"] is True
     assert summary.plots[0].exists()

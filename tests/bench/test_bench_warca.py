@@ -246,3 +246,30 @@ def test_cells_on_a_user_file(tmp_path):
     assert "your data" in summary.markdown and "not a stand-in" in summary.markdown
     np.savez(path, X=d.X + 1, y=d.ids, cameras=d.camera)  # a changed file: new cache keys
     assert warca.build_cells(config)[0].dataset != cells[0].dataset
+
+
+def _fake_cmc(method: str, fold: int, rank1: float) -> dict:
+    cell = {"benchmark": warca.NAME, "method": method, "dataset": "synthetic-reid", "fold": fold,
+            "seed": 0, "options": {}}  # fmt: skip
+    cmc = {str(r): min(1.0, rank1 + 0.1 * i) for i, r in enumerate(warca.RANKS)}
+    return {"cell": cell, "cmc": cmc, "curve": [rank1] * 5, "map": rank1, "minp": rank1,
+            "n_queries_skipped": 0, "rerank": {"cmc": {"1": rank1}, "map": rank1},
+            "fit_seconds": 0.1, "n_test_identities": 316}  # fmt: skip
+
+
+def test_cmc_table_marks_and_lists_learned_rows_below_euclidean(tmp_path):
+    from rankmetric.bench import BELOW_MARK, BenchConfig
+
+    results = [_fake_cmc("euclidean", f, 0.30 + 0.01 * f) for f in range(3)]
+    results += [_fake_cmc("kissme", f, 0.40 + 0.02 * f) for f in range(3)]
+    results += [_fake_cmc("kernel-warca", f, 0.10 + 0.02 * f) for f in range(3)]
+    summary = warca.summarise(results, BenchConfig(quick=True), tmp_path)
+    text = summary.markdown
+    assert f"| Kernel WARCA {BELOW_MARK} |" in text and "| KISSME |" in text
+    assert "Learned rows below Euclidean" in text and "**Kernel WARCA** is below Euclidean" in text
+    assert "95 % Student-t interval" in text and "Δ rank 1 vs Euclidean" in text
+    entry = summary.payload["cmc"]["synthetic-reid"]["kernel-warca"]
+    assert entry["below_euclidean"] and entry["rank1_vs_euclidean"]["diff"] == pytest.approx(-0.19)
+    assert entry["rank1_vs_euclidean"]["p"] < 0.05
+    assert not summary.payload["cmc"]["synthetic-reid"]["kissme"]["below_euclidean"]
+    assert entry["1"]["ci95"] > 0

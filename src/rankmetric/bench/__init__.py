@@ -21,7 +21,11 @@ the package imports them (``tests/test_private_imports.py``).
   :data:`BENCHMARKS`, :class:`Summary`; a grid of cells: :class:`Cell`, :func:`run_grid`,
   :func:`execute_cell`, the cache (:func:`is_cached`, :func:`store_result`,
   :func:`result_digest`).
-- Tables of results: :func:`mean_std`, :func:`format_pm`, :func:`format_number`,
+- Tables of results: :func:`mean_std`, :func:`format_pm`; what is significant:
+  :func:`mean_ci` (95 % t-interval), :func:`paired_p_value` (paired t-test over splits),
+  :func:`compare_rows` (each row against the reference and the best row), :func:`format_ci`,
+  :func:`format_comparison`, :func:`below_reference_note`, :data:`BELOW_MARK`;
+  :func:`format_number`,
   :func:`markdown_table`, :func:`group_by`, :func:`select`, :func:`split_failures`,
   :func:`strip_timings`, :func:`json_safe`, :func:`write_json`; cell runners:
   :func:`cell_runner`, :func:`captured_warnings`.
@@ -49,6 +53,13 @@ _LAZY = {
     "json_safe": ("_common", "json_safe"),
     "markdown_table": ("_common", "markdown_table"),
     "mean_std": ("_common", "mean_std"),
+    "mean_ci": ("_common", "mean_ci"),
+    "paired_p_value": ("_common", "paired_p_value"),
+    "compare_rows": ("_common", "compare_rows"),
+    "format_ci": ("_common", "format_ci"),
+    "format_comparison": ("_common", "format_comparison"),
+    "below_reference_note": ("_common", "below_reference_note"),
+    "BELOW_MARK": ("_common", "BELOW_MARK"),
     "select": ("_common", "select"),
     "split_failures": ("_common", "split_failures"),
     "strip_timings": ("_common", "strip_timings"),

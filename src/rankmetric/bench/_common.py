@@ -19,6 +19,15 @@ __all__ = [
     "BenchConfig",
     "Summary",
     "mean_std",
+    "mean_ci",
+    "paired_p_value",
+    "compare_rows",
+    "format_ci",
+    "format_comparison",
+    "below_reference_note",
+    "SIGNIFICANCE_TEXT",
+    "SIGNIFICANT_MARK",
+    "BELOW_MARK",
     "format_pm",
     "format_number",
     "markdown_table",
@@ -90,6 +99,130 @@ def mean_std(values: Iterable[float]) -> tuple[float, float]:
     if arr.size == 0:
         return float("nan"), float("nan")
     return float(arr.mean()), float(arr.std())
+
+
+#: Confidence of the per-cell intervals and level of the paired tests.
+CONFIDENCE = 0.95
+#: Mark of a learned row whose mean is below the reference (Euclidean) row's.
+BELOW_MARK = "▼"
+#: Mark of a difference significant at ``1 - CONFIDENCE`` (paired t-test over splits).
+SIGNIFICANT_MARK = "*"
+
+
+def mean_ci(values: Iterable[float]) -> tuple[float, float]:
+    """Mean and the half-width of its 95 % Student-t confidence interval over the values.
+
+    The values are one cell's scores over its splits or seeds; the half-width is
+    ``t(0.975, n − 1) · s / √n`` (``s`` with ``ddof=1``), NaN with fewer than two values.
+    """
+    from scipy import stats
+
+    arr = np.asarray([v for v in values if v is not None], dtype=np.float64)
+    arr = arr[np.isfinite(arr)]
+    if arr.size == 0:
+        return float("nan"), float("nan")
+    if arr.size < 2:
+        return float(arr.mean()), float("nan")
+    half = stats.t.ppf(0.5 + CONFIDENCE / 2, arr.size - 1) * arr.std(ddof=1) / np.sqrt(arr.size)
+    return float(arr.mean()), float(half)
+
+
+def paired_p_value(a: Mapping, b: Mapping) -> float:
+    """Two-sided paired t-test p-value of two rows' scores over their shared splits.
+
+    ``a`` and ``b`` map a split (fold, seed) to a score; splits missing from either are left
+    out. NaN with fewer than two shared splits or when every split differs by the same non-zero
+    amount (no spread: the t statistic is undefined); 1.0 when the differences are all zero.
+    """
+    from scipy import stats
+
+    keys = [k for k in a if k in b and a[k] is not None and b[k] is not None]
+    diff = np.asarray([a[k] - b[k] for k in keys], dtype=np.float64)
+    diff = diff[np.isfinite(diff)]
+    if diff.size < 2:
+        return float("nan")
+    if np.allclose(diff, diff[0]):  # no spread: equal rows, or a test that is undefined
+        return 1.0 if diff[0] == 0 else float("nan")
+    with warnings.catch_warnings():  # near-constant differences: scipy's precision notice
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return float(stats.ttest_1samp(diff, 0.0).pvalue)
+
+
+def compare_rows(scores: Mapping[str, Mapping], reference: str | None) -> dict[str, dict]:
+    """Each row's mean, interval and paired comparisons with the reference and the best row.
+
+    Parameters
+    ----------
+    scores : dict
+        ``{row: {split: score}}``, higher is better; the splits pair the rows.
+    reference : str or None
+        The row learned rows are compared with (Euclidean); None when the table has none.
+
+    Returns
+    -------
+    dict
+        ``{row: {"mean", "ci", "vs_reference", "p_reference", "vs_best", "p_best", "best",
+        "below_reference"}}``: differences of means (row − other) and paired t-test p-values.
+    """
+    stats = {row: mean_ci(values.values()) for row, values in scores.items()}
+    finite = {row: m for row, (m, _) in stats.items() if np.isfinite(m)}
+    best = max(finite, key=finite.get) if finite else None
+    out = {}
+    for row, (mean, half) in stats.items():
+        entry = {"mean": mean, "ci": half, "best": best}
+        for key, other in (("reference", reference), ("best", best)):
+            if other is None or other not in scores or other == row:
+                entry[f"vs_{key}"], entry[f"p_{key}"] = float("nan"), float("nan")
+                continue
+            entry[f"vs_{key}"] = mean - stats[other][0]
+            entry[f"p_{key}"] = paired_p_value(scores[row], scores[other])
+        entry["below_reference"] = bool(row != reference and entry["vs_reference"] < 0)
+        out[row] = entry
+    return out
+
+
+def format_ci(mean: float, half: float, *, scale: float = 100.0, digits: int = 1) -> str:
+    """``"97.1 ± 0.3"``: a mean and its interval's half-width (``"—"`` when missing)."""
+    return format_pm(mean, half, scale=scale, digits=digits)
+
+
+def format_comparison(diff: float, p_value: float, *, scale: float = 100.0) -> str:
+    """``"−2.3* (p 0.01)"``: a difference of means with its paired p-value ("" when none)."""
+    if not np.isfinite(diff):
+        return ""
+    star = SIGNIFICANT_MARK if np.isfinite(p_value) and p_value < 1 - CONFIDENCE else ""
+    p_text = f" (p {p_value:.2f})" if np.isfinite(p_value) else ""
+    return f"{scale * diff:+.1f}{star}{p_text}".replace("-", "−")
+
+
+def below_reference_note(
+    rows: Mapping[str, Mapping],
+    labels: Mapping[str, str],
+    where: str,
+    metric: str,
+    reference: str = "Euclidean",
+) -> list[str]:
+    """Lines for the printed summary: every learned row below the reference, by how much."""
+    lines = []
+    for row, entry in rows.items():
+        if entry.get("below_reference"):
+            p_value = entry["p_reference"]
+            tested = f", paired t-test p = {p_value:.2f}" if np.isfinite(p_value) else ""
+            lines.append(
+                f"- {BELOW_MARK} **{labels.get(row, row)}** is below {reference} on {where}: "
+                f"{100 * entry['vs_reference']:+.1f} points of {metric}{tested}."
+            )
+    return lines
+
+
+SIGNIFICANCE_TEXT = (
+    "Cells: mean ± half-width of the 95 % Student-t interval over the splits/seeds. "
+    "Δ columns: difference of means in points against the reference row (no learning) and "
+    "against the best row, with the two-sided paired t-test p-value over the shared splits "
+    f"({SIGNIFICANT_MARK}: p < 0.05; with 2 or 3 splits the test detects only large "
+    "differences). "
+    f"{BELOW_MARK}: a learned row whose mean is below the reference's."
+)
 
 
 def format_pm(

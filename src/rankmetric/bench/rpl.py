@@ -43,13 +43,20 @@ from sklearn.base import clone
 
 from ..evaluate import clustering_scores, knn_accuracy, retrieval_scores
 from ._common import (
+    BELOW_MARK,
+    SIGNIFICANCE_TEXT,
     BenchConfig,
     Summary,
+    below_reference_note,
     captured_warnings,
     cell_runner,
+    compare_rows,
+    format_ci,
+    format_comparison,
     format_pm,
     group_by,
     markdown_table,
+    mean_ci,
     mean_std,
     split_failures,
 )
@@ -126,6 +133,8 @@ METHOD_INFO = {
     **{k: (label, None) for k, (label, _) in PIPELINES.items()},
 }
 METHODS = tuple(METHOD_INFO)
+#: The row every learned row is compared with (no learning).
+REFERENCE = "log-euclidean"
 
 #: The one training budget of RPL and every baseline (RPLEmbedding's defaults in full mode).
 BUDGETS = {
@@ -352,12 +361,13 @@ def run_cell(cell: Cell) -> dict:
 # ----------------------------------------------------------------------------- the report
 
 
-def _aggregate(results: list[dict]) -> dict:
-    """``{dataset: {method: {metric: (mean, std)}}}`` over seeds."""
+def _aggregate(results: list[dict], spread=mean_std) -> dict:
+    """``{dataset: {method: {metric: (mean, spread)}}}`` over seeds (``spread``: std, or the
+    95 % t-interval half-width with :func:`~rankmetric.bench._common.mean_ci`)."""
     table: dict = {}
     for (dataset, method), group in group_by(results, "dataset", "method").items():
         table.setdefault(dataset, {})[method] = {
-            m: mean_std(r["scores"][m] for r in group if r["scores"].get(m) is not None)
+            m: spread(r["scores"][m] for r in group if r["scores"].get(m) is not None)
             for m in (*METRICS, TRAIN_METRIC, ACCURACY, "chance R@1")
         }
         seconds = [r["fit_seconds"] for r in group if r.get("fit_seconds") is not None]
@@ -383,19 +393,39 @@ def _ours_table(table: dict, datasets: list[str], methods: list[str]) -> str:
     return markdown_table(header, rows)
 
 
+def compare_r1(results: list[dict], dataset: str) -> dict[str, dict]:
+    """Each method's test R@1 on ``dataset``: interval and paired t-tests over the seeds against
+    the Log-Euclidean reference and the best row."""
+    scores: dict = {}
+    for r in results:
+        if r["cell"]["dataset"] == dataset and r["scores"].get("R@1") is not None:
+            scores.setdefault(r["cell"]["method"], {})[r["cell"]["seed"]] = r["scores"]["R@1"]
+    return compare_rows(scores, REFERENCE if REFERENCE in scores else None)
+
+
 def _per_dataset_tables(
-    table: dict, datasets: list[str], methods: list[str], paths: dict | None = None
-) -> str:
-    parts = []
+    table: dict, datasets, methods, results, paths: dict | None = None
+) -> tuple[str, list[str]]:
+    parts, below = [], []
     columns = (*METRICS, TRAIN_METRIC, ACCURACY)
+    labels = {m: METHOD_INFO[m][0] for m in METHOD_INFO}
     for dataset in datasets:
         rows = []
+        compared = compare_r1(results, dataset)
+        below += below_reference_note(compared, labels, dataset, "R@1", "Log-Euclidean")
         for method in methods:
             entry = table.get(dataset, {}).get(method)
             if entry:
+                test = compared.get(method, {})
+                mark = f" {BELOW_MARK}" if test.get("below_reference") else ""
                 rows.append(
-                    [METHOD_INFO[method][0], *(format_pm(*entry[m], digits=1) for m in columns),
-                     _format_seconds(entry.get(FIT_TIME, (float("nan"),))[0])]
+                    [METHOD_INFO[method][0] + mark,
+                     *(format_ci(*entry[m]) for m in columns),
+                     _format_seconds(entry.get(FIT_TIME, (float("nan"),))[0]),
+                     format_comparison(test.get("vs_reference", float("nan")),
+                                       test.get("p_reference", float("nan"))),
+                     format_comparison(test.get("vs_best", float("nan")),
+                                       test.get("p_best", float("nan")))]
                 )  # fmt: skip
         entries = table.get(dataset, {})
         chance = next(iter(entries.values()))["chance R@1"][0] if entries else float("nan")
@@ -407,9 +437,10 @@ def _per_dataset_tables(
             if is_trial_file(dataset)
             else f"stands in for {SPD_SETS.get(dataset, '?')}"
         )
+        header = ["method", *columns, FIT_TIME, "Δ R@1 vs Log-Euclidean", "Δ R@1 vs best"]
         parts.append(f"**{dataset}** ({what}; chance R@1 {100 * chance:.1f}){flag}\n\n"
-                     + markdown_table(["method", *columns, FIT_TIME], rows))  # fmt: skip
-    return "\n\n".join(parts)
+                     + markdown_table(header, rows))  # fmt: skip
+    return "\n\n".join(parts), below
 
 
 def _format_seconds(value: float) -> str:
@@ -436,15 +467,16 @@ def summarise(results: list[dict], config: BenchConfig, out_dir) -> Summary:
     if not results:
         return Summary(NAME, f"## RPL Table 1 — SPD stand-ins\n\n{failures}", {}, [])
     table = _aggregate(results)
+    intervals = _aggregate(results, mean_ci)
     datasets = [d for d in SPD_SETS if d in table] + [d for d in table if is_trial_file(d)]
     methods = [m for m in METHODS if any(m in table[d] for d in datasets)]
     seeds = sorted({r["cell"]["seed"] for r in results})
     budget = results[0]["cell"]["options"]["budget"]
     quick = "QUICK MODE (fewer sets and seeds, short training) — " if config.quick else ""
     intro = (
-        f"{quick}F1 / R@1 / R@3 / NMI (%) on the test part (a bundled set's official one), "
-        "mean ± std over seeds "
-        f"{seeds}. Every trained row is `SPDNetEmbedding` with another loss (RPL rows: "
+        f"{quick}F1 / R@1 / R@3 / NMI (%) on the test part (a bundled set's official one) over "
+        f"seeds {seeds}. {SIGNIFICANCE_TEXT} The reference row is Log-Euclidean (no learning). "
+        "Every trained row is `SPDNetEmbedding` with another loss (RPL rows: "
         "`RPLEmbedding`), on one network: inputs whitened by their Riemannian mean, two square "
         "free BiMap → ReEig blocks (identity start, ReEig floor 5 % of the mean eigenvalue), "
         "LogEig and a linear head (identity start); DSML-Triplet keeps the SPD output and its "
@@ -483,8 +515,14 @@ def summarise(results: list[dict], config: BenchConfig, out_dir) -> Summary:
         title, paper = "## RPL beside the EEG baselines — your trials", ""
     else:
         title = "## RPL Table 1 — SPD stand-ins"
+    tables, below = _per_dataset_tables(intervals, datasets, methods, results, paths)
+    verdict = (
+        f"**Learned rows below Log-Euclidean in R@1 ({BELOW_MARK}):**\n" + "\n".join(below)
+        if below
+        else "No learned row is below Log-Euclidean in R@1."
+    )
     markdown = "\n\n".join(part for part in [
-        title, intro, _per_dataset_tables(table, datasets, methods, paths), paper, failures,
+        title, intro, tables, verdict, paper, failures,
     ] if part)  # fmt: skip
     labels = {m: METHOD_INFO[m][0] for m in METHODS}
     ordered = {d: {m: table[d][m] for m in methods if m in table[d]} for d in datasets}

@@ -25,18 +25,24 @@ from sklearn.preprocessing import StandardScaler
 from ..estimators.warca import SCHEDULE_0_1 as WARCA_01
 from ..evaluate import knn_accuracy
 from ._common import (
+    BELOW_MARK,
+    SIGNIFICANT_MARK,
     BenchConfig,
     Summary,
+    below_reference_note,
     cell_runner,
+    compare_rows,
+    format_ci,
     format_pm,
     group_by,
+    json_safe,
     markdown_table,
     mean_std,
     select,
     split_failures,
 )
 from .grid import Cell
-from .learners import LABELS, fit_learner
+from .learners import EUCLIDEAN, LABELS, fit_learner
 
 __all__ = [
     "NAME",
@@ -364,20 +370,32 @@ def _table1(results: list[dict], config: BenchConfig) -> tuple[str, dict]:
     if placeholder:  # the paper's mLMNN figures beside our LMNN
         columns.insert(columns.index("lmnn") + 1, "mlmnn")
     header = ["data set", "", *(LABELS[m] for m in columns), "SSNE − paper"]
-    rows, payload = [], {}
+    rows, payload, tests, below = [], {}, [], []
     groups = group_by(cv, "dataset", "method")
     unavailable = ["protein"] if config.datasets is None else []
     for dataset in [*datasets, *unavailable]:
         ours, paper = [dataset, "ours"], ["", "paper"]
+        compared = _compare_methods(groups, dataset, methods)
+        below += below_reference_note(
+            compared, LABELS, dataset, "k-NN accuracy", "its Euclidean reference"
+        )
         for method in columns:
             accs = [r["accuracy"] for r in groups.get((dataset, method), [])]
             if accs:
                 mean, std = mean_std(accs)
-                payload.setdefault(dataset, {})[method] = {"mean": mean, "std": std, "scores": accs}
-            ours.append(format_pm(mean, std) if accs else "—")
+                test = compared[method]
+                payload.setdefault(dataset, {})[method] = json_safe({
+                    "mean": mean, "std": std, "ci95": test["ci"], "scores": accs,
+                    "vs_euclidean": {"diff": test["vs_reference"], "p": test["p_reference"]},
+                    "vs_best": {"diff": test["vs_best"], "p": test["p_best"]},
+                    "below_euclidean": test["below_reference"],
+                })  # fmt: skip
+            ours.append(_marked_cell(compared[method], 2) if accs else "—")
             paper.append(_paper_cell(dataset, method))
         gap = _ssne_gap(payload.get(dataset, {}).get("ssne"), dataset)
         rows += [ours + [gap], paper + [""]]
+        if compared:
+            tests.append([dataset, *(_p_pair(compared.get(m)) for m in methods)])
     folds = sorted({r["cell"]["fold"] for r in cv})
     n_rep = len(folds) // N_SPLITS if folds else 0
     k_rows, k_tuned = _k_table(groups, datasets, methods)
@@ -385,18 +403,67 @@ def _table1(results: list[dict], config: BenchConfig) -> tuple[str, dict]:
         f"k ∈ {K_CANDIDATES} chosen per fold on the validation third" if k_tuned else f"k = {K}"
     )
     title = (
-        f"k-NN accuracy ({k_text}, %), mean ± std over {n_rep}×{N_SPLITS} stratified CV "
-        f"(`RepeatedStratifiedKFold(random_state={CV_SEED})`); paper = SSNE Table 1. "
-        "`protein` is not available."
+        f"k-NN accuracy ({k_text}, %), mean ± 95 % t-interval half-width over {n_rep}×{N_SPLITS} "
+        f"stratified CV folds (`RepeatedStratifiedKFold(random_state={CV_SEED})`; the paper's "
+        "± is a standard deviation); paper = SSNE Table 1. `protein` is not available."
         + (" mLMNN was not run (paper figures only)." if placeholder else "")
+        + f" Reference: Euclidean (scaled), the learners' own standardised inputs (else plain "
+        f"Euclidean). {BELOW_MARK}: below the reference's mean; "
+        f"{SIGNIFICANT_MARK}: differs from the reference by a paired t-test over the folds at "
+        "p < 0.05 (the folds of repeated CV overlap, so the test is optimistic)."
     )
     text = f"{title}\n\n{markdown_table(header, rows)}"
+    if tests:
+        text += (
+            "\n\nPaired t-tests over the folds, two-sided p-values: against the reference / "
+            "against the best row of the data set (— : the row itself).\n\n"
+            + markdown_table(["data set", *(LABELS[m] for m in methods)], tests)
+        )
+    text += "\n\n" + (
+        f"**Learned rows below the Euclidean reference ({BELOW_MARK}):**\n" + "\n".join(below)
+        if below
+        else "No learned row is below the Euclidean reference."
+    )
     if k_tuned:
         text += (
             "\n\nThe k each cell voted with: folds choosing k = 3 / k = 5 (of each cell's folds)."
             "\n\n" + markdown_table(["data set", *(LABELS[m] for m in methods)], k_rows)
         )
     return text, payload
+
+
+def _compare_methods(groups: dict, dataset: str, methods: list[str]) -> dict[str, dict]:
+    """Intervals and paired tests of every method on ``dataset`` (paired by fold and seed)."""
+    scores = {
+        m: {(r["cell"]["fold"], r["cell"]["seed"]): r["accuracy"] for r in groups[dataset, m]}
+        for m in methods
+        if (dataset, m) in groups
+    }
+    # the learned rows see standardised features: their reference is Euclidean on those
+    reference = next((m for m in ("euclidean-scaled", "euclidean") if m in scores), None)
+    rows = compare_rows(scores, reference)
+    for method in EUCLIDEAN:  # the baselines learn nothing: only learned rows are marked
+        if method in rows:
+            rows[method]["below_reference"] = False
+    return rows
+
+
+def _marked_cell(test: dict, digits: int) -> str:
+    """``"88.12 ± 1.20 ▼*"``: the interval, below-Euclidean and significance marks."""
+    text = format_ci(test["mean"], test["ci"], digits=digits)
+    if test["below_reference"]:
+        text += f" {BELOW_MARK}"
+    p_value = test["p_reference"]
+    if np.isfinite(p_value) and p_value < 0.05:
+        text += SIGNIFICANT_MARK
+    return text
+
+
+def _p_pair(test: dict | None) -> str:
+    if test is None:
+        return ""
+    return " / ".join("—" if not np.isfinite(p) else f"{p:.2f}"
+                      for p in (test["p_reference"], test["p_best"]))  # fmt: skip
 
 
 def _k_table(groups: dict, datasets: list[str], methods: list[str]) -> tuple[list[list], bool]:
@@ -435,11 +502,14 @@ def _table2(results: list[dict]) -> tuple[str, dict]:
             continue
         sizes = f"{found[0]['n_train']} / {found[0]['n_test']}"
         row = [f"{dataset} ({sizes})"]
+        reference = select(found, method="euclidean")
         for method in columns:
             hit = select(found, method=method)
             if hit:
                 payload.setdefault(dataset, {})[method] = hit[0]["accuracy"]
-            row.append(format_pm(hit[0]["accuracy"]) if hit else "—")
+            below = bool(hit and reference and hit[0]["accuracy"] < reference[0]["accuracy"])
+            row.append(format_pm(hit[0]["accuracy"]) + (f" {BELOW_MARK}" if below else "")
+                       if hit else "—")  # fmt: skip
         paper = PAPER_TABLE2[standin]
         rows.append(row)
         rows.append(
@@ -450,7 +520,8 @@ def _table2(results: list[dict]) -> tuple[str, dict]:
         "the training part; the paper's row is the set each one stands in for (CIFAR-10 / OSC "
         f"are not available). NCA trains on at most {NCA_MAX_TRAIN} points (O(N²) memory). "
         "Table 2 uses each method's default hyper-parameters (no tuning). mLMNN is not run on "
-        "the image sets (paper figures only)."
+        f"the image sets (paper figures only). {BELOW_MARK}: below Euclidean. One split, so no "
+        "interval and no paired test: they come with repeated splits of the image sets."
     )
     return f"{title}\n\n{markdown_table(header, rows)}", payload
 

@@ -29,12 +29,19 @@ from ..datasets.user_features import is_feature_file
 from ..estimators.warca import SCHEDULE_0_1 as WARCA_01
 from ..evaluate import query_gallery_split, reid_scores, rerank_k_reciprocal, retrieval_scores
 from ._common import (
+    BELOW_MARK,
+    SIGNIFICANCE_TEXT,
     BenchConfig,
     Summary,
+    below_reference_note,
     cell_runner,
+    compare_rows,
+    format_ci,
+    format_comparison,
     format_number,
-    format_pm,
+    json_safe,
     markdown_table,
+    mean_ci,
     mean_std,
     split_failures,
 )
@@ -404,35 +411,57 @@ def _protocol_text(dataset: str, found: list[dict]) -> str:
     return f"{ids} test identities (camera-A probes vs camera-B gallery)"
 
 
-def _cmc_tables(results: list[dict]) -> tuple[str, dict, dict]:
-    parts, payload, curves = [], {}, {}
+def _rank1_comparison(found: list[dict]) -> dict[str, dict]:
+    """Each method's rank-1 interval and paired t-tests (over the splits) against Euclidean
+    and against the best method (:func:`~rankmetric.bench._common.compare_rows`)."""
+    scores: dict = {}
+    for r in found:
+        scores.setdefault(r["cell"]["method"], {})[r["cell"]["fold"]] = r["cmc"]["1"]
+    return compare_rows(scores, "euclidean" if "euclidean" in scores else None)
+
+
+def _cmc_tables(results: list[dict]) -> tuple[str, dict, dict, list[str]]:
+    parts, payload, curves, below = [], {}, {}, []
     for dataset, description in _set_descriptions(results).items():
         found = [r for r in results if r["cell"]["dataset"] == dataset]
+        compared = _rank1_comparison(found)
+        below += below_reference_note(compared, LABELS, dataset, "rank 1")
         rows = []
         for method in METHODS:
             hits = [r for r in found if r["cell"]["method"] == method]
             if not hits:
                 continue
             stats = {r: mean_std(h["cmc"][str(r)] for h in hits) for r in RANKS}
-            mAP = mean_std(h["map"] for h in hits)
+            cis = {r: mean_ci(h["cmc"][str(r)] for h in hits) for r in RANKS}
+            mAP, map_ci = mean_std(h["map"] for h in hits), mean_ci(h["map"] for h in hits)
             rr1 = mean_std(h["rerank"]["cmc"]["1"] for h in hits)
             rr_map = mean_std(h["rerank"]["map"] for h in hits)
-            payload.setdefault(dataset, {})[method] = {
-                **{str(r): {"mean": m, "std": sd} for r, (m, sd) in stats.items()},
-                "map": {"mean": mAP[0], "std": mAP[1]},
+            rr1_ci = mean_ci(h["rerank"]["cmc"]["1"] for h in hits)
+            rr_map_ci = mean_ci(h["rerank"]["map"] for h in hits)
+            test = compared[method]
+            payload.setdefault(dataset, {})[method] = json_safe({
+                **{str(r): {"mean": m, "std": sd, "ci95": cis[r][1]}
+                   for r, (m, sd) in stats.items()},
+                "map": {"mean": mAP[0], "std": mAP[1], "ci95": map_ci[1]},
                 "minp": {"mean": mean_std(h["minp"] for h in hits)[0]},
-                "rerank": {"1": {"mean": rr1[0], "std": rr1[1]},
-                           "map": {"mean": rr_map[0], "std": rr_map[1]}},
-            }  # fmt: skip
+                "rerank": {"1": {"mean": rr1[0], "std": rr1[1], "ci95": rr1_ci[1]},
+                           "map": {"mean": rr_map[0], "std": rr_map[1], "ci95": rr_map_ci[1]}},
+                "rank1_vs_euclidean": {"diff": test["vs_reference"], "p": test["p_reference"]},
+                "rank1_vs_best": {"diff": test["vs_best"], "p": test["p_best"]},
+                "below_euclidean": test["below_reference"],
+            })  # fmt: skip
             common = min(len(h["curve"]) for h in hits)  # small files: galleries differ
             curves.setdefault(dataset, {})[method] = np.mean(
                 [h["curve"][:common] for h in hits], axis=0
             )
             # not in the payload: timings differ between runs, the scores must not
             seconds = float(np.median([h["fit_seconds"] for h in hits]))
-            rows.append([LABELS[method], *(format_pm(*stats[r], digits=1) for r in RANKS),
-                         format_pm(*mAP, digits=1), format_pm(*rr1, digits=1),
-                         format_pm(*rr_map, digits=1), format_number(seconds, 2)])  # fmt: skip
+            label = LABELS[method] + (f" {BELOW_MARK}" if test["below_reference"] else "")
+            rows.append([label, *(format_ci(*cis[r]) for r in RANKS),
+                         format_ci(*map_ci), format_ci(*rr1_ci), format_ci(*rr_map_ci),
+                         format_comparison(test["vs_reference"], test["p_reference"]),
+                         format_comparison(test["vs_best"], test["p_best"]),
+                         format_number(seconds, 2)])  # fmt: skip
         n_splits = len({r["cell"]["fold"] for r in found})
         stand_in = "STAND-IN for re-id data" if dataset in REID_SETS else "not a stand-in"
         parts.append(
@@ -447,12 +476,14 @@ def _cmc_tables(results: list[dict]) -> tuple[str, dict, dict]:
                     "mAP",
                     "rank 1 re-rank",
                     "mAP re-rank",
+                    "Δ rank 1 vs Euclidean",
+                    "Δ rank 1 vs best",
                     "fit s",
                 ],
                 rows,
             )  # fmt: skip
         )
-    return "\n\n".join(parts), payload, curves
+    return "\n\n".join(parts), payload, curves, below
 
 
 def _scaling_table(results: list[dict]) -> tuple[str, dict]:
@@ -486,6 +517,13 @@ def _scaling_table(results: list[dict]) -> tuple[str, dict]:
     return text, medians
 
 
+def _below_summary(lines: list[str]) -> str:
+    """The learned rows below Euclidean, said in words (empty string when none)."""
+    if not lines:
+        return "No learned row is below Euclidean in rank 1.\n\n"
+    return f"**Learned rows below Euclidean ({BELOW_MARK}):**\n" + "\n".join(lines) + "\n\n"
+
+
 def summarise(results: list[dict], config: BenchConfig, out_dir) -> Summary:
     """CMC tables, the fit-time table, CMC curves and the fit-time plot."""
     from .plots import cmc_plot, scaling_plot
@@ -498,7 +536,7 @@ def summarise(results: list[dict], config: BenchConfig, out_dir) -> Summary:
     title = "your data" if own else "stand-in data"
     parts, plots, payload = [f"## WARCA — re-identification protocol ({title})"], [], {}
     if cmc:
-        text, payload["cmc"], curves = _cmc_tables(cmc)
+        text, payload["cmc"], curves, below = _cmc_tables(cmc)
         tuning = (
             "each method's defaults (quick mode)"
             if config.quick
@@ -520,10 +558,12 @@ def summarise(results: list[dict], config: BenchConfig, out_dir) -> Summary:
             for name, vals in PAPER_MARKET1501.items()
         )
         parts.append(
-            f"{quick}CMC (%) at ranks {', '.join(map(str, RANKS))} and full mAP (%), mean ± std "
-            "over splits, computed by rankmetric.evaluate.reid_scores. "
-            f"Hyper-parameters: {tuning}.\n\n{text}\n\nPublished for reference (Market-1501, "
-            f"ranks 1/5/10, **a different data set**): {paper}."
+            f"{quick}CMC (%) at ranks {', '.join(map(str, RANKS))} and full mAP (%) over "
+            "splits, computed by rankmetric.evaluate.reid_scores. "
+            f"{SIGNIFICANCE_TEXT} Hyper-parameters: {tuning}.\n\n{text}\n\n"
+            + _below_summary(below)
+            + f"Published for reference (Market-1501, ranks 1/5/10, **a different data set**): "
+            f"{paper}."
         )
         plots.append(cmc_plot(curves, out_dir, "warca_cmc.png"))
     if scaling:

@@ -202,6 +202,13 @@ def _add_method_parser(sub, method: str) -> None:
     )
     parser.add_argument("-k", type=int, default=3, help="neighbours for the k-NN evaluation")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    if kind == "features":  # every learner on feature vectors has a tuned learner
+        parser.add_argument(
+            "--tune", nargs="?", type=float, const=10.0, default=None, metavar="BUDGET",
+            help="choose the decisive hyper-parameters on identities/classes held out of the "
+            "training part (successive halving, rankmetric.tuning), within BUDGET default fits "
+            "(default 10); the options below are the search's starting point",
+        )  # fmt: skip
     group = parser.add_argument_group(f"{cls.__name__} parameters")
     helps = _parameter_help(cls)
     for name, default in cls().get_params(deep=False).items():
@@ -515,6 +522,15 @@ def _check_arguments(args: argparse.Namespace, params: dict) -> None:
         check_output_dir(params["checkpoint_dir"], "--checkpoint-dir")
 
 
+def _maybe_tuned(args: argparse.Namespace, est):
+    """``est``, or its tuned learner with ``--tune`` (rankmetric.tuning)."""
+    if getattr(args, "tune", None) is None:
+        return est
+    from ..tuning import tuned_learner
+
+    return tuned_learner(args.method, est, args.tune)
+
+
 def run_fit(args: argparse.Namespace) -> int:
     from ..distributed import rank
 
@@ -524,6 +540,7 @@ def run_fit(args: argparse.Namespace) -> int:
     est = cls(**params)
     if getattr(args, "pairs", None):
         return run_fit_pairs(args, est)
+    est = _maybe_tuned(args, est)
     if not args.data:
         raise ValueError("--data NAME is required (or --pairs PAIRS.npz for a pair learner).")
     from ..datasets.user_features import is_feature_file
@@ -571,6 +588,7 @@ def run_fit(args: argparse.Namespace) -> int:
         report.update(reid_report(est.transform, X_te, y_te, test_cams, test_split,
                                   preprocess=preprocess, rerank=args.rerank,
                                   junk_ids=junk_ids(getattr(args, "junk_id", None))))  # fmt: skip
+    report.update({"tuned_params": est.best_params_} if hasattr(est, "best_params_") else {})
     progress("scored")
     if args.out:
         report["saved_to"] = args.out

@@ -73,6 +73,8 @@ def test_build_learner_seeds_and_places_estimators():
     est = build_learner("warca", {"max_iter": 3}, seed=7, device="cpu")
     assert (est.random_state, est.device, est.max_iter) == (7, "cpu", 3)
     assert build_learner("kissme", {}, seed=7).get_params() == {
+        "fallback": None,
+        "held_out_check": False,
         "n_components": None,
         "positives": "all",
         "regularization": 1e-6,

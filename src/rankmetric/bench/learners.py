@@ -109,7 +109,10 @@ def _import(path: str):
 def build_learner(method: str, params: Mapping, seed: int, device: str = "cpu"):
     """An unfitted estimator for ``method`` with ``params``, seeded; ``None`` for Euclidean.
 
-    ``random_state`` and ``device`` are set when the estimator has them.
+    ``random_state`` and ``device`` are set when the estimator has them. The learners' own
+    held-out check is off (unless ``params`` sets it): the tables compare every row with the
+    Euclidean one on the test identities themselves, with intervals and paired tests, and a
+    "fit s" column must time the method, not the check's extra fits.
     """
     if method in EUCLIDEAN:
         return None
@@ -122,6 +125,8 @@ def build_learner(method: str, params: Mapping, seed: int, device: str = "cpu"):
         kwargs["random_state"] = seed
     if "device" in accepted:
         kwargs["device"] = device
+    if "held_out_check" in accepted:
+        kwargs.setdefault("held_out_check", False)
     return cls(**kwargs)
 
 

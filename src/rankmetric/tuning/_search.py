@@ -214,9 +214,15 @@ class TunedMetricLearner(TransformerMixin, BaseEstimator):
             out.append(cand)
         return out
 
-    def _fit_one(self, template, params, X, y, cameras, rows):
-        """A clone of ``template`` with ``params`` fitted on ``rows``; (estimator, seconds)."""
+    def _fit_one(self, template, params, X, y, cameras, rows, *, final=False):
+        """A clone of ``template`` with ``params`` fitted on ``rows``; (estimator, seconds).
+
+        The search's fits skip the learners' own held-out check (the search scores every
+        candidate on held-out groups itself); the final refit keeps the template's setting.
+        """
         est = clone(template).set_params(**params)
+        if not final and "held_out_check" in est.get_params(deep=False):
+            est.set_params(held_out_check=False)
         kwargs = {}
         if cameras is not None and "cameras" in inspect.signature(est.fit).parameters:
             kwargs["cameras"] = cameras[rows]
@@ -347,7 +353,7 @@ class TunedMetricLearner(TransformerMixin, BaseEstimator):
         self.best_score_ = float(best_score)
         self.tuning_results_ = {k: [r[k] for r in results] for k in results[0]}
         self.best_estimator_, _ = self._fit_one(
-            template, self.best_params_, X, y, cameras, np.arange(X.shape[0])
+            template, self.best_params_, X, y, cameras, np.arange(X.shape[0]), final=True
         )
         self.n_features_in_ = X.shape[1]
         return self

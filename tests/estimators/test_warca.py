@@ -10,7 +10,7 @@ from sklearn.neighbors import KNeighborsClassifier
 from sklearn.pipeline import make_pipeline
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from rankmetric.estimators.warca import WARCA, auto_schedule, column_stats
+from rankmetric.estimators.warca import WARCA, auto_draws, auto_schedule, column_stats
 from rankmetric.io import load_model
 
 FAST = {"max_iter": 15, "batch_size": 32, "max_sampling": 16}
@@ -118,9 +118,16 @@ def test_array_init_is_the_starting_map_on_raw_inputs(standardize):
 
 def test_warm_start_from_a_good_map_begins_where_it_left_off():
     X, y = noisy_blobs()
-    first = WARCA(max_iter=150, batch_size=32, tol=None, random_state=0).fit(X, y)
-    cold = WARCA(max_iter=5, batch_size=32, tol=None, random_state=1).fit(X, y)
-    warm = WARCA(init=first.components_, max_iter=5, batch_size=32, tol=None, random_state=1)
+    first = WARCA(max_iter=150, batch_size=32, max_sampling=128, tol=None, random_state=0).fit(X, y)
+    cold = WARCA(max_iter=5, batch_size=32, max_sampling=128, tol=None, random_state=1).fit(X, y)
+    warm = WARCA(
+        init=first.components_,
+        max_iter=5,
+        batch_size=32,
+        max_sampling=128,
+        tol=None,
+        random_state=1,
+    )
     warm.fit(X, y)
     settled = np.mean(first.loss_curve_[-10:])  # where the first fit ended
     assert np.mean(warm.loss_curve_) < 1.25 * settled < 0.75 * np.mean(cold.loss_curve_)
@@ -258,21 +265,37 @@ def test_cuda_fit_matches_cpu_quality():
 
 @pytest.mark.parametrize(
     ("n_samples", "expected"),
-    [(100, (64, 20)), (284, (71, 20)), (898, (224, 22)), (1500, (375, 37)), (10**6, (512, 50))],
+    [(100, (64, 10)), (284, (71, 10)), (898, (224, 10)), (1500, (375, 27)), (10**6, (512, 50))],
 )
 def test_default_schedule_scales_with_the_data(n_samples, expected):
     assert auto_schedule(n_samples, None, None)[:2] == expected
-    assert auto_schedule(n_samples, 40, None)[:2] == (40, 20)
+    assert auto_schedule(n_samples, 40, None)[:2] == (40, 10)
     assert auto_schedule(n_samples, None, 7)[1] == 7
     lr = auto_schedule(n_samples, None, None, None)[2]
     assert lr == pytest.approx(0.01 * np.sqrt(512 / expected[0]))
     assert auto_schedule(n_samples, None, None, 0.5)[2] == 0.5
 
 
+@pytest.mark.parametrize(
+    ("n_samples", "expected"),
+    [(100, 16), (284, 16), (898, 24), (1500, 68), (2047, 127), (2048, 128), (10**6, 128)],
+)
+def test_default_draws_scale_with_the_data(n_samples, expected):
+    assert auto_draws(n_samples, None) == expected
+    assert auto_draws(n_samples, 40) == 40
+    assert auto_draws(n_samples, None, "sequential") == 128  # the reference's cap
+
+
+def test_large_fits_keep_the_fixed_schedule():
+    # from 2,048 samples on the scaled defaults are the 0.1 ones: such fits are unchanged
+    assert auto_schedule(2048, None, None) == (512, 50, 0.01)
+    assert auto_draws(2048, None) == 128
+
+
 def test_fit_records_the_schedule_it_used():
     X, y = noisy_blobs()  # 240 samples
     model = WARCA(max_iter=3, random_state=0).fit(X, y)
-    assert (model.batch_size_, model.tol_window_) == (64, 20)
+    assert (model.batch_size_, model.tol_window_, model.max_sampling_) == (64, 10, 16)
     assert model.learning_rate_ == pytest.approx(0.01 * np.sqrt(8))
     model = WARCA(max_iter=3, batch_size=16, tol_window=5, random_state=0).fit(X, y)
     assert (model.batch_size_, model.tol_window_) == (16, 5)

@@ -24,10 +24,12 @@ from ..training import TrainingResult, train
 
 __all__ = [
     "AUTO_BATCH",
+    "AUTO_DRAWS",
     "AUTO_WINDOW",
     "SCHEDULE_0_1",
     "STATS_CHUNK_ROWS",
     "WARPTrainingMixin",
+    "auto_draws",
     "auto_schedule",
     "column_stats",
 ]
@@ -36,10 +38,14 @@ __all__ = [
 STATS_CHUNK_ROWS = 65536
 #: ``batch_size=None``: ``clip(n_samples // 4, *AUTO_BATCH)`` positive pairs per step.
 AUTO_BATCH = (64, 512)
-#: ``tol_window=None``: ``clip(50 · batch / 512, *AUTO_WINDOW)`` steps per window.
-AUTO_WINDOW = (20, 50)
+#: ``max_sampling=None``: ``clip(n_samples² // 32768, *AUTO_DRAWS)`` negatives drawn per pair.
+AUTO_DRAWS = (16, 128)
+#: ``tol_window=None``: ``clip(50 · (batch / 512)², *AUTO_WINDOW)`` steps per window (linear
+#: WARCA; kernel WARCA keeps the linear rule ``clip(50 · batch / 512, *LINEAR_WINDOW)``).
+AUTO_WINDOW = (10, 50)
+LINEAR_WINDOW = (20, 50)
 #: The fixed schedule of rankmetric 0.1 (the published bench tables pin it, to reproduce).
-SCHEDULE_0_1 = {"batch_size": 512, "tol_window": 50, "learning_rate": 1e-2}
+SCHEDULE_0_1 = {"batch_size": 512, "tol_window": 50, "learning_rate": 1e-2, "max_sampling": 128}
 
 
 def auto_schedule(
@@ -47,14 +53,19 @@ def auto_schedule(
     batch_size: int | None,
     tol_window: int | None,
     learning_rate: float | None = 1e-2,
+    window_rule: str = "square",
 ) -> tuple[int, int, float]:
     """Pairs per step, steps per stopping window and step size, scaled to the data when None.
 
     Small training sets get small batches (a quarter of the samples, at least 64), a window
-    that shrinks with the batch (at least 20 steps) and a step size that grows as the square
-    root of the batch shrinks (``0.01 · sqrt(512 / batch)``: 0.01 at 512 pairs, 0.028 at 64);
-    from 2,048 samples on, the 0.1 defaults (512 pairs, 50 steps, 0.01). Chosen on inner
-    validation splits, never the 5×2 test folds (``benchmarks/bench_warca_small.py``).
+    that shrinks with the square of the batch (``50 · (batch / 512)²``, at least 10 steps)
+    and a step size that grows as the square root of the batch shrinks
+    (``0.01 · sqrt(512 / batch)``: 0.01 at 512 pairs, 0.028 at 64); from 2,048 samples on,
+    the 0.1 defaults (512 pairs, 50 steps, 0.01). Chosen on inner validation splits, never
+    the 5×2 test folds (``benchmarks/bench_warca_small.py --select``).
+
+    ``window_rule="linear"`` keeps the earlier window, ``clip(50 · batch / 512, 20, 50)``
+    (kernel WARCA's). Both rules give 50 from 2,048 samples on.
 
     Returns
     -------
@@ -63,11 +74,38 @@ def auto_schedule(
     """
     if batch_size is None:
         batch_size = int(np.clip(n_samples // 4, *AUTO_BATCH))
-    if tol_window is None:
-        tol_window = int(np.clip(round(50 * batch_size / 512), *AUTO_WINDOW))
+    if tol_window is None and window_rule == "square":
+        tol_window = int(np.clip(round(50 * (batch_size / 512) ** 2), *AUTO_WINDOW))
+    elif tol_window is None:
+        tol_window = int(np.clip(round(50 * batch_size / 512), *LINEAR_WINDOW))
     if learning_rate is None:
         learning_rate = 1e-2 * float(np.sqrt(AUTO_BATCH[1] / batch_size))
     return batch_size, tol_window, learning_rate
+
+
+def auto_draws(n_samples: int, max_sampling: int | None, sampling: str = "batched") -> int:
+    """Negatives drawn per pair (``max_sampling``), scaled to the data when None.
+
+    ``clip(n_samples² // 32768, 16, 128)``, i.e. ``128 · (n_samples / 2048)²``: 128 (the 0.1
+    default) from 2,048 samples on, so large fits are unchanged; 16 below 724 samples, 24 at
+    898. On small sets 128 draws per pair revisit the few hundred negatives of each anchor
+    many times over and the draw, gather and comparison of ``batch · 128`` negatives dominates
+    a step; 16–32 draws keep the validation accuracy (and, with ``N > 16 · S``, detection
+    gathers the drawn rows instead of a dense ``(2 · batch) × N`` product). Chosen on inner
+    validation splits, never the test folds (``benchmarks/bench_warca_small.py --select``).
+
+    Examples
+    --------
+    >>> auto_draws(898, None), auto_draws(10_000, None), auto_draws(898, 64)
+    (24, 128, 64)
+    >>> auto_draws(898, None, sampling="sequential")
+    128
+    """
+    if max_sampling is not None:
+        return int(max_sampling)
+    if sampling != "batched":
+        return AUTO_DRAWS[1]
+    return int(np.clip(n_samples * n_samples // 32768, *AUTO_DRAWS))
 
 
 def column_stats(
@@ -98,6 +136,10 @@ class WARPTrainingMixin:
     the fitted schedule and history attributes.
     """
 
+    #: ``tol_window=None``: ``"linear"`` in the batch (kernel WARCA, the earlier rule) or
+    #: ``"square"`` (linear WARCA: shorter windows on small sets, see :func:`auto_schedule`).
+    _window_rule = "linear"
+
     def _linear_steps(self, model: LinearMap, data: torch.Tensor):
         """``prepare_step`` of a linear map on rows of ``data`` (linear WARCA, Nyström features).
 
@@ -113,9 +155,8 @@ class WARPTrainingMixin:
         def penalty() -> torch.Tensor:
             return aon_penalty(model.weight)
 
-        embed_all = self.sampling == "exact" or data.shape[0] <= DENSE_DETECTION_RATIO * (
-            self.max_sampling
-        )
+        draws = auto_draws(data.shape[0], self.max_sampling, self.sampling)
+        embed_all = self.sampling == "exact" or data.shape[0] <= DENSE_DETECTION_RATIO * draws
 
         def prepare_step():
             if not embed_all:
@@ -149,10 +190,15 @@ class WARPTrainingMixin:
         it to its kernel rows).
         """
         batch_size, tol_window, lr = auto_schedule(
-            index.n_samples, self.batch_size, self.tol_window, self.learning_rate
+            index.n_samples,
+            self.batch_size,
+            self.tol_window,
+            self.learning_rate,
+            self._window_rule,
         )
         if self.learning_rate is None:
             lr *= step_scale
+        draws = auto_draws(index.n_samples, self.max_sampling, self.sampling)
         self.batch_size_, self.tol_window_, self.learning_rate_ = batch_size, tol_window, lr
         optimizer = torch.optim.Adam(module.parameters(), lr=lr)
         # Under torchrun every rank draws the same global batch of pairs and scores its slice
@@ -173,7 +219,7 @@ class WARPTrainingMixin:
                 pairs_index,
                 rng,
                 n_pairs=batch_size,
-                max_sampling=self.max_sampling,
+                max_sampling=draws,
                 margin=self.margin,
                 sampling=self.sampling,
                 device=device,

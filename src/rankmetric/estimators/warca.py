@@ -53,10 +53,12 @@ from ._supervision import (
 )
 from ._warca_solver import (
     AUTO_BATCH,
+    AUTO_DRAWS,
     AUTO_WINDOW,
     SCHEDULE_0_1,
     STATS_CHUNK_ROWS,
     WARPTrainingMixin,
+    auto_draws,
     auto_schedule,
     column_stats,
 )
@@ -73,9 +75,11 @@ __all__ = [
     "BaseWARCA",
     "WARP_PARAMETER_CONSTRAINTS",
     # defined beside this module (_warca_solver, _warca_validation), importable from here
+    "auto_draws",
     "auto_schedule",
     "column_stats",
     "AUTO_BATCH",
+    "AUTO_DRAWS",
     "AUTO_WINDOW",
     "SCHEDULE_0_1",
     "STATS_CHUNK_ROWS",
@@ -89,7 +93,7 @@ WARP_PARAMETER_CONSTRAINTS = {
     "n_components": [NONE, POSITIVE_INT],
     "margin": [Interval(Real, 0, None, closed="neither")],
     "reg_lambda": [Interval(Real, 0, None, closed="left")],
-    "max_sampling": [POSITIVE_INT],
+    "max_sampling": [NONE, POSITIVE_INT],
     "validation_every": [POSITIVE_INT],
     **VALIDATION_PARAMETER_CONSTRAINTS,
     "validation_metric": [Options(*VALIDATION_METRICS)],
@@ -172,9 +176,11 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         the violators drawn). ``"sequential"``: the reference code's draws until the first
         violator, :math:`\hat r = \lfloor |\text{other}| / \text{draws} \rfloor`. ``"exact"``:
         every negative (eq. 7 itself; memory O(batch_size · N), for small N).
-    max_sampling : int, default=128
+    max_sampling : int or None, default=None
         Negatives per pair (batched), or most draws per pair (sequential; the reference uses 512).
-        Capped at ``|other(i)|`` in sequential mode.
+        Capped at ``|other(i)|`` in sequential mode. None: ``clip(n_samples // 16, 16, 128)``
+        batched (128, the 0.1 default, from 2,048 samples on), 128 sequential; see
+        :func:`auto_draws`.
     max_iter : int, default=2000
         Most Adam steps (the reference runs exactly this many; here ``tol`` usually stops earlier).
     learning_rate : float or None, default=None
@@ -227,7 +233,7 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         ±2 points on 7 sets: ``docs/warca.md``, "Stopping").
     tol_window : int or None, default=None
         Steps per window of the ``tol`` rule (the earliest stop is at ``2 · tol_window``). None:
-        ``clip(50 · batch_size / 512, 20, 50)`` (50 with 512-pair batches).
+        ``clip(50 · (batch_size / 512)², 10, 50)`` (50 with 512-pair batches, 10 up to 229).
     random_state : int, Generator or None
         Seeds pairs, negatives and the initialisation.
     device : str or None
@@ -270,8 +276,9 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         Standardisation learned on ``X`` (zeros and ones when ``standardize=False``).
     n_iter_ : int
         Steps taken.
-    batch_size_, tol_window_ : int
-        The batch size and stopping window used (``batch_size`` / ``tol_window`` resolved).
+    batch_size_, tol_window_, max_sampling_ : int
+        The batch size, stopping window and negatives per pair used (``batch_size`` /
+        ``tol_window`` / ``max_sampling`` resolved).
     learning_rate_ : float
         The step size used.
     loss_curve_ : list of float
@@ -320,6 +327,7 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         "try a larger reg_lambda, a smaller learning_rate or validation_split='groups' with "
         "validation_fraction"
     )
+    _window_rule = "square"  # chosen for linear WARCA (benchmarks/bench_warca_small.py)
 
     _parameter_constraints = {
         **WARP_PARAMETER_CONSTRAINTS,
@@ -338,7 +346,7 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         reg_lambda: float = 1e-2,
         batch_size: int | None = None,
         sampling: str = "batched",
-        max_sampling: int = 128,
+        max_sampling: int | None = None,
         max_iter: int = 2000,
         learning_rate: float | None = None,
         standardize: bool = True,
@@ -503,6 +511,7 @@ class WARCA(MahalanobisMixin, BaseWARCA):
             device,
             validate=validate,
         )
+        self.max_sampling_ = auto_draws(index.n_samples, self.max_sampling, self.sampling)
         self._check_against_euclidean(
             lambda rows: model(to_tensor(rows, device)), X, codes, X_val, val_codes, rng, device
         )

@@ -410,10 +410,10 @@ def _typed(text: np.ndarray) -> np.ndarray:
 def read_parquet_table(path: str) -> dict:
     """Columns of a Parquet file, its footer (rows, uncompressed size, names) checked first."""
     try:
+        import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError:
         raise ImportError(f"{path}: {_INSTALL['parquet']}") from None
-    import pyarrow as pa
 
     check_regular_file(path, path)
     try:

@@ -115,7 +115,10 @@ def kmeans_labels(
         return km.fit_predict(X.detach().cpu().numpy())
     rng = make_rng(random_state)
     if backend == "faiss":
-        import faiss
+        try:
+            import faiss
+        except ImportError:  # check_backend asked first; a broken install still says what
+            raise ImportError("kmeans='faiss' needs faiss: pip install faiss-cpu") from None
 
         data = np.ascontiguousarray(X.detach().cpu().numpy(), dtype=np.float32)
         km = faiss.Kmeans(

@@ -103,3 +103,14 @@ def test_cosine_after_a_linear_map(rng):
     similarity, found = flat.search(X[:20].astype(np.float32), 5)
     np.testing.assert_allclose(1.0 - similarity, d_exact, atol=1e-5)
     assert np.mean(found == exact) > 0.9
+
+
+def test_search_survives_faiss_torch_utils(rng):
+    """pytorch-metric-learning imports ``faiss.contrib.torch_utils``, which replaces every faiss
+    index's ``search`` with a wrapper that takes no ``params``: the IVF search must still run."""
+    pytest.importorskip("faiss.contrib.torch_utils")
+    E, labels = clustered(rng, 3000, 8)
+    index = Index.from_embeddings(E, backend="ivf", attributes={"label": labels})
+    Q, _ = clustered(rng, 5, 8)
+    _, ids = index.search(Q, 5, filter=lambda a: a["label"] % 2 == 0)
+    assert (labels[ids.astype(int)] % 2 == 0).all()

@@ -6,6 +6,10 @@ from sklearn.utils.validation import validate_data
 from rankmetric.estimators.base import MahalanobisMixin
 from rankmetric.io import load_model, register_estimator, save_model
 
+# Fits here use deliberately tiny budgets and data: the convergence and untrained-model
+# warnings they raise are expected (the tests that check a warning use pytest.warns).
+pytestmark = [pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")]
+
 
 @register_estimator
 class _ScaledIdentity(MahalanobisMixin, TransformerMixin, BaseEstimator):

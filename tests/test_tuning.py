@@ -18,6 +18,10 @@ from rankmetric.tuning import (
     group_holdout,
 )
 
+# Fits here use deliberately tiny budgets and data: the convergence and untrained-model
+# warnings they raise are expected (the tests that check a warning use pytest.warns).
+pytestmark = [pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")]
+
 
 class RecordingKISSME(KISSME):
     """KISSME that records every array it is fitted on or asked to transform."""

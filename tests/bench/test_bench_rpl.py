@@ -16,6 +16,10 @@ from rankmetric.bench.spdnet_baselines import (
 )
 from rankmetric.evaluate import clustering_scores, recall_at_k
 
+# Fits here use deliberately tiny budgets and data: the convergence and untrained-model
+# warnings they raise are expected (the tests that check a warning use pytest.warns).
+pytestmark = [pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")]
+
 TINY = {**rpl.SHARED_BUDGET, "max_iter": 4, "validation_every": 2, "patience": 2}
 
 

@@ -14,6 +14,10 @@ from rankmetric.bench.learners import keep_first_unless_better
 from rankmetric.bench.runner import run_benchmark
 from rankmetric.evaluate import repeated_cv_knn
 
+# Fits here use deliberately tiny budgets and data: the convergence and untrained-model
+# warnings they raise are expected (the tests that check a warning use pytest.warns).
+pytestmark = [pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")]
+
 
 def test_paper_tables_are_complete():
     assert set(ssne.UCI_SETS) < set(ssne.PAPER_TABLE1) and "protein" in ssne.PAPER_TABLE1

@@ -12,7 +12,12 @@ from rankmetric.cli import main
 from rankmetric.cli.fit import METHODS, _first_sentence, _numpydoc_parameters, _plain
 from rankmetric.preprocessing import Covariances
 
-pytestmark = pytest.mark.timeout(120)
+# Fits here use deliberately tiny budgets and data: the convergence and untrained-model
+# warnings they raise are expected (the tests that check a warning use pytest.warns).
+pytestmark = [
+    pytest.mark.timeout(120),
+    pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning"),
+]
 FAST = ["--max-iter", "3", "--validation-every", "3", "--random-state", "0", "--device", "cpu"]
 
 

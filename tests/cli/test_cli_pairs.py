@@ -10,6 +10,10 @@ from rankmetric import load_model
 from rankmetric.cli import main
 from rankmetric.evaluate import verification_scores
 
+# Fits here use deliberately tiny budgets and data: the convergence and untrained-model
+# warnings they raise are expected (the tests that check a warning use pytest.warns).
+pytestmark = [pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")]
+
 
 def _pair_file(path, stacked=False, with_test=True, similarities=False):
     rng = np.random.default_rng(0)

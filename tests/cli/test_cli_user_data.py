@@ -13,6 +13,10 @@ from rankmetric.bench import warca
 from rankmetric.cli import main
 from rankmetric.datasets import make_multicamera_reid
 
+# Fits here use deliberately tiny budgets and data: the convergence and untrained-model
+# warnings they raise are expected (the tests that check a warning use pytest.warns).
+pytestmark = [pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")]
+
 
 @pytest.fixture
 def reid_file(tmp_path):

@@ -21,6 +21,10 @@ import torch
 from rankmetric import distributed
 from rankmetric.sampling import LabelIndex
 
+# Fits here use deliberately tiny budgets and data: the convergence and untrained-model
+# warnings they raise are expected (the tests that check a warning use pytest.warns).
+pytestmark = [pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")]
+
 WORKER = Path(__file__).with_name("_worker.py")
 LAUNCH_TIMEOUT = 240
 

@@ -14,6 +14,13 @@ from rankmetric.estimators.kernel_warca import KernelWARCA
 from rankmetric.estimators.warca import WARCA
 from rankmetric.io import load_model
 
+# Fits here use deliberately tiny budgets and data: the convergence and untrained-model
+# warnings they raise are expected (the tests that check a warning use pytest.warns).
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning"),
+    pytest.mark.filterwarnings("ignore:The given NumPy array is not writable:UserWarning"),
+]
+
 FAST = {"max_iter": 10, "batch_size": 32, "max_sampling": 16, "n_components": 2}
 
 

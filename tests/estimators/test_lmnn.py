@@ -20,6 +20,10 @@ from rankmetric.estimators.lmnn import (
     lmnn_loss_and_grad,
 )
 
+# Fits here use deliberately tiny budgets and data: the convergence and untrained-model
+# warnings they raise are expected (the tests that check a warning use pytest.warns).
+pytestmark = [pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")]
+
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 @parametrize_with_checks([LMNN(max_iter=30, device="cpu")])

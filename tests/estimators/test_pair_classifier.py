@@ -13,6 +13,10 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from rankmetric import ITML, KISSME, SSNE, PairClassifier
 from rankmetric.estimators.pair_classifier import calibrated_threshold
 
+# Fits here use deliberately tiny budgets and data: the convergence and untrained-model
+# warnings they raise are expected (the tests that check a warning use pytest.warns).
+pytestmark = [pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")]
+
 _ODD = (
     "the check's data has an odd number of columns, which cannot be a flattened pair (two "
     "points side by side); the same property is tested on pair data in this file"

@@ -17,6 +17,10 @@ from rankmetric.estimators.kernel_warca import KernelWARCA
 from rankmetric.estimators.warca import WARCA
 from rankmetric.training import UntrainedModelWarning
 
+# Fits here use deliberately tiny budgets and data: the convergence and untrained-model
+# warnings they raise are expected (the tests that check a warning use pytest.warns).
+pytestmark = [pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")]
+
 
 def camera_histograms(n_ids=60, n_cameras=3, n_bins=24, seed=0):
     """Identities seen once by each of ``n_cameras`` cameras, described by histograms.

@@ -16,6 +16,10 @@ from rankmetric.estimators._early_stopping import split_validation
 from rankmetric.estimators.rpl import RPLEmbedding, default_hidden_sizes
 from rankmetric.io import load_model, save_model
 
+# Fits here use deliberately tiny budgets and data: the convergence and untrained-model
+# warnings they raise are expected (the tests that check a warning use pytest.warns).
+pytestmark = [pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")]
+
 FAST = {"max_iter": 5, "random_state": 0, "device": "cpu"}
 #: version 0.1's network: one Stiefel BiMap, random start, absolute ReEig floor, SPD output
 V01 = {"head": "spd", "bimap": "stiefel", "init": "random", "eps": 1e-4, "relative_eps": False,

@@ -21,6 +21,13 @@ from rankmetric.estimators.spdnet import (
 from rankmetric.evaluate import knn_accuracy
 from rankmetric.io import load_model, save_model
 
+# Fits here use deliberately tiny budgets and data: the convergence and untrained-model
+# warnings they raise are expected (the tests that check a warning use pytest.warns).
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning"),
+    pytest.mark.filterwarnings("ignore::FutureWarning"),
+]
+
 FAST = {"max_iter": 6, "validation_every": 3, "random_state": 0, "device": "cpu"}
 
 

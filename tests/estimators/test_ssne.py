@@ -10,6 +10,13 @@ from rankmetric._utils import make_rng, torch_generator
 from rankmetric.estimators.ssne import SSNE, _ProximalStepper, default_n_components
 from rankmetric.models.sphere import SphereTanhEmbedding
 
+# Fits here use deliberately tiny budgets and data: the convergence and untrained-model
+# warnings they raise are expected (the tests that check a warning use pytest.warns).
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning"),
+    pytest.mark.filterwarnings("ignore:.*join an item to itself:UserWarning"),
+]
+
 
 @parametrize_with_checks([SSNE(max_iter=20, batch_size=32, random_state=0, device="cpu")])
 def test_sklearn_compatible(estimator, check):

@@ -13,6 +13,10 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from rankmetric.estimators.warca import WARCA, auto_draws, auto_schedule, column_stats
 from rankmetric.io import load_model
 
+# Fits here use deliberately tiny budgets and data: the convergence and untrained-model
+# warnings they raise are expected (the tests that check a warning use pytest.warns).
+pytestmark = [pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")]
+
 FAST = {"max_iter": 15, "batch_size": 32, "max_sampling": 16}
 
 

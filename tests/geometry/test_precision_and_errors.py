@@ -21,8 +21,14 @@ from rankmetric.geometry import (
 pyriemann = pytest.importorskip("pyriemann")
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
-    from pyriemann.utils.distance import distance_riemann
-    from pyriemann.utils.mean import mean_riemann
+    try:  # pyRiemann >= 0.9 moved it; the old path warns
+        from pyriemann.geometry.distance import distance_riemann
+    except ImportError:
+        from pyriemann.utils.distance import distance_riemann
+    try:  # pyRiemann >= 0.9 moved it; the old path warns
+        from pyriemann.geometry.mean import mean_riemann
+    except ImportError:
+        from pyriemann.utils.mean import mean_riemann
 
 
 def _spd(rng, c: int, condition: float, n: int) -> np.ndarray:

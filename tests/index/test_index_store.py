@@ -9,6 +9,10 @@ import pytest
 from rankmetric import KISSME
 from rankmetric.index import Index
 
+# Fits here use deliberately tiny budgets and data: the convergence and untrained-model
+# warnings they raise are expected (the tests that check a warning use pytest.warns).
+pytestmark = [pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")]
+
 
 @pytest.fixture
 def saved(rng, tmp_path):

@@ -22,6 +22,13 @@ from rankmetric.losses import (
     WARPLoss,
 )
 
+# Fits here use deliberately tiny budgets and data: the convergence and untrained-model
+# warnings they raise are expected (the tests that check a warning use pytest.warns).
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning"),
+    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
+]
+
 N_CLASSES, DIM = 4, 5
 
 

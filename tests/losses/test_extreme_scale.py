@@ -32,6 +32,13 @@ from rankmetric.losses import (
 )
 from rankmetric.losses.pair_distances import power_of_two_scale, unit_rows
 
+# Fits here use deliberately tiny budgets and data: the convergence and untrained-model
+# warnings they raise are expected (the tests that check a warning use pytest.warns).
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning"),
+    pytest.mark.filterwarnings("ignore::FutureWarning"),
+]
+
 N_CLASSES, PER_CLASS, DIM = 3, 4, 5
 SCALES = [1e-20, 1e-10, 1e10, 1e15, 1e20]
 DTYPES = {"float32": torch.float32, "float64": torch.float64}

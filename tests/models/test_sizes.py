@@ -10,6 +10,13 @@ import torch
 
 from rankmetric.models import BiMap, LinearMap, SPDNet, SphereTanhEmbedding
 
+# Fits here use deliberately tiny budgets and data: the convergence and untrained-model
+# warnings they raise are expected (the tests that check a warning use pytest.warns).
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning"),
+    pytest.mark.filterwarnings("ignore::FutureWarning"),
+]
+
 #: (class, the names before 0.2 of in_features and out_features, or None)
 MODULES = [(LinearMap, None), (SphereTanhEmbedding, ("n_features", "n_components")),
            (BiMap, ("d_in", "d_out"))]  # fmt: skip

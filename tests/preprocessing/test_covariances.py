@@ -14,6 +14,10 @@ from rankmetric import RPLEmbedding
 from rankmetric.datasets import covariances, load_dataset
 from rankmetric.preprocessing import Covariances
 
+# Fits here use deliberately tiny budgets and data: the convergence and untrained-model
+# warnings they raise are expected (the tests that check a warning use pytest.warns).
+pytestmark = [pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")]
+
 RPL_FAST = {"max_iter": 50, "random_state": 0, "device": "cpu"}
 
 

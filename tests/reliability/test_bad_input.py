@@ -16,7 +16,12 @@ import numpy as np
 import pytest
 from sklearn.exceptions import NotFittedError
 
-pytestmark = pytest.mark.timeout(60)
+# Fits here use deliberately tiny budgets and data: the convergence and untrained-model
+# warnings they raise are expected (the tests that check a warning use pytest.warns).
+pytestmark = [
+    pytest.mark.timeout(60),
+    pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning"),
+]
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,12 @@ import pytest
 
 from rankmetric.io import load_model
 
-pytestmark = pytest.mark.timeout(120)
+# Fits here use deliberately tiny budgets and data: the convergence and untrained-model
+# warnings they raise are expected (the tests that check a warning use pytest.warns).
+pytestmark = [
+    pytest.mark.timeout(120),
+    pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning"),
+]
 
 
 @pytest.fixture(scope="module")

@@ -13,6 +13,10 @@ import pytest
 import rankmetric
 from rankmetric.io import load_model, save_model
 
+# Fits here use deliberately tiny budgets and data: the convergence and untrained-model
+# warnings they raise are expected (the tests that check a warning use pytest.warns).
+pytestmark = [pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")]
+
 
 def _assert_same_fitted_arrays(a, b, names) -> None:
     for name in names:

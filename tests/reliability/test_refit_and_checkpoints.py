@@ -15,7 +15,13 @@ from sklearn.utils.validation import check_is_fitted
 import rankmetric._checkpoints as _checkpoints
 import rankmetric.training as training
 
-pytestmark = pytest.mark.timeout(120)
+# Fits here use deliberately tiny budgets and data: the convergence and untrained-model
+# warnings they raise are expected (the tests that check a warning use pytest.warns).
+pytestmark = [
+    pytest.mark.timeout(120),
+    pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning"),
+    pytest.mark.filterwarnings("ignore::UserWarning"),
+]
 
 
 def _fitted(spec):

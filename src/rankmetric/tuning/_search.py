@@ -145,7 +145,10 @@ class TunedMetricLearner(TransformerMixin, BaseEstimator):
         >>> ITMLCV().search_space(np.zeros((10, 3)), np.arange(10) % 2, None)["slack_weight"]
         [0.01, 0.1, 1.0, 10.0, 100.0]
         """
-        raise NotImplementedError
+        raise NotImplementedError(  # the base class: each *CV learner names its own space
+            f"{type(self).__name__} has no search space of its own: pass param_space= "
+            "(a dict of candidate values per parameter) or use one of the *CV learners."
+        )
 
     def _warm_start(self, previous) -> dict:
         """Parameters that start a promoted candidate from its previous round's fit."""

@@ -149,8 +149,8 @@ SHARED_BUDGET = {
 }
 SEEDS = {"quick": 2, "full": 5}
 #: The rows of a user's trial file (``--data PATH``) unless ``--methods`` says otherwise: the EEG
-#: baselines beside RPL.
-USER_METHODS = ("mdm", "ts-lr", "rpl")
+#: baselines beside RPL, and the Log-Euclidean reference the Δ columns compare with.
+USER_METHODS = ("log-euclidean", "mdm", "ts-lr", "rpl")
 #: Covariance estimator of a user's trials (the bundled EEG/MEG sets' own, ``load_spd``).
 USER_COVARIANCES = "oas"
 #: Share of a user's trials held out as the test part when the file has neither ``X_test`` nor

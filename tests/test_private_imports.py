@@ -8,6 +8,9 @@
   ``rankmetric.bench`` (tests of other subpackages may import the private helpers they test;
   the bench's are public). Attribute access in tests (``monkeypatch.setattr(rpl, "_fit", ...)``)
   is not an import and stays allowed.
+- Inside ``src/``, a private name is imported only where it is defined: a private module by the
+  modules of its package, a private function or class by its own module (``io`` may not import
+  ``_safe_npz._read_member``; ``cli/evaluate.py`` may not import ``cli.fit._transform``).
 """
 
 from __future__ import annotations
@@ -134,3 +137,103 @@ def test_every_public_name_of_bench_resolves_and_is_documented():
             assert (value.__doc__ or "").strip(), f"rankmetric.bench.{name} has no docstring"
     with pytest.raises(AttributeError, match="no attribute '_features'"):
         bench._features  # noqa: B018 - private names stay in their submodule
+
+
+# --- inside the package: a private name is imported only where it is defined ---------------
+
+PACKAGE = ROOT / "src" / "rankmetric"
+
+#: Private names still imported across packages; #39 (item 7) makes each public or moves it.
+#: An entry that no longer imports across fails the test, so that it is deleted at merge.
+PENDING_PRIVATE_IMPORTS = {
+    "bench/spd_pipelines.py": "estimators._early_stopping",
+    "cli/bench.py": "bench._common",
+    "cli/data.py": "datasets._cache, datasets._info, datasets._registry",
+    "cli/evaluate.py": "cli.fit._spd_train_test, cli.fit._transform",
+    "cli/fit.py": "datasets._loaders",
+    "estimators/_early_stopping.py": "evaluate._precision",
+    "estimators/_spd_domains.py": "preprocessing.recentring._labels",
+    "estimators/_spd_network.py": "geometry._common",
+    "estimators/rpl.py": "estimators.spdnet._stratified_split",
+    "evaluate/_ranking.py": "neighbors._search",
+    "evaluate/_search.py": "neighbors._search",
+    "index/_store.py": "_safe_npz._Corrupt, _safe_npz._read_header, io._registered_class",
+    "index/core.py": "index._rows._as_ids",
+    "index/export.py": "index._ann._faiss",
+    "index/evaluation.py": "evaluate._inputs, evaluate._precision",
+    "io.py": "seven private names of _safe_npz",
+    "losses/_warp_sampling.py": "three private kernels of losses._warp_terms",
+    "model_selection.py": "evaluate._precision",
+    "models/linear.py": "geometry._common",
+    "neighbors/tiled.py": "neighbors._search._sortable_bits(_inverse)",
+    "preprocessing/covariances.py": "datasets.covariance._check_estimator",
+}
+
+
+def _module_path(path: Path) -> list[str]:
+    parts = ["rankmetric", *path.relative_to(PACKAGE).with_suffix("").parts]
+    return parts[:-1] if parts[-1] == "__init__" else parts
+
+
+def foreign_private_imports(source: str, module: list[str], is_package: bool) -> list[str]:
+    """Dotted names that module ``module`` imports from inside another module's privacy.
+
+    A name with a leading underscore belongs to the module or package it is defined in: only
+    code inside that module or package imports it (a private module of a package is imported
+    by that package's modules; a private function only by its own module).
+    ``rankmetric._validation.check_param`` may be imported anywhere (``_validation`` is a
+    private module of the root package, which holds everything),
+    ``rankmetric._safe_npz._read_member`` only inside ``_safe_npz``, and
+    ``rankmetric.geometry._common.x`` only inside ``geometry``.
+    """
+    here = module if is_package else module[:-1]
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        if node.level:
+            base = here[: len(here) - node.level + 1] + (node.module or "").split(".")
+        elif (node.module or "").split(".")[0] == "rankmetric":
+            base = node.module.split(".")
+        else:
+            continue
+        for alias in node.names:
+            target = [p for p in [*base, alias.name] if p]
+            for depth, part in enumerate(target):
+                private = part.startswith("_") and not part.endswith("__")
+                if private and module[:depth] != target[:depth]:
+                    found.append(".".join(target))
+                    break
+    return found
+
+
+def test_no_private_name_is_imported_across_packages_inside_src():
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        names = foreign_private_imports(
+            path.read_text(), _module_path(path), path.name == "__init__.py"
+        )
+        if names:
+            found[path.relative_to(PACKAGE).as_posix()] = names
+    new = {p: n for p, n in found.items() if p not in PENDING_PRIVATE_IMPORTS}
+    assert not new, "\n".join(f"{p}: {', '.join(n)}" for p, n in sorted(new.items()))
+    stale = sorted(set(PENDING_PRIVATE_IMPORTS) - set(found))
+    assert not stale, f"no longer import across packages: delete from the pending list: {stale}"
+
+
+@pytest.mark.parametrize(
+    ("source", "module", "expected"),
+    [
+        ("from .._safe_npz import _read_member", "rankmetric.io", ["_safe_npz._read_member"]),
+        ("from .._validation import check_param", "rankmetric.losses.base", []),
+        ("from ._common import x", "rankmetric.geometry.means", []),
+        ("from ..geometry._common import x", "rankmetric.models.linear", ["geometry._common.x"]),
+        ("from rankmetric.evaluate._inputs import f", "rankmetric.index.x", ["evaluate._inputs"]),
+        ("from .._solver import f", "rankmetric.estimators.warca.linear", []),
+        ("from ..warca._solver import f", "rankmetric.estimators.spd.x", ["warca._solver.f"]),
+        ("from .fit import _transform", "rankmetric.cli.evaluate", ["cli.fit._transform"]),
+    ],
+)
+def test_the_source_check_knows_whose_private_name_it_is(source, module, expected):
+    found = foreign_private_imports(source, module.split("."), is_package=False)
+    assert len(found) == len(expected) and all(e in f for e, f in zip(expected, found, strict=True))

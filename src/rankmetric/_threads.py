@@ -41,6 +41,7 @@ __all__ = [
     "data_work",
     "fit_threads",
     "free_cores",
+    "single_blas_thread",
     "thread_limit",
     "threads",
     "threads_for",
@@ -152,6 +153,17 @@ def _controller():
     if not _CONTROLLER:
         _CONTROLLER.append(ThreadpoolController())
     return _CONTROLLER[0]
+
+
+def single_blas_thread():
+    """Context manager running NumPy/SciPy BLAS on one thread (torch's own pool is untouched).
+
+    For loops of tiny BLAS calls (an optimiser's vector updates, rank-one projections, stacked
+    products of small matrices) threads only add synchronisation: on a busy machine OpenBLAS'
+    spinning threads slowed scipy's L-BFGS-B about 70-fold. This is the one thread setting
+    allowed below the estimators (it pins, it does not size; ``docs/architecture.md``).
+    """
+    return _controller().limit(limits=1, user_api="blas")
 
 
 @contextmanager

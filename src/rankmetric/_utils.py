@@ -14,7 +14,6 @@ __all__ = [
     "torch_generator",
     "progress",
     "to_tensor",
-    "single_blas_thread",
 ]
 
 
@@ -82,20 +81,3 @@ def to_tensor(
     if isinstance(X, torch.Tensor):
         return X.to(device=device, dtype=dtype).contiguous()
     return torch.as_tensor(np.ascontiguousarray(X), dtype=dtype, device=device)
-
-
-_BLAS_CONTROLLER: list = []
-
-
-def single_blas_thread():
-    """Context manager running NumPy/SciPy BLAS on one thread (torch's own pool is untouched).
-
-    For loops of tiny BLAS calls (an optimiser's vector updates, rank-one projections) threads
-    only add synchronisation; on a busy machine OpenBLAS' spinning threads slowed scipy's
-    L-BFGS-B about 70-fold. The thread-pool controller is built once and reused.
-    """
-    from threadpoolctl import ThreadpoolController
-
-    if not _BLAS_CONTROLLER:
-        _BLAS_CONTROLLER.append(ThreadpoolController())
-    return _BLAS_CONTROLLER[0].limit(limits=1, user_api="blas")

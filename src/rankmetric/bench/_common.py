@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .._utils import single_blas_thread
+from .._threads import single_blas_thread
 
 __all__ = [
     "BenchConfig",

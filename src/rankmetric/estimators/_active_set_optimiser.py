@@ -12,7 +12,8 @@ import numpy as np
 import torch
 from scipy.optimize import minimize
 
-from .._utils import progress, single_blas_thread
+from .._threads import single_blas_thread
+from .._utils import progress
 from .._validation import deprecated_alias
 
 __all__ = ["optimize_on_active_sets", "optimize_with_progress", "optimize_fixed"]

@@ -43,7 +43,8 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
-from .._utils import make_rng, single_blas_thread
+from .._threads import single_blas_thread
+from .._utils import make_rng
 from .._validation import (
     ARRAY,
     DEPRECATED,

@@ -23,7 +23,7 @@ from contextlib import contextmanager
 import numpy as np
 import torch
 
-from .._threads import _controller
+from .._threads import single_blas_thread
 
 __all__ = ["blas_threads", "host_matmul", "side_by_side", "use_host_blas", "whiten_pairs_host"]
 
@@ -63,7 +63,7 @@ def blas_threads() -> Iterator[None]:
     multi-threaded BLAS call on such blocks only wakes threads (on a busy 2-core machine two
     BLAS threads made the 300 × 300 pairwise AIRM of 8 × 8 matrices 5× slower).
     """
-    with _controller().limit(limits=1, user_api="blas"):
+    with single_blas_thread():
         yield
 
 

@@ -1,0 +1,202 @@
+"""The conventions of ``docs/architecture.md`` (section 4) that a reading of ``src/`` can check.
+
+* **Threads**: thread pools are sized only by the estimators' fit context, ``rankmetric.threads``
+  (both in ``_threads``), the serving index's searches and the commands (``cli``, ``bench``);
+  below the estimators the one thread setting is ``single_blas_thread()`` (it pins BLAS to one
+  thread around loops of tiny products; it sizes nothing).
+* **Squared distances**: no squared-Euclidean kernel outside ``_distances`` (``cdist``, the Gram
+  form ``addmm(..., alpha=-2)`` or ``-2 * (X @ Y)``, the difference form ``((a - b) ** 2).sum``).
+* **Deprecations**: no ``warnings.warn(..., FutureWarning | DeprecationWarning)`` outside the one
+  helper, ``_validation/compat.py``.
+
+Each check lists its justified exceptions (``ALLOWED``, with the reason) and, apart from them,
+the modules that the restructuring of #39 moves onto the convention in other changes
+(``PENDING``). A pending module that no longer breaks the rule fails the check too, so that its
+entry is deleted when that change is merged: the lists only shrink.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "src" / "rankmetric"
+
+
+def _modules() -> dict[str, str]:
+    """``{path relative to src/rankmetric: source}`` of every module of the package."""
+    return {p.relative_to(PACKAGE).as_posix(): p.read_text() for p in PACKAGE.rglob("*.py")}
+
+
+def _allowed(path: str, allowed: dict[str, str]) -> bool:
+    """Whether ``path`` is an allowed file or lies in an allowed folder (a key ending in ``/``)."""
+    return any(path == key or (key.endswith("/") and path.startswith(key)) for key in allowed)
+
+
+def _check(found: dict[str, list[str]], allowed: dict[str, str], pending: dict[str, str]):
+    """No violation outside ``allowed`` and ``pending``; no stale ``pending`` entry."""
+    new = {p: hits for p, hits in found.items() if not _allowed(p, allowed) and p not in pending}
+    assert not new, "\n".join(f"{p}: {', '.join(hits)}" for p, hits in sorted(new.items()))
+    stale = sorted(set(pending) - set(found))
+    assert not stale, f"these modules now keep the convention: delete them from PENDING: {stale}"
+
+
+def _called_name(node: ast.Call) -> str:
+    func = node.func
+    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+
+
+# --- threads ----------------------------------------------------------------------------------
+
+#: Calls that set a thread count (torch's, BLAS/OpenMP's through threadpoolctl, faiss's).
+THREAD_SETTERS = {
+    "set_num_threads",
+    "set_num_interop_threads",
+    "omp_set_num_threads",
+    "thread_limit",
+    "threadpool_limits",
+    "ThreadpoolController",
+    "fit_threads",
+}
+
+THREADS_ALLOWED = {
+    "_threads.py": "the mechanism itself: thread_limit, threads(n), fit_threads",
+    "estimators/": "fit_context applies fit_threads to every fit method",
+    "index/": "a serving index's searches size their pools (n_threads=), above the estimators",
+    "cli/": "the commands' --threads option",
+    "bench/": "the benchmark grid runs each cell on the threads it is given",
+}
+
+#: Evaluation functions still size their pools themselves; #39 moves the sizing up to the callers.
+THREADS_PENDING = {
+    "evaluate/_kmeans.py": "evaluation (#39 item 7)",
+    "evaluate/cmc.py": "evaluation (#39 item 7)",
+    "evaluate/knn.py": "evaluation (#39 item 7)",
+    "evaluate/reid.py": "evaluation (#39 item 7)",
+    "evaluate/rerank.py": "evaluation (#39 item 7)",
+    "evaluate/retrieval.py": "evaluation (#39 item 7)",
+}
+
+
+def thread_settings(source: str) -> list[str]:
+    """``name:line`` of each call in ``source`` that sets a thread count."""
+    return [
+        f"{_called_name(node)}:{node.lineno}"
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Call) and _called_name(node) in THREAD_SETTERS
+    ]
+
+
+def test_only_the_fit_context_and_the_commands_set_threads():
+    found = {p: hits for p, src in _modules().items() if (hits := thread_settings(src))}
+    _check(found, THREADS_ALLOWED, THREADS_PENDING)
+
+
+# --- squared distances ------------------------------------------------------------------------
+
+_OPERAND = r"[\w.\[\]:, ]+"
+#: The three ways of writing a squared Euclidean distance by hand.
+DISTANCE_KERNELS = {
+    "cdist": re.compile(r"\bcdist\("),
+    # ``||x||² − 2 xᵀy + ||y||²``: a matrix product scaled by −2 (addmm's alpha, or written out)
+    "Gram form": re.compile(r"\balpha\s*=.*-\s*2(\.0)?\b|-\s*2(\.0)?\s*\*\s*\(?\s*\w[\w.]*\s*@"),
+    # ``Σ (x − y)²``: a difference (written out, or a variable named ``diff…``) squared and summed
+    "difference form": re.compile(
+        rf"(\(\s*{_OPERAND}\s-\s{_OPERAND}\)|\bdiff\w*(\[[^\]]*\])?(\s*@\s*[\w.\[\]]+\))?)"
+        r"\s*(\*\*\s*2|\.square\(\)|\.pow\(2\))\s*\)?\s*\.sum\("
+    ),
+}
+
+DISTANCES_ALLOWED = {
+    "_distances.py": "the one home of the kernel",
+    "losses/regularizers.py": "‖WᵀW − I‖²: an orthogonality penalty, not a distance of points",
+    "estimators/kissme.py": "sums of pair-difference outer products (covariances), not distances",
+    "index/export.py": "the Gram form written as ONNX operators, for the exported graph",
+    "geometry/flat_distances.py": "Frobenius norms of matrix differences (log-Euclidean metric)",
+}
+
+#: Modules #39 routes through ``_distances`` in other changes (its item 6).
+DISTANCES_PENDING = {
+    "evaluate/_kmeans.py": "k-means++ seeding and assignment",
+    "losses/_warp_sampling.py": "WARCA's sampled-rank engine",
+    "losses/_warp_terms.py": "WARCA's terms",
+    "estimators/mlmnn.py": "mLMNN's per-group distances",
+    "estimators/ssne.py": "SSNE's validation similarity",
+    "estimators/_held_out.py": "the held-out check's reference distance",
+    "neighbors/_search.py": "the search's chunk scores ||g||² − 2 qᵀg",
+    "neighbors/tiled.py": "the tiled search's scores",
+    "index/_exact.py": "the few-queries search's scores",
+}
+
+
+def distance_kernels(source: str) -> list[str]:
+    """``kind:line`` of each hand-written squared distance in ``source`` (comments skipped)."""
+    hits = []
+    for number, line in enumerate(source.splitlines(), 1):
+        code = line.split("#", 1)[0]
+        hits += [f"{kind}:{number}" for kind, rx in DISTANCE_KERNELS.items() if rx.search(code)]
+    return hits
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        ("d = torch.cdist(a, b)", "cdist"),
+        ("d = torch.addmm(sq[None], X, Y.T, alpha=-2.0)", "Gram form"),
+        ("d = x_sq - 2.0 * (X @ C.T) + c_sq", "Gram form"),
+        ("d = ((a - b) ** 2).sum(1)", "difference form"),
+        ("d = (a[i] - b[j]).square().sum(-1)", "difference form"),
+        ("d = (x - y).pow(2).sum(dim=1)", "difference form"),
+        ("sq = diff_ap.square().sum(-1)", "difference form"),
+        ("d = ((diff[sel] @ L.T) ** 2).sum(1)", "difference form"),
+        ("alpha = -1.0 if cosine else -2.0", "Gram form"),
+        ("n = x.square().sum(1)", None),
+        ("y = torch.addmm(bias, x, W.T)", None),
+        ("d = squared_euclidean(a, b)  # not (a - b) ** 2).sum(", None),
+    ],
+)
+def test_the_distance_check_finds_hand_written_kernels(line, kind):
+    found = distance_kernels(line)
+    assert found == ([] if kind is None else [f"{kind}:1"])
+
+
+def test_every_squared_distance_is_in_distances():
+    found = {p: hits for p, src in _modules().items() if (hits := distance_kernels(src))}
+    _check(found, DISTANCES_ALLOWED, DISTANCES_PENDING)
+
+
+# --- deprecations -----------------------------------------------------------------------------
+
+_DEPRECATIONS = {"FutureWarning", "DeprecationWarning", "PendingDeprecationWarning"}
+
+#: Deprecated paths warned by hand; #39 deletes them (item 2) or routes them through compat.
+DEPRECATIONS_PENDING = {
+    "training.py": "checkpoint_fingerprint, train(stop_after=)",
+    "estimators/base.py": "atomic_fit",
+}
+
+
+def deprecation_warnings(source: str) -> list[str]:
+    """``line`` of each ``warn(...)`` call in ``source`` that names a deprecation category."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and _called_name(node) == "warn":
+            names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+            names |= {n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)}
+            if names & _DEPRECATIONS:
+                found.append(str(node.lineno))
+    return found
+
+
+def test_every_deprecation_goes_through_the_helper():
+    found = {p: hits for p, src in _modules().items() if (hits := deprecation_warnings(src))}
+    _check(found, {"_validation/compat.py": "the one deprecation helper"}, DEPRECATIONS_PENDING)
+
+
+def test_the_deprecation_check_finds_a_hand_written_warning():
+    source = "import warnings\nwarnings.warn('old', FutureWarning, stacklevel=2)\n"
+    assert deprecation_warnings(source) == ["2"]
+    assert deprecation_warnings("warnings.warn('slow', UserWarning)") == []

@@ -38,7 +38,6 @@ from torch import Tensor
 from .._validation import renamed_keywords
 from .base import BatchMetricLoss
 from .indices import (
-    IndicesTuple,
     all_pairs,
     check_indices_tuple,
     check_reference,
@@ -131,20 +130,13 @@ default="euclidean"
             f"{super().extra_repr()}"
         )
 
-    def batch_loss(
-        self,
-        embeddings: torch.Tensor,
-        labels: torch.Tensor,
-        indices_tuple: IndicesTuple | None,
-        ref_emb: torch.Tensor | None,
-        ref_labels: torch.Tensor | None,
-    ) -> torch.Tensor:
+    def batch_loss(self, embeddings, labels, indices_tuple, ref_emb, ref_labels):
         """The loss of a batch.
 
         Parameters
         ----------
-        embeddings : tensor of shape (B, d), or (B, c, c) for an SPD metric
-        labels : integer tensor of shape (B,)
+        embeddings, labels : tensor
+            The checked batch and its labels (:meth:`BatchMetricLoss.batch_loss`).
         indices_tuple : tuple of int64 tensors, optional
             Mined pairs ``(a1, p, a2, n)`` or triplets ``(a, p, n)`` (read as ``(a, p, a, n)``).
             ``"original"``: one term per given positive pair, against the given negative pairs

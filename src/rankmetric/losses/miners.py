@@ -61,6 +61,7 @@ __all__ = [
     "facenet_semihard_choice",
     "multi_similarity_masks",
     "random_partners",
+    "sorted_negatives",
 ]
 
 TRIPLET_STRATEGIES = (
@@ -281,7 +282,8 @@ default="euclidean"
         positive, negative = label_masks(labels, ref_arg)
         dist = pairwise_distance(embeddings, self.metric, None if same else ref_emb)
         if self.strategy == "hard":
-            anchors, hardest_pos, hardest_neg = batch_hard_choice(dist, positive, negative)
+            valid, hardest_pos, hardest_neg, _, _ = batch_hard_choice(dist, positive, negative)
+            anchors = torch.nonzero(valid).flatten()
             return anchors, hardest_pos[anchors], hardest_neg[anchors]
         if self.strategy == "facenet-semihard":
             _, order, chosen, valid = facenet_semihard_choice(dist, positive, negative)
@@ -388,17 +390,32 @@ def multi_similarity_masks(
     return positive & (sim - epsilon < hardest_neg), negative & (sim + epsilon > hardest_pos)
 
 
+def sorted_negatives(dist: Tensor, negative: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """Each row's negative distances in increasing order, the one sort every triplet rule uses.
+
+    Returns ``(sorted_neg, order, n_neg)``: the sorted distances (B, M) with the gradient of
+    ``dist`` (+inf for non-negatives, last), their columns (B, M) and each row's number of
+    negatives (B,).
+    """
+    sorted_neg, order = dist.masked_fill(~negative, torch.inf).sort(dim=1)
+    return sorted_neg, order, negative.sum(dim=1)
+
+
 def batch_hard_choice(dist: Tensor, positive: Tensor, negative: Tensor):
     """Batch-hard selection (Hermans et al. 2017), the one used by the miner and the loss.
 
-    Returns ``(anchors, hardest_pos, hardest_neg)``: the anchors with a positive and a negative,
-    and for every row the column of its farthest positive and of its closest negative.
+    Returns ``(valid, hardest_pos, hardest_neg, d_ap, d_an)``: which rows have a positive and a
+    negative, for every row the column of its farthest positive and of its closest negative, and
+    their distances (with the gradient of ``dist``; masked first, so that a row without a
+    positive or negative passes no gradient to ``dist``).
     """
+    farthest = dist.masked_fill(~positive, -torch.inf)
+    closest = dist.masked_fill(~negative, torch.inf)
+    hardest_pos, hardest_neg = farthest.detach().argmax(dim=1), closest.detach().argmin(dim=1)
+    d_ap = farthest.gather(1, hardest_pos.unsqueeze(1)).squeeze(1)
+    d_an = closest.gather(1, hardest_neg.unsqueeze(1)).squeeze(1)
     valid = positive.any(dim=1) & negative.any(dim=1)
-    anchors = torch.nonzero(valid).flatten()
-    hardest_pos = dist.detach().masked_fill(~positive, -torch.inf).argmax(dim=1)
-    hardest_neg = dist.detach().masked_fill(~negative, torch.inf).argmin(dim=1)
-    return anchors, hardest_pos, hardest_neg
+    return valid, hardest_pos, hardest_neg, d_ap, d_an
 
 
 def facenet_semihard_choice(dist: Tensor, positive: Tensor, negative: Tensor):
@@ -419,8 +436,7 @@ def facenet_semihard_choice(dist: Tensor, positive: Tensor, negative: Tensor):
     valid : bool tensor (B, M)
         The positive pairs whose anchor has a negative.
     """
-    sorted_neg, order = dist.masked_fill(~negative, torch.inf).sort(dim=1)
-    n_neg = negative.sum(dim=1)
+    sorted_neg, order, n_neg = sorted_negatives(dist, negative)
     farther = torch.searchsorted(
         sorted_neg.detach().contiguous(), dist.detach().contiguous(), right=True
     )
@@ -436,9 +452,8 @@ def _band_triplets(dist, positive, negative, band, margin) -> IndicesTuple:
     negative distances, found by two binary searches; the output is built from the runs'
     lengths (no (B, M, M) mask).
     """
-    sorted_neg, order = dist.masked_fill(~negative, torch.inf).sort(dim=1)
-    sorted_neg = sorted_neg.contiguous()
-    n_neg = negative.sum(dim=1, keepdim=True)
+    sorted_neg, order, n_neg = sorted_negatives(dist, negative)
+    sorted_neg, n_neg = sorted_neg.contiguous(), n_neg.unsqueeze(1)
     a, p = torch.nonzero(positive & (n_neg > 0), as_tuple=True)
 
     def edge(factor):  # negatives with D_an ≤ D_ap + factor·m, per positive pair

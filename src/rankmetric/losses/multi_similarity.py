@@ -29,7 +29,7 @@ from __future__ import annotations
 import torch
 
 from .base import BatchMetricLoss
-from .indices import IndicesTuple, check_indices_tuple, check_reference, pair_masks
+from .indices import check_indices_tuple, check_reference, pair_masks
 from .miners import multi_similarity_masks
 from .pair_distances import (
     SIMILARITIES,
@@ -117,20 +117,13 @@ class MultiSimilarityLoss(BatchMetricLoss):
             f"mining={self.mining}, similarity={self.similarity!r}, {super().extra_repr()}"
         )
 
-    def batch_loss(
-        self,
-        embeddings: torch.Tensor,
-        labels: torch.Tensor,
-        indices_tuple: IndicesTuple | None,
-        ref_emb: torch.Tensor | None,
-        ref_labels: torch.Tensor | None,
-    ) -> torch.Tensor:
+    def batch_loss(self, embeddings, labels, indices_tuple, ref_emb, ref_labels):
         """The loss of a batch.
 
         Parameters
         ----------
-        embeddings : tensor of shape (B, d)
-        labels : integer tensor of shape (B,)
+        embeddings, labels : tensor
+            The checked batch and its labels (:meth:`BatchMetricLoss.batch_loss`).
         indices_tuple : tuple of int64 tensors, optional
             Mined pairs ``(a1, p, a2, n)`` or triplets ``(a, p, n)`` (read as the pairs
             ``(a, p)`` and ``(a, n)``); they replace the loss's own mining. A pair given twice

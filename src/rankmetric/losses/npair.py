@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 
 from .base import BatchMetricLoss
-from .indices import IndicesTuple, all_pairs, check_indices_tuple, check_reference, to_pairs
+from .indices import all_pairs, check_indices_tuple, check_reference, to_pairs
 from .pair_distances import (
     SIMILARITIES,
     Similarity,
@@ -91,20 +91,13 @@ class NPairLoss(BatchMetricLoss):
     def extra_repr(self) -> str:
         return f"l2_weight={self.l2_weight}, similarity={self.similarity!r}, {super().extra_repr()}"
 
-    def batch_loss(
-        self,
-        embeddings: torch.Tensor,
-        labels: torch.Tensor,
-        indices_tuple: IndicesTuple | None,
-        ref_emb: torch.Tensor | None,
-        ref_labels: torch.Tensor | None,
-    ) -> torch.Tensor:
+    def batch_loss(self, embeddings, labels, indices_tuple, ref_emb, ref_labels):
         """The loss of a batch.
 
         Parameters
         ----------
-        embeddings : tensor of shape (B, d)
-        labels : integer tensor of shape (B,)
+        embeddings, labels : tensor
+            The checked batch and its labels (:meth:`BatchMetricLoss.batch_loss`).
         indices_tuple : tuple of int64 tensors, optional
             Mined pairs ``(a1, p, a2, n)`` or triplets ``(a, p, n)``: of their positive pairs
             ``(a1, p)``, the first one of each anchor label is used (pytorch-metric-learning's

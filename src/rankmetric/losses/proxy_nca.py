@@ -24,7 +24,7 @@ from torch import nn
 
 from .._validation import Interval, check_param
 from .base import BatchMetricLoss
-from .indices import IndicesTuple, anchor_weights, check_indices_tuple
+from .indices import anchor_weights, check_indices_tuple
 from .pair_distances import pairwise_distance, unit_rows
 from .precision import compute_dtype, is_compiling
 
@@ -123,14 +123,7 @@ class ProxyNCALoss(BatchMetricLoss):
             f"{super().extra_repr()}"
         )
 
-    def batch_loss(
-        self,
-        embeddings: torch.Tensor,
-        labels: torch.Tensor,
-        indices_tuple: IndicesTuple | None,
-        ref_emb: torch.Tensor | None,
-        ref_labels: torch.Tensor | None,
-    ) -> torch.Tensor:
+    def batch_loss(self, embeddings, labels, indices_tuple, ref_emb, ref_labels):
         """The loss of a batch.
 
         Parameters

@@ -31,7 +31,7 @@ import torch
 
 from ..models.sphere import sphere_similarity
 from .base import BatchMetricLoss, finite_loss
-from .indices import IndicesTuple, check_indices_tuple, check_reference, to_pairs
+from .indices import check_indices_tuple, check_reference, to_pairs
 from .regularizers import group_norm_penalty, group_soft_threshold_
 
 __all__ = [
@@ -215,14 +215,7 @@ class SimilarityRegressionLoss(BatchMetricLoss):
         weights = weights.to(sq.dtype)
         return self.reduce(weights * sq, weights.sum())
 
-    def batch_loss(
-        self,
-        embeddings: torch.Tensor,
-        labels: torch.Tensor,
-        indices_tuple: IndicesTuple | None,
-        ref_emb: torch.Tensor | None,
-        ref_labels: torch.Tensor | None,
-    ) -> torch.Tensor:
+    def batch_loss(self, embeddings, labels, indices_tuple, ref_emb, ref_labels):
         """Mean squared similarity error over the ``B (B − 1) / 2`` pairs of a labelled batch.
 
         Parameters

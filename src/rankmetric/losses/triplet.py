@@ -47,8 +47,14 @@ from torch import Tensor
 
 from .._validation import renamed_keywords
 from .base import BatchMetricLoss, as_count
-from .indices import IndicesTuple, check_indices_tuple, check_reference, to_triplets
-from .miners import TripletMiner, batch_hard_choice, facenet_semihard_choice, random_partners
+from .indices import check_indices_tuple, check_reference, to_triplets
+from .miners import (
+    TripletMiner,
+    batch_hard_choice,
+    facenet_semihard_choice,
+    random_partners,
+    sorted_negatives,
+)
 from .pair_distances import (
     SPD_METRICS,
     VECTOR_METRICS,
@@ -152,20 +158,13 @@ default="euclidean"
             f"average_nonzero={self.average_nonzero}, {super().extra_repr()}"
         )
 
-    def batch_loss(
-        self,
-        embeddings: torch.Tensor,
-        labels: torch.Tensor,
-        indices_tuple: IndicesTuple | None,
-        ref_emb: torch.Tensor | None,
-        ref_labels: torch.Tensor | None,
-    ) -> torch.Tensor:
+    def batch_loss(self, embeddings, labels, indices_tuple, ref_emb, ref_labels):
         """The loss of a batch.
 
         Parameters
         ----------
-        embeddings : tensor of shape (B, d), or (B, c, c) for an SPD metric
-        labels : integer tensor of shape (B,)
+        embeddings, labels : tensor
+            The checked batch and its labels (:meth:`BatchMetricLoss.batch_loss`).
         indices_tuple : tuple of int64 tensors, optional
             Mined triplets ``(a, p, n)`` or pairs ``(a1, p, a2, n)`` (every positive and negative
             pair with a common anchor then forms a triplet), e.g. from a
@@ -253,18 +252,9 @@ def _hinge_sum(violation: Tensor, valid: Tensor) -> Mined:
     return per_anchor, as_count(valid.sum()), as_count((valid & (violation > 0)).sum())
 
 
-def _sorted_negatives(dist: Tensor, negative: Tensor) -> tuple[Tensor, Tensor]:
-    """Each row's negative distances in increasing order, non-negatives (+inf) last.
-
-    Returns ``(sorted_dist (B, B), n_negatives (B,))``.
-    """
-    masked = dist.masked_fill(~negative, torch.inf)
-    return masked.sort(dim=1).values, negative.sum(dim=1)
-
-
 def _all_triplets(dist: Tensor, positive: Tensor, negative: Tensor, margin: float) -> Mined:
     """Every valid triplet, by prefix sums over sorted negative distances (see module docstring)."""
-    sorted_neg, n_neg = _sorted_negatives(dist, negative)
+    sorted_neg, _, n_neg = sorted_negatives(dist, negative)
     threshold = dist + margin  # t_ap, shape (B, B)
     below = torch.searchsorted(sorted_neg.contiguous(), threshold.detach().contiguous())
     finite = sorted_neg.masked_fill(torch.isinf(sorted_neg), 0.0).to(torch.float64)
@@ -286,10 +276,5 @@ def _semihard(dist: Tensor, positive: Tensor, negative: Tensor, margin: float) -
 
 def _batch_hard(dist: Tensor, positive: Tensor, negative: Tensor, margin: float) -> Mined:
     """Per anchor: the farthest positive against the closest negative (Hermans et al. 2017)."""
-    _, hardest_pos, hardest_neg = batch_hard_choice(dist, positive, negative)
-    valid = positive.any(dim=1) & negative.any(dim=1)
-    # masked first: an anchor without a positive or negative passes no gradient to ``dist``
-    d_ap = dist.masked_fill(~positive, -torch.inf).gather(1, hardest_pos.unsqueeze(1)).squeeze(1)
-    d_an = dist.masked_fill(~negative, torch.inf).gather(1, hardest_neg.unsqueeze(1)).squeeze(1)
-    violation = torch.where(valid, d_ap - d_an + margin, 0.0)
-    return _hinge_sum(violation, valid)
+    valid, _, _, d_ap, d_an = batch_hard_choice(dist, positive, negative)
+    return _hinge_sum(torch.where(valid, d_ap - d_an + margin, 0.0), valid)

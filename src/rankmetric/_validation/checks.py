@@ -13,6 +13,7 @@ import numpy as np
 
 __all__ = [
     "SCALE_HEADROOM_TERMS",
+    "as_label_array",
     "check_finite",
     "check_labels",
     "check_min_per_class",
@@ -130,7 +131,47 @@ def check_labels(
     return classes, codes
 
 
-def encode_labels(*labels) -> tuple[np.ndarray, list[np.ndarray]]:
+def as_label_array(y, name: str = "y", n_samples: int | None = None) -> np.ndarray:
+    """Labels (NumPy, torch or a list) as a one-dimensional NumPy array, checked.
+
+    Parameters
+    ----------
+    y : array-like or tensor of shape (n_samples,)
+    name : str, default="y"
+        Named in the error messages.
+    n_samples : int, optional
+        The number of samples ``y`` labels.
+
+    Returns
+    -------
+    ndarray of shape (n_samples,)
+
+    Raises
+    ------
+    ValueError
+        ``y`` is not one-dimensional, holds NaN or infinity, or has another length.
+
+    Examples
+    --------
+    >>> import torch
+    >>> as_label_array(torch.tensor([1, 0]), "labels").tolist()
+    [1, 0]
+    """
+    if hasattr(y, "detach"):  # a torch tensor, without importing torch here
+        y = y.detach().cpu().numpy()
+    y = np.asarray(y)
+    if y.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, got shape {y.shape}.")
+    if y.dtype.kind == "f":
+        check_finite(y, name)
+    if n_samples is not None and y.shape[0] != n_samples:
+        raise ValueError(f"{name} has {y.shape[0]} labels but there are {n_samples} samples.")
+    return y
+
+
+def encode_labels(
+    *labels, names=None, lengths=None, min_classes: int = 1
+) -> tuple[np.ndarray, list[np.ndarray]]:
     """The one label encoder: a shared code book over label arrays, codes ``0..Q-1``.
 
     Parameters
@@ -138,6 +179,15 @@ def encode_labels(*labels) -> tuple[np.ndarray, list[np.ndarray]]:
     *labels : array-like of shape (n_i,)
         One or more label arrays (train and test labels, query and gallery identities, ...),
         encoded together so that equal labels get equal codes across them.
+    names : sequence of str, optional
+        The arrays' names. When given, each array is checked first (:func:`as_label_array`:
+        torch tensors accepted, one-dimensional, finite) and so are the labels together
+        (:func:`check_labels`: class labels, at least ``min_classes`` of them), with messages
+        that name the arrays. Without it the arrays are encoded as they are.
+    lengths : sequence of int, optional
+        With ``names``: the number of samples each array labels.
+    min_classes : int, default=1
+        With ``names``: fewest distinct labels over all arrays.
 
     Returns
     -------
@@ -151,13 +201,27 @@ def encode_labels(*labels) -> tuple[np.ndarray, list[np.ndarray]]:
     >>> classes, (train, test) = encode_labels(["b", "a", "b"], ["a", "c"])
     >>> classes.tolist(), train.tolist(), test.tolist()
     (['a', 'b', 'c'], [1, 0, 1], [0, 2])
+    >>> encode_labels([0, 1], names=["y_query"], lengths=[3])
+    Traceback (most recent call last):
+    ValueError: y_query has 2 labels but there are 3 samples.
     """
     if not labels:
         raise ValueError("encode_labels needs at least one label array.")
-    arrays = [np.asarray(y) for y in labels]
-    joined = arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
-    classes, codes = np.unique(joined, return_inverse=True)
-    codes = codes.reshape(-1).astype(np.int64)
+    if names is None:
+        arrays = [np.asarray(y) for y in labels]
+        joined = arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
+        classes, codes = np.unique(joined, return_inverse=True)
+        codes = codes.reshape(-1).astype(np.int64)
+    else:
+        lengths = [None] * len(labels) if lengths is None else lengths
+        arrays = [
+            as_label_array(y, name, n) for y, name, n in zip(labels, names, lengths, strict=True)
+        ]
+        try:
+            joined = np.concatenate(arrays)
+        except (TypeError, ValueError) as exc:  # pragma: no cover - exotic mixes of label types
+            raise ValueError(f"labels of {', '.join(names)} cannot be compared ({exc}).") from exc
+        classes, codes = check_labels(joined, min_classes=min_classes)
     return classes, np.split(codes, np.cumsum([a.shape[0] for a in arrays])[:-1])
 
 

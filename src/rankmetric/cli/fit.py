@@ -306,7 +306,7 @@ def _load_spd_data(args: argparse.Namespace):
     if estimator is None:
         return load_spd(args.data)
     cov = _covariances(estimator)
-    from ..datasets._loaders import encode_labels, load_trials  # the original-length trials
+    from ..datasets._loaders import encode_targets, load_trials  # the original-length trials
 
     try:
         train, test = load_trials(args.data)
@@ -315,7 +315,7 @@ def _load_spd_data(args: argparse.Namespace):
             f"--covariance-estimator applies to multichannel trials; {args.data!r} is not a "
             "bundled multichannel set (derived SPD sets such as fmnist-regcov come as matrices)."
         ) from None
-    _, y, y_test = encode_labels(train.labels, test.labels)
+    _, y, y_test = encode_targets(train.labels, test.labels)
     return Dataset(
         X=cov.fit_transform(train.series),
         y=y.astype(np.int64),

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .._validation import encode_labels as encode_label_arrays
+from .._validation import encode_labels
 from ._cache import verified_files
 from ._info import Dataset, DatasetInfo
 from ._readers import frame_to_xy, read_csv_gz, read_idx_gz, read_keel_dat, read_rda_frame
@@ -22,7 +22,7 @@ __all__ = [
     "load_trials",
     "balance_scale",
     "resample_trials",
-    "encode_labels",
+    "encode_targets",
 ]
 
 
@@ -124,7 +124,7 @@ def load_trials(name: str, *, data_home: str | os.PathLike | None = None) -> tup
 
 def _assemble(info: DatasetInfo, parts: _Parts) -> Dataset:
     if parts.target_names is None:
-        target_names, y, y_test = encode_labels(parts.labels, parts.labels_test)
+        target_names, y, y_test = encode_targets(parts.labels, parts.labels_test)
     else:
         target_names, y, y_test = parts.target_names, parts.labels, parts.labels_test
     description = f"{info.description}. Source: {info.source}."
@@ -149,13 +149,13 @@ def _assemble(info: DatasetInfo, parts: _Parts) -> Dataset:
     )
 
 
-def encode_labels(labels: np.ndarray, labels_test: np.ndarray | None = None):
+def encode_targets(labels: np.ndarray, labels_test: np.ndarray | None = None):
     """Labels → (target_names, codes, test codes); classes sorted (numerically if numbers)."""
     labels = _integral(labels)
     if labels_test is None:
-        classes, (codes,) = encode_label_arrays(labels)
+        classes, (codes,) = encode_labels(labels)
         return tuple(str(c) for c in classes), codes, None
-    classes, (codes, codes_test) = encode_label_arrays(labels, _integral(labels_test))
+    classes, (codes, codes_test) = encode_labels(labels, _integral(labels_test))
     return tuple(str(c) for c in classes), codes, codes_test
 
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from .._validation import check_finite
 from ._info import Dataset
-from ._loaders import encode_labels, load_trials
+from ._loaders import encode_targets, load_trials
 from ._registry import DERIVED_SPD, derived_spd_name, get_info
 
 __all__ = ["covariances", "load_spd", "ESTIMATORS", "ESTIMATOR_ALIASES"]
@@ -352,7 +352,7 @@ def _load_multichannel(name, estimator, shrinkage, data_home, random_state=0) ->
         )
     _check_estimator(estimator, shrinkage)
     train, test = load_trials(info.name, data_home=data_home)
-    target_names, y, y_test = encode_labels(train.labels, test.labels)
+    target_names, y, y_test = encode_targets(train.labels, test.labels)
     amount = "its own shrinkage" if shrinkage is None else f"shrinkage {shrinkage}"
     return Dataset(
         X=covariances(train.series, estimator, shrinkage, random_state=random_state),

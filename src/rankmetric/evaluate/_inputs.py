@@ -9,7 +9,7 @@ from numbers import Integral
 import numpy as np
 import torch
 
-from .._validation import check_finite, check_labels
+from .._validation import as_label_array, encode_labels
 from ..neighbors import squared_norms
 
 __all__ = [
@@ -70,53 +70,6 @@ def as_embeddings(X, name: str, device: torch.device, dtype: torch.dtype) -> tor
     raise ValueError(
         f"{name} has values too large for {dtype} distances (squared norms overflow): rescale it."
     )
-
-
-def as_label_array(y, name: str) -> np.ndarray:
-    """Labels (numpy, torch or list) as a 1-D NumPy array."""
-    if isinstance(y, torch.Tensor):
-        y = y.detach().cpu().numpy()
-    y = np.asarray(y)
-    if y.ndim != 1:
-        raise ValueError(f"{name} must be one-dimensional, got shape {y.shape}.")
-    if y.dtype.kind == "f":
-        check_finite(y, name)
-    return y
-
-
-def encode_labels(
-    *labels, lengths: Iterable[int], names: Iterable[str], min_classes: int = 1
-) -> tuple[np.ndarray, list[np.ndarray]]:
-    """Encode several label arrays with one shared code book.
-
-    Parameters
-    ----------
-    *labels : array-like of shape (n_i,)
-        Label arrays, e.g. query and gallery labels.
-    lengths : iterable of int
-        The number of rows of the matching embeddings.
-    names : iterable of str
-        The arguments' names, for error messages.
-    min_classes : int, default=1
-        Fewest distinct labels required over all arrays.
-
-    Returns
-    -------
-    classes : ndarray of shape (n_classes,)
-    codes : list of ndarray of shape (n_i,), dtype int64
-    """
-    arrays = []
-    for y, n, name in zip(labels, lengths, names, strict=True):
-        y = as_label_array(y, name)
-        if y.shape[0] != n:
-            raise ValueError(f"{name} has {y.shape[0]} labels but there are {n} samples.")
-        arrays.append(y)
-    try:
-        joined = np.concatenate(arrays)
-    except (TypeError, ValueError) as exc:  # pragma: no cover - exotic mixes of label types
-        raise ValueError(f"labels of {', '.join(names)} cannot be compared ({exc}).") from exc
-    classes, codes = check_labels(joined, min_classes=min_classes)
-    return classes, np.split(codes, np.cumsum([a.shape[0] for a in arrays])[:-1])
 
 
 def check_same_width(A: torch.Tensor, B: torch.Tensor, a: str, b: str) -> None:

@@ -247,3 +247,22 @@ def test_every_loss_derives_from_the_base_and_batch_losses_share_one_forward():
     batch = [c for c in modules if issubclass(c, losses.BatchMetricLoss)]
     assert len(batch) >= 6
     assert all(c.forward is losses.BatchMetricLoss.forward for c in batch)
+
+
+def test_transformers_name_their_output_or_opt_out():
+    """``_n_features_out`` (so ``set_output`` works), or ``auto_wrap_output_keys=None``."""
+    from sklearn.base import TransformerMixin
+
+    import rankmetric.estimators as estimators
+    import rankmetric.preprocessing as preprocessing
+
+    lacking = [
+        name
+        for module in (estimators, preprocessing)
+        for name in module.__all__
+        if isinstance(cls := getattr(module, name), type)
+        and issubclass(cls, TransformerMixin)
+        and not hasattr(cls, "_n_features_out")
+        and getattr(cls, "_sklearn_auto_wrap_output_keys", {"transform"})
+    ]
+    assert not lacking, lacking

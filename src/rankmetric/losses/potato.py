@@ -73,7 +73,7 @@ DISTANCES = SPD_METRICS  # ("airm", "log_euclidean"); pyRiemann's names are acce
 CENTERS = ("pairwise", "class")
 CENTRES = CENTERS  # the British spelling of 0.2, kept for old imports
 #: A z-score deviation ``log d − log μ`` within this many ulps of the larger of the two is
-#: rounding (see ``RiemannianPotatoLoss._z``).
+#: rounding (see ``RiemannianPotatoLoss.z_scores``).
 _ROUNDING_ULPS = 8
 
 
@@ -277,75 +277,58 @@ class RiemannianPotatoLoss(MetricLoss):
         scalar tensor, or tensor of shape (B,) with ``reduction="none"``
         """
         labels = self._check_inputs(embeddings, labels)
-        if self.center == "class":
-            return self._class_centered(embeddings, labels)
-        log_d = embedding_distances(embeddings, metric=self.metric).clamp_min(self.eps).log()
-        positive, negative = label_masks(labels)
+        if self.center == "class":  # each sample against the batch mean of each class (B, K)
+            classes = torch.unique(labels)
+            means = _class_means(embeddings, labels, classes, self.metric)
+            log_d = embedding_distances(embeddings, means, self.metric).clamp_min(self.eps).log()
+            own = labels[:, None] == classes[None, :]
+            other, potato, columns = ~own, classes[None, :], classes
+        else:  # each anchor against every sample (B, B), in the anchor's potato
+            log_d = embedding_distances(embeddings, metric=self.metric).clamp_min(self.eps).log()
+            own, other = label_masks(labels)
+            potato, columns = labels[:, None], None
         if self.training:
-            self._update_statistics(log_d.detach(), labels, positive)
-        z = self.z_scores(log_d, labels)
-        known = self.seen[labels][:, None]
-        hard_pos = positive & known & (z > self.z_threshold)
-        hard_neg = negative & known & (z < self.z_threshold + self.margin)
+            self._update_statistics(log_d.detach(), labels, own, columns)
+        z = self.z_scores(log_d, potato)
+        known = self.seen[potato]
+        hard_pos = own & known & (z > self.z_threshold)
+        hard_neg = other & known & (z < self.z_threshold + self.margin)
         loss_pos = _masked_mean(torch.relu(z - self.z_threshold), hard_pos, self.temperature)
         loss_neg = _masked_mean(
             torch.relu(self.z_threshold + self.margin - z), hard_neg, self.temperature
         )
         return self.reduce(loss_pos + self.neg_weight * loss_neg)
 
-    def z_scores(self, log_d: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        """:math:`z_{ij} = (\\log d_{ij} - \\log \\mu_{y_i}) / \\log \\sigma_{y_i}` for a (B, B)
-        matrix of log-distances.
+    def z_scores(self, log_d: torch.Tensor, potato: torch.Tensor) -> torch.Tensor:
+        """:math:`z = (\\log d - \\log \\mu_c) / \\log \\sigma_c` in the potato of class ``c``.
+
+        A deviation within rounding of 0 is made exactly 0: a potato built from a single pair
+        (pairwise) or from a class of two (class-centred: both members are equally far from
+        their mean) has ``log_mu`` equal to those very log-distances, so their z-scores are 0
+        but for the last bit, right at the hinge ``z_th = 0``: whether they count as hard then
+        depended on the CPU's rounding (another gradient, another model). Deviations under
+        :data:`_ROUNDING_ULPS` ulps of the larger magnitude are rounding, not signal, and are
+        set to 0 (the same subgradient everywhere).
 
         Parameters
         ----------
         log_d : tensor of shape (B, N)
-            ``log d_ij`` from anchor ``i`` to sample ``j``.
-        labels : integer tensor of shape (B,)
-            Anchors' classes (whose potatoes are used).
+            Log-distances.
+        potato : integer tensor of shape (B,), or broadcastable to (B, N)
+            The class whose potato scores each entry: the anchors' labels (B,) for
+            anchor-to-sample distances, ``classes[None, :]`` for distances to class means.
 
         Returns
         -------
         tensor of shape (B, N)
         """
-        log_mu = self.log_mu[labels].to(log_d.dtype)[:, None]
-        log_sigma = self.log_sigma[labels].to(log_d.dtype).clamp_min(self.min_log_sigma)[:, None]
-        return self._z(log_d, log_mu, log_sigma)
-
-    def _z(self, log_d: torch.Tensor, log_mu: torch.Tensor, log_sigma: torch.Tensor):
-        """``(log_d − log_mu) / log_sigma``, a deviation within rounding of 0 made exactly 0.
-
-        A potato built from a single pair (pairwise) or from a class of two (class-centred: both
-        members are equally far from their mean) has ``log_mu`` equal to those very
-        log-distances, so their z-scores are 0 but for the last bit, right at the hinge
-        ``z_th = 0``: whether they count as hard then depended on the CPU's rounding (another
-        gradient, another model). Deviations under :data:`_ROUNDING_ULPS` ulps of the larger
-        magnitude are rounding, not signal, and are set to 0 (the same subgradient everywhere).
-        """
+        potato = potato[:, None] if potato.ndim == 1 else potato
+        log_mu = self.log_mu[potato].to(log_d.dtype)
+        log_sigma = self.log_sigma[potato].to(log_d.dtype).clamp_min(self.min_log_sigma)
         deviation = log_d - log_mu
         ulp = torch.finfo(deviation.dtype).eps * torch.maximum(log_d.abs(), log_mu.abs())
         deviation = torch.where(deviation.abs() <= _ROUNDING_ULPS * ulp, 0.0, deviation)
         return deviation / log_sigma
-
-    def _class_centered(self, embeddings: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        """The class-centered potato loss (``center="class"``)."""
-        classes = torch.unique(labels)
-        means = _class_means(embeddings, labels, classes, self.metric)
-        log_d = embedding_distances(embeddings, means, self.metric).clamp_min(self.eps).log()
-        own = labels[:, None] == classes[None, :]  # (B, K)
-        if self.training:
-            self._update_statistics(log_d.detach(), labels, own, classes)
-        log_mu = self.log_mu[classes].to(log_d.dtype)
-        log_sigma = self.log_sigma[classes].to(log_d.dtype).clamp_min(self.min_log_sigma)
-        z = self._z(log_d, log_mu, log_sigma)
-        known = self.seen[classes][None, :]
-        hard_pos = own & known & (z > self.z_threshold)
-        hard_neg = ~own & known & (z < self.z_threshold + self.margin)
-        loss_pos = _masked_mean(torch.relu(z - self.z_threshold), hard_pos, self.temperature)
-        loss_neg = _masked_mean(
-            torch.relu(self.z_threshold + self.margin - z), hard_neg, self.temperature
-        )
-        return self.reduce(loss_pos + self.neg_weight * loss_neg)
 
     @torch.no_grad()
     def _update_statistics(

@@ -24,7 +24,7 @@ import torch
 from torch import Tensor
 
 from .base import check_reference_arguments
-from .pair_distances import check_batch
+from .pair_distances import check_batch, label_masks
 
 __all__ = [
     "IndicesTuple",
@@ -37,6 +37,7 @@ __all__ = [
     "all_pairs",
     "all_triplets",
     "anchor_weights",
+    "run_offsets",
 ]
 
 IndicesTuple = tuple[Tensor, Tensor, Tensor] | tuple[Tensor, Tensor, Tensor, Tensor]
@@ -209,10 +210,34 @@ def to_triplets(indices_tuple: IndicesTuple) -> tuple[Tensor, Tensor, Tensor]:
     starts = counts.cumsum(0) - counts
     per_pos = counts[a1]
     pos = torch.repeat_interleave(torch.arange(a1.shape[0], device=a1.device), per_pos)
-    first = torch.repeat_interleave(per_pos.cumsum(0) - per_pos, per_pos)
-    offset = torch.arange(pos.shape[0], device=a1.device) - first
-    negatives = n[order[starts[a1[pos]] + offset]]
+    negatives = n[order[starts[a1[pos]] + run_offsets(per_pos)]]
     return a1[pos], p[pos], negatives
+
+
+def run_offsets(counts: Tensor) -> Tensor:
+    """``[0, 1, …, c₀ − 1, 0, 1, …, c₁ − 1, …]``: each position's offset within its run.
+
+    The runs have the lengths ``counts`` (as :func:`torch.repeat_interleave` repeats an item
+    ``counts[i]`` times), so ``starts.repeat_interleave(counts) + run_offsets(counts)`` lists
+    every index of every run, without a loop.
+
+    Parameters
+    ----------
+    counts : int64 Tensor of shape (n_runs,)
+        Non-negative run lengths.
+
+    Returns
+    -------
+    int64 Tensor of shape (counts.sum(),)
+
+    Examples
+    --------
+    >>> import torch
+    >>> run_offsets(torch.tensor([2, 0, 3])).tolist()
+    [0, 1, 0, 1, 2]
+    """
+    first = torch.repeat_interleave(counts.cumsum(0) - counts, counts)
+    return torch.arange(first.shape[0], device=counts.device) - first
 
 
 def pair_masks(indices_tuple: IndicesTuple, n_queries: int, n_refs: int) -> tuple[Tensor, Tensor]:
@@ -267,12 +292,9 @@ def all_pairs(
     >>> [t.tolist() for t in all_pairs(torch.tensor([0, 0, 1]))]
     [[0, 1], [1, 0], [0, 1, 2, 2], [2, 2, 0, 1]]
     """
-    same = labels[:, None] == (labels if ref_labels is None else ref_labels)[None, :]
-    positive = same
-    if ref_labels is None:
-        positive = same & ~torch.eye(labels.shape[0], dtype=torch.bool, device=labels.device)
+    positive, negative = label_masks(labels, ref_labels)
     a1, p = torch.nonzero(positive, as_tuple=True)
-    a2, n = torch.nonzero(~same, as_tuple=True)
+    a2, n = torch.nonzero(negative, as_tuple=True)
     return a1, p, a2, n
 
 

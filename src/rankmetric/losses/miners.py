@@ -34,7 +34,7 @@ import torch
 from torch import Tensor, nn
 
 from .._validation import renamed_keywords
-from .indices import IndicesTuple, all_triplets, check_reference
+from .indices import IndicesTuple, all_triplets, check_reference, run_offsets
 from .pair_distances import (
     SIMILARITIES,
     SPD_METRICS,
@@ -468,11 +468,7 @@ def _band_triplets(dist, positive, negative, band, margin) -> IndicesTuple:
     low, high = edge(band[0]), edge(band[1])
     count = (high - low).clamp_min(0)
     a_rep, p_rep = a.repeat_interleave(count), p.repeat_interleave(count)
-    start = low.repeat_interleave(count)
-    offset = torch.arange(a_rep.shape[0], device=dist.device) - (
-        (torch.cumsum(count, 0) - count).repeat_interleave(count)
-    )
-    return a_rep, p_rep, order[a_rep, start + offset]
+    return a_rep, p_rep, order[a_rep, low.repeat_interleave(count) + run_offsets(count)]
 
 
 def _random_triplets(

@@ -162,11 +162,7 @@ def pairwise_distance(
     _check_vectors(x, y, metric)
     if metric == "cosine":
         return 1.0 - _cosine(x, y)
-    scale = power_of_two_scale(x, y)
-    sq = squared_euclidean(x / scale, None if y is None else y / scale)
-    if metric == "sqeuclidean":
-        return sq * scale * scale  # (· s) · s: no inf · 0 when s² overflows
-    return safe_sqrt(sq) * scale
+    return _rescaled(squared_euclidean, x, y, metric)
 
 
 def paired_distance(x: torch.Tensor, y: torch.Tensor, metric: Metric = "euclidean") -> torch.Tensor:
@@ -207,11 +203,7 @@ def paired_distance(x: torch.Tensor, y: torch.Tensor, metric: Metric = "euclidea
     _check_vectors(x, y, metric)
     if metric == "cosine":
         return 1.0 - (unit_rows(x) * unit_rows(y)).sum(dim=1)
-    scale = power_of_two_scale(x, y)
-    sq = paired_squared_euclidean(x / scale, y / scale)
-    if metric == "sqeuclidean":
-        return sq * scale * scale
-    return safe_sqrt(sq) * scale
+    return _rescaled(paired_squared_euclidean, x, y, metric)
 
 
 def pairwise_similarity(
@@ -462,6 +454,15 @@ def _check_matrices(x: torch.Tensor, y: torch.Tensor | None, metric: str) -> Non
 def _spd_distance(x: torch.Tensor, metric: str, y: torch.Tensor | None) -> torch.Tensor:
     _check_matrices(x, y, metric)
     return spd_pairwise_distance(x, y, metric)
+
+
+def _rescaled(kernel: Callable, x: torch.Tensor, y: torch.Tensor | None, metric: str):
+    """``"euclidean"`` or ``"sqeuclidean"`` by ``kernel`` of the rows divided by a power of two."""
+    scale = power_of_two_scale(x, y)
+    sq = kernel(x / scale, None if y is None else y / scale)
+    if metric == "sqeuclidean":
+        return sq * scale * scale  # (· s) · s: no inf · 0 when s² overflows
+    return safe_sqrt(sq) * scale
 
 
 def _cosine(x: torch.Tensor, y: torch.Tensor | None) -> torch.Tensor:

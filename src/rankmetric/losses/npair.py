@@ -135,10 +135,15 @@ class NPairLoss(BatchMetricLoss):
         logits = pairwise_similarity(anchors, self.similarity, positives)
         targets = torch.arange(anchors.shape[0], device=embeddings.device)
         terms = F.cross_entropy(logits, targets, reduction="none")
+        terms = self._with_l2(terms, anchors, positives)
+        return self.reduce(terms)
+
+    def _with_l2(self, terms: torch.Tensor, anchors: torch.Tensor, positives: torch.Tensor):
+        """``terms`` plus the L2 penalty ``¼ λ (‖a‖² + ‖p‖²)`` of each pair's embeddings."""
         if self.l2_weight > 0:
             sq_norms = anchors.pow(2).sum(dim=1) + positives.pow(2).sum(dim=1)
             terms = terms + 0.25 * self.l2_weight * sq_norms
-        return self.reduce(terms)
+        return terms
 
     def _fixed_shape(self, embeddings: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         """The same loss over the (B, B) sorted batch with masks: no data-dependent shape.
@@ -148,10 +153,7 @@ class NPairLoss(BatchMetricLoss):
         with two samples, and its positive is position ``k + 1``.
         """
         n = labels.shape[0]
-        order = torch.sort(labels, stable=True).indices
-        ranked = labels[order]
-        first = torch.ones_like(ranked, dtype=torch.bool)
-        first[1:] = ranked[1:] != ranked[:-1]
+        order, ranked, first = _label_runs(labels)
         has_second = torch.zeros_like(first)
         has_second[:-1] = ranked[1:] == ranked[:-1]
         is_anchor = first & has_second
@@ -161,20 +163,24 @@ class NPairLoss(BatchMetricLoss):
         own = logits.diagonal()
         masked = logits.masked_fill(~is_anchor[None, :], torch.finfo(logits.dtype).min)
         terms = torch.logsumexp(masked, dim=1) - own
-        if self.l2_weight > 0:
-            sq_norms = anchors.pow(2).sum(dim=1) + positives.pow(2).sum(dim=1)
-            terms = terms + 0.25 * self.l2_weight * sq_norms
+        terms = self._with_l2(terms, anchors, positives)
         n_pairs = is_anchor.sum()
         return self.reduce_masked(terms, is_anchor & (n_pairs >= 2))
 
 
 def _first_per_label(labels: torch.Tensor) -> torch.Tensor:
     """Position of the first occurrence of each distinct value, in increasing value order."""
+    order, _, starts = _label_runs(labels)
+    return order[starts]
+
+
+def _label_runs(labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``(order, sorted labels, run starts)``: the stable label sort and where each class begins."""
     order = torch.sort(labels, stable=True).indices
     ranked = labels[order]
     starts = torch.ones_like(ranked, dtype=torch.bool)
     starts[1:] = ranked[1:] != ranked[:-1]
-    return order[starts]
+    return order, ranked, starts
 
 
 def first_pair_per_class(labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -189,10 +195,7 @@ def first_pair_per_class(labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tens
     anchors, positives : int64 tensors of shape (N,)
         One entry per class with at least two samples, in increasing label order.
     """
-    order = torch.sort(labels, stable=True).indices
-    ranked = labels[order]
-    starts = torch.ones_like(ranked, dtype=torch.bool)
-    starts[1:] = ranked[1:] != ranked[:-1]
+    order, ranked, starts = _label_runs(labels)
     first = torch.nonzero(starts).flatten()
     has_second = first + 1 < ranked.shape[0]
     first = first[has_second]

@@ -299,7 +299,7 @@ class RiemannianPotatoLoss(MetricLoss):
         )
         return self.reduce(loss_pos + self.neg_weight * loss_neg)
 
-    def z_scores(self, log_d: torch.Tensor, potato: torch.Tensor) -> torch.Tensor:
+    def z_scores(self, log_d: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         """:math:`z = (\\log d - \\log \\mu_c) / \\log \\sigma_c` in the potato of class ``c``.
 
         A deviation within rounding of 0 is made exactly 0: a potato built from a single pair
@@ -314,7 +314,7 @@ class RiemannianPotatoLoss(MetricLoss):
         ----------
         log_d : tensor of shape (B, N)
             Log-distances.
-        potato : integer tensor of shape (B,), or broadcastable to (B, N)
+        labels : integer tensor of shape (B,), or broadcastable to (B, N)
             The class whose potato scores each entry: the anchors' labels (B,) for
             anchor-to-sample distances, ``classes[None, :]`` for distances to class means.
 
@@ -322,7 +322,7 @@ class RiemannianPotatoLoss(MetricLoss):
         -------
         tensor of shape (B, N)
         """
-        potato = potato[:, None] if potato.ndim == 1 else potato
+        potato = labels[:, None] if labels.ndim == 1 else labels
         log_mu = self.log_mu[potato].to(log_d.dtype)
         log_sigma = self.log_sigma[potato].to(log_d.dtype).clamp_min(self.min_log_sigma)
         deviation = log_d - log_mu

@@ -161,22 +161,6 @@ class InstanceOf(Constraint):
         return self.description
 
 
-class _NoneConstraint(Constraint):
-    def is_satisfied_by(self, value) -> bool:
-        return value is None
-
-    def __str__(self) -> str:
-        return "None"
-
-
-class _Boolean(Constraint):
-    def is_satisfied_by(self, value) -> bool:
-        return isinstance(value, (bool, np.bool_))
-
-    def __str__(self) -> str:
-        return "a bool"
-
-
 class _RandomState(Constraint):
     def is_satisfied_by(self, value) -> bool:
         return (
@@ -201,9 +185,9 @@ class _Device(Constraint):
 
 
 #: ``None`` is admissible.
-NONE = _NoneConstraint()
+NONE = InstanceOf(type(None), "None")
 #: ``True`` / ``False`` (NumPy bools too; not 0 / 1).
-BOOLEAN = _Boolean()
+BOOLEAN = InstanceOf((bool, np.bool_), "a bool")
 #: What :func:`rankmetric._utils.make_rng` accepts.
 RANDOM_STATE = _RandomState()
 #: What :func:`rankmetric._utils.resolve_device` accepts (the device itself is resolved there).

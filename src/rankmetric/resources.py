@@ -44,21 +44,14 @@ __all__ = [
 ENV_VAR = "RANKMETRIC_MEMORY_LIMIT"
 # A cgroup v1 "limit" at or above this means no limit (the kernel writes 2^63 − page size).
 _NO_LIMIT = 1 << 62
-_UNITS = {
+_UNITS = {  # K, M, G, T and KiB, ... binary; KB, MB, ... decimal; case ignored
     "": 1,
     "b": 1,
-    "k": 1 << 10,
-    "kb": 1000,
-    "kib": 1 << 10,
-    "m": 1 << 20,
-    "mb": 1000**2,
-    "mib": 1 << 20,
-    "g": 1 << 30,
-    "gb": 1000**3,
-    "gib": 1 << 30,
-    "t": 1 << 40,
-    "tb": 1000**4,
-    "tib": 1 << 40,
+    **{
+        prefix + suffix: base**power
+        for power, prefix in enumerate("kmgt", 1)
+        for suffix, base in (("", 1 << 10), ("b", 1000), ("ib", 1 << 10))
+    },
 }
 _override: list[int | None] = [None]
 

@@ -14,6 +14,7 @@ import numpy as np
 import torch
 from torch.utils.data import BatchSampler
 
+from . import _distributed
 from ._validation import POSITIVE_INT, check_labels, check_param, encode_labels
 
 __all__ = [
@@ -389,11 +390,8 @@ class ClassBalancedBatchSampler(BatchSampler):
             raise ValueError(
                 f"n_classes={n_classes} but the labels hold only {present} distinct classes."
             )
-        distributed = torch.distributed.is_available() and torch.distributed.is_initialized()
-        if num_replicas is None:
-            num_replicas = torch.distributed.get_world_size() if distributed else 1
-        if rank is None:
-            rank = torch.distributed.get_rank() if distributed else 0
+        num_replicas = _distributed.world_size() if num_replicas is None else num_replicas
+        rank = _distributed.rank() if rank is None else rank
         if not 1 <= num_replicas or not 0 <= rank < num_replicas:
             raise ValueError(f"rank must lie in 0..num_replicas-1, got {rank} of {num_replicas}.")
         self.n_classes = int(n_classes)

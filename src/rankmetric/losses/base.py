@@ -42,6 +42,7 @@ __all__ = [
     "check_reduction",
     "as_count",
     "finite_loss",
+    "non_negative",
 ]
 
 REDUCTIONS = ("mean", "sum", "none")
@@ -52,6 +53,13 @@ def check_reduction(reduction: str) -> str:
     if not isinstance(reduction, str) or reduction not in REDUCTIONS:
         raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}.")
     return reduction
+
+
+def non_negative(name: str, value) -> float:
+    """``float(value)``, or a ``ValueError`` naming ``name`` unless ``value >= 0`` (NaN too)."""
+    if not value >= 0:
+        raise ValueError(f"{name} must be >= 0, got {value}.")
+    return float(value)
 
 
 def as_count(count: torch.Tensor) -> int | torch.Tensor:
@@ -217,8 +225,8 @@ class BatchMetricLoss(MetricLoss, metaclass=abc.ABCMeta):
     the result guard (:func:`finite_loss`), half precision
     (:func:`~rankmetric.losses.precision.mixed_precision`) and the batch check
     (:func:`~rankmetric.losses.pair_distances.check_batch`) are applied here, then the subclass's
-    :meth:`batch_loss` computes the loss, and documents how it reads ``indices_tuple`` and
-    ``ref_emb`` and what ``reduction="none"`` returns.
+    :meth:`batch_loss` computes the loss; the loss's Notes say how it reads ``indices_tuple``
+    and ``ref_emb`` and what ``reduction="none"`` returns.
 
     Parameters
     ----------
@@ -260,7 +268,7 @@ class BatchMetricLoss(MetricLoss, metaclass=abc.ABCMeta):
         indices_tuple : tuple of int64 tensors, optional
             Mined pairs ``(a1, p, a2, n)`` or triplets ``(a, p, n)`` (from a
             :mod:`~rankmetric.losses.miners` miner or a pytorch-metric-learning one), in place of
-            the loss's own choice of terms; how each loss reads them: its :meth:`batch_loss`.
+            the loss's own choice of terms; how each loss reads them: its Notes.
         ref_emb : tensor of shape (M, d) or (M, c, c), optional
             Reference set the pairs' second members come from (default: the batch).
         ref_labels : integer tensor of shape (M,), optional
@@ -268,8 +276,8 @@ class BatchMetricLoss(MetricLoss, metaclass=abc.ABCMeta):
 
         Returns
         -------
-        scalar tensor, or the terms with ``reduction="none"`` (shape: the loss's
-        :meth:`batch_loss`); 0, still attached to the graph, when the batch has no term.
+        scalar tensor, or the terms with ``reduction="none"`` (shape: the loss's Notes); 0,
+        still attached to the graph, when the batch has no term.
         """
         labels = check_batch(embeddings, labels, allow_matrices=self.accepts_matrices)
         check_reference_arguments(type(self).__name__, ref_emb, ref_labels)

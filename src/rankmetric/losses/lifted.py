@@ -88,6 +88,22 @@ default="euclidean"
     rankmetric.losses.TripletLoss : One negative per triplet instead of all of them.
     rankmetric.losses.MultiSimilarityLoss : A weighted generalisation over mined pairs.
 
+    Notes
+    -----
+    How a call ``loss(embeddings, labels, indices_tuple=None, ref_emb=None, ref_labels=None)``
+    (:meth:`BatchMetricLoss.forward`) reads its arguments and what it returns:
+
+    * ``indices_tuple``: mined pairs ``(a1, p, a2, n)`` or triplets ``(a, p, n)`` (read as ``(a, p,
+      a, n)``). ``"original"``: one term per given positive pair, against the given negative pairs
+      of its two members (a repeated pair counts as often as it is given, as in
+      pytorch-metric-learning); ``"generalized"``: the pair sets.
+    * ``ref_emb``: reference set of the pairs' second members (default: the batch). With a reference
+      set, ``"original"`` uses the negatives of the anchor ``i`` only (a reference sample has no
+      negatives of its own in the call): :math:`J_{ij} = r_i + D_{ij}`. ``ref_labels`` are its
+      labels.
+    * the result: scalar tensor, or the terms of ``reduction="none"``; 0 (still attached to the
+      graph; no term) when the batch has no positive pair or no negative.
+
     References
     ----------
     Song, Xiang, Jegelka & Savarese, *Deep Metric Learning via Lifted Structured Feature
@@ -131,29 +147,6 @@ default="euclidean"
         )
 
     def batch_loss(self, embeddings, labels, indices_tuple, ref_emb, ref_labels):
-        """The loss of a batch.
-
-        Parameters
-        ----------
-        embeddings, labels : tensor
-            The checked batch and its labels (:meth:`BatchMetricLoss.batch_loss`).
-        indices_tuple : tuple of int64 tensors, optional
-            Mined pairs ``(a1, p, a2, n)`` or triplets ``(a, p, n)`` (read as ``(a, p, a, n)``).
-            ``"original"``: one term per given positive pair, against the given negative pairs
-            of its two members (a repeated pair counts as often as it is given, as in
-            pytorch-metric-learning); ``"generalized"``: the pair sets.
-        ref_emb : tensor of shape (M, d) or (M, c, c), optional
-            Reference set of the pairs' second members (default: the batch). With a reference
-            set, ``"original"`` uses the negatives of the anchor ``i`` only (a reference sample
-            has no negatives of its own in the call): :math:`J_{ij} = r_i + D_{ij}`.
-        ref_labels : integer tensor of shape (M,), optional
-
-        Returns
-        -------
-        scalar tensor, or the terms of ``reduction="none"``
-            0 (still attached to the graph; no term) when the batch has no positive pair or no
-            negative.
-        """
         if indices_tuple is not None or ref_emb is not None:
             return self._with_tuple(embeddings, labels, indices_tuple, ref_emb, ref_labels)
         positive, negative = label_masks(labels)

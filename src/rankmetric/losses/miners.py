@@ -34,6 +34,7 @@ import torch
 from torch import Tensor, nn
 
 from .._validation import renamed_keywords
+from .base import non_negative
 from .indices import IndicesTuple, all_triplets, check_reference, run_offsets
 from .pair_distances import (
     SIMILARITIES,
@@ -262,10 +263,8 @@ default="euclidean"
         strategy = "all" if strategy is None else strategy
         if strategy not in TRIPLET_STRATEGIES:
             raise ValueError(f"strategy must be one of {TRIPLET_STRATEGIES}, got {strategy!r}.")
-        if not margin >= 0:
-            raise ValueError(f"margin must be >= 0, got {margin}.")
         self.strategy = strategy
-        self.margin = float(margin)
+        self.margin = non_negative("margin", margin)
         self.metric = check_metric(metric, VECTOR_METRICS + SPD_METRICS, "metric")
         self.generator = generator
 
@@ -361,9 +360,7 @@ class MultiSimilarityMiner(Miner):
 
     def __init__(self, epsilon: float = 0.1, similarity: Similarity = "cosine") -> None:
         super().__init__()
-        if not epsilon >= 0:
-            raise ValueError(f"epsilon must be >= 0, got {epsilon}.")
-        self.epsilon = float(epsilon)
+        self.epsilon = non_negative("epsilon", epsilon)
         self.similarity = check_metric(similarity, SIMILARITIES, "similarity")
 
     def extra_repr(self) -> str:

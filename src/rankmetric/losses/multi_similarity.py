@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import torch
 
-from .base import BatchMetricLoss
+from .base import BatchMetricLoss, non_negative
 from .indices import check_indices_tuple, check_reference, pair_masks
 from .miners import multi_similarity_masks
 from .pair_distances import (
@@ -69,6 +69,19 @@ class MultiSimilarityLoss(BatchMetricLoss):
     rankmetric.losses.CrossBatchMemory : Compare each batch with past batches too.
     rankmetric.losses.LiftedStructureLoss : Every pair of a batch, one margin.
 
+    Notes
+    -----
+    How a call ``loss(embeddings, labels, indices_tuple=None, ref_emb=None, ref_labels=None)``
+    (:meth:`BatchMetricLoss.forward`) reads its arguments and what it returns:
+
+    * ``indices_tuple``: mined pairs ``(a1, p, a2, n)`` or triplets ``(a, p, n)`` (read as the pairs
+      ``(a, p)`` and ``(a, n)``); they replace the loss's own mining. A pair given twice counts once
+      (the loss is a function of the pair sets).
+    * ``ref_emb``: reference set the pairs' second members come from (default: the batch).
+      ``ref_labels`` are its labels.
+    * the result: scalar tensor, or tensor of shape (B,) with ``reduction="none"``; 0 (attached to
+      the graph) when no pair is mined.
+
     References
     ----------
     Wang, Han, Huang, Dong & Scott, *Multi-Similarity Loss with General Pair Weighting for Deep
@@ -102,12 +115,10 @@ class MultiSimilarityLoss(BatchMetricLoss):
         for name, value in (("alpha", alpha), ("beta", beta)):
             if not value > 0:
                 raise ValueError(f"{name} must be > 0, got {value}.")
-        if not epsilon >= 0:
-            raise ValueError(f"epsilon must be >= 0, got {epsilon}.")
         self.alpha = float(alpha)
         self.beta = float(beta)
         self.base = float(base)
-        self.epsilon = float(epsilon)
+        self.epsilon = non_negative("epsilon", epsilon)
         self.mining = bool(mining)
         self.similarity = check_metric(similarity, SIMILARITIES, "similarity")
 
@@ -118,25 +129,6 @@ class MultiSimilarityLoss(BatchMetricLoss):
         )
 
     def batch_loss(self, embeddings, labels, indices_tuple, ref_emb, ref_labels):
-        """The loss of a batch.
-
-        Parameters
-        ----------
-        embeddings, labels : tensor
-            The checked batch and its labels (:meth:`BatchMetricLoss.batch_loss`).
-        indices_tuple : tuple of int64 tensors, optional
-            Mined pairs ``(a1, p, a2, n)`` or triplets ``(a, p, n)`` (read as the pairs
-            ``(a, p)`` and ``(a, n)``); they replace the loss's own mining. A pair given twice
-            counts once (the loss is a function of the pair sets).
-        ref_emb : tensor of shape (M, d), optional
-            Reference set the pairs' second members come from (default: the batch).
-        ref_labels : integer tensor of shape (M,), optional
-
-        Returns
-        -------
-        scalar tensor, or tensor of shape (B,) with ``reduction="none"``
-            0 (attached to the graph) when no pair is mined.
-        """
         same = ref_emb is None
         ref_emb, ref_labels = check_reference(embeddings, labels, ref_emb, ref_labels)
         sim = pairwise_similarity(embeddings, self.similarity, None if same else ref_emb)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .base import BatchMetricLoss
+from .base import BatchMetricLoss, non_negative
 from .indices import all_pairs, check_indices_tuple, check_reference, to_pairs
 from .pair_distances import (
     SIMILARITIES,
@@ -62,6 +62,17 @@ class NPairLoss(BatchMetricLoss):
     exactly two per class); only the first two samples of each class are used. A batch with fewer
     than two such pairs gives a zero loss (still attached to the graph).
 
+    How a call ``loss(embeddings, labels, indices_tuple=None, ref_emb=None, ref_labels=None)``
+    (:meth:`BatchMetricLoss.forward`) reads its arguments and what it returns:
+
+    * ``indices_tuple``: mined pairs ``(a1, p, a2, n)`` or triplets ``(a, p, n)``: of their positive
+      pairs ``(a1, p)``, the first one of each anchor label is used (pytorch-metric-learning's
+      ``NPairsLoss`` does the same), instead of the first two samples of each class.
+    * ``ref_emb``: reference set the positives come from (default: the batch); without
+      ``indices_tuple`` each class's first query is paired with its first reference. ``ref_labels``
+      are its labels.
+    * the result: scalar tensor, or tensor of shape (N,) with ``reduction="none"``.
+
     References
     ----------
     Sohn, *Improved Deep Metric Learning with Multi-class N-pair Loss Objective*, NeurIPS 2016.
@@ -83,34 +94,13 @@ class NPairLoss(BatchMetricLoss):
         self, l2_weight: float = 0.002, similarity: Similarity = "dot", *, reduction: str = "mean"
     ) -> None:
         super().__init__(reduction)
-        if not l2_weight >= 0:
-            raise ValueError(f"l2_weight must be >= 0, got {l2_weight}.")
-        self.l2_weight = float(l2_weight)
+        self.l2_weight = non_negative("l2_weight", l2_weight)
         self.similarity = check_metric(similarity, SIMILARITIES, "similarity")
 
     def extra_repr(self) -> str:
         return f"l2_weight={self.l2_weight}, similarity={self.similarity!r}, {super().extra_repr()}"
 
     def batch_loss(self, embeddings, labels, indices_tuple, ref_emb, ref_labels):
-        """The loss of a batch.
-
-        Parameters
-        ----------
-        embeddings, labels : tensor
-            The checked batch and its labels (:meth:`BatchMetricLoss.batch_loss`).
-        indices_tuple : tuple of int64 tensors, optional
-            Mined pairs ``(a1, p, a2, n)`` or triplets ``(a, p, n)``: of their positive pairs
-            ``(a1, p)``, the first one of each anchor label is used (pytorch-metric-learning's
-            ``NPairsLoss`` does the same), instead of the first two samples of each class.
-        ref_emb : tensor of shape (M, d), optional
-            Reference set the positives come from (default: the batch); without
-            ``indices_tuple`` each class's first query is paired with its first reference.
-        ref_labels : integer tensor of shape (M,), optional
-
-        Returns
-        -------
-        scalar tensor, or tensor of shape (N,) with ``reduction="none"``
-        """
         if indices_tuple is None and ref_emb is None and is_compiling():
             return self._fixed_shape(embeddings, labels)
         if indices_tuple is None and ref_emb is None:

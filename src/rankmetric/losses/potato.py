@@ -63,7 +63,7 @@ from .._validation import renamed_keywords
 from ..geometry.aliases import canonical_metric
 from ..geometry.matrix_functions import divided_differences, spd_exp, spd_log, symmetrize
 from ..geometry.means import riemannian_mean
-from .base import MetricLoss, finite_loss
+from .base import MetricLoss, finite_loss, non_negative
 from .pair_distances import SPD_METRICS, check_batch, label_masks, pairwise_distance
 from .precision import is_compiling, mixed_precision
 
@@ -222,18 +222,18 @@ class RiemannianPotatoLoss(MetricLoss):
     ) -> None:
         super().__init__(reduction)
         metric = canonical_metric(metric, DISTANCES, name="metric")
-        _check_loss_params(margin, neg_weight, momentum, temperature, n_classes, eps)
+        _check_loss_params(momentum, n_classes, eps)
         if min_log_sigma <= 0:
             raise ValueError(f"min_log_sigma must be > 0, got {min_log_sigma}.")
         if center not in CENTERS:
             raise ValueError(f"center must be one of {CENTERS}, got {center!r}.")
         self.center = center
         self.z_threshold = float(z_threshold)
-        self.margin = float(margin)
-        self.neg_weight = float(neg_weight)
+        self.margin = non_negative("margin", margin)
+        self.neg_weight = non_negative("neg_weight", neg_weight)
         self.momentum = float(momentum)
         self.metric = metric
-        self.temperature = float(temperature)
+        self.temperature = non_negative("temperature", temperature)
         self.eps = float(eps)
         self.min_log_sigma = float(min_log_sigma)
         size = 0 if n_classes is None else int(n_classes)
@@ -481,15 +481,9 @@ class _KarcherMean(torch.autograd.Function):
         return (-W @ dlog @ W).to(grad_M.dtype)
 
 
-def _check_loss_params(margin, neg_weight, momentum, temperature, n_classes, eps) -> None:
-    if margin < 0:
-        raise ValueError(f"margin must be >= 0, got {margin}.")
-    if neg_weight < 0:
-        raise ValueError(f"neg_weight must be >= 0, got {neg_weight}.")
+def _check_loss_params(momentum, n_classes, eps) -> None:
     if not 0 < momentum <= 1:
         raise ValueError(f"momentum must be in (0, 1], got {momentum}.")
-    if temperature < 0:
-        raise ValueError(f"temperature must be >= 0, got {temperature}.")
     if n_classes is not None and (int(n_classes) != n_classes or n_classes < 1):
         raise ValueError(f"n_classes must be a positive integer or None, got {n_classes!r}.")
     if eps <= 0:

@@ -70,6 +70,20 @@ class ProxyNCALoss(BatchMetricLoss):
     rankmetric.losses.NPairLoss : A softmax over in-batch positives instead of proxies.
     rankmetric.losses.MultiSimilarityLoss : A pair-based loss of the same benchmark.
 
+    Notes
+    -----
+    How a call ``loss(embeddings, labels, indices_tuple=None, ref_emb=None, ref_labels=None)``
+    (:meth:`BatchMetricLoss.forward`) reads its arguments and what it returns:
+
+    * ``embeddings``: tensor of shape (B, embedding_dim); same device as the proxies; the same
+      dtype, or float16 / bfloat16 against float32 proxies (computed in float32, see
+      :mod:`rankmetric.losses.precision`).
+    * ``labels``: class codes in ``0..n_classes−1``.
+    * ``indices_tuple``: mined triplets or pairs: each sample's term is weighted by how often it is
+      an anchor of the tuple, divided by the largest such count (pytorch-metric-learning's miner
+      weights for its proxy losses); ``"mean"`` still divides by B.
+    * the result: scalar tensor, or tensor of shape (B,) with ``reduction="none"``.
+
     References
     ----------
     Movshovitz-Attias, Toshev, Leung, Ioffe & Singh, *No Fuss Distance Metric Learning using
@@ -124,24 +138,6 @@ class ProxyNCALoss(BatchMetricLoss):
         )
 
     def batch_loss(self, embeddings, labels, indices_tuple, ref_emb, ref_labels):
-        """The loss of a batch.
-
-        Parameters
-        ----------
-        embeddings : tensor of shape (B, embedding_dim)
-            Same device as the proxies; the same dtype, or float16 / bfloat16 against float32
-            proxies (computed in float32, see :mod:`rankmetric.losses.precision`).
-        labels : integer tensor of shape (B,)
-            Class codes in ``0..n_classes−1``.
-        indices_tuple : tuple of int64 tensors, optional
-            Mined triplets or pairs: each sample's term is weighted by how often it is an anchor
-            of the tuple, divided by the largest such count (pytorch-metric-learning's miner
-            weights for its proxy losses); ``"mean"`` still divides by B.
-
-        Returns
-        -------
-        scalar tensor, or tensor of shape (B,) with ``reduction="none"``
-        """
         if ref_emb is not None or ref_labels is not None:
             raise ValueError(
                 "ProxyNCALoss compares the batch with its proxies: it takes no ref_emb or "

@@ -156,6 +156,19 @@ class SimilarityRegressionLoss(BatchMetricLoss):
     rankmetric.losses.label_similarity_targets : Targets of the pairs of a labelled batch.
     rankmetric.losses.group_norm_penalty : The L1,2 penalty that SSNE adds.
 
+    Notes
+    -----
+    How a call ``loss(embeddings, labels, indices_tuple=None, ref_emb=None, ref_labels=None)``
+    (:meth:`BatchMetricLoss.forward`) reads its arguments and what it returns:
+
+    * ``embeddings``: tensor of shape (batch_size, n_components), unit-norm.
+    * ``indices_tuple``: mined pairs ``(a1, p, a2, n)`` or triplets ``(a, p, n)`` (read as ``(a, p,
+      a, n)``): the given positive pairs (target 1) then negative pairs (target ``neg_target``) are
+      the terms, instead of every pair ``i < j``.
+    * ``ref_emb``: reference set: without ``indices_tuple`` every (query, reference) pair is a term,
+      in row-major order. ``ref_labels`` are its labels.
+    * the result: scalar tensor, or tensor of shape (n_terms,) with ``reduction="none"``.
+
     References
     ----------
     .. [1] D. Batra and G. Shakhnarovich. Similarity Sensitive Nonlinear Embeddings. Toyota
@@ -216,27 +229,6 @@ class SimilarityRegressionLoss(BatchMetricLoss):
         return self.reduce(weights * sq, weights.sum())
 
     def batch_loss(self, embeddings, labels, indices_tuple, ref_emb, ref_labels):
-        """Mean squared similarity error over the ``B (B − 1) / 2`` pairs of a labelled batch.
-
-        Parameters
-        ----------
-        embeddings : Tensor of shape (batch_size, n_components)
-            Unit-norm embeddings.
-        labels : Tensor of shape (batch_size,)
-            Class labels (integers).
-        indices_tuple : tuple of int64 tensors, optional
-            Mined pairs ``(a1, p, a2, n)`` or triplets ``(a, p, n)`` (read as ``(a, p, a, n)``):
-            the given positive pairs (target 1) then negative pairs (target ``neg_target``) are
-            the terms, instead of every pair ``i < j``.
-        ref_emb : Tensor of shape (M, n_components), optional
-            Reference set: without ``indices_tuple`` every (query, reference) pair is a term,
-            in row-major order.
-        ref_labels : Tensor of shape (M,), optional
-
-        Returns
-        -------
-        Scalar tensor, or tensor of shape (n_terms,) with ``reduction="none"``.
-        """
         if indices_tuple is not None or ref_emb is not None:
             same = ref_emb is None
             ref_emb, ref_labels = check_reference(embeddings, labels, ref_emb, ref_labels)

@@ -46,7 +46,7 @@ import torch
 from torch import Tensor
 
 from .._validation import renamed_keywords
-from .base import BatchMetricLoss, as_count
+from .base import BatchMetricLoss, as_count, non_negative
 from .indices import check_indices_tuple, check_reference, to_triplets
 from .miners import (
     TripletMiner,
@@ -110,6 +110,20 @@ default="euclidean"
     rankmetric.losses.WARPLoss : Triplet hinges weighted by the rank of the positive.
     rankmetric.losses.LiftedStructureLoss : Every negative of a pair at once, smoothly.
 
+    Notes
+    -----
+    How a call ``loss(embeddings, labels, indices_tuple=None, ref_emb=None, ref_labels=None)``
+    (:meth:`BatchMetricLoss.forward`) reads its arguments and what it returns:
+
+    * ``indices_tuple``: mined triplets ``(a, p, n)`` or pairs ``(a1, p, a2, n)`` (every positive
+      and negative pair with a common anchor then forms a triplet), e.g. from a
+      :mod:`~rankmetric.losses.miners` miner or a pytorch-metric-learning one; they replace
+      ``mining``. Anchors index ``embeddings``, partners the reference set.
+    * ``ref_emb``: reference set the positives and negatives are taken from (default: the batch).
+      ``ref_labels`` are its labels.
+    * the result: scalar tensor, or tensor of shape (B,) with ``reduction="none"``; 0 (still
+      attached to the graph) when the batch has no valid triplet.
+
     References
     ----------
     Schroff, Kalenichenko & Philbin, *FaceNet*, CVPR 2015. Hermans, Beyer & Leibe, *In Defense of
@@ -142,11 +156,9 @@ default="euclidean"
         reduction: str = "mean",
     ) -> None:
         super().__init__(reduction)
-        if not margin >= 0:
-            raise ValueError(f"margin must be >= 0, got {margin}.")
         if mining not in MINING:
             raise ValueError(f"mining must be one of {MINING}, got {mining!r}.")
-        self.margin = float(margin)
+        self.margin = non_negative("margin", margin)
         self.mining = mining
         self.metric = check_metric(metric, VECTOR_METRICS + SPD_METRICS, "metric")
         self.average_nonzero = bool(average_nonzero)
@@ -159,27 +171,6 @@ default="euclidean"
         )
 
     def batch_loss(self, embeddings, labels, indices_tuple, ref_emb, ref_labels):
-        """The loss of a batch.
-
-        Parameters
-        ----------
-        embeddings, labels : tensor
-            The checked batch and its labels (:meth:`BatchMetricLoss.batch_loss`).
-        indices_tuple : tuple of int64 tensors, optional
-            Mined triplets ``(a, p, n)`` or pairs ``(a1, p, a2, n)`` (every positive and negative
-            pair with a common anchor then forms a triplet), e.g. from a
-            :mod:`~rankmetric.losses.miners` miner or a pytorch-metric-learning one; they
-            replace ``mining``. Anchors index ``embeddings``, partners the reference set.
-        ref_emb : tensor of shape (M, d) or (M, c, c), optional
-            Reference set the positives and negatives are taken from (default: the batch).
-        ref_labels : integer tensor of shape (M,), optional
-            Labels of ``ref_emb``.
-
-        Returns
-        -------
-        scalar tensor, or tensor of shape (B,) with ``reduction="none"``
-            0 (still attached to the graph) when the batch has no valid triplet.
-        """
         if indices_tuple is None and ref_emb is None:
             mine = self._random if self.mining == "random" else self._from_masks
             mined = mine(embeddings, labels)

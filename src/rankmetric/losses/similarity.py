@@ -229,15 +229,9 @@ class SimilarityRegressionLoss(BatchMetricLoss):
         return self.reduce(weights * sq, weights.sum())
 
     def batch_loss(self, embeddings, labels, indices_tuple, ref_emb, ref_labels):
-        if indices_tuple is not None or ref_emb is not None:
-            same = ref_emb is None
-            ref_emb, ref_labels = check_reference(embeddings, labels, ref_emb, ref_labels)
-            if indices_tuple is None:
-                gram = embeddings @ ref_emb.T
-                targets = label_similarity_targets(
-                    labels[:, None], ref_labels[None, :], self.neg_target
-                )
-                return self.reduce(((targets.to(gram.dtype) - gram) ** 2).flatten())
+        same = ref_emb is None
+        ref_emb, ref_labels = check_reference(embeddings, labels, ref_emb, ref_labels)
+        if indices_tuple is not None:
             a1, p, a2, n = to_pairs(
                 check_indices_tuple(
                     indices_tuple, labels.shape[0], ref_labels.shape[0], labels.device
@@ -248,11 +242,14 @@ class SimilarityRegressionLoss(BatchMetricLoss):
             targets = torch.cat(
                 [emb_a.new_ones(a1.shape[0]), emb_a.new_full((a2.shape[0],), self.neg_target)]
             )
-            return self.reduce((targets - sphere_similarity(emb_a, emb_b)) ** 2)
+            return self.pairs(emb_a, emb_b, targets)
         n = embeddings.shape[0]
-        if n < 2:
+        if same and n < 2:
             raise ValueError("a batch needs at least two embeddings to form a pair.")
-        gram = embeddings @ embeddings.T
-        targets = label_similarity_targets(labels[:, None], labels[None, :], self.neg_target)
+        gram = embeddings @ ref_emb.T
+        targets = label_similarity_targets(labels[:, None], ref_labels[None, :], self.neg_target)
+        squared = (targets.to(gram.dtype) - gram) ** 2
+        if not same:  # every (query, reference) pair, in row-major order
+            return self.reduce(squared.flatten())
         upper = torch.triu(torch.ones(n, n, dtype=torch.bool, device=embeddings.device), 1)
-        return self.reduce_masked((targets.to(gram.dtype) - gram) ** 2, upper)
+        return self.reduce_masked(squared, upper)

@@ -8,6 +8,10 @@
   form ``addmm(..., alpha=-2)`` or ``-2 * (X @ Y)``, the difference form ``((a - b) ** 2).sum``).
 * **Deprecations**: no ``warnings.warn(..., FutureWarning | DeprecationWarning)`` outside the one
   helper, ``_validation/compat.py``.
+* **One home**: the label encoder, the thread and memory mechanisms, the distance kernels and the
+  triplet selections are each defined in one module (``ONE_HOME``); no module is over 600 lines;
+  only ``resources`` reads the machine's memory; every loss derives from ``MetricLoss`` and the
+  batch losses share one ``forward``; transformers name their output.
 
 Each check lists its justified exceptions (``ALLOWED``, with the reason) and, apart from them,
 the modules that the restructuring of #39 moves onto the convention in other changes
@@ -266,3 +270,30 @@ def test_transformers_name_their_output_or_opt_out():
         and getattr(cls, "_sklearn_auto_wrap_output_keys", {"transform"})
     ]
     assert not lacking, lacking
+
+
+#: Formulas and mechanisms with one home: no other module defines a function of that name.
+ONE_HOME = {
+    "encode_labels": "_validation/checks.py",
+    "as_label_array": "_validation/checks.py",
+    "check_labels": "_validation/checks.py",
+    "single_blas_thread": "_threads.py",
+    "thread_limit": "_threads.py",
+    "squared_euclidean": "_distances.py",
+    "paired_squared_euclidean": "_distances.py",
+    "memory_budget": "resources.py",
+    "sorted_negatives": "losses/miners.py",
+    "batch_hard_choice": "losses/miners.py",
+    "facenet_semihard_choice": "losses/miners.py",
+    "label_masks": "losses/pair_distances.py",
+    "warn_deprecated": "_validation/compat.py",
+}
+
+
+def test_each_formula_and_mechanism_is_defined_once():
+    defined: dict[str, list[str]] = {}
+    for path, source in _modules().items():
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name in ONE_HOME:
+                defined.setdefault(node.name, []).append(path)
+    assert defined == {name: [home] for name, home in ONE_HOME.items()}

@@ -1,8 +1,8 @@
 """The rows of the RPL table: one SPD network estimator, one loss per row.
 
-Every trained row is :class:`~rankmetric.estimators.spdnet.SPDNetEmbedding` with the same network,
+Every trained row is :class:`~rankmetric.estimators.spd.SPDNetEmbedding` with the same network,
 budget and early stopping, and only the loss changed (:data:`ROWS`); RPL's rows are
-:class:`~rankmetric.estimators.rpl.RPLEmbedding`, its RPL configuration. There is no second
+:class:`~rankmetric.estimators.spd.RPLEmbedding`, its RPL configuration. There is no second
 training loop here: :func:`fit_spdnet_row` builds the estimator and fits it. For one seed the
 split, the initial network and the batches are drawn in the same order for every row, so all rows
 start from the same network (the identity start: the untrained log-Euclidean reference).

@@ -22,15 +22,15 @@ from sklearn.base import (
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._utils import resolve_device
-from .._validation import DEVICE, InstanceOf, ParameterValidationMixin, check_labels
-from ..geometry.aliases import canonical_metric
-from ..geometry.checks import check_spd
-from ..geometry.dispatch import pairwise_distance
-from ..geometry.means import MEAN_METRICS, spd_mean
-from ..io import register_estimator
-from ._init_parameters import store_parameters
-from .base import fit_context
+from ..._utils import resolve_device
+from ..._validation import DEVICE, InstanceOf, ParameterValidationMixin, check_labels
+from ...geometry.aliases import canonical_metric
+from ...geometry.checks import check_spd
+from ...geometry.dispatch import pairwise_distance
+from ...geometry.means import MEAN_METRICS, spd_mean
+from ...io import register_estimator
+from .._init_parameters import store_parameters
+from ..base import fit_context
 
 __all__ = ["MDM"]
 

@@ -18,9 +18,9 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from ..models.spdnet import SPDNet
-from ..preprocessing.recentring import _labels as domain_labels
-from ..sampling import LabelIndex
+from ...models.spdnet import SPDNet
+from ...preprocessing.recentring import _labels as domain_labels
+from ...sampling import LabelIndex
 
 __all__ = [
     "NEW_DOMAIN",

@@ -1,6 +1,6 @@
 """The network side of the SPD estimators: parameters, sizes, the principal start, embeddings.
 
-Helpers of :class:`~rankmetric.estimators.spdnet.SPDNetEmbedding` (and its RPL configuration):
+Helpers of :class:`~rankmetric.estimators.spd.SPDNetEmbedding` (and its RPL configuration):
 the hyper-parameters every SPD-network estimator shares (:data:`SPDNET_PARAMETER_CONSTRAINTS`),
 the BiMap sizes (:func:`default_hidden_sizes`, :func:`parse_hidden_sizes`), the principal start
 of reducing BiMaps (:func:`principal_init`), the whitening congruence and the embeddings the
@@ -15,7 +15,7 @@ from numbers import Integral, Real
 import numpy as np
 import torch
 
-from .._validation import (
+from ..._validation import (
     BOOLEAN,
     CHECKPOINTS,
     DEVICE,
@@ -27,13 +27,13 @@ from .._validation import (
     Interval,
     Options,
 )
-from ..geometry._common import orient_columns
-from ..geometry.matrix_functions import eigh, spd_log, symmetrize
-from ..losses.lifted import LiftedStructureLoss
-from ..losses.potato import RiemannianPotatoLoss, embedding_distances
-from ..losses.triplet import TripletLoss
-from ..model_selection import per_query_scores
-from ..models.spdnet import SPDNet, sym_to_vec
+from ...geometry._common import orient_columns
+from ...geometry.matrix_functions import eigh, spd_log, symmetrize
+from ...losses.lifted import LiftedStructureLoss
+from ...losses.potato import RiemannianPotatoLoss, embedding_distances
+from ...losses.triplet import TripletLoss
+from ...model_selection import per_query_scores
+from ...models.spdnet import SPDNet, sym_to_vec
 
 __all__ = [
     "HEADS",

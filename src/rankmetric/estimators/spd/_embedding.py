@@ -1,6 +1,6 @@
 """The embedding side of the SPD estimators: the network rebuilt from the fitted arrays.
 
-:class:`SPDEmbeddingMixin` gives :class:`~rankmetric.estimators.spdnet.SPDNetEmbedding` (and its
+:class:`SPDEmbeddingMixin` gives :class:`~rankmetric.estimators.spd.SPDNetEmbedding` (and its
 RPL configuration) what a fitted model does: the network's outputs in float64, chunked
 (:meth:`~SPDEmbeddingMixin._outputs`), the per-domain statistics of a model fitted with
 ``domains`` (a new domain adapted to its own means), :meth:`~SPDEmbeddingMixin.pair_distances`
@@ -14,12 +14,12 @@ import numpy as np
 import torch
 from sklearn.utils.validation import check_is_fitted
 
-from .._utils import resolve_device, to_tensor
-from ..geometry.dispatch import distance as spd_distance
-from ..models.spdnet import SPDNet
-from ._spd_domains import transform_domain_codes
-from ._spd_network import as_vectors, congruence
-from ._supervision import split_pairs
+from ..._utils import resolve_device, to_tensor
+from ...geometry.dispatch import distance as spd_distance
+from ...models.spdnet import SPDNet
+from ._domains import transform_domain_codes
+from ._network import as_vectors, congruence
+from .._supervision import split_pairs
 
 __all__ = ["SPDEmbeddingMixin"]
 

@@ -5,7 +5,7 @@ A scikit-learn transformer over :class:`rankmetric.models.spdnet.SPDNet`, traine
 It takes a stack of SPD matrices (n, c, c), e.g. the output of ``pyriemann.estimation.Covariances``
 or :class:`rankmetric.preprocessing.RegionCovariances`. The loss is a parameter
 (:data:`LOSSES`): every row of the RPL table is this estimator with another loss, and
-:class:`~rankmetric.estimators.rpl.RPLEmbedding` is its Riemannian-potato configuration.
+:class:`~rankmetric.estimators.spd.RPLEmbedding` is its Riemannian-potato configuration.
 
 The network: inputs whitened by their Riemannian mean, then ``BiMap → ReEig`` blocks, then a head:
 
@@ -33,9 +33,9 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
-from .. import distributed
-from .._utils import make_rng, resolve_device, to_tensor, torch_generator
-from .._validation import (
+from ... import distributed
+from ..._utils import make_rng, resolve_device, to_tensor, torch_generator
+from ..._validation import (
     NONE,
     InstanceOf,
     Options,
@@ -43,24 +43,24 @@ from .._validation import (
     check_min_per_class,
     deprecate_positional_args,
 )
-from ..geometry.aliases import canonical_metric
-from ..geometry.checks import check_spd
-from ..geometry.matrix_functions import spd_inv_sqrt
-from ..geometry.means import riemannian_mean
-from ..io import register_estimator
-from ..losses.potato import DISTANCES
-from ..losses.registry import LOSSES, VECTOR_ONLY_LOSSES, make_loss
-from ..model_selection import OneStandardErrorSelector
-from ..models.spdnet import SPDNet, sym_to_vec
-from ..models.stiefel import StiefelAdam
-from ..preprocessing.recentring import DomainsRequestMixin
-from ..training import TrainingResult, train
-from ._early_stopping import split_validation
-from ._held_out import HELD_OUT_PARAMETER_CONSTRAINTS
-from ._init_parameters import store_parameters
-from ._spd_domains import batch_drawer, fit_domain_codes, start_domain_statistics
-from ._spd_embedding import SPDEmbeddingMixin
-from ._spd_network import (
+from ...geometry.aliases import canonical_metric
+from ...geometry.checks import check_spd
+from ...geometry.matrix_functions import spd_inv_sqrt
+from ...geometry.means import riemannian_mean
+from ...io import register_estimator
+from ...losses.potato import DISTANCES
+from ...losses.registry import LOSSES, VECTOR_ONLY_LOSSES, make_loss
+from ...model_selection import OneStandardErrorSelector
+from ...models.spdnet import SPDNet, sym_to_vec
+from ...models.stiefel import StiefelAdam
+from ...preprocessing.recentring import DomainsRequestMixin
+from ...training import TrainingResult, train
+from .._early_stopping import split_validation
+from .._held_out import HELD_OUT_PARAMETER_CONSTRAINTS
+from .._init_parameters import store_parameters
+from ._domains import batch_drawer, fit_domain_codes, start_domain_statistics
+from ._embedding import SPDEmbeddingMixin
+from ._network import (
     HEADS,
     SPDNET_PARAMETER_CONSTRAINTS,
     congruence,
@@ -75,7 +75,7 @@ from ._spd_network import (
     validation_scorer,
 )
 from ._untrained import UNTRAINED_ADVICE, untrained_message, warn_untrained_kept
-from .base import MetricLearnerMixin, fit_context
+from ..base import MetricLearnerMixin, fit_context
 
 __all__ = [
     "SPDNetEmbedding",
@@ -86,11 +86,6 @@ __all__ = [
     "default_hidden_sizes",
     "untrained_message",
 ]
-
-
-def _stratified_split(codes: np.ndarray, fraction: float, rng: np.random.Generator):
-    """``split_validation(codes, fraction, "stratified", rng)`` (kept for old imports)."""
-    return split_validation(codes, fraction, "stratified", rng)
 
 
 @register_estimator

@@ -1,10 +1,13 @@
-"""The network side of the SPD estimators: parameters, sizes, the principal start, embeddings.
+"""The network side of the SPD estimators: parameters, sizes, start, embeddings, the fitted net.
 
 Helpers of :class:`~rankmetric.estimators.spd.SPDNetEmbedding` (and its RPL configuration):
 the hyper-parameters every SPD-network estimator shares (:data:`SPDNET_PARAMETER_CONSTRAINTS`),
-the BiMap sizes (:func:`default_hidden_sizes`, :func:`parse_hidden_sizes`), the principal start
-of reducing BiMaps (:func:`principal_init`), the whitening congruence and the embeddings the
-loss and validation compare.
+the checked input stack (:func:`check_spd_stack`, MDM's too), the BiMap sizes
+(:func:`default_hidden_sizes`, :func:`parse_hidden_sizes`), the whitening matrix
+(:func:`fit_whitening`), the principal start of reducing BiMaps (:func:`principal_init`), the
+embeddings the loss and validation compare, and a fitted model's network rebuilt from its arrays
+(:func:`fitted_network`) and its float64 outputs (:func:`fitted_outputs`). Congruence and
+whitening are :mod:`rankmetric.geometry`'s.
 """
 
 from __future__ import annotations
@@ -14,7 +17,9 @@ from numbers import Integral, Real
 
 import numpy as np
 import torch
+from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ..._utils import resolve_device, to_tensor
 from ..._validation import (
     BOOLEAN,
     CHECKPOINTS,
@@ -28,18 +33,25 @@ from ..._validation import (
     Options,
 )
 from ...geometry._common import orient_columns
+from ...geometry.checks import check_spd
 from ...geometry.matrix_functions import eigh, spd_log, symmetrize
+from ...geometry.tangent import congruence, mean_whitening
 from ...losses.lifted import LiftedStructureLoss
 from ...losses.potato import RiemannianPotatoLoss, embedding_distances
 from ...losses.triplet import TripletLoss
 from ...model_selection import per_query_scores
 from ...models.spdnet import SPDNet, sym_to_vec
+from ._domains import transform_domain_codes
 
 __all__ = [
     "HEADS",
     "VALIDATION_METRICS",
     "SPDNET_PARAMETER_CONSTRAINTS",
+    "check_spd_stack",
     "default_hidden_sizes",
+    "fit_whitening",
+    "fitted_network",
+    "fitted_outputs",
     "parse_hidden_sizes",
     "translation_invariant",
 ]
@@ -85,6 +97,26 @@ SPDNET_PARAMETER_CONSTRAINTS = {
 # AIRM (an AIRM validation of 1000 x 1000 pairs takes ~13 s on one loaded core; 500 x 500 about
 # 3 s), at most 2000 under the cheap Euclidean / log-Euclidean distances.
 MAX_VALIDATION_QUERIES = {"airm": 500, "other": 2000}
+_CHUNK = 2048  # matrices per forward pass of a fitted network
+
+
+def check_spd_stack(estimator, X, y=None, *, reset: bool, ensure_min_samples: int = 1):
+    """``(X, y)``: ``X`` checked (by scikit-learn, then :func:`~rankmetric.geometry.check_spd`)
+    as a stack of SPD matrices (n, c, c) in float64 or float32, ``y`` by scikit-learn."""
+    kwargs = {"allow_nd": True, "dtype": [np.float64, np.float32], "reset": reset}
+    kwargs["ensure_min_samples"] = ensure_min_samples
+    if y is None:
+        X = validate_data(estimator, X, **kwargs)
+    else:
+        X, y = validate_data(estimator, X, y, **kwargs)
+    if X.ndim != 3 or X.shape[1] != X.shape[2]:
+        raise ValueError(f"X must have shape (n_matrices, c, c), got {X.shape}.")
+    return check_spd(X), y
+
+
+def fit_whitening(X: torch.Tensor, whiten: bool) -> np.ndarray:
+    """``M^{-1/2}`` for the Riemannian mean ``M`` of ``X`` (the identity unless ``whiten``)."""
+    return mean_whitening(X).cpu().numpy() if whiten else np.eye(X.shape[-1])
 
 
 def translation_invariant(loss_fn: torch.nn.Module) -> bool:
@@ -169,28 +201,12 @@ def parse_hidden_sizes(sizes, n_channels: int) -> list[int]:
     return sizes
 
 
-def extra_group(loss_fn: torch.nn.Module) -> list[dict]:
-    """The loss's own parameters (Proxy-NCA proxies) as a Euclidean parameter group."""
-    params = list(loss_fn.parameters())
-    return [{"params": params}] if params else []
-
-
 def training_embedding(
     net: SPDNet, X: torch.Tensor, domains: torch.Tensor | None = None
 ) -> torch.Tensor:
     """What the loss compares: SPD outputs (n, h, h), ``vec(log Y)`` or head vectors."""
     Y = net(X, domains)
     return as_vectors(Y) if net.log_output else Y
-
-
-def validation_embedding(
-    net: SPDNet, X: torch.Tensor, distance: str, domains: torch.Tensor | None = None
-) -> torch.Tensor:
-    """What validation compares: the training embedding, or ``vec(log Y)`` for log-Euclidean."""
-    Y = training_embedding(net, X, domains)
-    if Y.ndim == 3 and distance == "log_euclidean":
-        return sym_to_vec(spd_log(Y.double()))  # the Euclidean distance of transform's vectors
-    return Y
 
 
 def as_vectors(Y: torch.Tensor) -> torch.Tensor:
@@ -244,7 +260,9 @@ def validation_scorer(
         was_training = net.training
         net.eval()  # batch normalisation: running statistics
         try:
-            Z = validation_embedding(net, X, distance, domains)
+            Z = training_embedding(net, X, domains)
+            if Z.ndim == 3 and distance == "log_euclidean":  # the distance of transform's vectors
+                Z = sym_to_vec(spd_log(Z.double()))
             dist = embedding_distances(Z, Z, metric=distance).double()
         finally:
             net.train(was_training)
@@ -256,6 +274,85 @@ def validation_scorer(
     return score
 
 
-def congruence(X: torch.Tensor, W: torch.Tensor) -> torch.Tensor:
-    """``W X W`` for symmetric ``W`` (c, c) and a stack ``X`` (n, c, c)."""
-    return symmetrize(W @ X @ W)
+def fitted_network(
+    est, device: torch.device, log_output: bool = False, n_domains: int = 0
+) -> SPDNet:
+    """The float64 SPDNet of a fitted estimator ``est``, rebuilt from its arrays (head included
+    when there is one), in evaluation mode, with room for ``n_domains`` new domains after the
+    fitted ones."""
+    seen = getattr(est, "domains_", None)
+    n_seen = 0 if seen is None else len(seen)
+    head = getattr(est, "head_weight_", None)
+    net = SPDNet(
+        [est.n_features_in_, *(w.shape[1] for w in est.weights_)],
+        eps=est.eps,
+        relative_eps=est.relative_eps,
+        bimap=est.bimap,
+        log_output=log_output,
+        head_dim=None if head is None else head.shape[0],
+        batchnorm=bool(getattr(est, "batchnorm_means_", None)),
+        n_domains=n_seen + n_domains if n_seen else 0,
+        dtype=torch.float64,
+        device=device,
+    )
+    with torch.no_grad():
+        for bimap, weight in zip(net.bimaps, est.weights_, strict=True):
+            bimap.weight.copy_(to_tensor(weight, device))
+        for bn, mean, log_bias in zip(
+            net.batchnorms, est.batchnorm_means_, est.batchnorm_log_biases_, strict=True
+        ):
+            bn.running_mean.copy_(to_tensor(mean, device))
+            bn.log_bias.copy_(to_tensor(log_bias, device))
+        domain_means = est.batchnorm_domain_means_ if n_seen else []
+        for bn, means in zip(net.batchnorms, domain_means, strict=n_seen > 0):
+            bn.domain_means[:n_seen] = to_tensor(means, device)
+        if head is not None:
+            net.head.weight.copy_(to_tensor(head, device))
+            net.head.bias.copy_(to_tensor(est.head_bias_, device))
+    return net.eval()
+
+
+@torch.no_grad()
+def fitted_outputs(est, X, log: bool = False, domains=None) -> tuple[torch.Tensor, np.dtype]:
+    """The outputs (SPD, log or head vectors) of a fitted estimator ``est`` on ``X``, and X's dtype.
+
+    Computed in float64 (the fitted float32 parameters cast up) and in chunks, so that an output
+    does not depend on which other matrices share its chunk. A model fitted with ``domains``
+    normalises a seen domain at its stored statistics and a new one (all of ``X`` without
+    ``domains``) at its own: whitened at its own mean, then its own batch-normalisation means.
+    """
+    check_is_fitted(est, "weights_")
+    X, _ = check_spd_stack(est, X, reset=False)
+    device = resolve_device(est.device)
+    chunks = range(0, X.shape[0], _CHUNK)
+    seen = getattr(est, "domains_", None)
+    if seen is None:
+        if domains is not None:
+            raise ValueError("domains given to a model fitted without domains.")
+        W = to_tensor(est.whitening_, device, torch.float64)
+        net = fitted_network(est, device, log)
+        return torch.cat([net(congruence(_rows(X, i, device), W)) for i in chunks]), X.dtype
+    codes, new = transform_domain_codes(seen, domains, X.shape[0])
+    net = fitted_network(est, device, log, n_domains=len(new))
+    W = [to_tensor(est.domain_whitening_, device, torch.float64)]
+    for d in new:  # a new domain: whitened at its own mean, then its own BN means
+        X_d = to_tensor(X[codes == d], device, torch.float64)
+        if X_d.shape[0] < 2:
+            raise ValueError(
+                "a new domain has a single matrix: adapting to its own mean would map it "
+                "to the identity. Give a new domain's matrices together."
+            )
+        W.append(to_tensor(fit_whitening(X_d, est.whiten), device, torch.float64)[None])
+        if net.batchnorms:
+            net.adapt_domain(congruence(X_d, W[-1][0]), d)
+    W, codes_t = torch.cat(W), torch.as_tensor(codes, device=device)
+    outputs = []
+    for i in chunks:
+        rows = codes_t[i : i + _CHUNK]
+        outputs.append(net(congruence(_rows(X, i, device), W[rows]), rows))
+    return torch.cat(outputs), X.dtype
+
+
+def _rows(X: np.ndarray, start: int, device) -> torch.Tensor:
+    """The chunk of ``X`` from row ``start``, as float64 on ``device``."""
+    return to_tensor(X[start : start + _CHUNK], device, torch.float64)

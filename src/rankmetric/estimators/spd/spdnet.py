@@ -31,7 +31,6 @@ import numpy as np
 import torch
 from sklearn.base import BaseEstimator
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import validate_data
 
 from ... import distributed
 from ..._utils import make_rng, resolve_device, to_tensor, torch_generator
@@ -44,9 +43,8 @@ from ..._validation import (
     deprecate_positional_args,
 )
 from ...geometry.aliases import canonical_metric
-from ...geometry.checks import check_spd
-from ...geometry.matrix_functions import spd_inv_sqrt
-from ...geometry.means import riemannian_mean
+from ...geometry.dispatch import distance as spd_distance
+from ...geometry.tangent import congruence
 from ...io import register_estimator
 from ...losses.potato import DISTANCES
 from ...losses.registry import LOSSES, VECTOR_ONLY_LOSSES, make_loss
@@ -58,14 +56,17 @@ from ...training import TrainingResult, train
 from .._early_stopping import split_validation
 from .._held_out import HELD_OUT_PARAMETER_CONSTRAINTS
 from .._init_parameters import store_parameters
+from .._supervision import split_pairs
+from ..base import MetricLearnerMixin, fit_context
 from ._domains import batch_drawer, fit_domain_codes, start_domain_statistics
-from ._embedding import SPDEmbeddingMixin
 from ._network import (
     HEADS,
     SPDNET_PARAMETER_CONSTRAINTS,
-    congruence,
+    as_vectors,
+    check_spd_stack,
     default_hidden_sizes,
-    extra_group,
+    fit_whitening,
+    fitted_outputs,
     parse_hidden_sizes,
     principal_init,
     take_rows,
@@ -75,7 +76,6 @@ from ._network import (
     validation_scorer,
 )
 from ._untrained import UNTRAINED_ADVICE, untrained_message, warn_untrained_kept
-from ..base import MetricLearnerMixin, fit_context
 
 __all__ = [
     "SPDNetEmbedding",
@@ -89,7 +89,7 @@ __all__ = [
 
 
 @register_estimator
-class SPDNetEmbedding(DomainsRequestMixin, SPDEmbeddingMixin, MetricLearnerMixin, BaseEstimator):
+class SPDNetEmbedding(DomainsRequestMixin, MetricLearnerMixin, BaseEstimator):
     r"""Learn an embedding of SPD matrices with an SPDNet and any metric-learning loss.
 
     Each step draws a class-balanced batch (``n_per_class`` samples of ``n_classes_per_batch``
@@ -366,7 +366,7 @@ class SPDNetEmbedding(DomainsRequestMixin, SPDEmbeddingMixin, MetricLearnerMixin
         """
         self._check_params()
         distributed.init_from_env()
-        X, y = self._validate_spd(X, y=y, reset=True)
+        X, y = check_spd_stack(self, X, y, reset=True, ensure_min_samples=2)
         check_classification_targets(y)
         self.classes_, codes = check_labels(y, X.shape[0])
         check_min_per_class(codes, 2)
@@ -377,13 +377,13 @@ class SPDNetEmbedding(DomainsRequestMixin, SPDEmbeddingMixin, MetricLearnerMixin
         device = resolve_device(self.device)
         rng = make_rng(self.random_state)
         X_t = to_tensor(X, device, torch.float64)
-        self.whitening_ = self._fit_whitening(X_t)
+        self.whitening_ = fit_whitening(X_t, self.whiten)
         self.domain_whitening_ = None
         if domain_idx is None:
             X_t = congruence(X_t, to_tensor(self.whitening_, device, torch.float64)).float()
         else:  # each domain whitened by its own mean (DomainRecentering's re-centring)
             per_domain = [X_t[torch.as_tensor(domain_idx == d)] for d in range(len(self.domains_))]
-            self.domain_whitening_ = np.stack([self._fit_whitening(Xd) for Xd in per_domain])
+            self.domain_whitening_ = np.stack([fit_whitening(Xd, self.whiten) for Xd in per_domain])
             W = to_tensor(self.domain_whitening_, device, torch.float64)
             X_t = congruence(X_t, W[torch.as_tensor(domain_idx, device=device)]).float()
 
@@ -431,7 +431,8 @@ class SPDNetEmbedding(DomainsRequestMixin, SPDEmbeddingMixin, MetricLearnerMixin
             candidates = OneStandardErrorSelector([net, loss_fn], score)
             candidates.validate()  # the untrained network, step 0
             module["candidates"] = candidates  # in the checkpoints: a resumed fit selects alike
-        groups = net.parameter_groups() + extra_group(loss_fn)
+        proxies = list(loss_fn.parameters())  # Proxy-NCA's, a Euclidean group
+        groups = net.parameter_groups() + ([{"params": proxies}] if proxies else [])
         result = train(
             module,
             StiefelAdam(groups, lr=self.learning_rate),
@@ -543,13 +544,61 @@ class SPDNetEmbedding(DomainsRequestMixin, SPDEmbeddingMixin, MetricLearnerMixin
         self.validation_score_ = None if result.best_step is None else float(result.best_score)
         self.loss_curve_ = np.array([h["loss"] for h in result.history], dtype=np.float64)
 
-    def _fit_whitening(self, X_t: torch.Tensor) -> np.ndarray:
-        """``M^{-1/2}`` for the Riemannian mean ``M`` of the training matrices (or the identity)."""
-        if not self.whiten:
-            return np.eye(X_t.shape[-1])
-        return spd_inv_sqrt(riemannian_mean(X_t)).cpu().numpy()
-
     # ------------------------------------------------------------------ transform
+
+    @property
+    def _n_features_out(self) -> int:
+        """Columns of :meth:`transform` for ``output="vector"`` (head width, or ``h (h + 1) / 2``).
+
+        scikit-learn's ``get_feature_names_out`` names them ``"<classname>0"``, ...
+        """
+        if self.output != "vector":
+            raise ValueError(
+                f"output={self.output!r} gives matrices, which have no column names; "
+                "use output='vector'."
+            )
+        if getattr(self, "head_weight_", None) is not None:
+            return self.head_weight_.shape[0]
+        h = self.weights_[-1].shape[1] if self.weights_ else self.n_features_in_
+        return h * (h + 1) // 2
+
+    def pair_distances(self, X1, X2=None) -> np.ndarray:
+        """Learned distance between paired SPD matrices ``X1[k]``, ``X2[k]`` (or stacked pairs).
+
+        The distance the model was trained with: the Riemannian ``distance`` between SPD outputs
+        (``head="spd"``), otherwise the Euclidean distance between embedding vectors. A model
+        fitted with ``domains`` embeds ``X1`` and ``X2`` together as one new domain.
+
+        Parameters
+        ----------
+        X1 : array-like of shape (n_pairs, c, c), or (n_pairs, 2, c, c)
+            The first matrix of each pair, or the stacked pairs when ``X2`` is None (the one
+            pair-distance convention, ``docs/pairs.md``).
+        X2 : array-like of shape (n_pairs, c, c), optional
+            The second matrix of each pair.
+
+        Returns
+        -------
+        ndarray of shape (n_pairs,)
+        """
+        if X2 is None:
+            X1, X2 = split_pairs(X1, point_ndim=2)
+        spd = self.head == "spd"
+        if getattr(self, "domains_", None) is not None:
+            X1, _ = check_spd_stack(self, X1, reset=False)
+            X2, _ = check_spd_stack(self, X2, reset=False)
+            Y, _ = fitted_outputs(self, np.concatenate([X1, X2]), log=not spd)
+            Y1, Y2 = Y[: len(X1)], Y[len(X1) :]
+        else:
+            Y1, _ = fitted_outputs(self, X1, log=not spd)
+            Y2, _ = fitted_outputs(self, X2, log=not spd)
+        if Y1.shape[0] != Y2.shape[0]:
+            raise ValueError(f"X1 and X2 must have as many rows: {Y1.shape[0]} != {Y2.shape[0]}.")
+        with torch.no_grad():
+            if not spd:
+                Y1, Y2 = as_vectors(Y1), as_vectors(Y2)
+                return torch.linalg.vector_norm(Y1.double() - Y2.double(), dim=1).cpu().numpy()
+            return spd_distance(Y1.double(), Y2.double(), self._distance()).cpu().numpy()
 
     def transform(self, X, domains=None) -> np.ndarray:
         """Embed SPD matrices.
@@ -570,7 +619,7 @@ class SPDNetEmbedding(DomainsRequestMixin, SPDEmbeddingMixin, MetricLearnerMixin
             (n_samples, d) for ``output="vector"`` (``d = h (h + 1) / 2``), (n_samples, h, h)
             otherwise (``h = hidden_sizes[-1]``), in the dtype of ``X`` (float32 or float64).
         """
-        Y, dtype = self._outputs(X, log=self.output != "spd", domains=domains)
+        Y, dtype = fitted_outputs(self, X, log=self.output != "spd", domains=domains)
         if self.output == "vector" and Y.ndim == 3:
             Y = sym_to_vec(Y)
         return Y.cpu().numpy().astype(dtype, copy=False)
@@ -585,17 +634,6 @@ class SPDNetEmbedding(DomainsRequestMixin, SPDEmbeddingMixin, MetricLearnerMixin
         if self.validation_distance is None:
             return self._distance()
         return canonical_metric(self.validation_distance, DISTANCES, name="validation_distance")
-
-    def _validate_spd(self, X, y=None, *, reset: bool) -> tuple[np.ndarray, np.ndarray | None]:
-        """``X`` checked as a stack of SPD matrices (n, c, c) (and ``y`` by scikit-learn)."""
-        kwargs = {"allow_nd": True, "dtype": [np.float64, np.float32], "reset": reset}
-        if y is None:
-            X = validate_data(self, X, ensure_min_samples=1, **kwargs)
-        else:
-            X, y = validate_data(self, X, y, ensure_min_samples=2, **kwargs)
-        if X.ndim != 3 or X.shape[1] != X.shape[2]:
-            raise ValueError(f"X must have shape (n_matrices, c, c), got {X.shape}.")
-        return check_spd(X), y
 
     def _default_hidden_sizes(self, n_channels: int) -> list[int]:
         return [n_channels, n_channels]

@@ -61,24 +61,11 @@ class RPLEmbedding(SPDNetEmbedding):
     bimap, init, eps, relative_eps, batchnorm, n_classes_per_batch, n_per_class, max_iter,
     learning_rate, validation_fraction, validation_every, patience, validation_metric,
     validation_distance, selection_se, output, whiten, random_state, device, verbose,
-    checkpoint_dir, checkpoint_every
+    checkpoint_dir, checkpoint_every, held_out_check, fallback
         As :class:`~rankmetric.estimators.spd.SPDNetEmbedding`.
-    held_out_check : {"auto", True, False}, default="auto"
-        After the fit, the same settings are fitted again on part of the classes (with pairs: of the
-        groups the similar pairs join) and the learned distance is compared with the reference on
-        the classes held out (``held_out_check_``); below it beyond noise, the fit issues an
-        :class:`~rankmetric.training.UntrainedModelWarning`. ``"auto"`` skips it with fewer than 6
-        groups (``held_out_check_`` says so), True then also warns, False switches it off. The model
-        returned does not depend on it. ``docs/reliability.md``, "Never worse than Euclidean without
-        saying so".
-    fallback : {None, "reference"}, default=None
-        ``"reference"``: when the check finds the learned distance below, return the
-        reference instead: the untrained network (``max_iter=0``) fitted on the same data.
 
     Attributes
     ----------
-    held_out_check_ : dict or None
-        The held-out check, as in :class:`rankmetric.WARCA`.
     potato_log_mu_, potato_log_sigma_ : ndarray of shape (n_classes,)
         The potato statistics (mean and standard deviation of the within-class log-distances) at
         the end of training.
@@ -90,6 +77,8 @@ class RPLEmbedding(SPDNetEmbedding):
         The domains given to ``fit`` and their statistics, as
         :class:`~rankmetric.estimators.spd.SPDNetEmbedding`.
     n_iter_, best_iter_, initial_validation_score_, validation_score_ : int or float or None
+        As :class:`~rankmetric.estimators.spd.SPDNetEmbedding`.
+    held_out_check_ : dict or None
         As :class:`~rankmetric.estimators.spd.SPDNetEmbedding`.
     validation_gain_, loss_curve_, n_features_in_ : tuple, ndarray or int
         As :class:`~rankmetric.estimators.spd.SPDNetEmbedding`.
@@ -135,6 +124,7 @@ class RPLEmbedding(SPDNetEmbedding):
         "temperature": [Interval(Real, 0, None, closed="left")],
     }
 
+    # scikit-learn reads the parameters from the signature: SPDNetEmbedding's are repeated here
     @deprecate_positional_args
     def __init__(
         self,

@@ -373,7 +373,8 @@ class SPDNetEmbedding(DomainsRequestMixin, MetricLearnerMixin, BaseEstimator):
         n = X.shape[0]
         self.domains_, domain_idx = fit_domain_codes(domains, n, self.batchnorm, self.whiten)
         n_channels = X.shape[1]
-        sizes = [n_channels, *self._hidden_sizes(n_channels)]
+        hidden = [n_channels] * 2 if self.hidden_sizes is None else self.hidden_sizes
+        sizes = [n_channels, *parse_hidden_sizes(hidden, n_channels)]
         device = resolve_device(self.device)
         rng = make_rng(self.random_state)
         X_t = to_tensor(X, device, torch.float64)
@@ -493,17 +494,15 @@ class SPDNetEmbedding(DomainsRequestMixin, MetricLearnerMixin, BaseEstimator):
     def _build_network(
         self, sizes: list[int], generator: torch.Generator, device: torch.device
     ) -> SPDNet:
-        head_dim = None
-        if self.head == "linear":
-            head_dim = sizes[-1] * (sizes[-1] + 1) // 2
+        h = sizes[-1]
         return SPDNet(
             sizes,
             eps=self.eps,
             relative_eps=self.relative_eps,
             bimap=self.bimap,
-            init="identity" if self.init == "identity" else "random",
+            init=self.init,
             log_output=self.head != "spd",
-            head_dim=head_dim,
+            head_dim=h * (h + 1) // 2 if self.head == "linear" else None,
             head_init="identity" if self.init == "identity" else "glorot",
             batchnorm=self.batchnorm,
             n_domains=0 if self.domains_ is None else len(self.domains_),
@@ -634,14 +633,6 @@ class SPDNetEmbedding(DomainsRequestMixin, MetricLearnerMixin, BaseEstimator):
         if self.validation_distance is None:
             return self._distance()
         return canonical_metric(self.validation_distance, DISTANCES, name="validation_distance")
-
-    def _default_hidden_sizes(self, n_channels: int) -> list[int]:
-        return [n_channels, n_channels]
-
-    def _hidden_sizes(self, n_channels: int) -> list[int]:
-        if self.hidden_sizes is None:
-            return self._default_hidden_sizes(n_channels)
-        return parse_hidden_sizes(self.hidden_sizes, n_channels)
 
     def _check_params(self) -> None:
         """The declared constraints, then the rules that tie parameters together."""

@@ -41,7 +41,7 @@ from ...losses.potato import RiemannianPotatoLoss, embedding_distances
 from ...losses.triplet import TripletLoss
 from ...model_selection import per_query_scores
 from ...models.spdnet import SPDNet, sym_to_vec
-from ._domains import transform_domain_codes
+from ...preprocessing.recentring import transform_domain_codes
 
 __all__ = [
     "HEADS",
@@ -337,11 +337,6 @@ def fitted_outputs(est, X, log: bool = False, domains=None) -> tuple[torch.Tenso
     W = [to_tensor(est.domain_whitening_, device, torch.float64)]
     for d in new:  # a new domain: whitened at its own mean, then its own BN means
         X_d = to_tensor(X[codes == d], device, torch.float64)
-        if X_d.shape[0] < 2:
-            raise ValueError(
-                "a new domain has a single matrix: adapting to its own mean would map it "
-                "to the identity. Give a new domain's matrices together."
-            )
         W.append(to_tensor(fit_whitening(X_d, est.whiten), device, torch.float64)[None])
         if net.batchnorms:
             net.adapt_domain(congruence(X_d, W[-1][0]), d)

@@ -10,10 +10,12 @@
 Geometry (congruence, whitening, means, distances) is :mod:`rankmetric.geometry`'s.
 """
 
+from ...losses.registry import LOSSES, make_loss
+from ._network import HEADS, default_hidden_sizes
 from ._untrained import UNTRAINED_ADVICE, untrained_message
 from .mdm import MDM
 from .rpl import RPLEmbedding
-from .spdnet import HEADS, LOSSES, SPDNetEmbedding, default_hidden_sizes, make_loss
+from .spdnet import SPDNetEmbedding
 
 __all__ = [
     "SPDNetEmbedding",

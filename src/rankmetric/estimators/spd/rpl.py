@@ -18,9 +18,10 @@ from ...io import register_estimator
 from ...losses.potato import CENTERS
 from .._held_out import HELD_OUT_PARAMETER_CONSTRAINTS
 from .._init_parameters import store_parameters
-from .spdnet import SPDNET_PARAMETER_CONSTRAINTS, SPDNetEmbedding, default_hidden_sizes
+from ._network import SPDNET_PARAMETER_CONSTRAINTS
+from .spdnet import SPDNetEmbedding
 
-__all__ = ["RPLEmbedding", "default_hidden_sizes"]
+__all__ = ["RPLEmbedding"]
 
 
 @register_estimator

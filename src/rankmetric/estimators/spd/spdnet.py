@@ -60,11 +60,9 @@ from .._supervision import split_pairs
 from ..base import MetricLearnerMixin, fit_context
 from ._domains import batch_drawer, fit_domain_codes, start_domain_statistics
 from ._network import (
-    HEADS,
     SPDNET_PARAMETER_CONSTRAINTS,
     as_vectors,
     check_spd_stack,
-    default_hidden_sizes,
     fit_whitening,
     fitted_outputs,
     parse_hidden_sizes,
@@ -75,17 +73,9 @@ from ._network import (
     validation_queries,
     validation_scorer,
 )
-from ._untrained import UNTRAINED_ADVICE, untrained_message, warn_untrained_kept
+from ._untrained import UNTRAINED_ADVICE, warn_untrained_kept
 
-__all__ = [
-    "SPDNetEmbedding",
-    "LOSSES",
-    "HEADS",
-    "UNTRAINED_ADVICE",
-    "make_loss",
-    "default_hidden_sizes",
-    "untrained_message",
-]
+__all__ = ["SPDNetEmbedding"]
 
 
 @register_estimator
@@ -194,13 +184,9 @@ class SPDNetEmbedding(DomainsRequestMixin, MetricLearnerMixin, BaseEstimator):
     checkpoint_every : int, default=100
         Steps between two checkpoints.
     held_out_check : {"auto", True, False}, default="auto"
-        After the fit, the same settings are fitted again on part of the classes (with pairs: of the
-        groups the similar pairs join) and the learned distance is compared with the reference on
-        the classes held out (``held_out_check_``); below it beyond noise, the fit issues an
-        :class:`~rankmetric.training.UntrainedModelWarning`. ``"auto"`` skips it with fewer than 6
-        groups (``held_out_check_`` says so), True then also warns, False switches it off. The model
-        returned does not depend on it. ``docs/reliability.md``, "Never worse than Euclidean without
-        saying so".
+        The check after the fit on held-out classes, as :class:`rankmetric.WARCA`'s
+        (``held_out_check_``; ``docs/reliability.md``, "Never worse than Euclidean without saying
+        so").
     fallback : {None, "reference"}, default=None
         ``"reference"``: when the check finds the learned distance below, return the
         reference instead: the untrained network (``max_iter=0``) fitted on the same data.

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 import numpy as np
 import torch
 
-from ..estimators.spdnet import LOSSES, SPDNetEmbedding
+from ..estimators.spd import LOSSES, SPDNetEmbedding
 from ..geometry.matrix_functions import spd_inv_sqrt, spd_log, sym_to_vec
 from ..geometry.means import riemannian_mean
 
@@ -53,7 +53,7 @@ def make_row_estimator(row: str, budget: Mapping, seed: int, device: str = "cpu"
     params.update({k: budget[k] for k in _NETWORK_KEYS if budget.get(k) is not None})
     params.update(extra, random_state=seed, device=device)
     if kind == "rpl":
-        from ..estimators.rpl import RPLEmbedding
+        from ..estimators.spd import RPLEmbedding
 
         return RPLEmbedding(**params)
     return SPDNetEmbedding(loss=loss, **params)

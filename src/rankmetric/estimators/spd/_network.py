@@ -33,15 +33,18 @@ from ..._validation import (
     Options,
 )
 from ...geometry._common import orient_columns
+from ...geometry.aliases import canonical_metric
 from ...geometry.checks import check_spd
+from ...geometry.dispatch import distance as spd_distance
 from ...geometry.matrix_functions import eigh, spd_log, symmetrize
 from ...geometry.tangent import congruence, mean_whitening
 from ...losses.lifted import LiftedStructureLoss
-from ...losses.potato import RiemannianPotatoLoss, embedding_distances
+from ...losses.potato import DISTANCES, RiemannianPotatoLoss, embedding_distances
 from ...losses.triplet import TripletLoss
 from ...model_selection import per_query_scores
 from ...models.spdnet import SPDNet, sym_to_vec
 from ...preprocessing.recentring import transform_domain_codes
+from .._supervision import split_pairs
 
 __all__ = [
     "HEADS",
@@ -52,7 +55,9 @@ __all__ = [
     "fit_whitening",
     "fitted_network",
     "fitted_outputs",
+    "fitted_pair_distances",
     "parse_hidden_sizes",
+    "select_validated_step",
     "translation_invariant",
 ]
 
@@ -274,6 +279,24 @@ def validation_scorer(
     return score
 
 
+def select_validated_step(candidates, result, selection_se: float):
+    """Apply the one-standard-error rule to a ``train`` run's validated steps.
+
+    The candidates are step 0 and the first validations (``train`` restores the state of its
+    best validation, which holds the candidates up to that one). Restores the chosen step's
+    parameters, sets ``result.best_step`` / ``best_score`` and returns ``(score of step 0, (gain,
+    its standard error))``, or ``(None, None)`` without validation.
+    """
+    if candidates is None:
+        return None, None
+    validated = [h["step"] for h in result.history if "val_score" in h]
+    steps = [0, *validated[: candidates.scores.shape[0] - 1]]
+    chosen, gain = candidates.select(selection_se)
+    candidates.restore(chosen)
+    result.best_step, result.best_score = steps[chosen], candidates.mean(chosen)
+    return candidates.mean(0), gain
+
+
 def fitted_network(
     est, device: torch.device, log_output: bool = False, n_domains: int = 0
 ) -> SPDNet:
@@ -351,3 +374,26 @@ def fitted_outputs(est, X, log: bool = False, domains=None) -> tuple[torch.Tenso
 def _rows(X: np.ndarray, start: int, device) -> torch.Tensor:
     """The chunk of ``X`` from row ``start``, as float64 on ``device``."""
     return to_tensor(X[start : start + _CHUNK], device, torch.float64)
+
+
+def fitted_pair_distances(est, X1, X2=None) -> np.ndarray:
+    """``est.pair_distances(X1, X2)``: the distance ``est`` was trained with, between outputs."""
+    if X2 is None:
+        X1, X2 = split_pairs(X1, point_ndim=2)
+    spd = est.head == "spd"
+    if getattr(est, "domains_", None) is not None:  # X1 and X2 embedded as one new domain
+        X1, _ = check_spd_stack(est, X1, reset=False)
+        X2, _ = check_spd_stack(est, X2, reset=False)
+        Y, _ = fitted_outputs(est, np.concatenate([X1, X2]), log=not spd)
+        Y1, Y2 = Y[: len(X1)], Y[len(X1) :]
+    else:
+        Y1, _ = fitted_outputs(est, X1, log=not spd)
+        Y2, _ = fitted_outputs(est, X2, log=not spd)
+    if Y1.shape[0] != Y2.shape[0]:
+        raise ValueError(f"X1 and X2 must have as many rows: {Y1.shape[0]} != {Y2.shape[0]}.")
+    with torch.no_grad():
+        if not spd:
+            Y1, Y2 = as_vectors(Y1), as_vectors(Y2)
+            return torch.linalg.vector_norm(Y1.double() - Y2.double(), dim=1).cpu().numpy()
+        metric = canonical_metric(est.distance, DISTANCES, name="distance")
+        return spd_distance(Y1.double(), Y2.double(), metric).cpu().numpy()

@@ -43,7 +43,6 @@ from ..._validation import (
     deprecate_positional_args,
 )
 from ...geometry.aliases import canonical_metric
-from ...geometry.dispatch import distance as spd_distance
 from ...geometry.tangent import congruence
 from ...io import register_estimator
 from ...losses.potato import DISTANCES
@@ -56,17 +55,17 @@ from ...training import TrainingResult, train
 from .._early_stopping import split_validation
 from .._held_out import HELD_OUT_PARAMETER_CONSTRAINTS
 from .._init_parameters import store_parameters
-from .._supervision import split_pairs
 from ..base import MetricLearnerMixin, fit_context
 from ._domains import batch_drawer, fit_domain_codes, start_domain_statistics
 from ._network import (
     SPDNET_PARAMETER_CONSTRAINTS,
-    as_vectors,
     check_spd_stack,
     fit_whitening,
     fitted_outputs,
+    fitted_pair_distances,
     parse_hidden_sizes,
     principal_init,
+    select_validated_step,
     take_rows,
     training_embedding,
     translation_invariant,
@@ -127,15 +126,12 @@ class SPDNetEmbedding(DomainsRequestMixin, MetricLearnerMixin, BaseEstimator):
     n_per_class : int, default=8
         Samples per class in a batch (classes with fewer samples are drawn with repetition).
     max_iter : int, default=3000
-        Largest number of optimisation steps (0: the untrained reference, no training);
-        validation early stopping (``patience``) usually ends the fit well before. ``0``
-        builds the **untrained reference** on purpose: the network's start (whitening and,
-        with ``init="identity"``, the identity / principal start fitted on all the matrices,
-        nothing held out), no training and no warning; ``best_iter_`` is 0. With the default
-        network its vectors are the log-Euclidean vectors of the whitened matrices,
-        pyRiemann's tangent space at the Riemannian mean (up to the 5 % ReEig floor). A fit
-        with ``max_iter >= 1`` that keeps the untrained network (``best_iter_ == 0``) warns
-        with a ``UserWarning`` saying so and what to try (:data:`UNTRAINED_ADVICE`).
+        Largest number of optimisation steps; validation early stopping (``patience``) usually
+        ends the fit well before. ``0`` builds the **untrained reference** on purpose: the
+        network's start fitted on all the matrices, no training, no warning, ``best_iter_ == 0``
+        (with the default network: pyRiemann's tangent space at the Riemannian mean, up to the
+        5 % ReEig floor). A fit with ``max_iter >= 1`` that keeps its start warns
+        (:data:`UNTRAINED_ADVICE`).
     learning_rate : float, default=1e-2
         Step size of the (Riemannian) Adam optimiser.
     validation_fraction : float, default=0.2
@@ -149,11 +145,9 @@ class SPDNetEmbedding(DomainsRequestMixin, MetricLearnerMixin, BaseEstimator):
         Validations without improvement before stopping (``None``: run ``max_iter`` steps).
     validation_metric : {"map", "recall@1"}, default="map"
         What validation scores: mean average precision of each held-out matrix's ranking of
-        the others, or the share whose nearest other held-out matrix has their class (R@1, the
-        figure the RPL table reports). mAP since 0.2: R@1 of a few dozen held-out EEG trials is
-        one coin per query, so its paired standard error hid real gains and 5 of 8 fits kept
-        the untrained network; mAP reads every rank and raised the validation accuracy on 4 of
-        6 EEG validation splits, lowering it on none (``docs/rpl.md``, "Does RPL learn on EEG").
+        the others, or R@1 (the figure the RPL table reports). mAP since 0.2: it reads every
+        rank, where R@1 of a few dozen EEG trials hid real gains (``docs/rpl.md``, "Does RPL
+        learn on EEG").
     validation_distance : str or None, default=None
         Distance of the validation ranking. ``None``: the training distance (the Riemannian
         ``distance`` for ``head="spd"``, else Euclidean between head vectors). With
@@ -338,13 +332,11 @@ class SPDNetEmbedding(DomainsRequestMixin, MetricLearnerMixin, BaseEstimator):
         y : array-like of shape (n_samples,)
             Class labels.
         domains : array-like of shape (n_samples,), optional
-            Domain (session, subject) of each matrix, with ``batchnorm=True``: the batch
-            normalisations keep one running mean per domain and every batch is drawn from one
-            domain (TSMNet's domain-specific batch normalisation; see
-            :meth:`transform` for new domains). In a :class:`~sklearn.pipeline.Pipeline` they
-            arrive by metadata routing, requested by default in ``fit`` and ``transform`` as
-            for :class:`~rankmetric.preprocessing.DomainRecentering`
-            (``set_fit_request(domains=False)`` opts out).
+            Domain (session, subject) of each matrix: each domain whitened at its own mean and,
+            with ``batchnorm=True``, normalised at its own running means, every batch drawn from
+            one domain (TSMNet's domain-specific batch normalisation). Routed by scikit-learn's
+            metadata routing in a Pipeline, as for
+            :class:`~rankmetric.preprocessing.DomainRecentering`.
 
         Returns
         -------
@@ -436,7 +428,11 @@ class SPDNetEmbedding(DomainsRequestMixin, MetricLearnerMixin, BaseEstimator):
             checkpoint_every=self.checkpoint_every,
             fingerprint=getattr(self, "_fit_fingerprint", None),
         )
-        self._select(candidates, result, untrained)
+        self.initial_validation_score_, self.validation_gain_ = select_validated_step(
+            candidates, result, self.selection_se
+        )
+        if untrained:
+            result.best_step, result.best_score = 0, float("nan")
         net.train()
         self._store_fitted(net, loss_fn, result)
         if untrained:
@@ -461,21 +457,6 @@ class SPDNetEmbedding(DomainsRequestMixin, MetricLearnerMixin, BaseEstimator):
             As :meth:`transform`.
         """
         return self.fit(X, y, domains=domains).transform(X, domains=domains)
-
-    def _select(self, candidates, result: TrainingResult, untrained: bool) -> None:
-        """Apply the one-standard-error rule to the validated steps (restoring the chosen)."""
-        self.validation_gain_ = None
-        self.initial_validation_score_ = None if candidates is None else candidates.mean(0)
-        if candidates is not None:
-            # the candidates are step 0 and the first validations (train restores the state of
-            # its best validation, which holds the candidates up to that one)
-            validated = [h["step"] for h in result.history if "val_score" in h]
-            steps = [0, *validated[: candidates.scores.shape[0] - 1]]
-            chosen, self.validation_gain_ = candidates.select(self.selection_se)
-            candidates.restore(chosen)
-            result.best_step, result.best_score = steps[chosen], candidates.mean(chosen)
-        if untrained:
-            result.best_step, result.best_score = 0, float("nan")
 
     def _build_network(
         self, sizes: list[int], generator: torch.Generator, device: torch.device
@@ -566,24 +547,7 @@ class SPDNetEmbedding(DomainsRequestMixin, MetricLearnerMixin, BaseEstimator):
         -------
         ndarray of shape (n_pairs,)
         """
-        if X2 is None:
-            X1, X2 = split_pairs(X1, point_ndim=2)
-        spd = self.head == "spd"
-        if getattr(self, "domains_", None) is not None:
-            X1, _ = check_spd_stack(self, X1, reset=False)
-            X2, _ = check_spd_stack(self, X2, reset=False)
-            Y, _ = fitted_outputs(self, np.concatenate([X1, X2]), log=not spd)
-            Y1, Y2 = Y[: len(X1)], Y[len(X1) :]
-        else:
-            Y1, _ = fitted_outputs(self, X1, log=not spd)
-            Y2, _ = fitted_outputs(self, X2, log=not spd)
-        if Y1.shape[0] != Y2.shape[0]:
-            raise ValueError(f"X1 and X2 must have as many rows: {Y1.shape[0]} != {Y2.shape[0]}.")
-        with torch.no_grad():
-            if not spd:
-                Y1, Y2 = as_vectors(Y1), as_vectors(Y2)
-                return torch.linalg.vector_norm(Y1.double() - Y2.double(), dim=1).cpu().numpy()
-            return spd_distance(Y1.double(), Y2.double(), self._distance()).cpu().numpy()
+        return fitted_pair_distances(self, X1, X2)
 
     def transform(self, X, domains=None) -> np.ndarray:
         """Embed SPD matrices.

@@ -22,7 +22,7 @@ from ...models.spdnet import SPDNet
 from ...preprocessing.recentring import domain_codes
 from ...sampling import LabelIndex
 
-__all__ = ["batch_drawer", "domain_batches", "fit_domain_codes", "start_domain_statistics"]
+__all__ = ["batch_drawer", "fit_domain_codes", "start_domain_statistics"]
 
 
 def fit_domain_codes(
@@ -51,29 +51,16 @@ def batch_drawer(
     n_per_class: int,
     rng: np.random.Generator,
 ) -> Callable[[], np.ndarray]:
-    """``draw() -> rows`` of one class-balanced batch (of one domain with ``domains``)."""
-    if domains is not None:
-        return domain_batches(train_idx, codes, domains, n_classes, n_per_class, rng)
-    index = LabelIndex.from_codes(codes[train_idx])
-    return lambda: train_idx[index.class_balanced_batch(n_classes, n_per_class, rng)]
-
-
-def domain_batches(
-    train_idx: np.ndarray,
-    codes: np.ndarray,
-    domains: np.ndarray,
-    n_classes: int,
-    n_per_class: int,
-    rng: np.random.Generator,
-) -> Callable[[], np.ndarray]:
-    """A drawer of class-balanced batches from one random domain's training rows.
+    """A drawer of class-balanced batches of training rows (of one random domain with domains).
 
     Parameters
     ----------
     train_idx : int ndarray
         Training rows.
-    codes, domains : int ndarrays of shape (n_samples,)
-        Class and domain codes of every row.
+    codes : int ndarray of shape (n_samples,)
+        Class code of every row.
+    domains : int ndarray of shape (n_samples,) or None
+        Domain code of every row.
     n_classes, n_per_class : int
         The batch: ``n_per_class`` samples of each of ``n_classes`` classes (fewer classes when
         the domain has fewer).
@@ -82,9 +69,12 @@ def domain_batches(
     Returns
     -------
     callable
-        ``draw() -> rows`` (indices into the full data), all of one domain, drawn uniformly
-        among the training domains with a class of two samples or more.
+        ``draw() -> rows`` (indices into the full data); with ``domains``, all of one domain,
+        drawn uniformly among the training domains with a class of two samples or more.
     """
+    if domains is None:
+        index = LabelIndex.from_codes(codes[train_idx])
+        return lambda: train_idx[index.class_balanced_batch(n_classes, n_per_class, rng)]
     rows_of, index_of = [], []
     for d in np.unique(domains[train_idx]):
         rows = train_idx[domains[train_idx] == d]

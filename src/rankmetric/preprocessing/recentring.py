@@ -14,12 +14,10 @@ import numpy as np
 import torch
 from sklearn.base import BaseEstimator, TransformerMixin
 
-from .._utils import resolve_device
 from .._validation import DEVICE, NONE, InstanceOf, Options, ParameterValidationMixin
 from ..geometry import canonical_metric, spd_mean, whiten
-from ..geometry.checks import as_matrix_stack, working_dtype
 from ..geometry.means import MEAN_METRICS
-from ._matrix_output import MatrixOutputMixin
+from ._matrix_output import MatrixOutputMixin, input_matrices
 
 __all__ = ["DomainRecentering", "DomainsRequestMixin", "domain_codes", "transform_domain_codes"]
 
@@ -196,7 +194,7 @@ class DomainRecentering(
             SPD matrices; every domain's mean is the identity.
         """
         self._validate_params()
-        X = self._matrices(X, getattr(self, "n_channels_", None))
+        X = input_matrices(self, X, getattr(self, "n_channels_", None))
         seen = getattr(self, "domains_", np.empty(0))
         codes, new = transform_domain_codes(seen, domains, len(X))
         means = [torch.as_tensor(m, dtype=X.dtype) for m in getattr(self, "means_", [])]
@@ -207,7 +205,7 @@ class DomainRecentering(
 
     def _fit(self, X, domains):
         self._validate_params()
-        X = self._matrices(X, None)
+        X = input_matrices(self, X, None)
         self.n_channels_ = int(X.shape[-1])
         self.domains_, codes = domain_codes(domains, len(X))
         _check_sizes(self.domains_, codes, range(len(self.domains_)))
@@ -228,12 +226,6 @@ class DomainRecentering(
                 rows = index == k
                 out[rows] = whiten(X[rows], means[k])
         return out.cpu().numpy()
-
-    def _matrices(self, X, n_channels) -> torch.Tensor:
-        dtype = working_dtype(self.dtype, X)
-        X = X.detach() if isinstance(X, torch.Tensor) else X
-        X = as_matrix_stack(X, n_channels=n_channels, fitted_by="DomainRecentering")
-        return X.to(dtype=dtype, device=resolve_device(self.device))
 
 
 def _check_sizes(names, codes: np.ndarray, which) -> None:

@@ -42,7 +42,7 @@ from ...losses.lifted import LiftedStructureLoss
 from ...losses.potato import DISTANCES, RiemannianPotatoLoss, embedding_distances
 from ...losses.triplet import TripletLoss
 from ...model_selection import per_query_scores
-from ...models.spdnet import SPDNet, sym_to_vec
+from ...models.spdnet import SPDNet, check_sizes, sym_to_vec
 from ...preprocessing.recentring import transform_domain_codes
 from .._supervision import split_pairs
 
@@ -182,28 +182,15 @@ def parse_hidden_sizes(sizes, n_channels: int) -> list[int]:
     Raises
     ------
     ValueError
-        Unless the sizes are integers, non-empty, positive and non-increasing from ``c``.
+        Unless the sizes are integers, non-empty, positive and non-increasing from ``c``
+        (:func:`rankmetric.models.spdnet.check_sizes`).
     """
-    original = sizes
     if isinstance(sizes, str):
         sizes = [s for s in sizes.replace(" ", "").split(",") if s]
-    elif isinstance(sizes, Integral):
-        sizes = [sizes]
-    try:
-        sizes = [int(s) for s in sizes]
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"hidden_sizes must be integers, got {original!r}.") from exc
-    chain = [n_channels, *sizes]
-    if (
-        not sizes
-        or min(sizes) < 1
-        or any(b > a for a, b in zip(chain[:-1], chain[1:], strict=True))
-    ):
-        raise ValueError(
-            f"hidden_sizes must be a non-empty, non-increasing list of positive sizes at most "
-            f"the input size {n_channels}, got {original!r}."
-        )
-    return sizes
+    sizes = list(np.atleast_1d(sizes))  # one int: one layer
+    if not sizes:
+        raise ValueError("hidden_sizes must hold at least one size.")
+    return check_sizes([n_channels, *sizes], "[c, *hidden_sizes]")[1:]
 
 
 def training_embedding(

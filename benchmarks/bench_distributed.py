@@ -61,7 +61,7 @@ def _data(method: str):
 
 
 def _estimator(method: str):
-    from rankmetric.estimators.rpl import RPLEmbedding
+    from rankmetric.estimators.spd import RPLEmbedding
     from rankmetric.estimators.ssne import SSNE
     from rankmetric.estimators.warca import WARCA
 

@@ -56,7 +56,7 @@ def scores(embeddings: np.ndarray, labels: np.ndarray, seed: int) -> dict[str, f
 
 
 def run_ours(data: dict, seed: int, params: dict, threads: int = 1) -> dict[str, float]:
-    from rankmetric.estimators.rpl import RPLEmbedding
+    from rankmetric.estimators.spd import RPLEmbedding
 
     torch.set_num_threads(threads)
     start = time.perf_counter()

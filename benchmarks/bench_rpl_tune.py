@@ -90,7 +90,7 @@ def reference_vectors(X_fit: np.ndarray, X: np.ndarray) -> np.ndarray:
 
 
 def score(name: str, config: dict | None, X, y, seed: int, val_fraction: float) -> dict:
-    from rankmetric.estimators.spdnet import SPDNetEmbedding
+    from rankmetric.estimators.spd import SPDNetEmbedding
 
     X_fit, X_val, y_fit, y_val = train_test_split(
         X, y, test_size=val_fraction, stratify=y, random_state=seed

@@ -17,7 +17,7 @@ import warnings
 import torch
 
 from rankmetric.datasets import load_spd
-from rankmetric.estimators.rpl import RPLEmbedding
+from rankmetric.estimators.spd import RPLEmbedding
 
 
 def main() -> None:

@@ -16,7 +16,7 @@ import torch
 
 from rankmetric import evaluate, geometry, neighbors
 from rankmetric.estimators import RPLEmbedding, SPDNetEmbedding
-from rankmetric.estimators.spdnet import make_loss
+from rankmetric.estimators.spd import make_loss
 from rankmetric.losses import LiftedStructureLoss, RiemannianPotatoLoss, TripletLoss, TripletMiner
 from rankmetric.losses.pair_distances import paired_distance, pairwise_distance
 from rankmetric.losses.potato import embedding_distances

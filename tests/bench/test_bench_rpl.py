@@ -221,10 +221,11 @@ def test_metric_rows_tune_on_the_networks_validation_split(spd, method):
     assert record["params"][name] in values
     # the split is the one SPDNetEmbedding(random_state=1) holds out (drawn first from its seed)
     from rankmetric._utils import make_rng
-    from rankmetric.estimators.spdnet import _stratified_split
+    from rankmetric.estimators._early_stopping import split_validation
 
     inner, val = spd_pipelines.validation_split(y, 1)
-    expected = _stratified_split(np.unique(y, return_inverse=True)[1], 0.2, make_rng(1))
+    codes = np.unique(y, return_inverse=True)[1]
+    expected = split_validation(codes, 0.2, "stratified", make_rng(1))
     np.testing.assert_array_equal(inner, expected[0])
     np.testing.assert_array_equal(val, expected[1])
     assert 0 < len(val) < len(y) / 3

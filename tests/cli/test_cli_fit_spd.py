@@ -199,7 +199,7 @@ def _session_file(tmp_path):
 
 
 def test_test_domain_holds_a_session_out_and_fits_with_the_domains(tmp_path, capsys, monkeypatch):
-    from rankmetric.estimators.rpl import RPLEmbedding
+    from rankmetric.estimators.spd import RPLEmbedding
 
     path, sessions = _session_file(tmp_path)
     seen = {}

@@ -15,7 +15,7 @@ import torch
 
 from rankmetric import distributed
 from rankmetric.estimators.kernel_warca import KernelWARCA
-from rankmetric.estimators.rpl import RPLEmbedding
+from rankmetric.estimators.spd import RPLEmbedding
 from rankmetric.estimators.ssne import SSNE
 from rankmetric.estimators.warca import WARCA
 from rankmetric.losses import LiftedStructureLoss, MultiSimilarityLoss, TripletLoss

@@ -33,7 +33,7 @@ from rankmetric.estimators._held_out import (
     held_out_split,
     pair_groups,
 )
-from rankmetric.estimators.spdnet import SPDNetEmbedding
+from rankmetric.estimators.spd import SPDNetEmbedding
 
 #: Fast settings: each fit of the unseen-class test takes seconds on one CPU thread.
 LEARNERS = {

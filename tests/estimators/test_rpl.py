@@ -13,7 +13,7 @@ from sklearn.neighbors import KNeighborsClassifier
 from sklearn.pipeline import make_pipeline
 
 from rankmetric.estimators._early_stopping import split_validation
-from rankmetric.estimators.rpl import RPLEmbedding, default_hidden_sizes
+from rankmetric.estimators.spd import RPLEmbedding, default_hidden_sizes
 from rankmetric.io import load_model, save_model
 
 # Fits here use deliberately tiny budgets and data: the convergence and untrained-model

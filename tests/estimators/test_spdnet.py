@@ -11,10 +11,10 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from rankmetric.estimators.rpl import RPLEmbedding
-from rankmetric.estimators.spdnet import (
+from rankmetric.estimators.spd import (
     LOSSES,
     UNTRAINED_ADVICE,
+    RPLEmbedding,
     SPDNetEmbedding,
     untrained_message,
 )

@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from rankmetric.estimators.spdnet import LOSSES as ESTIMATOR_LOSSES
-from rankmetric.estimators.spdnet import make_loss as estimator_make_loss
+from rankmetric.estimators.spd import LOSSES as ESTIMATOR_LOSSES
+from rankmetric.estimators.spd import make_loss as estimator_make_loss
 from rankmetric.losses import (
     LiftedStructureLoss,
     MultiSimilarityLoss,

@@ -101,7 +101,7 @@ SPECS: tuple[EstimatorSpec, ...] = (
     ),
     EstimatorSpec(
         "RPLEmbedding",
-        "rankmetric.estimators.rpl",
+        "rankmetric.estimators.spd",
         # selection_se=0: keep the best validated step, so that the seed shows in the model (the
         # default one-standard-error rule keeps the identity start on this small set)
         {
@@ -118,7 +118,7 @@ SPECS: tuple[EstimatorSpec, ...] = (
     ),
     EstimatorSpec(
         "SPDNetEmbedding",
-        "rankmetric.estimators.spdnet",
+        "rankmetric.estimators.spd",
         {
             "loss": "lifted",
             "max_iter": 20,

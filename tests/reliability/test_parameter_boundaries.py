@@ -101,7 +101,7 @@ SUBJECTS = (
     ),
     Subject("TangentSpace", "rankmetric.preprocessing", {"device": "cpu"}, "spd"),
     Subject("DomainRecentering", "rankmetric.preprocessing", {"device": "cpu"}, "spd"),
-    Subject("MDM", "rankmetric.estimators.mdm", {"device": "cpu"}, "spd"),
+    Subject("MDM", "rankmetric.estimators.spd", {"device": "cpu"}, "spd"),
 )
 
 

@@ -81,7 +81,7 @@ def _tangent_space(X: np.ndarray):
 
 
 def _fit_mdm(X, y, seed, budget):
-    from ..estimators.mdm import MDM
+    from ..estimators.spd import MDM
 
     mdm = MDM(metric="riemann", device="cpu").fit(X, y)
     return mdm.transform, mdm.predict, {"params": {"metric": "riemann"}, "validation": []}

@@ -1,8 +1,8 @@
 """The rows of the RPL table: one SPD network estimator, one loss per row.
 
-Every trained row is :class:`~rankmetric.estimators.spdnet.SPDNetEmbedding` with the same network,
+Every trained row is :class:`~rankmetric.estimators.spd.SPDNetEmbedding` with the same network,
 budget and early stopping, and only the loss changed (:data:`ROWS`); RPL's rows are
-:class:`~rankmetric.estimators.rpl.RPLEmbedding`, its RPL configuration. There is no second
+:class:`~rankmetric.estimators.spd.RPLEmbedding`, its RPL configuration. There is no second
 training loop here: :func:`fit_spdnet_row` builds the estimator and fits it. For one seed the
 split, the initial network and the batches are drawn in the same order for every row, so all rows
 start from the same network (the identity start: the untrained log-Euclidean reference).
@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 import numpy as np
 import torch
 
-from ..estimators.spdnet import LOSSES, SPDNetEmbedding
+from ..estimators.spd import LOSSES, SPDNetEmbedding
 from ..geometry.matrix_functions import spd_inv_sqrt, spd_log, sym_to_vec
 from ..geometry.means import riemannian_mean
 
@@ -53,7 +53,7 @@ def make_row_estimator(row: str, budget: Mapping, seed: int, device: str = "cpu"
     params.update({k: budget[k] for k in _NETWORK_KEYS if budget.get(k) is not None})
     params.update(extra, random_state=seed, device=device)
     if kind == "rpl":
-        from ..estimators.rpl import RPLEmbedding
+        from ..estimators.spd import RPLEmbedding
 
         return RPLEmbedding(**params)
     return SPDNetEmbedding(loss=loss, **params)

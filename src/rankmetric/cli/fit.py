@@ -39,8 +39,8 @@ METHODS = {
     "itml": ("rankmetric.estimators.itml", "ITML", "features"),
     "kissme": ("rankmetric.estimators.kissme", "KISSME", "features"),
     "xqda": ("rankmetric.estimators.xqda", "XQDA", "features"),
-    "rpl": ("rankmetric.estimators.rpl", "RPLEmbedding", "spd"),
-    "spdnet": ("rankmetric.estimators.spdnet", "SPDNetEmbedding", "spd"),
+    "rpl": ("rankmetric.estimators.spd", "RPLEmbedding", "spd"),
+    "spdnet": ("rankmetric.estimators.spd", "SPDNetEmbedding", "spd"),
 }
 
 

@@ -25,15 +25,15 @@ _LAZY = {
     "WARCA": "rankmetric.estimators.warca",
     "KernelWARCA": "rankmetric.estimators.kernel_warca",
     "SSNE": "rankmetric.estimators.ssne",
-    "RPLEmbedding": "rankmetric.estimators.rpl",
-    "SPDNetEmbedding": "rankmetric.estimators.spdnet",
+    "RPLEmbedding": "rankmetric.estimators.spd",
+    "SPDNetEmbedding": "rankmetric.estimators.spd",
     "LMNN": "rankmetric.estimators.lmnn",
     "MultiMetricLMNN": "rankmetric.estimators.mlmnn",
     "ITML": "rankmetric.estimators.itml",
     "KISSME": "rankmetric.estimators.kissme",
     "XQDA": "rankmetric.estimators.xqda",
     "PairClassifier": "rankmetric.estimators.pair_classifier",
-    "MDM": "rankmetric.estimators.mdm",
+    "MDM": "rankmetric.estimators.spd",
 }
 
 __all__ = list(_LAZY)

@@ -31,7 +31,7 @@ from .matrix_functions import (
     vec_to_sym,
 )
 from .means import geodesic, log_euclidean_mean, riemannian_mean, spd_mean
-from .tangent import exp_map, log_map, whiten
+from .tangent import congruence, exp_map, log_map, mean_whitening, whiten
 
 # float16 / bfloat16 input: computed in float32, returned in the input's dtype (one helper,
 # applied here to the public entry points only; the modules' own names stay unwrapped).
@@ -85,4 +85,6 @@ __all__ = [
     "log_map",
     "exp_map",
     "whiten",
+    "congruence",
+    "mean_whitening",
 ]

@@ -16,6 +16,7 @@ __all__ = [
     "condition_proxy",
     "inverse_congruence",
     "orient_columns",
+    "triangular_inverse",
 ]
 
 
@@ -109,3 +110,9 @@ def safe_sqrt(x: torch.Tensor) -> torch.Tensor:
         return x.clamp_min(0).sqrt_()
     positive = x > 0
     return torch.where(positive, x.clamp_min(torch.finfo(x.dtype).tiny).sqrt(), 0.0)
+
+
+def triangular_inverse(L: torch.Tensor) -> torch.Tensor:
+    """``L⁻¹`` for lower-triangular ``L`` of shape (..., c, c)."""
+    eye = torch.eye(L.shape[-1], dtype=L.dtype, device=L.device).expand_as(L)
+    return torch.linalg.solve_triangular(L, eye, upper=False)

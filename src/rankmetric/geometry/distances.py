@@ -24,6 +24,7 @@ from ._common import (
     condition_proxy,
     inverse_congruence,
     safe_sqrt,
+    triangular_inverse,
 )
 from ._host_blas import blas_threads, side_by_side, use_host_blas, whiten_pairs_host
 from .checks import (
@@ -145,7 +146,7 @@ def _airm_core(A, B, all_pairs: bool, with_vectors: bool):
 def _pencil(L, B, all_pairs: bool, with_vectors: bool):
     """Eigenvalues (and generalised eigenvectors ``V = L⁻ᵀ U``) of ``L⁻¹ B L⁻ᵀ``."""
     if all_pairs:
-        L_inv = _triangular_inverse(L)
+        L_inv = triangular_inverse(L)
         if not with_vectors and use_host_blas(L_inv, B):  # inference: NumPy's faster GEMMs
             return eigvalsh(whiten_pairs_host(L_inv, B), refine=False), None
         whitened = _whiten(L_inv, B)
@@ -385,7 +386,7 @@ def _checked_inverse_factor(A: torch.Tensor) -> torch.Tensor:
     L, info = torch.linalg.cholesky_ex(A)
     raise_if_cholesky_failed(info, "A")
     raise_if_singular(condition_proxy(L), L.shape[-1], "A")
-    return _triangular_inverse(L)
+    return triangular_inverse(L)
 
 
 def _checked_pencil_values(eigenvalues: torch.Tensor) -> torch.Tensor:
@@ -428,12 +429,6 @@ def _upper_pairs_squared(A: torch.Tensor) -> torch.Tensor:
     squared = _AirmSquared.apply(A[i], A[j], False)
     full = torch.zeros(n, n, dtype=squared.dtype, device=A.device)
     return full.index_put((i, j), squared).index_put((j, i), squared)
-
-
-def _triangular_inverse(L: torch.Tensor) -> torch.Tensor:
-    """``L⁻¹`` for lower-triangular ``L`` of shape (..., c, c)."""
-    eye = torch.eye(L.shape[-1], dtype=L.dtype, device=L.device).expand_as(L)
-    return torch.linalg.solve_triangular(L, eye, upper=False)
 
 
 def _whiten(W: torch.Tensor, B: torch.Tensor) -> torch.Tensor:

@@ -24,6 +24,7 @@ from ._common import (
     cholesky,
     common_dtype,
     inverse_congruence,
+    triangular_inverse,
 )
 from ._host_blas import host_matmul, use_host_blas
 from .aliases import canonical_metric
@@ -331,8 +332,7 @@ def _position(t, A: torch.Tensor) -> torch.Tensor:
 
 def _log_at(L: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
     r"""Whitened logarithms :math:`\log(L^{-1} X_i L^{-\top})`: (c, c), (n, c, c) → (n, c, c)."""
-    eye = torch.eye(L.shape[-1], dtype=L.dtype, device=L.device)
-    L_inv = torch.linalg.solve_triangular(L, eye, upper=False)  # one c × c inverse, then GEMMs
+    L_inv = triangular_inverse(L)  # one c × c inverse, then GEMMs
     return log_unchecked(L_inv @ X @ L_inv.mT, "X")
 
 
@@ -365,8 +365,7 @@ def _weighted_log_at(L: torch.Tensor, X: torch.Tensor, w: torch.Tensor) -> torch
     :func:`_chunks`)."""
     if torch.is_grad_enabled() and (X.requires_grad or w.requires_grad or L.requires_grad):
         return (w[:, None, None] * _log_at(L, X)).sum(0)
-    eye = torch.eye(L.shape[-1], dtype=L.dtype, device=L.device)
-    L_inv = torch.linalg.solve_triangular(L, eye, upper=False)
+    L_inv = triangular_inverse(L)
     product = host_matmul if use_host_blas(X) else torch.matmul
     total = torch.zeros_like(L)
     for sl, chunk in _chunks(X, L.dtype):

@@ -33,11 +33,70 @@ from .matrix_functions import (
     spd_sqrt,
     symmetrize,
 )
+from .means import riemannian_mean
 
-__all__ = ["log_map", "exp_map", "whiten", "TANGENT_METRICS"]
+__all__ = ["log_map", "exp_map", "congruence", "whiten", "mean_whitening", "TANGENT_METRICS"]
 
 #: Metrics with a logarithmic / exponential map here (aliases resolve through ``canonical_metric``).
 TANGENT_METRICS = ("airm", "log_euclidean", "euclidean")
+
+
+def congruence(X: torch.Tensor, W: torch.Tensor) -> torch.Tensor:
+    r"""The congruence :math:`W X W` of a stack ``X`` (..., c, c) by a symmetric ``W``.
+
+    The one congruence of the package: whitening (:func:`whiten`), the SPD estimators' input
+    whitening, and the batch normalisations' centring and bias all call it. No checks: the
+    caller's tensors are symmetric and share a dtype and device.
+
+    Parameters
+    ----------
+    X : Tensor of shape (..., c, c)
+        Symmetric matrices.
+    W : Tensor of shape (c, c) or (..., c, c)
+        Symmetric matrices, broadcast against ``X``.
+
+    Returns
+    -------
+    Tensor of shape (..., c, c)
+        Exactly symmetric.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from rankmetric.geometry import congruence
+    >>> W = torch.diag(torch.tensor([2.0, 3.0]))
+    >>> congruence(torch.eye(2)[None], W)[0].diagonal()
+    tensor([4., 9.])
+    """
+    return symmetrize(W @ X @ W)
+
+
+def mean_whitening(X) -> torch.Tensor:
+    r""":math:`M^{-1/2}` for the Riemannian mean :math:`M` of a stack ``X``: its whitening matrix.
+
+    ``congruence(X, mean_whitening(X))`` re-centres the matrices at the identity, as
+    ``whiten(X, riemannian_mean(X))``; the matrix itself is what a fitted model keeps (the SPD
+    estimators' ``whitening_``).
+
+    Parameters
+    ----------
+    X : Tensor or ndarray of shape (n, c, c)
+        SPD matrices.
+
+    Returns
+    -------
+    Tensor of shape (c, c)
+        Symmetric positive definite.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from rankmetric.geometry import mean_whitening
+    >>> X = torch.stack([torch.eye(2), 4 * torch.eye(2)]).double()  # Riemannian mean 2 I
+    >>> torch.allclose(mean_whitening(X), torch.eye(2, dtype=torch.float64) / 2**0.5)
+    True
+    """
+    return spd_inv_sqrt(riemannian_mean(X))
 
 
 def whiten(X, reference) -> torch.Tensor:
@@ -85,12 +144,7 @@ def whiten(X, reference) -> torch.Tensor:
     True
     """
     X, M = _checked_pair(X, reference, "X")
-    return _whiten(X, M)
-
-
-def _whiten(X: torch.Tensor, M: torch.Tensor) -> torch.Tensor:
-    W = spd_inv_sqrt(M)
-    return symmetrize(W @ X @ W)
+    return congruence(X, spd_inv_sqrt(M))
 
 
 def log_map(X, reference, metric: str = "airm") -> torch.Tensor:

@@ -63,6 +63,7 @@ from .._validation import renamed_keywords
 from ..geometry.aliases import canonical_metric
 from ..geometry.matrix_functions import divided_differences, spd_exp, spd_log, symmetrize
 from ..geometry.means import riemannian_mean
+from ..geometry.tangent import congruence
 from .base import MetricLoss, finite_loss, non_negative
 from .pair_distances import SPD_METRICS, check_batch, label_masks, pairwise_distance
 from .precision import is_compiling, mixed_precision
@@ -461,7 +462,7 @@ class _KarcherMean(torch.autograd.Function):
         lam_M, U_M = torch.linalg.eigh(M)
         root = (U_M * lam_M.sqrt()) @ U_M.mT  # M^{1/2}
         W = (U_M * lam_M.rsqrt()) @ U_M.mT  # M^{-1/2}
-        lam, U = torch.linalg.eigh(symmetrize(W @ Y @ W))  # Z_i, (n, c), (n, c, c)
+        lam, U = torch.linalg.eigh(congruence(Y, W))  # Z_i, (n, c), (n, c, c)
         delta = divided_differences(lam, lam.log(), torch.reciprocal)  # (n, c, c)
         K = (lam[..., :, None] + lam[..., None, :]) * delta
         # the symmetric basis: E_ab = E_ba = 1/√2 (a < b), E_aa = 1 (orthonormal)

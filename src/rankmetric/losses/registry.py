@@ -1,7 +1,7 @@
 """The losses an SPD network (or any embedding network) can be trained with, by name.
 
 :data:`LOSSES` maps each name to a description of its published defaults, and :func:`make_loss`
-builds the module. :class:`~rankmetric.estimators.spdnet.SPDNetEmbedding` takes one of these
+builds the module. :class:`~rankmetric.estimators.spd.SPDNetEmbedding` takes one of these
 names as ``loss=``; every row of the RPL table is that estimator with another loss.
 """
 
@@ -77,7 +77,7 @@ def make_loss(
 
     See Also
     --------
-    rankmetric.estimators.spdnet.SPDNetEmbedding : trains an SPD network with one of these.
+    rankmetric.estimators.spd.SPDNetEmbedding : trains an SPD network with one of these.
 
     Examples
     --------

@@ -23,6 +23,7 @@ from ..geometry.matrix_functions import (
     symmetrize,
 )
 from ..geometry.means import geodesic
+from ..geometry.tangent import congruence
 
 __all__ = ["SPDBatchNorm", "batch_karcher_mean"]
 
@@ -65,7 +66,7 @@ def batch_karcher_mean(X: torch.Tensor, n_iter: int = 1) -> torch.Tensor:
     G = symmetrize(X.mean(dim=0))
     for _ in range(n_iter):
         root, inv_root = spd_sqrt(G), spd_inv_sqrt(G)
-        tangent = log_unchecked(symmetrize(inv_root @ X @ inv_root), "X").mean(dim=0)
+        tangent = log_unchecked(congruence(X, inv_root), "X").mean(dim=0)
         G = symmetrize(root @ exp_unchecked(tangent) @ root)
     return G
 
@@ -182,7 +183,7 @@ class SPDBatchNorm(nn.Module):
         if self.log_bias is None:
             return Y
         root_bias = exp_unchecked(0.5 * symmetrize(self.log_bias.to(X.dtype)))
-        return symmetrize(root_bias @ Y @ root_bias)
+        return congruence(Y, root_bias)
 
     def _centre(self, X: torch.Tensor) -> torch.Tensor:
         if self.training:
@@ -191,20 +192,20 @@ class SPDBatchNorm(nn.Module):
         else:
             G = self.running_mean.to(X.dtype)
         inv_root = spd_inv_sqrt(G)
-        return symmetrize(inv_root @ X @ inv_root)
+        return congruence(X, inv_root)
 
     def _centre_domains(self, X: torch.Tensor, domains: torch.Tensor) -> torch.Tensor:
         """Each domain's matrices at its batch mean (training) or running mean (evaluation)."""
         if not self.training:
             inv_roots = spd_inv_sqrt(self.domain_means.to(X.dtype))[domains]
-            return symmetrize(inv_roots @ X @ inv_roots)
+            return congruence(X, inv_roots)
         Y = torch.zeros_like(X)
         for d in torch.unique(domains).tolist():  # a loop over the batch's domains, not samples
             rows = torch.nonzero(domains == d)[:, 0]
             G = batch_karcher_mean(X[rows], self.n_iter)
             self._update(self.domain_means[d], G)
             inv_root = spd_inv_sqrt(G)
-            Y = Y.index_put((rows,), symmetrize(inv_root @ X[rows] @ inv_root))
+            Y = Y.index_put((rows,), congruence(X[rows], inv_root))
         return Y
 
     @torch.no_grad()

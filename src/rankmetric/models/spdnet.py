@@ -372,7 +372,7 @@ class SPDNet(nn.Module):
         device: torch.device | str | None = None,
     ) -> None:
         super().__init__()
-        self.sizes = _check_sizes(sizes)
+        self.sizes = check_sizes(sizes)
         _check_option("head_init", head_init, HEAD_INITS)
         blocks: list[nn.Module] = []
         for d_in, d_out in zip(self.sizes[:-1], self.sizes[1:], strict=True):
@@ -512,15 +512,39 @@ class SPDNet(nn.Module):
         self.train(was_training)
 
 
-def _check_sizes(sizes: Sequence[int]) -> list[int]:
+def check_sizes(sizes: Sequence[int], name: str = "sizes") -> list[int]:
+    """The BiMap sizes ``[c, h1, ..., hk]`` as a list of ints: non-empty, positive, non-increasing.
+
+    Parameters
+    ----------
+    sizes : sequence of int
+        Input size then the output size of each BiMap.
+    name : str, default="sizes"
+        The parameter's name, for the errors.
+
+    Returns
+    -------
+    list of int
+
+    Raises
+    ------
+    ValueError
+        Unless the sizes are integers, non-empty, positive and non-increasing.
+
+    Examples
+    --------
+    >>> from rankmetric.models.spdnet import check_sizes
+    >>> check_sizes((12, "12", 6))
+    [12, 12, 6]
+    """
     try:
         sizes = [int(s) for s in sizes]
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"sizes must be a sequence of positive integers, got {sizes!r}.") from exc
+        raise ValueError(f"{name} must be a sequence of positive integers, got {sizes!r}.") from exc
     if not sizes or min(sizes) < 1:
-        raise ValueError(f"sizes must be a non-empty sequence of positive integers, got {sizes}.")
+        raise ValueError(f"{name} must be a non-empty sequence of positive integers, got {sizes}.")
     if any(b > a for a, b in zip(sizes[:-1], sizes[1:], strict=True)):
-        raise ValueError(f"sizes must be non-increasing (BiMap reduces dimension), got {sizes}.")
+        raise ValueError(f"{name} must be non-increasing (BiMap reduces dimension), got {sizes}.")
     return sizes
 
 

@@ -124,7 +124,52 @@ def _check_stiefel_shape(p: torch.Tensor) -> None:
         )
 
 
-class StiefelSGD(torch.optim.Optimizer):
+class _StiefelOptimizer(torch.optim.Optimizer):
+    """The step both Stiefel optimisers share: Riemannian gradient, then the subclass's update."""
+
+    def __init__(self, params: Iterable, defaults: dict) -> None:
+        if defaults["lr"] <= 0:
+            raise ValueError(f"lr must be > 0, got {defaults['lr']}.")
+        if defaults["weight_decay"] < 0:
+            raise ValueError(f"weight_decay must be >= 0, got {defaults['weight_decay']}.")
+        super().__init__(params, {**defaults, "stiefel": False})
+        for group in self.param_groups:
+            if group["stiefel"]:
+                for p in group["params"]:
+                    _check_stiefel_shape(p)
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        """Take one step; ``closure`` (re-evaluating the loss) is optional."""
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                grad = p.grad
+                if group["stiefel"]:
+                    grad = stiefel_tangent_projection(p, grad)
+                elif group["weight_decay"]:
+                    grad = grad + group["weight_decay"] * p
+                self._update(group, p, grad, self.state[p])
+        return loss
+
+    @staticmethod
+    def _move(group: dict, p, direction, step_size: float, moment=None) -> None:
+        """``p ← qf(p − step·d)`` on a Stiefel group (``moment`` transported to the new point by
+        projection), else ``p ← p − step·d``."""
+        if group["stiefel"]:
+            p.copy_(qr_retraction(p - step_size * direction))
+            if moment is not None:
+                moment.copy_(stiefel_tangent_projection(p, moment))
+        else:
+            p.add_(direction, alpha=-step_size)
+
+
+class StiefelSGD(_StiefelOptimizer):
     r"""SGD (with optional momentum) that keeps ``"stiefel": True`` parameter groups orthonormal.
 
     Parameters
@@ -171,52 +216,20 @@ class StiefelSGD(torch.optim.Optimizer):
         momentum: float = 0.0,
         weight_decay: float = 0.0,
     ) -> None:
-        if lr <= 0:
-            raise ValueError(f"lr must be > 0, got {lr}.")
         if not 0.0 <= momentum < 1.0:
             raise ValueError(f"momentum must be in [0, 1), got {momentum}.")
-        if weight_decay < 0:
-            raise ValueError(f"weight_decay must be >= 0, got {weight_decay}.")
-        defaults = {"lr": lr, "momentum": momentum, "weight_decay": weight_decay, "stiefel": False}
-        super().__init__(params, defaults)
-        for group in self.param_groups:
-            if group["stiefel"]:
-                for p in group["params"]:
-                    _check_stiefel_shape(p)
+        super().__init__(params, {"lr": lr, "momentum": momentum, "weight_decay": weight_decay})
 
-    @torch.no_grad()
-    def step(self, closure=None):
-        """Take one step; ``closure`` (re-evaluating the loss) is optional."""
-        loss = None
-        if closure is not None:
-            with torch.enable_grad():
-                loss = closure()
-        for group in self.param_groups:
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                grad = p.grad
-                if group["stiefel"]:
-                    grad = stiefel_tangent_projection(p, grad)
-                elif group["weight_decay"]:
-                    grad = grad + group["weight_decay"] * p
-                direction = grad
-                if group["momentum"]:
-                    state = self.state[p]
-                    buf = state.get("momentum_buffer")
-                    buf = grad.clone() if buf is None else buf.mul_(group["momentum"]).add_(grad)
-                    state["momentum_buffer"] = buf
-                    direction = buf
-                if group["stiefel"]:
-                    p.copy_(qr_retraction(p - group["lr"] * direction))
-                    if group["momentum"]:
-                        buf.copy_(stiefel_tangent_projection(p, buf))
-                else:
-                    p.add_(direction, alpha=-group["lr"])
-        return loss
+    def _update(self, group: dict, p, grad, state: dict) -> None:
+        direction = grad
+        if group["momentum"]:
+            buf = state.get("momentum_buffer")
+            direction = grad.clone() if buf is None else buf.mul_(group["momentum"]).add_(grad)
+            state["momentum_buffer"] = direction
+        self._move(group, p, direction, group["lr"], direction if group["momentum"] else None)
 
 
-class StiefelAdam(torch.optim.Optimizer):
+class StiefelAdam(_StiefelOptimizer):
     """Adam that keeps ``"stiefel": True`` parameter groups orthonormal (Riemannian Adam).
 
     On a Stiefel group the first moment is accumulated from the Riemannian gradient and the second
@@ -268,58 +281,26 @@ class StiefelAdam(torch.optim.Optimizer):
         eps: float = 1e-8,
         weight_decay: float = 0.0,
     ) -> None:
-        if lr <= 0:
-            raise ValueError(f"lr must be > 0, got {lr}.")
         if not (0.0 <= betas[0] < 1.0 and 0.0 <= betas[1] < 1.0):
             raise ValueError(f"betas must lie in [0, 1), got {betas}.")
-        if eps <= 0 or weight_decay < 0:
-            raise ValueError(f"eps must be > 0 and weight_decay >= 0, got {eps}, {weight_decay}.")
-        defaults = {
-            "lr": lr,
-            "betas": tuple(betas),
-            "eps": eps,
-            "weight_decay": weight_decay,
-            "stiefel": False,
-        }
+        if eps <= 0:
+            raise ValueError(f"eps must be > 0, got {eps}.")
+        defaults = {"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay}
         super().__init__(params, defaults)
-        for group in self.param_groups:
-            if group["stiefel"]:
-                for p in group["params"]:
-                    _check_stiefel_shape(p)
 
-    @torch.no_grad()
-    def step(self, closure=None):
-        """Take one step; ``closure`` (re-evaluating the loss) is optional."""
-        loss = None
-        if closure is not None:
-            with torch.enable_grad():
-                loss = closure()
-        for group in self.param_groups:
-            beta1, beta2 = group["betas"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                grad = p.grad
-                if group["stiefel"]:
-                    grad = stiefel_tangent_projection(p, grad)
-                elif group["weight_decay"]:
-                    grad = grad + group["weight_decay"] * p
-                state = self.state[p]
-                if not state:
-                    state["step"] = 0
-                    state["exp_avg"] = torch.zeros_like(p)
-                    state["exp_avg_sq"] = torch.zeros_like(p)
-                state["step"] += 1
-                exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-                exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)
-                exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-                step_size = group["lr"] / (1 - beta1 ** state["step"])
-                denom = (exp_avg_sq / (1 - beta2 ** state["step"])).sqrt_().add_(group["eps"])
-                direction = exp_avg / denom
-                if group["stiefel"]:
-                    direction = stiefel_tangent_projection(p, direction)
-                    p.copy_(qr_retraction(p - step_size * direction))
-                    exp_avg.copy_(stiefel_tangent_projection(p, exp_avg))
-                else:
-                    p.add_(direction, alpha=-step_size)
-        return loss
+    def _update(self, group: dict, p, grad, state: dict) -> None:
+        beta1, beta2 = group["betas"]
+        if not state:
+            state["step"] = 0
+            state["exp_avg"] = torch.zeros_like(p)
+            state["exp_avg_sq"] = torch.zeros_like(p)
+        state["step"] += 1
+        exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+        exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)
+        exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+        step_size = group["lr"] / (1 - beta1 ** state["step"])
+        denom = (exp_avg_sq / (1 - beta2 ** state["step"])).sqrt_().add_(group["eps"])
+        direction = exp_avg / denom
+        if group["stiefel"]:
+            direction = stiefel_tangent_projection(p, direction)
+        self._move(group, p, direction, step_size, exp_avg)

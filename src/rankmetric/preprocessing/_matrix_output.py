@@ -1,8 +1,13 @@
-"""``set_output`` for transformers whose output is a stack of matrices (n, c, c)."""
+"""The SPD transformers' matrices: their checked input, and ``set_output`` for a stack output."""
 
 from __future__ import annotations
 
-__all__ = ["MatrixOutputMixin"]
+import torch
+
+from .._utils import resolve_device
+from ..geometry.checks import as_matrix_stack, working_dtype
+
+__all__ = ["MatrixOutputMixin", "input_matrices"]
 
 CONTAINERS = ("default", "pandas", "polars")
 
@@ -34,3 +39,13 @@ class MatrixOutputMixin:
         if transform is not None:
             self._output_container = transform
         return self
+
+
+def input_matrices(estimator, X, n_channels: int | None) -> torch.Tensor:
+    """``X`` as a checked (n, c, c) tensor in ``estimator``'s working dtype (its ``dtype``
+    parameter, else float32 for float32 input and float64 otherwise), on its ``device``;
+    ``n_channels``: the size the estimator was fitted on (None when fitting)."""
+    dtype = working_dtype(estimator.dtype, X)
+    X = X.detach() if isinstance(X, torch.Tensor) else X
+    X = as_matrix_stack(X, n_channels=n_channels, fitted_by=type(estimator).__name__)
+    return X.to(dtype=dtype, device=resolve_device(estimator.device))

@@ -14,14 +14,12 @@ import numpy as np
 import torch
 from sklearn.base import BaseEstimator, TransformerMixin
 
-from .._utils import resolve_device
 from .._validation import DEVICE, NONE, InstanceOf, Options, ParameterValidationMixin
 from ..geometry import canonical_metric, spd_mean, whiten
-from ..geometry.checks import as_matrix_stack, working_dtype
 from ..geometry.means import MEAN_METRICS
-from ._matrix_output import MatrixOutputMixin
+from ._matrix_output import MatrixOutputMixin, input_matrices
 
-__all__ = ["DomainRecentering", "DomainsRequestMixin"]
+__all__ = ["DomainRecentering", "DomainsRequestMixin", "domain_codes", "transform_domain_codes"]
 
 #: Label of the one domain of a fit without ``domains``, and of a transform's batch without them.
 ONE_DOMAIN, NEW_DOMAIN = "<all>", "<new domain>"
@@ -196,35 +194,26 @@ class DomainRecentering(
             SPD matrices; every domain's mean is the identity.
         """
         self._validate_params()
-        X = self._matrices(X, getattr(self, "n_channels_", None))
-        labels = _labels(domains, len(X), new=domains is None)
-        seen = list(getattr(self, "domains_", []))
-        names, codes = np.unique(labels, return_inverse=True)
-        new = [domains is None or name not in seen for name in names]
-        _check_sizes(names[new], codes, np.flatnonzero(new))
-        means = []
-        for k, name in enumerate(names):
-            if domains is not None and name in seen:
-                means.append(torch.as_tensor(self.means_[seen.index(name)], dtype=X.dtype))
-            else:
-                means.append(self._mean(X[codes == k], name).cpu())
+        X = input_matrices(self, X, getattr(self, "n_channels_", None))
+        seen = getattr(self, "domains_", np.empty(0))
+        codes, new = transform_domain_codes(seen, domains, len(X))
+        means = [torch.as_tensor(m, dtype=X.dtype) for m in getattr(self, "means_", [])]
+        means += [self._mean(X[codes == d]).cpu() for d in new]
         return self._recentre(X, codes, torch.stack(means).to(X.device))
 
     # internals -----------------------------------------------------------------------------
 
     def _fit(self, X, domains):
         self._validate_params()
-        X = self._matrices(X, None)
+        X = input_matrices(self, X, None)
         self.n_channels_ = int(X.shape[-1])
-        labels = _labels(domains, len(X), new=False)
-        names, codes = np.unique(labels, return_inverse=True)
-        _check_sizes(names, codes)
-        means = [self._mean(X[codes == k], name) for k, name in enumerate(names)]
-        self.domains_ = names
-        self.means_ = torch.stack(means).cpu().numpy()
+        self.domains_, codes = domain_codes(domains, len(X))
+        _check_sizes(self.domains_, codes, range(len(self.domains_)))
+        self.means_ = torch.stack([self._mean(X[codes == k]) for k in range(len(self.domains_))])
+        self.means_ = self.means_.cpu().numpy()
         return X, codes
 
-    def _mean(self, X: torch.Tensor, name) -> torch.Tensor:
+    def _mean(self, X: torch.Tensor) -> torch.Tensor:
         metric = canonical_metric(self.metric, MEAN_METRICS)
         with torch.no_grad():
             return spd_mean(X, metric)
@@ -233,34 +222,41 @@ class DomainRecentering(
         index = torch.as_tensor(codes, device=X.device)
         out = torch.empty_like(X)
         with torch.no_grad():
-            for k in range(len(means)):
+            for k in np.unique(codes).tolist():
                 rows = index == k
                 out[rows] = whiten(X[rows], means[k])
         return out.cpu().numpy()
 
-    def _matrices(self, X, n_channels) -> torch.Tensor:
-        dtype = working_dtype(self.dtype, X)
-        X = X.detach() if isinstance(X, torch.Tensor) else X
-        X = as_matrix_stack(X, n_channels=n_channels, fitted_by="DomainRecentering")
-        return X.to(dtype=dtype, device=resolve_device(self.device))
+
+def _check_sizes(names, codes: np.ndarray, which) -> None:
+    """``ValueError`` if a domain (of the codes ``which``) whose mean must be computed has a single
+    matrix."""
+    counts = np.bincount(codes, minlength=len(names))
+    for k in which:
+        if counts[k] < 2:
+            raise ValueError(
+                f"domain {names[k]!r} has a single matrix: re-centring it at its own mean would "
+                "map it to the identity. Give a new domain's matrices together, or a domain seen "
+                "in fit."
+            )
 
 
-def _check_sizes(names, codes: np.ndarray, which=None) -> None:
-    """``ValueError`` if a domain whose mean must be computed has a single matrix."""
-    which = np.arange(len(names)) if which is None else which
-    counts = np.bincount(codes, minlength=int(codes.max()) + 1)[which]
-    if len(counts) and counts.min() < 2:
-        name = names[int(np.argmin(counts))]
-        raise ValueError(
-            f"domain {name!r} has a single matrix: re-centring it at its own mean would map it "
-            "to the identity. Give a new domain's matrices together, or a domain seen in fit."
-        )
+def domain_codes(domains, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(names, codes)`` of ``domains`` (one label per matrix, NaN refused; ``None``: one domain).
 
+    Parameters
+    ----------
+    domains : array-like of shape (n,) or None
+    n : int
+        Number of matrices.
 
-def _labels(domains, n: int, *, new: bool) -> np.ndarray:
-    """Domain labels as an array of length ``n`` (``None``: one domain)."""
+    Returns
+    -------
+    names : ndarray of shape (n_domains,), sorted
+    codes : int64 ndarray of shape (n,)
+    """
     if domains is None:
-        return np.full(n, NEW_DOMAIN if new else ONE_DOMAIN)
+        return np.array([ONE_DOMAIN]), np.zeros(n, dtype=np.int64)
     labels = np.asarray(domains)
     if labels.shape != (n,):
         raise ValueError(
@@ -268,4 +264,45 @@ def _labels(domains, n: int, *, new: bool) -> np.ndarray:
         )
     if labels.dtype.kind == "f" and not np.isfinite(labels).all():
         raise ValueError("domains contains NaN or infinity.")
-    return labels
+    if labels.dtype.kind == "O":
+        labels = labels.astype(str)
+    names, codes = np.unique(labels, return_inverse=True)
+    return names, codes.astype(np.int64)
+
+
+def transform_domain_codes(seen: np.ndarray, domains, n: int) -> tuple[np.ndarray, list[int]]:
+    """Codes of a transform's domains: a seen domain keeps its code, new ones come after.
+
+    A new domain is re-centred at its own mean, so it needs two matrices or more.
+
+    Parameters
+    ----------
+    seen : ndarray of shape (n_seen,)
+        The domains of ``fit``.
+    domains : array-like of shape (n,) or None
+        ``None``: all the matrices form one new domain.
+    n : int
+
+    Returns
+    -------
+    codes : int64 ndarray of shape (n,)
+        In ``[0, n_seen + n_new)``.
+    new : list of int
+        The codes of the new domains (``n_seen``, ``n_seen + 1``, ...).
+
+    Raises
+    ------
+    ValueError
+        If a new domain has a single matrix.
+    """
+    if domains is None:
+        names, local = np.array([NEW_DOMAIN]), np.zeros(n, dtype=np.int64)
+    else:
+        names, local = domain_codes(domains, n)
+    lookup = {name: k for k, name in enumerate(seen.tolist())}
+    new_names = [name for name in names.tolist() if name not in lookup or domains is None]
+    lookup.update({name: len(seen) + k for k, name in enumerate(new_names)})
+    mapping = np.array([lookup[name] for name in names.tolist()], dtype=np.int64)
+    new = list(range(len(seen), len(seen) + len(new_names)))
+    _check_sizes(np.array([*seen.tolist(), *new_names], dtype=object), mapping[local], new)
+    return mapping[local], new

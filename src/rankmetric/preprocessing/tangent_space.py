@@ -23,8 +23,9 @@ from .._validation import (
     ParameterValidationMixin,
 )
 from ..geometry import canonical_metric, spd_mean, sym_to_vec, vec_to_sym
-from ..geometry.checks import as_matrix_stack, as_symmetric_tensor, working_dtype
+from ..geometry.checks import as_symmetric_tensor, working_dtype
 from ..geometry.tangent import TANGENT_METRICS, exp_map_unchecked, log_map_unchecked
+from ._matrix_output import input_matrices
 
 __all__ = ["TangentSpace", "resolve_metrics"]
 
@@ -263,13 +264,10 @@ class TangentSpace(
 
     def _matrices(self, X, reset: bool = False) -> torch.Tensor:
         """``X`` as a checked (n, c, c) tensor of the working dtype on the device."""
-        dtype = self._torch_dtype(X)
-        X = X.detach() if isinstance(X, torch.Tensor) else X
-        n_channels = None if reset else self.n_channels_
-        X = as_matrix_stack(X, n_channels=n_channels, fitted_by="TangentSpace")
+        X = input_matrices(self, X, None if reset else self.n_channels_)
         if reset:
             self.n_channels_ = int(X.shape[-1])
-        return X.to(dtype=dtype, device=self._device())
+        return X
 
     def _reference_tensor(self, dtype: torch.dtype) -> torch.Tensor:
         return torch.as_tensor(self.reference_, dtype=dtype, device=self._device())

@@ -18,42 +18,11 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from ..models.spdnet import SPDNet
-from ..preprocessing.recentring import _labels as domain_labels
-from ..sampling import LabelIndex
+from ...models.spdnet import SPDNet
+from ...preprocessing.recentring import domain_codes
+from ...sampling import LabelIndex
 
-__all__ = [
-    "NEW_DOMAIN",
-    "batch_drawer",
-    "domain_codes",
-    "domain_batches",
-    "start_domain_statistics",
-    "transform_domain_codes",
-]
-
-#: Label of a transform's matrices given without ``domains`` (all of them one new domain).
-NEW_DOMAIN = "<new domain>"
-
-
-def domain_codes(domains, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(names, codes)`` of ``domains`` (one label per matrix, NaN refused).
-
-    Parameters
-    ----------
-    domains : array-like of shape (n,)
-    n : int
-        Number of matrices.
-
-    Returns
-    -------
-    names : ndarray of shape (n_domains,), sorted
-    codes : int64 ndarray of shape (n,)
-    """
-    labels = domain_labels(domains, n, new=False)  # DomainRecentering's checks
-    if labels.dtype.kind == "O":
-        labels = labels.astype(str)
-    names, codes = np.unique(labels, return_inverse=True)
-    return names, codes.astype(np.int64)
+__all__ = ["batch_drawer", "fit_domain_codes", "start_domain_statistics"]
 
 
 def fit_domain_codes(
@@ -82,29 +51,16 @@ def batch_drawer(
     n_per_class: int,
     rng: np.random.Generator,
 ) -> Callable[[], np.ndarray]:
-    """``draw() -> rows`` of one class-balanced batch (of one domain with ``domains``)."""
-    if domains is not None:
-        return domain_batches(train_idx, codes, domains, n_classes, n_per_class, rng)
-    index = LabelIndex.from_codes(codes[train_idx])
-    return lambda: train_idx[index.class_balanced_batch(n_classes, n_per_class, rng)]
-
-
-def domain_batches(
-    train_idx: np.ndarray,
-    codes: np.ndarray,
-    domains: np.ndarray,
-    n_classes: int,
-    n_per_class: int,
-    rng: np.random.Generator,
-) -> Callable[[], np.ndarray]:
-    """A drawer of class-balanced batches from one random domain's training rows.
+    """A drawer of class-balanced batches of training rows (of one random domain with domains).
 
     Parameters
     ----------
     train_idx : int ndarray
         Training rows.
-    codes, domains : int ndarrays of shape (n_samples,)
-        Class and domain codes of every row.
+    codes : int ndarray of shape (n_samples,)
+        Class code of every row.
+    domains : int ndarray of shape (n_samples,) or None
+        Domain code of every row.
     n_classes, n_per_class : int
         The batch: ``n_per_class`` samples of each of ``n_classes`` classes (fewer classes when
         the domain has fewer).
@@ -113,9 +69,12 @@ def domain_batches(
     Returns
     -------
     callable
-        ``draw() -> rows`` (indices into the full data), all of one domain, drawn uniformly
-        among the training domains with a class of two samples or more.
+        ``draw() -> rows`` (indices into the full data); with ``domains``, all of one domain,
+        drawn uniformly among the training domains with a class of two samples or more.
     """
+    if domains is None:
+        index = LabelIndex.from_codes(codes[train_idx])
+        return lambda: train_idx[index.class_balanced_batch(n_classes, n_per_class, rng)]
     rows_of, index_of = [], []
     for d in np.unique(domains[train_idx]):
         rows = train_idx[domains[train_idx] == d]
@@ -162,31 +121,3 @@ def start_domain_statistics(
         )
     for d in range(len(names)):
         net.adapt_domain(X[rows[domains[rows] == d]], d)
-
-
-def transform_domain_codes(seen: np.ndarray, domains, n: int) -> tuple[np.ndarray, list[int]]:
-    """Codes of a transform's domains: a seen domain keeps its code, new ones come after.
-
-    Parameters
-    ----------
-    seen : ndarray of shape (n_seen,)
-        The domains of ``fit``.
-    domains : array-like of shape (n,) or None
-        ``None``: all the matrices form one new domain.
-    n : int
-
-    Returns
-    -------
-    codes : int64 ndarray of shape (n,)
-        In ``[0, n_seen + n_new)``.
-    new : list of int
-        The codes of the new domains (``n_seen``, ``n_seen + 1``, ...).
-    """
-    if domains is None:
-        return np.full(n, len(seen), dtype=np.int64), [len(seen)]
-    names, local = domain_codes(domains, n)
-    lookup = {name: k for k, name in enumerate(seen.tolist())}
-    new_names = [name for name in names.tolist() if name not in lookup]
-    lookup.update({name: len(seen) + k for k, name in enumerate(new_names)})
-    mapping = np.array([lookup[name] for name in names.tolist()], dtype=np.int64)
-    return mapping[local], list(range(len(seen), len(seen) + len(new_names)))

@@ -20,17 +20,17 @@ from sklearn.base import (
     TransformerMixin,
 )
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
-from .._utils import resolve_device
-from .._validation import DEVICE, InstanceOf, ParameterValidationMixin, check_labels
-from ..geometry.aliases import canonical_metric
-from ..geometry.checks import check_spd
-from ..geometry.dispatch import pairwise_distance
-from ..geometry.means import MEAN_METRICS, spd_mean
-from ..io import register_estimator
-from ._init_parameters import store_parameters
-from .base import fit_context
+from ..._utils import resolve_device
+from ..._validation import DEVICE, InstanceOf, ParameterValidationMixin, check_labels
+from ...geometry.aliases import canonical_metric
+from ...geometry.dispatch import pairwise_distance
+from ...geometry.means import MEAN_METRICS, spd_mean
+from ...io import register_estimator
+from .._init_parameters import store_parameters
+from ..base import fit_context
+from ._network import check_spd_stack
 
 __all__ = ["MDM"]
 
@@ -134,7 +134,7 @@ class MDM(
         self
         """
         metric = self._check_params()
-        X, y = self._validate(X, y, reset=True)
+        X, y = check_spd_stack(self, X, y, reset=True)
         check_classification_targets(y)
         self.classes_, codes = check_labels(y, X.shape[0])
         weights = _sample_weights(sample_weight, X.shape[0])
@@ -166,7 +166,7 @@ class MDM(
         """
         check_is_fitted(self, "covmeans_")
         metric = self._check_params()
-        X, _ = self._validate(X, reset=False)
+        X, _ = check_spd_stack(self, X, reset=False)
         device = resolve_device(self.device)
         with torch.no_grad():
             D = pairwise_distance(
@@ -205,16 +205,6 @@ class MDM(
     def _check_params(self) -> str:
         self._validate_params()
         return canonical_metric(self.metric, MEAN_METRICS)
-
-    def _validate(self, X, y=None, *, reset: bool):
-        kwargs = {"allow_nd": True, "dtype": [np.float64, np.float32], "reset": reset}
-        if y is None:
-            X = validate_data(self, X, **kwargs)
-        else:
-            X, y = validate_data(self, X, y, **kwargs)
-        if X.ndim != 3 or X.shape[1] != X.shape[2]:
-            raise ValueError(f"X must have shape (n_matrices, c, c), got {X.shape}.")
-        return check_spd(X), y
 
 
 def _sample_weights(sample_weight, n: int) -> np.ndarray:

@@ -1,15 +1,15 @@
 """What an SPD fit that keeps its untrained network says: the warning, its message and advice.
 
-A fit of :class:`~rankmetric.estimators.spdnet.SPDNetEmbedding` (or its RPL configuration) whose
+A fit of :class:`~rankmetric.estimators.spd.SPDNetEmbedding` (or its RPL configuration) whose
 one-standard-error selection keeps step 0 warns with an
 :class:`~rankmetric.training.UntrainedModelWarning`: :func:`untrained_message` (why) followed by
-:data:`UNTRAINED_ADVICE` (what to try). Importable from :mod:`rankmetric.estimators.spdnet`.
+:data:`UNTRAINED_ADVICE` (what to try). Importable from :mod:`rankmetric.estimators.spd`.
 """
 
 from __future__ import annotations
 
-from .._validation import warn_at_caller
-from ..training import UntrainedModelWarning
+from ..._validation import warn_at_caller
+from ...training import UntrainedModelWarning
 
 __all__ = ["UNTRAINED_ADVICE", "untrained_message", "warn_untrained_kept"]
 
@@ -41,7 +41,7 @@ def untrained_message(estimator) -> str:
     --------
     >>> import warnings
     >>> from rankmetric.datasets import make_spd_clusters
-    >>> from rankmetric.estimators.spdnet import SPDNetEmbedding, untrained_message
+    >>> from rankmetric.estimators.spd import SPDNetEmbedding, untrained_message
     >>> X, y = make_spd_clusters(60, n_channels=4, n_classes=3, random_state=0)
     >>> est = SPDNetEmbedding(max_iter=5, learning_rate=1e-12, random_state=0, device="cpu")
     >>> with warnings.catch_warnings(record=True) as caught:

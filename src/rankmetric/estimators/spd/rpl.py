@@ -1,6 +1,6 @@
 """RPLEmbedding: an SPD network trained with the Riemannian Potato-based Ranking Loss (Kim et al.).
 
-The RPL configuration of :class:`~rankmetric.estimators.spdnet.SPDNetEmbedding`: the same network,
+The RPL configuration of :class:`~rankmetric.estimators.spd.SPDNetEmbedding`: the same network,
 training loop and validation, with :class:`rankmetric.losses.potato.RiemannianPotatoLoss` as the
 loss and its parameters as the estimator's. It takes a stack of SPD matrices (n, c, c), e.g. the
 output of ``pyriemann.estimation.Covariances``.
@@ -13,19 +13,15 @@ from numbers import Real
 
 import torch
 
-from .._validation import Interval, Options, deprecate_positional_args
-from ..io import register_estimator
-from ..losses.potato import CENTERS
-from ._held_out import HELD_OUT_PARAMETER_CONSTRAINTS
-from ._init_parameters import store_parameters
-from .spdnet import (  # the split helper stays importable from here
-    SPDNET_PARAMETER_CONSTRAINTS,
-    SPDNetEmbedding,
-    _stratified_split,  # noqa: F401
-    default_hidden_sizes,
-)
+from ..._validation import Interval, Options, deprecate_positional_args
+from ...io import register_estimator
+from ...losses.potato import CENTERS
+from .._held_out import HELD_OUT_PARAMETER_CONSTRAINTS
+from .._init_parameters import store_parameters
+from ._network import SPDNET_PARAMETER_CONSTRAINTS
+from .spdnet import SPDNetEmbedding
 
-__all__ = ["RPLEmbedding", "default_hidden_sizes"]
+__all__ = ["RPLEmbedding"]
 
 
 @register_estimator
@@ -33,7 +29,7 @@ class RPLEmbedding(SPDNetEmbedding):
     r"""Learn an embedding of SPD matrices with the Riemannian Potato-based Ranking Loss.
 
     ``SPDNetEmbedding(loss="rpl")`` with the potato's parameters exposed; see
-    :class:`~rankmetric.estimators.spdnet.SPDNetEmbedding` for the network, the training loop
+    :class:`~rankmetric.estimators.spd.SPDNetEmbedding` for the network, the training loop
     and the parameters not listed here.
 
     Parameters
@@ -62,42 +58,31 @@ class RPLEmbedding(SPDNetEmbedding):
         Ranked-List-Loss temperature: 0 averages the hinge terms uniformly, ``T > 0`` weights
         each violator by :math:`\exp(T \cdot \mathrm{hinge})`.
     head : {"linear", "log", "spd"}, default="linear"
-        What the loss sees (see :class:`~rankmetric.estimators.spdnet.SPDNetEmbedding`).
+        What the loss sees (see :class:`~rankmetric.estimators.spd.SPDNetEmbedding`).
     bimap, init, eps, relative_eps, batchnorm, n_classes_per_batch, n_per_class, max_iter,
     learning_rate, validation_fraction, validation_every, patience, validation_metric,
     validation_distance, selection_se, output, whiten, random_state, device, verbose,
-    checkpoint_dir, checkpoint_every
-        As :class:`~rankmetric.estimators.spdnet.SPDNetEmbedding`.
-    held_out_check : {"auto", True, False}, default="auto"
-        After the fit, the same settings are fitted again on part of the classes (with pairs: of the
-        groups the similar pairs join) and the learned distance is compared with the reference on
-        the classes held out (``held_out_check_``); below it beyond noise, the fit issues an
-        :class:`~rankmetric.training.UntrainedModelWarning`. ``"auto"`` skips it with fewer than 6
-        groups (``held_out_check_`` says so), True then also warns, False switches it off. The model
-        returned does not depend on it. ``docs/reliability.md``, "Never worse than Euclidean without
-        saying so".
-    fallback : {None, "reference"}, default=None
-        ``"reference"``: when the check finds the learned distance below, return the
-        reference instead: the untrained network (``max_iter=0``) fitted on the same data.
+    checkpoint_dir, checkpoint_every, held_out_check, fallback
+        As :class:`~rankmetric.estimators.spd.SPDNetEmbedding`.
 
     Attributes
     ----------
-    held_out_check_ : dict or None
-        The held-out check, as in :class:`rankmetric.WARCA`.
     potato_log_mu_, potato_log_sigma_ : ndarray of shape (n_classes,)
         The potato statistics (mean and standard deviation of the within-class log-distances) at
         the end of training.
     classes_, whitening_, weights_, head_weight_, head_bias_ : ndarray or list of ndarray
-        As :class:`~rankmetric.estimators.spdnet.SPDNetEmbedding`.
+        As :class:`~rankmetric.estimators.spd.SPDNetEmbedding`.
     batchnorm_means_, batchnorm_log_biases_ : list of ndarray
-        As :class:`~rankmetric.estimators.spdnet.SPDNetEmbedding`.
+        As :class:`~rankmetric.estimators.spd.SPDNetEmbedding`.
     domains_, domain_whitening_, batchnorm_domain_means_ : ndarray, ndarray or list, or None
         The domains given to ``fit`` and their statistics, as
-        :class:`~rankmetric.estimators.spdnet.SPDNetEmbedding`.
+        :class:`~rankmetric.estimators.spd.SPDNetEmbedding`.
     n_iter_, best_iter_, initial_validation_score_, validation_score_ : int or float or None
-        As :class:`~rankmetric.estimators.spdnet.SPDNetEmbedding`.
+        As :class:`~rankmetric.estimators.spd.SPDNetEmbedding`.
+    held_out_check_ : dict or None
+        As :class:`~rankmetric.estimators.spd.SPDNetEmbedding`.
     validation_gain_, loss_curve_, n_features_in_ : tuple, ndarray or int
-        As :class:`~rankmetric.estimators.spdnet.SPDNetEmbedding`.
+        As :class:`~rankmetric.estimators.spd.SPDNetEmbedding`.
 
     See Also
     --------
@@ -140,6 +125,7 @@ class RPLEmbedding(SPDNetEmbedding):
         "temperature": [Interval(Real, 0, None, closed="left")],
     }
 
+    # scikit-learn reads the parameters from the signature: SPDNetEmbedding's are repeated here
     @deprecate_positional_args
     def __init__(
         self,

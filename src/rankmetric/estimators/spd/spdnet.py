@@ -5,7 +5,7 @@ A scikit-learn transformer over :class:`rankmetric.models.spdnet.SPDNet`, traine
 It takes a stack of SPD matrices (n, c, c), e.g. the output of ``pyriemann.estimation.Covariances``
 or :class:`rankmetric.preprocessing.RegionCovariances`. The loss is a parameter
 (:data:`LOSSES`): every row of the RPL table is this estimator with another loss, and
-:class:`~rankmetric.estimators.rpl.RPLEmbedding` is its Riemannian-potato configuration.
+:class:`~rankmetric.estimators.spd.RPLEmbedding` is its Riemannian-potato configuration.
 
 The network: inputs whitened by their Riemannian mean, then ``BiMap → ReEig`` blocks, then a head:
 
@@ -31,11 +31,10 @@ import numpy as np
 import torch
 from sklearn.base import BaseEstimator
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import validate_data
 
-from .. import distributed
-from .._utils import make_rng, resolve_device, to_tensor, torch_generator
-from .._validation import (
+from ... import distributed
+from ..._utils import make_rng, resolve_device, to_tensor, torch_generator
+from ..._validation import (
     NONE,
     InstanceOf,
     Options,
@@ -43,58 +42,43 @@ from .._validation import (
     check_min_per_class,
     deprecate_positional_args,
 )
-from ..geometry.aliases import canonical_metric
-from ..geometry.checks import check_spd
-from ..geometry.matrix_functions import spd_inv_sqrt
-from ..geometry.means import riemannian_mean
-from ..io import register_estimator
-from ..losses.potato import DISTANCES
-from ..losses.registry import LOSSES, VECTOR_ONLY_LOSSES, make_loss
-from ..model_selection import OneStandardErrorSelector
-from ..models.spdnet import SPDNet, sym_to_vec
-from ..models.stiefel import StiefelAdam
-from ..preprocessing.recentring import DomainsRequestMixin
-from ..training import TrainingResult, train
-from ._early_stopping import split_validation
-from ._held_out import HELD_OUT_PARAMETER_CONSTRAINTS
-from ._init_parameters import store_parameters
-from ._spd_domains import batch_drawer, fit_domain_codes, start_domain_statistics
-from ._spd_embedding import SPDEmbeddingMixin
-from ._spd_network import (
-    HEADS,
+from ...geometry.aliases import canonical_metric
+from ...geometry.tangent import congruence
+from ...io import register_estimator
+from ...losses.potato import DISTANCES
+from ...losses.registry import LOSSES, VECTOR_ONLY_LOSSES, make_loss
+from ...model_selection import OneStandardErrorSelector
+from ...models.spdnet import SPDNet, sym_to_vec
+from ...models.stiefel import StiefelAdam
+from ...preprocessing.recentring import DomainsRequestMixin
+from ...training import TrainingResult, train
+from .._early_stopping import split_validation
+from .._held_out import HELD_OUT_PARAMETER_CONSTRAINTS
+from .._init_parameters import store_parameters
+from ..base import MetricLearnerMixin, fit_context
+from ._domains import batch_drawer, fit_domain_codes, start_domain_statistics
+from ._network import (
     SPDNET_PARAMETER_CONSTRAINTS,
-    congruence,
-    default_hidden_sizes,
-    extra_group,
+    check_spd_stack,
+    fit_whitening,
+    fitted_outputs,
+    fitted_pair_distances,
     parse_hidden_sizes,
     principal_init,
+    select_validated_step,
     take_rows,
     training_embedding,
     translation_invariant,
     validation_queries,
     validation_scorer,
 )
-from ._untrained import UNTRAINED_ADVICE, untrained_message, warn_untrained_kept
-from .base import MetricLearnerMixin, fit_context
+from ._untrained import UNTRAINED_ADVICE, warn_untrained_kept
 
-__all__ = [
-    "SPDNetEmbedding",
-    "LOSSES",
-    "HEADS",
-    "UNTRAINED_ADVICE",
-    "make_loss",
-    "default_hidden_sizes",
-    "untrained_message",
-]
-
-
-def _stratified_split(codes: np.ndarray, fraction: float, rng: np.random.Generator):
-    """``split_validation(codes, fraction, "stratified", rng)`` (kept for old imports)."""
-    return split_validation(codes, fraction, "stratified", rng)
+__all__ = ["SPDNetEmbedding"]
 
 
 @register_estimator
-class SPDNetEmbedding(DomainsRequestMixin, SPDEmbeddingMixin, MetricLearnerMixin, BaseEstimator):
+class SPDNetEmbedding(DomainsRequestMixin, MetricLearnerMixin, BaseEstimator):
     r"""Learn an embedding of SPD matrices with an SPDNet and any metric-learning loss.
 
     Each step draws a class-balanced batch (``n_per_class`` samples of ``n_classes_per_batch``
@@ -142,15 +126,12 @@ class SPDNetEmbedding(DomainsRequestMixin, SPDEmbeddingMixin, MetricLearnerMixin
     n_per_class : int, default=8
         Samples per class in a batch (classes with fewer samples are drawn with repetition).
     max_iter : int, default=3000
-        Largest number of optimisation steps (0: the untrained reference, no training);
-        validation early stopping (``patience``) usually ends the fit well before. ``0``
-        builds the **untrained reference** on purpose: the network's start (whitening and,
-        with ``init="identity"``, the identity / principal start fitted on all the matrices,
-        nothing held out), no training and no warning; ``best_iter_`` is 0. With the default
-        network its vectors are the log-Euclidean vectors of the whitened matrices,
-        pyRiemann's tangent space at the Riemannian mean (up to the 5 % ReEig floor). A fit
-        with ``max_iter >= 1`` that keeps the untrained network (``best_iter_ == 0``) warns
-        with a ``UserWarning`` saying so and what to try (:data:`UNTRAINED_ADVICE`).
+        Largest number of optimisation steps; validation early stopping (``patience``) usually
+        ends the fit well before. ``0`` builds the **untrained reference** on purpose: the
+        network's start fitted on all the matrices, no training, no warning, ``best_iter_ == 0``
+        (with the default network: pyRiemann's tangent space at the Riemannian mean, up to the
+        5 % ReEig floor). A fit with ``max_iter >= 1`` that keeps its start warns
+        (:data:`UNTRAINED_ADVICE`).
     learning_rate : float, default=1e-2
         Step size of the (Riemannian) Adam optimiser.
     validation_fraction : float, default=0.2
@@ -164,11 +145,9 @@ class SPDNetEmbedding(DomainsRequestMixin, SPDEmbeddingMixin, MetricLearnerMixin
         Validations without improvement before stopping (``None``: run ``max_iter`` steps).
     validation_metric : {"map", "recall@1"}, default="map"
         What validation scores: mean average precision of each held-out matrix's ranking of
-        the others, or the share whose nearest other held-out matrix has their class (R@1, the
-        figure the RPL table reports). mAP since 0.2: R@1 of a few dozen held-out EEG trials is
-        one coin per query, so its paired standard error hid real gains and 5 of 8 fits kept
-        the untrained network; mAP reads every rank and raised the validation accuracy on 4 of
-        6 EEG validation splits, lowering it on none (``docs/rpl.md``, "Does RPL learn on EEG").
+        the others, or R@1 (the figure the RPL table reports). mAP since 0.2: it reads every
+        rank, where R@1 of a few dozen EEG trials hid real gains (``docs/rpl.md``, "Does RPL
+        learn on EEG").
     validation_distance : str or None, default=None
         Distance of the validation ranking. ``None``: the training distance (the Riemannian
         ``distance`` for ``head="spd"``, else Euclidean between head vectors). With
@@ -199,13 +178,9 @@ class SPDNetEmbedding(DomainsRequestMixin, SPDEmbeddingMixin, MetricLearnerMixin
     checkpoint_every : int, default=100
         Steps between two checkpoints.
     held_out_check : {"auto", True, False}, default="auto"
-        After the fit, the same settings are fitted again on part of the classes (with pairs: of the
-        groups the similar pairs join) and the learned distance is compared with the reference on
-        the classes held out (``held_out_check_``); below it beyond noise, the fit issues an
-        :class:`~rankmetric.training.UntrainedModelWarning`. ``"auto"`` skips it with fewer than 6
-        groups (``held_out_check_`` says so), True then also warns, False switches it off. The model
-        returned does not depend on it. ``docs/reliability.md``, "Never worse than Euclidean without
-        saying so".
+        The check after the fit on held-out classes, as :class:`rankmetric.WARCA`'s
+        (``held_out_check_``; ``docs/reliability.md``, "Never worse than Euclidean without saying
+        so").
     fallback : {None, "reference"}, default=None
         ``"reference"``: when the check finds the learned distance below, return the
         reference instead: the untrained network (``max_iter=0``) fitted on the same data.
@@ -357,13 +332,11 @@ class SPDNetEmbedding(DomainsRequestMixin, SPDEmbeddingMixin, MetricLearnerMixin
         y : array-like of shape (n_samples,)
             Class labels.
         domains : array-like of shape (n_samples,), optional
-            Domain (session, subject) of each matrix, with ``batchnorm=True``: the batch
-            normalisations keep one running mean per domain and every batch is drawn from one
-            domain (TSMNet's domain-specific batch normalisation; see
-            :meth:`transform` for new domains). In a :class:`~sklearn.pipeline.Pipeline` they
-            arrive by metadata routing, requested by default in ``fit`` and ``transform`` as
-            for :class:`~rankmetric.preprocessing.DomainRecentering`
-            (``set_fit_request(domains=False)`` opts out).
+            Domain (session, subject) of each matrix: each domain whitened at its own mean and,
+            with ``batchnorm=True``, normalised at its own running means, every batch drawn from
+            one domain (TSMNet's domain-specific batch normalisation). Routed by scikit-learn's
+            metadata routing in a Pipeline, as for
+            :class:`~rankmetric.preprocessing.DomainRecentering`.
 
         Returns
         -------
@@ -371,24 +344,25 @@ class SPDNetEmbedding(DomainsRequestMixin, SPDEmbeddingMixin, MetricLearnerMixin
         """
         self._check_params()
         distributed.init_from_env()
-        X, y = self._validate_spd(X, y=y, reset=True)
+        X, y = check_spd_stack(self, X, y, reset=True, ensure_min_samples=2)
         check_classification_targets(y)
         self.classes_, codes = check_labels(y, X.shape[0])
         check_min_per_class(codes, 2)
         n = X.shape[0]
         self.domains_, domain_idx = fit_domain_codes(domains, n, self.batchnorm, self.whiten)
         n_channels = X.shape[1]
-        sizes = [n_channels, *self._hidden_sizes(n_channels)]
+        hidden = [n_channels] * 2 if self.hidden_sizes is None else self.hidden_sizes
+        sizes = [n_channels, *parse_hidden_sizes(hidden, n_channels)]
         device = resolve_device(self.device)
         rng = make_rng(self.random_state)
         X_t = to_tensor(X, device, torch.float64)
-        self.whitening_ = self._fit_whitening(X_t)
+        self.whitening_ = fit_whitening(X_t, self.whiten)
         self.domain_whitening_ = None
         if domain_idx is None:
             X_t = congruence(X_t, to_tensor(self.whitening_, device, torch.float64)).float()
         else:  # each domain whitened by its own mean (DomainRecentering's re-centring)
             per_domain = [X_t[torch.as_tensor(domain_idx == d)] for d in range(len(self.domains_))]
-            self.domain_whitening_ = np.stack([self._fit_whitening(Xd) for Xd in per_domain])
+            self.domain_whitening_ = np.stack([fit_whitening(Xd, self.whiten) for Xd in per_domain])
             W = to_tensor(self.domain_whitening_, device, torch.float64)
             X_t = congruence(X_t, W[torch.as_tensor(domain_idx, device=device)]).float()
 
@@ -436,7 +410,8 @@ class SPDNetEmbedding(DomainsRequestMixin, SPDEmbeddingMixin, MetricLearnerMixin
             candidates = OneStandardErrorSelector([net, loss_fn], score)
             candidates.validate()  # the untrained network, step 0
             module["candidates"] = candidates  # in the checkpoints: a resumed fit selects alike
-        groups = net.parameter_groups() + extra_group(loss_fn)
+        proxies = list(loss_fn.parameters())  # Proxy-NCA's, a Euclidean group
+        groups = net.parameter_groups() + ([{"params": proxies}] if proxies else [])
         result = train(
             module,
             StiefelAdam(groups, lr=self.learning_rate),
@@ -453,7 +428,11 @@ class SPDNetEmbedding(DomainsRequestMixin, SPDEmbeddingMixin, MetricLearnerMixin
             checkpoint_every=self.checkpoint_every,
             fingerprint=getattr(self, "_fit_fingerprint", None),
         )
-        self._select(candidates, result, untrained)
+        self.initial_validation_score_, self.validation_gain_ = select_validated_step(
+            candidates, result, self.selection_se
+        )
+        if untrained:
+            result.best_step, result.best_score = 0, float("nan")
         net.train()
         self._store_fitted(net, loss_fn, result)
         if untrained:
@@ -479,35 +458,18 @@ class SPDNetEmbedding(DomainsRequestMixin, SPDEmbeddingMixin, MetricLearnerMixin
         """
         return self.fit(X, y, domains=domains).transform(X, domains=domains)
 
-    def _select(self, candidates, result: TrainingResult, untrained: bool) -> None:
-        """Apply the one-standard-error rule to the validated steps (restoring the chosen)."""
-        self.validation_gain_ = None
-        self.initial_validation_score_ = None if candidates is None else candidates.mean(0)
-        if candidates is not None:
-            # the candidates are step 0 and the first validations (train restores the state of
-            # its best validation, which holds the candidates up to that one)
-            validated = [h["step"] for h in result.history if "val_score" in h]
-            steps = [0, *validated[: candidates.scores.shape[0] - 1]]
-            chosen, self.validation_gain_ = candidates.select(self.selection_se)
-            candidates.restore(chosen)
-            result.best_step, result.best_score = steps[chosen], candidates.mean(chosen)
-        if untrained:
-            result.best_step, result.best_score = 0, float("nan")
-
     def _build_network(
         self, sizes: list[int], generator: torch.Generator, device: torch.device
     ) -> SPDNet:
-        head_dim = None
-        if self.head == "linear":
-            head_dim = sizes[-1] * (sizes[-1] + 1) // 2
+        h = sizes[-1]
         return SPDNet(
             sizes,
             eps=self.eps,
             relative_eps=self.relative_eps,
             bimap=self.bimap,
-            init="identity" if self.init == "identity" else "random",
+            init=self.init,
             log_output=self.head != "spd",
-            head_dim=head_dim,
+            head_dim=h * (h + 1) // 2 if self.head == "linear" else None,
             head_init="identity" if self.init == "identity" else "glorot",
             batchnorm=self.batchnorm,
             n_domains=0 if self.domains_ is None else len(self.domains_),
@@ -548,13 +510,44 @@ class SPDNetEmbedding(DomainsRequestMixin, SPDEmbeddingMixin, MetricLearnerMixin
         self.validation_score_ = None if result.best_step is None else float(result.best_score)
         self.loss_curve_ = np.array([h["loss"] for h in result.history], dtype=np.float64)
 
-    def _fit_whitening(self, X_t: torch.Tensor) -> np.ndarray:
-        """``M^{-1/2}`` for the Riemannian mean ``M`` of the training matrices (or the identity)."""
-        if not self.whiten:
-            return np.eye(X_t.shape[-1])
-        return spd_inv_sqrt(riemannian_mean(X_t)).cpu().numpy()
-
     # ------------------------------------------------------------------ transform
+
+    @property
+    def _n_features_out(self) -> int:
+        """Columns of :meth:`transform` for ``output="vector"`` (head width, or ``h (h + 1) / 2``).
+
+        scikit-learn's ``get_feature_names_out`` names them ``"<classname>0"``, ...
+        """
+        if self.output != "vector":
+            raise ValueError(
+                f"output={self.output!r} gives matrices, which have no column names; "
+                "use output='vector'."
+            )
+        if getattr(self, "head_weight_", None) is not None:
+            return self.head_weight_.shape[0]
+        h = self.weights_[-1].shape[1] if self.weights_ else self.n_features_in_
+        return h * (h + 1) // 2
+
+    def pair_distances(self, X1, X2=None) -> np.ndarray:
+        """Learned distance between paired SPD matrices ``X1[k]``, ``X2[k]`` (or stacked pairs).
+
+        The distance the model was trained with: the Riemannian ``distance`` between SPD outputs
+        (``head="spd"``), otherwise the Euclidean distance between embedding vectors. A model
+        fitted with ``domains`` embeds ``X1`` and ``X2`` together as one new domain.
+
+        Parameters
+        ----------
+        X1 : array-like of shape (n_pairs, c, c), or (n_pairs, 2, c, c)
+            The first matrix of each pair, or the stacked pairs when ``X2`` is None (the one
+            pair-distance convention, ``docs/pairs.md``).
+        X2 : array-like of shape (n_pairs, c, c), optional
+            The second matrix of each pair.
+
+        Returns
+        -------
+        ndarray of shape (n_pairs,)
+        """
+        return fitted_pair_distances(self, X1, X2)
 
     def transform(self, X, domains=None) -> np.ndarray:
         """Embed SPD matrices.
@@ -575,7 +568,7 @@ class SPDNetEmbedding(DomainsRequestMixin, SPDEmbeddingMixin, MetricLearnerMixin
             (n_samples, d) for ``output="vector"`` (``d = h (h + 1) / 2``), (n_samples, h, h)
             otherwise (``h = hidden_sizes[-1]``), in the dtype of ``X`` (float32 or float64).
         """
-        Y, dtype = self._outputs(X, log=self.output != "spd", domains=domains)
+        Y, dtype = fitted_outputs(self, X, log=self.output != "spd", domains=domains)
         if self.output == "vector" and Y.ndim == 3:
             Y = sym_to_vec(Y)
         return Y.cpu().numpy().astype(dtype, copy=False)
@@ -590,25 +583,6 @@ class SPDNetEmbedding(DomainsRequestMixin, SPDEmbeddingMixin, MetricLearnerMixin
         if self.validation_distance is None:
             return self._distance()
         return canonical_metric(self.validation_distance, DISTANCES, name="validation_distance")
-
-    def _validate_spd(self, X, y=None, *, reset: bool) -> tuple[np.ndarray, np.ndarray | None]:
-        """``X`` checked as a stack of SPD matrices (n, c, c) (and ``y`` by scikit-learn)."""
-        kwargs = {"allow_nd": True, "dtype": [np.float64, np.float32], "reset": reset}
-        if y is None:
-            X = validate_data(self, X, ensure_min_samples=1, **kwargs)
-        else:
-            X, y = validate_data(self, X, y, ensure_min_samples=2, **kwargs)
-        if X.ndim != 3 or X.shape[1] != X.shape[2]:
-            raise ValueError(f"X must have shape (n_matrices, c, c), got {X.shape}.")
-        return check_spd(X), y
-
-    def _default_hidden_sizes(self, n_channels: int) -> list[int]:
-        return [n_channels, n_channels]
-
-    def _hidden_sizes(self, n_channels: int) -> list[int]:
-        if self.hidden_sizes is None:
-            return self._default_hidden_sizes(n_channels)
-        return parse_hidden_sizes(self.hidden_sizes, n_channels)
 
     def _check_params(self) -> None:
         """The declared constraints, then the rules that tie parameters together."""

@@ -212,7 +212,6 @@ def test_the_deprecation_check_finds_a_hand_written_warning():
 LONG_PENDING = {
     "cli/fit.py",
     "estimators/_held_out.py",
-    "estimators/spdnet.py",
     "estimators/ssne.py",
     "evaluate/retrieval.py",
     "neighbors/_search.py",

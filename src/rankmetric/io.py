@@ -47,7 +47,7 @@ import numpy as np
 
 from . import __version__
 from ._atomic import atomic_write
-from ._model_classes import module_of
+from ._registry import module_of
 from ._safe_npz import (
     _META,
     MAX_COMPRESSION_RATIO,
@@ -88,7 +88,7 @@ def register_estimator(cls: type) -> type:
 
 
 def _registered_class(name) -> type | None:
-    """The registered class called ``name``, importing the module announced for it if needed."""
+    """The registered class called ``name``, importing its module (``_registry``) if needed."""
     if not isinstance(name, str):
         return None
     if name not in _REGISTRY and (module := module_of(name)) is not None:

@@ -182,7 +182,7 @@ def run_fit_pairs(args: argparse.Namespace, est) -> int:
     else:
         stacked, y_eval = _stacked(X, pairs, f"{args.pairs}: pairs"), y
         evaluated = "the training pairs (the file has no pairs_test)"
-    from .fit import model_preprocessing
+    from ._report import model_preprocessing
 
     learned = est.pair_distances(stacked[:, 0], stacked[:, 1])
     preprocess, preprocessing = model_preprocessing(est)

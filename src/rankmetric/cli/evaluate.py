@@ -22,9 +22,11 @@ from ._args import (
     check_threads,
     feature_file_columns,
     junk_ids,
+    option_error,
     vector_metric,
 )
 from ._pairs import add_evaluate_pairs_options, run_evaluate_pairs
+from ._report import flat, reid_report, transform
 
 SCORES = ("knn", "retrieval", "clustering", "cv")
 _KEYS = {"X": ("X", "embeddings"), "y": ("y", "labels")}
@@ -64,12 +66,6 @@ class _Embedded:
     raw: tuple | None = None  # (estimator or None, X, y) for the cross-validation
     cameras: np.ndarray | None = None  # of the evaluation part: re-id scores are printed
     eval_split: np.ndarray | None = None  # "query" / "gallery" / "test" of the evaluation part
-
-
-def _flat(X: np.ndarray) -> np.ndarray:
-    """Rows of an embedding; matrix outputs (n, c, c) are flattened."""
-    X = np.asarray(X)
-    return X.reshape(len(X), -1) if X.ndim > 2 else X
 
 
 class _Arrays(dict):
@@ -125,37 +121,23 @@ def _from_file(args) -> _Embedded:
         raise ValueError(f"{path}: expected a .npy or .npz file.")
     if (X_test is None) != (y_test is None):
         raise ValueError(f"{path} must hold both X_test and y_test, or neither.")
-    raw = (None, _flat(X), y)
+    raw = (None, flat(X), y)
     if X_test is None:
-        return _Embedded(_flat(X), y, None, None, path, "no test part: leave-one-out", raw)
-    return _Embedded(_flat(X_test), y_test, _flat(X), y, path, "X -> X_test", raw)
-
-
-def _load_data(name: str, test_size: float):
-    """Train and test parts of a named set, split as `rankmetric fit` splits it."""
-    from sklearn.model_selection import train_test_split
-
-    from ..datasets import load_dataset, load_spd
-
-    data = load_dataset(name)
-    if data.X.ndim == 3 and data.X.shape[1] != data.X.shape[2]:  # multichannel -> SPD
-        data = load_spd(name)
-    if data.X_test is not None:
-        return data, data.X, data.y, data.X_test, data.y_test, "official test split"
-    X_tr, X_te, y_tr, y_te = train_test_split(
-        data.X, data.y, test_size=test_size, stratify=data.y, random_state=0
-    )
-    return data, X_tr, y_tr, X_te, y_te, f"stratified {test_size:.0%} hold-out, seed 0"
+        return _Embedded(flat(X), y, None, None, path, "no test part: leave-one-out", raw)
+    return _Embedded(flat(X_test), y_test, flat(X), y, path, "X -> X_test", raw)
 
 
 def _from_model(args) -> _Embedded:
+    from ..datasets import load_split
     from ..io import load_model
 
     model = load_model(args.model) if args.model else None
-    data, X_tr, y_tr, X_te, y_te, split = _load_data(args.data, args.test_size)
-    embed = (lambda X: _flat(model.transform(X))) if model is not None else _flat
+    split = load_split(args.data, test_size=args.test_size, spd=None)  # as `rankmetric fit`
+    data = split.dataset  # the set before the hold-out, for the cross-validation
+    embed = (lambda X: flat(model.transform(X))) if model is not None else flat
     source = f"{args.model or 'raw features'} on {args.data}"
-    return _Embedded(embed(X_te), y_te, embed(X_tr), y_tr, source, split, (model, data.X, data.y))
+    return _Embedded(embed(split.X_test), split.y_test, embed(split.X_train), split.y_train,
+                     source, split.how, (model, data.X, data.y))  # fmt: skip
 
 
 def _evaluated_rows(data, args) -> tuple[np.ndarray, np.ndarray, str]:
@@ -164,7 +146,7 @@ def _evaluated_rows(data, args) -> tuple[np.ndarray, np.ndarray, str]:
     Its ``split`` column when it has one; else, with ``--model``, the hold-out that ``rankmetric
     fit`` made of the same file (same rule, seed and ``--test-size``), so that the rows the
     model was trained on are never scored; else (raw features, nothing trained) every row."""
-    from .fit import user_file_rows
+    from ..datasets import holdout_rows
 
     if data.split is not None:
         evaluated, reference = data.rows("test", "query", "gallery"), data.rows("train")
@@ -172,7 +154,7 @@ def _evaluated_rows(data, args) -> tuple[np.ndarray, np.ndarray, str]:
             raise ValueError(f"{args.data}: the split column has no test, query or gallery rows.")
         return evaluated, reference, "split column"
     if args.model:
-        train, test, how = user_file_rows(data, args.test_size, args.data)
+        train, test, how = holdout_rows(data, args.test_size)
         return test, train, f"no split column: rankmetric fit's hold-out, {how}"
     return data.rows(), np.arange(0), "all rows"
 
@@ -186,7 +168,7 @@ def _from_user_file(args) -> _Embedded:
 
     data = load_features(args.data, **feature_file_columns(args))
     model = load_model(args.model) if args.model else None
-    embed = (lambda X: _flat(model.transform(X))) if model is not None else _flat
+    embed = (lambda X: flat(model.transform(X))) if model is not None else flat
     source = f"{args.model or 'raw features'} on {args.data}"
     raw = (model, data.X, data.y)
     cams, split = data.cameras, data.split
@@ -223,22 +205,23 @@ def _from_trial_file(args) -> _Embedded:
     at fit) and the split of ``rankmetric fit rpl|spdnet`` on the same file (its ``X_test``, a
     held-out domain with ``--test-domain``, else the stratified ``--test-size`` hold-out), with
     the file's ``domains`` passed to ``transform`` when the model was fitted with domains."""
-    import argparse
-
+    from ..datasets import load_split
     from ..io import load_model
-    from .fit import _spd_train_test, _transform
 
     model = load_model(args.model)
     if not hasattr(model, "weights_"):
         raise ValueError(f"{args.data} holds raw trials: --model must be an SPD network "
                          "(rankmetric fit rpl|spdnet).")  # fmt: skip
-    fit_args = argparse.Namespace(data=args.data, test_size=args.test_size, method="rpl",
-                                  covariance_estimator=args.covariance_estimator,
-                                  test_domain=args.test_domain)  # fmt: skip
-    X_tr, y_tr, X_te, y_te, split, (d_tr, d_te) = _spd_train_test(fit_args)
+    try:
+        split = load_split(args.data, test_size=args.test_size, spd=True,
+                           covariance_estimator=args.covariance_estimator,
+                           test_domain=args.test_domain)  # fmt: skip
+    except ValueError as exc:
+        raise option_error(exc) from None
     source = f"{args.model} on the trials of {args.data}"
-    return _Embedded(_flat(_transform(model, X_te, d_te)), y_te,
-                     _flat(_transform(model, X_tr, d_tr)), y_tr, source, split)  # fmt: skip
+    Z_test = flat(transform(model, split.X_test, split.domains_test))
+    Z_train = flat(transform(model, split.X_train, split.domains_train))
+    return _Embedded(Z_test, split.y_test, Z_train, split.y_train, source, split.how)
 
 
 def _attach_cameras(e: _Embedded, path: str) -> _Embedded:
@@ -257,8 +240,6 @@ def _attach_cameras(e: _Embedded, path: str) -> _Embedded:
 
 def _reid_score(e: _Embedded, args) -> dict[str, float]:
     """Re-id scores (Market-1501 protocol) when the evaluated items have cameras."""
-    from .fit import reid_report
-
     junk = junk_ids(getattr(args, "junk_id", None))
     found = reid_report(lambda X: X, e.X_eval, e.y_eval, e.cameras, e.eval_split, args.metric,
                         rerank=args.rerank, junk_ids=junk)  # fmt: skip

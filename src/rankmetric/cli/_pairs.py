@@ -24,10 +24,11 @@ file has it, else ``pairs``.
 from __future__ import annotations
 
 import argparse
-import json
 import time
 
 import numpy as np
+
+from ._report import model_preprocessing, print_report
 
 __all__ = [
     "add_fit_pairs_option",
@@ -133,21 +134,6 @@ def _euclidean(stacked: np.ndarray) -> np.ndarray:
     return np.linalg.norm(stacked[:, 0] - stacked[:, 1], axis=1)
 
 
-def _print(report: dict, as_json: bool) -> None:
-    if as_json:
-        print(json.dumps(report, indent=2))
-        return
-    width = max(len(k) for k in report)
-    for key, value in report.items():
-        if isinstance(value, dict):
-            print(key)
-            inner = max(len(k) for k in value)
-            for k, v in value.items():
-                print(f"  {k:<{inner}}  {v:.4f}")
-        else:
-            print(f"{key:<{width}}  {value}")
-
-
 def add_fit_pairs_option(parser: argparse.ArgumentParser, cls) -> None:
     """``--pairs PAIRS.npz`` for a method whose estimator has ``fit_pairs``; ``--data`` optional."""
     if not hasattr(cls, "fit_pairs"):
@@ -182,8 +168,6 @@ def run_fit_pairs(args: argparse.Namespace, est) -> int:
     else:
         stacked, y_eval = _stacked(X, pairs, f"{args.pairs}: pairs"), y
         evaluated = "the training pairs (the file has no pairs_test)"
-    from ._report import model_preprocessing
-
     learned = est.pair_distances(stacked[:, 0], stacked[:, 1])
     preprocess, preprocessing = model_preprocessing(est)
     report = {
@@ -204,7 +188,7 @@ def run_fit_pairs(args: argparse.Namespace, est) -> int:
     report["learned"] = _scores(learned, y_eval, DEFAULT_FAR)
     if args.out:
         report["saved_to"] = args.out
-    _print(report, args.json)
+    print_report(report, args.json)
     return 0
 
 
@@ -252,5 +236,5 @@ def run_evaluate_pairs(args: argparse.Namespace) -> int:
         "n_same": int(np.count_nonzero(_same(y))),
         "scores": _scores(distances, y, tuple(args.far)),
     }
-    _print(report, args.json)
+    print_report(report, args.json)
     return 0

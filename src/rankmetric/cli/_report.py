@@ -91,12 +91,18 @@ def knn_report(est, k: int, train: tuple, test: tuple, preprocess) -> dict:
     return report
 
 
-def print_report(report: dict, as_json: bool) -> None:
+def print_report(report: dict, as_json: bool, indent: str = "", scores: bool = False) -> None:
+    """``report`` as JSON, or one ``key  value`` line each: scores (accuracies, re-id scores,
+    the values of a nested dict of scores, printed indented below its key) to 4 decimals."""
     if as_json:
         print(json.dumps(report, indent=2))
         return
     width = max(len(k) for k in report)
     for key, value in report.items():
-        scored = "accuracy" in key or key.startswith("reid_")
+        if isinstance(value, dict):
+            print(f"{indent}{key}")
+            print_report(value, False, indent + "  ", scores=True)
+            continue
+        scored = scores or "accuracy" in key or key.startswith("reid_")
         shown = f"{value:.4f}" if isinstance(value, float) and scored else value
-        print(f"{key:<{width}}  {shown}")
+        print(f"{indent}{key:<{width}}  {shown}")

@@ -7,7 +7,6 @@ or ``.npy`` with ``--labels``) or from a saved model applied to a named data set
 from __future__ import annotations
 
 import argparse
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,7 +25,7 @@ from ._args import (
     vector_metric,
 )
 from ._pairs import add_evaluate_pairs_options, run_evaluate_pairs
-from ._report import flat, reid_report, transform
+from ._report import flat, print_report, reid_report, transform
 
 SCORES = ("knn", "retrieval", "clustering", "cv")
 _KEYS = {"X": ("X", "embeddings"), "y": ("y", "labels")}
@@ -332,16 +331,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
         "seed": args.seed,
         "scores": scores,
     }
-    if args.json:
-        print(json.dumps(report, indent=2))
-        return 0
-    for key, value in report.items():
-        if key != "scores":
-            print(f"{key:<14} {value}")
-    width = max(len(k) for k in scores)
-    for key, value in scores.items():
-        print(f"  {key:<{width}}  {value:.4f}" if isinstance(value, float) else
-              f"  {key:<{width}}  {value}")  # fmt: skip
+    print_report(report, args.json)
     return 0
 
 

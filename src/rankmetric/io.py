@@ -5,7 +5,7 @@ hyper-parameters and scalar fitted attributes as JSON (``__meta__``), its fitted
 array-valued hyper-parameters) as plain arrays, and a SHA-256 digest of each array so that a
 tampered or truncated file is rejected.
 
-Saving is atomic (:func:`atomic_write`, from :mod:`rankmetric._atomic`, re-exported here): the
+Saving is atomic (``atomic_write`` of the private :mod:`rankmetric._atomic`): the
 archive is written to a unique temporary file in the target's folder, flushed to disk and renamed
 over the target, so a failed or killed save leaves the previous file intact and a concurrent
 reader sees either the old or the new model, never a mix.
@@ -60,7 +60,6 @@ __all__ = [
     "save_model",
     "load_model",
     "register_estimator",
-    "atomic_write",
     "FORMAT_VERSION",
     "MIN_FORMAT_VERSION",
     "MAX_LOAD_BYTES",

@@ -55,3 +55,18 @@ def test_a_trial_file_holds_a_domain_out(tmp_path):
 def test_errors_start_with_the_parameter_at_fault(kwargs, message):
     with pytest.raises(ValueError, match=message):
         load_split(**kwargs)
+
+
+def test_an_embeddings_file_with_a_test_part_and_cameras(tmp_path):
+    from rankmetric.datasets import read_embeddings
+
+    path = tmp_path / "e.npz"
+    np.savez(path, embeddings=np.eye(4), labels=[0, 0, 1, 1], X_test=np.eye(4)[:2], y_test=[0, 1],
+             cameras_test=[0, 1])  # fmt: skip
+    found = read_embeddings(path)
+    assert found.how == "X -> X_test" and list(found.cameras_test) == [0, 1]
+    np.savez(path, X=np.eye(4), y=[0, 0, 1, 1], cameras=[0, 1])
+    with pytest.raises(ValueError, match="cameras has 2 values for 4 items"):
+        read_embeddings(path)
+    with pytest.raises(ValueError, match="^labels goes with a .npy file"):
+        read_embeddings(path, labels="y.npy")

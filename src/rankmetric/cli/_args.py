@@ -191,9 +191,9 @@ def junk_ids(values) -> tuple:
     return tuple(values)
 
 
-#: The parameters of :func:`rankmetric.datasets.load_split` and the options that give them.
+#: Parameters of :func:`rankmetric.datasets.load_split` / ``read_embeddings`` -> their options.
 _OPTIONS = {"data": "--data", "test_domain": "--test-domain", "test_size": "--test-size",
-            "covariance_estimator": "--covariance-estimator"}  # fmt: skip
+            "covariance_estimator": "--covariance-estimator", "labels": "--labels"}  # fmt: skip
 
 
 def option_error(exc: ValueError) -> ValueError:

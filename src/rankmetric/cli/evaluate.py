@@ -8,16 +8,13 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
-from .._safe_npz import read_data_npy, read_data_npz
 from ._args import (
     add_feature_file_options,
     check_column_options,
     check_device,
-    check_input_file,
     check_threads,
     feature_file_columns,
     junk_ids,
@@ -28,7 +25,6 @@ from ._pairs import add_evaluate_pairs_options, run_evaluate_pairs
 from ._report import flat, print_report, reid_report, transform
 
 SCORES = ("knn", "retrieval", "clustering", "cv")
-_KEYS = {"X": ("X", "embeddings"), "y": ("y", "labels")}
 
 EPILOG = """\
 examples:
@@ -67,63 +63,20 @@ class _Embedded:
     eval_split: np.ndarray | None = None  # "query" / "gallery" / "test" of the evaluation part
 
 
-class _Arrays(dict):
-    """The arrays of a ``.npz`` file, with ``files`` (the names) as ``np.load``'s archive."""
-
-    @property
-    def files(self) -> list[str]:
-        return list(self)
-
-
-def _pick(archive, name: str, path: str, required: bool = True):
-    for key in _KEYS.get(name, (name,)):
-        if key in archive:
-            return archive[key]
-    if required:
-        raise ValueError(
-            f"{path} has no array {' or '.join(_KEYS[name])!r} (found {archive.files})."
-        )
-    return None
-
-
-def _read_labels(path: str) -> np.ndarray:
-    check_input_file(path, "--labels")
-    if path.endswith(".npy"):
-        return read_data_npy(path, f"--labels {path}")
-    labels = np.loadtxt(path, dtype=str, ndmin=1)
-    try:
-        return labels.astype(np.int64)
-    except ValueError:
-        return labels
-
-
 def _from_file(args) -> _Embedded:
-    path = args.embeddings
-    if not Path(path).is_file():
-        raise ValueError(f"{path}: no such file.")
-    if path.endswith(".npz"):
-        if args.labels:
-            raise ValueError("--labels goes with a .npy file; a .npz file holds its labels (y).")
-        archive = _Arrays(read_data_npz(path))  # untrusted: checked before it is read
-        X, y = _pick(archive, "X", path), _pick(archive, "y", path)
-        X_test, y_test = (_pick(archive, key, path, False) for key in ("X_test", "y_test"))
-    elif path.endswith(".npy"):
-        if not args.labels:
-            raise ValueError("a .npy file holds embeddings only: give --labels PATH as well.")
-        X, y, X_test, y_test = (
-            read_data_npy(path),
-            _read_labels(args.labels),
-            None,
-            None,
-        )
-    else:
-        raise ValueError(f"{path}: expected a .npy or .npz file.")
-    if (X_test is None) != (y_test is None):
-        raise ValueError(f"{path} must hold both X_test and y_test, or neither.")
-    raw = (None, flat(X), y)
-    if X_test is None:
-        return _Embedded(flat(X), y, None, None, path, "no test part: leave-one-out", raw)
-    return _Embedded(flat(X_test), y_test, flat(X), y, path, "X -> X_test", raw)
+    """An embeddings file (:func:`~rankmetric.datasets.read_embeddings`)."""
+    from ..datasets import read_embeddings
+
+    try:
+        found = read_embeddings(args.embeddings, args.labels)
+    except ValueError as exc:
+        raise option_error(exc) from None
+    raw = (None, flat(found.X_train), found.y_train)
+    if len(found.y_test) == 0:
+        return _Embedded(flat(found.X_train), found.y_train, None, None, found.source, found.how,
+                         raw, found.cameras_train)  # fmt: skip
+    return _Embedded(flat(found.X_test), found.y_test, flat(found.X_train), found.y_train,
+                     found.source, found.how, raw, found.cameras_test)  # fmt: skip
 
 
 def _from_model(args) -> _Embedded:
@@ -183,22 +136,6 @@ def _from_user_file(args) -> _Embedded:
                      sub(split))  # fmt: skip
 
 
-def _is_trial_file(path: str | None) -> bool:
-    """A ``.npz`` file whose ``X`` holds raw multichannel trials (n_trials, channels, time)."""
-    if not path or not str(path).lower().endswith(".npz"):
-        return False
-    import zipfile
-
-    try:  # the header of X only: the trials themselves are read once, later
-        with zipfile.ZipFile(path) as archive, archive.open("X.npy") as member:
-            major, _ = np.lib.format.read_magic(member)
-            read = {1: np.lib.format.read_array_header_1_0, 2: np.lib.format.read_array_header_2_0}
-            shape = read[major](member)[0]
-        return len(shape) == 3
-    except (OSError, ValueError, KeyError, zipfile.BadZipFile):
-        return False  # reported by the feature-file reader, with its message
-
-
 def _from_trial_file(args) -> _Embedded:
     """Raw trials embedded by an SPD ``--model``: covariances (``--covariance-estimator``, as
     at fit) and the split of ``rankmetric fit rpl|spdnet`` on the same file (its ``X_test``, a
@@ -221,20 +158,6 @@ def _from_trial_file(args) -> _Embedded:
     Z_test = flat(transform(model, split.X_test, split.domains_test))
     Z_train = flat(transform(model, split.X_train, split.domains_train))
     return _Embedded(Z_test, split.y_test, Z_train, split.y_train, source, split.how)
-
-
-def _attach_cameras(e: _Embedded, path: str) -> _Embedded:
-    """An embeddings ``.npz`` with ``cameras`` (or ``cameras_test`` beside ``X_test``): the
-    evaluated part's cameras, so that re-id scores are printed."""
-    if not path.endswith(".npz"):
-        return e
-    key = "cameras" if e.X_ref is None else "cameras_test"
-    found = read_data_npz(path, keys=(key,))
-    if key in found:
-        e.cameras = found[key]
-    if e.cameras is not None and len(e.cameras) != len(e.y_eval):
-        raise ValueError(f"{path}: {key} has {len(e.cameras)} values for {len(e.y_eval)} items.")
-    return e
 
 
 def _reid_score(e: _Embedded, args) -> dict[str, float]:
@@ -307,13 +230,13 @@ def run_evaluate(args: argparse.Namespace) -> int:
         raise ValueError("give either an embeddings file or --data NAME (with --model PATH).")
     if args.model and not args.data:
         raise ValueError("--model needs --data NAME: the data set to embed.")
-    from ..datasets.user_features import is_feature_file
+    from ..datasets import is_feature_file, is_trial_file
 
     check_column_options(args, bool(args.data) and is_feature_file(args.data))
     if args.embeddings:
-        embedded = _attach_cameras(_from_file(args), args.embeddings)
+        embedded = _from_file(args)
     else:
-        if args.model and _is_trial_file(args.data):
+        if args.model and is_trial_file(args.data):
             embedded = _from_trial_file(args)
         elif is_feature_file(args.data):
             embedded = _from_user_file(args)

@@ -40,6 +40,8 @@ _LAZY = {
     "load_split": ".splits",
     "TrialData": ".user_trials",
     "read_trial_file": ".user_trials",
+    "is_trial_file": ".user_trials",
+    "read_embeddings": ".embeddings",
 }
 
 __all__ = [
@@ -65,6 +67,8 @@ __all__ = [
     "make_spd_clusters",
     "make_synthetic_reid",
     "read_trial_file",
+    "is_trial_file",
+    "read_embeddings",
     "read_ts",
     "TrialData",
 ]

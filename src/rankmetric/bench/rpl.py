@@ -53,7 +53,6 @@ from ._common import (
     compare_rows,
     format_ci,
     format_comparison,
-    format_pm,
     group_by,
     markdown_table,
     mean_ci,
@@ -379,18 +378,6 @@ def _aggregate(results: list[dict], spread=mean_std) -> dict:
 def discriminating(entries: dict) -> bool:
     """Whether some method's mean R@1 is more than :data:`CHANCE_BAND` above chance."""
     return any(e["R@1"][0] > e["chance R@1"][0] + CHANCE_BAND for e in entries.values())
-
-
-def _ours_table(table: dict, datasets: list[str], methods: list[str]) -> str:
-    header = ["method"] + [f"{d} {m}" for d in datasets for m in METRICS]
-    rows = []
-    for method in methods:
-        row = [METHOD_INFO[method][0]]
-        for dataset in datasets:
-            entry = table.get(dataset, {}).get(method)
-            row += [format_pm(*entry[m], digits=1) if entry else "—" for m in METRICS]
-        rows.append(row)
-    return markdown_table(header, rows)
 
 
 def compare_r1(results: list[dict], dataset: str) -> dict[str, dict]:

@@ -141,17 +141,16 @@ def _feature_file_split(path, test_size: float, columns) -> Split:
 
 
 def _covariances(estimator: str | None):
-    """The ``Covariances`` transformer of ``covariance_estimator``, its name checked."""
-    from sklearn.base import clone
+    """``trials -> covariance matrices`` of ``covariance_estimator``, its name checked first
+    (as :class:`~rankmetric.preprocessing.Covariances` computes them)."""
+    from .covariance import _check_estimator, covariances
 
-    from ..preprocessing import Covariances
-
-    cov = Covariances(estimator=estimator or "scm")  # Covariances' default, said here
+    estimator = estimator or "scm"  # Covariances' default, said here
     try:
-        clone(cov).fit(np.zeros((1, 2, 4)))  # checks the parameters, before any data is read
+        _check_estimator(estimator, None)
     except ValueError as exc:
         raise ValueError(f"covariance_estimator: {exc}") from None
-    return cov
+    return lambda trials: covariances(trials, estimator, None)
 
 
 def _trial_file_split(path, test_size, covariance_estimator, test_domain) -> Split:
@@ -163,11 +162,11 @@ def _trial_file_split(path, test_size, covariance_estimator, test_domain) -> Spl
         data = read_trial_file(path)
     except ValueError as exc:
         raise ValueError(f"data {exc}") from None
-    X, y, domains = cov.fit_transform(data.X), data.y, data.domains
+    X, y, domains = cov(data.X), data.y, data.domains
     if data.X_test is not None:
         if test_domain is not None:
             raise ValueError("test_domain needs a trial file with domains and without X_test.")
-        return Split(X, y, cov.transform(data.X_test), data.y_test, "official test split",
+        return Split(X, y, cov(data.X_test), data.y_test, "official test split",
                      str(path), domains_train=domains, domains_test=data.domains_test)  # fmt: skip
     if test_domain is not None:
         if domains is None:
@@ -204,8 +203,8 @@ def _bundled_spd(name: str, covariance_estimator: str | None):
             "multichannel set (derived SPD sets such as fmnist-regcov come as matrices)."
         ) from None
     _, y, y_test = encode_labels(train.labels, test.labels)
-    return Dataset(X=cov.fit_transform(train.series), y=y.astype(np.int64),
-                   X_test=cov.transform(test.series), y_test=y_test.astype(np.int64), name=name,
+    return Dataset(X=cov(train.series), y=y.astype(np.int64),
+                   X_test=cov(test.series), y_test=y_test.astype(np.int64), name=name,
                    kind="spd")  # fmt: skip
 
 

@@ -70,3 +70,17 @@ def test_an_embeddings_file_with_a_test_part_and_cameras(tmp_path):
         read_embeddings(path)
     with pytest.raises(ValueError, match="^labels goes with a .npy file"):
         read_embeddings(path, labels="y.npy")
+
+
+def test_a_pair_file_in_index_form_with_test_pairs(tmp_path):
+    from rankmetric.datasets import read_pair_file
+
+    path = tmp_path / "p.npz"
+    np.savez(path, X=np.eye(3), pairs=[[0, 1], [1, 2]], y=[1, -1], pairs_test=[[0, 2]],
+             y_test=[1])  # fmt: skip
+    data = read_pair_file(path)
+    np.testing.assert_array_equal(data.stacked()[1], np.eye(3)[[1, 2]])
+    assert data.test[0].shape == (1, 2, 3) and list(data.test[1]) == [1]
+    np.savez(path, X=np.eye(3), pairs=[[0, 5]], y=[1])
+    with pytest.raises(ValueError, match=r"indices must lie in \[0, 3\)"):
+        read_pair_file(path).stacked()

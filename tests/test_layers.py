@@ -40,7 +40,12 @@ def root_exports() -> dict[str, str]:
     tree = ast.parse((PACKAGE / "__init__.py").read_text())
     for node in tree.body:
         if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "_LAZY":
-            lazy = ast.literal_eval(node.value)
+            try:
+                lazy = ast.literal_eval(node.value)
+            except ValueError:  # built from the table of estimators: ask the package
+                import rankmetric
+
+                lazy = rankmetric._LAZY
             return {name: module.split(".")[1] for name, module in lazy.items()}
     return {}
 

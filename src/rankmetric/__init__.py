@@ -37,32 +37,15 @@ from __future__ import annotations
 
 import importlib
 
-from . import _model_classes
+from . import _registry
 
 __version__ = "0.1.0"
 
-# Public estimators, imported lazily so that ``import rankmetric`` stays fast.
+# Public names, imported lazily so that ``import rankmetric`` stays fast: the estimators and
+# their tuned variants (from the one table of estimators, ``_registry``), then the rest.
 _LAZY = {
-    "WARCA": "rankmetric.estimators.warca",
-    "KernelWARCA": "rankmetric.estimators.kernel_warca",
-    "SSNE": "rankmetric.estimators.ssne",
-    "RPLEmbedding": "rankmetric.estimators.spd",
-    "SPDNetEmbedding": "rankmetric.estimators.spd",
-    "LMNN": "rankmetric.estimators.lmnn",
-    "MultiMetricLMNN": "rankmetric.estimators.mlmnn",
-    "ITML": "rankmetric.estimators.itml",
-    "KISSME": "rankmetric.estimators.kissme",
-    "XQDA": "rankmetric.estimators.xqda",
-    "PairClassifier": "rankmetric.estimators.pair_classifier",
-    "MDM": "rankmetric.estimators.spd",
+    **_registry.exports(),
     "Index": "rankmetric.index",
-    "WARCACV": "rankmetric.tuning",
-    "KernelWARCACV": "rankmetric.tuning",
-    "SSNECV": "rankmetric.tuning",
-    "ITMLCV": "rankmetric.tuning",
-    "KISSMECV": "rankmetric.tuning",
-    "XQDACV": "rankmetric.tuning",
-    "LMNNCV": "rankmetric.tuning",
     "save_model": "rankmetric.io",
     "load_model": "rankmetric.io",
     "threads": "rankmetric._threads",
@@ -73,9 +56,6 @@ _LAZY = {
 }
 
 __all__ = ["__version__", *_LAZY]
-
-# Model files name their estimator's class: tell rankmetric.io where each one lives.
-_model_classes.announce({n: m for n, m in _LAZY.items() if m.startswith("rankmetric.estimators.")})
 
 
 def __getattr__(name: str):

@@ -6,7 +6,7 @@ size, a cap on the declared total); the metadata is read as a bounded byte strin
 member is checked against it (only listed members, each member's declared size against the
 array the metadata describes, the total against ``max_bytes`` and the process's memory budget)
 before any array is decompressed; then the dtype and shape of each ``.npy`` header. A problem is
-raised as :class:`_Corrupt`, which :func:`rankmetric.io.load_model` reports as a ``ValueError``
+raised as :class:`CorruptFile`, which :func:`rankmetric.io.load_model` reports as a ``ValueError``
 naming the file. The model format itself (what the metadata means) is :mod:`rankmetric.io`'s.
 
 Users' data files (``--data``, ``--pairs``, embeddings; :func:`read_data_npz`,
@@ -22,6 +22,7 @@ exactly their declared size. Every problem is a ``ValueError`` naming the file.
 from __future__ import annotations
 
 import ast
+import hashlib
 import json
 import os
 import stat
@@ -40,15 +41,37 @@ MAX_DATA_COMPRESSION_RATIO = 500
 few hundred to one, while deflate's ceiling, which a bomb of zeros reaches, is about 1030:1."""
 _RATIO_FLOOR = 1 << 20
 _MAX_NPY_HEADER = 1 << 20
-_MAX_META_BYTES = 64 * 2**20
-_META = "__meta__"
+_MAXMETA_BYTES = 64 * 2**20
+META = "__meta__"
+"""The member of a model file holding its metadata (JSON bytes)."""
+
+__all__ = [
+    "META",
+    "MAX_COMPRESSION_RATIO",
+    "MAX_DATA_COMPRESSION_RATIO",
+    "CorruptFile",
+    "check_regular_file",
+    "digest",
+    "read_data_npy",
+    "read_data_npz",
+    "read_model_arrays",
+    "read_model_meta",
+    "read_npy_header",
+]
 
 
-class _Corrupt(Exception):
-    """Internal: a problem with the file, reported as ``ValueError`` naming the path."""
+class CorruptFile(Exception):
+    """A problem with a model or index file, reported by the caller as a ``ValueError`` naming
+    the path."""
 
 
-def _read_header(stream) -> tuple[np.dtype, tuple, bool, int]:
+def digest(a: np.ndarray) -> str:
+    """``"sha256:dtype:shape"`` of an array, as a model file's metadata records it."""
+    sha = hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()
+    return f"{sha}:{a.dtype.str}:{a.shape}"
+
+
+def read_npy_header(stream) -> tuple[np.dtype, tuple, bool, int]:
     """``(dtype, shape, fortran_order, header_length)`` of an ``.npy`` stream."""
     major, _ = np.lib.format.read_magic(stream)
     if major == 1:
@@ -56,9 +79,9 @@ def _read_header(stream) -> tuple[np.dtype, tuple, bool, int]:
     elif major == 2:
         shape, fortran, dtype = np.lib.format.read_array_header_2_0(stream)
     else:
-        raise _Corrupt(f"unsupported .npy format version {major}")
+        raise CorruptFile(f"unsupported .npy format version {major}")
     if dtype.hasobject:
-        raise _Corrupt("an array holds Python objects (pickled data, which is never loaded)")
+        raise CorruptFile("an array holds Python objects (pickled data, which is never loaded)")
     return dtype, tuple(shape), bool(fortran), stream.tell()
 
 
@@ -69,12 +92,12 @@ def _nbytes(dtype: np.dtype, shape: tuple) -> int:
 def _check_member(archive, info, expected: str | None) -> tuple[np.dtype, tuple, bool, int]:
     """The header of member ``info``, checked against ``expected`` (``"dtype:shape"``) and size."""
     with archive.open(info) as stream:
-        dtype, shape, fortran, offset = _read_header(stream)
+        dtype, shape, fortran, offset = read_npy_header(stream)
     if expected is not None and f"{dtype.str}:{shape}" != expected:
-        raise _Corrupt(f"member {info.filename!r} holds {dtype.str}{shape}, not {expected}")
+        raise CorruptFile(f"member {info.filename!r} holds {dtype.str}{shape}, not {expected}")
     nbytes = _nbytes(dtype, shape)
     if info.file_size != offset + nbytes:
-        raise _Corrupt(f"member {info.filename!r} has the wrong size for its header")
+        raise CorruptFile(f"member {info.filename!r} has the wrong size for its header")
     return dtype, shape, fortran, nbytes
 
 
@@ -83,15 +106,15 @@ def _read_member(archive, info, header) -> np.ndarray:
     dtype, shape, fortran, nbytes = header
     out = np.empty(nbytes // dtype.itemsize if dtype.itemsize else 0, dtype=dtype)
     with archive.open(info) as stream:
-        _read_header(stream)
+        read_npy_header(stream)
         view, filled = memoryview(out.view(np.uint8)), 0
         while filled < nbytes:
             n = stream.readinto(view[filled:])
             if not n:
-                raise _Corrupt(f"member {info.filename!r} is truncated")
+                raise CorruptFile(f"member {info.filename!r} is truncated")
             filled += n
         if stream.read(1):  # reading to the end also verifies the member's CRC
-            raise _Corrupt(f"member {info.filename!r} is longer than its header says")
+            raise CorruptFile(f"member {info.filename!r} is longer than its header says")
     return out.reshape(shape, order="F" if fortran else "C")
 
 
@@ -99,7 +122,7 @@ def _check_ratio(info, limit: int = MAX_COMPRESSION_RATIO, name="MAX_COMPRESSION
     """Refuse a member whose declared size is out of proportion to its compressed size."""
     ratio = info.file_size / max(info.compress_size, 1)
     if info.file_size > _RATIO_FLOOR and ratio > limit:
-        raise _Corrupt(
+        raise CorruptFile(
             f"member {info.filename[:80]!r} declares {info.file_size} bytes compressed into "
             f"{info.compress_size} (ratio {ratio:.0f}:1, above {name}={limit}): refused "
             "unread, as a decompression bomb"
@@ -111,17 +134,17 @@ def _check_directory(archive, max_bytes: int) -> None:
     infos = archive.infolist()
     names = [i.filename for i in infos]
     if len(set(names)) != len(names):
-        raise _Corrupt("duplicate members")
-    if f"{_META}.npy" not in names:
-        raise _Corrupt("no metadata: not a rankmetric model file")
+        raise CorruptFile("duplicate members")
+    if f"{META}.npy" not in names:
+        raise CorruptFile("no metadata: not a rankmetric model file")
     total = 0
     for info in infos:
         _check_ratio(info)
         total += info.file_size
-    if archive.getinfo(f"{_META}.npy").file_size > _MAX_META_BYTES + _MAX_NPY_HEADER:
-        raise _Corrupt("corrupt model metadata (larger than a model's metadata can be)")
-    if total > max_bytes + _MAX_META_BYTES + len(infos) * _MAX_NPY_HEADER:
-        raise _Corrupt(
+    if archive.getinfo(f"{META}.npy").file_size > _MAXMETA_BYTES + _MAX_NPY_HEADER:
+        raise CorruptFile("corrupt model metadata (larger than a model's metadata can be)")
+    if total > max_bytes + _MAXMETA_BYTES + len(infos) * _MAX_NPY_HEADER:
+        raise CorruptFile(
             f"its members declare {total} bytes, more than max_bytes={max_bytes}; pass a "
             "larger max_bytes to load_model if the file is trusted"
         )
@@ -134,13 +157,13 @@ def _described_nbytes(key: str, digest: str) -> int:
         dtype = np.dtype(dtype)
         shape = ast.literal_eval(shape) if len(shape) < 200 else None
     except (TypeError, ValueError, SyntaxError, MemoryError, RecursionError) as exc:
-        raise _Corrupt(f"corrupt model metadata (digest of {key[:80]!r})") from exc
+        raise CorruptFile(f"corrupt model metadata (digest of {key[:80]!r})") from exc
     if (
         dtype.hasobject
         or not isinstance(shape, tuple)
         or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape)
     ):
-        raise _Corrupt(f"corrupt model metadata (digest of {key[:80]!r})")
+        raise CorruptFile(f"corrupt model metadata (digest of {key[:80]!r})")
     return _nbytes(dtype, shape)
 
 
@@ -150,10 +173,10 @@ def _check_members_against_meta(archive, meta: dict, max_bytes: int) -> None:
     from .resources import check_memory
 
     listed = {f"{k}.npy": k for k in meta["digests"]}
-    members = {i.filename for i in archive.infolist()} - {f"{_META}.npy"}
+    members = {i.filename for i in archive.infolist()} - {f"{META}.npy"}
     if members != set(listed):
         extra = sorted(members - set(listed))[:3]
-        raise _Corrupt(
+        raise CorruptFile(
             f"the arrays in the file do not match its metadata (unlisted members {extra})"
             if extra
             else "the arrays in the file do not match its metadata (members missing)"
@@ -163,35 +186,55 @@ def _check_members_against_meta(archive, meta: dict, max_bytes: int) -> None:
         nbytes = _described_nbytes(key, meta["digests"][key])
         declared = archive.getinfo(member).file_size
         if not 0 < declared - nbytes <= _MAX_NPY_HEADER:
-            raise _Corrupt(
+            raise CorruptFile(
                 f"member {member!r} declares {declared} bytes, but its metadata describes "
                 f"{meta['digests'][key].split(':', 1)[1][:80]} ({nbytes} bytes of data)"
             )
         total += nbytes
         if total > max_bytes:
-            raise _Corrupt(
+            raise CorruptFile(
                 f"its arrays need more than max_bytes={max_bytes} bytes; pass a larger "
                 "max_bytes to load_model if the file is trusted"
             )
     try:
         check_memory(total, "Loading its arrays", "Load it on a machine with more memory.")
     except ValueError as exc:
-        raise _Corrupt(str(exc).rstrip(".")) from None
+        raise CorruptFile(str(exc).rstrip(".")) from None
 
 
-def _read_meta(archive) -> dict:
-    info = archive.getinfo(f"{_META}.npy")
+def read_model_meta(archive, max_bytes: int) -> dict:
+    """The metadata of a model archive (a dict), after its directory is checked; nothing else
+    is decompressed. The caller checks what the metadata means, then calls
+    :func:`read_model_arrays`."""
+    _check_directory(archive, max_bytes)
+    info = archive.getinfo(f"{META}.npy")
     header = _check_member(archive, info, None)
-    if header[0] != np.uint8 or len(header[1]) != 1 or header[3] > _MAX_META_BYTES:
-        raise _Corrupt("corrupt model metadata (not a bounded byte string)")
+    if header[0] != np.uint8 or len(header[1]) != 1 or header[3] > _MAXMETA_BYTES:
+        raise CorruptFile("corrupt model metadata (not a bounded byte string)")
     raw = _read_member(archive, info, header).tobytes()
     try:
         meta = json.loads(raw.decode())
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise _Corrupt(f"corrupt model metadata ({type(exc).__name__})") from exc
+        raise CorruptFile(f"corrupt model metadata ({type(exc).__name__})") from exc
     if not isinstance(meta, dict):
-        raise _Corrupt("corrupt model metadata (not a JSON object)")
+        raise CorruptFile("corrupt model metadata (not a JSON object)")
     return meta
+
+
+def read_model_arrays(archive, meta: dict, max_bytes: int) -> dict[str, np.ndarray]:
+    """Every array the metadata lists: the members checked against it and the memory budget,
+    then each header, before any array is read; each array checked against its digest."""
+    _check_members_against_meta(archive, meta, max_bytes)
+    headers = {}
+    for key, described in meta["digests"].items():
+        info = archive.getinfo(f"{key}.npy")
+        headers[key] = (info, _check_member(archive, info, described.split(":", 1)[1]))
+    data = {}
+    for key, (info, header) in headers.items():
+        data[key] = _read_member(archive, info, header)
+        if digest(data[key]) != meta["digests"][key]:
+            raise CorruptFile(f"array {key!r} fails its checksum (file altered or damaged)")
+    return data
 
 
 # ---------------------------------------------------------------------------------------------
@@ -238,7 +281,7 @@ def _data_offset(handle, info) -> int:
     handle.seek(info.header_offset)
     raw = handle.read(_ZIP_LOCAL_HEADER.size)
     if len(raw) != _ZIP_LOCAL_HEADER.size or raw[:4] != b"PK\x03\x04":
-        raise _Corrupt(f"member {info.filename[:80]!r}: damaged local header")
+        raise CorruptFile(f"member {info.filename[:80]!r}: damaged local header")
     fields = _ZIP_LOCAL_HEADER.unpack(raw)
     return info.header_offset + _ZIP_LOCAL_HEADER.size + fields[-2] + fields[-1]
 
@@ -247,28 +290,30 @@ def _user_headers(archive, size: int) -> dict:
     """``{name: (info, header)}`` of every member, checked, before any array is read."""
     infos = archive.infolist()
     if not infos:
-        raise _Corrupt("the archive holds no arrays")
+        raise CorruptFile("the archive holds no arrays")
     if len(infos) > _MAX_MEMBERS:
-        raise _Corrupt(f"{len(infos)} members, more than a data file holds ({_MAX_MEMBERS})")
+        raise CorruptFile(f"{len(infos)} members, more than a data file holds ({_MAX_MEMBERS})")
     names = [i.filename for i in infos]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
-        raise _Corrupt(f"duplicate members {duplicates[:3]}")
+        raise CorruptFile(f"duplicate members {duplicates[:3]}")
     headers = {}
     for info in infos:
         if not info.filename.endswith(".npy") or info.is_dir():
-            raise _Corrupt(f"member {info.filename[:80]!r} is not a .npy array")
+            raise CorruptFile(f"member {info.filename[:80]!r} is not a .npy array")
         if info.flag_bits & 0x1:
-            raise _Corrupt(f"member {info.filename[:80]!r} is encrypted")
+            raise CorruptFile(f"member {info.filename[:80]!r} is encrypted")
         _check_ratio(info, MAX_DATA_COMPRESSION_RATIO, "MAX_DATA_COMPRESSION_RATIO")
         if info.compress_type == zipfile.ZIP_STORED and info.file_size > size:
-            raise _Corrupt(f"member {info.filename[:80]!r} declares more bytes than the file has")
+            raise CorruptFile(
+                f"member {info.filename[:80]!r} declares more bytes than the file has"
+            )
         try:
             header = _check_member(archive, info, None)
-        except _Corrupt:
+        except CorruptFile:
             raise
         except ValueError as exc:  # numpy's header parser
-            raise _Corrupt(
+            raise CorruptFile(
                 f"member {info.filename[:80]!r}: not a valid .npy header ({exc})"
             ) from None
         headers[info.filename[: -len(".npy")]] = (info, header)
@@ -280,7 +325,7 @@ def _map_member(path, handle, info, header, size: int) -> np.ndarray:
     dtype, shape, fortran, nbytes = header
     start = _data_offset(handle, info) + (info.file_size - nbytes)
     if start + nbytes > size:
-        raise _Corrupt(f"member {info.filename[:80]!r} is truncated")
+        raise CorruptFile(f"member {info.filename[:80]!r} is truncated")
     if nbytes == 0:
         return np.empty(shape, dtype=dtype, order="F" if fortran else "C")
     mapped = np.memmap(
@@ -339,7 +384,7 @@ def read_data_npz(path, what: str | None = None, *, keys=None) -> dict[str, np.n
                     out[key] = _map_member(path, handle, info, header, size)
                 else:
                     out[key] = _read_member(archive, info, header)
-    except _Corrupt as exc:
+    except CorruptFile as exc:
         hint = "; if the data are genuine, save them with np.savez (uncompressed)"
         raise ValueError(f"{what}: {exc}{hint if 'bomb' in str(exc) else ''}.") from None
     except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, zlib.error) as exc:
@@ -375,8 +420,8 @@ def read_data_npy(path, what: str | None = None) -> np.ndarray:
     size = check_regular_file(path, what)
     try:
         with open(path, "rb") as handle:
-            dtype, shape, fortran, offset = _read_header(handle)
-    except _Corrupt as exc:
+            dtype, shape, fortran, offset = read_npy_header(handle)
+    except CorruptFile as exc:
         raise ValueError(f"{what}: {exc}.") from None
     except (ValueError, OSError, EOFError) as exc:
         raise ValueError(

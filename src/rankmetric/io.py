@@ -5,7 +5,7 @@ hyper-parameters and scalar fitted attributes as JSON (``__meta__``), its fitted
 array-valued hyper-parameters) as plain arrays, and a SHA-256 digest of each array so that a
 tampered or truncated file is rejected.
 
-Saving is atomic (:func:`atomic_write`, from :mod:`rankmetric._atomic`, re-exported here): the
+Saving is atomic (``atomic_write`` of the private :mod:`rankmetric._atomic`): the
 archive is written to a unique temporary file in the target's folder, flushed to disk and renamed
 over the target, so a failed or killed save leaves the previous file intact and a concurrent
 reader sees either the old or the new model, never a mix.
@@ -35,7 +35,6 @@ reported as a ``ValueError`` naming the file.
 from __future__ import annotations
 
 import copy
-import hashlib
 import importlib
 import json
 import os
@@ -47,23 +46,20 @@ import numpy as np
 
 from . import __version__
 from ._atomic import atomic_write
-from ._model_classes import module_of
+from ._registry import module_of
 from ._safe_npz import (
-    _META,
     MAX_COMPRESSION_RATIO,
-    _check_directory,
-    _check_member,
-    _check_members_against_meta,
-    _Corrupt,
-    _read_member,
-    _read_meta,
+    META,
+    CorruptFile,
+    digest,
+    read_model_arrays,
+    read_model_meta,
 )
 
 __all__ = [
     "save_model",
     "load_model",
     "register_estimator",
-    "atomic_write",
     "FORMAT_VERSION",
     "MIN_FORMAT_VERSION",
     "MAX_LOAD_BYTES",
@@ -88,7 +84,7 @@ def register_estimator(cls: type) -> type:
 
 
 def _registered_class(name) -> type | None:
-    """The registered class called ``name``, importing the module announced for it if needed."""
+    """The registered class called ``name``, importing its module (``_registry``) if needed."""
     if not isinstance(name, str):
         return None
     if name not in _REGISTRY and (module := module_of(name)) is not None:
@@ -97,12 +93,6 @@ def _registered_class(name) -> type | None:
 
 
 # ----------------------------------------------------------------------------- saving
-
-
-def _digest(a: np.ndarray) -> str:
-    return (
-        hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest() + f":{a.dtype.str}:{a.shape}"
-    )
 
 
 def _is_json_scalar(v: Any) -> bool:
@@ -278,9 +268,9 @@ def save_model(est, path: str | os.PathLike) -> None:
         "params": params,
         "special_params": special,
         "attributes": kinds,
-        "digests": {k: _digest(v) for k, v in arrays.items()},
+        "digests": {k: digest(v) for k, v in arrays.items()},
     }
-    arrays[_META] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
+    arrays[META] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
     atomic_write(path, lambda fh: np.savez(fh, **arrays))
 
 
@@ -290,10 +280,10 @@ def save_model(est, path: str | os.PathLike) -> None:
 def _check_format_version(meta: dict) -> None:
     """The format-version policy: read ``MIN_FORMAT_VERSION..FORMAT_VERSION``, refuse others."""
     if meta.get("format") != FORMAT:
-        raise _Corrupt(f"unknown model format {str(meta.get('format'))[:80]!r}")
+        raise CorruptFile(f"unknown model format {str(meta.get('format'))[:80]!r}")
     version = meta.get("format_version")
     if not isinstance(version, int) or isinstance(version, bool):
-        raise _Corrupt(f"corrupt model metadata (format_version {str(version)[:40]!r})")
+        raise CorruptFile(f"corrupt model metadata (format_version {str(version)[:40]!r})")
     if not MIN_FORMAT_VERSION <= version <= FORMAT_VERSION:
         writer = str(meta.get("library_version", "an unknown version"))[:40]
         action = (
@@ -301,7 +291,7 @@ def _check_format_version(meta: dict) -> None:
             if version > FORMAT_VERSION
             else "load it with the rankmetric that wrote it and save it again"
         )
-        raise _Corrupt(
+        raise CorruptFile(
             f"it is in model format version {version} (written by rankmetric {writer}), but "
             f"rankmetric {__version__} reads format versions {MIN_FORMAT_VERSION} to "
             f"{FORMAT_VERSION}: {action}"
@@ -313,29 +303,15 @@ def _check_meta(meta: dict) -> type:
     _check_format_version(meta)
     cls = _registered_class(meta.get("class"))
     if cls is None:
-        raise _Corrupt(f"unknown estimator class {str(meta.get('class'))[:80]!r}")
+        raise CorruptFile(f"unknown estimator class {str(meta.get('class'))[:80]!r}")
     meta.setdefault("special_params", {})
     if not all(
         isinstance(meta.get(k), dict) for k in ("digests", "params", "attributes", "special_params")
     ):
-        raise _Corrupt("corrupt model metadata (digests, params or attributes missing)")
+        raise CorruptFile("corrupt model metadata (digests, params or attributes missing)")
     if not all(isinstance(v, str) and v.count(":") >= 2 for v in meta["digests"].values()):
-        raise _Corrupt("corrupt model metadata (malformed digests)")
+        raise CorruptFile("corrupt model metadata (malformed digests)")
     return cls
-
-
-def _read_arrays(archive, meta: dict) -> dict[str, np.ndarray]:
-    """Every array the metadata lists (members already checked against it), headers first."""
-    headers = {}
-    for key, digest in meta["digests"].items():
-        info = archive.getinfo(f"{key}.npy")
-        headers[key] = (info, _check_member(archive, info, digest.split(":", 1)[1]))
-    data = {}
-    for key, (info, header) in headers.items():
-        data[key] = _read_member(archive, info, header)
-        if _digest(data[key]) != meta["digests"][key]:
-            raise _Corrupt(f"array {key!r} fails its checksum (file altered or damaged)")
-    return data
 
 
 def load_model(path: str | os.PathLike, *, max_bytes: int = MAX_LOAD_BYTES):
@@ -381,14 +357,12 @@ def load_model(path: str | os.PathLike, *, max_bytes: int = MAX_LOAD_BYTES):
     """
     try:
         with zipfile.ZipFile(path) as archive:
-            _check_directory(archive, max_bytes)
-            meta = _read_meta(archive)
+            meta = read_model_meta(archive, max_bytes)
             cls = _check_meta(meta)
-            _check_members_against_meta(archive, meta, max_bytes)
-            data = _read_arrays(archive, meta)
+            data = read_model_arrays(archive, meta, max_bytes)
         est = _build(cls, meta, data)
         _check_fitted(est)
-    except _Corrupt as exc:
+    except CorruptFile as exc:
         raise ValueError(f"{path}: {exc}.") from exc
     except FileNotFoundError as exc:
         raise ValueError(f"{path}: no such model file.") from exc
@@ -423,13 +397,13 @@ def _special_param(name: str, spec, data: dict[str, np.ndarray]):
     if kind in ("generator", "random_state"):
         state = _state_from_json(spec["state"])
         if state.get("bit_generator") not in _BIT_GENERATORS:
-            raise _Corrupt(f"unknown bit generator in parameter {name!r}")
+            raise CorruptFile(f"unknown bit generator in parameter {name!r}")
         bit_generator = getattr(np.random, state["bit_generator"])()
         bit_generator.state = state
         if kind == "generator":
             return np.random.Generator(bit_generator)
         return np.random.RandomState(bit_generator)
-    raise _Corrupt(f"unknown kind of parameter {name!r}")
+    raise CorruptFile(f"unknown kind of parameter {name!r}")
 
 
 def _build(cls: type, meta: dict, data: dict[str, np.ndarray]):
@@ -446,7 +420,7 @@ def _build(cls: type, meta: dict, data: dict[str, np.ndarray]):
 def _fitted_name(name: str) -> str:
     """``name`` if it is a fitted-attribute name (``coef_``), else an error."""
     if not (isinstance(name, str) and name.endswith("_") and name[:1].isalpha()):
-        raise _Corrupt(f"{str(name)[:80]!r} is not a fitted-attribute name")
+        raise CorruptFile(f"{str(name)[:80]!r} is not a fitted-attribute name")
     return name
 
 
@@ -457,18 +431,18 @@ def _attribute_value(name: str, kind, data: dict[str, np.ndarray]):
     if isinstance(kind, dict) and "array_list" in kind:
         n = kind["array_list"]
         if not isinstance(n, int) or isinstance(n, bool) or not 0 < n <= len(data):
-            raise _Corrupt(f"corrupt model metadata (array_list of {name!r})")
+            raise CorruptFile(f"corrupt model metadata (array_list of {name!r})")
         return [data[f"attr/{name}/{i}"] for i in range(n)]
     if isinstance(kind, dict) and "json" in kind:
         return kind["json"]
-    raise _Corrupt(f"unknown kind of attribute {name!r}")
+    raise CorruptFile(f"unknown kind of attribute {name!r}")
 
 
 def _probe_input(est) -> np.ndarray:
     """A small valid input for ``est``: ones (2, n_features) or identity matrices (2, c, c)."""
     n = est.n_features_in_
     if not isinstance(n, int) or isinstance(n, bool) or not 0 < n <= 1_000_000:
-        raise _Corrupt("corrupt model metadata (n_features_in_)")
+        raise CorruptFile("corrupt model metadata (n_features_in_)")
     if est.__sklearn_tags__().input_tags.three_d_array:
         return np.broadcast_to(np.eye(n), (2, n, n)).copy()
     return np.ones((2, n))
@@ -479,12 +453,12 @@ def _check_fitted(est) -> None:
     for name, value in _fitted_attributes(est).items():
         for a in value if isinstance(value, list) else [value]:
             if isinstance(a, np.ndarray) and a.dtype.kind in "fc" and not np.isfinite(a).all():
-                raise _Corrupt(f"fitted array {name!r} holds NaN or infinite values")
+                raise CorruptFile(f"fitted array {name!r} holds NaN or infinite values")
     if not hasattr(est, "n_features_in_"):
         return
     problem = _declared_shape_problem(est)  # whether or not transform reads them
     if problem is not None:
-        raise _Corrupt(f"its fitted arrays do not fit together ({problem})")
+        raise CorruptFile(f"its fitted arrays do not fit together ({problem})")
     probe = copy.copy(est)  # on the CPU: a model saved on a GPU machine loads anywhere
     if "device" in probe.get_params(deep=False):
         probe.set_params(device="cpu")
@@ -494,8 +468,8 @@ def _check_fitted(est) -> None:
             warnings.simplefilter("ignore")
             out = np.asarray(method(_probe_input(probe)))
     except Exception as exc:  # any failure here means the arrays do not fit together
-        raise _Corrupt(
+        raise CorruptFile(
             f"its fitted arrays do not fit together ({type(exc).__name__}: {str(exc)[:200]})"
         ) from exc
     if not np.isfinite(out).all():
-        raise _Corrupt("its fitted arrays give non-finite outputs")
+        raise CorruptFile("its fitted arrays give non-finite outputs")

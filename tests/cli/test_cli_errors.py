@@ -88,7 +88,7 @@ def test_ctrl_c_prints_one_line(monkeypatch, capsys):
     def interrupted(args):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(fit_cli, "_train_test", interrupted)
+    monkeypatch.setattr(fit_cli, "_load", interrupted)
     assert main(["fit", "kissme", "--data", "iris"]) == 130
     assert capsys.readouterr().err.strip() == "rankmetric: interrupted."
 
@@ -112,6 +112,6 @@ def test_fit_checks_its_arguments_before_fitting(tmp_path, monkeypatch, capsys):
     from rankmetric.cli import fit as fit_cli
 
     loaded = []
-    monkeypatch.setattr(fit_cli, "_train_test", lambda args: loaded.append(args))
+    monkeypatch.setattr(fit_cli, "_load", lambda args: loaded.append(args))
     assert main(["fit", "kissme", "--data", "iris", "--out", str(tmp_path / "no" / "m.npz")]) == 2
     assert loaded == []  # refused before any data was loaded or model fitted

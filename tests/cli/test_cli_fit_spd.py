@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from rankmetric.cli import main
-from rankmetric.cli.fit import METHODS, _first_sentence, _numpydoc_parameters, _plain
+from rankmetric.cli._help import _first_sentence, _numpydoc_parameters, _plain
+from rankmetric.cli.fit import METHODS
 from rankmetric.preprocessing import Covariances
 
 # Fits here use deliberately tiny budgets and data: the convergence and untrained-model
@@ -60,17 +61,16 @@ def test_fit_on_a_trial_file_with_a_covariance_estimator(trial_file, method, cap
 
 def test_the_estimator_reaches_covariances(trial_file, capsys, tmp_path, monkeypatch):
     """The matrices the network sees are Covariances(estimator=NAME)'s, for each name."""
-    import rankmetric.cli.fit as fit_module
+    import rankmetric.datasets.splits as splits_module
 
     seen = {}
-    original = fit_module._load_spd_data
+    original = splits_module._covariances
 
-    def spy(args):
-        data = original(args)
-        seen[args.covariance_estimator] = data.X
-        return data
+    def spy(name):
+        cov = original(name)
+        return lambda X: seen.setdefault(name, cov(X))
 
-    monkeypatch.setattr(fit_module, "_load_spd_data", spy)
+    monkeypatch.setattr(splits_module, "_covariances", spy)
     X, y = np.load(trial_file)["X"], np.load(trial_file)["y"]
     for name in ("scm", "oas"):
         _run_json(["fit", "spdnet", "--data", str(trial_file), "--covariance-estimator", name,
@@ -159,7 +159,7 @@ def test_every_option_has_help_without_sphinx_markup(method, capsys):
     with pytest.raises(SystemExit):
         main(["fit", "--help"])  # the methods' summaries too
     assert not _MARKUP.search(capsys.readouterr().out.split("positional arguments:", 1)[1])
-    if METHODS[method][2] == "spd":
+    if METHODS[method].fit_input == "spd":
         assert "--covariance-estimator" in text and ".npz file of raw trials" in text
 
 

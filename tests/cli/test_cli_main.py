@@ -93,7 +93,7 @@ def test_fit_cli_rejects_multichannel_data_for_vector_methods(capsys, monkeypatc
         return Dataset(X=np.zeros((10, 3, 5)), y=np.arange(10) % 2, name=name, kind="multichannel")
 
     monkeypatch.setattr("rankmetric.datasets.load_dataset", fake_load)
-    assert fit_cli.METHODS["warca"][2] == "features"
+    assert fit_cli.METHODS["warca"].fit_input == "features"
     assert main(["fit", "warca", "--data", "BasicMotions"]) == 2
     assert "rankmetric fit rpl" in capsys.readouterr().err
 

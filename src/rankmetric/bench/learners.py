@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from sklearn.base import is_classifier
 
+from .._registry import ESTIMATORS
 from ._common import captured_warnings
 
 __all__ = [
@@ -33,17 +34,11 @@ __all__ = [
     "split_score_params",
 ]
 
-#: Learner id -> estimator class (dotted path); the Euclidean baselines learn nothing.
+#: Learner id -> estimator class (dotted path); the Euclidean baselines learn nothing. The
+#: learners of rankmetric come from its table of estimators (those with a benchmark label).
 CLASSES = {
-    "itml": "rankmetric.estimators.itml.ITML",
-    "lmnn": "rankmetric.estimators.lmnn.LMNN",
-    "mlmnn": "rankmetric.estimators.mlmnn.MultiMetricLMNN",
+    **{e.name: f"{e.path}.{e.cls}" for e in ESTIMATORS if e.label},
     "nca": "sklearn.neighbors.NeighborhoodComponentsAnalysis",
-    "ssne": "rankmetric.estimators.ssne.SSNE",
-    "warca": "rankmetric.estimators.warca.WARCA",
-    "kernel-warca": "rankmetric.estimators.kernel_warca.KernelWARCA",
-    "kissme": "rankmetric.estimators.kissme.KISSME",
-    "xqda": "rankmetric.estimators.xqda.XQDA",
 }
 EUCLIDEAN = ("euclidean", "euclidean-scaled")
 
@@ -51,15 +46,8 @@ EUCLIDEAN = ("euclidean", "euclidean-scaled")
 LABELS = {
     "euclidean": "Euclidean",
     "euclidean-scaled": "Euclidean (scaled)",
-    "itml": "ITML",
-    "lmnn": "LMNN",
-    "mlmnn": "mLMNN",
+    **{e.name: e.label for e in ESTIMATORS if e.label},
     "nca": "NCA (scikit-learn)",
-    "ssne": "SSNE",
-    "warca": "WARCA",
-    "kernel-warca": "Kernel WARCA",
-    "kissme": "KISSME",
-    "xqda": "XQDA",
 }
 
 #: Grid entries that tune the scoring rule (the k of the k-NN vote), not the estimator: they are

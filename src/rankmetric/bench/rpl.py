@@ -53,7 +53,6 @@ from ._common import (
     compare_rows,
     format_ci,
     format_comparison,
-    format_pm,
     group_by,
     markdown_table,
     mean_ci,
@@ -233,38 +232,38 @@ def user_split(path) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     the held-out one at the mean of its own trials, without labels), the field's standard
     for a new session; else a stratified :data:`USER_TEST_SIZE` hold-out (seed 0).
     """
-    from sklearn.model_selection import train_test_split
+    from ..datasets import load_split
+    from ..preprocessing import DomainRecentering
 
-    from ..datasets.user_trials import read_trial_file
-    from ..preprocessing import Covariances, DomainRecentering
+    held = _held_session(path)[1]
+    split = load_split(path, test_size=USER_TEST_SIZE, spd=True,
+                       covariance_estimator=USER_COVARIANCES, test_domain=held)  # fmt: skip
+    if held is None:
+        return split.X_train, split.y_train, split.X_test, split.y_test
+    sessions = split.domains_train.astype(str)
+    recentre = DomainRecentering(device="cpu").fit(split.X_train, domains=sessions)
+    C_train = recentre.transform(split.X_train, domains=sessions)
+    return C_train, split.y_train, recentre.transform(split.X_test), split.y_test
+
+
+def _held_session(path) -> tuple[bool, str | None]:
+    """``(has X_test, the session held out)``: the last of two or more, without ``X_test``."""
+    from ..datasets import read_trial_file
 
     data = read_trial_file(path)
-    cov = Covariances(estimator=USER_COVARIANCES)
-    C = cov.fit_transform(data.X)
-    if data.X_test is not None:
-        return C, data.y, cov.transform(data.X_test), data.y_test
-    sessions = None if data.domains is None else data.domains.astype(str)
-    if sessions is not None and len(np.unique(sessions)) >= 2:
-        test = sessions == np.unique(sessions)[-1]
-        recentre = DomainRecentering(device="cpu").fit(C[~test], domains=sessions[~test])
-        C_train = recentre.transform(C[~test], domains=sessions[~test])
-        return C_train, data.y[~test], recentre.transform(C[test]), data.y[test]
-    C_tr, C_te, y_tr, y_te = train_test_split(
-        C, data.y, test_size=USER_TEST_SIZE, stratify=data.y, random_state=0
-    )
-    return C_tr, y_tr, C_te, y_te
+    if data.X_test is not None or data.domains is None:
+        return data.X_test is not None, None
+    sessions = np.unique(data.domains.astype(str))
+    return False, str(sessions[-1]) if len(sessions) >= 2 else None
 
 
 def split_description(name) -> str:
     """How :func:`user_split` splits a user's file (for the table's heading)."""
-    from ..datasets.user_trials import read_trial_file
-
-    data = read_trial_file(name)
-    if data.X_test is not None:
+    has_test, held = _held_session(name)
+    if has_test:
         return "the file's X_test"
-    if data.domains is not None and len(np.unique(data.domains.astype(str))) >= 2:
-        last = str(np.unique(data.domains.astype(str))[-1])
-        return f"session {last!r} held out (cross-session), every session re-centred"
+    if held is not None:
+        return f"session {held!r} held out (cross-session), every session re-centred"
     return f"stratified {USER_TEST_SIZE:.0%} hold-out, seed 0"
 
 
@@ -379,18 +378,6 @@ def _aggregate(results: list[dict], spread=mean_std) -> dict:
 def discriminating(entries: dict) -> bool:
     """Whether some method's mean R@1 is more than :data:`CHANCE_BAND` above chance."""
     return any(e["R@1"][0] > e["chance R@1"][0] + CHANCE_BAND for e in entries.values())
-
-
-def _ours_table(table: dict, datasets: list[str], methods: list[str]) -> str:
-    header = ["method"] + [f"{d} {m}" for d in datasets for m in METRICS]
-    rows = []
-    for method in methods:
-        row = [METHOD_INFO[method][0]]
-        for dataset in datasets:
-            entry = table.get(dataset, {}).get(method)
-            row += [format_pm(*entry[m], digits=1) if entry else "—" for m in METRICS]
-        rows.append(row)
-    return markdown_table(header, rows)
 
 
 def compare_r1(results: list[dict], dataset: str) -> dict[str, dict]:

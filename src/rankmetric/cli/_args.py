@@ -189,3 +189,17 @@ def junk_ids(values) -> tuple:
     if [v.lower() for v in values] == ["none"]:
         return ()
     return tuple(values)
+
+
+#: Parameters of :func:`rankmetric.datasets.load_split` / ``read_embeddings`` -> their options.
+_OPTIONS = {"data": "--data", "test_domain": "--test-domain", "test_size": "--test-size",
+            "covariance_estimator": "--covariance-estimator", "labels": "--labels"}  # fmt: skip
+
+
+def option_error(exc: ValueError) -> ValueError:
+    """A library error that starts with the parameter at fault, naming its option instead."""
+    message = str(exc)
+    for name, option in _OPTIONS.items():
+        if message.startswith((f"{name} ", f"{name}:")):
+            return ValueError(option + message[len(name) :])
+    return exc

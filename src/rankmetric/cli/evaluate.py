@@ -7,27 +7,24 @@ or ``.npy`` with ``--labels``) or from a saved model applied to a named data set
 from __future__ import annotations
 
 import argparse
-import json
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
-from .._safe_npz import read_data_npy, read_data_npz
 from ._args import (
     add_feature_file_options,
     check_column_options,
     check_device,
-    check_input_file,
     check_threads,
     feature_file_columns,
     junk_ids,
+    option_error,
     vector_metric,
 )
 from ._pairs import add_evaluate_pairs_options, run_evaluate_pairs
+from ._report import flat, print_report, reid_report, transform
 
 SCORES = ("knn", "retrieval", "clustering", "cv")
-_KEYS = {"X": ("X", "embeddings"), "y": ("y", "labels")}
 
 EPILOG = """\
 examples:
@@ -66,96 +63,33 @@ class _Embedded:
     eval_split: np.ndarray | None = None  # "query" / "gallery" / "test" of the evaluation part
 
 
-def _flat(X: np.ndarray) -> np.ndarray:
-    """Rows of an embedding; matrix outputs (n, c, c) are flattened."""
-    X = np.asarray(X)
-    return X.reshape(len(X), -1) if X.ndim > 2 else X
-
-
-class _Arrays(dict):
-    """The arrays of a ``.npz`` file, with ``files`` (the names) as ``np.load``'s archive."""
-
-    @property
-    def files(self) -> list[str]:
-        return list(self)
-
-
-def _pick(archive, name: str, path: str, required: bool = True):
-    for key in _KEYS.get(name, (name,)):
-        if key in archive:
-            return archive[key]
-    if required:
-        raise ValueError(
-            f"{path} has no array {' or '.join(_KEYS[name])!r} (found {archive.files})."
-        )
-    return None
-
-
-def _read_labels(path: str) -> np.ndarray:
-    check_input_file(path, "--labels")
-    if path.endswith(".npy"):
-        return read_data_npy(path, f"--labels {path}")
-    labels = np.loadtxt(path, dtype=str, ndmin=1)
-    try:
-        return labels.astype(np.int64)
-    except ValueError:
-        return labels
-
-
 def _from_file(args) -> _Embedded:
-    path = args.embeddings
-    if not Path(path).is_file():
-        raise ValueError(f"{path}: no such file.")
-    if path.endswith(".npz"):
-        if args.labels:
-            raise ValueError("--labels goes with a .npy file; a .npz file holds its labels (y).")
-        archive = _Arrays(read_data_npz(path))  # untrusted: checked before it is read
-        X, y = _pick(archive, "X", path), _pick(archive, "y", path)
-        X_test, y_test = (_pick(archive, key, path, False) for key in ("X_test", "y_test"))
-    elif path.endswith(".npy"):
-        if not args.labels:
-            raise ValueError("a .npy file holds embeddings only: give --labels PATH as well.")
-        X, y, X_test, y_test = (
-            read_data_npy(path),
-            _read_labels(args.labels),
-            None,
-            None,
-        )
-    else:
-        raise ValueError(f"{path}: expected a .npy or .npz file.")
-    if (X_test is None) != (y_test is None):
-        raise ValueError(f"{path} must hold both X_test and y_test, or neither.")
-    raw = (None, _flat(X), y)
-    if X_test is None:
-        return _Embedded(_flat(X), y, None, None, path, "no test part: leave-one-out", raw)
-    return _Embedded(_flat(X_test), y_test, _flat(X), y, path, "X -> X_test", raw)
+    """An embeddings file (:func:`~rankmetric.datasets.read_embeddings`)."""
+    from ..datasets import read_embeddings
 
-
-def _load_data(name: str, test_size: float):
-    """Train and test parts of a named set, split as `rankmetric fit` splits it."""
-    from sklearn.model_selection import train_test_split
-
-    from ..datasets import load_dataset, load_spd
-
-    data = load_dataset(name)
-    if data.X.ndim == 3 and data.X.shape[1] != data.X.shape[2]:  # multichannel -> SPD
-        data = load_spd(name)
-    if data.X_test is not None:
-        return data, data.X, data.y, data.X_test, data.y_test, "official test split"
-    X_tr, X_te, y_tr, y_te = train_test_split(
-        data.X, data.y, test_size=test_size, stratify=data.y, random_state=0
-    )
-    return data, X_tr, y_tr, X_te, y_te, f"stratified {test_size:.0%} hold-out, seed 0"
+    try:
+        found = read_embeddings(args.embeddings, args.labels)
+    except ValueError as exc:
+        raise option_error(exc) from None
+    raw = (None, flat(found.X_train), found.y_train)
+    if len(found.y_test) == 0:
+        return _Embedded(flat(found.X_train), found.y_train, None, None, found.source, found.how,
+                         raw, found.cameras_train)  # fmt: skip
+    return _Embedded(flat(found.X_test), found.y_test, flat(found.X_train), found.y_train,
+                     found.source, found.how, raw, found.cameras_test)  # fmt: skip
 
 
 def _from_model(args) -> _Embedded:
+    from ..datasets import load_split
     from ..io import load_model
 
     model = load_model(args.model) if args.model else None
-    data, X_tr, y_tr, X_te, y_te, split = _load_data(args.data, args.test_size)
-    embed = (lambda X: _flat(model.transform(X))) if model is not None else _flat
+    split = load_split(args.data, test_size=args.test_size, spd=None)  # as `rankmetric fit`
+    data = split.dataset  # the set before the hold-out, for the cross-validation
+    embed = (lambda X: flat(model.transform(X))) if model is not None else flat
     source = f"{args.model or 'raw features'} on {args.data}"
-    return _Embedded(embed(X_te), y_te, embed(X_tr), y_tr, source, split, (model, data.X, data.y))
+    return _Embedded(embed(split.X_test), split.y_test, embed(split.X_train), split.y_train,
+                     source, split.how, (model, data.X, data.y))  # fmt: skip
 
 
 def _evaluated_rows(data, args) -> tuple[np.ndarray, np.ndarray, str]:
@@ -164,7 +98,7 @@ def _evaluated_rows(data, args) -> tuple[np.ndarray, np.ndarray, str]:
     Its ``split`` column when it has one; else, with ``--model``, the hold-out that ``rankmetric
     fit`` made of the same file (same rule, seed and ``--test-size``), so that the rows the
     model was trained on are never scored; else (raw features, nothing trained) every row."""
-    from .fit import user_file_rows
+    from ..datasets import holdout_rows
 
     if data.split is not None:
         evaluated, reference = data.rows("test", "query", "gallery"), data.rows("train")
@@ -172,7 +106,7 @@ def _evaluated_rows(data, args) -> tuple[np.ndarray, np.ndarray, str]:
             raise ValueError(f"{args.data}: the split column has no test, query or gallery rows.")
         return evaluated, reference, "split column"
     if args.model:
-        train, test, how = user_file_rows(data, args.test_size, args.data)
+        train, test, how = holdout_rows(data, args.test_size)
         return test, train, f"no split column: rankmetric fit's hold-out, {how}"
     return data.rows(), np.arange(0), "all rows"
 
@@ -186,7 +120,7 @@ def _from_user_file(args) -> _Embedded:
 
     data = load_features(args.data, **feature_file_columns(args))
     model = load_model(args.model) if args.model else None
-    embed = (lambda X: _flat(model.transform(X))) if model is not None else _flat
+    embed = (lambda X: flat(model.transform(X))) if model is not None else flat
     source = f"{args.model or 'raw features'} on {args.data}"
     raw = (model, data.X, data.y)
     cams, split = data.cameras, data.split
@@ -202,63 +136,32 @@ def _from_user_file(args) -> _Embedded:
                      sub(split))  # fmt: skip
 
 
-def _is_trial_file(path: str | None) -> bool:
-    """A ``.npz`` file whose ``X`` holds raw multichannel trials (n_trials, channels, time)."""
-    if not path or not str(path).lower().endswith(".npz"):
-        return False
-    import zipfile
-
-    try:  # the header of X only: the trials themselves are read once, later
-        with zipfile.ZipFile(path) as archive, archive.open("X.npy") as member:
-            major, _ = np.lib.format.read_magic(member)
-            read = {1: np.lib.format.read_array_header_1_0, 2: np.lib.format.read_array_header_2_0}
-            shape = read[major](member)[0]
-        return len(shape) == 3
-    except (OSError, ValueError, KeyError, zipfile.BadZipFile):
-        return False  # reported by the feature-file reader, with its message
-
-
 def _from_trial_file(args) -> _Embedded:
     """Raw trials embedded by an SPD ``--model``: covariances (``--covariance-estimator``, as
     at fit) and the split of ``rankmetric fit rpl|spdnet`` on the same file (its ``X_test``, a
     held-out domain with ``--test-domain``, else the stratified ``--test-size`` hold-out), with
     the file's ``domains`` passed to ``transform`` when the model was fitted with domains."""
-    import argparse
-
+    from ..datasets import load_split
     from ..io import load_model
-    from .fit import _spd_train_test, _transform
 
     model = load_model(args.model)
     if not hasattr(model, "weights_"):
         raise ValueError(f"{args.data} holds raw trials: --model must be an SPD network "
                          "(rankmetric fit rpl|spdnet).")  # fmt: skip
-    fit_args = argparse.Namespace(data=args.data, test_size=args.test_size, method="rpl",
-                                  covariance_estimator=args.covariance_estimator,
-                                  test_domain=args.test_domain)  # fmt: skip
-    X_tr, y_tr, X_te, y_te, split, (d_tr, d_te) = _spd_train_test(fit_args)
+    try:
+        split = load_split(args.data, test_size=args.test_size, spd=True,
+                           covariance_estimator=args.covariance_estimator,
+                           test_domain=args.test_domain)  # fmt: skip
+    except ValueError as exc:
+        raise option_error(exc) from None
     source = f"{args.model} on the trials of {args.data}"
-    return _Embedded(_flat(_transform(model, X_te, d_te)), y_te,
-                     _flat(_transform(model, X_tr, d_tr)), y_tr, source, split)  # fmt: skip
-
-
-def _attach_cameras(e: _Embedded, path: str) -> _Embedded:
-    """An embeddings ``.npz`` with ``cameras`` (or ``cameras_test`` beside ``X_test``): the
-    evaluated part's cameras, so that re-id scores are printed."""
-    if not path.endswith(".npz"):
-        return e
-    key = "cameras" if e.X_ref is None else "cameras_test"
-    found = read_data_npz(path, keys=(key,))
-    if key in found:
-        e.cameras = found[key]
-    if e.cameras is not None and len(e.cameras) != len(e.y_eval):
-        raise ValueError(f"{path}: {key} has {len(e.cameras)} values for {len(e.y_eval)} items.")
-    return e
+    Z_test = flat(transform(model, split.X_test, split.domains_test))
+    Z_train = flat(transform(model, split.X_train, split.domains_train))
+    return _Embedded(Z_test, split.y_test, Z_train, split.y_train, source, split.how)
 
 
 def _reid_score(e: _Embedded, args) -> dict[str, float]:
     """Re-id scores (Market-1501 protocol) when the evaluated items have cameras."""
-    from .fit import reid_report
-
     junk = junk_ids(getattr(args, "junk_id", None))
     found = reid_report(lambda X: X, e.X_eval, e.y_eval, e.cameras, e.eval_split, args.metric,
                         rerank=args.rerank, junk_ids=junk)  # fmt: skip
@@ -327,13 +230,13 @@ def run_evaluate(args: argparse.Namespace) -> int:
         raise ValueError("give either an embeddings file or --data NAME (with --model PATH).")
     if args.model and not args.data:
         raise ValueError("--model needs --data NAME: the data set to embed.")
-    from ..datasets.user_features import is_feature_file
+    from ..datasets import is_feature_file, is_trial_file
 
     check_column_options(args, bool(args.data) and is_feature_file(args.data))
     if args.embeddings:
-        embedded = _attach_cameras(_from_file(args), args.embeddings)
+        embedded = _from_file(args)
     else:
-        if args.model and _is_trial_file(args.data):
+        if args.model and is_trial_file(args.data):
             embedded = _from_trial_file(args)
         elif is_feature_file(args.data):
             embedded = _from_user_file(args)
@@ -351,16 +254,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
         "seed": args.seed,
         "scores": scores,
     }
-    if args.json:
-        print(json.dumps(report, indent=2))
-        return 0
-    for key, value in report.items():
-        if key != "scores":
-            print(f"{key:<14} {value}")
-    width = max(len(k) for k in scores)
-    for key, value in scores.items():
-        print(f"  {key:<{width}}  {value:.4f}" if isinstance(value, float) else
-              f"  {key:<{width}}  {value}")  # fmt: skip
+    print_report(report, args.json)
     return 0
 
 

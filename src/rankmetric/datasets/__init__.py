@@ -35,8 +35,15 @@ _LAZY = {
     "FeatureData": ".user_features",
     "is_feature_file": ".user_features",
     "load_features": ".user_features",
+    "Split": ".splits",
+    "holdout_rows": ".splits",
+    "load_split": ".splits",
+    "PairData": ".user_pairs",
+    "read_pair_file": ".user_pairs",
     "TrialData": ".user_trials",
     "read_trial_file": ".user_trials",
+    "is_trial_file": ".user_trials",
+    "read_embeddings": ".embeddings",
 }
 
 __all__ = [
@@ -51,6 +58,9 @@ __all__ = [
     "list_datasets",
     "load_dataset",
     "load_features",
+    "load_split",
+    "holdout_rows",
+    "Split",
     "is_feature_file",
     "load_spd",
     "make_camera_views",
@@ -59,6 +69,10 @@ __all__ = [
     "make_spd_clusters",
     "make_synthetic_reid",
     "read_trial_file",
+    "read_pair_file",
+    "PairData",
+    "is_trial_file",
+    "read_embeddings",
     "read_ts",
     "TrialData",
 ]

@@ -27,7 +27,7 @@ import numpy as np
 
 from .user_features import ALIASES as FEATURE_ALIASES
 
-__all__ = ["TRIAL_ALIASES", "TrialData", "read_trial_file"]
+__all__ = ["TRIAL_ALIASES", "TrialData", "is_trial_file", "read_trial_file"]
 
 #: What a trial file's arrays may be called, for each role (first found wins).
 TRIAL_ALIASES = {
@@ -77,6 +77,42 @@ class TrialData:
     @property
     def n_channels(self) -> int:
         return int(self.X.shape[1])
+
+
+def is_trial_file(path) -> bool:
+    """Whether ``path`` is a ``.npz`` file whose ``X`` holds raw trials (3-D), by its header.
+
+    Only the header of ``X`` is read (the trials themselves are read once, later); a file that
+    cannot be read is not one (its reader reports why).
+
+    Parameters
+    ----------
+    path : str or path-like or None
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> import numpy as np, os, tempfile
+    >>> from rankmetric.datasets import is_trial_file
+    >>> path = os.path.join(tempfile.mkdtemp(), "t.npz")
+    >>> np.savez(path, X=np.zeros((2, 3, 8)), y=[0, 1])
+    >>> is_trial_file(path), is_trial_file("iris")
+    (True, False)
+    """
+    import zipfile
+
+    from .._safe_npz import read_npy_header
+
+    if not path or not str(path).lower().endswith(".npz"):
+        return False
+    try:
+        with zipfile.ZipFile(path) as archive, archive.open("X.npy") as member:
+            return len(read_npy_header(member)[1]) == 3
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile):
+        return False
 
 
 def _pick(arrays: dict, role: str, suffix: str = "") -> str | None:

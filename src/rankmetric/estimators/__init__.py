@@ -21,20 +21,9 @@ from __future__ import annotations
 
 import importlib
 
-_LAZY = {
-    "WARCA": "rankmetric.estimators.warca",
-    "KernelWARCA": "rankmetric.estimators.kernel_warca",
-    "SSNE": "rankmetric.estimators.ssne",
-    "RPLEmbedding": "rankmetric.estimators.spd",
-    "SPDNetEmbedding": "rankmetric.estimators.spd",
-    "LMNN": "rankmetric.estimators.lmnn",
-    "MultiMetricLMNN": "rankmetric.estimators.mlmnn",
-    "ITML": "rankmetric.estimators.itml",
-    "KISSME": "rankmetric.estimators.kissme",
-    "XQDA": "rankmetric.estimators.xqda",
-    "PairClassifier": "rankmetric.estimators.pair_classifier",
-    "MDM": "rankmetric.estimators.spd",
-}
+from .._registry import ESTIMATORS
+
+_LAZY = {e.cls: e.path for e in ESTIMATORS}  # the one table of estimators
 
 __all__ = list(_LAZY)
 

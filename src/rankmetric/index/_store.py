@@ -34,7 +34,7 @@ import numpy as np
 
 from .. import __version__
 from .._atomic import atomic_write
-from .._safe_npz import _Corrupt, _read_header
+from .._safe_npz import CorruptFile, read_npy_header
 from ..neighbors import METRICS
 
 __all__ = ["save_index", "load_index", "FORMAT", "FORMAT_VERSION"]
@@ -182,15 +182,15 @@ def save_index(index, path: str | os.PathLike) -> None:
 def _read_manifest(path: Path) -> dict:
     file = path / _MANIFEST
     if not path.is_dir():
-        raise _Corrupt("not an index folder")
+        raise CorruptFile("not an index folder")
     if not file.is_file():
-        raise _Corrupt(f"no {_MANIFEST}: not a rankmetric index folder")
+        raise CorruptFile(f"no {_MANIFEST}: not a rankmetric index folder")
     if file.stat().st_size > _MAX_MANIFEST_BYTES:
-        raise _Corrupt(f"{_MANIFEST} is larger than an index manifest can be")
+        raise CorruptFile(f"{_MANIFEST} is larger than an index manifest can be")
     try:
         meta = json.loads(file.read_bytes().decode())
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise _Corrupt(f"corrupt {_MANIFEST} ({type(exc).__name__})") from exc
+        raise CorruptFile(f"corrupt {_MANIFEST} ({type(exc).__name__})") from exc
     _check_manifest(meta)
     return meta
 
@@ -201,10 +201,10 @@ def _is_count(v, low: int = 0) -> bool:
 
 def _check_manifest(meta) -> None:
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-        raise _Corrupt("not a rankmetric index manifest")
+        raise CorruptFile("not a rankmetric index manifest")
     version = meta.get("format_version")
     if not _is_count(version, 1) or version > FORMAT_VERSION:
-        raise _Corrupt(
+        raise CorruptFile(
             f"index format version {version!r}; this rankmetric reads versions 1 to "
             f"{FORMAT_VERSION} (a newer file needs a newer rankmetric)"
         )
@@ -230,12 +230,12 @@ def _check_manifest(meta) -> None:
     }
     bad = [k for k, ok in checks.items() if not ok]
     if bad:
-        raise _Corrupt(f"corrupt {_MANIFEST} (bad {', '.join(bad)})")
+        raise CorruptFile(f"corrupt {_MANIFEST} (bad {', '.join(bad)})")
     expected = {"vectors.npy", "ids.npy", *meta["attributes"].values()}
     expected |= {"model.npz"} if meta["model"] else set()
     expected |= {"faiss.bin"} if meta["backend"] != "exact" else set()
     if set(meta["files"]) != expected:
-        raise _Corrupt(
+        raise CorruptFile(
             f"{_MANIFEST} lists files {sorted(meta['files'])}, expected {sorted(expected)}"
         )
     for name, entry in meta["files"].items():
@@ -245,15 +245,15 @@ def _check_manifest(meta) -> None:
             and isinstance(entry.get("sha256"), str)
             and len(entry["sha256"]) == 64
         ):
-            raise _Corrupt(f"corrupt {_MANIFEST} (entry of {name})")
+            raise CorruptFile(f"corrupt {_MANIFEST} (entry of {name})")
 
 
 def _check_file(path: Path, name: str, entry: dict, verify: bool, finite: bool = False) -> None:
     file = path / name
     if not file.is_file():
-        raise _Corrupt(f"{name} is missing")
+        raise CorruptFile(f"{name} is missing")
     if file.stat().st_size != entry["bytes"]:
-        raise _Corrupt(
+        raise CorruptFile(
             f"{name} has {file.stat().st_size} bytes, the manifest says {entry['bytes']}"
         )
     if not verify:
@@ -263,26 +263,26 @@ def _check_file(path: Path, name: str, entry: dict, verify: bool, finite: bool =
         for block in iter(lambda: fh.read(1 << 24), b""):
             digest.update(block)
     if digest.hexdigest() != entry["sha256"]:
-        raise _Corrupt(f"{name} does not match its SHA-256 digest (damaged or altered)")
+        raise CorruptFile(f"{name} does not match its SHA-256 digest (damaged or altered)")
 
 
 def _load_npy(path: Path, name: str, kinds: str, shape: tuple, mmap: bool) -> np.ndarray:
     with open(path / name, "rb") as fh:
         try:
-            dtype, got, fortran, offset = _read_header(fh)
+            dtype, got, fortran, offset = read_npy_header(fh)
         except ValueError as exc:
-            raise _Corrupt(f"{name} is not a .npy array ({exc})") from exc
+            raise CorruptFile(f"{name} is not a .npy array ({exc})") from exc
     if dtype.kind not in kinds or got != shape or fortran or not dtype.isnative:
-        raise _Corrupt(f"{name} holds {dtype.str}{got}, expected {kinds!r} of shape {shape}")
+        raise CorruptFile(f"{name} holds {dtype.str}{got}, expected {kinds!r} of shape {shape}")
     if offset + int(np.prod(shape)) * dtype.itemsize != (path / name).stat().st_size:
-        raise _Corrupt(f"{name} has the wrong size for its header")
+        raise CorruptFile(f"{name} has the wrong size for its header")
     return np.load(path / name, mmap_mode="r" if mmap else None, allow_pickle=False)
 
 
 def _check_finite(vectors: np.ndarray) -> None:
     for start in range(0, vectors.shape[0], _CHUNK_ROWS):  # chunks of rows
         if not np.isfinite(vectors[start : start + _CHUNK_ROWS]).all():
-            raise _Corrupt("vectors.npy holds NaN or infinite values")
+            raise CorruptFile("vectors.npy holds NaN or infinite values")
 
 
 def load_index(
@@ -292,7 +292,7 @@ def load_index(
     path = Path(path)
     try:
         return _load(path, mmap, rebuild, verify)
-    except _Corrupt as exc:
+    except CorruptFile as exc:
         raise ValueError(f"cannot load the index {path}: {exc}.") from None
 
 
@@ -309,13 +309,13 @@ def _load(path: Path, mmap: bool, rebuild: bool, verify: bool):
             _check_file(path, name, entry, verify)
     vectors = _load_npy(path, "vectors.npy", "f", (n, dim), mmap)
     if vectors.dtype != np.float32:
-        raise _Corrupt(f"vectors.npy holds {vectors.dtype}, not float32")
+        raise CorruptFile(f"vectors.npy holds {vectors.dtype}, not float32")
     if verify:
         _check_finite(vectors)
     ids = _load_npy(path, "ids.npy", "i" if meta["ids"] == "int64" else "U", (n,), False)
     ids = ids.astype(np.int64) if meta["ids"] == "int64" else ids.astype(object)
     if len(set(ids.tolist())) != n:
-        raise _Corrupt("ids.npy repeats ids")
+        raise CorruptFile("ids.npy repeats ids")
     attributes = {
         name: _load_npy(path, file, "biufU", (n,), False)
         for name, file in meta["attributes"].items()
@@ -337,8 +337,8 @@ def _load(path: Path, mmap: bool, rebuild: bool, verify: bool):
                     meta["backend"], blob, index.params, meta["metric"]
                 )
             except RuntimeError as exc:
-                raise _Corrupt(f"faiss.bin is not a faiss index ({str(exc)[:200]})") from None
+                raise CorruptFile(f"faiss.bin is not a faiss index ({str(exc)[:200]})") from None
             if ann.index.ntotal != n or ann.sub.d != dim:
-                raise _Corrupt("faiss.bin does not describe the index's vectors")
+                raise CorruptFile("faiss.bin does not describe the index's vectors")
             index._ann = ann
     return index

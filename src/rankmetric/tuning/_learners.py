@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._registry import ESTIMATORS
 from .._utils import make_rng
 from ._search import TunedMetricLearner
 
@@ -231,16 +232,8 @@ for _cls in (WARCACV, KernelWARCACV, SSNECV, ITMLCV, KISSMECV, XQDACV, LMNNCV):
     _complete_docstring(_cls)
 
 
-#: ``rankmetric fit`` method name -> its tuned learner.
-CV_CLASSES = {
-    "warca": WARCACV,
-    "kernel-warca": KernelWARCACV,
-    "ssne": SSNECV,
-    "itml": ITMLCV,
-    "kissme": KISSMECV,
-    "xqda": XQDACV,
-    "lmnn": LMNNCV,
-}
+#: ``rankmetric fit`` method name -> its tuned learner (from the table of estimators).
+CV_CLASSES = {e.name: globals()[e.tuned] for e in ESTIMATORS if e.tuned}
 
 
 def tuned_learner(method: str, estimator, budget: float = 10.0) -> TunedMetricLearner:

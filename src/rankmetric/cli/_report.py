@@ -1,0 +1,108 @@
+"""What ``rankmetric fit`` and ``rankmetric evaluate`` print: k-NN, re-id and pair scores of a
+fitted model beside the Euclidean baseline on the same features."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+__all__ = ["flat", "knn_report", "model_preprocessing", "print_report", "reid_report", "transform"]
+
+
+def model_preprocessing(est):
+    """``(preprocess, description)``: the fixed preprocessing ``est`` applies before its learned
+    part — the per-feature standardisation ``(x − mean_) / scale_`` of WARCA and SSNE (with
+    ``standardize=True``) — or ``(None, "none")``. The Euclidean baseline of a report is scored
+    on these features, so that the gain printed is the learned part's alone."""
+    mean, scale = getattr(est, "mean_", None), getattr(est, "scale_", None)
+    if mean is None or scale is None or np.ndim(scale) != 1:
+        return None, "none"
+    if np.all(scale == 1) and np.all(mean == 0):  # standardize=False
+        return None, "none"
+    return (lambda X: (np.asarray(X) - mean) / scale), "standardised (the model's mean_, scale_)"
+
+
+def reid_report(embed, X, y, cameras, split, metric: str = "euclidean", *,
+                preprocess=None, rerank: bool = False, junk_ids=(-1,)) -> dict:  # fmt: skip
+    """Re-id scores (Market-1501 protocol) of the test part under plain Euclidean distance (on
+    the features after the model's ``preprocess`` when given, and on the raw ones) and embedded:
+    queries and gallery from the ``split`` column, else one query per (identity, camera)
+    track; ``rerank`` re-ranks each ranking (k-reciprocal), ``junk_ids`` are ignored in the
+    gallery (:func:`rankmetric.evaluate.reid_scores`)."""
+    from ..evaluate import query_gallery_split, reid_scores, rerank_k_reciprocal
+
+    if split is not None and np.isin(split, ("query", "gallery")).any():
+        query, gallery = np.flatnonzero(split == "query"), np.flatnonzero(split != "query")
+    else:
+        query, gallery = query_gallery_split(y, cameras)
+    ranks = tuple(r for r in (1, 5, 10, 20) if r <= len(gallery))
+    report = {}
+    spaces = [("euclidean", X), ("learned", embed(X))]
+    if preprocess is not None:
+        spaces = [("euclidean", preprocess(X)), ("euclidean_raw", X), spaces[1]]
+    for name, Z in spaces:
+        Z = flat(np.asarray(Z))
+        if rerank:
+            D = rerank_k_reciprocal(Z[query], Z[gallery], metric=metric, device="cpu")
+            q_in, g_in, how = D, None, "precomputed"
+        else:
+            q_in, g_in, how = Z[query], Z[gallery], metric
+        s = reid_scores(q_in, y[query], cameras[query], g_in, y[gallery], cameras[gallery],
+                        ranks=ranks, metric=how, device="cpu", junk_ids=junk_ids)  # fmt: skip
+        report.update({f"reid_rank{r}_{name}": v for r, v in s["cmc"].items()})
+        report.update({f"reid_mAP_{name}": s["mAP"], f"reid_mINP_{name}": s["mINP"]})
+        report.update(reid_queries_valid=s["n_valid"], reid_queries_skipped=s["n_skipped"])
+    return report
+
+
+def transform(est, X, domains):
+    """``est.transform(X)``, with the domains of ``X`` when the model was fitted with them (a
+    test file without domains_test is one new domain, re-centred at its own mean)."""
+    if getattr(est, "domains_", None) is None:
+        return est.transform(X)
+    return est.transform(X, domains=domains)
+
+
+def flat(X) -> np.ndarray:
+    """Rows of an embedding; matrix outputs (n, c, c) are flattened."""
+    X = np.asarray(X)
+    return X.reshape(len(X), -1) if X.ndim > 2 else X
+
+
+def knn_report(est, k: int, train: tuple, test: tuple, preprocess) -> dict:
+    """k-NN accuracy of the learned metric and of Euclidean distance on the same features
+    (after the model's ``preprocess``; then on the raw ones too, ``..._euclidean_raw``)."""
+    from ..evaluate import knn_accuracy
+
+    (X_tr, y_tr, d_tr), (X_te, y_te, d_te) = train, test
+    if not np.isin(y_te, y_tr).all():  # k-NN accuracy needs the test classes in training
+        return {}
+    knn = lambda A, B: knn_accuracy(flat(A), y_tr, flat(B), y_te, k=k)  # noqa: E731
+    report = {}
+    if preprocess is not None:  # the learned part's gain: Euclidean on the same features
+        report[f"knn{k}_accuracy_euclidean"] = knn(preprocess(X_tr), preprocess(X_te))
+        report[f"knn{k}_accuracy_euclidean_raw"] = knn(X_tr, X_te)
+    else:
+        report[f"knn{k}_accuracy_euclidean"] = knn(X_tr, X_te)
+    Z_tr = transform(est, X_tr, d_tr)
+    Z_te = transform(est, X_te, d_te if d_tr is not None else None)
+    report[f"knn{k}_accuracy_learned"] = knn(Z_tr, Z_te)
+    return report
+
+
+def print_report(report: dict, as_json: bool, indent: str = "", scores: bool = False) -> None:
+    """``report`` as JSON, or one ``key  value`` line each: scores (accuracies, re-id scores,
+    the values of a nested dict of scores, printed indented below its key) to 4 decimals."""
+    if as_json:
+        print(json.dumps(report, indent=2))
+        return
+    width = max(len(k) for k in report)
+    for key, value in report.items():
+        if isinstance(value, dict):
+            print(f"{indent}{key}")
+            print_report(value, False, indent + "  ", scores=True)
+            continue
+        scored = scores or "accuracy" in key or key.startswith("reid_")
+        shown = f"{value:.4f}" if isinstance(value, float) and scored else value
+        print(f"{indent}{key:<{width}}  {shown}")

@@ -1,0 +1,86 @@
+"""``load_split``: one reader and one split rule for every ``--data`` of the command line."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rankmetric.datasets import load_features, load_split
+
+
+def test_a_bundled_set_is_held_out_stratified_with_seed_0():
+    from sklearn.datasets import load_iris
+    from sklearn.model_selection import train_test_split
+
+    split = load_split("iris", test_size=0.25)
+    X, y = load_iris(return_X_y=True)
+    X_tr, X_te, *_ = train_test_split(X, y, test_size=0.25, stratify=y, random_state=0)
+    np.testing.assert_array_equal(split.X_test, X_te)
+    assert split.how == "stratified 25% hold-out, seed 0" and split.dataset is not None
+
+
+def test_a_feature_file_with_cameras_holds_identities_out(tmp_path):
+    rng = np.random.default_rng(0)
+    y = np.repeat(np.arange(10), 4)
+    path = tmp_path / "f.npz"
+    np.savez(path, X=rng.normal(size=(40, 3)), y=y, cameras=np.tile([0, 1], 20))
+    split = load_split(path, test_size=0.3)
+    assert not np.isin(split.y_test, split.y_train).any()
+    assert len(split.cameras_test) == len(split.y_test) and split.split_test is None
+    data = load_features(path)
+    assert len(split.y_train) + len(split.y_test) == len(data.y)
+
+
+def test_a_trial_file_holds_a_domain_out(tmp_path):
+    rng = np.random.default_rng(0)
+    path = tmp_path / "t.npz"
+    np.savez(path, X=rng.normal(size=(12, 3, 40)), y=np.tile([0, 1], 6),
+             domains=np.repeat(["a", "b"], 6))  # fmt: skip
+    split = load_split(path, spd=True, test_domain="b")
+    assert split.X_train.shape == (6, 3, 3) and set(split.domains_test) == {"b"}
+    with pytest.raises(ValueError, match=r"^test_domain 'c' must be one of \['a', 'b'\]"):
+        load_split(path, spd=True, test_domain="c")
+    with pytest.raises(ValueError, match="^test_domain needs a trial file"):
+        load_split("iris", test_domain="a")
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"data": "iris", "test_size": 1.5}, "^test_size must be between 0 and 1"),
+        ({"data": "nosuch.npz", "spd": True}, "^data .*no such file"),
+        ({"data": "iris", "spd": True, "covariance_estimator": "nosuch"}, "^covariance_estimator"),
+    ],
+)
+def test_errors_start_with_the_parameter_at_fault(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        load_split(**kwargs)
+
+
+def test_an_embeddings_file_with_a_test_part_and_cameras(tmp_path):
+    from rankmetric.datasets import read_embeddings
+
+    path = tmp_path / "e.npz"
+    np.savez(path, embeddings=np.eye(4), labels=[0, 0, 1, 1], X_test=np.eye(4)[:2], y_test=[0, 1],
+             cameras_test=[0, 1])  # fmt: skip
+    found = read_embeddings(path)
+    assert found.how == "X -> X_test" and list(found.cameras_test) == [0, 1]
+    np.savez(path, X=np.eye(4), y=[0, 0, 1, 1], cameras=[0, 1])
+    with pytest.raises(ValueError, match="cameras has 2 values for 4 items"):
+        read_embeddings(path)
+    with pytest.raises(ValueError, match="^labels goes with a .npy file"):
+        read_embeddings(path, labels="y.npy")
+
+
+def test_a_pair_file_in_index_form_with_test_pairs(tmp_path):
+    from rankmetric.datasets import read_pair_file
+
+    path = tmp_path / "p.npz"
+    np.savez(path, X=np.eye(3), pairs=[[0, 1], [1, 2]], y=[1, -1], pairs_test=[[0, 2]],
+             y_test=[1])  # fmt: skip
+    data = read_pair_file(path)
+    np.testing.assert_array_equal(data.stacked()[1], np.eye(3)[[1, 2]])
+    assert data.test[0].shape == (1, 2, 3) and list(data.test[1]) == [1]
+    np.savez(path, X=np.eye(3), pairs=[[0, 5]], y=[1])
+    with pytest.raises(ValueError, match=r"indices must lie in \[0, 3\)"):
+        read_pair_file(path).stacked()

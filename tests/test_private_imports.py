@@ -149,8 +149,6 @@ PENDING_PRIVATE_IMPORTS = {
     "bench/spd_pipelines.py": "estimators._early_stopping",
     "cli/bench.py": "bench._common",
     "cli/data.py": "datasets._cache, datasets._info, datasets._registry",
-    "cli/evaluate.py": "cli.fit._spd_train_test, cli.fit._transform",
-    "cli/fit.py": "datasets._loaders",
     "estimators/_early_stopping.py": "evaluate._precision",
     "estimators/spd/_network.py": "geometry._common",
     "evaluate/_ranking.py": "neighbors._search",
@@ -159,12 +157,10 @@ PENDING_PRIVATE_IMPORTS = {
     "index/core.py": "index._rows._as_ids",
     "index/export.py": "index._ann._faiss",
     "index/evaluation.py": "evaluate._inputs, evaluate._precision",
-    "io.py": "seven private names of _safe_npz",
     "losses/_warp_sampling.py": "three private kernels of losses._warp_terms",
     "model_selection.py": "evaluate._precision",
     "models/linear.py": "geometry._common",
     "neighbors/tiled.py": "neighbors._search._sortable_bits(_inverse)",
-    "preprocessing/covariances.py": "datasets.covariance._check_estimator",
 }
 
 

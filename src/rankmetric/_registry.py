@@ -78,15 +78,15 @@ ESTIMATORS: tuple[Entry, ...] = (
         "KernelWARCACV",
     ),  # fmt: skip
     Entry("SSNE", "estimators.ssne", "ssne", "features", "SSNE", "SSNECV"),
-    Entry("RPLEmbedding", "estimators.spd", "rpl", "spd"),
-    Entry("SPDNetEmbedding", "estimators.spd", "spdnet", "spd"),
+    Entry("RPLEmbedding", "estimators.spd.rpl", "rpl", "spd"),
+    Entry("SPDNetEmbedding", "estimators.spd.spdnet", "spdnet", "spd"),
     Entry("LMNN", "estimators.lmnn", "lmnn", "features", "LMNN", "LMNNCV"),
     Entry("MultiMetricLMNN", "estimators.mlmnn", "mlmnn", label="mLMNN"),
     Entry("ITML", "estimators.itml", "itml", "features", "ITML", "ITMLCV"),
     Entry("KISSME", "estimators.kissme", "kissme", "features", "KISSME", "KISSMECV"),
     Entry("XQDA", "estimators.xqda", "xqda", "features", "XQDA", "XQDACV"),
     Entry("PairClassifier", "estimators.pair_classifier", model_file=False),
-    Entry("MDM", "estimators.spd", "mdm"),
+    Entry("MDM", "estimators.spd.mdm", "mdm"),
 )
 
 

@@ -102,7 +102,7 @@ def covariances(
     >>> covariances(trials, "lwf").shape
     (4, 3, 3)
     """
-    estimator = _check_estimator(estimator, shrinkage)
+    estimator = check_covariance_estimator(estimator, shrinkage)
     trials = _as_trials(X)
     random_state = _mcd_seed(random_state) if estimator == "mcd" else None
     if isinstance(trials, np.ndarray):
@@ -116,7 +116,7 @@ def covariances(
     return out
 
 
-def _check_estimator(estimator: str, shrinkage: float | None) -> str:
+def check_covariance_estimator(estimator: str, shrinkage: float | None) -> str:
     """The canonical name of ``estimator`` (``"lw"`` → ``"lwf"``), or a ``ValueError``."""
     name = ESTIMATOR_ALIASES.get(estimator, estimator) if isinstance(estimator, str) else None
     if name not in ESTIMATORS:
@@ -350,7 +350,7 @@ def _load_multichannel(name, estimator, shrinkage, data_home, random_state=0) ->
             f"load_spd needs a multichannel set; {info.name!r} is {info.kind}. "
             "Multichannel sets: " + ", ".join(_multichannel_names()) + "."
         )
-    _check_estimator(estimator, shrinkage)
+    check_covariance_estimator(estimator, shrinkage)
     train, test = load_trials(info.name, data_home=data_home)
     target_names, y, y_test = encode_targets(train.labels, test.labels)
     amount = "its own shrinkage" if shrinkage is None else f"shrinkage {shrinkage}"

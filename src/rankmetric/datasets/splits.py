@@ -143,11 +143,11 @@ def _feature_file_split(path, test_size: float, columns) -> Split:
 def _covariances(estimator: str | None):
     """``trials -> covariance matrices`` of ``covariance_estimator``, its name checked first
     (as :class:`~rankmetric.preprocessing.Covariances` computes them)."""
-    from .covariance import _check_estimator, covariances
+    from .covariance import check_covariance_estimator, covariances
 
     estimator = estimator or "scm"  # Covariances' default, said here
     try:
-        _check_estimator(estimator, None)
+        check_covariance_estimator(estimator, None)
     except ValueError as exc:
         raise ValueError(f"covariance_estimator: {exc}") from None
     return lambda trials: covariances(trials, estimator, None)

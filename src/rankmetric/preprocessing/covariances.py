@@ -14,7 +14,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 
 from .._validation import RANDOM_STATE, check_param, note_changed_default
-from ..datasets.covariance import _check_estimator, covariances
+from ..datasets.covariance import check_covariance_estimator, covariances
 from ._matrix_output import MatrixOutputMixin
 
 __all__ = ["Covariances"]
@@ -149,7 +149,7 @@ class Covariances(MatrixOutputMixin, TransformerMixin, BaseEstimator, auto_wrap_
         return DEFAULT_ESTIMATOR
 
     def _check_params(self) -> None:
-        _check_estimator(self._estimator(), self.shrinkage)
+        check_covariance_estimator(self._estimator(), self.shrinkage)
         check_param("random_state", self.random_state, [RANDOM_STATE])
 
 

@@ -44,7 +44,7 @@ __version__ = "0.1.0"
 # Public estimators, imported lazily so that ``import rankmetric`` stays fast.
 _LAZY = {
     "WARCA": "rankmetric.estimators.warca",
-    "KernelWARCA": "rankmetric.estimators.kernel_warca",
+    "KernelWARCA": "rankmetric.estimators.warca",
     "SSNE": "rankmetric.estimators.ssne",
     "RPLEmbedding": "rankmetric.estimators.rpl",
     "SPDNetEmbedding": "rankmetric.estimators.spdnet",

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from rankmetric import distributed
-from rankmetric.estimators.kernel_warca import KernelWARCA
+from rankmetric.estimators.warca import KernelWARCA
 from rankmetric.estimators.rpl import RPLEmbedding
 from rankmetric.estimators.ssne import SSNE
 from rankmetric.estimators.warca import WARCA

@@ -9,8 +9,8 @@ from sklearn.metrics.pairwise import chi2_kernel, rbf_kernel
 from sklearn.neighbors import KNeighborsClassifier
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-import rankmetric.estimators.kernel_warca as kernel_warca_module
-from rankmetric.estimators.kernel_warca import KernelWARCA
+import rankmetric.estimators.warca.kernel as kernel_warca_module
+from rankmetric.estimators.warca import KernelWARCA
 from rankmetric.estimators.warca import WARCA
 from rankmetric.io import load_model
 

@@ -41,7 +41,7 @@ CLASSES = {
     "nca": "sklearn.neighbors.NeighborhoodComponentsAnalysis",
     "ssne": "rankmetric.estimators.ssne.SSNE",
     "warca": "rankmetric.estimators.warca.WARCA",
-    "kernel-warca": "rankmetric.estimators.kernel_warca.KernelWARCA",
+    "kernel-warca": "rankmetric.estimators.warca.KernelWARCA",
     "kissme": "rankmetric.estimators.kissme.KISSME",
     "xqda": "rankmetric.estimators.xqda.XQDA",
 }

@@ -33,7 +33,7 @@ from ._pairs import add_fit_pairs_option, run_fit_pairs
 # method name on the command line -> (module, class, input kind)
 METHODS = {
     "warca": ("rankmetric.estimators.warca", "WARCA", "features"),
-    "kernel-warca": ("rankmetric.estimators.kernel_warca", "KernelWARCA", "features"),
+    "kernel-warca": ("rankmetric.estimators.warca", "KernelWARCA", "features"),
     "ssne": ("rankmetric.estimators.ssne", "SSNE", "features"),
     "lmnn": ("rankmetric.estimators.lmnn", "LMNN", "features"),
     "itml": ("rankmetric.estimators.itml", "ITML", "features"),

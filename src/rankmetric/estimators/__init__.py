@@ -23,7 +23,7 @@ import importlib
 
 _LAZY = {
     "WARCA": "rankmetric.estimators.warca",
-    "KernelWARCA": "rankmetric.estimators.kernel_warca",
+    "KernelWARCA": "rankmetric.estimators.warca",
     "SSNE": "rankmetric.estimators.ssne",
     "RPLEmbedding": "rankmetric.estimators.rpl",
     "SPDNetEmbedding": "rankmetric.estimators.spdnet",

@@ -31,7 +31,7 @@ import numpy as np
 
 from .._atomic import atomic_write
 from ..estimators.base import MahalanobisMixin
-from ..estimators.kernel_warca import KernelWARCA
+from ..estimators.warca import KernelWARCA
 from ..estimators.ssne import SSNE
 from ._model import linear_map
 

@@ -21,6 +21,7 @@ Both store ``components_`` (r, n_support) and ``support_vectors_`` (n_support, D
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 import torch
@@ -35,7 +36,7 @@ from ...models.linear import LinearMap
 from .._init_parameters import store_parameters
 from ..base import MetricLearnerMixin, fit_context
 from .base import WARP_PARAMETER_CONSTRAINTS, BaseWARCA
-from .solver import rows_of
+from .solver import rows_in, rows_of
 from .validation import make_validator
 
 __all__ = ["KernelWARCA"]
@@ -338,14 +339,11 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         def prepare_step():
             KA = model(K)  # (N, r) with gradient: the batch embeddings are its rows
             detached = KA.detach()
-
-            def embed(indices):
-                return KA if indices is None else KA[indices]
-
-            def embed_detached(indices):
-                return detached if indices is None else detached[indices]
-
-            return embed, embed_detached, lambda: kernel_aon_penalty(model.weight, KA=detached)
+            return (
+                rows_in(KA),
+                rows_in(detached),
+                partial(kernel_aon_penalty, model.weight, KA=detached),
+            )
 
         validate = None
         if X_val is not None:

@@ -31,6 +31,7 @@ __all__ = [
     "auto_schedule",
     "column_stats",
     "linear_steps",
+    "rows_in",
     "rows_of",
     "train_warp",
 ]
@@ -142,6 +143,11 @@ def rows_of(model: torch.nn.Module, data: torch.Tensor) -> Embed:
     return lambda indices: model(data if indices is None else data.index_select(0, indices))
 
 
+def rows_in(embedded: torch.Tensor) -> Embed:
+    """``embed(indices)``: rows of an embedding computed once for the step (``None``: all)."""
+    return lambda indices: embedded if indices is None else embedded.index_select(0, indices)
+
+
 def linear_steps(model: LinearMap, data: torch.Tensor, sampling: str, draws: int):
     """``prepare_step`` of a linear map on rows of ``data`` (linear WARCA, Nyström features).
 
@@ -160,12 +166,7 @@ def linear_steps(model: LinearMap, data: torch.Tensor, sampling: str, draws: int
 
     def prepare_step():
         everything = model(data)
-        detached = everything.detach()
-        return (
-            lambda idx: everything if idx is None else everything.index_select(0, idx),
-            lambda idx: detached if idx is None else detached.index_select(0, idx),
-            penalty,
-        )
+        return rows_in(everything), rows_in(everything.detach()), penalty
 
     return prepare_step
 

@@ -10,8 +10,7 @@ from sklearn.neighbors import KNeighborsClassifier
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import rankmetric.estimators.warca.kernel as kernel_warca_module
-from rankmetric.estimators.warca import KernelWARCA
-from rankmetric.estimators.warca import WARCA
+from rankmetric.estimators.warca import WARCA, KernelWARCA
 from rankmetric.io import load_model
 
 # Fits here use deliberately tiny budgets and data: the convergence and untrained-model

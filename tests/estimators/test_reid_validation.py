@@ -13,8 +13,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer
 
 from rankmetric.estimators._early_stopping import retrieval_score
-from rankmetric.estimators.warca import KernelWARCA
-from rankmetric.estimators.warca import WARCA
+from rankmetric.estimators.warca import WARCA, KernelWARCA
 from rankmetric.training import UntrainedModelWarning
 
 # Fits here use deliberately tiny budgets and data: the convergence and untrained-model

@@ -138,13 +138,9 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         identities of three histogram stand-ins of 474 items the two are within seed noise
         (``docs/warca.md``, "Kernel WARCA's defaults").
     held_out_check : {"auto", True, False}, default="auto"
-        After the fit, the same settings are fitted again on part of the classes (with pairs: of the
-        groups the similar pairs join) and the learned distance is compared with the reference on
-        the classes held out (``held_out_check_``); below it beyond noise, the fit issues an
-        :class:`~rankmetric.training.UntrainedModelWarning`. ``"auto"`` skips it with fewer than 6
-        groups (``held_out_check_`` says so), True then also warns, False switches it off. The model
-        returned does not depend on it. ``docs/reliability.md``, "Never worse than Euclidean without
-        saying so".
+        The check of the learned distance on held-out classes after the fit, as in
+        :class:`rankmetric.WARCA` (``docs/reliability.md``, "Never worse than Euclidean without
+        saying so").
     fallback : {None, "reference"}, default=None
         ``"reference"``: when the check finds the learned distance below, return the
         reference instead: ``transform`` returns its input (the Euclidean distance).

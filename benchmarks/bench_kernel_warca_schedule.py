@@ -31,7 +31,7 @@ import warnings
 import numpy as np
 import torch
 
-import rankmetric.estimators.kernel_warca as kernel_warca
+import rankmetric.estimators.warca.kernel as kernel_warca
 from rankmetric import KernelWARCA
 from rankmetric.bench.reid_data import load_reid
 

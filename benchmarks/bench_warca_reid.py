@@ -33,7 +33,7 @@ import torch
 
 from rankmetric import bench
 from rankmetric.bench import identity_holdout, loo_recall_at_1
-from rankmetric.estimators.kernel_warca import KernelWARCA
+from rankmetric.estimators.warca import KernelWARCA
 from rankmetric.kernels import default_gamma
 
 #: The stand-in set, read once per process (every setting of every split uses it).

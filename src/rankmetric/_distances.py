@@ -23,7 +23,11 @@ too, so that every squared distance of the package lives in this module:
   once, never chunked, so the chunk caveat below does not apply).
 - :func:`floored_squared_euclidean` (WARCA's sampled WARP engine): floored at a positive
   ``floor`` rather than 0, so that its square root has a finite gradient, and batched over
-  problems.
+  problems. Its two halves are public for the engine's dense detection, which computes
+  :func:`partial_squared_euclidean` (:math:`\Vert y \Vert^2 - 2 x^\top y`) once against all N
+  items, gathers the drawn columns, and only then adds :math:`\Vert x \Vert^2`
+  (:func:`complete_squared_euclidean`); :func:`squared_norms` is the difference form's last step,
+  for callers that keep the differences (the engine's fused backward).
 
 Moving those callers to the fused kernel would change the last bits of their fits (kernel
 WARCA by about 1e-6), and so the published tables they produced; each order is kept and named.
@@ -47,6 +51,9 @@ __all__ = [
     "squared_euclidean_in_place",
     "centered_squared_euclidean",
     "floored_squared_euclidean",
+    "partial_squared_euclidean",
+    "complete_squared_euclidean",
+    "squared_norms",
 ]
 
 
@@ -193,10 +200,49 @@ def floored_squared_euclidean(a: torch.Tensor, b: torch.Tensor, floor: float) ->
     >>> floored_squared_euclidean(torch.zeros(1, 2), torch.zeros(1, 2), 1e-12)
     tensor([[1.0000e-12]])
     """
-    sq_a = a.square().sum(-1)
-    sq_b = b.square().sum(-1)
+    sq_a = squared_norms(a)  # first: the order of the operations (and of their backward) kept
+    return complete_squared_euclidean(partial_squared_euclidean(a, b), sq_a, floor)
+
+
+def squared_norms(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+    """``Σ x²`` over the last dimension: the squared norm of each row (of a difference, its
+    squared distance). ``out``: a buffer of ``x``'s shape for the squares (returned summed).
+
+    Examples
+    --------
+    >>> import torch
+    >>> squared_norms(torch.tensor([[3.0, 4.0]]))
+    tensor([25.])
+    """
+    return (x.square() if out is None else torch.mul(x, x, out=out)).sum(-1)
+
+
+def partial_squared_euclidean(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``‖b_j‖² − 2 a_iᵀ b_j`` for every row pair (also batched): the Gram form without ``‖a_i‖²``,
+    which :func:`complete_squared_euclidean` adds (after a gather, on fewer entries).
+
+    Examples
+    --------
+    >>> import torch
+    >>> partial_squared_euclidean(torch.tensor([[1.0, 0.0]]), torch.tensor([[3.0, 4.0]]))
+    tensor([[19.]])
+    """
+    sq_b = squared_norms(b)
     if a.dim() == 2:
-        sq = torch.addmm(sq_b[None, :], a, b.T, alpha=-2.0)
-    else:
-        sq = torch.baddbmm(sq_b[:, None, :], a, b.transpose(-1, -2), alpha=-2.0)
-    return (sq + sq_a[..., :, None]).clamp_min(floor)
+        return torch.addmm(sq_b[None, :], a, b.T, alpha=-2.0)
+    return torch.baddbmm(sq_b[:, None, :], a, b.transpose(-1, -2), alpha=-2.0)
+
+
+def complete_squared_euclidean(
+    partial: torch.Tensor, sq_a: torch.Tensor, floor: float
+) -> torch.Tensor:
+    """``max(partial + ‖a‖², floor)``: finish :func:`partial_squared_euclidean` (``sq_a`` of
+    shape ``partial.shape[:-1]``, from :func:`squared_norms`).
+
+    Examples
+    --------
+    >>> import torch
+    >>> complete_squared_euclidean(torch.tensor([[19.0]]), torch.tensor([1.0]), 1e-12)
+    tensor([[20.]])
+    """
+    return (partial + sq_a[..., None]).clamp_min(floor)

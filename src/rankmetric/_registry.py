@@ -68,10 +68,10 @@ class Entry:
 TUNED_MODULE = "tuning"
 
 ESTIMATORS: tuple[Entry, ...] = (
-    Entry("WARCA", "estimators.warca", "warca", "features", "WARCA", "WARCACV"),
+    Entry("WARCA", "estimators.warca.linear", "warca", "features", "WARCA", "WARCACV"),
     Entry(
         "KernelWARCA",
-        "estimators.kernel_warca",
+        "estimators.warca.kernel",
         "kernel-warca",
         "features",
         "Kernel WARCA",

@@ -14,10 +14,9 @@ import numpy as np
 import torch
 
 from rankmetric import distributed
-from rankmetric.estimators.kernel_warca import KernelWARCA
 from rankmetric.estimators.spd import RPLEmbedding
 from rankmetric.estimators.ssne import SSNE
-from rankmetric.estimators.warca import WARCA
+from rankmetric.estimators.warca import WARCA, KernelWARCA
 from rankmetric.losses import LiftedStructureLoss, MultiSimilarityLoss, TripletLoss
 
 

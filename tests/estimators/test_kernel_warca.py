@@ -9,9 +9,8 @@ from sklearn.metrics.pairwise import chi2_kernel, rbf_kernel
 from sklearn.neighbors import KNeighborsClassifier
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-import rankmetric.estimators.kernel_warca as kernel_warca_module
-from rankmetric.estimators.kernel_warca import KernelWARCA
-from rankmetric.estimators.warca import WARCA
+import rankmetric.estimators.warca.kernel as kernel_warca_module
+from rankmetric.estimators.warca import WARCA, KernelWARCA
 from rankmetric.io import load_model
 
 # Fits here use deliberately tiny budgets and data: the convergence and untrained-model

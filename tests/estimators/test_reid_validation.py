@@ -13,8 +13,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer
 
 from rankmetric.estimators._early_stopping import retrieval_score
-from rankmetric.estimators.kernel_warca import KernelWARCA
-from rankmetric.estimators.warca import WARCA
+from rankmetric.estimators.warca import WARCA, KernelWARCA
 from rankmetric.training import UntrainedModelWarning
 
 # Fits here use deliberately tiny budgets and data: the convergence and untrained-model
@@ -143,7 +142,7 @@ def test_kernel_warca_automatic_step_size_does_not_diverge(reid):
 
 
 def test_automatic_step_size_shrinks_with_the_kernel_row_mass():
-    from rankmetric.estimators.kernel_warca import KERNEL_ROW_MASS, _step_scale
+    from rankmetric.estimators.warca.kernel import KERNEL_ROW_MASS, _step_scale
 
     assert _step_scale(torch.full((10, 1000), 0.5)) == pytest.approx(KERNEL_ROW_MASS / 500)
     assert _step_scale(torch.full((10, 10), 0.5)) == 1.0

@@ -85,7 +85,7 @@ SPECS: tuple[EstimatorSpec, ...] = (
     ),
     EstimatorSpec(
         "KernelWARCA",
-        "rankmetric.estimators.kernel_warca",
+        "rankmetric.estimators.warca",
         {**_WARP_FAST, "n_components": 3, "random_state": 0},
         torch_trained=True,
         grid={"reg_lambda": [1e-3, 1e-2]},

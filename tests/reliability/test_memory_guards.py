@@ -22,7 +22,7 @@ def _no_kernel_allowed(*args, **kwargs):
 
 @pytest.fixture
 def no_kernels(monkeypatch):
-    import rankmetric.estimators.kernel_warca as kw
+    import rankmetric.estimators.warca.kernel as kw
 
     monkeypatch.setattr(kw, "pairwise_kernel", _no_kernel_allowed)
     monkeypatch.setattr(kw.NystroemMap, "fit", _no_kernel_allowed)
@@ -41,7 +41,7 @@ def test_kernel_warca_with_50000_landmarks_is_refused_before_any_kernel(no_kerne
 
 
 def test_kernel_warca_exact_kernel_over_the_limit_is_refused(no_kernels, monkeypatch):
-    import rankmetric.estimators.kernel_warca as kw
+    import rankmetric.estimators.warca.kernel as kw
 
     monkeypatch.setattr(kw, "MAX_KERNEL_BYTES", 1 << 20)
     X, y = np.random.default_rng(0).random((400, 3)), np.arange(400) % 2

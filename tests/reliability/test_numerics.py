@@ -89,7 +89,7 @@ POISONED_STEP = 3
 
 def _modules_calling_train():
     """The estimator modules that call ``training.train`` (patched there, where it is looked up)."""
-    names = ["_warca_solver", "warca", "kernel_warca", "ssne", "spd.spdnet"]
+    names = ["warca.solver", "ssne", "spd.spdnet"]
     modules = [importlib.import_module(f"rankmetric.estimators.{n}") for n in names]
     return [m for m in modules if getattr(m, "train", None) is training.train]
 

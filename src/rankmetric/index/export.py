@@ -31,8 +31,8 @@ import numpy as np
 
 from .._atomic import atomic_write
 from ..estimators.base import MahalanobisMixin
-from ..estimators.kernel_warca import KernelWARCA
 from ..estimators.ssne import SSNE
+from ..estimators.warca import KernelWARCA
 from ._model import linear_map
 
 __all__ = ["export_onnx", "onnx_graph", "to_faiss", "OPSET"]

@@ -14,6 +14,7 @@ import numpy as np
 import torch
 from torch.autograd.function import once_differentiable
 
+from .._distances import complete_squared_euclidean, partial_squared_euclidean, squared_norms
 from ..sampling import LabelIndex
 from ._warp_terms import (
     DISTANCE_EPS,
@@ -78,16 +79,10 @@ class _Distances:
     ) -> None:
         self.embed, self.ends, self.n_samples, self.partial = embed, ends, n_samples, None
         rank = ends.shape[-1]
-        self.sq_ends = ends.square().sum(-1)  # (P, 2)
+        self.sq_ends = squared_norms(ends)  # (P, 2)
         if dense or n_samples <= DENSE_DETECTION_RATIO * n_draws:
-            everything = embed(None)
             # ||b||² − 2 aᵀb only: adding ||a||² after the gather keeps the big matrix to one pass
-            partial = torch.addmm(
-                everything.square().sum(-1)[None, :],
-                ends.reshape(-1, rank),
-                everything.T,
-                alpha=-2.0,
-            )
+            partial = partial_squared_euclidean(ends.reshape(-1, rank), embed(None))
             self.partial = partial.reshape(ends.shape[0], 2, n_samples)  # (P, 2, N)
 
     def full_below(self, threshold: torch.Tensor) -> torch.Tensor:
@@ -101,7 +96,7 @@ class _Distances:
             partial = self.partial if pairs is None else self.partial[pairs]
             sq_ends = self.sq_ends if pairs is None else self.sq_ends[pairs]
             drawn = partial.gather(2, negatives[:, None, :].expand(-1, 2, -1))
-            return (drawn + sq_ends[:, :, None]).clamp_min(DISTANCE_EPS)
+            return complete_squared_euclidean(drawn, sq_ends, DISTANCE_EPS)
         e_neg = _embed_rows(self.embed, negatives, self.n_samples)
         return _cross_sq_euclidean(self.ends if pairs is None else self.ends[pairs], e_neg)
 
@@ -327,14 +322,14 @@ class _ViolatorHinges(torch.autograd.Function):
     def forward(ctx, everything, anchors, positives, negatives, row_slot, margin):
         e_a = everything.index_select(0, anchors)
         diff_ap = e_a - everything.index_select(0, positives)
-        sq_ap = diff_ap.square().sum(-1)
+        sq_ap = squared_norms(diff_ap)
         d_ap = sq_ap.clamp_min(DISTANCE_EPS).sqrt()
         # the rows' anchors gathered straight from E (the values of e_a[row_slot]), the
         # difference and the square written into those two buffers: no third (V, r) tensor
         diff_an = everything.index_select(0, anchors.index_select(0, row_slot))
         buffer = everything.index_select(0, negatives)
         diff_an.sub_(buffer)
-        sq_an = torch.mul(diff_an, diff_an, out=buffer).sum(-1)  # x·x: what square() computes
+        sq_an = squared_norms(diff_an, out=buffer)
         d_an = sq_an.clamp_min(DISTANCE_EPS).sqrt()
         hinge = torch.relu(margin + d_ap.index_select(0, row_slot) - d_an)
         hinge_sum = torch.zeros(anchors.numel(), dtype=hinge.dtype, device=hinge.device)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from .._distances import floored_squared_euclidean
+from .._distances import floored_squared_euclidean, paired_squared_euclidean
 
 EULER_GAMMA = 0.5772156649015329
 #: Squared distances are clamped at this value before the square root (finite gradients).
@@ -160,7 +160,7 @@ def exact_rank(d_pos: torch.Tensor, d_neg: torch.Tensor, margin: float) -> torch
 
 def _paired_euclidean(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """``F(a, b) = ||a − b||₂`` row by row (broadcasting), with a finite gradient at 0."""
-    return (a - b).square().sum(-1).clamp_min(DISTANCE_EPS).sqrt()
+    return paired_squared_euclidean(a, b).clamp_min(DISTANCE_EPS).sqrt()
 
 
 def _cross_sq_euclidean(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:

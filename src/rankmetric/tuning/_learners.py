@@ -71,7 +71,7 @@ class KernelWARCACV(TunedMetricLearner):
     (['gamma', 'max_iter', 'n_components', 'reg_lambda'], 5)
     """
 
-    _learner = _learner("rankmetric.estimators.kernel_warca.KernelWARCA")
+    _learner = _learner("rankmetric.estimators.warca.KernelWARCA")
 
     def search_space(self, X, y, template) -> dict:
         from ..kernels import default_gamma

@@ -21,30 +21,23 @@ Both store ``components_`` (r, n_support) and ``support_vectors_`` (n_support, D
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 import torch
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._utils import make_rng, resolve_device, to_tensor
-from .._validation import (
-    NONE,
-    POSITIVE_INT,
-    Options,
-    check_labels,
-    check_min_per_class,
-    check_scale,
-    deprecate_positional_args,
-    warn_deprecated,
-)
-from ..io import register_estimator
-from ..kernels import KERNEL_PARAMETER_CONSTRAINTS, NystroemMap, default_gamma, pairwise_kernel
-from ..losses.regularizers import kernel_aon_penalty
-from ..models.linear import LinearMap
-from ..sampling import POSITIVES, CrossCameraLabelIndex, LabelIndex, check_cameras
-from ._init_parameters import store_parameters
-from .base import MetricLearnerMixin, fit_context
-from .warca import WARP_PARAMETER_CONSTRAINTS, BaseWARCA
+from ..._utils import resolve_device, to_tensor
+from ..._validation import NONE, POSITIVE_INT, Options, deprecate_positional_args, warn_deprecated
+from ...io import register_estimator
+from ...kernels import KERNEL_PARAMETER_CONSTRAINTS, NystroemMap, default_gamma, pairwise_kernel
+from ...losses.regularizers import kernel_aon_penalty
+from ...models.linear import LinearMap
+from .._init_parameters import store_parameters
+from ..base import MetricLearnerMixin, fit_context
+from .base import WARP_PARAMETER_CONSTRAINTS, BaseWARCA
+from .solver import rows_in, rows_of
+from .validation import make_validator
 
 __all__ = ["KernelWARCA"]
 
@@ -76,7 +69,7 @@ def _check_kernel_memory(n: int, n_landmarks: int | None, exact: bool) -> None:
     N × m Nyström features and one temporary, plus the m × m landmark kernel, its
     eigendecomposition and the normaliser.
     """
-    from ..resources import check_memory
+    from ...resources import check_memory
 
     m = min(n_landmarks or DEFAULT_LANDMARKS, n)
     need = 4 * (2 * n * n if exact else 2 * n * m + 4 * m * m)
@@ -87,31 +80,16 @@ def _check_kernel_memory(n: int, n_landmarks: int | None, exact: bool) -> None:
     if MAX_KERNEL_BYTES is not None and need > MAX_KERNEL_BYTES:
         raise ValueError(
             f"KernelWARCA would need {what}: about {need / 2**30:.1f} GiB (limit "
-            f"rankmetric.estimators.kernel_warca.MAX_KERNEL_BYTES = "
+            f"rankmetric.estimators.warca.kernel.MAX_KERNEL_BYTES = "
             f"{MAX_KERNEL_BYTES / 2**30:.1f} GiB). {advice}"
         )
     check_memory(need, f"KernelWARCA's {what}", advice)
-
-
-def _fitted(estimator) -> dict:
-    """The fitted attributes of ``estimator`` (public names ending in ``_``)."""
-    return {k: v for k, v in vars(estimator).items() if k.endswith("_") and not k.startswith("_")}
 
 
 def _step_scale(rows: torch.Tensor) -> float:
     """``min(1, KERNEL_ROW_MASS / mean_i Σ_j |rows_ij|)``: the factor of ``learning_rate=None``."""
     mass = float(rows.abs().sum(dim=1).mean())
     return min(1.0, KERNEL_ROW_MASS / mass) if mass > 0 else 1.0
-
-
-def _is_symmetric(K: np.ndarray, rtol: float = 1e-5, chunk_rows: int = 1024) -> bool:
-    """Whether the square ``K`` equals ``Kᵀ`` up to ``rtol`` of its largest diagonal entry,
-    compared in row blocks (no N × N temporary)."""
-    atol = rtol * max(float(np.abs(np.diagonal(K)).max(initial=0.0)), 1e-30)
-    return all(
-        np.allclose(K[start : start + chunk_rows], K[:, start : start + chunk_rows].T, rtol, atol)
-        for start in range(0, K.shape[0], chunk_rows)
-    )
 
 
 @register_estimator
@@ -160,13 +138,9 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         identities of three histogram stand-ins of 474 items the two are within seed noise
         (``docs/warca.md``, "Kernel WARCA's defaults").
     held_out_check : {"auto", True, False}, default="auto"
-        After the fit, the same settings are fitted again on part of the classes (with pairs: of the
-        groups the similar pairs join) and the learned distance is compared with the reference on
-        the classes held out (``held_out_check_``); below it beyond noise, the fit issues an
-        :class:`~rankmetric.training.UntrainedModelWarning`. ``"auto"`` skips it with fewer than 6
-        groups (``held_out_check_`` says so), True then also warns, False switches it off. The model
-        returned does not depend on it. ``docs/reliability.md``, "Never worse than Euclidean without
-        saying so".
+        The check of the learned distance on held-out classes after the fit, as in
+        :class:`rankmetric.WARCA` (``docs/reliability.md``, "Never worse than Euclidean without
+        saying so").
     fallback : {None, "reference"}, default=None
         ``"reference"``: when the check finds the learned distance below, return the
         reference instead: ``transform`` returns its input (the Euclidean distance).
@@ -226,7 +200,6 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         **WARP_PARAMETER_CONSTRAINTS,
         **KERNEL_PARAMETER_CONSTRAINTS,
         "n_landmarks": [NONE, POSITIVE_INT],
-        "positives": [Options(*POSITIVES)],
         "validation_fraction": [
             *WARP_PARAMETER_CONSTRAINTS["validation_fraction"],
             Options("auto"),
@@ -325,30 +298,10 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         self
         """
         self._check_params()
-        X, y = validate_data(self, X, y, dtype=[np.float32, np.float64])
-        if self.kernel != "precomputed":  # magnitudes whose squares overflow are refused
-            check_scale(X, np.float32)
-        classes, codes = check_labels(y, X.shape[0])
-        check_min_per_class(codes, 2)
-        cams = None if cameras is None else check_cameras(cameras, X.shape[0])
-        if self.positives == "cross_camera" and cams is None:
-            raise ValueError(
-                "positives='cross_camera' draws positive pairs across cameras: pass "
-                "fit(X, y, cameras=...) (in a Pipeline, <step>__cameras=...)."
-            )
-        if self.positives != "cross_camera":
-            cams = None  # checked, then unused (as WARCA)
-        if self.kernel == "precomputed" and X.shape[0] != X.shape[1]:
-            raise ValueError(
-                f"kernel='precomputed' needs a square training kernel, got shape {X.shape}."
-            )
-        if self.kernel == "precomputed" and not _is_symmetric(X):
-            raise ValueError("kernel='precomputed' needs a symmetric training kernel K(X, X).")
-        rng = make_rng(self.random_state)
-        X, codes, X_val, val_codes, *kept = self._validation_data(
-            X, codes, classes, X_val, y_val, rng, precomputed=self.kernel == "precomputed",
-            cameras=cams,
-        )  # fmt: skip
+        precomputed = self.kernel == "precomputed"
+        X, codes, X_val, val_codes, index, rng = self._labelled_data(
+            X, y, X_val, y_val, cameras, precomputed=precomputed
+        )
         device = resolve_device(self.device)
         data = to_tensor(X, device)
         exact = self.n_landmarks is None and X.shape[0] <= EXACT_MAX_SAMPLES
@@ -356,17 +309,11 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         self.gamma_ = float(
             self.gamma if self.gamma is not None else default_gamma(data, self.kernel, rng)
         )
-        if cams is None:
-            index = LabelIndex.from_codes(codes)
-        else:  # the training rows' cameras: positives only across cameras
-            index = CrossCameraLabelIndex.from_cameras(codes, kept[0])
-        if exact:
-            embed_rows = self._fit_exact(data, index, rng, device, X_val, val_codes)
-        else:
-            embed_rows = self._fit_nystroem(data, index, rng, device, X_val, val_codes)
+        fit = self._fit_exact if exact else self._fit_nystroem
+        embed_rows = fit(data, index, rng, device, X_val, val_codes)
         self.reference_scores_ = None  # a precomputed kernel has no inputs to compare with
-        if self.kernel != "precomputed":
-            self._check_against_euclidean(embed_rows, X, codes, X_val, val_codes, rng, device)
+        if not precomputed:
+            self._compare_with_euclidean(embed_rows, X, codes, X_val, val_codes, rng, device)
         return self
 
     def _n_components(self, n_support: int) -> int:
@@ -388,33 +335,27 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         def prepare_step():
             KA = model(K)  # (N, r) with gradient: the batch embeddings are its rows
             detached = KA.detach()
-
-            def embed(indices):
-                return KA if indices is None else KA[indices]
-
-            def embed_detached(indices):
-                return detached if indices is None else detached[indices]
-
-            return embed, embed_detached, lambda: kernel_aon_penalty(model.weight, KA=detached)
+            return (
+                rows_in(KA),
+                rows_in(detached),
+                partial(kernel_aon_penalty, model.weight, KA=detached),
+            )
 
         validate = None
         if X_val is not None:
             val_kernel = to_tensor(X_val, device)
             if self.kernel != "precomputed":
                 val_kernel = self._kernel_to(val_kernel, data)
-
-            def embed_reference(indices):
-                return model(K)[indices]
-
-            def embed_val(indices):
-                return model(val_kernel if indices is None else val_kernel[indices])
-
-            validate = self._make_validator(
-                embed_reference, embed_val, index.codes, val_codes, rng, device
+            validate = make_validator(
+                self.validation_metric,
+                lambda indices: model(K)[indices],  # rows of K Aᵀ, as in training
+                rows_of(model, val_kernel),
+                index.codes,
+                val_codes,
+                rng,
+                device,
             )
-        self._train_warp(
-            model, prepare_step, index, rng, device, validate, step_scale=_step_scale(K)
-        )
+        self._train(model, prepare_step, index, rng, device, validate, step_scale=_step_scale(K))
         self.components_ = model.weight.detach().cpu().numpy()
         self.support_vectors_ = None if self.kernel == "precomputed" else data.cpu().numpy()
         self.approximation_ = "exact"
@@ -430,26 +371,11 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         model = LinearMap(m, self._n_components(m), device=device)
         model.reset_parameters(rng, "random")
 
-        def embed(indices):
-            return model(features if indices is None else features.index_select(0, indices))
-
-        validate = None
-        if X_val is not None:
-            val_features = feature_map.transform(to_tensor(X_val, device))
-
-            def embed_val(indices):
-                return model(val_features if indices is None else val_features[indices])
-
-            validate = self._make_validator(embed, embed_val, index.codes, val_codes, rng, device)
-        self._train_warp(
-            model,
-            self._linear_steps(model, features),
-            index,
-            rng,
-            device,
-            validate,
+        val_features = None if X_val is None else feature_map.transform(to_tensor(X_val, device))
+        self._train_linear_map(
+            model, features, index, val_features, val_codes, rng, device,
             step_scale=_step_scale(features),
-        )
+        )  # fmt: skip
         with torch.no_grad():
             self.components_ = (model.weight @ feature_map.normalizer).cpu().numpy()
         self.support_vectors_ = landmarks.cpu().numpy()

@@ -1,139 +1,26 @@
 """WARCA: Weighted Approximate Rank Component Analysis (Jose & Fleuret, ECCV 2016), linear.
 
 A scikit-learn face over :class:`rankmetric.models.linear.LinearMap`, the WARP loss of
-:mod:`rankmetric.losses.warp` and :func:`rankmetric.training.train`. The shared machinery of
-linear and kernel WARCA lives in :class:`BaseWARCA` (parameter declarations, tags), which takes
-the training loop from ``_warca_solver.py`` and the validation from ``_warca_validation.py``;
-:mod:`rankmetric.estimators.kernel_warca` builds on it.
+:mod:`rankmetric.losses.warp` and :func:`rankmetric.training.train`, on the machinery it shares
+with kernel WARCA (:class:`~rankmetric.estimators.warca.base.BaseWARCA`).
 """
 
 from __future__ import annotations
 
-from numbers import Integral, Real
-
 import numpy as np
-import torch
-from sklearn.base import BaseEstimator, TransformerMixin
-from sklearn.utils.validation import validate_data
 
-from .._utils import make_rng, resolve_device, to_tensor
-from .._validation import (
-    ARRAY,
-    BOOLEAN,
-    CHECKPOINTS,
-    DEVICE,
-    NONE,
-    POSITIVE_INT,
-    RANDOM_STATE,
-    VERBOSE,
-    Interval,
-    Options,
-    check_labels,
-    check_min_per_class,
-    check_scale,
-    deprecate_positional_args,
-)
-from ..io import register_estimator
-from ..losses.warp import SAMPLINGS
-from ..models.linear import INITS, LinearMap
-from ..sampling import (
-    POSITIVES,
-    CrossCameraLabelIndex,
-    LabelIndex,
-    PairIndex,
-    check_cameras,
-)
-from ._early_stopping import VALIDATION_PARAMETER_CONSTRAINTS
-from ._held_out import HELD_OUT_PARAMETER_CONSTRAINTS
-from ._init_parameters import store_parameters
-from ._supervision import (
-    check_pair_supervision,
-    check_triplet_supervision,
-    pairs_from_triplets,
-)
-from ._warca_solver import (
-    AUTO_BATCH,
-    AUTO_DRAWS,
-    AUTO_WINDOW,
-    SCHEDULE_0_1,
-    STATS_CHUNK_ROWS,
-    WARPTrainingMixin,
-    auto_draws,
-    auto_schedule,
-    column_stats,
-)
-from ._warca_validation import (
-    VALIDATION_K,
-    VALIDATION_METRICS,
-    VALIDATION_REFERENCE_SIZE,
-    WARCAValidationMixin,
-)
-from .base import MahalanobisMixin, fit_context
+from ..._utils import make_rng, resolve_device, to_tensor
+from ..._validation import ARRAY, BOOLEAN, NONE, POSITIVE_INT, Options, deprecate_positional_args
+from ...io import register_estimator
+from ...models.linear import INITS, LinearMap
+from ...sampling import PairIndex
+from .._init_parameters import store_parameters
+from .._supervision import check_pair_supervision, check_triplet_supervision, pairs_from_triplets
+from ..base import MahalanobisMixin, fit_context
+from .base import WARP_PARAMETER_CONSTRAINTS, BaseWARCA
+from .solver import auto_draws, column_stats
 
-__all__ = [
-    "WARCA",
-    "BaseWARCA",
-    "WARP_PARAMETER_CONSTRAINTS",
-    # defined beside this module (_warca_solver, _warca_validation), importable from here
-    "auto_draws",
-    "auto_schedule",
-    "column_stats",
-    "AUTO_BATCH",
-    "AUTO_DRAWS",
-    "AUTO_WINDOW",
-    "SCHEDULE_0_1",
-    "STATS_CHUNK_ROWS",
-    "VALIDATION_K",
-    "VALIDATION_METRICS",
-    "VALIDATION_REFERENCE_SIZE",
-]
-
-#: The hyper-parameters every WARCA (linear and kernel) shares, declared once.
-WARP_PARAMETER_CONSTRAINTS = {
-    "n_components": [NONE, POSITIVE_INT],
-    "margin": [Interval(Real, 0, None, closed="neither")],
-    "reg_lambda": [Interval(Real, 0, None, closed="left")],
-    "max_sampling": [NONE, POSITIVE_INT],
-    "validation_every": [POSITIVE_INT],
-    **VALIDATION_PARAMETER_CONSTRAINTS,
-    "validation_metric": [Options(*VALIDATION_METRICS)],
-    "batch_size": [NONE, POSITIVE_INT],
-    "tol_window": [NONE, POSITIVE_INT],
-    "max_iter": [Interval(Integral, 0, None, closed="left")],
-    "learning_rate": [NONE, Interval(Real, 0, None, closed="neither")],
-    "sampling": [Options(*SAMPLINGS)],
-    "patience": [NONE, POSITIVE_INT],
-    "tol": [NONE, Interval(Real, 0, None, closed="left")],
-    "random_state": [RANDOM_STATE],
-    "device": [DEVICE],
-    "verbose": VERBOSE,
-    **CHECKPOINTS,
-    **HELD_OUT_PARAMETER_CONSTRAINTS,
-}
-
-
-class BaseWARCA(WARPTrainingMixin, WARCAValidationMixin, TransformerMixin, BaseEstimator):
-    """What linear and kernel WARCA share: parameter checks, the WARP training loop, validation.
-
-    Subclasses define ``__init__`` (their hyper-parameters, stored with
-    :meth:`_store_parameters`) and ``fit``; they call :meth:`_validate_params` (over
-    ``_parameter_constraints``), then :meth:`_train_warp` with their module and embedding. The
-    training loop is in ``estimators/_warca_solver.py``, the validation set, its scorer and the
-    check against the Euclidean distance in ``estimators/_warca_validation.py``.
-    """
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.required = True
-        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
-        return tags
-
-    #: What the warnings of a fit that ends no better than its start suggest trying.
-    _untrained_hint = (
-        "Try a smaller learning_rate, learning_rate=None and batch_size=None (scaled to the "
-        "data), another reg_lambda, or a validation set (validation_fraction) to keep the best "
-        "step; docs/warca.md, 'When a fit does not learn'."
-    )
+__all__ = ["WARCA"]
 
 
 @register_estimator
@@ -233,7 +120,8 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         ±2 points on 7 sets: ``docs/warca.md``, "Stopping").
     tol_window : int or None, default=None
         Steps per window of the ``tol`` rule (the earliest stop is at ``2 · tol_window``). None:
-        ``clip(50 · (batch_size / 512)², 10, 50)`` (50 with 512-pair batches, 10 up to 229).
+        ``clip(50 · (batch_size / 512)³, 5, 50)`` (50 with 512-pair batches, 5 up to 245;
+        the square rule ``clip(50 · (batch_size / 512)², 10, 50)`` before).
     random_state : int, Generator or None
         Seeds pairs, negatives and the initialisation.
     device : str or None
@@ -327,13 +215,10 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         "try a larger reg_lambda, a smaller learning_rate or validation_split='groups' with "
         "validation_fraction"
     )
-    _window_rule = "square"  # chosen for linear WARCA (benchmarks/bench_warca_small.py)
-
     _parameter_constraints = {
         **WARP_PARAMETER_CONSTRAINTS,
         "standardize": [BOOLEAN],
         "init": [Options(*INITS), ARRAY],
-        "positives": [Options(*POSITIVES)],
         "n_threads": [NONE, POSITIVE_INT, Options(-1)],  # -1: every core
     }
 
@@ -395,25 +280,7 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         self
         """
         self._validate_params()
-        X, y = validate_data(self, X, y, dtype=[np.float32, np.float64])
-        check_scale(X, np.float32)  # magnitudes whose squares overflow are refused
-        classes, codes = check_labels(y, X.shape[0])
-        check_min_per_class(codes, 2)
-        cams = None if cameras is None else check_cameras(cameras, X.shape[0])
-        if self.positives == "cross_camera" and cams is None:
-            raise ValueError(
-                "positives='cross_camera' draws positive pairs across cameras: pass "
-                "fit(X, y, cameras=...) (in a Pipeline, <step>__cameras=...)."
-            )
-        rng = make_rng(self.random_state)
-        if self.positives != "cross_camera":
-            X, codes, X_val, val_codes = self._validation_data(X, codes, classes, X_val, y_val, rng)
-            index = LabelIndex.from_codes(codes)
-        else:
-            X, codes, X_val, val_codes, cams = self._validation_data(
-                X, codes, classes, X_val, y_val, rng, cameras=cams
-            )
-            index = CrossCameraLabelIndex.from_cameras(codes, cams)
+        X, codes, X_val, val_codes, index, rng = self._labelled_data(X, y, X_val, y_val, cameras)
         return self._fit_index(X, index, codes, X_val, val_codes, rng)
 
     @fit_context
@@ -491,28 +358,13 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         data = to_tensor(X, device)
         model = LinearMap(n_features, n_components, mean=mean, scale=scale, device=device)
         model.reset_parameters(rng, self.init, data)
-
-        def embed(indices: torch.Tensor | None) -> torch.Tensor:
-            return model(data if indices is None else data.index_select(0, indices))
-
-        validate = None
-        if X_val is not None:
-            val_data = to_tensor(X_val, device)
-
-            def embed_val(indices: torch.Tensor | None) -> torch.Tensor:
-                return model(val_data if indices is None else val_data.index_select(0, indices))
-
-            validate = self._make_validator(embed, embed_val, codes, val_codes, rng, device)
-        self._train_warp(
-            model,
-            self._linear_steps(model, data),
-            index,
-            rng,
-            device,
-            validate=validate,
+        val_data = None if X_val is None else to_tensor(X_val, device)
+        # the window rule "cube" was chosen for linear WARCA (benchmarks/bench_warca_small.py)
+        self._train_linear_map(
+            model, data, index, val_data, val_codes, rng, device, window_rule="cube"
         )
         self.max_sampling_ = auto_draws(index.n_samples, self.max_sampling, self.sampling)
-        self._check_against_euclidean(
+        self._compare_with_euclidean(
             lambda rows: model(to_tensor(rows, device)), X, codes, X_val, val_codes, rng, device
         )
         self.components_ = model.folded().cpu().numpy()

@@ -125,8 +125,6 @@ DISTANCES_ALLOWED = {
 #: Modules #39 routes through ``_distances`` in other changes (its item 6).
 DISTANCES_PENDING = {
     "evaluate/_kmeans.py": "k-means++ seeding and assignment",
-    "losses/_warp_sampling.py": "WARCA's sampled-rank engine",
-    "losses/_warp_terms.py": "WARCA's terms",
     "estimators/mlmnn.py": "mLMNN's per-group distances",
     "estimators/ssne.py": "SSNE's validation similarity",
     "estimators/_held_out.py": "the held-out check's reference distance",

@@ -29,7 +29,7 @@ class Entry:
     cls : str
         The class name, exported by ``rankmetric`` and ``rankmetric.estimators``.
     module : str
-        The module defining it, relative to the package (``"estimators.warca"``).
+        The module defining it, relative to the package (``"estimators.warca.linear"``).
     name : str or None
         Its short name: the method of ``rankmetric fit NAME`` and the benchmarks' learner id.
     fit_input : {"features", "spd"} or None
@@ -47,7 +47,7 @@ class Entry:
     >>> from rankmetric._registry import ESTIMATORS
     >>> warca = next(e for e in ESTIMATORS if e.cls == "WARCA")
     >>> warca.name, warca.path
-    ('warca', 'rankmetric.estimators.warca')
+    ('warca', 'rankmetric.estimators.warca.linear')
     """
 
     cls: str

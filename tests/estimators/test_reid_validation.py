@@ -12,7 +12,7 @@ from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer
 
-from rankmetric.estimators._early_stopping import retrieval_score
+from rankmetric.training import retrieval_score
 from rankmetric.estimators.kernel_warca import KernelWARCA
 from rankmetric.estimators.warca import WARCA
 from rankmetric.training import UntrainedModelWarning

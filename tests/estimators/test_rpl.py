@@ -12,7 +12,7 @@ from sklearn.base import clone
 from sklearn.neighbors import KNeighborsClassifier
 from sklearn.pipeline import make_pipeline
 
-from rankmetric.estimators._early_stopping import split_validation
+from rankmetric.training import split_validation
 from rankmetric.estimators.rpl import RPLEmbedding, default_hidden_sizes
 from rankmetric.io import load_model, save_model
 

@@ -30,7 +30,7 @@ import numpy as np
 
 from .._utils import make_rng
 from .._validation import check_labels
-from ..estimators._early_stopping import split_validation
+from ..training import split_validation
 from ..evaluate import retrieval_scores
 from .learners import fit_learner, keep_first_unless_better
 

@@ -28,7 +28,7 @@ fitted on all the data: the check never changes it. The result is the fitted att
 ``held_out_check_``; fewer than :data:`MIN_GROUPS` groups with two items skip the check, which
 ``held_out_check_`` says (and, with ``held_out_check=True``, a warning at each fit).
 
-:func:`held_out_split`, :func:`held_out_folds`, :func:`pair_groups`, :func:`compare_with_reference`
+:func:`held_out_folds`, :func:`pair_groups`, :func:`compare_with_reference`
 and :func:`pooled` are the pieces, reusable by a tuning loop.
 """
 
@@ -50,8 +50,13 @@ from sklearn.base import clone
 
 from .._validation import BOOLEAN, NONE, Options
 from .._validation.compat import warn_at_caller
-from ..training import UntrainedModelWarning
-from ._early_stopping import per_query_retrieval, sample_retrieval_items
+from ..training import (
+    UntrainedModelWarning,
+    holdout_folds,
+    per_query_retrieval,
+    sample_retrieval_items,
+    split_validation,
+)
 
 __all__ = [
     "FALLBACKS",
@@ -62,7 +67,6 @@ __all__ = [
     "HeldOutCheckMixin",
     "compare_with_reference",
     "held_out_folds",
-    "held_out_split",
     "pooled",
     "pair_groups",
     "run_held_out_check",
@@ -128,113 +132,28 @@ def pair_groups(a, b, similar, n_points: int) -> np.ndarray:
     return connected_components(graph, directed=False)[1].astype(np.int64)
 
 
-def held_out_split(
-    groups,
-    fraction: float = HELD_OUT_FRACTION,
-    random_state=None,
-    *,
-    min_groups: int = MIN_GROUPS,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Rows to learn from and rows held out, whole groups at a time.
-
-    ``max(2, round(fraction · Q))`` of the ``Q`` groups with two rows or more are held out (the
-    others, and the groups of one row, stay to learn from). The first fold of
-    :func:`held_out_folds`.
-
-    Parameters
-    ----------
-    groups : array-like of shape (n_samples,)
-        Group (class, identity, component) of each row.
-    fraction : float in (0, 1), default=0.2
-        Share of the groups held out.
-    random_state : int, Generator or None
-        Seeds the choice of groups.
-    min_groups : int, default=6
-        Fewest groups with two rows for a split.
-
-    Returns
-    -------
-    train_idx, held_idx : ndarrays of int64, sorted
-
-    Raises
-    ------
-    ValueError
-        When fewer than ``min_groups`` groups have two rows.
+def held_out_folds(groups, random_state) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The check's folds: :data:`HELD_OUT_FRACTION` of the groups each, whole and disjoint, as
+    many as it takes to hold out :data:`MIN_HELD_GROUPS` in all (at most :data:`MAX_FOLDS`):
+    with few groups one comparison would depend on which were drawn. The package's one split
+    (:func:`rankmetric.training.holdout_folds`).
 
     Examples
     --------
     >>> import numpy as np
-    >>> groups = np.repeat(np.arange(10), 3)
-    >>> train, held = held_out_split(groups, 0.2, random_state=0)
-    >>> len(train), len(held), len(np.unique(groups[held]))
-    (24, 6, 2)
-    """
-    return held_out_folds(groups, fraction, random_state, min_groups=min_groups, max_folds=1)[0]
-
-
-def held_out_folds(
-    groups,
-    fraction: float = HELD_OUT_FRACTION,
-    random_state=None,
-    *,
-    min_groups: int = MIN_GROUPS,
-    min_held: int = MIN_HELD_GROUPS,
-    max_folds: int = MAX_FOLDS,
-) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Folds of whole held-out groups: ``max(2, round(fraction · Q))`` groups each, disjoint,
-    as many folds as it takes to hold out ``min_held`` groups in all (at most ``max_folds``).
-
-    Few groups make one comparison depend on which groups were drawn; rotating them through a
-    few folds averages that out, and costs nothing more once ``min_held`` groups fit in one
-    fold (28 groups and more, by default).
-
-    Parameters
-    ----------
-    groups : array-like of shape (n_samples,)
-    fraction : float in (0, 1), default=0.2
-    random_state : int, Generator or None
-    min_groups : int, default=6
-        Fewest groups with two rows.
-    min_held : int, default=6
-        Groups to hold out over all folds.
-    max_folds : int, default=3
-
-    Returns
-    -------
-    list of (train_idx, held_idx)
-
-    Raises
-    ------
-    ValueError
-        When fewer than ``min_groups`` groups have two rows.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> folds = held_out_folds(np.repeat(np.arange(6), 3), random_state=0)
-    >>> [len(held) for _, held in folds]
+    >>> [len(held) for _, held in held_out_folds(np.repeat(np.arange(6), 3), 0)]
     [6, 6, 6]
     """
-    _, codes = np.unique(np.asarray(groups), return_inverse=True)
-    codes = codes.ravel()
-    eligible = np.flatnonzero(np.bincount(codes) >= 2)
-    if eligible.shape[0] < min_groups:
-        raise ValueError(
-            f"only {eligible.shape[0]} groups have two rows or more; holding groups out needs "
-            f"{min_groups}"
-        )
-    if not 0 < fraction < 1:
-        raise ValueError(f"fraction must lie in (0, 1), got {fraction}.")
-    rng = random_state if isinstance(random_state, np.random.Generator) else None
-    rng = rng or np.random.default_rng(random_state)
-    n_held = min(max(2, int(round(fraction * eligible.shape[0]))), eligible.shape[0] - 2)
-    n_folds = min(max_folds, -(-min_held // n_held), eligible.shape[0] // n_held)
-    order = rng.permutation(eligible)
-    folds = []
-    for k in range(max(n_folds, 1)):
-        held = np.isin(codes, order[k * n_held : (k + 1) * n_held])
-        folds.append((np.flatnonzero(~held), np.flatnonzero(held)))
-    return folds
+    codes = np.unique(np.asarray(groups), return_inverse=True)[1].ravel()
+    return holdout_folds(
+        codes,
+        HELD_OUT_FRACTION,
+        np.random.default_rng(random_state),
+        min_groups=MIN_GROUPS,
+        min_held=MIN_HELD_GROUPS,
+        max_folds=MAX_FOLDS,
+        what="the held-out check",
+    )
 
 
 def pooled(results: list[dict]) -> dict:
@@ -603,8 +522,6 @@ def _classifier_task(est, bound: dict) -> _Task:
     """A k-NN classifier of its training classes: 20 % of each class held out, its k-NN
     accuracy there against the Euclidean k-NN rule's on the same training rows."""
     from sklearn.neighbors import KNeighborsClassifier
-
-    from ._early_stopping import split_validation
 
     X, y = np.asarray(bound["X"]), np.asarray(bound["y"])
     codes = np.unique(y, return_inverse=True)[1].ravel()

@@ -32,7 +32,7 @@ from ..geometry.matrix_functions import eigh, spd_log, symmetrize
 from ..losses.lifted import LiftedStructureLoss
 from ..losses.potato import RiemannianPotatoLoss, embedding_distances
 from ..losses.triplet import TripletLoss
-from ..model_selection import per_query_scores
+from ..training import per_query_scores
 from ..models.spdnet import SPDNet, sym_to_vec
 
 __all__ = [

@@ -20,7 +20,8 @@ from ..losses.regularizers import aon_penalty
 from ..losses.warp import DENSE_DETECTION_RATIO, Embed, sampled_warp_loss
 from ..models.linear import LinearMap
 from ..sampling import LabelIndex
-from ..training import TrainingResult, train
+from ..training import Stopping, TrainingResult, Validation, train
+from .base import fit_checkpointing
 
 __all__ = [
     "AUTO_BATCH",
@@ -235,17 +236,13 @@ class WARPTrainingMixin:
             loss_step,
             rng=rng,
             max_iter=self.max_iter,
-            validate=validate,
-            validation_every=self.validation_every,
-            patience=self.patience,
-            tol=self.tol,
-            tol_window=tol_window,
+            validation=None
+            if validate is None
+            else Validation(validate, self.validation_every, self.patience, score_start=True),
+            stopping=Stopping(tol=self.tol, window=tol_window),
+            checkpointing=fit_checkpointing(self),
             verbose=self.verbose,
             desc=type(self).__name__,
-            checkpoint_dir=self.checkpoint_dir,
-            checkpoint_every=self.checkpoint_every,
-            fingerprint=getattr(self, "_fit_fingerprint", None),
-            validate_start=True,
             hint=self._untrained_hint,
         )
         self.n_iter_ = int(result.n_iter)

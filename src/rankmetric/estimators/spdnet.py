@@ -50,12 +50,16 @@ from ..geometry.means import riemannian_mean
 from ..io import register_estimator
 from ..losses.potato import DISTANCES
 from ..losses.registry import LOSSES, VECTOR_ONLY_LOSSES, make_loss
-from ..model_selection import OneStandardErrorSelector
 from ..models.spdnet import SPDNet, sym_to_vec
 from ..models.stiefel import StiefelAdam
 from ..preprocessing.recentring import DomainsRequestMixin
-from ..training import TrainingResult, train
-from ._early_stopping import split_validation
+from ..training import (
+    OneStandardErrorSelector,
+    TrainingResult,
+    Validation,
+    split_validation,
+    train,
+)
 from ._held_out import HELD_OUT_PARAMETER_CONSTRAINTS
 from ._init_parameters import store_parameters
 from ._spd_domains import batch_drawer, fit_domain_codes, start_domain_statistics
@@ -75,7 +79,7 @@ from ._spd_network import (
     validation_scorer,
 )
 from ._untrained import UNTRAINED_ADVICE, untrained_message, warn_untrained_kept
-from .base import MetricLearnerMixin, fit_context
+from .base import MetricLearnerMixin, fit_checkpointing, fit_context
 
 __all__ = [
     "SPDNetEmbedding",
@@ -443,15 +447,13 @@ class SPDNetEmbedding(DomainsRequestMixin, SPDEmbeddingMixin, MetricLearnerMixin
             loss_step,
             rng=rng,
             max_iter=self.max_iter,
-            validate=None if candidates is None else candidates.validate,
-            validation_every=self.validation_every,
-            patience=self.patience,
+            validation=None
+            if candidates is None
+            else Validation(candidates.validate, self.validation_every, self.patience),
+            checkpointing=fit_checkpointing(self),
             verbose=self.verbose,
             desc=type(self).__name__,
             hint=UNTRAINED_ADVICE,
-            checkpoint_dir=self.checkpoint_dir,
-            checkpoint_every=self.checkpoint_every,
-            fingerprint=getattr(self, "_fit_fingerprint", None),
         )
         self._select(candidates, result, untrained)
         net.train()

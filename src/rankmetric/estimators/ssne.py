@@ -41,19 +41,20 @@ from ..losses.similarity import (
 )
 from ..models.sphere import SphereTanhEmbedding, sphere_similarity
 from ..sampling import LabelIndex
-from ..training import train
-from ._early_stopping import (
+from ..training import (
     RETRIEVAL_METRICS,
-    VALIDATION_PARAMETER_CONSTRAINTS,
+    Validation,
     retrieval_validator,
     sample_retrieval_items,
     split_validation,
+    train,
 )
+from ._early_stopping import VALIDATION_PARAMETER_CONSTRAINTS
 from ._held_out import HELD_OUT_PARAMETER_CONSTRAINTS
 from ._init_parameters import store_parameters
 from ._ssne_solver import ProximalStepper as _ProximalStepper
 from ._supervision import check_pair_supervision
-from .base import MetricLearnerMixin, fit_context
+from .base import MetricLearnerMixin, fit_checkpointing, fit_context
 
 __all__ = ["SSNE", "default_n_components"]
 
@@ -449,19 +450,16 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
             rng=rng,
             max_iter=int(self.max_iter),
             post_step=stepper.proximal_step,
-            validate=validate,
-            validation_every=int(self.validation_every),
-            patience=self.patience,
-            validate_start=True,
+            validation=None
+            if validate is None
+            else Validation(validate, int(self.validation_every), self.patience, score_start=True),
+            checkpointing=fit_checkpointing(self),
             hint=(
                 "Try a smaller learning_rate, a smaller reg_lambda (fewer pruned units) or "
                 "another max_iter; docs/ssne.md."
             ),
             verbose=self.verbose,
             desc="SSNE",
-            checkpoint_dir=self.checkpoint_dir,
-            checkpoint_every=self.checkpoint_every,
-            fingerprint=getattr(self, "_fit_fingerprint", None),
         )
         self.best_iter_ = result.best_step
         self.initial_validation_score_ = result.start_score

@@ -98,6 +98,7 @@ def test_the_check_does_not_change_the_model():
 
 
 @pytest.mark.filterwarnings("ignore:.*stopped at max_iter")
+@pytest.mark.filterwarnings("ignore:KernelWARCA held-out check")
 def test_kernel_warca_validation_fraction_auto_is_deprecated_and_unchanged():
     X, y = make_gaussian_clusters(160, 5, 8, n_informative=3, random_state=1)
     X = X - X.min() + 0.1

@@ -42,6 +42,7 @@ from ..kernels import KERNEL_PARAMETER_CONSTRAINTS, NystroemMap, default_gamma, 
 from ..losses.regularizers import kernel_aon_penalty
 from ..models.linear import LinearMap
 from ..sampling import POSITIVES, CrossCameraLabelIndex, LabelIndex, check_cameras
+from ._early_stopping import warn_validation_set
 from ._init_parameters import store_parameters
 from .base import MetricLearnerMixin, fit_context
 from .warca import WARP_PARAMETER_CONSTRAINTS, BaseWARCA
@@ -311,8 +312,9 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
             Training features, or the training kernel when ``kernel="precomputed"``.
         y : array-like of shape (n_samples,)
         X_val, y_val : optional
-            Validation features (or ``K(X_val, X_train)`` when precomputed) and labels for early
-            stopping on ``validation_metric`` (by default leave-one-out recall@1 among the
+            Deprecated (removed in 0.3; a ``FutureWarning``): set ``validation_fraction``
+            instead. Validation features (or ``K(X_val, X_train)`` when precomputed) and labels
+            for early stopping on ``validation_metric`` (by default leave-one-out recall@1 among the
             validation items, whose labels need not occur in ``y``). Not together with
             ``validation_fraction``.
         cameras : array-like of shape (n_samples,), optional
@@ -325,6 +327,8 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         self
         """
         self._check_params()
+        if X_val is not None or y_val is not None:
+            warn_validation_set(type(self).__name__)
         X, y = validate_data(self, X, y, dtype=[np.float32, np.float64])
         if self.kernel != "precomputed":  # magnitudes whose squares overflow are refused
             check_scale(X, np.float32)

@@ -43,7 +43,7 @@ from ..sampling import (
     PairIndex,
     check_cameras,
 )
-from ._early_stopping import VALIDATION_PARAMETER_CONSTRAINTS
+from ._early_stopping import VALIDATION_PARAMETER_CONSTRAINTS, warn_validation_set
 from ._held_out import HELD_OUT_PARAMETER_CONSTRAINTS
 from ._init_parameters import store_parameters
 from ._supervision import (
@@ -382,9 +382,10 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         y : array-like of shape (n_samples,)
             Class labels; at least two classes, and one class with two samples.
         X_val, y_val : array-like of shape (n_val, n_features) and (n_val,), optional
-            Enables early stopping on ``validation_metric`` (by default leave-one-out recall@1
-            among the validation items, whose labels need not occur in ``y``), keeping the best
-            map. Not together with ``validation_fraction``.
+            Deprecated (removed in 0.3; a ``FutureWarning``): set ``validation_fraction`` (and
+            ``validation_split="groups"`` for held-out identities) instead. Enables early
+            stopping on ``validation_metric``, keeping the best map. Not together with
+            ``validation_fraction``.
         cameras : array-like of shape (n_samples,), optional
             Camera id of each row of ``X``, for ``positives="cross_camera"`` (checked, then
             unused, with ``positives="all"``). In a ``Pipeline``: ``fit(X, y,
@@ -395,6 +396,8 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         self
         """
         self._validate_params()
+        if X_val is not None or y_val is not None:
+            warn_validation_set(type(self).__name__)
         X, y = validate_data(self, X, y, dtype=[np.float32, np.float64])
         check_scale(X, np.float32)  # magnitudes whose squares overflow are refused
         classes, codes = check_labels(y, X.shape[0])

@@ -93,10 +93,10 @@ def holdout_folds(
         )
     n_held = min(max(2, int(round(fraction * eligible.shape[0]))), eligible.shape[0] - 2)
     n_folds = max(1, min(max_folds, -(-min_held // n_held), eligible.shape[0] // n_held))
-    order = rng.permutation(eligible)
+    drawn = rng.choice(eligible, n_folds * n_held, replace=False)  # in random order
     folds = []
     for k in range(n_folds):
-        held = np.isin(codes, order[k * n_held : (k + 1) * n_held])
+        held = np.isin(codes, drawn[k * n_held : (k + 1) * n_held])
         folds.append((np.flatnonzero(~held), np.flatnonzero(held)))
     return folds
 

@@ -291,13 +291,13 @@ def test_the_flat_keywords_of_0_1_still_work_with_a_future_warning(tmp_path):
         scores = iter([1.0, 2.0, 0.5, 0.4, 0.3] + [0.0] * 100)
         if grouped:
             result = train(module, opt, loss_step, rng=rng, max_iter=200,
-                           validation=Validation(lambda: next(scores), every=10, patience=2),
+                           validation=Validation(scores.__next__, every=10, patience=2),
                            stopping=Stopping(divergence_factor=None),
                            checkpointing=Checkpointing(tmp_path / "a", every=5))  # fmt: skip
         else:
             with pytest.warns(FutureWarning, match=r"train\(validate=.*stop working in 0.3"):
                 result = train(module, opt, loss_step, rng=rng, max_iter=200,
-                               validate=lambda: next(scores), validation_every=10, patience=2,
+                               validate=scores.__next__, validation_every=10, patience=2,
                                divergence_factor=None, checkpoint_dir=tmp_path / "b",
                                checkpoint_every=5)  # fmt: skip
         runs.append((result.n_iter, result.best_step, module.w.detach().clone()))

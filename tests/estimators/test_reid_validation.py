@@ -12,10 +12,9 @@ from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer
 
-from rankmetric.training import retrieval_score
 from rankmetric.estimators.kernel_warca import KernelWARCA
 from rankmetric.estimators.warca import WARCA
-from rankmetric.training import UntrainedModelWarning
+from rankmetric.training import UntrainedModelWarning, retrieval_score
 
 # Fits here use deliberately tiny budgets and data: the convergence and untrained-model
 # warnings they raise are expected (the tests that check a warning use pytest.warns).

@@ -12,8 +12,8 @@ import pytest
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
-import rankmetric.training._checkpoints as _checkpoints
 import rankmetric.training as training
+import rankmetric.training._checkpoints as _checkpoints
 
 # Fits here use deliberately tiny budgets and data: the convergence and untrained-model
 # warnings they raise are expected (the tests that check a warning use pytest.warns).

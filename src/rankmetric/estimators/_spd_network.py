@@ -32,8 +32,8 @@ from ..geometry.matrix_functions import eigh, spd_log, symmetrize
 from ..losses.lifted import LiftedStructureLoss
 from ..losses.potato import RiemannianPotatoLoss, embedding_distances
 from ..losses.triplet import TripletLoss
-from ..training import per_query_scores
 from ..models.spdnet import SPDNet, sym_to_vec
+from ..training import per_query_scores
 
 __all__ = [
     "HEADS",

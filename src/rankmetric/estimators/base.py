@@ -16,11 +16,11 @@ from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._distances import paired_squared_euclidean
-from ..training import Checkpointing, fit_fingerprint
 from .._threads import fit_threads
 from .._validation import ParameterValidationMixin
 from .._validation.compat import warn_deprecated
 from ..io import load_model, save_model
+from ..training import Checkpointing, fit_fingerprint
 from ._held_out import (
     HeldOutCheckMixin,
     fit_ended,
@@ -30,7 +30,13 @@ from ._held_out import (
 )
 from ._supervision import split_pairs
 
-__all__ = ["MetricLearnerMixin", "MahalanobisMixin", "atomic_fit", "fit_checkpointing", "fit_context"]
+__all__ = [
+    "MetricLearnerMixin",
+    "MahalanobisMixin",
+    "atomic_fit",
+    "fit_checkpointing",
+    "fit_context",
+]
 
 #: The fit methods of an estimator; each carries :func:`fit_context`.
 FIT_METHODS = ("fit", "fit_pairs", "fit_triplets")

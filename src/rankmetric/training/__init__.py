@@ -15,11 +15,9 @@
 ============================  ==================================================================
 """
 
-from ._checkpoints import Checkpoints
-from ._fingerprint import RESUMABLE_PARAMS, fit_fingerprint
+from ._fingerprint import RESUMABLE_PARAMS as RESUMABLE_PARAMS
+from ._fingerprint import fit_fingerprint
 from ._loop import (
-    DIVERGENCE_FACTOR,
-    LOSS_WINDOW,
     Checkpointing,
     NonFiniteLossError,
     Stopping,
@@ -31,15 +29,17 @@ from ._loop import (
     train,
 )
 from ._scoring import (
-    MAX_VALIDATION_ITEMS,
-    RETRIEVAL_METRICS,
+    RETRIEVAL_METRICS as RETRIEVAL_METRICS,
+)
+from ._scoring import (
     per_query_retrieval,
     per_query_scores,
     retrieval_score,
     retrieval_validator,
     sample_retrieval_items,
 )
-from ._split import VALIDATION_SPLITS, holdout_folds, split_validation
+from ._split import VALIDATION_SPLITS as VALIDATION_SPLITS
+from ._split import holdout_folds, split_validation
 from .model_selection import OneStandardErrorSelector, paired_gain
 
 __all__ = [

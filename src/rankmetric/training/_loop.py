@@ -4,7 +4,8 @@ An estimator supplies a module holding its parameters, an optimiser and a ``loss
 callable that samples a batch from the estimator's NumPy generator and returns a scalar loss.
 The loop does the rest. Its settings come in three small groups: :class:`Validation` (the
 score, how often, the patience), :class:`Stopping` (the rules on the loss alone) and
-:class:`Checkpointing` (where, how often, the fingerprint). :func:`train` is a short loop over named steps, each its own unit:
+:class:`Checkpointing` (where, how often, the fingerprint). :func:`train` is a short loop over
+named steps, each its own unit:
 
 * :func:`optimisation_step`: backward, the non-finite guards, gradient averaging across
   processes (:func:`rankmetric._distributed.average_gradients`), the optimiser and the post-step
@@ -136,7 +137,8 @@ def checkpoint_fingerprint(fingerprint: str | None) -> Iterator[None]:
     None
     """
     warn_deprecated(
-        "checkpoint_fingerprint", "Pass train(checkpointing=Checkpointing(fingerprint=...))",
+        "checkpoint_fingerprint",
+        "Pass train(checkpointing=Checkpointing(fingerprint=...))",
         stacklevel=3,
     )
     token = _FINGERPRINT.set(fingerprint)

@@ -34,12 +34,14 @@ and :func:`pooled` are the pieces, reusable by a tuning loop.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import inspect
 import sys
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from numbers import Integral
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -297,14 +299,6 @@ class HeldOutCheckMixin:
         reference = np.eye(self.n_features_in_, dtype=self.components_.dtype)
         self.components_ = reference
 
-    def _fit_pairs_names(self) -> tuple:
-        """The parameter names of ``fit_pairs`` (SSNE's third is ``similarities``)."""
-        return (
-            tuple(inspect.signature(self.fit_pairs).parameters)
-            if hasattr(self, "fit_pairs")
-            else ()
-        )
-
     def _reference_in_use(self) -> bool:
         """Whether ``fallback`` replaced the learned metric by its reference."""
         check = getattr(self, "held_out_check_", None)
@@ -314,18 +308,17 @@ class HeldOutCheckMixin:
 # ---------------------------------------------------------------------- the check itself
 
 
-def fit_started() -> contextvars.Token:
-    """Count one more running fit (:func:`rankmetric.estimators.base.fit_context`)."""
-    return _FIT_DEPTH.set(_FIT_DEPTH.get() + 1)
-
-
-def fit_ended(token: contextvars.Token) -> None:
-    _FIT_DEPTH.reset(token)
-
-
-def is_outermost_fit() -> bool:
-    """Whether the fit now ending is no other rankmetric fit's inner fit."""
-    return _FIT_DEPTH.get() == 1
+@contextlib.contextmanager
+def fit_depth() -> Iterator[bool]:
+    """Count one more running fit (:func:`rankmetric.estimators.base.fit_context`) while in the
+    block; it yields whether this fit is the outermost one (no other rankmetric fit's inner
+    fit)."""
+    depth = _FIT_DEPTH.get()
+    token = _FIT_DEPTH.set(depth + 1)
+    try:
+        yield depth == 0
+    finally:
+        _FIT_DEPTH.reset(token)
 
 
 def run_held_out_check(est, fit: Callable, args: tuple, kwargs: dict) -> None:
@@ -358,13 +351,11 @@ def run_held_out_check(est, fit: Callable, args: tuple, kwargs: dict) -> None:
         _skipped(est, str(skip), explicit=setting is True)
         return
     with warnings.catch_warnings():  # what matters of these fits is the comparison
-        warnings.simplefilter("ignore")
-        result = task.score(lambda: _probe(est), fit)
-    result["n_groups"] = task.n_held_groups
-    result["held_out"] = task.what
-    result["status"] = "done"
-    result["below"] = bool(result["difference"] < -Z_BELOW * result["standard_error"])
-    result["fallback"] = False
+        warnings.simplefilter("ignore")  # a fresh probe for each fold:
+        result = pooled([task.score_fold(_probe(est), fit, *fold) for fold in task.folds])
+    below = bool(result["difference"] < -Z_BELOW * result["standard_error"])
+    result.update(n_folds=len(task.folds), n_groups=task.n_held_groups, held_out=task.what)
+    result.update(status="done", below=below, fallback=False)
     est.held_out_check_ = result
     if result["below"]:
         if est.fallback == "reference":
@@ -448,19 +439,13 @@ class _Skip(Exception):
     """The check cannot run on these data (the reason is the message)."""
 
 
-class _Task:
-    """The data of one check: its folds, and how to fit a probe and score it on one fold."""
+class _Task(NamedTuple):
+    """The data of one check: how to fit a probe and score it on one fold, and the folds."""
 
-    def __init__(self, score_fold: Callable, folds: list, n_held_groups: int, what: str):
-        self.score_fold, self.folds = score_fold, folds
-        self.n_held_groups, self.what = n_held_groups, what
-
-    def score(self, make_probe: Callable, fit: Callable) -> dict:
-        """The comparison pooled over the folds, a fresh probe for each."""
-        results = [self.score_fold(make_probe(), fit, *fold) for fold in self.folds]
-        result = pooled(results)
-        result["n_folds"] = len(results)
-        return result
+    score_fold: Callable
+    folds: list
+    n_held_groups: int
+    what: str
 
 
 def _seed(est) -> int:
@@ -557,12 +542,9 @@ def _reference_embedding(est, probe, fit, X_train, y_train, fitted_rows):
 def _pair_task(est, bound: dict) -> _Task:
     from ._supervision import check_pair_supervision
 
-    values = list(bound.values())
-    targets = (
-        "similarity"
-        if "similarities" in bound or "similarities" in est._fit_pairs_names()
-        else "binary"
-    )
+    values = list(bound.values())  # SSNE's fit_pairs takes similarities, the others labels
+    similarities = "similarities" in inspect.signature(est.fit_pairs).parameters
+    targets = "similarity" if similarities else "binary"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         s = check_pair_supervision(clone(est), *values[:3], targets=targets)

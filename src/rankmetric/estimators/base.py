@@ -21,13 +21,7 @@ from .._validation import ParameterValidationMixin
 from .._validation.compat import warn_deprecated
 from ..io import load_model, save_model
 from ..training import Checkpointing, fit_fingerprint
-from ._held_out import (
-    HeldOutCheckMixin,
-    fit_ended,
-    fit_started,
-    is_outermost_fit,
-    run_held_out_check,
-)
+from ._held_out import HeldOutCheckMixin, fit_depth, run_held_out_check
 from ._supervision import split_pairs
 
 __all__ = [
@@ -101,22 +95,21 @@ def fit_context(fit):
     @functools.wraps(fit)
     def fit_in_context(self, *args, **kwargs):
         kept = {k: v for k, v in vars(self).items() if not _is_fitted_name(k)}
-        outermost = "_fit_fingerprint" not in vars(self)
-        if outermost and getattr(self, "checkpoint_dir", None) is not None:
+        own = "_fit_fingerprint" not in vars(self)  # not a fit method called by another one
+        if own and getattr(self, "checkpoint_dir", None) is not None:
             self._fit_fingerprint = fit_fingerprint(self, *args, **kwargs)
-        depth = fit_started()
         try:
-            fitted = sized(self, *args, **kwargs)
-            if is_outermost_fit() and hasattr(self, "held_out_check"):
-                run_held_out_check(self, fit, args, kwargs)
+            with fit_depth() as outermost:
+                fitted = sized(self, *args, **kwargs)
+                if outermost and hasattr(self, "held_out_check"):
+                    run_held_out_check(self, fit, args, kwargs)
             return fitted
         except BaseException:
             vars(self).clear()  # no half-updated model: back to the state before any fit
             vars(self).update(kept)
             raise
         finally:
-            fit_ended(depth)
-            if outermost:
+            if own:
                 vars(self).pop("_fit_fingerprint", None)
 
     fit_in_context._rankmetric_fit_context = True

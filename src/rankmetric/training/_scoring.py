@@ -50,8 +50,9 @@ def per_query_scores(dist: torch.Tensor, relevant: torch.Tensor, metric: str) ->
     relevant : bool tensor of shape (n_queries, n_gallery)
         Which gallery items are the query's matches (those left out of the ranking never count).
     metric : {"recall@1", "map"}
-        Whether the nearest gallery item is relevant (ties: the lowest index), or average
-        precision.
+        Whether the nearest gallery item is relevant (ties: the lowest index; one ``argmin``
+        a row), or average precision (the places of the relevant items from
+        :func:`~rankmetric.neighbors.relevant_places`).
 
     Returns
     -------
@@ -68,18 +69,18 @@ def per_query_scores(dist: torch.Tensor, relevant: torch.Tensor, metric: str) ->
     """
     dist = dist.masked_fill(torch.isnan(dist), torch.inf)
     counted = relevant & torch.isfinite(dist)
-    row, col = counted.nonzero(as_tuple=True)  # row-major: each row's columns ascending
     n_rel = counted.sum(dim=1)
+    if metric == "recall@1":  # the nearest item (the first of equals): one pass, no sort
+        scores = counted.gather(1, dist.argmin(dim=1, keepdim=True))[:, 0].to(torch.float64)
+        return torch.where(n_rel > 0, scores, torch.nan)
+    row, col = counted.nonzero(as_tuple=True)  # row-major: each row's columns ascending
     starts = torch.cumsum(n_rel, 0) - n_rel
     width = max(int(n_rel.max()) if n_rel.numel() else 0, 1)
     columns = torch.zeros((dist.shape[0], width), dtype=torch.int64, device=dist.device)
     columns[row, torch.arange(row.shape[0], device=dist.device) - starts[row]] = col
     j = torch.arange(width, device=dist.device)
     places, n_rel = relevant_places(dist, columns, j < n_rel[:, None])
-    if metric == "recall@1":
-        scores = (places[:, 0] == 1).to(torch.float64)
-    else:
-        scores = average_precision(j + 1, places, j < n_rel[:, None], n_rel)
+    scores = average_precision(j + 1, places, j < n_rel[:, None], n_rel)
     return torch.where(n_rel > 0, scores, torch.nan)
 
 

@@ -3,7 +3,14 @@ import pytest
 import torch
 from sklearn.exceptions import ConvergenceWarning
 
-from rankmetric.training import NonFiniteLossError, optimisation_step, train
+from rankmetric.training import (
+    Checkpointing,
+    NonFiniteLossError,
+    Stopping,
+    Validation,
+    optimisation_step,
+    train,
+)
 
 
 class Quadratic(torch.nn.Module):
@@ -54,9 +61,7 @@ def test_validation_restores_best_and_stops_early():
         loss_step,
         rng=rng,
         max_iter=1000,
-        validate=validate,
-        validation_every=10,
-        patience=3,
+        validation=Validation(validate, every=10, patience=3),
     )
     assert result.stopped_early
     assert result.best_step == 20
@@ -80,11 +85,11 @@ def test_non_finite_loss_raises_and_keeps_last_good_parameters():
 
 def test_tolerance_stops_or_warns():
     module, opt, rng, loss_step, _ = _setup()
-    result = train(module, opt, loss_step, rng=rng, max_iter=2000, tol=1e-3, tol_window=50)
+    result = train(module, opt, loss_step, rng=rng, max_iter=2000, stopping=Stopping(1e-3, 50))
     assert result.stopped_early and result.n_iter < 2000
     module, opt, rng, loss_step, _ = _setup(lr=1e-4, noise_scale=0.0)
     with pytest.warns(ConvergenceWarning):
-        train(module, opt, loss_step, rng=rng, max_iter=100, tol=1e-6, tol_window=10)
+        train(module, opt, loss_step, rng=rng, max_iter=100, stopping=Stopping(1e-6, 10))
 
 
 def test_checkpoint_resume_matches_uninterrupted_run(tmp_path):
@@ -106,14 +111,13 @@ def test_checkpoint_resume_matches_uninterrupted_run(tmp_path):
             killed_at_60,
             rng=rng,
             max_iter=120,
-            checkpoint_dir=tmp_path,
-            checkpoint_every=20,
+            checkpointing=Checkpointing(tmp_path, every=20),
         )
     assert (tmp_path / "checkpoint.pt").exists()
     # a fresh process: new objects, state only from the checkpoint
     module, opt, rng, loss_step, _ = _setup(seed=99)
     result = train(
-        module, opt, loss_step, rng=rng, max_iter=120, checkpoint_dir=tmp_path, checkpoint_every=20
+        module, opt, loss_step, rng=rng, max_iter=120, checkpointing=Checkpointing(tmp_path, 20)
     )
     assert result.n_iter == 120 and len(result.history) == 120
     torch.testing.assert_close(module.w.detach(), reference, rtol=0, atol=0)
@@ -158,10 +162,7 @@ def test_validation_that_keeps_the_start_warns():
             loss_step,
             rng=rng,
             max_iter=100,
-            validate=lambda: next(scores),
-            validation_every=10,
-            patience=3,
-            validate_start=True,
+            validation=Validation(lambda: next(scores), every=10, patience=3, score_start=True),
         )
     assert result.best_step == 0 and result.restored_step == 0 and result.start_score == 1.0
     torch.testing.assert_close(module.w.detach(), start)
@@ -180,7 +181,7 @@ def test_a_loss_that_ends_above_its_start_warns_and_a_good_fit_does_not():
             lambda step: module.w.sum() * 0 + 1.0 + 0.01 * step,
             rng=rng,
             max_iter=30,
-            divergence_factor=None,
+            stopping=Stopping(divergence_factor=None),
         )
     module, opt, rng, loss_step, _ = _setup()
     with warnings.catch_warnings():
@@ -206,8 +207,7 @@ def test_stop_after_still_works_with_a_future_warning(tmp_path):
             loss_step,
             rng=rng,
             max_iter=120,
-            checkpoint_dir=tmp_path,
-            checkpoint_every=20,
+            checkpointing=Checkpointing(tmp_path, every=20),
             stop_after=60,
         )
     assert partial.n_iter == 60 and len(partial.history) == 60
@@ -224,11 +224,11 @@ def _checkpoint_then_resume(tmp_path, first, second):
         return loss_step(step)
 
     with pytest.raises(_Killed):
-        train(module, opt, killed_at_4, rng=rng, max_iter=10, checkpoint_dir=tmp_path,
-              checkpoint_every=2, fingerprint=first)  # fmt: skip
+        train(module, opt, killed_at_4, rng=rng, max_iter=10,
+              checkpointing=Checkpointing(tmp_path, 2, first))  # fmt: skip
     module, opt, rng, loss_step, _ = _setup(seed=1)
-    return train(module, opt, loss_step, rng=rng, max_iter=10, checkpoint_dir=tmp_path,
-                 checkpoint_every=2, fingerprint=second)  # fmt: skip
+    return train(module, opt, loss_step, rng=rng, max_iter=10,
+                 checkpointing=Checkpointing(tmp_path, 2, second))  # fmt: skip
 
 
 def test_the_fingerprint_argument_decides_which_checkpoint_resumes(tmp_path):
@@ -258,7 +258,7 @@ def test_the_steps_are_named_and_patchable(monkeypatch):
         calls.append(args[3])
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(training, "optimisation_step", spy)
+    monkeypatch.setattr(training._loop, "optimisation_step", spy)
     module, opt, rng, loss_step, _ = _setup()
     train(module, opt, loss_step, rng=rng, max_iter=5)
     assert calls == [0, 1, 2, 3, 4]
@@ -281,3 +281,35 @@ def test_train_has_no_hidden_fingerprint_or_test_hook_in_its_loop():
     source = inspect.getsource(training.train)
     loop = source[source.index("for step in bar") :]
     assert "stop_after" not in loop and "_FINGERPRINT" not in loop
+
+
+def test_the_flat_keywords_of_0_1_still_work_with_a_future_warning(tmp_path):
+    """``train(validate=..., patience=..., checkpoint_dir=...)`` is the grouped call, warned."""
+    runs = []
+    for grouped in (True, False):
+        module, opt, rng, loss_step, _ = _setup(seed=2)
+        scores = iter([1.0, 2.0, 0.5, 0.4, 0.3] + [0.0] * 100)
+        if grouped:
+            result = train(module, opt, loss_step, rng=rng, max_iter=200,
+                           validation=Validation(scores.__next__, every=10, patience=2),
+                           stopping=Stopping(divergence_factor=None),
+                           checkpointing=Checkpointing(tmp_path / "a", every=5))  # fmt: skip
+        else:
+            with pytest.warns(FutureWarning, match=r"train\(validate=.*stop working in 0.3"):
+                result = train(module, opt, loss_step, rng=rng, max_iter=200,
+                               validate=scores.__next__, validation_every=10, patience=2,
+                               divergence_factor=None, checkpoint_dir=tmp_path / "b",
+                               checkpoint_every=5)  # fmt: skip
+        runs.append((result.n_iter, result.best_step, module.w.detach().clone()))
+    assert runs[0][:2] == runs[1][:2] == (40, 20)
+    torch.testing.assert_close(runs[0][2], runs[1][2], rtol=0, atol=0)
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        train(*_setup()[:3], rng=np.random.default_rng(0), max_iter=1, validation_evry=3)
+
+
+def test_train_takes_a_few_grouped_settings():
+    import inspect
+
+    parameters = inspect.signature(train).parameters
+    assert len([p for p in parameters.values() if p.kind is not p.VAR_KEYWORD]) <= 14
+    assert {"validation", "stopping", "checkpointing"} <= set(parameters)

@@ -180,15 +180,16 @@ def test_the_base_class_no_longer_wraps_fit_silently():
 
 
 def test_a_failed_refit_leaves_the_estimator_unfitted_and_no_fingerprint_behind(tmp_path):
-    from rankmetric.estimators.base import MetricLearnerMixin, fit_context
+    from rankmetric.estimators.base import MetricLearnerMixin, fit_checkpointing, fit_context
 
     class Learner(MetricLearnerMixin, BaseEstimator):
-        def __init__(self, checkpoint_dir=None):
-            self.checkpoint_dir = checkpoint_dir
+        def __init__(self, checkpoint_dir=None, checkpoint_every=10):
+            self.checkpoint_dir, self.checkpoint_every = checkpoint_dir, checkpoint_every
 
         @fit_context
         def fit(self, X, y=None):
-            self.seen_ = self._fit_fingerprint
+            checkpointing = fit_checkpointing(self)
+            self.seen_ = None if checkpointing is None else checkpointing.fingerprint
             if np.isnan(X).any():
                 raise ValueError("NaN")
             return self

@@ -119,11 +119,12 @@ def test_warca_cross_camera_with_held_out_identities(reid):
     )
     est.fit(X, y, cameras=cams)
     assert len(est.validation_scores_) > 0
-    # X_val, y_val still work positionally next to cameras
+    # X_val, y_val still work positionally next to cameras (deprecated)
     half = np.isin(y, np.unique(y)[:30])
-    _warca(positives="cross_camera", validation_every=10).fit(
-        X[half], y[half], X[~half], y[~half], cameras=cams[half]
-    )
+    with pytest.warns(FutureWarning, match=r"fit\(X, y, X_val, y_val\)"):
+        _warca(positives="cross_camera", validation_every=10).fit(
+            X[half], y[half], X[~half], y[~half], cameras=cams[half]
+        )
 
 
 def test_warca_trains_only_on_cross_camera_pairs(reid, monkeypatch):

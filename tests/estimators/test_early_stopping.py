@@ -6,14 +6,14 @@ import numpy as np
 import pytest
 import torch
 
-from rankmetric.estimators._early_stopping import (
+from rankmetric.estimators._early_stopping import warn_if_below_reference
+from rankmetric.training import (
+    UntrainedModelWarning,
     per_query_retrieval,
     retrieval_score,
     sample_retrieval_items,
     split_validation,
-    warn_if_below_reference,
 )
-from rankmetric.training import UntrainedModelWarning
 
 
 def test_stratified_split_holds_out_a_share_of_every_class():
@@ -68,7 +68,7 @@ def _brute_force(Z, codes, metric):
 
 @pytest.mark.parametrize("metric", ["recall@1", "map"])
 def test_leave_one_out_scores_match_the_definition(metric, monkeypatch):
-    import rankmetric.estimators._early_stopping as module
+    import rankmetric.training._scoring as module
 
     monkeypatch.setattr(module, "_CHUNK_ROWS", 7)  # several chunks
     rng = np.random.default_rng(0)

@@ -30,7 +30,6 @@ from rankmetric.estimators import _held_out
 from rankmetric.estimators._held_out import (
     compare_with_reference,
     held_out_folds,
-    held_out_split,
     pair_groups,
 )
 from rankmetric.estimators.spd import SPDNetEmbedding
@@ -99,6 +98,7 @@ def test_the_check_does_not_change_the_model():
 
 
 @pytest.mark.filterwarnings("ignore:.*stopped at max_iter")
+@pytest.mark.filterwarnings("ignore:KernelWARCA held-out check")
 def test_kernel_warca_validation_fraction_auto_is_deprecated_and_unchanged():
     X, y = make_gaussian_clusters(160, 5, 8, n_informative=3, random_state=1)
     X = X - X.min() + 0.1
@@ -251,13 +251,13 @@ def test_cameras_leave_same_camera_matches_out():
 
 def test_splits_and_groups():
     groups = np.repeat(np.arange(30), 2)
-    folds = held_out_folds(groups, random_state=0)
+    folds = held_out_folds(groups, 0)
     assert len(folds) == 1 and len(np.unique(groups[folds[0][1]])) == 6  # 20 % of 30
-    few = held_out_folds(np.repeat(np.arange(8), 2), random_state=0)
+    few = held_out_folds(np.repeat(np.arange(8), 2), 0)
     held = [np.unique(np.repeat(np.arange(8), 2)[h]) for _, h in few]
     assert len(few) == 3 and len(np.unique(np.concatenate(held))) == 6  # disjoint folds
     with pytest.raises(ValueError, match="only 5 groups"):
-        held_out_split(np.repeat(np.arange(5), 2))
+        held_out_folds(np.repeat(np.arange(5), 2), 0)
     assert pair_groups([0, 1], [1, 2], [True, False], 4).tolist() == [0, 0, 1, 2]
 
 

@@ -166,17 +166,18 @@ def test_validation_early_stopping_in_both_modes():
     X, y = rings()
     Xv, yv = rings(seed=2)
     for landmarks in (None, 30):
-        model = KernelWARCA(
-            kernel="rbf",
-            gamma=0.5,
-            n_landmarks=landmarks,
-            n_components=2,
-            max_iter=60,
-            batch_size=32,
-            max_sampling=16,
-            validation_every=20,
-            random_state=0,
-        ).fit(X, y, X_val=Xv, y_val=yv)
+        with pytest.warns(FutureWarning, match="validation_fraction"):
+            model = KernelWARCA(
+                kernel="rbf",
+                gamma=0.5,
+                n_landmarks=landmarks,
+                n_components=2,
+                max_iter=60,
+                batch_size=32,
+                max_sampling=16,
+                validation_every=20,
+                random_state=0,
+            ).fit(X, y, X_val=Xv, y_val=yv)
         assert len(model.validation_scores_) == 3 and model.best_iter_ is not None
 
 

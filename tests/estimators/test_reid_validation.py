@@ -12,9 +12,8 @@ from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer
 
-from rankmetric.estimators._early_stopping import retrieval_score
 from rankmetric.estimators.warca import WARCA, KernelWARCA
-from rankmetric.training import UntrainedModelWarning
+from rankmetric.training import UntrainedModelWarning, retrieval_score
 
 # Fits here use deliberately tiny budgets and data: the convergence and untrained-model
 # warnings they raise are expected (the tests that check a warning use pytest.warns).
@@ -75,9 +74,10 @@ def test_warca_with_held_out_validation_identities_trains_and_stops_early(reid):
     assert model.best_iter_ > 0
     assert max(model.validation_scores_) > model.initial_validation_score_
     assert test_score(model.transform(Xt), yt) > test_score(Xt, yt)
-    # the same through fit(X, y, X_val, y_val) with identities absent from y
+    # the same through the deprecated fit(X, y, X_val, y_val), identities absent from y
     val = np.isin(y, np.unique(y)[:8])
-    explicit = WARCA(random_state=0, tol=None, **params).fit(X[~val], y[~val], X[val], y[val])
+    with pytest.warns(FutureWarning, match="validation_fraction"):
+        explicit = WARCA(random_state=0, tol=None, **params).fit(X[~val], y[~val], X[val], y[val])
     assert explicit.best_iter_ > 0 and explicit.n_iter_ < 1500
 
 

@@ -12,9 +12,9 @@ from sklearn.base import clone
 from sklearn.neighbors import KNeighborsClassifier
 from sklearn.pipeline import make_pipeline
 
-from rankmetric.estimators._early_stopping import split_validation
 from rankmetric.estimators.spd import RPLEmbedding, default_hidden_sizes
 from rankmetric.io import load_model, save_model
+from rankmetric.training import split_validation
 
 # Fits here use deliberately tiny budgets and data: the convergence and untrained-model
 # warnings they raise are expected (the tests that check a warning use pytest.warns).

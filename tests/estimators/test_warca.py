@@ -169,21 +169,23 @@ def test_array_init_survives_save_and_load(tmp_path):
 def test_validation_set_enables_early_stopping_and_keeps_the_best():
     X, y = noisy_blobs()
     Xv, yv = noisy_blobs(seed=2)
-    model = WARCA(
-        max_iter=200,
-        batch_size=32,
-        max_sampling=16,
-        validation_every=10,
-        patience=3,
-        validation_metric="knn",
-        random_state=0,
-    ).fit(X, y, X_val=Xv, y_val=yv)
+    with pytest.warns(FutureWarning, match=r"WARCA.fit\(X, y, X_val, y_val\) will stop"):
+        model = WARCA(
+            max_iter=200,
+            batch_size=32,
+            max_sampling=16,
+            validation_every=10,
+            patience=3,
+            validation_metric="knn",
+            random_state=0,
+        ).fit(X, y, X_val=Xv, y_val=yv)
     assert len(model.validation_scores_) >= 1
     assert model.best_iter_ is not None
     best = max(model.validation_scores_)
     assert knn_score(model.transform(X), y, model.transform(Xv), yv) == pytest.approx(best)
 
 
+@pytest.mark.filterwarnings("ignore:WARCA.fit.X, y, X_val, y_val.:FutureWarning")
 def test_validation_set_errors():
     X, y = noisy_blobs()
     with pytest.raises(ValueError, match="X_val and y_val"):

@@ -12,8 +12,8 @@ import pytest
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
-import rankmetric._checkpoints as _checkpoints
 import rankmetric.training as training
+import rankmetric.training._checkpoints as _checkpoints
 
 # Fits here use deliberately tiny budgets and data: the convergence and untrained-model
 # warnings they raise are expected (the tests that check a warning use pytest.warns).
@@ -52,7 +52,7 @@ def test_a_refit_interrupted_mid_training_leaves_the_estimator_unfitted(torch_sp
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(training.torch.optim.Optimizer, "zero_grad", interrupted)
+    monkeypatch.setattr(training._loop.torch.optim.Optimizer, "zero_grad", interrupted)
     with pytest.raises(KeyboardInterrupt):
         est.fit(X, y)
     with pytest.raises(NotFittedError):
@@ -185,8 +185,7 @@ def test_checkpoints_are_written_atomically_under_unique_names(tmp_path, monkeyp
             killed_at_4,
             rng=np.random.default_rng(0),
             max_iter=6,
-            checkpoint_dir=tmp_path,
-            checkpoint_every=2,
+            checkpointing=training.Checkpointing(tmp_path, every=2),
         )
     assert names and all(p.name == "checkpoint.pt" for p in names)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint.pt"]

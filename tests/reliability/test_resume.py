@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 
-from rankmetric.training import train
+from rankmetric.training import Checkpointing, Validation, train
 
 DRIVER = Path(__file__).with_name("_resume_child.py")
 KILLED = 75  # exit status of a process that kills itself (see _resume_child.py)
@@ -110,8 +110,7 @@ def test_checkpoint_of_another_model_is_refused_with_a_clear_error(torch_spec, t
             killed_at_2,
             rng=np.random.default_rng(0),
             max_iter=4,
-            checkpoint_dir=tmp_path,
-            checkpoint_every=2,
+            checkpointing=Checkpointing(tmp_path, every=2),
         )
     assert (tmp_path / "checkpoint.pt").exists()
     X, y = torch_spec.data()
@@ -147,11 +146,8 @@ def test_early_stopping_count_survives_a_resume(tmp_path):
             loss_step,
             rng=np.random.default_rng(0),
             max_iter=100,
-            validate=lambda: next(remaining),
-            validation_every=5,
-            patience=3,
-            checkpoint_dir=checkpoint_dir,
-            checkpoint_every=10,
+            validation=Validation(lambda: next(remaining), every=5, patience=3),
+            checkpointing=None if checkpoint_dir is None else Checkpointing(checkpoint_dir, 10),
         )
 
     uninterrupted = run()

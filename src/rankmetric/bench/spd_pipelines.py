@@ -30,8 +30,8 @@ import numpy as np
 
 from .._utils import make_rng
 from .._validation import check_labels
-from ..estimators._early_stopping import split_validation
 from ..evaluate import retrieval_scores
+from ..training import split_validation
 from .learners import fit_learner, keep_first_unless_better
 
 __all__ = ["PIPELINES", "GRIDS", "BUDGETS", "fit_pipeline", "validation_split"]

@@ -28,30 +28,35 @@ fitted on all the data: the check never changes it. The result is the fitted att
 ``held_out_check_``; fewer than :data:`MIN_GROUPS` groups with two items skip the check, which
 ``held_out_check_`` says (and, with ``held_out_check=True``, a warning at each fit).
 
-:func:`held_out_split`, :func:`held_out_folds`, :func:`pair_groups`, :func:`compare_with_reference`
+:func:`held_out_folds`, :func:`pair_groups`, :func:`compare_with_reference`
 and :func:`pooled` are the pieces, reusable by a tuning loop.
 """
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import inspect
 import sys
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from numbers import Integral
+from typing import NamedTuple
 
 import numpy as np
-import torch
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
-from scipy.stats import rankdata
 from sklearn.base import clone
 
 from .._validation import BOOLEAN, NONE, Options
 from .._validation.compat import warn_at_caller
-from ..training import UntrainedModelWarning
-from ._early_stopping import per_query_retrieval, sample_retrieval_items
+from ..training import (
+    UntrainedModelWarning,
+    holdout_folds,
+    sample_retrieval_items,
+    split_validation,
+)
+from ..training._comparison import compare_with_reference, pooled
 
 __all__ = [
     "FALLBACKS",
@@ -62,7 +67,6 @@ __all__ = [
     "HeldOutCheckMixin",
     "compare_with_reference",
     "held_out_folds",
-    "held_out_split",
     "pooled",
     "pair_groups",
     "run_held_out_check",
@@ -128,231 +132,28 @@ def pair_groups(a, b, similar, n_points: int) -> np.ndarray:
     return connected_components(graph, directed=False)[1].astype(np.int64)
 
 
-def held_out_split(
-    groups,
-    fraction: float = HELD_OUT_FRACTION,
-    random_state=None,
-    *,
-    min_groups: int = MIN_GROUPS,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Rows to learn from and rows held out, whole groups at a time.
-
-    ``max(2, round(fraction · Q))`` of the ``Q`` groups with two rows or more are held out (the
-    others, and the groups of one row, stay to learn from). The first fold of
-    :func:`held_out_folds`.
-
-    Parameters
-    ----------
-    groups : array-like of shape (n_samples,)
-        Group (class, identity, component) of each row.
-    fraction : float in (0, 1), default=0.2
-        Share of the groups held out.
-    random_state : int, Generator or None
-        Seeds the choice of groups.
-    min_groups : int, default=6
-        Fewest groups with two rows for a split.
-
-    Returns
-    -------
-    train_idx, held_idx : ndarrays of int64, sorted
-
-    Raises
-    ------
-    ValueError
-        When fewer than ``min_groups`` groups have two rows.
+def held_out_folds(groups, random_state) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The check's folds: :data:`HELD_OUT_FRACTION` of the groups each, whole and disjoint, as
+    many as it takes to hold out :data:`MIN_HELD_GROUPS` in all (at most :data:`MAX_FOLDS`):
+    with few groups one comparison would depend on which were drawn. The package's one split
+    (:func:`rankmetric.training.holdout_folds`).
 
     Examples
     --------
     >>> import numpy as np
-    >>> groups = np.repeat(np.arange(10), 3)
-    >>> train, held = held_out_split(groups, 0.2, random_state=0)
-    >>> len(train), len(held), len(np.unique(groups[held]))
-    (24, 6, 2)
-    """
-    return held_out_folds(groups, fraction, random_state, min_groups=min_groups, max_folds=1)[0]
-
-
-def held_out_folds(
-    groups,
-    fraction: float = HELD_OUT_FRACTION,
-    random_state=None,
-    *,
-    min_groups: int = MIN_GROUPS,
-    min_held: int = MIN_HELD_GROUPS,
-    max_folds: int = MAX_FOLDS,
-) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Folds of whole held-out groups: ``max(2, round(fraction · Q))`` groups each, disjoint,
-    as many folds as it takes to hold out ``min_held`` groups in all (at most ``max_folds``).
-
-    Few groups make one comparison depend on which groups were drawn; rotating them through a
-    few folds averages that out, and costs nothing more once ``min_held`` groups fit in one
-    fold (28 groups and more, by default).
-
-    Parameters
-    ----------
-    groups : array-like of shape (n_samples,)
-    fraction : float in (0, 1), default=0.2
-    random_state : int, Generator or None
-    min_groups : int, default=6
-        Fewest groups with two rows.
-    min_held : int, default=6
-        Groups to hold out over all folds.
-    max_folds : int, default=3
-
-    Returns
-    -------
-    list of (train_idx, held_idx)
-
-    Raises
-    ------
-    ValueError
-        When fewer than ``min_groups`` groups have two rows.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> folds = held_out_folds(np.repeat(np.arange(6), 3), random_state=0)
-    >>> [len(held) for _, held in folds]
+    >>> [len(held) for _, held in held_out_folds(np.repeat(np.arange(6), 3), 0)]
     [6, 6, 6]
     """
-    _, codes = np.unique(np.asarray(groups), return_inverse=True)
-    codes = codes.ravel()
-    eligible = np.flatnonzero(np.bincount(codes) >= 2)
-    if eligible.shape[0] < min_groups:
-        raise ValueError(
-            f"only {eligible.shape[0]} groups have two rows or more; holding groups out needs "
-            f"{min_groups}"
-        )
-    if not 0 < fraction < 1:
-        raise ValueError(f"fraction must lie in (0, 1), got {fraction}.")
-    rng = random_state if isinstance(random_state, np.random.Generator) else None
-    rng = rng or np.random.default_rng(random_state)
-    n_held = min(max(2, int(round(fraction * eligible.shape[0]))), eligible.shape[0] - 2)
-    n_folds = min(max_folds, -(-min_held // n_held), eligible.shape[0] // n_held)
-    order = rng.permutation(eligible)
-    folds = []
-    for k in range(max(n_folds, 1)):
-        held = np.isin(codes, order[k * n_held : (k + 1) * n_held])
-        folds.append((np.flatnonzero(~held), np.flatnonzero(held)))
-    return folds
-
-
-def pooled(results: list[dict]) -> dict:
-    """One comparison from those of several folds: means weighted by their queries, and the
-    standard error of the weighted mean difference (the folds are independent)."""
-    n = np.array([r["n_queries"] for r in results], dtype=np.float64)
-    w = n / n.sum()
-    out = _summary(
-        results[0]["metric"],
-        float(sum(wi * r["learned"] for wi, r in zip(w, results, strict=True))),
-        float(sum(wi * r["reference"] for wi, r in zip(w, results, strict=True))),
-        float(
-            np.sqrt(sum((wi * r["standard_error"]) ** 2 for wi, r in zip(w, results, strict=True)))
-        ),
-        int(n.sum()),
+    codes = np.unique(np.asarray(groups), return_inverse=True)[1].ravel()
+    return holdout_folds(
+        codes,
+        HELD_OUT_FRACTION,
+        np.random.default_rng(random_state),
+        min_groups=MIN_GROUPS,
+        min_held=MIN_HELD_GROUPS,
+        max_folds=MAX_FOLDS,
+        what="the held-out check",
     )
-    return out
-
-
-def _paired_auc(scores_l: np.ndarray, scores_r: np.ndarray, similar: np.ndarray):
-    """ROC AUCs of two scorings of the same pairs and DeLong's standard error of their
-    difference (from the placement values, midranks for ties)."""
-    pos, neg = similar, ~similar
-    m, n = int(pos.sum()), int(neg.sum())
-    placements = []
-    for s in (scores_l, scores_r):
-        r_all = rankdata(s)
-        v10 = (r_all[pos] - rankdata(s[pos])) / n  # share of negatives below each positive
-        v01 = 1.0 - (r_all[neg] - rankdata(s[neg])) / m
-        placements.append((v10, v01))
-    (l10, l01), (r10, r01) = placements
-    var = np.var(l10 - r10, ddof=1) / m if m > 1 else 0.0
-    var += np.var(l01 - r01, ddof=1) / n if n > 1 else 0.0
-    return float(l10.mean()), float(r10.mean()), float(np.sqrt(max(var, 0.0)))
-
-
-def compare_with_reference(
-    learned, reference, labels, *, metric: str = "recall@1", cameras=None
-) -> dict:
-    """Compare a learned distance with a reference on the same held-out queries or pairs.
-
-    Parameters
-    ----------
-    learned, reference : array-like
-        For ``metric="roc_auc"``: the two distances of each pair, shape (n_pairs,); for
-        ``"accuracy"``: whether each query was classified right, shape (n_queries,). Otherwise
-        the two embeddings of the held-out items, shapes (n_items, d₁) and (n_items, d₂)
-        (compared by the Euclidean distance).
-    labels : array-like
-        ``"roc_auc"``: whether each pair is similar (bool); otherwise the group of each item.
-    metric : {"recall@1", "map", "roc_auc", "accuracy"}, default="recall@1"
-        Leave-one-out rank-1 or average precision of each item among the others, the ROC AUC
-        of the pairs, or (``"accuracy"``: ``learned`` and ``reference`` are then whether each
-        query was classified right) the accuracy.
-    cameras : array-like of shape (n_items,), optional
-        Camera of each item: same-identity same-camera items leave the gallery.
-
-    Returns
-    -------
-    dict
-        ``metric``, ``learned``, ``reference``, ``difference`` (learned − reference),
-        ``standard_error`` (paired: of the mean per-query difference, or DeLong's) and
-        ``n_queries`` (items with a match, or pairs).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> rng = np.random.default_rng(0)
-    >>> groups = np.repeat(np.arange(4), 5)
-    >>> X = rng.normal(size=(20, 3)) + groups[:, None]
-    >>> out = compare_with_reference(X[:, :1], X, groups)
-    >>> out["metric"], out["n_queries"], out["difference"] <= 0
-    ('recall@1', 20, True)
-    """
-    if metric == "roc_auc":
-        similar = np.asarray(labels, dtype=bool)
-        d_l, d_r = np.asarray(learned, np.float64), np.asarray(reference, np.float64)
-        if similar.all() or not similar.any():
-            raise ValueError("roc_auc needs similar and dissimilar pairs.")
-        auc_l, auc_r, se = _paired_auc(-d_l, -d_r, similar)
-        return _summary(metric, auc_l, auc_r, se, similar.shape[0])
-    if metric == "accuracy":
-        q_l, q_r = (np.asarray(v, dtype=np.float64).ravel() for v in (learned, reference))
-        return _summary(metric, *_paired_mean(q_l, q_r))
-    if metric not in ("recall@1", "map"):
-        raise ValueError(f"metric must be 'recall@1', 'map' or 'roc_auc', got {metric!r}.")
-    _, codes = np.unique(np.asarray(labels), return_inverse=True)
-    codes_t = torch.as_tensor(codes.ravel())
-    cams = None
-    if cameras is not None:
-        cams = torch.as_tensor(np.unique(np.asarray(cameras), return_inverse=True)[1].ravel())
-    per_query = [
-        per_query_retrieval(torch.as_tensor(np.asarray(Z, np.float64)), codes_t, metric, cams)
-        for Z in (learned, reference)
-    ]
-    valid = ~torch.isnan(per_query[0])
-    if not bool(valid.any()):
-        raise ValueError("no held-out item has a match to retrieve.")
-    q_l, q_r = (s[valid].numpy() for s in per_query)
-    return _summary(metric, *_paired_mean(q_l, q_r))
-
-
-def _paired_mean(q_l: np.ndarray, q_r: np.ndarray) -> tuple[float, float, float, int]:
-    """Means of paired per-query scores and the standard error of their mean difference."""
-    n = q_l.shape[0]
-    se = float(np.std(q_l - q_r, ddof=1) / np.sqrt(n)) if n > 1 else 0.0
-    return float(q_l.mean()), float(q_r.mean()), se, n
-
-
-def _summary(metric: str, learned: float, reference: float, se: float, n: int) -> dict:
-    return {
-        "metric": metric,
-        "learned": learned,
-        "reference": reference,
-        "difference": learned - reference,
-        "standard_error": se,
-        "n_queries": int(n),
-    }
 
 
 class HeldOutCheckMixin:
@@ -378,14 +179,6 @@ class HeldOutCheckMixin:
         reference = np.eye(self.n_features_in_, dtype=self.components_.dtype)
         self.components_ = reference
 
-    def _fit_pairs_names(self) -> tuple:
-        """The parameter names of ``fit_pairs`` (SSNE's third is ``similarities``)."""
-        return (
-            tuple(inspect.signature(self.fit_pairs).parameters)
-            if hasattr(self, "fit_pairs")
-            else ()
-        )
-
     def _reference_in_use(self) -> bool:
         """Whether ``fallback`` replaced the learned metric by its reference."""
         check = getattr(self, "held_out_check_", None)
@@ -395,18 +188,17 @@ class HeldOutCheckMixin:
 # ---------------------------------------------------------------------- the check itself
 
 
-def fit_started() -> contextvars.Token:
-    """Count one more running fit (:func:`rankmetric.estimators.base.fit_context`)."""
-    return _FIT_DEPTH.set(_FIT_DEPTH.get() + 1)
-
-
-def fit_ended(token: contextvars.Token) -> None:
-    _FIT_DEPTH.reset(token)
-
-
-def is_outermost_fit() -> bool:
-    """Whether the fit now ending is no other rankmetric fit's inner fit."""
-    return _FIT_DEPTH.get() == 1
+@contextlib.contextmanager
+def fit_depth() -> Iterator[bool]:
+    """Count one more running fit (:func:`rankmetric.estimators.base.fit_context`) while in the
+    block; it yields whether this fit is the outermost one (no other rankmetric fit's inner
+    fit)."""
+    depth = _FIT_DEPTH.get()
+    token = _FIT_DEPTH.set(depth + 1)
+    try:
+        yield depth == 0
+    finally:
+        _FIT_DEPTH.reset(token)
 
 
 def run_held_out_check(est, fit: Callable, args: tuple, kwargs: dict) -> None:
@@ -420,7 +212,6 @@ def run_held_out_check(est, fit: Callable, args: tuple, kwargs: dict) -> None:
     def fit(obj, *a, **k):  # the decorated method: thread sizing and atomicity for the probe
         return getattr(obj, method.__name__)(*a, **k)
 
-    fit.__name__ = method.__name__
     setting = est.held_out_check
     if setting is False:
         est.held_out_check_ = None
@@ -439,13 +230,11 @@ def run_held_out_check(est, fit: Callable, args: tuple, kwargs: dict) -> None:
         _skipped(est, str(skip), explicit=setting is True)
         return
     with warnings.catch_warnings():  # what matters of these fits is the comparison
-        warnings.simplefilter("ignore")
-        result = task.score(lambda: _probe(est), fit)
-    result["n_groups"] = task.n_held_groups
-    result["held_out"] = task.what
-    result["status"] = "done"
-    result["below"] = bool(result["difference"] < -Z_BELOW * result["standard_error"])
-    result["fallback"] = False
+        warnings.simplefilter("ignore")  # a fresh probe for each fold:
+        result = pooled([task.score_fold(_probe(est), fit, *fold) for fold in task.folds])
+    below = bool(result["difference"] < -Z_BELOW * result["standard_error"])
+    result.update(n_folds=len(task.folds), n_groups=task.n_held_groups, held_out=task.what)
+    result.update(status="done", below=below, fallback=False)
     est.held_out_check_ = result
     if result["below"]:
         if est.fallback == "reference":
@@ -529,19 +318,13 @@ class _Skip(Exception):
     """The check cannot run on these data (the reason is the message)."""
 
 
-class _Task:
-    """The data of one check: its folds, and how to fit a probe and score it on one fold."""
+class _Task(NamedTuple):
+    """The data of one check: how to fit a probe and score it on one fold, and the folds."""
 
-    def __init__(self, score_fold: Callable, folds: list, n_held_groups: int, what: str):
-        self.score_fold, self.folds = score_fold, folds
-        self.n_held_groups, self.what = n_held_groups, what
-
-    def score(self, make_probe: Callable, fit: Callable) -> dict:
-        """The comparison pooled over the folds, a fresh probe for each."""
-        results = [self.score_fold(make_probe(), fit, *fold) for fold in self.folds]
-        result = pooled(results)
-        result["n_folds"] = len(results)
-        return result
+    score_fold: Callable
+    folds: list
+    n_held_groups: int
+    what: str
 
 
 def _seed(est) -> int:
@@ -604,8 +387,6 @@ def _classifier_task(est, bound: dict) -> _Task:
     accuracy there against the Euclidean k-NN rule's on the same training rows."""
     from sklearn.neighbors import KNeighborsClassifier
 
-    from ._early_stopping import split_validation
-
     X, y = np.asarray(bound["X"]), np.asarray(bound["y"])
     codes = np.unique(y, return_inverse=True)[1].ravel()
     rng = np.random.default_rng(_seed(est))
@@ -640,16 +421,14 @@ def _reference_embedding(est, probe, fit, X_train, y_train, fitted_rows):
 def _pair_task(est, bound: dict) -> _Task:
     from ._supervision import check_pair_supervision
 
-    values = list(bound.values())
-    targets = (
-        "similarity"
-        if "similarities" in bound or "similarities" in est._fit_pairs_names()
-        else "binary"
-    )
+    values = list(bound.values())  # SSNE's fit_pairs takes similarities, the others labels
+    similarities = "similarities" in inspect.signature(est.fit_pairs).parameters
+    targets = "similarity" if similarities else "binary"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         s = check_pair_supervision(clone(est), *values[:3], targets=targets)
-    return _graph_task(est, s.X, s.a, s.b, s.y, _pair_refit(s.a, s.b, s.y))
+    refit = _tuple_refit(np.stack([s.a, s.b], axis=1), s.y)
+    return _graph_task(est, s.X, s.a, s.b, s.y, refit)
 
 
 def _triplet_task(est, bound: dict) -> _Task:
@@ -659,27 +438,20 @@ def _triplet_task(est, bound: dict) -> _Task:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         t = check_triplet_supervision(clone(est), *values[:2])
-    triplets = np.stack([t.anchor, t.positive, t.negative], axis=1)
-
-    def refit(probe, fit, X, is_held):
-        inside = ~is_held[triplets].any(axis=1)
-        keep = np.zeros(X.shape[0], dtype=bool)
-        keep[triplets[inside].ravel()] = True
-        fit(probe, X[keep], (np.cumsum(keep) - 1)[triplets[inside]])
-
     s = pairs_from_triplets(t)
+    refit = _tuple_refit(np.stack([t.anchor, t.positive, t.negative], axis=1))
     return _graph_task(est, s.X, s.a, s.b, s.y, refit)
 
 
-def _pair_refit(a, b, targets):
-    """The probe's fit on the pairs whose two members are both kept (rows renumbered)."""
+def _tuple_refit(tuples: np.ndarray, *per_tuple):
+    """The probe's fit on the pairs or triplets whose members are all kept (rows renumbered),
+    with their entries of ``per_tuple`` (the pairs' targets)."""
 
     def refit(probe, fit, X, is_held):
-        inside = ~is_held[a] & ~is_held[b]
+        inside = ~is_held[tuples].any(axis=1)
         keep = np.zeros(X.shape[0], dtype=bool)
-        keep[a[inside]] = keep[b[inside]] = True
-        index = np.cumsum(keep) - 1
-        fit(probe, X[keep], np.stack([index[a[inside]], index[b[inside]]], axis=1), targets[inside])
+        keep[tuples[inside].ravel()] = True
+        fit(probe, X[keep], (np.cumsum(keep) - 1)[tuples[inside]], *(v[inside] for v in per_tuple))
 
     return refit
 

@@ -10,27 +10,27 @@ from __future__ import annotations
 
 import functools
 import os
-import warnings
 
 import numpy as np
 from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._distances import paired_squared_euclidean
-from .._fingerprint import fit_fingerprint
 from .._threads import fit_threads
 from .._validation import ParameterValidationMixin
+from .._validation.compat import warn_deprecated
 from ..io import load_model, save_model
-from ._held_out import (
-    HeldOutCheckMixin,
-    fit_ended,
-    fit_started,
-    is_outermost_fit,
-    run_held_out_check,
-)
+from ..training import Checkpointing, fit_fingerprint
+from ._held_out import HeldOutCheckMixin, fit_depth, run_held_out_check
 from ._supervision import split_pairs
 
-__all__ = ["MetricLearnerMixin", "MahalanobisMixin", "fit_context", "atomic_fit"]
+__all__ = [
+    "MetricLearnerMixin",
+    "MahalanobisMixin",
+    "atomic_fit",
+    "fit_checkpointing",
+    "fit_context",
+]
 
 #: The fit methods of an estimator; each carries :func:`fit_context`.
 FIT_METHODS = ("fit", "fit_pairs", "fit_triplets")
@@ -51,9 +51,9 @@ def fit_context(fit):
        for small data, ``self.n_threads`` when the estimator has that parameter, ``X`` being
        the first argument);
     2. computes, when the estimator has a ``checkpoint_dir``, the fingerprint of the estimator
-       and of every argument of the fit (:func:`rankmetric.training.fit_fingerprint`) and
-       exposes it as ``self._fit_fingerprint`` for the duration of the fit (``None``
-       otherwise), so that the fit can pass it to ``train(fingerprint=...)``;
+       and of every argument of the fit (:func:`rankmetric.training.fit_fingerprint`), which
+       :func:`fit_checkpointing` hands to ``train(checkpointing=...)`` during the fit (the
+       outermost fit's, when one fit method calls another);
     3. makes the fit atomic: when it raises, every fitted attribute (name ending in ``_``) is
        removed, whatever the fit had already set, so the estimator is never half-updated by a
        failed (re)fit; hyper-parameters and other settings (``set_output``) are kept;
@@ -95,30 +95,45 @@ def fit_context(fit):
     @functools.wraps(fit)
     def fit_in_context(self, *args, **kwargs):
         kept = {k: v for k, v in vars(self).items() if not _is_fitted_name(k)}
-        outer = vars(self).get("_fit_fingerprint")
-        fingerprint = None
-        if getattr(self, "checkpoint_dir", None) is not None:
-            fingerprint = fit_fingerprint(self, *args, **kwargs)
-        depth = fit_started()
+        own = "_fit_fingerprint" not in vars(self)  # not a fit method called by another one
+        if own and getattr(self, "checkpoint_dir", None) is not None:
+            self._fit_fingerprint = fit_fingerprint(self, *args, **kwargs)
         try:
-            self._fit_fingerprint = fingerprint
-            fitted = sized(self, *args, **kwargs)
-            if is_outermost_fit() and hasattr(self, "held_out_check"):
-                run_held_out_check(self, fit, args, kwargs)
+            with fit_depth() as outermost:
+                fitted = sized(self, *args, **kwargs)
+                if outermost and hasattr(self, "held_out_check"):
+                    run_held_out_check(self, fit, args, kwargs)
             return fitted
         except BaseException:
             vars(self).clear()  # no half-updated model: back to the state before any fit
             vars(self).update(kept)
             raise
         finally:
-            fit_ended(depth)
-            if outer is None:
+            if own:
                 vars(self).pop("_fit_fingerprint", None)
-            else:  # a fit method called by another one: the outer fit's fingerprint again
-                self._fit_fingerprint = outer
 
     fit_in_context._rankmetric_fit_context = True
     return fit_in_context
+
+
+def fit_checkpointing(est) -> Checkpointing | None:
+    """The checkpoints of ``est``'s running fit, for ``train(checkpointing=...)``.
+
+    ``None`` without a ``checkpoint_dir``; else its ``checkpoint_dir``, ``checkpoint_every`` and
+    the fingerprint of the estimator and the fit's data that :func:`fit_context` computed.
+
+    Parameters
+    ----------
+    est : estimator with ``checkpoint_dir`` and ``checkpoint_every``
+        An estimator inside its fit.
+
+    Returns
+    -------
+    Checkpointing or None
+    """
+    if est.checkpoint_dir is None:
+        return None
+    return Checkpointing(est.checkpoint_dir, est.checkpoint_every, vars(est)["_fit_fingerprint"])
 
 
 def atomic_fit(cls: type) -> type:
@@ -126,11 +141,8 @@ def atomic_fit(cls: type) -> type:
 
     Decorate each fit method with :func:`fit_context` instead.
     """
-    warnings.warn(
-        "atomic_fit is deprecated and will be removed in 0.3; decorate each fit method with "
-        "rankmetric.estimators.base.fit_context instead.",
-        FutureWarning,
-        stacklevel=2,
+    warn_deprecated(
+        "atomic_fit", "Decorate each fit method with rankmetric.estimators.base.fit_context"
     )
     for name in FIT_METHODS:
         method = cls.__dict__.get(name)

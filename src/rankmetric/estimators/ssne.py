@@ -27,7 +27,6 @@ from .._validation import (
     VERBOSE,
     Interval,
     Options,
-    check_finite,
     check_labels,
     check_min_per_class,
     deprecate_positional_args,
@@ -41,19 +40,25 @@ from ..losses.similarity import (
 )
 from ..models.sphere import SphereTanhEmbedding, sphere_similarity
 from ..sampling import LabelIndex
-from ..training import train
-from ._early_stopping import (
+from ..training import (
     RETRIEVAL_METRICS,
-    VALIDATION_PARAMETER_CONSTRAINTS,
+    Validation,
     retrieval_validator,
     sample_retrieval_items,
     split_validation,
+    train,
 )
+from ._early_stopping import VALIDATION_PARAMETER_CONSTRAINTS
 from ._held_out import HELD_OUT_PARAMETER_CONSTRAINTS
 from ._init_parameters import store_parameters
 from ._ssne_solver import ProximalStepper as _ProximalStepper
-from ._supervision import check_pair_supervision
-from .base import MetricLearnerMixin, fit_context
+from ._supervision import (
+    _indices,
+    _similarity_targets,
+    check_pair_supervision,
+    split_pairs,
+)
+from .base import MetricLearnerMixin, fit_checkpointing, fit_context
 
 __all__ = ["SSNE", "default_n_components"]
 
@@ -63,8 +68,6 @@ _SOLVERS = ("full", "bcd")
 _POSITIVE_SAMPLING = ("pairs", "classes")
 _SIMILARITIES = ("labels", "jaccard")
 _TRANSFORM_CHUNK = 65536
-#: Round-off allowed on target similarities (dot products of unit vectors can exceed 1 by ~1e-16).
-_RANGE_TOL = 1e-6
 
 # A batch sampler returns (first indices, second indices, target similarities) of n pairs.
 PairSampler = Callable[[np.random.Generator], tuple[np.ndarray, np.ndarray, np.ndarray]]
@@ -449,19 +452,16 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
             rng=rng,
             max_iter=int(self.max_iter),
             post_step=stepper.proximal_step,
-            validate=validate,
-            validation_every=int(self.validation_every),
-            patience=self.patience,
-            validate_start=True,
+            validation=None
+            if validate is None
+            else Validation(validate, int(self.validation_every), self.patience, score_start=True),
+            checkpointing=fit_checkpointing(self),
             hint=(
                 "Try a smaller learning_rate, a smaller reg_lambda (fewer pruned units) or "
                 "another max_iter; docs/ssne.md."
             ),
             verbose=self.verbose,
             desc="SSNE",
-            checkpoint_dir=self.checkpoint_dir,
-            checkpoint_every=self.checkpoint_every,
-            fingerprint=getattr(self, "_fit_fingerprint", None),
         )
         self.best_iter_ = result.best_step
         self.initial_validation_score_ = result.start_score
@@ -500,7 +500,8 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
         float
         """
         check_is_fitted(self, "weight_")
-        pairs, targets = _check_pairs(pairs, similarities, np.shape(X)[0])
+        pairs = _indices(pairs, 2, "pairs", np.shape(X)[0])
+        targets = _similarity_targets(similarities, pairs.shape[0])
         emb = torch.as_tensor(self.transform(X))
         loss = SimilarityRegressionLoss(self.neg_target).pairs(
             emb[pairs[:, 0]], emb[pairs[:, 1]], torch.as_tensor(targets)
@@ -559,17 +560,7 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
         ndarray of shape (n_pairs,)
             Similarities in ``[-1, 1]``.
         """
-        X1 = np.asarray(pairs_or_X1)
-        if X2 is None:
-            if X1.ndim != 3 or X1.shape[1] != 2:
-                raise ValueError(
-                    f"pairs must have shape (n_pairs, 2, n_features), got {X1.shape}; "
-                    "or pass X1 and X2."
-                )
-            X1, X2 = X1[:, 0], X1[:, 1]
-        H1, H2 = self.transform(X1), self.transform(X2)
-        if H1.shape[0] != H2.shape[0]:
-            raise ValueError(f"X1 and X2 must have as many rows: {H1.shape[0]} != {H2.shape[0]}.")
+        H1, H2 = (self.transform(side) for side in split_pairs(pairs_or_X1, X2))
         if self._reference_in_use():  # the sphere's relation d² = 2 − 2 S, on the inputs
             return 1.0 - 0.5 * ((H1 - H2) ** 2).sum(axis=1)
         return sphere_similarity(torch.as_tensor(H1), torch.as_tensor(H2)).numpy()
@@ -584,37 +575,5 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.target_tags.required = True
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
         return tags
-
-
-def _check_pairs(pairs, similarities, n_samples: int) -> tuple[np.ndarray, np.ndarray]:
-    """Validate row indices ``pairs`` (n_pairs, 2) and targets (n_pairs,) in ``[-1, 1]``."""
-    pairs = np.asarray(pairs)
-    if pairs.ndim != 2 or pairs.shape[1] != 2:
-        raise ValueError(f"pairs must have shape (n_pairs, 2), got {pairs.shape}.")
-    if pairs.shape[0] == 0:
-        raise ValueError("pairs is empty.")
-    if not np.issubdtype(pairs.dtype, np.integer):
-        if not (np.issubdtype(pairs.dtype, np.floating) and np.all(pairs == np.round(pairs))):
-            raise ValueError(f"pairs must hold integer row indices, got dtype {pairs.dtype}.")
-    pairs = pairs.astype(np.int64)
-    if pairs.min() < 0 or pairs.max() >= n_samples:
-        raise ValueError(
-            f"pair indices must lie in [0, {n_samples}) (rows of X), got values in "
-            f"[{pairs.min()}, {pairs.max()}]."
-        )
-    similarities = np.asarray(similarities, dtype=np.float64)
-    if similarities.shape != (pairs.shape[0],):
-        raise ValueError(
-            f"similarities must have shape ({pairs.shape[0]},) (one per pair), "
-            f"got {similarities.shape}."
-        )
-    check_finite(similarities, "similarities")
-    if np.abs(similarities).max() > 1 + _RANGE_TOL:
-        raise ValueError(
-            "similarities must lie in [-1, 1] (the range of a dot product of unit vectors), got "
-            f"values in [{similarities.min():.6g}, {similarities.max():.6g}]."
-        )
-    return pairs, np.clip(similarities, -1.0, 1.0)

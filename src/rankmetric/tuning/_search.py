@@ -13,11 +13,11 @@ from sklearn.base import BaseEstimator, TransformerMixin, clone
 from sklearn.utils.validation import check_is_fitted
 
 from .._utils import make_rng
+from ..training import split_validation
 from ._split import (
     MIN_GROUPS_FOR_GROUP_SPLIT,
     group_holdout,
     round_ranks,
-    stratified_holdout,
     subsample,
 )
 
@@ -320,7 +320,10 @@ class TunedMetricLearner(TransformerMixin, BaseEstimator):
         if by_groups:
             inner, val = group_holdout(y, fraction, random_state=rng)
         else:
-            inner, val = stratified_holdout(y, fraction, rng)
+            codes = np.unique(y, return_inverse=True)[1].ravel()
+            inner, val = split_validation(codes, fraction, "stratified", rng)
+            if val.size == 0:
+                raise ValueError("too few rows per class to hold some out for validation.")
         space = self._space(X[inner], y[inner], template)
         candidates = self._candidates(space, template, rng)
         ranks = round_ranks(y, inner, by_groups, rng)

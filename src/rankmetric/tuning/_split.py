@@ -1,10 +1,14 @@
-"""The validation hold-out and the nested subsamples of the successive-halving rounds."""
+"""The validation hold-out and the nested subsamples of the successive-halving rounds.
+
+The hold-out is the package's one split (:func:`rankmetric.training.holdout_folds`).
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
 from .._utils import make_rng
+from ..training import holdout_folds
 
 #: With this many labels or more (and no cameras), ``split="auto"`` holds out groups.
 MIN_GROUPS_FOR_GROUP_SPLIT = 20
@@ -20,7 +24,8 @@ def group_holdout(groups, fraction: float = 0.25, *, random_state=None):
     groups : array-like of shape (n_samples,)
         The group (identity or class label) of each row.
     fraction : float, default=0.25
-        Share of the groups held out (rounded, at least 2, leaving at least 2).
+        Share of the groups with two rows or more held out (rounded, at least 2, leaving at
+        least 2; groups of one row always stay in training).
     random_state : int, Generator or None
         Picks the held-out groups.
 
@@ -43,29 +48,8 @@ def group_holdout(groups, fraction: float = 0.25, *, random_state=None):
         raise ValueError(f"groups must be one-dimensional, got shape {groups.shape}.")
     if not 0.0 < fraction < 1.0:
         raise ValueError(f"fraction must lie in (0, 1), got {fraction}.")
-    names = np.unique(groups)
-    if names.shape[0] < 4:
-        raise ValueError(
-            f"too few groups to hold some out: {names.shape[0]} (at least 4 are needed)."
-        )
-    n_held = min(max(2, round(fraction * names.shape[0])), names.shape[0] - 2)
-    held = make_rng(random_state).choice(names, n_held, replace=False)
-    mask = np.isin(groups, held)
-    return np.flatnonzero(~mask), np.flatnonzero(mask)
-
-
-def stratified_holdout(y, fraction, rng):
-    """Rows held out within every class (a class of one row stays in training)."""
-    val = []
-    for label in np.unique(y):
-        rows = np.flatnonzero(y == label)
-        n_held = min(round(fraction * rows.shape[0]), rows.shape[0] - 1)
-        val.append(rng.choice(rows, n_held, replace=False))
-    mask = np.zeros(y.shape[0], dtype=bool)
-    mask[np.concatenate(val)] = True
-    if not mask.any():
-        raise ValueError("too few rows per class to hold some out for validation.")
-    return np.flatnonzero(~mask), np.flatnonzero(mask)
+    codes = np.unique(groups, return_inverse=True)[1].ravel()
+    return holdout_folds(codes, fraction, make_rng(random_state), what="group_holdout")[0]
 
 
 def round_ranks(y, inner, by_groups, rng):

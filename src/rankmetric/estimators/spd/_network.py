@@ -41,7 +41,7 @@ from ...geometry.tangent import congruence, mean_whitening
 from ...losses.lifted import LiftedStructureLoss
 from ...losses.potato import DISTANCES, RiemannianPotatoLoss, embedding_distances
 from ...losses.triplet import TripletLoss
-from ...model_selection import per_query_scores
+from ...training import per_query_scores
 from ...models.spdnet import SPDNet, check_sizes, sym_to_vec
 from ...preprocessing.recentring import transform_domain_codes
 from .._supervision import split_pairs
@@ -243,7 +243,7 @@ def validation_scorer(
 
     As the test protocol of the tables: every matrix is ranked against the other held-out
     ones (never against training matrices, which the loss has already pulled together), under
-    ``distance``. Per-query R@1 or average precision (:func:`~rankmetric.model_selection.
+    ``distance``. Per-query R@1 or average precision (:func:`~rankmetric.training.
     per_query_scores`); NaN for a query with no other of its class.
     """
 

@@ -47,15 +47,19 @@ from ...geometry.tangent import congruence
 from ...io import register_estimator
 from ...losses.potato import DISTANCES
 from ...losses.registry import LOSSES, VECTOR_ONLY_LOSSES, make_loss
-from ...model_selection import OneStandardErrorSelector
 from ...models.spdnet import SPDNet, sym_to_vec
 from ...models.stiefel import StiefelAdam
 from ...preprocessing.recentring import DomainsRequestMixin
-from ...training import TrainingResult, train
-from .._early_stopping import split_validation
+from ...training import (
+    OneStandardErrorSelector,
+    TrainingResult,
+    Validation,
+    split_validation,
+    train,
+)
 from .._held_out import HELD_OUT_PARAMETER_CONSTRAINTS
 from .._init_parameters import store_parameters
-from ..base import MetricLearnerMixin, fit_context
+from ..base import MetricLearnerMixin, fit_checkpointing, fit_context
 from ._domains import batch_drawer, fit_domain_codes, start_domain_statistics
 from ._network import (
     SPDNET_PARAMETER_CONSTRAINTS,
@@ -418,15 +422,13 @@ class SPDNetEmbedding(DomainsRequestMixin, MetricLearnerMixin, BaseEstimator):
             loss_step,
             rng=rng,
             max_iter=self.max_iter,
-            validate=None if candidates is None else candidates.validate,
-            validation_every=self.validation_every,
-            patience=self.patience,
+            validation=None
+            if candidates is None
+            else Validation(candidates.validate, self.validation_every, self.patience),
+            checkpointing=fit_checkpointing(self),
             verbose=self.verbose,
             desc=type(self).__name__,
             hint=UNTRAINED_ADVICE,
-            checkpoint_dir=self.checkpoint_dir,
-            checkpoint_every=self.checkpoint_every,
-            fingerprint=getattr(self, "_fit_fingerprint", None),
         )
         self.initial_validation_score_, self.validation_gain_ = select_validated_step(
             candidates, result, self.selection_se

@@ -31,7 +31,7 @@ from ..._validation import (
 from ...losses.warp import SAMPLINGS
 from ...models.linear import LinearMap
 from ...sampling import POSITIVES, CrossCameraLabelIndex, LabelIndex, check_cameras
-from .._early_stopping import VALIDATION_PARAMETER_CONSTRAINTS
+from .._early_stopping import VALIDATION_PARAMETER_CONSTRAINTS, warn_validation_set
 from .._held_out import HELD_OUT_PARAMETER_CONSTRAINTS
 from .solver import auto_draws, linear_steps, rows_of, train_warp
 from .validation import (
@@ -98,6 +98,8 @@ class BaseWARCA(TransformerMixin, BaseEstimator):
         cameras with ``positives="cross_camera"``) and the fit's random generator.
         ``precomputed``: ``X`` is a square, symmetric training kernel.
         """
+        if X_val is not None or y_val is not None:
+            warn_validation_set(type(self).__name__)
         X, y = validate_data(self, X, y, dtype=[np.float32, np.float64])
         if not precomputed:  # magnitudes whose squares overflow are refused
             check_scale(X, np.float32)

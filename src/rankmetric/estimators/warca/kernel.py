@@ -284,8 +284,9 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
             Training features, or the training kernel when ``kernel="precomputed"``.
         y : array-like of shape (n_samples,)
         X_val, y_val : optional
-            Validation features (or ``K(X_val, X_train)`` when precomputed) and labels for early
-            stopping on ``validation_metric`` (by default leave-one-out recall@1 among the
+            Deprecated (removed in 0.3; a ``FutureWarning``): set ``validation_fraction``
+            instead. Validation features (or ``K(X_val, X_train)`` when precomputed) and labels
+            for early stopping on ``validation_metric`` (by default leave-one-out recall@1 among the
             validation items, whose labels need not occur in ``y``). Not together with
             ``validation_fraction``.
         cameras : array-like of shape (n_samples,), optional

@@ -267,9 +267,10 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         y : array-like of shape (n_samples,)
             Class labels; at least two classes, and one class with two samples.
         X_val, y_val : array-like of shape (n_val, n_features) and (n_val,), optional
-            Enables early stopping on ``validation_metric`` (by default leave-one-out recall@1
-            among the validation items, whose labels need not occur in ``y``), keeping the best
-            map. Not together with ``validation_fraction``.
+            Deprecated (removed in 0.3; a ``FutureWarning``): set ``validation_fraction`` (and
+            ``validation_split="groups"`` for held-out identities) instead. Enables early
+            stopping on ``validation_metric``, keeping the best map. Not together with
+            ``validation_fraction``.
         cameras : array-like of shape (n_samples,), optional
             Camera id of each row of ``X``, for ``positives="cross_camera"`` (checked, then
             unused, with ``positives="all"``). In a ``Pipeline``: ``fit(X, y,

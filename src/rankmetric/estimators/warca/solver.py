@@ -19,7 +19,7 @@ from ...losses.regularizers import aon_penalty
 from ...losses.warp import DENSE_DETECTION_RATIO, Embed, sampled_warp_loss
 from ...models.linear import LinearMap
 from ...sampling import LabelIndex
-from ...training import train
+from ...training import Checkpointing, Stopping, Validation, train
 
 __all__ = [
     "AUTO_BATCH",
@@ -242,17 +242,15 @@ def train_warp(
         loss_step,
         rng=rng,
         max_iter=est.max_iter,
-        validate=validate,
-        validation_every=est.validation_every,
-        patience=est.patience,
-        tol=est.tol,
-        tol_window=tol_window,
+        validation=None
+        if validate is None
+        else Validation(validate, est.validation_every, est.patience, score_start=True),
+        stopping=Stopping(tol=est.tol, window=tol_window),
+        checkpointing=None
+        if est.checkpoint_dir is None
+        else Checkpointing(est.checkpoint_dir, est.checkpoint_every, fingerprint),
         verbose=est.verbose,
         desc=type(est).__name__,
-        checkpoint_dir=est.checkpoint_dir,
-        checkpoint_every=est.checkpoint_every,
-        fingerprint=fingerprint,
-        validate_start=True,
         hint=est._untrained_hint,
     )
     return {

@@ -19,15 +19,14 @@ from sklearn.utils.validation import validate_data
 
 from ..._utils import to_tensor
 from ..._validation import check_labels
-from .._early_stopping import (
-    MAX_REFERENCE_ITEMS,
+from ...training import (
     RETRIEVAL_METRICS,
     retrieval_score,
     retrieval_validator,
     sample_retrieval_items,
     split_validation,
-    warn_if_below_reference,
 )
+from .._early_stopping import MAX_REFERENCE_ITEMS, warn_if_below_reference
 
 __all__ = [
     "VALIDATION_K",

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import torch
 
-from ._atomic import atomic_write
-from ._distributed import is_main_process
+from .._atomic import atomic_write
+from .._distributed import is_main_process
 
 __all__ = ["Checkpoints", "run_fingerprint", "save_checkpoint", "load_checkpoint"]
 

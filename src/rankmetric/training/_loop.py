@@ -2,7 +2,10 @@
 
 An estimator supplies a module holding its parameters, an optimiser and a ``loss_step(step)``
 callable that samples a batch from the estimator's NumPy generator and returns a scalar loss.
-The loop does the rest. :func:`train` is a short loop over named steps, each its own unit:
+The loop does the rest. Its settings come in three small groups: :class:`Validation` (the
+score, how often, the patience), :class:`Stopping` (the rules on the loss alone) and
+:class:`Checkpointing` (where, how often, the fingerprint). :func:`train` is a short loop over
+named steps, each its own unit:
 
 * :func:`optimisation_step`: backward, the non-finite guards, gradient averaging across
   processes (:func:`rankmetric._distributed.average_gradients`), the optimiser and the post-step
@@ -12,8 +15,8 @@ The loop does the rest. :func:`train` is a short loop over named steps, each its
 * :class:`_DivergenceGuard` and :class:`_LossPlateau`: the rules that stop on the loss alone
   (divergence; ``tol`` without validation);
 * ``_checkpoints.Checkpoints``: resumable checkpoints, stamped with a fingerprint that the
-  caller passes as ``train(fingerprint=...)`` (:func:`fit_fingerprint` of the estimator and its
-  data);
+  caller passes as ``Checkpointing(fingerprint=...)`` (:func:`fit_fingerprint` of the estimator
+  and its data);
 * :func:`_warn_if_untrained`: the end-of-run warnings.
 """
 
@@ -23,7 +26,6 @@ import contextlib
 import contextvars
 import copy
 import math
-import os
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -32,26 +34,26 @@ import numpy as np
 import torch
 from sklearn.exceptions import ConvergenceWarning
 
+from .._distributed import average_gradients
+from .._utils import progress
+from .._validation.compat import warn_deprecated
 from ._checkpoints import Checkpoints, run_fingerprint
-from ._distributed import average_gradients
-from ._fingerprint import RESUMABLE_PARAMS, fit_fingerprint  # noqa: F401 - re-exported
-from ._utils import progress
+from ._settings import Checkpointing, Stopping, Validation, grouped
 
 __all__ = [
-    "TrainingResult",
+    "Checkpointing",
     "NonFiniteLossError",
+    "Stopping",
+    "TrainingResult",
     "UntrainedModelWarning",
-    "train",
-    "optimisation_step",
-    "fit_fingerprint",
+    "Validation",
     "checkpoint_fingerprint",
+    "optimisation_step",
+    "train",
 ]
 
 #: Steps over which the loss is averaged by the divergence guard and the end-of-fit check.
 LOSS_WINDOW = 10
-#: Default of ``train(divergence_factor=...)``: stop when the windowed loss exceeds this many
-#: times the loss of the first step.
-DIVERGENCE_FACTOR = 10.0
 # Only for the deprecated ``checkpoint_fingerprint`` block (removed in 0.3); the fingerprint is
 # an argument of :func:`train`.
 _FINGERPRINT: contextvars.ContextVar[str | None] = contextvars.ContextVar(
@@ -117,15 +119,23 @@ class TrainingResult:
 
 @contextlib.contextmanager
 def checkpoint_fingerprint(fingerprint: str | None) -> Iterator[None]:
-    """Deprecated: pass ``train(fingerprint=...)`` instead (removed in 0.3).
+    """Deprecated: pass ``train(checkpointing=Checkpointing(fingerprint=...))`` instead.
 
-    Within this block, a :func:`train` called without ``fingerprint`` stamps its checkpoints
-    with ``fingerprint``.
+    Within this block, a :func:`train` called without a fingerprint stamps its checkpoints with
+    ``fingerprint``.
+
+    Parameters
+    ----------
+    fingerprint : str or None
+        The fingerprint of the block.
+
+    Yields
+    ------
+    None
     """
-    warnings.warn(
-        "checkpoint_fingerprint is deprecated and will be removed in 0.3; pass the fingerprint "
-        "to train(fingerprint=...) instead.",
-        FutureWarning,
+    warn_deprecated(
+        "checkpoint_fingerprint",
+        "Pass train(checkpointing=Checkpointing(fingerprint=...))",
         stacklevel=3,
     )
     token = _FINGERPRINT.set(fingerprint)
@@ -206,11 +216,10 @@ def optimisation_step(
 
 
 class _Validation:
-    """Validation every ``every`` steps, the best parameters seen, and the patience rule."""
+    """Validation every ``config.every`` steps, the best parameters seen, the patience rule."""
 
-    def __init__(self, validate, every: int, patience: int | None, max_iter: int, result):
-        self.validate, self.every, self.patience = validate, every, patience
-        self.max_iter, self.result = max_iter, result
+    def __init__(self, config: Validation | None, max_iter: int, result: TrainingResult):
+        self.config, self.max_iter, self.result = config, max_iter, result
         self.best_state: dict | None = None
         self.bad = 0  # validations since the best one
 
@@ -221,8 +230,8 @@ class _Validation:
         self.bad = sum(1 for h in self.result.history if "val_score" in h and h["step"] > best)
 
     def score_start(self, module: torch.nn.Module) -> None:
-        """Score the parameters before the first step (``train(validate_start=True)``)."""
-        self.result.best_score, self.result.best_step = float(self.validate()), 0
+        """Score the parameters before the first step (``Validation(score_start=True)``)."""
+        self.result.best_score, self.result.best_step = float(self.config.score()), 0
         self.result.start_score = self.result.best_score
         self.best_state = copy.deepcopy(module.state_dict())
 
@@ -236,14 +245,16 @@ class _Validation:
 
     def after_step(self, done: int, module: torch.nn.Module, entry: dict) -> None:
         """Validate after ``done`` steps when it is time, noting the score in ``entry``."""
-        if self.validate is None or not (done % self.every == 0 or done == self.max_iter):
+        config = self.config
+        if config is None or not (done % config.every == 0 or done == self.max_iter):
             return
-        entry["val_score"] = score = float(self.validate())
+        entry["val_score"] = score = float(config.score())
         self._record(score, done, module)
 
     def should_stop(self) -> bool:
         """The first stopping rule: ``patience`` validations without improvement."""
-        return self.validate is not None and self.patience is not None and self.bad >= self.patience
+        patience = None if self.config is None else self.config.patience
+        return patience is not None and self.bad >= patience
 
 
 class _DivergenceGuard:
@@ -293,10 +304,9 @@ class _Interrupted(Exception):
 
 def _interrupt_after(loss_step, stop_after: int):
     """``loss_step`` that raises :class:`_Interrupted` instead of running step ``stop_after``."""
-    warnings.warn(
-        "train(stop_after=...) is deprecated and will be removed in 0.3; to simulate a killed "
-        "run, let loss_step raise (or patch _checkpoints.save_checkpoint).",
-        FutureWarning,
+    warn_deprecated(
+        "train(stop_after=...)",
+        "To simulate a killed run, let loss_step raise (or patch _checkpoints.save_checkpoint)",
         stacklevel=3,
     )
     calls = iter(range(stop_after + 1))
@@ -320,20 +330,14 @@ def train(
     rng: np.random.Generator,
     max_iter: int,
     post_step: Callable[[], None] | None = None,
-    validate: Callable[[], float] | None = None,
-    validation_every: int = 50,
-    patience: int | None = 10,
-    tol: float | None = None,
-    tol_window: int = 100,
+    validation: Validation | None = None,
+    stopping: Stopping | None = None,
+    checkpointing: Checkpointing | None = None,
     verbose: bool | int = False,
     desc: str = "training",
-    checkpoint_dir: str | os.PathLike | None = None,
-    checkpoint_every: int = 100,
-    fingerprint: str | None = None,
-    validate_start: bool = False,
-    divergence_factor: float | None = DIVERGENCE_FACTOR,
     hint: str | None = None,
     stop_after: int | None = None,
+    **deprecated,
 ) -> TrainingResult:
     """Run ``max_iter`` optimisation steps of ``loss_step`` on ``module``'s parameters.
 
@@ -351,46 +355,28 @@ def train(
         Number of steps.
     post_step : callable, optional
         Called after each optimiser step (a proximal step, a retraction onto a manifold, ...).
-    validate : callable ``() -> float``, optional
-        A score where higher is better; enables early stopping and best-parameter restoring.
-    validation_every, patience : int
-        Validate every ``validation_every`` steps; stop after ``patience`` validations without
-        improvement (``None``: never stop early, still restore the best parameters).
-    tol, tol_window : float, int
-        Without validation: stop when the mean loss over the last ``tol_window`` steps improved
-        by less than ``tol`` (relative) on the window before. ``None`` disables it.
+    validation : Validation, optional
+        Validate (early stopping, the best parameters restored); without it the run is judged
+        on its loss alone.
+    stopping : Stopping, optional
+        The rules on the loss: the divergence guard, and ``tol`` without validation (default
+        ``Stopping()``: the guard at 10 times the first loss, no ``tol``).
+    checkpointing : Checkpointing, optional
+        Resumable checkpoints.
     verbose : bool or int
         Show a progress bar (only on a terminal).
     desc : str, default="training"
         Names the run in the progress bar, errors and warnings.
-    checkpoint_dir : path, optional
-        Write ``checkpoint.pt`` there every ``checkpoint_every`` steps (atomically); an existing
-        checkpoint is resumed, so a killed fit ends with the same parameters as an uninterrupted
-        one. A checkpoint carries a fingerprint of the module's structure, the optimiser settings
-        and ``fingerprint``; one that does not match is refused with a ``ValueError``, and so is
-        a damaged one.
-    checkpoint_every : int, default=100
-        Steps between checkpoints.
-    fingerprint : str, optional
-        What else a resumable checkpoint must match: every estimator passes
-        :func:`fit_fingerprint` of itself and the data of its fit (the estimators' fit
-        decorator computes it), so a checkpoint of other data, labels or hyper-parameters is
-        refused.
-    validate_start : bool, default=False
-        Also score the parameters before the first step (step 0), so that validation can keep
-        the untrained start when no step beats it (``result.best_step == 0``, with an
-        :class:`UntrainedModelWarning`).
-    divergence_factor : float or None, default=10.0
-        The divergence guard: stop when the mean loss of the last ``LOSS_WINDOW`` (10) steps
-        exceeds the first step's loss by ``divergence_factor − 1`` times its magnitude (10 times
-        a positive start), restore the best parameters seen (the best validation, else the
-        lowest 10-step mean loss, checked every 10 steps, or the start) and issue an
-        :class:`UntrainedModelWarning`. ``None`` disables it.
     hint : str, optional
         What the estimator suggests trying, appended to every :class:`UntrainedModelWarning`.
     stop_after : int, optional
         Deprecated (removed in 0.3): return after this many steps as if interrupted. To
         simulate a killed run, let ``loss_step`` raise.
+    **deprecated
+        The flat keywords of 0.1 (``validate``, ``validation_every``, ``patience``,
+        ``validate_start``, ``tol``, ``tol_window``, ``divergence_factor``, ``checkpoint_dir``,
+        ``checkpoint_every``, ``fingerprint``), moved into their group with a
+        ``FutureWarning``; removed in 0.3.
 
     Returns
     -------
@@ -404,10 +390,10 @@ def train(
     Warns
     -----
     UntrainedModelWarning
-        When the loss diverged (see ``divergence_factor``), when validation kept the untrained
-        start (step 0, with ``validate_start``), or, without validation, when the mean loss of
-        the last 10 steps is no lower than the first step's: the model returned may be no
-        better than where it started.
+        When the loss diverged (see :class:`Stopping`), when validation kept the untrained
+        start (step 0, with ``Validation(score_start=True)``), or, without validation, when the
+        mean loss of the last 10 steps is no lower than the first step's: the model returned
+        may be no better than where it started.
 
     Examples
     --------
@@ -415,26 +401,35 @@ def train(
     >>> module = torch.nn.Linear(2, 1)
     >>> optimizer = torch.optim.SGD(module.parameters(), lr=0.1)
     >>> result = train(module, optimizer, lambda step: module.weight.square().sum(),
-    ...                rng=np.random.default_rng(0), max_iter=20)
+    ...                rng=np.random.default_rng(0), max_iter=20, stopping=Stopping(tol=None))
     >>> result.n_iter, result.history[-1]["loss"] < result.history[0]["loss"]
     (20, True)
     """
-    if fingerprint is None:
-        fingerprint = _FINGERPRINT.get()  # the deprecated checkpoint_fingerprint block
+    stopping = Stopping() if stopping is None else stopping
+    if deprecated:
+        groups = {"validation": validation, "stopping": stopping, "checkpointing": checkpointing}
+        groups = grouped(deprecated, groups)
+        validation, stopping, checkpointing = groups.values()
     if stop_after is not None:
         loss_step = _interrupt_after(loss_step, stop_after)
+    fingerprint = checkpointing.fingerprint if checkpointing is not None else None
+    if fingerprint is None:
+        fingerprint = _FINGERPRINT.get()  # the deprecated checkpoint_fingerprint block
     result = TrainingResult()
+    validated = validation is not None
     checkpoints = Checkpoints(
-        checkpoint_dir, checkpoint_every, run_fingerprint(module, optimizer, fingerprint)
+        checkpointing.directory if checkpointing is not None else None,
+        checkpointing.every if checkpointing is not None else None,
+        run_fingerprint(module, optimizer, fingerprint),
     )
-    validation = _Validation(validate, validation_every, patience, max_iter, result)
+    validation = _Validation(validation, max_iter, result)
     start, best_state = checkpoints.resume(module, optimizer, rng, result)
     validation.resume(best_state)
-    if validate is not None and validate_start and start == 0 and max_iter > 0:
+    if validated and validation.config.score_start and start == 0 and max_iter > 0:
         validation.score_start(module)
     losses: list[float] = [h["loss"] for h in result.history]
-    divergence = _DivergenceGuard(divergence_factor, module, start)
-    plateau = _LossPlateau(tol, tol_window, validated=validate is not None)
+    divergence = _DivergenceGuard(stopping.divergence_factor, module, start)
+    plateau = _LossPlateau(stopping.tol, stopping.window, validated=validated)
     params = [p for p in module.parameters() if p.requires_grad]
     bar = progress(
         range(start, max_iter), total=max_iter, initial=start, desc=desc, verbose=verbose
@@ -465,8 +460,8 @@ def train(
     result.n_iter = step + 1 if max_iter > start else start
     result.diverged = divergence.diverged
     _restore(module, result, validation.best_state, divergence)
-    _warn_if_untrained(result, losses, desc, hint, validated=validate is not None)
-    _warn_if_unsettled(result, desc, tol, max_iter, validated=validate is not None)
+    _warn_if_untrained(result, losses, desc, hint, validated=validated)
+    _warn_if_unsettled(result, desc, stopping.tol, max_iter, validated=validated)
     checkpoints.remove()
     return result
 

@@ -1,0 +1,65 @@
+"""Training: the one loop of every torch-trained estimator and what it needs.
+
+============================  ==================================================================
+``train``                     the loop (:mod:`._loop`), configured by three small groups:
+                              ``Validation``, ``Stopping``, ``Checkpointing``
+``TrainingResult``            what a run did
+``optimisation_step``         one step: loss, guards, backward, gradient sync, update
+``fit_fingerprint``           the digest of an estimator and its data a checkpoint must match
+``split_validation``          the one validation split (a share of each class, or whole
+                              classes); ``holdout_folds`` its disjoint folds
+``per_query_scores``          the one validation scorer: per-query leave-one-out R@1 or AP,
+                              from :func:`rankmetric.neighbors.relevant_places`
+``retrieval_validator``       the ``Validation.score`` of an embedding among its validation items
+``OneStandardErrorSelector``  the one-standard-error choice among validated steps
+============================  ==================================================================
+"""
+
+from ._fingerprint import RESUMABLE_PARAMS as RESUMABLE_PARAMS
+from ._fingerprint import fit_fingerprint
+from ._loop import (
+    Checkpointing,
+    NonFiniteLossError,
+    Stopping,
+    TrainingResult,
+    UntrainedModelWarning,
+    Validation,
+    checkpoint_fingerprint,
+    optimisation_step,
+    train,
+)
+from ._scoring import (
+    RETRIEVAL_METRICS as RETRIEVAL_METRICS,
+)
+from ._scoring import (
+    per_query_retrieval,
+    per_query_scores,
+    retrieval_score,
+    retrieval_validator,
+    sample_retrieval_items,
+)
+from ._split import VALIDATION_SPLITS as VALIDATION_SPLITS
+from ._split import holdout_folds, split_validation
+from .model_selection import OneStandardErrorSelector, paired_gain
+
+__all__ = [
+    "Checkpointing",
+    "NonFiniteLossError",
+    "OneStandardErrorSelector",
+    "Stopping",
+    "TrainingResult",
+    "UntrainedModelWarning",
+    "Validation",
+    "checkpoint_fingerprint",
+    "fit_fingerprint",
+    "holdout_folds",
+    "optimisation_step",
+    "paired_gain",
+    "per_query_retrieval",
+    "per_query_scores",
+    "retrieval_score",
+    "retrieval_validator",
+    "sample_retrieval_items",
+    "split_validation",
+    "train",
+]

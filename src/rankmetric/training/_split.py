@@ -1,0 +1,136 @@
+"""The one validation split: a share of each class's rows, or whole classes (groups) held out.
+
+Every hold-out of the package draws here: the early stopping of the iterative estimators
+(``validation_fraction`` / ``validation_split``), the held-out check of every learner
+(:mod:`rankmetric.estimators._held_out`, several disjoint folds of whole groups) and the
+validation of the self-tuning learners (:func:`rankmetric.tuning.group_holdout`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["VALIDATION_SPLITS", "holdout_folds", "split_validation"]
+
+#: How ``validation_fraction`` holds data out: a share of each class, or whole classes.
+VALIDATION_SPLITS = ("stratified", "groups")
+
+
+def holdout_folds(
+    codes: np.ndarray,
+    fraction: float,
+    rng: np.random.Generator,
+    *,
+    split: str = "groups",
+    min_groups: int = 4,
+    min_held: int = 0,
+    max_folds: int = 1,
+    what: str = "validation_split='groups'",
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Random (train, held-out) row indices: one fold, or disjoint folds of whole groups.
+
+    Parameters
+    ----------
+    codes : ndarray of shape (n_samples,), int
+        Class (group, identity) codes ``0..Q-1``.
+    fraction : float in (0, 1)
+        Share held out by a fold.
+    rng : numpy.random.Generator
+        Draws the rows or groups held out.
+    split : {"groups", "stratified"}, default="groups"
+        ``"stratified"``: ``round(fraction · n_c)`` rows of each class ``c``, every class keeping
+        two training rows (no fold when fewer than two rows would be held out). ``"groups"``:
+        ``max(2, round(fraction · Q₂))`` of the ``Q₂`` classes with two rows or more, whole
+        (the classes of one row always stay to learn from), leaving two of them to learn from.
+    min_groups : int, default=4
+        ``"groups"``: fewest classes with two rows.
+    min_held, max_folds : int, default=0 and 1
+        ``"groups"``: as many disjoint folds as it takes to hold out ``min_held`` classes in
+        all, at most ``max_folds`` (and as many as the classes allow).
+    what : str
+        Names the split in errors.
+
+    Returns
+    -------
+    list of (train_idx, held_idx)
+        Sorted int64 row indices; an empty list when a stratified split holds out fewer than two
+        rows.
+
+    Raises
+    ------
+    ValueError
+        For ``"groups"``, when fewer than ``min_groups`` classes have two rows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> codes = np.repeat(np.arange(10), 3)
+    >>> (train, held), = holdout_folds(codes, 0.2, np.random.default_rng(0))
+    >>> len(train), len(held), len(np.unique(codes[held]))
+    (24, 6, 2)
+    >>> folds = holdout_folds(codes, 0.2, np.random.default_rng(0), min_held=6, max_folds=3)
+    >>> [len(np.unique(codes[held])) for _, held in folds]
+    [2, 2, 2]
+    """
+    n = codes.shape[0]
+    counts = np.bincount(codes)
+    if split == "stratified":
+        n_held = np.clip(np.round(fraction * counts).astype(np.int64), 0, np.maximum(counts - 2, 0))
+        if n_held.sum() < 2:
+            return []
+        order = np.lexsort((rng.random(n), codes))  # random order within each class
+        starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        rank = np.empty_like(order)
+        rank[order] = np.arange(n) - starts[codes[order]]
+        is_val = rank < n_held[codes]
+        return [(np.flatnonzero(~is_val), np.flatnonzero(is_val))]
+    eligible = np.flatnonzero(counts >= 2)
+    if eligible.shape[0] < max(min_groups, 4):
+        raise ValueError(
+            f"{what}: too few groups to hold whole ones out: only {eligible.shape[0]} groups have "
+            f"two rows or more, and {max(min_groups, 4)} are needed (two held "
+            "out, two to learn from). Use more groups, or hold out a share of each class."
+        )
+    n_held = min(max(2, int(round(fraction * eligible.shape[0]))), eligible.shape[0] - 2)
+    n_folds = max(1, min(max_folds, -(-min_held // n_held), eligible.shape[0] // n_held))
+    drawn = rng.choice(eligible, n_folds * n_held, replace=False)  # in random order
+    folds = []
+    for k in range(n_folds):
+        held = np.isin(codes, drawn[k * n_held : (k + 1) * n_held])
+        folds.append((np.flatnonzero(~held), np.flatnonzero(held)))
+    return folds
+
+
+def split_validation(
+    codes: np.ndarray, fraction: float, split: str, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """Random (train, validation) row indices holding out ``fraction`` of the data.
+
+    The first fold of :func:`holdout_folds`; ``fraction=0`` (or a stratified split that would
+    hold out fewer than two rows) returns every row for training and none for validation,
+    without drawing from ``rng``.
+
+    Parameters
+    ----------
+    codes : ndarray of shape (n_samples,), int
+        Class (identity) codes ``0..Q-1``.
+    fraction : float in [0, 1)
+        Share held out.
+    split : {"stratified", "groups"}
+        A share of each class's rows, or whole classes (see :func:`holdout_folds`).
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    train_idx, val_idx : ndarrays of int64, sorted
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> codes = np.repeat(np.arange(5), 10)
+    >>> train, val = split_validation(codes, 0.2, "stratified", np.random.default_rng(0))
+    >>> np.bincount(codes[val]).tolist()
+    [2, 2, 2, 2, 2]
+    """
+    folds = holdout_folds(codes, fraction, rng, split=split) if fraction > 0 else []
+    return folds[0] if folds else (np.arange(codes.shape[0]), np.empty(0, dtype=np.int64))

@@ -175,10 +175,7 @@ def test_every_squared_distance_is_in_distances():
 _DEPRECATIONS = {"FutureWarning", "DeprecationWarning", "PendingDeprecationWarning"}
 
 #: Deprecated paths warned by hand; #39 deletes them (item 2) or routes them through compat.
-DEPRECATIONS_PENDING = {
-    "training.py": "checkpoint_fingerprint, train(stop_after=)",
-    "estimators/base.py": "atomic_fit",
-}
+DEPRECATIONS_PENDING = {}
 
 
 def deprecation_warnings(source: str) -> list[str]:

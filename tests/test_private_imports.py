@@ -149,7 +149,7 @@ PENDING_PRIVATE_IMPORTS = {
     "bench/spd_pipelines.py": "estimators._early_stopping",
     "cli/bench.py": "bench._common",
     "cli/data.py": "datasets._cache, datasets._info, datasets._registry",
-    "estimators/_early_stopping.py": "evaluate._precision",
+    "training/_scoring.py": "evaluate._precision",
     "estimators/spd/_network.py": "geometry._common",
     "evaluate/_ranking.py": "neighbors._search",
     "evaluate/_search.py": "neighbors._search",
@@ -158,7 +158,6 @@ PENDING_PRIVATE_IMPORTS = {
     "index/export.py": "index._ann._faiss",
     "index/evaluation.py": "evaluate._inputs, evaluate._precision",
     "losses/_warp_sampling.py": "three private kernels of losses._warp_terms",
-    "model_selection.py": "evaluate._precision",
     "models/linear.py": "geometry._common",
     "neighbors/tiled.py": "neighbors._search._sortable_bits(_inverse)",
 }

@@ -52,11 +52,12 @@ from .._validation import BOOLEAN, NONE, Options
 from .._validation.compat import warn_at_caller
 from ..training import (
     UntrainedModelWarning,
+    compare_with_reference,
     holdout_folds,
+    pooled,
     sample_retrieval_items,
     split_validation,
 )
-from ..training._comparison import compare_with_reference, pooled
 
 __all__ = [
     "FALLBACKS",

@@ -176,7 +176,7 @@ def _points(estimator, X, tuples, size: int, name: str) -> tuple[np.ndarray, np.
         idx = np.arange(flat.shape[0], dtype=np.int64).reshape(-1, size)
     else:
         flat = validate_data(estimator, X, dtype=[np.float64, np.float32])
-        idx = _indices(tuples, size, name, flat.shape[0])
+        idx = check_indices(tuples, size, name, flat.shape[0])
     _check_fit_memory(estimator, flat, idx, name)
     # the rows used, in order of first appearance (the stacked form uses every row, in order)
     values, first_pos = np.unique(idx.ravel(), return_index=True)
@@ -213,7 +213,7 @@ def _check_fit_memory(estimator, flat: np.ndarray, idx: np.ndarray, name: str) -
     )
 
 
-def _indices(tuples, size: int, name: str, n: int) -> np.ndarray:
+def check_indices(tuples, size: int, name: str, n: int) -> np.ndarray:
     """Row indices of the indices form, checked: int64 of shape (n_tuples, size) in [0, n)."""
     idx = np.asarray(tuples)
     if idx.ndim != 2 or idx.shape[1] != size:
@@ -262,7 +262,7 @@ def _binary_targets(y, n: int) -> np.ndarray:
     )
 
 
-def _similarity_targets(y, n: int) -> np.ndarray:
+def check_similarity_targets(y, n: int) -> np.ndarray:
     y = np.asarray(y, dtype=np.float64)
     if y.shape != (n,):
         raise ValueError(f"similarities must have shape ({n},) (one per pair), got {y.shape}.")
@@ -307,7 +307,7 @@ def check_pair_supervision(
     t = (
         _binary_targets(y, idx.shape[0])
         if targets == "binary"
-        else _similarity_targets(y, idx.shape[0])
+        else check_similarity_targets(y, idx.shape[0])
     )
     a, b = idx[:, 0], idx[:, 1]
     self_pair = _same_rows(X, a, b)

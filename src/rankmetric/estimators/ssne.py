@@ -53,9 +53,9 @@ from ._held_out import HELD_OUT_PARAMETER_CONSTRAINTS
 from ._init_parameters import store_parameters
 from ._ssne_solver import ProximalStepper as _ProximalStepper
 from ._supervision import (
-    _indices,
-    _similarity_targets,
+    check_indices,
     check_pair_supervision,
+    check_similarity_targets,
     split_pairs,
 )
 from .base import MetricLearnerMixin, fit_checkpointing, fit_context
@@ -500,8 +500,8 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
         float
         """
         check_is_fitted(self, "weight_")
-        pairs = _indices(pairs, 2, "pairs", np.shape(X)[0])
-        targets = _similarity_targets(similarities, pairs.shape[0])
+        pairs = check_indices(pairs, 2, "pairs", np.shape(X)[0])
+        targets = check_similarity_targets(similarities, pairs.shape[0])
         emb = torch.as_tensor(self.transform(X))
         loss = SimilarityRegressionLoss(self.neg_target).pairs(
             emb[pairs[:, 0]], emb[pairs[:, 1]], torch.as_tensor(targets)

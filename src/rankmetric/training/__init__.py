@@ -15,6 +15,8 @@
 ============================  ==================================================================
 """
 
+from ._comparison import compare_with_reference as compare_with_reference
+from ._comparison import pooled as pooled
 from ._fingerprint import RESUMABLE_PARAMS as RESUMABLE_PARAMS
 from ._fingerprint import fit_fingerprint
 from ._loop import (

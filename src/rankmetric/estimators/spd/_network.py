@@ -41,9 +41,9 @@ from ...geometry.tangent import congruence, mean_whitening
 from ...losses.lifted import LiftedStructureLoss
 from ...losses.potato import DISTANCES, RiemannianPotatoLoss, embedding_distances
 from ...losses.triplet import TripletLoss
-from ...training import per_query_scores
 from ...models.spdnet import SPDNet, check_sizes, sym_to_vec
 from ...preprocessing.recentring import transform_domain_codes
+from ...training import per_query_scores
 from .._supervision import split_pairs
 
 __all__ = [

@@ -580,10 +580,8 @@ class SPDNetEmbedding(DomainsRequestMixin, MetricLearnerMixin, BaseEstimator):
 
     def _validation_distance(self) -> str:
         """The validation ranking's distance: Euclidean for vector heads, else a Riemannian one."""
-        if self.head != "spd":
-            return self._distance()  # ignored: vectors are compared with the Euclidean distance
-        if self.validation_distance is None:
-            return self._distance()
+        if self.head != "spd" or self.validation_distance is None:
+            return self._distance()  # vector heads: ignored (compared with the Euclidean distance)
         return canonical_metric(self.validation_distance, DISTANCES, name="validation_distance")
 
     def _check_params(self) -> None:

@@ -31,7 +31,7 @@ def _public_transformers() -> list[type]:
     found = {}
     for package_name in PACKAGES:
         package = importlib.import_module(package_name)
-        for info in pkgutil.iter_modules(package.__path__, package_name + "."):
+        for info in pkgutil.walk_packages(package.__path__, package_name + "."):
             module = importlib.import_module(info.name)
             for name, obj in vars(module).items():
                 if (

@@ -221,7 +221,7 @@ def test_metric_rows_tune_on_the_networks_validation_split(spd, method):
     assert record["params"][name] in values
     # the split is the one SPDNetEmbedding(random_state=1) holds out (drawn first from its seed)
     from rankmetric._utils import make_rng
-    from rankmetric.estimators._early_stopping import split_validation
+    from rankmetric.training import split_validation
 
     inner, val = spd_pipelines.validation_split(y, 1)
     codes = np.unique(y, return_inverse=True)[1]

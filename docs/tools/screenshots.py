@@ -100,6 +100,23 @@ def screenshot_site(site: Path, out: Path, pages=PAGES, widths=WIDTHS) -> list[s
     return problems
 
 
+def search_results(site: Path, query: str) -> list[str]:
+    """The pages the site's own search lists for ``query``, best first (Chromium runs
+    Sphinx's ``searchtools.js`` on ``search.html?q=...``): each result's link, without its
+    ``?highlight=`` part."""
+    import re
+    from urllib.parse import quote
+
+    browser = chromium()
+    if browser is None:
+        return []
+    url = (Path(site) / "search.html").resolve().as_uri() + "?q=" + quote(query)
+    dom = _run(browser, ["--dump-dom", url]).stdout
+    listing = dom.split('id="search-results"', 1)[-1]
+    links = re.findall(r'<li[^>]*>\s*<a href="([^"]+)"', listing)
+    return [link.split("?")[0].split("#")[0] for link in links]
+
+
 def main(argv: list[str]) -> int:
     site = Path(argv[1]) if len(argv) > 1 else Path("docs/_build/html")
     out = Path(argv[2]) if len(argv) > 2 else Path("docs/_build/screenshots")

@@ -107,6 +107,8 @@ myst_enable_extensions = ["dollarmath", "colon_fence"]
 # in private modules (``rankmetric.estimators.warca.WARCA``): ``_alias_definition_sites``
 # below makes the definition site resolve to the documented page.
 codeautolink_concat_default = True
+# `rankmetric.distributed.GatheredLoss(...)` links in a block that never imports rankmetric.
+codeautolink_global_preface = "import rankmetric"
 codeautolink_search_css_classes = ["highlight"]
 
 # Search: a page that defines a term the way readers type it ranks first for it. Sphinx's search
@@ -408,6 +410,25 @@ def _drop_definition_sites(app, env) -> None:
     env.rankmetric_definition_aliases = []
 
 
+def _codeautolink_skips(app, doctree) -> None:
+    """Blocks sphinx-codeautolink leaves alone (it would warn that it cannot match them).
+
+    The gallery's pages: sphinx-gallery links their names to the API itself. Docstring
+    examples with a ``# doctest:`` flag: Sphinx trims the flag from the page, so the block no
+    longer matches its source.
+    """
+    from sphinx_codeautolink.extension.directive import SkipMarker
+
+    if app.env.docname.startswith(sphinx_gallery_conf["gallery_dirs"] + "/"):
+        doctree.insert(0, SkipMarker("file"))
+        return
+    for block in list(doctree.findall(lambda n: isinstance(n, nodes.FixedTextElement))):
+        if isinstance(block, (nodes.doctest_block, nodes.literal_block)) and (
+            "# doctest:" in block.astext()
+        ):
+            block.parent.insert(block.parent.index(block), SkipMarker("next"))
+
+
 def _search_keywords(app, doctree) -> None:
     """Index entries of ``SEARCH_KEYWORDS`` at the top of their page (see there)."""
     keywords = SEARCH_KEYWORDS.get(app.env.docname)
@@ -425,6 +446,8 @@ def setup(app):
     app.connect("env-before-read-docs", _remember_api_targets)
     app.connect("doctree-read", _link_code_to_the_api)
     app.connect("doctree-read", _search_keywords)
+    # Before sphinx-codeautolink reads the code blocks (its doctree-read priority is 490).
+    app.connect("doctree-read", _codeautolink_skips, priority=480)
     # Before sphinx-codeautolink's own env-updated handler (default priority 500).
     app.connect("env-updated", _alias_definition_sites, priority=400)
     app.connect("env-updated", _drop_definition_sites, priority=600)

@@ -157,7 +157,12 @@ CODE_PAGES = (
     *(f"{page}.html" for page in ("warca", "ssne", "rpl", "geometry", "baselines", "tuning",
                                   "pairs", "losses")),
 )  # fmt: skip
-_CODE_LANGUAGES = ("highlight-python", "highlight-default", "highlight-pycon", "highlight-py")
+# Blocks marked as Python (```python); unmarked blocks (highlight-default) hold printed output.
+_CODE_LANGUAGES = ("highlight-python", "highlight-pycon", "highlight-py", "highlight-python3")
+_IMPORTED = re.compile(
+    r"^[ \t]*(?:>>> )?from[ \t]+rankmetric[\w.]*[ \t]+import[ \t]+(?:\(([\w\s,]+)\)|([\w \t,]+))",
+    re.M,
+)
 _CHAIN = re.compile(r"(?<![\w.])((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)")
 
 
@@ -219,8 +224,10 @@ def check_code_block_links(site: Path) -> list[str]:
     """API names in the Python code blocks of ``CODE_PAGES`` that do not link to their page.
 
     A name counts when it is a public class or function of the API (by the generated pages),
-    standing alone (``WARCA(...)``) or after a rankmetric module (``evaluate.reid_scores``),
-    outside comments and strings; ``torch.utils.data.Dataset`` and ``model.fit`` do not count.
+    outside comments and strings, either after a rankmetric module (``evaluate.reid_scores``)
+    or standing alone where the page imports it from rankmetric (``from rankmetric import
+    WARCA`` ... ``WARCA(...)``); ``torch.utils.data.Dataset``, ``model.fit`` and a local
+    variable that happens to share a function's name (``train = ...``) do not count.
     """
     site = Path(site)
     names, modules = api_names(site)
@@ -230,6 +237,12 @@ def check_code_block_links(site: Path) -> list[str]:
             parser = _CodeBlocks()
             parser.feed(path.read_text(encoding="utf-8", errors="replace"))
             missing: dict[str, int] = {}
+            imported = {
+                name.strip()
+                for text, _, _ in parser.blocks
+                for groups in _IMPORTED.findall(text)
+                for name in "".join(groups).replace("\n", ",").split(",")
+            }
             for text, linked, code in parser.blocks:
                 for match in _CHAIN.finditer(text):
                     parts = match.group(1).split(".")
@@ -237,6 +250,8 @@ def check_code_block_links(site: Path) -> list[str]:
                     if parts[-1] not in names or not code[start]:
                         continue
                     if len(parts) > 1 and parts[0] not in modules:
+                        continue
+                    if len(parts) == 1 and parts[0] not in imported:
                         continue
                     if not all(linked[start : match.end()]):
                         missing[parts[-1]] = missing.get(parts[-1], 0) + 1

@@ -118,22 +118,26 @@ def _code_block(html: str) -> str:
 
 def test_code_block_check_finds_api_names_without_their_link(tmp_path):
     site = tmp_path / "site"
-    for name in ("estimators.WARCA", "evaluate.reid_scores", "datasets.Dataset"):
+    for name in ("estimators.WARCA", "evaluate.reid_scores", "datasets.Dataset", "training.train"):
         _page(site / "api" / "generated" / f"rankmetric.{name}.html", "")
     linked = '<a class="sphinx-codeautolink-a" href="x.html"><span class="n">WARCA</span></a>'
     body = _code_block(
+        '<span class="kn">from</span> <span class="nn">rankmetric.evaluate</span> '
+        '<span class="kn">import</span> <span class="n">reid_scores</span>\n'  # imported: counts
         f'{linked}<span class="p">(</span><span class="p">)</span>\n'
         '<span class="n">reid_scores</span><span class="p">(</span>'  # not linked: counted
         '<span class="n">evaluate</span><span class="o">.</span><span class="n">reid_scores</span>'
         '<span class="c1"># WARCA in a comment</span>'  # a comment: never linked, not counted
         '<span class="s2">"reid_scores"</span>'  # a string: not counted
-        '<span class="n">torch</span><span class="o">.</span><span class="n">Dataset</span>'
+        '<span class="n">torch</span><span class="o">.</span><span class="n">Dataset</span>\n'
+        # a variable named as an API function, never imported from rankmetric: not counted
+        '<span class="n">train</span> <span class="o">=</span> <span class="mi">1</span>'
     )
     _page(site / "index.html", body)
     _page(site / "user_guide" / "reid.html", _code_block(linked))
     _page(site / "other.html", _code_block('<span class="n">WARCA</span>'))  # not a code page
     assert check_site.check_code_block_links(site) == [
-        "index.html: 2 use(s) of reid_scores in code blocks without a link to its API page"
+        "index.html: 3 use(s) of reid_scores in code blocks without a link to its API page"
     ]
 
 
@@ -238,6 +242,18 @@ def test_search_ranks_the_evaluation_page_first_for_map():
 def test_search_in_a_browser_lists_the_evaluation_page_first():
     results = screenshots.search_results(SITE, "mAP")
     assert results and results[0] == "evaluation.html", results[:5]
+
+
+@needs_site
+@pytest.mark.skipif(screenshots.chromium() is None, reason="no Chromium (apt-get install chromium)")
+def test_code_blocks_scroll_inside_the_text_column_at_1280_and_1920_px():
+    problems = screenshots.code_width_problems(SITE, screenshots.CODE_PAGES)
+    assert not problems, "\n".join(problems)
+    blocks = screenshots.code_widths(SITE, "user_guide/reid.html", 1280)
+    assert blocks and all(b["past_column"] <= 1 for b in blocks)
+    # The guide's longest lines do not fit 1280 px: they scroll inside their block.
+    assert any(b["scroll"] > b["client"] for b in blocks)
+    assert {b["overflow_x"] for b in blocks} == {"auto"}
 
 
 def test_guide_figures_are_drawn_by_the_pages_own_code(tmp_path):

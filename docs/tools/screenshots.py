@@ -117,8 +117,35 @@ window.addEventListener("load", () => {
   out.id = "code-width-report";
   out.textContent = rows.join("\\n");
   document.body.appendChild(out);
+  const toc = document.querySelector(".bd-sidebar-secondary");
+  const tocOut = document.createElement("pre");
+  tocOut.id = "toc-width-report";
+  tocOut.textContent = toc ? `${toc.scrollWidth} ${toc.clientWidth}` : "0 0";
+  document.body.appendChild(tocOut);
 });
 </script>"""
+
+
+def _measure(site: Path, page: str, width: int) -> str:
+    """The DOM of ``page`` rendered at ``width`` px with the ``_MEASURE`` reports appended."""
+    source = Path(site) / page
+    probe = source.with_name(f".measure-{source.name}")
+    probe.write_text(source.read_text(encoding="utf-8").replace("</body>", _MEASURE + "</body>"))
+    try:
+        return _run(chromium(), ["--dump-dom", probe.resolve().as_uri()], width=width).stdout
+    finally:
+        probe.unlink()
+
+
+def toc_overflow(site: Path, page: str, width: int) -> int:
+    """How many px the in-page table of contents of ``page`` is wider than its column at
+    ``width`` px (0: every entry fits or wraps)."""
+    import re
+
+    found = re.search(
+        r'<pre id="toc-width-report"[^>]*>(\d+) (\d+)</pre>', _measure(site, page, width)
+    )
+    return max(0, int(found.group(1)) - int(found.group(2))) if found else 0
 
 
 def code_widths(site: Path, page: str, width: int) -> list[dict]:
@@ -132,13 +159,7 @@ def code_widths(site: Path, page: str, width: int) -> list[dict]:
     browser = chromium()
     if browser is None:
         return []
-    source = Path(site) / page
-    probe = source.with_name(f".measure-{source.name}")
-    probe.write_text(source.read_text(encoding="utf-8").replace("</body>", _MEASURE + "</body>"))
-    try:
-        dom = _run(browser, ["--dump-dom", probe.resolve().as_uri()], width=width).stdout
-    finally:
-        probe.unlink()
+    dom = _measure(site, page, width)
     import re
 
     found = re.search(r'<pre id="code-width-report"[^>]*>(.*?)</pre>', dom, re.DOTALL)
@@ -153,11 +174,13 @@ def code_widths(site: Path, page: str, width: int) -> list[dict]:
 
 
 def code_width_problems(site: Path, pages, widths=WIDTHS) -> list[str]:
-    """Code blocks cut off: wider than the text column, or a long line that neither scrolls
-    nor wraps."""
+    """Code blocks cut off (wider than the text column, or a long line that neither scrolls
+    nor wraps) and tables of contents wider than their column."""
     problems = []
     for page in pages:
         for width in widths:
+            if (past := toc_overflow(site, page, width)) > 0:
+                problems.append(f"{page} at {width} px: the table of contents is {past} px cut")
             for i, block in enumerate(code_widths(site, page, width)):
                 cut = block["scroll"] > block["client"] and block["overflow_x"] not in (
                     "auto",

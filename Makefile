@@ -48,8 +48,12 @@ bench: data
 # script of examples/ runs at build time, so the fetched data sets come first), the API
 # reference generated from __all__. Warnings are errors; the site is written to
 # docs/_build/html, then every internal link, anchor and image of it is checked, no page may be
-# blank and every example that draws a figure must show it (docs/tools/check_site.py).
-# `make docs-browser` adds screenshots in headless Chromium (apt-get install chromium).
+# blank, every example that draws a figure must show it, every API name that a code block of
+# the landing, guide or method pages imports must link to its page, and the search must rank
+# each term's defining page first ("mAP": the evaluation page) (docs/tools/check_site.py).
+# `make docs-browser` adds screenshots in headless Chromium (apt-get install chromium) at 1280
+# and 1920 px, the width of every code block against the text column, and the search run in
+# the browser.
 docs: data $(DOCS_STAMP)
 	OMP_NUM_THREADS=1 $(BIN)/python -m sphinx -W --keep-going -b html docs docs/_build/html
 	$(BIN)/python docs/tools/check_site.py docs/_build/html

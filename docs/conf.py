@@ -52,6 +52,7 @@ extensions = [
     "myst_parser",
     "sphinx_copybutton",
     "sphinx_gallery.gen_gallery",
+    "sphinx_codeautolink",  # names in code blocks link to their API page
     "guide_figures",  # docs/tools/guide_figures.py: the guide's figures, drawn at build time
 ]
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
@@ -97,6 +98,38 @@ myst_heading_anchors = 3
 # formulas render offline too (a laptop on a plane, a cluster without internet), and
 # docs/tools/check_site.py fails on any page that loads a script from the network.
 myst_enable_extensions = ["dollarmath", "colon_fence"]
+
+# sphinx-codeautolink: every name of a Python code block (guide, landing and method pages, the
+# gallery, the docstrings' examples) that resolves to a documented object links to its API
+# page: `WARCA(...)`, `model.fit`, `reid_scores(...)`. The blocks of one page are read as one
+# script, so a name imported in the first block links in the later ones too. The public names
+# are documented where ``__all__`` exports them (``rankmetric.estimators.WARCA``) but defined
+# in private modules (``rankmetric.estimators.warca.WARCA``): ``_alias_definition_sites``
+# below makes the definition site resolve to the documented page.
+codeautolink_concat_default = True
+# `rankmetric.distributed.GatheredLoss(...)` links in a block that never imports rankmetric.
+codeautolink_global_preface = "import rankmetric"
+# A docstring example with a `# doctest: +SKIP` flag: Sphinx trims the flag from the page, so
+# sphinx-codeautolink cannot match the block to its HTML and leaves it unlinked, with a warning.
+# The blocks of the landing, guide and method pages are checked by docs/tools/check_site.py
+# (every API name they import must link), so that warning is not needed to catch a miss.
+suppress_warnings = ["codeautolink.match_block"]
+codeautolink_search_css_classes = ["highlight"]
+
+# Search: a page that defines a term the way readers type it ranks first for it. Sphinx's search
+# scores an index entry that the query covers by 100 x (query length / entry length), above any
+# API object whose name merely contains the word ("mAP" against ``exp_map``, ``BiMap``).
+SEARCH_KEYWORDS = {
+    "evaluation": (
+        "mAP",
+        "mean average precision",
+        "mAP@R",
+        "CMC",
+        "Recall@K",
+        "rank-1",
+        "ROC AUC",
+    ),
+}
 
 # Copy only the code of a block, not the prompts (">>> ", "$ ") nor the printed output.
 copybutton_prompt_text = r">>> |\.\.\. |\$ "
@@ -338,8 +371,78 @@ def _remember_api_targets(app, env, docnames) -> None:
     env.rankmetric_api_targets = api_targets()
 
 
+def _definition_site(obj) -> str | None:
+    module, qualname = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
+    return f"{module}.{qualname}" if module and qualname else None
+
+
+def _alias_definition_sites(app, env) -> None:
+    """Let the definition site of each public object name its documented page.
+
+    ``from rankmetric import WARCA; WARCA(...).fit(X, y)``: sphinx-codeautolink follows the
+    import to the class and its method, and names them by where they are defined
+    (``rankmetric.estimators.warca.WARCA.fit``); the API pages document them where
+    ``__all__`` exports them (``rankmetric.estimators.WARCA.fit``). Each definition site (and,
+    for a class, each of its documented members under it) becomes an alias of the documented
+    entry, marked ``aliased`` as autodoc's ``:canonical:`` names are, so that cross-references
+    never become ambiguous. Runs before sphinx-codeautolink reads the inventory, and
+    ``_drop_definition_sites`` removes them after it, so that the search index and
+    ``objects.inv`` list each object once, under its documented name.
+    """
+    objects = env.domains["py"].objects
+    added = env.rankmetric_definition_aliases = []
+    documented = {name: entry for name, entry in objects.items() if not entry.aliased}
+    for full in set(api_targets().values()):
+        if full not in documented:
+            continue
+        module, _, member = full.rpartition(".")
+        obj = getattr(importlib.import_module(module), member, None)
+        site = _definition_site(obj)
+        if site is None or site == full:
+            continue
+        for name, entry in documented.items():
+            if name == full or name.startswith(full + "."):
+                alias = site + name[len(full) :]
+                if alias not in objects:
+                    objects[alias] = entry._replace(aliased=True)
+                    added.append(alias)
+
+
+def _drop_definition_sites(app, env) -> None:
+    objects = env.domains["py"].objects
+    for alias in getattr(env, "rankmetric_definition_aliases", ()):
+        objects.pop(alias, None)
+    env.rankmetric_definition_aliases = []
+
+
+def _codeautolink_skips(app, doctree) -> None:
+    """The gallery's pages are left to sphinx-gallery, which links their names to the API
+    itself (sphinx-codeautolink would add a second link and warn that it cannot match them)."""
+    from sphinx_codeautolink.extension.directive import SkipMarker
+
+    if app.env.docname.startswith(sphinx_gallery_conf["gallery_dirs"] + "/"):
+        doctree.insert(0, SkipMarker("file"))
+
+
+def _search_keywords(app, doctree) -> None:
+    """Index entries of ``SEARCH_KEYWORDS`` at the top of their page (see there)."""
+    keywords = SEARCH_KEYWORDS.get(app.env.docname)
+    section = next(iter(doctree.findall(nodes.section)), None)
+    if not keywords or section is None:
+        return
+    target_id = section["ids"][0]
+    entries = [("single", word, target_id, "main", None) for word in keywords]
+    section.insert(1, addnodes.index(entries=entries, inline=False))
+
+
 def setup(app):
     app.connect("autodoc-skip-member", _skip_metadata_requests)
     app.connect("autodoc-process-docstring", _plain_inherited_references)
     app.connect("env-before-read-docs", _remember_api_targets)
     app.connect("doctree-read", _link_code_to_the_api)
+    app.connect("doctree-read", _search_keywords)
+    # Before sphinx-codeautolink reads the code blocks (its doctree-read priority is 490).
+    app.connect("doctree-read", _codeautolink_skips, priority=480)
+    # Before sphinx-codeautolink's own env-updated handler (default priority 500).
+    app.connect("env-updated", _alias_definition_sites, priority=400)
+    app.connect("env-updated", _drop_definition_sites, priority=600)

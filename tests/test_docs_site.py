@@ -111,6 +111,72 @@ def test_api_link_check_finds_a_class_named_without_a_link(tmp_path):
     ]
 
 
+def _code_block(html: str) -> str:
+    block = f'<div class="highlight"><pre>{html}</pre></div>'
+    return f'<div class="highlight-python notranslate">{block}</div>'
+
+
+def test_code_block_check_finds_api_names_without_their_link(tmp_path):
+    site = tmp_path / "site"
+    for name in ("estimators.WARCA", "evaluate.reid_scores", "datasets.Dataset", "training.train"):
+        _page(site / "api" / "generated" / f"rankmetric.{name}.html", "")
+    linked = '<a class="sphinx-codeautolink-a" href="x.html"><span class="n">WARCA</span></a>'
+    body = _code_block(
+        '<span class="kn">from</span> <span class="nn">rankmetric.evaluate</span> '
+        '<span class="kn">import</span> <span class="n">reid_scores</span>\n'  # imported: counts
+        f'{linked}<span class="p">(</span><span class="p">)</span>\n'
+        '<span class="n">reid_scores</span><span class="p">(</span>'  # not linked: counted
+        '<span class="n">evaluate</span><span class="o">.</span><span class="n">reid_scores</span>'
+        '<span class="c1"># WARCA in a comment</span>'  # a comment: never linked, not counted
+        '<span class="s2">"reid_scores"</span>'  # a string: not counted
+        '<span class="n">torch</span><span class="o">.</span><span class="n">Dataset</span>\n'
+        # a variable named as an API function, never imported from rankmetric: not counted
+        '<span class="n">train</span> <span class="o">=</span> <span class="mi">1</span>'
+    )
+    _page(site / "index.html", body)
+    _page(site / "user_guide" / "reid.html", _code_block(linked))
+    _page(site / "other.html", _code_block('<span class="n">WARCA</span>'))  # not a code page
+    assert check_site.check_code_block_links(site) == [
+        "index.html: 3 use(s) of reid_scores in code blocks without a link to its API page"
+    ]
+
+
+def _search_index(path: Path, index: dict) -> None:
+    import json
+
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "searchindex.js").write_text(f"Search.setIndex({json.dumps(index)})")
+
+
+def test_search_scores_follow_sphinx_searchtools(tmp_path):
+    """Title words, text words, object names and index entries scored as searchtools.js does:
+    an object named exactly as the query outranks a page with the word in its title, and an
+    index entry the query covers outranks both."""
+    index = {
+        "docnames": ["evaluation", "api/generated/rankmetric.geometry.exp_map", "guide"],
+        "filenames": ["evaluation.md", "exp_map.rst", "guide.md"],
+        "titles": ["Evaluation: CMC, mAP", "exp_map", "Guide"],
+        "alltitles": {"Evaluation: CMC, mAP": [[0, None]]},
+        "indexentries": {},
+        "objects": {"rankmetric.geometry": [[1, 0, 1, "-", "exp_map"]]},
+        "objnames": {"0": ["py", "function", "Python function"]},
+        "terms": {"map": [0, 1, 2], "cmc": 0},
+        "titleterms": {"map": 0, "cmc": 0, "exp_map": 1},
+    }
+    _search_index(tmp_path, index)
+    scores = check_site.search_scores(tmp_path, "mAP")
+    # evaluation: title word 15; exp_map: object 6 + 5 = 11, its text 5; guide: text 5.
+    assert scores == {"evaluation": 15, "api/generated/rankmetric.geometry.exp_map": 11, "guide": 5}
+    index["objects"]["rankmetric.geometry"].append([1, 0, 1, "-", "map"])  # exact name: 11 + 5
+    _search_index(tmp_path, index)
+    expected = {"mAP": "evaluation"}
+    assert check_site.check_search(tmp_path, expected)  # 16 >= 15: not first
+    index["indexentries"] = {"map": [[0, "evaluation", True]]}  # an index entry: 100
+    _search_index(tmp_path, index)
+    assert check_site.search_scores(tmp_path, "mAP")["evaluation"] == 100
+    assert check_site.check_search(tmp_path, expected) == []
+
+
 def test_docs_markdown_tables_are_sound():
     assert check_site.check_markdown_tables(ROOT / "docs") == []
 
@@ -154,6 +220,40 @@ def test_pages_render_in_a_browser(tmp_path):
 def test_landing_and_guide_pages_link_every_class_they_name():
     problems = check_site.check_api_links(SITE)
     assert not problems, "\n".join(problems)
+
+
+@needs_site
+def test_code_blocks_of_the_landing_guide_and_method_pages_link_the_api():
+    problems = check_site.check_code_block_links(SITE)
+    assert not problems, "\n".join(problems)
+
+
+@needs_site
+def test_search_ranks_the_evaluation_page_first_for_map():
+    """The site's search index, scored as Sphinx's searchtools.js scores it."""
+    assert check_site.check_search(SITE) == []
+    scores = check_site.search_scores(SITE, "mAP")
+    assert max(scores, key=scores.get) == "evaluation"
+    assert scores["evaluation"] > max(s for d, s in scores.items() if d != "evaluation")
+
+
+@needs_site
+@pytest.mark.skipif(screenshots.chromium() is None, reason="no Chromium (apt-get install chromium)")
+def test_search_in_a_browser_lists_the_evaluation_page_first():
+    results = screenshots.search_results(SITE, "mAP")
+    assert results and results[0] == "evaluation.html", results[:5]
+
+
+@needs_site
+@pytest.mark.skipif(screenshots.chromium() is None, reason="no Chromium (apt-get install chromium)")
+def test_code_blocks_scroll_inside_the_text_column_at_1280_and_1920_px():
+    problems = screenshots.code_width_problems(SITE, screenshots.CODE_PAGES)
+    assert not problems, "\n".join(problems)
+    blocks = screenshots.code_widths(SITE, "user_guide/reid.html", 1280)
+    assert blocks and all(b["past_column"] <= 1 for b in blocks)
+    # The guide's longest lines do not fit 1280 px: they scroll inside their block.
+    assert any(b["scroll"] > b["client"] for b in blocks)
+    assert {b["overflow_x"] for b in blocks} == {"auto"}
 
 
 def test_guide_figures_are_drawn_by_the_pages_own_code(tmp_path):

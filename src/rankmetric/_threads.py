@@ -18,8 +18,10 @@ restored afterwards:
   over both.
 
 Estimators get this through the decorator on each of their fit methods
-(:func:`~rankmetric.estimators.base.fit_context`, which applies :func:`fit_threads`); the
-evaluation functions call :func:`thread_limit` themselves.
+(:func:`~rankmetric.estimators.base.fit_context`, which applies :func:`fit_threads`). The
+evaluation, neighbour-search and index code below them sets no thread count: it runs with the
+caller's (a user's :func:`threads` block, the CLI's ``--threads``, a benchmark's setting); a
+search's explicit ``n_threads=`` opens :func:`threads` for its call.
 """
 
 from __future__ import annotations

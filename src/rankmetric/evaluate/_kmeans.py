@@ -14,7 +14,6 @@ import math
 import numpy as np
 import torch
 
-from .._threads import thread_limit, threads_for
 from .._utils import make_rng, torch_generator
 from ..neighbors import squared_norms
 
@@ -134,10 +133,9 @@ def kmeans_labels(
     threshold = tol * float(Xt.double().var(dim=0).mean()) if Xt.shape[0] > 1 else 0.0
     gen = torch_generator(rng, Xt.device)
     best_labels, best_inertia = None, math.inf
-    with thread_limit(threads_for(Xt.numel() * int(n_clusters))):  # threads that fit the work
-        for _ in range(n_init):  # loop over restarts
-            centres = _seed(Xt, x_sq, int(n_clusters), gen)
-            labels, inertia = _lloyd(Xt, x_sq, centres, max_iter, threshold)
-            if inertia < best_inertia:
-                best_labels, best_inertia = labels, inertia
+    for _ in range(n_init):  # loop over restarts
+        centres = _seed(Xt, x_sq, int(n_clusters), gen)
+        labels, inertia = _lloyd(Xt, x_sq, centres, max_iter, threshold)
+        if inertia < best_inertia:
+            best_labels, best_inertia = labels, inertia
     return best_labels.cpu().numpy()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .._threads import thread_limit, threads_for
 from .._utils import resolve_device
 from ..neighbors import Gallery, check_metric, for_each_chunk, resolve_chunk_size
 from ._inputs import as_embeddings, check_ks, check_same_width, compute_dtype, encode_labels
@@ -133,8 +132,7 @@ def cmc_curve(
         is_match = g_codes_t.unsqueeze(0) == p_codes_t[rows].unsqueeze(1)
         match_rank[rows] = _first_match_rank(scores, is_match)
 
-    with thread_limit(threads_for(P.shape[0] * G.numel())):
-        for_each_chunk(P, Gallery.build(G, metric), chunk, rank_first_match)
+    for_each_chunk(P, Gallery.build(G, metric), chunk, rank_first_match)
 
     counts = np.bincount(match_rank.cpu().numpy() - 1, minlength=G.shape[0])
     curve = np.cumsum(counts) / P.shape[0]

@@ -24,7 +24,6 @@ import numpy as np
 import torch
 from sklearn.metrics import adjusted_mutual_info_score
 
-from .._threads import thread_limit, threads_for
 from .._utils import progress, resolve_device
 from ..neighbors import Gallery, check_metric, for_each_chunk, relevant_places
 from ._inputs import as_embeddings, check_ks, check_same_width, compute_dtype, encode_labels
@@ -106,10 +105,9 @@ def _ranked_pass(
         if bar is not None:
             bar.update(len(rows))
 
-    with thread_limit(threads_for(n_q * G.numel())):
-        for_each_chunk(
-            Q, Gallery.build(G, metric), chunk, visit, exclude_self=leave_one_out, order=order
-        )
+    for_each_chunk(
+        Q, Gallery.build(G, metric), chunk, visit, exclude_self=leave_one_out, order=order
+    )
     out = {name: v.cpu().numpy() for name, v in per_query.items()}
     out["first"] = first.cpu().numpy()
     return out

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .._threads import thread_limit, threads_for
+from .._threads import threads
 from ..neighbors import Gallery, nearest_chunks, smallest_k, to_distance
 from ._rows import Rows
 
@@ -59,11 +59,10 @@ def exact_search(
         allowed = rows.alive[: rows.n]
     gallery, subset = _gallery(rows, allowed)
     Qt = torch.from_numpy(Q)
-    n_threads = threads_for(n_q * len(gallery) * rows.dim, n_threads)
-    if n_threads == torch.get_num_threads():
+    if n_threads is None or n_threads == torch.get_num_threads():  # the caller's setting
         _search_into(Qt, gallery, k_eff, distances, found)
     else:
-        with thread_limit(n_threads):
+        with threads(n_threads):
             _search_into(Qt, gallery, k_eff, distances, found)
     if subset is not None:
         valid = found[:, :k_eff]

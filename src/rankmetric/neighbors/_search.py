@@ -426,15 +426,22 @@ def _sort_by_value_then_index(
     stable sort on the values.
     """
     if values.dtype == torch.float32:
-        keys = _sort_rows((_sortable_bits(values).to(torch.int64) << 32) | cols)
-        value_bits = (keys >> 32).to(torch.int32)
-        return _sortable_bits_inverse(value_bits), keys & 0xFFFFFFFF
+        return unpack_keys(_sort_rows(pack_keys(values, cols)))
     values, order = torch.sort(values, dim=1, stable=True)
     return values, cols.gather(1, order)
 
 
-def _sortable_bits_inverse(bits: torch.Tensor) -> torch.Tensor:
-    return (bits ^ ((bits >> 31) & 0x7FFFFFFF)).view(torch.float32)
+def pack_keys(values: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
+    """Unique int64 keys of float32 ``values`` at columns ``cols`` (same shape, ``< 2**32``):
+    order-preserving bits of the value in the high half, the column in the low half, so that
+    integer order is (value, lower column) order."""
+    return (_sortable_bits(values).to(torch.int64) << 32) | cols
+
+
+def unpack_keys(keys: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The float32 values and int64 columns of :func:`pack_keys`' keys."""
+    bits = (keys >> 32).to(torch.int32)
+    return (bits ^ ((bits >> 31) & 0x7FFFFFFF)).view(torch.float32), keys & 0xFFFFFFFF
 
 
 def ranking_keys(scores: torch.Tensor) -> torch.Tensor:
@@ -466,7 +473,7 @@ def ranking_keys(scores: torch.Tensor) -> torch.Tensor:
     """
     cols = torch.arange(scores.shape[1], device=scores.device)
     if scores.dtype == torch.float32:
-        return (_sortable_bits(scores).to(torch.int64) << 32) | cols
+        return pack_keys(scores, cols)
     order = torch.sort(scores, dim=1, stable=True).indices
     return torch.empty_like(order).scatter_(1, order, cols.expand_as(order).contiguous())
 
@@ -511,7 +518,7 @@ def smallest_k(scores: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor
     return _sort_by_value_then_index(scores.gather(1, cols), cols)
 
 
-_NO_KEY = torch.iinfo(torch.int64).max
+NO_KEY = torch.iinfo(torch.int64).max  # sorts after every key
 _FEW_TIES = 8  # tied relevant items of a row counted one by one; more: the row's keys
 
 
@@ -563,7 +570,7 @@ def _places_by_keys(scores: torch.Tensor, relevant: torch.Tensor, width: int) ->
     n = scores.shape[0]
     keys = ranking_keys(scores)
     r_max = width
-    rel_keys = keys.masked_fill(~relevant, _NO_KEY).topk(r_max, dim=1, largest=False).values
+    rel_keys = keys.masked_fill(~relevant, NO_KEY).topk(r_max, dim=1, largest=False).values
     rel_keys = rel_keys.sort(dim=1).values.contiguous()
     bucket = torch.searchsorted(rel_keys, keys)  # relevant items ranked before each entry
     others = torch.isfinite(scores) & ~relevant

@@ -25,20 +25,13 @@ from collections.abc import Iterator
 
 import torch
 
-from ._search import (
-    Gallery,
-    _sortable_bits,
-    _sortable_bits_inverse,
-    resolve_chunk_size,
-    smallest_k,
-)
+from ._search import NO_KEY, Gallery, pack_keys, resolve_chunk_size, smallest_k, unpack_keys
 
 __all__ = ["MAX_TILED_K", "nearest_chunks", "uses_tiles"]
 
 TILE_QUERIES = 1024  # queries per chunk on the tiled path
 TILE_ITEMS = 1024  # gallery items per block: a 1024 × 1024 float32 tile is 4 MB
 MAX_TILED_K = 256  # beyond this, full-width selection is as fast and simpler
-_NO_KEY = torch.iinfo(torch.int64).max
 
 
 def uses_tiles(Q: torch.Tensor, k: int) -> bool:
@@ -70,11 +63,6 @@ def uses_tiles(Q: torch.Tensor, k: int) -> bool:
     return Q.dtype == torch.float32 and Q.device.type == "cpu" and k <= MAX_TILED_K
 
 
-def _pack_items(scores: torch.Tensor, items: torch.Tensor) -> torch.Tensor:
-    """int64 keys of float32 ``scores`` of gallery ``items`` (same shape)."""
-    return (_sortable_bits(scores).to(torch.int64) << 32) | items
-
-
 def _merge(
     running: torch.Tensor, threshold: torch.Tensor, rows: torch.Tensor, keys: torch.Tensor
 ) -> None:
@@ -90,18 +78,13 @@ def _merge(
     first = torch.cumsum(counts, dim=0) - counts  # row → position of its first candidate
     position = torch.arange(rows.shape[0], device=rows.device) - first[rows]
     padded = torch.full(
-        (improving.shape[0], k + int(counts.max())), _NO_KEY, dtype=torch.int64, device=rows.device
+        (improving.shape[0], k + int(counts.max())), NO_KEY, dtype=torch.int64, device=rows.device
     )
     padded[:, :k] = running[improving]
     padded[slot[rows], k + position] = keys
     merged = padded.topk(k, dim=1, largest=False, sorted=True).values
     running[improving] = merged
-    threshold[improving] = _unpack(merged[:, -1])[0]
-
-
-def _unpack(keys: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Scores (float32) and gallery indices (int64) of packed keys."""
-    return _sortable_bits_inverse((keys >> 32).to(torch.int32)), keys & 0xFFFFFFFF
+    threshold[improving] = unpack_keys(merged[:, -1])[0]
 
 
 def _exclude_own_items(tile: torch.Tensor, rows: torch.Tensor, start: int) -> None:
@@ -123,7 +106,7 @@ def _tiled_chunk(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The ``k`` smallest scores of each prepared query of a chunk, with their indices."""
     n = Qc.shape[0]
-    running = torch.full((n, k), _NO_KEY, dtype=torch.int64, device=Qc.device)
+    running = torch.full((n, k), NO_KEY, dtype=torch.int64, device=Qc.device)
     threshold = torch.full((n,), torch.inf, dtype=Qc.dtype, device=Qc.device)
     alpha = -1.0 if gallery.metric == "cosine" else -2.0
     for start in range(0, len(gallery), block):  # loop over gallery blocks (not samples)
@@ -142,8 +125,8 @@ def _tiled_chunk(
             continue
         sub = tile[improving]
         r, c = (sub < threshold[improving].unsqueeze(1)).nonzero(as_tuple=True)
-        _merge(running, threshold, improving[r], _pack_items(sub[r, c], c + start))
-    return _unpack(running)
+        _merge(running, threshold, improving[r], pack_keys(sub[r, c], c + start))
+    return unpack_keys(running)
 
 
 def nearest_chunks(

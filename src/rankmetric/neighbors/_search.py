@@ -178,13 +178,17 @@ class Gallery:
             return _unit_rows(Q), torch.zeros(Q.shape[0], dtype=Q.dtype, device=Q.device)
         return Q, squared_norms(Q)
 
-    def scores(self, Qc: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
-        """Ranking scores of a chunk of prepared queries, shape (n_chunk, n_gallery).
+    def scores(
+        self, Qc: torch.Tensor, out: torch.Tensor | None = None, items: slice = slice(None)
+    ) -> torch.Tensor:
+        """Ranking scores of a chunk of prepared queries, shape (n_chunk, n_items).
 
-        ``out`` (contiguous, that shape) receives them when given.
+        ``items``: a block of gallery items (default: all); ``out`` (contiguous, that shape)
+        receives the scores when given.
         """
         alpha = -1.0 if self.metric == "cosine" else -2.0
-        return torch.addmm(self.offset.unsqueeze(0), Qc, self.vectors.T, alpha=alpha, out=out)
+        offset, vectors = self.offset[items].unsqueeze(0), self.vectors[items]
+        return torch.addmm(offset, Qc, vectors.T, alpha=alpha, out=out)
 
 
 def to_distance(scores: torch.Tensor, query_const: torch.Tensor, metric: str) -> torch.Tensor:
@@ -355,18 +359,32 @@ def for_each_chunk(
     >>> torch.cat(seen).tolist()
     [0, 1]
     """
+    for rows, scores, const in _score_chunks(Q, gallery, chunk_size, exclude_self, order):
+        visit(rows, scores, const)
+
+
+def _score_chunks(Q, gallery: Gallery, chunk_size: int, exclude_self: bool, order):
+    """Yield ``(rows, scores, query_const)`` of successive chunks, scored into one buffer."""
     Qp, const = gallery.prepare_queries(Q)
     if order is None:
         order = torch.arange(Q.shape[0], device=Q.device)
     buffer = torch.empty(
         (min(chunk_size, Q.shape[0]), len(gallery)), dtype=Qp.dtype, device=Qp.device
     )
-    for start in range(0, Q.shape[0], chunk_size):
+    for start in range(0, Q.shape[0], chunk_size):  # loop over query chunks
         rows = order[start : start + chunk_size]
         scores = gallery.scores(Qp[rows], out=buffer[: rows.shape[0]])
         if exclude_self:
-            scores[torch.arange(rows.shape[0], device=rows.device), rows] = torch.inf
-        visit(rows, scores, const[rows])
+            exclude_own_items(scores, rows, 0)
+        yield rows, scores, const[rows]
+
+
+def exclude_own_items(scores: torch.Tensor, rows: torch.Tensor, start: int) -> None:
+    """Set ``scores[i, rows[i] − start]`` to +inf where query ``rows[i]`` is gallery item
+    ``rows[i]`` and falls in the block of items from ``start`` (the whole gallery: 0)."""
+    inside = (rows >= start) & (rows < start + scores.shape[1])
+    local = inside.nonzero().squeeze(1)
+    scores[local, rows[local] - start] = torch.inf
 
 
 def _on_numpy(t: torch.Tensor) -> bool:

@@ -25,7 +25,16 @@ from collections.abc import Iterator
 
 import torch
 
-from ._search import NO_KEY, Gallery, pack_keys, resolve_chunk_size, smallest_k, unpack_keys
+from ._search import (
+    NO_KEY,
+    Gallery,
+    _score_chunks,
+    exclude_own_items,
+    pack_keys,
+    resolve_chunk_size,
+    smallest_k,
+    unpack_keys,
+)
 
 __all__ = ["MAX_TILED_K", "nearest_chunks", "uses_tiles"]
 
@@ -87,14 +96,6 @@ def _merge(
     threshold[improving] = unpack_keys(merged[:, -1])[0]
 
 
-def _exclude_own_items(tile: torch.Tensor, rows: torch.Tensor, start: int) -> None:
-    """Set ``tile[i, rows[i] − start]`` to +inf where query ``rows[i]`` falls in the block."""
-    inside = (rows >= start) & (rows < start + tile.shape[1])
-    if bool(inside.any()):
-        local = inside.nonzero().squeeze(1)
-        tile[local, rows[local] - start] = torch.inf
-
-
 def _tiled_chunk(
     Qc: torch.Tensor,
     rows: torch.Tensor,
@@ -108,18 +109,11 @@ def _tiled_chunk(
     n = Qc.shape[0]
     running = torch.full((n, k), NO_KEY, dtype=torch.int64, device=Qc.device)
     threshold = torch.full((n,), torch.inf, dtype=Qc.dtype, device=Qc.device)
-    alpha = -1.0 if gallery.metric == "cosine" else -2.0
     for start in range(0, len(gallery), block):  # loop over gallery blocks (not samples)
-        items = gallery.vectors[start : start + block]
-        tile = torch.addmm(
-            gallery.offset[start : start + block].unsqueeze(0),
-            Qc,
-            items.T,
-            alpha=alpha,
-            out=buffer[:n, : items.shape[0]],
-        )
+        width = min(block, len(gallery) - start)
+        tile = gallery.scores(Qc, out=buffer[:n, :width], items=slice(start, start + width))
         if exclude_self:
-            _exclude_own_items(tile, rows, start)
+            exclude_own_items(tile, rows, start)
         improving = (tile.amin(dim=1) < threshold).nonzero().squeeze(1)
         if improving.numel() == 0:
             continue
@@ -184,35 +178,22 @@ def nearest_chunks(
     """
     per_query = isinstance(k, torch.Tensor)
     k_max = int(k.max()) if per_query else int(k)
+    k_of = (lambda rows: int(k[rows].max())) if per_query else (lambda rows: k_max)
+    if not uses_tiles(Q, k_max):  # full-width chunks, then a selection
+        chunk = resolve_chunk_size(
+            chunk_size, Q.shape[0], n_gallery=len(gallery), itemsize=Q.element_size(),
+            n_selected=k_max,
+        )  # fmt: skip
+        for rows, scores, const in _score_chunks(Q, gallery, chunk, exclude_self, order):
+            yield rows, *smallest_k(scores, k_of(rows)), const
+        return
     Qp, const = gallery.prepare_queries(Q)
     order = torch.arange(Q.shape[0], device=Q.device) if order is None else order
-    tiled = uses_tiles(Qp, k_max)
-    if tiled:
-        chunk = TILE_QUERIES if chunk_size is None else resolve_chunk_size(chunk_size, 0)
-        chunk = min(chunk, Q.shape[0])
-        block = max(TILE_ITEMS, k_max + 1)
-        buffer = torch.empty((chunk, min(block, len(gallery))), dtype=Qp.dtype)
-    else:
-        chunk = resolve_chunk_size(
-            chunk_size,
-            Q.shape[0],
-            n_gallery=len(gallery),
-            itemsize=Q.element_size(),
-            n_selected=k_max,
-        )
-        buffer = torch.empty(
-            (min(chunk, Q.shape[0]), len(gallery)), dtype=Qp.dtype, device=Q.device
-        )
+    chunk = TILE_QUERIES if chunk_size is None else resolve_chunk_size(chunk_size, 0)
+    chunk = min(chunk, Q.shape[0])
+    block = max(TILE_ITEMS, k_max + 1)
+    buffer = torch.empty((chunk, min(block, len(gallery))), dtype=Qp.dtype)
     for start in range(0, Q.shape[0], chunk):  # loop over query chunks
         rows = order[start : start + chunk]
-        k_chunk = int(k[rows].max()) if per_query else k_max
-        if tiled:
-            values, idx = _tiled_chunk(
-                Qp[rows], rows, gallery, k_chunk, block, buffer, exclude_self
-            )
-        else:
-            scores = gallery.scores(Qp[rows], out=buffer[: rows.shape[0]])
-            if exclude_self:
-                scores[torch.arange(rows.shape[0], device=rows.device), rows] = torch.inf
-            values, idx = smallest_k(scores, k_chunk)
+        values, idx = _tiled_chunk(Qp[rows], rows, gallery, k_of(rows), block, buffer, exclude_self)
         yield rows, values, idx, const[rows]

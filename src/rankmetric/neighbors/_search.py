@@ -578,6 +578,15 @@ def _count_equal_before(
     return torch.count_nonzero(equal, dim=1)
 
 
+def exact_places(scores: torch.Tensor, values: torch.Tensor, columns: torch.Tensor) -> torch.Tensor:
+    """``1 + #{g : s_g < v} + #{g : s_g = v, g < c}``: the 1-based place of the entry ``(v, c)``
+    in each row's ranking by (score, lower column), one pass over the rows (n, m)."""
+    column = torch.arange(scores.shape[1], device=scores.device)
+    smaller = torch.count_nonzero(scores < values.unsqueeze(1), dim=1)
+    tied = (scores == values.unsqueeze(1)) & (column < columns.unsqueeze(1))
+    return 1 + smaller + torch.count_nonzero(tied, dim=1)
+
+
 def _places_by_keys(scores: torch.Tensor, relevant: torch.Tensor, width: int) -> torch.Tensor:
     """Places of each row's relevant items with unique int64 keys: exact under any ties.
 
@@ -709,7 +718,5 @@ def relevant_places(
         step = tie_rows if tie_rows > 0 else max(deep.shape[0], 1)
         for start in range(0, deep.shape[0], step):  # the first relevant place stays exact
             rows = deep[start : start + step]
-            first, col = values[rows, 0], columns[rows, 0]
-            smaller = torch.count_nonzero(scores[rows] < first.unsqueeze(1), dim=1)
-            places[rows, 0] = 1 + smaller + _count_equal_before(scores, rows, first, col)
+            places[rows, 0] = exact_places(scores[rows], values[rows, 0], columns[rows, 0])
     return places, R

@@ -565,26 +565,23 @@ def _sorted_rows(scores: torch.Tensor, depth: int, workspace: torch.Tensor | Non
 
 
 def _count_equal_before(
-    scores: torch.Tensor, rows: torch.Tensor, values: torch.Tensor, columns: torch.Tensor
+    block: torch.Tensor, values: torch.Tensor, columns: torch.Tensor
 ) -> torch.Tensor:
-    """``#{g : scores[r, g] == value, g < column}`` for each (row, value, column) triple."""
-    if _on_numpy(scores):
-        block = scores.numpy()[rows.numpy()]
-        equal = block == values.numpy()[:, None]
+    """``#{g : block[i, g] == values[i], g < columns[i]}`` for each row ``i`` of ``block``."""
+    if _on_numpy(block):
+        equal = block.numpy() == values.numpy()[:, None]
         equal &= np.arange(block.shape[1]) < columns.numpy()[:, None]
         return torch.from_numpy(np.count_nonzero(equal, axis=1).astype(np.int64))
-    column = torch.arange(scores.shape[1], device=scores.device)
-    equal = (scores[rows] == values.unsqueeze(1)) & (column < columns.unsqueeze(1))
+    column = torch.arange(block.shape[1], device=block.device)
+    equal = (block == values.unsqueeze(1)) & (column < columns.unsqueeze(1))
     return torch.count_nonzero(equal, dim=1)
 
 
 def exact_places(scores: torch.Tensor, values: torch.Tensor, columns: torch.Tensor) -> torch.Tensor:
     """``1 + #{g : s_g < v} + #{g : s_g = v, g < c}``: the 1-based place of the entry ``(v, c)``
-    in each row's ranking by (score, lower column), one pass over the rows (n, m)."""
-    column = torch.arange(scores.shape[1], device=scores.device)
+    in each row's ranking by (score, lower column)."""
     smaller = torch.count_nonzero(scores < values.unsqueeze(1), dim=1)
-    tied = (scores == values.unsqueeze(1)) & (column < columns.unsqueeze(1))
-    return 1 + smaller + torch.count_nonzero(tied, dim=1)
+    return 1 + smaller + _count_equal_before(scores, values, columns)
 
 
 def _places_by_keys(scores: torch.Tensor, relevant: torch.Tensor, width: int) -> torch.Tensor:
@@ -703,7 +700,7 @@ def relevant_places(
         step = tie_rows if tie_rows > 0 else max(at.shape[0], 1)
         for start in range(0, at.shape[0], step):  # loop over blocks of tied (row, item) pairs
             a, k = at[start : start + step], j[start : start + step]
-            places[a, k] += _count_equal_before(scores, a, values[a, k], columns[a, k])
+            places[a, k] += _count_equal_before(scores[a], values[a, k], columns[a, k])
         rows = many.nonzero().squeeze(1)
         step = tie_rows if tie_rows > 0 else max(rows.shape[0], 1)
         for start in range(0, rows.shape[0], step):  # loop over blocks of rows with many ties

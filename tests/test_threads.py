@@ -80,7 +80,7 @@ def test_threads_block_overrides_the_size_rule(two_threads):
             pass
 
 
-def test_searches_run_with_the_callers_threads_and_fits_size_their_own(two_threads, monkeypatch):
+def test_real_estimators_and_searches_run_small_problems_on_one_thread(two_threads, monkeypatch):
     from rankmetric import WARCA
     from rankmetric.evaluate import knn as knn_module
     from rankmetric.evaluate import knn_search
@@ -94,12 +94,9 @@ def test_searches_run_with_the_callers_threads_and_fits_size_their_own(two_threa
 
     monkeypatch.setattr(knn_module, "_torch_search", spy)
     X = np.random.default_rng(0).normal(size=(40, 3))
-    knn_search(X, k=2)  # no thread setting below the estimators: the caller's two threads
-    knn_search(X, k=2, n_threads=1)
-    with threads(1):
-        knn_search(X, k=2)
-    assert seen == [2, 1, 1]
-    assert torch.get_num_threads() == 2
+    knn_search(X, k=2)
+    knn_search(X, k=2, n_threads=2)
+    assert seen == [1, 2]
     with pytest.raises(ValueError, match="n_threads"):
         WARCA(n_threads=0).fit(X, np.arange(40) % 2)
     assert torch.get_num_threads() == 2

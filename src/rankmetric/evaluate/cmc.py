@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from .._threads import call_threads, search_work
 from .._utils import resolve_device
 from ..neighbors import Gallery, check_metric, for_each_chunk, resolve_chunk_size
 from ..neighbors._search import exact_places
@@ -13,6 +14,7 @@ from ._inputs import as_embeddings, check_ks, check_same_width, compute_dtype, e
 __all__ = ["cmc_curve"]
 
 
+@call_threads(lambda a: search_work(a["gallery"], a["probe"]))
 def cmc_curve(
     probe,
     probe_ids,

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from contextlib import nullcontext
-
 import numpy as np
 import torch
 
-from .._threads import threads
+from .._threads import call_threads, search_work
 from .._utils import resolve_device
 from ..neighbors import Gallery, check_metric, faiss_available, faiss_search, nearest_chunks
 from ..neighbors import to_distance as _to_distance
@@ -34,6 +32,9 @@ def _resolve_backend(backend: str) -> str:
     return "torch" if backend == "auto" else backend
 
 
+@call_threads(
+    lambda a: search_work(a["gallery"] if a["gallery"] is not None else a["queries"], a["queries"])
+)
 def knn_search(
     queries,
     gallery=None,
@@ -76,8 +77,8 @@ def knn_search(
         items tied at the k-th place it keeps is its own choice, see
         :mod:`rankmetric.neighbors._faiss`).
     n_threads : int, optional
-        CPU threads of this search (``-1``: every core), as :func:`rankmetric.threads` sets
-        them; None: the caller's setting (torch's thread count).
+        CPU threads (``-1``: every core). None: one thread for small searches (fewer than
+        10⁷ multiply-adds), else torch's thread count (see :mod:`rankmetric._threads`).
 
     Returns
     -------
@@ -118,10 +119,9 @@ def knn_search(
             f"({Q.shape[0]}) than gallery items ({G.shape[0]})."
         )
     (k,) = check_ks(k, G.shape[0] - int(exclude_self))
-    with threads(n_threads) if n_threads is not None else nullcontext():
-        if backend == "faiss":
-            return faiss_search(Q, G, k, metric, exclude_self)
-        return _torch_search(Q, G, k, metric, exclude_self, chunk_size)
+    if backend == "faiss":
+        return faiss_search(Q, G, k, metric, exclude_self)
+    return _torch_search(Q, G, k, metric, exclude_self, chunk_size)
 
 
 def _torch_search(Q, G, k, metric, exclude_self, chunk_size) -> tuple[np.ndarray, np.ndarray]:

@@ -28,6 +28,7 @@ from numbers import Integral
 import numpy as np
 import torch
 
+from .._threads import call_threads, search_work
 from .._utils import make_rng, resolve_device
 from .._validation import encode_labels as encode_label_arrays
 from ..neighbors import Gallery, check_metric, for_each_chunk, relevant_places
@@ -122,6 +123,7 @@ def _for_each_score_chunk(query, gallery, metric: str, chunk: int, visit) -> Non
         visit(torch.arange(start, stop, device=query.device), query[start:stop].clone())
 
 
+@call_threads(lambda a: search_work(a["gallery"], a["query"]))
 def reid_scores(
     query,
     query_ids,

@@ -27,6 +27,7 @@ import numpy as np
 import torch
 
 from .._distances import paired_squared_euclidean
+from .._threads import call_threads, search_work
 from .._utils import resolve_device
 from ..neighbors import Gallery, check_metric, for_each_chunk, smallest_k, to_distance
 from ._inputs import as_embeddings, check_same_width, compute_dtype
@@ -170,6 +171,7 @@ def _jaccard_blocks(V, n_query: int):
         start = stop
 
 
+@call_threads(lambda a: search_work(a["gallery"], a["query"]) * 4)
 def rerank_k_reciprocal(
     query,
     gallery,

@@ -24,6 +24,7 @@ import numpy as np
 import torch
 from sklearn.metrics import adjusted_mutual_info_score
 
+from .._threads import call_threads, search_work
 from .._utils import progress, resolve_device
 from ..neighbors import Gallery, check_metric, for_each_chunk, relevant_places
 from ._inputs import as_embeddings, check_ks, check_same_width, compute_dtype, encode_labels
@@ -181,6 +182,7 @@ def _shared_docs(fn):
 
 
 @_shared_docs
+@call_threads(lambda a: search_work(a["embeddings"], a["query_embeddings"]))
 def retrieval_scores(
     embeddings,
     labels,
@@ -401,6 +403,7 @@ def _class_mean(values: np.ndarray, codes: np.ndarray, mask: np.ndarray, average
 
 
 @_shared_docs
+@call_threads(lambda a: search_work(a["embeddings"], a["query_embeddings"]))
 def retrieval_report(
     embeddings,
     labels,

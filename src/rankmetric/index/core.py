@@ -61,7 +61,8 @@ class Index:
     chunk_size : int, default=65536
         Rows embedded at once by :meth:`add`.
     n_threads : int, optional
-        Search threads (``-1``: every core); None follows :func:`rankmetric.threads`.
+        Search threads (``-1``: every core); None: sized by the search's work, or as an
+        enclosing :func:`rankmetric.threads` block says.
 
     Attributes
     ----------

@@ -23,7 +23,8 @@ printed instead. ``--threads 0`` leaves torch's and faiss's default thread count
 
     python benchmarks/bench_evaluation.py                      # 70k x 128: 100 and 10 classes
     python benchmarks/bench_evaluation.py --repeats 3 --large  # + 10k queries vs 300k gallery
-    python benchmarks/bench_evaluation.py --n 20000 --dim 64 --repeats 3 --threads 1 --ten-classes 0
+    python benchmarks/bench_evaluation.py --n 20000 --dim 64 --repeats 3 --threads 1,0 \
+        --ten-classes 0 --pairings scores,report,report-pml --no-knn
 
 Prints one table (median seconds over ``--repeats`` runs, largest peak memory above baseline,
 scores) and the peer/ours ratios, and the largest score differences where both are defined.
@@ -274,7 +275,10 @@ def _row(case: Case, tool: str, m: dict) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "--threads", type=int, default=2, help="torch and faiss threads (0: their defaults)"
+        "--threads",
+        default="2",
+        help="torch and faiss threads (0: their defaults); a comma-separated list gives one "
+        "table per setting in one run",
     )
     parser.add_argument("--repeats", type=int, default=1, help="runs per measurement (median)")
     parser.add_argument("--n", type=int, default=70_000, help="samples of the leave-one-out cases")
@@ -303,9 +307,17 @@ def main() -> None:
     parser.add_argument("--child", choices=tuple(TOOLS), help=argparse.SUPPRESS)
     parser.add_argument("--case", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    settings = [int(t) for t in str(args.threads).split(",")]
     if args.child:
-        child(args.child, Case(**json.loads(args.case)), args.threads)
+        child(args.child, Case(**json.loads(args.case)), settings[0])
         return
+    for threads in settings:
+        _tables(args, threads)
+        print()
+
+
+def _tables(args, n_threads: int) -> None:
+    """The table, ratios and k-NN line of one thread setting."""
 
     n, d = args.n, args.dim
     cases = [Case(f"{n // 1000}k x {d}, 100 classes (R~{n // 100})", n, 0, d, 100)]
@@ -315,7 +327,7 @@ def main() -> None:
         cases.append(
             Case("10k queries vs 300k x 128, 100 classes (R~3000)", 300_000, 10_000, 128, 100)
         )
-    threads = "default" if args.threads == 0 else args.threads
+    threads = "default" if n_threads == 0 else n_threads
     print(
         f"threads={threads}, repeats={args.repeats} (median wall and CPU seconds, the tools "
         "alternating; peak = largest resident-memory growth over the runs)\n"
@@ -329,7 +341,7 @@ def main() -> None:
             tools = (first,) if args.no_peer and second.startswith("peer") else (first, second)
             if second.startswith("peer") and case.peer_gb() > args.peer_memory_gb:
                 tools = (first,)
-            found = measure(tools, case, args.threads, args.repeats)
+            found = measure(tools, case, n_threads, args.repeats)
             for tool in tools:
                 print(_row(case, tool, found[tool]), flush=True)
             if len(tools) < 2:
@@ -351,7 +363,7 @@ def main() -> None:
     print("\n" + "\n".join(summary))
     if not args.no_knn:
         print()
-        knn_backends(min(args.n, 20_000), args.dim, 10, max(args.threads, 1), args.repeats)
+        knn_backends(min(args.n, 20_000), args.dim, 10, max(n_threads, 1), args.repeats)
 
 
 if __name__ == "__main__":

@@ -18,13 +18,16 @@ restored afterwards:
   over both.
 
 Estimators get this through the decorator on each of their fit methods
-(:func:`~rankmetric.estimators.base.fit_context`, which applies :func:`fit_threads`); the
-evaluation functions call :func:`thread_limit` themselves.
+(:func:`~rankmetric.estimators.base.fit_context`, which applies :func:`fit_threads`); the public
+evaluation and search entry points get it through :func:`call_threads`, which sizes the pools by
+the search's ``n_queries × n_gallery × d``. The code below them (the ranking kernel, the
+neighbour search, k-means, the index's internals) sets no thread count.
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -38,7 +41,9 @@ import torch
 __all__ = [
     "SMALL_WORK",
     "available_cores",
+    "call_threads",
     "data_work",
+    "search_work",
     "fit_threads",
     "free_cores",
     "single_blas_thread",
@@ -254,3 +259,46 @@ def fit_threads(fit: Callable) -> Callable:
 
     sized_fit.sized_threads = True
     return sized_fit
+
+
+def search_work(gallery, queries=None) -> float:
+    """``n_queries × n_gallery × d`` of a search (leave-one-out without ``queries``); 0 when
+    unknown."""
+    source = gallery if queries is None else queries
+    try:
+        n_queries = source.shape[0] if hasattr(source, "shape") else len(source)
+    except TypeError:
+        return 0.0
+    return float(n_queries) * data_work(gallery)
+
+
+def call_threads(work: Callable[..., float]) -> Callable:
+    """Decorate a public evaluation or search function: size the thread pools by
+    ``work(arguments)`` (a dict of its bound arguments, defaults included), as
+    :func:`fit_threads` does for a fit; an ``n_threads`` argument of the function (of a method's
+    object) wins.
+
+    Input the work estimate cannot read counts as small work; the function's own validation
+    names the problem.
+    """
+
+    def decorate(fn: Callable) -> Callable:
+        signature = inspect.signature(fn)
+
+        @functools.wraps(fn)
+        def sized(*args, **kwargs):
+            try:
+                bound = signature.bind(*args, **kwargs)
+                bound.apply_defaults()
+                size = work(bound.arguments)
+            except Exception:  # the call below reports bad input
+                size, bound = 0.0, None
+            arguments = {} if bound is None else bound.arguments
+            owner = getattr(arguments.get("self"), "n_threads", None)  # a method: its object's
+            n_threads = arguments.get("n_threads", owner)
+            with thread_limit(threads_for(size, n_threads)):
+                return fn(*args, **kwargs)
+
+        return sized
+
+    return decorate

@@ -71,3 +71,20 @@ def test_clustering_scores_use_kmeans_with_one_cluster_per_class(rng):
 def test_bad_input_raises(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+def test_kmeans_assignment_of_moved_centres_equals_a_full_assignment(rng):
+    import torch
+
+    from rankmetric.evaluate._kmeans import _nearest, _reassign
+
+    X = torch.from_numpy(rng.normal(size=(3000, 8)).astype(np.float32))
+    C = X[:40].clone()
+    labels, own = _nearest(X, C)
+    new = C.clone()
+    new[[3, 17, 30]] += torch.from_numpy(rng.normal(scale=0.5, size=(3, 8)).astype(np.float32))
+    got_labels, got_own = _reassign(X, C, new, labels, own)
+    want_labels, want_own = _nearest(X, new)
+    assert torch.equal(got_labels, want_labels)
+    torch.testing.assert_close(got_own, want_own)
+    assert not torch.equal(labels, want_labels)  # some points did change centre

@@ -134,3 +134,24 @@ def test_agrees_with_pytorch_metric_learning(rng, cross):
 def test_bad_input_raises(rng, kwargs, message):
     with pytest.raises(ValueError, match=message):
         retrieval_scores(rng.normal(size=(10, 2)), **kwargs)
+
+
+def test_small_evaluations_size_their_threads_at_the_entry(two_threads, monkeypatch):
+    import torch
+
+    from rankmetric.evaluate import retrieval as retrieval_module
+
+    seen = []
+    original = retrieval_module._ranked_pass
+
+    def spy(*args, **kwargs):
+        seen.append(torch.get_num_threads())
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(retrieval_module, "_ranked_pass", spy)
+    X = np.random.default_rng(0).normal(size=(40, 3))
+    y = np.arange(40) % 4
+    retrieval_module.retrieval_scores(X, y)  # a small search: one thread
+    retrieval_module.retrieval_report(X, y, clustering=False)
+    assert seen == [1, 1]
+    assert torch.get_num_threads() == 2  # restored

@@ -58,11 +58,3 @@ def test_auto_chunk_size_respects_the_budget():
     rows = auto_chunk_size(10**6, n_gallery=70_000, itemsize=4, n_selected=7_000)
     assert 100 < rows < 300
     assert auto_chunk_size(10**6, n_gallery=10**9, itemsize=8) == 1
-
-
-def test_old_import_path_still_works():
-    from rankmetric.evaluate import _search as old
-    from rankmetric.neighbors import Gallery, for_each_chunk
-
-    assert old.smallest_k is smallest_k and old.Gallery is Gallery
-    assert old.for_each_chunk is for_each_chunk

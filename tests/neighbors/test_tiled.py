@@ -96,10 +96,14 @@ def test_float64_and_large_k_take_the_full_width_path(rng):
 
 
 def test_tiled_path_never_scores_full_width(rng, small_tiles, monkeypatch):
-    def full_width(*args, **kwargs):
-        raise AssertionError("the tiled path must not build a chunk × n_gallery score block")
+    original = Gallery.scores
 
-    monkeypatch.setattr(Gallery, "scores", full_width)
+    def blocks_only(self, Qc, out=None, items=slice(None)):
+        if len(range(len(self))[items]) > tiled.TILE_ITEMS:
+            raise AssertionError("the tiled path must not build a chunk × n_gallery score block")
+        return original(self, Qc, out, items)
+
+    monkeypatch.setattr(Gallery, "scores", blocks_only)
     G = rng.normal(size=(300, 4)).astype(np.float32)
     _, idx = _search(G[:10], G, 5, exclude_self=True)
     np.testing.assert_array_equal(idx, _reference(G[:10], G, 5, "sqeuclidean", True))

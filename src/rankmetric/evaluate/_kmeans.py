@@ -2,8 +2,11 @@
 
 ``"torch"`` runs greedy k-means++ seeding (as scikit-learn: ``2 + ⌊ln k⌋`` candidates per
 centre, the one that lowers the inertia most is kept) and Lloyd iterations whose assignment is
-one matrix product per chunk of points (``‖c‖² − 2 xᵀc``, no n × k × d temporary); an empty
-cluster is moved to the point farthest from its centre. It stops when the centres move less
+one matrix product per chunk of points (``‖c‖² − 2 xᵀc``, no n × k × d temporary); after the
+first iterations, when few centres still move, an assignment scores only the centres that moved
+(and all of them for the points whose own centre moved), which gives the labels of a full
+assignment (up to the last bit of exact ties between coinciding centres); an empty cluster is
+moved to the point farthest from its centre. It stops when the centres move less
 than ``tol`` times the mean per-feature variance (scikit-learn's rule) or after ``max_iter``.
 """
 
@@ -14,7 +17,6 @@ import math
 import numpy as np
 import torch
 
-from .._threads import thread_limit, threads_for
 from .._utils import make_rng, torch_generator
 from ..neighbors import squared_norms
 
@@ -33,23 +35,43 @@ def check_backend(backend: str) -> str:
     return backend
 
 
-def _nearest(X: torch.Tensor, x_sq: torch.Tensor, C: torch.Tensor):
-    """Index of each point's nearest centre and the squared distance to it, chunk by chunk."""
+def _nearest(X: torch.Tensor, C: torch.Tensor):
+    """Each point's nearest centre and its score ``‖c‖² − 2 xᵀc`` there (the squared distance
+    less ``‖x‖²``), chunk by chunk; ties go to the lower centre index."""
     n, k = X.shape[0], C.shape[0]
     c_sq = squared_norms(C)
     labels = torch.empty(n, dtype=torch.int64, device=X.device)
-    dist = torch.empty(n, dtype=X.dtype, device=X.device)
+    best = torch.empty(n, dtype=X.dtype, device=X.device)
     step = max(1, _CHUNK_BYTES // (4 * max(k, 1)))
     for start in range(0, n, step):  # loop over chunks of points
         part = torch.addmm(c_sq.unsqueeze(0), X[start : start + step], C.T, alpha=-2.0)
         if part.device.type == "cpu":  # NumPy's argmin is about twice torch's min here
             idx = torch.from_numpy(part.numpy().argmin(axis=1))
-            best = part.gather(1, idx.unsqueeze(1)).squeeze(1)
+            best[start : start + step] = part.gather(1, idx.unsqueeze(1)).squeeze(1)
         else:
-            best, idx = part.min(dim=1)
+            best[start : start + step], idx = part.min(dim=1)
         labels[start : start + step] = idx
-        dist[start : start + step] = (best + x_sq[start : start + step]).clamp_(min=0.0)
-    return labels, dist
+    return labels, best
+
+
+def _reassign(X, C: torch.Tensor, new: torch.Tensor, labels: torch.Tensor, own: torch.Tensor):
+    """The nearest centres among ``new`` given those among ``C`` (``labels``, scores ``own``),
+    scoring only what changed: a point whose centre stayed keeps it unless a centre that moved
+    now scores lower (ties: the lower index); a point whose centre moved is scored anew."""
+    moved = (new != C).any(dim=1).nonzero().squeeze(1)
+    if 2 * moved.numel() > C.shape[0]:  # most centres moved: one full assignment is cheaper
+        return _nearest(X, new)
+    stale = torch.isin(labels, moved).nonzero().squeeze(1)
+    labels, own = labels.clone(), own.clone()
+    if moved.numel():
+        cand, score = _nearest(X, new[moved])
+        cand = moved[cand]
+        take = (score < own) | ((score == own) & (cand < labels))
+        labels = torch.where(take, cand, labels)
+        own = torch.where(take, score, own)
+    if stale.numel():
+        labels[stale], own[stale] = _nearest(X[stale], new)
+    return labels, own
 
 
 def _seed(X: torch.Tensor, x_sq: torch.Tensor, k: int, gen: torch.Generator) -> torch.Tensor:
@@ -76,10 +98,12 @@ def _seed(X: torch.Tensor, x_sq: torch.Tensor, k: int, gen: torch.Generator) -> 
 
 
 def _lloyd(X, x_sq, C, max_iter: int, tol: float):
+    """Lloyd iterations; each assignment scores only the centres that moved (and every centre
+    for the points whose own centre moved), which gives the labels of a full assignment."""
     n, k = X.shape[0], C.shape[0]
+    labels, own = _nearest(X, C)
     previous = None
     for _ in range(max_iter):  # loop over iterations
-        labels, dist = _nearest(X, x_sq, C)
         if previous is not None and torch.equal(labels, previous):
             break  # no point changed cluster: the centres are final (scikit-learn's rule)
         previous = labels
@@ -88,16 +112,18 @@ def _lloyd(X, x_sq, C, max_iter: int, tol: float):
         counts = torch.bincount(labels, minlength=k)
         empty = (counts == 0).nonzero().squeeze(1)
         if empty.numel():  # move each empty cluster to one of the farthest points
-            far = torch.topk(dist, min(int(empty.numel()), n)).indices
+            far = torch.topk((own + x_sq).clamp_(min=0.0), min(int(empty.numel()), n)).indices
             sums[empty[: far.numel()]] = X[far]
             counts[empty[: far.numel()]] = 1
         new = sums / counts.clamp(min=1).unsqueeze(1).to(X.dtype)
         shift = float((new - C).double().square().sum())
-        C = new
         if shift <= tol:
+            C = new
             break
-    labels, dist = _nearest(X, x_sq, C)
-    return labels, float(dist.double().sum())
+        labels, own = _reassign(X, C, new, labels, own)
+        C = new
+    labels, own = _nearest(X, C)
+    return labels, float((own + x_sq).clamp_(min=0.0).double().sum())
 
 
 def kmeans_labels(
@@ -134,10 +160,9 @@ def kmeans_labels(
     threshold = tol * float(Xt.double().var(dim=0).mean()) if Xt.shape[0] > 1 else 0.0
     gen = torch_generator(rng, Xt.device)
     best_labels, best_inertia = None, math.inf
-    with thread_limit(threads_for(Xt.numel() * int(n_clusters))):  # threads that fit the work
-        for _ in range(n_init):  # loop over restarts
-            centres = _seed(Xt, x_sq, int(n_clusters), gen)
-            labels, inertia = _lloyd(Xt, x_sq, centres, max_iter, threshold)
-            if inertia < best_inertia:
-                best_labels, best_inertia = labels, inertia
+    for _ in range(n_init):  # loop over restarts
+        centres = _seed(Xt, x_sq, int(n_clusters), gen)
+        labels, inertia = _lloyd(Xt, x_sq, centres, max_iter, threshold)
+        if inertia < best_inertia:
+            best_labels, best_inertia = labels, inertia
     return best_labels.cpu().numpy()

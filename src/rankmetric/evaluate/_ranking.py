@@ -8,29 +8,19 @@ which returns the place of every relevant item without sorting keys or copying d
 
 from __future__ import annotations
 
-from numbers import Integral
-
 import torch
 
-from ..neighbors._search import MEMORY_BUDGET
+from ..neighbors._search import MEMORY_BUDGET, resolve_chunk_size
 
-#: Bytes per (query, gallery item) of a chunk beyond the scores' two copies (the chunk's scores
-#: and their sorted copy): boolean masks of the few rows whose scores tie.
-MASK_BYTES = 2
 #: Bytes per (query, gallery item) of the exact fallback for rows with tied scores (int64 keys,
 #: a masked copy, int64 buckets and masks; measured peak ≈ 43).
 TIE_BYTES_PER_PAIR = 48
 
 
 def chunk_rows(chunk_size, n_queries: int, n_gallery: int, itemsize: int) -> tuple[int, int]:
-    """Queries per chunk and rows per block of the tie fallback, within the memory budget."""
-    per_pair = 2 * itemsize + MASK_BYTES
-    if chunk_size is None:
-        chunk = int(max(1, min(n_queries, MEMORY_BUDGET // (per_pair * max(n_gallery, 1)))))
-    elif isinstance(chunk_size, bool) or not isinstance(chunk_size, Integral) or chunk_size < 1:
-        raise ValueError(f"chunk_size must be a positive integer or None, got {chunk_size!r}.")
-    else:
-        chunk = int(chunk_size)
+    """Queries per chunk (the scores and their sorted copy within the memory budget) and rows
+    per block of the tie fallback."""
+    chunk = resolve_chunk_size(chunk_size, n_queries, n_gallery=n_gallery, itemsize=itemsize)
     tie_rows = int(max(1, MEMORY_BUDGET // (TIE_BYTES_PER_PAIR * max(n_gallery, 1))))
     return chunk, tie_rows
 

@@ -7,6 +7,7 @@ import torch
 from sklearn.metrics import normalized_mutual_info_score
 from sklearn.metrics.cluster import contingency_matrix
 
+from .._threads import call_threads, data_work
 from ._inputs import as_embeddings, as_label_array, compute_dtype, encode_labels
 from ._kmeans import kmeans_labels
 
@@ -112,6 +113,7 @@ def pairwise_f1(labels_true, labels_pred) -> float:
     return 2.0 * true_positives / (same_cluster + same_class)
 
 
+@call_threads(lambda a: data_work(a["embeddings"]) * len(np.unique(np.asarray(a["labels"]))))
 def clustering_scores(
     embeddings,
     labels,

@@ -5,38 +5,16 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .._threads import thread_limit, threads_for
+from .._threads import call_threads, search_work
 from .._utils import resolve_device
 from ..neighbors import Gallery, check_metric, for_each_chunk, resolve_chunk_size
+from ..neighbors._search import exact_places
 from ._inputs import as_embeddings, check_ks, check_same_width, compute_dtype, encode_labels
 
 __all__ = ["cmc_curve"]
 
 
-def _first_match_rank(scores: torch.Tensor, is_match: torch.Tensor) -> torch.Tensor:
-    """1-based rank of the best-ranked matching gallery item of each row.
-
-    Parameters
-    ----------
-    scores : tensor of shape (n, m)
-        Ranking scores (lower is nearer).
-    is_match : bool tensor of shape (n, m)
-        Gallery items of the probe's identity; each row has at least one.
-
-    Returns
-    -------
-    int64 tensor of shape (n,)
-        ``1 + #{g : s_g < s*} + #{g : s_g = s*, g < g*}`` where ``g*`` is the first matching
-        item with the smallest score ``s*`` (ties broken by the lower gallery index).
-    """
-    best, best_idx = scores.masked_fill(~is_match, torch.inf).min(dim=1)
-    best, best_idx = best.unsqueeze(1), best_idx.unsqueeze(1)
-    column = torch.arange(scores.shape[1], device=scores.device)
-    strictly_nearer = torch.count_nonzero(scores < best, dim=1)
-    tied_before = torch.count_nonzero((scores == best) & (column < best_idx), dim=1)
-    return 1 + strictly_nearer + tied_before
-
-
+@call_threads(lambda a: search_work(a["gallery"], a["probe"]))
 def cmc_curve(
     probe,
     probe_ids,
@@ -131,10 +109,10 @@ def cmc_curve(
 
     def rank_first_match(rows, scores, _):
         is_match = g_codes_t.unsqueeze(0) == p_codes_t[rows].unsqueeze(1)
-        match_rank[rows] = _first_match_rank(scores, is_match)
+        best, column = scores.masked_fill(~is_match, torch.inf).min(dim=1)  # ties: lower column
+        match_rank[rows] = exact_places(scores, best, column)
 
-    with thread_limit(threads_for(P.shape[0] * G.numel())):
-        for_each_chunk(P, Gallery.build(G, metric), chunk, rank_first_match)
+    for_each_chunk(P, Gallery.build(G, metric), chunk, rank_first_match)
 
     counts = np.bincount(match_rank.cpu().numpy() - 1, minlength=G.shape[0])
     curve = np.cumsum(counts) / P.shape[0]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .._threads import thread_limit, threads_for
+from .._threads import call_threads, search_work
 from .._utils import resolve_device
 from ..neighbors import Gallery, check_metric, faiss_available, faiss_search, nearest_chunks
 from ..neighbors import to_distance as _to_distance
@@ -32,6 +32,9 @@ def _resolve_backend(backend: str) -> str:
     return "torch" if backend == "auto" else backend
 
 
+@call_threads(
+    lambda a: search_work(a["gallery"] if a["gallery"] is not None else a["queries"], a["queries"])
+)
 def knn_search(
     queries,
     gallery=None,
@@ -116,10 +119,9 @@ def knn_search(
             f"({Q.shape[0]}) than gallery items ({G.shape[0]})."
         )
     (k,) = check_ks(k, G.shape[0] - int(exclude_self))
-    with thread_limit(threads_for(Q.shape[0] * G.numel(), n_threads)):
-        if backend == "faiss":
-            return faiss_search(Q, G, k, metric, exclude_self)
-        return _torch_search(Q, G, k, metric, exclude_self, chunk_size)
+    if backend == "faiss":
+        return faiss_search(Q, G, k, metric, exclude_self)
+    return _torch_search(Q, G, k, metric, exclude_self, chunk_size)
 
 
 def _torch_search(Q, G, k, metric, exclude_self, chunk_size) -> tuple[np.ndarray, np.ndarray]:

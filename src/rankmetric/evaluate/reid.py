@@ -28,7 +28,7 @@ from numbers import Integral
 import numpy as np
 import torch
 
-from .._threads import thread_limit, threads_for
+from .._threads import call_threads, search_work
 from .._utils import make_rng, resolve_device
 from .._validation import encode_labels as encode_label_arrays
 from ..neighbors import Gallery, check_metric, for_each_chunk, relevant_places
@@ -123,6 +123,7 @@ def _for_each_score_chunk(query, gallery, metric: str, chunk: int, visit) -> Non
         visit(torch.arange(start, stop, device=query.device), query[start:stop].clone())
 
 
+@call_threads(lambda a: search_work(a["gallery"], a["query"]))
 def reid_scores(
     query,
     query_ids,
@@ -281,7 +282,6 @@ def reid_scores(
     curve_counts = torch.zeros(n_gallery + 1, dtype=torch.float64, device=dev)
     ap = torch.zeros(n_query, dtype=torch.float64, device=dev)
     inp = torch.zeros(n_query, dtype=torch.float64, device=dev)
-    work = n_query * n_gallery * (Q.shape[1] if G is not None else 1)
 
     def score_chunk(rows, scores):
         nonlocal curve_counts
@@ -309,8 +309,7 @@ def reid_scores(
                 scores, columns, counted, same_id, ok, picks, u_t, n_gallery
             )
 
-    with thread_limit(threads_for(work)):
-        _for_each_score_chunk(Q, G, metric, chunk, score_chunk)
+    _for_each_score_chunk(Q, G, metric, chunk, score_chunk)
     valid_q = (first > 0).cpu().numpy()
     n_valid = int(valid_q.sum())
     if n_valid == 0:

@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from .._distances import paired_squared_euclidean
-from .._threads import thread_limit, threads_for
+from .._threads import call_threads, search_work
 from .._utils import resolve_device
 from ..neighbors import Gallery, check_metric, for_each_chunk, smallest_k, to_distance
 from ._inputs import as_embeddings, check_same_width, compute_dtype
@@ -171,6 +171,7 @@ def _jaccard_blocks(V, n_query: int):
         start = stop
 
 
+@call_threads(lambda a: search_work(a["gallery"], a["query"]) * 4)
 def rerank_k_reciprocal(
     query,
     gallery,
@@ -262,22 +263,21 @@ def rerank_k_reciprocal(
         raise ValueError(f"k1 + 1 = {k1 + 1} and k2 = {k2} must not exceed the {N} items "
                          "(queries and gallery together).")  # fmt: skip
     X = torch.cat([Q, G])
-    with thread_limit(threads_for(N * X.numel())):
-        nn, scale = _neighbors_and_scale(X, metric, max(k1 + 1, k2), chunk_size)
-        V = _encode(X, nn, scale, k1, metric)
-        if k2 != 1:
-            V = _query_expand(V, nn, k2)
-        del nn
-        out = np.empty((n_query, G.shape[0]), dtype=np.float64 if dtype == torch.float64
-                       else np.float32)  # fmt: skip
-        gal = Gallery.build(G, metric)
-        Qp, const = gal.prepare_queries(Q)
-        for start, stop, m in _jaccard_blocks(V, n_query):  # loop over query blocks
-            scores = gal.scores(Qp[start:stop])
-            d = to_distance(scores, const[start:stop], metric).to(torch.float64).square()
-            original = (d / scale[start:stop].unsqueeze(1).clamp(min=1e-300)).cpu().numpy()
-            jaccard = 1.0 - m / (2.0 - m)
-            out[start:stop] = (1 - lambda_value) * jaccard + lambda_value * original
+    nn, scale = _neighbors_and_scale(X, metric, max(k1 + 1, k2), chunk_size)
+    V = _encode(X, nn, scale, k1, metric)
+    if k2 != 1:
+        V = _query_expand(V, nn, k2)
+    del nn
+    out = np.empty((n_query, G.shape[0]), dtype=np.float64 if dtype == torch.float64
+                   else np.float32)  # fmt: skip
+    gal = Gallery.build(G, metric)
+    Qp, const = gal.prepare_queries(Q)
+    for start, stop, m in _jaccard_blocks(V, n_query):  # loop over query blocks
+        scores = gal.scores(Qp[start:stop])
+        d = to_distance(scores, const[start:stop], metric).to(torch.float64).square()
+        original = (d / scale[start:stop].unsqueeze(1).clamp(min=1e-300)).cpu().numpy()
+        jaccard = 1.0 - m / (2.0 - m)
+        out[start:stop] = (1 - lambda_value) * jaccard + lambda_value * original
     return out
 
 

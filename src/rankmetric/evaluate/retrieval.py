@@ -24,7 +24,7 @@ import numpy as np
 import torch
 from sklearn.metrics import adjusted_mutual_info_score
 
-from .._threads import thread_limit, threads_for
+from .._threads import call_threads, search_work
 from .._utils import progress, resolve_device
 from ..neighbors import Gallery, check_metric, for_each_chunk, relevant_places
 from ._inputs import as_embeddings, check_ks, check_same_width, compute_dtype, encode_labels
@@ -106,10 +106,9 @@ def _ranked_pass(
         if bar is not None:
             bar.update(len(rows))
 
-    with thread_limit(threads_for(n_q * G.numel())):
-        for_each_chunk(
-            Q, Gallery.build(G, metric), chunk, visit, exclude_self=leave_one_out, order=order
-        )
+    for_each_chunk(
+        Q, Gallery.build(G, metric), chunk, visit, exclude_self=leave_one_out, order=order
+    )
     out = {name: v.cpu().numpy() for name, v in per_query.items()}
     out["first"] = first.cpu().numpy()
     return out
@@ -146,36 +145,44 @@ def _announce(n_queries: int, n_gallery: int, width: int, depth: int, verbose):
     return progress(total=n_queries, desc="queries", unit="query", verbose=verbose)
 
 
-def _retrieval_pass(
-    embeddings,
-    labels,
-    ks,
-    query_embeddings,
-    query_labels,
-    *,
-    metric: str,
-    chunk_size,
-    device,
-    verbose: bool | int = False,
-) -> dict[str, float]:
-    """One chunked pass over the queries computing Recall@ks, P@1 and mAP@R."""
-    metric = check_metric(metric)
-    Q, G, q_codes, g_codes, leave_one_out, ks, R = _checked(
-        embeddings, labels, ks, query_embeddings, query_labels, metric, device
-    )
-    depth_of = np.maximum(R, ks[-1])  # mAP@R looks R places deep, Recall@K K places
-    with _announce(Q.shape[0], G.shape[0], G.shape[1], int(depth_of.max()), verbose) as bar:
-        found = _ranked_pass(
-            Q, G, q_codes, g_codes, leave_one_out, metric, chunk_size, depth_of, bar
-        )
-    first, scored = found["first"], R > 0
-    hit = first > 0
-    result = {f"recall@{k}": float(np.mean(hit & (first <= k))) for k in ks}
-    result["precision@1"] = float(np.mean(first[scored] == 1))
-    result["map@r"] = float(np.mean(found["map@r"][scored]))
-    return result
+#: The parameter entries shared by the retrieval scores' docstrings.
+_DATA_PARAMETERS = """\
+embeddings : array-like or tensor of shape (n_samples, n_features)
+        The gallery; without ``query_embeddings`` every item is also a query, ranked against
+        all the others (leave-one-out).
+    labels : array-like of shape (n_samples,)
+        Class of each gallery item."""
+_SEARCH_PARAMETERS = """\
+query_embeddings : array-like or tensor of shape (n_queries, n_features), optional
+        Separate queries, ranked against the whole gallery.
+    query_labels : array-like of shape (n_queries,), optional
+        Required with ``query_embeddings``.
+    metric : {"euclidean", "sqeuclidean", "cosine"}, default="euclidean"
+        Distance of the search.
+    chunk_size : int, optional
+        Queries per chunk (None: chosen for about 256 MB of temporaries).
+    device : str or torch.device, optional
+        None uses CUDA when available."""
+#: The five points of the docstrings' examples and their labels.
+_EXAMPLE_DATA = """\
+>>> import numpy as np
+    >>> X = np.array([[0.0], [0.1], [5.0], [5.2], [0.3]])
+    >>> y = np.array([0, 0, 1, 1, 1])"""
 
 
+def _shared_docs(fn):
+    """Fill the shared parameter entries and example data into ``fn``'s docstring."""
+    for marker, text in (
+        ("DATA_PARAMETERS", _DATA_PARAMETERS),
+        ("SEARCH_PARAMETERS", _SEARCH_PARAMETERS),
+        ("EXAMPLE_DATA", _EXAMPLE_DATA),
+    ):
+        fn.__doc__ = fn.__doc__.replace(f"<{marker}>", text)
+    return fn
+
+
+@_shared_docs
+@call_threads(lambda a: search_work(a["embeddings"], a["query_embeddings"]))
 def retrieval_scores(
     embeddings,
     labels,
@@ -192,21 +199,10 @@ def retrieval_scores(
 
     Parameters
     ----------
-    embeddings : array-like or tensor of shape (n_samples, n_features)
-        The gallery; without ``query_embeddings`` every item is also a query, ranked against
-        all the others (leave-one-out).
-    labels : array-like of shape (n_samples,)
+    <DATA_PARAMETERS>
     ks : int or iterable of int, default=(1, 3)
         Each at most the number of gallery items a query ranks.
-    query_embeddings : array-like or tensor of shape (n_queries, n_features), optional
-        Separate queries, ranked against the whole gallery.
-    query_labels : array-like of shape (n_queries,), optional
-        Required with ``query_embeddings``.
-    metric : {"euclidean", "sqeuclidean", "cosine"}, default="euclidean"
-    chunk_size : int, optional
-        Queries per chunk (None: chosen for about 256 MB of temporaries).
-    device : str or torch.device, optional
-        None uses CUDA when available.
+    <SEARCH_PARAMETERS>
     verbose : bool, default=False
         Print the work up front (distances, ranking depth) and show a progress bar with its
         time estimate (on a terminal).
@@ -232,27 +228,30 @@ def retrieval_scores(
 
     Examples
     --------
-    >>> import numpy as np
-    >>> X = np.array([[0.0], [0.1], [5.0], [5.2], [0.3]])
-    >>> y = np.array([0, 0, 1, 1, 1])
+    <EXAMPLE_DATA>
     >>> from rankmetric.evaluate import retrieval_scores
     >>> scores = retrieval_scores(X, y, ks=(1, 2))
     >>> {key: round(value, 4) for key, value in scores.items()}
     {'recall@1': 0.8, 'recall@2': 0.8, 'precision@1': 0.8, 'map@r': 0.8}
     """
-    return _retrieval_pass(
-        embeddings,
-        labels,
-        ks,
-        query_embeddings,
-        query_labels,
-        metric=metric,
-        chunk_size=chunk_size,
-        device=device,
-        verbose=verbose,
+    metric = check_metric(metric)
+    Q, G, q_codes, g_codes, leave_one_out, ks, R = _checked(
+        embeddings, labels, ks, query_embeddings, query_labels, metric, device
     )
+    depth_of = np.maximum(R, ks[-1])  # mAP@R looks R places deep, Recall@K K places
+    with _announce(Q.shape[0], G.shape[0], G.shape[1], int(depth_of.max()), verbose) as bar:
+        found = _ranked_pass(
+            Q, G, q_codes, g_codes, leave_one_out, metric, chunk_size, depth_of, bar
+        )
+    first, scored = found["first"], R > 0
+    hit = first > 0
+    result = {f"recall@{k}": float(np.mean(hit & (first <= k))) for k in ks}
+    result["precision@1"] = float(np.mean(first[scored] == 1))
+    result["map@r"] = float(np.mean(found["map@r"][scored]))
+    return result
 
 
+@_shared_docs
 def recall_at_k(
     embeddings,
     labels,
@@ -271,23 +270,10 @@ def recall_at_k(
 
     Parameters
     ----------
-    embeddings : array-like or tensor of shape (n_samples, n_features)
-        The gallery; without ``query_embeddings`` every item is also a query, ranked against
-        all the others (leave-one-out).
-    labels : array-like of shape (n_samples,)
-        Class of each gallery item.
+    <DATA_PARAMETERS>
     ks : int or iterable of int, default=(1,)
         Each at most the number of gallery items a query ranks.
-    query_embeddings : array-like or tensor of shape (n_queries, n_features), optional
-        Separate queries, ranked against the whole gallery.
-    query_labels : array-like of shape (n_queries,), optional
-        Required with ``query_embeddings``.
-    metric : {"euclidean", "sqeuclidean", "cosine"}, default="euclidean"
-        Distance of the search.
-    chunk_size : int, optional
-        Queries per chunk (None: chosen for about 256 MB of temporaries).
-    device : str or torch.device, optional
-        None uses CUDA when available.
+    <SEARCH_PARAMETERS>
 
     Returns
     -------
@@ -301,26 +287,19 @@ def recall_at_k(
 
     Examples
     --------
-    >>> import numpy as np
-    >>> X = np.array([[0.0], [0.1], [5.0], [5.2], [0.3]])
-    >>> y = np.array([0, 0, 1, 1, 1])
+    <EXAMPLE_DATA>
     >>> from rankmetric.evaluate import recall_at_k
     >>> recall_at_k(X, y, ks=(1, 2))
     {1: 0.8, 2: 0.8}
     """
-    scores = _retrieval_pass(
-        embeddings,
-        labels,
-        ks,
-        query_embeddings,
-        query_labels,
-        metric=metric,
-        chunk_size=chunk_size,
-        device=device,
-    )
+    scores = retrieval_scores(
+        embeddings, labels, ks, query_embeddings, query_labels,
+        metric=metric, chunk_size=chunk_size, device=device,
+    )  # fmt: skip
     return {int(key.split("@")[1]): v for key, v in scores.items() if key.startswith("recall@")}
 
 
+@_shared_docs
 def precision_at_1(
     embeddings,
     labels,
@@ -335,21 +314,8 @@ def precision_at_1(
 
     Parameters
     ----------
-    embeddings : array-like or tensor of shape (n_samples, n_features)
-        The gallery; without ``query_embeddings`` every item is also a query, ranked against
-        all the others (leave-one-out).
-    labels : array-like of shape (n_samples,)
-        Class of each gallery item.
-    query_embeddings : array-like or tensor of shape (n_queries, n_features), optional
-        Separate queries, ranked against the whole gallery.
-    query_labels : array-like of shape (n_queries,), optional
-        Required with ``query_embeddings``.
-    metric : {"euclidean", "sqeuclidean", "cosine"}, default="euclidean"
-        Distance of the search.
-    chunk_size : int, optional
-        Queries per chunk (None: chosen for about 256 MB of temporaries).
-    device : str or torch.device, optional
-        None uses CUDA when available.
+    <DATA_PARAMETERS>
+    <SEARCH_PARAMETERS>
 
     Returns
     -------
@@ -363,25 +329,18 @@ def precision_at_1(
 
     Examples
     --------
-    >>> import numpy as np
-    >>> X = np.array([[0.0], [0.1], [5.0], [5.2], [0.3]])
-    >>> y = np.array([0, 0, 1, 1, 1])
+    <EXAMPLE_DATA>
     >>> from rankmetric.evaluate import precision_at_1
     >>> precision_at_1(X, y)  # the item at 0.3 finds a class-0 neighbour
     0.8
     """
-    return _retrieval_pass(
-        embeddings,
-        labels,
-        (1,),
-        query_embeddings,
-        query_labels,
-        metric=metric,
-        chunk_size=chunk_size,
-        device=device,
-    )["precision@1"]
+    return retrieval_scores(
+        embeddings, labels, (1,), query_embeddings, query_labels,
+        metric=metric, chunk_size=chunk_size, device=device,
+    )["precision@1"]  # fmt: skip
 
 
+@_shared_docs
 def map_at_r(
     embeddings,
     labels,
@@ -399,21 +358,8 @@ def map_at_r(
 
     Parameters
     ----------
-    embeddings : array-like or tensor of shape (n_samples, n_features)
-        The gallery; without ``query_embeddings`` every item is also a query, ranked against
-        all the others (leave-one-out).
-    labels : array-like of shape (n_samples,)
-        Class of each gallery item.
-    query_embeddings : array-like or tensor of shape (n_queries, n_features), optional
-        Separate queries, ranked against the whole gallery.
-    query_labels : array-like of shape (n_queries,), optional
-        Required with ``query_embeddings``.
-    metric : {"euclidean", "sqeuclidean", "cosine"}, default="euclidean"
-        Distance of the search.
-    chunk_size : int, optional
-        Queries per chunk (None: chosen for about 256 MB of temporaries).
-    device : str or torch.device, optional
-        None uses CUDA when available.
+    <DATA_PARAMETERS>
+    <SEARCH_PARAMETERS>
 
     Returns
     -------
@@ -431,23 +377,15 @@ def map_at_r(
 
     Examples
     --------
-    >>> import numpy as np
-    >>> X = np.array([[0.0], [0.1], [5.0], [5.2], [0.3]])
-    >>> y = np.array([0, 0, 1, 1, 1])
+    <EXAMPLE_DATA>
     >>> from rankmetric.evaluate import map_at_r
     >>> round(map_at_r(X, y), 4)
     0.8
     """
-    return _retrieval_pass(
-        embeddings,
-        labels,
-        (1,),
-        query_embeddings,
-        query_labels,
-        metric=metric,
-        chunk_size=chunk_size,
-        device=device,
-    )["map@r"]
+    return retrieval_scores(
+        embeddings, labels, (1,), query_embeddings, query_labels,
+        metric=metric, chunk_size=chunk_size, device=device,
+    )["map@r"]  # fmt: skip
 
 
 AVERAGES = ("micro", "macro")
@@ -464,6 +402,8 @@ def _class_mean(values: np.ndarray, codes: np.ndarray, mask: np.ndarray, average
     return float(np.mean(sums[present] / counts[present]))
 
 
+@_shared_docs
+@call_threads(lambda a: search_work(a["embeddings"], a["query_embeddings"]))
 def retrieval_report(
     embeddings,
     labels,
@@ -492,6 +432,7 @@ def retrieval_report(
         The reference set (gallery); without ``query_embeddings`` every item is also a query,
         ranked against all the others (leave-one-out: a query never retrieves itself).
     labels : array-like of shape (n_samples,)
+        Class of each reference item.
     ks : int or iterable of int, default=(1,)
         The K of Recall@K, each at most the number of reference items a query ranks.
     query_embeddings : array-like or tensor of shape (n_queries, n_features), optional
@@ -547,9 +488,7 @@ def retrieval_report(
 
     Examples
     --------
-    >>> import numpy as np
-    >>> X = np.array([[0.0], [0.1], [5.0], [5.2], [0.3]])
-    >>> y = np.array([0, 0, 1, 1, 1])
+    <EXAMPLE_DATA>
     >>> report = retrieval_report(X, y, ks=(1, 2), clustering=False)
     >>> round(report["precision@1"], 4), round(report["mrr"], 4)
     (0.8, 0.8667)

@@ -19,7 +19,6 @@ import numpy as np
 import torch
 
 from .._distances import paired_squared_euclidean
-from .._threads import thread_limit, threads_for
 from ._exact import exact_search
 
 __all__ = ["ApproximateIndex", "check_params", "resolve_backend", "AUTO_EXACT_BELOW"]
@@ -220,11 +219,10 @@ class ApproximateIndex:
         params, keep = self._search_parameters(k, allowed)
         use_raw = raw is not None and isinstance(self.index, faiss.IndexPreTransform)
         queries = np.ascontiguousarray(np.asarray(raw), dtype=np.float32) if use_raw else E
-        with thread_limit(threads_for(E.shape[0] * fetch * rows.dim * 64, None)):
-            # faiss.contrib.torch_utils (imported by pytorch-metric-learning, for one) replaces
-            # Index.search with a wrapper that drops ``params``; its original stays search_numpy
-            search = getattr(self.index, "search_numpy", self.index.search)
-            _, found = search(queries, fetch, params=params)
+        # faiss.contrib.torch_utils (imported by pytorch-metric-learning, for one) replaces
+        # Index.search with a wrapper that drops ``params``; its original stays search_numpy
+        search = getattr(self.index, "search_numpy", self.index.search)
+        _, found = search(queries, fetch, params=params)
         del keep
         distances, found = self._rerank(rows, E, found, k)
         # a selective filter can leave a graph or list search short of k admissible items:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .._threads import thread_limit, threads_for
 from ..neighbors import Gallery, nearest_chunks, smallest_k, to_distance
 from ._rows import Rows
 
@@ -45,7 +44,7 @@ def _gallery(rows: Rows, allowed: np.ndarray | None) -> tuple[Gallery, np.ndarra
 
 
 def exact_search(
-    rows: Rows, Q: np.ndarray, k: int, allowed: np.ndarray | None, n_threads: int | None = None
+    rows: Rows, Q: np.ndarray, k: int, allowed: np.ndarray | None
 ) -> tuple[np.ndarray, np.ndarray]:
     """Distances (n_q, k) and stored rows (int64; -1 past the admissible items) of ``Q``."""
     n_allowed = rows.n - rows.n_dead if allowed is None else int(allowed.sum())
@@ -59,12 +58,7 @@ def exact_search(
         allowed = rows.alive[: rows.n]
     gallery, subset = _gallery(rows, allowed)
     Qt = torch.from_numpy(Q)
-    n_threads = threads_for(n_q * len(gallery) * rows.dim, n_threads)
-    if n_threads == torch.get_num_threads():
-        _search_into(Qt, gallery, k_eff, distances, found)
-    else:
-        with thread_limit(n_threads):
-            _search_into(Qt, gallery, k_eff, distances, found)
+    _search_into(Qt, gallery, k_eff, distances, found)
     if subset is not None:
         valid = found[:, :k_eff]
         found[:, :k_eff] = subset[valid]

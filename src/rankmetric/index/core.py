@@ -6,6 +6,7 @@ import os
 
 import numpy as np
 
+from .._threads import call_threads
 from ..neighbors import check_metric
 from . import _ann
 from ._exact import exact_search
@@ -60,7 +61,8 @@ class Index:
     chunk_size : int, default=65536
         Rows embedded at once by :meth:`add`.
     n_threads : int, optional
-        Search threads (``-1``: every core); None follows :func:`rankmetric.threads`.
+        Search threads (``-1``: every core); None: sized by the search's work, or as an
+        enclosing :func:`rankmetric.threads` block says.
 
     Attributes
     ----------
@@ -317,6 +319,7 @@ class Index:
         return self
 
     # ------------------------------------------------------------------ search
+    @call_threads(lambda a: float(len(a["Q"])) * len(a["self"]) * (a["self"].dim or 0))
     def search(self, Q, k: int = 10, *, filter=None, exact: bool = False, embedded: bool = False):
         """The ``k`` nearest items of each query.
 
@@ -354,7 +357,7 @@ class Index:
             raw = None if (embedded or self._transform is None) else Q
             distances, found = self._ann.search(rows, E, raw, int(k), allowed)
         else:
-            distances, found = exact_search(rows, E, int(k), allowed, self.n_threads)
+            distances, found = exact_search(rows, E, int(k), allowed)
         return distances, self._ids_of(found)
 
     def evaluate(self, Q, query_labels, labels=None, **options) -> dict:

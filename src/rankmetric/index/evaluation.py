@@ -134,7 +134,7 @@ def evaluate_index(
     report = {"backend": index.resolved_backend, "depth": depth, "n_queries": int(E.shape[0])}
     report["n_scored"] = int((R > 0).sum())
     start = time.perf_counter()
-    _, exact = exact_search(rows, E, depth, allowed, index.n_threads)
+    _, exact = exact_search(rows, E, depth, allowed)
     exact_time = (time.perf_counter() - start) / E.shape[0]
     if index._ann is not None:
         raw = None if index._transform is None else Q

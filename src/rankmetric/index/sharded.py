@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._threads import threads
 from ._exact import exact_search
 from ._rows import Rows
 
@@ -30,7 +31,8 @@ def _shard_size(rows: Rows) -> int:
 
 
 def _search_shard(rows: Rows, E: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    return exact_search(rows, E, min(k, rows.n), None, 1)
+    with threads(1):  # one thread per shard: the workers share the machine's cores
+        return exact_search(rows, E, min(k, rows.n), None)
 
 
 class ShardedIndex:

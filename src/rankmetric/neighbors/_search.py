@@ -178,13 +178,17 @@ class Gallery:
             return _unit_rows(Q), torch.zeros(Q.shape[0], dtype=Q.dtype, device=Q.device)
         return Q, squared_norms(Q)
 
-    def scores(self, Qc: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
-        """Ranking scores of a chunk of prepared queries, shape (n_chunk, n_gallery).
+    def scores(
+        self, Qc: torch.Tensor, out: torch.Tensor | None = None, items: slice = slice(None)
+    ) -> torch.Tensor:
+        """Ranking scores of a chunk of prepared queries, shape (n_chunk, n_items).
 
-        ``out`` (contiguous, that shape) receives them when given.
+        ``items``: a block of gallery items (default: all); ``out`` (contiguous, that shape)
+        receives the scores when given.
         """
         alpha = -1.0 if self.metric == "cosine" else -2.0
-        return torch.addmm(self.offset.unsqueeze(0), Qc, self.vectors.T, alpha=alpha, out=out)
+        offset, vectors = self.offset[items].unsqueeze(0), self.vectors[items]
+        return torch.addmm(offset, Qc, vectors.T, alpha=alpha, out=out)
 
 
 def to_distance(scores: torch.Tensor, query_const: torch.Tensor, metric: str) -> torch.Tensor:
@@ -355,18 +359,32 @@ def for_each_chunk(
     >>> torch.cat(seen).tolist()
     [0, 1]
     """
+    for rows, scores, const in _score_chunks(Q, gallery, chunk_size, exclude_self, order):
+        visit(rows, scores, const)
+
+
+def _score_chunks(Q, gallery: Gallery, chunk_size: int, exclude_self: bool, order):
+    """Yield ``(rows, scores, query_const)`` of successive chunks, scored into one buffer."""
     Qp, const = gallery.prepare_queries(Q)
     if order is None:
         order = torch.arange(Q.shape[0], device=Q.device)
     buffer = torch.empty(
         (min(chunk_size, Q.shape[0]), len(gallery)), dtype=Qp.dtype, device=Qp.device
     )
-    for start in range(0, Q.shape[0], chunk_size):
+    for start in range(0, Q.shape[0], chunk_size):  # loop over query chunks
         rows = order[start : start + chunk_size]
         scores = gallery.scores(Qp[rows], out=buffer[: rows.shape[0]])
         if exclude_self:
-            scores[torch.arange(rows.shape[0], device=rows.device), rows] = torch.inf
-        visit(rows, scores, const[rows])
+            exclude_own_items(scores, rows, 0)
+        yield rows, scores, const[rows]
+
+
+def exclude_own_items(scores: torch.Tensor, rows: torch.Tensor, start: int) -> None:
+    """Set ``scores[i, rows[i] − start]`` to +inf where query ``rows[i]`` is gallery item
+    ``rows[i]`` and falls in the block of items from ``start`` (the whole gallery: 0)."""
+    inside = (rows >= start) & (rows < start + scores.shape[1])
+    local = inside.nonzero().squeeze(1)
+    scores[local, rows[local] - start] = torch.inf
 
 
 def _on_numpy(t: torch.Tensor) -> bool:
@@ -426,15 +444,22 @@ def _sort_by_value_then_index(
     stable sort on the values.
     """
     if values.dtype == torch.float32:
-        keys = _sort_rows((_sortable_bits(values).to(torch.int64) << 32) | cols)
-        value_bits = (keys >> 32).to(torch.int32)
-        return _sortable_bits_inverse(value_bits), keys & 0xFFFFFFFF
+        return unpack_keys(_sort_rows(pack_keys(values, cols)))
     values, order = torch.sort(values, dim=1, stable=True)
     return values, cols.gather(1, order)
 
 
-def _sortable_bits_inverse(bits: torch.Tensor) -> torch.Tensor:
-    return (bits ^ ((bits >> 31) & 0x7FFFFFFF)).view(torch.float32)
+def pack_keys(values: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
+    """Unique int64 keys of float32 ``values`` at columns ``cols`` (same shape, ``< 2**32``):
+    order-preserving bits of the value in the high half, the column in the low half, so that
+    integer order is (value, lower column) order."""
+    return (_sortable_bits(values).to(torch.int64) << 32) | cols
+
+
+def unpack_keys(keys: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The float32 values and int64 columns of :func:`pack_keys`' keys."""
+    bits = (keys >> 32).to(torch.int32)
+    return (bits ^ ((bits >> 31) & 0x7FFFFFFF)).view(torch.float32), keys & 0xFFFFFFFF
 
 
 def ranking_keys(scores: torch.Tensor) -> torch.Tensor:
@@ -466,7 +491,7 @@ def ranking_keys(scores: torch.Tensor) -> torch.Tensor:
     """
     cols = torch.arange(scores.shape[1], device=scores.device)
     if scores.dtype == torch.float32:
-        return (_sortable_bits(scores).to(torch.int64) << 32) | cols
+        return pack_keys(scores, cols)
     order = torch.sort(scores, dim=1, stable=True).indices
     return torch.empty_like(order).scatter_(1, order, cols.expand_as(order).contiguous())
 
@@ -511,7 +536,7 @@ def smallest_k(scores: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor
     return _sort_by_value_then_index(scores.gather(1, cols), cols)
 
 
-_NO_KEY = torch.iinfo(torch.int64).max
+NO_KEY = torch.iinfo(torch.int64).max  # sorts after every key
 _FEW_TIES = 8  # tied relevant items of a row counted one by one; more: the row's keys
 
 
@@ -540,17 +565,23 @@ def _sorted_rows(scores: torch.Tensor, depth: int, workspace: torch.Tensor | Non
 
 
 def _count_equal_before(
-    scores: torch.Tensor, rows: torch.Tensor, values: torch.Tensor, columns: torch.Tensor
+    block: torch.Tensor, values: torch.Tensor, columns: torch.Tensor
 ) -> torch.Tensor:
-    """``#{g : scores[r, g] == value, g < column}`` for each (row, value, column) triple."""
-    if _on_numpy(scores):
-        block = scores.numpy()[rows.numpy()]
-        equal = block == values.numpy()[:, None]
+    """``#{g : block[i, g] == values[i], g < columns[i]}`` for each row ``i`` of ``block``."""
+    if _on_numpy(block):
+        equal = block.numpy() == values.numpy()[:, None]
         equal &= np.arange(block.shape[1]) < columns.numpy()[:, None]
         return torch.from_numpy(np.count_nonzero(equal, axis=1).astype(np.int64))
-    column = torch.arange(scores.shape[1], device=scores.device)
-    equal = (scores[rows] == values.unsqueeze(1)) & (column < columns.unsqueeze(1))
+    column = torch.arange(block.shape[1], device=block.device)
+    equal = (block == values.unsqueeze(1)) & (column < columns.unsqueeze(1))
     return torch.count_nonzero(equal, dim=1)
+
+
+def exact_places(scores: torch.Tensor, values: torch.Tensor, columns: torch.Tensor) -> torch.Tensor:
+    """``1 + #{g : s_g < v} + #{g : s_g = v, g < c}``: the 1-based place of the entry ``(v, c)``
+    in each row's ranking by (score, lower column)."""
+    smaller = torch.count_nonzero(scores < values.unsqueeze(1), dim=1)
+    return 1 + smaller + _count_equal_before(scores, values, columns)
 
 
 def _places_by_keys(scores: torch.Tensor, relevant: torch.Tensor, width: int) -> torch.Tensor:
@@ -563,7 +594,7 @@ def _places_by_keys(scores: torch.Tensor, relevant: torch.Tensor, width: int) ->
     n = scores.shape[0]
     keys = ranking_keys(scores)
     r_max = width
-    rel_keys = keys.masked_fill(~relevant, _NO_KEY).topk(r_max, dim=1, largest=False).values
+    rel_keys = keys.masked_fill(~relevant, NO_KEY).topk(r_max, dim=1, largest=False).values
     rel_keys = rel_keys.sort(dim=1).values.contiguous()
     bucket = torch.searchsorted(rel_keys, keys)  # relevant items ranked before each entry
     others = torch.isfinite(scores) & ~relevant
@@ -669,7 +700,7 @@ def relevant_places(
         step = tie_rows if tie_rows > 0 else max(at.shape[0], 1)
         for start in range(0, at.shape[0], step):  # loop over blocks of tied (row, item) pairs
             a, k = at[start : start + step], j[start : start + step]
-            places[a, k] += _count_equal_before(scores, a, values[a, k], columns[a, k])
+            places[a, k] += _count_equal_before(scores[a], values[a, k], columns[a, k])
         rows = many.nonzero().squeeze(1)
         step = tie_rows if tie_rows > 0 else max(rows.shape[0], 1)
         for start in range(0, rows.shape[0], step):  # loop over blocks of rows with many ties
@@ -684,7 +715,5 @@ def relevant_places(
         step = tie_rows if tie_rows > 0 else max(deep.shape[0], 1)
         for start in range(0, deep.shape[0], step):  # the first relevant place stays exact
             rows = deep[start : start + step]
-            first, col = values[rows, 0], columns[rows, 0]
-            smaller = torch.count_nonzero(scores[rows] < first.unsqueeze(1), dim=1)
-            places[rows, 0] = 1 + smaller + _count_equal_before(scores, rows, first, col)
+            places[rows, 0] = exact_places(scores[rows], values[rows, 0], columns[rows, 0])
     return places, R

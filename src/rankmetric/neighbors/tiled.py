@@ -26,11 +26,14 @@ from collections.abc import Iterator
 import torch
 
 from ._search import (
+    NO_KEY,
     Gallery,
-    _sortable_bits,
-    _sortable_bits_inverse,
+    _score_chunks,
+    exclude_own_items,
+    pack_keys,
     resolve_chunk_size,
     smallest_k,
+    unpack_keys,
 )
 
 __all__ = ["MAX_TILED_K", "nearest_chunks", "uses_tiles"]
@@ -38,7 +41,6 @@ __all__ = ["MAX_TILED_K", "nearest_chunks", "uses_tiles"]
 TILE_QUERIES = 1024  # queries per chunk on the tiled path
 TILE_ITEMS = 1024  # gallery items per block: a 1024 × 1024 float32 tile is 4 MB
 MAX_TILED_K = 256  # beyond this, full-width selection is as fast and simpler
-_NO_KEY = torch.iinfo(torch.int64).max
 
 
 def uses_tiles(Q: torch.Tensor, k: int) -> bool:
@@ -70,11 +72,6 @@ def uses_tiles(Q: torch.Tensor, k: int) -> bool:
     return Q.dtype == torch.float32 and Q.device.type == "cpu" and k <= MAX_TILED_K
 
 
-def _pack_items(scores: torch.Tensor, items: torch.Tensor) -> torch.Tensor:
-    """int64 keys of float32 ``scores`` of gallery ``items`` (same shape)."""
-    return (_sortable_bits(scores).to(torch.int64) << 32) | items
-
-
 def _merge(
     running: torch.Tensor, threshold: torch.Tensor, rows: torch.Tensor, keys: torch.Tensor
 ) -> None:
@@ -90,26 +87,13 @@ def _merge(
     first = torch.cumsum(counts, dim=0) - counts  # row → position of its first candidate
     position = torch.arange(rows.shape[0], device=rows.device) - first[rows]
     padded = torch.full(
-        (improving.shape[0], k + int(counts.max())), _NO_KEY, dtype=torch.int64, device=rows.device
+        (improving.shape[0], k + int(counts.max())), NO_KEY, dtype=torch.int64, device=rows.device
     )
     padded[:, :k] = running[improving]
     padded[slot[rows], k + position] = keys
     merged = padded.topk(k, dim=1, largest=False, sorted=True).values
     running[improving] = merged
-    threshold[improving] = _unpack(merged[:, -1])[0]
-
-
-def _unpack(keys: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Scores (float32) and gallery indices (int64) of packed keys."""
-    return _sortable_bits_inverse((keys >> 32).to(torch.int32)), keys & 0xFFFFFFFF
-
-
-def _exclude_own_items(tile: torch.Tensor, rows: torch.Tensor, start: int) -> None:
-    """Set ``tile[i, rows[i] − start]`` to +inf where query ``rows[i]`` falls in the block."""
-    inside = (rows >= start) & (rows < start + tile.shape[1])
-    if bool(inside.any()):
-        local = inside.nonzero().squeeze(1)
-        tile[local, rows[local] - start] = torch.inf
+    threshold[improving] = unpack_keys(merged[:, -1])[0]
 
 
 def _tiled_chunk(
@@ -123,27 +107,20 @@ def _tiled_chunk(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The ``k`` smallest scores of each prepared query of a chunk, with their indices."""
     n = Qc.shape[0]
-    running = torch.full((n, k), _NO_KEY, dtype=torch.int64, device=Qc.device)
+    running = torch.full((n, k), NO_KEY, dtype=torch.int64, device=Qc.device)
     threshold = torch.full((n,), torch.inf, dtype=Qc.dtype, device=Qc.device)
-    alpha = -1.0 if gallery.metric == "cosine" else -2.0
     for start in range(0, len(gallery), block):  # loop over gallery blocks (not samples)
-        items = gallery.vectors[start : start + block]
-        tile = torch.addmm(
-            gallery.offset[start : start + block].unsqueeze(0),
-            Qc,
-            items.T,
-            alpha=alpha,
-            out=buffer[:n, : items.shape[0]],
-        )
+        width = min(block, len(gallery) - start)
+        tile = gallery.scores(Qc, out=buffer[:n, :width], items=slice(start, start + width))
         if exclude_self:
-            _exclude_own_items(tile, rows, start)
+            exclude_own_items(tile, rows, start)
         improving = (tile.amin(dim=1) < threshold).nonzero().squeeze(1)
         if improving.numel() == 0:
             continue
         sub = tile[improving]
         r, c = (sub < threshold[improving].unsqueeze(1)).nonzero(as_tuple=True)
-        _merge(running, threshold, improving[r], _pack_items(sub[r, c], c + start))
-    return _unpack(running)
+        _merge(running, threshold, improving[r], pack_keys(sub[r, c], c + start))
+    return unpack_keys(running)
 
 
 def nearest_chunks(
@@ -201,35 +178,22 @@ def nearest_chunks(
     """
     per_query = isinstance(k, torch.Tensor)
     k_max = int(k.max()) if per_query else int(k)
+    k_of = (lambda rows: int(k[rows].max())) if per_query else (lambda rows: k_max)
+    if not uses_tiles(Q, k_max):  # full-width chunks, then a selection
+        chunk = resolve_chunk_size(
+            chunk_size, Q.shape[0], n_gallery=len(gallery), itemsize=Q.element_size(),
+            n_selected=k_max,
+        )  # fmt: skip
+        for rows, scores, const in _score_chunks(Q, gallery, chunk, exclude_self, order):
+            yield rows, *smallest_k(scores, k_of(rows)), const
+        return
     Qp, const = gallery.prepare_queries(Q)
     order = torch.arange(Q.shape[0], device=Q.device) if order is None else order
-    tiled = uses_tiles(Qp, k_max)
-    if tiled:
-        chunk = TILE_QUERIES if chunk_size is None else resolve_chunk_size(chunk_size, 0)
-        chunk = min(chunk, Q.shape[0])
-        block = max(TILE_ITEMS, k_max + 1)
-        buffer = torch.empty((chunk, min(block, len(gallery))), dtype=Qp.dtype)
-    else:
-        chunk = resolve_chunk_size(
-            chunk_size,
-            Q.shape[0],
-            n_gallery=len(gallery),
-            itemsize=Q.element_size(),
-            n_selected=k_max,
-        )
-        buffer = torch.empty(
-            (min(chunk, Q.shape[0]), len(gallery)), dtype=Qp.dtype, device=Q.device
-        )
+    chunk = TILE_QUERIES if chunk_size is None else resolve_chunk_size(chunk_size, 0)
+    chunk = min(chunk, Q.shape[0])
+    block = max(TILE_ITEMS, k_max + 1)
+    buffer = torch.empty((chunk, min(block, len(gallery))), dtype=Qp.dtype)
     for start in range(0, Q.shape[0], chunk):  # loop over query chunks
         rows = order[start : start + chunk]
-        k_chunk = int(k[rows].max()) if per_query else k_max
-        if tiled:
-            values, idx = _tiled_chunk(
-                Qp[rows], rows, gallery, k_chunk, block, buffer, exclude_self
-            )
-        else:
-            scores = gallery.scores(Qp[rows], out=buffer[: rows.shape[0]])
-            if exclude_self:
-                scores[torch.arange(rows.shape[0], device=rows.device), rows] = torch.inf
-            values, idx = smallest_k(scores, k_chunk)
+        values, idx = _tiled_chunk(Qp[rows], rows, gallery, k_of(rows), block, buffer, exclude_self)
         yield rows, values, idx, const[rows]

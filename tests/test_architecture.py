@@ -75,14 +75,7 @@ THREADS_ALLOWED = {
 }
 
 #: Evaluation functions still size their pools themselves; #39 moves the sizing up to the callers.
-THREADS_PENDING = {
-    "evaluate/_kmeans.py": "evaluation (#39 item 7)",
-    "evaluate/cmc.py": "evaluation (#39 item 7)",
-    "evaluate/knn.py": "evaluation (#39 item 7)",
-    "evaluate/reid.py": "evaluation (#39 item 7)",
-    "evaluate/rerank.py": "evaluation (#39 item 7)",
-    "evaluate/retrieval.py": "evaluation (#39 item 7)",
-}
+THREADS_PENDING = {}
 
 
 def thread_settings(source: str) -> list[str]:
@@ -129,7 +122,6 @@ DISTANCES_PENDING = {
     "estimators/ssne.py": "SSNE's validation similarity",
     "estimators/_held_out.py": "the held-out check's reference distance",
     "neighbors/_search.py": "the search's chunk scores ||g||² − 2 qᵀg",
-    "neighbors/tiled.py": "the tiled search's scores",
     "index/_exact.py": "the few-queries search's scores",
 }
 
@@ -205,7 +197,6 @@ def test_the_deprecation_check_finds_a_hand_written_warning():
 
 #: Modules still over the cap; #39 splits them by job in other changes.
 LONG_PENDING = {
-    "evaluate/retrieval.py",
     "neighbors/_search.py",
 }
 

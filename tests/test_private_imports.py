@@ -151,7 +151,6 @@ PENDING_PRIVATE_IMPORTS = {
     "training/_scoring.py": "evaluate._precision",
     "estimators/spd/_network.py": "geometry._common",
     "evaluate/_ranking.py": "neighbors._search",
-    "evaluate/_search.py": "neighbors._search",
     "index/_store.py": "_safe_npz._Corrupt, _safe_npz._read_header, io._registered_class",
     "index/core.py": "index._rows._as_ids",
     "index/export.py": "index._ann._faiss",

@@ -7,8 +7,7 @@ import torch
 
 from .._threads import call_threads, search_work
 from .._utils import resolve_device
-from ..neighbors import Gallery, check_metric, for_each_chunk, resolve_chunk_size
-from ..neighbors._search import exact_places
+from ..neighbors import Gallery, check_metric, exact_places, for_each_chunk, resolve_chunk_size
 from ._inputs import as_embeddings, check_ks, check_same_width, compute_dtype, encode_labels
 
 __all__ = ["cmc_curve"]

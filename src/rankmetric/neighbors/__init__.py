@@ -29,6 +29,7 @@ from ._search import (
     squared_norms,
     to_distance,
 )
+from ._search import exact_places as exact_places  # the tie-exact places of CMC
 from .tiled import MAX_TILED_K, nearest_chunks, uses_tiles
 
 __all__ = [

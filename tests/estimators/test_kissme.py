@@ -2,7 +2,11 @@ import numpy as np
 import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from rankmetric.estimators.kissme import KISSME, pair_difference_covariances, psd_projection
+from rankmetric.estimators.pair_covariance import (
+    KISSME,
+    pair_difference_covariances,
+    psd_projection,
+)
 from rankmetric.evaluate import knn_accuracy
 from rankmetric.io import load_model, save_model
 

@@ -10,8 +10,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.neighbors import KNeighborsClassifier
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-import rankmetric.estimators._lmnn_search as search_module
-from rankmetric.estimators._lmnn_objective import laplacian_product
+import rankmetric.estimators.lmnn._search as search_module
 from rankmetric.estimators.lmnn import (
     LMNN,
     ActiveSet,
@@ -19,6 +18,7 @@ from rankmetric.estimators.lmnn import (
     find_target_neighbors,
     lmnn_loss_and_grad,
 )
+from rankmetric.estimators.lmnn._objective import laplacian_product
 
 # Fits here use deliberately tiny budgets and data: the convergence and untrained-model
 # warnings they raise are expected (the tests that check a warning use pytest.warns).

@@ -37,13 +37,13 @@ __all__ = [
 CLASSES = {
     "itml": "rankmetric.estimators.itml.ITML",
     "lmnn": "rankmetric.estimators.lmnn.LMNN",
-    "mlmnn": "rankmetric.estimators.mlmnn.MultiMetricLMNN",
+    "mlmnn": "rankmetric.estimators.lmnn.MultiMetricLMNN",
     "nca": "sklearn.neighbors.NeighborhoodComponentsAnalysis",
     "ssne": "rankmetric.estimators.ssne.SSNE",
     "warca": "rankmetric.estimators.warca.WARCA",
     "kernel-warca": "rankmetric.estimators.kernel_warca.KernelWARCA",
-    "kissme": "rankmetric.estimators.kissme.KISSME",
-    "xqda": "rankmetric.estimators.xqda.XQDA",
+    "kissme": "rankmetric.estimators.pair_covariance.KISSME",
+    "xqda": "rankmetric.estimators.pair_covariance.XQDA",
 }
 EUCLIDEAN = ("euclidean", "euclidean-scaled")
 

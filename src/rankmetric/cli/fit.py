@@ -37,8 +37,8 @@ METHODS = {
     "ssne": ("rankmetric.estimators.ssne", "SSNE", "features"),
     "lmnn": ("rankmetric.estimators.lmnn", "LMNN", "features"),
     "itml": ("rankmetric.estimators.itml", "ITML", "features"),
-    "kissme": ("rankmetric.estimators.kissme", "KISSME", "features"),
-    "xqda": ("rankmetric.estimators.xqda", "XQDA", "features"),
+    "kissme": ("rankmetric.estimators.pair_covariance", "KISSME", "features"),
+    "xqda": ("rankmetric.estimators.pair_covariance", "XQDA", "features"),
     "rpl": ("rankmetric.estimators.rpl", "RPLEmbedding", "spd"),
     "spdnet": ("rankmetric.estimators.spdnet", "SPDNetEmbedding", "spd"),
 }

@@ -28,10 +28,10 @@ _LAZY = {
     "RPLEmbedding": "rankmetric.estimators.rpl",
     "SPDNetEmbedding": "rankmetric.estimators.spdnet",
     "LMNN": "rankmetric.estimators.lmnn",
-    "MultiMetricLMNN": "rankmetric.estimators.mlmnn",
+    "MultiMetricLMNN": "rankmetric.estimators.lmnn",
     "ITML": "rankmetric.estimators.itml",
-    "KISSME": "rankmetric.estimators.kissme",
-    "XQDA": "rankmetric.estimators.xqda",
+    "KISSME": "rankmetric.estimators.pair_covariance",
+    "XQDA": "rankmetric.estimators.pair_covariance",
     "PairClassifier": "rankmetric.estimators.pair_classifier",
     "MDM": "rankmetric.estimators.mdm",
 }

@@ -347,7 +347,7 @@ class PairClassifier(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
         stacked = self._stacked(pairs, reset=True)
         targets, similar = self._targets(y, stacked.shape[0])
         if self.learner is None:
-            from .kissme import KISSME
+            from .pair_covariance import KISSME
 
             learner = KISSME()
         else:

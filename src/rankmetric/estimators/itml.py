@@ -72,6 +72,8 @@ __all__ = ["ITML", "sample_pair_constraints", "distance_bounds", "itml_projectio
 #: before the first is formed.
 ITML_MATRICES = 5
 
+#: Sweeps over the active constraints (non-zero dual variable) between two sweeps over all.
+_FULL_SWEEP_EVERY = 50
 # Random pairs used to estimate the distance percentiles behind the default bounds.
 _N_BOUND_PAIRS = 10_000
 
@@ -82,7 +84,10 @@ def sample_pair_constraints(
     """Up to ``n_constraints`` similar and ``n_constraints`` dissimilar pairs from labels.
 
     Similar pairs are uniform over same-class pairs, dissimilar ones take a uniform anchor and a
-    uniform sample of another class. Repeated (unordered) pairs are dropped.
+    uniform sample of another class. They alternate (similar, dissimilar, similar, ...), as the
+    random constraints of the authors' code mix the two kinds: the cyclic projections converge
+    in about 2/3 of the sweeps that all similar pairs before all dissimilar ones take.
+    Repeated (unordered) pairs are dropped.
 
     Parameters
     ----------
@@ -101,8 +106,8 @@ def sample_pair_constraints(
     pa, pb = index.positive_pairs(n_constraints, rng)
     na = rng.integers(0, index.n_samples, size=n_constraints)
     nb = index.negatives(na, 1, rng)[:, 0]
-    a, b = np.concatenate([pa, na]), np.concatenate([pb, nb])
-    similar = np.arange(a.shape[0]) < n_constraints
+    a, b = np.stack([pa, na], axis=1).ravel(), np.stack([pb, nb], axis=1).ravel()
+    similar = np.arange(a.shape[0]) % 2 == 0
     keys = np.minimum(a, b) * index.n_samples + np.maximum(a, b)
     first = np.sort(np.unique(keys, return_index=True)[1])
     return a[first], b[first], similar[first]
@@ -164,9 +169,12 @@ def itml_projections(
     max_iter : int
         Sweeps over the constraints.
     tol : float
-        Stop after a sweep when :math:`\lVert \lambda - \lambda' \rVert_1
-        / (\lVert \lambda \rVert_2 + \lVert \lambda' \rVert_2) < \text{tol}`, with
-        :math:`\lambda'` the dual variables of the previous sweep.
+        Stop after a sweep over every constraint when :math:`\lVert \lambda - \lambda'
+        \rVert_1 / (\lVert \lambda \rVert_2 + \lVert \lambda' \rVert_2) < \text{tol}`, with
+        :math:`\lambda'` the dual variables of the previous sweep, and no constraint became
+        active in it. Between sweeps over every constraint, sweeps run over the active ones
+        only (non-zero :math:`\lambda`: the others leave ``M`` unchanged while satisfied), with
+        a sweep over all every 50 sweeps and whenever the active ones settle.
 
     Returns
     -------
@@ -184,24 +192,37 @@ def itml_projections(
     step_scale = 1.0 if np.isinf(gamma) else gamma / (gamma + 1.0)
     inv_gamma = 0.0 if np.isinf(gamma) else 1.0 / gamma
     symv, syr, dot = blas.dsymv, blas.dsyr, blas.ddot
+    every = range(len(rows))
+    order, partial_sweeps = every, 0
     for sweep in range(1, max_iter + 1):
-        for c, v in enumerate(rows):  # sequential by nature: each projection moves M
+        activated = False
+        for c in order:  # sequential by nature: each projection moves M
             s = sign[c]
-            Mv = symv(1.0, M, v)
-            p = dot(Mv, v)
+            Mv = symv(1.0, M, rows[c])
+            p = dot(Mv, rows[c])
             if not p > 0.0:  # a distance that underflowed constrains nothing
                 continue
             alpha = min(lam[c], s * step_scale * (1.0 / p - 1.0 / slack[c]))
             if alpha == 0.0:
                 continue
+            activated |= lam[c] == 0.0
             lam[c] -= alpha
             slack[c] = 1.0 / (1.0 / slack[c] + s * alpha * inv_gamma)
             M = syr(s * alpha / (1.0 - s * alpha * p), Mv, a=M, overwrite_a=True)
         lam_now = np.asarray(lam)
         norm = np.linalg.norm(lam_now) + np.linalg.norm(lam_prev)
-        if norm == 0.0 or np.abs(lam_now - lam_prev).sum() / norm < tol:
-            return _symmetrise_upper(M), sweep, True
+        settled = norm == 0.0 or np.abs(lam_now - lam_prev).sum() / norm < tol
         lam_prev = lam_now
+        if settled and order is every and not activated:
+            return _symmetrise_upper(M), sweep, True
+        # Between full sweeps, only the constraints with a non-zero dual variable move M (the
+        # others are satisfied and stay put); a full sweep every _FULL_SWEEP_EVERY sweeps, and
+        # before stopping, brings in the constraints that became violated.
+        partial_sweeps = 0 if order is every else partial_sweeps + 1
+        if settled or partial_sweeps >= _FULL_SWEEP_EVERY:
+            order = every
+        else:
+            order = np.flatnonzero(lam_now).tolist()
     return _symmetrise_upper(M), max_iter, False
 
 

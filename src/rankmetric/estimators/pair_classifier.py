@@ -358,14 +358,17 @@ class PairClassifier(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
             learner.set_params(held_out_check=self.held_out_check, fallback=self.fallback)
         self.learner_ = learner.fit_pairs(stacked, targets)
         self.held_out_check_ = getattr(self.learner_, "held_out_check_", None)
-        self.calibrate_threshold(
-            pairs, similar, strategy=self.strategy, beta=self.beta, min_rate=self.min_rate
-        )
+        d = self._distances(stacked)  # the pairs are checked once, above
+        kw = {"beta": self.beta, "min_rate": self.min_rate}
+        self.threshold_ = calibrated_threshold(d, similar, self.strategy, **kw)
         if self.probability:
-            df = self.decision_function(pairs)[:, None]
+            df = (self.threshold_ - d)[:, None]
             lr = LogisticRegression(C=1e4, fit_intercept=False).fit(df, similar)
             self.platt_ = np.array([max(float(lr.coef_[0, 0]), 0.0), 0.0])
         return self
+
+    def _distances(self, stacked: np.ndarray) -> np.ndarray:
+        return np.asarray(self.learner_.pair_distances(stacked[:, 0], stacked[:, 1]), np.float64)
 
     def pair_distances(self, pairs, X2=None) -> np.ndarray:
         """The learner's distance of each pair (lower = more alike).
@@ -388,8 +391,7 @@ class PairClassifier(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
             if self.points is not None:
                 raise ValueError("with points set, pairs are row indices: pass no X2.")
             pairs = np.stack(split_pairs(pairs, X2), axis=1)
-        stacked = self._stacked(pairs, reset=False)
-        return np.asarray(self.learner_.pair_distances(stacked[:, 0], stacked[:, 1]), np.float64)
+        return self._distances(self._stacked(pairs, reset=False))
 
     def calibrate_threshold(
         self,

@@ -10,7 +10,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.neighbors import KNeighborsClassifier
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-import rankmetric.estimators.lmnn._search as search_module
+import rankmetric.estimators.lmnn.search as search_module
 from rankmetric.estimators.lmnn import (
     LMNN,
     ActiveSet,

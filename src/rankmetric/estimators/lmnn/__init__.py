@@ -19,7 +19,8 @@ search finds no violated triplet outside
 it, so the result is a stationary point of the full objective.
 
 :math:`\mu` is ``push_weight``. The pieces live in one module each: the target neighbours and the
-impostor search (``_search``), the objective and its Laplacian-form gradient
+impostor search (:mod:`.search`, where the optional ceiling
+``MAX_ACTIVE_SET_BYTES`` is set), the objective and its Laplacian-form gradient
 (``_objective``), the active-set optimiser (``_active_set``); the estimators
 are :class:`LMNN` (``lmnn.py``) and :class:`MultiMetricLMNN` (``mlmnn.py``).
 """
@@ -31,8 +32,9 @@ from ._active_set import (
     optimize_with_progress,
 )
 from ._objective import laplacian_gradient, lmnn_loss_and_grad, triplet_terms
-from ._search import (
-    MAX_ACTIVE_SET_BYTES,
+from .lmnn import LMNN, MAX_PAIR_TRIPLETS
+from .mlmnn import MultiMetricLMNN, mlmnn_loss_and_grad
+from .search import (
     PAIR_BYTES,
     PAIR_BYTES_PER_K,
     ActiveSet,
@@ -43,12 +45,9 @@ from ._search import (
     pair_sq_distances,
     search_active_set,
 )
-from .lmnn import LMNN, MAX_PAIR_TRIPLETS
-from .mlmnn import MultiMetricLMNN, mlmnn_loss_and_grad
 
 __all__ = [
     "LMNN",
-    "MAX_ACTIVE_SET_BYTES",
     "MAX_PAIR_TRIPLETS",
     "PAIR_BYTES",
     "PAIR_BYTES_PER_K",

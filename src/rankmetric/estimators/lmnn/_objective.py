@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from ._search import ActiveSet, pair_sq_distances, row_chunk, target_distances
+from .search import ActiveSet, pair_sq_distances, row_chunk, target_distances
 
 __all__ = [
     "fixed_triplet_loss_and_grad",

@@ -35,7 +35,7 @@ from .._supervision import check_pair_supervision, check_triplet_supervision, tr
 from ..base import MahalanobisMixin, fit_context
 from ._active_set import numpy_objective, optimize_fixed, optimize_with_progress
 from ._objective import fixed_triplet_loss_and_grad, lmnn_loss_and_grad
-from ._search import active_set_search, check_first_active_set, find_target_neighbors
+from .search import active_set_search, check_first_active_set, find_target_neighbors
 
 __all__ = [
     "LMNN",

@@ -54,7 +54,6 @@ from .._supervision import split_pairs
 from ..base import fit_context
 from ._active_set import numpy_objective, optimize_with_progress
 from ._objective import lmnn_loss_and_grad
-from ._search import ActiveSet, active_set_search, find_target_neighbors, row_chunk
 from .lmnn import (
     LMNN,
     LMNN_PARAMETER_CONSTRAINTS,
@@ -62,6 +61,7 @@ from .lmnn import (
     n_components_for,
     warn_small_classes,
 )
+from .search import ActiveSet, active_set_search, find_target_neighbors, row_chunk
 
 __all__ = ["MultiMetricLMNN", "mlmnn_loss_and_grad"]
 

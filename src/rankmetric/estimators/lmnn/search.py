@@ -315,7 +315,7 @@ def check_active_set_size(
     if MAX_ACTIVE_SET_BYTES is not None and need > MAX_ACTIVE_SET_BYTES:
         raise ValueError(
             f"{what} would need about {need / 2**30:.1f} GiB (limit "
-            f"rankmetric.estimators._lmnn_search.MAX_ACTIVE_SET_BYTES = "
+            f"rankmetric.estimators.lmnn.search.MAX_ACTIVE_SET_BYTES = "
             f"{MAX_ACTIVE_SET_BYTES / 2**30:.1f} GiB). {advice}"
         )
     if budget == -1 or (budget is not None and need > budget):

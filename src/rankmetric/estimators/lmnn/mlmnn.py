@@ -23,7 +23,6 @@ LMNN fit, as in the paper. Classification is the k-NN vote under ``D``.
 
 from __future__ import annotations
 
-import os
 import warnings
 from numbers import Integral
 
@@ -46,12 +45,12 @@ from ..._validation import (
     deprecate_positional_args,
     encode_labels,
 )
-from ...io import load_model, register_estimator, save_model
+from ...io import register_estimator
 from ...neighbors import smallest_k
 from .._held_out import HELD_OUT_PARAMETER_CONSTRAINTS, HeldOutCheckMixin
 from .._init_parameters import store_parameters
 from .._supervision import split_pairs
-from ..base import fit_context
+from ..base import MetricLearnerMixin, fit_context
 from ._active_set import numpy_objective, optimize_with_progress
 from ._objective import lmnn_loss_and_grad
 from .lmnn import (
@@ -276,12 +275,6 @@ class MultiMetricLMNN(HeldOutCheckMixin, ParameterValidationMixin, ClassifierMix
         return tags
 
     # ------------------------------------------------------------------ validation
-    def _check_data_dependent_params(self, n_samples: int) -> None:
-        """The bounds of ``n_neighbors`` and ``n_clusters`` that depend on the data."""
-        bound = Interval(Integral, 1, n_samples, closed="both", right_label="n_samples")
-        check_param("n_neighbors", self.n_neighbors, [bound])
-        check_param("n_clusters", self.n_clusters, [NONE, bound])
-
     def _groups(self, X: np.ndarray, codes: np.ndarray) -> np.ndarray:
         if self.n_clusters is None:
             return codes.copy()
@@ -350,7 +343,9 @@ class MultiMetricLMNN(HeldOutCheckMixin, ParameterValidationMixin, ClassifierMix
         """
         X, classes, codes = check_labelled_input(self, X, y)
         r = n_components_for(self.n_components, X.shape[1])
-        self._check_data_dependent_params(X.shape[0])
+        bound = Interval(Integral, 1, X.shape[0], closed="both", right_label="n_samples")
+        check_param("n_neighbors", self.n_neighbors, [bound])  # the bounds that depend on X
+        check_param("n_clusters", self.n_clusters, [NONE, bound])
         k = self._param("n_target_neighbors")
         warn_small_classes(codes, classes, k)
         groups = self._groups(X, codes)
@@ -511,26 +506,6 @@ class MultiMetricLMNN(HeldOutCheckMixin, ParameterValidationMixin, ClassifierMix
         return out
 
     # ------------------------------------------------------------------ model files
-    def save(self, path: str | os.PathLike) -> None:
-        """Save the fitted estimator to ``path`` (``.npz``; loading executes no code).
-
-        Parameters
-        ----------
-        path : str or path-like
-            The ``.npz`` file to write (see :func:`rankmetric.save_model`).
-
-        Returns
-        -------
-        None
-            Read it back with :func:`rankmetric.load_model`.
-        """
-        check_is_fitted(self, "components_")
-        save_model(self, path)
-
-    @classmethod
-    def load(cls, path: str | os.PathLike) -> MultiMetricLMNN:
-        """Load an estimator saved with :meth:`save`."""
-        est = load_model(path)
-        if not isinstance(est, cls):
-            raise ValueError(f"{path} holds a {type(est).__name__}, not a {cls.__name__}.")
-        return est
+    # One implementation of the model files (mLMNN is a classifier, not a transformer).
+    save = MetricLearnerMixin.save
+    load = MetricLearnerMixin.__dict__["load"]

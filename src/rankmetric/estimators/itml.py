@@ -171,8 +171,8 @@ def itml_projections(
     tol : float
         Stop after a sweep over every constraint when :math:`\lVert \lambda - \lambda'
         \rVert_1 / (\lVert \lambda \rVert_2 + \lVert \lambda' \rVert_2) < \text{tol}`, with
-        :math:`\lambda'` the dual variables of the previous sweep, and no constraint became
-        active in it. Between sweeps over every constraint, sweeps run over the active ones
+        :math:`\lambda'` the dual variables of the previous sweep (Algorithm 1's test, on a
+        sweep over all). Between sweeps over every constraint, sweeps run over the active ones
         only (non-zero :math:`\lambda`: the others leave ``M`` unchanged while satisfied), with
         a sweep over all every 50 sweeps and whenever the active ones settle.
 
@@ -195,7 +195,6 @@ def itml_projections(
     every = range(len(rows))
     order, partial_sweeps = every, 0
     for sweep in range(1, max_iter + 1):
-        activated = False
         for c in order:  # sequential by nature: each projection moves M
             s = sign[c]
             Mv = symv(1.0, M, rows[c])
@@ -205,7 +204,6 @@ def itml_projections(
             alpha = min(lam[c], s * step_scale * (1.0 / p - 1.0 / slack[c]))
             if alpha == 0.0:
                 continue
-            activated |= lam[c] == 0.0
             lam[c] -= alpha
             slack[c] = 1.0 / (1.0 / slack[c] + s * alpha * inv_gamma)
             M = syr(s * alpha / (1.0 - s * alpha * p), Mv, a=M, overwrite_a=True)
@@ -213,7 +211,7 @@ def itml_projections(
         norm = np.linalg.norm(lam_now) + np.linalg.norm(lam_prev)
         settled = norm == 0.0 or np.abs(lam_now - lam_prev).sum() / norm < tol
         lam_prev = lam_now
-        if settled and order is every and not activated:
+        if settled and order is every:
             return _symmetrise_upper(M), sweep, True
         # Between full sweeps, only the constraints with a non-zero dual variable move M (the
         # others are satisfied and stay put); a full sweep every _FULL_SWEEP_EVERY sweeps, and

@@ -306,17 +306,15 @@ class MultiMetricLMNN(HeldOutCheckMixin, ParameterValidationMixin, ClassifierMix
             return self.init.astype(np.float64), None
         if self.init == "identity":
             return np.tile(np.eye(r, D), (n_groups, 1, 1)), None
+        shared = ("max_iter", "learning_rate", "active_set_update", "tol", "solver")
         lmnn = LMNN(  # init="lmnn"
             n_components=r,
             n_target_neighbors=self._param("n_target_neighbors"),
             push_weight=self._param("push_weight"),
-            max_iter=self.max_iter,
-            learning_rate=self.learning_rate,
-            active_set_update=self.active_set_update,
-            tol=self.tol,
-            solver=self.solver,
             random_state=self.random_state,
             device=self.device,
+            held_out_check=False,  # a step of this fit: mLMNN checks its own rule
+            **{name: getattr(self, name) for name in shared},
         )
         with warnings.catch_warnings():  # mLMNN has already said so
             warnings.filterwarnings(

@@ -376,15 +376,21 @@ def _targets_of(X, codes, rows, k: int) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.cat(found), torch.cat(mask)
 
 
+def _check_estimate(Z, codes, k: int, *args, **kwargs) -> None:
+    """Refuse an active set whose estimate (:func:`estimate_impostor_pairs` with these
+    arguments) cannot fit in the memory budget, before searching it."""
+    n = codes.shape[0]
+    if n > N_PROBE_ANCHORS:
+        estimate = estimate_impostor_pairs(Z, codes, *args, k=k, **kwargs)
+        check_active_set_size(estimate, k, n, estimated=True)
+
+
 def check_first_active_set(
     X: torch.Tensor, Z: torch.Tensor, codes: torch.Tensor, k: int, groups=None
 ) -> None:
     """Refuse, before any target-neighbour search, a problem whose first active set (at the
     starting embedding ``Z``) cannot fit in the memory budget; seconds even at N = 200,000."""
-    n = codes.shape[0]
-    if n > N_PROBE_ANCHORS:
-        estimate = estimate_impostor_pairs(Z, codes, groups=groups, X=X, k=k)
-        check_active_set_size(estimate, k, n, estimated=True)
+    _check_estimate(Z, codes, k, groups=groups, X=X)
 
 
 def search_active_set(
@@ -404,9 +410,7 @@ def search_active_set(
     (:func:`estimate_impostor_pairs`), before the full search.
     """
     n, k = codes.shape[0], targets.shape[1]
-    if n > N_PROBE_ANCHORS:
-        estimate = estimate_impostor_pairs(Z, codes, targets, target_mask, groups)
-        check_active_set_size(estimate, k, n, estimated=True)
+    _check_estimate(Z, codes, k, targets, target_mask, groups)
     anchors, impostors = find_impostors(Z, codes, targets, target_mask, groups=groups)
     if previous is not None and previous.anchors.numel():
         radii = margin_radii(Z, targets, target_mask, groups)

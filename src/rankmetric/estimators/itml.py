@@ -138,9 +138,7 @@ def distance_bounds(
     n = X.shape[0]
     i = rng.integers(0, n, size=_N_BOUND_PAIRS)
     j = (i + rng.integers(1, max(n, 2), size=_N_BOUND_PAIRS)) % n
-    diff = X[i] - X[j]
-    d = np.einsum("pd,de,pe->p", diff, prior, diff)
-    return np.percentile(d, percentiles)
+    return np.percentile(_prior_sq_distances(X[i] - X[j], prior), percentiles)
 
 
 def itml_projections(
@@ -224,13 +222,19 @@ def itml_projections(
     return _symmetrise_upper(M), max_iter, False
 
 
+def _prior_sq_distances(V: np.ndarray, prior: np.ndarray) -> np.ndarray:
+    """``v_pᵀ M₀ v_p`` for each row of ``V``: one GEMM, then row-wise dot products."""
+    with np.errstate(over="ignore", invalid="ignore"):  # extreme scales: refused by the caller
+        return np.einsum("pd,pd->p", V @ prior, V)
+
+
 def _usable_differences(V: np.ndarray, prior: np.ndarray) -> np.ndarray:
     """Rows of ``V`` whose squared prior distance is positive, finite and invertible.
 
     A zero difference constrains nothing, and at extreme scales (``X * 1e-300``) the squared
     distances underflow to 0 or overflow; if no row is left, a ``ValueError`` names the scale.
     """
-    d = np.einsum("pd,de,pe->p", V, prior, V)
+    d = _prior_sq_distances(V, prior)
     with np.errstate(divide="ignore", over="ignore"):
         usable = (d > 0) & np.isfinite(d) & np.isfinite(1.0 / d)
     if V.shape[0] and not usable.any():

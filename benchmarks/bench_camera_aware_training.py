@@ -27,9 +27,8 @@ import warnings
 import numpy as np
 
 from rankmetric.datasets import make_multicamera_reid
-from rankmetric.estimators.kissme import KISSME
+from rankmetric.estimators.pair_covariance import KISSME, XQDA
 from rankmetric.estimators.warca import WARCA
-from rankmetric.estimators.xqda import XQDA
 from rankmetric.evaluate import query_gallery_split, reid_scores
 
 #: Identities per data set unless a setting says otherwise (the generator's default).

@@ -20,6 +20,14 @@ resident memory they need (16 B/pair) and the peak growth of the search (issue #
 one 16 MB block per chunk through heap fragmentation)::
 
     OMP_NUM_THREADS=1 python benchmarks/bench_lmnn_memory.py search --n 20000
+
+``iteration``: the cost of one optimiser iteration as N grows (issue #36: about N^1.6): LMNN
+fits of ``--max-iter`` iterations on 10 Gaussian classes in 20 dimensions (rank 20, float32)
+at each ``--sizes`` (features times ``--scale``, against the unit margin), timing the impostor
+searches apart; prints seconds per iteration, the largest active set, and the log-log slope
+between the sizes::
+
+    OMP_NUM_THREADS=1 python benchmarks/bench_lmnn_memory.py iteration --sizes 5000,20000,50000
 """
 
 from __future__ import annotations
@@ -52,14 +60,14 @@ def _peak_bytes() -> int:
 def measure_fit(n: int, sep: float, k: int, max_iter: int) -> None:
     X, y = make_gaussian_clusters(n, 20, 3, n_informative=20, class_sep=sep, random_state=0)
     sizes = []
-    search = lm.search_active_set
+    search = lm.search.search_active_set
 
     def recording_search(*args, **kwargs):
         active = search(*args, **kwargs)
         sizes.append(active.anchors.numel())
         return active
 
-    lm.search_active_set = recording_search
+    lm.search.search_active_set = recording_search
     base, start = _reset(), time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -102,9 +110,60 @@ def measure_search(n: int, k: int) -> None:
     )
 
 
+def _timed(module, name: str, spent: list) -> None:
+    """Replace ``module.name`` by a wrapper adding its wall time to ``spent``."""
+    inner = getattr(module, name)
+
+    def timed(*args, **kwargs):
+        start = time.perf_counter()
+        out = inner(*args, **kwargs)
+        spent.append((time.perf_counter() - start, out))
+        return out
+
+    setattr(module, name, timed)
+
+
+def measure_iterations(sizes: list[int], sep: float, k: int, max_iter: int, scale: float) -> None:
+    searches: list = []
+    _timed(lm.search, "search_active_set", searches)
+    print(
+        "| N | iterations | s / iteration | search s / iteration | searches | largest active set |"
+    )
+    print("|---|---|---|---|---|---|")
+    per_iter = []
+    for n in sizes:
+        X, y = make_gaussian_clusters(n, 20, 10, n_informative=20, class_sep=sep, random_state=0)
+        X = scale * X  # against LMNN's unit margin: how many pairs are impostors at the start
+        searches.clear()
+        model = lm.LMNN(
+            n_target_neighbors=k,
+            n_components=20,
+            max_iter=max_iter,
+            device="cpu",
+            held_out_check=False,  # one fit, the one timed
+        )
+        start = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model.fit(X.astype(np.float32), y)
+        total = time.perf_counter() - start
+        in_search = sum(t for t, _ in searches)
+        largest = max(a.anchors.numel() for _, a in searches)
+        per_iter.append(total / model.n_iter_)
+        print(
+            f"| {n:,} | {model.n_iter_} | {total / model.n_iter_:.3f} | "
+            f"{in_search / model.n_iter_:.3f} | {len(searches)} | {largest:,} |",
+            flush=True,
+        )
+    slopes = np.diff(np.log(per_iter)) / np.diff(np.log(sizes))
+    print("log-log slope of s / iteration between sizes:", ", ".join(f"{s:.2f}" for s in slopes))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("what", choices=["fit", "objective", "search"])
+    parser.add_argument("what", choices=["fit", "objective", "search", "iteration"])
+    parser.add_argument("--sizes", default="5000,10000,20000,50000")
+    parser.add_argument("--scale", type=float, default=1.0)
     parser.add_argument("--n", type=int, default=6000)
     parser.add_argument("--sep", type=float, default=0.5)
     parser.add_argument("--k", type=int, default=3)
@@ -114,6 +173,9 @@ def main() -> None:
     torch.set_num_threads(1)
     if args.what == "fit":
         measure_fit(args.n, args.sep, args.k, args.max_iter)
+    elif args.what == "iteration":
+        sizes = [int(v) for v in args.sizes.split(",")]
+        measure_iterations(sizes, args.sep, args.k, args.max_iter, args.scale)
     elif args.what == "search":
         measure_search(args.n, args.k)
     else:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rankmetric.estimators.kissme import KISSME
+from rankmetric.estimators.pair_covariance import KISSME
 from rankmetric.io import load_model, save_model
 
 SHAPE = (2**28,)  # float32: 1 GiB

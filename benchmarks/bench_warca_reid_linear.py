@@ -29,9 +29,8 @@ import torch
 from rankmetric import bench
 from rankmetric.bench import identity_holdout, loo_recall_at_1, reid_features
 from rankmetric.bench.warca import BUDGETS
-from rankmetric.estimators.kissme import KISSME
+from rankmetric.estimators.pair_covariance import KISSME, XQDA
 from rankmetric.estimators.warca import WARCA
-from rankmetric.estimators.xqda import XQDA
 
 #: The stand-in set, read once per process (every setting of every split uses it).
 load_reid = functools.lru_cache(maxsize=2)(bench.load_reid)

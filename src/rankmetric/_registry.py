@@ -80,11 +80,13 @@ ESTIMATORS: tuple[Entry, ...] = (
     Entry("SSNE", "estimators.ssne", "ssne", "features", "SSNE", "SSNECV"),
     Entry("RPLEmbedding", "estimators.spd.rpl", "rpl", "spd"),
     Entry("SPDNetEmbedding", "estimators.spd.spdnet", "spdnet", "spd"),
-    Entry("LMNN", "estimators.lmnn", "lmnn", "features", "LMNN", "LMNNCV"),
-    Entry("MultiMetricLMNN", "estimators.mlmnn", "mlmnn", label="mLMNN"),
+    Entry("LMNN", "estimators.lmnn.lmnn", "lmnn", "features", "LMNN", "LMNNCV"),
+    Entry("MultiMetricLMNN", "estimators.lmnn.mlmnn", "mlmnn", label="mLMNN"),
     Entry("ITML", "estimators.itml", "itml", "features", "ITML", "ITMLCV"),
-    Entry("KISSME", "estimators.kissme", "kissme", "features", "KISSME", "KISSMECV"),
-    Entry("XQDA", "estimators.xqda", "xqda", "features", "XQDA", "XQDACV"),
+    Entry(
+        "KISSME", "estimators.pair_covariance.kissme", "kissme", "features", "KISSME", "KISSMECV"
+    ),
+    Entry("XQDA", "estimators.pair_covariance.xqda", "xqda", "features", "XQDA", "XQDACV"),
     Entry("PairClassifier", "estimators.pair_classifier", model_file=False),
     Entry("MDM", "estimators.spd.mdm", "mdm"),
 )
@@ -111,6 +113,6 @@ def module_of(name: str) -> str | None:
     --------
     >>> from rankmetric._registry import module_of
     >>> module_of("KISSME"), module_of("PairClassifier")
-    ('rankmetric.estimators.kissme', None)
+    ('rankmetric.estimators.pair_covariance.kissme', None)
     """
     return next((e.path for e in ESTIMATORS if e.cls == name and e.model_file), None)

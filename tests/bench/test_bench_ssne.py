@@ -155,7 +155,7 @@ def test_process_pool_gives_the_serial_results(tmp_path):
 
 def test_mlmnn_cell_scores_its_own_knn_rule_and_tunes_on_validation():
     """mLMNN has no embedding: the cell's accuracy is its own per-class-metric k-NN vote."""
-    from rankmetric.estimators.mlmnn import MultiMetricLMNN
+    from rankmetric.estimators.lmnn import MultiMetricLMNN
 
     config = BenchConfig(quick=False, datasets=("iris",), methods=("mlmnn",), seeds=1)
     cell = ssne.build_cells(config)[0]

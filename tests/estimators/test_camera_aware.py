@@ -7,8 +7,7 @@ from sklearn.preprocessing import StandardScaler
 
 from rankmetric import WARCA, KernelWARCA
 from rankmetric.datasets import make_multicamera_reid
-from rankmetric.estimators.kissme import KISSME, pair_difference_covariances
-from rankmetric.estimators.xqda import XQDA
+from rankmetric.estimators.pair_covariance import KISSME, XQDA, pair_difference_covariances
 from rankmetric.sampling import CrossCameraLabelIndex, camera_group_codes
 
 pytestmark = pytest.mark.filterwarnings("ignore::rankmetric.training.UntrainedModelWarning")

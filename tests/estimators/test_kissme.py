@@ -2,7 +2,11 @@ import numpy as np
 import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from rankmetric.estimators.kissme import KISSME, pair_difference_covariances, psd_projection
+from rankmetric.estimators.pair_covariance import (
+    KISSME,
+    pair_difference_covariances,
+    psd_projection,
+)
 from rankmetric.evaluate import knn_accuracy
 from rankmetric.io import load_model, save_model
 
@@ -110,3 +114,19 @@ def test_bad_parameters_raise(params, message, rng):
 def test_needs_a_similar_pair(rng):
     with pytest.raises(ValueError, match="positive pairs"):
         KISSME().fit(rng.normal(size=(3, 2)), [0, 1, 2])
+
+
+def test_kissme_and_xqda_share_one_ridge_and_one_covariance():
+    import scipy.linalg
+
+    from rankmetric.estimators.pair_covariance import XQDA, _covariances, xqda_subspace
+
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(60, 5)), np.arange(60) % 4
+    sigma_s, sigma_d = _covariances.pair_difference_covariances(X, y)
+    values, _ = xqda_subspace(sigma_s, sigma_d, 1e-3)
+    expected = scipy.linalg.eigh(sigma_d, _covariances.ridged(sigma_s, 1e-3), eigvals_only=True)
+    np.testing.assert_allclose(values, expected[::-1])
+    ridge = _covariances.ridged(sigma_s, 0.1) - sigma_s
+    np.testing.assert_allclose(ridge, 0.1 * np.trace(sigma_s) / 5 * np.eye(5))
+    assert XQDA.__mro__[1] is KISSME.__mro__[1] is _covariances.PairCovarianceLearner

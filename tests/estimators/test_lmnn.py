@@ -10,8 +10,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.neighbors import KNeighborsClassifier
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-import rankmetric.estimators._lmnn_search as search_module
-from rankmetric.estimators._lmnn_objective import laplacian_product
+import rankmetric.estimators.lmnn.search as search_module
 from rankmetric.estimators.lmnn import (
     LMNN,
     ActiveSet,
@@ -19,6 +18,7 @@ from rankmetric.estimators.lmnn import (
     find_target_neighbors,
     lmnn_loss_and_grad,
 )
+from rankmetric.estimators.lmnn._objective import laplacian_product
 
 # Fits here use deliberately tiny budgets and data: the convergence and untrained-model
 # warnings they raise are expected (the tests that check a warning use pytest.warns).
@@ -305,3 +305,32 @@ def test_an_active_set_beyond_the_memory_limit_raises(rng, monkeypatch):
         LMNN(random_state=0).fit(X, y)
     monkeypatch.setattr(search_module, "MAX_ACTIVE_SET_BYTES", 4 << 30)
     LMNN(random_state=0, max_iter=5).fit(X, y)
+
+
+def test_the_lmnn_family_is_one_package():
+    import rankmetric
+    import rankmetric.estimators as estimators
+    from rankmetric.estimators import lmnn as package
+
+    assert rankmetric.LMNN is estimators.LMNN is package.LMNN is package.lmnn.LMNN
+    assert rankmetric.MultiMetricLMNN is package.MultiMetricLMNN is package.mlmnn.MultiMetricLMNN
+    for name in package.__all__:
+        assert hasattr(package, name), name
+    # the memory ceiling is read where the search runs
+    assert "MAX_ACTIVE_SET_BYTES" in package.search.__all__
+
+
+def test_one_objective_for_one_and_many_metrics(rng):
+    from rankmetric.estimators.lmnn import mlmnn_loss_and_grad
+
+    X = torch.as_tensor(rng.normal(size=(30, 4)), dtype=torch.float64)
+    codes = torch.as_tensor(np.arange(30) % 3)
+    targets, mask = find_target_neighbors(X, codes, 2)
+    a, i = find_impostors(X, codes, targets, mask)
+    active = ActiveSet(targets, mask, a, i)
+    L = torch.as_tensor(rng.normal(size=(3, 4)), dtype=torch.float64)
+    one = lmnn_loss_and_grad(L, X, active, 0.5)
+    # one group holding every sample is the single metric
+    many = mlmnn_loss_and_grad(L[None], X, torch.zeros(30, dtype=torch.long), active, 0.5)
+    torch.testing.assert_close(one[0], many[0])
+    torch.testing.assert_close(one[1], many[1][0])

@@ -11,15 +11,16 @@ from sklearn.neighbors import KNeighborsClassifier
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import rankmetric
-import rankmetric.estimators._lmnn_search as search_module
+import rankmetric.estimators.lmnn.search as search_module
 from rankmetric.estimators.lmnn import (
     LMNN,
     ActiveSet,
+    MultiMetricLMNN,
     find_impostors,
     find_target_neighbors,
     lmnn_loss_and_grad,
+    mlmnn_loss_and_grad,
 )
-from rankmetric.estimators.mlmnn import MultiMetricLMNN, mlmnn_loss_and_grad
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")

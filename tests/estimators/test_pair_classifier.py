@@ -204,3 +204,9 @@ def test_cross_val_score_and_grid_search_over_the_learner():
     assert search.best_params_["learner__n_components"] in (1, 2, 4)
     assert search.best_estimator_.learner_.components_.shape[1] == 4
     assert search.score(pairs, same) > 0.7
+
+
+def test_predict_proba_without_probability_says_what_to_set():
+    with pytest.raises(AttributeError) as caught:
+        PairClassifier().predict_proba  # noqa: B018
+    assert "probability=True" in str(caught.value.__cause__)

@@ -14,8 +14,7 @@ from sklearn.base import clone
 
 from rankmetric.datasets import make_gaussian_clusters
 from rankmetric.estimators.itml import ITML
-from rankmetric.estimators.lmnn import LMNN
-from rankmetric.estimators.mlmnn import MultiMetricLMNN
+from rankmetric.estimators.lmnn import LMNN, MultiMetricLMNN
 
 _FAST = {
     LMNN: {"max_iter": 15, "device": "cpu"},

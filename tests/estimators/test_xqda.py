@@ -5,7 +5,7 @@ import pytest
 import scipy.linalg
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from rankmetric.estimators.xqda import XQDA, xqda_subspace
+from rankmetric.estimators.pair_covariance import XQDA, xqda_subspace
 from rankmetric.evaluate import knn_accuracy
 from rankmetric.io import load_model, save_model
 
@@ -52,7 +52,7 @@ def test_default_rank_keeps_eigenvalues_above_one(rng):
 
 
 def _covariances(X, y):
-    from rankmetric.estimators.kissme import pair_difference_covariances
+    from rankmetric.estimators.pair_covariance import pair_difference_covariances
 
     return pair_difference_covariances(X, y)
 

@@ -147,14 +147,14 @@ SPECS: tuple[EstimatorSpec, ...] = (
     ),
     EstimatorSpec(
         "KISSME",
-        "rankmetric.estimators.kissme",
+        "rankmetric.estimators.pair_covariance",
         {},
         seeded=False,  # closed form
         grid={"n_components": [2, 3]},
     ),
     EstimatorSpec(
         "XQDA",
-        "rankmetric.estimators.xqda",
+        "rankmetric.estimators.pair_covariance",
         {},
         seeded=False,  # closed form
         grid={"n_components": [2, 3]},

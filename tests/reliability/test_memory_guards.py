@@ -108,7 +108,7 @@ def test_lmnn_objective_memory_per_pair_stays_within_the_guards_bound(k):
 
 
 def test_lmnn_guard_names_the_memory_of_the_real_per_pair_cost():
-    import rankmetric.estimators._lmnn_search as lm
+    import rankmetric.estimators.lmnn.search as lm
     from rankmetric import memory_limit
 
     per_pair = lm.PAIR_BYTES + 3 * lm.PAIR_BYTES_PER_K
@@ -121,7 +121,7 @@ def test_lmnn_guard_names_the_memory_of_the_real_per_pair_cost():
 def test_an_estimated_active_set_must_leave_room_to_grow():
     """A sampled estimate is refused once it needs more than 1 / ESTIMATE_GROWTH of the budget
     (the set grows between searches); an exact count is held to the budget itself."""
-    import rankmetric.estimators._lmnn_search as lm
+    import rankmetric.estimators.lmnn.search as lm
     from rankmetric import memory_limit
 
     per_pair = lm.PAIR_BYTES + 3 * lm.PAIR_BYTES_PER_K
@@ -134,7 +134,7 @@ def test_an_estimated_active_set_must_leave_room_to_grow():
 
 
 def test_lmnn_fixed_ceiling_still_applies(monkeypatch):
-    import rankmetric.estimators._lmnn_search as lm
+    import rankmetric.estimators.lmnn.search as lm
 
     monkeypatch.setattr(lm, "MAX_ACTIVE_SET_BYTES", 1 << 20)
     with pytest.raises(ValueError, match="MAX_ACTIVE_SET_BYTES = 0.0 GiB"):
@@ -151,7 +151,7 @@ def test_lmnn_refuses_up_front_under_a_small_budget(monkeypatch, name):
     import time
 
     import rankmetric
-    import rankmetric.estimators._lmnn_search as lm
+    import rankmetric.estimators.lmnn.search as lm
 
     monkeypatch.setattr(lm, "find_impostors", _no_full_search)
     rng = np.random.default_rng(0)
@@ -169,7 +169,7 @@ def test_lmnn_refuses_up_front_under_a_small_budget(monkeypatch, name):
 def test_lmnn_estimate_of_the_active_set_is_close_to_the_search():
     import torch
 
-    import rankmetric.estimators._lmnn_search as lm
+    import rankmetric.estimators.lmnn.search as lm
 
     g = torch.Generator().manual_seed(0)
     X = torch.randn(2000, 8, generator=g)
@@ -205,7 +205,7 @@ def test_feature_square_estimators_refuse_before_forming_their_matrices(name):
     cannot hold them is refused up front, naming the size and what to do."""
     import rankmetric
     from rankmetric.estimators import ITML, XQDA
-    from rankmetric.estimators.kissme import KISSME
+    from rankmetric.estimators.pair_covariance import KISSME
 
     cls = {"KISSME": KISSME, "XQDA": XQDA, "ITML": ITML}[name]
     rng = np.random.default_rng(0)

@@ -89,7 +89,7 @@ SUBJECTS = (
     *(Subject(s.name, s.module, _fast(s.params), s.input_kind) for s in SPECS),
     Subject(
         "MultiMetricLMNN",
-        "rankmetric.estimators.mlmnn",
+        "rankmetric.estimators.lmnn",
         {"max_iter": 2, "device": "cpu"},
         "features",
     ),

@@ -69,7 +69,7 @@ def test_multi_metric_lmnn_declares_and_enforces_every_parameter():
     ``fit`` enforcing each declaration, at its bounds, for every estimator and transformer:
     ``test_parameter_boundaries.py``.
     """
-    from rankmetric.estimators.mlmnn import MultiMetricLMNN
+    from rankmetric.estimators.lmnn import MultiMetricLMNN
 
     renamed = MultiMetricLMNN._renamed_parameters
     params = set(_constructor_parameters(MultiMetricLMNN))

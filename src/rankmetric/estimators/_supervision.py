@@ -136,12 +136,9 @@ def distinct_rows(flat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     (which copies the whole array); equal hashes are then checked value by value, so a hash
     collision can never merge two different points.
     """
-    hashes = _row_hashes(flat)
-    _, first, inverse = np.unique(hashes, return_index=True, return_inverse=True)
-    order = np.argsort(first)  # the distinct points in the order they first appear
-    rank = np.empty_like(order)
-    rank[order] = np.arange(order.shape[0])
-    first, inverse = first[order], rank[inverse.ravel()]
+    first, inverse = _in_order_of_appearance(
+        *np.unique(_row_hashes(flat), return_index=True, return_inverse=True)[1:]
+    )
     step = max(1, (_CHUNK_ELEMENTS >> 3) // max(flat.shape[1], 1))
     for start in range(0, flat.shape[0], step):  # every row equals its representative
         sl = slice(start, start + step)
@@ -150,7 +147,14 @@ def distinct_rows(flat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     else:
         return first, inverse
     # a 64-bit collision (about 1 in 10^6 for 10^7 rows): the exact, sorting method
-    _, first, inverse = np.unique(flat, axis=0, return_index=True, return_inverse=True)
+    return _in_order_of_appearance(
+        *np.unique(flat, axis=0, return_index=True, return_inverse=True)[1:]
+    )
+
+
+def _in_order_of_appearance(first: np.ndarray, inverse: np.ndarray):
+    """``np.unique``'s ``(first, inverse)`` renumbered so the distinct values come in the order
+    they first appear."""
     order = np.argsort(first)
     rank = np.empty_like(order)
     rank[order] = np.arange(order.shape[0])
@@ -339,13 +343,7 @@ def check_pair_supervision(
                 "nothing to pull together)."
             )
         if min(n_sim, n_dis) < d:
-            warnings.warn(
-                f"only {n_sim} similar and {n_dis} dissimilar pairs for {d} features: fewer "
-                "pairs of a kind than features leave directions unconstrained; the metric is "
-                "likely of little use.",
-                UserWarning,
-                stacklevel=3,
-            )
+            _warn_few(f"{n_sim} similar and {n_dis} dissimilar pairs", d, "metric")
     else:
         if np.ptp(t) == 0:
             raise ValueError(
@@ -353,13 +351,18 @@ def check_pair_supervision(
                 f"{name} cannot learn which pairs are more alike."
             )
         if a.shape[0] < d:
-            warnings.warn(
-                f"only {a.shape[0]} pairs for {d} features: directions are left "
-                "unconstrained; the embedding is likely of little use.",
-                UserWarning,
-                stacklevel=3,
-            )
+            _warn_few(f"{a.shape[0]} pairs", d, "embedding")
     return PairSupervision(X=X, a=a, b=b, y=t)
+
+
+def _warn_few(what: str, n_features: int, result: str) -> None:
+    """Fewer constraints (of a kind) than features leave directions unconstrained."""
+    warnings.warn(
+        f"only {what} for {n_features} features: directions are left unconstrained; the "
+        f"{result} is likely of little use.",
+        UserWarning,
+        stacklevel=4,
+    )
 
 
 def check_triplet_supervision(estimator, X, triplets=None) -> TripletSupervision:
@@ -389,12 +392,7 @@ def check_triplet_supervision(estimator, X, triplets=None) -> TripletSupervision
     if a.shape[0] == 0:
         raise ValueError(f"{name}: no usable triplet (anchor, positive, negative) is left.")
     if a.shape[0] < X.shape[1]:
-        warnings.warn(
-            f"only {a.shape[0]} triplets for {X.shape[1]} features: directions are left "
-            "unconstrained; the metric is likely of little use.",
-            UserWarning,
-            stacklevel=3,
-        )
+        _warn_few(f"{a.shape[0]} triplets", X.shape[1], "metric")
     return TripletSupervision(X=X, anchor=a, positive=p, negative=n)
 
 

@@ -20,13 +20,12 @@ calibration pairs, so no calibration pair sits on it.
 
 from __future__ import annotations
 
-import functools
-import types
 from numbers import Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.linear_model import LogisticRegression
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
@@ -52,29 +51,17 @@ __all__ = ["PairClassifier", "STRATEGIES", "calibrated_threshold"]
 STRATEGIES = ("accuracy", "f_beta", "max_tpr", "max_tnr")
 
 
-class _ProbabilityNotEnabled(AttributeError):
-    """``predict_proba`` of a :class:`PairClassifier` built without ``probability=True``."""
-
-
-class _IfProbability:
+def _probability_enabled(clf) -> bool:
     """``predict_proba`` only with ``probability=True`` (so ``hasattr`` is False without it, as
     scikit-learn expects), else an ``AttributeError`` that says what to set."""
-
-    def __init__(self, fn) -> None:
-        self.fn = fn
-        functools.update_wrapper(self, fn)
-
-    def __get__(self, obj, owner=None):
-        if obj is None:
-            return self.fn
-        if not obj.probability:
-            raise _ProbabilityNotEnabled(
-                f"{type(obj).__name__}.predict_proba needs the Platt map fitted with the "
-                "threshold: build PairClassifier(..., probability=True) and fit again (a "
-                "distance alone is no probability); decision_function gives the signed margins "
-                "without it."
-            )
-        return types.MethodType(self.fn, obj)
+    if not clf.probability:
+        raise AttributeError(
+            f"{type(clf).__name__}.predict_proba needs the Platt map fitted with the "
+            "threshold: build PairClassifier(..., probability=True) and fit again (a "
+            "distance alone is no probability); decision_function gives the signed margins "
+            "without it."
+        )
+    return True
 
 
 def _rate(name: str, value) -> float:
@@ -347,7 +334,7 @@ class PairClassifier(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
         stacked = self._stacked(pairs, reset=True)
         targets, similar = self._targets(y, stacked.shape[0])
         if self.learner is None:
-            from .kissme import KISSME
+            from .pair_covariance import KISSME
 
             learner = KISSME()
         else:
@@ -358,14 +345,17 @@ class PairClassifier(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
             learner.set_params(held_out_check=self.held_out_check, fallback=self.fallback)
         self.learner_ = learner.fit_pairs(stacked, targets)
         self.held_out_check_ = getattr(self.learner_, "held_out_check_", None)
-        self.calibrate_threshold(
-            pairs, similar, strategy=self.strategy, beta=self.beta, min_rate=self.min_rate
-        )
+        d = self._distances(stacked)  # the pairs are checked once, above
+        kw = {"beta": self.beta, "min_rate": self.min_rate}
+        self.threshold_ = calibrated_threshold(d, similar, self.strategy, **kw)
         if self.probability:
-            df = self.decision_function(pairs)[:, None]
+            df = (self.threshold_ - d)[:, None]
             lr = LogisticRegression(C=1e4, fit_intercept=False).fit(df, similar)
             self.platt_ = np.array([max(float(lr.coef_[0, 0]), 0.0), 0.0])
         return self
+
+    def _distances(self, stacked: np.ndarray) -> np.ndarray:
+        return np.asarray(self.learner_.pair_distances(stacked[:, 0], stacked[:, 1]), np.float64)
 
     def pair_distances(self, pairs, X2=None) -> np.ndarray:
         """The learner's distance of each pair (lower = more alike).
@@ -388,8 +378,7 @@ class PairClassifier(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
             if self.points is not None:
                 raise ValueError("with points set, pairs are row indices: pass no X2.")
             pairs = np.stack(split_pairs(pairs, X2), axis=1)
-        stacked = self._stacked(pairs, reset=False)
-        return np.asarray(self.learner_.pair_distances(stacked[:, 0], stacked[:, 1]), np.float64)
+        return self._distances(self._stacked(pairs, reset=False))
 
     def calibrate_threshold(
         self,
@@ -461,7 +450,7 @@ class PairClassifier(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
         positive = self.decision_function(pairs) > 0
         return self.classes_[positive.astype(int)]
 
-    @_IfProbability
+    @available_if(_probability_enabled)
     def predict_proba(self, pairs) -> np.ndarray:
         """Probabilities of (dissimilar, similar) from the Platt map (``probability=True``).
 

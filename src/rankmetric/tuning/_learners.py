@@ -149,7 +149,7 @@ class KISSMECV(TunedMetricLearner):
     [None]
     """
 
-    _learner = _learner("rankmetric.estimators.kissme.KISSME")
+    _learner = _learner("rankmetric.estimators.pair_covariance.KISSME")
 
     def search_space(self, X, y, template) -> dict:
         return {
@@ -173,7 +173,7 @@ class XQDACV(TunedMetricLearner):
     [0.0001, 0.001, 0.01, 0.1, 1.0]
     """
 
-    _learner = _learner("rankmetric.estimators.xqda.XQDA")
+    _learner = _learner("rankmetric.estimators.pair_covariance.XQDA")
 
     def search_space(self, X, y, template) -> dict:
         return {

@@ -1,28 +1,4 @@
-r"""Large Margin Nearest Neighbour metric learning (Weinberger & Saul, JMLR 2009).
-
-The objective over a linear map :math:`L` (``components_``, shape (r, D)) is
-
-.. math::
-
-    \varepsilon(L) = (1 - \mu) \sum_{i,\, j \rightsquigarrow i} \lVert L(x_i - x_j) \rVert^2
-    + \mu \sum_{i,\, j \rightsquigarrow i,\, l} (1 - y_{il})
-      \bigl[1 + \lVert L(x_i - x_j) \rVert^2 - \lVert L(x_i - x_l) \rVert^2\bigr]_+
-
-with :math:`j \rightsquigarrow i` the :math:`k` (``n_target_neighbors``) target neighbours of
-:math:`i` (same class, nearest in the input space) and :math:`y_{il} = 1` when :math:`i` and
-:math:`l` share a class. Impostor pairs :math:`(i, l)` enter through an *active set*: the pairs
-inside the margin radius :math:`\max_j \lVert L(x_i - x_j) \rVert^2 + 1` found by a chunked
-neighbour search, refreshed every
-``active_set_update`` iterations of scipy's L-BFGS-B (or of gradient descent with Weinberger's
-step adaptation). Fitting ends when the optimiser has converged on the active set *and* a fresh
-search finds no violated triplet outside
-it, so the result is a stationary point of the full objective.
-
-:math:`\mu` is ``push_weight``. The pieces live in one module each: the target neighbours and the
-impostor search (``_lmnn_search``), the objective and its Laplacian-form gradient
-(``_lmnn_objective``), the active-set optimiser (``_active_set_optimiser``); this module holds the
-estimator and re-exports their public names.
-"""
+"""The LMNN estimator, one global metric (the objective: :mod:`rankmetric.estimators.lmnn`)."""
 
 from __future__ import annotations
 
@@ -32,12 +8,11 @@ from numbers import Integral, Real
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
-from .._utils import make_rng, resolve_device, to_tensor
-from .._validation import (
+from ..._utils import make_rng, resolve_device, to_tensor
+from ..._validation import (
     ARRAY,
     DEPRECATED,
     DEVICE,
@@ -53,55 +28,21 @@ from .._validation import (
     check_scale,
     deprecate_positional_args,
 )
-from ..io import register_estimator
-from ._active_set_optimiser import (
-    optimise_on_active_sets,  # noqa: F401 - the name before 0.2, deprecated
-    optimise_with_progress,  # noqa: F401 - the name before 0.2, deprecated
-    optimize_fixed,
-    optimize_on_active_sets,
-    optimize_with_progress,
-)
-from ._held_out import HELD_OUT_PARAMETER_CONSTRAINTS
-from ._init_parameters import store_parameters
-from ._lmnn_objective import (
-    fixed_triplet_loss_and_grad,
-    laplacian_gradient,
-    lmnn_loss_and_grad,
-    triplet_terms,
-)
-from ._lmnn_search import (
-    MAX_ACTIVE_SET_BYTES,
-    PAIR_BYTES,
-    PAIR_BYTES_PER_K,
-    ActiveSet,
-    check_first_active_set,
-    find_impostors,
-    find_target_neighbors,
-    pair_sq_distances,
-    search_active_set,
-)
-from ._supervision import check_pair_supervision, check_triplet_supervision, triplets_from_pairs
-from .base import MahalanobisMixin, fit_context
+from ...io import register_estimator
+from .._held_out import HELD_OUT_PARAMETER_CONSTRAINTS
+from .._init_parameters import store_parameters
+from .._supervision import check_pair_supervision, check_triplet_supervision, triplets_from_pairs
+from ..base import MahalanobisMixin, fit_context
+from ._active_set import numpy_objective, optimize_fixed, optimize_with_progress
+from ._objective import fixed_triplet_loss_and_grad, lmnn_loss_and_grad
+from .search import active_set_search, check_first_active_set, find_target_neighbors
 
 __all__ = [
     "LMNN",
     "LMNN_PARAMETER_CONSTRAINTS",
-    "MAX_ACTIVE_SET_BYTES",
     "MAX_PAIR_TRIPLETS",
-    "PAIR_BYTES",
-    "PAIR_BYTES_PER_K",
-    "ActiveSet",
-    "find_impostors",
-    "find_target_neighbors",
-    "laplacian_gradient",
-    "lmnn_loss_and_grad",
     "check_labelled_input",
     "n_components_for",
-    "optimize_on_active_sets",
-    "optimize_with_progress",
-    "pair_sq_distances",
-    "search_active_set",
-    "triplet_terms",
     "warn_small_classes",
 ]
 
@@ -267,6 +208,7 @@ class LMNN(MahalanobisMixin, BaseEstimator):
     }
     _renamed_parameters = {"k": "n_target_neighbors", "regularization": "push_weight"}
 
+    # The signature is spelled out (scikit-learn reads it), shared with mLMNN / LMNN.
     @deprecate_positional_args
     def __init__(
         self,
@@ -335,19 +277,14 @@ class LMNN(MahalanobisMixin, BaseEstimator):
         codes_t = torch.as_tensor(codes, device=device)
         check_first_active_set(Xt, Xt @ to_tensor(L0, device).T, codes_t, k)  # before searching
         targets, target_mask = find_target_neighbors(Xt, codes_t, k)
-        L, n_iter, loss, active, converged = self._optimize(Xt, codes_t, targets, target_mask, L0)
-        if not converged:
-            warnings.warn(
-                f"LMNN stopped at max_iter={self.max_iter} before converging; "
-                "increase max_iter or tol.",
-                ConvergenceWarning,
-                stacklevel=2,
-            )
-        self.components_ = L.astype(np.float32)
-        self.n_iter_ = int(n_iter)
-        self.objective_ = float(loss)
-        self.n_active_pairs_ = int(active.anchors.numel())
-        return self
+        mu = float(self._param("push_weight"))
+        search = active_set_search(Xt, codes_t, targets, target_mask)
+
+        def objective(active):
+            return numpy_objective(lambda L: lmnn_loss_and_grad(L, Xt, active, mu), L0.shape, Xt)
+
+        L, n_iter, loss, active = optimize_with_progress(self, search, objective, L0, "LMNN")
+        return self._store(L, n_iter, loss, active.anchors.numel())
 
     @fit_context
     def fit_triplets(self, X, triplets=None):
@@ -408,55 +345,20 @@ class LMNN(MahalanobisMixin, BaseEstimator):
         return self._fit_triplets(triplets_from_pairs(s, MAX_PAIR_TRIPLETS, rng))
 
     def _fit_triplets(self, t) -> LMNN:
-        X = t.X
-        r = n_components_for(self.n_components, X.shape[1])
+        r = n_components_for(self.n_components, t.X.shape[1])
         device = resolve_device(self.device)
-        L0 = self._initial_map(X.astype(np.float64), r, make_rng(self.random_state))
-        Xt = to_tensor(X.astype(np.float32), device)
+        L0 = self._initial_map(t.X.astype(np.float64), r, make_rng(self.random_state))
+        Xt = to_tensor(t.X.astype(np.float32), device)
         a, p, n = (torch.as_tensor(v, device=device) for v in (t.anchor, t.positive, t.negative))
         mu = float(self._param("push_weight"))
+        loss_and_grad = lambda L: fixed_triplet_loss_and_grad(L, Xt, a, p, n, mu)  # noqa: E731
+        L, n_iter, loss = optimize_fixed(self, numpy_objective(loss_and_grad, L0.shape, Xt), L0)
+        return self._store(L, n_iter, loss, t.anchor.shape[0])
 
-        def fun(flat: np.ndarray) -> tuple[float, np.ndarray]:
-            L = to_tensor(flat.reshape(L0.shape), device, Xt.dtype)
-            loss, grad = fixed_triplet_loss_and_grad(L, Xt, a, p, n, mu)
-            return float(loss), grad.double().cpu().numpy().ravel()
-
-        L, n_iter, loss, converged = optimize_fixed(
-            fun, L0, solver=self.solver, max_iter=self.max_iter, tol=self.tol, lr=self.learning_rate
-        )
-        if not converged:
-            warnings.warn(
-                f"LMNN stopped at max_iter={self.max_iter} before converging; "
-                "increase max_iter or tol.",
-                ConvergenceWarning,
-                stacklevel=3,
-            )
-        self.components_ = np.asarray(L, dtype=np.float32).reshape(L0.shape)
+    def _store(self, L: np.ndarray, n_iter: int, loss: float, n_pairs: int) -> LMNN:
+        """Set the fitted attributes from the optimiser's result."""
+        self.components_ = L.astype(np.float32)
         self.n_iter_ = int(n_iter)
         self.objective_ = float(loss)
-        self.n_active_pairs_ = int(t.anchor.shape[0])
+        self.n_active_pairs_ = int(n_pairs)
         return self
-
-    def _optimize(self, X, codes, targets, target_mask, L0):
-        """Alternate impostor searches and optimiser runs until neither changes anything.
-
-        Returns (L, iterations, objective, last active set, converged).
-        """
-
-        def search(L, previous):
-            Z = X @ to_tensor(L, X.device, X.dtype).T
-            return search_active_set(Z, codes, targets, target_mask, previous)
-
-        objective = lambda active: self._objective(X, active, L0.shape)  # noqa: E731
-        return optimize_with_progress(self, search, objective, L0, "LMNN")
-
-    def _objective(self, X: torch.Tensor, active: ActiveSet, shape: tuple[int, int]):
-        """``f(flat L) -> (loss, flat grad)`` in float64 NumPy, for the optimisers."""
-        mu = float(self._param("push_weight"))
-
-        def fun(flat: np.ndarray) -> tuple[float, np.ndarray]:
-            L = to_tensor(flat.reshape(shape), X.device, X.dtype)
-            loss, grad = lmnn_loss_and_grad(L, X, active, mu)
-            return float(loss), grad.double().cpu().numpy().ravel()
-
-        return fun

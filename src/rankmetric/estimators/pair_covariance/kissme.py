@@ -13,114 +13,36 @@ with :math:`S` the ordered same-class pairs :math:`i \ne j`, :math:`D` the diffe
 and :math:`\Pi_{\mathrm{PSD}}` the projection onto the positive semi-definite cone (negative
 eigenvalues clipped to 0).
 
-Both covariances are exact averages over *all* pairs, in closed form: for rows
-:math:`x_1, \dots, x_n`,
-:math:`\sum_{i,j} (x_i - x_j)(x_i - x_j)^\top = 2 n X^\top X - 2 s s^\top` with
-:math:`s = \sum_i x_i`, so the per-class and whole-set sums give :math:`\Sigma_S` and
-:math:`\Sigma_D` in O(N·D²) time and O(D²) memory, with no pair sampled (the paper draws as many
+Both covariances are exact averages over *all* pairs, in closed form
+(:mod:`~rankmetric.estimators.pair_covariance._covariances`; the paper draws as many
 random dissimilar pairs as there are similar ones, an estimate of the same :math:`\Sigma_D`).
 """
 
 from __future__ import annotations
 
-from numbers import Integral, Real
+from numbers import Integral
 
 import numpy as np
-from sklearn.base import BaseEstimator
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import validate_data
 
-from .._validation import (
-    NONE,
-    POSITIVE_INT,
-    Interval,
-    Options,
-    check_labels,
-    check_min_per_class,
-    check_param,
-    check_scale,
-    deprecate_positional_args,
+from ..._validation import Interval, check_param, deprecate_positional_args
+from ...io import register_estimator
+from ...resources import check_square_matrices
+from .._init_parameters import store_parameters
+from .._supervision import check_pair_supervision
+from ..base import fit_context
+from ._covariances import (
+    PairCovarianceLearner,
+    mean_outer,
+    pair_difference_covariances,
+    ridged,
 )
-from ..io import register_estimator
-from ..resources import check_square_matrices
-from ..sampling import POSITIVES, camera_group_codes, check_cameras
-from ._held_out import HELD_OUT_PARAMETER_CONSTRAINTS
-from ._init_parameters import store_parameters
-from ._supervision import check_pair_supervision
-from .base import MahalanobisMixin, fit_context
 
-__all__ = ["KISSME", "pair_difference_covariances"]
+__all__ = ["KISSME", "psd_projection"]
 
 #: float64 (n_features × n_features) matrices held at the peak of a fit (the pair-difference
 #: scatter, Σ_S, Σ_D, their two ridge inverses, M and its eigenvectors), checked against the memory
 #: budget before the first is formed.
 KISSME_MATRICES = 7
-
-
-def pair_difference_covariances(
-    X: np.ndarray, codes: np.ndarray, groups: np.ndarray | None = None
-) -> tuple[np.ndarray, np.ndarray]:
-    """Mean outer products of the differences of same-class and of different-class pairs.
-
-    Parameters
-    ----------
-    X : ndarray of shape (n_samples, n_features)
-    codes : int ndarray of shape (n_samples,)
-        Class codes ``0..Q-1``; at least one class with two samples and two classes.
-    groups : int ndarray of shape (n_samples,), optional
-        (class, camera) group codes (:func:`rankmetric.sampling.camera_group_codes`): the
-        same-class pairs are then only those of two different groups (cross-camera pairs).
-
-    Returns
-    -------
-    sigma_similar : ndarray of shape (n_features, n_features)
-        Mean of :math:`(x_i - x_j)(x_i - x_j)^\top` over ordered pairs :math:`i \ne j` of the
-        same class.
-    sigma_dissimilar : ndarray of shape (n_features, n_features)
-        The same over pairs of different classes.
-    """
-    X = np.asarray(X, dtype=np.float64)
-    X = X - X.mean(axis=0)  # differences do not see a shift; centring keeps the sums small
-    within, counts, class_sums = _within_group_scatter(X, codes)
-    n = X.shape[0]
-    total_sum = class_sums.sum(axis=0)
-    everything = 2.0 * n * (X.T @ X) - 2.0 * np.outer(total_sum, total_sum)
-    n_similar = float((counts * (counts - 1.0)).sum())
-    n_dissimilar = float(n * n - (counts**2).sum())
-    similar = within
-    if groups is not None:  # drop the same-camera pairs: those inside one (class, camera) group
-        same_group, group_counts, _ = _within_group_scatter(X, groups)
-        similar = within - same_group
-        n_similar = float((counts**2).sum() - (group_counts**2).sum())
-        if n_similar <= 0:
-            raise ValueError(
-                "no identity is seen by two cameras, so there is no cross-camera pair "
-                "(positives='cross_camera'); use positives='all'."
-            )
-    sigma_similar = similar / n_similar
-    sigma_dissimilar = (everything - within) / n_dissimilar
-    return _symmetric(sigma_similar), _symmetric(sigma_dissimilar)
-
-
-def _within_group_scatter(X: np.ndarray, codes: np.ndarray):
-    """``Σ_g Σ_{i,j ∈ g} (x_i − x_j)(x_i − x_j)ᵀ``, the group sizes and the group sums."""
-    counts = np.bincount(codes).astype(np.float64)
-    sums = np.zeros((counts.shape[0], X.shape[1]))
-    np.add.at(sums, codes, X)
-    # Σ_g Σ_{i,j ∈ g} (x_i − x_j)(x_i − x_j)ᵀ = 2 Σ_g n_g X_gᵀX_g − 2 Σ_g s_g s_gᵀ
-    weighted = X * counts[codes][:, None]
-    return 2.0 * (weighted.T @ X) - 2.0 * (sums.T @ sums), counts, sums
-
-
-def _symmetric(A: np.ndarray) -> np.ndarray:
-    return 0.5 * (A + A.T)
-
-
-def _ridge_inverse(sigma: np.ndarray, regularization: float) -> np.ndarray:
-    """``(Σ + ε I)⁻¹`` with ``ε = regularization · trace(Σ) / d`` (and at least a tiny floor)."""
-    d = sigma.shape[0]
-    eps = max(regularization * np.trace(sigma) / d, np.finfo(np.float64).tiny)
-    return np.linalg.inv(sigma + eps * np.eye(d))
 
 
 def psd_projection(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -133,34 +55,8 @@ def psd_projection(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     eigenvectors : ndarray of shape (d, d)
         Columns matching ``eigenvalues``.
     """
-    values, vectors = np.linalg.eigh(_symmetric(A))
+    values, vectors = np.linalg.eigh(0.5 * (A + A.T))
     return np.clip(values[::-1], 0.0, None), vectors[:, ::-1]
-
-
-class PairCovarianceLearner(MahalanobisMixin, BaseEstimator):
-    """What KISSME and XQDA share: the covariances of labelled pair differences.
-
-    The hyper-parameter declarations (``n_components``, the ridge ``regularization``,
-    ``positives``), the tag that ``y`` is required, and the checks of ``fit(X, y, cameras=...)``
-    (:meth:`_labelled_input`).
-    """
-
-    _parameter_constraints = {
-        **HELD_OUT_PARAMETER_CONSTRAINTS,
-        "n_components": [NONE, POSITIVE_INT],
-        "regularization": [Interval(Real, 0, None, closed="left")],
-        "positives": [Options(*POSITIVES)],
-    }
-
-    def _labelled_input(self, X, y, cameras) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-        """Validated ``X``, class codes (two samples in a class at least) and camera groups."""
-        self._validate_params()
-        X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
-        check_scale(X, np.float64)  # magnitudes whose squares overflow are refused
-        check_classification_targets(y)
-        _, codes = check_labels(y, X.shape[0])
-        check_min_per_class(codes, 2)
-        return X, codes, cross_camera_groups(self.positives, codes, cameras)
 
 
 @register_estimator
@@ -232,7 +128,7 @@ class KISSME(PairCovarianceLearner):
     Examples
     --------
     >>> from sklearn.datasets import load_iris
-    >>> from rankmetric.estimators.kissme import KISSME
+    >>> from rankmetric.estimators.pair_covariance import KISSME
     >>> X, y = load_iris(return_X_y=True)
     >>> KISSME(n_components=3).fit(X, y).transform(X).shape
     (150, 3)
@@ -322,11 +218,7 @@ class KISSME(PairCovarianceLearner):
         s = check_pair_supervision(self, X, pairs, y)
         Z = self._fit_pca(s.X)
         V = Z[s.a] - Z[s.b]
-        sim = s.similar
-        return self._fit_covariances(
-            _symmetric(V[sim].T @ V[sim] / sim.sum()),
-            _symmetric(V[~sim].T @ V[~sim] / (~sim).sum()),
-        )
+        return self._fit_covariances(mean_outer(V, s.similar), mean_outer(V, ~s.similar))
 
     def _held_out_reference(self, X: np.ndarray) -> np.ndarray:
         """The reference of the held-out check: the Euclidean distance of the PCA features."""
@@ -347,29 +239,12 @@ class KISSME(PairCovarianceLearner):
 
     def _fit_covariances(self, sigma_s: np.ndarray, sigma_d: np.ndarray) -> KISSME:
         """``M = Π_PSD(Σ_S⁻¹ − Σ_D⁻¹)`` on the PCA features, folded into ``components_``."""
-        M = _ridge_inverse(sigma_s, self.regularization) - _ridge_inverse(
-            sigma_d, self.regularization
-        )
+        reg = self.regularization
+        M = np.linalg.inv(ridged(sigma_s, reg)) - np.linalg.inv(ridged(sigma_d, reg))
         values, vectors = psd_projection(M)
         self.metric_eigenvalues_ = values
         self.components_ = (np.sqrt(values)[:, None] * vectors.T) @ self.pca_components_
         return self
-
-
-def cross_camera_groups(positives: str, codes: np.ndarray, cameras) -> np.ndarray | None:
-    """The (class, camera) group codes ``positives="cross_camera"`` needs, else None.
-
-    Checks ``cameras`` whenever given; refuses ``"cross_camera"`` without them.
-    """
-    cams = None if cameras is None else check_cameras(cameras, codes.shape[0])
-    if positives != "cross_camera":
-        return None
-    if cams is None:
-        raise ValueError(
-            "positives='cross_camera' forms similar pairs across cameras: pass "
-            "fit(X, y, cameras=...) (in a Pipeline, <step>__cameras=...)."
-        )
-    return camera_group_codes(codes, cams)
 
 
 def _principal_axes(centered: np.ndarray, r: int) -> np.ndarray:

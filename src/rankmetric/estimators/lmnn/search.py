@@ -16,15 +16,17 @@ from dataclasses import dataclass
 
 import torch
 
-from .._distances import paired_squared_euclidean, squared_euclidean
-from ..neighbors import Gallery, nearest_chunks
-from ..resources import check_memory, memory_budget
+from ..._distances import paired_squared_euclidean, squared_euclidean
+from ..._utils import to_tensor
+from ...neighbors import Gallery, nearest_chunks
+from ...resources import check_memory, memory_budget
 
 __all__ = [
     "MAX_ACTIVE_SET_BYTES",
     "PAIR_BYTES",
     "PAIR_BYTES_PER_K",
     "ActiveSet",
+    "active_set_search",
     "check_active_set_size",
     "check_first_active_set",
     "estimate_impostor_pairs",
@@ -34,7 +36,6 @@ __all__ = [
     "pair_sq_distances",
     "row_chunk",
     "search_active_set",
-    "squared_distances",
     "target_distances",
 ]
 
@@ -92,14 +93,6 @@ class ActiveSet:
 
 def row_chunk(n_columns: int) -> int:
     return max(1, _BLOCK_ELEMENTS // max(n_columns, 1))
-
-
-def squared_distances(A: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
-    """Squared Euclidean distances between the rows of ``A`` (m, d) and ``B`` (n, d) → (m, n).
-
-    :func:`rankmetric._distances.squared_euclidean`, the one kernel (kept under this name).
-    """
-    return squared_euclidean(A, B)
 
 
 def find_target_neighbors(
@@ -179,13 +172,18 @@ def _chunked_pair_sq_distances(Z, a, b, groups) -> torch.Tensor:
 
 
 def target_distances(
-    Z: torch.Tensor, targets: torch.Tensor, groups: torch.Tensor | None = None
+    Z: torch.Tensor,
+    targets: torch.Tensor,
+    groups: torch.Tensor | None = None,
+    rows: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """``d(x_i, x_j)²`` for every sample ``i`` and target ``j`` (n, k), in ``j``'s metric."""
+    """``d(x_i, x_j)²`` for every sample ``i`` (or those of ``rows``, whose target neighbours
+    ``targets`` then holds) and target ``j``: (n, k), in ``j``'s metric."""
     if groups is None:
-        return paired_squared_euclidean(Z[:, None, :], Z[targets])
-    rows = torch.arange(targets.shape[0], device=targets.device)[:, None]
-    return pair_sq_distances(Z, rows, targets, groups)
+        return paired_squared_euclidean((Z if rows is None else Z[rows])[:, None, :], Z[targets])
+    if rows is None:
+        rows = torch.arange(targets.shape[0], device=targets.device)
+    return pair_sq_distances(Z, rows[:, None], targets, groups)
 
 
 def margin_radii(
@@ -193,9 +191,10 @@ def margin_radii(
     targets: torch.Tensor,
     target_mask: torch.Tensor,
     groups: torch.Tensor | None = None,
+    rows: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """``max_j d(x_i, x_j)² + 1`` over the target neighbours (−inf for samples without any)."""
-    d = target_distances(Z, targets, groups)
+    d = target_distances(Z, targets, groups, rows)
     d = d.masked_fill(~target_mask, -torch.inf)
     return d.max(1).values + 1.0
 
@@ -232,24 +231,31 @@ def find_impostors(
     anchors, impostors : LongTensor of shape (n_pairs,)
     """
     radii = margin_radii(Z, targets, target_mask, groups)
-    radii = radii * (1.0 + slack) + slack
-    if groups is None:
-        blocks = [(Z, None)]
-    else:  # loop over the (few) groups: each searches its own members as candidates
-        blocks = [(Z[g], torch.nonzero(groups == g).flatten()) for g in range(Z.shape[0])]
     n = codes.shape[0]
     found_a, found_l, n_pairs = [], [], 0
     budget = memory_budget().bytes
-    for Zg, members in blocks:
+    for start, inside, members in _impostor_blocks(Z, codes, radii, groups, slack=slack):
+        a, l = torch.nonzero(inside, as_tuple=True)
+        found_a.append(a + start)
+        found_l.append(l if members is None else members[l])
+        n_pairs += a.numel()
+        check_active_set_size(n_pairs, targets.shape[1], n, budget=budget)
+    return torch.cat(found_a), torch.cat(found_l)
+
+
+def _impostor_blocks(Z, codes, radii, groups, rows=None, slack=_SEARCH_SLACK):
+    """``(start, inside, members)`` per chunk of anchors (all, or ``rows``) and per group:
+    :func:`_inside_blocks` over the candidates of each group (``members``; None: every sample),
+    with the radii enlarged by ``slack``."""
+    radii = radii * (1.0 + slack) + slack
+    for g in [None] if groups is None else range(Z.shape[0]):  # loop over the (few) groups
+        Zg = Z if g is None else Z[g]
+        members = None if g is None else torch.nonzero(groups == g).flatten()
         columns = Zg if members is None else Zg[members]
         column_codes = codes if members is None else codes[members]
-        for start, inside in _inside_blocks(Zg, codes, radii, columns, column_codes):
-            a, l = torch.nonzero(inside, as_tuple=True)
-            found_a.append(a + start)
-            found_l.append(l if members is None else members[l])
-            n_pairs += a.numel()
-            check_active_set_size(n_pairs, targets.shape[1], n, budget=budget)
-    return torch.cat(found_a), torch.cat(found_l)
+        anchors = (Zg, codes) if rows is None else (Zg[rows], codes[rows])
+        for start, inside in _inside_blocks(*anchors, radii, columns, column_codes):
+            yield start, inside, members
 
 
 def _inside_blocks(anchors_Z, anchor_codes, radii, columns, column_codes):
@@ -309,7 +315,7 @@ def check_active_set_size(
     if MAX_ACTIVE_SET_BYTES is not None and need > MAX_ACTIVE_SET_BYTES:
         raise ValueError(
             f"{what} would need about {need / 2**30:.1f} GiB (limit "
-            f"rankmetric.estimators._lmnn_search.MAX_ACTIVE_SET_BYTES = "
+            f"rankmetric.estimators.lmnn.search.MAX_ACTIVE_SET_BYTES = "
             f"{MAX_ACTIVE_SET_BYTES / 2**30:.1f} GiB). {advice}"
         )
     if budget == -1 or (budget is not None and need > budget):
@@ -320,20 +326,6 @@ def _probe_rows(n: int, n_probe: int | None, device) -> torch.Tensor:
     """``n_probe`` (default :data:`N_PROBE_ANCHORS`) evenly spaced sample indices."""
     n_probe = min(n, N_PROBE_ANCHORS if n_probe is None else n_probe)
     return torch.linspace(0, n - 1, n_probe, device=device).round().long().unique()
-
-
-def _count_impostors_of(Z, codes, rows, radii, groups) -> int:
-    """Impostors of the anchors ``rows`` (margin radii ``radii``), over every sample, chunked."""
-    radii = radii * (1.0 + _SEARCH_SLACK) + _SEARCH_SLACK
-    count = 0
-    for g in [None] if groups is None else range(Z.shape[0]):  # loop over the (few) groups
-        Zg = Z if g is None else Z[g]
-        members = None if g is None else torch.nonzero(groups == g).flatten()
-        columns = Zg if members is None else Zg[members]
-        column_codes = codes if members is None else codes[members]
-        for _, inside in _inside_blocks(Zg[rows], codes[rows], radii, columns, column_codes):
-            count += int(inside.sum())
-    return count
 
 
 def estimate_impostor_pairs(
@@ -361,16 +353,10 @@ def estimate_impostor_pairs(
         targets, target_mask = _targets_of(X, codes, rows, k)
     else:
         targets, target_mask = targets[rows], target_mask[rows]
-    radii = _target_distances_of(Z, rows, targets, groups)
-    radii = radii.masked_fill(~target_mask, -torch.inf).max(1).values + 1.0
-    return int(round(_count_impostors_of(Z, codes, rows, radii, groups) * n / rows.numel()))
-
-
-def _target_distances_of(Z, rows, targets, groups) -> torch.Tensor:
-    """``d(x_i, x_j)²`` for the anchors ``rows`` and their targets (len(rows), k)."""
-    if groups is None:
-        return paired_squared_euclidean(Z[rows][:, None, :], Z[targets])
-    return pair_sq_distances(Z, rows[:, None], targets, groups)
+    radii = margin_radii(Z, targets, target_mask, groups, rows)
+    blocks = _impostor_blocks(Z, codes, radii, groups, rows)
+    count = sum(int(inside.sum()) for _, inside, _ in blocks)
+    return int(round(count * n / rows.numel()))
 
 
 def _targets_of(X, codes, rows, k: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -390,15 +376,21 @@ def _targets_of(X, codes, rows, k: int) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.cat(found), torch.cat(mask)
 
 
+def _check_estimate(Z, codes, k: int, *args, **kwargs) -> None:
+    """Refuse an active set whose estimate (:func:`estimate_impostor_pairs` with these
+    arguments) cannot fit in the memory budget, before searching it."""
+    n = codes.shape[0]
+    if n > N_PROBE_ANCHORS:
+        estimate = estimate_impostor_pairs(Z, codes, *args, k=k, **kwargs)
+        check_active_set_size(estimate, k, n, estimated=True)
+
+
 def check_first_active_set(
     X: torch.Tensor, Z: torch.Tensor, codes: torch.Tensor, k: int, groups=None
 ) -> None:
     """Refuse, before any target-neighbour search, a problem whose first active set (at the
     starting embedding ``Z``) cannot fit in the memory budget; seconds even at N = 200,000."""
-    n = codes.shape[0]
-    if n > N_PROBE_ANCHORS:
-        estimate = estimate_impostor_pairs(Z, codes, groups=groups, X=X, k=k)
-        check_active_set_size(estimate, k, n, estimated=True)
+    _check_estimate(Z, codes, k, groups=groups, X=X)
 
 
 def search_active_set(
@@ -418,9 +410,7 @@ def search_active_set(
     (:func:`estimate_impostor_pairs`), before the full search.
     """
     n, k = codes.shape[0], targets.shape[1]
-    if n > N_PROBE_ANCHORS:
-        estimate = estimate_impostor_pairs(Z, codes, targets, target_mask, groups)
-        check_active_set_size(estimate, k, n, estimated=True)
+    _check_estimate(Z, codes, k, targets, target_mask, groups)
     anchors, impostors = find_impostors(Z, codes, targets, target_mask, groups=groups)
     if previous is not None and previous.anchors.numel():
         radii = margin_radii(Z, targets, target_mask, groups)
@@ -430,3 +420,23 @@ def search_active_set(
         keys = torch.cat([previous.pair_keys(n)[near], anchors * n + impostors]).unique()
         anchors, impostors = keys // n, keys % n
     return ActiveSet(targets, target_mask, anchors, impostors)
+
+
+def active_set_search(
+    X: torch.Tensor,
+    codes: torch.Tensor,
+    targets: torch.Tensor,
+    target_mask: torch.Tensor,
+    groups: torch.Tensor | None = None,
+):
+    """``search(L, previous) -> ActiveSet`` at the map ``L`` (an ndarray), for the optimiser.
+
+    ``L`` is one map (n_components, n_features) or, with ``groups``, one per group; the samples
+    ``X`` are embedded as ``X Lᵀ`` and searched with :func:`search_active_set`.
+    """
+
+    def search(L, previous: ActiveSet | None) -> ActiveSet:
+        Z = X @ to_tensor(L, X.device, X.dtype).mT
+        return search_active_set(Z, codes, targets, target_mask, previous, groups)
+
+    return search

@@ -23,18 +23,17 @@ LMNN fit, as in the paper. Classification is the k-NN vote under ``D``.
 
 from __future__ import annotations
 
-import os
 import warnings
 from numbers import Integral
 
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._utils import resolve_device, to_tensor
-from .._validation import (
+from ..._distances import paired_squared_euclidean, squared_euclidean
+from ..._utils import resolve_device, to_tensor
+from ..._validation import (
     ARRAY,
     DEPRECATED,
     NONE,
@@ -46,22 +45,14 @@ from .._validation import (
     deprecate_positional_args,
     encode_labels,
 )
-from ..io import load_model, register_estimator, save_model
-from ..neighbors import smallest_k
-from ._active_set_optimiser import optimize_with_progress
-from ._held_out import HELD_OUT_PARAMETER_CONSTRAINTS, HeldOutCheckMixin
-from ._init_parameters import store_parameters
-from ._lmnn_objective import laplacian_gradient, triplet_terms
-from ._lmnn_search import (
-    ActiveSet,
-    find_target_neighbors,
-    pair_sq_distances,
-    row_chunk,
-    search_active_set,
-    squared_distances,
-)
-from ._supervision import split_pairs
-from .base import fit_context
+from ...io import register_estimator
+from ...neighbors import smallest_k
+from .._held_out import HELD_OUT_PARAMETER_CONSTRAINTS, HeldOutCheckMixin
+from .._init_parameters import store_parameters
+from .._supervision import split_pairs
+from ..base import MetricLearnerMixin, fit_context
+from ._active_set import numpy_objective, optimize_with_progress
+from ._objective import lmnn_loss_and_grad
 from .lmnn import (
     LMNN,
     LMNN_PARAMETER_CONSTRAINTS,
@@ -69,13 +60,9 @@ from .lmnn import (
     n_components_for,
     warn_small_classes,
 )
+from .search import ActiveSet, active_set_search, find_target_neighbors, row_chunk
 
 __all__ = ["MultiMetricLMNN", "mlmnn_loss_and_grad"]
-
-
-def _embed(Ls: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
-    """``X L_gᵀ`` for every group: (n_groups, n_samples, r)."""
-    return X @ Ls.transpose(1, 2)
 
 
 def mlmnn_loss_and_grad(
@@ -86,6 +73,8 @@ def mlmnn_loss_and_grad(
     regularization: float,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """mLMNN objective on an active set, and its (sub)gradient with respect to every ``L_g``.
+
+    :func:`rankmetric.estimators.lmnn.lmnn_loss_and_grad` with one map per group.
 
     Parameters
     ----------
@@ -106,17 +95,7 @@ def mlmnn_loss_and_grad(
     loss : Tensor of shape ()
     grad : Tensor of shape (n_groups, n_components, n_features)
     """
-    Z = _embed(Ls, X)
-    rows = torch.arange(X.shape[0], device=X.device)[:, None]
-    d_target = pair_sq_distances(Z, rows, active.targets, groups)  # (n, k)
-    d_impostor = pair_sq_distances(Z, active.anchors, active.impostors, groups)  # (m,)
-    loss, a, b, w = triplet_terms(d_target, d_impostor, active, regularization)
-    reference = groups[b]
-    grad = torch.empty_like(Ls)
-    for g in range(Ls.shape[0]):  # loop over the (few) groups: the pairs measured in g's metric
-        sel = reference == g
-        grad[g] = laplacian_gradient(Z[g], X, a[sel], b[sel], w[sel])
-    return loss, grad
+    return lmnn_loss_and_grad(Ls, X, active, regularization, groups)
 
 
 _FLOAT32_SAFE = 1e15  # |x| below this: squared distances stay far from float32's 3.4e38
@@ -265,6 +244,7 @@ class MultiMetricLMNN(HeldOutCheckMixin, ParameterValidationMixin, ClassifierMix
     }
     _renamed_parameters = {"k": "n_target_neighbors", "regularization": "push_weight"}
 
+    # The signature is spelled out (scikit-learn reads it), shared with mLMNN / LMNN.
     @deprecate_positional_args
     def __init__(
         self,
@@ -296,12 +276,6 @@ class MultiMetricLMNN(HeldOutCheckMixin, ParameterValidationMixin, ClassifierMix
         return tags
 
     # ------------------------------------------------------------------ validation
-    def _check_data_dependent_params(self, n_samples: int) -> None:
-        """The bounds of ``n_neighbors`` and ``n_clusters`` that depend on the data."""
-        bound = Interval(Integral, 1, n_samples, closed="both", right_label="n_samples")
-        check_param("n_neighbors", self.n_neighbors, [bound])
-        check_param("n_clusters", self.n_clusters, [NONE, bound])
-
     def _groups(self, X: np.ndarray, codes: np.ndarray) -> np.ndarray:
         if self.n_clusters is None:
             return codes.copy()
@@ -332,17 +306,15 @@ class MultiMetricLMNN(HeldOutCheckMixin, ParameterValidationMixin, ClassifierMix
             return self.init.astype(np.float64), None
         if self.init == "identity":
             return np.tile(np.eye(r, D), (n_groups, 1, 1)), None
+        shared = ("max_iter", "learning_rate", "active_set_update", "tol", "solver")
         lmnn = LMNN(  # init="lmnn"
             n_components=r,
             n_target_neighbors=self._param("n_target_neighbors"),
             push_weight=self._param("push_weight"),
-            max_iter=self.max_iter,
-            learning_rate=self.learning_rate,
-            active_set_update=self.active_set_update,
-            tol=self.tol,
-            solver=self.solver,
             random_state=self.random_state,
             device=self.device,
+            held_out_check=False,  # a step of this fit: mLMNN checks its own rule
+            **{name: getattr(self, name) for name in shared},
         )
         with warnings.catch_warnings():  # mLMNN has already said so
             warnings.filterwarnings(
@@ -370,7 +342,9 @@ class MultiMetricLMNN(HeldOutCheckMixin, ParameterValidationMixin, ClassifierMix
         """
         X, classes, codes = check_labelled_input(self, X, y)
         r = n_components_for(self.n_components, X.shape[1])
-        self._check_data_dependent_params(X.shape[0])
+        bound = Interval(Integral, 1, X.shape[0], closed="both", right_label="n_samples")
+        check_param("n_neighbors", self.n_neighbors, [bound])  # the bounds that depend on X
+        check_param("n_clusters", self.n_clusters, [NONE, bound])
         k = self._param("n_target_neighbors")
         warn_small_classes(codes, classes, k)
         groups = self._groups(X, codes)
@@ -382,29 +356,13 @@ class MultiMetricLMNN(HeldOutCheckMixin, ParameterValidationMixin, ClassifierMix
         groups_t = torch.as_tensor(groups, device=device)
         targets, target_mask = find_target_neighbors(Xt, codes_t, k)
         mu = float(self._param("push_weight"))
-
-        def search(Ls, previous):
-            Z = _embed(to_tensor(Ls, device, Xt.dtype), Xt)
-            return search_active_set(Z, codes_t, targets, target_mask, previous, groups_t)
+        search = active_set_search(Xt, codes_t, targets, target_mask, groups_t)
 
         def objective(active):
-            def fun(flat: np.ndarray) -> tuple[float, np.ndarray]:
-                Ls = to_tensor(flat.reshape(L0.shape), device, Xt.dtype)
-                loss, grad = mlmnn_loss_and_grad(Ls, Xt, groups_t, active, mu)
-                return float(loss), grad.double().cpu().numpy().ravel()
+            loss_and_grad = lambda Ls: lmnn_loss_and_grad(Ls, Xt, active, mu, groups_t)  # noqa: E731
+            return numpy_objective(loss_and_grad, L0.shape, Xt)
 
-            return fun
-
-        Ls, n_iter, loss, active, converged = optimize_with_progress(
-            self, search, objective, L0, "mLMNN"
-        )
-        if not converged:
-            warnings.warn(
-                f"MultiMetricLMNN stopped at max_iter={self.max_iter} before converging; "
-                "increase max_iter or tol.",
-                ConvergenceWarning,
-                stacklevel=2,
-            )
+        Ls, n_iter, loss, active = optimize_with_progress(self, search, objective, L0, "mLMNN")
         self.classes_ = classes
         self.components_ = Ls.astype(np.float32)
         self.clusters_ = groups
@@ -443,7 +401,7 @@ class MultiMetricLMNN(HeldOutCheckMixin, ParameterValidationMixin, ClassifierMix
             rows = Q[start : start + step]
             block = torch.empty((rows.shape[0], n_train), dtype=Q.dtype, device=device)
             for g, m in enumerate(members):  # loop over clusters: each in its own metric
-                block[:, m] = squared_distances(rows @ Ls[g].T, embedded[g])
+                block[:, m] = squared_euclidean(rows @ Ls[g].T, embedded[g])
             if not torch.isfinite(block).all():
                 raise ValueError(
                     "MultiMetricLMNN: distances to the training points overflow float64; the "
@@ -542,30 +500,11 @@ class MultiMetricLMNN(HeldOutCheckMixin, ParameterValidationMixin, ClassifierMix
         out = np.empty(diff.shape[0], dtype=np.float32)
         for g in np.unique(clusters):  # loop over clusters: each pair in its own metric
             sel = clusters == g
-            out[sel] = np.sqrt(((diff[sel] @ self.components_[g].T) ** 2).sum(1))
+            # the difference is taken first (no cancellation): its embedding's squared norm
+            out[sel] = np.sqrt(paired_squared_euclidean(diff[sel] @ self.components_[g].T, 0.0))
         return out
 
     # ------------------------------------------------------------------ model files
-    def save(self, path: str | os.PathLike) -> None:
-        """Save the fitted estimator to ``path`` (``.npz``; loading executes no code).
-
-        Parameters
-        ----------
-        path : str or path-like
-            The ``.npz`` file to write (see :func:`rankmetric.save_model`).
-
-        Returns
-        -------
-        None
-            Read it back with :func:`rankmetric.load_model`.
-        """
-        check_is_fitted(self, "components_")
-        save_model(self, path)
-
-    @classmethod
-    def load(cls, path: str | os.PathLike) -> MultiMetricLMNN:
-        """Load an estimator saved with :meth:`save`."""
-        est = load_model(path)
-        if not isinstance(est, cls):
-            raise ValueError(f"{path} holds a {type(est).__name__}, not a {cls.__name__}.")
-        return est
+    # One implementation of the model files (mLMNN is a classifier, not a transformer).
+    save = MetricLearnerMixin.save
+    load = MetricLearnerMixin.__dict__["load"]

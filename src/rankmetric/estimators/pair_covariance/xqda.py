@@ -2,7 +2,7 @@
 
 XQDA learns a subspace ``W`` (d × r) and a metric ``M`` in it at once, in closed form, from the
 covariances of intra-personal and extra-personal differences (the ``Σ_S`` / ``Σ_D`` of KISSME,
-computed by the same :func:`rankmetric.estimators.kissme.pair_difference_covariances`):
+computed by the same :func:`~rankmetric.estimators.pair_covariance.pair_difference_covariances`):
 
     Σ_I = mean_{same identity} (x_i − x_j)(x_i − x_j)ᵀ + ε I ,
     Σ_E = mean_{different identities} (x_i − x_j)(x_i − x_j)ᵀ ,
@@ -26,17 +26,17 @@ from numbers import Integral
 import numpy as np
 import scipy.linalg
 
-from .._validation import (
+from ..._validation import (
     NONE,
     Interval,
     check_param,
     deprecate_positional_args,
 )
-from ..io import register_estimator
-from ..resources import check_square_matrices
-from ._init_parameters import store_parameters
-from .base import fit_context
-from .kissme import PairCovarianceLearner, pair_difference_covariances
+from ...io import register_estimator
+from ...resources import check_square_matrices
+from .._init_parameters import store_parameters
+from ..base import fit_context
+from ._covariances import PairCovarianceLearner, pair_difference_covariances, ridged
 
 __all__ = ["XQDA", "xqda_subspace"]
 
@@ -66,9 +66,7 @@ def xqda_subspace(
     eigenvectors : ndarray of shape (d, d)
         Columns ``w`` with ``Wᵀ (Σ_I + ε I) W = I``.
     """
-    d = sigma_intra.shape[0]
-    eps = max(regularization * np.trace(sigma_intra) / d, np.finfo(np.float64).tiny)
-    values, vectors = scipy.linalg.eigh(sigma_extra, sigma_intra + eps * np.eye(d))
+    values, vectors = scipy.linalg.eigh(sigma_extra, ridged(sigma_intra, regularization))
     return values[::-1], vectors[:, ::-1]
 
 
@@ -157,7 +155,7 @@ class XQDA(PairCovarianceLearner):
     Examples
     --------
     >>> from sklearn.datasets import load_iris
-    >>> from rankmetric.estimators.xqda import XQDA
+    >>> from rankmetric.estimators.pair_covariance import XQDA
     >>> X, y = load_iris(return_X_y=True)
     >>> XQDA(n_components=2).fit(X, y).transform(X).shape
     (150, 2)

@@ -11,12 +11,41 @@ from __future__ import annotations
 import numpy as np
 import torch
 from scipy.optimize import minimize
+from sklearn.exceptions import ConvergenceWarning
 
-from .._threads import single_blas_thread
-from .._utils import progress
-from .._validation import deprecated_alias
+from ..._threads import single_blas_thread
+from ..._utils import progress, to_tensor
+from ..._validation import deprecated_alias, warn_at_caller
 
-__all__ = ["optimize_on_active_sets", "optimize_with_progress", "optimize_fixed"]
+__all__ = [
+    "numpy_objective",
+    "optimize_fixed",
+    "optimize_on_active_sets",
+    "optimize_with_progress",
+]
+
+
+def numpy_objective(loss_and_grad, shape: tuple[int, ...], like: torch.Tensor):
+    """``f(flat x) -> (loss, flat gradient)`` in float64 NumPy, for the optimisers.
+
+    ``loss_and_grad`` takes the parameters as a tensor of ``shape`` on the device and of the
+    dtype of ``like`` (the data) and returns ``(loss, gradient)`` tensors.
+    """
+
+    def fun(flat: np.ndarray) -> tuple[float, np.ndarray]:
+        loss, grad = loss_and_grad(to_tensor(flat.reshape(shape), like.device, like.dtype))
+        return float(loss), grad.double().cpu().numpy().ravel()
+
+    return fun
+
+
+def _warn_unless(converged: bool, est) -> None:
+    if not converged:
+        warn_at_caller(
+            f"{type(est).__name__} stopped at max_iter={est.max_iter} before converging; "
+            "increase max_iter or tol.",
+            ConvergenceWarning,
+        )
 
 
 def optimize_on_active_sets(
@@ -80,7 +109,9 @@ def optimize_with_progress(est, search, objective, x0: np.ndarray, desc: str):
 
     ``est`` has ``solver``, ``max_iter``, ``active_set_update``, ``tol``, ``learning_rate`` and
     ``verbose`` (LMNN and multiple-metric LMNN); the bar (on a terminal, when ``verbose``) shows
-    the iterations, the objective and the new impostor pairs of the last search.
+    the iterations, the objective and the new impostor pairs of the last search. Warns
+    (``ConvergenceWarning``) when ``max_iter`` ends the run. Returns ``(x, n_iter, loss,
+    active)`` as :func:`optimize_on_active_sets`, less ``converged``.
     """
     with progress(total=est.max_iter, desc=desc, verbose=est.verbose) as bar:
 
@@ -88,7 +119,7 @@ def optimize_with_progress(est, search, objective, x0: np.ndarray, desc: str):
             bar.update(n_iter - bar.n)
             bar.set_postfix(objective=f"{loss:.6g}", new_pairs=n_new)
 
-        return optimize_on_active_sets(
+        *result, converged = optimize_on_active_sets(
             search,
             objective,
             x0,
@@ -99,6 +130,8 @@ def optimize_with_progress(est, search, objective, x0: np.ndarray, desc: str):
             learning_rate=est.learning_rate,
             on_round=report,
         )
+    _warn_unless(converged, est)
+    return result
 
 
 def _lbfgs(fun, L: np.ndarray, budget: int, tol: float):
@@ -149,25 +182,29 @@ def _adaptive_descent(fun, L: np.ndarray, budget: int, lr: float, tol: float):
     return x.reshape(L.shape), steps, loss, settled, lr
 
 
-def optimize_fixed(fun, x0: np.ndarray, *, solver: str, max_iter: int, tol: float, lr: float):
-    """Run LMNN's solver on one fixed objective (no constraint search: e.g. given triplets).
+def optimize_fixed(est, fun, x0: np.ndarray):
+    """Run ``est``'s solver on one fixed objective (no constraint search: e.g. given triplets).
 
     Parameters
     ----------
+    est : LMNN
+        Its ``solver``, ``max_iter``, ``tol`` and ``learning_rate`` are used.
     fun : callable ``flat x -> (loss, flat gradient)``
     x0 : ndarray
-    solver, max_iter, tol, lr
-        As the parameters of :class:`LMNN` (``lr`` is its ``learning_rate``).
 
     Returns
     -------
-    x, n_iter, loss, converged
+    x, n_iter, loss
+        Warns (``ConvergenceWarning``) when ``max_iter`` ends the run.
     """
-    if solver == "lbfgs":
-        x, steps, loss, settled = _lbfgs(fun, x0, max_iter, tol)
+    if est.solver == "lbfgs":
+        x, steps, loss, settled = _lbfgs(fun, x0, est.max_iter, est.tol)
     else:
-        x, steps, loss, settled, _ = _adaptive_descent(fun, x0, max_iter, lr, tol)
-    return x, max(steps, 1), loss, settled
+        x, steps, loss, settled, _ = _adaptive_descent(
+            fun, x0, est.max_iter, est.learning_rate, est.tol
+        )
+    _warn_unless(settled, est)
+    return x, max(steps, 1), loss
 
 
 # The names before 0.2 (British spelling), kept this release with a FutureWarning.

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from ._lmnn_search import ActiveSet, pair_sq_distances, row_chunk, target_distances
+from .search import ActiveSet, pair_sq_distances, row_chunk, target_distances
 
 __all__ = [
     "fixed_triplet_loss_and_grad",
@@ -108,30 +108,44 @@ def laplacian_gradient(
 
 
 def lmnn_loss_and_grad(
-    L: torch.Tensor, X: torch.Tensor, active: ActiveSet, regularization: float
+    L: torch.Tensor,
+    X: torch.Tensor,
+    active: ActiveSet,
+    regularization: float,
+    groups: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """LMNN objective ε(L) on an active set, and its (sub)gradient with respect to ``L``.
 
     Parameters
     ----------
-    L : Tensor of shape (n_components, n_features)
+    L : Tensor of shape (n_components, n_features), or (n_groups, n_components, n_features)
+        One linear map, or one per group with ``groups`` (multiple-metric LMNN).
     X : Tensor of shape (n_samples, n_features)
     active : ActiveSet
         Target neighbours and the impostor pairs over which the push term is summed (pass
         every differently labelled pair to get the exact objective).
     regularization : float
         μ in [0, 1]: weight of the push term; the pull term has weight 1 − μ.
+    groups : LongTensor of shape (n_samples,), optional
+        Group of each sample: a distance to sample ``j`` is measured in ``L[groups[j]]``.
 
     Returns
     -------
     loss : Tensor of shape ()
-    grad : Tensor of shape (n_components, n_features)
+    grad : Tensor of the shape of ``L``
     """
-    Z = X @ L.T
-    d_target = target_distances(Z, active.targets)  # (n, k)
-    d_impostor = pair_sq_distances(Z, active.anchors, active.impostors)  # (m,)
+    Z = X @ L.mT
+    d_target = target_distances(Z, active.targets, groups)  # (n, k)
+    d_impostor = pair_sq_distances(Z, active.anchors, active.impostors, groups)  # (m,)
     loss, a, b, w = triplet_terms(d_target, d_impostor, active, regularization)
-    return loss, laplacian_gradient(Z, X, a, b, w)
+    if groups is None:
+        return loss, laplacian_gradient(Z, X, a, b, w)
+    reference = groups[b]
+    grad = torch.empty_like(L)
+    for g in range(L.shape[0]):  # loop over the (few) groups: the pairs measured in g's metric
+        sel = reference == g
+        grad[g] = laplacian_gradient(Z[g], X, a[sel], b[sel], w[sel])
+    return loss, grad
 
 
 def fixed_triplet_loss_and_grad(
@@ -175,4 +189,4 @@ def fixed_triplet_loss_and_grad(
     a = torch.cat([ta, anchor, anchor])
     b = torch.cat([tp, positive, negative])
     w = torch.cat([torch.full_like(d_target, 1.0 - mu), mu * violated, -mu * violated])
-    return loss, 2.0 * Z.T @ laplacian_product(X, a, b, w)
+    return loss, laplacian_gradient(Z, X, a, b, w)

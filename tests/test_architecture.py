@@ -110,7 +110,7 @@ DISTANCE_KERNELS = {
 DISTANCES_ALLOWED = {
     "_distances.py": "the one home of the kernel",
     "losses/regularizers.py": "‖WᵀW − I‖²: an orthogonality penalty, not a distance of points",
-    "estimators/kissme.py": "sums of pair-difference outer products (covariances), not distances",
+    "estimators/pair_covariance/_covariances.py": "sums of pair-difference outer products (covariances), not distances",
     "index/export.py": "the Gram form written as ONNX operators, for the exported graph",
     "geometry/flat_distances.py": "Frobenius norms of matrix differences (log-Euclidean metric)",
 }
@@ -118,7 +118,6 @@ DISTANCES_ALLOWED = {
 #: Modules #39 routes through ``_distances`` in other changes (its item 6).
 DISTANCES_PENDING = {
     "evaluate/_kmeans.py": "k-means++ seeding and assignment",
-    "estimators/mlmnn.py": "mLMNN's per-group distances",
     "estimators/ssne.py": "SSNE's validation similarity",
     "estimators/_held_out.py": "the held-out check's reference distance",
     "neighbors/_search.py": "the search's chunk scores ||g||² − 2 qᵀg",

@@ -7,9 +7,27 @@ import torch
 from .._utils import resolve_device
 from ..geometry.checks import as_matrix_stack, working_dtype
 
-__all__ = ["MatrixOutputMixin", "input_matrices"]
+__all__ = ["MatrixInputMixin", "MatrixOutputMixin", "input_matrices"]
 
 CONTAINERS = ("default", "pandas", "polars")
+
+
+class MatrixInputMixin:
+    """Tell scikit-learn that ``X`` is a stack of matrices (its 3-D input tag).
+
+    ``_two_d_input``: whether flattened rows are accepted too; ``_requires_fit``: False for a
+    stateless transformer.
+    """
+
+    _two_d_input = False
+    _requires_fit = True
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.two_d_array = self._two_d_input
+        tags.input_tags.three_d_array = True
+        tags.requires_fit = self._requires_fit
+        return tags
 
 
 class MatrixOutputMixin:

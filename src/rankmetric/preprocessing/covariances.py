@@ -15,7 +15,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 
 from .._validation import RANDOM_STATE, check_param, note_changed_default
 from ..datasets.covariance import check_covariance_estimator, covariances
-from ._matrix_output import MatrixOutputMixin
+from ._matrix_output import MatrixInputMixin, MatrixOutputMixin
 
 __all__ = ["Covariances"]
 
@@ -23,7 +23,9 @@ __all__ = ["Covariances"]
 DEFAULT_ESTIMATOR, OLD_DEFAULT_ESTIMATOR = "scm", "oas"
 
 
-class Covariances(MatrixOutputMixin, TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):
+class Covariances(
+    MatrixInputMixin, MatrixOutputMixin, TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
+):
     r"""Covariance matrix of each multichannel trial, always symmetric positive definite.
 
     A stateless transformer: ``fit`` only checks the parameters and records the number of
@@ -93,12 +95,7 @@ class Covariances(MatrixOutputMixin, TransformerMixin, BaseEstimator, auto_wrap_
         self.shrinkage = shrinkage
         self.random_state = random_state
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.two_d_array = False
-        tags.input_tags.three_d_array = True
-        tags.requires_fit = False
-        return tags
+    _requires_fit = False
 
     def fit(self, X, y=None) -> Covariances:
         """Check the parameters and the trials' shape.

@@ -17,7 +17,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from .._validation import DEVICE, NONE, InstanceOf, Options, ParameterValidationMixin
 from ..geometry import canonical_metric, spd_mean, whiten
 from ..geometry.means import MEAN_METRICS
-from ._matrix_output import MatrixOutputMixin, input_matrices
+from ._matrix_output import MatrixInputMixin, MatrixOutputMixin, input_matrices
 
 __all__ = ["DomainRecentering", "DomainsRequestMixin", "domain_codes", "transform_domain_codes"]
 
@@ -48,6 +48,7 @@ class DomainsRequestMixin:
 
 class DomainRecentering(
     DomainsRequestMixin,
+    MatrixInputMixin,
     MatrixOutputMixin,
     ParameterValidationMixin,
     TransformerMixin,
@@ -136,12 +137,7 @@ class DomainRecentering(
         self.device = device
         self.dtype = dtype
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.two_d_array = False
-        tags.input_tags.three_d_array = True
-        tags.requires_fit = False  # a new domain is re-centred at its own mean
-        return tags
+    _requires_fit = False  # a new domain is re-centred at its own mean
 
     def fit(self, X, y=None, domains=None) -> DomainRecentering:
         """Compute the mean of every domain.

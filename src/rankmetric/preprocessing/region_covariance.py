@@ -12,11 +12,14 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..datasets.region_covariance import FEATURES, region_covariances
+from ._matrix_output import MatrixInputMixin
 
 __all__ = ["RegionCovariances", "region_covariances", "FEATURES"]
 
 
-class RegionCovariances(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):
+class RegionCovariances(
+    MatrixInputMixin, TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
+):
     r"""Images → region covariance descriptors (8 × 8 SPD matrices), a stateless transformer.
 
     Parameters
@@ -68,11 +71,8 @@ class RegionCovariances(TransformerMixin, BaseEstimator, auto_wrap_output_keys=N
         self.intensity_scale = intensity_scale
         self.regularization = regularization
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.three_d_array = True
-        tags.requires_fit = False
-        return tags
+    _two_d_input = True  # flattened images are accepted too
+    _requires_fit = False
 
     def fit(self, X, y=None) -> RegionCovariances:
         """Record the image shape; nothing is learned.

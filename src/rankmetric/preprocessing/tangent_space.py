@@ -25,7 +25,7 @@ from .._validation import (
 from ..geometry import canonical_metric, spd_mean, sym_to_vec, vec_to_sym
 from ..geometry.checks import as_symmetric_tensor, working_dtype
 from ..geometry.tangent import TANGENT_METRICS, exp_map_unchecked, log_map_unchecked
-from ._matrix_output import input_matrices
+from ._matrix_output import MatrixInputMixin, input_matrices
 
 __all__ = ["TangentSpace", "resolve_metrics"]
 
@@ -64,7 +64,11 @@ def resolve_metrics(metric) -> tuple[str, str]:
 
 
 class TangentSpace(
-    ParameterValidationMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
+    MatrixInputMixin,
+    ParameterValidationMixin,
+    ClassNamePrefixFeaturesOutMixin,
+    TransformerMixin,
+    BaseEstimator,
 ):
     """Tangent-space vectors of SPD matrices at a reference point (pyRiemann's ``TangentSpace``).
 
@@ -139,12 +143,6 @@ class TangentSpace(
         self.reference = reference
         self.device = device
         self.dtype = dtype
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.two_d_array = False
-        tags.input_tags.three_d_array = True
-        return tags
 
     def fit(self, X, y=None, sample_weight=None) -> TangentSpace:
         """Compute the reference point.

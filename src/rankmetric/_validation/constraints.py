@@ -35,6 +35,7 @@ __all__ = [
     "Interval",
     "Options",
     "ParameterValidationMixin",
+    "check_option",
     "check_param",
     "describe",
     "validate_params",
@@ -225,6 +226,27 @@ def check_param(name: str, value, constraints) -> None:
     """
     if not any(c.is_satisfied_by(value) for c in constraints):
         raise ValueError(f"{name} must be {describe(constraints)}, got {value!r}.")
+
+
+def check_option(name: str, value, choices: tuple):
+    """``value`` if it is one of ``choices``, else ``ValueError("<name> must be one of ...")``.
+
+    Parameters
+    ----------
+    name : str
+        The parameter's name, as the user wrote it.
+    value : object
+    choices : tuple
+        The admissible values.
+
+    Returns
+    -------
+    object
+        ``value``.
+    """
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {choices}, got {value!r}.")
+    return value
 
 
 def validate_params(estimator) -> None:

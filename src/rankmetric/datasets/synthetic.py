@@ -282,9 +282,7 @@ def make_synthetic_reid(
     ((40, 8), [20, 20])
     """
     rng = make_rng(random_state)
-    identity_axes = rng.standard_normal((n_latent, n_features)) / np.sqrt(n_latent)
-    nuisance_axes = rng.standard_normal((n_nuisance, n_features)) / np.sqrt(n_nuisance)
-    identities = rng.standard_normal((n_identities, n_latent)) @ identity_axes
+    identities, nuisance_axes = _identity_model(rng, n_identities, n_features, n_latent, n_nuisance)
     views = []
     for _ in range(2):
         offset = camera_offset * rng.standard_normal(n_features)
@@ -294,6 +292,13 @@ def make_synthetic_reid(
     ids = np.tile(np.arange(n_identities), 2)
     camera = np.repeat([0, 1], n_identities)
     return ReidData(np.vstack(views), ids, camera)
+
+
+def _identity_model(rng, n_identities, n_features, n_latent, n_nuisance):
+    """Identity points of a random ``n_latent``-dimensional subspace, and the nuisance axes."""
+    identity_axes = rng.standard_normal((n_latent, n_features)) / np.sqrt(n_latent)
+    nuisance_axes = rng.standard_normal((n_nuisance, n_features)) / np.sqrt(n_nuisance)
+    return rng.standard_normal((n_identities, n_latent)) @ identity_axes, nuisance_axes
 
 
 def _shift(images: np.ndarray, dy: np.ndarray, dx: np.ndarray) -> np.ndarray:
@@ -420,9 +425,7 @@ def make_multicamera_reid(
     if n_cameras < 2:
         raise ValueError(f"n_cameras must be at least 2, got {n_cameras}.")
     rng = make_rng(random_state)
-    identity_axes = rng.standard_normal((n_latent, n_features)) / np.sqrt(n_latent)
-    nuisance_axes = rng.standard_normal((n_nuisance, n_features)) / np.sqrt(n_nuisance)
-    identities = rng.standard_normal((n_identities, n_latent)) @ identity_axes
+    identities, nuisance_axes = _identity_model(rng, n_identities, n_features, n_latent, n_nuisance)
     offsets = camera_offset * rng.standard_normal((n_cameras, n_features))
     # each identity in a random subset of >= 2 cameras (a random count, then random cameras)
     counts = rng.integers(2, n_cameras + 1, n_identities)

@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from .._utils import make_rng, torch_generator
+from .._validation import check_option
 from ..neighbors import squared_norms
 
 BACKENDS = ("torch", "faiss", "sklearn")
@@ -25,8 +26,7 @@ _CHUNK_BYTES = 64 * 2**20
 
 
 def check_backend(backend: str) -> str:
-    if backend not in BACKENDS:
-        raise ValueError(f"kmeans must be one of {BACKENDS}, got {backend!r}.")
+    check_option("kmeans", backend, BACKENDS)
     if backend == "faiss":
         from ..neighbors import faiss_available
 

@@ -7,6 +7,7 @@ import torch
 
 from .._threads import call_threads, search_work
 from .._utils import resolve_device
+from .._validation import check_option
 from ..neighbors import Gallery, check_metric, faiss_available, faiss_search, nearest_chunks
 from ..neighbors import to_distance as _to_distance
 from ._inputs import (
@@ -25,8 +26,7 @@ BACKENDS = ("auto", "torch", "faiss")
 
 def _resolve_backend(backend: str) -> str:
     """ "auto" → "torch" (faiss-cpu's flat index was slower here; see docs/evaluation.md)."""
-    if backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}.")
+    check_option("backend", backend, BACKENDS)
     if backend == "faiss" and not faiss_available():
         raise ImportError("backend='faiss' needs the faiss package: pip install faiss-cpu.")
     return "torch" if backend == "auto" else backend

@@ -30,6 +30,7 @@ import torch
 
 from .._threads import call_threads, search_work
 from .._utils import make_rng, resolve_device
+from .._validation import check_option
 from .._validation import encode_labels as encode_label_arrays
 from ..neighbors import Gallery, check_metric, for_each_chunk, relevant_places
 from ._inputs import (
@@ -46,12 +47,6 @@ from ._ranking import ClassColumns, chunk_rows
 __all__ = ["PROTOCOLS", "query_gallery_split", "reid_scores"]
 
 PROTOCOLS = ("market1501", "cuhk03", "single-view", "closed-set")
-
-
-def _check_protocol(protocol: str) -> str:
-    if protocol not in PROTOCOLS:
-        raise ValueError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}.")
-    return protocol
 
 
 def _check_n_draws(n_draws) -> int:
@@ -231,7 +226,7 @@ def reid_scores(
     >>> s["cmc"][1], s["n_valid"], s["n_skipped"]
     (1.0, 20, 0)
     """
-    protocol = _check_protocol(protocol)
+    protocol = check_option("protocol", protocol, PROTOCOLS)
     if metric != "precomputed":
         metric = check_metric(metric)
     n_draws = _check_n_draws(n_draws)

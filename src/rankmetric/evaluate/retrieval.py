@@ -26,6 +26,7 @@ from sklearn.metrics import adjusted_mutual_info_score
 
 from .._threads import call_threads, search_work
 from .._utils import progress, resolve_device
+from .._validation import check_option
 from ..neighbors import Gallery, check_metric, for_each_chunk, relevant_places
 from ._inputs import as_embeddings, check_ks, check_same_width, compute_dtype, encode_labels
 from ._kmeans import check_backend, kmeans_labels
@@ -493,8 +494,7 @@ def retrieval_report(
     >>> round(report["precision@1"], 4), round(report["mrr"], 4)
     (0.8, 0.8667)
     """
-    if average not in AVERAGES:
-        raise ValueError(f"average must be one of {AVERAGES}, got {average!r}.")
+    check_option("average", average, AVERAGES)
     metric = check_metric(metric)
     Q, G, q_codes, g_codes, leave_one_out, ks, R = _checked(
         embeddings, labels, ks, query_embeddings, query_labels, metric, device

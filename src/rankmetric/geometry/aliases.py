@@ -3,9 +3,8 @@
 pyRiemann names the affine-invariant Riemannian metric ``"riemann"``, the log-Euclidean one
 ``"logeuclid"`` and the Euclidean one ``"euclid"``; every RPL/SPD estimator, loss and geometry
 function that takes a metric name resolves it through :func:`canonical_metric`, the one
-resolver of metric names (the batch losses' :func:`rankmetric.losses.pair_distances.check_metric`
-delegates to it, so their vector names ``"sqeuclidean"``, ``"cosine"``, ``"dot"`` go through it
-too).
+resolver of metric names (the batch losses call it too, so their vector names ``"sqeuclidean"``,
+``"cosine"``, ``"dot"`` go through it).
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ import torch
 from torch.autograd.function import once_differentiable
 
 from .._distances import complete_squared_euclidean, partial_squared_euclidean, squared_norms
+from .._validation import check_option
 from ..sampling import LabelIndex
 from ._warp_terms import (
     DISTANCE_EPS,
@@ -227,8 +228,7 @@ def sampled_warp_loss(
     -------
     scalar tensor
     """
-    if sampling not in SAMPLINGS:
-        raise ValueError(f"sampling must be one of {SAMPLINGS}, got {sampling!r}.")
+    check_option("sampling", sampling, SAMPLINGS)
     device = torch.device(device)
     first, second = index.positive_pairs(n_pairs, rng)
     n_other = _as_index(index.n_negatives(first), device)

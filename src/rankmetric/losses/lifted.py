@@ -35,7 +35,8 @@ from typing import Literal
 import torch
 from torch import Tensor
 
-from .._validation import renamed_keywords
+from .._validation import check_option, renamed_keywords
+from ..geometry.aliases import canonical_metric
 from .base import BatchMetricLoss
 from .indices import (
     all_pairs,
@@ -49,7 +50,6 @@ from .pair_distances import (
     VECTOR_METRICS,
     Metric,
     MetricSelector,
-    check_metric,
     label_masks,
     masked_logsumexp,
     pairwise_distance,
@@ -134,10 +134,9 @@ default="euclidean"
         reduction: str = "mean",
     ) -> None:
         super().__init__(reduction)
-        if form not in FORMS:
-            raise ValueError(f"form must be one of {FORMS}, got {form!r}.")
+        check_option("form", form, FORMS)
         self.margin = float(margin)
-        self.metric = check_metric(metric, VECTOR_METRICS + SPD_METRICS, "metric")
+        self.metric = canonical_metric(metric, VECTOR_METRICS + SPD_METRICS)
         self.form = form
 
     def extra_repr(self) -> str:

@@ -33,7 +33,8 @@ from typing import Literal
 import torch
 from torch import Tensor, nn
 
-from .._validation import renamed_keywords
+from .._validation import check_option, renamed_keywords
+from ..geometry.aliases import canonical_metric
 from .base import non_negative
 from .indices import IndicesTuple, all_triplets, check_reference, run_offsets
 from .pair_distances import (
@@ -44,7 +45,6 @@ from .pair_distances import (
     MetricSelector,
     Similarity,
     check_batch,
-    check_metric,
     label_masks,
     pairwise_distance,
     pairwise_similarity,
@@ -261,11 +261,10 @@ default="euclidean"
                 )
             strategy = PML_TYPE_OF_TRIPLETS[type_of_triplets]
         strategy = "all" if strategy is None else strategy
-        if strategy not in TRIPLET_STRATEGIES:
-            raise ValueError(f"strategy must be one of {TRIPLET_STRATEGIES}, got {strategy!r}.")
+        check_option("strategy", strategy, TRIPLET_STRATEGIES)
         self.strategy = strategy
         self.margin = non_negative("margin", margin)
-        self.metric = check_metric(metric, VECTOR_METRICS + SPD_METRICS, "metric")
+        self.metric = canonical_metric(metric, VECTOR_METRICS + SPD_METRICS)
         self.generator = generator
 
     def extra_repr(self) -> str:
@@ -361,7 +360,7 @@ class MultiSimilarityMiner(Miner):
     def __init__(self, epsilon: float = 0.1, similarity: Similarity = "cosine") -> None:
         super().__init__()
         self.epsilon = non_negative("epsilon", epsilon)
-        self.similarity = check_metric(similarity, SIMILARITIES, "similarity")
+        self.similarity = canonical_metric(similarity, SIMILARITIES, name="similarity")
 
     def extra_repr(self) -> str:
         return f"epsilon={self.epsilon}, similarity={self.similarity!r}"

@@ -28,13 +28,13 @@ from __future__ import annotations
 
 import torch
 
+from ..geometry.aliases import canonical_metric
 from .base import BatchMetricLoss, non_negative
 from .indices import check_indices_tuple, check_reference, pair_masks
 from .miners import multi_similarity_masks
 from .pair_distances import (
     SIMILARITIES,
     Similarity,
-    check_metric,
     label_masks,
     pairwise_similarity,
 )
@@ -120,7 +120,7 @@ class MultiSimilarityLoss(BatchMetricLoss):
         self.base = float(base)
         self.epsilon = non_negative("epsilon", epsilon)
         self.mining = bool(mining)
-        self.similarity = check_metric(similarity, SIMILARITIES, "similarity")
+        self.similarity = canonical_metric(similarity, SIMILARITIES, name="similarity")
 
     def extra_repr(self) -> str:
         return (

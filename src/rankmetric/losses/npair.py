@@ -22,12 +22,12 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from ..geometry.aliases import canonical_metric
 from .base import BatchMetricLoss, non_negative
 from .indices import all_pairs, check_indices_tuple, check_reference, to_pairs
 from .pair_distances import (
     SIMILARITIES,
     Similarity,
-    check_metric,
     pairwise_similarity,
     zero_loss,
 )
@@ -95,7 +95,7 @@ class NPairLoss(BatchMetricLoss):
     ) -> None:
         super().__init__(reduction)
         self.l2_weight = non_negative("l2_weight", l2_weight)
-        self.similarity = check_metric(similarity, SIMILARITIES, "similarity")
+        self.similarity = canonical_metric(similarity, SIMILARITIES, name="similarity")
 
     def extra_repr(self) -> str:
         return f"l2_weight={self.l2_weight}, similarity={self.similarity!r}, {super().extra_repr()}"

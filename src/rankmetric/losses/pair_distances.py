@@ -52,7 +52,6 @@ __all__ = [
     "pairwise_distance",
     "paired_distance",
     "pairwise_similarity",
-    "check_metric",
     "MetricSelector",
     "check_batch",
     "label_masks",
@@ -82,38 +81,6 @@ class MetricSelector:
     def distance(self):
         """The old name of the attribute ``metric``."""
         return self.metric
-
-
-def check_metric(
-    metric: Metric | Similarity, allowed: tuple[str, ...], name: str = "distance"
-) -> Metric | Similarity:
-    """``metric`` if callable, else its canonical name if one of ``allowed`` (aliases resolved).
-
-    Parameters
-    ----------
-    metric : str or callable
-        A name of ``allowed`` or an alias of one (``"riemann"``, ``"logeuclid"``, ``"euclid"``;
-        :data:`rankmetric.geometry.METRIC_ALIASES`), case ignored.
-    allowed : tuple of str
-        Canonical names accepted.
-    name : str, default="distance"
-        Parameter name used in the error message.
-
-    Returns
-    -------
-    str or callable
-
-    Raises
-    ------
-    ValueError
-        For any other value, with a message listing the allowed names and their aliases.
-
-    Examples
-    --------
-    >>> check_metric("riemann", VECTOR_METRICS + SPD_METRICS)
-    'airm'
-    """
-    return canonical_metric(metric, allowed, name=name)
 
 
 def pairwise_distance(
@@ -156,7 +123,7 @@ def pairwise_distance(
     """
     if callable(metric):
         return _call_injected(metric, x, x if y is None else y)
-    metric = check_metric(metric, VECTOR_METRICS + SPD_METRICS)
+    metric = canonical_metric(metric, VECTOR_METRICS + SPD_METRICS, name="distance")
     if metric in SPD_METRICS:
         return _spd_distance(x, metric, y)
     _check_vectors(x, y, metric)
@@ -193,7 +160,7 @@ def paired_distance(x: torch.Tensor, y: torch.Tensor, metric: Metric = "euclidea
     """
     if callable(metric):
         return torch.diagonal(_call_injected(metric, x, y))
-    metric = check_metric(metric, VECTOR_METRICS + SPD_METRICS)
+    metric = canonical_metric(metric, VECTOR_METRICS + SPD_METRICS, name="distance")
     if x.shape != y.shape:
         shapes = f"{tuple(x.shape)} and {tuple(y.shape)}"
         raise ValueError(f"x and y must have the same shape, got {shapes}.")
@@ -239,7 +206,7 @@ def pairwise_similarity(
     """
     if callable(metric):
         return _call_injected(metric, x, x if y is None else y)
-    metric = check_metric(metric, SIMILARITIES, "similarity")
+    metric = canonical_metric(metric, SIMILARITIES, name="similarity")
     _check_vectors(x, y, metric)
     if metric == "cosine":
         return _cosine(x, y)

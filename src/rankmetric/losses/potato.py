@@ -59,7 +59,7 @@ from __future__ import annotations
 import torch
 
 from .._distributed import all_reduce_max, all_reduce_sum_
-from .._validation import renamed_keywords
+from .._validation import check_option, renamed_keywords
 from ..geometry.aliases import canonical_metric
 from ..geometry.matrix_functions import divided_differences, spd_exp, spd_log, symmetrize
 from ..geometry.means import riemannian_mean
@@ -226,8 +226,7 @@ class RiemannianPotatoLoss(MetricLoss):
         _check_loss_params(momentum, n_classes, eps)
         if min_log_sigma <= 0:
             raise ValueError(f"min_log_sigma must be > 0, got {min_log_sigma}.")
-        if center not in CENTERS:
-            raise ValueError(f"center must be one of {CENTERS}, got {center!r}.")
+        check_option("center", center, CENTERS)
         self.center = center
         self.z_threshold = float(z_threshold)
         self.margin = non_negative("margin", margin)

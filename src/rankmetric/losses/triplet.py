@@ -45,7 +45,8 @@ from typing import Literal
 import torch
 from torch import Tensor
 
-from .._validation import renamed_keywords
+from .._validation import check_option, renamed_keywords
+from ..geometry.aliases import canonical_metric
 from .base import BatchMetricLoss, as_count, non_negative
 from .indices import check_indices_tuple, check_reference, to_triplets
 from .miners import (
@@ -60,7 +61,6 @@ from .pair_distances import (
     VECTOR_METRICS,
     Metric,
     MetricSelector,
-    check_metric,
     label_masks,
     paired_distance,
     pairwise_distance,
@@ -156,11 +156,10 @@ default="euclidean"
         reduction: str = "mean",
     ) -> None:
         super().__init__(reduction)
-        if mining not in MINING:
-            raise ValueError(f"mining must be one of {MINING}, got {mining!r}.")
+        check_option("mining", mining, MINING)
         self.margin = non_negative("margin", margin)
         self.mining = mining
-        self.metric = check_metric(metric, VECTOR_METRICS + SPD_METRICS, "metric")
+        self.metric = canonical_metric(metric, VECTOR_METRICS + SPD_METRICS)
         self.average_nonzero = bool(average_nonzero)
         self.generator = generator
 

@@ -46,6 +46,7 @@ from numbers import Real
 
 import torch
 
+from ..geometry.aliases import canonical_metric
 from ._warp_sampling import (
     DENSE_DETECTION_RATIO,
     EXACT_MAX_ENTRIES,
@@ -68,7 +69,7 @@ from ._warp_terms import (
 )
 from .base import MetricLoss, finite_loss
 from .indices import IndicesTuple, check_indices_tuple, check_reference, pair_masks
-from .pair_distances import Metric, check_batch, check_metric, label_masks, pairwise_distance
+from .pair_distances import VECTOR_METRICS, Metric, check_batch, label_masks, pairwise_distance
 from .precision import is_compiling, mixed_precision
 from .regularizers import aon_penalty, kernel_aon_penalty
 
@@ -170,7 +171,7 @@ class WARPLoss(MetricLoss):
         if not isinstance(margin, Real) or isinstance(margin, bool) or not margin >= 0:
             raise ValueError(f"margin must be a non-negative number, got {margin!r}.")
         self.margin = float(margin)
-        self.distance = check_metric(distance, ("euclidean", "sqeuclidean", "cosine"))
+        self.distance = canonical_metric(distance, VECTOR_METRICS, name="distance")
 
     def extra_repr(self) -> str:
         return f"margin={self.margin}, distance={self.distance!r}, {super().extra_repr()}"

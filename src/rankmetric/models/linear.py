@@ -16,7 +16,7 @@ import torch
 from torch import nn
 
 from .._utils import torch_generator
-from .._validation import check_finite
+from .._validation import check_finite, check_option
 from ..geometry._common import orient_columns
 
 __all__ = ["LinearMap", "pca_components"]
@@ -196,8 +196,7 @@ class LinearMap(nn.Module):
             start = torch.as_tensor(init, dtype=self.weight.dtype, device=self.weight.device)
             self.weight.copy_(start * self.scale)  # scale is 1 without standardisation
             return
-        if init not in INITS:
-            raise ValueError(f"init must be one of {INITS}, got {init!r}.")
+        check_option("init", init, INITS)
         if init == "pca":
             if data is None:
                 raise ValueError("init='pca' needs the training data.")

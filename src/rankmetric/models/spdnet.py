@@ -29,6 +29,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
+from .._validation import check_option, renamed_keywords
 from ..geometry.matrix_functions import (
     spd_clamp,
     spd_log,
@@ -37,7 +38,6 @@ from ..geometry.matrix_functions import (
     symmetrize,
 )
 from ..geometry.means import riemannian_mean
-from ._compat import renamed_keywords
 from .batchnorm import SPDBatchNorm, batch_karcher_mean
 from .stiefel import random_stiefel
 
@@ -141,8 +141,8 @@ class BiMap(nn.Module):
                 f"BiMap reduces dimension: out_features={out_features} must be <= "
                 f"in_features={in_features}."
             )
-        _check_option("manifold", manifold, BIMAP_MANIFOLDS)
-        _check_option("init", init, INITS)
+        check_option("manifold", manifold, BIMAP_MANIFOLDS)
+        check_option("init", init, INITS)
         self.manifold = manifold
         if init == "identity":
             weight = torch.eye(in_features, out_features, dtype=dtype, device=device)
@@ -373,7 +373,7 @@ class SPDNet(nn.Module):
     ) -> None:
         super().__init__()
         self.sizes = check_sizes(sizes)
-        _check_option("head_init", head_init, HEAD_INITS)
+        check_option("head_init", head_init, HEAD_INITS)
         blocks: list[nn.Module] = []
         for d_in, d_out in zip(self.sizes[:-1], self.sizes[1:], strict=True):
             blocks.append(
@@ -546,11 +546,6 @@ def check_sizes(sizes: Sequence[int], name: str = "sizes") -> list[int]:
     if any(b > a for a, b in zip(sizes[:-1], sizes[1:], strict=True)):
         raise ValueError(f"{name} must be non-increasing (BiMap reduces dimension), got {sizes}.")
     return sizes
-
-
-def _check_option(name: str, value, choices: tuple[str, ...]) -> None:
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {choices}, got {value!r}.")
 
 
 def _mean_eigenvalue(X: torch.Tensor) -> torch.Tensor:

@@ -14,7 +14,7 @@ import math
 import torch
 from torch import nn
 
-from ._compat import renamed_keywords
+from .._validation import renamed_keywords
 
 __all__ = ["SphereTanhEmbedding", "sphere_similarity"]
 

@@ -260,16 +260,21 @@ class StiefelAdam(_StiefelOptimizer):
 
     Examples
     --------
+    A bare parameter group: the 2-dimensional subspace of largest variance of ``C``.
+
     >>> import torch
-    >>> from rankmetric.datasets import make_spd_clusters
-    >>> X = torch.as_tensor(make_spd_clusters(6, n_channels=4, n_classes=2, random_state=0)[0])
-    >>> from rankmetric.models import SPDNet, StiefelAdam
-    >>> net = SPDNet([4, 3], dtype=torch.float64)
-    >>> optimiser = StiefelAdam(net.parameter_groups(), lr=1e-2)
-    >>> net(X).diagonal(dim1=1, dim2=2).sum().backward()
-    >>> optimiser.step()
-    >>> W = net.parameter_groups()[0]["params"][0]
-    >>> bool(torch.allclose(W.T @ W, torch.eye(3, dtype=torch.float64)))
+    >>> from rankmetric.models import StiefelAdam
+    >>> _ = torch.manual_seed(0)
+    >>> C = torch.diag(torch.tensor([4.0, 3.0, 1.0, 0.5], dtype=torch.float64))
+    >>> W = torch.nn.Parameter(torch.linalg.qr(torch.randn(4, 2, dtype=torch.float64))[0])
+    >>> optimiser = StiefelAdam([{"params": [W], "stiefel": True}], lr=0.1)
+    >>> for _ in range(200):
+    ...     optimiser.zero_grad()
+    ...     (-torch.trace(W.T @ C @ W)).backward()
+    ...     optimiser.step()
+    >>> round(torch.trace(W.T @ C @ W).item(), 2)  # the two largest eigenvalues: 4 + 3
+    7.0
+    >>> bool(torch.allclose(W.T @ W, torch.eye(2, dtype=torch.float64)))
     True
     """
 

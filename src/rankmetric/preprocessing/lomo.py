@@ -32,6 +32,8 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .._validation import check_option
+
 __all__ = ["StripeHistograms", "lbp_codes", "riu2_table", "window_starts"]
 
 #: Number of rotation-invariant uniform LBP patterns of 8 neighbours (0..8 set bits, and "other").
@@ -223,8 +225,7 @@ class StripeHistograms(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEs
         t = self.lbp_threshold
         if isinstance(t, bool) or not isinstance(t, numbers.Real) or not np.isfinite(t):
             raise ValueError(f"lbp_threshold must be a finite number, got {t!r}.")
-        if self.pooling not in POOLINGS:
-            raise ValueError(f"pooling must be one of {POOLINGS}, got {self.pooling!r}.")
+        check_option("pooling", self.pooling, POOLINGS)
         return _image_shape(self.image_shape, n_features)
 
     def fit(self, X, y=None) -> StripeHistograms:

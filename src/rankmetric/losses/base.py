@@ -158,6 +158,8 @@ class MetricLoss(nn.Module):
     [1.0, 3.0]
     """
 
+    _repr_fields: tuple[str, ...] = ()  # shown by extra_repr, before the reduction
+
     def __init__(self, reduction: str = "mean") -> None:
         super().__init__()
         self.reduction = check_reduction(reduction)
@@ -215,7 +217,11 @@ class MetricLoss(nn.Module):
         return self.reduce(values[mask])
 
     def extra_repr(self) -> str:
-        return f"reduction={self.reduction!r}"
+        """``name=value`` of the attributes named in ``_repr_fields`` (strings quoted), then the
+        reduction."""
+        values = {name: getattr(self, name) for name in self._repr_fields}
+        shown = [f"{k}={v!r}" if isinstance(v, str) else f"{k}={v}" for k, v in values.items()]
+        return ", ".join([*shown, f"reduction={self.reduction!r}"])
 
 
 class BatchMetricLoss(MetricLoss, metaclass=abc.ABCMeta):

@@ -122,6 +122,8 @@ default="euclidean"
     >>> loss.backward()
     """
 
+    _repr_fields = ("margin", "metric", "form")
+
     accepts_matrices = True
 
     @renamed_keywords(distance="metric")
@@ -138,12 +140,6 @@ default="euclidean"
         self.margin = float(margin)
         self.metric = canonical_metric(metric, VECTOR_METRICS + SPD_METRICS)
         self.form = form
-
-    def extra_repr(self) -> str:
-        return (
-            f"margin={self.margin}, metric={self.metric!r}, form={self.form!r}, "
-            f"{super().extra_repr()}"
-        )
 
     def batch_loss(self, embeddings, labels, indices_tuple, ref_emb, ref_labels):
         if indices_tuple is not None or ref_emb is not None:

@@ -100,6 +100,8 @@ class MultiSimilarityLoss(BatchMetricLoss):
     >>> loss.backward()
     """
 
+    _repr_fields = ("alpha", "beta", "base", "epsilon", "mining", "similarity")
+
     def __init__(
         self,
         alpha: float = 2.0,
@@ -121,12 +123,6 @@ class MultiSimilarityLoss(BatchMetricLoss):
         self.epsilon = non_negative("epsilon", epsilon)
         self.mining = bool(mining)
         self.similarity = canonical_metric(similarity, SIMILARITIES, name="similarity")
-
-    def extra_repr(self) -> str:
-        return (
-            f"alpha={self.alpha}, beta={self.beta}, base={self.base}, epsilon={self.epsilon}, "
-            f"mining={self.mining}, similarity={self.similarity!r}, {super().extra_repr()}"
-        )
 
     def batch_loss(self, embeddings, labels, indices_tuple, ref_emb, ref_labels):
         same = ref_emb is None

@@ -90,15 +90,14 @@ class NPairLoss(BatchMetricLoss):
     >>> loss.backward()
     """
 
+    _repr_fields = ("l2_weight", "similarity")
+
     def __init__(
         self, l2_weight: float = 0.002, similarity: Similarity = "dot", *, reduction: str = "mean"
     ) -> None:
         super().__init__(reduction)
         self.l2_weight = non_negative("l2_weight", l2_weight)
         self.similarity = canonical_metric(similarity, SIMILARITIES, name="similarity")
-
-    def extra_repr(self) -> str:
-        return f"l2_weight={self.l2_weight}, similarity={self.similarity!r}, {super().extra_repr()}"
 
     def batch_loss(self, embeddings, labels, indices_tuple, ref_emb, ref_labels):
         if indices_tuple is None and ref_emb is None and is_compiling():

@@ -188,12 +188,11 @@ class SimilarityRegressionLoss(BatchMetricLoss):
     >>> loss.backward()
     """
 
+    _repr_fields = ("neg_target",)
+
     def __init__(self, neg_target: float = -1.0, *, reduction: str = "mean") -> None:
         super().__init__(reduction)
         self.neg_target = _check_neg_target(neg_target)
-
-    def extra_repr(self) -> str:
-        return f"neg_target={self.neg_target}, {super().extra_repr()}"
 
     @finite_loss
     def pairs(

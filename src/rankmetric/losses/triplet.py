@@ -142,6 +142,8 @@ default="euclidean"
     >>> loss.backward()
     """
 
+    _repr_fields = ("margin", "mining", "metric", "average_nonzero")
+
     accepts_matrices = True
 
     @renamed_keywords(distance="metric")
@@ -162,12 +164,6 @@ default="euclidean"
         self.metric = canonical_metric(metric, VECTOR_METRICS + SPD_METRICS)
         self.average_nonzero = bool(average_nonzero)
         self.generator = generator
-
-    def extra_repr(self) -> str:
-        return (
-            f"margin={self.margin}, mining={self.mining!r}, metric={self.metric!r}, "
-            f"average_nonzero={self.average_nonzero}, {super().extra_repr()}"
-        )
 
     def batch_loss(self, embeddings, labels, indices_tuple, ref_emb, ref_labels):
         if indices_tuple is None and ref_emb is None:

@@ -164,6 +164,8 @@ class WARPLoss(MetricLoss):
     >>> loss.backward()  # doctest: +SKIP
     """
 
+    _repr_fields = ("margin", "distance")
+
     def __init__(
         self, margin: float = 1.0, distance: Metric = "euclidean", reduction: str = "mean"
     ) -> None:
@@ -172,9 +174,6 @@ class WARPLoss(MetricLoss):
             raise ValueError(f"margin must be a non-negative number, got {margin!r}.")
         self.margin = float(margin)
         self.distance = canonical_metric(distance, VECTOR_METRICS, name="distance")
-
-    def extra_repr(self) -> str:
-        return f"margin={self.margin}, distance={self.distance!r}, {super().extra_repr()}"
 
     @finite_loss
     @mixed_precision

@@ -110,7 +110,9 @@ DISTANCE_KERNELS = {
 DISTANCES_ALLOWED = {
     "_distances.py": "the one home of the kernel",
     "losses/regularizers.py": "‖WᵀW − I‖²: an orthogonality penalty, not a distance of points",
-    "estimators/pair_covariance/_covariances.py": "sums of pair-difference outer products (covariances), not distances",
+    "estimators/pair_covariance/_covariances.py": (
+        "sums of pair-difference outer products (covariances), not distances"
+    ),
     "index/export.py": "the Gram form written as ONNX operators, for the exported graph",
     "geometry/flat_distances.py": "Frobenius norms of matrix differences (log-Euclidean metric)",
 }

@@ -29,6 +29,7 @@ from ..._validation import (
     deprecate_positional_args,
 )
 from ...io import register_estimator
+from .._docstrings import fill_doc
 from .._held_out import HELD_OUT_PARAMETER_CONSTRAINTS
 from .._init_parameters import store_parameters
 from .._supervision import check_pair_supervision, check_triplet_supervision, triplets_from_pairs
@@ -111,6 +112,7 @@ def n_components_for(n_components: int | None, n_features: int) -> int:
 
 
 @register_estimator
+@fill_doc
 class LMNN(MahalanobisMixin, BaseEstimator):
     r"""Large Margin Nearest Neighbour (Weinberger & Saul 2009) Mahalanobis metric learning.
 
@@ -151,22 +153,11 @@ class LMNN(MahalanobisMixin, BaseEstimator):
         Deprecated alias of ``n_target_neighbors`` (removed in 0.3).
     regularization : float
         Deprecated alias of ``push_weight`` (removed in 0.3).
-    held_out_check : {"auto", True, False}, default="auto"
-        After the fit, the same settings are fitted again on part of the classes (with pairs: of the
-        groups the similar pairs join) and the learned distance is compared with the reference on
-        the classes held out (``held_out_check_``); below it beyond noise, the fit issues an
-        :class:`~rankmetric.training.UntrainedModelWarning`. ``"auto"`` skips it with fewer than 6
-        groups (``held_out_check_`` says so), True then also warns, False switches it off. The model
-        returned does not depend on it. ``docs/reliability.md``, "Never worse than Euclidean without
-        saying so".
-    fallback : {None, "reference"}, default=None
-        ``"reference"``: when the check finds the learned distance below, return the
-        reference instead: ``components_`` becomes the identity (the Euclidean distance).
+    %(held_out_check)s
 
     Attributes
     ----------
-    held_out_check_ : dict or None
-        The held-out check, as in :class:`rankmetric.WARCA`.
+    %(held_out_check_attribute)s
     components_ : ndarray of shape (n_components, n_features), float32
         The learned map :math:`L`; :math:`d(a, b) = \lVert L(a - b) \rVert`.
     n_iter_ : int

@@ -57,6 +57,7 @@ from ...training import (
     split_validation,
     train,
 )
+from .._docstrings import fill_doc
 from .._held_out import HELD_OUT_PARAMETER_CONSTRAINTS
 from .._init_parameters import store_parameters
 from ..base import MetricLearnerMixin, fit_checkpointing, fit_context
@@ -82,6 +83,7 @@ __all__ = ["SPDNetEmbedding"]
 
 
 @register_estimator
+@fill_doc
 class SPDNetEmbedding(DomainsRequestMixin, MetricLearnerMixin, BaseEstimator):
     r"""Learn an embedding of SPD matrices with an SPDNet and any metric-learning loss.
 
@@ -191,8 +193,7 @@ class SPDNetEmbedding(DomainsRequestMixin, MetricLearnerMixin, BaseEstimator):
 
     Attributes
     ----------
-    held_out_check_ : dict or None
-        The held-out check, as in :class:`rankmetric.WARCA`.
+    %(held_out_check_attribute)s
     classes_ : ndarray of shape (n_classes,)
     whitening_ : ndarray of shape (c, c)
     weights_ : list of ndarray

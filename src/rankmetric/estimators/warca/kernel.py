@@ -33,6 +33,7 @@ from ...io import register_estimator
 from ...kernels import KERNEL_PARAMETER_CONSTRAINTS, NystroemMap, default_gamma, pairwise_kernel
 from ...losses.regularizers import kernel_aon_penalty
 from ...models.linear import LinearMap
+from .._docstrings import fill_doc
 from .._init_parameters import store_parameters
 from ..base import MetricLearnerMixin, fit_context
 from .base import WARP_PARAMETER_CONSTRAINTS, BaseWARCA
@@ -93,6 +94,7 @@ def _step_scale(rows: torch.Tensor) -> float:
 
 
 @register_estimator
+@fill_doc
 class KernelWARCA(MetricLearnerMixin, BaseWARCA):
     r"""Non-linear WARCA in a kernel space, exact or with a Nyström approximation.
 
@@ -147,8 +149,7 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
 
     Attributes
     ----------
-    held_out_check_ : dict or None
-        The held-out check, as in :class:`rankmetric.WARCA`.
+    %(held_out_check_attribute)s
     components_ : ndarray of shape (n_components, n_support)
         :math:`A` (exact) or :math:`W K_{LL}^{-1/2}` (Nyström).
     support_vectors_ : ndarray of shape (n_support, n_features) or None

@@ -42,6 +42,25 @@ SHARED: dict[str, str] = {
     "held_out_check_attribute": """\
 held_out_check_ : dict or None
     The held-out check, as in :class:`rankmetric.WARCA`.""",
+    # The arguments of ``fit(X, y)`` from class labels.
+    "labelled_samples": """\
+X : array-like of shape (n_samples, n_features)
+    Training samples.
+y : array-like of shape (n_samples,)
+    Class labels.""",
+    # The arguments of ``fit_pairs`` (the convention of ``docs/pairs.md``).
+    "pair_constraints": """\
+X : array-like of shape (n_samples, n_features), or (n_pairs, 2, n_features)
+    The points (then ``pairs`` holds row indices), or the stacked pairs themselves
+    (then the second argument is ``y``).
+pairs : array-like of shape (n_pairs, 2), int
+    Row indices into ``X``.
+y : array-like of shape (n_pairs,)
+    ``+1`` similar, ``−1`` dissimilar.""",
+    # The ``pairs`` argument of PairClassifier's prediction methods.
+    "stacked_pairs": """\
+pairs : ndarray of shape (n_pairs, 2, n_features), (n_pairs, 2 · n_features) or (n_pairs, 2)
+    Stacked pairs, flattened pairs, or row indices into ``points`` (see the class).""",
     "checkpoint": """\
 checkpoint_dir : str or path-like, optional
     Folder where ``checkpoint.pt`` is written every ``checkpoint_every`` steps; a fit that

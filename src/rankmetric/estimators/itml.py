@@ -398,15 +398,13 @@ class ITML(MahalanobisMixin, BaseEstimator):
         return np.maximum(bounds, 1e-9)
 
     @fit_context
+    @fill_doc
     def fit(self, X, y):
         """Learn ``M`` from samples ``X`` (n_samples, n_features) and class labels ``y``.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Training samples.
-        y : array-like of shape (n_samples,)
-            Class labels.
+        %(labelled_samples)s
 
         Returns
         -------
@@ -425,6 +423,7 @@ class ITML(MahalanobisMixin, BaseEstimator):
         return self._fit_constraints(X, X[a] - X[b], similar, prior, rng)
 
     @fit_context
+    @fill_doc
     def fit_pairs(self, X, pairs=None, y=None):
         """Learn ``M`` from similar (+1) and dissimilar (−1) pairs, without class labels.
 
@@ -434,13 +433,7 @@ class ITML(MahalanobisMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features), or (n_pairs, 2, n_features)
-            The points (then ``pairs`` holds row indices), or the stacked pairs themselves
-            (then the second argument is ``y``).
-        pairs : array-like of shape (n_pairs, 2), int
-            Row indices into ``X``.
-        y : array-like of shape (n_pairs,)
-            ``+1`` similar, ``−1`` dissimilar.
+        %(pair_constraints)s
 
         Returns
         -------

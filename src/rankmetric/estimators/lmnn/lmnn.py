@@ -243,15 +243,13 @@ class LMNN(MahalanobisMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ fitting
     @fit_context
+    @fill_doc
     def fit(self, X, y):
         """Learn ``components_`` from samples ``X`` (n_samples, n_features) and labels ``y``.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Training samples.
-        y : array-like of shape (n_samples,)
-            Class labels.
+        %(labelled_samples)s
 
         Returns
         -------
@@ -311,6 +309,7 @@ class LMNN(MahalanobisMixin, BaseEstimator):
         return self._fit_triplets(check_triplet_supervision(self, X, triplets))
 
     @fit_context
+    @fill_doc
     def fit_pairs(self, X, pairs=None, y=None):
         """Learn ``components_`` from similar (+1) and dissimilar (−1) pairs.
 
@@ -321,10 +320,7 @@ class LMNN(MahalanobisMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features), or (n_pairs, 2, n_features)
-        pairs : array-like of shape (n_pairs, 2), int
-        y : array-like of shape (n_pairs,)
-            ``+1`` similar, ``−1`` dissimilar.
+        %(pair_constraints)s
 
         Returns
         -------

@@ -178,6 +178,7 @@ class KISSME(PairCovarianceLearner):
         return self._fit_covariances(*pair_difference_covariances(Z, codes, groups))
 
     @fit_context
+    @fill_doc
     def fit_pairs(self, X, pairs=None, y=None) -> KISSME:
         r"""Learn the metric from similar (+1) and dissimilar (−1) pairs, without class labels.
 
@@ -188,13 +189,7 @@ class KISSME(PairCovarianceLearner):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features), or (n_pairs, 2, n_features)
-            The points (then ``pairs`` holds row indices), or the stacked pairs themselves
-            (then the second argument is ``y``).
-        pairs : array-like of shape (n_pairs, 2), int
-            Row indices into ``X``.
-        y : array-like of shape (n_pairs,)
-            ``+1`` similar, ``−1`` dissimilar.
+        %(pair_constraints)s
 
         Returns
         -------

@@ -272,6 +272,7 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         return self._fit_index(X, index, codes, X_val, val_codes, rng)
 
     @fit_context
+    @fill_doc
     def fit_pairs(self, X, pairs=None, y=None) -> WARCA:
         """Learn the map from similar (+1) and dissimilar (−1) pairs, without class labels.
 
@@ -283,10 +284,7 @@ class WARCA(MahalanobisMixin, BaseWARCA):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features), or (n_pairs, 2, n_features)
-        pairs : array-like of shape (n_pairs, 2), int
-        y : array-like of shape (n_pairs,)
-            ``+1`` similar, ``−1`` dissimilar.
+        %(pair_constraints)s
 
         Returns
         -------

@@ -20,11 +20,8 @@ from .. import distributed
 from .._utils import make_rng, resolve_device, to_tensor, torch_generator
 from .._validation import (
     CHECKPOINTS,
-    DEVICE,
     NONE,
     POSITIVE_INT,
-    RANDOM_STATE,
-    VERBOSE,
     Interval,
     Options,
     check_labels,
@@ -51,7 +48,7 @@ from ..training import (
 from ._docstrings import fill_doc
 from ._early_stopping import VALIDATION_PARAMETER_CONSTRAINTS
 from ._held_out import HELD_OUT_PARAMETER_CONSTRAINTS
-from ._init_parameters import store_parameters
+from ._init_parameters import TRAINING_PARAMETER_CONSTRAINTS, store_parameters
 from ._ssne_solver import ProximalStepper as _ProximalStepper
 from ._supervision import (
     check_indices,
@@ -244,12 +241,11 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
         "validation_metric": [Options(*RETRIEVAL_METRICS)],
         "validation_every": [POSITIVE_INT],
         "patience": [NONE, POSITIVE_INT],
-        "random_state": [RANDOM_STATE],
-        "device": [DEVICE],
-        "verbose": VERBOSE,
+        **TRAINING_PARAMETER_CONSTRAINTS,
         **CHECKPOINTS,
     }
 
+    # The signature is spelled out, not inherited: scikit-learn reads the parameters from it.
     @deprecate_positional_args
     def __init__(
         self,

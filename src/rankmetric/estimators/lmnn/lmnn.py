@@ -15,11 +15,8 @@ from ..._utils import make_rng, resolve_device, to_tensor
 from ..._validation import (
     ARRAY,
     DEPRECATED,
-    DEVICE,
     NONE,
     POSITIVE_INT,
-    RANDOM_STATE,
-    VERBOSE,
     Interval,
     Options,
     check_labels,
@@ -31,7 +28,7 @@ from ..._validation import (
 from ...io import register_estimator
 from .._docstrings import fill_doc
 from .._held_out import HELD_OUT_PARAMETER_CONSTRAINTS
-from .._init_parameters import store_parameters
+from .._init_parameters import TRAINING_PARAMETER_CONSTRAINTS, store_parameters
 from .._supervision import check_pair_supervision, check_triplet_supervision, triplets_from_pairs
 from ..base import MahalanobisMixin, fit_context
 from ._active_set import numpy_objective, optimize_fixed, optimize_with_progress
@@ -61,9 +58,7 @@ LMNN_PARAMETER_CONSTRAINTS = {
     "active_set_update": [POSITIVE_INT],
     "tol": [_POSITIVE],
     "solver": [Options("lbfgs", "gd")],
-    "random_state": [RANDOM_STATE],
-    "device": [DEVICE],
-    "verbose": VERBOSE,
+    **TRAINING_PARAMETER_CONSTRAINTS,
 }
 
 

@@ -128,8 +128,7 @@ class KISSME(PairCovarianceLearner):
     (150, 3)
     """
 
-    _held_out_hint = "try fewer n_components or a larger regularization"
-
+    # The signature is spelled out, not inherited: scikit-learn reads the parameters from it.
     @deprecate_positional_args
     def __init__(
         self,

@@ -183,10 +183,7 @@ class SPDNetEmbedding(DomainsRequestMixin, MetricLearnerMixin, BaseEstimator):
         Folder for resumable checkpoints (see :func:`rankmetric.training.train`).
     checkpoint_every : int, default=100
         Steps between two checkpoints.
-    held_out_check : {"auto", True, False}, default="auto"
-        The check after the fit on held-out classes, as :class:`rankmetric.WARCA`'s
-        (``held_out_check_``; ``docs/reliability.md``, "Never worse than Euclidean without saying
-        so").
+    %(held_out_check_only)s
     fallback : {None, "reference"}, default=None
         ``"reference"``: when the check finds the learned distance below, return the
         reference instead: the untrained network (``max_iter=0``) fitted on the same data.
@@ -271,6 +268,7 @@ class SPDNetEmbedding(DomainsRequestMixin, MetricLearnerMixin, BaseEstimator):
         "loss_params": [NONE, InstanceOf(dict, "a dict")],
     }
 
+    # The signature is spelled out, not inherited: scikit-learn reads the parameters from it.
     @deprecate_positional_args
     def __init__(
         self,

@@ -139,10 +139,7 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         The default was 0.01 before 0.2, which diverges at VIPeR's 1,264 items; on validation
         identities of three histogram stand-ins of 474 items the two are within seed noise
         (``docs/warca.md``, "Kernel WARCA's defaults").
-    held_out_check : {"auto", True, False}, default="auto"
-        The check of the learned distance on held-out classes after the fit, as in
-        :class:`rankmetric.WARCA` (``docs/reliability.md``, "Never worse than Euclidean without
-        saying so").
+    %(held_out_check_only)s
     fallback : {None, "reference"}, default=None
         ``"reference"``: when the check finds the learned distance below, return the
         reference instead: ``transform`` returns its input (the Euclidean distance).
@@ -207,6 +204,7 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         ],
     }
 
+    # The signature is spelled out, not inherited: scikit-learn reads the parameters from it.
     @deprecate_positional_args
     def __init__(
         self,

@@ -209,6 +209,7 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         "n_threads": [NONE, POSITIVE_INT, Options(-1)],  # -1: every core
     }
 
+    # The signature is spelled out, not inherited: scikit-learn reads the parameters from it.
     @deprecate_positional_args
     def __init__(
         self,

@@ -6,7 +6,16 @@ from collections.abc import Mapping
 
 from sklearn.base import BaseEstimator
 
-__all__ = ["store_parameters"]
+from .._validation import DEVICE, RANDOM_STATE, VERBOSE
+
+__all__ = ["TRAINING_PARAMETER_CONSTRAINTS", "store_parameters"]
+
+#: Constraints of the seed, device and progress parameters every trained estimator takes.
+TRAINING_PARAMETER_CONSTRAINTS = {
+    "random_state": [RANDOM_STATE],
+    "device": [DEVICE],
+    "verbose": VERBOSE,
+}
 
 
 def store_parameters(estimator: BaseEstimator, values: Mapping[str, object]) -> None:

@@ -61,6 +61,7 @@ from ..geometry.checks import check_spd
 from ..io import register_estimator
 from ..resources import check_square_matrices
 from ..sampling import LabelIndex
+from ._docstrings import fill_doc
 from ._held_out import HELD_OUT_PARAMETER_CONSTRAINTS
 from ._init_parameters import store_parameters
 from ._supervision import check_pair_supervision
@@ -262,6 +263,7 @@ def components_from_metric(M: np.ndarray) -> np.ndarray:
 
 
 @register_estimator
+@fill_doc
 class ITML(MahalanobisMixin, BaseEstimator):
     r"""Information-Theoretic Metric Learning (Davis et al. 2007) from class labels or pairs.
 
@@ -291,22 +293,11 @@ class ITML(MahalanobisMixin, BaseEstimator):
         Deprecated alias of ``slack_weight`` (removed in 0.3).
     num_constraints : int or None
         Deprecated alias of ``n_constraints`` (removed in 0.3).
-    held_out_check : {"auto", True, False}, default="auto"
-        After the fit, the same settings are fitted again on part of the classes (with pairs: of the
-        groups the similar pairs join) and the learned distance is compared with the reference on
-        the classes held out (``held_out_check_``); below it beyond noise, the fit issues an
-        :class:`~rankmetric.training.UntrainedModelWarning`. ``"auto"`` skips it with fewer than 6
-        groups (``held_out_check_`` says so), True then also warns, False switches it off. The model
-        returned does not depend on it. ``docs/reliability.md``, "Never worse than Euclidean without
-        saying so".
-    fallback : {None, "reference"}, default=None
-        ``"reference"``: when the check finds the learned distance below, return the
-        reference instead: ``components_`` becomes the identity (the Euclidean distance).
+    %(held_out_check)s
 
     Attributes
     ----------
-    held_out_check_ : dict or None
-        The held-out check, as in :class:`rankmetric.WARCA`.
+    %(held_out_check_attribute)s
     components_ : ndarray of shape (n_features, n_features), float64
         :math:`L` with :math:`L^\top L = M` (upper-triangular Cholesky factor when :math:`M` is
         definite).
@@ -407,15 +398,13 @@ class ITML(MahalanobisMixin, BaseEstimator):
         return np.maximum(bounds, 1e-9)
 
     @fit_context
+    @fill_doc
     def fit(self, X, y):
         """Learn ``M`` from samples ``X`` (n_samples, n_features) and class labels ``y``.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Training samples.
-        y : array-like of shape (n_samples,)
-            Class labels.
+        %(labelled_samples)s
 
         Returns
         -------
@@ -434,6 +423,7 @@ class ITML(MahalanobisMixin, BaseEstimator):
         return self._fit_constraints(X, X[a] - X[b], similar, prior, rng)
 
     @fit_context
+    @fill_doc
     def fit_pairs(self, X, pairs=None, y=None):
         """Learn ``M`` from similar (+1) and dissimilar (−1) pairs, without class labels.
 
@@ -443,13 +433,7 @@ class ITML(MahalanobisMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features), or (n_pairs, 2, n_features)
-            The points (then ``pairs`` holds row indices), or the stacked pairs themselves
-            (then the second argument is ``y``).
-        pairs : array-like of shape (n_pairs, 2), int
-            Row indices into ``X``.
-        y : array-like of shape (n_pairs,)
-            ``+1`` similar, ``−1`` dissimilar.
+        %(pair_constraints)s
 
         Returns
         -------

@@ -41,6 +41,7 @@ from .._validation import (
     check_param,
 )
 from ..evaluate.verification import roc_curve_from_distances
+from ._docstrings import fill_doc
 from ._held_out import HELD_OUT_PARAMETER_CONSTRAINTS
 from ._init_parameters import store_parameters
 from ._supervision import split_pairs
@@ -420,13 +421,13 @@ class PairClassifier(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
         return self
 
     # ------------------------------------------------------------------ prediction
+    @fill_doc
     def decision_function(self, pairs) -> np.ndarray:
         """``threshold_ − distance``: positive for pairs predicted similar.
 
         Parameters
         ----------
-        pairs : ndarray of shape (n_pairs, 2, n_features), (n_pairs, 2 · n_features) or (n_pairs, 2)
-            Stacked pairs, flattened pairs, or row indices into ``points`` (see the class).
+        %(stacked_pairs)s
 
         Returns
         -------
@@ -435,13 +436,13 @@ class PairClassifier(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
         check_is_fitted(self, "threshold_")
         return self.threshold_ - self.pair_distances(pairs)
 
+    @fill_doc
     def predict(self, pairs) -> np.ndarray:
         """``classes_[1]`` (similar) where ``distance < threshold_``, else ``classes_[0]``.
 
         Parameters
         ----------
-        pairs : ndarray of shape (n_pairs, 2, n_features), (n_pairs, 2 · n_features) or (n_pairs, 2)
-            Stacked pairs, flattened pairs, or row indices into ``points`` (see the class).
+        %(stacked_pairs)s
 
         Returns
         -------
@@ -451,13 +452,13 @@ class PairClassifier(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
         return self.classes_[positive.astype(int)]
 
     @available_if(_probability_enabled)
+    @fill_doc
     def predict_proba(self, pairs) -> np.ndarray:
         """Probabilities of (dissimilar, similar) from the Platt map (``probability=True``).
 
         Parameters
         ----------
-        pairs : ndarray of shape (n_pairs, 2, n_features), (n_pairs, 2 · n_features) or (n_pairs, 2)
-            Stacked pairs, flattened pairs, or row indices into ``points`` (see the class).
+        %(stacked_pairs)s
 
         Returns
         -------

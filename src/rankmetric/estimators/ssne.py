@@ -20,11 +20,8 @@ from .. import distributed
 from .._utils import make_rng, resolve_device, to_tensor, torch_generator
 from .._validation import (
     CHECKPOINTS,
-    DEVICE,
     NONE,
     POSITIVE_INT,
-    RANDOM_STATE,
-    VERBOSE,
     Interval,
     Options,
     check_labels,
@@ -48,9 +45,10 @@ from ..training import (
     split_validation,
     train,
 )
+from ._docstrings import fill_doc
 from ._early_stopping import VALIDATION_PARAMETER_CONSTRAINTS
 from ._held_out import HELD_OUT_PARAMETER_CONSTRAINTS
-from ._init_parameters import store_parameters
+from ._init_parameters import TRAINING_PARAMETER_CONSTRAINTS, store_parameters
 from ._ssne_solver import ProximalStepper as _ProximalStepper
 from ._supervision import (
     check_indices,
@@ -80,6 +78,7 @@ def default_n_components(n_features: int) -> int:
 
 
 @register_estimator
+@fill_doc
 class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
     r"""Similarity-sensitive nonlinear embedding onto the unit sphere.
 
@@ -168,20 +167,8 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
         Torch device; ``None`` picks CUDA when available.
     verbose : bool or int, default=False
         Progress bar on a terminal.
-    checkpoint_dir : str or path-like, optional
-        Folder where ``checkpoint.pt`` is written every ``checkpoint_every`` steps; a fit that
-        finds one there resumes from it, so a killed fit ends with the parameters of an
-        uninterrupted one (same seed, CPU). The file is removed when the fit completes.
-    checkpoint_every : int, default=100
-        Steps between two checkpoints.
-    held_out_check : {"auto", True, False}, default="auto"
-        After the fit, the same settings are fitted again on part of the classes (with pairs: of the
-        groups the similar pairs join) and the learned distance is compared with the reference on
-        the classes held out (``held_out_check_``); below it beyond noise, the fit issues an
-        :class:`~rankmetric.training.UntrainedModelWarning`. ``"auto"`` skips it with fewer than 6
-        groups (``held_out_check_`` says so), True then also warns, False switches it off. The model
-        returned does not depend on it. ``docs/reliability.md``, "Never worse than Euclidean without
-        saying so".
+    %(checkpoint)s
+    %(held_out_check_only)s
     fallback : {None, "reference"}, default=None
         ``"reference"``: when the check finds the learned distance below, return the
         reference instead: ``transform`` returns its input (the Euclidean distance;
@@ -189,8 +176,7 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
 
     Attributes
     ----------
-    held_out_check_ : dict or None
-        The held-out check, as in :class:`rankmetric.WARCA`.
+    %(held_out_check_attribute)s
     mean_, scale_ : ndarray of shape (n_features,)
         Standardisation applied before the embedding,
         :math:`\varphi(x) = [(x - \mathtt{mean\_}) / \mathtt{scale\_};\, 1]`.
@@ -255,12 +241,11 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
         "validation_metric": [Options(*RETRIEVAL_METRICS)],
         "validation_every": [POSITIVE_INT],
         "patience": [NONE, POSITIVE_INT],
-        "random_state": [RANDOM_STATE],
-        "device": [DEVICE],
-        "verbose": VERBOSE,
+        **TRAINING_PARAMETER_CONSTRAINTS,
         **CHECKPOINTS,
     }
 
+    # The signature is spelled out, not inherited: scikit-learn reads the parameters from it.
     @deprecate_positional_args
     def __init__(
         self,

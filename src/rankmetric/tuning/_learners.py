@@ -21,6 +21,11 @@ def _learner(path: str):
     return getattr(importlib.import_module(module), name)
 
 
+def _start_from_components(self, previous) -> dict:
+    """A promoted candidate's ``init``: the map of its previous round (WARCA, LMNN)."""
+    return {"init": np.asarray(previous.components_, dtype=np.float64)}
+
+
 class WARCACV(TunedMetricLearner):
     """:class:`~rankmetric.WARCA` with rank, λ and learning rate chosen inside ``fit``.
 
@@ -49,8 +54,7 @@ class WARCACV(TunedMetricLearner):
             "learning_rate": [None, 3e-3, 3e-2],
         }
 
-    def _warm_start(self, previous) -> dict:
-        return {"init": np.asarray(previous.components_, dtype=np.float64)}
+    _warm_start = _start_from_components
 
 
 class KernelWARCACV(TunedMetricLearner):
@@ -202,8 +206,7 @@ class LMNNCV(TunedMetricLearner):
     def search_space(self, X, y, template) -> dict:
         return {"n_target_neighbors": [1, 3, 5], "push_weight": [0.25, 0.5, 0.75]}
 
-    def _warm_start(self, previous) -> dict:
-        return {"init": np.asarray(previous.components_, dtype=np.float64)}
+    _warm_start = _start_from_components
 
 
 def _complete_docstring(cls: type) -> None:

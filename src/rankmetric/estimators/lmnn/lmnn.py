@@ -15,11 +15,8 @@ from ..._utils import make_rng, resolve_device, to_tensor
 from ..._validation import (
     ARRAY,
     DEPRECATED,
-    DEVICE,
     NONE,
     POSITIVE_INT,
-    RANDOM_STATE,
-    VERBOSE,
     Interval,
     Options,
     check_labels,
@@ -29,8 +26,9 @@ from ..._validation import (
     deprecate_positional_args,
 )
 from ...io import register_estimator
+from .._docstrings import fill_doc
 from .._held_out import HELD_OUT_PARAMETER_CONSTRAINTS
-from .._init_parameters import store_parameters
+from .._init_parameters import TRAINING_PARAMETER_CONSTRAINTS, store_parameters
 from .._supervision import check_pair_supervision, check_triplet_supervision, triplets_from_pairs
 from ..base import MahalanobisMixin, fit_context
 from ._active_set import numpy_objective, optimize_fixed, optimize_with_progress
@@ -60,9 +58,7 @@ LMNN_PARAMETER_CONSTRAINTS = {
     "active_set_update": [POSITIVE_INT],
     "tol": [_POSITIVE],
     "solver": [Options("lbfgs", "gd")],
-    "random_state": [RANDOM_STATE],
-    "device": [DEVICE],
-    "verbose": VERBOSE,
+    **TRAINING_PARAMETER_CONSTRAINTS,
 }
 
 
@@ -111,6 +107,7 @@ def n_components_for(n_components: int | None, n_features: int) -> int:
 
 
 @register_estimator
+@fill_doc
 class LMNN(MahalanobisMixin, BaseEstimator):
     r"""Large Margin Nearest Neighbour (Weinberger & Saul 2009) Mahalanobis metric learning.
 
@@ -151,22 +148,11 @@ class LMNN(MahalanobisMixin, BaseEstimator):
         Deprecated alias of ``n_target_neighbors`` (removed in 0.3).
     regularization : float
         Deprecated alias of ``push_weight`` (removed in 0.3).
-    held_out_check : {"auto", True, False}, default="auto"
-        After the fit, the same settings are fitted again on part of the classes (with pairs: of the
-        groups the similar pairs join) and the learned distance is compared with the reference on
-        the classes held out (``held_out_check_``); below it beyond noise, the fit issues an
-        :class:`~rankmetric.training.UntrainedModelWarning`. ``"auto"`` skips it with fewer than 6
-        groups (``held_out_check_`` says so), True then also warns, False switches it off. The model
-        returned does not depend on it. ``docs/reliability.md``, "Never worse than Euclidean without
-        saying so".
-    fallback : {None, "reference"}, default=None
-        ``"reference"``: when the check finds the learned distance below, return the
-        reference instead: ``components_`` becomes the identity (the Euclidean distance).
+    %(held_out_check)s
 
     Attributes
     ----------
-    held_out_check_ : dict or None
-        The held-out check, as in :class:`rankmetric.WARCA`.
+    %(held_out_check_attribute)s
     components_ : ndarray of shape (n_components, n_features), float32
         The learned map :math:`L`; :math:`d(a, b) = \lVert L(a - b) \rVert`.
     n_iter_ : int
@@ -252,15 +238,13 @@ class LMNN(MahalanobisMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ fitting
     @fit_context
+    @fill_doc
     def fit(self, X, y):
         """Learn ``components_`` from samples ``X`` (n_samples, n_features) and labels ``y``.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Training samples.
-        y : array-like of shape (n_samples,)
-            Class labels.
+        %(labelled_samples)s
 
         Returns
         -------
@@ -320,6 +304,7 @@ class LMNN(MahalanobisMixin, BaseEstimator):
         return self._fit_triplets(check_triplet_supervision(self, X, triplets))
 
     @fit_context
+    @fill_doc
     def fit_pairs(self, X, pairs=None, y=None):
         """Learn ``components_`` from similar (+1) and dissimilar (−1) pairs.
 
@@ -330,10 +315,7 @@ class LMNN(MahalanobisMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features), or (n_pairs, 2, n_features)
-        pairs : array-like of shape (n_pairs, 2), int
-        y : array-like of shape (n_pairs,)
-            ``+1`` similar, ``−1`` dissimilar.
+        %(pair_constraints)s
 
         Returns
         -------

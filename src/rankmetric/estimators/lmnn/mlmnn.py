@@ -47,6 +47,7 @@ from ..._validation import (
 )
 from ...io import register_estimator
 from ...neighbors import smallest_k
+from .._docstrings import fill_doc
 from .._held_out import HELD_OUT_PARAMETER_CONSTRAINTS, HeldOutCheckMixin
 from .._init_parameters import store_parameters
 from .._supervision import split_pairs
@@ -326,15 +327,13 @@ class MultiMetricLMNN(HeldOutCheckMixin, ParameterValidationMixin, ClassifierMix
 
     # ------------------------------------------------------------------ fitting
     @fit_context
+    @fill_doc
     def fit(self, X, y):
         """Learn one metric per cluster from samples ``X`` (n_samples, n_features), labels ``y``.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Training samples.
-        y : array-like of shape (n_samples,)
-            Class labels.
+        %(labelled_samples)s
 
         Returns
         -------

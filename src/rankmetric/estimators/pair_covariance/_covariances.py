@@ -119,6 +119,8 @@ class PairCovarianceLearner(MahalanobisMixin, BaseEstimator):
     (:meth:`_labelled_input`).
     """
 
+    _held_out_hint = "try fewer n_components or a larger regularization"
+
     _parameter_constraints = {
         **HELD_OUT_PARAMETER_CONSTRAINTS,
         "n_components": [NONE, POSITIVE_INT],

@@ -27,6 +27,7 @@ import numpy as np
 from ..._validation import Interval, check_param, deprecate_positional_args
 from ...io import register_estimator
 from ...resources import check_square_matrices
+from .._docstrings import fill_doc
 from .._init_parameters import store_parameters
 from .._supervision import check_pair_supervision
 from ..base import fit_context
@@ -60,6 +61,7 @@ def psd_projection(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 @register_estimator
+@fill_doc
 class KISSME(PairCovarianceLearner):
     r"""KISSME metric learning (Köstinger, Hirzer, Wohlhart, Roth & Bischof, CVPR 2012).
 
@@ -84,14 +86,7 @@ class KISSME(PairCovarianceLearner):
         cameras; needs ``fit(X, y, cameras=...)``. ``Σ_D`` keeps every different-label pair.
         An identity seen by one camera only gives no similar pair; no identity with two cameras
         is a ``ValueError``.
-    held_out_check : {"auto", True, False}, default="auto"
-        After the fit, the same settings are fitted again on part of the classes (with pairs: of the
-        groups the similar pairs join) and the learned distance is compared with the reference on
-        the classes held out (``held_out_check_``); below it beyond noise, the fit issues an
-        :class:`~rankmetric.training.UntrainedModelWarning`. ``"auto"`` skips it with fewer than 6
-        groups (``held_out_check_`` says so), True then also warns, False switches it off. The model
-        returned does not depend on it. ``docs/reliability.md``, "Never worse than Euclidean without
-        saying so".
+    %(held_out_check_only)s
     fallback : {None, "reference"}, default=None
         ``"reference"``: when the check finds the learned distance below, return the
         reference instead: ``components_`` becomes the PCA projection (the Euclidean
@@ -99,8 +94,7 @@ class KISSME(PairCovarianceLearner):
 
     Attributes
     ----------
-    held_out_check_ : dict or None
-        The held-out check, as in :class:`rankmetric.WARCA`.
+    %(held_out_check_attribute)s
     components_ : ndarray of shape (n_components, n_features)
         :math:`L` with :math:`L^\top L` the metric in the input space
         (:math:`L = \operatorname{diag}(\sqrt\lambda)\, V^\top P`, :math:`P` the PCA axes,
@@ -134,8 +128,7 @@ class KISSME(PairCovarianceLearner):
     (150, 3)
     """
 
-    _held_out_hint = "try fewer n_components or a larger regularization"
-
+    # The signature is spelled out, not inherited: scikit-learn reads the parameters from it.
     @deprecate_positional_args
     def __init__(
         self,
@@ -184,6 +177,7 @@ class KISSME(PairCovarianceLearner):
         return self._fit_covariances(*pair_difference_covariances(Z, codes, groups))
 
     @fit_context
+    @fill_doc
     def fit_pairs(self, X, pairs=None, y=None) -> KISSME:
         r"""Learn the metric from similar (+1) and dissimilar (−1) pairs, without class labels.
 
@@ -194,13 +188,7 @@ class KISSME(PairCovarianceLearner):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features), or (n_pairs, 2, n_features)
-            The points (then ``pairs`` holds row indices), or the stacked pairs themselves
-            (then the second argument is ``y``).
-        pairs : array-like of shape (n_pairs, 2), int
-            Row indices into ``X``.
-        y : array-like of shape (n_pairs,)
-            ``+1`` similar, ``−1`` dissimilar.
+        %(pair_constraints)s
 
         Returns
         -------

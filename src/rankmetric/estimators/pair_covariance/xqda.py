@@ -34,6 +34,7 @@ from ..._validation import (
 )
 from ...io import register_estimator
 from ...resources import check_square_matrices
+from .._docstrings import fill_doc
 from .._init_parameters import store_parameters
 from ..base import fit_context
 from ._covariances import PairCovarianceLearner, pair_difference_covariances, ridged
@@ -71,6 +72,7 @@ def xqda_subspace(
 
 
 @register_estimator
+@fill_doc
 class XQDA(PairCovarianceLearner):
     r"""Cross-view quadratic discriminant analysis (Liao et al., CVPR 2015), the LOMO baseline.
 
@@ -89,22 +91,11 @@ class XQDA(PairCovarianceLearner):
         two different cameras, as the paper forms them; needs ``fit(X, y, cameras=...)``.
         :math:`\Sigma_E` keeps every different-identity pair. An identity seen by one camera
         only gives no intra-personal pair; no identity with two cameras is a ``ValueError``.
-    held_out_check : {"auto", True, False}, default="auto"
-        After the fit, the same settings are fitted again on part of the classes (with pairs: of the
-        groups the similar pairs join) and the learned distance is compared with the reference on
-        the classes held out (``held_out_check_``); below it beyond noise, the fit issues an
-        :class:`~rankmetric.training.UntrainedModelWarning`. ``"auto"`` skips it with fewer than 6
-        groups (``held_out_check_`` says so), True then also warns, False switches it off. The model
-        returned does not depend on it. ``docs/reliability.md``, "Never worse than Euclidean without
-        saying so".
-    fallback : {None, "reference"}, default=None
-        ``"reference"``: when the check finds the learned distance below, return the
-        reference instead: ``components_`` becomes the identity (the Euclidean distance).
+    %(held_out_check)s
 
     Attributes
     ----------
-    held_out_check_ : dict or None
-        The held-out check, as in :class:`rankmetric.WARCA`.
+    %(held_out_check_attribute)s
     components_ : ndarray of shape (n_components, n_features)
         :math:`L = \operatorname{diag}(\sqrt{\max(1 - 1/\lambda, 0)})\, W^\top`, so that
         :math:`L^\top L = W M W^\top`.
@@ -161,8 +152,7 @@ class XQDA(PairCovarianceLearner):
     (150, 2)
     """
 
-    _held_out_hint = "try fewer n_components or a larger regularization"
-
+    # The signature is spelled out, not inherited: scikit-learn reads the parameters from it.
     @deprecate_positional_args
     def __init__(
         self,

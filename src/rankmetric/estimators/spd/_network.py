@@ -23,11 +23,8 @@ from ..._utils import resolve_device, to_tensor
 from ..._validation import (
     BOOLEAN,
     CHECKPOINTS,
-    DEVICE,
     NONE,
     POSITIVE_INT,
-    RANDOM_STATE,
-    VERBOSE,
     InstanceOf,
     Interval,
     Options,
@@ -44,6 +41,7 @@ from ...losses.triplet import TripletLoss
 from ...models.spdnet import SPDNet, check_sizes, sym_to_vec
 from ...preprocessing.recentring import transform_domain_codes
 from ...training import per_query_scores
+from .._init_parameters import TRAINING_PARAMETER_CONSTRAINTS
 from .._supervision import split_pairs
 
 __all__ = [
@@ -93,9 +91,7 @@ SPDNET_PARAMETER_CONSTRAINTS = {
     "selection_se": [Interval(Real, 0, None, closed="left")],
     "output": [Options(*OUTPUTS)],
     "whiten": [BOOLEAN],
-    "random_state": [RANDOM_STATE],
-    "device": [DEVICE],
-    "verbose": VERBOSE,
+    **TRAINING_PARAMETER_CONSTRAINTS,
     **CHECKPOINTS,
 }
 # validation ranks the held-out matrices leave-one-out among themselves: at most 500 of them under

@@ -57,6 +57,7 @@ from ...training import (
     split_validation,
     train,
 )
+from .._docstrings import fill_doc
 from .._held_out import HELD_OUT_PARAMETER_CONSTRAINTS
 from .._init_parameters import store_parameters
 from ..base import MetricLearnerMixin, fit_checkpointing, fit_context
@@ -82,6 +83,7 @@ __all__ = ["SPDNetEmbedding"]
 
 
 @register_estimator
+@fill_doc
 class SPDNetEmbedding(DomainsRequestMixin, MetricLearnerMixin, BaseEstimator):
     r"""Learn an embedding of SPD matrices with an SPDNet and any metric-learning loss.
 
@@ -181,18 +183,14 @@ class SPDNetEmbedding(DomainsRequestMixin, MetricLearnerMixin, BaseEstimator):
         Folder for resumable checkpoints (see :func:`rankmetric.training.train`).
     checkpoint_every : int, default=100
         Steps between two checkpoints.
-    held_out_check : {"auto", True, False}, default="auto"
-        The check after the fit on held-out classes, as :class:`rankmetric.WARCA`'s
-        (``held_out_check_``; ``docs/reliability.md``, "Never worse than Euclidean without saying
-        so").
+    %(held_out_check_only)s
     fallback : {None, "reference"}, default=None
         ``"reference"``: when the check finds the learned distance below, return the
         reference instead: the untrained network (``max_iter=0``) fitted on the same data.
 
     Attributes
     ----------
-    held_out_check_ : dict or None
-        The held-out check, as in :class:`rankmetric.WARCA`.
+    %(held_out_check_attribute)s
     classes_ : ndarray of shape (n_classes,)
     whitening_ : ndarray of shape (c, c)
     weights_ : list of ndarray
@@ -270,6 +268,7 @@ class SPDNetEmbedding(DomainsRequestMixin, MetricLearnerMixin, BaseEstimator):
         "loss_params": [NONE, InstanceOf(dict, "a dict")],
     }
 
+    # The signature is spelled out, not inherited: scikit-learn reads the parameters from it.
     @deprecate_positional_args
     def __init__(
         self,

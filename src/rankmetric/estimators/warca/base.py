@@ -17,11 +17,8 @@ from sklearn.utils.validation import validate_data
 from ..._utils import make_rng
 from ..._validation import (
     CHECKPOINTS,
-    DEVICE,
     NONE,
     POSITIVE_INT,
-    RANDOM_STATE,
-    VERBOSE,
     Interval,
     Options,
     check_labels,
@@ -33,6 +30,7 @@ from ...models.linear import LinearMap
 from ...sampling import POSITIVES, CrossCameraLabelIndex, LabelIndex, check_cameras
 from .._early_stopping import VALIDATION_PARAMETER_CONSTRAINTS, warn_validation_set
 from .._held_out import HELD_OUT_PARAMETER_CONSTRAINTS
+from .._init_parameters import TRAINING_PARAMETER_CONSTRAINTS
 from .solver import auto_draws, linear_steps, rows_of, train_warp
 from .validation import (
     VALIDATION_METRICS,
@@ -60,9 +58,7 @@ WARP_PARAMETER_CONSTRAINTS = {
     "patience": [NONE, POSITIVE_INT],
     "tol": [NONE, Interval(Real, 0, None, closed="left")],
     "positives": [Options(*POSITIVES)],
-    "random_state": [RANDOM_STATE],
-    "device": [DEVICE],
-    "verbose": VERBOSE,
+    **TRAINING_PARAMETER_CONSTRAINTS,
     **CHECKPOINTS,
     **HELD_OUT_PARAMETER_CONSTRAINTS,
 }
@@ -78,7 +74,6 @@ class BaseWARCA(TransformerMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.target_tags.required = True
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
         return tags
 

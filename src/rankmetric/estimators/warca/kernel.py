@@ -33,6 +33,7 @@ from ...io import register_estimator
 from ...kernels import KERNEL_PARAMETER_CONSTRAINTS, NystroemMap, default_gamma, pairwise_kernel
 from ...losses.regularizers import kernel_aon_penalty
 from ...models.linear import LinearMap
+from .._docstrings import fill_doc
 from .._init_parameters import store_parameters
 from ..base import MetricLearnerMixin, fit_context
 from .base import WARP_PARAMETER_CONSTRAINTS, BaseWARCA
@@ -93,6 +94,7 @@ def _step_scale(rows: torch.Tensor) -> float:
 
 
 @register_estimator
+@fill_doc
 class KernelWARCA(MetricLearnerMixin, BaseWARCA):
     r"""Non-linear WARCA in a kernel space, exact or with a Nyström approximation.
 
@@ -137,18 +139,14 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         The default was 0.01 before 0.2, which diverges at VIPeR's 1,264 items; on validation
         identities of three histogram stand-ins of 474 items the two are within seed noise
         (``docs/warca.md``, "Kernel WARCA's defaults").
-    held_out_check : {"auto", True, False}, default="auto"
-        The check of the learned distance on held-out classes after the fit, as in
-        :class:`rankmetric.WARCA` (``docs/reliability.md``, "Never worse than Euclidean without
-        saying so").
+    %(held_out_check_only)s
     fallback : {None, "reference"}, default=None
         ``"reference"``: when the check finds the learned distance below, return the
         reference instead: ``transform`` returns its input (the Euclidean distance).
 
     Attributes
     ----------
-    held_out_check_ : dict or None
-        The held-out check, as in :class:`rankmetric.WARCA`.
+    %(held_out_check_attribute)s
     components_ : ndarray of shape (n_components, n_support)
         :math:`A` (exact) or :math:`W K_{LL}^{-1/2}` (Nyström).
     support_vectors_ : ndarray of shape (n_support, n_features) or None
@@ -206,6 +204,7 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         ],
     }
 
+    # The signature is spelled out, not inherited: scikit-learn reads the parameters from it.
     @deprecate_positional_args
     def __init__(
         self,

@@ -14,6 +14,7 @@ from ..._validation import ARRAY, BOOLEAN, NONE, POSITIVE_INT, Options, deprecat
 from ...io import register_estimator
 from ...models.linear import INITS, LinearMap
 from ...sampling import PairIndex
+from .._docstrings import fill_doc
 from .._init_parameters import store_parameters
 from .._supervision import check_pair_supervision, check_triplet_supervision, pairs_from_triplets
 from ..base import MahalanobisMixin, fit_context
@@ -24,6 +25,7 @@ __all__ = ["WARCA"]
 
 
 @register_estimator
+@fill_doc
 class WARCA(MahalanobisMixin, BaseWARCA):
     r"""Linear WARCA: a Mahalanobis metric :math:`\lVert L(a - b) \rVert` trained for top ranks.
 
@@ -128,27 +130,12 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         ``"cpu"``, ``"cuda"``, ``"cuda:1"``; ``None`` picks CUDA when available.
     verbose : bool, default=False
         Progress bar (on a terminal).
-    checkpoint_dir : str or path-like, optional
-        Folder where ``checkpoint.pt`` is written every ``checkpoint_every`` steps; a fit that
-        finds one there resumes from it, so a killed fit ends with the parameters of an
-        uninterrupted one (same seed, CPU). The file is removed when the fit completes.
-    checkpoint_every : int, default=100
-        Steps between two checkpoints.
+    %(checkpoint)s
     n_threads : int or None, default=None
         CPU threads of the fit (``-1``: every core). None: one thread when
         ``n_samples × n_features < 10⁷``, else torch's thread count (see
         :mod:`rankmetric._threads`).
-    held_out_check : {"auto", True, False}, default="auto"
-        After the fit, the same settings are fitted again on part of the classes (with pairs: of the
-        groups the similar pairs join) and the learned distance is compared with the reference on
-        the classes held out (``held_out_check_``); below it beyond noise, the fit issues an
-        :class:`~rankmetric.training.UntrainedModelWarning`. ``"auto"`` skips it with fewer than 6
-        groups (``held_out_check_`` says so), True then also warns, False switches it off. The model
-        returned does not depend on it. ``docs/reliability.md``, "Never worse than Euclidean without
-        saying so".
-    fallback : {None, "reference"}, default=None
-        ``"reference"``: when the check finds the learned distance below, return the
-        reference instead: ``components_`` becomes the identity (the Euclidean distance).
+    %(held_out_check)s
 
     Attributes
     ----------
@@ -222,6 +209,7 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         "n_threads": [NONE, POSITIVE_INT, Options(-1)],  # -1: every core
     }
 
+    # The signature is spelled out, not inherited: scikit-learn reads the parameters from it.
     @deprecate_positional_args
     def __init__(
         self,
@@ -285,6 +273,7 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         return self._fit_index(X, index, codes, X_val, val_codes, rng)
 
     @fit_context
+    @fill_doc
     def fit_pairs(self, X, pairs=None, y=None) -> WARCA:
         """Learn the map from similar (+1) and dissimilar (−1) pairs, without class labels.
 
@@ -296,10 +285,7 @@ class WARCA(MahalanobisMixin, BaseWARCA):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features), or (n_pairs, 2, n_features)
-        pairs : array-like of shape (n_pairs, 2), int
-        y : array-like of shape (n_pairs,)
-            ``+1`` similar, ``−1`` dissimilar.
+        %(pair_constraints)s
 
         Returns
         -------

@@ -271,11 +271,11 @@ def test_cuda_fit_matches_cpu_quality():
 
 @pytest.mark.parametrize(
     ("n_samples", "expected"),
-    [(100, (64, 5)), (284, (71, 5)), (898, (224, 5)), (1500, (375, 20)), (10**6, (512, 50))],
+    [(100, (64, 10)), (284, (71, 10)), (898, (224, 10)), (1500, (375, 27)), (10**6, (512, 50))],
 )
 def test_default_schedule_scales_with_the_data(n_samples, expected):
     assert auto_schedule(n_samples, None, None)[:2] == expected
-    assert auto_schedule(n_samples, 40, None)[:2] == (40, 5)
+    assert auto_schedule(n_samples, 40, None)[:2] == (40, 10)
     assert auto_schedule(n_samples, None, 7)[1] == 7
     lr = auto_schedule(n_samples, None, None, None)[2]
     assert lr == pytest.approx(0.01 * np.sqrt(512 / expected[0]))
@@ -301,7 +301,7 @@ def test_large_fits_keep_the_fixed_schedule():
 def test_fit_records_the_schedule_it_used():
     X, y = noisy_blobs()  # 240 samples
     model = WARCA(max_iter=3, random_state=0).fit(X, y)
-    assert (model.batch_size_, model.tol_window_, model.max_sampling_) == (64, 5, 16)
+    assert (model.batch_size_, model.tol_window_, model.max_sampling_) == (64, 10, 16)
     assert model.learning_rate_ == pytest.approx(0.01 * np.sqrt(8))
     model = WARCA(max_iter=3, batch_size=16, tol_window=5, random_state=0).fit(X, y)
     assert (model.batch_size_, model.tol_window_) == (16, 5)

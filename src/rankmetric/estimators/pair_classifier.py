@@ -20,12 +20,13 @@ calibration pairs, so no calibration pair sits on it.
 
 from __future__ import annotations
 
+import functools
+import types
 from numbers import Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.linear_model import LogisticRegression
-from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
@@ -52,17 +53,26 @@ __all__ = ["PairClassifier", "STRATEGIES", "calibrated_threshold"]
 STRATEGIES = ("accuracy", "f_beta", "max_tpr", "max_tnr")
 
 
-def _probability_enabled(clf) -> bool:
+class _IfProbability:
     """``predict_proba`` only with ``probability=True`` (so ``hasattr`` is False without it, as
-    scikit-learn expects), else an ``AttributeError`` that says what to set."""
-    if not clf.probability:
-        raise AttributeError(
-            f"{type(clf).__name__}.predict_proba needs the Platt map fitted with the "
-            "threshold: build PairClassifier(..., probability=True) and fit again (a "
-            "distance alone is no probability); decision_function gives the signed margins "
-            "without it."
-        )
-    return True
+    scikit-learn expects), else an ``AttributeError`` that says what to set (scikit-learn's
+    ``available_if`` would replace that message by a generic one)."""
+
+    def __init__(self, fn) -> None:
+        self.fn = fn
+        functools.update_wrapper(self, fn)
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self.fn
+        if not obj.probability:
+            raise AttributeError(
+                f"{type(obj).__name__}.predict_proba needs the Platt map fitted with the "
+                "threshold: build PairClassifier(..., probability=True) and fit again (a "
+                "distance alone is no probability); decision_function gives the signed margins "
+                "without it."
+            )
+        return types.MethodType(self.fn, obj)
 
 
 def _rate(name: str, value) -> float:
@@ -451,7 +461,7 @@ class PairClassifier(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
         positive = self.decision_function(pairs) > 0
         return self.classes_[positive.astype(int)]
 
-    @available_if(_probability_enabled)
+    @_IfProbability
     @fill_doc
     def predict_proba(self, pairs) -> np.ndarray:
         """Probabilities of (dissimilar, similar) from the Platt map (``probability=True``).

@@ -122,8 +122,7 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         ±2 points on 7 sets: ``docs/warca.md``, "Stopping").
     tol_window : int or None, default=None
         Steps per window of the ``tol`` rule (the earliest stop is at ``2 · tol_window``). None:
-        ``clip(50 · (batch_size / 512)³, 5, 50)`` (50 with 512-pair batches, 5 up to 245;
-        the square rule ``clip(50 · (batch_size / 512)², 10, 50)`` before).
+        ``clip(50 · (batch_size / 512)², 10, 50)`` (50 with 512-pair batches, 10 up to 229).
     random_state : int, Generator or None
         Seeds pairs, negatives and the initialisation.
     device : str or None
@@ -346,9 +345,9 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         model = LinearMap(n_features, n_components, mean=mean, scale=scale, device=device)
         model.reset_parameters(rng, self.init, data)
         val_data = None if X_val is None else to_tensor(X_val, device)
-        # the window rule "cube" was chosen for linear WARCA (benchmarks/bench_warca_small.py)
+        # the window rule "square" was chosen for linear WARCA (benchmarks/bench_warca_small.py)
         self._train_linear_map(
-            model, data, index, val_data, val_codes, rng, device, window_rule="cube"
+            model, data, index, val_data, val_codes, rng, device, window_rule="square"
         )
         self.max_sampling_ = auto_draws(index.n_samples, self.max_sampling, self.sampling)
         self._compare_with_euclidean(

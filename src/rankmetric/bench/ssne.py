@@ -30,8 +30,10 @@ from ._common import (
     BenchConfig,
     Summary,
     below_reference_note,
+    below_summary,
     cell_runner,
     compare_rows,
+    comparison_payload,
     format_ci,
     format_pm,
     group_by,
@@ -209,17 +211,8 @@ def build_cells(config: BenchConfig) -> list[Cell]:
             }
             if image:
                 options |= {"n_train": IMAGE_TRAIN[mode], "pca": IMAGE_PCA}
-                cells.append(
-                    Cell(
-                        "ssne-images",
-                        method,
-                        dataset,
-                        0,
-                        0,
-                        "rankmetric.bench.ssne.run_split_cell",
-                        options,
-                    )
-                )
+                runner = "rankmetric.bench.ssne.run_split_cell"
+                cells.append(Cell("ssne-images", method, dataset, 0, 0, runner, options))
                 continue
             options |= {"n_repeats": n_repeats, "cv_seed": CV_SEED}
             cells += [
@@ -386,9 +379,7 @@ def _table1(results: list[dict], config: BenchConfig) -> tuple[str, dict]:
                 test = compared[method]
                 payload.setdefault(dataset, {})[method] = json_safe({
                     "mean": mean, "std": std, "ci95": test["ci"], "scores": accs,
-                    "vs_euclidean": {"diff": test["vs_reference"], "p": test["p_reference"]},
-                    "vs_best": {"diff": test["vs_best"], "p": test["p_best"]},
-                    "below_euclidean": test["below_reference"],
+                    **comparison_payload(test),
                 })  # fmt: skip
             ours.append(_marked_cell(compared[method], 2) if accs else "—")
             paper.append(_paper_cell(dataset, method))
@@ -419,11 +410,7 @@ def _table1(results: list[dict], config: BenchConfig) -> tuple[str, dict]:
             "against the best row of the data set (— : the row itself).\n\n"
             + markdown_table(["data set", *(LABELS[m] for m in methods)], tests)
         )
-    text += "\n\n" + (
-        f"**Learned rows below the Euclidean reference ({BELOW_MARK}):**\n" + "\n".join(below)
-        if below
-        else "No learned row is below the Euclidean reference."
-    )
+    text += "\n\n" + below_summary(below, "the Euclidean reference")
     if k_tuned:
         text += (
             "\n\nThe k each cell voted with: folds choosing k = 3 / k = 5 (of each cell's folds)."

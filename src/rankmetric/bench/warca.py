@@ -34,10 +34,12 @@ from ._common import (
     BenchConfig,
     Summary,
     below_reference_note,
+    below_summary,
     cell_runner,
     compare_rows,
+    comparison_cells,
+    comparison_payload,
     format_ci,
-    format_comparison,
     format_number,
     json_safe,
     markdown_table,
@@ -420,6 +422,13 @@ def _rank1_comparison(found: list[dict]) -> dict[str, dict]:
     return compare_rows(scores, "euclidean" if "euclidean" in scores else None)
 
 
+def _spread(values) -> dict[str, float]:
+    """``{"mean", "std", "ci95"}`` of one cell's scores over its splits."""
+    values = list(values)
+    mean, std = mean_std(values)
+    return {"mean": mean, "std": std, "ci95": mean_ci(values)[1]}
+
+
 def _cmc_tables(results: list[dict]) -> tuple[str, dict, dict, list[str]]:
     parts, payload, curves, below = [], {}, {}, []
     for dataset, description in _set_descriptions(results).items():
@@ -431,24 +440,18 @@ def _cmc_tables(results: list[dict]) -> tuple[str, dict, dict, list[str]]:
             hits = [r for r in found if r["cell"]["method"] == method]
             if not hits:
                 continue
-            stats = {r: mean_std(h["cmc"][str(r)] for h in hits) for r in RANKS}
             cis = {r: mean_ci(h["cmc"][str(r)] for h in hits) for r in RANKS}
-            mAP, map_ci = mean_std(h["map"] for h in hits), mean_ci(h["map"] for h in hits)
-            rr1 = mean_std(h["rerank"]["cmc"]["1"] for h in hits)
-            rr_map = mean_std(h["rerank"]["map"] for h in hits)
+            map_ci = mean_ci(h["map"] for h in hits)
             rr1_ci = mean_ci(h["rerank"]["cmc"]["1"] for h in hits)
             rr_map_ci = mean_ci(h["rerank"]["map"] for h in hits)
             test = compared[method]
             payload.setdefault(dataset, {})[method] = json_safe({
-                **{str(r): {"mean": m, "std": sd, "ci95": cis[r][1]}
-                   for r, (m, sd) in stats.items()},
-                "map": {"mean": mAP[0], "std": mAP[1], "ci95": map_ci[1]},
+                **{str(r): _spread(h["cmc"][str(r)] for h in hits) for r in RANKS},
+                "map": _spread(h["map"] for h in hits),
                 "minp": {"mean": mean_std(h["minp"] for h in hits)[0]},
-                "rerank": {"1": {"mean": rr1[0], "std": rr1[1], "ci95": rr1_ci[1]},
-                           "map": {"mean": rr_map[0], "std": rr_map[1], "ci95": rr_map_ci[1]}},
-                "rank1_vs_euclidean": {"diff": test["vs_reference"], "p": test["p_reference"]},
-                "rank1_vs_best": {"diff": test["vs_best"], "p": test["p_best"]},
-                "below_euclidean": test["below_reference"],
+                "rerank": {"1": _spread(h["rerank"]["cmc"]["1"] for h in hits),
+                           "map": _spread(h["rerank"]["map"] for h in hits)},
+                **comparison_payload(test, "rank1_"),
             })  # fmt: skip
             common = min(len(h["curve"]) for h in hits)  # small files: galleries differ
             curves.setdefault(dataset, {})[method] = np.mean(
@@ -459,8 +462,7 @@ def _cmc_tables(results: list[dict]) -> tuple[str, dict, dict, list[str]]:
             label = LABELS[method] + (f" {BELOW_MARK}" if test["below_reference"] else "")
             rows.append([label, *(format_ci(*cis[r]) for r in RANKS),
                          format_ci(*map_ci), format_ci(*rr1_ci), format_ci(*rr_map_ci),
-                         format_comparison(test["vs_reference"], test["p_reference"]),
-                         format_comparison(test["vs_best"], test["p_best"]),
+                         *comparison_cells(test),
                          format_number(seconds, 2)])  # fmt: skip
         n_splits = len({r["cell"]["fold"] for r in found})
         stand_in = "STAND-IN for re-id data" if dataset in REID_SETS else "not a stand-in"
@@ -517,13 +519,6 @@ def _scaling_table(results: list[dict]) -> tuple[str, dict]:
     return text, medians
 
 
-def _below_summary(lines: list[str]) -> str:
-    """The learned rows below Euclidean, said in words (empty string when none)."""
-    if not lines:
-        return "No learned row is below Euclidean in rank 1.\n\n"
-    return f"**Learned rows below Euclidean ({BELOW_MARK}):**\n" + "\n".join(lines) + "\n\n"
-
-
 def summarise(results: list[dict], config: BenchConfig, out_dir) -> Summary:
     """CMC tables, the fit-time table, CMC curves and the fit-time plot."""
     from .plots import cmc_plot, scaling_plot
@@ -561,7 +556,8 @@ def summarise(results: list[dict], config: BenchConfig, out_dir) -> Summary:
             f"{quick}CMC (%) at ranks {', '.join(map(str, RANKS))} and full mAP (%) over "
             "splits, computed by rankmetric.evaluate.reid_scores. "
             f"{SIGNIFICANCE_TEXT} Hyper-parameters: {tuning}.\n\n{text}\n\n"
-            + _below_summary(below)
+            + below_summary(below, "Euclidean", "No learned row is below Euclidean in rank 1.")
+            + "\n\n"
             + f"Published for reference (Market-1501, ranks 1/5/10, **a different data set**): "
             f"{paper}."
         )

@@ -152,45 +152,26 @@ def file_label(path: str) -> str:
     return f"{Path(path).name}@{digest}"
 
 
-def _file_cells(files: list[str], config: BenchConfig) -> list[Cell]:
-    """CMC cells on users' feature files: every method, ``SPLITS`` random identity splits."""
-
-    methods = config.pick("methods", METHODS, METHODS)
-    cells = []
-    for path in files:
-        # as given (the command line gives it relative to the working directory): results
-        # name the file as the command did, not the user's home or folder layout
-        label, where = file_label(path), str(path)
-        for method in methods:
-            fixed = BUDGETS[config.mode].get(method, {})
-            grid = {} if config.quick else GRIDS.get(method, {})
-            options = {"mode": config.mode, "device": config.device, "fixed": fixed,
-                       "grid": grid, "path": where, "protocol": PROTOCOL}  # fmt: skip
-            cells += [
-                Cell(NAME, method, label, split, 0, "rankmetric.bench.warca.run_cmc_cell", options)
-                for split in range(config.seeds or SPLITS[config.mode])
-            ]
-    return cells
-
-
 def build_cells(config: BenchConfig) -> list[Cell]:
     """CMC cells (method × stand-in set × split) and fit-time cells (method × N × seed); with
     feature files among ``config.datasets`` (``--data PATH``), CMC cells on those only."""
     files = [d for d in (config.datasets or ()) if is_feature_file(d)]
-    if files:
-        return _file_cells(files, config)
     mode = config.mode
-    datasets = config.pick("datasets", (*REID_SETS, SCALING), (*REID_SETS, SCALING))
+    # a user's file is named as the command gave it (relative to the working directory), not
+    # by the user's home or folder layout; its label carries its digest
+    datasets = {file_label(path): {"path": str(path)} for path in files} or {
+        name: {} for name in config.pick("datasets", (*REID_SETS, SCALING), (*REID_SETS, SCALING))
+    }
     methods = config.pick("methods", METHODS, METHODS)
     cells = []
     for method in methods:
         base = {"mode": mode, "device": config.device, "fixed": BUDGETS[mode].get(method, {})}
-        for dataset in datasets:
+        for dataset, path in datasets.items():
             if dataset == SCALING:
                 cells += _scaling_cells(method, base, config)
                 continue
             grid = set_grid(dataset, method)
-            options = {**base, "grid": {} if config.quick else grid, "protocol": PROTOCOL}
+            options = {**base, "grid": {} if config.quick else grid, **path, "protocol": PROTOCOL}
             if config.quick and dataset in PCA_SETS and method in QUICK_PCA_DIMS:
                 fixed = {k: v for k, v in base["fixed"].items() if k != "n_components"}
                 options.update(fixed=fixed, grid={PCA_KEY: [QUICK_PCA_DIMS[method]]})

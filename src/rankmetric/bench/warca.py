@@ -27,7 +27,7 @@ from sklearn.preprocessing import StandardScaler
 
 from ..datasets.user_features import is_feature_file
 from ..estimators.warca import SCHEDULE_0_1 as WARCA_01
-from ..evaluate import query_gallery_split, reid_scores, rerank_k_reciprocal, retrieval_scores
+from ..evaluate import query_gallery_split, reid_scores, rerank_k_reciprocal
 from ._common import (
     BELOW_MARK,
     SIGNIFICANCE_TEXT,
@@ -48,7 +48,7 @@ from ._common import (
     split_failures,
 )
 from .grid import Cell
-from .learners import LABELS, FittedLearner, expand_grid, fit_learner
+from .learners import LABELS, FittedLearner, expand_grid, fit_learner, loo_recall_at_1
 from .reid_data import MULTI_CAMERA_SETS, REID_SETS, load_reid
 
 __all__ = [
@@ -217,11 +217,6 @@ def identity_holdout(ids: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray
     held = np.random.default_rng(seed).choice(identities, n_val, replace=False)
     val = np.isin(ids, held)
     return np.flatnonzero(~val), np.flatnonzero(val)
-
-
-def loo_recall_at_1(Z_train, y_train, Z_val, y_val) -> float:
-    """Validation score: leave-one-out R@1 among the held-out identities' images."""
-    return retrieval_scores(np.asarray(Z_val), y_val, ks=(1,), device="cpu")["recall@1"]
 
 
 @functools.lru_cache(maxsize=2)

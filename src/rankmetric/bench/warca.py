@@ -145,11 +145,11 @@ NCA_MAX_N = 4000  # scikit-learn's NCA holds N × N matrices
 def file_label(path: str) -> str:
     """The data-set name of a user's feature file in cells and tables: its name and the first
     8 hex digits of its SHA-256 (so that a changed file is not read from the cache)."""
-    import hashlib
     from pathlib import Path
 
-    digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()[:8]
-    return f"{Path(path).name}@{digest}"
+    from .._safe_npz import sha256_file
+
+    return f"{Path(path).name}@{sha256_file(path)[:8]}"
 
 
 def build_cells(config: BenchConfig) -> list[Cell]:

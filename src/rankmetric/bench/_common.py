@@ -28,6 +28,7 @@ __all__ = [
     "comparison_payload",
     "below_reference_note",
     "below_summary",
+    "marked",
     "SIGNIFICANCE_TEXT",
     "SIGNIFICANT_MARK",
     "BELOW_MARK",
@@ -232,6 +233,11 @@ def below_reference_note(
                 f"{100 * entry['vs_reference']:+.1f} points of {metric}{tested}."
             )
     return lines
+
+
+def marked(text: str, below: bool) -> str:
+    """``text``, followed by :data:`BELOW_MARK` when its row is below the reference."""
+    return f"{text} {BELOW_MARK}" if below else text
 
 
 def below_summary(lines: Sequence[str], reference: str, none_text: str | None = None) -> str:

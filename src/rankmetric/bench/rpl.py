@@ -43,7 +43,6 @@ from sklearn.base import clone
 
 from ..evaluate import clustering_scores, knn_accuracy, retrieval_scores
 from ._common import (
-    BELOW_MARK,
     SIGNIFICANCE_TEXT,
     BenchConfig,
     Summary,
@@ -56,6 +55,7 @@ from ._common import (
     format_ci,
     group_by,
     markdown_table,
+    marked,
     mean_ci,
     mean_std,
     split_failures,
@@ -400,9 +400,8 @@ def _per_dataset_tables(
             entry = table.get(dataset, {}).get(method)
             if entry:
                 test = compared.get(method, {})
-                mark = f" {BELOW_MARK}" if test.get("below_reference") else ""
                 rows.append(
-                    [METHOD_INFO[method][0] + mark,
+                    [marked(METHOD_INFO[method][0], test.get("below_reference", False)),
                      *(format_ci(*entry[m]) for m in columns),
                      _format_seconds(entry.get(FIT_TIME, (float("nan"),))[0]),
                      *comparison_cells(test)]

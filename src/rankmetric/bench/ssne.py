@@ -24,6 +24,8 @@ from sklearn.preprocessing import StandardScaler
 
 from ..estimators.warca import SCHEDULE_0_1 as WARCA_01
 from ..evaluate import knn_accuracy
+
+# the table helpers every benchmark imports (an import list alike in warca.py, not code)
 from ._common import (
     BELOW_MARK,
     SIGNIFICANT_MARK,
@@ -39,6 +41,7 @@ from ._common import (
     group_by,
     json_safe,
     markdown_table,
+    marked,
     mean_std,
     select,
     split_failures,
@@ -437,9 +440,7 @@ def _compare_methods(groups: dict, dataset: str, methods: list[str]) -> dict[str
 
 def _marked_cell(test: dict, digits: int) -> str:
     """``"88.12 ± 1.20 ▼*"``: the interval, below-Euclidean and significance marks."""
-    text = format_ci(test["mean"], test["ci"], digits=digits)
-    if test["below_reference"]:
-        text += f" {BELOW_MARK}"
+    text = marked(format_ci(test["mean"], test["ci"], digits=digits), test["below_reference"])
     p_value = test["p_reference"]
     if np.isfinite(p_value) and p_value < 0.05:
         text += SIGNIFICANT_MARK
@@ -495,8 +496,7 @@ def _table2(results: list[dict]) -> tuple[str, dict]:
             if hit:
                 payload.setdefault(dataset, {})[method] = hit[0]["accuracy"]
             below = bool(hit and reference and hit[0]["accuracy"] < reference[0]["accuracy"])
-            row.append(format_pm(hit[0]["accuracy"]) + (f" {BELOW_MARK}" if below else "")
-                       if hit else "—")  # fmt: skip
+            row.append(marked(format_pm(hit[0]["accuracy"]), below) if hit else "—")
         paper = PAPER_TABLE2[standin]
         rows.append(row)
         rows.append(

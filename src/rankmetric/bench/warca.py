@@ -29,7 +29,6 @@ from ..datasets.user_features import is_feature_file
 from ..estimators.warca import SCHEDULE_0_1 as WARCA_01
 from ..evaluate import query_gallery_split, reid_scores, rerank_k_reciprocal
 from ._common import (
-    BELOW_MARK,
     SIGNIFICANCE_TEXT,
     BenchConfig,
     Summary,
@@ -43,6 +42,7 @@ from ._common import (
     format_number,
     json_safe,
     markdown_table,
+    marked,
     mean_ci,
     mean_std,
     split_failures,
@@ -435,7 +435,7 @@ def _cmc_tables(results: list[dict]) -> tuple[str, dict, dict, list[str]]:
             )
             # not in the payload: timings differ between runs, the scores must not
             seconds = float(np.median([h["fit_seconds"] for h in hits]))
-            label = LABELS[method] + (f" {BELOW_MARK}" if test["below_reference"] else "")
+            label = marked(LABELS[method], test["below_reference"])
             rows.append([label, *(format_ci(*cis[r]) for r in RANKS),
                          format_ci(*map_ci), format_ci(*rr1_ci), format_ci(*rr_map_ci),
                          *comparison_cells(test),

@@ -142,9 +142,7 @@ class Index:
         Index
             The index, trained and filled.
         """
-        index = cls(model, **params)
-        index.add(X, ids, attributes)
-        return index
+        return cls(model, **params).add(X, ids, attributes)
 
     @classmethod
     def from_embeddings(cls, embeddings, ids=None, attributes=None, **params) -> Index:
@@ -164,9 +162,7 @@ class Index:
         Index
             The index, trained and filled.
         """
-        index = cls(None, **params)
-        index.add_embeddings(embeddings, ids, attributes)
-        return index
+        return cls(None, **params).add_embeddings(embeddings, ids, attributes)
 
     # ------------------------------------------------------------------ contents
     def __len__(self) -> int:

@@ -57,6 +57,7 @@ __all__ = [
     "read_model_arrays",
     "read_model_meta",
     "read_npy_header",
+    "sha256_file",
 ]
 
 
@@ -69,6 +70,15 @@ def digest(a: np.ndarray) -> str:
     """``"sha256:dtype:shape"`` of an array, as a model file's metadata records it."""
     sha = hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()
     return f"{sha}:{a.dtype.str}:{a.shape}"
+
+
+def sha256_file(path) -> str:
+    """Hex SHA-256 of a file, read in 1 MiB chunks (a file of any size, in bounded memory)."""
+    sha = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            sha.update(block)
+    return sha.hexdigest()
 
 
 def read_npy_header(stream) -> tuple[np.dtype, tuple, bool, int]:

@@ -75,7 +75,7 @@ _LAZY = {
     "run_benchmark": ("runner", "run_benchmark"),
     "load_reid": ("reid_data", "load_reid"),
     "identity_holdout": ("warca", "identity_holdout"),
-    "loo_recall_at_1": ("warca", "loo_recall_at_1"),
+    "loo_recall_at_1": ("learners", "loo_recall_at_1"),
     "reid_features": ("warca", "_features"),
 }
 

@@ -24,7 +24,11 @@ __all__ = [
     "compare_rows",
     "format_ci",
     "format_comparison",
+    "comparison_cells",
+    "comparison_payload",
     "below_reference_note",
+    "below_summary",
+    "marked",
     "SIGNIFICANCE_TEXT",
     "SIGNIFICANT_MARK",
     "BELOW_MARK",
@@ -195,6 +199,22 @@ def format_comparison(diff: float, p_value: float, *, scale: float = 100.0) -> s
     return f"{scale * diff:+.1f}{star}{p_text}".replace("-", "−")
 
 
+def comparison_cells(test: Mapping) -> list[str]:
+    """A row's two Δ cells (:func:`format_comparison`): against the reference, against the best."""
+    nan = float("nan")
+    return [format_comparison(test.get(f"vs_{o}", nan), test.get(f"p_{o}", nan))
+            for o in ("reference", "best")]  # fmt: skip
+
+
+def comparison_payload(test: Mapping, prefix: str = "") -> dict:
+    """A row's comparisons (:func:`compare_rows`) as the JSON payload names them."""
+    return {
+        f"{prefix}vs_euclidean": {"diff": test["vs_reference"], "p": test["p_reference"]},
+        f"{prefix}vs_best": {"diff": test["vs_best"], "p": test["p_best"]},
+        "below_euclidean": test["below_reference"],
+    }
+
+
 def below_reference_note(
     rows: Mapping[str, Mapping],
     labels: Mapping[str, str],
@@ -213,6 +233,18 @@ def below_reference_note(
                 f"{100 * entry['vs_reference']:+.1f} points of {metric}{tested}."
             )
     return lines
+
+
+def marked(text: str, below: bool) -> str:
+    """``text``, followed by :data:`BELOW_MARK` when its row is below the reference."""
+    return f"{text} {BELOW_MARK}" if below else text
+
+
+def below_summary(lines: Sequence[str], reference: str, none_text: str | None = None) -> str:
+    """The learned rows below ``reference`` under a heading, or a sentence saying there is none."""
+    if lines:
+        return f"**Learned rows below {reference} ({BELOW_MARK}):**\n" + "\n".join(lines)
+    return none_text or f"No learned row is below {reference}."
 
 
 SIGNIFICANCE_TEXT = (

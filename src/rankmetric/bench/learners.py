@@ -31,6 +31,7 @@ __all__ = [
     "expand_grid",
     "fit_learner",
     "keep_first_unless_better",
+    "loo_recall_at_1",
     "split_score_params",
 ]
 
@@ -125,6 +126,14 @@ def expand_grid(grid: Mapping[str, list]) -> list[dict]:
         dict(zip(names, values, strict=True))
         for values in itertools.product(*(grid[n] for n in names))
     ]
+
+
+def loo_recall_at_1(Z_train, y_train, Z_val, y_val) -> float:
+    """Validation score: leave-one-out R@1 among the validation embeddings (held-out identities'
+    images in the re-id table, the held-out matrices in the SPD table; the training part unused)."""
+    from ..evaluate import retrieval_scores
+
+    return float(retrieval_scores(np.asarray(Z_val), y_val, ks=(1,), device="cpu")["recall@1"])
 
 
 def _identity(X: np.ndarray) -> np.ndarray:

@@ -43,18 +43,19 @@ from sklearn.base import clone
 
 from ..evaluate import clustering_scores, knn_accuracy, retrieval_scores
 from ._common import (
-    BELOW_MARK,
     SIGNIFICANCE_TEXT,
     BenchConfig,
     Summary,
     below_reference_note,
+    below_summary,
     captured_warnings,
     cell_runner,
     compare_rows,
+    comparison_cells,
     format_ci,
-    format_comparison,
     group_by,
     markdown_table,
+    marked,
     mean_ci,
     mean_std,
     split_failures,
@@ -267,7 +268,7 @@ def split_description(name) -> str:
     return f"stratified {USER_TEST_SIZE:.0%} hold-out, seed 0"
 
 
-def _fit_log_euclidean(X, y, budget, seed, device):
+def _fit_log_euclidean(X):
     """No learning: the whitened inputs' log-vectors (the network's untrained output)."""
     W = whiten(torch.as_tensor(X, dtype=torch.float64))
 
@@ -290,13 +291,8 @@ def _fit(method, X, y, budget, seed, device, mode="full"):
     if method in PIPELINES:
         embed, predict, record = fit_pipeline(method, X, y, seed=seed, mode=mode)
         return embed, None, record, predict
-    return (*_fit_network_row(method, X, y, budget, seed, device), None)
-
-
-def _fit_network_row(method, X, y, budget, seed, device):
-    """``(transform, spd_outputs or None, record)`` of the reference or a network row."""
     if method == "log-euclidean":
-        return _fit_log_euclidean(X, y, budget, seed, device)
+        return (*_fit_log_euclidean(X), None)
     if method not in ROWS:
         raise ValueError(f"unknown method {method!r}; choose from {list(METHODS)}.")
     est, record = fit_spdnet_row(X, y, method, budget, seed=seed, device=device)
@@ -305,7 +301,7 @@ def _fit_network_row(method, X, y, budget, seed, device):
         spd = clone(est).set_params(output="spd")
         spd.__dict__.update({k: v for k, v in vars(est).items() if k.endswith("_")})
         spd_outputs = spd.transform
-    return est.transform, spd_outputs, record
+    return est.transform, spd_outputs, record, None
 
 
 def airm_recall_at_1(Y: np.ndarray, y: np.ndarray) -> float:
@@ -404,15 +400,11 @@ def _per_dataset_tables(
             entry = table.get(dataset, {}).get(method)
             if entry:
                 test = compared.get(method, {})
-                mark = f" {BELOW_MARK}" if test.get("below_reference") else ""
                 rows.append(
-                    [METHOD_INFO[method][0] + mark,
+                    [marked(METHOD_INFO[method][0], test.get("below_reference", False)),
                      *(format_ci(*entry[m]) for m in columns),
                      _format_seconds(entry.get(FIT_TIME, (float("nan"),))[0]),
-                     format_comparison(test.get("vs_reference", float("nan")),
-                                       test.get("p_reference", float("nan"))),
-                     format_comparison(test.get("vs_best", float("nan")),
-                                       test.get("p_best", float("nan")))]
+                     *comparison_cells(test)]
                 )  # fmt: skip
         entries = table.get(dataset, {})
         chance = next(iter(entries.values()))["chance R@1"][0] if entries else float("nan")
@@ -503,11 +495,7 @@ def summarise(results: list[dict], config: BenchConfig, out_dir) -> Summary:
     else:
         title = "## RPL Table 1 — SPD stand-ins"
     tables, below = _per_dataset_tables(intervals, datasets, methods, results, paths)
-    verdict = (
-        f"**Learned rows below Log-Euclidean in R@1 ({BELOW_MARK}):**\n" + "\n".join(below)
-        if below
-        else "No learned row is below Log-Euclidean in R@1."
-    )
+    verdict = below_summary(below, "Log-Euclidean in R@1")
     markdown = "\n\n".join(part for part in [
         title, intro, tables, verdict, paper, failures,
     ] if part)  # fmt: skip

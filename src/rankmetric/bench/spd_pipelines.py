@@ -30,9 +30,8 @@ import numpy as np
 
 from .._utils import make_rng
 from .._validation import check_labels
-from ..evaluate import retrieval_scores
 from ..training import split_validation
-from .learners import fit_learner, keep_first_unless_better
+from .learners import fit_learner, keep_first_unless_better, loo_recall_at_1
 
 __all__ = ["PIPELINES", "GRIDS", "BUDGETS", "fit_pipeline", "validation_split"]
 
@@ -67,11 +66,6 @@ def validation_split(y: np.ndarray, seed: int, fraction: float = VALIDATION_FRAC
     """
     _, codes = check_labels(y, len(y))
     return split_validation(codes, fraction, "stratified", make_rng(seed))
-
-
-def _validation_r1(Z_inner, y_inner, Z_val, y_val) -> float:
-    """Leave-one-out R@1 among the validation embeddings (the networks' validation score)."""
-    return float(retrieval_scores(Z_val, y_val, ks=(1,), device="cpu")["recall@1"])
 
 
 def _tangent_space(X: np.ndarray):
@@ -124,7 +118,7 @@ def _fit_metric(method: str):
             grid=GRIDS[method],
             seed=seed,
             split=validation_split,
-            score=_validation_r1,
+            score=loo_recall_at_1,
             prefer_first=True,
         )
 

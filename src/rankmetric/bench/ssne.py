@@ -24,19 +24,24 @@ from sklearn.preprocessing import StandardScaler
 
 from ..estimators.warca import SCHEDULE_0_1 as WARCA_01
 from ..evaluate import knn_accuracy
+
+# the table helpers every benchmark imports (an import list alike in warca.py, not code)
 from ._common import (
     BELOW_MARK,
     SIGNIFICANT_MARK,
     BenchConfig,
     Summary,
     below_reference_note,
+    below_summary,
     cell_runner,
     compare_rows,
+    comparison_payload,
     format_ci,
     format_pm,
     group_by,
     json_safe,
     markdown_table,
+    marked,
     mean_std,
     select,
     split_failures,
@@ -209,17 +214,8 @@ def build_cells(config: BenchConfig) -> list[Cell]:
             }
             if image:
                 options |= {"n_train": IMAGE_TRAIN[mode], "pca": IMAGE_PCA}
-                cells.append(
-                    Cell(
-                        "ssne-images",
-                        method,
-                        dataset,
-                        0,
-                        0,
-                        "rankmetric.bench.ssne.run_split_cell",
-                        options,
-                    )
-                )
+                runner = "rankmetric.bench.ssne.run_split_cell"
+                cells.append(Cell("ssne-images", method, dataset, 0, 0, runner, options))
                 continue
             options |= {"n_repeats": n_repeats, "cv_seed": CV_SEED}
             cells += [
@@ -386,9 +382,7 @@ def _table1(results: list[dict], config: BenchConfig) -> tuple[str, dict]:
                 test = compared[method]
                 payload.setdefault(dataset, {})[method] = json_safe({
                     "mean": mean, "std": std, "ci95": test["ci"], "scores": accs,
-                    "vs_euclidean": {"diff": test["vs_reference"], "p": test["p_reference"]},
-                    "vs_best": {"diff": test["vs_best"], "p": test["p_best"]},
-                    "below_euclidean": test["below_reference"],
+                    **comparison_payload(test),
                 })  # fmt: skip
             ours.append(_marked_cell(compared[method], 2) if accs else "—")
             paper.append(_paper_cell(dataset, method))
@@ -419,11 +413,7 @@ def _table1(results: list[dict], config: BenchConfig) -> tuple[str, dict]:
             "against the best row of the data set (— : the row itself).\n\n"
             + markdown_table(["data set", *(LABELS[m] for m in methods)], tests)
         )
-    text += "\n\n" + (
-        f"**Learned rows below the Euclidean reference ({BELOW_MARK}):**\n" + "\n".join(below)
-        if below
-        else "No learned row is below the Euclidean reference."
-    )
+    text += "\n\n" + below_summary(below, "the Euclidean reference")
     if k_tuned:
         text += (
             "\n\nThe k each cell voted with: folds choosing k = 3 / k = 5 (of each cell's folds)."
@@ -450,9 +440,7 @@ def _compare_methods(groups: dict, dataset: str, methods: list[str]) -> dict[str
 
 def _marked_cell(test: dict, digits: int) -> str:
     """``"88.12 ± 1.20 ▼*"``: the interval, below-Euclidean and significance marks."""
-    text = format_ci(test["mean"], test["ci"], digits=digits)
-    if test["below_reference"]:
-        text += f" {BELOW_MARK}"
+    text = marked(format_ci(test["mean"], test["ci"], digits=digits), test["below_reference"])
     p_value = test["p_reference"]
     if np.isfinite(p_value) and p_value < 0.05:
         text += SIGNIFICANT_MARK
@@ -508,8 +496,7 @@ def _table2(results: list[dict]) -> tuple[str, dict]:
             if hit:
                 payload.setdefault(dataset, {})[method] = hit[0]["accuracy"]
             below = bool(hit and reference and hit[0]["accuracy"] < reference[0]["accuracy"])
-            row.append(format_pm(hit[0]["accuracy"]) + (f" {BELOW_MARK}" if below else "")
-                       if hit else "—")  # fmt: skip
+            row.append(marked(format_pm(hit[0]["accuracy"]), below) if hit else "—")
         paper = PAPER_TABLE2[standin]
         rows.append(row)
         rows.append(

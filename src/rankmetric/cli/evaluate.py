@@ -79,15 +79,21 @@ def _from_file(args) -> _Embedded:
                      found.source, found.how, raw, found.cameras_test)  # fmt: skip
 
 
-def _from_model(args) -> _Embedded:
-    from ..datasets import load_split
+def _model_embedding(args):
+    """``(model or None, its flat embedding or flat raw features, the source's description)``."""
     from ..io import load_model
 
     model = load_model(args.model) if args.model else None
+    embed = (lambda X: flat(model.transform(X))) if model is not None else flat
+    return model, embed, f"{args.model or 'raw features'} on {args.data}"
+
+
+def _from_model(args) -> _Embedded:
+    from ..datasets import load_split
+
+    model, embed, source = _model_embedding(args)
     split = load_split(args.data, test_size=args.test_size, spd=None)  # as `rankmetric fit`
     data = split.dataset  # the set before the hold-out, for the cross-validation
-    embed = (lambda X: flat(model.transform(X))) if model is not None else flat
-    source = f"{args.model or 'raw features'} on {args.data}"
     return _Embedded(embed(split.X_test), split.y_test, embed(split.X_train), split.y_train,
                      source, split.how, (model, data.X, data.y))  # fmt: skip
 
@@ -116,12 +122,9 @@ def _from_user_file(args) -> _Embedded:
     rows (``split`` column, else the hold-out ``rankmetric fit`` made) are evaluated against its
     training rows; test identities absent from training are evaluated leave-one-out."""
     from ..datasets import load_features
-    from ..io import load_model
 
     data = load_features(args.data, **feature_file_columns(args))
-    model = load_model(args.model) if args.model else None
-    embed = (lambda X: flat(model.transform(X))) if model is not None else flat
-    source = f"{args.model or 'raw features'} on {args.data}"
+    model, embed, source = _model_embedding(args)
     raw = (model, data.X, data.y)
     cams, split = data.cameras, data.split
     evaluated, reference, rows = _evaluated_rows(data, args)
@@ -174,10 +177,10 @@ def _knn_score(e: _Embedded, args) -> dict[str, float]:
     kw = {"metric": args.metric, "device": args.device}
     if e.X_ref is None:
         predicted = knn_predict(e.X_eval, e.y_eval, e.X_eval, k=args.k, exclude_self=True, **kw)
-        return {f"knn{args.k}_accuracy": float(np.mean(predicted == np.asarray(e.y_eval)))}
-    return {
-        f"knn{args.k}_accuracy": knn_accuracy(e.X_ref, e.y_ref, e.X_eval, e.y_eval, k=args.k, **kw)
-    }
+        accuracy = float(np.mean(predicted == np.asarray(e.y_eval)))
+    else:
+        accuracy = knn_accuracy(e.X_ref, e.y_ref, e.X_eval, e.y_eval, k=args.k, **kw)
+    return {f"knn{args.k}_accuracy": accuracy}
 
 
 def _cv_score(e: _Embedded, args) -> dict[str, float]:

@@ -46,36 +46,7 @@ _LAZY = {
     "read_embeddings": ".embeddings",
 }
 
-__all__ = [
-    "Dataset",
-    "FeatureData",
-    "ReidData",
-    "DatasetInfo",
-    "FetchError",
-    "covariances",
-    "data_home",
-    "fetch",
-    "list_datasets",
-    "load_dataset",
-    "load_features",
-    "load_split",
-    "holdout_rows",
-    "Split",
-    "is_feature_file",
-    "load_spd",
-    "make_camera_views",
-    "make_gaussian_clusters",
-    "make_multicamera_reid",
-    "make_spd_clusters",
-    "make_synthetic_reid",
-    "read_trial_file",
-    "read_pair_file",
-    "PairData",
-    "is_trial_file",
-    "read_embeddings",
-    "read_ts",
-    "TrialData",
-]
+__all__ = list(_LAZY)
 
 
 def __getattr__(name: str):

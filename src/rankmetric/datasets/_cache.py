@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from pathlib import Path
 
+from .._safe_npz import sha256_file
 from ._checksums import CHECKSUMS
 
 __all__ = [
@@ -21,7 +21,6 @@ __all__ = [
 
 ENV_VAR = "RANKMETRIC_DATA"
 CHECKSUMS_FILE = "checksums.json"
-_CHUNK = 1 << 20
 
 
 def data_home(data_home: str | os.PathLike | None = None) -> Path:
@@ -61,15 +60,6 @@ def data_home(data_home: str | os.PathLike | None = None) -> Path:
 def set_directory(name: str, home: str | os.PathLike | None = None) -> Path:
     """Folder of one data set inside the data home (``<home>/<name>``)."""
     return data_home(home) / name
-
-
-def sha256_file(path: Path) -> str:
-    """Hex SHA-256 of a file, read in 1 MiB chunks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(_CHUNK), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def is_fetched(name: str, home: str | os.PathLike | None = None) -> bool:

@@ -87,23 +87,15 @@ def training_rows(n: int, nlist: int, seed: int) -> np.ndarray:
     return np.sort(np.random.default_rng(seed).choice(n, size=size, replace=False))
 
 
-def linear_transform(L: np.ndarray):
-    """faiss's ``LinearTransform`` computing ``x @ L.T`` (L of shape (r, D)), trained."""
-    faiss = _faiss()
-    r, D = L.shape
-    lt = faiss.LinearTransform(D, r, False)
-    faiss.copy_array_to_vector(np.ascontiguousarray(L, dtype=np.float32).ravel(), lt.A)
-    lt.is_trained = True
-    return lt
-
-
 def pre_transformed(L: np.ndarray, sub, metric: str):
     """``IndexPreTransform``: the linear map ``L`` (then unit rows for cosine), then ``sub``.
 
     The pre-transform owns its transforms and ``sub`` (their Python wrappers are disowned).
     """
     faiss = _faiss()
-    lt = linear_transform(L)
+    lt = faiss.LinearTransform(L.shape[1], L.shape[0], False)  # x @ L.T
+    faiss.copy_array_to_vector(np.ascontiguousarray(L, dtype=np.float32).ravel(), lt.A)
+    lt.is_trained = True
     if metric == "cosine":
         norm = faiss.NormalizationTransform(L.shape[0], 2.0)
         index = faiss.IndexPreTransform(norm, sub)
@@ -117,21 +109,29 @@ def pre_transformed(L: np.ndarray, sub, metric: str):
     return index
 
 
+def unit_rows(E: np.ndarray) -> np.ndarray:
+    """``E`` with every non-zero row scaled to unit length (in ``E``'s dtype)."""
+    norms = np.linalg.norm(E, axis=1, keepdims=True)
+    return E / np.where(norms > 0, norms, 1.0).astype(E.dtype)
+
+
+def _inner(index):
+    """``index`` past its pre-transform, when it has one (the structure embeddings go into)."""
+    faiss = _faiss()
+    pre = isinstance(index, faiss.IndexPreTransform)
+    return faiss.downcast_index(index.index) if pre else index
+
+
 def add_embedded(index, E: np.ndarray) -> None:
     """Add embeddings to ``index``, past its pre-transform when it has one."""
-    faiss = _faiss()
-    if isinstance(index, faiss.IndexPreTransform):
-        sub = faiss.downcast_index(index.index)
-        sub.add(E)
-        index.ntotal = sub.ntotal
-    else:
-        index.add(E)
+    sub = _inner(index)
+    sub.add(E)
+    index.ntotal = sub.ntotal
 
 
 def train_embedded(index, E: np.ndarray) -> None:
     """Train ``index`` (past its pre-transform) on embeddings, when it needs training."""
-    faiss = _faiss()
-    sub = faiss.downcast_index(index.index) if isinstance(index, faiss.IndexPreTransform) else index
+    sub = _inner(index)
     if not sub.is_trained:
         sub.train(np.ascontiguousarray(E, dtype=np.float32))
         index.is_trained = True
@@ -166,19 +166,14 @@ class ApproximateIndex:
 
     @property
     def sub(self):
-        faiss = _faiss()
-        if isinstance(self.index, faiss.IndexPreTransform):
-            return faiss.downcast_index(self.index.index)
-        return self.index
+        return _inner(self.index)
 
     @property
     def needs_training(self) -> bool:
         return not self.sub.is_trained
 
     def train(self, E: np.ndarray) -> None:
-        sub = self.sub
-        sub.train(np.ascontiguousarray(E, dtype=np.float32))
-        self.index.is_trained = True
+        train_embedded(self.index, E)
 
     def add(self, E: np.ndarray) -> None:
         add_embedded(self.index, np.ascontiguousarray(E, dtype=np.float32))
@@ -212,8 +207,7 @@ class ApproximateIndex:
         """Distances (exact, re-ranked) and rows (-1 past the admissible items) of ``E``."""
         faiss = _faiss()
         if self.metric == "cosine":
-            norms = np.linalg.norm(E, axis=1, keepdims=True)
-            E = E / np.where(norms > 0, norms, 1.0).astype(np.float32)
+            E = unit_rows(E)
         refine = self.params["refine"] or (4 if self.kind == "ivfpq" else 1)
         fetch = max(1, min(k * refine, rows.n))
         params, keep = self._search_parameters(k, allowed)

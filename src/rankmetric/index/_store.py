@@ -34,7 +34,7 @@ import numpy as np
 
 from .. import __version__
 from .._atomic import atomic_write
-from .._safe_npz import CorruptFile, read_npy_header
+from .._safe_npz import CorruptFile, read_npy_header, sha256_file
 from ..neighbors import METRICS
 
 __all__ = ["save_index", "load_index", "FORMAT", "FORMAT_VERSION"]
@@ -248,7 +248,7 @@ def _check_manifest(meta) -> None:
             raise CorruptFile(f"corrupt {_MANIFEST} (entry of {name})")
 
 
-def _check_file(path: Path, name: str, entry: dict, verify: bool, finite: bool = False) -> None:
+def _check_file(path: Path, name: str, entry: dict, verify: bool) -> None:
     file = path / name
     if not file.is_file():
         raise CorruptFile(f"{name} is missing")
@@ -256,13 +256,7 @@ def _check_file(path: Path, name: str, entry: dict, verify: bool, finite: bool =
         raise CorruptFile(
             f"{name} has {file.stat().st_size} bytes, the manifest says {entry['bytes']}"
         )
-    if not verify:
-        return
-    digest = hashlib.sha256()
-    with open(file, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 24), b""):
-            digest.update(block)
-    if digest.hexdigest() != entry["sha256"]:
+    if verify and sha256_file(file) != entry["sha256"]:
         raise CorruptFile(f"{name} does not match its SHA-256 digest (damaged or altered)")
 
 

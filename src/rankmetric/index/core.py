@@ -142,9 +142,7 @@ class Index:
         Index
             The index, trained and filled.
         """
-        index = cls(model, **params)
-        index.add(X, ids, attributes)
-        return index
+        return cls(model, **params).add(X, ids, attributes)
 
     @classmethod
     def from_embeddings(cls, embeddings, ids=None, attributes=None, **params) -> Index:
@@ -164,9 +162,7 @@ class Index:
         Index
             The index, trained and filled.
         """
-        index = cls(None, **params)
-        index.add_embeddings(embeddings, ids, attributes)
-        return index
+        return cls(None, **params).add_embeddings(embeddings, ids, attributes)
 
     # ------------------------------------------------------------------ contents
     def __len__(self) -> int:
@@ -523,7 +519,7 @@ class Index:
         if ann.needs_training:
             sample = embed_rows(_ann.training_rows(n, ann.nlist(), self.params["random_state"]))
             if self.metric == "cosine":
-                sample = _unit(sample)
+                sample = _ann.unit_rows(sample)
             ann.train(sample)
         self._ann = ann
 
@@ -540,11 +536,6 @@ class Index:
         self._rows.append(E, ids, attributes)
         if self._ann is not None:
             self._ann.add(self._rows.vectors[first : self._rows.n])
-
-
-def _unit(E: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(E, axis=1, keepdims=True)
-    return E / np.where(norms > 0, norms, 1.0).astype(E.dtype)
 
 
 def _slice(attributes: dict | None, rows: slice) -> dict | None:

@@ -28,7 +28,6 @@ __all__ = [
     "MetricLearnerMixin",
     "MahalanobisMixin",
     "atomic_fit",
-    "fit_checkpointing",
     "fit_context",
 ]
 

@@ -42,7 +42,6 @@ __all__ = [
     "check_reduction",
     "as_count",
     "finite_loss",
-    "non_negative",
 ]
 
 REDUCTIONS = ("mean", "sum", "none")

@@ -37,7 +37,6 @@ __all__ = [
     "all_pairs",
     "all_triplets",
     "anchor_weights",
-    "run_offsets",
 ]
 
 IndicesTuple = tuple[Tensor, Tensor, Tensor] | tuple[Tensor, Tensor, Tensor, Tensor]

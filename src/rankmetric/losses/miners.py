@@ -62,7 +62,6 @@ __all__ = [
     "facenet_semihard_choice",
     "multi_similarity_masks",
     "random_partners",
-    "sorted_negatives",
 ]
 
 TRIPLET_STRATEGIES = (

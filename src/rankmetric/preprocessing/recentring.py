@@ -19,7 +19,10 @@ from ..geometry import canonical_metric, spd_mean, whiten
 from ..geometry.means import MEAN_METRICS
 from ._matrix_output import MatrixInputMixin, MatrixOutputMixin, input_matrices
 
-__all__ = ["DomainRecentering", "DomainsRequestMixin", "domain_codes", "transform_domain_codes"]
+__all__ = [
+    "DomainRecentering",
+    "DomainsRequestMixin",
+]
 
 #: Label of the one domain of a fit without ``domains``, and of a transform's batch without them.
 ONE_DOMAIN, NEW_DOMAIN = "<all>", "<new domain>"

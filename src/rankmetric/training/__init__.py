@@ -34,11 +34,19 @@ from ._scoring import (
     RETRIEVAL_METRICS as RETRIEVAL_METRICS,
 )
 from ._scoring import (
-    per_query_retrieval,
+    per_query_retrieval as per_query_retrieval,
+)
+from ._scoring import (
     per_query_scores,
-    retrieval_score,
-    retrieval_validator,
-    sample_retrieval_items,
+)
+from ._scoring import (
+    retrieval_score as retrieval_score,
+)
+from ._scoring import (
+    retrieval_validator as retrieval_validator,
+)
+from ._scoring import (
+    sample_retrieval_items as sample_retrieval_items,
 )
 from ._split import VALIDATION_SPLITS as VALIDATION_SPLITS
 from ._split import holdout_folds, split_validation
@@ -57,11 +65,7 @@ __all__ = [
     "holdout_folds",
     "optimisation_step",
     "paired_gain",
-    "per_query_retrieval",
     "per_query_scores",
-    "retrieval_score",
-    "retrieval_validator",
-    "sample_retrieval_items",
     "split_validation",
     "train",
 ]

@@ -26,8 +26,12 @@ are :class:`LMNN` (``lmnn.py``) and :class:`MultiMetricLMNN` (``mlmnn.py``).
 """
 
 from ._active_set import (
-    optimise_on_active_sets,
-    optimise_with_progress,
+    optimise_on_active_sets as optimise_on_active_sets,
+)
+from ._active_set import (
+    optimise_with_progress as optimise_with_progress,
+)
+from ._active_set import (
     optimize_on_active_sets,
     optimize_with_progress,
 )
@@ -38,12 +42,16 @@ from .search import (
     PAIR_BYTES,
     PAIR_BYTES_PER_K,
     ActiveSet,
-    check_active_set_size,
-    estimate_impostor_pairs,
     find_impostors,
     find_target_neighbors,
     pair_sq_distances,
     search_active_set,
+)
+from .search import (
+    check_active_set_size as check_active_set_size,
+)
+from .search import (
+    estimate_impostor_pairs as estimate_impostor_pairs,
 )
 
 __all__ = [
@@ -53,15 +61,11 @@ __all__ = [
     "PAIR_BYTES_PER_K",
     "ActiveSet",
     "MultiMetricLMNN",
-    "check_active_set_size",
-    "estimate_impostor_pairs",
     "find_impostors",
     "find_target_neighbors",
     "laplacian_gradient",
     "lmnn_loss_and_grad",
-    "mlmnn_loss_and_grad",
-    "optimise_on_active_sets",  # the names before 0.2, deprecated
-    "optimise_with_progress",
+    "mlmnn_loss_and_grad",  # the names before 0.2, deprecated
     "optimize_on_active_sets",
     "optimize_with_progress",
     "pair_sq_distances",

@@ -26,17 +26,10 @@ __all__ = [
     "PAIR_BYTES",
     "PAIR_BYTES_PER_K",
     "ActiveSet",
-    "active_set_search",
-    "check_active_set_size",
-    "check_first_active_set",
-    "estimate_impostor_pairs",
     "find_impostors",
     "find_target_neighbors",
-    "margin_radii",
     "pair_sq_distances",
-    "row_chunk",
     "search_active_set",
-    "target_distances",
 ]
 
 # Elements of one (chunk × n) distance block; bounds the memory of every neighbour search.

@@ -13,7 +13,8 @@ Examples
 """
 
 from ._covariances import pair_difference_covariances
-from .kissme import KISSME, psd_projection
+from .kissme import KISSME
+from .kissme import psd_projection as psd_projection
 from .xqda import XQDA, xqda_subspace
 
-__all__ = ["KISSME", "XQDA", "pair_difference_covariances", "psd_projection", "xqda_subspace"]
+__all__ = ["KISSME", "XQDA", "pair_difference_covariances", "xqda_subspace"]

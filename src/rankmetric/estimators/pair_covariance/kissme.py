@@ -38,7 +38,9 @@ from ._covariances import (
     ridged,
 )
 
-__all__ = ["KISSME", "psd_projection"]
+__all__ = [
+    "KISSME",
+]
 
 #: float64 (n_features × n_features) matrices held at the peak of a fit (the pair-difference
 #: scatter, Σ_S, Σ_D, their two ridge inverses, M and its eigenvectors), checked against the memory

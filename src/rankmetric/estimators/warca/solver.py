@@ -30,10 +30,6 @@ __all__ = [
     "auto_draws",
     "auto_schedule",
     "column_stats",
-    "linear_steps",
-    "rows_in",
-    "rows_of",
-    "train_warp",
 ]
 
 #: Rows per chunk when computing column statistics of large inputs.

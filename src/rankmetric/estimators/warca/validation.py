@@ -32,9 +32,6 @@ __all__ = [
     "VALIDATION_K",
     "VALIDATION_METRICS",
     "VALIDATION_REFERENCE_SIZE",
-    "compare_with_euclidean",
-    "make_validator",
-    "split_training_set",
 ]
 
 #: Training points the validation k-NN searches (a fixed random subset when there are more).

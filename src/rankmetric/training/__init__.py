@@ -50,12 +50,12 @@ from ._scoring import (
 )
 from ._split import VALIDATION_SPLITS as VALIDATION_SPLITS
 from ._split import holdout_folds, split_validation
-from .model_selection import OneStandardErrorSelector, paired_gain
+from .model_selection import OneStandardErrorSelector as OneStandardErrorSelector
+from .model_selection import paired_gain as paired_gain
 
 __all__ = [
     "Checkpointing",
     "NonFiniteLossError",
-    "OneStandardErrorSelector",
     "Stopping",
     "TrainingResult",
     "UntrainedModelWarning",
@@ -64,7 +64,6 @@ __all__ = [
     "fit_fingerprint",
     "holdout_folds",
     "optimisation_step",
-    "paired_gain",
     "per_query_scores",
     "split_validation",
     "train",

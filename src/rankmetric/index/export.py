@@ -71,7 +71,7 @@ def to_faiss(model, factory: str = "Flat", *, dim: int | None = None, metric: st
     >>> from rankmetric.index import to_faiss
     >>> rng = np.random.default_rng(0)
     >>> X, y = rng.normal(size=(60, 5)), np.repeat(np.arange(6), 10)
-    >>> model = KISSME(n_components=3).fit(X, y)
+    >>> model = KISSME(n_components=3, held_out_check=False).fit(X, y)
     >>> index = to_faiss(model)
     >>> index.d, index.index.d  # raw rows in, 3-d embeddings indexed
     (5, 3)
@@ -124,7 +124,7 @@ def onnx_graph(model):
     >>> from rankmetric.index import onnx_graph
     >>> rng = np.random.default_rng(0)
     >>> X, y = rng.normal(size=(60, 5)), np.repeat(np.arange(6), 10)
-    >>> graph = onnx_graph(KISSME(n_components=3).fit(X, y))
+    >>> graph = onnx_graph(KISSME(n_components=3, held_out_check=False).fit(X, y))
     >>> [n.op_type for n in graph.graph.node]
     ['MatMul']
     """
@@ -239,7 +239,7 @@ def export_onnx(model, path: str | os.PathLike) -> None:
     >>> rng = np.random.default_rng(0)
     >>> X, y = rng.normal(size=(60, 5)), np.repeat(np.arange(6), 10)
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "kissme.onnx"
-    >>> export_onnx(KISSME(n_components=3).fit(X, y), path)
+    >>> export_onnx(KISSME(n_components=3, held_out_check=False).fit(X, y), path)
     >>> path.stat().st_size > 0
     True
     """

@@ -10,7 +10,7 @@ Examples
 >>> from sklearn.datasets import load_iris
 >>> from rankmetric.estimators.warca import WARCA
 >>> X, y = load_iris(return_X_y=True)
->>> WARCA(n_components=2, max_iter=50, random_state=0).fit(X, y).transform(X).shape
+>>> WARCA(n_components=2, random_state=0).fit(X, y).transform(X).shape
 (150, 2)
 """
 

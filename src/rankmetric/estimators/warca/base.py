@@ -31,6 +31,7 @@ from ...sampling import POSITIVES, CrossCameraLabelIndex, LabelIndex, check_came
 from .._early_stopping import VALIDATION_PARAMETER_CONSTRAINTS, warn_validation_set
 from .._held_out import HELD_OUT_PARAMETER_CONSTRAINTS
 from .._init_parameters import TRAINING_PARAMETER_CONSTRAINTS
+from ..base import fit_checkpointing
 from .solver import auto_draws, linear_steps, rows_of, train_warp
 from .validation import (
     VALIDATION_METRICS,
@@ -126,10 +127,9 @@ class BaseWARCA(TransformerMixin, BaseEstimator):
 
     def _train(self, module, prepare_step, index, rng, device, validate, **schedule) -> None:
         """:func:`.solver.train_warp`, setting the fitted schedule and history attributes."""
-        fingerprint = vars(self).get("_fit_fingerprint")  # set by fit_context
         fitted = train_warp(
             self, module, prepare_step, index, rng, device,
-            validate=validate, fingerprint=fingerprint, **schedule,
+            validate=validate, checkpointing=fit_checkpointing(self), **schedule,
         )  # fmt: skip
         vars(self).update(fitted)
 

@@ -170,12 +170,13 @@ def train_warp(
     validate: Callable[[], float] | None = None,
     step_scale: float = 1.0,
     window_rule: str = "linear",
-    fingerprint: str | None = None,
+    checkpointing: Checkpointing | None = None,
 ) -> dict:
     """Adam on ``mean WARP + reg_lambda · penalty()`` through :func:`training.train`.
 
     ``est`` gives the hyper-parameters (``batch_size``, ``learning_rate``, ``sampling``,
-    ``max_sampling``, ``margin``, ``reg_lambda``, the stopping and checkpoint settings).
+    ``max_sampling``, ``margin``, ``reg_lambda``, the stopping settings); ``checkpointing``
+    is the running fit's (:func:`~rankmetric.estimators.base.fit_checkpointing`).
     ``prepare_step()`` runs at the start of each step and returns ``(embed, embed_detached,
     penalty)``: the differentiable embedding of training samples by index (``None``: all), an
     optional cheaper one for the violation-detection pass, and the regulariser. ``step_scale``
@@ -234,9 +235,7 @@ def train_warp(
         if validate is None
         else Validation(validate, est.validation_every, est.patience, score_start=True),
         stopping=Stopping(tol=est.tol, window=tol_window),
-        checkpointing=None
-        if est.checkpoint_dir is None
-        else Checkpointing(est.checkpoint_dir, est.checkpoint_every, fingerprint),
+        checkpointing=checkpointing,
         verbose=est.verbose,
         desc=type(est).__name__,
         hint=est._untrained_hint,

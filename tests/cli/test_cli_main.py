@@ -103,3 +103,16 @@ def test_demo_runs_on_one_data_set(capsys):
     assert main(["demo", "--cases", "uci", "--datasets", "iris", "--threads", "1"]) == 0
     out = capsys.readouterr().out
     assert "| iris" in out and "WARCA" in out and "SSNE" in out
+
+
+def test_warnings_print_as_the_command_s_one_line_without_the_entry_script(capsys):
+    import warnings
+
+    from rankmetric.cli import _format_warning, main
+
+    line = _format_warning("below Euclidean", UserWarning, "/venv/bin/rankmetric", 6)
+    assert line == "rankmetric: UserWarning: below Euclidean\n"
+    before = warnings.formatwarning
+    assert main(["data", "list"]) == 0
+    assert warnings.formatwarning is before  # restored after the command
+    capsys.readouterr()

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import warnings
 
 from .. import __version__
 
@@ -60,6 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 0
+    formatwarning, warnings.formatwarning = warnings.formatwarning, _format_warning
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
@@ -68,6 +70,14 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, OSError) as exc:  # user errors: bad values, files, folders, data
         print(f"rankmetric: error: {_one_line(exc)}", file=sys.stderr)
         return 2
+    finally:
+        warnings.formatwarning = formatwarning
+
+
+def _format_warning(message, category, filename, lineno, line=None) -> str:
+    """A warning as the command prints it: its kind and message, without the source line
+    (the command's own entry script, which tells a command-line user nothing)."""
+    return f"rankmetric: {category.__name__}: {message}\n"
 
 
 def _one_line(exc: BaseException) -> str:

@@ -435,12 +435,19 @@ def _search_keywords(app, doctree) -> None:
     section.insert(1, addnodes.index(entries=entries, inline=False))
 
 
+def _reread_keyword_pages(app, env, added, changed, removed) -> list[str]:
+    """The pages of ``SEARCH_KEYWORDS`` are read again on every build: an incremental build
+    that does not rewrite a page keeps its search terms but not its index entries."""
+    return [name for name in SEARCH_KEYWORDS if name in env.found_docs]
+
+
 def setup(app):
     app.connect("autodoc-skip-member", _skip_metadata_requests)
     app.connect("autodoc-process-docstring", _plain_inherited_references)
     app.connect("env-before-read-docs", _remember_api_targets)
     app.connect("doctree-read", _link_code_to_the_api)
     app.connect("doctree-read", _search_keywords)
+    app.connect("env-get-outdated", _reread_keyword_pages)
     # Before sphinx-codeautolink reads the code blocks (its doctree-read priority is 490).
     app.connect("doctree-read", _codeautolink_skips, priority=480)
     # Before sphinx-codeautolink's own env-updated handler (default priority 500).

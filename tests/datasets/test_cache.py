@@ -1,15 +1,15 @@
 """Cache location, checksum verification, and fetch's bookkeeping (without the network)."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
-from rankmetric.datasets import FetchError, data_home, fetch, load_dataset
+from rankmetric.datasets import FetchError, data_home, fetch, list_datasets, load_dataset
 from rankmetric.datasets import _fetch as fetch_module
 from rankmetric.datasets._cache import verified_files
-from rankmetric.datasets._checksums import CHECKSUMS
-from rankmetric.datasets._sources import SOURCES
+from rankmetric.datasets._sources import CHECKSUMS, SOURCES
 
 
 def test_data_home_order(monkeypatch, tmp_path):
@@ -25,10 +25,12 @@ def test_data_home_order(monkeypatch, tmp_path):
 
 
 def test_every_fetchable_set_has_checksums_and_a_source():
-    assert set(CHECKSUMS) == set(SOURCES)
+    fetchable = {info.name for info in list_datasets() if info.needs_fetch}
+    assert fetchable == set(SOURCES) == set(CHECKSUMS)
     for name, source in SOURCES.items():
-        assert set(source.members) == set(CHECKSUMS[name])
-        assert all(len(digest) == 64 for digest in CHECKSUMS[name].values())
+        assert source.members and set(source.members) == set(CHECKSUMS[name])
+        assert all(member.endswith(file) for file, member in source.members.items())
+        assert all(re.fullmatch("[0-9a-f]{64}", digest) for digest in CHECKSUMS[name].values())
 
 
 def test_missing_set_names_the_fetch_command(tmp_path):

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from .._safe_npz import sha256_file
-from ._checksums import CHECKSUMS
+from ._sources import CHECKSUMS
 
 __all__ = [
     "ENV_VAR",

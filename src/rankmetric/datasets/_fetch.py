@@ -14,9 +14,8 @@ from pathlib import Path
 
 from ._cache import ENV_VAR, set_directory, verified_files, write_checksums_json
 from ._cache import data_home as _data_home
-from ._checksums import CHECKSUMS
 from ._registry import get_info
-from ._sources import SOURCES, Source
+from ._sources import CHECKSUMS, SOURCES, Source
 
 __all__ = ["FetchError", "fetch"]
 

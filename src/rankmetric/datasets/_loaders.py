@@ -118,8 +118,11 @@ def load_trials(name: str, *, data_home: str | os.PathLike | None = None) -> tup
             f"data set {info.name!r} is not an available multichannel set; "
             "see `rankmetric data list`."
         )
-    files = verified_files(info.name, data_home)
-    return read_ts(files[f"{info.name}_TRAIN.ts"]), read_ts(files[f"{info.name}_TEST.ts"])
+    return _read_trials(info.name, verified_files(info.name, data_home))
+
+
+def _read_trials(name: str, files: dict[str, Path]) -> tuple[TsData, TsData]:
+    return read_ts(files[f"{name}_TRAIN.ts"]), read_ts(files[f"{name}_TEST.ts"])
 
 
 def _assemble(info: DatasetInfo, parts: _Parts) -> Dataset:
@@ -151,12 +154,9 @@ def _assemble(info: DatasetInfo, parts: _Parts) -> Dataset:
 
 def encode_targets(labels: np.ndarray, labels_test: np.ndarray | None = None):
     """Labels → (target_names, codes, test codes); classes sorted (numerically if numbers)."""
-    labels = _integral(labels)
-    if labels_test is None:
-        classes, (codes,) = encode_labels(labels)
-        return tuple(str(c) for c in classes), codes, None
-    classes, (codes, codes_test) = encode_labels(labels, _integral(labels_test))
-    return tuple(str(c) for c in classes), codes, codes_test
+    parts = [_integral(part) for part in (labels, labels_test) if part is not None]
+    classes, codes = encode_labels(*parts)
+    return tuple(str(c) for c in classes), codes[0], codes[1] if labels_test is not None else None
 
 
 def _integral(labels: np.ndarray) -> np.ndarray:
@@ -236,7 +236,7 @@ def _fashion_mnist(files: dict[str, Path]) -> _Parts:
 
 def _multichannel(name: str) -> Callable[[dict[str, Path]], _Parts]:
     def read(files: dict[str, Path]) -> _Parts:
-        train, test = read_ts(files[f"{name}_TRAIN.ts"]), read_ts(files[f"{name}_TEST.ts"])
+        train, test = _read_trials(name, files)
         lengths, lengths_test = train.lengths, test.lengths
         length = int(max(lengths.max(), lengths_test.max()))
         equal = np.all(lengths == length) and np.all(lengths_test == length)
@@ -304,14 +304,7 @@ _READERS: dict[str, Callable[[dict[str, Path]], _Parts]] = {
     "fashion-mnist": _fashion_mnist,
     **{
         name: _multichannel(name)
-        for name in (
-            "BasicMotions",
-            "JapaneseVowels",
-            "HandMovementDirection",
-            "FingerMovements",
-            "SelfRegulationSCP1",
-            "SelfRegulationSCP2",
-            "EyesOpenShut",
-        )
+        for name, info in REGISTRY.items()
+        if info.kind == "multichannel" and info.available
     },
 }

@@ -188,24 +188,22 @@ def _trial_file_split(path, test_size, covariance_estimator, test_domain) -> Spl
 
 def _bundled_spd(name: str, covariance_estimator: str | None):
     """A bundled set as SPD matrices: its own, or re-estimated from its multichannel trials."""
-    from ._info import Dataset
-    from ._loaders import encode_targets, load_trials
+    from ._registry import get_info
     from .covariance import load_spd
 
     if covariance_estimator is None:
         return load_spd(name)
-    cov = _covariances(covariance_estimator)
+    _covariances(covariance_estimator)  # its name checked first
     try:
-        train, test = load_trials(name)  # the original-length trials
+        info = get_info(name)
     except ValueError:
+        info = None
+    if info is None or info.kind != "multichannel" or not info.available:
         raise ValueError(
             f"covariance_estimator applies to multichannel trials; {name!r} is not a bundled "
             "multichannel set (derived SPD sets such as fmnist-regcov come as matrices)."
-        ) from None
-    _, y, y_test = encode_targets(train.labels, test.labels)
-    return Dataset(X=cov(train.series), y=y.astype(np.int64),
-                   X_test=cov(test.series), y_test=y_test.astype(np.int64), name=name,
-                   kind="spd")  # fmt: skip
+        )
+    return load_spd(info.name, estimator=covariance_estimator, random_state=None)
 
 
 def load_split(

@@ -68,6 +68,9 @@ _MAT_CLASSES = {
 }  # fmt: skip
 _MI_MATRIX, _MI_COMPRESSED = 14, 15
 _HEAD = 4096  # inflated bytes enough for any variable's header (flags, dimensions, name)
+# what a damaged file makes the readers raise (scipy's included)
+_DAMAGED = (ValueError, OSError, TypeError, IndexError, EOFError, KeyError, zlib.error,
+            struct.error)  # fmt: skip
 
 
 def _sub_element(buf: bytes, off: int, endian: str) -> tuple[int, bytes, int]:
@@ -204,11 +207,8 @@ def read_mat(path: str, names: set) -> tuple[dict, list]:
     try:
         with open(path, "rb") as f:
             major = matfile_version(f)[0]
-    except (ValueError, OSError, TypeError, EOFError) as exc:
-        raise ValueError(f"{path} is not a readable MATLAB file ({exc}).") from None
-    if major == 2:
-        return _read_mat73(path, names)
-    try:
+        if major == 2:
+            return _read_mat73(path, names)
         if major == 0:  # v4: uncompressed, every array bounded by the file's own bytes
             raw = loadmat(path)
             available = [k for k in raw if not k.startswith("__")]
@@ -220,11 +220,9 @@ def read_mat(path: str, names: set) -> tuple[dict, list]:
             raw = loadmat(io.BytesIO(_needed_mat5(path, head, found, names)))
     except MemoryError:
         raise ValueError(f"{path}: not enough memory to read it.") from None
-    except ValueError as exc:
-        if str(exc).startswith(path):
-            raise
-        raise ValueError(f"{path} is not a readable MATLAB file ({exc}).") from None
-    except (OSError, TypeError, IndexError, EOFError, KeyError, zlib.error, struct.error) as exc:
+    except _DAMAGED as exc:
+        if isinstance(exc, ValueError) and str(exc).startswith(path):
+            raise  # a message of ours, naming the file already
         raise ValueError(f"{path} is not a readable MATLAB file ({exc}).") from None
     return {k: v for k, v in raw.items() if k in names}, available
 

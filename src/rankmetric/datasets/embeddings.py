@@ -15,21 +15,20 @@ import numpy as np
 
 from .._safe_npz import read_data_npy, read_data_npz
 from .splits import Split
+from .user_features import first_present
 
 __all__ = ["read_embeddings"]
 
 _KEYS = {"X": ("X", "embeddings"), "y": ("y", "labels")}
 
 
-def _pick(arrays: dict, name: str, path, required: bool = True):
-    for key in _KEYS.get(name, (name,)):
-        if key in arrays:
-            return arrays[key]
-    if required:
+def _pick(arrays: dict, name: str, path):
+    key = first_present(_KEYS[name], arrays)
+    if key is None:
         raise ValueError(
             f"{path} has no array {' or '.join(_KEYS[name])!r} (found {list(arrays)})."
         )
-    return None
+    return arrays[key]
 
 
 def _read_labels(path) -> np.ndarray:
@@ -87,7 +86,7 @@ def read_embeddings(path, labels=None) -> Split:
             raise ValueError("labels goes with a .npy file; a .npz file holds its labels (y).")
         arrays = read_data_npz(path)  # untrusted: checked before it is read
         X, y = _pick(arrays, "X", path), _pick(arrays, "y", path)
-        X_test, y_test = (_pick(arrays, key, path, False) for key in ("X_test", "y_test"))
+        X_test, y_test = arrays.get("X_test"), arrays.get("y_test")
     elif path.endswith(".npy"):
         if not labels:
             raise ValueError("labels: a .npy file holds embeddings only; give its labels as well.")

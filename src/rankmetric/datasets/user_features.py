@@ -28,6 +28,7 @@ as an ``image_path``): the command line's ``--id-column``, ``--camera-column``,
 
 from __future__ import annotations
 
+import fnmatch
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -120,18 +121,21 @@ def is_feature_file(name) -> bool:
     return Path(str(name)).suffix.lower() in FEATURE_SUFFIXES
 
 
+def first_present(names, available) -> str | None:
+    """The first of ``names`` that ``available`` holds (None when it holds none of them)."""
+    return next((name for name in names if name in available), None)
+
+
 def _find(available, wanted: str | None, kind: str, path: str, required: bool):
     names = (wanted,) if wanted else ALIASES[kind]
-    for name in names:
-        if name in available:
-            return name
-    if required or wanted:
+    found = first_present(names, available)
+    if found is None and (required or wanted):
         raise ValueError(
             f"{path} has no {'column' if kind != 'X' else 'array'} "
             f"{' or '.join(repr(n) for n in names)} for {kind} "
             f"(found: {_few(available)}){_MAPPING_HINT.get(kind, '')}."
         )
-    return None
+    return found
 
 
 #: How to name a column that has none of the aliases (the command line's options).
@@ -306,11 +310,14 @@ def _feature_selector(features):
     """A predicate on column names for ``features=`` patterns (None: every column)."""
     if features is None:
         return None
-    import fnmatch
-
-    items = [features] if isinstance(features, str) else list(features)
-    patterns = [p.strip() for item in items for p in str(item).split(",") if p.strip()]
+    patterns = _patterns(features)
     return lambda name: any(fnmatch.fnmatchcase(str(name), p) for p in patterns)
+
+
+def _patterns(features) -> list[str]:
+    """The column names or shell-style patterns of ``features=`` (a comma separates them too)."""
+    items = [features] if isinstance(features, str) else list(features)
+    return [p.strip() for item in items for p in str(item).split(",") if p.strip()]
 
 
 def _read(path: str, suffix: str, names: set, wanted=None) -> tuple[dict, list]:
@@ -385,19 +392,15 @@ def _per_item(found: dict, name: str | None, n: int, path: str) -> np.ndarray | 
 def _mapped_features(found: dict, patterns, used: set, suffix: str, path: str) -> np.ndarray:
     """The feature columns that ``patterns`` (names or shell-style patterns) select from a
     table, in the file's order, checked numeric and finite; every other column is ignored."""
-    import fnmatch
-
-    if isinstance(patterns, str):
-        patterns = [patterns]
-    patterns = [p for item in patterns for p in str(item).split(",") if p.strip()]
+    patterns = _patterns(patterns)
     if suffix not in (".csv", ".parquet"):
         if len(patterns) != 1:
             raise ValueError(f"{path}: feature columns select columns of a table (.csv, "
                              ".parquet); an array file names one feature array.")  # fmt: skip
-        return _array_features(found, list(found), patterns[0].strip(), suffix == ".mat", -1, path)
+        return _array_features(found, list(found), patterns[0], suffix == ".mat", -1, path)
     columns = [c for c in found if c not in used]
     chosen = []
-    for pattern in (p.strip() for p in patterns):
+    for pattern in patterns:
         hits = [c for c in columns if fnmatch.fnmatchcase(str(c), pattern)]
         if not hits:
             raise ValueError(f"{path}: no column matches the feature column {pattern!r} "

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .user_features import ALIASES as FEATURE_ALIASES
+from .user_features import first_present
 
 __all__ = ["TRIAL_ALIASES", "TrialData", "is_trial_file", "read_trial_file"]
 
@@ -115,13 +116,6 @@ def is_trial_file(path) -> bool:
         return False
 
 
-def _pick(arrays: dict, role: str, suffix: str = "") -> str | None:
-    for name in TRIAL_ALIASES[role]:
-        if name + suffix in arrays:
-            return name + suffix
-    return None
-
-
 def read_trial_file(path) -> TrialData:
     """Read a ``.npz`` file of raw trials, with their labels and optionally sessions.
 
@@ -157,7 +151,7 @@ def read_trial_file(path) -> TrialData:
     from .._safe_npz import read_data_npz
 
     arrays = read_data_npz(path)  # untrusted input: every member checked before it is read
-    names = {role: _pick(arrays, role) for role in ("X", "y", "domains")}
+    names = {role: first_present(TRIAL_ALIASES[role], arrays) for role in ("X", "y", "domains")}
     missing = [role for role in ("X", "y") if names[role] is None]
     if missing:
         tried = "; ".join(f"{r}: {', '.join(TRIAL_ALIASES[r])}" for r in missing)
@@ -166,7 +160,10 @@ def read_trial_file(path) -> TrialData:
             f"(n_trials, channels, time) and y (n_trials,), optionally X_test and y_test; it "
             f"has {sorted(arrays)}."
         )
-    test = {role: _pick(arrays, role, "_test") for role in ("X", "y", "domains")}
+    test = {
+        role: first_present([name + "_test" for name in TRIAL_ALIASES[role]], arrays)
+        for role in ("X", "y", "domains")
+    }
     if (test["X"] is None) != (test["y"] is None):
         raise ValueError(f"{path}: X_test and y_test come together.")
     names.update({f"{role}_test": test[role] for role in test})

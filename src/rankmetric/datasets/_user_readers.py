@@ -18,6 +18,7 @@ import io
 import itertools
 import struct
 import zlib
+from collections import Counter
 
 import numpy as np
 
@@ -281,11 +282,7 @@ def _check_header(path: str, header: list) -> list:
             f"{path}: the header names {len(names)} columns, more than MAX_CSV_COLUMNS="
             f"{MAX_CSV_COLUMNS}; store wide feature tables as .npz (X, y)."
         )
-    seen, duplicates = set(), []
-    for name in names:
-        if name in seen and name not in duplicates:
-            duplicates.append(name)
-        seen.add(name)
+    duplicates = [name for name, count in Counter(names).items() if count > 1]
     if duplicates:
         raise ValueError(f"{path}: the header names column(s) {duplicates[:5]} more than once; "
                          "rename them (no column is dropped silently).")  # fmt: skip

@@ -12,6 +12,7 @@ from .._validation import check_finite
 from ._info import Dataset
 from ._loaders import encode_targets, load_trials
 from ._registry import DERIVED_SPD, derived_spd_name, get_info
+from ._ts import by_length
 
 __all__ = ["covariances", "load_spd", "ESTIMATORS", "ESTIMATOR_ALIASES"]
 
@@ -107,13 +108,12 @@ def covariances(
     random_state = _mcd_seed(random_state) if estimator == "mcd" else None
     if isinstance(trials, np.ndarray):
         return _covariances_equal_length(trials, estimator, shrinkage, random_state)
-    lengths = np.array([trial.shape[1] for trial in trials])
     out = np.empty((len(trials), trials[0].shape[0], trials[0].shape[0]))
-    for length in np.unique(lengths):
-        index = np.flatnonzero(lengths == length)
-        group = np.stack([trials[i] for i in index])
-        out[index] = _covariances_equal_length(group, estimator, shrinkage, random_state)
-    return out
+    return by_length(
+        lambda group: _covariances_equal_length(group, estimator, shrinkage, random_state),
+        trials,
+        out,
+    )
 
 
 def check_covariance_estimator(estimator: str, shrinkage: float | None) -> str:

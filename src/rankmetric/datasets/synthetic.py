@@ -289,9 +289,13 @@ def make_synthetic_reid(
         nuisance = nuisance_scale * rng.standard_normal((n_identities, n_nuisance)) @ nuisance_axes
         noise = noise_scale * rng.standard_normal((n_identities, n_features))
         views.append(identities + offset + nuisance + noise)
-    ids = np.tile(np.arange(n_identities), 2)
-    camera = np.repeat([0, 1], n_identities)
-    return ReidData(np.vstack(views), ids, camera)
+    return _two_cameras(views)
+
+
+def _two_cameras(views: list[np.ndarray]) -> ReidData:
+    """Camera A's view of identities ``0..n-1``, then camera B's, as one :class:`ReidData`."""
+    n = views[0].shape[0]
+    return ReidData(np.vstack(views), np.tile(np.arange(n), 2), np.repeat([0, 1], n))
 
 
 def _identity_model(rng, n_identities, n_features, n_latent, n_nuisance):
@@ -365,9 +369,7 @@ def make_camera_views(images: np.ndarray, random_state=0) -> ReidData:
         brightness = rng.uniform(-0.2, 0.2, size=(n, 1, 1))
         view = contrast * view + brightness + 0.1 * rng.standard_normal(view.shape)
         views.append(view.reshape(n, -1))
-    ids = np.tile(np.arange(n), 2)
-    camera = np.repeat([0, 1], n)
-    return ReidData(np.vstack(views), ids, camera)
+    return _two_cameras(views)
 
 
 def make_multicamera_reid(

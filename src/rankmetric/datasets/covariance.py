@@ -376,17 +376,12 @@ def _load_derived(name: str, data_home) -> Dataset:
     source, description = DERIVED_SPD[name]
     images = load_dataset(source, data_home=data_home)
     side = int(round(np.sqrt(images.X.shape[1])))
-    return Dataset(
-        X=region_covariances(images.X.reshape(-1, side, side)),
-        y=images.y,
-        X_test=region_covariances(images.X_test.reshape(-1, side, side)),
-        y_test=images.y_test,
-        name=name,
-        kind="spd",
-        description=description,
-        info=images.info,
-        target_names=images.target_names,
-    )
+
+    def descriptors(X: np.ndarray) -> np.ndarray:
+        return region_covariances(X.reshape(-1, side, side))
+
+    return dataclasses.replace(images, X=descriptors(images.X), X_test=descriptors(images.X_test),
+                               name=name, kind="spd", description=description)  # fmt: skip
 
 
 def _subsample(data: Dataset, n_train, n_test, random_state) -> Dataset:

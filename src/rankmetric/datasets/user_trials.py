@@ -151,7 +151,11 @@ def read_trial_file(path) -> TrialData:
     from .._safe_npz import read_data_npz
 
     arrays = read_data_npz(path)  # untrusted input: every member checked before it is read
-    names = {role: first_present(TRIAL_ALIASES[role], arrays) for role in ("X", "y", "domains")}
+    names = {
+        role + suffix: first_present([name + suffix for name in TRIAL_ALIASES[role]], arrays)
+        for suffix in ("", "_test")
+        for role in ("X", "y", "domains")
+    }
     missing = [role for role in ("X", "y") if names[role] is None]
     if missing:
         tried = "; ".join(f"{r}: {', '.join(TRIAL_ALIASES[r])}" for r in missing)
@@ -160,49 +164,43 @@ def read_trial_file(path) -> TrialData:
             f"(n_trials, channels, time) and y (n_trials,), optionally X_test and y_test; it "
             f"has {sorted(arrays)}."
         )
-    test = {
-        role: first_present([name + "_test" for name in TRIAL_ALIASES[role]], arrays)
-        for role in ("X", "y", "domains")
-    }
-    if (test["X"] is None) != (test["y"] is None):
+    if (names["X_test"] is None) != (names["y_test"] is None):
         raise ValueError(f"{path}: X_test and y_test come together.")
-    names.update({f"{role}_test": test[role] for role in test})
     names = {role: name for role, name in names.items() if name is not None}
-    parts = [("X", "y", "domains")]
-    if test["X"] is not None:
-        parts.append(("X_test", "y_test", "domains_test"))
-    for x_role, y_role, d_role in parts:
-        _check_part(path, arrays, names, x_role, y_role, d_role)
-    X, X_test = arrays[names["X"]], arrays.get(names.get("X_test"))
+    found = {role: arrays[name] for role, name in names.items()}
+    for suffix in ("", "_test") if "X_test" in found else ("",):
+        _check_part(path, found, suffix)
+    X, X_test = found["X"], found.get("X_test")
     if X_test is not None and X_test.shape[1] != X.shape[1]:
         raise ValueError(f"{path}: X has {X.shape[1]} channels, X_test {X_test.shape[1]}.")
     return TrialData(
         X=X.astype(np.float64),
-        y=arrays[names["y"]],
+        y=found["y"],
         X_test=None if X_test is None else X_test.astype(np.float64),
-        y_test=arrays.get(names.get("y_test")),
-        domains=arrays.get(names.get("domains")),
-        domains_test=arrays.get(names.get("domains_test")),
+        y_test=found.get("y_test"),
+        domains=found.get("domains"),
+        domains_test=found.get("domains_test"),
         names=names,
         source=str(path),
     )
 
 
-def _check_part(path, arrays: dict, names: dict, x_role: str, y_role: str, d_role: str) -> None:
-    X, y = arrays[names[x_role]], arrays[names[y_role]]
+def _check_part(path, found: dict, suffix: str) -> None:
+    """The trials ``X{suffix}``, their labels and domains: shapes that agree, finite numbers."""
+    X, y, domains = found[f"X{suffix}"], found[f"y{suffix}"], found.get(f"domains{suffix}")
     if X.ndim != 3:
         raise ValueError(
-            f"{path}: {x_role} must have shape (n_trials, channels, time), got {X.shape}."
+            f"{path}: X{suffix} must have shape (n_trials, channels, time), got {X.shape}."
         )
     if y.ndim != 1 or len(y) != len(X):
         raise ValueError(
-            f"{path}: {y_role} must hold one label per trial of {x_role} ({len(X)}), got shape "
+            f"{path}: y{suffix} must hold one label per trial of X{suffix} ({len(X)}), got shape "
             f"{y.shape}."
         )
     if not np.issubdtype(X.dtype, np.number) or not np.isfinite(X).all():
-        raise ValueError(f"{path}: {x_role} must hold finite numbers.")
-    if d_role in names and arrays[names[d_role]].shape != (len(X),):
+        raise ValueError(f"{path}: X{suffix} must hold finite numbers.")
+    if domains is not None and domains.shape != (len(X),):
         raise ValueError(
-            f"{path}: {d_role} must hold one domain per trial of {x_role} ({len(X)}), got shape "
-            f"{arrays[names[d_role]].shape}."
+            f"{path}: domains{suffix} must hold one domain per trial of X{suffix} ({len(X)}), got "
+            f"shape {domains.shape}."
         )

@@ -16,34 +16,29 @@ import importlib
 # Imported when first used, so that ``rankmetric data list`` and ``rankmetric --help`` start
 # without torch, scikit-learn, SciPy or pandas (the loaders of some sets need them).
 _LAZY = {
-    "data_home": "._cache",
-    "FetchError": "._fetch",
-    "fetch": "._fetch",
-    "Dataset": "._info",
-    "DatasetInfo": "._info",
-    "list_datasets": "._loaders",
-    "load_dataset": "._loaders",
-    "read_ts": "._ts",
-    "covariances": ".covariance",
-    "load_spd": ".covariance",
-    "ReidData": ".synthetic",
-    "make_camera_views": ".synthetic",
-    "make_gaussian_clusters": ".synthetic",
-    "make_multicamera_reid": ".synthetic",
-    "make_spd_clusters": ".synthetic",
-    "make_synthetic_reid": ".synthetic",
-    "FeatureData": ".user_features",
-    "is_feature_file": ".user_features",
-    "load_features": ".user_features",
-    "Split": ".splits",
-    "holdout_rows": ".splits",
-    "load_split": ".splits",
-    "PairData": ".user_pairs",
-    "read_pair_file": ".user_pairs",
-    "TrialData": ".user_trials",
-    "read_trial_file": ".user_trials",
-    "is_trial_file": ".user_trials",
-    "read_embeddings": ".embeddings",
+    name: module
+    for module, names in {
+        "._cache": ("data_home",),
+        "._fetch": ("FetchError", "fetch"),
+        "._info": ("Dataset", "DatasetInfo"),
+        "._loaders": ("list_datasets", "load_dataset"),
+        "._ts": ("read_ts",),
+        ".covariance": ("covariances", "load_spd"),
+        ".synthetic": (
+            "ReidData",
+            "make_camera_views",
+            "make_gaussian_clusters",
+            "make_multicamera_reid",
+            "make_spd_clusters",
+            "make_synthetic_reid",
+        ),
+        ".user_features": ("FeatureData", "is_feature_file", "load_features"),
+        ".splits": ("Split", "holdout_rows", "load_split"),
+        ".user_pairs": ("PairData", "read_pair_file"),
+        ".user_trials": ("TrialData", "read_trial_file", "is_trial_file"),
+        ".embeddings": ("read_embeddings",),
+    }.items()
+    for name in names
 }
 
 __all__ = list(_LAZY)

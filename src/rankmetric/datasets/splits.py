@@ -134,10 +134,14 @@ def _feature_file_split(path, test_size: float, columns) -> Split:
 
     data = load_features(path, **(columns or {}))
     train, test, how = holdout_rows(data, test_size)
-    part = lambda a, rows: None if a is None else a[rows]  # noqa: E731
     return Split(data.X[train], data.y[train], data.X[test], data.y[test], how, str(path),
-                 cameras_train=part(data.cameras, train), cameras_test=part(data.cameras, test),
-                 split_test=part(data.split, test))  # fmt: skip
+                 cameras_train=_rows(data.cameras, train), cameras_test=_rows(data.cameras, test),
+                 split_test=_rows(data.split, test))  # fmt: skip
+
+
+def _rows(values: np.ndarray | None, rows: np.ndarray) -> np.ndarray | None:
+    """``values[rows]`` of an optional per-row array."""
+    return None if values is None else values[rows]
 
 
 def _covariances(estimator: str | None):
@@ -179,11 +183,10 @@ def _trial_file_split(path, test_size, covariance_estimator, test_domain) -> Spl
         how = f"domain {test_domain} held out (cross-domain), trained on the others"
         return Split(X[~held], y[~held], X[held], y[held], how, str(path),
                      domains_train=domains[~held], domains_test=domains[held])  # fmt: skip
-    extra = [] if domains is None else [domains]  # the same split with or without domains
-    parts = _stratified([X, y, *extra], y, test_size)
-    d_tr, d_te = (parts[4], parts[5]) if domains is not None else (None, None)
-    return Split(parts[0], parts[2], parts[1], parts[3], _stratified_how(test_size), str(path),
-                 domains_train=d_tr, domains_test=d_te)  # fmt: skip
+    train, test = _stratified([np.arange(len(y))], y, test_size)  # the rows of X, y and domains
+    return Split(X[train], y[train], X[test], y[test], _stratified_how(test_size), str(path),
+                 domains_train=_rows(domains, train),
+                 domains_test=_rows(domains, test))  # fmt: skip
 
 
 def _bundled_spd(name: str, covariance_estimator: str | None):

@@ -44,6 +44,33 @@ def test_a_trial_file_holds_a_domain_out(tmp_path):
         load_split("iris", test_domain="a")
 
 
+def test_a_trial_file_hold_out_keeps_each_trial_with_its_domain(tmp_path):
+    from sklearn.model_selection import train_test_split
+
+    from rankmetric.datasets import covariances
+
+    rng = np.random.default_rng(1)
+    X, y, domains = rng.normal(size=(20, 2, 30)), np.tile([0, 1], 10), np.arange(20).astype(str)
+    np.savez(tmp_path / "t.npz", X=X, y=y, domains=domains)
+    split = load_split(tmp_path / "t.npz", spd=True, test_size=0.3)
+    _, X_te, _, y_te, d_tr, d_te = train_test_split(
+        X, y, domains, test_size=0.3, stratify=y, random_state=0
+    )
+    np.testing.assert_array_equal(split.domains_test, d_te)
+    np.testing.assert_array_equal(split.y_test, y_te)
+    np.testing.assert_allclose(split.X_test, covariances(X_te, "scm"))
+    assert sorted([*split.domains_train, *split.domains_test]) == sorted(domains)
+
+
+def test_a_covariance_estimator_on_a_bundled_set(tmp_path, monkeypatch):
+    monkeypatch.setenv("RANKMETRIC_DATA", str(tmp_path))  # an empty cache
+    with pytest.raises(ValueError, match="rankmetric data fetch BasicMotions"):
+        load_split("basic_motions", spd=True, covariance_estimator="lwf")
+    for name in ("iris", "DEAP", "fmnist-regcov", "nosuch"):
+        with pytest.raises(ValueError, match="^covariance_estimator applies to multichannel"):
+            load_split(name, spd=True, covariance_estimator="lwf")
+
+
 @pytest.mark.parametrize(
     "kwargs, message",
     [

@@ -20,6 +20,7 @@ from .. import distributed
 from .._utils import make_rng, resolve_device, to_tensor, torch_generator
 from .._validation import (
     CHECKPOINTS,
+    DEPRECATED,
     NONE,
     POSITIVE_INT,
     Interval,
@@ -39,14 +40,12 @@ from ..models.sphere import SphereTanhEmbedding, sphere_similarity
 from ..sampling import LabelIndex
 from ..training import (
     RETRIEVAL_METRICS,
-    Validation,
     retrieval_validator,
     sample_retrieval_items,
     split_validation,
-    train,
 )
 from ._docstrings import fill_doc
-from ._early_stopping import VALIDATION_PARAMETER_CONSTRAINTS
+from ._early_stopping import RENAMED_PATIENCE, VALIDATION_PARAMETER_CONSTRAINTS
 from ._held_out import HELD_OUT_PARAMETER_CONSTRAINTS
 from ._init_parameters import TRAINING_PARAMETER_CONSTRAINTS, store_parameters
 from ._ssne_solver import ProximalStepper as _ProximalStepper
@@ -56,7 +55,7 @@ from ._supervision import (
     check_similarity_targets,
     split_pairs,
 )
-from .base import MetricLearnerMixin, fit_checkpointing, fit_context
+from .base import MetricLearnerMixin, fit_context, train_estimator
 
 __all__ = ["SSNE", "default_n_components"]
 
@@ -66,6 +65,10 @@ _SOLVERS = ("full", "bcd")
 _POSITIVE_SAMPLING = ("pairs", "classes")
 _SIMILARITIES = ("labels", "jaccard")
 _TRANSFORM_CHUNK = 65536
+_UNTRAINED_HINT = (
+    "Try a smaller learning_rate, a smaller reg_lambda (fewer pruned units) or another "
+    "max_iter; docs/ssne.md."
+)
 
 # A batch sampler returns (first indices, second indices, target similarities) of n pairs.
 PairSampler = Callable[[np.random.Generator], tuple[np.ndarray, np.ndarray, np.ndarray]]
@@ -158,7 +161,7 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
         validation item shares its label, or the average precision.
     validation_every : int, default=50
         Steps between validation scores.
-    patience : int or None, default=None
+    n_iter_no_change : int or None, default=None
         Stop after this many validations without improvement; None runs the budget and keeps
         the best validated step.
     random_state : int, Generator or None
@@ -173,6 +176,7 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
         ``"reference"``: when the check finds the learned distance below, return the
         reference instead: ``transform`` returns its input (the Euclidean distance;
         ``score_pairs`` is ``1 − d²/2``).
+    %(patience)s
 
     Attributes
     ----------
@@ -239,11 +243,10 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
         "max_iter": [POSITIVE_INT],
         **VALIDATION_PARAMETER_CONSTRAINTS,
         "validation_metric": [Options(*RETRIEVAL_METRICS)],
-        "validation_every": [POSITIVE_INT],
-        "patience": [NONE, POSITIVE_INT],
         **TRAINING_PARAMETER_CONSTRAINTS,
         **CHECKPOINTS,
     }
+    _renamed_parameters = RENAMED_PATIENCE
 
     # The signature is spelled out, not inherited: scikit-learn reads the parameters from it.
     @deprecate_positional_args
@@ -265,7 +268,7 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
         validation_split: str = "stratified",
         validation_metric: str = "recall@1",
         validation_every: int = 50,
-        patience: int | None = None,
+        n_iter_no_change: int | None = None,
         random_state=None,
         device: str | None = None,
         verbose: bool | int = False,
@@ -273,6 +276,7 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
         checkpoint_every: int = 100,
         held_out_check: bool | str = "auto",
         fallback: str | None = None,
+        patience=DEPRECATED,
     ) -> None:
         store_parameters(self, locals())
 
@@ -430,24 +434,10 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
                 torch.as_tensor(validation[1][items], device=device),
                 self.validation_metric,
             )
-        result = train(
-            module,
-            stepper.optimizer,
-            loss_step,
-            rng=rng,
-            max_iter=int(self.max_iter),
-            post_step=stepper.proximal_step,
-            validation=None
-            if validate is None
-            else Validation(validate, int(self.validation_every), self.patience, score_start=True),
-            checkpointing=fit_checkpointing(self),
-            hint=(
-                "Try a smaller learning_rate, a smaller reg_lambda (fewer pruned units) or "
-                "another max_iter; docs/ssne.md."
-            ),
-            verbose=self.verbose,
-            desc="SSNE",
-        )
+        result = train_estimator(
+            self, module, stepper.optimizer, loss_step, rng=rng, validate=validate,
+            post_step=stepper.proximal_step, hint=_UNTRAINED_HINT,
+        )  # fmt: skip
         self.best_iter_ = result.best_step
         self.initial_validation_score_ = result.start_score
         self.validation_scores_ = [

@@ -41,6 +41,7 @@ from ...losses.triplet import TripletLoss
 from ...models.spdnet import SPDNet, check_sizes, sym_to_vec
 from ...preprocessing.recentring import transform_domain_codes
 from ...training import per_query_scores
+from .._early_stopping import EARLY_STOPPING_CONSTRAINTS
 from .._init_parameters import TRAINING_PARAMETER_CONSTRAINTS
 from .._supervision import split_pairs
 
@@ -83,9 +84,7 @@ SPDNET_PARAMETER_CONSTRAINTS = {
     "n_per_class": [Interval(Integral, 2, None, closed="left")],
     "max_iter": [Interval(Integral, 0, None, closed="left")],  # 0: the untrained reference
     "learning_rate": [Interval(Real, 0, None, closed="neither")],
-    "validation_fraction": [Interval(Real, 0, 1, closed="left")],
-    "validation_every": [POSITIVE_INT],
-    "patience": [NONE, POSITIVE_INT],
+    **EARLY_STOPPING_CONSTRAINTS,
     "validation_metric": [Options(*VALIDATION_METRICS)],
     "validation_distance": [NONE, InstanceOf(str, "a distance name")],  # resolved in fit
     "selection_se": [Interval(Real, 0, None, closed="left")],

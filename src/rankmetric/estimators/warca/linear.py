@@ -10,11 +10,20 @@ from __future__ import annotations
 import numpy as np
 
 from ..._utils import make_rng, resolve_device, to_tensor
-from ..._validation import ARRAY, BOOLEAN, NONE, POSITIVE_INT, Options, deprecate_positional_args
+from ..._validation import (
+    ARRAY,
+    BOOLEAN,
+    DEPRECATED,
+    NONE,
+    POSITIVE_INT,
+    Options,
+    deprecate_positional_args,
+)
 from ...io import register_estimator
 from ...models.linear import INITS, LinearMap
 from ...sampling import PairIndex
 from .._docstrings import fill_doc
+from .._early_stopping import RENAMED_PATIENCE
 from .._init_parameters import store_parameters
 from .._supervision import check_pair_supervision, check_triplet_supervision, pairs_from_triplets
 from ..base import MahalanobisMixin, fit_context
@@ -109,7 +118,7 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         the average precision; the validation labels need not occur in training. ``"knn"``:
         the k-NN accuracy (k=3) of the validation items against training points (the only
         score before 0.2; it needs validation labels seen in training).
-    patience : int or None, default=10
+    n_iter_no_change : int or None, default=10
         Stop after this many validations without improvement. The best parameters are kept;
         the untrained start (step 0) is validated too, and when it stays best, ``fit`` returns
         it with an :class:`~rankmetric.training.UntrainedModelWarning`.
@@ -135,6 +144,7 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         ``n_samples × n_features < 10⁷``, else torch's thread count (see
         :mod:`rankmetric._threads`).
     %(held_out_check)s
+    %(patience)s
 
     Attributes
     ----------
@@ -207,6 +217,7 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         "init": [Options(*INITS), ARRAY],
         "n_threads": [NONE, POSITIVE_INT, Options(-1)],  # -1: every core
     }
+    _renamed_parameters = RENAMED_PATIENCE
 
     # The signature is spelled out, not inherited: scikit-learn reads the parameters from it.
     @deprecate_positional_args
@@ -228,7 +239,7 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         validation_fraction: float = 0.0,
         validation_split: str = "stratified",
         validation_metric: str = "recall@1",
-        patience: int | None = 10,
+        n_iter_no_change: int | None = 10,
         tol: float | None = 1e-2,
         tol_window: int | None = None,
         random_state=None,
@@ -239,6 +250,7 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         n_threads: int | None = None,
         held_out_check: bool | str = "auto",
         fallback: str | None = None,
+        patience=DEPRECATED,
     ) -> None:
         store_parameters(self, locals())
 

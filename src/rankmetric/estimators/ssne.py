@@ -38,12 +38,7 @@ from ..losses.similarity import (
 )
 from ..models.sphere import SphereTanhEmbedding, sphere_similarity
 from ..sampling import LabelIndex
-from ..training import (
-    RETRIEVAL_METRICS,
-    retrieval_validator,
-    sample_retrieval_items,
-    split_validation,
-)
+from ..training import RETRIEVAL_METRICS, split_validation
 from ._docstrings import fill_doc
 from ._early_stopping import RENAMED_PATIENCE, VALIDATION_PARAMETER_CONSTRAINTS
 from ._held_out import HELD_OUT_PARAMETER_CONSTRAINTS
@@ -56,6 +51,8 @@ from ._supervision import (
     split_pairs,
 )
 from .base import MetricLearnerMixin, fit_context, train_estimator
+from .warca.solver import rows_of
+from .warca.validation import make_validator
 
 __all__ = ["SSNE", "default_n_components"]
 
@@ -426,13 +423,11 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
             return distributed.global_mean(local_mean * len(i), n_pairs)
 
         validate = None
-        if validation is not None:
-            items = sample_retrieval_items(validation[1], rng)
-            X_val = to_tensor((validation[0][items] - self.mean_) / self.scale_, device)
-            validate = retrieval_validator(
-                lambda: module(X_val),
-                torch.as_tensor(validation[1][items], device=device),
-                self.validation_metric,
+        if validation is not None:  # leave-one-out retrieval among the validation items
+            X_val = to_tensor((validation[0] - self.mean_) / self.scale_, device)
+            embed_val = rows_of(module, X_val)
+            validate = make_validator(
+                self.validation_metric, None, embed_val, None, validation[1], rng, device
             )
         result = train_estimator(
             self, module, stepper.optimizer, loss_step, rng=rng, validate=validate,

@@ -34,7 +34,6 @@ from .._init_parameters import TRAINING_PARAMETER_CONSTRAINTS
 from .solver import auto_draws, linear_steps, rows_of, train_warp
 from .validation import (
     VALIDATION_METRICS,
-    compare_with_euclidean,
     make_validator,
     split_training_set,
 )
@@ -68,7 +67,7 @@ class BaseWARCA(TransformerMixin, BaseEstimator):
     Subclasses define ``__init__`` (their hyper-parameters) and ``fit``; ``fit`` checks its
     input with :meth:`_labelled_data`, trains with :func:`.solver.train_warp` (or
     :meth:`_train_linear_map` for a linear map on features) and ends with
-    :meth:`_compare_with_euclidean`.
+    :func:`.validation.compare_with_euclidean`.
     """
 
     def __sklearn_tags__(self):
@@ -142,13 +141,6 @@ class BaseWARCA(TransformerMixin, BaseEstimator):
         draws = auto_draws(index.n_samples, self.max_sampling, self.sampling)
         steps = linear_steps(model, data, self.sampling, draws)
         train_warp(self, model, steps, index, rng, device, validate=validate, **schedule)
-
-    def _compare_with_euclidean(self, embed_rows, X, codes, X_val, val_codes, rng, device):
-        """Set ``reference_scores_`` (:func:`.validation.compare_with_euclidean`)."""
-        self.reference_scores_ = compare_with_euclidean(
-            embed_rows, X, codes, X_val, val_codes, rng, device,
-            metric=self.validation_metric, desc=type(self).__name__, hint=self._untrained_hint,
-        )  # fmt: skip
 
 
 def _is_symmetric(K: np.ndarray, rtol: float = 1e-5, chunk_rows: int = 1024) -> bool:

@@ -46,7 +46,7 @@ from .._init_parameters import store_parameters
 from ..base import MetricLearnerMixin, fit_context
 from .base import WARP_PARAMETER_CONSTRAINTS, BaseWARCA
 from .solver import rows_in, rows_of, train_warp
-from .validation import make_validator
+from .validation import compare_with_euclidean, make_validator
 
 __all__ = ["KernelWARCA"]
 
@@ -324,7 +324,7 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         embed_rows = fit(data, index, rng, device, X_val, val_codes)
         self.reference_scores_ = None  # a precomputed kernel has no inputs to compare with
         if not precomputed:
-            self._compare_with_euclidean(embed_rows, X, codes, X_val, val_codes, rng, device)
+            compare_with_euclidean(self, embed_rows, X, codes, X_val, val_codes, rng, device)
         return self
 
     def _n_components(self, n_support: int) -> int:

@@ -29,6 +29,7 @@ from .._supervision import check_pair_supervision, check_triplet_supervision, pa
 from ..base import MahalanobisMixin, fit_context
 from .base import WARP_PARAMETER_CONSTRAINTS, BaseWARCA
 from .solver import auto_draws, column_stats
+from .validation import compare_with_euclidean
 
 __all__ = ["WARCA"]
 
@@ -362,9 +363,10 @@ class WARCA(MahalanobisMixin, BaseWARCA):
             model, data, index, val_data, val_codes, rng, device, window_rule="square"
         )
         self.max_sampling_ = auto_draws(index.n_samples, self.max_sampling, self.sampling)
-        self._compare_with_euclidean(
-            lambda rows: model(to_tensor(rows, device)), X, codes, X_val, val_codes, rng, device
-        )
+        compare_with_euclidean(
+            self, lambda rows: model(to_tensor(rows, device)),
+            X, codes, X_val, val_codes, rng, device,
+        )  # fmt: skip
         self.components_ = model.folded().cpu().numpy()
         self.mean_, self.scale_ = mean, scale
         return self

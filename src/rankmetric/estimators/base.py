@@ -30,6 +30,7 @@ __all__ = [
     "atomic_fit",
     "fit_context",
     "train_estimator",
+    "training_history",
 ]
 
 #: The fit methods of an estimator; each carries :func:`fit_context`.
@@ -175,6 +176,29 @@ def train_estimator(
         checkpointing=fit_checkpointing(est), verbose=est.verbose, desc=type(est).__name__,
         **options,
     )  # fmt: skip
+
+
+def training_history(result: TrainingResult) -> dict:
+    """The fitted attributes a validated fit reads off its training result.
+
+    Parameters
+    ----------
+    result : TrainingResult
+        What :func:`train_estimator` returned.
+
+    Returns
+    -------
+    dict
+        ``n_iter_`` (steps taken), ``best_iter_`` (the step kept; None without validation, 0:
+        the untrained start), ``initial_validation_score_`` (step 0's score) and
+        ``validation_scores_`` (the score of each validation), for ``vars(est).update``.
+    """
+    return {
+        "n_iter_": int(result.n_iter),
+        "best_iter_": result.best_step,
+        "initial_validation_score_": result.start_score,
+        "validation_scores_": [float(h["val_score"]) for h in result.history if "val_score" in h],
+    }
 
 
 def atomic_fit(cls: type) -> type:

@@ -50,7 +50,7 @@ from ._supervision import (
     check_similarity_targets,
     split_pairs,
 )
-from .base import MetricLearnerMixin, fit_context, train_estimator
+from .base import MetricLearnerMixin, fit_context, train_estimator, training_history
 from .warca.solver import rows_of
 from .warca.validation import make_validator
 
@@ -433,20 +433,15 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
             self, module, stepper.optimizer, loss_step, rng=rng, validate=validate,
             post_step=stepper.proximal_step, hint=_UNTRAINED_HINT,
         )  # fmt: skip
-        self.best_iter_ = result.best_step
-        self.initial_validation_score_ = result.start_score
-        self.validation_scores_ = [
-            float(h["val_score"]) for h in result.history if "val_score" in h
-        ]
         weight = module.weight.detach().cpu().numpy()
         active = np.flatnonzero(np.any(weight != 0, axis=0))
         if active.size == 0:
             raise ValueError(
                 f"reg_lambda={self.reg_lambda} pruned every embedding unit; use a smaller value."
             )
+        vars(self).update(training_history(result))
         self.weight_ = weight
         self.active_components_ = active
-        self.n_iter_ = result.n_iter
         self.loss_curve_ = np.array([h["loss"] for h in result.history])
         return self
 

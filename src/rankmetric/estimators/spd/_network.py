@@ -40,14 +40,13 @@ from ...losses.potato import DISTANCES, RiemannianPotatoLoss, embedding_distance
 from ...losses.triplet import TripletLoss
 from ...models.spdnet import SPDNet, check_sizes, sym_to_vec
 from ...preprocessing.recentring import transform_domain_codes
-from ...training import per_query_scores
+from ...training import RETRIEVAL_METRICS, per_query_scores
 from .._early_stopping import EARLY_STOPPING_CONSTRAINTS
 from .._init_parameters import TRAINING_PARAMETER_CONSTRAINTS
 from .._supervision import split_pairs
 
 __all__ = [
     "HEADS",
-    "VALIDATION_METRICS",
     "SPDNET_PARAMETER_CONSTRAINTS",
     "check_spd_stack",
     "default_hidden_sizes",
@@ -66,7 +65,6 @@ INITS = ("identity", "random")
 BIMAPS = ("free", "stiefel")
 OUTPUTS = ("spd", "log", "vector")
 #: The hyper-parameters every SPD-network estimator shares (the loss's own are added by each).
-VALIDATION_METRICS = ("recall@1", "map")
 SPDNET_PARAMETER_CONSTRAINTS = {
     "hidden_sizes": [
         NONE,
@@ -85,7 +83,7 @@ SPDNET_PARAMETER_CONSTRAINTS = {
     "max_iter": [Interval(Integral, 0, None, closed="left")],  # 0: the untrained reference
     "learning_rate": [Interval(Real, 0, None, closed="neither")],
     **EARLY_STOPPING_CONSTRAINTS,
-    "validation_metric": [Options(*VALIDATION_METRICS)],
+    "validation_metric": [Options(*RETRIEVAL_METRICS)],
     "validation_distance": [NONE, InstanceOf(str, "a distance name")],  # resolved in fit
     "selection_se": [Interval(Real, 0, None, closed="left")],
     "output": [Options(*OUTPUTS)],
@@ -136,11 +134,6 @@ def translation_invariant(loss_fn: torch.nn.Module) -> bool:
         "euclidean",
         "sqeuclidean",
     )
-
-
-def take_rows(values: torch.Tensor | None, rows: torch.Tensor) -> torch.Tensor | None:
-    """``values[rows]``, or None without values (no domains)."""
-    return None if values is None else values[rows]
 
 
 def validation_queries(val_idx: np.ndarray, rng: np.random.Generator, airm: bool) -> np.ndarray:

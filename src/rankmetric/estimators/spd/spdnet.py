@@ -71,7 +71,6 @@ from ._network import (
     parse_hidden_sizes,
     principal_init,
     select_validated_step,
-    take_rows,
     training_embedding,
     translation_invariant,
     validation_queries,
@@ -397,21 +396,20 @@ class SPDNetEmbedding(DomainsRequestMixin, MetricLearnerMixin, BaseEstimator):
             # under torchrun: every rank draws the same batch, embeds its slice, and computes the
             # loss on the gathered embeddings (exact single-process gradient; distributed.py)
             rows = distributed.shard(batch)
-            local = training_embedding(net, X_t[rows], take_rows(domains_t, rows))
+            local = training_embedding(
+                net, X_t[rows], None if domains_t is None else domains_t[rows]
+            )
             return loss_fn(distributed.all_gather_with_grad(local), codes_t[batch])
 
         candidates = None
         module = torch.nn.ModuleDict({"net": net, "loss": loss_fn})  # checkpoints keep the loss
         if val_idx.size:
-            airm = self.head == "spd" and self._validation_distance() == "airm"
+            distance = self._validation_distance()
+            airm = self.head == "spd" and distance == "airm"
             queries = torch.as_tensor(validation_queries(val_idx, rng, airm), device=device)
+            query_domains = None if domains_t is None else domains_t[queries]
             score = validation_scorer(
-                net,
-                X_t[queries],
-                codes_t[queries],
-                take_rows(domains_t, queries),
-                self._validation_distance(),
-                self.validation_metric,
+                net, X_t[queries], codes_t[queries], query_domains, distance, self.validation_metric
             )
             candidates = OneStandardErrorSelector([net, loss_fn], score)
             candidates.validate()  # the untrained network, step 0
@@ -581,7 +579,7 @@ class SPDNetEmbedding(DomainsRequestMixin, MetricLearnerMixin, BaseEstimator):
         """The declared constraints, then the rules that tie parameters together."""
         self._validate_params()
         self._distance()
-        if self.validation_distance is not None:
+        if self.validation_distance is not None:  # its name is checked with any head
             canonical_metric(self.validation_distance, DISTANCES, name="validation_distance")
         if self.head == "linear" and self.output != "vector":
             raise ValueError(f"output={self.output!r} needs head='spd' or 'log' (not 'linear').")

@@ -20,7 +20,7 @@ from ...losses.warp import DENSE_DETECTION_RATIO, Embed, sampled_warp_loss
 from ...models.linear import LinearMap
 from ...sampling import LabelIndex
 from ...training import Stopping
-from ..base import train_estimator
+from ..base import train_estimator, training_history
 
 __all__ = [
     "AUTO_BATCH",
@@ -226,17 +226,6 @@ def train_warp(
         est, module, optimizer, loss_step, rng=rng, validate=validate,
         stopping=Stopping(tol=est.tol, window=tol_window), hint=est._untrained_hint,
     )  # fmt: skip
-    vars(est).update(
-        {
-            "batch_size_": batch_size,
-            "tol_window_": tol_window,
-            "learning_rate_": lr,
-            "n_iter_": int(result.n_iter),
-            "loss_curve_": [float(h["loss"]) for h in result.history],
-            "best_iter_": result.best_step,
-            "initial_validation_score_": result.start_score,
-            "validation_scores_": [
-                float(h["val_score"]) for h in result.history if "val_score" in h
-            ],
-        }
-    )
+    vars(est).update(training_history(result))
+    est.batch_size_, est.tol_window_, est.learning_rate_ = batch_size, tol_window, lr
+    est.loss_curve_ = [float(h["loss"]) for h in result.history]

@@ -20,15 +20,7 @@ import torch
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..._utils import resolve_device, to_tensor
-from ..._validation import (
-    BOOLEAN,
-    CHECKPOINTS,
-    NONE,
-    POSITIVE_INT,
-    InstanceOf,
-    Interval,
-    Options,
-)
+from ..._validation import BOOLEAN, CHECKPOINTS, NONE, POSITIVE_INT, InstanceOf, Interval, Options
 from ...geometry._common import orient_columns
 from ...geometry.aliases import canonical_metric
 from ...geometry.checks import check_spd

@@ -51,11 +51,7 @@ from ...losses.registry import LOSSES, VECTOR_ONLY_LOSSES, make_loss
 from ...models.spdnet import SPDNet, sym_to_vec
 from ...models.stiefel import StiefelAdam
 from ...preprocessing.recentring import DomainsRequestMixin
-from ...training import (
-    OneStandardErrorSelector,
-    TrainingResult,
-    split_validation,
-)
+from ...training import OneStandardErrorSelector, TrainingResult, split_validation
 from .._docstrings import fill_doc
 from .._early_stopping import RENAMED_PATIENCE
 from .._held_out import HELD_OUT_PARAMETER_CONSTRAINTS

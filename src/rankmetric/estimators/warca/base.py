@@ -32,11 +32,7 @@ from .._early_stopping import VALIDATION_PARAMETER_CONSTRAINTS, warn_validation_
 from .._held_out import HELD_OUT_PARAMETER_CONSTRAINTS
 from .._init_parameters import TRAINING_PARAMETER_CONSTRAINTS
 from .solver import auto_draws, linear_steps, rows_of, train_warp
-from .validation import (
-    VALIDATION_METRICS,
-    make_validator,
-    split_training_set,
-)
+from .validation import VALIDATION_METRICS, make_validator, split_training_set
 
 __all__ = ["BaseWARCA", "WARP_PARAMETER_CONSTRAINTS"]
 

@@ -28,11 +28,7 @@ from ...training import (
 )
 from .._early_stopping import MAX_REFERENCE_ITEMS, warn_if_below_reference
 
-__all__ = [
-    "VALIDATION_K",
-    "VALIDATION_METRICS",
-    "VALIDATION_REFERENCE_SIZE",
-]
+__all__ = ["VALIDATION_K", "VALIDATION_METRICS", "VALIDATION_REFERENCE_SIZE"]
 
 #: Training points the validation k-NN searches (a fixed random subset when there are more).
 VALIDATION_REFERENCE_SIZE = 5000

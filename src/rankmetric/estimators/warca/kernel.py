@@ -274,15 +274,9 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
             )
 
     def _kernel_to(self, X: torch.Tensor, Y: torch.Tensor) -> torch.Tensor:
-        return pairwise_kernel(
-            X,
-            Y,
-            self.kernel,
-            gamma=self.gamma_,
-            degree=self.degree,
-            coef0=self.coef0,
-            dtype=X.dtype,
-        )
+        """``k(X, Y)`` under the fitted kernel, in the dtype of ``X``."""
+        params = {"gamma": self.gamma_, "degree": self.degree, "coef0": self.coef0}
+        return pairwise_kernel(X, Y, self.kernel, dtype=X.dtype, **params)
 
     @fit_context
     def fit(self, X, y, X_val=None, y_val=None, *, cameras=None) -> KernelWARCA:

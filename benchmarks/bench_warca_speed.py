@@ -276,7 +276,7 @@ def main() -> None:
     print("|---|---|---|---|")
     for name, (make, _) in learners.items() if "validation" in args.sections else ():
         est = make(max_iter=2000, validation_fraction=0.2, validation_split="groups")
-        est.set_params(tol=1e-2, patience=5)
+        est.set_params(tol=1e-2, n_iter_no_change=5)
         start = time.process_time()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

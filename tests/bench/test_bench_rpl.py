@@ -20,7 +20,7 @@ from rankmetric.evaluate import clustering_scores, recall_at_k
 # warnings they raise are expected (the tests that check a warning use pytest.warns).
 pytestmark = [pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")]
 
-TINY = {**rpl.SHARED_BUDGET, "max_iter": 4, "validation_every": 2, "patience": 2}
+TINY = {**rpl.SHARED_BUDGET, "max_iter": 4, "validation_every": 2, "n_iter_no_change": 2}
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +75,11 @@ def test_baseline_training_improves_on_its_start(spd):
         X, y, "lifted", {**TINY, "max_iter": 1, "validation_fraction": 0.0}, seed=0
     )
     trained, _ = fit_spdnet_baseline(
-        X, y, "lifted", {**TINY, "max_iter": 60, "validation_every": 10, "patience": None}, seed=0
+        X,
+        y,
+        "lifted",
+        {**TINY, "max_iter": 60, "validation_every": 10, "n_iter_no_change": None},
+        seed=0,
     )
     before = recall_at_k(start(X_test), y_test, ks=(1,), device="cpu")[1]
     after = recall_at_k(trained(X_test), y_test, ks=(1,), device="cpu")[1]
@@ -111,7 +115,7 @@ def test_cells_share_one_budget():
     assert len(cells) == len(rpl.FULL_SETS) * len(rpl.METHODS) * 5
     assert len({repr(c.options) for c in cells}) == 1
     budget = cells[0].options["budget"]
-    assert (budget["max_iter"], budget["patience"]) == (3000, 20)  # early stopping decides
+    assert (budget["max_iter"], budget["n_iter_no_change"]) == (3000, 20)  # early stopping decides
     quick = rpl.build_cells(BenchConfig(quick=True))
     assert {c.dataset for c in quick} == set(rpl.QUICK_SETS)
     with pytest.raises(ValueError, match="unknown methods"):

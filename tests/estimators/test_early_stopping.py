@@ -107,3 +107,88 @@ def test_below_reference_within_the_noise_of_the_queries_does_not_warn():
     assert not warn_if_below_reference(0.49, 0.5, n_items=400, **kw)  # 0.4 standard errors
     with pytest.warns(UntrainedModelWarning):
         assert warn_if_below_reference(0.40, 0.5, n_items=400, **kw)  # 4 standard errors
+
+
+# --- n_iter_no_change, and patience, its name before 0.2 --------------------------------------
+
+
+def _iterative_cases():
+    from rankmetric import SSNE, WARCA, KernelWARCA, RPLEmbedding, SPDNetEmbedding
+    from rankmetric.datasets import make_gaussian_clusters, make_spd_clusters
+
+    vectors = make_gaussian_clusters(60, 4, 3, random_state=0)
+    matrices = make_spd_clusters(60, n_channels=3, n_classes=3, random_state=0)
+    loop = {"max_iter": 40, "validation_every": 2, "validation_fraction": 0.3, "random_state": 0}
+    spd = {**loop, "hidden_sizes": 2, "device": "cpu", "held_out_check": False}
+    vec = {**loop, "batch_size": 16, "held_out_check": False}
+    return [
+        (WARCA, {**vec, "max_sampling": 8, "tol": None}, vectors),
+        (KernelWARCA, {**vec, "kernel": "rbf", "max_sampling": 8, "tol": None}, vectors),
+        (SSNE, {**vec, "n_components": 4}, vectors),
+        (SPDNetEmbedding, {**spd, "loss": "multi-similarity"}, matrices),
+        (RPLEmbedding, spd, matrices),
+    ]
+
+
+ITERATIVE = _iterative_cases()
+
+
+def _fit_quietly(cls, params, data):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=UserWarning)  # untrained start kept, etc.
+        return cls(**params).fit(*data)
+
+
+@pytest.mark.parametrize(
+    ("cls", "params", "data"), ITERATIVE, ids=lambda c: getattr(c, "__name__", "")
+)
+def test_patience_warns_and_fits_as_n_iter_no_change(cls, params, data):
+    with pytest.warns(FutureWarning, match="'patience' was renamed 'n_iter_no_change'"):
+        by_old = _fit_quietly(cls, {**params, "patience": 1}, data)
+    by_new = _fit_quietly(cls, {**params, "n_iter_no_change": 1}, data)
+    assert by_old.n_iter_ == by_new.n_iter_ < params["max_iter"]  # stopped on the patience
+    np.testing.assert_array_equal(by_old.transform(data[0]), by_new.transform(data[0]))
+    assert _fit_quietly(cls, {**params, "n_iter_no_change": None}, data).n_iter_ == 40
+
+
+@pytest.mark.parametrize(
+    ("cls", "params", "data"), ITERATIVE, ids=lambda c: getattr(c, "__name__", "")
+)
+def test_patience_and_n_iter_no_change_survive_get_params_and_clone(cls, params, data):
+    from sklearn.base import clone
+
+    assert cls().get_params()["patience"] == "deprecated"
+    est = cls(patience=3)
+    assert clone(est).get_params()["patience"] == 3
+    assert est._param("n_iter_no_change") == 3
+    assert clone(cls(n_iter_no_change=4)).set_params(patience=2)._param("n_iter_no_change") == 2
+    assert cls(n_iter_no_change=4)._param("n_iter_no_change") == 4
+
+
+@pytest.mark.filterwarnings("ignore:.*'patience' was renamed:FutureWarning")
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("name", ["patience", "n_iter_no_change"])
+def test_grid_search_over_either_name(name):
+    from sklearn.model_selection import GridSearchCV
+    from sklearn.neighbors import KNeighborsClassifier
+    from sklearn.pipeline import make_pipeline
+
+    cls, params, data = ITERATIVE[0]
+    pipeline = make_pipeline(cls(**params), KNeighborsClassifier(3))
+    search = GridSearchCV(pipeline, {f"warca__{name}": [1, None]}, cv=2).fit(*data)
+    assert search.best_params_[f"warca__{name}"] in (1, None)
+    assert search.best_estimator_[0]._param("n_iter_no_change") in (1, None)
+
+
+def test_a_model_saved_with_patience_loads(tmp_path):
+    from rankmetric import load_model
+
+    cls, params, data = ITERATIVE[0]
+    with pytest.warns(FutureWarning, match="'patience' was renamed"):
+        model = _fit_quietly(cls, {**params, "patience": 2}, data)
+    model.save(tmp_path / "m.npz")
+    loaded = load_model(tmp_path / "m.npz")
+    assert loaded.get_params()["patience"] == 2
+    np.testing.assert_array_equal(loaded.transform(data[0]), model.transform(data[0]))

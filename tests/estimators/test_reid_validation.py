@@ -66,11 +66,11 @@ def reid():
 
 def test_warca_with_held_out_validation_identities_trains_and_stops_early(reid):
     X, y, Xt, yt = reid
-    params = {"n_components": 16, "max_iter": 1500, "validation_every": 20, "patience": 3}
+    params = {"n_components": 16, "max_iter": 1500, "validation_every": 20, "n_iter_no_change": 3}
     model = WARCA(
         validation_fraction=0.25, validation_split="groups", tol=None, random_state=0, **params
     ).fit(X, y)
-    assert model.n_iter_ < 1500  # patience ended it
+    assert model.n_iter_ < 1500  # n_iter_no_change ended it
     assert model.best_iter_ > 0
     assert max(model.validation_scores_) > model.initial_validation_score_
     assert test_score(model.transform(Xt), yt) > test_score(Xt, yt)

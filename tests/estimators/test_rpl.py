@@ -221,7 +221,7 @@ def test_early_stopping_stops_before_max_iter(data):
     est = RPLEmbedding(
         max_iter=400,
         validation_every=1,
-        patience=2,
+        n_iter_no_change=2,
         learning_rate=1e-5,
         random_state=0,
         device="cpu",
@@ -278,7 +278,7 @@ def test_save_load_and_pickle_round_trips(fitted, data, tmp_path):
         ({"validation_fraction": 1.0}, "validation_fraction"),
         ({"n_per_class": 1}, "n_per_class"),
         ({"max_iter": -1}, "max_iter"),
-        ({"patience": 0}, "patience"),
+        ({"n_iter_no_change": 0}, "n_iter_no_change"),
         ({"n_classes_per_batch": 1}, "n_classes_per_batch"),
         ({"hidden_sizes": [7]}, "hidden_sizes"),
         ({"hidden_sizes": [3, 4]}, "hidden_sizes"),

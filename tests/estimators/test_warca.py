@@ -175,7 +175,7 @@ def test_validation_set_enables_early_stopping_and_keeps_the_best():
             batch_size=32,
             max_sampling=16,
             validation_every=10,
-            patience=3,
+            n_iter_no_change=3,
             validation_metric="knn",
             random_state=0,
         ).fit(X, y, X_val=Xv, y_val=yv)
@@ -213,7 +213,7 @@ def test_validation_set_errors():
         ({"sampling": "greedy"}, "sampling"),
         ({"init": "zeros"}, "init"),
         ({"max_iter": -1}, "max_iter"),
-        ({"patience": 0}, "patience"),
+        ({"n_iter_no_change": 0}, "n_iter_no_change"),
         ({"tol": -1.0}, "tol"),
         ({"tol_window": 0}, "tol_window"),
         ({"batch_size": 2.0}, "batch_size"),

@@ -88,8 +88,9 @@ POISONED_STEP = 3
 
 
 def _modules_calling_train():
-    """The estimator modules that call ``training.train`` (patched there, where it is looked up)."""
-    names = ["warca.solver", "ssne", "spd.spdnet"]
+    """The estimator modules that call ``training.train`` (patched there, where it is looked up):
+    ``base``, whose ``train_estimator`` is the one path of WARCA, SSNE and the SPD networks."""
+    names = ["base"]
     modules = [importlib.import_module(f"rankmetric.estimators.{n}") for n in names]
     return [m for m in modules if getattr(m, "train", None) is training.train]
 

@@ -21,7 +21,7 @@ KILLED = 75  # exit status of a process that kills itself (see _resume_child.py)
 MAX_ITER, EVERY, KILL_AT = 40, 10, 25  # checkpoints at steps 10 and 20; killed as step 26 begins
 # RPLEmbedding validates every 5 steps and runs all 40 (no early stopping, which would end its
 # identity-start network before the kill): restoring the best parameters happens after the resume.
-EXTRA = {"RPLEmbedding": {"learning_rate": 0.1, "patience": None}}
+EXTRA = {"RPLEmbedding": {"learning_rate": 0.1, "n_iter_no_change": None}}
 
 
 class _Killed(Exception):

@@ -138,8 +138,8 @@ REFERENCE = "log-euclidean"
 
 #: The one training budget of RPL and every baseline (RPLEmbedding's defaults in full mode).
 BUDGETS = {
-    "quick": {"max_iter": 60, "validation_every": 10, "patience": 3},
-    "full": {"max_iter": 3000, "validation_every": 10, "patience": 20},
+    "quick": {"max_iter": 60, "validation_every": 10, "n_iter_no_change": 3},
+    "full": {"max_iter": 3000, "validation_every": 10, "n_iter_no_change": 20},
 }
 SHARED_BUDGET = {
     "hidden_sizes": None,  # the estimators' default network: (c, c), free BiMaps, linear head
@@ -466,8 +466,8 @@ def summarise(results: list[dict], config: BenchConfig, out_dir) -> Summary:
         "read with; the estimators' default since 0.2) and the untrained start (step 0) unless "
         "that best beats it by more than one "
         f"paired standard error (checked every {budget['validation_every']} steps, patience "
-        f"{budget['patience']}). Loss settings are the published defaults (margins 1); nothing "
-        "is tuned on the test part. fmnist-regcov: a stratified subsample of "
+        f"{budget['n_iter_no_change']}). Loss settings are the published defaults (margins 1); "
+        "nothing is tuned on the test part. fmnist-regcov: a stratified subsample of "
         f"{FMNIST_SIZES[config.mode][0]} training images (seed 0), test part "
         f"{FMNIST_SIZES[config.mode][1] or 'all 10 000'}. R@1 etc.: Euclidean distance between "
         f"`transform` vectors; {TRAIN_METRIC}: the distance the method trained with (AIRM for "

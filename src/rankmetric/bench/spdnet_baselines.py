@@ -40,7 +40,8 @@ ROWS = {
 BASELINE_LOSSES = {k: LOSSES[loss] for k, (_, loss, _) in ROWS.items() if not k.startswith("rpl")}
 #: Budget keys passed to the estimator (the network keys only when given).
 _BUDGET_KEYS = ("max_iter", "learning_rate", "n_per_class", "validation_fraction",
-                "validation_every", "patience", "validation_metric", "selection_se")  # fmt: skip
+                "validation_every", "n_iter_no_change", "validation_metric",
+                "selection_se")  # fmt: skip
 _NETWORK_KEYS = ("hidden_sizes", "eps", "relative_eps", "bimap", "init", "head", "batchnorm")
 
 

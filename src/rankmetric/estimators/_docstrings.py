@@ -61,6 +61,10 @@ y : array-like of shape (n_pairs,)
     "stacked_pairs": """\
 pairs : ndarray of shape (n_pairs, 2, n_features), (n_pairs, 2 · n_features) or (n_pairs, 2)
     Stacked pairs, flattened pairs, or row indices into ``points`` (see the class).""",
+    # The early-stopping patience's former name (every iteratively trained estimator).
+    "patience": """\
+patience : int or None
+    Deprecated alias of ``n_iter_no_change`` (removed in 0.3).""",
     "checkpoint": """\
 checkpoint_dir : str or path-like, optional
     Folder where ``checkpoint.pt`` is written every ``checkpoint_every`` steps; a fit that

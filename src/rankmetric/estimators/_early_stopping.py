@@ -2,6 +2,9 @@
 
 One meaning for each parameter (``docs/architecture.md``, "Validation"):
 
+* ``n_iter_no_change``: validations without improvement before the fit stops (scikit-learn's
+  name; ``patience``, its name before 0.2, still works until 0.3 with a ``FutureWarning``:
+  :data:`RENAMED_PATIENCE`);
 * ``validation_fraction``: the share of ``(X, y)`` held out inside ``fit`` for early stopping
   (0: none), so early stopping works in a ``Pipeline`` and ``GridSearchCV``. ``fit(X, y, X_val,
   y_val)`` is deprecated in its favour (:func:`warn_validation_set`);
@@ -24,12 +27,14 @@ from __future__ import annotations
 import warnings
 from numbers import Real
 
-from .._validation import Interval, Options
+from .._validation import NONE, POSITIVE_INT, Interval, Options
 from .._validation.compat import warn_deprecated
 from ..training import VALIDATION_SPLITS, UntrainedModelWarning
 
 __all__ = [
+    "EARLY_STOPPING_CONSTRAINTS",
     "MAX_REFERENCE_ITEMS",
+    "RENAMED_PATIENCE",
     "VALIDATION_PARAMETER_CONSTRAINTS",
     "warn_if_below_reference",
     "warn_validation_set",
@@ -38,11 +43,19 @@ __all__ = [
 #: Most items the check against the Euclidean reference ranks (raw inputs can be wide).
 MAX_REFERENCE_ITEMS = 500
 
-#: The parameters of the convention, declared once for every estimator that offers them.
-VALIDATION_PARAMETER_CONSTRAINTS = {
+#: The early-stopping parameters of every iteratively trained estimator, declared once.
+EARLY_STOPPING_CONSTRAINTS = {
     "validation_fraction": [Interval(Real, 0, 1, closed="left")],
+    "validation_every": [POSITIVE_INT],
+    "n_iter_no_change": [NONE, POSITIVE_INT],
+}
+#: With the choice of the held-out share (the estimators of vectors).
+VALIDATION_PARAMETER_CONSTRAINTS = {
+    **EARLY_STOPPING_CONSTRAINTS,
     "validation_split": [Options(*VALIDATION_SPLITS)],
 }
+#: ``_renamed_parameters`` of every iteratively trained estimator: the patience's old name.
+RENAMED_PATIENCE = {"patience": "n_iter_no_change"}
 
 
 def warn_if_below_reference(

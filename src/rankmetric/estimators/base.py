@@ -20,7 +20,7 @@ from .._threads import fit_threads
 from .._validation import ParameterValidationMixin
 from .._validation.compat import warn_deprecated
 from ..io import load_model, save_model
-from ..training import Checkpointing, fit_fingerprint
+from ..training import Checkpointing, TrainingResult, Validation, fit_fingerprint, train
 from ._held_out import HeldOutCheckMixin, fit_depth, run_held_out_check
 from ._supervision import split_pairs
 
@@ -29,6 +29,8 @@ __all__ = [
     "MahalanobisMixin",
     "atomic_fit",
     "fit_context",
+    "train_estimator",
+    "training_history",
 ]
 
 #: The fit methods of an estimator; each carries :func:`fit_context`.
@@ -133,6 +135,70 @@ def fit_checkpointing(est) -> Checkpointing | None:
     if est.checkpoint_dir is None:
         return None
     return Checkpointing(est.checkpoint_dir, est.checkpoint_every, vars(est)["_fit_fingerprint"])
+
+
+def train_estimator(
+    est, module, optimizer, loss_step, *, rng, validate=None, score_start=True, **options
+) -> TrainingResult:
+    """:func:`rankmetric.training.train` with the settings an iterative estimator ``est`` holds.
+
+    The one training path of WARCA, KernelWARCA, SSNE and the SPD networks: ``max_iter``, the
+    progress bar (``verbose``, named after the class), the checkpoints of the running fit
+    (:func:`fit_checkpointing`) and, when ``validate`` is given, early stopping every
+    ``validation_every`` steps after ``n_iter_no_change`` validations without improvement
+    (``patience``, its deprecated name, when that was set).
+
+    Parameters
+    ----------
+    est : estimator
+        With ``max_iter``, ``verbose``, ``checkpoint_dir``, ``checkpoint_every``,
+        ``validation_every`` and ``n_iter_no_change``.
+    module, optimizer, loss_step, rng
+        As :func:`rankmetric.training.train`.
+    validate : callable or None
+        The validation score (higher is better); None: no early stopping.
+    score_start : bool, default=True
+        Score the untrained start (step 0) too (:class:`rankmetric.training.Validation`).
+    **options
+        Other keywords of :func:`rankmetric.training.train` (``hint``, ``post_step``, ...).
+
+    Returns
+    -------
+    TrainingResult
+    """
+    validation = None
+    if validate is not None:
+        patience = est._param("n_iter_no_change")
+        validation = Validation(validate, int(est.validation_every), patience, score_start)
+    return train(
+        module, optimizer, loss_step,
+        rng=rng, max_iter=int(est.max_iter), validation=validation,
+        checkpointing=fit_checkpointing(est), verbose=est.verbose, desc=type(est).__name__,
+        **options,
+    )  # fmt: skip
+
+
+def training_history(result: TrainingResult) -> dict:
+    """The fitted attributes a validated fit reads off its training result.
+
+    Parameters
+    ----------
+    result : TrainingResult
+        What :func:`train_estimator` returned.
+
+    Returns
+    -------
+    dict
+        ``n_iter_`` (steps taken), ``best_iter_`` (the step kept; None without validation, 0:
+        the untrained start), ``initial_validation_score_`` (step 0's score) and
+        ``validation_scores_`` (the score of each validation), for ``vars(est).update``.
+    """
+    return {
+        "n_iter_": int(result.n_iter),
+        "best_iter_": result.best_step,
+        "initial_validation_score_": result.start_score,
+        "validation_scores_": [float(h["val_score"]) for h in result.history if "val_score" in h],
+    }
 
 
 def atomic_fit(cls: type) -> type:

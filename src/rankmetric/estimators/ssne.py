@@ -20,6 +20,7 @@ from .. import distributed
 from .._utils import make_rng, resolve_device, to_tensor, torch_generator
 from .._validation import (
     CHECKPOINTS,
+    DEPRECATED,
     NONE,
     POSITIVE_INT,
     Interval,
@@ -37,16 +38,9 @@ from ..losses.similarity import (
 )
 from ..models.sphere import SphereTanhEmbedding, sphere_similarity
 from ..sampling import LabelIndex
-from ..training import (
-    RETRIEVAL_METRICS,
-    Validation,
-    retrieval_validator,
-    sample_retrieval_items,
-    split_validation,
-    train,
-)
+from ..training import RETRIEVAL_METRICS, split_validation
 from ._docstrings import fill_doc
-from ._early_stopping import VALIDATION_PARAMETER_CONSTRAINTS
+from ._early_stopping import RENAMED_PATIENCE, VALIDATION_PARAMETER_CONSTRAINTS
 from ._held_out import HELD_OUT_PARAMETER_CONSTRAINTS
 from ._init_parameters import TRAINING_PARAMETER_CONSTRAINTS, store_parameters
 from ._ssne_solver import ProximalStepper as _ProximalStepper
@@ -56,7 +50,9 @@ from ._supervision import (
     check_similarity_targets,
     split_pairs,
 )
-from .base import MetricLearnerMixin, fit_checkpointing, fit_context
+from .base import MetricLearnerMixin, fit_context, train_estimator, training_history
+from .warca.solver import rows_of
+from .warca.validation import make_validator
 
 __all__ = ["SSNE", "default_n_components"]
 
@@ -66,6 +62,10 @@ _SOLVERS = ("full", "bcd")
 _POSITIVE_SAMPLING = ("pairs", "classes")
 _SIMILARITIES = ("labels", "jaccard")
 _TRANSFORM_CHUNK = 65536
+_UNTRAINED_HINT = (
+    "Try a smaller learning_rate, a smaller reg_lambda (fewer pruned units) or another "
+    "max_iter; docs/ssne.md."
+)
 
 # A batch sampler returns (first indices, second indices, target similarities) of n pairs.
 PairSampler = Callable[[np.random.Generator], tuple[np.ndarray, np.ndarray, np.ndarray]]
@@ -158,7 +158,7 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
         validation item shares its label, or the average precision.
     validation_every : int, default=50
         Steps between validation scores.
-    patience : int or None, default=None
+    n_iter_no_change : int or None, default=None
         Stop after this many validations without improvement; None runs the budget and keeps
         the best validated step.
     random_state : int, Generator or None
@@ -173,6 +173,7 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
         ``"reference"``: when the check finds the learned distance below, return the
         reference instead: ``transform`` returns its input (the Euclidean distance;
         ``score_pairs`` is ``1 − d²/2``).
+    %(patience)s
 
     Attributes
     ----------
@@ -239,11 +240,10 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
         "max_iter": [POSITIVE_INT],
         **VALIDATION_PARAMETER_CONSTRAINTS,
         "validation_metric": [Options(*RETRIEVAL_METRICS)],
-        "validation_every": [POSITIVE_INT],
-        "patience": [NONE, POSITIVE_INT],
         **TRAINING_PARAMETER_CONSTRAINTS,
         **CHECKPOINTS,
     }
+    _renamed_parameters = RENAMED_PATIENCE
 
     # The signature is spelled out, not inherited: scikit-learn reads the parameters from it.
     @deprecate_positional_args
@@ -265,7 +265,7 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
         validation_split: str = "stratified",
         validation_metric: str = "recall@1",
         validation_every: int = 50,
-        patience: int | None = None,
+        n_iter_no_change: int | None = None,
         random_state=None,
         device: str | None = None,
         verbose: bool | int = False,
@@ -273,6 +273,7 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
         checkpoint_every: int = 100,
         held_out_check: bool | str = "auto",
         fallback: str | None = None,
+        patience=DEPRECATED,
     ) -> None:
         store_parameters(self, locals())
 
@@ -422,46 +423,25 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
             return distributed.global_mean(local_mean * len(i), n_pairs)
 
         validate = None
-        if validation is not None:
-            items = sample_retrieval_items(validation[1], rng)
-            X_val = to_tensor((validation[0][items] - self.mean_) / self.scale_, device)
-            validate = retrieval_validator(
-                lambda: module(X_val),
-                torch.as_tensor(validation[1][items], device=device),
-                self.validation_metric,
+        if validation is not None:  # leave-one-out retrieval among the validation items
+            X_val = to_tensor((validation[0] - self.mean_) / self.scale_, device)
+            embed_val = rows_of(module, X_val)
+            validate = make_validator(
+                self.validation_metric, None, embed_val, None, validation[1], rng, device
             )
-        result = train(
-            module,
-            stepper.optimizer,
-            loss_step,
-            rng=rng,
-            max_iter=int(self.max_iter),
-            post_step=stepper.proximal_step,
-            validation=None
-            if validate is None
-            else Validation(validate, int(self.validation_every), self.patience, score_start=True),
-            checkpointing=fit_checkpointing(self),
-            hint=(
-                "Try a smaller learning_rate, a smaller reg_lambda (fewer pruned units) or "
-                "another max_iter; docs/ssne.md."
-            ),
-            verbose=self.verbose,
-            desc="SSNE",
-        )
-        self.best_iter_ = result.best_step
-        self.initial_validation_score_ = result.start_score
-        self.validation_scores_ = [
-            float(h["val_score"]) for h in result.history if "val_score" in h
-        ]
+        result = train_estimator(
+            self, module, stepper.optimizer, loss_step, rng=rng, validate=validate,
+            post_step=stepper.proximal_step, hint=_UNTRAINED_HINT,
+        )  # fmt: skip
         weight = module.weight.detach().cpu().numpy()
         active = np.flatnonzero(np.any(weight != 0, axis=0))
         if active.size == 0:
             raise ValueError(
                 f"reg_lambda={self.reg_lambda} pruned every embedding unit; use a smaller value."
             )
+        vars(self).update(training_history(result))
         self.weight_ = weight
         self.active_components_ = active
-        self.n_iter_ = result.n_iter
         self.loss_curve_ = np.array([h["loss"] for h in result.history])
         return self
 

@@ -20,15 +20,7 @@ import torch
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..._utils import resolve_device, to_tensor
-from ..._validation import (
-    BOOLEAN,
-    CHECKPOINTS,
-    NONE,
-    POSITIVE_INT,
-    InstanceOf,
-    Interval,
-    Options,
-)
+from ..._validation import BOOLEAN, CHECKPOINTS, NONE, POSITIVE_INT, InstanceOf, Interval, Options
 from ...geometry._common import orient_columns
 from ...geometry.aliases import canonical_metric
 from ...geometry.checks import check_spd
@@ -40,13 +32,13 @@ from ...losses.potato import DISTANCES, RiemannianPotatoLoss, embedding_distance
 from ...losses.triplet import TripletLoss
 from ...models.spdnet import SPDNet, check_sizes, sym_to_vec
 from ...preprocessing.recentring import transform_domain_codes
-from ...training import per_query_scores
+from ...training import RETRIEVAL_METRICS, per_query_scores
+from .._early_stopping import EARLY_STOPPING_CONSTRAINTS
 from .._init_parameters import TRAINING_PARAMETER_CONSTRAINTS
 from .._supervision import split_pairs
 
 __all__ = [
     "HEADS",
-    "VALIDATION_METRICS",
     "SPDNET_PARAMETER_CONSTRAINTS",
     "check_spd_stack",
     "default_hidden_sizes",
@@ -65,7 +57,6 @@ INITS = ("identity", "random")
 BIMAPS = ("free", "stiefel")
 OUTPUTS = ("spd", "log", "vector")
 #: The hyper-parameters every SPD-network estimator shares (the loss's own are added by each).
-VALIDATION_METRICS = ("recall@1", "map")
 SPDNET_PARAMETER_CONSTRAINTS = {
     "hidden_sizes": [
         NONE,
@@ -83,10 +74,8 @@ SPDNET_PARAMETER_CONSTRAINTS = {
     "n_per_class": [Interval(Integral, 2, None, closed="left")],
     "max_iter": [Interval(Integral, 0, None, closed="left")],  # 0: the untrained reference
     "learning_rate": [Interval(Real, 0, None, closed="neither")],
-    "validation_fraction": [Interval(Real, 0, 1, closed="left")],
-    "validation_every": [POSITIVE_INT],
-    "patience": [NONE, POSITIVE_INT],
-    "validation_metric": [Options(*VALIDATION_METRICS)],
+    **EARLY_STOPPING_CONSTRAINTS,
+    "validation_metric": [Options(*RETRIEVAL_METRICS)],
     "validation_distance": [NONE, InstanceOf(str, "a distance name")],  # resolved in fit
     "selection_se": [Interval(Real, 0, None, closed="left")],
     "output": [Options(*OUTPUTS)],
@@ -137,11 +126,6 @@ def translation_invariant(loss_fn: torch.nn.Module) -> bool:
         "euclidean",
         "sqeuclidean",
     )
-
-
-def take_rows(values: torch.Tensor | None, rows: torch.Tensor) -> torch.Tensor | None:
-    """``values[rows]``, or None without values (no domains)."""
-    return None if values is None else values[rows]
 
 
 def validation_queries(val_idx: np.ndarray, rng: np.random.Generator, airm: bool) -> np.ndarray:

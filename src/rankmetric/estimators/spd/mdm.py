@@ -96,10 +96,7 @@ class MDM(
     1.0
     """
 
-    _parameter_constraints = {
-        "metric": [InstanceOf(str, "a metric name")],
-        "device": [DEVICE],
-    }
+    _parameter_constraints = {"metric": [InstanceOf(str, "a metric name")], "device": [DEVICE]}
     _fitted_arrays = {"covmeans_": (None, "n_features_in_", "n_features_in_")}
 
     def __init__(self, *, metric: str = "riemann", device=None) -> None:

@@ -13,7 +13,7 @@ from numbers import Real
 
 import torch
 
-from ..._validation import Interval, Options, deprecate_positional_args
+from ..._validation import DEPRECATED, Interval, Options, deprecate_positional_args
 from ...io import register_estimator
 from ...losses.potato import CENTERS
 from .._held_out import HELD_OUT_PARAMETER_CONSTRAINTS
@@ -60,9 +60,9 @@ class RPLEmbedding(SPDNetEmbedding):
     head : {"linear", "log", "spd"}, default="linear"
         What the loss sees (see :class:`~rankmetric.estimators.spd.SPDNetEmbedding`).
     bimap, init, eps, relative_eps, batchnorm, n_classes_per_batch, n_per_class, max_iter,
-    learning_rate, validation_fraction, validation_every, patience, validation_metric,
+    learning_rate, validation_fraction, validation_every, n_iter_no_change, validation_metric,
     validation_distance, selection_se, output, whiten, random_state, device, verbose,
-    checkpoint_dir, checkpoint_every, held_out_check, fallback
+    checkpoint_dir, checkpoint_every, held_out_check, fallback, patience
         As :class:`~rankmetric.estimators.spd.SPDNetEmbedding`.
 
     Attributes
@@ -150,7 +150,7 @@ class RPLEmbedding(SPDNetEmbedding):
         learning_rate: float = 1e-2,
         validation_fraction: float = 0.2,
         validation_every: int = 10,
-        patience: int | None = 20,
+        n_iter_no_change: int | None = 20,
         validation_metric: str = "map",
         validation_distance: str | None = None,
         selection_se: float = 1.0,
@@ -163,6 +163,7 @@ class RPLEmbedding(SPDNetEmbedding):
         checkpoint_every: int = 100,
         held_out_check: bool | str = "auto",
         fallback: str | None = None,
+        patience=DEPRECATED,
     ) -> None:
         store_parameters(self, locals())
 

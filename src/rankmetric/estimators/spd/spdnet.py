@@ -35,6 +35,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from ... import distributed
 from ..._utils import make_rng, resolve_device, to_tensor, torch_generator
 from ..._validation import (
+    DEPRECATED,
     NONE,
     InstanceOf,
     Options,
@@ -50,17 +51,12 @@ from ...losses.registry import LOSSES, VECTOR_ONLY_LOSSES, make_loss
 from ...models.spdnet import SPDNet, sym_to_vec
 from ...models.stiefel import StiefelAdam
 from ...preprocessing.recentring import DomainsRequestMixin
-from ...training import (
-    OneStandardErrorSelector,
-    TrainingResult,
-    Validation,
-    split_validation,
-    train,
-)
+from ...training import OneStandardErrorSelector, TrainingResult, split_validation
 from .._docstrings import fill_doc
+from .._early_stopping import RENAMED_PATIENCE
 from .._held_out import HELD_OUT_PARAMETER_CONSTRAINTS
 from .._init_parameters import store_parameters
-from ..base import MetricLearnerMixin, fit_checkpointing, fit_context
+from ..base import MetricLearnerMixin, fit_context, train_estimator
 from ._domains import batch_drawer, fit_domain_codes, start_domain_statistics
 from ._network import (
     SPDNET_PARAMETER_CONSTRAINTS,
@@ -71,7 +67,6 @@ from ._network import (
     parse_hidden_sizes,
     principal_init,
     select_validated_step,
-    take_rows,
     training_embedding,
     translation_invariant,
     validation_queries,
@@ -132,12 +127,12 @@ class SPDNetEmbedding(DomainsRequestMixin, MetricLearnerMixin, BaseEstimator):
     n_per_class : int, default=8
         Samples per class in a batch (classes with fewer samples are drawn with repetition).
     max_iter : int, default=3000
-        Largest number of optimisation steps; validation early stopping (``patience``) usually
-        ends the fit well before. ``0`` builds the **untrained reference** on purpose: the
-        network's start fitted on all the matrices, no training, no warning, ``best_iter_ == 0``
-        (with the default network: pyRiemann's tangent space at the Riemannian mean, up to the
-        5 % ReEig floor). A fit with ``max_iter >= 1`` that keeps its start warns
-        (:data:`UNTRAINED_ADVICE`).
+        Largest number of optimisation steps; validation early stopping
+        (``n_iter_no_change``) usually ends the fit well before. ``0`` builds the **untrained
+        reference** on purpose: the network's start fitted on all the matrices, no training, no
+        warning, ``best_iter_ == 0`` (with the default network: pyRiemann's tangent space at the
+        Riemannian mean, up to the 5 % ReEig floor). A fit with ``max_iter >= 1`` that keeps its
+        start warns (:data:`UNTRAINED_ADVICE`).
     learning_rate : float, default=1e-2
         Step size of the (Riemannian) Adam optimiser.
     validation_fraction : float, default=0.2
@@ -147,7 +142,7 @@ class SPDNetEmbedding(DomainsRequestMixin, MetricLearnerMixin, BaseEstimator):
         parameters are kept. 0 disables validation.
     validation_every : int, default=10
         Steps between two validations.
-    patience : int or None, default=20
+    n_iter_no_change : int or None, default=20
         Validations without improvement before stopping (``None``: run ``max_iter`` steps).
     validation_metric : {"map", "recall@1"}, default="map"
         What validation scores: mean average precision of each held-out matrix's ranking of
@@ -187,6 +182,7 @@ class SPDNetEmbedding(DomainsRequestMixin, MetricLearnerMixin, BaseEstimator):
     fallback : {None, "reference"}, default=None
         ``"reference"``: when the check finds the learned distance below, return the
         reference instead: the untrained network (``max_iter=0``) fitted on the same data.
+    %(patience)s
 
     Attributes
     ----------
@@ -267,6 +263,7 @@ class SPDNetEmbedding(DomainsRequestMixin, MetricLearnerMixin, BaseEstimator):
         "loss": [Options(*LOSSES)],
         "loss_params": [NONE, InstanceOf(dict, "a dict")],
     }
+    _renamed_parameters = RENAMED_PATIENCE
 
     # The signature is spelled out, not inherited: scikit-learn reads the parameters from it.
     @deprecate_positional_args
@@ -289,7 +286,7 @@ class SPDNetEmbedding(DomainsRequestMixin, MetricLearnerMixin, BaseEstimator):
         learning_rate: float = 1e-2,
         validation_fraction: float = 0.2,
         validation_every: int = 10,
-        patience: int | None = 20,
+        n_iter_no_change: int | None = 20,
         validation_metric: str = "map",
         validation_distance: str | None = None,
         selection_se: float = 1.0,
@@ -302,6 +299,7 @@ class SPDNetEmbedding(DomainsRequestMixin, MetricLearnerMixin, BaseEstimator):
         checkpoint_every: int = 100,
         held_out_check: bool | str = "auto",
         fallback: str | None = None,
+        patience=DEPRECATED,
     ) -> None:
         store_parameters(self, locals())
 
@@ -394,41 +392,31 @@ class SPDNetEmbedding(DomainsRequestMixin, MetricLearnerMixin, BaseEstimator):
             # under torchrun: every rank draws the same batch, embeds its slice, and computes the
             # loss on the gathered embeddings (exact single-process gradient; distributed.py)
             rows = distributed.shard(batch)
-            local = training_embedding(net, X_t[rows], take_rows(domains_t, rows))
+            local = training_embedding(
+                net, X_t[rows], None if domains_t is None else domains_t[rows]
+            )
             return loss_fn(distributed.all_gather_with_grad(local), codes_t[batch])
 
         candidates = None
         module = torch.nn.ModuleDict({"net": net, "loss": loss_fn})  # checkpoints keep the loss
         if val_idx.size:
-            airm = self.head == "spd" and self._validation_distance() == "airm"
+            distance = self._validation_distance()
+            airm = self.head == "spd" and distance == "airm"
             queries = torch.as_tensor(validation_queries(val_idx, rng, airm), device=device)
+            query_domains = None if domains_t is None else domains_t[queries]
             score = validation_scorer(
-                net,
-                X_t[queries],
-                codes_t[queries],
-                take_rows(domains_t, queries),
-                self._validation_distance(),
-                self.validation_metric,
+                net, X_t[queries], codes_t[queries], query_domains, distance, self.validation_metric
             )
             candidates = OneStandardErrorSelector([net, loss_fn], score)
             candidates.validate()  # the untrained network, step 0
             module["candidates"] = candidates  # in the checkpoints: a resumed fit selects alike
         proxies = list(loss_fn.parameters())  # Proxy-NCA's, a Euclidean group
         groups = net.parameter_groups() + ([{"params": proxies}] if proxies else [])
-        result = train(
-            module,
-            StiefelAdam(groups, lr=self.learning_rate),
-            loss_step,
-            rng=rng,
-            max_iter=self.max_iter,
-            validation=None
-            if candidates is None
-            else Validation(candidates.validate, self.validation_every, self.patience),
-            checkpointing=fit_checkpointing(self),
-            verbose=self.verbose,
-            desc=type(self).__name__,
+        result = train_estimator(
+            self, module, StiefelAdam(groups, lr=self.learning_rate), loss_step, rng=rng,
+            validate=None if candidates is None else candidates.validate, score_start=False,
             hint=UNTRAINED_ADVICE,
-        )
+        )  # fmt: skip
         self.initial_validation_score_, self.validation_gain_ = select_validated_step(
             candidates, result, self.selection_se
         )
@@ -587,7 +575,7 @@ class SPDNetEmbedding(DomainsRequestMixin, MetricLearnerMixin, BaseEstimator):
         """The declared constraints, then the rules that tie parameters together."""
         self._validate_params()
         self._distance()
-        if self.validation_distance is not None:
+        if self.validation_distance is not None:  # its name is checked with any head
             canonical_metric(self.validation_distance, DISTANCES, name="validation_distance")
         if self.head == "linear" and self.output != "vector":
             raise ValueError(f"output={self.output!r} needs head='spd' or 'log' (not 'linear').")

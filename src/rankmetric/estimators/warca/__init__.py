@@ -16,35 +16,18 @@ Examples
 
 from __future__ import annotations
 
+from . import solver, validation
 from .base import WARP_PARAMETER_CONSTRAINTS, BaseWARCA
 from .kernel import KernelWARCA
 from .linear import WARCA
-from .solver import (
-    AUTO_BATCH,
-    AUTO_DRAWS,
-    AUTO_WINDOW,
-    SCHEDULE_0_1,
-    STATS_CHUNK_ROWS,
-    auto_draws,
-    auto_schedule,
-    column_stats,
-)
-from .validation import VALIDATION_K, VALIDATION_METRICS, VALIDATION_REFERENCE_SIZE
+from .solver import *  # noqa: F403 - the schedule's public names (solver.__all__)
+from .validation import *  # noqa: F403 - the validation constants (validation.__all__)
 
 __all__ = [
     "WARCA",
     "KernelWARCA",
     "BaseWARCA",
     "WARP_PARAMETER_CONSTRAINTS",
-    "auto_draws",
-    "auto_schedule",
-    "column_stats",
-    "AUTO_BATCH",
-    "AUTO_DRAWS",
-    "AUTO_WINDOW",
-    "SCHEDULE_0_1",
-    "STATS_CHUNK_ROWS",
-    "VALIDATION_K",
-    "VALIDATION_METRICS",
-    "VALIDATION_REFERENCE_SIZE",
+    *solver.__all__,
+    *validation.__all__,
 ]

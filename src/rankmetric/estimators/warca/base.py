@@ -31,14 +31,8 @@ from ...sampling import POSITIVES, CrossCameraLabelIndex, LabelIndex, check_came
 from .._early_stopping import VALIDATION_PARAMETER_CONSTRAINTS, warn_validation_set
 from .._held_out import HELD_OUT_PARAMETER_CONSTRAINTS
 from .._init_parameters import TRAINING_PARAMETER_CONSTRAINTS
-from ..base import fit_checkpointing
 from .solver import auto_draws, linear_steps, rows_of, train_warp
-from .validation import (
-    VALIDATION_METRICS,
-    compare_with_euclidean,
-    make_validator,
-    split_training_set,
-)
+from .validation import VALIDATION_METRICS, make_validator, split_training_set
 
 __all__ = ["BaseWARCA", "WARP_PARAMETER_CONSTRAINTS"]
 
@@ -48,7 +42,6 @@ WARP_PARAMETER_CONSTRAINTS = {
     "margin": [Interval(Real, 0, None, closed="neither")],
     "reg_lambda": [Interval(Real, 0, None, closed="left")],
     "max_sampling": [NONE, POSITIVE_INT],
-    "validation_every": [POSITIVE_INT],
     **VALIDATION_PARAMETER_CONSTRAINTS,
     "validation_metric": [Options(*VALIDATION_METRICS)],
     "batch_size": [NONE, POSITIVE_INT],
@@ -56,7 +49,6 @@ WARP_PARAMETER_CONSTRAINTS = {
     "max_iter": [Interval(Integral, 0, None, closed="left")],
     "learning_rate": [NONE, Interval(Real, 0, None, closed="neither")],
     "sampling": [Options(*SAMPLINGS)],
-    "patience": [NONE, POSITIVE_INT],
     "tol": [NONE, Interval(Real, 0, None, closed="left")],
     "positives": [Options(*POSITIVES)],
     **TRAINING_PARAMETER_CONSTRAINTS,
@@ -69,8 +61,9 @@ class BaseWARCA(TransformerMixin, BaseEstimator):
     """What linear and kernel WARCA share: parameter checks, the labelled-data preamble, training.
 
     Subclasses define ``__init__`` (their hyper-parameters) and ``fit``; ``fit`` checks its
-    input with :meth:`_labelled_data`, trains with :meth:`_train` (or :meth:`_train_linear_map`
-    for a linear map on features) and ends with :meth:`_compare_with_euclidean`.
+    input with :meth:`_labelled_data`, trains with :func:`.solver.train_warp` (or
+    :meth:`_train_linear_map` for a linear map on features) and ends with
+    :func:`.validation.compare_with_euclidean`.
     """
 
     def __sklearn_tags__(self):
@@ -125,14 +118,6 @@ class BaseWARCA(TransformerMixin, BaseEstimator):
             index = CrossCameraLabelIndex.from_cameras(codes, cams)
         return X, codes, X_val, val_codes, index, rng
 
-    def _train(self, module, prepare_step, index, rng, device, validate, **schedule) -> None:
-        """:func:`.solver.train_warp`, setting the fitted schedule and history attributes."""
-        fitted = train_warp(
-            self, module, prepare_step, index, rng, device,
-            validate=validate, checkpointing=fit_checkpointing(self), **schedule,
-        )  # fmt: skip
-        vars(self).update(fitted)
-
     def _train_linear_map(
         self, model: LinearMap, data, index, val_data, val_codes, rng, device, **schedule
     ) -> None:
@@ -151,14 +136,7 @@ class BaseWARCA(TransformerMixin, BaseEstimator):
             )
         draws = auto_draws(index.n_samples, self.max_sampling, self.sampling)
         steps = linear_steps(model, data, self.sampling, draws)
-        self._train(model, steps, index, rng, device, validate, **schedule)
-
-    def _compare_with_euclidean(self, embed_rows, X, codes, X_val, val_codes, rng, device):
-        """Set ``reference_scores_`` (:func:`.validation.compare_with_euclidean`)."""
-        self.reference_scores_ = compare_with_euclidean(
-            embed_rows, X, codes, X_val, val_codes, rng, device,
-            metric=self.validation_metric, desc=type(self).__name__, hint=self._untrained_hint,
-        )  # fmt: skip
+        train_warp(self, model, steps, index, rng, device, validate=validate, **schedule)
 
 
 def _is_symmetric(K: np.ndarray, rtol: float = 1e-5, chunk_rows: int = 1024) -> bool:

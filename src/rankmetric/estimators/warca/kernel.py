@@ -28,17 +28,25 @@ import torch
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..._utils import resolve_device, to_tensor
-from ..._validation import NONE, POSITIVE_INT, Options, deprecate_positional_args, warn_deprecated
+from ..._validation import (
+    DEPRECATED,
+    NONE,
+    POSITIVE_INT,
+    Options,
+    deprecate_positional_args,
+    warn_deprecated,
+)
 from ...io import register_estimator
 from ...kernels import KERNEL_PARAMETER_CONSTRAINTS, NystroemMap, default_gamma, pairwise_kernel
 from ...losses.regularizers import kernel_aon_penalty
 from ...models.linear import LinearMap
 from .._docstrings import fill_doc
+from .._early_stopping import RENAMED_PATIENCE
 from .._init_parameters import store_parameters
 from ..base import MetricLearnerMixin, fit_context
 from .base import WARP_PARAMETER_CONSTRAINTS, BaseWARCA
-from .solver import rows_in, rows_of
-from .validation import make_validator
+from .solver import rows_in, rows_of, train_warp
+from .validation import compare_with_euclidean, make_validator
 
 __all__ = ["KernelWARCA"]
 
@@ -123,7 +131,7 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         meant ``0`` with a check on held-out identities, which every learner now runs by
         default (``held_out_check``).
     margin, reg_lambda, batch_size, sampling, max_sampling, max_iter, validation_every,
-    validation_split, validation_metric, patience, tol, tol_window, positives,
+    validation_split, validation_metric, n_iter_no_change, tol, tol_window, positives,
     random_state, device, verbose, checkpoint_dir, checkpoint_every :
         As in :class:`rankmetric.WARCA`. ``reg_lambda`` defaults to 1e-3 (the reference's VIPeR
         setting): on a normalised kernel (:math:`k(x, x) = 1`) an embedding with
@@ -143,6 +151,7 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
     fallback : {None, "reference"}, default=None
         ``"reference"``: when the check finds the learned distance below, return the
         reference instead: ``transform`` returns its input (the Euclidean distance).
+    %(patience)s
 
     Attributes
     ----------
@@ -203,6 +212,7 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
             Options("auto"),
         ],
     }
+    _renamed_parameters = RENAMED_PATIENCE
 
     # The signature is spelled out, not inherited: scikit-learn reads the parameters from it.
     @deprecate_positional_args
@@ -226,7 +236,7 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         validation_fraction: float | str = 0.0,
         validation_split: str = "stratified",
         validation_metric: str = "recall@1",
-        patience: int | None = 10,
+        n_iter_no_change: int | None = 10,
         tol: float | None = 1e-2,
         tol_window: int = 50,
         positives: str = "all",
@@ -237,6 +247,7 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         checkpoint_every: int = 100,
         held_out_check: bool | str = "auto",
         fallback: str | None = None,
+        patience=DEPRECATED,
     ) -> None:
         store_parameters(self, locals())
 
@@ -263,15 +274,9 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
             )
 
     def _kernel_to(self, X: torch.Tensor, Y: torch.Tensor) -> torch.Tensor:
-        return pairwise_kernel(
-            X,
-            Y,
-            self.kernel,
-            gamma=self.gamma_,
-            degree=self.degree,
-            coef0=self.coef0,
-            dtype=X.dtype,
-        )
+        """``k(X, Y)`` under the fitted kernel, in the dtype of ``X``."""
+        params = {"gamma": self.gamma_, "degree": self.degree, "coef0": self.coef0}
+        return pairwise_kernel(X, Y, self.kernel, dtype=X.dtype, **params)
 
     @fit_context
     def fit(self, X, y, X_val=None, y_val=None, *, cameras=None) -> KernelWARCA:
@@ -313,7 +318,7 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         embed_rows = fit(data, index, rng, device, X_val, val_codes)
         self.reference_scores_ = None  # a precomputed kernel has no inputs to compare with
         if not precomputed:
-            self._compare_with_euclidean(embed_rows, X, codes, X_val, val_codes, rng, device)
+            compare_with_euclidean(self, embed_rows, X, codes, X_val, val_codes, rng, device)
         return self
 
     def _n_components(self, n_support: int) -> int:
@@ -355,7 +360,10 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
                 rng,
                 device,
             )
-        self._train(model, prepare_step, index, rng, device, validate, step_scale=_step_scale(K))
+        train_warp(
+            self, model, prepare_step, index, rng, device,
+            validate=validate, step_scale=_step_scale(K),
+        )  # fmt: skip
         self.components_ = model.weight.detach().cpu().numpy()
         self.support_vectors_ = None if self.kernel == "precomputed" else data.cpu().numpy()
         self.approximation_ = "exact"

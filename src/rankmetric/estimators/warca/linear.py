@@ -10,16 +10,26 @@ from __future__ import annotations
 import numpy as np
 
 from ..._utils import make_rng, resolve_device, to_tensor
-from ..._validation import ARRAY, BOOLEAN, NONE, POSITIVE_INT, Options, deprecate_positional_args
+from ..._validation import (
+    ARRAY,
+    BOOLEAN,
+    DEPRECATED,
+    NONE,
+    POSITIVE_INT,
+    Options,
+    deprecate_positional_args,
+)
 from ...io import register_estimator
 from ...models.linear import INITS, LinearMap
 from ...sampling import PairIndex
 from .._docstrings import fill_doc
+from .._early_stopping import RENAMED_PATIENCE
 from .._init_parameters import store_parameters
 from .._supervision import check_pair_supervision, check_triplet_supervision, pairs_from_triplets
 from ..base import MahalanobisMixin, fit_context
 from .base import WARP_PARAMETER_CONSTRAINTS, BaseWARCA
 from .solver import auto_draws, column_stats
+from .validation import compare_with_euclidean
 
 __all__ = ["WARCA"]
 
@@ -109,7 +119,7 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         the average precision; the validation labels need not occur in training. ``"knn"``:
         the k-NN accuracy (k=3) of the validation items against training points (the only
         score before 0.2; it needs validation labels seen in training).
-    patience : int or None, default=10
+    n_iter_no_change : int or None, default=10
         Stop after this many validations without improvement. The best parameters are kept;
         the untrained start (step 0) is validated too, and when it stays best, ``fit`` returns
         it with an :class:`~rankmetric.training.UntrainedModelWarning`.
@@ -135,6 +145,7 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         ``n_samples × n_features < 10⁷``, else torch's thread count (see
         :mod:`rankmetric._threads`).
     %(held_out_check)s
+    %(patience)s
 
     Attributes
     ----------
@@ -207,6 +218,7 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         "init": [Options(*INITS), ARRAY],
         "n_threads": [NONE, POSITIVE_INT, Options(-1)],  # -1: every core
     }
+    _renamed_parameters = RENAMED_PATIENCE
 
     # The signature is spelled out, not inherited: scikit-learn reads the parameters from it.
     @deprecate_positional_args
@@ -228,7 +240,7 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         validation_fraction: float = 0.0,
         validation_split: str = "stratified",
         validation_metric: str = "recall@1",
-        patience: int | None = 10,
+        n_iter_no_change: int | None = 10,
         tol: float | None = 1e-2,
         tol_window: int | None = None,
         random_state=None,
@@ -239,6 +251,7 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         n_threads: int | None = None,
         held_out_check: bool | str = "auto",
         fallback: str | None = None,
+        patience=DEPRECATED,
     ) -> None:
         store_parameters(self, locals())
 
@@ -350,9 +363,10 @@ class WARCA(MahalanobisMixin, BaseWARCA):
             model, data, index, val_data, val_codes, rng, device, window_rule="square"
         )
         self.max_sampling_ = auto_draws(index.n_samples, self.max_sampling, self.sampling)
-        self._compare_with_euclidean(
-            lambda rows: model(to_tensor(rows, device)), X, codes, X_val, val_codes, rng, device
-        )
+        compare_with_euclidean(
+            self, lambda rows: model(to_tensor(rows, device)),
+            X, codes, X_val, val_codes, rng, device,
+        )  # fmt: skip
         self.components_ = model.folded().cpu().numpy()
         self.mean_, self.scale_ = mean, scale
         return self

@@ -19,7 +19,8 @@ from ...losses.regularizers import aon_penalty
 from ...losses.warp import DENSE_DETECTION_RATIO, Embed, sampled_warp_loss
 from ...models.linear import LinearMap
 from ...sampling import LabelIndex
-from ...training import Checkpointing, Stopping, Validation, train
+from ...training import Stopping
+from ..base import train_estimator, training_history
 
 __all__ = [
     "AUTO_BATCH",
@@ -170,25 +171,21 @@ def train_warp(
     validate: Callable[[], float] | None = None,
     step_scale: float = 1.0,
     window_rule: str = "linear",
-    checkpointing: Checkpointing | None = None,
-) -> dict:
+) -> None:
     """Adam on ``mean WARP + reg_lambda · penalty()`` through :func:`training.train`.
 
     ``est`` gives the hyper-parameters (``batch_size``, ``learning_rate``, ``sampling``,
-    ``max_sampling``, ``margin``, ``reg_lambda``, the stopping settings); ``checkpointing``
-    is the running fit's (:func:`~rankmetric.estimators.base.fit_checkpointing`).
+    ``max_sampling``, ``margin``, ``reg_lambda``, the stopping settings), and the settings of
+    :func:`~rankmetric.estimators.base.train_estimator` (checkpoints, early stopping).
     ``prepare_step()`` runs at the start of each step and returns ``(embed, embed_detached,
     penalty)``: the differentiable embedding of training samples by index (``None``: all), an
     optional cheaper one for the violation-detection pass, and the regulariser. ``step_scale``
     multiplies the step size of ``learning_rate=None`` (kernel WARCA scales it to its kernel
     rows); ``window_rule`` is that of :func:`auto_schedule`.
 
-    Returns
-    -------
-    dict
-        The fitted attributes: ``batch_size_``, ``tol_window_``, ``learning_rate_``,
-        ``n_iter_``, ``loss_curve_``, ``best_iter_``, ``initial_validation_score_``,
-        ``validation_scores_``.
+    Sets the fitted attributes of ``est``: ``batch_size_``, ``tol_window_``,
+    ``learning_rate_``, ``n_iter_``, ``loss_curve_``, ``best_iter_``,
+    ``initial_validation_score_``, ``validation_scores_``.
     """
     batch_size, tol_window, lr = auto_schedule(
         index.n_samples, est.batch_size, est.tol_window, est.learning_rate, window_rule
@@ -225,28 +222,10 @@ def train_warp(
             warp = distributed.global_mean(warp * (stop - start), batch_size)
         return warp + est.reg_lambda * penalty()
 
-    result = train(
-        module,
-        optimizer,
-        loss_step,
-        rng=rng,
-        max_iter=est.max_iter,
-        validation=None
-        if validate is None
-        else Validation(validate, est.validation_every, est.patience, score_start=True),
-        stopping=Stopping(tol=est.tol, window=tol_window),
-        checkpointing=checkpointing,
-        verbose=est.verbose,
-        desc=type(est).__name__,
-        hint=est._untrained_hint,
-    )
-    return {
-        "batch_size_": batch_size,
-        "tol_window_": tol_window,
-        "learning_rate_": lr,
-        "n_iter_": int(result.n_iter),
-        "loss_curve_": [float(h["loss"]) for h in result.history],
-        "best_iter_": result.best_step,
-        "initial_validation_score_": result.start_score,
-        "validation_scores_": [float(h["val_score"]) for h in result.history if "val_score" in h],
-    }
+    result = train_estimator(
+        est, module, optimizer, loss_step, rng=rng, validate=validate,
+        stopping=Stopping(tol=est.tol, window=tol_window), hint=est._untrained_hint,
+    )  # fmt: skip
+    vars(est).update(training_history(result))
+    est.batch_size_, est.tol_window_, est.learning_rate_ = batch_size, tol_window, lr
+    est.loss_curve_ = [float(h["loss"]) for h in result.history]

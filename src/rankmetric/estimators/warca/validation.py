@@ -28,11 +28,7 @@ from ...training import (
 )
 from .._early_stopping import MAX_REFERENCE_ITEMS, warn_if_below_reference
 
-__all__ = [
-    "VALIDATION_K",
-    "VALIDATION_METRICS",
-    "VALIDATION_REFERENCE_SIZE",
-]
+__all__ = ["VALIDATION_K", "VALIDATION_METRICS", "VALIDATION_REFERENCE_SIZE"]
 
 #: Training points the validation k-NN searches (a fixed random subset when there are more).
 VALIDATION_REFERENCE_SIZE = 5000
@@ -157,6 +153,7 @@ def make_validator(
 
 
 def compare_with_euclidean(
+    est,
     embed_rows: Callable[[np.ndarray], torch.Tensor],
     X: np.ndarray,
     codes: np.ndarray | None,
@@ -164,41 +161,39 @@ def compare_with_euclidean(
     val_codes: np.ndarray | None,
     rng: np.random.Generator,
     device: torch.device,
-    *,
-    metric: str,
-    desc: str,
-    hint: str,
-) -> dict | None:
-    """``reference_scores_``: the fitted metric against the Euclidean distance of the inputs.
+) -> None:
+    """Set ``est.reference_scores_``: the fitted metric against the inputs' Euclidean distance.
 
-    Leave-one-out recall@1 (or, ``metric="map"``, mAP) of ``embed_rows(rows)`` and of the rows
-    themselves on at most ``MAX_REFERENCE_ITEMS`` items (whole classes): validation items when
-    there are (``X_val``), else training items; a learned score below the Euclidean one issues
-    an :class:`~rankmetric.training.UntrainedModelWarning` (``desc`` and ``hint`` in its text).
-    None when there are no labels (fitted from pairs or triplets) or no label has two items.
-    The draws come after training: the fitted model does not depend on them.
+    Leave-one-out recall@1 (or, ``validation_metric="map"``, mAP) of ``embed_rows(rows)`` and of
+    the rows themselves on at most ``MAX_REFERENCE_ITEMS`` items (whole classes): validation
+    items when there are (``X_val``), else training items; a learned score below the Euclidean
+    one issues an :class:`~rankmetric.training.UntrainedModelWarning` (the class name and its
+    ``_untrained_hint`` in its text). None when there are no labels (fitted from pairs or
+    triplets) or no label has two items. The draws come after training: the fitted model does
+    not depend on them.
     """
     on_validation = X_val is not None
     rows_X, rows_codes = (X_val, val_codes) if on_validation else (X, codes)
+    est.reference_scores_ = None
     if rows_codes is None or np.bincount(rows_codes).max() < 2:
-        return None
+        return
     items = sample_retrieval_items(rows_codes, rng, MAX_REFERENCE_ITEMS)
     rows = rows_X[items]
     item_codes = torch.as_tensor(rows_codes[items], device=device)
-    metric = "map" if metric == "map" else "recall@1"
+    metric = "map" if est.validation_metric == "map" else "recall@1"
     with torch.no_grad():
         learned = retrieval_score(embed_rows(rows), item_codes, metric)
         reference = retrieval_score(to_tensor(rows, device), item_codes, metric)
     warn_if_below_reference(
         learned,
         reference,
-        desc=desc,
+        desc=type(est).__name__,
         where="the validation items" if on_validation else "training items",
         metric=metric,
-        hint=hint,
+        hint=est._untrained_hint,
         n_items=int(items.size),
     )
-    return {
+    est.reference_scores_ = {
         "metric": metric,
         "items": "validation" if on_validation else "training",
         "learned": learned,

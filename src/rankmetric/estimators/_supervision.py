@@ -165,22 +165,17 @@ def _points(estimator, X, tuples, size: int, name: str) -> tuple[np.ndarray, np.
     """Validated points and int64 indices ``(n, size)`` into them: only the points the tuples
     use, each distinct point once, in the order they first appear, whichever form the call
     takes (so that both forms give the same fit, and no preprocessing sees other rows)."""
-    if X is None:
+    if X is None:  # the stacked form: the indices form with every row in its place
         stacked = np.asarray(tuples)
-        if stacked.ndim != 3 or stacked.shape[1] != size:
+        if stacked.ndim != 3 or stacked.shape[1] != size or stacked.shape[0] == 0:
             raise ValueError(
-                f"stacked {name} must have shape (n_{name}, {size}, n_features), "
-                f"got {stacked.shape}."
+                f"stacked {name} must have shape (n_{name}, {size}, n_features) with "
+                f"n_{name} > 0, got {stacked.shape}."
             )
-        if stacked.shape[0] == 0:
-            raise ValueError(f"{name} is empty.")
-        flat = validate_data(
-            estimator, stacked.reshape(-1, stacked.shape[2]), dtype=[np.float64, np.float32]
-        )
-        idx = np.arange(flat.shape[0], dtype=np.int64).reshape(-1, size)
-    else:
-        flat = validate_data(estimator, X, dtype=[np.float64, np.float32])
-        idx = check_indices(tuples, size, name, flat.shape[0])
+        X = stacked.reshape(-1, stacked.shape[2])
+        tuples = np.arange(X.shape[0], dtype=np.int64).reshape(-1, size)
+    flat = validate_data(estimator, X, dtype=[np.float64, np.float32])
+    idx = check_indices(tuples, size, name, flat.shape[0])
     _check_fit_memory(estimator, flat, idx, name)
     # the rows used, in order of first appearance (the stacked form uses every row, in order)
     values, first_pos = np.unique(idx.ravel(), return_index=True)
@@ -217,8 +212,9 @@ def _check_fit_memory(estimator, flat: np.ndarray, idx: np.ndarray, name: str) -
     )
 
 
-def check_indices(tuples, size: int, name: str, n: int) -> np.ndarray:
-    """Row indices of the indices form, checked: int64 of shape (n_tuples, size) in [0, n)."""
+def check_indices(tuples, size: int, name: str, n: int, rows_of: str = "X") -> np.ndarray:
+    """Row indices of the indices form, checked: int64 of shape (n_tuples, size) in [0, n)
+    (the rows of ``rows_of``, as the message names them)."""
     idx = np.asarray(tuples)
     if idx.ndim != 2 or idx.shape[1] != size:
         raise ValueError(f"{name} must have shape (n_{name}, {size}), got {idx.shape}.")
@@ -230,7 +226,7 @@ def check_indices(tuples, size: int, name: str, n: int) -> np.ndarray:
     idx = idx.astype(np.int64)
     if idx.min() < 0 or idx.max() >= n:
         raise ValueError(
-            f"{name[:-1]} indices must lie in [0, {n}) (rows of X), got values in "
+            f"{name[:-1]} indices must lie in [0, {n}) (rows of {rows_of}), got values in "
             f"[{idx.min()}, {idx.max()}]."
         )
     return idx
@@ -279,6 +275,10 @@ def check_similarity_targets(y, n: int) -> np.ndarray:
     return np.clip(y, -1.0, 1.0)
 
 
+#: ``targets`` of :func:`check_pair_supervision`: ``check(y, n_pairs) -> float64 targets``.
+_TARGETS = {"binary": _binary_targets, "similarity": check_similarity_targets}
+
+
 def check_pair_supervision(
     estimator,
     X,
@@ -308,11 +308,7 @@ def check_pair_supervision(
     X, idx = _points(estimator, X, pairs, 2, "pairs")
     if y is None:
         raise ValueError("y missing: one label (or similarity) per pair.")
-    t = (
-        _binary_targets(y, idx.shape[0])
-        if targets == "binary"
-        else check_similarity_targets(y, idx.shape[0])
-    )
+    t = _TARGETS[targets](y, idx.shape[0])
     a, b = idx[:, 0], idx[:, 1]
     self_pair = _same_rows(X, a, b)
     contradictory = int(np.count_nonzero(self_pair & (t < 1)))

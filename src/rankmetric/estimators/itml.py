@@ -416,11 +416,9 @@ class ITML(MahalanobisMixin, BaseEstimator):
         check_classification_targets(y)
         _, codes = check_labels(y, X.shape[0])
         rng = make_rng(self.random_state)
-        prior = self._prior_matrix(X)
         n_classes = int(codes.max()) + 1
         n_constraints = self._param("n_constraints") or 20 * n_classes**2
-        a, b, similar = sample_pair_constraints(codes, n_constraints, rng)
-        return self._fit_constraints(X, X[a] - X[b], similar, prior, rng)
+        return self._fit_constraints(X, *sample_pair_constraints(codes, n_constraints, rng), rng)
 
     @fit_context
     @fill_doc
@@ -450,12 +448,12 @@ class ITML(MahalanobisMixin, BaseEstimator):
         self._validate_params()
         s = check_pair_supervision(self, X, pairs, y)
         X64 = s.X.astype(np.float64, copy=False)
-        rng = make_rng(self.random_state)
-        prior = self._prior_matrix(X64)
-        return self._fit_constraints(X64, X64[s.a] - X64[s.b], s.similar, prior, rng)
+        return self._fit_constraints(X64, s.a, s.b, s.similar, make_rng(self.random_state))
 
-    def _fit_constraints(self, X, V, similar, prior, rng):
-        """Bregman projections on the constraints ``V`` (differences) and ``similar`` flags."""
+    def _fit_constraints(self, X, a, b, similar, rng):
+        """Bregman projections on the pairs ``(a, b)`` of rows of ``X`` with ``similar`` flags."""
+        prior = self._prior_matrix(X)
+        V = X[a] - X[b]
         nonzero = _usable_differences(V, prior)
         bounds = self._bounds(X, prior, rng)
         with single_blas_thread():  # tiny BLAS calls: threads only hurt

@@ -262,14 +262,15 @@ def _binary_targets(y, n: int) -> np.ndarray:
     )
 
 
-def check_similarity_targets(y, n: int) -> np.ndarray:
+def check_similarity_targets(y, n: int, name: str = "similarities") -> np.ndarray:
+    """One similarity in [-1, 1] per pair (clipped to it after the check), float64."""
     y = np.asarray(y, dtype=np.float64)
     if y.shape != (n,):
-        raise ValueError(f"similarities must have shape ({n},) (one per pair), got {y.shape}.")
-    check_finite(y, "similarities")
+        raise ValueError(f"{name} must have shape ({n},) (one per pair), got {y.shape}.")
+    check_finite(y, name)
     if np.abs(y).max() > 1 + _RANGE_TOL:
         raise ValueError(
-            "similarities must lie in [-1, 1] (the range of a dot product of unit vectors), got "
+            f"{name} must lie in [-1, 1] (the range of a dot product of unit vectors), got "
             f"values in [{y.min():.6g}, {y.max():.6g}]."
         )
     return np.clip(y, -1.0, 1.0)

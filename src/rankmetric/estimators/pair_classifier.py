@@ -38,14 +38,13 @@ from .._validation import (
     Interval,
     Options,
     ParameterValidationMixin,
-    check_finite,
     check_param,
 )
 from ..evaluate.verification import roc_curve_from_distances
 from ._docstrings import fill_doc
 from ._held_out import HELD_OUT_PARAMETER_CONSTRAINTS
 from ._init_parameters import store_parameters
-from ._supervision import check_indices, split_pairs
+from ._supervision import check_indices, check_similarity_targets, split_pairs
 
 __all__ = ["PairClassifier", "STRATEGIES", "calibrated_threshold"]
 
@@ -271,7 +270,6 @@ class PairClassifier(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
                 "a flattened pair holds two points side by side, so it needs an even number of "
                 f"columns; got {width} feature(s)."
             )
-        check_finite(flat, "pairs")
         return flat.reshape(flat.shape[0], 2, width // 2)
 
     def _targets(self, y, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -288,14 +286,9 @@ class PairClassifier(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
             raise ValueError(f"y must have shape ({n},) (one label per pair), got {y.shape}.")
         kind = type_of_target(y, raise_unknown=True)
         if kind == "continuous":
-            check_finite(y.astype(np.float64), "y")
-            if np.abs(y.astype(np.float64)).max() > 1.0 + 1e-6:
-                raise ValueError(
-                    "continuous targets are read as pair similarities, which must lie in "
-                    f"[-1, 1]; got values in [{y.min():.6g}, {y.max():.6g}]."
-                )
+            targets = check_similarity_targets(y, n, "continuous targets (pair similarities)")
             self.classes_ = np.array([-1, 1])
-            return y.astype(np.float64), y > 0
+            return targets, targets > 0
         if kind != "binary":
             raise ValueError(
                 "Only binary classification is supported: y must hold two labels (similar / "

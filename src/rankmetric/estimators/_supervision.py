@@ -33,15 +33,17 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
+from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
-from .._validation import check_finite
+from .._validation import check_finite, check_labels, check_scale
 from ..sampling import PairIndex
 
 __all__ = [
     "MIN_PAIRS",
     "PairSupervision",
     "TripletSupervision",
+    "check_labelled_samples",
     "check_pair_supervision",
     "check_triplet_supervision",
     "distinct_rows",
@@ -56,6 +58,36 @@ MIN_PAIRS = 2
 _RANGE_TOL = 1e-6
 #: Elements compared at once when looking for pairs of identical rows.
 _CHUNK_ELEMENTS = 1 << 22
+
+
+def check_labelled_samples(
+    estimator, X, y, scale=None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The checks of ``fit(X, y)`` with class labels: parameters, data, scale and labels.
+
+    Parameters
+    ----------
+    estimator : BaseEstimator
+        Its parameters are validated; it gets ``n_features_in_``.
+    X, y
+        The samples and their class labels.
+    scale : dtype, optional
+        When given, magnitudes of ``X`` whose squared distances overflow (or underflow) in this
+        dtype are refused (:func:`rankmetric._validation.check_scale`).
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, n_features), float32 or float64
+    classes : ndarray of shape (n_classes,)
+    codes : ndarray of shape (n_samples,), int64
+    """
+    estimator._validate_params()
+    X, y = validate_data(estimator, X, y, dtype=[np.float64, np.float32])
+    if scale is not None:
+        check_scale(X, scale)
+    check_classification_targets(y)
+    classes, codes = check_labels(y, X.shape[0])
+    return X, classes, codes
 
 
 @dataclass(frozen=True)

@@ -40,8 +40,6 @@ import numpy as np
 from scipy.linalg import blas
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import validate_data
 
 from .._threads import single_blas_thread
 from .._utils import make_rng
@@ -54,7 +52,6 @@ from .._validation import (
     InstanceOf,
     Interval,
     Options,
-    check_labels,
     deprecate_positional_args,
 )
 from ..geometry.checks import check_spd
@@ -64,7 +61,7 @@ from ..sampling import LabelIndex
 from ._docstrings import fill_doc
 from ._held_out import HELD_OUT_PARAMETER_CONSTRAINTS
 from ._init_parameters import store_parameters
-from ._supervision import check_pair_supervision
+from ._supervision import check_labelled_samples, check_pair_supervision
 from .base import MahalanobisMixin, fit_context
 
 __all__ = ["ITML", "sample_pair_constraints", "distance_bounds", "itml_projections"]
@@ -410,11 +407,8 @@ class ITML(MahalanobisMixin, BaseEstimator):
         -------
         self : ITML
         """
-        self._validate_params()
-        X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
+        X, _, codes = check_labelled_samples(self, X, y)
         X = X.astype(np.float64, copy=False)
-        check_classification_targets(y)
-        _, codes = check_labels(y, X.shape[0])
         rng = make_rng(self.random_state)
         n_classes = int(codes.max()) + 1
         n_constraints = self._param("n_constraints") or 20 * n_classes**2

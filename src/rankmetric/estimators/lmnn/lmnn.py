@@ -8,8 +8,6 @@ from numbers import Integral, Real
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import validate_data
 
 from ..._utils import make_rng, resolve_device, to_tensor
 from ..._validation import (
@@ -19,17 +17,20 @@ from ..._validation import (
     POSITIVE_INT,
     Interval,
     Options,
-    check_labels,
     check_min_per_class,
     check_param,
-    check_scale,
     deprecate_positional_args,
 )
 from ...io import register_estimator
 from .._docstrings import fill_doc
 from .._held_out import HELD_OUT_PARAMETER_CONSTRAINTS
 from .._init_parameters import TRAINING_PARAMETER_CONSTRAINTS, store_parameters
-from .._supervision import check_pair_supervision, check_triplet_supervision, triplets_from_pairs
+from .._supervision import (
+    check_labelled_samples,
+    check_pair_supervision,
+    check_triplet_supervision,
+    triplets_from_pairs,
+)
 from ..base import MahalanobisMixin, fit_context
 from ._active_set import numpy_objective, optimize_fixed, optimize_with_progress
 from ._objective import fixed_triplet_loss_and_grad, lmnn_loss_and_grad
@@ -39,7 +40,6 @@ __all__ = [
     "LMNN",
     "LMNN_PARAMETER_CONSTRAINTS",
     "MAX_PAIR_TRIPLETS",
-    "check_labelled_input",
     "fit_on_active_sets",
     "n_components_for",
     "starting_map",
@@ -62,23 +62,6 @@ LMNN_PARAMETER_CONSTRAINTS = {
     "solver": [Options("lbfgs", "gd")],
     **TRAINING_PARAMETER_CONSTRAINTS,
 }
-
-
-def check_labelled_input(estimator, X, y) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The checks of LMNN's and mLMNN's ``fit(X, y)``: parameters, data, scale and labels.
-
-    Returns
-    -------
-    X : ndarray of shape (n_samples, n_features)
-    classes : ndarray of shape (n_classes,)
-    codes : ndarray of shape (n_samples,), int64
-    """
-    estimator._validate_params()
-    X, y = validate_data(estimator, X, y, dtype=[np.float64, np.float32])
-    check_scale(X, np.float32)  # magnitudes whose squares overflow are refused
-    check_classification_targets(y)
-    classes, codes = check_labels(y, X.shape[0])
-    return X, classes, codes
 
 
 def warn_small_classes(codes: np.ndarray, classes: np.ndarray, k: int) -> None:
@@ -289,7 +272,7 @@ class LMNN(MahalanobisMixin, BaseEstimator):
         -------
         self : LMNN
         """
-        X, classes, codes = check_labelled_input(self, X, y)
+        X, classes, codes = check_labelled_samples(self, X, y, np.float32)
         check_min_per_class(codes, 2, what="target neighbours")
         r = n_components_for(self.n_components, X.shape[1])
         warn_small_classes(codes, classes, self._param("n_target_neighbors"))

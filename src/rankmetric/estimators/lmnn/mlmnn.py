@@ -50,13 +50,12 @@ from ...neighbors import smallest_k
 from .._docstrings import fill_doc
 from .._held_out import HELD_OUT_PARAMETER_CONSTRAINTS, HeldOutCheckMixin
 from .._init_parameters import store_parameters
-from .._supervision import split_pairs
+from .._supervision import check_labelled_samples, split_pairs
 from ..base import MetricLearnerMixin, fit_context
 from ._objective import lmnn_loss_and_grad
 from .lmnn import (
     LMNN,
     LMNN_PARAMETER_CONSTRAINTS,
-    check_labelled_input,
     fit_on_active_sets,
     n_components_for,
     starting_map,
@@ -326,7 +325,7 @@ class MultiMetricLMNN(HeldOutCheckMixin, ParameterValidationMixin, ClassifierMix
         -------
         self : MultiMetricLMNN
         """
-        X, classes, codes = check_labelled_input(self, X, y)
+        X, classes, codes = check_labelled_samples(self, X, y, np.float32)
         r = n_components_for(self.n_components, X.shape[1])
         bound = Interval(Integral, 1, X.shape[0], closed="both", right_label="n_samples")
         check_param("n_neighbors", self.n_neighbors, [bound])  # the bounds that depend on X

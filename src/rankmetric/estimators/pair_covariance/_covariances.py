@@ -14,21 +14,18 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import validate_data
 
 from ..._validation import (
     NONE,
     POSITIVE_INT,
     Interval,
     Options,
-    check_labels,
     check_min_per_class,
     check_param,
-    check_scale,
 )
 from ...sampling import POSITIVES, camera_group_codes, check_cameras
 from .._held_out import HELD_OUT_PARAMETER_CONSTRAINTS
+from .._supervision import check_labelled_samples
 from ..base import MahalanobisMixin, fit_context
 
 __all__ = [
@@ -146,11 +143,7 @@ class PairCovarianceLearner(MahalanobisMixin, BaseEstimator):
         -------
         self
         """
-        self._validate_params()
-        X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
-        check_scale(X, np.float64)  # magnitudes whose squares overflow are refused
-        check_classification_targets(y)
-        _, codes = check_labels(y, X.shape[0])
+        X, _, codes = check_labelled_samples(self, X, y, np.float64)
         check_min_per_class(codes, 2)
         return self._fit_labelled(X, codes, cross_camera_groups(self.positives, codes, cameras))
 

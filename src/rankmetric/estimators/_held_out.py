@@ -48,6 +48,7 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 from sklearn.base import clone
 
+from .._distances import paired_squared_euclidean
 from .._validation import BOOLEAN, NONE, Options
 from .._validation.compat import warn_at_caller
 from ..training import (
@@ -472,7 +473,7 @@ def _graph_task(est, X, a, b, targets, refit) -> _Task:
             pa, pb, sim = pa[pick], pb[pick], sim[pick]
         learned = probe.pair_distances(X[pa], X[pb])
         ref_a, ref_b = probe._held_out_reference(X[pa]), probe._held_out_reference(X[pb])
-        reference = np.sqrt(((ref_a - ref_b) ** 2).sum(axis=1))
+        reference = np.sqrt(paired_squared_euclidean(ref_a, ref_b))
         return compare_with_reference(learned, reference, sim, metric="roc_auc")
 
     n_held = sum(len(np.unique(groups[rows[held]])) for _, held in folds)

@@ -125,22 +125,30 @@ class TripletSupervision:
 
 
 def _split_call(X, tuples, y, size: int, name: str):
-    """``(X, tuples, y)`` from the indices form or the stacked form of the convention.
+    """``(X, tuples, y)`` in the indices form, from either form of the convention.
 
-    A 3-D first argument is stacked tuples; then the second argument (if any) is ``y``.
+    A 3-D first argument is stacked tuples (then the second argument, if any, is ``y``): its
+    points become the rows of ``X``, every row in its place.
     """
+    call = f"fit_{name}({name}{', y' if size == 2 else ''})"
     if np.ndim(X) == 3:
-        extra = y if size == 2 else tuples
-        if extra is not None:
+        stacked = np.asarray(X)
+        if (y if size == 2 else tuples) is not None:
             raise ValueError(
-                f"stacked {name} of shape (n, {size}, n_features) come without X: call "
-                f"fit_{name}({name}{', y' if size == 2 else ''})."
+                f"stacked {name} of shape (n, {size}, n_features) come without X: call {call}."
             )
-        return None, X, tuples if size == 2 else None
+        if stacked.shape[1] != size or stacked.shape[0] == 0:
+            raise ValueError(
+                f"stacked {name} must have shape (n_{name}, {size}, n_features) with "
+                f"n_{name} > 0, got {stacked.shape}."
+            )
+        points = stacked.reshape(-1, stacked.shape[2])
+        indices = np.arange(points.shape[0], dtype=np.int64).reshape(-1, size)
+        return points, indices, tuples if size == 2 else None
     if tuples is None:
         raise ValueError(
-            f"{name} missing: pass fit_{name}(X, {name}{', y' if size == 2 else ''}) with row "
-            f"indices of shape (n, {size}), or stacked {name} of shape (n, {size}, n_features)."
+            f"{name} missing: pass {call.replace('(', '(X, ', 1)} with row indices of shape "
+            f"(n, {size}), or stacked {name} of shape (n, {size}, n_features)."
         )
     return X, tuples, y
 
@@ -197,15 +205,6 @@ def _points(estimator, X, tuples, size: int, name: str) -> tuple[np.ndarray, np.
     """Validated points and int64 indices ``(n, size)`` into them: only the points the tuples
     use, each distinct point once, in the order they first appear, whichever form the call
     takes (so that both forms give the same fit, and no preprocessing sees other rows)."""
-    if X is None:  # the stacked form: the indices form with every row in its place
-        stacked = np.asarray(tuples)
-        if stacked.ndim != 3 or stacked.shape[1] != size or stacked.shape[0] == 0:
-            raise ValueError(
-                f"stacked {name} must have shape (n_{name}, {size}, n_features) with "
-                f"n_{name} > 0, got {stacked.shape}."
-            )
-        X = stacked.reshape(-1, stacked.shape[2])
-        tuples = np.arange(X.shape[0], dtype=np.int64).reshape(-1, size)
     flat = validate_data(estimator, X, dtype=[np.float64, np.float32])
     idx = check_indices(tuples, size, name, flat.shape[0])
     _check_fit_memory(estimator, flat, idx, name)

@@ -372,15 +372,13 @@ class ITML(MahalanobisMixin, BaseEstimator):
             return check_spd(self.prior[None], "prior")[0].astype(np.float64)
         if self.prior == "identity":
             return np.eye(D)
-        if self.prior == "covariance":
-            cov = np.atleast_2d(np.cov(X, rowvar=False))
-            if np.linalg.eigvalsh(cov).min() <= 1e-12 * max(np.trace(cov), 1e-300):
-                raise ValueError(
-                    "prior='covariance' needs a non-singular covariance of X (constant or "
-                    "collinear features, or fewer samples than features); use prior='identity'."
-                )
-            return np.linalg.inv(cov)
-        raise AssertionError(f"unvalidated prior {self.prior!r}")  # pragma: no cover
+        cov = np.atleast_2d(np.cov(X, rowvar=False))  # "covariance"
+        if np.linalg.eigvalsh(cov).min() <= 1e-12 * max(np.trace(cov), 1e-300):
+            raise ValueError(
+                "prior='covariance' needs a non-singular covariance of X (constant or "
+                "collinear features, or fewer samples than features); use prior='identity'."
+            )
+        return np.linalg.inv(cov)
 
     def _bounds(self, X: np.ndarray, prior: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         if self.bounds is None:

@@ -244,8 +244,7 @@ class PairClassifier(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.classifier_tags.multi_class = False
-        tags.target_tags.required = True
+        tags.classifier_tags.multi_class = False  # y is required: ClassifierMixin says so
         return tags
 
     # ------------------------------------------------------------------ inputs
@@ -417,7 +416,7 @@ class PairClassifier(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
 
         Returns
         -------
-        ndarray of shape (n_pairs,)
+        ndarray of shape (n_pairs,), float64
         """
         check_is_fitted(self, "threshold_")
         return self.threshold_ - self.pair_distances(pairs)
@@ -432,7 +431,7 @@ class PairClassifier(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
 
         Returns
         -------
-        ndarray of shape (n_pairs,)
+        ndarray of shape (n_pairs,), of the dtype of ``classes_``
         """
         positive = self.decision_function(pairs) > 0
         return self.classes_[positive.astype(int)]

@@ -271,11 +271,6 @@ class MultiMetricLMNN(HeldOutCheckMixin, ParameterValidationMixin, ClassifierMix
     ):
         store_parameters(self, locals())
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.required = True
-        return tags
-
     # ------------------------------------------------------------------ validation
     def _groups(self, X: np.ndarray, codes: np.ndarray) -> np.ndarray:
         if self.n_clusters is None:

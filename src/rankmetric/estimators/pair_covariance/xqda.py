@@ -157,10 +157,6 @@ class XQDA(PairCovarianceLearner):
     ) -> None:
         store_parameters(self, locals())
 
-    @property
-    def _n_features_out(self) -> int:
-        return self.components_.shape[0]
-
     def _fit_labelled(self, X: np.ndarray, codes: np.ndarray, groups) -> XQDA:
         check_square_matrices(X.shape[1], XQDA_MATRICES, "XQDA")
         r = self._n_components(X.shape[1], "n_features")

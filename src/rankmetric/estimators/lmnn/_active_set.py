@@ -48,6 +48,10 @@ def _warn_unless(converged: bool, est) -> None:
         )
 
 
+#: The settings of :func:`optimize_on_active_sets`, read from the estimator of the same names.
+_SETTINGS = ("solver", "max_iter", "active_set_update", "tol", "learning_rate")
+
+
 def optimize_on_active_sets(
     search,
     objective,
@@ -116,16 +120,9 @@ def optimize_with_progress(est, search, objective, x0: np.ndarray, desc: str):
             bar.update(n_iter - bar.n)
             bar.set_postfix(objective=f"{loss:.6g}", new_pairs=n_new)
 
+        settings = {name: getattr(est, name) for name in _SETTINGS}
         *result, converged = optimize_on_active_sets(
-            search,
-            objective,
-            x0,
-            solver=est.solver,
-            max_iter=est.max_iter,
-            active_set_update=est.active_set_update,
-            tol=est.tol,
-            learning_rate=est.learning_rate,
-            on_round=report,
+            search, objective, x0, on_round=report, **settings
         )
     _warn_unless(converged, est)
     return result

@@ -36,7 +36,7 @@ import numpy as np
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
-from .._validation import check_finite, check_labels, check_scale
+from .._validation import check_finite, check_labels, check_min_per_class, check_scale
 from ..sampling import PairIndex
 
 __all__ = [
@@ -61,7 +61,7 @@ _CHUNK_ELEMENTS = 1 << 22
 
 
 def check_labelled_samples(
-    estimator, X, y, scale=None
+    estimator, X, y, scale=None, formed: str | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The checks of ``fit(X, y)`` with class labels: parameters, data, scale and labels.
 
@@ -74,6 +74,9 @@ def check_labelled_samples(
     scale : dtype, optional
         When given, magnitudes of ``X`` whose squared distances overflow (or underflow) in this
         dtype are refused (:func:`rankmetric._validation.check_scale`).
+    formed : str, optional
+        What two samples of a class form for the learner (``"positive pairs"``, ``"target
+        neighbours"``): when given, one class at least must have two samples.
 
     Returns
     -------
@@ -87,6 +90,8 @@ def check_labelled_samples(
         check_scale(X, scale)
     check_classification_targets(y)
     classes, codes = check_labels(y, X.shape[0])
+    if formed is not None:
+        check_min_per_class(codes, 2, what=formed)
     return X, classes, codes
 
 

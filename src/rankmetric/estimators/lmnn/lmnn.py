@@ -17,7 +17,6 @@ from ..._validation import (
     POSITIVE_INT,
     Interval,
     Options,
-    check_min_per_class,
     check_param,
     deprecate_positional_args,
 )
@@ -272,8 +271,7 @@ class LMNN(MahalanobisMixin, BaseEstimator):
         -------
         self : LMNN
         """
-        X, classes, codes = check_labelled_samples(self, X, y, np.float32)
-        check_min_per_class(codes, 2, what="target neighbours")
+        X, classes, codes = check_labelled_samples(self, X, y, np.float32, "target neighbours")
         r = n_components_for(self.n_components, X.shape[1])
         warn_small_classes(codes, classes, self._param("n_target_neighbors"))
         L0 = starting_map(self.init, X, r, make_rng(self.random_state))

@@ -20,7 +20,6 @@ from ..._validation import (
     POSITIVE_INT,
     Interval,
     Options,
-    check_min_per_class,
     check_param,
 )
 from ...sampling import POSITIVES, camera_group_codes, check_cameras
@@ -143,8 +142,7 @@ class PairCovarianceLearner(MahalanobisMixin, BaseEstimator):
         -------
         self
         """
-        X, _, codes = check_labelled_samples(self, X, y, np.float64)
-        check_min_per_class(codes, 2)
+        X, _, codes = check_labelled_samples(self, X, y, np.float64, "positive pairs")
         return self._fit_labelled(X, codes, cross_camera_groups(self.positives, codes, cameras))
 
     def _n_components(self, limit: int, label: str) -> int | None:

@@ -121,7 +121,6 @@ DISTANCES_ALLOWED = {
 DISTANCES_PENDING = {
     "evaluate/_kmeans.py": "k-means++ seeding and assignment",
     "estimators/ssne.py": "SSNE's validation similarity",
-    "estimators/_held_out.py": "the held-out check's reference distance",
     "neighbors/_search.py": "the search's chunk scores ||g||² − 2 qᵀg",
     "index/_exact.py": "the few-queries search's scores",
 }

@@ -48,6 +48,7 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 from sklearn.base import clone
 
+from .._distances import paired_squared_euclidean
 from .._validation import BOOLEAN, NONE, Options
 from .._validation.compat import warn_at_caller
 from ..training import (
@@ -58,6 +59,7 @@ from ..training import (
     sample_retrieval_items,
     split_validation,
 )
+from ._supervision import check_pair_supervision, check_triplet_supervision, pairs_from_triplets
 
 __all__ = [
     "FALLBACKS",
@@ -177,8 +179,7 @@ class HeldOutCheckMixin:
 
     def _use_reference(self) -> None:
         """Make the fitted model its reference (the Mahalanobis learners: identity map)."""
-        reference = np.eye(self.n_features_in_, dtype=self.components_.dtype)
-        self.components_ = reference
+        self.components_ = np.eye(self.n_features_in_, dtype=self.components_.dtype)
 
     def _reference_in_use(self) -> bool:
         """Whether ``fallback`` replaced the learned metric by its reference."""
@@ -218,13 +219,10 @@ def run_held_out_check(est, fit: Callable, args: tuple, kwargs: dict) -> None:
         est.held_out_check_ = None
         return
     if setting == "auto" and _inside_cross_validation():
-        est.held_out_check_ = {"status": "skipped", "reason": CROSS_VALIDATION, "fallback": False}
-        return
+        return _skipped(est, CROSS_VALIDATION, explicit=False)
     params = est.get_params(deep=False)
     if est._reference_params and all(params[k] == v for k, v in est._reference_params.items()):
-        est.held_out_check_ = {"status": "skipped", "reason": "the model is its reference"}
-        est.held_out_check_["fallback"] = False
-        return
+        return _skipped(est, "the model is its reference", explicit=False)
     try:
         task = _task(est, method, args, kwargs)
     except _Skip as skip:
@@ -263,15 +261,15 @@ def _inside_cross_validation() -> bool:
     return False
 
 
+#: The settings of a probe, where the estimator has them.
+_PROBE_PARAMS = dict(held_out_check=False, fallback=None, checkpoint_dir=None, verbose=False)
+
+
 def _probe(est):
-    """A clone of ``est`` that neither checks, falls back nor writes checkpoints."""
+    """A clone of ``est`` that neither checks, falls back, writes checkpoints nor reports."""
     probe = clone(est)
-    params = {"held_out_check": False, "fallback": None}
-    if "checkpoint_dir" in probe.get_params(deep=False):
-        params["checkpoint_dir"] = None
-    if "verbose" in probe.get_params(deep=False):
-        params["verbose"] = False
-    return probe.set_params(**params)
+    names = probe.get_params(deep=False)
+    return probe.set_params(**{k: v for k, v in _PROBE_PARAMS.items() if k in names})
 
 
 def _fall_back(est, fit, args, kwargs) -> None:
@@ -338,15 +336,11 @@ def _seed(est) -> int:
 def _task(est, fit, args, kwargs) -> _Task:
     bound = inspect.signature(fit).bind(est, *args, **kwargs).arguments
     bound.pop("self", None)
-    if fit.__name__ == "fit" and est._held_out_metric == "accuracy":
-        return _classifier_task(est, bound)
+    if fit.__name__ not in ("fit", "fit_pairs", "fit_triplets"):
+        raise _Skip(f"{fit.__name__} has no held-out convention")
     if fit.__name__ == "fit":
-        return _label_task(est, bound)
-    if fit.__name__ == "fit_pairs":
-        return _pair_task(est, bound)
-    if fit.__name__ == "fit_triplets":
-        return _triplet_task(est, bound)
-    raise _Skip(f"{fit.__name__} has no held-out convention")
+        return (_classifier_task if est._held_out_metric == "accuracy" else _label_task)(est, bound)
+    return _tuple_task(est, list(bound.values()), triplets=fit.__name__ == "fit_triplets")
 
 
 def _label_task(est, bound: dict) -> _Task:
@@ -360,7 +354,6 @@ def _label_task(est, bound: dict) -> _Task:
         folds = held_out_folds(groups, random_state=_seed(est))
     except ValueError as exc:
         raise _Skip(str(exc).replace("groups", "classes").replace("rows", "samples")) from None
-    cameras = bound.get("cameras")
     rows = {k: np.asarray(v) for k, v in bound.items() if k in ROW_ARGUMENTS and v is not None}
     others = {k: v for k, v in bound.items() if k not in ("X", "y", *ROW_ARGUMENTS)}
     rng = np.random.default_rng(_seed(est))
@@ -376,11 +369,11 @@ def _label_task(est, bound: dict) -> _Task:
             reference(X[items], extra).reshape(len(items), -1),
             groups[items],
             metric=est._held_out_metric,
-            cameras=None if cameras is None else np.asarray(cameras)[items],
+            cameras=rows["cameras"][items] if "cameras" in rows else None,
         )
 
     n_held = sum(len(np.unique(groups[held])) for _, held in folds)
-    return _Task(score_fold, folds, n_held, "classes" if cameras is None else "identities")
+    return _Task(score_fold, folds, n_held, "identities" if "cameras" in rows else "classes")
 
 
 def _classifier_task(est, bound: dict) -> _Task:
@@ -419,28 +412,20 @@ def _reference_embedding(est, probe, fit, X_train, y_train, fitted_rows):
     return lambda Z, extra: reference.transform(Z, **extra)
 
 
-def _pair_task(est, bound: dict) -> _Task:
-    from ._supervision import check_pair_supervision
-
-    values = list(bound.values())  # SSNE's fit_pairs takes similarities, the others labels
-    similarities = "similarities" in inspect.signature(est.fit_pairs).parameters
-    targets = "similarity" if similarities else "binary"
+def _tuple_task(est, values: list, *, triplets: bool) -> _Task:
+    """Pairs or triplets, checked as the fit checks them; triplets as their pairs (anchor,
+    positive) similar and (anchor, negative) dissimilar."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        s = check_pair_supervision(clone(est), *values[:3], targets=targets)
-    refit = _tuple_refit(np.stack([s.a, s.b], axis=1), s.y)
-    return _graph_task(est, s.X, s.a, s.b, s.y, refit)
-
-
-def _triplet_task(est, bound: dict) -> _Task:
-    from ._supervision import check_triplet_supervision, pairs_from_triplets
-
-    values = list(bound.values())
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        t = check_triplet_supervision(clone(est), *values[:2])
-    s = pairs_from_triplets(t)
-    refit = _tuple_refit(np.stack([t.anchor, t.positive, t.negative], axis=1))
+        if triplets:
+            t = check_triplet_supervision(clone(est), *values[:2])
+            s, tuples = pairs_from_triplets(t), [t.anchor, t.positive, t.negative]
+        else:  # SSNE's fit_pairs takes similarities, the others labels
+            similarities = "similarities" in inspect.signature(est.fit_pairs).parameters
+            targets = "similarity" if similarities else "binary"
+            s = check_pair_supervision(clone(est), *values[:3], targets=targets)
+            tuples = [s.a, s.b]
+    refit = _tuple_refit(np.stack(tuples, axis=1), *([] if triplets else [s.y]))
     return _graph_task(est, s.X, s.a, s.b, s.y, refit)
 
 
@@ -488,7 +473,7 @@ def _graph_task(est, X, a, b, targets, refit) -> _Task:
             pa, pb, sim = pa[pick], pb[pick], sim[pick]
         learned = probe.pair_distances(X[pa], X[pb])
         ref_a, ref_b = probe._held_out_reference(X[pa]), probe._held_out_reference(X[pb])
-        reference = np.sqrt(((ref_a - ref_b) ** 2).sum(axis=1))
+        reference = np.sqrt(paired_squared_euclidean(ref_a, ref_b))
         return compare_with_reference(learned, reference, sim, metric="roc_auc")
 
     n_held = sum(len(np.unique(groups[rows[held]])) for _, held in folds)

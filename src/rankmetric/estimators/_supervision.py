@@ -33,15 +33,17 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
+from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
-from .._validation import check_finite
+from .._validation import check_finite, check_labels, check_min_per_class, check_scale
 from ..sampling import PairIndex
 
 __all__ = [
     "MIN_PAIRS",
     "PairSupervision",
     "TripletSupervision",
+    "check_labelled_samples",
     "check_pair_supervision",
     "check_triplet_supervision",
     "distinct_rows",
@@ -56,6 +58,41 @@ MIN_PAIRS = 2
 _RANGE_TOL = 1e-6
 #: Elements compared at once when looking for pairs of identical rows.
 _CHUNK_ELEMENTS = 1 << 22
+
+
+def check_labelled_samples(
+    estimator, X, y, scale=None, formed: str | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The checks of ``fit(X, y)`` with class labels: parameters, data, scale and labels.
+
+    Parameters
+    ----------
+    estimator : BaseEstimator
+        Its parameters are validated; it gets ``n_features_in_``.
+    X, y
+        The samples and their class labels.
+    scale : dtype, optional
+        When given, magnitudes of ``X`` whose squared distances overflow (or underflow) in this
+        dtype are refused (:func:`rankmetric._validation.check_scale`).
+    formed : str, optional
+        What two samples of a class form for the learner (``"positive pairs"``, ``"target
+        neighbours"``): when given, one class at least must have two samples.
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, n_features), float32 or float64
+    classes : ndarray of shape (n_classes,)
+    codes : ndarray of shape (n_samples,), int64
+    """
+    estimator._validate_params()
+    X, y = validate_data(estimator, X, y, dtype=[np.float64, np.float32])
+    if scale is not None:
+        check_scale(X, scale)
+    check_classification_targets(y)
+    classes, codes = check_labels(y, X.shape[0])
+    if formed is not None:
+        check_min_per_class(codes, 2, what=formed)
+    return X, classes, codes
 
 
 @dataclass(frozen=True)
@@ -93,22 +130,30 @@ class TripletSupervision:
 
 
 def _split_call(X, tuples, y, size: int, name: str):
-    """``(X, tuples, y)`` from the indices form or the stacked form of the convention.
+    """``(X, tuples, y)`` in the indices form, from either form of the convention.
 
-    A 3-D first argument is stacked tuples; then the second argument (if any) is ``y``.
+    A 3-D first argument is stacked tuples (then the second argument, if any, is ``y``): its
+    points become the rows of ``X``, every row in its place.
     """
+    call = f"fit_{name}({name}{', y' if size == 2 else ''})"
     if np.ndim(X) == 3:
-        extra = y if size == 2 else tuples
-        if extra is not None:
+        stacked = np.asarray(X)
+        if (y if size == 2 else tuples) is not None:
             raise ValueError(
-                f"stacked {name} of shape (n, {size}, n_features) come without X: call "
-                f"fit_{name}({name}{', y' if size == 2 else ''})."
+                f"stacked {name} of shape (n, {size}, n_features) come without X: call {call}."
             )
-        return None, X, tuples if size == 2 else None
+        if stacked.shape[1] != size or stacked.shape[0] == 0:
+            raise ValueError(
+                f"stacked {name} must have shape (n_{name}, {size}, n_features) with "
+                f"n_{name} > 0, got {stacked.shape}."
+            )
+        points = stacked.reshape(-1, stacked.shape[2])
+        indices = np.arange(points.shape[0], dtype=np.int64).reshape(-1, size)
+        return points, indices, tuples if size == 2 else None
     if tuples is None:
         raise ValueError(
-            f"{name} missing: pass fit_{name}(X, {name}{', y' if size == 2 else ''}) with row "
-            f"indices of shape (n, {size}), or stacked {name} of shape (n, {size}, n_features)."
+            f"{name} missing: pass {call.replace('(', '(X, ', 1)} with row indices of shape "
+            f"(n, {size}), or stacked {name} of shape (n, {size}, n_features)."
         )
     return X, tuples, y
 
@@ -165,22 +210,8 @@ def _points(estimator, X, tuples, size: int, name: str) -> tuple[np.ndarray, np.
     """Validated points and int64 indices ``(n, size)`` into them: only the points the tuples
     use, each distinct point once, in the order they first appear, whichever form the call
     takes (so that both forms give the same fit, and no preprocessing sees other rows)."""
-    if X is None:
-        stacked = np.asarray(tuples)
-        if stacked.ndim != 3 or stacked.shape[1] != size:
-            raise ValueError(
-                f"stacked {name} must have shape (n_{name}, {size}, n_features), "
-                f"got {stacked.shape}."
-            )
-        if stacked.shape[0] == 0:
-            raise ValueError(f"{name} is empty.")
-        flat = validate_data(
-            estimator, stacked.reshape(-1, stacked.shape[2]), dtype=[np.float64, np.float32]
-        )
-        idx = np.arange(flat.shape[0], dtype=np.int64).reshape(-1, size)
-    else:
-        flat = validate_data(estimator, X, dtype=[np.float64, np.float32])
-        idx = check_indices(tuples, size, name, flat.shape[0])
+    flat = validate_data(estimator, X, dtype=[np.float64, np.float32])
+    idx = check_indices(tuples, size, name, flat.shape[0])
     _check_fit_memory(estimator, flat, idx, name)
     # the rows used, in order of first appearance (the stacked form uses every row, in order)
     values, first_pos = np.unique(idx.ravel(), return_index=True)
@@ -217,8 +248,9 @@ def _check_fit_memory(estimator, flat: np.ndarray, idx: np.ndarray, name: str) -
     )
 
 
-def check_indices(tuples, size: int, name: str, n: int) -> np.ndarray:
-    """Row indices of the indices form, checked: int64 of shape (n_tuples, size) in [0, n)."""
+def check_indices(tuples, size: int, name: str, n: int, rows_of: str = "X") -> np.ndarray:
+    """Row indices of the indices form, checked: int64 of shape (n_tuples, size) in [0, n)
+    (the rows of ``rows_of``, as the message names them)."""
     idx = np.asarray(tuples)
     if idx.ndim != 2 or idx.shape[1] != size:
         raise ValueError(f"{name} must have shape (n_{name}, {size}), got {idx.shape}.")
@@ -230,7 +262,7 @@ def check_indices(tuples, size: int, name: str, n: int) -> np.ndarray:
     idx = idx.astype(np.int64)
     if idx.min() < 0 or idx.max() >= n:
         raise ValueError(
-            f"{name[:-1]} indices must lie in [0, {n}) (rows of X), got values in "
+            f"{name[:-1]} indices must lie in [0, {n}) (rows of {rows_of}), got values in "
             f"[{idx.min()}, {idx.max()}]."
         )
     return idx
@@ -266,17 +298,22 @@ def _binary_targets(y, n: int) -> np.ndarray:
     )
 
 
-def check_similarity_targets(y, n: int) -> np.ndarray:
+def check_similarity_targets(y, n: int, name: str = "similarities") -> np.ndarray:
+    """One similarity in [-1, 1] per pair (clipped to it after the check), float64."""
     y = np.asarray(y, dtype=np.float64)
     if y.shape != (n,):
-        raise ValueError(f"similarities must have shape ({n},) (one per pair), got {y.shape}.")
-    check_finite(y, "similarities")
+        raise ValueError(f"{name} must have shape ({n},) (one per pair), got {y.shape}.")
+    check_finite(y, name)
     if np.abs(y).max() > 1 + _RANGE_TOL:
         raise ValueError(
-            "similarities must lie in [-1, 1] (the range of a dot product of unit vectors), got "
+            f"{name} must lie in [-1, 1] (the range of a dot product of unit vectors), got "
             f"values in [{y.min():.6g}, {y.max():.6g}]."
         )
     return np.clip(y, -1.0, 1.0)
+
+
+#: ``targets`` of :func:`check_pair_supervision`: ``check(y, n_pairs) -> float64 targets``.
+_TARGETS = {"binary": _binary_targets, "similarity": check_similarity_targets}
 
 
 def check_pair_supervision(
@@ -308,11 +345,7 @@ def check_pair_supervision(
     X, idx = _points(estimator, X, pairs, 2, "pairs")
     if y is None:
         raise ValueError("y missing: one label (or similarity) per pair.")
-    t = (
-        _binary_targets(y, idx.shape[0])
-        if targets == "binary"
-        else check_similarity_targets(y, idx.shape[0])
-    )
+    t = _TARGETS[targets](y, idx.shape[0])
     a, b = idx[:, 0], idx[:, 1]
     self_pair = _same_rows(X, a, b)
     contradictory = int(np.count_nonzero(self_pair & (t < 1)))

@@ -40,8 +40,6 @@ import numpy as np
 from scipy.linalg import blas
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import validate_data
 
 from .._threads import single_blas_thread
 from .._utils import make_rng
@@ -54,7 +52,6 @@ from .._validation import (
     InstanceOf,
     Interval,
     Options,
-    check_labels,
     deprecate_positional_args,
 )
 from ..geometry.checks import check_spd
@@ -64,7 +61,7 @@ from ..sampling import LabelIndex
 from ._docstrings import fill_doc
 from ._held_out import HELD_OUT_PARAMETER_CONSTRAINTS
 from ._init_parameters import store_parameters
-from ._supervision import check_pair_supervision
+from ._supervision import check_labelled_samples, check_pair_supervision
 from .base import MahalanobisMixin, fit_context
 
 __all__ = ["ITML", "sample_pair_constraints", "distance_bounds", "itml_projections"]
@@ -375,15 +372,13 @@ class ITML(MahalanobisMixin, BaseEstimator):
             return check_spd(self.prior[None], "prior")[0].astype(np.float64)
         if self.prior == "identity":
             return np.eye(D)
-        if self.prior == "covariance":
-            cov = np.atleast_2d(np.cov(X, rowvar=False))
-            if np.linalg.eigvalsh(cov).min() <= 1e-12 * max(np.trace(cov), 1e-300):
-                raise ValueError(
-                    "prior='covariance' needs a non-singular covariance of X (constant or "
-                    "collinear features, or fewer samples than features); use prior='identity'."
-                )
-            return np.linalg.inv(cov)
-        raise AssertionError(f"unvalidated prior {self.prior!r}")  # pragma: no cover
+        cov = np.atleast_2d(np.cov(X, rowvar=False))  # "covariance"
+        if np.linalg.eigvalsh(cov).min() <= 1e-12 * max(np.trace(cov), 1e-300):
+            raise ValueError(
+                "prior='covariance' needs a non-singular covariance of X (constant or "
+                "collinear features, or fewer samples than features); use prior='identity'."
+            )
+        return np.linalg.inv(cov)
 
     def _bounds(self, X: np.ndarray, prior: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         if self.bounds is None:
@@ -410,17 +405,12 @@ class ITML(MahalanobisMixin, BaseEstimator):
         -------
         self : ITML
         """
-        self._validate_params()
-        X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
+        X, _, codes = check_labelled_samples(self, X, y)
         X = X.astype(np.float64, copy=False)
-        check_classification_targets(y)
-        _, codes = check_labels(y, X.shape[0])
         rng = make_rng(self.random_state)
-        prior = self._prior_matrix(X)
         n_classes = int(codes.max()) + 1
         n_constraints = self._param("n_constraints") or 20 * n_classes**2
-        a, b, similar = sample_pair_constraints(codes, n_constraints, rng)
-        return self._fit_constraints(X, X[a] - X[b], similar, prior, rng)
+        return self._fit_constraints(X, *sample_pair_constraints(codes, n_constraints, rng), rng)
 
     @fit_context
     @fill_doc
@@ -450,12 +440,12 @@ class ITML(MahalanobisMixin, BaseEstimator):
         self._validate_params()
         s = check_pair_supervision(self, X, pairs, y)
         X64 = s.X.astype(np.float64, copy=False)
-        rng = make_rng(self.random_state)
-        prior = self._prior_matrix(X64)
-        return self._fit_constraints(X64, X64[s.a] - X64[s.b], s.similar, prior, rng)
+        return self._fit_constraints(X64, s.a, s.b, s.similar, make_rng(self.random_state))
 
-    def _fit_constraints(self, X, V, similar, prior, rng):
-        """Bregman projections on the constraints ``V`` (differences) and ``similar`` flags."""
+    def _fit_constraints(self, X, a, b, similar, rng):
+        """Bregman projections on the pairs ``(a, b)`` of rows of ``X`` with ``similar`` flags."""
+        prior = self._prior_matrix(X)
+        V = X[a] - X[b]
         nonzero = _usable_differences(V, prior)
         bounds = self._bounds(X, prior, rng)
         with single_blas_thread():  # tiny BLAS calls: threads only hurt

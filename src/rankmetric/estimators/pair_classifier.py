@@ -38,14 +38,13 @@ from .._validation import (
     Interval,
     Options,
     ParameterValidationMixin,
-    check_finite,
     check_param,
 )
 from ..evaluate.verification import roc_curve_from_distances
 from ._docstrings import fill_doc
 from ._held_out import HELD_OUT_PARAMETER_CONSTRAINTS
 from ._init_parameters import store_parameters
-from ._supervision import split_pairs
+from ._supervision import check_indices, check_similarity_targets, split_pairs
 
 __all__ = ["PairClassifier", "STRATEGIES", "calibrated_threshold"]
 
@@ -73,11 +72,6 @@ class _IfProbability:
                 "without it."
             )
         return types.MethodType(self.fn, obj)
-
-
-def _rate(name: str, value) -> float:
-    check_param(name, value, [Interval(Real, 0, 1, closed="both")])
-    return float(value)
 
 
 def calibrated_threshold(
@@ -118,7 +112,8 @@ def calibrated_threshold(
     if strategy in ("max_tpr", "max_tnr"):
         if min_rate is None:
             raise ValueError(f"strategy={strategy!r} needs min_rate, a number in [0, 1].")
-        min_rate = _rate("min_rate", min_rate)
+        check_param("min_rate", min_rate, [Interval(Real, 0, 1, closed="both")])
+        min_rate = float(min_rate)
     if strategy == "f_beta":
         check_param("beta", beta, [Interval(Real, 0, None, closed="left")])  # 0: precision
     far, tar, t = roc_curve_from_distances(distances, similar, drop_intermediate=False)
@@ -249,8 +244,7 @@ class PairClassifier(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.classifier_tags.multi_class = False
-        tags.target_tags.required = True
+        tags.classifier_tags.multi_class = False  # y is required: ClassifierMixin says so
         return tags
 
     # ------------------------------------------------------------------ inputs
@@ -258,15 +252,7 @@ class PairClassifier(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
         """Pairs in any accepted form → stacked float array (n_pairs, 2, n_features)."""
         if self.points is not None:
             P = np.asarray(self.points, dtype=np.float64)
-            idx = np.asarray(pairs)
-            if idx.ndim != 2 or idx.shape[1] != 2 or not np.issubdtype(idx.dtype, np.integer):
-                raise ValueError(
-                    "with points set, pairs must be integer row indices of shape (n_pairs, 2), "
-                    f"got {idx.dtype} of shape {idx.shape}."
-                )
-            if idx.size and (idx.min() < 0 or idx.max() >= P.shape[0]):
-                raise ValueError(f"pair indices must lie in [0, {P.shape[0]}) (rows of points).")
-            pairs = P[idx]
+            pairs = P[check_indices(pairs, 2, "pairs", P.shape[0], rows_of="points")]
         if getattr(pairs, "ndim", None) == 3 or (isinstance(pairs, list) and np.ndim(pairs) == 3):
             stacked = np.asarray(pairs)
             if stacked.shape[1] != 2:
@@ -283,7 +269,6 @@ class PairClassifier(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
                 "a flattened pair holds two points side by side, so it needs an even number of "
                 f"columns; got {width} feature(s)."
             )
-        check_finite(flat, "pairs")
         return flat.reshape(flat.shape[0], 2, width // 2)
 
     def _targets(self, y, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -300,16 +285,9 @@ class PairClassifier(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
             raise ValueError(f"y must have shape ({n},) (one label per pair), got {y.shape}.")
         kind = type_of_target(y, raise_unknown=True)
         if kind == "continuous":
-            check_finite(y.astype(np.float64), "y")
-            if np.abs(y.astype(np.float64)).max() > 1.0 + 1e-6:
-                raise ValueError(
-                    "continuous targets are read as pair similarities, which must lie in "
-                    f"[-1, 1]; got values in [{y.min():.6g}, {y.max():.6g}]."
-                )
+            targets = check_similarity_targets(y, n, "continuous targets (pair similarities)")
             self.classes_ = np.array([-1, 1])
-            return y.astype(np.float64), y > 0
-        if kind == "unknown":
-            raise ValueError(f"Unknown label type: {y.dtype}.")
+            return targets, targets > 0
         if kind != "binary":
             raise ValueError(
                 "Only binary classification is supported: y must hold two labels (similar / "
@@ -344,12 +322,9 @@ class PairClassifier(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
         self._validate_params()
         stacked = self._stacked(pairs, reset=True)
         targets, similar = self._targets(y, stacked.shape[0])
-        if self.learner is None:
-            from .pair_covariance import KISSME
+        from .pair_covariance import KISSME
 
-            learner = KISSME()
-        else:
-            learner = clone(self.learner)
+        learner = KISSME() if self.learner is None else clone(self.learner)
         if not hasattr(learner, "fit_pairs"):
             raise ValueError(f"learner {type(learner).__name__} has no fit_pairs method.")
         if "held_out_check" in learner.get_params(deep=False):  # the held-out hook
@@ -441,7 +416,7 @@ class PairClassifier(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
 
         Returns
         -------
-        ndarray of shape (n_pairs,)
+        ndarray of shape (n_pairs,), float64
         """
         check_is_fitted(self, "threshold_")
         return self.threshold_ - self.pair_distances(pairs)
@@ -456,7 +431,7 @@ class PairClassifier(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
 
         Returns
         -------
-        ndarray of shape (n_pairs,)
+        ndarray of shape (n_pairs,), of the dtype of ``classes_``
         """
         positive = self.decision_function(pairs) > 0
         return self.classes_[positive.astype(int)]

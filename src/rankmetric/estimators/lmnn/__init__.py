@@ -25,16 +25,8 @@ impostor search (:mod:`.search`, where the optional ceiling
 are :class:`LMNN` (``lmnn.py``) and :class:`MultiMetricLMNN` (``mlmnn.py``).
 """
 
-from ._active_set import (
-    optimise_on_active_sets as optimise_on_active_sets,
-)
-from ._active_set import (
-    optimise_with_progress as optimise_with_progress,
-)
-from ._active_set import (
-    optimize_on_active_sets,
-    optimize_with_progress,
-)
+from ..._validation import deprecated_alias
+from ._active_set import optimize_on_active_sets, optimize_with_progress
 from ._objective import laplacian_gradient, lmnn_loss_and_grad, triplet_terms
 from .lmnn import LMNN, MAX_PAIR_TRIPLETS
 from .mlmnn import MultiMetricLMNN, mlmnn_loss_and_grad
@@ -72,3 +64,7 @@ __all__ = [
     "search_active_set",
     "triplet_terms",
 ]
+
+# The names before 0.2 (British spelling), kept this release with a FutureWarning.
+optimise_on_active_sets = deprecated_alias(optimize_on_active_sets, "optimise_on_active_sets")
+optimise_with_progress = deprecated_alias(optimize_with_progress, "optimise_with_progress")

@@ -15,7 +15,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ..._threads import single_blas_thread
 from ..._utils import progress, to_tensor
-from ..._validation import deprecated_alias, warn_at_caller
+from ..._validation import warn_at_caller
 
 __all__ = [
     "numpy_objective",
@@ -46,6 +46,10 @@ def _warn_unless(converged: bool, est) -> None:
             "increase max_iter or tol.",
             ConvergenceWarning,
         )
+
+
+#: The settings of :func:`optimize_on_active_sets`, read from the estimator of the same names.
+_SETTINGS = ("solver", "max_iter", "active_set_update", "tol", "learning_rate")
 
 
 def optimize_on_active_sets(
@@ -88,10 +92,7 @@ def optimize_on_active_sets(
         # Short first rounds: the initial active set is large and shrinks fast.
         budget = min(active_set_update, 2**rounds, max_iter - n_iter)
         fun = objective(active)
-        if solver == "lbfgs":
-            x, steps, loss, settled = _lbfgs(fun, x, budget, tol)
-        else:
-            x, steps, loss, settled, lr = _adaptive_descent(fun, x, budget, lr, tol)
+        x, steps, loss, settled, lr = _SOLVERS[solver](fun, x, budget, lr, tol)
         n_iter, rounds = n_iter + max(steps, 1), rounds + 1
         fresh = search(x, active)
         n_new = int((~torch.isin(fresh.pair_keys(n), active.pair_keys(n))).sum())
@@ -119,23 +120,17 @@ def optimize_with_progress(est, search, objective, x0: np.ndarray, desc: str):
             bar.update(n_iter - bar.n)
             bar.set_postfix(objective=f"{loss:.6g}", new_pairs=n_new)
 
+        settings = {name: getattr(est, name) for name in _SETTINGS}
         *result, converged = optimize_on_active_sets(
-            search,
-            objective,
-            x0,
-            solver=est.solver,
-            max_iter=est.max_iter,
-            active_set_update=est.active_set_update,
-            tol=est.tol,
-            learning_rate=est.learning_rate,
-            on_round=report,
+            search, objective, x0, on_round=report, **settings
         )
     _warn_unless(converged, est)
     return result
 
 
-def _lbfgs(fun, L: np.ndarray, budget: int, tol: float):
-    """At most ``budget`` L-BFGS-B iterations from ``L``; returns (L, steps, loss, settled)."""
+def _lbfgs(fun, L: np.ndarray, budget: int, lr: float, tol: float):
+    """At most ``budget`` L-BFGS-B iterations from ``L``; returns (L, steps, loss, settled,
+    ``lr``), as :func:`_adaptive_descent` (L-BFGS has no learning rate: ``lr`` is returned)."""
     with single_blas_thread():  # tiny BLAS calls on r·D vectors: threads only hurt
         result = minimize(
             fun,
@@ -147,7 +142,7 @@ def _lbfgs(fun, L: np.ndarray, budget: int, tol: float):
     # Stopping before the budget means convergence (status 0) or a line search that cannot
     # progress in float32 (status 2): both leave nothing to gain on this active set.
     settled = result.nit < budget or result.status == 0
-    return result.x.reshape(L.shape), int(result.nit), float(result.fun), settled
+    return result.x.reshape(L.shape), int(result.nit), float(result.fun), settled, lr
 
 
 def _adaptive_descent(fun, L: np.ndarray, budget: int, lr: float, tol: float):
@@ -182,6 +177,10 @@ def _adaptive_descent(fun, L: np.ndarray, budget: int, lr: float, tol: float):
     return x.reshape(L.shape), steps, loss, settled, lr
 
 
+#: The optimisers of ``solver``: ``(fun, x, budget, lr, tol) -> (x, steps, loss, settled, lr)``.
+_SOLVERS = {"lbfgs": _lbfgs, "gd": _adaptive_descent}
+
+
 def optimize_fixed(est, fun, x0: np.ndarray):
     """Run ``est``'s solver on one fixed objective (no constraint search: e.g. given triplets).
 
@@ -197,16 +196,7 @@ def optimize_fixed(est, fun, x0: np.ndarray):
     x, n_iter, loss
         Warns (``ConvergenceWarning``) when ``max_iter`` ends the run.
     """
-    if est.solver == "lbfgs":
-        x, steps, loss, settled = _lbfgs(fun, x0, est.max_iter, est.tol)
-    else:
-        x, steps, loss, settled, _ = _adaptive_descent(
-            fun, x0, est.max_iter, est.learning_rate, est.tol
-        )
+    solver = _SOLVERS[est.solver]
+    x, steps, loss, settled, _ = solver(fun, x0, est.max_iter, est.learning_rate, est.tol)
     _warn_unless(settled, est)
     return x, max(steps, 1), loss
-
-
-# The names before 0.2 (British spelling), kept this release with a FutureWarning.
-optimise_on_active_sets = deprecated_alias(optimize_on_active_sets, "optimise_on_active_sets")
-optimise_with_progress = deprecated_alias(optimize_with_progress, "optimise_with_progress")

@@ -8,8 +8,6 @@ from numbers import Integral, Real
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import validate_data
 
 from ..._utils import make_rng, resolve_device, to_tensor
 from ..._validation import (
@@ -19,17 +17,19 @@ from ..._validation import (
     POSITIVE_INT,
     Interval,
     Options,
-    check_labels,
-    check_min_per_class,
     check_param,
-    check_scale,
     deprecate_positional_args,
 )
 from ...io import register_estimator
 from .._docstrings import fill_doc
 from .._held_out import HELD_OUT_PARAMETER_CONSTRAINTS
 from .._init_parameters import TRAINING_PARAMETER_CONSTRAINTS, store_parameters
-from .._supervision import check_pair_supervision, check_triplet_supervision, triplets_from_pairs
+from .._supervision import (
+    check_labelled_samples,
+    check_pair_supervision,
+    check_triplet_supervision,
+    triplets_from_pairs,
+)
 from ..base import MahalanobisMixin, fit_context
 from ._active_set import numpy_objective, optimize_fixed, optimize_with_progress
 from ._objective import fixed_triplet_loss_and_grad, lmnn_loss_and_grad
@@ -39,8 +39,9 @@ __all__ = [
     "LMNN",
     "LMNN_PARAMETER_CONSTRAINTS",
     "MAX_PAIR_TRIPLETS",
-    "check_labelled_input",
+    "fit_on_active_sets",
     "n_components_for",
+    "starting_map",
     "warn_small_classes",
 ]
 
@@ -60,23 +61,6 @@ LMNN_PARAMETER_CONSTRAINTS = {
     "solver": [Options("lbfgs", "gd")],
     **TRAINING_PARAMETER_CONSTRAINTS,
 }
-
-
-def check_labelled_input(estimator, X, y) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The checks of LMNN's and mLMNN's ``fit(X, y)``: parameters, data, scale and labels.
-
-    Returns
-    -------
-    X : ndarray of shape (n_samples, n_features)
-    classes : ndarray of shape (n_classes,)
-    codes : ndarray of shape (n_samples,), int64
-    """
-    estimator._validate_params()
-    X, y = validate_data(estimator, X, y, dtype=[np.float64, np.float32])
-    check_scale(X, np.float32)  # magnitudes whose squares overflow are refused
-    check_classification_targets(y)
-    classes, codes = check_labels(y, X.shape[0])
-    return X, classes, codes
 
 
 def warn_small_classes(codes: np.ndarray, classes: np.ndarray, k: int) -> None:
@@ -104,6 +88,61 @@ def n_components_for(n_components: int | None, n_features: int) -> int:
         [Interval(Integral, 1, n_features, closed="both", right_label="n_features")],
     )
     return int(r)
+
+
+def starting_map(init, X: np.ndarray, r: int, rng=None, n_groups: int | None = None) -> np.ndarray:
+    """The starting map of LMNN, shape (r, n_features), or of mLMNN with ``n_groups``, one per
+    group (n_groups, r, n_features), in float64 (``init`` is validated): a given array of either
+    shape, the (truncated) identity, a Gaussian matrix or the leading principal axes of ``X``."""
+    D = X.shape[1]
+    shapes = {(r, D): "(n_components, n_features)"}
+    if n_groups is not None:
+        shapes[(n_groups, r, D)] = "(n_clusters, n_components, n_features)"
+    if isinstance(init, np.ndarray):
+        if init.shape not in shapes:
+            expected = " or ".join(f"{name}={shape}" for shape, name in shapes.items())
+            raise ValueError(f"init has shape {init.shape}, expected {expected}.")
+        L = init.astype(np.float64)
+    elif init == "identity":
+        L = np.eye(r, D)
+    elif init == "random":
+        L = rng.standard_normal((r, D)) / np.sqrt(D)
+    else:  # "pca"
+        centered = X - X.mean(0)
+        _, vectors = np.linalg.eigh(centered.T @ centered)
+        L = vectors[:, ::-1][:, :r].T.copy()
+    return L if n_groups is None or L.ndim == 3 else np.tile(L, (n_groups, 1, 1))
+
+
+def fit_on_active_sets(estimator, X: np.ndarray, codes: np.ndarray, L0: np.ndarray, groups=None):
+    """The fit of LMNN (one map ``L0``) and of mLMNN (one map per group, with ``groups``).
+
+    Target neighbours in the input space, then the active-set optimiser of the objective from
+    ``L0`` with ``estimator``'s settings. Without groups, a first active set that cannot fit in
+    the memory budget is refused before the target-neighbour search.
+
+    Returns
+    -------
+    L, n_iter, loss, active
+        As :func:`~rankmetric.estimators.lmnn.optimize_with_progress`.
+    """
+    device = resolve_device(estimator.device)
+    k = estimator._param("n_target_neighbors")
+    Xt = to_tensor(X.astype(np.float32), device)  # a writable float32 copy
+    codes_t = torch.as_tensor(codes, device=device)
+    groups_t = None if groups is None else torch.as_tensor(groups, device=device)
+    if groups is None:  # before searching
+        check_first_active_set(Xt, Xt @ to_tensor(L0, device).T, codes_t, k)
+    targets, target_mask = find_target_neighbors(Xt, codes_t, k)
+    mu = float(estimator._param("push_weight"))
+    search = active_set_search(Xt, codes_t, targets, target_mask, groups_t)
+
+    def objective(active):
+        loss_and_grad = lambda L: lmnn_loss_and_grad(L, Xt, active, mu, groups_t)  # noqa: E731
+        return numpy_objective(loss_and_grad, L0.shape, Xt)
+
+    name = "LMNN" if groups is None else "mLMNN"
+    return optimize_with_progress(estimator, search, objective, L0, name)
 
 
 @register_estimator
@@ -218,24 +257,6 @@ class LMNN(MahalanobisMixin, BaseEstimator):
     ):
         store_parameters(self, locals())
 
-    def _initial_map(self, X: np.ndarray, r: int, rng: np.random.Generator) -> np.ndarray:
-        """The starting ``L`` of shape (r, n_features), float64 (``init`` is validated)."""
-        D = X.shape[1]
-        if isinstance(self.init, np.ndarray):
-            if self.init.shape != (r, D):
-                raise ValueError(
-                    f"init has shape {self.init.shape}, expected "
-                    f"(n_components, n_features)={(r, D)}."
-                )
-            return self.init.astype(np.float64)
-        if self.init == "identity":
-            return np.eye(r, D)
-        if self.init == "random":
-            return rng.standard_normal((r, D)) / np.sqrt(D)
-        centered = X - X.mean(0)  # "pca"
-        _, vectors = np.linalg.eigh(centered.T @ centered)
-        return vectors[:, ::-1][:, :r].T.copy()
-
     # ------------------------------------------------------------------ fitting
     @fit_context
     @fill_doc
@@ -250,24 +271,11 @@ class LMNN(MahalanobisMixin, BaseEstimator):
         -------
         self : LMNN
         """
-        X, classes, codes = check_labelled_input(self, X, y)
-        check_min_per_class(codes, 2, what="target neighbours")
+        X, classes, codes = check_labelled_samples(self, X, y, np.float32, "target neighbours")
         r = n_components_for(self.n_components, X.shape[1])
-        k = self._param("n_target_neighbors")
-        warn_small_classes(codes, classes, k)
-        device = resolve_device(self.device)
-        L0 = self._initial_map(X, r, make_rng(self.random_state))
-        Xt = to_tensor(X.astype(np.float32), device)  # a writable float32 copy
-        codes_t = torch.as_tensor(codes, device=device)
-        check_first_active_set(Xt, Xt @ to_tensor(L0, device).T, codes_t, k)  # before searching
-        targets, target_mask = find_target_neighbors(Xt, codes_t, k)
-        mu = float(self._param("push_weight"))
-        search = active_set_search(Xt, codes_t, targets, target_mask)
-
-        def objective(active):
-            return numpy_objective(lambda L: lmnn_loss_and_grad(L, Xt, active, mu), L0.shape, Xt)
-
-        L, n_iter, loss, active = optimize_with_progress(self, search, objective, L0, "LMNN")
+        warn_small_classes(codes, classes, self._param("n_target_neighbors"))
+        L0 = starting_map(self.init, X, r, make_rng(self.random_state))
+        L, n_iter, loss, active = fit_on_active_sets(self, X, codes, L0)
         return self._store(L, n_iter, loss, active.anchors.numel())
 
     @fit_context
@@ -329,7 +337,7 @@ class LMNN(MahalanobisMixin, BaseEstimator):
     def _fit_triplets(self, t) -> LMNN:
         r = n_components_for(self.n_components, t.X.shape[1])
         device = resolve_device(self.device)
-        L0 = self._initial_map(t.X.astype(np.float64), r, make_rng(self.random_state))
+        L0 = starting_map(self.init, t.X.astype(np.float64), r, make_rng(self.random_state))
         Xt = to_tensor(t.X.astype(np.float32), device)
         a, p, n = (torch.as_tensor(v, device=device) for v in (t.anchor, t.positive, t.negative))
         mu = float(self._param("push_weight"))

@@ -50,18 +50,18 @@ from ...neighbors import smallest_k
 from .._docstrings import fill_doc
 from .._held_out import HELD_OUT_PARAMETER_CONSTRAINTS, HeldOutCheckMixin
 from .._init_parameters import store_parameters
-from .._supervision import split_pairs
+from .._supervision import check_labelled_samples, split_pairs
 from ..base import MetricLearnerMixin, fit_context
-from ._active_set import numpy_objective, optimize_with_progress
 from ._objective import lmnn_loss_and_grad
 from .lmnn import (
     LMNN,
     LMNN_PARAMETER_CONSTRAINTS,
-    check_labelled_input,
+    fit_on_active_sets,
     n_components_for,
+    starting_map,
     warn_small_classes,
 )
-from .search import ActiveSet, active_set_search, find_target_neighbors, row_chunk
+from .search import ActiveSet, row_chunk
 
 __all__ = ["MultiMetricLMNN", "mlmnn_loss_and_grad"]
 
@@ -271,11 +271,6 @@ class MultiMetricLMNN(HeldOutCheckMixin, ParameterValidationMixin, ClassifierMix
     ):
         store_parameters(self, locals())
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.required = True
-        return tags
-
     # ------------------------------------------------------------------ validation
     def _groups(self, X: np.ndarray, codes: np.ndarray) -> np.ndarray:
         if self.n_clusters is None:
@@ -295,32 +290,18 @@ class MultiMetricLMNN(HeldOutCheckMixin, ParameterValidationMixin, ClassifierMix
 
         ``init`` is validated already; only an array's shape is checked here.
         """
-        D = X.shape[1]
-        if isinstance(self.init, np.ndarray):
-            if self.init.shape == (r, D):
-                return np.tile(self.init.astype(np.float64), (n_groups, 1, 1)), None
-            if self.init.shape != (n_groups, r, D):
-                raise ValueError(
-                    f"init has shape {self.init.shape}, expected (n_components, n_features)="
-                    f"{(r, D)} or (n_clusters, n_components, n_features)={(n_groups, r, D)}."
-                )
-            return self.init.astype(np.float64), None
-        if self.init == "identity":
-            return np.tile(np.eye(r, D), (n_groups, 1, 1)), None
+        if isinstance(self.init, np.ndarray) or self.init == "identity":
+            return starting_map(self.init, X, r, n_groups=n_groups), None
         shared = ("max_iter", "learning_rate", "active_set_update", "tol", "solver")
         lmnn = LMNN(  # init="lmnn"
             n_components=r,
             n_target_neighbors=self._param("n_target_neighbors"),
             push_weight=self._param("push_weight"),
-            random_state=self.random_state,
-            device=self.device,
             held_out_check=False,  # a step of this fit: mLMNN checks its own rule
-            **{name: getattr(self, name) for name in shared},
+            **{name: getattr(self, name) for name in (*shared, "device", "random_state")},
         )
         with warnings.catch_warnings():  # mLMNN has already said so
-            warnings.filterwarnings(
-                "ignore", message="class .* has .* sample", category=UserWarning
-            )
+            warnings.filterwarnings("ignore", "class .* has .* sample", UserWarning)
             lmnn.fit(X, y)
         L = lmnn.components_.astype(np.float64)
         return np.tile(L, (n_groups, 1, 1)), lmnn.components_
@@ -339,29 +320,16 @@ class MultiMetricLMNN(HeldOutCheckMixin, ParameterValidationMixin, ClassifierMix
         -------
         self : MultiMetricLMNN
         """
-        X, classes, codes = check_labelled_input(self, X, y)
+        X, classes, codes = check_labelled_samples(self, X, y, np.float32)
         r = n_components_for(self.n_components, X.shape[1])
         bound = Interval(Integral, 1, X.shape[0], closed="both", right_label="n_samples")
         check_param("n_neighbors", self.n_neighbors, [bound])  # the bounds that depend on X
         check_param("n_clusters", self.n_clusters, [NONE, bound])
-        k = self._param("n_target_neighbors")
-        warn_small_classes(codes, classes, k)
+        warn_small_classes(codes, classes, self._param("n_target_neighbors"))
         groups = self._groups(X, codes)
         n_groups = int(groups.max()) + 1
-        device = resolve_device(self.device)
         L0, global_map = self._initial_maps(X, y, r, n_groups)
-        Xt = to_tensor(X.astype(np.float32), device)
-        codes_t = torch.as_tensor(codes, device=device)
-        groups_t = torch.as_tensor(groups, device=device)
-        targets, target_mask = find_target_neighbors(Xt, codes_t, k)
-        mu = float(self._param("push_weight"))
-        search = active_set_search(Xt, codes_t, targets, target_mask, groups_t)
-
-        def objective(active):
-            loss_and_grad = lambda Ls: lmnn_loss_and_grad(Ls, Xt, active, mu, groups_t)  # noqa: E731
-            return numpy_objective(loss_and_grad, L0.shape, Xt)
-
-        Ls, n_iter, loss, active = optimize_with_progress(self, search, objective, L0, "mLMNN")
+        Ls, n_iter, loss, active = fit_on_active_sets(self, X, codes, L0, groups)
         self.classes_ = classes
         self.components_ = Ls.astype(np.float32)
         self.clusters_ = groups

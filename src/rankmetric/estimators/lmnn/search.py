@@ -315,12 +315,6 @@ def check_active_set_size(
         check_memory(need, what, advice)
 
 
-def _probe_rows(n: int, n_probe: int | None, device) -> torch.Tensor:
-    """``n_probe`` (default :data:`N_PROBE_ANCHORS`) evenly spaced sample indices."""
-    n_probe = min(n, N_PROBE_ANCHORS if n_probe is None else n_probe)
-    return torch.linspace(0, n - 1, n_probe, device=device).round().long().unique()
-
-
 def estimate_impostor_pairs(
     Z: torch.Tensor,
     codes: torch.Tensor,
@@ -341,7 +335,8 @@ def estimate_impostor_pairs(
     input space, as :func:`find_target_neighbors` would.
     """
     n = codes.shape[0]
-    rows = _probe_rows(n, n_probe, codes.device)
+    n_probe = min(n, N_PROBE_ANCHORS if n_probe is None else n_probe)
+    rows = torch.linspace(0, n - 1, n_probe, device=codes.device).round().long().unique()
     if targets is None:
         targets, target_mask = _targets_of(X, codes, rows, k)
     else:

@@ -10,25 +10,22 @@ same relative ridge (:func:`ridged`) before inverting or whitening.
 
 from __future__ import annotations
 
-from numbers import Real
+from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import validate_data
 
 from ..._validation import (
     NONE,
     POSITIVE_INT,
     Interval,
     Options,
-    check_labels,
-    check_min_per_class,
-    check_scale,
+    check_param,
 )
 from ...sampling import POSITIVES, camera_group_codes, check_cameras
 from .._held_out import HELD_OUT_PARAMETER_CONSTRAINTS
-from ..base import MahalanobisMixin
+from .._supervision import check_labelled_samples
+from ..base import MahalanobisMixin, fit_context
 
 __all__ = [
     "PairCovarianceLearner",
@@ -115,8 +112,8 @@ class PairCovarianceLearner(MahalanobisMixin, BaseEstimator):
     """What KISSME and XQDA share: the covariances of labelled pair differences.
 
     The hyper-parameter declarations (``n_components``, the ridge ``regularization``,
-    ``positives``), the tag that ``y`` is required, and the checks of ``fit(X, y, cameras=...)``
-    (:meth:`_labelled_input`).
+    ``positives``), the tag that ``y`` is required, and ``fit(X, y, cameras=...)`` with its
+    checks, which hands the class codes and camera groups to the learner's ``_fit_labelled``.
     """
 
     _held_out_hint = "try fewer n_components or a larger regularization"
@@ -128,15 +125,31 @@ class PairCovarianceLearner(MahalanobisMixin, BaseEstimator):
         "positives": [Options(*POSITIVES)],
     }
 
-    def _labelled_input(self, X, y, cameras) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-        """Validated ``X``, class codes (two samples in a class at least) and camera groups."""
-        self._validate_params()
-        X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
-        check_scale(X, np.float64)  # magnitudes whose squares overflow are refused
-        check_classification_targets(y)
-        _, codes = check_labels(y, X.shape[0])
-        check_min_per_class(codes, 2)
-        return X, codes, cross_camera_groups(self.positives, codes, cameras)
+    @fit_context
+    def fit(self, X, y, *, cameras=None):
+        """Learn the metric from samples ``X`` (n_samples, n_features) and class labels ``y``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Class (identity) labels; a class with two samples at least.
+        cameras : array-like of shape (n_samples,), optional
+            Camera id of each row, for ``positives="cross_camera"`` (checked, then unused,
+            with ``positives="all"``). In a ``Pipeline``: ``fit(X, y, <step>__cameras=...)``.
+
+        Returns
+        -------
+        self
+        """
+        X, _, codes = check_labelled_samples(self, X, y, np.float64, "positive pairs")
+        return self._fit_labelled(X, codes, cross_camera_groups(self.positives, codes, cameras))
+
+    def _n_components(self, limit: int, label: str) -> int | None:
+        """``n_components``, checked: None, or at most ``limit`` (``label`` in the message)."""
+        bound = Interval(Integral, 1, limit, closed="both", right_label=label)
+        check_param("n_components", self.n_components, [NONE, bound])
+        return self.n_components
 
 
 def cross_camera_groups(positives: str, codes: np.ndarray, cameras) -> np.ndarray | None:

@@ -20,11 +20,9 @@ random dissimilar pairs as there are similar ones, an estimate of the same :math
 
 from __future__ import annotations
 
-from numbers import Integral
-
 import numpy as np
 
-from ..._validation import Interval, check_param, deprecate_positional_args
+from ..._validation import deprecate_positional_args
 from ...io import register_estimator
 from ...resources import check_square_matrices
 from .._docstrings import fill_doc
@@ -143,38 +141,9 @@ class KISSME(PairCovarianceLearner):
     ) -> None:
         store_parameters(self, locals())
 
-    def _check_n_components(self, n_samples: int, n_features: int) -> int:
-        """The number of PCA components, at most ``min(n_features, n_samples - 1)``."""
-        limit = min(n_features, max(n_samples - 1, 1))
-        if self.n_components is None:
-            return limit
-        label = "min(n_features, n_samples - 1)"
-        check_param(
-            "n_components",
-            self.n_components,
-            [Interval(Integral, 1, limit, closed="both", right_label=label)],
-        )
-        return int(self.n_components)
-
     _fitted_arrays = {"mean_": ("n_features_in_",), "pca_components_": (None, "n_features_in_")}
 
-    @fit_context
-    def fit(self, X, y, *, cameras=None) -> KISSME:
-        """Learn the metric from samples ``X`` (n_samples, n_features) and class labels ``y``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-        cameras : array-like of shape (n_samples,), optional
-            Camera id of each row, for ``positives="cross_camera"`` (checked, then unused,
-            with ``positives="all"``). In a ``Pipeline``: ``fit(X, y, kissme__cameras=...)``.
-
-        Returns
-        -------
-        self : KISSME
-        """
-        X, codes, groups = self._labelled_input(X, y, cameras)
+    def _fit_labelled(self, X: np.ndarray, codes: np.ndarray, groups) -> KISSME:
         Z = self._fit_pca(X)
         return self._fit_covariances(*pair_difference_covariances(Z, codes, groups))
 
@@ -221,7 +190,8 @@ class KISSME(PairCovarianceLearner):
     def _fit_pca(self, X: np.ndarray) -> np.ndarray:
         """Fit ``mean_`` and ``pca_components_`` on ``X``; return the PCA features."""
         check_square_matrices(X.shape[1], KISSME_MATRICES, "KISSME")
-        r = self._check_n_components(*X.shape)
+        limit = min(X.shape[1], max(X.shape[0] - 1, 1))
+        r = int(self._n_components(limit, "min(n_features, n_samples - 1)") or limit)
         X64 = X.astype(np.float64)
         self.mean_ = X64.mean(axis=0)
         self.pca_components_ = _principal_axes(X64 - self.mean_, r)

@@ -21,22 +21,14 @@ two-view data set with one image per view is the same intra-personal set.
 
 from __future__ import annotations
 
-from numbers import Integral
-
 import numpy as np
 import scipy.linalg
 
-from ..._validation import (
-    NONE,
-    Interval,
-    check_param,
-    deprecate_positional_args,
-)
+from ..._validation import deprecate_positional_args
 from ...io import register_estimator
 from ...resources import check_square_matrices
 from .._docstrings import fill_doc
 from .._init_parameters import store_parameters
-from ..base import fit_context
 from ._covariances import PairCovarianceLearner, pair_difference_covariances, ridged
 
 __all__ = ["XQDA", "xqda_subspace"]
@@ -165,37 +157,11 @@ class XQDA(PairCovarianceLearner):
     ) -> None:
         store_parameters(self, locals())
 
-    @property
-    def _n_features_out(self) -> int:
-        return self.components_.shape[0]
-
-    def _check_n_components(self, n_features: int) -> None:
-        """``n_components`` is at most ``n_features``."""
-        bound = Interval(Integral, 1, n_features, closed="both", right_label="n_features")
-        check_param("n_components", self.n_components, [NONE, bound])
-
-    @fit_context
-    def fit(self, X, y, *, cameras=None) -> XQDA:
-        """Learn the subspace and metric from samples ``X`` and identity labels ``y``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-        cameras : array-like of shape (n_samples,), optional
-            Camera id of each row, for ``positives="cross_camera"`` (checked, then unused,
-            with ``positives="all"``). In a ``Pipeline``: ``fit(X, y, xqda__cameras=...)``.
-
-        Returns
-        -------
-        self : XQDA
-        """
-        X, codes, groups = self._labelled_input(X, y, cameras)
+    def _fit_labelled(self, X: np.ndarray, codes: np.ndarray, groups) -> XQDA:
         check_square_matrices(X.shape[1], XQDA_MATRICES, "XQDA")
-        self._check_n_components(X.shape[1])
+        r = self._n_components(X.shape[1], "n_features")
         sigma_i, sigma_e = pair_difference_covariances(X.astype(np.float64), codes, groups)
         values, vectors = xqda_subspace(sigma_i, sigma_e, float(self.regularization))
-        r = self.n_components
         if r is None:
             r = max(1, int((values > 1.0).sum()))
         self.eigenvalues_ = values[:r]

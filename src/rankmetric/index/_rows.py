@@ -15,7 +15,7 @@ import torch
 
 from ..neighbors import squared_norms
 
-__all__ = ["Rows", "as_tensor_view"]
+__all__ = ["Rows", "as_ids", "as_tensor_view", "unit_rows"]
 
 
 def as_tensor_view(a: np.ndarray) -> torch.Tensor:
@@ -29,12 +29,13 @@ def as_tensor_view(a: np.ndarray) -> torch.Tensor:
         return torch.from_numpy(a)
 
 
-def _unit_rows(E: np.ndarray) -> np.ndarray:
+def unit_rows(E: np.ndarray) -> np.ndarray:
+    """``E`` with every non-zero row scaled to unit length (in ``E``'s dtype)."""
     norms = np.linalg.norm(E, axis=1, keepdims=True)
     return E / np.where(norms > 0, norms, 1.0).astype(E.dtype)
 
 
-def _as_ids(ids, n: int) -> np.ndarray:
+def as_ids(ids, n: int) -> np.ndarray:
     """``ids`` as int64 (integer ids) or object (any other hashable) array of length ``n``."""
     if isinstance(ids, (str, bytes)) or not hasattr(ids, "__len__"):
         raise ValueError(f"ids must be a sequence of {n} hashable ids, got {type(ids).__name__}.")
@@ -147,7 +148,7 @@ class Rows:
         """Append prepared float32 embeddings ``E`` with their checked ids and attributes."""
         count = E.shape[0]
         if self.metric == "cosine":
-            E = _unit_rows(E)
+            E = unit_rows(E)
         if ids.dtype == object and self.ids.dtype != object:
             self.ids = self.ids.astype(object)
         elif ids.dtype != object and self.ids.dtype == object:

@@ -22,7 +22,6 @@ reader after its digest matched; ``rebuild=True`` rebuilds it from the vectors i
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -53,7 +52,6 @@ _PARAMS = ("nlist", "nprobe", "hnsw_m", "ef_search", "pq_m", "refine", "random_s
 
 def _write_npy(folder: Path, name: str, a: np.ndarray, files: dict, chunk_rows: int = _CHUNK_ROWS):
     """Write ``a`` as ``.npy`` chunk by chunk (a memory-mapped catalogue is streamed)."""
-    digest = hashlib.sha256()
 
     def write(fh):
         header = {"descr": np.lib.format.dtype_to_descr(a.dtype), "fortran_order": False}
@@ -63,10 +61,12 @@ def _write_npy(folder: Path, name: str, a: np.ndarray, files: dict, chunk_rows: 
             fh.write(np.ascontiguousarray(a[start : start + chunk_rows]).tobytes())
 
     atomic_write(folder / name, write)
-    with open(folder / name, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 24), b""):
-            digest.update(block)
-    files[name] = {"bytes": (folder / name).stat().st_size, "sha256": digest.hexdigest()}
+    _record(folder, name, files)
+
+
+def _record(folder: Path, name: str, files: dict) -> None:
+    """List the written file ``name`` in the manifest's ``files``: its size and SHA-256."""
+    files[name] = {"bytes": (folder / name).stat().st_size, "sha256": sha256_file(folder / name)}
 
 
 def _saveable_ids(ids: np.ndarray) -> tuple[np.ndarray, str]:
@@ -97,8 +97,7 @@ def _save_model(index, folder: Path, files: dict) -> str | None:
         )
         return None
     save_model(model, folder / "model.npz")
-    data = (folder / "model.npz").read_bytes()
-    files["model.npz"] = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    _record(folder, "model.npz", files)
     return "model.npz"
 
 
@@ -122,10 +121,7 @@ def _write_folder(index, folder: Path) -> None:
             index = _compacted_copy(index)
         blob = index._ann.to_bytes()
         atomic_write(folder / "faiss.bin", lambda fh: fh.write(blob.tobytes()))
-        files["faiss.bin"] = {
-            "bytes": int(blob.nbytes),
-            "sha256": hashlib.sha256(blob.tobytes()).hexdigest(),
-        }
+        _record(folder, "faiss.bin", files)
     manifest = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,

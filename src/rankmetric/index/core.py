@@ -19,7 +19,7 @@ from ._model import (
     linear_map,
     transform_of,
 )
-from ._rows import Rows, _as_ids
+from ._rows import Rows, as_ids, unit_rows
 
 __all__ = ["Index", "BACKENDS"]
 
@@ -498,7 +498,7 @@ class Index:
         rows = self._rows
         if ids is None:
             ids = rows.next_ids(n) if rows is not None else np.arange(n, dtype=np.int64)
-        ids = _as_ids(ids, n)
+        ids = as_ids(ids, n)
         if rows is not None:
             rows.check_new_ids(ids)
         elif len(set(ids.tolist())) != n:
@@ -519,7 +519,7 @@ class Index:
         if ann.needs_training:
             sample = embed_rows(_ann.training_rows(n, ann.nlist(), self.params["random_state"]))
             if self.metric == "cosine":
-                sample = _ann.unit_rows(sample)
+                sample = unit_rows(sample)
             ann.train(sample)
         self._ann = ann
 

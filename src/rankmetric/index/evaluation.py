@@ -7,7 +7,7 @@ import time
 import numpy as np
 import torch
 
-from ..evaluate._inputs import encode_labels
+from .._validation import encode_labels
 from ..evaluate._precision import average_precision
 from ._exact import exact_search
 from ._filters import allowed_rows

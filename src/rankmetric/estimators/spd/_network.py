@@ -29,11 +29,10 @@ from ..._validation import (
     Interval,
     Options,
 )
-from ...geometry._common import orient_columns
 from ...geometry.aliases import canonical_metric
 from ...geometry.checks import check_spd
 from ...geometry.dispatch import distance as spd_distance
-from ...geometry.matrix_functions import eigh, spd_log, symmetrize
+from ...geometry.matrix_functions import eigh, orient_columns, spd_log, symmetrize
 from ...geometry.tangent import congruence, mean_whitening
 from ...losses.lifted import LiftedStructureLoss
 from ...losses.potato import DISTANCES, RiemannianPotatoLoss, embedding_distances

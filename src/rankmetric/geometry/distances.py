@@ -29,7 +29,6 @@ from ._common import (
 from ._host_blas import blas_threads, side_by_side, use_host_blas, whiten_pairs_host
 from .checks import (
     as_symmetric_tensor,
-    raise_if_cholesky_failed,
     raise_if_not_positive,
     raise_if_singular,
     singular_limit,
@@ -136,10 +135,7 @@ def _pencil_checked(A, B, all_pairs: bool, with_vectors: bool):
 def _airm_core(A, B, all_pairs: bool, with_vectors: bool):
     """``(eigenvalues, V)`` of the pencil ``(B, A)`` (``V`` is ``None`` without vectors);
     ``ValueError`` naming ``A`` or ``B`` if one is not positive definite."""
-    L, info = torch.linalg.cholesky_ex(A)
-    raise_if_cholesky_failed(info, "A")
-    raise_if_singular(condition_proxy(L), L.shape[-1], "A")
-    eigenvalues, V = _pencil(L, B, all_pairs, with_vectors)
+    eigenvalues, V = _pencil(_checked_factor(A), B, all_pairs, with_vectors)
     return _checked_pencil_values(eigenvalues), V
 
 
@@ -361,7 +357,7 @@ def _pairwise_squared_inference(A, B, same: bool, rows: int) -> torch.Tensor:
     squared = A.new_zeros(n_a, n_b)
     host = use_host_blas(A, B)
     # float64 on the CPU: every A_i factored and checked once; float32 refines pair by pair
-    W = _checked_inverse_factor(A) if host and A.dtype == torch.float64 else None
+    W = triangular_inverse(_checked_factor(A)) if host and A.dtype == torch.float64 else None
     B_side = side_by_side(B) if W is not None else None
     with blas_threads() if host else nullcontext():
         for start in range(0, n_a, rows):
@@ -380,13 +376,12 @@ def _pairwise_squared_inference(A, B, same: bool, rows: int) -> torch.Tensor:
     return squared
 
 
-def _checked_inverse_factor(A: torch.Tensor) -> torch.Tensor:
-    """``L⁻¹`` of the Cholesky factors ``A = L Lᵀ``; ``ValueError`` naming ``A`` if one is not
+def _checked_factor(A: torch.Tensor) -> torch.Tensor:
+    """The Cholesky factors ``L`` of ``A = L Lᵀ``; ``ValueError`` naming ``A`` if one is not
     positive definite or is singular to working precision."""
-    L, info = torch.linalg.cholesky_ex(A)
-    raise_if_cholesky_failed(info, "A")
+    L = cholesky(A, "A")
     raise_if_singular(condition_proxy(L), L.shape[-1], "A")
-    return triangular_inverse(L)
+    return L
 
 
 def _checked_pencil_values(eigenvalues: torch.Tensor) -> torch.Tensor:

@@ -14,11 +14,13 @@ exact search: never fewer results than exist.
 from __future__ import annotations
 
 import math
+from numbers import Integral
 
 import numpy as np
 import torch
 
 from .._distances import paired_squared_euclidean
+from .._validation import NONE, POSITIVE_INT, Interval, check_param
 from ._exact import exact_search
 from ._rows import unit_rows
 
@@ -43,12 +45,10 @@ _INT_PARAMS = ("nlist", "nprobe", "hnsw_m", "ef_search", "pq_m", "refine")
 def check_params(**params) -> dict:
     """The approximate-search parameters, each a positive integer or None."""
     for name in _INT_PARAMS:
-        v = params[name]
-        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1):
-            raise ValueError(f"{name} must be a positive integer or None, got {v!r}.")
-    seed = params["random_state"]
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-        raise ValueError(f"random_state must be an integer, got {seed!r}.")
+        check_param(name, params[name], [NONE, POSITIVE_INT])
+    check_param(
+        "random_state", params["random_state"], [Interval(Integral, None, None, closed="neither")]
+    )
     return {k: (None if v is None else int(v)) for k, v in params.items()}
 
 

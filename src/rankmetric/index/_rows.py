@@ -103,23 +103,17 @@ class Rows:
         if need <= self.vectors.shape[0] and self.vectors.flags.writeable:
             return
         cap = max(need, 2 * self.vectors.shape[0], 1024)
-        vectors = np.empty((cap, self.dim), dtype=np.float32)
-        vectors[: self.n] = self.vectors[: self.n]
-        self.vectors = vectors
-        offset = torch.empty(cap, dtype=torch.float32)
-        offset[: self.n] = self.offset[: self.n]
-        self.offset = offset
-        ids = np.empty(cap, dtype=self.ids.dtype)
-        ids[: self.n] = self.ids[: self.n]
-        self.ids = ids
-        alive = np.zeros(cap, dtype=bool)
-        alive[: self.n] = self.alive[: self.n]
-        self.alive = alive
+
+        def grown(a, empty=np.empty):
+            """``a``'s first ``n`` rows in a buffer of ``cap`` rows (``alive``: zeros past n)."""
+            out = empty((cap, *a.shape[1:]), dtype=a.dtype)
+            out[: self.n] = a[: self.n]
+            return out
+
+        self.vectors, self.ids = grown(self.vectors), grown(self.ids)
+        self.offset, self.alive = grown(self.offset, torch.empty), grown(self.alive, np.zeros)
         if self.attributes is not None:
-            for name, values in self.attributes.items():
-                grown = np.empty(cap, dtype=values.dtype)
-                grown[: self.n] = values[: self.n]
-                self.attributes[name] = grown
+            self.attributes = {name: grown(v) for name, v in self.attributes.items()}
 
     def positions(self) -> dict:
         """``{id: row}`` of the living items (built once, kept up to date)."""

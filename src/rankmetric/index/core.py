@@ -7,6 +7,7 @@ import os
 import numpy as np
 
 from .._threads import call_threads
+from .._validation import POSITIVE_INT, check_param
 from ..neighbors import check_metric
 from . import _ann
 from ._exact import exact_search
@@ -114,8 +115,7 @@ class Index:
             nlist=nlist, nprobe=nprobe, hnsw_m=hnsw_m, ef_search=ef_search, pq_m=pq_m,
             refine=refine, random_state=random_state,
         )  # fmt: skip
-        if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
-            raise ValueError(f"chunk_size must be a positive integer, got {chunk_size!r}.")
+        check_param("chunk_size", chunk_size, [POSITIVE_INT])
         self.chunk_size = chunk_size
         self.n_threads = n_threads
         self._rows: Rows | None = None
@@ -345,8 +345,7 @@ class Index:
             item.
         """
         rows = self._nonempty()
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-            raise ValueError(f"k must be a positive integer, got {k!r}.")
+        check_param("k", k, [POSITIVE_INT])
         E = self._queries(Q, embedded)
         allowed = allowed_rows(rows, filter)
         if self._ann is not None and not exact:

@@ -7,7 +7,7 @@ import time
 import numpy as np
 import torch
 
-from .._validation import encode_labels
+from .._validation import POSITIVE_INT, check_param, encode_labels
 from ..evaluate._precision import average_precision
 from ._exact import exact_search
 from ._filters import allowed_rows
@@ -30,12 +30,9 @@ def _item_labels(index, labels) -> np.ndarray:
 
 def _check_ranks(ranks, k: int) -> tuple[int, ...]:
     ranks = tuple(ranks)
-    if not ranks or any(
-        isinstance(r, bool) or not isinstance(r, (int, np.integer)) or r < 1 for r in ranks
-    ):
+    if not ranks or not all(POSITIVE_INT.is_satisfied_by(r) for r in ranks):
         raise ValueError(f"ranks must be positive integers, got {ranks!r}.")
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise ValueError(f"k must be a positive integer, got {k!r}.")
+    check_param("k", k, [POSITIVE_INT])
     return tuple(sorted({int(r) for r in ranks}))
 
 
@@ -128,8 +125,7 @@ def evaluate_index(
     n_admissible = int(admissible.sum())
     if depth is None:
         depth = max(k, ranks[-1], int(R.max(initial=0)))
-    if isinstance(depth, bool) or not isinstance(depth, (int, np.integer)) or depth < 1:
-        raise ValueError(f"depth must be a positive integer, got {depth!r}.")
+    check_param("depth", depth, [POSITIVE_INT])
     depth = min(int(depth), n_admissible)
     report = {"backend": index.resolved_backend, "depth": depth, "n_queries": int(E.shape[0])}
     report["n_scored"] = int((R > 0).sum())

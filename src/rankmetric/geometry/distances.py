@@ -304,8 +304,7 @@ def pairwise_airm(A, B=None, chunk_size: int | None = None) -> torch.Tensor:
 
     References
     ----------
-    .. [1] X. Pennec, P. Fillard, N. Ayache, "A Riemannian framework for tensor computing",
-       IJCV 66(1), 2006.
+    .. [1] X. Pennec, P. Fillard, N. Ayache, IJCV 66(1), 2006 (see :func:`airm_distance`).
 
     Examples
     --------

@@ -173,7 +173,7 @@ def log_euclidean_mean(X, weights=None) -> torch.Tensor:
     X : Tensor or ndarray of shape (n_matrices, c, c)
         SPD matrices.
     weights : Tensor or ndarray of shape (n_matrices,), optional
-        Non-negative weights, normalised to sum to 1; uniform by default.
+        Non-negative weights, as in :func:`riemannian_mean`.
 
     Returns
     -------
@@ -192,8 +192,7 @@ def log_euclidean_mean(X, weights=None) -> torch.Tensor:
 
     References
     ----------
-    .. [1] V. Arsigny, P. Fillard, X. Pennec, N. Ayache, "Geometric means in a novel vector space
-       structure on symmetric positive-definite matrices", SIAM J. Matrix Anal. Appl. 29(1), 2007.
+    .. [1] V. Arsigny, P. Fillard, X. Pennec, N. Ayache, SIAM J. Matrix Anal. Appl. 29(1), 2007.
 
     Examples
     --------

@@ -150,10 +150,9 @@ class Index:
 
         Parameters
         ----------
-        embeddings : array-like of shape (n_items, dim)
-            The embedded catalogue.
-        ids, attributes : optional
-            As in :meth:`add`.
+        embeddings, ids, attributes
+            As in :meth:`add_embeddings`: the embedded catalogue, and optionally its ids and
+            attributes.
         **params
             The other parameters of :class:`Index` (``metric=``, ``backend=``, ...).
 

@@ -113,9 +113,8 @@ class TangentSpace(
 
     References
     ----------
-    .. [1] A. Barachant, S. Bonnet, M. Congedo and C. Jutten. Multiclass Brain-Computer
-       Interface Classification by Riemannian Geometry. IEEE Transactions on Biomedical
-       Engineering 59(4), 2012.
+    .. [1] A. Barachant, S. Bonnet, M. Congedo and C. Jutten, IEEE Transactions on Biomedical
+       Engineering 59(4), 2012 (see :class:`rankmetric.MDM`).
 
     Examples
     --------

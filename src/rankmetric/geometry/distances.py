@@ -173,11 +173,11 @@ def _airm_float32(A, B, all_pairs: bool, with_vectors: bool):
     bad = bad | (bad_a[:, None] if all_pairs else bad_a)
     if not bool(bad.any()):
         return eigenvalues, V
-    where = bad.nonzero(as_tuple=True)
-    if all_pairs:
-        rows, cols = where
-    else:  # paired: the same batch position in A and B
-        rows = cols = torch.nonzero(bad.reshape(-1))[:, 0]
+    if all_pairs:  # position in the flattened (a · m) batch of pairs
+        rows, cols = bad.nonzero(as_tuple=True)
+        flat = rows * bad.shape[1] + cols
+    else:  # paired: the same batch position in A and B (a batch shape may be ())
+        rows = cols = flat = torch.nonzero(bad.reshape(-1))[:, 0]
     c = A.shape[-1]
     A_rows, B_cols = A.reshape(-1, c, c)[rows].double(), B.reshape(-1, c, c)[cols].double()
     L64, info = torch.linalg.cholesky_ex(A_rows)
@@ -188,14 +188,12 @@ def _airm_float32(A, B, all_pairs: bool, with_vectors: bool):
     refined, V64 = _pencil(L64, B_cols, False, with_vectors)
     _raise_at(~(refined[:, 0] > 0), cols, "B", "smallest generalised eigenvalue <= 0")
     _raise_at(~(refined[:, -1] <= limit * refined[:, 0]), cols, "B", singular)
-    if not all_pairs:  # scatter into the flattened batch (a batch shape may be ())
-        where = (rows,)
-    values = eigenvalues.double() if all_pairs else eigenvalues.double().reshape(-1, c)
-    values[where] = refined
+    values = eigenvalues.double().reshape(-1, c)  # a new tensor: the reshapes are views
+    values[flat] = refined
     eigenvalues = values.reshape(eigenvalues.shape)
     if V is not None:
-        vectors = V.double() if all_pairs else V.double().reshape(-1, c, c)
-        vectors[where] = V64
+        vectors = V.double().reshape(-1, c, c)
+        vectors[flat] = V64
         V = vectors.reshape(V.shape)
     return eigenvalues, V
 

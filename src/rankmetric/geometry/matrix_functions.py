@@ -189,20 +189,13 @@ def _threaded(decomposition: Callable, S: torch.Tensor):
     if S.device.type != "cpu" or parts < 2:
         return decomposition(S)  # (a strided S is copied once, by the decomposition itself)
     flat = S.reshape(-1, c, c)
-    results = list(_thread_pool(parts).map(_no_grad(decomposition), flat.tensor_split(parts)))
+    no_grad = torch.no_grad()(decomposition)  # grad mode is per thread
+    results = list(_thread_pool(parts).map(no_grad, flat.tensor_split(parts)))
     batch = S.shape[:-2]
     if isinstance(results[0], torch.Tensor):
         return torch.cat(results).reshape(*batch, c)
     values, vectors = zip(*results, strict=True)
     return torch.cat(values).reshape(*batch, c), torch.cat(vectors).reshape(*batch, c, c)
-
-
-def _no_grad(fn: Callable) -> Callable:
-    def call(*args):
-        with torch.no_grad():
-            return fn(*args)
-
-    return call
 
 
 _POOLS: dict[tuple[int, int], ThreadPoolExecutor] = {}

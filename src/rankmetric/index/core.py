@@ -497,10 +497,10 @@ class Index:
         if ids is None:
             ids = rows.next_ids(n) if rows is not None else np.arange(n, dtype=np.int64)
         ids = as_ids(ids, n)
+        if len(set(ids.tolist())) != n:
+            raise ValueError("ids repeat within the items being added.")
         if rows is not None:
             rows.check_new_ids(ids)
-        elif len(set(ids.tolist())) != n:
-            raise ValueError("ids repeat within the items being added.")
         return ids, _check_attributes(attributes, n, rows)
 
     def _prepare_backend(self, n: int, embed_rows) -> None:

@@ -150,7 +150,7 @@ PENDING_PRIVATE_IMPORTS = {
     "cli/data.py": "datasets._cache, datasets._info, datasets._registry",
     "training/_scoring.py": "evaluate._precision",
     "evaluate/_ranking.py": "neighbors._search",
-    "index/_store.py": "_safe_npz._Corrupt, _safe_npz._read_header, io._registered_class",
+    "index/_store.py": "io._registered_class",
     "index/evaluation.py": "evaluate._precision",
     "losses/_warp_sampling.py": "three private kernels of losses._warp_terms",
     "neighbors/tiled.py": "neighbors._search._sortable_bits(_inverse)",

@@ -33,18 +33,14 @@ from .checks import (
     raise_if_singular,
     singular_limit,
 )
+from .eigen import MIN_WORK_PER_THREAD, eigh, eigvalsh
 from .flat_distances import (
     euclidean_distance,
     log_euclidean_distance,
     pairwise_euclidean,
     pairwise_log_euclidean,
 )
-from .matrix_functions import (
-    MIN_WORK_PER_THREAD,
-    eigh,
-    eigvalsh,
-    symmetrize,
-)
+from .matrix_functions import symmetrize
 
 __all__ = [
     "safe_sqrt",

@@ -29,7 +29,8 @@ from ._common import (
 from ._host_blas import host_matmul, use_host_blas
 from .aliases import canonical_metric
 from .checks import as_symmetric_tensor, raise_if_not_positive
-from .matrix_functions import eigh, exp_unchecked, log_unchecked, symmetrize
+from .eigen import eigh
+from .matrix_functions import exp_unchecked, log_unchecked, symmetrize
 
 __all__ = ["riemannian_mean", "log_euclidean_mean", "spd_mean", "geodesic", "METRICS"]
 

@@ -24,9 +24,9 @@ from ._common import common_dtype
 from ._host_blas import host_matmul, use_host_blas
 from .aliases import canonical_metric
 from .checks import as_symmetric_tensor
+from .eigen import eigh
 from .matrix_functions import (
     divided_differences,
-    eigh,
     exp_unchecked,
     log_unchecked,
     spd_inv_sqrt,

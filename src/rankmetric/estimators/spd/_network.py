@@ -32,7 +32,8 @@ from ..._validation import (
 from ...geometry.aliases import canonical_metric
 from ...geometry.checks import check_spd
 from ...geometry.dispatch import distance as spd_distance
-from ...geometry.matrix_functions import eigh, orient_columns, spd_log, symmetrize
+from ...geometry.eigen import eigh, orient_columns
+from ...geometry.matrix_functions import spd_log, symmetrize
 from ...geometry.tangent import congruence, mean_whitening
 from ...losses.lifted import LiftedStructureLoss
 from ...losses.potato import DISTANCES, RiemannianPotatoLoss, embedding_distances

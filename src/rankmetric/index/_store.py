@@ -118,7 +118,10 @@ def _write_folder(index, folder: Path) -> None:
     kind = index.resolved_backend
     if index._ann is not None:
         if rows.n_dead:  # faiss ids are rows: rebuild the structure over the compacted rows
-            index = _compacted_copy(index)
+            from .core import Index
+
+            kept = Index(None, metric=index.metric, backend=index.resolved_backend, **index.params)
+            index = kept.add_embeddings(index.embedding_vectors())
         blob = index._ann.to_bytes()
         atomic_write(folder / "faiss.bin", lambda fh: fh.write(blob.tobytes()))
         _record(folder, "faiss.bin", files)
@@ -138,15 +141,6 @@ def _write_folder(index, folder: Path) -> None:
     }
     data = json.dumps(manifest, indent=1).encode()
     atomic_write(folder / _MANIFEST, lambda fh: fh.write(data))
-
-
-def _compacted_copy(index):
-    """The same index without tombstones (its approximate structure rebuilt and retrained)."""
-    from .core import Index
-
-    copy = Index(None, metric=index.metric, backend=index.resolved_backend, **index.params)
-    copy.add_embeddings(index.embedding_vectors())
-    return copy
 
 
 def save_index(index, path: str | os.PathLike) -> None:

@@ -36,8 +36,9 @@ def _check_ranks(ranks, k: int) -> tuple[int, ...]:
     return tuple(sorted({int(r) for r in ranks}))
 
 
-def _scores(found: np.ndarray, row_codes: np.ndarray, q_codes: np.ndarray, R: np.ndarray, ranks):
-    """CMC at ``ranks``, mAP@R and mAP over the list (relevant items past it count as missed)."""
+def _scores(found: np.ndarray, row_codes, q_codes, R: np.ndarray, ranks, seconds: float) -> dict:
+    """CMC at ``ranks``, mAP@R and mAP over the list (relevant items past it count as missed),
+    with the search's ``seconds`` per query."""
     valid = found >= 0
     match = valid & (row_codes[np.where(valid, found, 0)] == q_codes[:, None])
     hits = torch.from_numpy(match)
@@ -53,6 +54,7 @@ def _scores(found: np.ndarray, row_codes: np.ndarray, q_codes: np.ndarray, R: np
     out = {f"cmc@{r}": float(np.mean(first[scored] <= r)) for r in ranks}
     out["map@r"] = float(at_r.numpy()[scored].mean())
     out["map"] = float(full.numpy()[scored].mean())
+    out["seconds_per_query"] = seconds
     return out
 
 
@@ -147,10 +149,6 @@ def evaluate_index(
     same = (approx_k[:, :kk, None] == exact[:, None, :kk]) & (exact[:, None, :kk] >= 0)
     report["recall@k"] = float(same.any(2).sum() / max(1, (exact[:, :kk] >= 0).sum()))
     report["k"] = kk
-    report["exact"] = _scores(exact, row_codes, q_codes, R, ranks) | {
-        "seconds_per_query": exact_time
-    }
-    report["approximate"] = _scores(approx, row_codes, q_codes, R, ranks) | {
-        "seconds_per_query": approx_time
-    }
+    report["exact"] = _scores(exact, row_codes, q_codes, R, ranks, exact_time)
+    report["approximate"] = _scores(approx, row_codes, q_codes, R, ranks, approx_time)
     return report

@@ -300,13 +300,10 @@ def _load(path: Path, mmap: bool, rebuild: bool, verify: bool):
     ids = ids.astype(np.int64) if meta["ids"] == "int64" else ids.astype(object)
     if len(set(ids.tolist())) != n:
         raise CorruptFile("ids.npy repeats ids")
-    attributes = {
-        name: _load_npy(path, file, "biufU", (n,), False)
-        for name, file in meta["attributes"].items()
-    }
-    attributes = {
-        k: v.astype(object) if v.dtype.kind == "U" else np.array(v) for k, v in attributes.items()
-    }
+    attributes = {}
+    for name, file in meta["attributes"].items():  # strings as objects, as Index keeps them
+        values = _load_npy(path, file, "biufU", (n,), False)
+        attributes[name] = values.astype(object) if values.dtype.kind == "U" else np.array(values)
     model = load_model(path / "model.npz") if meta["model"] else None
     index = Index(model, metric=meta["metric"], backend=meta["backend"], **meta["params"])
     index._rows = Rows.from_arrays(vectors, ids, attributes or None, meta["metric"])

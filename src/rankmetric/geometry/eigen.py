@@ -127,10 +127,12 @@ def orient_columns(vectors: torch.Tensor) -> torch.Tensor:
     Parameters
     ----------
     vectors : tensor of shape (..., n, k)
+        Eigen- or singular vectors, one per column.
 
     Returns
     -------
     tensor of shape (..., n, k)
+        The same columns, each possibly negated.
 
     Examples
     --------

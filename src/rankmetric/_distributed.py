@@ -68,11 +68,8 @@ def all_reduce_mean(tensor: torch.Tensor) -> torch.Tensor:
     -------
     tensor of the same shape (a copy of ``tensor`` when not distributed).
     """
-    out = tensor.detach().clone()
-    if is_distributed():
-        dist.all_reduce(out, op=dist.ReduceOp.SUM)
-        out.div_(world_size())
-    return out
+    out = all_reduce_sum_(tensor.detach().clone())
+    return out.div_(world_size()) if is_distributed() else out
 
 
 def all_reduce_max(value: int, device: torch.device) -> int:

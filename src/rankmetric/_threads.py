@@ -238,15 +238,14 @@ def data_work(X) -> float:
 def fit_threads(fit: Callable) -> Callable:
     """Decorate ``fit(self, X, ...)``: size the thread pools by ``X`` and ``self.n_threads``.
 
-    The work is ``self._thread_work(X)`` when the estimator defines it, else
-    ``n_samples × n_features``. An invalid ``n_threads`` is left to the fit's own parameter
-    validation (its ``_parameter_constraints`` name the problem); the pools are then sized as
-    for ``n_threads=None`` until that validation raises.
+    The work is ``n_samples × n_features``. An invalid ``n_threads`` is left to the fit's own
+    parameter validation (its ``_parameter_constraints`` name the problem); the pools are then
+    sized as for ``n_threads=None`` until that validation raises.
     """
 
     @functools.wraps(fit)
     def sized_fit(self, X, *args, **kwargs):
-        work = self._thread_work(X) if hasattr(self, "_thread_work") else data_work(X)
+        work = data_work(X)
         n_threads = getattr(self, "n_threads", None)
         try:
             limit = threads_for(work, n_threads)
@@ -257,7 +256,6 @@ def fit_threads(fit: Callable) -> Callable:
         with thread_limit(limit):
             return fit(self, X, *args, **kwargs)
 
-    sized_fit.sized_threads = True
     return sized_fit
 
 

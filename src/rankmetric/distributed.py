@@ -57,14 +57,6 @@ _ENV_VARS = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 Sliceable = TypeVar("Sliceable", np.ndarray, torch.Tensor)
 
 
-def _env_world_size() -> int:
-    text = os.environ.get("WORLD_SIZE", "1")
-    try:
-        return int(text)
-    except ValueError as exc:
-        raise ValueError(f"WORLD_SIZE must be an integer, got {text!r}.") from exc
-
-
 def init_from_env(backend: str | None = None) -> bool:
     """Join the process group described by ``torchrun``'s environment variables.
 
@@ -93,8 +85,12 @@ def init_from_env(backend: str | None = None) -> bool:
         raise ValueError(f"backend must be one of {BACKENDS} or None, got {backend!r}.")
     if dist.is_available() and dist.is_initialized():
         return is_distributed()
-    if _env_world_size() <= 1:
-        return False
+    text = os.environ.get("WORLD_SIZE", "1")
+    try:
+        if int(text) <= 1:
+            return False
+    except ValueError as exc:
+        raise ValueError(f"WORLD_SIZE must be an integer, got {text!r}.") from exc
     missing = [name for name in _ENV_VARS if name not in os.environ]
     if missing:
         raise ValueError(

@@ -143,9 +143,6 @@ def linear_kernel(X: torch.Tensor, Y: torch.Tensor) -> torch.Tensor:
     return X @ Y.T
 
 
-_squared_distances = squared_euclidean_in_place  # the order the kernels were fitted with
-
-
 def rbf_kernel(X: torch.Tensor, Y: torch.Tensor, gamma: float) -> torch.Tensor:
     r"""Gaussian kernel :math:`K_{ij} = \exp(-\gamma \lVert x_i - y_j \rVert^2)`.
 
@@ -177,7 +174,8 @@ def rbf_kernel(X: torch.Tensor, Y: torch.Tensor, gamma: float) -> torch.Tensor:
     tensor([[1.0000],
             [0.3679]])
     """
-    return torch.exp_(_squared_distances(X, Y).mul_(-gamma))
+    # the in-place order of operations, the one the kernels were fitted with
+    return torch.exp_(squared_euclidean_in_place(X, Y).mul_(-gamma))
 
 
 def polynomial_kernel(

@@ -332,15 +332,10 @@ def _cgroup_dirs(proc: Path, cgroup_root: Path) -> tuple[list[Path], list[Path]]
         for root in roots:
             if not (root / marker).is_file():  # not this hierarchy's mount point
                 continue
-            leaf = root / relative
-            if not leaf.is_dir():  # inside a cgroup namespace the path may not be visible
-                leaf = root
-            node = leaf
-            while True:  # the group and each ancestor up to the mount point
-                chain.append(node)
-                if node == root:
-                    break
-                node = node.parent
+            # inside a cgroup namespace the path may not be visible: the mount point then
+            leaf = root / relative if (root / relative).is_dir() else root
+            nodes = [leaf, *leaf.parents]  # the group and each ancestor up to the mount point
+            chain.extend(nodes[: nodes.index(root) + 1])
             break
     return v2, v1
 

@@ -36,8 +36,7 @@ def test_congruence_is_written_once_in_geometry():
 
 
 def test_the_spd_estimators_import_no_private_name_of_another_package():
-    """``estimators/spd`` reaches geometry, models and preprocessing through public names only
-    (``geometry._common.orient_columns`` excepted: a sign convention, not a formula)."""
+    """``estimators/spd`` reaches geometry, models and preprocessing through public names only."""
     private = []
     for path in (SRC / "estimators" / "spd").glob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
@@ -46,7 +45,7 @@ def test_the_spd_estimators_import_no_private_name_of_another_package():
                     parts = [*node.module.split("."), alias.name]
                     if any(p.startswith("_") and not p.startswith("__") for p in parts[1:]):
                         private.append(f"{path.name}: {node.module}.{alias.name}")
-    assert private == ["_network.py: geometry._common.orient_columns"]
+    assert private == []
 
 
 def test_the_spd_whitening_is_geometrys_congruence_by_the_mean_whitening():

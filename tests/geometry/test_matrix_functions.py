@@ -9,10 +9,9 @@ from numpy.testing import assert_allclose
 from pyriemann.geometry.base import expm, invsqrtm, logm, powm, sqrtm
 from torch.autograd import gradcheck
 
+from rankmetric.geometry.eigen import eigh, eigvalsh
 from rankmetric.geometry.matrix_functions import (
     divided_differences,
-    eigh,
-    eigvalsh,
     spd_clamp,
     spd_exp,
     spd_inv_sqrt,

@@ -74,7 +74,7 @@ def test_a_translation_invariant_loss_leaves_the_head_bias_at_zero():
 
 
 def test_principal_axes_have_a_sign_independent_of_the_lapack():
-    from rankmetric.geometry._common import orient_columns
+    from rankmetric.geometry.eigen import orient_columns
 
     rng = np.random.default_rng(0)
     Q, _ = np.linalg.qr(rng.standard_normal((5, 5)))

@@ -35,24 +35,15 @@ from .tangent import congruence, exp_map, log_map, mean_whitening, whiten
 
 # float16 / bfloat16 input: computed in float32, returned in the input's dtype (one helper,
 # applied here to the public entry points only; the modules' own names stay unwrapped).
-sym_function = half_as_float32(sym_function)
-spd_log = half_as_float32(spd_log)
-spd_exp = half_as_float32(spd_exp)
-spd_sqrt = half_as_float32(spd_sqrt)
-spd_inv_sqrt = half_as_float32(spd_inv_sqrt)
-spd_power = half_as_float32(spd_power)
-spd_clamp = half_as_float32(spd_clamp)
-airm_distance = half_as_float32(airm_distance)
-pairwise_airm = half_as_float32(pairwise_airm)
-log_euclidean_distance = half_as_float32(log_euclidean_distance)
-pairwise_log_euclidean = half_as_float32(pairwise_log_euclidean)
-euclidean_distance = half_as_float32(euclidean_distance)
-pairwise_euclidean = half_as_float32(pairwise_euclidean)
-distance = half_as_float32(distance)
-pairwise_distance = half_as_float32(pairwise_distance)
-riemannian_mean = half_as_float32(riemannian_mean)
-log_euclidean_mean = half_as_float32(log_euclidean_mean)
-geodesic = half_as_float32(geodesic)
+_HALF_AS_FLOAT32 = """
+    sym_function spd_log spd_exp spd_sqrt spd_inv_sqrt spd_power spd_clamp
+    airm_distance pairwise_airm log_euclidean_distance pairwise_log_euclidean
+    euclidean_distance pairwise_euclidean distance pairwise_distance
+    riemannian_mean log_euclidean_mean geodesic
+"""
+for _name in _HALF_AS_FLOAT32.split():
+    globals()[_name] = half_as_float32(globals()[_name])
+del _name
 
 __all__ = [
     "METRIC_ALIASES",

@@ -15,35 +15,8 @@ __all__ = [
     "common_dtype",
     "condition_proxy",
     "inverse_congruence",
-    "orient_columns",
     "triangular_inverse",
 ]
-
-
-def orient_columns(vectors: torch.Tensor) -> torch.Tensor:
-    """Eigen- or singular vectors (columns) with a sign that does not depend on the LAPACK.
-
-    An eigenvector is defined up to its sign, and which sign ``eigh`` returns depends on the
-    library and its kernels (another CPU may flip a column). Each column is flipped so that its
-    entry of largest magnitude is positive (scikit-learn's ``svd_flip`` convention); entries
-    within ``sqrt(eps)`` (relative) of the largest count as tied, and the first of them decides,
-    so that a column such as ``(1, −1) / √2`` is oriented alike whichever entry rounding made
-    larger. A model started from these vectors is then the same on every CPU.
-
-    Parameters
-    ----------
-    vectors : tensor of shape (..., n, k)
-
-    Returns
-    -------
-    tensor of shape (..., n, k)
-    """
-    magnitude = vectors.abs()
-    top = magnitude.amax(dim=-2, keepdim=True)
-    tied = magnitude >= top * (1 - torch.finfo(vectors.dtype).eps ** 0.5)
-    first = tied.to(torch.int8).argmax(dim=-2, keepdim=True)  # the first of the (near-)largest
-    signs = torch.sign(torch.gather(vectors, -2, first))
-    return vectors * torch.where(signs == 0, 1.0, signs).to(vectors.dtype)
 
 
 def cholesky(A: torch.Tensor, name: str) -> torch.Tensor:

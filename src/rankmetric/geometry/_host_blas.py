@@ -59,7 +59,7 @@ def blas_threads() -> Iterator[None]:
     """Run NumPy's BLAS on one thread for the block (restored afterwards).
 
     The products here are a tenth of the work and come in cache-sized blocks; torch's threads
-    go to the eigen-solver, which ``matrix_functions.eigh``/``eigvalsh`` split over them. A
+    go to the eigen-solver, which ``eigen.eigh``/``eigvalsh`` split over them. A
     multi-threaded BLAS call on such blocks only wakes threads (on a busy 2-core machine two
     BLAS threads made the 300 × 300 pairwise AIRM of 8 × 8 matrices 5× slower).
     """

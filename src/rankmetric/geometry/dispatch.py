@@ -13,30 +13,23 @@ from collections.abc import Callable
 
 import torch
 
+from . import distances
 from .aliases import canonical_metric
-from .distances import (
-    airm_distance,
-    euclidean_distance,
-    log_euclidean_distance,
-    pairwise_airm,
-    pairwise_euclidean,
-    pairwise_log_euclidean,
-)
 
 __all__ = ["distance", "pairwise_distance", "distance_functions", "pairwise_distance_functions"]
 
 #: Canonical metric name -> paired distance ``f(A, B)`` over (..., c, c) stacks.
 distance_functions: dict[str, Callable] = {
-    "airm": airm_distance,
-    "log_euclidean": log_euclidean_distance,
-    "euclidean": euclidean_distance,
+    "airm": distances.airm_distance,
+    "log_euclidean": distances.log_euclidean_distance,
+    "euclidean": distances.euclidean_distance,
 }
 
 #: Canonical metric name -> matrix of distances ``f(X, Y=None)`` of shape (n_x, n_y).
 pairwise_distance_functions: dict[str, Callable] = {
-    "airm": pairwise_airm,
-    "log_euclidean": pairwise_log_euclidean,
-    "euclidean": pairwise_euclidean,
+    "airm": distances.pairwise_airm,
+    "log_euclidean": distances.pairwise_log_euclidean,
+    "euclidean": distances.pairwise_euclidean,
 }
 
 

@@ -29,23 +29,18 @@ from ._common import (
 from ._host_blas import blas_threads, side_by_side, use_host_blas, whiten_pairs_host
 from .checks import (
     as_symmetric_tensor,
-    raise_if_cholesky_failed,
     raise_if_not_positive,
     raise_if_singular,
     singular_limit,
 )
+from .eigen import MIN_WORK_PER_THREAD, eigh, eigvalsh
 from .flat_distances import (
     euclidean_distance,
     log_euclidean_distance,
     pairwise_euclidean,
     pairwise_log_euclidean,
 )
-from .matrix_functions import (
-    MIN_WORK_PER_THREAD,
-    eigh,
-    eigvalsh,
-    symmetrize,
-)
+from .matrix_functions import symmetrize
 
 __all__ = [
     "safe_sqrt",
@@ -136,10 +131,7 @@ def _pencil_checked(A, B, all_pairs: bool, with_vectors: bool):
 def _airm_core(A, B, all_pairs: bool, with_vectors: bool):
     """``(eigenvalues, V)`` of the pencil ``(B, A)`` (``V`` is ``None`` without vectors);
     ``ValueError`` naming ``A`` or ``B`` if one is not positive definite."""
-    L, info = torch.linalg.cholesky_ex(A)
-    raise_if_cholesky_failed(info, "A")
-    raise_if_singular(condition_proxy(L), L.shape[-1], "A")
-    eigenvalues, V = _pencil(L, B, all_pairs, with_vectors)
+    eigenvalues, V = _pencil(_checked_factor(A), B, all_pairs, with_vectors)
     return _checked_pencil_values(eigenvalues), V
 
 
@@ -177,11 +169,11 @@ def _airm_float32(A, B, all_pairs: bool, with_vectors: bool):
     bad = bad | (bad_a[:, None] if all_pairs else bad_a)
     if not bool(bad.any()):
         return eigenvalues, V
-    where = bad.nonzero(as_tuple=True)
-    if all_pairs:
-        rows, cols = where
-    else:  # paired: the same batch position in A and B
-        rows = cols = torch.nonzero(bad.reshape(-1))[:, 0]
+    if all_pairs:  # position in the flattened (a · m) batch of pairs
+        rows, cols = bad.nonzero(as_tuple=True)
+        flat = rows * bad.shape[1] + cols
+    else:  # paired: the same batch position in A and B (a batch shape may be ())
+        rows = cols = flat = torch.nonzero(bad.reshape(-1))[:, 0]
     c = A.shape[-1]
     A_rows, B_cols = A.reshape(-1, c, c)[rows].double(), B.reshape(-1, c, c)[cols].double()
     L64, info = torch.linalg.cholesky_ex(A_rows)
@@ -192,14 +184,12 @@ def _airm_float32(A, B, all_pairs: bool, with_vectors: bool):
     refined, V64 = _pencil(L64, B_cols, False, with_vectors)
     _raise_at(~(refined[:, 0] > 0), cols, "B", "smallest generalised eigenvalue <= 0")
     _raise_at(~(refined[:, -1] <= limit * refined[:, 0]), cols, "B", singular)
-    if not all_pairs:  # scatter into the flattened batch (a batch shape may be ())
-        where = (rows,)
-    values = eigenvalues.double() if all_pairs else eigenvalues.double().reshape(-1, c)
-    values[where] = refined
+    values = eigenvalues.double().reshape(-1, c)  # a new tensor: the reshapes are views
+    values[flat] = refined
     eigenvalues = values.reshape(eigenvalues.shape)
     if V is not None:
-        vectors = V.double() if all_pairs else V.double().reshape(-1, c, c)
-        vectors[where] = V64
+        vectors = V.double().reshape(-1, c, c)
+        vectors[flat] = V64
         V = vectors.reshape(V.shape)
     return eigenvalues, V
 
@@ -308,8 +298,7 @@ def pairwise_airm(A, B=None, chunk_size: int | None = None) -> torch.Tensor:
 
     References
     ----------
-    .. [1] X. Pennec, P. Fillard, N. Ayache, "A Riemannian framework for tensor computing",
-       IJCV 66(1), 2006.
+    .. [1] X. Pennec, P. Fillard, N. Ayache, IJCV 66(1), 2006 (see :func:`airm_distance`).
 
     Examples
     --------
@@ -361,7 +350,7 @@ def _pairwise_squared_inference(A, B, same: bool, rows: int) -> torch.Tensor:
     squared = A.new_zeros(n_a, n_b)
     host = use_host_blas(A, B)
     # float64 on the CPU: every A_i factored and checked once; float32 refines pair by pair
-    W = _checked_inverse_factor(A) if host and A.dtype == torch.float64 else None
+    W = triangular_inverse(_checked_factor(A)) if host and A.dtype == torch.float64 else None
     B_side = side_by_side(B) if W is not None else None
     with blas_threads() if host else nullcontext():
         for start in range(0, n_a, rows):
@@ -380,13 +369,12 @@ def _pairwise_squared_inference(A, B, same: bool, rows: int) -> torch.Tensor:
     return squared
 
 
-def _checked_inverse_factor(A: torch.Tensor) -> torch.Tensor:
-    """``L⁻¹`` of the Cholesky factors ``A = L Lᵀ``; ``ValueError`` naming ``A`` if one is not
+def _checked_factor(A: torch.Tensor) -> torch.Tensor:
+    """The Cholesky factors ``L`` of ``A = L Lᵀ``; ``ValueError`` naming ``A`` if one is not
     positive definite or is singular to working precision."""
-    L, info = torch.linalg.cholesky_ex(A)
-    raise_if_cholesky_failed(info, "A")
+    L = cholesky(A, "A")
     raise_if_singular(condition_proxy(L), L.shape[-1], "A")
-    return triangular_inverse(L)
+    return L
 
 
 def _checked_pencil_values(eigenvalues: torch.Tensor) -> torch.Tensor:

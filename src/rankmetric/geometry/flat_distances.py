@@ -104,8 +104,8 @@ def pairwise_log_euclidean(A, B=None) -> torch.Tensor:
 
     References
     ----------
-    .. [1] V. Arsigny, P. Fillard, X. Pennec, N. Ayache, "Geometric means in a novel vector space
-       structure on symmetric positive-definite matrices", SIAM J. Matrix Anal. Appl. 29(1), 2007.
+    .. [1] V. Arsigny, P. Fillard, X. Pennec, N. Ayache, SIAM J. Matrix Anal. Appl. 29(1), 2007
+       (see :func:`log_euclidean_distance`).
 
     Examples
     --------

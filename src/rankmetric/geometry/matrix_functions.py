@@ -31,9 +31,7 @@ from __future__ import annotations
 
 import functools
 import math
-import os
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from numbers import Real
 
 import torch
@@ -42,6 +40,7 @@ from torch.autograd.function import once_differentiable
 from .._validation import Interval, check_param
 from ._host_blas import host_matmul, use_host_blas
 from .checks import as_symmetric_tensor, raise_if_not_positive
+from .eigen import FLOAT32_REFINE_RATIO, eigh
 
 __all__ = [
     "sym_to_vec",
@@ -58,12 +57,6 @@ __all__ = [
 ]
 
 ElementwiseFn = Callable[[torch.Tensor], torch.Tensor]
-
-#: float32 matrices with ``min |λ| <= FLOAT32_REFINE_RATIO * max |λ|`` are decomposed in float64.
-FLOAT32_REFINE_RATIO = 100 * torch.finfo(torch.float32).eps
-
-#: Least work (matrices × c³) given to a thread when a CPU batch of decompositions is split.
-MIN_WORK_PER_THREAD = 2**18
 
 
 def symmetrize(X: torch.Tensor) -> torch.Tensor:
@@ -91,103 +84,6 @@ def symmetrize(X: torch.Tensor) -> torch.Tensor:
             [1., 1.]])
     """
     return torch.add(X, X.mT).mul_(0.5)  # the same numbers as (X + Xᵀ) / 2, one buffer
-
-
-@torch.no_grad()
-def eigh(S: torch.Tensor, refine: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
-    """Eigen-decomposition of symmetric matrices, refined in float64 where float32 falls short.
-
-    Large CPU batches are split over ``torch.get_num_threads()`` threads (torch runs a batched
-    CPU eigen-decomposition on one thread). Not differentiable: used inside this package's custom
-    autograd functions.
-
-    Parameters
-    ----------
-    S : Tensor of shape (..., c, c)
-        Symmetric matrices (only the lower triangle is read).
-    refine : bool, default=True
-        Whether to redo in float64 the float32 matrices whose spectrum float32 cannot resolve
-        (``False`` for a caller that checks and recomputes them itself).
-
-    Returns
-    -------
-    eigenvalues : Tensor of shape (..., c)
-        In ascending order, dtype of ``S``.
-    eigenvectors : Tensor of shape (..., c, c)
-        Orthonormal columns, dtype of ``S``.
-    """
-    eigenvalues, eigenvectors = _threaded(torch.linalg.eigh, S)
-    unresolved = _float32_unresolved(eigenvalues) if refine else None
-    if unresolved is not None:
-        refined_values, refined_vectors = torch.linalg.eigh(S[unresolved].double())
-        eigenvalues[unresolved] = refined_values.to(S.dtype)
-        eigenvectors[unresolved] = refined_vectors.to(S.dtype)
-    return eigenvalues, eigenvectors
-
-
-@torch.no_grad()
-def eigvalsh(S: torch.Tensor, refine: bool = True) -> torch.Tensor:
-    """Eigenvalues of symmetric matrices, with the same refinement and threads as :func:`eigh`.
-
-    Parameters
-    ----------
-    S : Tensor of shape (..., c, c)
-    refine : bool, default=True
-        As in :func:`eigh`.
-
-    Returns
-    -------
-    eigenvalues : Tensor of shape (..., c)
-        In ascending order.
-    """
-    eigenvalues = _threaded(torch.linalg.eigvalsh, S)
-    unresolved = _float32_unresolved(eigenvalues) if refine else None
-    if unresolved is not None:
-        eigenvalues[unresolved] = torch.linalg.eigvalsh(S[unresolved].double()).to(S.dtype)
-    return eigenvalues
-
-
-def _threaded(decomposition: Callable, S: torch.Tensor):
-    """Run a batched CPU decomposition over slices of the batch, one per torch thread."""
-    c = S.shape[-1]
-    parts = min(torch.get_num_threads(), S.shape[:-2].numel() * c**3 // MIN_WORK_PER_THREAD)
-    if S.device.type != "cpu" or parts < 2:
-        return decomposition(S)  # (a strided S is copied once, by the decomposition itself)
-    flat = S.reshape(-1, c, c)
-    results = list(_thread_pool(parts).map(_no_grad(decomposition), flat.tensor_split(parts)))
-    batch = S.shape[:-2]
-    if isinstance(results[0], torch.Tensor):
-        return torch.cat(results).reshape(*batch, c)
-    values, vectors = zip(*results, strict=True)
-    return torch.cat(values).reshape(*batch, c), torch.cat(vectors).reshape(*batch, c, c)
-
-
-def _no_grad(fn: Callable) -> Callable:
-    def call(*args):
-        with torch.no_grad():
-            return fn(*args)
-
-    return call
-
-
-_POOLS: dict[tuple[int, int], ThreadPoolExecutor] = {}
-
-
-def _thread_pool(workers: int) -> ThreadPoolExecutor:
-    """A pool of ``workers`` threads for this process (a forked child gets a fresh one)."""
-    key = (os.getpid(), workers)
-    if key not in _POOLS:
-        _POOLS[key] = ThreadPoolExecutor(workers, thread_name_prefix="rankmetric-eigh")
-    return _POOLS[key]
-
-
-def _float32_unresolved(eigenvalues: torch.Tensor) -> torch.Tensor | None:
-    """Boolean mask of float32 matrices whose spectrum is too wide for float32, or None."""
-    if eigenvalues.dtype != torch.float32:
-        return None
-    magnitude = eigenvalues.abs()
-    unresolved = magnitude.amin(-1) <= FLOAT32_REFINE_RATIO * magnitude.amax(-1)
-    return unresolved if bool(unresolved.any()) else None
 
 
 def divided_differences(

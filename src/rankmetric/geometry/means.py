@@ -29,7 +29,8 @@ from ._common import (
 from ._host_blas import host_matmul, use_host_blas
 from .aliases import canonical_metric
 from .checks import as_symmetric_tensor, raise_if_not_positive
-from .matrix_functions import eigh, exp_unchecked, log_unchecked, symmetrize
+from .eigen import eigh
+from .matrix_functions import exp_unchecked, log_unchecked, symmetrize
 
 __all__ = ["riemannian_mean", "log_euclidean_mean", "spd_mean", "geodesic", "METRICS"]
 
@@ -128,7 +129,8 @@ def riemannian_mean(
     w = _normalised_weights(weights, X)
     check_param("max_iter", max_iter, [POSITIVE_INT])
     check_param("tol", tol, [Interval(Real, 0, np.inf, closed="both")])
-    if _tracked(X, w, init):  # differentiable: unrolled over the whole stack
+    tracked = X.requires_grad or w.requires_grad or getattr(init, "requires_grad", False)
+    if torch.is_grad_enabled() and tracked:  # differentiable: unrolled over the whole stack
         X = symmetrize(X)  # so that the gradient is symmetric
         if X.dtype == torch.float32:  # float32 stalls from condition 1e5: iterate in float64
             init = None if init is None else _as_init(init, X).double()
@@ -139,7 +141,7 @@ def riemannian_mean(
     work = torch.float64 if X.dtype == torch.float32 else X.dtype
     w = w.to(work)
     mean = _weighted_sum(X, w) if init is None else _as_init(init, X).to(work)
-    tol = max(tol, _noise_floor(X.shape[-1], work))
+    tol = max(tol, 50 * X.shape[-1] * torch.finfo(work).eps)  # the smallest norm ``work`` resolves
     step, best = 1.0, float("inf")
     for _ in range(max_iter):
         L = cholesky(mean, "the current mean")
@@ -172,7 +174,7 @@ def log_euclidean_mean(X, weights=None) -> torch.Tensor:
     X : Tensor or ndarray of shape (n_matrices, c, c)
         SPD matrices.
     weights : Tensor or ndarray of shape (n_matrices,), optional
-        Non-negative weights, normalised to sum to 1; uniform by default.
+        Non-negative weights, as in :func:`riemannian_mean`.
 
     Returns
     -------
@@ -191,8 +193,7 @@ def log_euclidean_mean(X, weights=None) -> torch.Tensor:
 
     References
     ----------
-    .. [1] V. Arsigny, P. Fillard, X. Pennec, N. Ayache, "Geometric means in a novel vector space
-       structure on symmetric positive-definite matrices", SIAM J. Matrix Anal. Appl. 29(1), 2007.
+    .. [1] V. Arsigny, P. Fillard, X. Pennec, N. Ayache, SIAM J. Matrix Anal. Appl. 29(1), 2007.
 
     Examples
     --------
@@ -330,18 +331,6 @@ def _position(t, A: torch.Tensor) -> torch.Tensor:
     return t
 
 
-def _log_at(L: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
-    r"""Whitened logarithms :math:`\log(L^{-1} X_i L^{-\top})`: (c, c), (n, c, c) → (n, c, c)."""
-    L_inv = triangular_inverse(L)  # one c × c inverse, then GEMMs
-    return log_unchecked(L_inv @ X @ L_inv.mT, "X")
-
-
-def _tracked(X: torch.Tensor, w: torch.Tensor, init) -> bool:
-    """Whether autograd follows the mean (then it is unrolled over the whole stack)."""
-    grads = X.requires_grad or w.requires_grad or getattr(init, "requires_grad", False)
-    return torch.is_grad_enabled() and grads
-
-
 def _chunks(X: torch.Tensor, dtype: torch.dtype):
     """``(slice, chunk)``: ``X`` symmetrised in its own dtype, then in ``dtype``, a chunk of
     about ``MEAN_CHUNK_ELEMENTS`` elements at a time (the stack itself is never copied)."""
@@ -363,9 +352,9 @@ def _weighted_log_at(L: torch.Tensor, X: torch.Tensor, w: torch.Tensor) -> torch
     r""":math:`\sum_i w_i \log(L^{-1} X_i L^{-\top})`; without gradients, the weighted sum of the
     reconstructions ``U_i diag(w_i log λ_i) U_iᵀ`` is one matrix product a chunk (see
     :func:`_chunks`)."""
+    L_inv = triangular_inverse(L)  # one c × c inverse, then GEMMs
     if torch.is_grad_enabled() and (X.requires_grad or w.requires_grad or L.requires_grad):
-        return (w[:, None, None] * _log_at(L, X)).sum(0)
-    L_inv = triangular_inverse(L)
+        return (w[:, None, None] * log_unchecked(L_inv @ X @ L_inv.mT, "X")).sum(0)
     product = host_matmul if use_host_blas(X) else torch.matmul
     total = torch.zeros_like(L)
     for sl, chunk in _chunks(X, L.dtype):
@@ -401,8 +390,3 @@ def _normalised_weights(weights, X: torch.Tensor) -> torch.Tensor:
     if not bool(total > 0):
         raise ValueError("weights sum to zero.")
     return w / total
-
-
-def _noise_floor(c: int, dtype: torch.dtype) -> float:
-    """Smallest gradient norm the dtype resolves: ``50 · c · eps`` (2e-4 for float32, c = 32)."""
-    return 50 * c * torch.finfo(dtype).eps

@@ -24,9 +24,9 @@ from ._common import common_dtype
 from ._host_blas import host_matmul, use_host_blas
 from .aliases import canonical_metric
 from .checks import as_symmetric_tensor
+from .eigen import eigh
 from .matrix_functions import (
     divided_differences,
-    eigh,
     exp_unchecked,
     log_unchecked,
     spd_inv_sqrt,
@@ -209,10 +209,8 @@ def log_map_unchecked(X: torch.Tensor, M: torch.Tensor, metric: str) -> torch.Te
         return log_unchecked(product(product(W, X), W), "X")  # the log symmetrises a copy
     if metric == "euclidean":
         return symmetrize(X - M)
-    values, vectors = _reference_eigh(M)
-    log_values = torch.log(values)
+    values, vectors, log_values, log_M = _reference_log(M)
     loewner = divided_differences(log_values, values, torch.exp)  # of exp at log λ: exp = λ
-    log_M = (vectors * log_values.unsqueeze(-2)) @ vectors.mT
     inner = vectors.mT @ (log_unchecked(X, "X") - log_M) @ vectors
     return symmetrize(vectors @ (loewner * inner) @ vectors.mT)
 
@@ -271,10 +269,8 @@ def exp_map_unchecked(T: torch.Tensor, M: torch.Tensor, metric: str) -> torch.Te
         return symmetrize(S @ exp_unchecked(T) @ S)
     if metric == "euclidean":
         return symmetrize(T + M)
-    values, vectors = _reference_eigh(M)
-    log_values = torch.log(values)
+    values, vectors, log_values, log_M = _reference_log(M)
     loewner = divided_differences(values, log_values, torch.reciprocal)
-    log_M = (vectors * log_values.unsqueeze(-2)) @ vectors.mT
     inner = vectors.mT @ symmetrize(T) @ vectors
     return exp_unchecked(log_M + vectors @ (loewner * inner) @ vectors.mT)
 
@@ -299,7 +295,10 @@ def _checked_pair(X, reference, name: str) -> tuple[torch.Tensor, torch.Tensor]:
     return X, M
 
 
-def _reference_eigh(M: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Eigen-decomposition of the SPD reference (checked positive definite by ``_checked_pair``)."""
+def _reference_log(M: torch.Tensor):
+    """``(λ, U, log λ, log M)`` of the SPD reference (checked positive definite by
+    ``_checked_pair``)."""
     values, vectors = eigh(M.detach())
-    return values.clamp_min(torch.finfo(M.dtype).tiny), vectors
+    values = values.clamp_min(torch.finfo(M.dtype).tiny)
+    log_values = torch.log(values)
+    return values, vectors, log_values, (vectors * log_values.unsqueeze(-2)) @ vectors.mT

@@ -14,14 +14,23 @@ exact search: never fewer results than exist.
 from __future__ import annotations
 
 import math
+from numbers import Integral
 
 import numpy as np
 import torch
 
 from .._distances import paired_squared_euclidean
+from .._validation import NONE, POSITIVE_INT, Interval, check_param
 from ._exact import exact_search
+from ._rows import unit_rows
 
-__all__ = ["ApproximateIndex", "check_params", "resolve_backend", "AUTO_EXACT_BELOW"]
+__all__ = [
+    "ApproximateIndex",
+    "check_params",
+    "import_faiss",
+    "resolve_backend",
+    "AUTO_EXACT_BELOW",
+]
 
 KINDS = ("ivf", "ivfpq", "hnsw")
 #: ``backend="auto"``: exact search below this many items (a full scan of 200,000 × 64 float32
@@ -36,12 +45,10 @@ _INT_PARAMS = ("nlist", "nprobe", "hnsw_m", "ef_search", "pq_m", "refine")
 def check_params(**params) -> dict:
     """The approximate-search parameters, each a positive integer or None."""
     for name in _INT_PARAMS:
-        v = params[name]
-        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1):
-            raise ValueError(f"{name} must be a positive integer or None, got {v!r}.")
-    seed = params["random_state"]
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-        raise ValueError(f"random_state must be an integer, got {seed!r}.")
+        check_param(name, params[name], [NONE, POSITIVE_INT])
+    check_param(
+        "random_state", params["random_state"], [Interval(Integral, None, None, closed="neither")]
+    )
     return {k: (None if v is None else int(v)) for k, v in params.items()}
 
 
@@ -54,7 +61,7 @@ def resolve_backend(backend: str, n: int) -> str:
     return backend
 
 
-def _faiss():
+def import_faiss():
     try:
         import faiss
     except ImportError as exc:  # pragma: no cover - faiss is in the test extra
@@ -92,7 +99,7 @@ def pre_transformed(L: np.ndarray, sub, metric: str):
 
     The pre-transform owns its transforms and ``sub`` (their Python wrappers are disowned).
     """
-    faiss = _faiss()
+    faiss = import_faiss()
     lt = faiss.LinearTransform(L.shape[1], L.shape[0], False)  # x @ L.T
     faiss.copy_array_to_vector(np.ascontiguousarray(L, dtype=np.float32).ravel(), lt.A)
     lt.is_trained = True
@@ -109,15 +116,9 @@ def pre_transformed(L: np.ndarray, sub, metric: str):
     return index
 
 
-def unit_rows(E: np.ndarray) -> np.ndarray:
-    """``E`` with every non-zero row scaled to unit length (in ``E``'s dtype)."""
-    norms = np.linalg.norm(E, axis=1, keepdims=True)
-    return E / np.where(norms > 0, norms, 1.0).astype(E.dtype)
-
-
 def _inner(index):
     """``index`` past its pre-transform, when it has one (the structure embeddings go into)."""
-    faiss = _faiss()
+    faiss = import_faiss()
     pre = isinstance(index, faiss.IndexPreTransform)
     return faiss.downcast_index(index.index) if pre else index
 
@@ -145,7 +146,7 @@ class ApproximateIndex:
 
     @classmethod
     def create(cls, kind: str, dim: int, n: int, params: dict, metric: str, linear=None):
-        faiss = _faiss()
+        faiss = import_faiss()
         if kind == "hnsw":
             sub = faiss.IndexHNSWFlat(dim, params["hnsw_m"] or 32)
             sub.hnsw.efConstruction = 80
@@ -183,7 +184,7 @@ class ApproximateIndex:
 
     def _search_parameters(self, k: int, allowed: np.ndarray | None):
         """faiss search parameters (breadth and id selector), and what must outlive the call."""
-        faiss = _faiss()
+        faiss = import_faiss()
         keep = []
         if self.kind == "hnsw":
             inner = faiss.SearchParametersHNSW()
@@ -205,7 +206,7 @@ class ApproximateIndex:
 
     def search(self, rows, E: np.ndarray, raw, k: int, allowed: np.ndarray | None):
         """Distances (exact, re-ranked) and rows (-1 past the admissible items) of ``E``."""
-        faiss = _faiss()
+        faiss = import_faiss()
         if self.metric == "cosine":
             E = unit_rows(E)
         refine = self.params["refine"] or (4 if self.kind == "ivfpq" else 1)
@@ -250,8 +251,8 @@ class ApproximateIndex:
         return (np.sqrt(d2) if self.metric == "euclidean" else d2), found
 
     def to_bytes(self) -> np.ndarray:
-        return _faiss().serialize_index(self.index)
+        return import_faiss().serialize_index(self.index)
 
     @classmethod
     def from_bytes(cls, kind: str, blob: np.ndarray, params: dict, metric: str):
-        return cls(kind, _faiss().deserialize_index(blob), params, metric)
+        return cls(kind, import_faiss().deserialize_index(blob), params, metric)

@@ -15,7 +15,7 @@ import torch
 
 from ..neighbors import squared_norms
 
-__all__ = ["Rows", "as_tensor_view"]
+__all__ = ["Rows", "as_ids", "as_tensor_view", "unit_rows"]
 
 
 def as_tensor_view(a: np.ndarray) -> torch.Tensor:
@@ -29,12 +29,13 @@ def as_tensor_view(a: np.ndarray) -> torch.Tensor:
         return torch.from_numpy(a)
 
 
-def _unit_rows(E: np.ndarray) -> np.ndarray:
+def unit_rows(E: np.ndarray) -> np.ndarray:
+    """``E`` with every non-zero row scaled to unit length (in ``E``'s dtype)."""
     norms = np.linalg.norm(E, axis=1, keepdims=True)
     return E / np.where(norms > 0, norms, 1.0).astype(E.dtype)
 
 
-def _as_ids(ids, n: int) -> np.ndarray:
+def as_ids(ids, n: int) -> np.ndarray:
     """``ids`` as int64 (integer ids) or object (any other hashable) array of length ``n``."""
     if isinstance(ids, (str, bytes)) or not hasattr(ids, "__len__"):
         raise ValueError(f"ids must be a sequence of {n} hashable ids, got {type(ids).__name__}.")
@@ -102,23 +103,17 @@ class Rows:
         if need <= self.vectors.shape[0] and self.vectors.flags.writeable:
             return
         cap = max(need, 2 * self.vectors.shape[0], 1024)
-        vectors = np.empty((cap, self.dim), dtype=np.float32)
-        vectors[: self.n] = self.vectors[: self.n]
-        self.vectors = vectors
-        offset = torch.empty(cap, dtype=torch.float32)
-        offset[: self.n] = self.offset[: self.n]
-        self.offset = offset
-        ids = np.empty(cap, dtype=self.ids.dtype)
-        ids[: self.n] = self.ids[: self.n]
-        self.ids = ids
-        alive = np.zeros(cap, dtype=bool)
-        alive[: self.n] = self.alive[: self.n]
-        self.alive = alive
+
+        def grown(a, empty=np.empty):
+            """``a``'s first ``n`` rows in a buffer of ``cap`` rows (``alive``: zeros past n)."""
+            out = empty((cap, *a.shape[1:]), dtype=a.dtype)
+            out[: self.n] = a[: self.n]
+            return out
+
+        self.vectors, self.ids = grown(self.vectors), grown(self.ids)
+        self.offset, self.alive = grown(self.offset, torch.empty), grown(self.alive, np.zeros)
         if self.attributes is not None:
-            for name, values in self.attributes.items():
-                grown = np.empty(cap, dtype=values.dtype)
-                grown[: self.n] = values[: self.n]
-                self.attributes[name] = grown
+            self.attributes = {name: grown(v) for name, v in self.attributes.items()}
 
     def positions(self) -> dict:
         """``{id: row}`` of the living items (built once, kept up to date)."""
@@ -135,10 +130,8 @@ class Rows:
         return np.arange(start, start + count, dtype=np.int64)
 
     def check_new_ids(self, ids: np.ndarray) -> None:
-        """Refuse ids repeated within ``ids`` or already held by a living item."""
+        """Refuse ids already held by a living item."""
         seen = self.positions()
-        if len(set(ids.tolist())) != ids.shape[0]:
-            raise ValueError("ids repeat within the items being added.")
         taken = [i for i in ids.tolist() if i in seen]  # dict lookups, C speed per id
         if taken:
             raise ValueError(f"{len(taken)} id(s) are already in the index, e.g. {taken[0]!r}.")
@@ -147,7 +140,7 @@ class Rows:
         """Append prepared float32 embeddings ``E`` with their checked ids and attributes."""
         count = E.shape[0]
         if self.metric == "cosine":
-            E = _unit_rows(E)
+            E = unit_rows(E)
         if ids.dtype == object and self.ids.dtype != object:
             self.ids = self.ids.astype(object)
         elif ids.dtype != object and self.ids.dtype == object:

@@ -22,7 +22,6 @@ reader after its digest matched; ``rebuild=True`` rebuilds it from the vectors i
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -53,7 +52,6 @@ _PARAMS = ("nlist", "nprobe", "hnsw_m", "ef_search", "pq_m", "refine", "random_s
 
 def _write_npy(folder: Path, name: str, a: np.ndarray, files: dict, chunk_rows: int = _CHUNK_ROWS):
     """Write ``a`` as ``.npy`` chunk by chunk (a memory-mapped catalogue is streamed)."""
-    digest = hashlib.sha256()
 
     def write(fh):
         header = {"descr": np.lib.format.dtype_to_descr(a.dtype), "fortran_order": False}
@@ -63,10 +61,12 @@ def _write_npy(folder: Path, name: str, a: np.ndarray, files: dict, chunk_rows: 
             fh.write(np.ascontiguousarray(a[start : start + chunk_rows]).tobytes())
 
     atomic_write(folder / name, write)
-    with open(folder / name, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 24), b""):
-            digest.update(block)
-    files[name] = {"bytes": (folder / name).stat().st_size, "sha256": digest.hexdigest()}
+    _record(folder, name, files)
+
+
+def _record(folder: Path, name: str, files: dict) -> None:
+    """List the written file ``name`` in the manifest's ``files``: its size and SHA-256."""
+    files[name] = {"bytes": (folder / name).stat().st_size, "sha256": sha256_file(folder / name)}
 
 
 def _saveable_ids(ids: np.ndarray) -> tuple[np.ndarray, str]:
@@ -97,8 +97,7 @@ def _save_model(index, folder: Path, files: dict) -> str | None:
         )
         return None
     save_model(model, folder / "model.npz")
-    data = (folder / "model.npz").read_bytes()
-    files["model.npz"] = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    _record(folder, "model.npz", files)
     return "model.npz"
 
 
@@ -119,13 +118,13 @@ def _write_folder(index, folder: Path) -> None:
     kind = index.resolved_backend
     if index._ann is not None:
         if rows.n_dead:  # faiss ids are rows: rebuild the structure over the compacted rows
-            index = _compacted_copy(index)
+            from .core import Index
+
+            kept = Index(None, metric=index.metric, backend=index.resolved_backend, **index.params)
+            index = kept.add_embeddings(index.embedding_vectors())
         blob = index._ann.to_bytes()
         atomic_write(folder / "faiss.bin", lambda fh: fh.write(blob.tobytes()))
-        files["faiss.bin"] = {
-            "bytes": int(blob.nbytes),
-            "sha256": hashlib.sha256(blob.tobytes()).hexdigest(),
-        }
+        _record(folder, "faiss.bin", files)
     manifest = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
@@ -142,15 +141,6 @@ def _write_folder(index, folder: Path) -> None:
     }
     data = json.dumps(manifest, indent=1).encode()
     atomic_write(folder / _MANIFEST, lambda fh: fh.write(data))
-
-
-def _compacted_copy(index):
-    """The same index without tombstones (its approximate structure rebuilt and retrained)."""
-    from .core import Index
-
-    copy = Index(None, metric=index.metric, backend=index.resolved_backend, **index.params)
-    copy.add_embeddings(index.embedding_vectors())
-    return copy
 
 
 def save_index(index, path: str | os.PathLike) -> None:
@@ -310,13 +300,10 @@ def _load(path: Path, mmap: bool, rebuild: bool, verify: bool):
     ids = ids.astype(np.int64) if meta["ids"] == "int64" else ids.astype(object)
     if len(set(ids.tolist())) != n:
         raise CorruptFile("ids.npy repeats ids")
-    attributes = {
-        name: _load_npy(path, file, "biufU", (n,), False)
-        for name, file in meta["attributes"].items()
-    }
-    attributes = {
-        k: v.astype(object) if v.dtype.kind == "U" else np.array(v) for k, v in attributes.items()
-    }
+    attributes = {}
+    for name, file in meta["attributes"].items():  # strings as objects, as Index keeps them
+        values = _load_npy(path, file, "biufU", (n,), False)
+        attributes[name] = values.astype(object) if values.dtype.kind == "U" else np.array(values)
     model = load_model(path / "model.npz") if meta["model"] else None
     index = Index(model, metric=meta["metric"], backend=meta["backend"], **meta["params"])
     index._rows = Rows.from_arrays(vectors, ids, attributes or None, meta["metric"])

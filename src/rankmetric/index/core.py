@@ -7,6 +7,7 @@ import os
 import numpy as np
 
 from .._threads import call_threads
+from .._validation import POSITIVE_INT, check_param
 from ..neighbors import check_metric
 from . import _ann
 from ._exact import exact_search
@@ -19,7 +20,7 @@ from ._model import (
     linear_map,
     transform_of,
 )
-from ._rows import Rows, _as_ids
+from ._rows import Rows, as_ids, unit_rows
 
 __all__ = ["Index", "BACKENDS"]
 
@@ -114,8 +115,7 @@ class Index:
             nlist=nlist, nprobe=nprobe, hnsw_m=hnsw_m, ef_search=ef_search, pq_m=pq_m,
             refine=refine, random_state=random_state,
         )  # fmt: skip
-        if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
-            raise ValueError(f"chunk_size must be a positive integer, got {chunk_size!r}.")
+        check_param("chunk_size", chunk_size, [POSITIVE_INT])
         self.chunk_size = chunk_size
         self.n_threads = n_threads
         self._rows: Rows | None = None
@@ -150,10 +150,9 @@ class Index:
 
         Parameters
         ----------
-        embeddings : array-like of shape (n_items, dim)
-            The embedded catalogue.
-        ids, attributes : optional
-            As in :meth:`add`.
+        embeddings, ids, attributes
+            As in :meth:`add_embeddings`: the embedded catalogue, and optionally its ids and
+            attributes.
         **params
             The other parameters of :class:`Index` (``metric=``, ``backend=``, ...).
 
@@ -345,8 +344,7 @@ class Index:
             item.
         """
         rows = self._nonempty()
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-            raise ValueError(f"k must be a positive integer, got {k!r}.")
+        check_param("k", k, [POSITIVE_INT])
         E = self._queries(Q, embedded)
         allowed = allowed_rows(rows, filter)
         if self._ann is not None and not exact:
@@ -498,11 +496,11 @@ class Index:
         rows = self._rows
         if ids is None:
             ids = rows.next_ids(n) if rows is not None else np.arange(n, dtype=np.int64)
-        ids = _as_ids(ids, n)
+        ids = as_ids(ids, n)
+        if len(set(ids.tolist())) != n:
+            raise ValueError("ids repeat within the items being added.")
         if rows is not None:
             rows.check_new_ids(ids)
-        elif len(set(ids.tolist())) != n:
-            raise ValueError("ids repeat within the items being added.")
         return ids, _check_attributes(attributes, n, rows)
 
     def _prepare_backend(self, n: int, embed_rows) -> None:
@@ -519,7 +517,7 @@ class Index:
         if ann.needs_training:
             sample = embed_rows(_ann.training_rows(n, ann.nlist(), self.params["random_state"]))
             if self.metric == "cosine":
-                sample = _ann.unit_rows(sample)
+                sample = unit_rows(sample)
             ann.train(sample)
         self._ann = ann
 

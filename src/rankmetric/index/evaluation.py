@@ -7,7 +7,7 @@ import time
 import numpy as np
 import torch
 
-from ..evaluate._inputs import encode_labels
+from .._validation import POSITIVE_INT, check_param, encode_labels
 from ..evaluate._precision import average_precision
 from ._exact import exact_search
 from ._filters import allowed_rows
@@ -30,17 +30,15 @@ def _item_labels(index, labels) -> np.ndarray:
 
 def _check_ranks(ranks, k: int) -> tuple[int, ...]:
     ranks = tuple(ranks)
-    if not ranks or any(
-        isinstance(r, bool) or not isinstance(r, (int, np.integer)) or r < 1 for r in ranks
-    ):
+    if not ranks or not all(POSITIVE_INT.is_satisfied_by(r) for r in ranks):
         raise ValueError(f"ranks must be positive integers, got {ranks!r}.")
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise ValueError(f"k must be a positive integer, got {k!r}.")
+    check_param("k", k, [POSITIVE_INT])
     return tuple(sorted({int(r) for r in ranks}))
 
 
-def _scores(found: np.ndarray, row_codes: np.ndarray, q_codes: np.ndarray, R: np.ndarray, ranks):
-    """CMC at ``ranks``, mAP@R and mAP over the list (relevant items past it count as missed)."""
+def _scores(found: np.ndarray, row_codes, q_codes, R: np.ndarray, ranks, seconds: float) -> dict:
+    """CMC at ``ranks``, mAP@R and mAP over the list (relevant items past it count as missed),
+    with the search's ``seconds`` per query."""
     valid = found >= 0
     match = valid & (row_codes[np.where(valid, found, 0)] == q_codes[:, None])
     hits = torch.from_numpy(match)
@@ -56,6 +54,7 @@ def _scores(found: np.ndarray, row_codes: np.ndarray, q_codes: np.ndarray, R: np
     out = {f"cmc@{r}": float(np.mean(first[scored] <= r)) for r in ranks}
     out["map@r"] = float(at_r.numpy()[scored].mean())
     out["map"] = float(full.numpy()[scored].mean())
+    out["seconds_per_query"] = seconds
     return out
 
 
@@ -128,8 +127,7 @@ def evaluate_index(
     n_admissible = int(admissible.sum())
     if depth is None:
         depth = max(k, ranks[-1], int(R.max(initial=0)))
-    if isinstance(depth, bool) or not isinstance(depth, (int, np.integer)) or depth < 1:
-        raise ValueError(f"depth must be a positive integer, got {depth!r}.")
+    check_param("depth", depth, [POSITIVE_INT])
     depth = min(int(depth), n_admissible)
     report = {"backend": index.resolved_backend, "depth": depth, "n_queries": int(E.shape[0])}
     report["n_scored"] = int((R > 0).sum())
@@ -151,10 +149,6 @@ def evaluate_index(
     same = (approx_k[:, :kk, None] == exact[:, None, :kk]) & (exact[:, None, :kk] >= 0)
     report["recall@k"] = float(same.any(2).sum() / max(1, (exact[:, :kk] >= 0).sum()))
     report["k"] = kk
-    report["exact"] = _scores(exact, row_codes, q_codes, R, ranks) | {
-        "seconds_per_query": exact_time
-    }
-    report["approximate"] = _scores(approx, row_codes, q_codes, R, ranks) | {
-        "seconds_per_query": approx_time
-    }
+    report["exact"] = _scores(exact, row_codes, q_codes, R, ranks, exact_time)
+    report["approximate"] = _scores(approx, row_codes, q_codes, R, ranks, approx_time)
     return report

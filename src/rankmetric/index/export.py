@@ -76,9 +76,9 @@ def to_faiss(model, factory: str = "Flat", *, dim: int | None = None, metric: st
     >>> index.d, index.index.d  # raw rows in, 3-d embeddings indexed
     (5, 3)
     """
-    from ._ann import _faiss, pre_transformed
+    from ._ann import import_faiss, pre_transformed
 
-    faiss = _faiss()
+    faiss = import_faiss()
     L = linear_map(model)
     d = L.shape[0] if L is not None else dim
     if d is None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._threads import threads
+from .._validation import POSITIVE_INT, check_param
 from ._exact import exact_search
 from ._rows import Rows
 
@@ -84,8 +85,7 @@ class ShardedIndex:
         if not workers:
             raise ValueError("the Dask cluster has no workers.")
         n_shards = len(workers) if n_shards is None else n_shards
-        if isinstance(n_shards, bool) or not isinstance(n_shards, int) or n_shards < 1:
-            raise ValueError(f"n_shards must be a positive integer, got {n_shards!r}.")
+        check_param("n_shards", n_shards, [POSITIVE_INT])
         vectors = index.embedding_vectors()
         if n_shards > vectors.shape[0]:
             raise ValueError(f"n_shards={n_shards} exceeds the {vectors.shape[0]} items.")
@@ -151,8 +151,7 @@ class ShardedIndex:
         RuntimeError
             If a shard fails or its worker is lost during the query.
         """
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-            raise ValueError(f"k must be a positive integer, got {k!r}.")
+        check_param("k", k, [POSITIVE_INT])
         k = min(int(k), len(self))
         E = self._index._queries(Q, embedded)
         [Ef] = self._client.scatter([E], broadcast=True, hash=False)

@@ -17,7 +17,7 @@ from torch import nn
 
 from .._utils import torch_generator
 from .._validation import check_finite, check_option
-from ..geometry._common import orient_columns
+from ..geometry.eigen import orient_columns
 
 __all__ = ["LinearMap", "pca_components"]
 

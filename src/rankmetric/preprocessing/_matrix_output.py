@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 from .._utils import resolve_device
+from .._validation import NONE, Options, check_param
 from ..geometry.checks import as_matrix_stack, working_dtype
 
 __all__ = ["MatrixInputMixin", "MatrixOutputMixin", "input_matrices"]
@@ -50,12 +51,7 @@ class MatrixOutputMixin:
         -------
         self
         """
-        if transform is not None and transform not in CONTAINERS:
-            raise ValueError(
-                f"transform must be 'default', 'pandas', 'polars' or None, got {transform!r}."
-            )
-        if transform is not None:
-            self._output_container = transform
+        check_param("transform", transform, [NONE, Options(*CONTAINERS)])  # nothing to store
         return self
 
 

@@ -113,9 +113,8 @@ class DomainRecentering(
 
     References
     ----------
-    .. [1] P. Zanini, M. Congedo, C. Jutten, S. Said, Y. Berthoumieu, "Transfer learning: a
-       Riemannian geometry framework with applications to brain-computer interfaces", IEEE TBME
-       65(5), 2018.
+    .. [1] P. Zanini, M. Congedo, C. Jutten, S. Said, Y. Berthoumieu, IEEE TBME 65(5), 2018
+       (see :func:`rankmetric.geometry.whiten`).
 
     Examples
     --------

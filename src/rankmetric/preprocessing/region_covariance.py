@@ -47,8 +47,8 @@ class RegionCovariances(
 
     References
     ----------
-    .. [1] O. Tuzel, F. Porikli and P. Meer. Region Covariance: A Fast Descriptor for Detection
-       and Classification. ECCV 2006.
+    .. [1] O. Tuzel, F. Porikli and P. Meer, ECCV 2006 (see
+       :func:`rankmetric.datasets.region_covariance.region_covariances`).
 
     Examples
     --------

@@ -113,9 +113,8 @@ class TangentSpace(
 
     References
     ----------
-    .. [1] A. Barachant, S. Bonnet, M. Congedo and C. Jutten. Multiclass Brain-Computer
-       Interface Classification by Riemannian Geometry. IEEE Transactions on Biomedical
-       Engineering 59(4), 2012.
+    .. [1] A. Barachant, S. Bonnet, M. Congedo and C. Jutten, IEEE Transactions on Biomedical
+       Engineering 59(4), 2012 (see :class:`rankmetric.MDM`).
 
     Examples
     --------
@@ -208,7 +207,8 @@ class TangentSpace(
             SPD matrices.
         """
         check_is_fitted(self, "reference_")
-        V = torch.as_tensor(np.asarray(X), dtype=self._torch_dtype(X), device=self._device())
+        V = torch.as_tensor(np.asarray(X), dtype=working_dtype(self.dtype, X))
+        V = V.to(resolve_device(self.device))
         expected = self._n_features_out
         if V.ndim != 2 or V.shape[1] != expected:
             raise ValueError(
@@ -268,13 +268,7 @@ class TangentSpace(
         return X
 
     def _reference_tensor(self, dtype: torch.dtype) -> torch.Tensor:
-        return torch.as_tensor(self.reference_, dtype=dtype, device=self._device())
-
-    def _device(self) -> torch.device:
-        return resolve_device(self.device)
-
-    def _torch_dtype(self, X) -> torch.dtype:
-        return working_dtype(self.dtype, X)
+        return torch.as_tensor(self.reference_, dtype=dtype, device=resolve_device(self.device))
 
 
 def _weights(sample_weight, X: torch.Tensor):

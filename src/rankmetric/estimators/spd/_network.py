@@ -21,11 +21,11 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..._utils import resolve_device, to_tensor
 from ..._validation import BOOLEAN, CHECKPOINTS, NONE, POSITIVE_INT, InstanceOf, Interval, Options
-from ...geometry._common import orient_columns
 from ...geometry.aliases import canonical_metric
 from ...geometry.checks import check_spd
 from ...geometry.dispatch import distance as spd_distance
-from ...geometry.matrix_functions import eigh, spd_log, symmetrize
+from ...geometry.eigen import eigh, orient_columns
+from ...geometry.matrix_functions import spd_log, symmetrize
 from ...geometry.tangent import congruence, mean_whitening
 from ...losses.lifted import LiftedStructureLoss
 from ...losses.potato import DISTANCES, RiemannianPotatoLoss, embedding_distances

@@ -83,8 +83,9 @@ def register_estimator(cls: type) -> type:
     return cls
 
 
-def _registered_class(name) -> type | None:
-    """The registered class called ``name``, importing its module (``_registry``) if needed."""
+def registered_class(name) -> type | None:
+    """The registered class called ``name``, importing its module (``_registry``) if needed
+    (``None`` for a name no model file may hold); :mod:`rankmetric.index` asks it too."""
     if not isinstance(name, str):
         return None
     if name not in _REGISTRY and (module := module_of(name)) is not None:
@@ -301,7 +302,7 @@ def _check_format_version(meta: dict) -> None:
 def _check_meta(meta: dict) -> type:
     """The estimator class of valid metadata ``meta``."""
     _check_format_version(meta)
-    cls = _registered_class(meta.get("class"))
+    cls = registered_class(meta.get("class"))
     if cls is None:
         raise CorruptFile(f"unknown estimator class {str(meta.get('class'))[:80]!r}")
     meta.setdefault("special_params", {})
@@ -371,17 +372,13 @@ def load_model(path: str | os.PathLike, *, max_bytes: int = MAX_LOAD_BYTES):
         zipfile.LargeZipFile,
         OSError,
         EOFError,
-        ValueError,
-        KeyError,
+        ValueError,  # UnicodeError too
+        LookupError,  # KeyError, IndexError
         TypeError,
         AttributeError,
-        IndexError,
         OverflowError,
-        RecursionError,
         MemoryError,
-        NotImplementedError,
-        RuntimeError,  # a damaged zip header can claim an unsupported method or encryption
-        UnicodeError,
+        RuntimeError,  # RecursionError, NotImplementedError; a damaged zip header's method
     ) as exc:
         raise ValueError(
             f"{path}: not a readable rankmetric model file ({type(exc).__name__}: "

@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 
-from ._report import model_preprocessing, print_report
+from ._report import euclidean_spaces, model_preprocessing, print_report
 
 __all__ = [
     "add_fit_pairs_option",
@@ -55,6 +55,13 @@ def _scores(distances, y, far) -> dict:
     return out
 
 
+def _evaluated(data, pairs_name: str) -> tuple[np.ndarray, np.ndarray, str]:
+    """``(stacked pairs, y, what they are)``: the file's test pairs, else its pairs."""
+    if data.test is not None:
+        return (*data.test, "pairs_test")
+    return data.stacked(), data.y, pairs_name
+
+
 def _euclidean(stacked: np.ndarray) -> np.ndarray:
     return np.linalg.norm(stacked[:, 0] - stacked[:, 1], axis=1)
 
@@ -87,12 +94,7 @@ def run_fit_pairs(args: argparse.Namespace, est) -> int:
     fit_time = time.perf_counter() - start
     if args.out:
         est.save(args.out)
-    if data.test is not None:
-        stacked, y_eval = data.test
-        evaluated = "pairs_test"
-    else:
-        stacked, y_eval = data.stacked(), y
-        evaluated = "the training pairs (the file has no pairs_test)"
+    stacked, y_eval, evaluated = _evaluated(data, "the training pairs (the file has no pairs_test)")
     learned = est.pair_distances(stacked[:, 0], stacked[:, 1])
     preprocess, preprocessing = model_preprocessing(est)
     report = {
@@ -104,12 +106,8 @@ def run_fit_pairs(args: argparse.Namespace, est) -> int:
         "n_evaluated_pairs": int(len(y_eval)),
         "preprocessing": preprocessing,
     }
-    if preprocess is not None:  # Euclidean on the features the learned part receives, and raw
-        same = np.stack([preprocess(stacked[:, 0]), preprocess(stacked[:, 1])], axis=1)
-        report["euclidean"] = _scores(_euclidean(same), y_eval, DEFAULT_FAR)
-        report["euclidean_raw"] = _scores(_euclidean(stacked), y_eval, DEFAULT_FAR)
-    else:
-        report["euclidean"] = _scores(_euclidean(stacked), y_eval, DEFAULT_FAR)
+    for name, pairs_in in euclidean_spaces(stacked, preprocess):
+        report[name] = _scores(_euclidean(pairs_in), y_eval, DEFAULT_FAR)
     report["learned"] = _scores(learned, y_eval, DEFAULT_FAR)
     if args.out:
         report["saved_to"] = args.out
@@ -140,10 +138,7 @@ def run_evaluate_pairs(args: argparse.Namespace) -> int:
     if args.embeddings or args.data:
         raise ValueError("--pairs replaces EMBEDDINGS and --data: give the pairs file only.")
     data = _read(args.pairs)
-    if data.test is not None:
-        (stacked, y), evaluated = data.test, "pairs_test"
-    else:
-        stacked, y, evaluated = data.stacked(), data.y, "pairs"
+    stacked, y, evaluated = _evaluated(data, "pairs")
     if args.model:
         from ..io import load_model
 

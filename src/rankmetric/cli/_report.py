@@ -7,7 +7,15 @@ import json
 
 import numpy as np
 
-__all__ = ["flat", "knn_report", "model_preprocessing", "print_report", "reid_report", "transform"]
+__all__ = [
+    "euclidean_spaces",
+    "flat",
+    "knn_report",
+    "model_preprocessing",
+    "print_report",
+    "reid_report",
+    "transform",
+]
 
 
 def model_preprocessing(est):
@@ -21,6 +29,15 @@ def model_preprocessing(est):
     if np.all(scale == 1) and np.all(mean == 0):  # standardize=False
         return None, "none"
     return (lambda X: (np.asarray(X) - mean) / scale), "standardised (the model's mean_, scale_)"
+
+
+def euclidean_spaces(X, preprocess) -> list[tuple[str, object]]:
+    """Where a report's Euclidean baselines are scored: ``X`` (``"euclidean"``); with the
+    model's ``preprocess``, on its features (``"euclidean"``) and on the raw ones
+    (``"euclidean_raw"``). ``preprocess`` acts on the last axis (stacked pairs too)."""
+    if preprocess is None:
+        return [("euclidean", X)]
+    return [("euclidean", preprocess(X)), ("euclidean_raw", X)]
 
 
 def reid_report(embed, X, y, cameras, split, metric: str = "euclidean", *,
@@ -38,10 +55,7 @@ def reid_report(embed, X, y, cameras, split, metric: str = "euclidean", *,
         query, gallery = query_gallery_split(y, cameras)
     ranks = tuple(r for r in (1, 5, 10, 20) if r <= len(gallery))
     report = {}
-    spaces = [("euclidean", X), ("learned", embed(X))]
-    if preprocess is not None:
-        spaces = [("euclidean", preprocess(X)), ("euclidean_raw", X), spaces[1]]
-    for name, Z in spaces:
+    for name, Z in [*euclidean_spaces(X, preprocess), ("learned", embed(X))]:
         Z = flat(np.asarray(Z))
         if rerank:
             D = rerank_k_reciprocal(Z[query], Z[gallery], metric=metric, device="cpu")
@@ -79,12 +93,10 @@ def knn_report(est, k: int, train: tuple, test: tuple, preprocess) -> dict:
     if not np.isin(y_te, y_tr).all():  # k-NN accuracy needs the test classes in training
         return {}
     knn = lambda A, B: knn_accuracy(flat(A), y_tr, flat(B), y_te, k=k)  # noqa: E731
-    report = {}
-    if preprocess is not None:  # the learned part's gain: Euclidean on the same features
-        report[f"knn{k}_accuracy_euclidean"] = knn(preprocess(X_tr), preprocess(X_te))
-        report[f"knn{k}_accuracy_euclidean_raw"] = knn(X_tr, X_te)
-    else:
-        report[f"knn{k}_accuracy_euclidean"] = knn(X_tr, X_te)
+    spaces = zip(
+        euclidean_spaces(X_tr, preprocess), euclidean_spaces(X_te, preprocess), strict=True
+    )
+    report = {f"knn{k}_accuracy_{name}": knn(A, B) for (name, A), (_, B) in spaces}
     Z_tr = transform(est, X_tr, d_tr)
     Z_te = transform(est, X_te, d_te if d_tr is not None else None)
     report[f"knn{k}_accuracy_learned"] = knn(Z_tr, Z_te)

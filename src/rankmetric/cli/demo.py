@@ -23,7 +23,7 @@ from __future__ import annotations
 import argparse
 import time
 import warnings
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 import numpy as np
@@ -205,8 +205,8 @@ def uci_case(args: argparse.Namespace, progress) -> tuple[list[str], dict]:
                 warnings.simplefilter("always")
                 res = repeated_cv_knn(est, data.X, data.y, n_repeats=repeats, n_splits=2,
                                       k=args.k, random_state=args.seed)  # fmt: skip
-            for kind in dict.fromkeys(w.category.__name__ for w in caught):
-                noted[(method, kind)].append(f"{name} ({_count(caught, kind)}x)")
+            for kind, count in Counter(w.category.__name__ for w in caught).items():
+                noted[(method, kind)].append(f"{name} ({count}x)")
             cells.append(
                 f"{100 * res.mean:5.1f}±{100 * res.std:4.1f} ({time.perf_counter() - start:4.0f}s)"
             )
@@ -215,10 +215,6 @@ def uci_case(args: argparse.Namespace, progress) -> tuple[list[str], dict]:
     lines += ["", "(mean ± std over the folds; the time in brackets is the whole "
               "cross-validation.)"]  # fmt: skip
     return lines, noted
-
-
-def _count(caught: list[warnings.WarningMessage], kind: str) -> int:
-    return sum(w.category.__name__ == kind for w in caught)
 
 
 _EXPLAINED = {

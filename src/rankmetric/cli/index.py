@@ -21,49 +21,44 @@ examples:
 
 
 def _read_rows(path: str) -> dict:
-    """``{"X": rows, "ids": ..., "y": ...}`` of a .npz or .npy file (no pickle)."""
-    import numpy as np
+    """``{"X": rows, "ids": ..., "y": ...}`` of a .npz or .npy file, checked before anything is
+    read (:func:`~rankmetric._safe_npz.read_data_npz`; no pickle, memory-mapped)."""
+    from .._safe_npz import read_data_npy, read_data_npz
 
-    check_input_file(path, "--data")
     if path.endswith(".npy"):
-        return {"X": np.load(path, mmap_mode="r", allow_pickle=False)}
-    try:
-        with np.load(path, allow_pickle=False) as archive:
-            found = {k: archive[k] for k in archive.files if k in ("X", "ids", "y")}
-    except ValueError as exc:
-        raise ValueError(f"--data {path}: not a plain .npz of arrays ({exc}).") from None
+        return {"X": read_data_npy(path, f"--data {path}")}
+    found = read_data_npz(path, f"--data {path}", keys=("X", "ids", "y"))
     if "X" not in found:
         raise ValueError(f"--data {path} has no array X (it has {sorted(found)}).")
     return found
+
+
+def _add_rows(index, path: str, folder: str) -> int:
+    """Add the rows of data file ``path`` (their ``ids``, ``y`` as the attribute ``label``) to
+    ``index`` and save it in ``folder``."""
+    data = _read_rows(path)
+    attributes = {"label": data["y"]} if "y" in data else None
+    index.add(data["X"], data.get("ids"), attributes)
+    index.save(folder)
+    print(f"{index!r} written to {folder}")
+    return 0
 
 
 def _build(args) -> int:
     from ..index import Index
     from ..io import load_model
 
-    data = _read_rows(args.data)
     model = None
     if args.model:
         check_input_file(args.model, "--model")
         model = load_model(args.model)
-    attributes = {"label": data["y"]} if "y" in data else None
-    index = Index(model, backend=args.backend, metric=args.metric)
-    index.add(data["X"], data.get("ids"), attributes)
-    index.save(args.out)
-    print(f"{index!r} written to {args.out}")
-    return 0
+    return _add_rows(Index(model, backend=args.backend, metric=args.metric), args.data, args.out)
 
 
 def _add(args) -> int:
     from ..index import Index
 
-    index = Index.load(args.index, mmap=True)
-    data = _read_rows(args.data)
-    attributes = {"label": data["y"]} if "y" in data else None
-    index.add(data["X"], data.get("ids"), attributes)
-    index.save(args.index)
-    print(f"{index!r} written to {args.index}")
-    return 0
+    return _add_rows(Index.load(args.index, mmap=True), args.data, args.index)
 
 
 def _query(args) -> int:

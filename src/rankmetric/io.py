@@ -96,16 +96,12 @@ def registered_class(name) -> type | None:
 # ----------------------------------------------------------------------------- saving
 
 
-def _is_json_scalar(v: Any) -> bool:
-    return v is None or isinstance(v, (bool, int, float, str))
-
-
 def _to_json(v: Any, what: str):
     if isinstance(v, np.generic):
         return v.item()
     if isinstance(v, os.PathLike):  # e.g. checkpoint_dir=Path(...)
         return os.fspath(v)
-    if _is_json_scalar(v):
+    if v is None or isinstance(v, (bool, int, float, str)):
         return v
     if isinstance(v, (list, tuple)):
         return [_to_json(x, f"{what}[{i}]") for i, x in enumerate(v)]
@@ -410,15 +406,10 @@ def _build(cls: type, meta: dict, data: dict[str, np.ndarray]):
         params[name] = _special_param(name, spec, data)
     est = cls(**params)
     for name, kind in meta["attributes"].items():
-        setattr(est, _fitted_name(name), _attribute_value(name, kind, data))
+        if not (isinstance(name, str) and name.endswith("_") and name[:1].isalpha()):
+            raise CorruptFile(f"{str(name)[:80]!r} is not a fitted-attribute name")
+        setattr(est, name, _attribute_value(name, kind, data))
     return est
-
-
-def _fitted_name(name: str) -> str:
-    """``name`` if it is a fitted-attribute name (``coef_``), else an error."""
-    if not (isinstance(name, str) and name.endswith("_") and name[:1].isalpha()):
-        raise CorruptFile(f"{str(name)[:80]!r} is not a fitted-attribute name")
-    return name
 
 
 def _attribute_value(name: str, kind, data: dict[str, np.ndarray]):

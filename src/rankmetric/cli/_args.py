@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 __all__ = [
+    "add_command",
     "check_device",
     "check_threads",
     "check_input_file",
@@ -23,20 +24,24 @@ __all__ = [
 ]
 
 
-def check_device(device, option: str = "--device") -> None:
-    """``device`` is ``None``, ``"auto"`` or a torch device string that this machine has."""
-    if device is None or device == "auto":
-        return
-    import torch
+def add_command(subparsers, name: str, summary: str, description: str, epilog: str | None = None):
+    """The parser of sub-command ``name``: ``summary`` is its line in ``rankmetric --help``; a
+    description with line breaks, and an ``epilog`` (examples), are printed as laid out."""
+    as_written = epilog is not None or "\n" in description
+    formatter = argparse.RawDescriptionHelpFormatter if as_written else argparse.HelpFormatter
+    return subparsers.add_parser(name, help=summary, description=description, epilog=epilog,
+                                 formatter_class=formatter)  # fmt: skip
+
+
+def check_device(device) -> None:
+    """``--device`` is ``None``, ``"auto"`` or a torch device that this machine has
+    (:func:`~rankmetric._utils.resolve_device`, whose message names the option)."""
+    from .._utils import resolve_device
 
     try:
-        parsed = torch.device(device)
-    except (RuntimeError, TypeError, ValueError):
-        raise ValueError(
-            f"{option} {device!r} is not a torch device (try cpu, cuda, cuda:1 or auto)."
-        ) from None
-    if parsed.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"{option} {device!r}: no CUDA device is available here.")
+        resolve_device(device)
+    except ValueError as exc:
+        raise option_error(exc) from None
 
 
 def vector_metric(value: str) -> str:
@@ -191,15 +196,17 @@ def junk_ids(values) -> tuple:
     return tuple(values)
 
 
-#: Parameters of :func:`rankmetric.datasets.load_split` / ``read_embeddings`` -> their options.
+#: Parameters of :func:`rankmetric.datasets.load_split`, ``read_embeddings`` and
+#: ``resolve_device`` -> their options.
 _OPTIONS = {"data": "--data", "test_domain": "--test-domain", "test_size": "--test-size",
-            "covariance_estimator": "--covariance-estimator", "labels": "--labels"}  # fmt: skip
+            "covariance_estimator": "--covariance-estimator", "labels": "--labels",
+            "device": "--device"}  # fmt: skip
 
 
 def option_error(exc: ValueError) -> ValueError:
     """A library error that starts with the parameter at fault, naming its option instead."""
     message = str(exc)
     for name, option in _OPTIONS.items():
-        if message.startswith((f"{name} ", f"{name}:")):
+        if message.startswith((f"{name} ", f"{name}:", f"{name}=")):
             return ValueError(option + message[len(name) :])
     return exc

@@ -67,13 +67,12 @@ def _euclidean(stacked: np.ndarray) -> np.ndarray:
 
 
 def add_fit_pairs_option(parser: argparse.ArgumentParser, cls) -> None:
-    """``--pairs PAIRS.npz`` for a method whose estimator has ``fit_pairs``; ``--data`` optional."""
-    if not hasattr(cls, "fit_pairs"):
-        return
-    parser.add_argument("--pairs", metavar="PAIRS.npz", help=PAIR_FILE_HELP + "; replaces --data")
-    for action in parser._actions:  # --data or --pairs: checked in run_fit
-        if action.dest == "data":
-            action.required = False
+    """``--pairs PAIRS.npz`` for a method whose estimator has ``fit_pairs`` (``--data`` is then
+    optional: one of the two is checked in ``run_fit``)."""
+    if hasattr(cls, "fit_pairs"):
+        parser.add_argument(
+            "--pairs", metavar="PAIRS.npz", help=PAIR_FILE_HELP + "; replaces --data"
+        )
 
 
 def run_fit_pairs(args: argparse.Namespace, est) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from ._args import check_device, check_input_file, check_output_dir
+from ._args import add_command, check_device, check_input_file, check_output_dir
 
 BENCH_NAMES = ("ssne-uci", "rpl-spd", "warca-reid", "all")
 
@@ -114,12 +114,8 @@ def _trial_files(paths) -> tuple[str, ...]:
 
 
 def register(subparsers, full: bool = True) -> None:
-    parser = subparsers.add_parser(
-        "bench",
-        help="reproduce the papers' tables (ssne-uci, rpl-spd, warca-reid, all)",
-        description=_DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    summary = "reproduce the papers' tables (ssne-uci, rpl-spd, warca-reid, all)"
+    parser = add_command(subparsers, "bench", summary, _DESCRIPTION)
     parser.add_argument("name", choices=BENCH_NAMES, help="which table to reproduce")
     parser.add_argument(
         "--quick",

@@ -9,6 +9,7 @@ from ..datasets import FetchError, fetch, list_datasets
 from ..datasets._cache import data_home, is_fetched, set_directory, verified_files
 from ..datasets._info import DatasetInfo
 from ..datasets._registry import get_info
+from ._args import add_command
 
 _EPILOG = """\
 examples:
@@ -24,12 +25,12 @@ Sets are cached in $RANKMETRIC_DATA, else $XDG_CACHE_HOME/rankmetric (~/.cache/r
 
 def register(subparsers, full: bool = True) -> None:
     """Add the ``data`` command and its ``list`` / ``fetch`` / ``info`` actions."""
-    parser = subparsers.add_parser(
+    parser = add_command(
+        subparsers,
         "data",
-        help="list, fetch and describe the data sets",
-        description="List, fetch and describe the data sets that rankmetric can load.",
-        epilog=_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "list, fetch and describe the data sets",
+        "List, fetch and describe the data sets that rankmetric can load.",
+        _EPILOG,
     )
     parser.set_defaults(func=lambda args: parser.print_help() or 0)
     actions = parser.add_subparsers(dest="data_action", metavar="ACTION")

@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from .._progress import ProgressLines
-from ._args import check_output_file, check_threads
+from ._args import add_command, check_output_file, check_threads
 
 DEMO_DATASETS = ("wine", "wdbc", "digits")
 QUICK_DATASETS = ("wdbc",)
@@ -107,7 +107,7 @@ def reid_case(seed: int, progress) -> dict:
                                     "precomputed"))):  # fmt: skip
             scores, curve = found
             rows.append((label, scores["cmc"][1], scores["mAP"]))
-            curves[label] = curve[: len(ranks)]
+            curves[label] = (ranks, curve[: len(ranks)])
     progress("re-id: scored")
     n_ids = len(np.unique(data.ids))
     about = (
@@ -117,7 +117,9 @@ def reid_case(seed: int, progress) -> dict:
         f"{len(q)} queries against {len(g)} gallery images, Market-1501 protocol (a query's "
         "same-camera matches are removed)"
     )
-    return {"rows": rows, "curves": curves, "about": about}
+    axes = {"xlabel": "rank", "ylabel": "matches within rank (%)", "title": "Re-id: CMC",
+            "xticks": [1, 5, 10, 15, 20]}  # fmt: skip
+    return {"rows": rows, "curves": curves, "about": about, "axes": axes}
 
 
 # ------------------------------------------------------------------------------ pair verification
@@ -167,7 +169,9 @@ def pairs_case(seed: int, progress) -> dict:
         found[name] = score(est.transform(A_te), est.transform(B_te))
         progress(f"pairs: {name} fitted", start)
     rows = [(name, s["roc_auc"], s["tar_at_far"][0.01][0]) for name, s in found.items()]
-    curves = {name: (s["roc"]["far"], s["roc"]["tar"]) for name, s in found.items()}
+    curves = {
+        name: (np.maximum(s["roc"]["far"], 1e-4), s["roc"]["tar"]) for name, s in found.items()
+    }
     about = (
         f"make_synthetic_reid(random_state={seed}) (VIPeR stand-in, 2 cameras): the metrics "
         f"learn from {len(labels)} labelled pairs of {len(X_tr) // 2} identities "
@@ -175,7 +179,9 @@ def pairs_case(seed: int, progress) -> dict:
         f"labels), then verify {same.size} pairs of {len(A_te)} unseen identities "
         "(XQDA needs identity labels: KISSME, the classic pair learner, stands in)"
     )
-    return {"rows": rows, "curves": curves, "about": about}
+    axes = {"xlabel": "false accept rate", "ylabel": "true accept rate (%)", "xscale": "log",
+            "title": "Verification from pairs: ROC", "xlim": (1e-4, 1)}  # fmt: skip
+    return {"rows": rows, "curves": curves, "about": about, "axes": axes}
 
 
 # ------------------------------------------------------------------------------------ UCI k-NN
@@ -267,21 +273,11 @@ def _figure(path: Path, reid: dict | None, pairs: dict | None) -> str:
     fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4.2), squeeze=False)
     colours: dict[str, str] = {}  # one colour per method, dashed with re-ranking
     for ax, case in zip(axes[0], panels, strict=True):
-        for name, curve in case["curves"].items():
-            method = name.split(" + ")[0]
-            colour = colours.setdefault(method, f"C{len(colours)}")
-            style = {"ls": "--" if " + " in name else "-", "color": colour, "label": name}
-            if case is reid:
-                ax.plot(np.arange(1, len(curve) + 1), 100 * np.asarray(curve), **style)
-                ax.set_xticks([1, 5, 10, 15, 20])
-            else:
-                far, tar = curve
-                ax.semilogx(np.maximum(far, 1e-4), 100 * np.asarray(tar), **style)
-        if case is reid:
-            ax.set(xlabel="rank", ylabel="matches within rank (%)", title="Re-id: CMC")
-        else:
-            ax.set(xlabel="false accept rate", ylabel="true accept rate (%)",
-                   title="Verification from pairs: ROC", xlim=(1e-4, 1))  # fmt: skip
+        for name, (x, y) in case["curves"].items():
+            colour = colours.setdefault(name.split(" + ")[0], f"C{len(colours)}")
+            style = "--" if " + " in name else "-"
+            ax.plot(x, 100 * np.asarray(y), ls=style, color=colour, label=name)
+        ax.set(**case["axes"])
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
     fig.tight_layout()
@@ -331,15 +327,14 @@ def run_demo(args: argparse.Namespace) -> int:
 
 
 def register(subparsers, full: bool = True) -> None:
-    parser = subparsers.add_parser(
+    parser = add_command(
+        subparsers,
         "demo",
-        help="where a learned metric matters: re-id, verification from pairs, a UCI set",
-        description=(
-            "About a minute on 2 cores: Euclidean against WARCA, XQDA and SSNE on a multi-camera "
-            "re-identification stand-in (rank-1, mAP, with and without k-reciprocal "
-            "re-ranking), on verification from labelled pairs (ROC AUC, TAR at 1 percent FAR) "
-            "and on a UCI set (k-NN accuracy); the gains in points, and a CMC / ROC figure."
-        ),
+        "where a learned metric matters: re-id, verification from pairs, a UCI set",
+        "About a minute on 2 cores: Euclidean against WARCA, XQDA and SSNE on a multi-camera "
+        "re-identification stand-in (rank-1, mAP, with and without k-reciprocal re-ranking), on "
+        "verification from labelled pairs (ROC AUC, TAR at 1 percent FAR) and on a UCI set (k-NN "
+        "accuracy); the gains in points, and a CMC / ROC figure.",
     )
     parser.add_argument(
         "--cases",

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._args import (
+    add_command,
     add_feature_file_options,
     check_column_options,
     check_device,
@@ -238,13 +239,12 @@ def run_evaluate(args: argparse.Namespace) -> int:
     check_column_options(args, bool(args.data) and is_feature_file(args.data))
     if args.embeddings:
         embedded = _from_file(args)
+    elif args.model and is_trial_file(args.data):
+        embedded = _from_trial_file(args)
+    elif is_feature_file(args.data):
+        embedded = _from_user_file(args)
     else:
-        if args.model and is_trial_file(args.data):
-            embedded = _from_trial_file(args)
-        elif is_feature_file(args.data):
-            embedded = _from_user_file(args)
-        else:
-            embedded = _from_model(args)
+        embedded = _from_model(args)
     scores = evaluate_embedding(embedded, args)
     report = {
         "source": embedded.source,
@@ -262,17 +262,15 @@ def run_evaluate(args: argparse.Namespace) -> int:
 
 
 def register(subparsers, full: bool = True) -> None:
-    parser = subparsers.add_parser(
+    parser = add_command(
+        subparsers,
         "evaluate",
-        help="k-NN accuracy, Recall@K / P@1 / mAP@R and clustering scores of an embedding",
-        description=(
-            "Evaluate an embedding: from a .npz file (arrays X, y and optionally X_test, "
-            "y_test; or embeddings, labels), from a .npy file with --labels, or by applying a "
-            "saved model (`rankmetric fit ... --out PATH`) to a data set (--model PATH --data "
-            "NAME, split as `rankmetric fit` splits it)."
-        ),
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "k-NN accuracy, Recall@K / P@1 / mAP@R and clustering scores of an embedding",
+        "Evaluate an embedding: from a .npz file (arrays X, y and optionally X_test, y_test; or "
+        "embeddings, labels), from a .npy file with --labels, or by applying a saved model "
+        "(`rankmetric fit ... --out PATH`) to a data set (--model PATH --data NAME, split as "
+        "`rankmetric fit` splits it).",
+        EPILOG,
     )
     parser.add_argument(
         "embeddings",

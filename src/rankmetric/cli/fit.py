@@ -15,6 +15,7 @@ import time
 from .._progress import ProgressLines
 from .._registry import ESTIMATORS
 from ._args import (
+    add_command,
     add_feature_file_options,
     check_column_options,
     check_device,
@@ -52,11 +53,11 @@ def _add_method_parser(sub, method: str) -> None:
     kind = METHODS[method].fit_input
     parser.add_argument(
         "--data",
-        required=True,
+        required=not hasattr(cls, "fit_pairs"),  # else --data or --pairs, checked in run_fit
         metavar="NAME|PATH",
         help="data set name (see `rankmetric data list`) or your own feature file "
         "(.npz/.csv/.parquet/.mat with X, y, optional cameras and split; docs/datasets.md)"
-        + ("; multichannel sets are turned into SPD covariance matrices" if kind == "spd" else ""),
+        + (_SPD_DATA_HELP if kind == "spd" else ""),
     )
     parser.add_argument("--out", metavar="PATH", help="save the fitted model to this .npz file")
     parser.add_argument(
@@ -96,18 +97,18 @@ def _add_method_parser(sub, method: str) -> None:
 # ----------------------------------------------------------------------------- SPD methods: trials
 
 
+_SPD_DATA_HELP = (
+    "; multichannel sets are turned into SPD covariance matrices; or a .npz file of raw trials: "
+    "X of shape (n_trials, channels, time) and labels y, optionally X_test and y_test (else "
+    "--test-size is held out) and domains (session or subject of each trial; domains_test beside "
+    "X_test), which are passed to fit and transform: each domain is re-centred at its own mean"
+)
+
+
 def _add_spd_options(parser: argparse.ArgumentParser) -> None:
-    """``--covariance-estimator``, and ``--data`` accepting a ``.npz`` file of raw trials."""
+    """``--covariance-estimator`` and ``--test-domain`` (``--data`` may be raw trials)."""
     from ..preprocessing import Covariances
 
-    for action in parser._actions:
-        if action.dest == "data":
-            action.help += (
-                "; or a .npz file of raw trials: X of shape (n_trials, channels, time) and labels "
-                "y, optionally X_test and y_test (else --test-size is held out) and domains "
-                "(session or subject of each trial; domains_test beside X_test), which are "
-                "passed to fit and transform: each domain is re-centred at its own mean"
-            )
     choices = parameter_help(Covariances).get("estimator", "")
     choices = choices[choices.find("one of") :] if "one of" in choices else ""
     parser.add_argument(
@@ -225,14 +226,13 @@ def run_fit(args: argparse.Namespace) -> int:
 
 def register(subparsers, full: bool = True) -> None:
     """Add ``fit``; its methods' options (which import every estimator) only when ``full``."""
-    parser = subparsers.add_parser(
+    parser = add_command(
+        subparsers,
         "fit",
-        help="fit a metric learner on a data set and save it",
-        description=(
-            "Fit a metric learner on a data set's training part, print k-NN accuracy on its test "
-            "part (learned metric vs Euclidean) and optionally save the model. "
-            "`rankmetric fit METHOD --help` lists the method's parameters."
-        ),
+        "fit a metric learner on a data set and save it",
+        "Fit a metric learner on a data set's training part, print k-NN accuracy on its test part "
+        "(learned metric vs Euclidean) and optionally save the model. `rankmetric fit METHOD "
+        "--help` lists the method's parameters.",
     )
     sub = parser.add_subparsers(dest="method_name", metavar="METHOD", required=True)
     if not full:

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 
-from ._args import check_input_file, check_output_file
+from ._args import add_command, check_input_file, check_output_file
 
 EPILOG = """\
 data files: a .npz with X (rows, raw features or embeddings) and optionally ids (integers
@@ -99,12 +98,12 @@ def register(subparsers, full: bool = True) -> None:
     """Add ``index``; its actions' options only when ``full`` (``rankmetric --help`` needs none)."""
     from ._args import vector_metric
 
-    parser = subparsers.add_parser(
+    parser = add_command(
+        subparsers,
         "index",
-        help="build, grow, query and evaluate a served index of a learned metric",
-        description="Serve a learned metric: an index folder of the embedded catalogue.",
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "build, grow, query and evaluate a served index of a learned metric",
+        "Serve a learned metric: an index folder of the embedded catalogue.",
+        EPILOG,
     )
     sub = parser.add_subparsers(dest="index_command", metavar="ACTION", required=True)
     if not full:

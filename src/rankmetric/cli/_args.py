@@ -13,7 +13,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 __all__ = [
-    "add_command",
     "check_device",
     "check_threads",
     "check_input_file",
@@ -22,15 +21,6 @@ __all__ = [
     "check_random_state",
     "parameter_type",
 ]
-
-
-def add_command(subparsers, name: str, summary: str, description: str, epilog: str | None = None):
-    """The parser of sub-command ``name``: ``summary`` is its line in ``rankmetric --help``; a
-    description with line breaks, and an ``epilog`` (examples), are printed as laid out."""
-    as_written = epilog is not None or "\n" in description
-    formatter = argparse.RawDescriptionHelpFormatter if as_written else argparse.HelpFormatter
-    return subparsers.add_parser(name, help=summary, description=description, epilog=epilog,
-                                 formatter_class=formatter)  # fmt: skip
 
 
 def check_device(device) -> None:

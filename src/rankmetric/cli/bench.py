@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 import os
 
-from ._args import add_command, check_device, check_input_file, check_output_dir
+from ._args import check_device, check_input_file, check_output_dir
 
 BENCH_NAMES = ("ssne-uci", "rpl-spd", "warca-reid", "all")
 
-_DESCRIPTION = """\
+SUMMARY = "reproduce the papers' tables (ssne-uci, rpl-spd, warca-reid, all)"
+DESCRIPTION = """\
 Reproduce the three papers' tables on the data sets rankmetric can fetch:
 
   ssne-uci    SSNE Table 1 (k-NN accuracy, 5x2 CV, nine UCI sets) and Table 2 (images:
@@ -113,9 +114,8 @@ def _trial_files(paths) -> tuple[str, ...]:
     return tuple(paths)
 
 
-def register(subparsers, full: bool = True) -> None:
-    summary = "reproduce the papers' tables (ssne-uci, rpl-spd, warca-reid, all)"
-    parser = add_command(subparsers, "bench", summary, _DESCRIPTION)
+def register(parser: argparse.ArgumentParser, full: bool = True) -> None:
+    """Add the options of ``bench`` to its ``parser``."""
     parser.add_argument("name", choices=BENCH_NAMES, help="which table to reproduce")
     parser.add_argument(
         "--quick",

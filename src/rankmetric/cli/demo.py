@@ -29,8 +29,15 @@ from pathlib import Path
 import numpy as np
 
 from .._progress import ProgressLines
-from ._args import add_command, check_output_file, check_threads
+from ._args import check_output_file, check_threads
 
+SUMMARY = "where a learned metric matters: re-id, verification from pairs, a UCI set"
+DESCRIPTION = (
+    "About a minute on 2 cores: Euclidean against WARCA, XQDA and SSNE on a multi-camera "
+    "re-identification stand-in (rank-1, mAP, with and without k-reciprocal re-ranking), on "
+    "verification from labelled pairs (ROC AUC, TAR at 1 percent FAR) and on a UCI set (k-NN "
+    "accuracy); the gains in points, and a CMC / ROC figure."
+)
 DEMO_DATASETS = ("wine", "wdbc", "digits")
 QUICK_DATASETS = ("wdbc",)
 CASES = ("reid", "pairs", "uci")
@@ -326,16 +333,8 @@ def run_demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(subparsers, full: bool = True) -> None:
-    parser = add_command(
-        subparsers,
-        "demo",
-        "where a learned metric matters: re-id, verification from pairs, a UCI set",
-        "About a minute on 2 cores: Euclidean against WARCA, XQDA and SSNE on a multi-camera "
-        "re-identification stand-in (rank-1, mAP, with and without k-reciprocal re-ranking), on "
-        "verification from labelled pairs (ROC AUC, TAR at 1 percent FAR) and on a UCI set (k-NN "
-        "accuracy); the gains in points, and a CMC / ROC figure.",
-    )
+def register(parser: argparse.ArgumentParser, full: bool = True) -> None:
+    """Add the options of ``demo`` to its ``parser``."""
     parser.add_argument(
         "--cases",
         nargs="+",

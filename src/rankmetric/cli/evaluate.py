@@ -12,7 +12,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._args import (
-    add_command,
     add_feature_file_options,
     check_column_options,
     check_device,
@@ -27,6 +26,13 @@ from ._report import flat, print_report, reid_report, transform
 
 SCORES = ("knn", "retrieval", "clustering", "cv")
 
+SUMMARY = "k-NN accuracy, Recall@K / P@1 / mAP@R and clustering scores of an embedding"
+DESCRIPTION = (
+    "Evaluate an embedding: from a .npz file (arrays X, y and optionally X_test, y_test; or "
+    "embeddings, labels), from a .npy file with --labels, or by applying a saved model "
+    "(`rankmetric fit ... --out PATH`) to a data set (--model PATH --data NAME, split as "
+    "`rankmetric fit` splits it)."
+)
 EPILOG = """\
 examples:
   rankmetric evaluate emb.npz                     # X, y (+ X_test, y_test) inside the archive;
@@ -261,17 +267,8 @@ def run_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(subparsers, full: bool = True) -> None:
-    parser = add_command(
-        subparsers,
-        "evaluate",
-        "k-NN accuracy, Recall@K / P@1 / mAP@R and clustering scores of an embedding",
-        "Evaluate an embedding: from a .npz file (arrays X, y and optionally X_test, y_test; or "
-        "embeddings, labels), from a .npy file with --labels, or by applying a saved model "
-        "(`rankmetric fit ... --out PATH`) to a data set (--model PATH --data NAME, split as "
-        "`rankmetric fit` splits it).",
-        EPILOG,
-    )
+def register(parser: argparse.ArgumentParser, full: bool = True) -> None:
+    """Add the options of ``evaluate`` to its ``parser``."""
     parser.add_argument(
         "embeddings",
         nargs="?",

@@ -15,7 +15,6 @@ import time
 from .._progress import ProgressLines
 from .._registry import ESTIMATORS
 from ._args import (
-    add_command,
     add_feature_file_options,
     check_column_options,
     check_device,
@@ -30,6 +29,13 @@ from ._args import (
 from ._help import parameter_help, parse_value, summary
 from ._pairs import add_fit_pairs_option, run_fit_pairs
 from ._report import knn_report, model_preprocessing, print_report, reid_report
+
+SUMMARY = "fit a metric learner on a data set and save it"
+DESCRIPTION = (
+    "Fit a metric learner on a data set's training part, print k-NN accuracy on its test part "
+    "(learned metric vs Euclidean) and optionally save the model. `rankmetric fit METHOD --help` "
+    "lists the method's parameters."
+)
 
 #: method name on the command line -> its entry of the table of estimators
 METHODS = {e.name: e for e in ESTIMATORS if e.fit_input}
@@ -224,16 +230,9 @@ def run_fit(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(subparsers, full: bool = True) -> None:
-    """Add ``fit``; its methods' options (which import every estimator) only when ``full``."""
-    parser = add_command(
-        subparsers,
-        "fit",
-        "fit a metric learner on a data set and save it",
-        "Fit a metric learner on a data set's training part, print k-NN accuracy on its test part "
-        "(learned metric vs Euclidean) and optionally save the model. `rankmetric fit METHOD "
-        "--help` lists the method's parameters.",
-    )
+def register(parser: argparse.ArgumentParser, full: bool = True) -> None:
+    """Add the methods of ``fit``; their options (which import every estimator) only when
+    ``full``."""
     sub = parser.add_subparsers(dest="method_name", metavar="METHOD", required=True)
     if not full:
         return

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 
-from ._args import add_command, check_input_file, check_output_file
+from ._args import check_input_file, check_output_file
 
+SUMMARY = "build, grow, query and evaluate a served index of a learned metric"
+DESCRIPTION = "Serve a learned metric: an index folder of the embedded catalogue."
 EPILOG = """\
 data files: a .npz with X (rows, raw features or embeddings) and optionally ids (integers
 or strings) and y (labels, kept as the attribute "label"); or a .npy of rows (memory-mapped).
@@ -94,17 +97,10 @@ def _evaluate(args) -> int:
     return 0
 
 
-def register(subparsers, full: bool = True) -> None:
-    """Add ``index``; its actions' options only when ``full`` (``rankmetric --help`` needs none)."""
+def register(parser: argparse.ArgumentParser, full: bool = True) -> None:
+    """Add the actions of ``index``; their options only when ``full`` (``--help`` needs none)."""
     from ._args import vector_metric
 
-    parser = add_command(
-        subparsers,
-        "index",
-        "build, grow, query and evaluate a served index of a learned metric",
-        "Serve a learned metric: an index folder of the embedded catalogue.",
-        EPILOG,
-    )
     sub = parser.add_subparsers(dest="index_command", metavar="ACTION", required=True)
     if not full:
         return

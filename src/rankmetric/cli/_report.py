@@ -46,7 +46,8 @@ def reid_report(embed, X, y, cameras, split, metric: str = "euclidean", *,
     the features after the model's ``preprocess`` when given, and on the raw ones) and embedded:
     queries and gallery from the ``split`` column, else one query per (identity, camera)
     track; ``rerank`` re-ranks each ranking (k-reciprocal), ``junk_ids`` are ignored in the
-    gallery (:func:`rankmetric.evaluate.reid_scores`)."""
+    gallery (:func:`rankmetric.evaluate.reid_scores`). ``embed=None``: ``X`` is the embedding,
+    scored alone (keys without a ``_euclidean`` / ``_learned`` suffix)."""
     from ..evaluate import query_gallery_split, reid_scores, rerank_k_reciprocal
 
     if split is not None and np.isin(split, ("query", "gallery")).any():
@@ -55,8 +56,11 @@ def reid_report(embed, X, y, cameras, split, metric: str = "euclidean", *,
         query, gallery = query_gallery_split(y, cameras)
     ranks = tuple(r for r in (1, 5, 10, 20) if r <= len(gallery))
     report = {}
-    for name, Z in [*euclidean_spaces(X, preprocess), ("learned", embed(X))]:
-        Z = flat(np.asarray(Z))
+    spaces = (
+        [("", X)] if embed is None else [*euclidean_spaces(X, preprocess), ("learned", embed(X))]
+    )
+    for name, Z in spaces:
+        Z, tag = flat(np.asarray(Z)), f"_{name}" if name else ""
         if rerank:
             D = rerank_k_reciprocal(Z[query], Z[gallery], metric=metric, device="cpu")
             q_in, g_in, how = D, None, "precomputed"
@@ -64,8 +68,8 @@ def reid_report(embed, X, y, cameras, split, metric: str = "euclidean", *,
             q_in, g_in, how = Z[query], Z[gallery], metric
         s = reid_scores(q_in, y[query], cameras[query], g_in, y[gallery], cameras[gallery],
                         ranks=ranks, metric=how, device="cpu", junk_ids=junk_ids)  # fmt: skip
-        report.update({f"reid_rank{r}_{name}": v for r, v in s["cmc"].items()})
-        report.update({f"reid_mAP_{name}": s["mAP"], f"reid_mINP_{name}": s["mINP"]})
+        report.update({f"reid_rank{r}{tag}": v for r, v in s["cmc"].items()})
+        report.update({f"reid_mAP{tag}": s["mAP"], f"reid_mINP{tag}": s["mINP"]})
         report.update(reid_queries_valid=s["n_valid"], reid_queries_skipped=s["n_skipped"])
     return report
 

@@ -170,23 +170,13 @@ def _from_trial_file(args) -> _Embedded:
     return _Embedded(Z_test, split.y_test, Z_train, split.y_train, source, split.how)
 
 
-def _reid_score(e: _Embedded, args) -> dict[str, float]:
-    """Re-id scores (Market-1501 protocol) when the evaluated items have cameras."""
-    junk = junk_ids(getattr(args, "junk_id", None))
-    found = reid_report(lambda X: X, e.X_eval, e.y_eval, e.cameras, e.eval_split, args.metric,
-                        rerank=args.rerank, junk_ids=junk)  # fmt: skip
-    return {k.removesuffix("_learned"): v for k, v in found.items() if "_euclidean" not in k}
-
-
 def _knn_score(e: _Embedded, args) -> dict[str, float]:
-    from ..evaluate import knn_accuracy, knn_predict
+    from ..evaluate import knn_accuracy
 
-    kw = {"metric": args.metric, "device": args.device}
-    if e.X_ref is None:
-        predicted = knn_predict(e.X_eval, e.y_eval, e.X_eval, k=args.k, exclude_self=True, **kw)
-        accuracy = float(np.mean(predicted == np.asarray(e.y_eval)))
-    else:
-        accuracy = knn_accuracy(e.X_ref, e.y_ref, e.X_eval, e.y_eval, k=args.k, **kw)
+    alone = e.X_ref is None  # no reference part: leave-one-out within the evaluated items
+    X_ref, y_ref = (e.X_eval, e.y_eval) if alone else (e.X_ref, e.y_ref)
+    accuracy = knn_accuracy(X_ref, y_ref, e.X_eval, e.y_eval, k=args.k, exclude_self=alone,
+                            metric=args.metric, device=args.device)  # fmt: skip
     return {f"knn{args.k}_accuracy": accuracy}
 
 
@@ -222,8 +212,10 @@ def evaluate_embedding(e: _Embedded, args) -> dict[str, float]:
         scores.update({f"clustering_{k}": v for k, v in found.items()})
     if "cv" in args.scores:
         scores.update(_cv_score(e, args))
-    if e.cameras is not None:
-        scores.update(_reid_score(e, args))
+    if e.cameras is not None:  # re-id scores (Market-1501 protocol)
+        junk = junk_ids(getattr(args, "junk_id", None))
+        scores.update(reid_report(None, e.X_eval, e.y_eval, e.cameras, e.eval_split, args.metric,
+                                  rerank=args.rerank, junk_ids=junk))  # fmt: skip
     return scores
 
 

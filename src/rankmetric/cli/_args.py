@@ -15,7 +15,6 @@ from pathlib import Path
 __all__ = [
     "check_device",
     "check_threads",
-    "check_input_file",
     "check_output_file",
     "check_output_dir",
     "check_random_state",
@@ -56,14 +55,6 @@ def check_random_state(value, option: str = "--random-state") -> None:
         return
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ValueError(f"{option} must be a non-negative integer or none, got {value!r}.")
-
-
-def check_input_file(path, option: str) -> None:
-    """``path`` names an existing, readable file."""
-    if not Path(path).is_file():
-        raise ValueError(f"{option} {path}: no such file.")
-    if not os.access(path, os.R_OK):
-        raise ValueError(f"{option} {path}: the file cannot be read (permission denied).")
 
 
 def _check_writable_dir(folder: Path, what: str) -> None:

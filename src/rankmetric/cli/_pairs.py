@@ -76,13 +76,10 @@ def add_fit_pairs_option(parser: argparse.ArgumentParser, cls) -> None:
 
 
 def run_fit_pairs(args: argparse.Namespace, est) -> int:
-    """Fit ``est`` on a pair file, print verification scores (learned vs Euclidean), save it."""
-    from ._args import check_output_file
-
+    """Fit ``est`` on a pair file, print verification scores (learned vs Euclidean), save it
+    (``--out`` was checked with the other options, in ``run_fit``)."""
     if getattr(args, "data", None):
         raise ValueError("give either --data NAME or --pairs PAIRS.npz, not both.")
-    if args.out:
-        check_output_file(args.out)
     data = _read(args.pairs)
     X, pairs, y = data.X, data.pairs, data.y
     start = time.perf_counter()

@@ -133,7 +133,6 @@ def _from_user_file(args) -> _Embedded:
     data = load_features(args.data, **feature_file_columns(args))
     model, embed, source = _model_embedding(args)
     raw = (model, data.X, data.y)
-    cams, split = data.cameras, data.split
     evaluated, reference, rows = _evaluated_rows(data, args)
     Z = embed(data.X)
     sub = lambda a: None if a is None else a[evaluated]  # noqa: E731
@@ -142,8 +141,8 @@ def _from_user_file(args) -> _Embedded:
     else:
         ref = (None, None)
         how = f"test rows, leave-one-out ({rows})" if reference.size else f"{rows}, leave-one-out"
-    return _Embedded(Z[evaluated], data.y[evaluated], *ref, source, how, raw, sub(cams),
-                     sub(split))  # fmt: skip
+    return _Embedded(Z[evaluated], data.y[evaluated], *ref, source, how, raw, sub(data.cameras),
+                     sub(data.split))  # fmt: skip
 
 
 def _from_trial_file(args) -> _Embedded:

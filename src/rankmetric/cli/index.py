@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from ._args import check_input_file, check_output_file
+from ._args import check_output_file
 
 SUMMARY = "build, grow, query and evaluate a served index of a learned metric"
 DESCRIPTION = "Serve a learned metric: an index folder of the embedded catalogue."
@@ -47,12 +47,13 @@ def _add_rows(index, path: str, folder: str) -> int:
 
 
 def _build(args) -> int:
+    from .._safe_npz import check_regular_file
     from ..index import Index
     from ..io import load_model
 
     model = None
     if args.model:
-        check_input_file(args.model, "--model")
+        check_regular_file(args.model, f"--model {args.model}")
         model = load_model(args.model)
     return _add_rows(Index(model, backend=args.backend, metric=args.metric), args.data, args.out)
 

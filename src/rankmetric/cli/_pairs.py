@@ -49,10 +49,8 @@ def _scores(distances, y, far) -> dict:
     from ..evaluate import verification_scores
 
     s = verification_scores(distances, _same(y), far=far)
-    out = {"roc_auc": s["roc_auc"], "eer": s["eer"]}
-    for f, (tar, _) in s["tar_at_far"].items():
-        out[f"tar_at_far_{f:g}"] = tar
-    return out
+    tars = {f"tar_at_far_{f:g}": tar for f, (tar, _) in s["tar_at_far"].items()}
+    return {"roc_auc": s["roc_auc"], "eer": s["eer"], **tars}
 
 
 def _evaluated(data, pairs_name: str) -> tuple[np.ndarray, np.ndarray, str]:
@@ -81,12 +79,9 @@ def run_fit_pairs(args: argparse.Namespace, est) -> int:
     if getattr(args, "data", None):
         raise ValueError("give either --data NAME or --pairs PAIRS.npz, not both.")
     data = _read(args.pairs)
-    X, pairs, y = data.X, data.pairs, data.y
+    items = () if data.X is None else (data.X,)  # stacked pairs, or items and row indices
     start = time.perf_counter()
-    if X is None:
-        est.fit_pairs(pairs, y)
-    else:
-        est.fit_pairs(X, pairs, y)
+    est.fit_pairs(*items, data.pairs, data.y)
     fit_time = time.perf_counter() - start
     if args.out:
         est.save(args.out)
@@ -96,7 +91,7 @@ def run_fit_pairs(args: argparse.Namespace, est) -> int:
     report = {
         "method": type(est).__name__,
         "pairs": args.pairs,
-        "n_train_pairs": int(len(y)),
+        "n_train_pairs": int(len(data.y)),
         "fit_seconds": round(fit_time, 3),
         "evaluated_on": evaluated,
         "n_evaluated_pairs": int(len(y_eval)),

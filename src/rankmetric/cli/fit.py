@@ -143,8 +143,6 @@ def _check_arguments(args: argparse.Namespace, params: dict) -> None:
     """Every option that can be checked before loading data and fitting (nothing is lost)."""
     if args.k < 1:
         raise ValueError(f"-k must be at least 1, got {args.k}.")
-    if not 0 < args.test_size < 1:
-        raise ValueError(f"--test-size must be between 0 and 1, got {args.test_size}.")
     if args.out:
         check_output_file(args.out)
     if "random_state" in params:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
 from ._args import check_output_file
 
@@ -93,8 +92,7 @@ def _evaluate(args) -> int:
     if "y" not in data:
         raise ValueError(f"--data {args.data} needs the queries' labels y to evaluate.")
     report = index.evaluate(data["X"], data["y"], k=args.k)
-    json.dump(report, sys.stdout, indent=1)
-    print()
+    print(json.dumps(report, indent=1))
     return 0
 
 

@@ -35,7 +35,6 @@ def register(parser: argparse.ArgumentParser, full: bool = True) -> None:
         sub.add_argument(
             "--data-home",
             metavar="DIR",
-            default=None,
             help="cache folder (default: $RANKMETRIC_DATA, else ~/.cache/rankmetric)",
         )
         sub.set_defaults(func=run)

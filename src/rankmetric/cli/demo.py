@@ -346,7 +346,6 @@ def register(parser: argparse.ArgumentParser, full: bool = True) -> None:
     parser.add_argument(
         "--datasets",
         nargs="+",
-        default=None,
         metavar="NAME",
         help=f"data sets of the UCI table (default: {' '.join(QUICK_DATASETS)}; with --full "
         f"{' '.join(DEMO_DATASETS)})",

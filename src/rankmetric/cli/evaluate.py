@@ -282,7 +282,6 @@ def register(parser: argparse.ArgumentParser, full: bool = True) -> None:
     parser.add_argument(
         "--covariance-estimator",
         metavar="NAME",
-        default=None,
         help="with --model of an SPD network and a .npz file of raw trials (X of shape "
         "(n_trials, channels, time), y, optionally X_test, y_test, domains): the covariance "
         "estimator the model was fitted with (rankmetric fit rpl --covariance-estimator)",
@@ -290,7 +289,6 @@ def register(parser: argparse.ArgumentParser, full: bool = True) -> None:
     parser.add_argument(
         "--test-domain",
         metavar="VALUE",
-        default=None,
         help="raw trials only: evaluate on this held-out domain, as `rankmetric fit rpl "
         "--test-domain` split the file",
     )
@@ -310,12 +308,7 @@ def register(parser: argparse.ArgumentParser, full: bool = True) -> None:
         help=f"what to compute, among {', '.join(SCORES)} (default: %(default)s)",
     )
     parser.add_argument(
-        "-k",
-        "--k",
-        type=int,
-        default=3,
-        dest="k",
-        help="neighbours in the k-NN vote (default: %(default)s)",
+        "-k", "--k", type=int, default=3, help="neighbours in the k-NN vote (default: %(default)s)"
     )
     parser.add_argument(
         "--ks",
@@ -339,9 +332,9 @@ def register(parser: argparse.ArgumentParser, full: bool = True) -> None:
         help="seed of k-means and of the cross-validation folds (default: 0)",
     )
     parser.add_argument(
-        "--device", default=None, help="torch device for the searches (default: CUDA if available)"
+        "--device", help="torch device for the searches (default: CUDA if available)"
     )
-    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    parser.add_argument("--threads", type=int, help="torch CPU threads")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("-v", "--verbose", action="store_true", help="progress bars")
     add_evaluate_pairs_options(parser)

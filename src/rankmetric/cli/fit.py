@@ -76,7 +76,7 @@ def _add_method_parser(sub, method: str) -> None:
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     if kind == "features":  # every learner on feature vectors has a tuned learner
         parser.add_argument(
-            "--tune", nargs="?", type=float, const=10.0, default=None, metavar="BUDGET",
+            "--tune", nargs="?", type=float, const=10.0, metavar="BUDGET",
             help="choose the decisive hyper-parameters on identities/classes held out of the "
             "training part (successive halving, rankmetric.tuning), within BUDGET default fits "
             "(default 10); the options below are the search's starting point",
@@ -120,7 +120,6 @@ def _add_spd_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--covariance-estimator",
         metavar="NAME",
-        default=None,
         help=(
             "covariance estimator of each trial, passed to "
             f"rankmetric.preprocessing.Covariances(estimator=NAME){'; ' if choices else ''}"
@@ -132,7 +131,6 @@ def _add_spd_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--test-domain",
         metavar="VALUE",
-        default=None,
         help="cross-session / cross-subject evaluation: hold out every trial of this domain "
         "(a value of the trial file's domains array) as the test part, train on the others; "
         "the held-out domain is re-centred at its own mean, unseen in training",

@@ -110,7 +110,7 @@ def register(parser: argparse.ArgumentParser, full: bool = True) -> None:
     build.add_argument(
         "--backend", default="auto", choices=["auto", "exact", "ivf", "ivfpq", "hnsw"]
     )
-    build.add_argument("--metric", type=vector_metric, default=None, help="default: the model's")
+    build.add_argument("--metric", type=vector_metric, help="default: the model's")
     build.set_defaults(func=_build)
     add = sub.add_parser("add", help="add items to an index folder")
     add.add_argument("--index", metavar="DIR", required=True)

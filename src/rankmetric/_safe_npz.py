@@ -314,9 +314,7 @@ def _user_headers(archive, size: int) -> dict:
             )
         try:
             header = _check_member(archive, info, None)
-        except CorruptFile:
-            raise
-        except ValueError as exc:  # numpy's header parser
+        except ValueError as exc:  # numpy's header parser (CorruptFile is not a ValueError)
             raise CorruptFile(
                 f"member {info.filename[:80]!r}: not a valid .npy header ({exc})"
             ) from None

@@ -108,11 +108,8 @@ def reid_case(seed: int, progress) -> dict:
         progress(f"re-id: {name} fitted", start)
     rows, curves = [], {}
     for name, Z in embedded.items():
-        for label, found in ((name, score(Z)),
-                             (f"{name} + re-ranking",
-                              score(rerank_k_reciprocal(Z[q], Z[g], device="cpu"),
-                                    "precomputed"))):  # fmt: skip
-            scores, curve = found
+        reranked = score(rerank_k_reciprocal(Z[q], Z[g], device="cpu"), "precomputed")
+        for label, (scores, curve) in ((name, score(Z)), (f"{name} + re-ranking", reranked)):
             rows.append((label, scores["cmc"][1], scores["mAP"]))
             curves[label] = (ranks, curve[: len(ranks)])
     progress("re-id: scored")

@@ -77,7 +77,7 @@ def check_output_file(path, option: str = "--out") -> None:
     _check_writable_dir(folder, f"{option} {path}")
 
 
-def check_output_dir(path, option: str) -> Path:
+def check_output_dir(path, option: str) -> None:
     """Create folder ``path`` if needed and check files can be written there."""
     folder = Path(path)
     try:
@@ -85,7 +85,6 @@ def check_output_dir(path, option: str) -> Path:
     except OSError as exc:
         raise ValueError(f"{option} {path}: cannot create it ({exc.strerror or exc}).") from None
     _check_writable_dir(folder, f"{option} {path}")
-    return folder
 
 
 def parameter_type(parse: Callable, default) -> Callable[[str], object]:
@@ -95,9 +94,7 @@ def parameter_type(parse: Callable, default) -> Callable[[str], object]:
     def value(text: str):
         try:
             return parse(text, default)
-        except argparse.ArgumentTypeError:
-            raise
-        except (ValueError, TypeError) as exc:
+        except (ValueError, TypeError) as exc:  # parse's own ArgumentTypeError passes through
             expected = f"a value like its default {default!r}" if default is not None else "a value"
             raise argparse.ArgumentTypeError(
                 f"cannot read {text!r} as {expected} ({exc}); lists and dicts are JSON, "

@@ -5,9 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..datasets import FetchError, fetch, list_datasets
-from ..datasets._cache import data_home, is_fetched, set_directory, verified_files
-from ..datasets._info import DatasetInfo
+from ..datasets import DatasetInfo, FetchError, data_home, fetch, list_datasets
+from ..datasets._cache import is_fetched, set_directory, verified_files
 from ..datasets._registry import get_info
 
 SUMMARY = "list, fetch and describe the data sets"

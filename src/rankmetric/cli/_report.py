@@ -88,12 +88,15 @@ def flat(X) -> np.ndarray:
     return X.reshape(len(X), -1) if X.ndim > 2 else X
 
 
-def knn_report(est, k: int, train: tuple, test: tuple, preprocess) -> dict:
-    """k-NN accuracy of the learned metric and of Euclidean distance on the same features
-    (after the model's ``preprocess``; then on the raw ones too, ``..._euclidean_raw``)."""
+def knn_report(est, k: int, split, preprocess) -> dict:
+    """k-NN accuracy, test part against training part of ``split``
+    (:class:`~rankmetric.datasets.Split`), of the learned metric and of Euclidean distance on
+    the same features (after the model's ``preprocess``; then on the raw ones too,
+    ``..._euclidean_raw``)."""
     from ..evaluate import knn_accuracy
 
-    (X_tr, y_tr, d_tr), (X_te, y_te, d_te) = train, test
+    X_tr, y_tr, d_tr = split.X_train, split.y_train, split.domains_train
+    X_te, y_te, d_te = split.X_test, split.y_test, split.domains_test
     if not np.isin(y_te, y_tr).all():  # k-NN accuracy needs the test classes in training
         return {}
     knn = lambda A, B: knn_accuracy(flat(A), y_tr, flat(B), y_te, k=k)  # noqa: E731

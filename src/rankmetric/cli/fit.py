@@ -211,9 +211,7 @@ def run_fit(args: argparse.Namespace) -> int:
               "n_train": int(len(split.X_train)), "n_test": int(len(split.X_test)),
               "fit_seconds": round(fit_time, 3)}  # fmt: skip
     preprocess, report["preprocessing"] = model_preprocessing(est)
-    train = (split.X_train, split.y_train, split.domains_train)
-    test = (split.X_test, split.y_test, split.domains_test)
-    report.update(knn_report(est, args.k, train, test, preprocess))
+    report.update(knn_report(est, args.k, split, preprocess))
     if split.cameras_test is not None:
         report.update(reid_report(est.transform, split.X_test, split.y_test, split.cameras_test,
                                   split.split_test, preprocess=preprocess, rerank=args.rerank,

@@ -269,15 +269,9 @@ def check_regular_file(path, what: str) -> int:
     if stat.S_ISDIR(st.st_mode):
         raise ValueError(f"{what} is a folder, not a file.")
     if not stat.S_ISREG(st.st_mode):
-        kind = (
-            "a FIFO (named pipe)"
-            if stat.S_ISFIFO(st.st_mode)
-            else "a device"
-            if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode)
-            else "a socket"
-            if stat.S_ISSOCK(st.st_mode)
-            else "not a regular file"
-        )
+        kinds = {stat.S_IFIFO: "a FIFO (named pipe)", stat.S_IFCHR: "a device",
+                 stat.S_IFBLK: "a device", stat.S_IFSOCK: "a socket"}  # fmt: skip
+        kind = kinds.get(stat.S_IFMT(st.st_mode), "not a regular file")
         raise ValueError(f"{what} is {kind}, not a regular file: give the path of a data file.")
     if not os.access(path, os.R_OK):
         raise ValueError(f"{what}: the file cannot be read (permission denied).")
@@ -320,9 +314,7 @@ def _user_headers(archive, size: int) -> dict:
             )
         try:
             header = _check_member(archive, info, None)
-        except CorruptFile:
-            raise
-        except ValueError as exc:  # numpy's header parser
+        except ValueError as exc:  # numpy's header parser (CorruptFile is not a ValueError)
             raise CorruptFile(
                 f"member {info.filename[:80]!r}: not a valid .npy header ({exc})"
             ) from None
@@ -336,19 +328,16 @@ def _map_member(path, handle, info, header, size: int) -> np.ndarray:
     start = _data_offset(handle, info) + (info.file_size - nbytes)
     if start + nbytes > size:
         raise CorruptFile(f"member {info.filename[:80]!r} is truncated")
-    if nbytes == 0:
-        return np.empty(shape, dtype=dtype, order="F" if fortran else "C")
-    mapped = np.memmap(
-        path, dtype=dtype, mode="c", offset=start, shape=shape, order="F" if fortran else "C"
-    )
+    return _memmap(path, start, dtype, shape, fortran)
+
+
+def _memmap(path, offset: int, dtype: np.dtype, shape: tuple, fortran: bool) -> np.ndarray:
+    """The array of ``path``'s bytes from ``offset``, memory-mapped copy-on-write."""
+    order = "F" if fortran else "C"
+    if _nbytes(dtype, shape) == 0:  # np.memmap cannot map zero bytes
+        return np.empty(shape, dtype=dtype, order=order)
+    mapped = np.memmap(path, dtype=dtype, mode="c", offset=offset, shape=shape, order=order)
     return mapped.view(np.ndarray)
-
-
-def _data_error(what: str, exc: BaseException) -> ValueError:
-    detail = " ".join(str(exc).split())[:200] or type(exc).__name__
-    if isinstance(exc, zipfile.BadZipFile):
-        detail = f"truncated or damaged ({detail})"
-    return ValueError(f"{what}: not a readable .npz archive: {detail}.")
 
 
 def read_data_npz(path, what: str | None = None, *, keys=None) -> dict[str, np.ndarray]:
@@ -397,10 +386,12 @@ def read_data_npz(path, what: str | None = None, *, keys=None) -> dict[str, np.n
     except CorruptFile as exc:
         hint = "; if the data are genuine, save them with np.savez (uncompressed)"
         raise ValueError(f"{what}: {exc}{hint if 'bomb' in str(exc) else ''}.") from None
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, zlib.error) as exc:
-        raise _data_error(what, exc) from None
-    except (OSError, NotImplementedError, RuntimeError, struct.error) as exc:
-        raise _data_error(what, exc) from None
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, zlib.error, OSError,
+            RuntimeError, struct.error) as exc:  # fmt: skip
+        detail = " ".join(str(exc).split())[:200] or type(exc).__name__
+        if isinstance(exc, zipfile.BadZipFile):
+            detail = f"truncated or damaged ({detail})"
+        raise ValueError(f"{what}: not a readable .npz archive: {detail}.") from None
     return out
 
 
@@ -444,9 +435,4 @@ def read_data_npy(path, what: str | None = None) -> np.ndarray:
             f"{size - offset} bytes of data (truncated or forged)."
         )
     check_memory(nbytes, f"{what}: its array of {format_bytes(nbytes)}", "Check the file.")
-    if nbytes == 0:
-        return np.empty(shape, dtype=dtype, order="F" if fortran else "C")
-    mapped = np.memmap(
-        path, dtype=dtype, mode="c", offset=offset, shape=shape, order="F" if fortran else "C"
-    )
-    return mapped.view(np.ndarray)
+    return _memmap(path, offset, dtype, shape, fortran)

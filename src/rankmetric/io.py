@@ -83,8 +83,9 @@ def register_estimator(cls: type) -> type:
     return cls
 
 
-def _registered_class(name) -> type | None:
-    """The registered class called ``name``, importing its module (``_registry``) if needed."""
+def registered_class(name) -> type | None:
+    """The registered class called ``name``, importing its module (``_registry``) if needed
+    (``None`` for a name no model file may hold); :mod:`rankmetric.index` asks it too."""
     if not isinstance(name, str):
         return None
     if name not in _REGISTRY and (module := module_of(name)) is not None:
@@ -95,16 +96,12 @@ def _registered_class(name) -> type | None:
 # ----------------------------------------------------------------------------- saving
 
 
-def _is_json_scalar(v: Any) -> bool:
-    return v is None or isinstance(v, (bool, int, float, str))
-
-
 def _to_json(v: Any, what: str):
     if isinstance(v, np.generic):
         return v.item()
     if isinstance(v, os.PathLike):  # e.g. checkpoint_dir=Path(...)
         return os.fspath(v)
-    if _is_json_scalar(v):
+    if v is None or isinstance(v, (bool, int, float, str)):
         return v
     if isinstance(v, (list, tuple)):
         return [_to_json(x, f"{what}[{i}]") for i, x in enumerate(v)]
@@ -301,7 +298,7 @@ def _check_format_version(meta: dict) -> None:
 def _check_meta(meta: dict) -> type:
     """The estimator class of valid metadata ``meta``."""
     _check_format_version(meta)
-    cls = _registered_class(meta.get("class"))
+    cls = registered_class(meta.get("class"))
     if cls is None:
         raise CorruptFile(f"unknown estimator class {str(meta.get('class'))[:80]!r}")
     meta.setdefault("special_params", {})
@@ -371,17 +368,13 @@ def load_model(path: str | os.PathLike, *, max_bytes: int = MAX_LOAD_BYTES):
         zipfile.LargeZipFile,
         OSError,
         EOFError,
-        ValueError,
-        KeyError,
+        ValueError,  # UnicodeError too
+        LookupError,  # KeyError, IndexError
         TypeError,
         AttributeError,
-        IndexError,
         OverflowError,
-        RecursionError,
         MemoryError,
-        NotImplementedError,
-        RuntimeError,  # a damaged zip header can claim an unsupported method or encryption
-        UnicodeError,
+        RuntimeError,  # RecursionError, NotImplementedError; a damaged zip header's method
     ) as exc:
         raise ValueError(
             f"{path}: not a readable rankmetric model file ({type(exc).__name__}: "
@@ -413,15 +406,10 @@ def _build(cls: type, meta: dict, data: dict[str, np.ndarray]):
         params[name] = _special_param(name, spec, data)
     est = cls(**params)
     for name, kind in meta["attributes"].items():
-        setattr(est, _fitted_name(name), _attribute_value(name, kind, data))
+        if not (isinstance(name, str) and name.endswith("_") and name[:1].isalpha()):
+            raise CorruptFile(f"{str(name)[:80]!r} is not a fitted-attribute name")
+        setattr(est, name, _attribute_value(name, kind, data))
     return est
-
-
-def _fitted_name(name: str) -> str:
-    """``name`` if it is a fitted-attribute name (``coef_``), else an error."""
-    if not (isinstance(name, str) and name.endswith("_") and name[:1].isalpha()):
-        raise CorruptFile(f"{str(name)[:80]!r} is not a fitted-attribute name")
-    return name
 
 
 def _attribute_value(name: str, kind, data: dict[str, np.ndarray]):

@@ -50,9 +50,12 @@ def test_training_pairs_are_each_identity_and_random_others():
 
 
 def _cases():
-    reid = {"curves": {"Euclidean": np.linspace(0.3, 0.7, 20),
-                       "WARCA + re-ranking": np.linspace(0.9, 1, 20)}}  # fmt: skip
-    pairs = {"curves": {"Euclidean": (np.array([0, 0.5, 1.0]), np.array([0, 0.6, 1.0]))}}
+    ranks = np.arange(1, 21)
+    reid = {"curves": {"Euclidean": (ranks, np.linspace(0.3, 0.7, 20)),
+                       "WARCA + re-ranking": (ranks, np.linspace(0.9, 1, 20))},
+            "axes": {"xlabel": "rank", "xticks": [1, 5, 10, 15, 20]}}  # fmt: skip
+    pairs = {"curves": {"Euclidean": (np.array([1e-4, 0.5, 1.0]), np.array([0, 0.6, 1.0]))},
+             "axes": {"xscale": "log", "xlim": (1e-4, 1)}}  # fmt: skip
     return reid, pairs
 
 

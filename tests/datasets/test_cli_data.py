@@ -9,9 +9,9 @@ from rankmetric.datasets import list_datasets
 
 
 def run(argv, capsys):
-    parser = argparse.ArgumentParser(prog="rankmetric")
-    data_cli.register(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(["data", *argv])
+    parser = argparse.ArgumentParser(prog="rankmetric data")
+    data_cli.register(parser)
+    args = parser.parse_args(argv)
     code = args.func(args)
     captured = capsys.readouterr()
     return code, captured.out, captured.err

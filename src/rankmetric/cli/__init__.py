@@ -1,11 +1,12 @@
 """The ``rankmetric`` command line.
 
-Each sub-command lives in its own module exposing ``register(subparsers)``; the module sets
-``func`` on its parser, which ``main`` calls with the parsed arguments. Only the sub-command
-that runs is built in full (``rankmetric fit`` reads every estimator's parameters, which imports
-torch): ``rankmetric --help`` and ``rankmetric data list`` start without torch, scikit-learn,
-SciPy or pandas, each command importing what it needs when it runs. A user error (a
-``ValueError`` or an ``OSError``: bad value, missing file, unwritable folder) is printed on one
+Each sub-command lives in its own module: its ``SUMMARY`` (its line in ``rankmetric --help``),
+``DESCRIPTION`` and optional ``EPILOG`` (examples), and ``register(parser)``, which adds its
+options and sets ``func`` on its parser, which ``main`` calls with the parsed arguments. Only the
+sub-command that runs is built in full (``rankmetric fit`` reads every estimator's parameters,
+which imports torch): ``rankmetric --help`` and ``rankmetric data list`` start without torch,
+scikit-learn, SciPy or pandas, each command importing what it needs when it runs. A user error
+(a ``ValueError`` or an ``OSError``: bad value, missing file, unwritable folder) is printed on one
 line, without a traceback, with exit status 2; Ctrl-C prints one line and exits with 130.
 """
 
@@ -41,8 +42,13 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"rankmetric {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in _SUBCOMMANDS:
-        full = command is None or command == name
-        importlib.import_module(f"rankmetric.cli.{name}").register(sub, full=full)
+        module = importlib.import_module(f"rankmetric.cli.{name}")
+        epilog = getattr(module, "EPILOG", None)  # examples, printed as laid out
+        as_written = epilog is not None or "\n" in module.DESCRIPTION
+        formatter = argparse.RawDescriptionHelpFormatter if as_written else argparse.HelpFormatter
+        command_parser = sub.add_parser(name, help=module.SUMMARY, description=module.DESCRIPTION,
+                                        epilog=epilog, formatter_class=formatter)  # fmt: skip
+        module.register(command_parser, full=command is None or command == name)
     return parser
 
 

@@ -15,7 +15,6 @@ from pathlib import Path
 __all__ = [
     "check_device",
     "check_threads",
-    "check_input_file",
     "check_output_file",
     "check_output_dir",
     "check_random_state",
@@ -23,20 +22,15 @@ __all__ = [
 ]
 
 
-def check_device(device, option: str = "--device") -> None:
-    """``device`` is ``None``, ``"auto"`` or a torch device string that this machine has."""
-    if device is None or device == "auto":
-        return
-    import torch
+def check_device(device) -> None:
+    """``--device`` is ``None``, ``"auto"`` or a torch device that this machine has
+    (:func:`~rankmetric._utils.resolve_device`, whose message names the option)."""
+    from .._utils import resolve_device
 
     try:
-        parsed = torch.device(device)
-    except (RuntimeError, TypeError, ValueError):
-        raise ValueError(
-            f"{option} {device!r} is not a torch device (try cpu, cuda, cuda:1 or auto)."
-        ) from None
-    if parsed.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"{option} {device!r}: no CUDA device is available here.")
+        resolve_device(device)
+    except ValueError as exc:
+        raise option_error(exc) from None
 
 
 def vector_metric(value: str) -> str:
@@ -63,14 +57,6 @@ def check_random_state(value, option: str = "--random-state") -> None:
         raise ValueError(f"{option} must be a non-negative integer or none, got {value!r}.")
 
 
-def check_input_file(path, option: str) -> None:
-    """``path`` names an existing, readable file."""
-    if not Path(path).is_file():
-        raise ValueError(f"{option} {path}: no such file.")
-    if not os.access(path, os.R_OK):
-        raise ValueError(f"{option} {path}: the file cannot be read (permission denied).")
-
-
 def _check_writable_dir(folder: Path, what: str) -> None:
     try:
         fd, probe = tempfile.mkstemp(prefix=".write-test-", dir=folder)
@@ -91,7 +77,7 @@ def check_output_file(path, option: str = "--out") -> None:
     _check_writable_dir(folder, f"{option} {path}")
 
 
-def check_output_dir(path, option: str) -> Path:
+def check_output_dir(path, option: str) -> None:
     """Create folder ``path`` if needed and check files can be written there."""
     folder = Path(path)
     try:
@@ -99,7 +85,6 @@ def check_output_dir(path, option: str) -> Path:
     except OSError as exc:
         raise ValueError(f"{option} {path}: cannot create it ({exc.strerror or exc}).") from None
     _check_writable_dir(folder, f"{option} {path}")
-    return folder
 
 
 def parameter_type(parse: Callable, default) -> Callable[[str], object]:
@@ -109,9 +94,7 @@ def parameter_type(parse: Callable, default) -> Callable[[str], object]:
     def value(text: str):
         try:
             return parse(text, default)
-        except argparse.ArgumentTypeError:
-            raise
-        except (ValueError, TypeError) as exc:
+        except (ValueError, TypeError) as exc:  # parse's own ArgumentTypeError passes through
             expected = f"a value like its default {default!r}" if default is not None else "a value"
             raise argparse.ArgumentTypeError(
                 f"cannot read {text!r} as {expected} ({exc}); lists and dicts are JSON, "
@@ -191,15 +174,17 @@ def junk_ids(values) -> tuple:
     return tuple(values)
 
 
-#: Parameters of :func:`rankmetric.datasets.load_split` / ``read_embeddings`` -> their options.
+#: Parameters of :func:`rankmetric.datasets.load_split`, ``read_embeddings`` and
+#: ``resolve_device`` -> their options.
 _OPTIONS = {"data": "--data", "test_domain": "--test-domain", "test_size": "--test-size",
-            "covariance_estimator": "--covariance-estimator", "labels": "--labels"}  # fmt: skip
+            "covariance_estimator": "--covariance-estimator", "labels": "--labels",
+            "device": "--device"}  # fmt: skip
 
 
 def option_error(exc: ValueError) -> ValueError:
     """A library error that starts with the parameter at fault, naming its option instead."""
     message = str(exc)
     for name, option in _OPTIONS.items():
-        if message.startswith((f"{name} ", f"{name}:")):
+        if message.startswith((f"{name} ", f"{name}:", f"{name}=")):
             return ValueError(option + message[len(name) :])
     return exc

@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 
-from ._report import model_preprocessing, print_report
+from ._report import euclidean_spaces, model_preprocessing, print_report
 
 __all__ = [
     "add_fit_pairs_option",
@@ -49,10 +49,15 @@ def _scores(distances, y, far) -> dict:
     from ..evaluate import verification_scores
 
     s = verification_scores(distances, _same(y), far=far)
-    out = {"roc_auc": s["roc_auc"], "eer": s["eer"]}
-    for f, (tar, _) in s["tar_at_far"].items():
-        out[f"tar_at_far_{f:g}"] = tar
-    return out
+    tars = {f"tar_at_far_{f:g}": tar for f, (tar, _) in s["tar_at_far"].items()}
+    return {"roc_auc": s["roc_auc"], "eer": s["eer"], **tars}
+
+
+def _evaluated(data, pairs_name: str) -> tuple[np.ndarray, np.ndarray, str]:
+    """``(stacked pairs, y, what they are)``: the file's test pairs, else its pairs."""
+    if data.test is not None:
+        return (*data.test, "pairs_test")
+    return data.stacked(), data.y, pairs_name
 
 
 def _euclidean(stacked: np.ndarray) -> np.ndarray:
@@ -60,56 +65,40 @@ def _euclidean(stacked: np.ndarray) -> np.ndarray:
 
 
 def add_fit_pairs_option(parser: argparse.ArgumentParser, cls) -> None:
-    """``--pairs PAIRS.npz`` for a method whose estimator has ``fit_pairs``; ``--data`` optional."""
-    if not hasattr(cls, "fit_pairs"):
-        return
-    parser.add_argument("--pairs", metavar="PAIRS.npz", help=PAIR_FILE_HELP + "; replaces --data")
-    for action in parser._actions:  # --data or --pairs: checked in run_fit
-        if action.dest == "data":
-            action.required = False
+    """``--pairs PAIRS.npz`` for a method whose estimator has ``fit_pairs`` (``--data`` is then
+    optional: one of the two is checked in ``run_fit``)."""
+    if hasattr(cls, "fit_pairs"):
+        parser.add_argument(
+            "--pairs", metavar="PAIRS.npz", help=PAIR_FILE_HELP + "; replaces --data"
+        )
 
 
 def run_fit_pairs(args: argparse.Namespace, est) -> int:
-    """Fit ``est`` on a pair file, print verification scores (learned vs Euclidean), save it."""
-    from ._args import check_output_file
-
+    """Fit ``est`` on a pair file, print verification scores (learned vs Euclidean), save it
+    (``--out`` was checked with the other options, in ``run_fit``)."""
     if getattr(args, "data", None):
         raise ValueError("give either --data NAME or --pairs PAIRS.npz, not both.")
-    if args.out:
-        check_output_file(args.out)
     data = _read(args.pairs)
-    X, pairs, y = data.X, data.pairs, data.y
+    items = () if data.X is None else (data.X,)  # stacked pairs, or items and row indices
     start = time.perf_counter()
-    if X is None:
-        est.fit_pairs(pairs, y)
-    else:
-        est.fit_pairs(X, pairs, y)
+    est.fit_pairs(*items, data.pairs, data.y)
     fit_time = time.perf_counter() - start
     if args.out:
         est.save(args.out)
-    if data.test is not None:
-        stacked, y_eval = data.test
-        evaluated = "pairs_test"
-    else:
-        stacked, y_eval = data.stacked(), y
-        evaluated = "the training pairs (the file has no pairs_test)"
+    stacked, y_eval, evaluated = _evaluated(data, "the training pairs (the file has no pairs_test)")
     learned = est.pair_distances(stacked[:, 0], stacked[:, 1])
     preprocess, preprocessing = model_preprocessing(est)
     report = {
         "method": type(est).__name__,
         "pairs": args.pairs,
-        "n_train_pairs": int(len(y)),
+        "n_train_pairs": int(len(data.y)),
         "fit_seconds": round(fit_time, 3),
         "evaluated_on": evaluated,
         "n_evaluated_pairs": int(len(y_eval)),
         "preprocessing": preprocessing,
     }
-    if preprocess is not None:  # Euclidean on the features the learned part receives, and raw
-        same = np.stack([preprocess(stacked[:, 0]), preprocess(stacked[:, 1])], axis=1)
-        report["euclidean"] = _scores(_euclidean(same), y_eval, DEFAULT_FAR)
-        report["euclidean_raw"] = _scores(_euclidean(stacked), y_eval, DEFAULT_FAR)
-    else:
-        report["euclidean"] = _scores(_euclidean(stacked), y_eval, DEFAULT_FAR)
+    for name, pairs_in in euclidean_spaces(stacked, preprocess):
+        report[name] = _scores(_euclidean(pairs_in), y_eval, DEFAULT_FAR)
     report["learned"] = _scores(learned, y_eval, DEFAULT_FAR)
     if args.out:
         report["saved_to"] = args.out
@@ -140,10 +129,7 @@ def run_evaluate_pairs(args: argparse.Namespace) -> int:
     if args.embeddings or args.data:
         raise ValueError("--pairs replaces EMBEDDINGS and --data: give the pairs file only.")
     data = _read(args.pairs)
-    if data.test is not None:
-        (stacked, y), evaluated = data.test, "pairs_test"
-    else:
-        stacked, y, evaluated = data.stacked(), data.y, "pairs"
+    stacked, y, evaluated = _evaluated(data, "pairs")
     if args.model:
         from ..io import load_model
 

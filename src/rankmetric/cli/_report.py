@@ -7,7 +7,15 @@ import json
 
 import numpy as np
 
-__all__ = ["flat", "knn_report", "model_preprocessing", "print_report", "reid_report", "transform"]
+__all__ = [
+    "euclidean_spaces",
+    "flat",
+    "knn_report",
+    "model_preprocessing",
+    "print_report",
+    "reid_report",
+    "transform",
+]
 
 
 def model_preprocessing(est):
@@ -23,13 +31,23 @@ def model_preprocessing(est):
     return (lambda X: (np.asarray(X) - mean) / scale), "standardised (the model's mean_, scale_)"
 
 
+def euclidean_spaces(X, preprocess) -> list[tuple[str, object]]:
+    """Where a report's Euclidean baselines are scored: ``X`` (``"euclidean"``); with the
+    model's ``preprocess``, on its features (``"euclidean"``) and on the raw ones
+    (``"euclidean_raw"``). ``preprocess`` acts on the last axis (stacked pairs too)."""
+    if preprocess is None:
+        return [("euclidean", X)]
+    return [("euclidean", preprocess(X)), ("euclidean_raw", X)]
+
+
 def reid_report(embed, X, y, cameras, split, metric: str = "euclidean", *,
                 preprocess=None, rerank: bool = False, junk_ids=(-1,)) -> dict:  # fmt: skip
     """Re-id scores (Market-1501 protocol) of the test part under plain Euclidean distance (on
     the features after the model's ``preprocess`` when given, and on the raw ones) and embedded:
     queries and gallery from the ``split`` column, else one query per (identity, camera)
     track; ``rerank`` re-ranks each ranking (k-reciprocal), ``junk_ids`` are ignored in the
-    gallery (:func:`rankmetric.evaluate.reid_scores`)."""
+    gallery (:func:`rankmetric.evaluate.reid_scores`). ``embed=None``: ``X`` is the embedding,
+    scored alone (keys without a ``_euclidean`` / ``_learned`` suffix)."""
     from ..evaluate import query_gallery_split, reid_scores, rerank_k_reciprocal
 
     if split is not None and np.isin(split, ("query", "gallery")).any():
@@ -38,11 +56,11 @@ def reid_report(embed, X, y, cameras, split, metric: str = "euclidean", *,
         query, gallery = query_gallery_split(y, cameras)
     ranks = tuple(r for r in (1, 5, 10, 20) if r <= len(gallery))
     report = {}
-    spaces = [("euclidean", X), ("learned", embed(X))]
-    if preprocess is not None:
-        spaces = [("euclidean", preprocess(X)), ("euclidean_raw", X), spaces[1]]
+    spaces = (
+        [("", X)] if embed is None else [*euclidean_spaces(X, preprocess), ("learned", embed(X))]
+    )
     for name, Z in spaces:
-        Z = flat(np.asarray(Z))
+        Z, tag = flat(np.asarray(Z)), f"_{name}" if name else ""
         if rerank:
             D = rerank_k_reciprocal(Z[query], Z[gallery], metric=metric, device="cpu")
             q_in, g_in, how = D, None, "precomputed"
@@ -50,8 +68,8 @@ def reid_report(embed, X, y, cameras, split, metric: str = "euclidean", *,
             q_in, g_in, how = Z[query], Z[gallery], metric
         s = reid_scores(q_in, y[query], cameras[query], g_in, y[gallery], cameras[gallery],
                         ranks=ranks, metric=how, device="cpu", junk_ids=junk_ids)  # fmt: skip
-        report.update({f"reid_rank{r}_{name}": v for r, v in s["cmc"].items()})
-        report.update({f"reid_mAP_{name}": s["mAP"], f"reid_mINP_{name}": s["mINP"]})
+        report.update({f"reid_rank{r}{tag}": v for r, v in s["cmc"].items()})
+        report.update({f"reid_mAP{tag}": s["mAP"], f"reid_mINP{tag}": s["mINP"]})
         report.update(reid_queries_valid=s["n_valid"], reid_queries_skipped=s["n_skipped"])
     return report
 
@@ -70,21 +88,22 @@ def flat(X) -> np.ndarray:
     return X.reshape(len(X), -1) if X.ndim > 2 else X
 
 
-def knn_report(est, k: int, train: tuple, test: tuple, preprocess) -> dict:
-    """k-NN accuracy of the learned metric and of Euclidean distance on the same features
-    (after the model's ``preprocess``; then on the raw ones too, ``..._euclidean_raw``)."""
+def knn_report(est, k: int, split, preprocess) -> dict:
+    """k-NN accuracy, test part against training part of ``split``
+    (:class:`~rankmetric.datasets.Split`), of the learned metric and of Euclidean distance on
+    the same features (after the model's ``preprocess``; then on the raw ones too,
+    ``..._euclidean_raw``)."""
     from ..evaluate import knn_accuracy
 
-    (X_tr, y_tr, d_tr), (X_te, y_te, d_te) = train, test
+    X_tr, y_tr, d_tr = split.X_train, split.y_train, split.domains_train
+    X_te, y_te, d_te = split.X_test, split.y_test, split.domains_test
     if not np.isin(y_te, y_tr).all():  # k-NN accuracy needs the test classes in training
         return {}
     knn = lambda A, B: knn_accuracy(flat(A), y_tr, flat(B), y_te, k=k)  # noqa: E731
-    report = {}
-    if preprocess is not None:  # the learned part's gain: Euclidean on the same features
-        report[f"knn{k}_accuracy_euclidean"] = knn(preprocess(X_tr), preprocess(X_te))
-        report[f"knn{k}_accuracy_euclidean_raw"] = knn(X_tr, X_te)
-    else:
-        report[f"knn{k}_accuracy_euclidean"] = knn(X_tr, X_te)
+    spaces = zip(
+        euclidean_spaces(X_tr, preprocess), euclidean_spaces(X_te, preprocess), strict=True
+    )
+    report = {f"knn{k}_accuracy_{name}": knn(A, B) for (name, A), (_, B) in spaces}
     Z_tr = transform(est, X_tr, d_tr)
     Z_te = transform(est, X_te, d_te if d_tr is not None else None)
     report[f"knn{k}_accuracy_learned"] = knn(Z_tr, Z_te)

@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 import os
 
-from ._args import check_device, check_input_file, check_output_dir
+from ._args import check_device, check_output_dir
 
 BENCH_NAMES = ("ssne-uci", "rpl-spd", "warca-reid", "all")
 
-_DESCRIPTION = """\
+SUMMARY = "reproduce the papers' tables (ssne-uci, rpl-spd, warca-reid, all)"
+DESCRIPTION = """\
 Reproduce the three papers' tables on the data sets rankmetric can fetch:
 
   ssne-uci    SSNE Table 1 (k-NN accuracy, 5x2 CV, nine UCI sets) and Table 2 (images:
@@ -29,8 +30,7 @@ cell) and PNG plots. Fetch the data first: `rankmetric data fetch all`.
 
 
 def run_bench(args: argparse.Namespace) -> int:
-    from ..bench._common import BenchConfig
-    from ..bench.runner import run_all, run_benchmark
+    from ..bench import BenchConfig, run_all, run_benchmark
 
     if args.jobs < 1:
         raise ValueError(f"--jobs must be at least 1, got {args.jobs}.")
@@ -68,11 +68,12 @@ def run_bench(args: argparse.Namespace) -> int:
 
 
 def _data_files(args: argparse.Namespace) -> tuple[str, ...] | None:
-    """``--data PATH ...``: users' feature files (``warca-reid``) or trial files (``rpl-spd``);
-    checked here."""
+    """``--data PATH ...``: users' feature files (``warca-reid``) or raw trial files
+    (``rpl-spd``), each read and checked here, before any work."""
     if not getattr(args, "data", None):
         return None
-    from ..datasets import load_features
+    from .._safe_npz import check_regular_file
+    from ..datasets import load_features, read_trial_file
     from ..datasets.user_features import FEATURE_SUFFIXES, is_feature_file
 
     if args.name not in ("warca-reid", "rpl-spd"):
@@ -80,16 +81,20 @@ def _data_files(args: argparse.Namespace) -> tuple[str, ...] | None:
                          f"files) or rpl-spd (trial files), not {args.name}.")  # fmt: skip
     if args.datasets:
         raise ValueError("give either --data PATH (your files) or --datasets NAME (stand-ins).")
-    if args.name == "rpl-spd":
-        return _trial_files(args.data)
+    trials = args.name == "rpl-spd"
     for path in args.data:
-        if not is_feature_file(path):
-            raise ValueError(
-                f"--data {path}: expected a feature file ({', '.join(FEATURE_SUFFIXES)})."
-            )
-        check_input_file(path, "--data")
-        load_features(path)  # every format and content problem is reported before any work
-    return tuple(_relative(path) for path in args.data)
+        if trials and not str(path).lower().endswith(".npz"):
+            raise ValueError(f"--data {path}: rpl-spd takes .npz trial files (X: trials, y).")
+        if not trials and not is_feature_file(path):
+            raise ValueError(f"--data {path}: expected a feature file "
+                             f"({', '.join(FEATURE_SUFFIXES)}).")  # fmt: skip
+        check_regular_file(path, f"--data {path}")
+        read = read_trial_file if trials else load_features
+        try:
+            read(path)  # every format and content problem is reported before any work
+        except ValueError as exc:
+            raise ValueError(f"--data {exc}") from None
+    return tuple(path if trials else _relative(path) for path in args.data)
 
 
 def _relative(path: str) -> str:
@@ -99,28 +104,8 @@ def _relative(path: str) -> str:
     return os.path.relpath(where, here) if where.startswith(here + os.sep) else path
 
 
-def _trial_files(paths) -> tuple[str, ...]:
-    """``rpl-spd --data PATH.npz ...``: raw trial files, read and checked before any work."""
-    from ..datasets.user_trials import read_trial_file
-
-    for path in paths:
-        if not str(path).lower().endswith(".npz"):
-            raise ValueError(f"--data {path}: rpl-spd takes .npz trial files (X: trials, y).")
-        check_input_file(path, "--data")
-        try:
-            read_trial_file(path)
-        except ValueError as exc:
-            raise ValueError(f"--data {exc}") from None
-    return tuple(paths)
-
-
-def register(subparsers, full: bool = True) -> None:
-    parser = subparsers.add_parser(
-        "bench",
-        help="reproduce the papers' tables (ssne-uci, rpl-spd, warca-reid, all)",
-        description=_DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+def register(parser: argparse.ArgumentParser, full: bool = True) -> None:
+    """Add the options of ``bench`` to its ``parser``."""
     parser.add_argument("name", choices=BENCH_NAMES, help="which table to reproduce")
     parser.add_argument(
         "--quick",

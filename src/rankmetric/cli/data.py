@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..datasets import FetchError, fetch, list_datasets
-from ..datasets._cache import data_home, is_fetched, set_directory, verified_files
-from ..datasets._info import DatasetInfo
+from ..datasets import DatasetInfo, FetchError, data_home, fetch, list_datasets
+from ..datasets._cache import is_fetched, set_directory, verified_files
 from ..datasets._registry import get_info
 
-_EPILOG = """\
+SUMMARY = "list, fetch and describe the data sets"
+DESCRIPTION = "List, fetch and describe the data sets that rankmetric can load."
+EPILOG = """\
 examples:
   rankmetric data list                      every set: shape, classes, source, fetched or not
   rankmetric data fetch all                 download every set that needs it (~80 MB, idempotent)
@@ -22,15 +23,8 @@ Sets are cached in $RANKMETRIC_DATA, else $XDG_CACHE_HOME/rankmetric (~/.cache/r
 """
 
 
-def register(subparsers, full: bool = True) -> None:
-    """Add the ``data`` command and its ``list`` / ``fetch`` / ``info`` actions."""
-    parser = subparsers.add_parser(
-        "data",
-        help="list, fetch and describe the data sets",
-        description="List, fetch and describe the data sets that rankmetric can load.",
-        epilog=_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+def register(parser: argparse.ArgumentParser, full: bool = True) -> None:
+    """Add the ``list`` / ``fetch`` / ``info`` actions to the ``data`` command's ``parser``."""
     parser.set_defaults(func=lambda args: parser.print_help() or 0)
     actions = parser.add_subparsers(dest="data_action", metavar="ACTION")
     for name, help_text, description, arguments, run in _ACTIONS:
@@ -40,7 +34,6 @@ def register(subparsers, full: bool = True) -> None:
         sub.add_argument(
             "--data-home",
             metavar="DIR",
-            default=None,
             help="cache folder (default: $RANKMETRIC_DATA, else ~/.cache/rankmetric)",
         )
         sub.set_defaults(func=run)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import argparse
 import time
 import warnings
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +31,13 @@ import numpy as np
 from .._progress import ProgressLines
 from ._args import check_output_file, check_threads
 
+SUMMARY = "where a learned metric matters: re-id, verification from pairs, a UCI set"
+DESCRIPTION = (
+    "About a minute on 2 cores: Euclidean against WARCA, XQDA and SSNE on a multi-camera "
+    "re-identification stand-in (rank-1, mAP, with and without k-reciprocal re-ranking), on "
+    "verification from labelled pairs (ROC AUC, TAR at 1 percent FAR) and on a UCI set (k-NN "
+    "accuracy); the gains in points, and a CMC / ROC figure."
+)
 DEMO_DATASETS = ("wine", "wdbc", "digits")
 QUICK_DATASETS = ("wdbc",)
 CASES = ("reid", "pairs", "uci")
@@ -101,13 +108,10 @@ def reid_case(seed: int, progress) -> dict:
         progress(f"re-id: {name} fitted", start)
     rows, curves = [], {}
     for name, Z in embedded.items():
-        for label, found in ((name, score(Z)),
-                             (f"{name} + re-ranking",
-                              score(rerank_k_reciprocal(Z[q], Z[g], device="cpu"),
-                                    "precomputed"))):  # fmt: skip
-            scores, curve = found
+        reranked = score(rerank_k_reciprocal(Z[q], Z[g], device="cpu"), "precomputed")
+        for label, (scores, curve) in ((name, score(Z)), (f"{name} + re-ranking", reranked)):
             rows.append((label, scores["cmc"][1], scores["mAP"]))
-            curves[label] = curve[: len(ranks)]
+            curves[label] = (ranks, curve[: len(ranks)])
     progress("re-id: scored")
     n_ids = len(np.unique(data.ids))
     about = (
@@ -117,7 +121,9 @@ def reid_case(seed: int, progress) -> dict:
         f"{len(q)} queries against {len(g)} gallery images, Market-1501 protocol (a query's "
         "same-camera matches are removed)"
     )
-    return {"rows": rows, "curves": curves, "about": about}
+    axes = {"xlabel": "rank", "ylabel": "matches within rank (%)", "title": "Re-id: CMC",
+            "xticks": [1, 5, 10, 15, 20]}  # fmt: skip
+    return {"rows": rows, "curves": curves, "about": about, "axes": axes}
 
 
 # ------------------------------------------------------------------------------ pair verification
@@ -167,7 +173,9 @@ def pairs_case(seed: int, progress) -> dict:
         found[name] = score(est.transform(A_te), est.transform(B_te))
         progress(f"pairs: {name} fitted", start)
     rows = [(name, s["roc_auc"], s["tar_at_far"][0.01][0]) for name, s in found.items()]
-    curves = {name: (s["roc"]["far"], s["roc"]["tar"]) for name, s in found.items()}
+    curves = {
+        name: (np.maximum(s["roc"]["far"], 1e-4), s["roc"]["tar"]) for name, s in found.items()
+    }
     about = (
         f"make_synthetic_reid(random_state={seed}) (VIPeR stand-in, 2 cameras): the metrics "
         f"learn from {len(labels)} labelled pairs of {len(X_tr) // 2} identities "
@@ -175,7 +183,9 @@ def pairs_case(seed: int, progress) -> dict:
         f"labels), then verify {same.size} pairs of {len(A_te)} unseen identities "
         "(XQDA needs identity labels: KISSME, the classic pair learner, stands in)"
     )
-    return {"rows": rows, "curves": curves, "about": about}
+    axes = {"xlabel": "false accept rate", "ylabel": "true accept rate (%)", "xscale": "log",
+            "title": "Verification from pairs: ROC", "xlim": (1e-4, 1)}  # fmt: skip
+    return {"rows": rows, "curves": curves, "about": about, "axes": axes}
 
 
 # ------------------------------------------------------------------------------------ UCI k-NN
@@ -205,8 +215,8 @@ def uci_case(args: argparse.Namespace, progress) -> tuple[list[str], dict]:
                 warnings.simplefilter("always")
                 res = repeated_cv_knn(est, data.X, data.y, n_repeats=repeats, n_splits=2,
                                       k=args.k, random_state=args.seed)  # fmt: skip
-            for kind in dict.fromkeys(w.category.__name__ for w in caught):
-                noted[(method, kind)].append(f"{name} ({_count(caught, kind)}x)")
+            for kind, count in Counter(w.category.__name__ for w in caught).items():
+                noted[(method, kind)].append(f"{name} ({count}x)")
             cells.append(
                 f"{100 * res.mean:5.1f}±{100 * res.std:4.1f} ({time.perf_counter() - start:4.0f}s)"
             )
@@ -215,10 +225,6 @@ def uci_case(args: argparse.Namespace, progress) -> tuple[list[str], dict]:
     lines += ["", "(mean ± std over the folds; the time in brackets is the whole "
               "cross-validation.)"]  # fmt: skip
     return lines, noted
-
-
-def _count(caught: list[warnings.WarningMessage], kind: str) -> int:
-    return sum(w.category.__name__ == kind for w in caught)
 
 
 _EXPLAINED = {
@@ -271,21 +277,11 @@ def _figure(path: Path, reid: dict | None, pairs: dict | None) -> str:
     fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4.2), squeeze=False)
     colours: dict[str, str] = {}  # one colour per method, dashed with re-ranking
     for ax, case in zip(axes[0], panels, strict=True):
-        for name, curve in case["curves"].items():
-            method = name.split(" + ")[0]
-            colour = colours.setdefault(method, f"C{len(colours)}")
-            style = {"ls": "--" if " + " in name else "-", "color": colour, "label": name}
-            if case is reid:
-                ax.plot(np.arange(1, len(curve) + 1), 100 * np.asarray(curve), **style)
-                ax.set_xticks([1, 5, 10, 15, 20])
-            else:
-                far, tar = curve
-                ax.semilogx(np.maximum(far, 1e-4), 100 * np.asarray(tar), **style)
-        if case is reid:
-            ax.set(xlabel="rank", ylabel="matches within rank (%)", title="Re-id: CMC")
-        else:
-            ax.set(xlabel="false accept rate", ylabel="true accept rate (%)",
-                   title="Verification from pairs: ROC", xlim=(1e-4, 1))  # fmt: skip
+        for name, (x, y) in case["curves"].items():
+            colour = colours.setdefault(name.split(" + ")[0], f"C{len(colours)}")
+            style = "--" if " + " in name else "-"
+            ax.plot(x, 100 * np.asarray(y), ls=style, color=colour, label=name)
+        ax.set(**case["axes"])
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
     fig.tight_layout()
@@ -334,17 +330,8 @@ def run_demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(subparsers, full: bool = True) -> None:
-    parser = subparsers.add_parser(
-        "demo",
-        help="where a learned metric matters: re-id, verification from pairs, a UCI set",
-        description=(
-            "About a minute on 2 cores: Euclidean against WARCA, XQDA and SSNE on a multi-camera "
-            "re-identification stand-in (rank-1, mAP, with and without k-reciprocal "
-            "re-ranking), on verification from labelled pairs (ROC AUC, TAR at 1 percent FAR) "
-            "and on a UCI set (k-NN accuracy); the gains in points, and a CMC / ROC figure."
-        ),
-    )
+def register(parser: argparse.ArgumentParser, full: bool = True) -> None:
+    """Add the options of ``demo`` to its ``parser``."""
     parser.add_argument(
         "--cases",
         nargs="+",
@@ -356,7 +343,6 @@ def register(subparsers, full: bool = True) -> None:
     parser.add_argument(
         "--datasets",
         nargs="+",
-        default=None,
         metavar="NAME",
         help=f"data sets of the UCI table (default: {' '.join(QUICK_DATASETS)}; with --full "
         f"{' '.join(DEMO_DATASETS)})",

@@ -26,6 +26,13 @@ from ._report import flat, print_report, reid_report, transform
 
 SCORES = ("knn", "retrieval", "clustering", "cv")
 
+SUMMARY = "k-NN accuracy, Recall@K / P@1 / mAP@R and clustering scores of an embedding"
+DESCRIPTION = (
+    "Evaluate an embedding: from a .npz file (arrays X, y and optionally X_test, y_test; or "
+    "embeddings, labels), from a .npy file with --labels, or by applying a saved model "
+    "(`rankmetric fit ... --out PATH`) to a data set (--model PATH --data NAME, split as "
+    "`rankmetric fit` splits it)."
+)
 EPILOG = """\
 examples:
   rankmetric evaluate emb.npz                     # X, y (+ X_test, y_test) inside the archive;
@@ -126,7 +133,6 @@ def _from_user_file(args) -> _Embedded:
     data = load_features(args.data, **feature_file_columns(args))
     model, embed, source = _model_embedding(args)
     raw = (model, data.X, data.y)
-    cams, split = data.cameras, data.split
     evaluated, reference, rows = _evaluated_rows(data, args)
     Z = embed(data.X)
     sub = lambda a: None if a is None else a[evaluated]  # noqa: E731
@@ -135,8 +141,8 @@ def _from_user_file(args) -> _Embedded:
     else:
         ref = (None, None)
         how = f"test rows, leave-one-out ({rows})" if reference.size else f"{rows}, leave-one-out"
-    return _Embedded(Z[evaluated], data.y[evaluated], *ref, source, how, raw, sub(cams),
-                     sub(split))  # fmt: skip
+    return _Embedded(Z[evaluated], data.y[evaluated], *ref, source, how, raw, sub(data.cameras),
+                     sub(data.split))  # fmt: skip
 
 
 def _from_trial_file(args) -> _Embedded:
@@ -163,23 +169,13 @@ def _from_trial_file(args) -> _Embedded:
     return _Embedded(Z_test, split.y_test, Z_train, split.y_train, source, split.how)
 
 
-def _reid_score(e: _Embedded, args) -> dict[str, float]:
-    """Re-id scores (Market-1501 protocol) when the evaluated items have cameras."""
-    junk = junk_ids(getattr(args, "junk_id", None))
-    found = reid_report(lambda X: X, e.X_eval, e.y_eval, e.cameras, e.eval_split, args.metric,
-                        rerank=args.rerank, junk_ids=junk)  # fmt: skip
-    return {k.removesuffix("_learned"): v for k, v in found.items() if "_euclidean" not in k}
-
-
 def _knn_score(e: _Embedded, args) -> dict[str, float]:
-    from ..evaluate import knn_accuracy, knn_predict
+    from ..evaluate import knn_accuracy
 
-    kw = {"metric": args.metric, "device": args.device}
-    if e.X_ref is None:
-        predicted = knn_predict(e.X_eval, e.y_eval, e.X_eval, k=args.k, exclude_self=True, **kw)
-        accuracy = float(np.mean(predicted == np.asarray(e.y_eval)))
-    else:
-        accuracy = knn_accuracy(e.X_ref, e.y_ref, e.X_eval, e.y_eval, k=args.k, **kw)
+    alone = e.X_ref is None  # no reference part: leave-one-out within the evaluated items
+    X_ref, y_ref = (e.X_eval, e.y_eval) if alone else (e.X_ref, e.y_ref)
+    accuracy = knn_accuracy(X_ref, y_ref, e.X_eval, e.y_eval, k=args.k, exclude_self=alone,
+                            metric=args.metric, device=args.device)  # fmt: skip
     return {f"knn{args.k}_accuracy": accuracy}
 
 
@@ -215,8 +211,10 @@ def evaluate_embedding(e: _Embedded, args) -> dict[str, float]:
         scores.update({f"clustering_{k}": v for k, v in found.items()})
     if "cv" in args.scores:
         scores.update(_cv_score(e, args))
-    if e.cameras is not None:
-        scores.update(_reid_score(e, args))
+    if e.cameras is not None:  # re-id scores (Market-1501 protocol)
+        junk = junk_ids(getattr(args, "junk_id", None))
+        scores.update(reid_report(None, e.X_eval, e.y_eval, e.cameras, e.eval_split, args.metric,
+                                  rerank=args.rerank, junk_ids=junk))  # fmt: skip
     return scores
 
 
@@ -238,13 +236,12 @@ def run_evaluate(args: argparse.Namespace) -> int:
     check_column_options(args, bool(args.data) and is_feature_file(args.data))
     if args.embeddings:
         embedded = _from_file(args)
+    elif args.model and is_trial_file(args.data):
+        embedded = _from_trial_file(args)
+    elif is_feature_file(args.data):
+        embedded = _from_user_file(args)
     else:
-        if args.model and is_trial_file(args.data):
-            embedded = _from_trial_file(args)
-        elif is_feature_file(args.data):
-            embedded = _from_user_file(args)
-        else:
-            embedded = _from_model(args)
+        embedded = _from_model(args)
     scores = evaluate_embedding(embedded, args)
     report = {
         "source": embedded.source,
@@ -261,19 +258,8 @@ def run_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(subparsers, full: bool = True) -> None:
-    parser = subparsers.add_parser(
-        "evaluate",
-        help="k-NN accuracy, Recall@K / P@1 / mAP@R and clustering scores of an embedding",
-        description=(
-            "Evaluate an embedding: from a .npz file (arrays X, y and optionally X_test, "
-            "y_test; or embeddings, labels), from a .npy file with --labels, or by applying a "
-            "saved model (`rankmetric fit ... --out PATH`) to a data set (--model PATH --data "
-            "NAME, split as `rankmetric fit` splits it)."
-        ),
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+def register(parser: argparse.ArgumentParser, full: bool = True) -> None:
+    """Add the options of ``evaluate`` to its ``parser``."""
     parser.add_argument(
         "embeddings",
         nargs="?",
@@ -296,7 +282,6 @@ def register(subparsers, full: bool = True) -> None:
     parser.add_argument(
         "--covariance-estimator",
         metavar="NAME",
-        default=None,
         help="with --model of an SPD network and a .npz file of raw trials (X of shape "
         "(n_trials, channels, time), y, optionally X_test, y_test, domains): the covariance "
         "estimator the model was fitted with (rankmetric fit rpl --covariance-estimator)",
@@ -304,7 +289,6 @@ def register(subparsers, full: bool = True) -> None:
     parser.add_argument(
         "--test-domain",
         metavar="VALUE",
-        default=None,
         help="raw trials only: evaluate on this held-out domain, as `rankmetric fit rpl "
         "--test-domain` split the file",
     )
@@ -324,12 +308,7 @@ def register(subparsers, full: bool = True) -> None:
         help=f"what to compute, among {', '.join(SCORES)} (default: %(default)s)",
     )
     parser.add_argument(
-        "-k",
-        "--k",
-        type=int,
-        default=3,
-        dest="k",
-        help="neighbours in the k-NN vote (default: %(default)s)",
+        "-k", "--k", type=int, default=3, help="neighbours in the k-NN vote (default: %(default)s)"
     )
     parser.add_argument(
         "--ks",
@@ -353,9 +332,9 @@ def register(subparsers, full: bool = True) -> None:
         help="seed of k-means and of the cross-validation folds (default: 0)",
     )
     parser.add_argument(
-        "--device", default=None, help="torch device for the searches (default: CUDA if available)"
+        "--device", help="torch device for the searches (default: CUDA if available)"
     )
-    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    parser.add_argument("--threads", type=int, help="torch CPU threads")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("-v", "--verbose", action="store_true", help="progress bars")
     add_evaluate_pairs_options(parser)

@@ -30,6 +30,13 @@ from ._help import parameter_help, parse_value, summary
 from ._pairs import add_fit_pairs_option, run_fit_pairs
 from ._report import knn_report, model_preprocessing, print_report, reid_report
 
+SUMMARY = "fit a metric learner on a data set and save it"
+DESCRIPTION = (
+    "Fit a metric learner on a data set's training part, print k-NN accuracy on its test part "
+    "(learned metric vs Euclidean) and optionally save the model. `rankmetric fit METHOD --help` "
+    "lists the method's parameters."
+)
+
 #: method name on the command line -> its entry of the table of estimators
 METHODS = {e.name: e for e in ESTIMATORS if e.fit_input}
 
@@ -52,11 +59,11 @@ def _add_method_parser(sub, method: str) -> None:
     kind = METHODS[method].fit_input
     parser.add_argument(
         "--data",
-        required=True,
+        required=not hasattr(cls, "fit_pairs"),  # else --data or --pairs, checked in run_fit
         metavar="NAME|PATH",
         help="data set name (see `rankmetric data list`) or your own feature file "
         "(.npz/.csv/.parquet/.mat with X, y, optional cameras and split; docs/datasets.md)"
-        + ("; multichannel sets are turned into SPD covariance matrices" if kind == "spd" else ""),
+        + (_SPD_DATA_HELP if kind == "spd" else ""),
     )
     parser.add_argument("--out", metavar="PATH", help="save the fitted model to this .npz file")
     parser.add_argument(
@@ -69,7 +76,7 @@ def _add_method_parser(sub, method: str) -> None:
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     if kind == "features":  # every learner on feature vectors has a tuned learner
         parser.add_argument(
-            "--tune", nargs="?", type=float, const=10.0, default=None, metavar="BUDGET",
+            "--tune", nargs="?", type=float, const=10.0, metavar="BUDGET",
             help="choose the decisive hyper-parameters on identities/classes held out of the "
             "training part (successive halving, rankmetric.tuning), within BUDGET default fits "
             "(default 10); the options below are the search's starting point",
@@ -96,24 +103,23 @@ def _add_method_parser(sub, method: str) -> None:
 # ----------------------------------------------------------------------------- SPD methods: trials
 
 
+_SPD_DATA_HELP = (
+    "; multichannel sets are turned into SPD covariance matrices; or a .npz file of raw trials: "
+    "X of shape (n_trials, channels, time) and labels y, optionally X_test and y_test (else "
+    "--test-size is held out) and domains (session or subject of each trial; domains_test beside "
+    "X_test), which are passed to fit and transform: each domain is re-centred at its own mean"
+)
+
+
 def _add_spd_options(parser: argparse.ArgumentParser) -> None:
-    """``--covariance-estimator``, and ``--data`` accepting a ``.npz`` file of raw trials."""
+    """``--covariance-estimator`` and ``--test-domain`` (``--data`` may be raw trials)."""
     from ..preprocessing import Covariances
 
-    for action in parser._actions:
-        if action.dest == "data":
-            action.help += (
-                "; or a .npz file of raw trials: X of shape (n_trials, channels, time) and labels "
-                "y, optionally X_test and y_test (else --test-size is held out) and domains "
-                "(session or subject of each trial; domains_test beside X_test), which are "
-                "passed to fit and transform: each domain is re-centred at its own mean"
-            )
     choices = parameter_help(Covariances).get("estimator", "")
     choices = choices[choices.find("one of") :] if "one of" in choices else ""
     parser.add_argument(
         "--covariance-estimator",
         metavar="NAME",
-        default=None,
         help=(
             "covariance estimator of each trial, passed to "
             f"rankmetric.preprocessing.Covariances(estimator=NAME){'; ' if choices else ''}"
@@ -125,7 +131,6 @@ def _add_spd_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--test-domain",
         metavar="VALUE",
-        default=None,
         help="cross-session / cross-subject evaluation: hold out every trial of this domain "
         "(a value of the trial file's domains array) as the test part, train on the others; "
         "the held-out domain is re-centred at its own mean, unseen in training",
@@ -136,8 +141,6 @@ def _check_arguments(args: argparse.Namespace, params: dict) -> None:
     """Every option that can be checked before loading data and fitting (nothing is lost)."""
     if args.k < 1:
         raise ValueError(f"-k must be at least 1, got {args.k}.")
-    if not 0 < args.test_size < 1:
-        raise ValueError(f"--test-size must be between 0 and 1, got {args.test_size}.")
     if args.out:
         check_output_file(args.out)
     if "random_state" in params:
@@ -208,9 +211,7 @@ def run_fit(args: argparse.Namespace) -> int:
               "n_train": int(len(split.X_train)), "n_test": int(len(split.X_test)),
               "fit_seconds": round(fit_time, 3)}  # fmt: skip
     preprocess, report["preprocessing"] = model_preprocessing(est)
-    train = (split.X_train, split.y_train, split.domains_train)
-    test = (split.X_test, split.y_test, split.domains_test)
-    report.update(knn_report(est, args.k, train, test, preprocess))
+    report.update(knn_report(est, args.k, split, preprocess))
     if split.cameras_test is not None:
         report.update(reid_report(est.transform, split.X_test, split.y_test, split.cameras_test,
                                   split.split_test, preprocess=preprocess, rerank=args.rerank,
@@ -223,17 +224,9 @@ def run_fit(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(subparsers, full: bool = True) -> None:
-    """Add ``fit``; its methods' options (which import every estimator) only when ``full``."""
-    parser = subparsers.add_parser(
-        "fit",
-        help="fit a metric learner on a data set and save it",
-        description=(
-            "Fit a metric learner on a data set's training part, print k-NN accuracy on its test "
-            "part (learned metric vs Euclidean) and optionally save the model. "
-            "`rankmetric fit METHOD --help` lists the method's parameters."
-        ),
-    )
+def register(parser: argparse.ArgumentParser, full: bool = True) -> None:
+    """Add the methods of ``fit``; their options (which import every estimator) only when
+    ``full``."""
     sub = parser.add_subparsers(dest="method_name", metavar="METHOD", required=True)
     if not full:
         return

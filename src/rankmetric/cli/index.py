@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
-from ._args import check_input_file, check_output_file
+from ._args import check_output_file
 
+SUMMARY = "build, grow, query and evaluate a served index of a learned metric"
+DESCRIPTION = "Serve a learned metric: an index folder of the embedded catalogue."
 EPILOG = """\
 data files: a .npz with X (rows, raw features or embeddings) and optionally ids (integers
 or strings) and y (labels, kept as the attribute "label"); or a .npy of rows (memory-mapped).
@@ -21,49 +22,45 @@ examples:
 
 
 def _read_rows(path: str) -> dict:
-    """``{"X": rows, "ids": ..., "y": ...}`` of a .npz or .npy file (no pickle)."""
-    import numpy as np
+    """``{"X": rows, "ids": ..., "y": ...}`` of a .npz or .npy file, checked before anything is
+    read (:func:`~rankmetric._safe_npz.read_data_npz`; no pickle, memory-mapped)."""
+    from .._safe_npz import read_data_npy, read_data_npz
 
-    check_input_file(path, "--data")
     if path.endswith(".npy"):
-        return {"X": np.load(path, mmap_mode="r", allow_pickle=False)}
-    try:
-        with np.load(path, allow_pickle=False) as archive:
-            found = {k: archive[k] for k in archive.files if k in ("X", "ids", "y")}
-    except ValueError as exc:
-        raise ValueError(f"--data {path}: not a plain .npz of arrays ({exc}).") from None
+        return {"X": read_data_npy(path, f"--data {path}")}
+    found = read_data_npz(path, f"--data {path}", keys=("X", "ids", "y"))
     if "X" not in found:
         raise ValueError(f"--data {path} has no array X (it has {sorted(found)}).")
     return found
 
 
+def _add_rows(index, path: str, folder: str) -> int:
+    """Add the rows of data file ``path`` (their ``ids``, ``y`` as the attribute ``label``) to
+    ``index`` and save it in ``folder``."""
+    data = _read_rows(path)
+    attributes = {"label": data["y"]} if "y" in data else None
+    index.add(data["X"], data.get("ids"), attributes)
+    index.save(folder)
+    print(f"{index!r} written to {folder}")
+    return 0
+
+
 def _build(args) -> int:
+    from .._safe_npz import check_regular_file
     from ..index import Index
     from ..io import load_model
 
-    data = _read_rows(args.data)
     model = None
     if args.model:
-        check_input_file(args.model, "--model")
+        check_regular_file(args.model, f"--model {args.model}")
         model = load_model(args.model)
-    attributes = {"label": data["y"]} if "y" in data else None
-    index = Index(model, backend=args.backend, metric=args.metric)
-    index.add(data["X"], data.get("ids"), attributes)
-    index.save(args.out)
-    print(f"{index!r} written to {args.out}")
-    return 0
+    return _add_rows(Index(model, backend=args.backend, metric=args.metric), args.data, args.out)
 
 
 def _add(args) -> int:
     from ..index import Index
 
-    index = Index.load(args.index, mmap=True)
-    data = _read_rows(args.data)
-    attributes = {"label": data["y"]} if "y" in data else None
-    index.add(data["X"], data.get("ids"), attributes)
-    index.save(args.index)
-    print(f"{index!r} written to {args.index}")
-    return 0
+    return _add_rows(Index.load(args.index, mmap=True), args.data, args.index)
 
 
 def _query(args) -> int:
@@ -95,22 +92,14 @@ def _evaluate(args) -> int:
     if "y" not in data:
         raise ValueError(f"--data {args.data} needs the queries' labels y to evaluate.")
     report = index.evaluate(data["X"], data["y"], k=args.k)
-    json.dump(report, sys.stdout, indent=1)
-    print()
+    print(json.dumps(report, indent=1))
     return 0
 
 
-def register(subparsers, full: bool = True) -> None:
-    """Add ``index``; its actions' options only when ``full`` (``rankmetric --help`` needs none)."""
+def register(parser: argparse.ArgumentParser, full: bool = True) -> None:
+    """Add the actions of ``index``; their options only when ``full`` (``--help`` needs none)."""
     from ._args import vector_metric
 
-    parser = subparsers.add_parser(
-        "index",
-        help="build, grow, query and evaluate a served index of a learned metric",
-        description="Serve a learned metric: an index folder of the embedded catalogue.",
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
     sub = parser.add_subparsers(dest="index_command", metavar="ACTION", required=True)
     if not full:
         return
@@ -121,7 +110,7 @@ def register(subparsers, full: bool = True) -> None:
     build.add_argument(
         "--backend", default="auto", choices=["auto", "exact", "ivf", "ivfpq", "hnsw"]
     )
-    build.add_argument("--metric", type=vector_metric, default=None, help="default: the model's")
+    build.add_argument("--metric", type=vector_metric, help="default: the model's")
     build.set_defaults(func=_build)
     add = sub.add_parser("add", help="add items to an index folder")
     add.add_argument("--index", metavar="DIR", required=True)

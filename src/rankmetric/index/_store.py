@@ -86,9 +86,9 @@ def _save_model(index, folder: Path, files: dict) -> str | None:
     model = index.model
     if model is None:
         return None
-    from ..io import _registered_class, save_model
+    from ..io import registered_class, save_model
 
-    if _registered_class(type(model).__name__) is not type(model):
+    if registered_class(type(model).__name__) is not type(model):
         warnings.warn(
             "the index's model is a plain callable, not a rankmetric estimator: it is not saved, "
             "and the loaded index takes embeddings (add_embeddings, search(..., embedded=True)).",

@@ -18,7 +18,6 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._distances import paired_squared_euclidean
 from .._threads import fit_threads
 from .._validation import ParameterValidationMixin
-from .._validation.compat import warn_deprecated
 from ..io import load_model, save_model
 from ..training import Checkpointing, fit_fingerprint
 from ._held_out import HeldOutCheckMixin, fit_depth, run_held_out_check
@@ -27,7 +26,6 @@ from ._supervision import split_pairs
 __all__ = [
     "MetricLearnerMixin",
     "MahalanobisMixin",
-    "atomic_fit",
     "fit_context",
 ]
 
@@ -133,21 +131,6 @@ def fit_checkpointing(est) -> Checkpointing | None:
     if est.checkpoint_dir is None:
         return None
     return Checkpointing(est.checkpoint_dir, est.checkpoint_every, vars(est)["_fit_fingerprint"])
-
-
-def atomic_fit(cls: type) -> type:
-    """Deprecated class decorator (removed in 0.3): apply :func:`fit_context` to each fit method.
-
-    Decorate each fit method with :func:`fit_context` instead.
-    """
-    warn_deprecated(
-        "atomic_fit", "Decorate each fit method with rankmetric.estimators.base.fit_context"
-    )
-    for name in FIT_METHODS:
-        method = cls.__dict__.get(name)
-        if method is not None and not getattr(method, "_rankmetric_fit_context", False):
-            setattr(cls, name, fit_context(method))
-    return cls
 
 
 class MetricLearnerMixin(

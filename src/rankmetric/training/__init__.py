@@ -26,7 +26,6 @@ from ._loop import (
     TrainingResult,
     UntrainedModelWarning,
     Validation,
-    checkpoint_fingerprint,
     optimisation_step,
     train,
 )
@@ -60,7 +59,6 @@ __all__ = [
     "TrainingResult",
     "UntrainedModelWarning",
     "Validation",
-    "checkpoint_fingerprint",
     "fit_fingerprint",
     "holdout_folds",
     "optimisation_step",

@@ -37,17 +37,6 @@ from .._utils import progress
 from ._checkpoints import Checkpoints, run_fingerprint
 from ._settings import Checkpointing, Stopping, Validation, grouped
 
-__all__ = [
-    "Checkpointing",
-    "NonFiniteLossError",
-    "Stopping",
-    "TrainingResult",
-    "UntrainedModelWarning",
-    "Validation",
-    "optimisation_step",
-    "train",
-]
-
 #: Steps over which the loss is averaged by the divergence guard and the end-of-fit check.
 LOSS_WINDOW = 10
 

@@ -68,7 +68,7 @@ from ._warp_terms import (
     warp_loss_from_violations,
 )
 from .base import MetricLoss, finite_loss
-from .indices import IndicesTuple, check_indices_tuple, check_reference, pair_masks
+from .indices import IndicesTuple, pair_masks, reference_call
 from .pair_distances import VECTOR_METRICS, Metric, check_batch, label_masks, pairwise_distance
 from .precision import is_compiling, mixed_precision
 from .regularizers import aon_penalty, kernel_aon_penalty
@@ -212,18 +212,14 @@ class WARPLoss(MetricLoss):
                 "WARPLoss's third argument is n_other; pass mined tuples as indices_tuple=."
             )
         labels = check_batch(embeddings, labels)
-        same = ref_emb is None
-        ref_emb, ref_labels = check_reference(
-            embeddings, labels, ref_emb, ref_labels, name=type(self).__name__
+        ref_emb, ref_labels, indices = reference_call(
+            embeddings, labels, indices_tuple, ref_emb, ref_labels, name=type(self).__name__
         )
-        if indices_tuple is None:
-            positive, negative = label_masks(labels, None if same else ref_labels)
+        dist = pairwise_distance(embeddings, self.distance, ref_emb)
+        if indices is None:
+            positive, negative = label_masks(labels, ref_labels)
         else:
-            indices = check_indices_tuple(
-                indices_tuple, labels.shape[0], ref_labels.shape[0], labels.device
-            )
-            positive, negative = pair_masks(indices, labels.shape[0], ref_labels.shape[0])
-        dist = pairwise_distance(embeddings, self.distance, None if same else ref_emb)
+            positive, negative = pair_masks(indices, *dist.shape)
         n_violators, hinge_sum = _batch_warp_terms(dist, negative, self.margin)
         rank = n_violators.to(torch.float64)
         if n_other is not None:

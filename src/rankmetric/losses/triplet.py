@@ -53,8 +53,8 @@ from .miners import (
     TripletMiner,
     batch_hard_choice,
     facenet_semihard_choice,
+    hinge_sums,
     random_partners,
-    sorted_negatives,
 )
 from .pair_distances import (
     SPD_METRICS,
@@ -236,13 +236,7 @@ def _hinge_sum(violation: Tensor, valid: Tensor) -> Mined:
 
 def _all_triplets(dist: Tensor, positive: Tensor, negative: Tensor, margin: float) -> Mined:
     """Every valid triplet, by prefix sums over sorted negative distances (see module docstring)."""
-    sorted_neg, _, n_neg = sorted_negatives(dist, negative)
-    threshold = dist + margin  # t_ap, shape (B, B)
-    below = torch.searchsorted(sorted_neg.contiguous(), threshold.detach().contiguous())
-    finite = sorted_neg.masked_fill(torch.isinf(sorted_neg), 0.0).to(torch.float64)
-    prefix = torch.cat([finite.new_zeros(dist.shape[0], 1), finite.cumsum(dim=1)], dim=1)
-    # c·t − Σ D_an in float64: the difference of two sums of up to B terms each
-    per_pair = (below * threshold.to(torch.float64) - prefix.gather(1, below)).to(dist.dtype)
+    below, per_pair, n_neg = hinge_sums(dist, negative, margin)
     per_anchor = torch.where(positive, per_pair, 0.0).sum(dim=1)
     n_terms = as_count((positive.sum(dim=1) * n_neg).sum())
     n_nonzero = as_count(torch.where(positive, below, 0).sum())

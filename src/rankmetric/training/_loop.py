@@ -337,13 +337,13 @@ def train(
         groups = {"validation": validation, "stopping": stopping, "checkpointing": checkpointing}
         groups = grouped(deprecated, groups)
         validation, stopping, checkpointing = groups.values()
-    fingerprint = checkpointing.fingerprint if checkpointing is not None else None
+    checkpointing = Checkpointing(None) if checkpointing is None else checkpointing
     result = TrainingResult()
     validated = validation is not None
     checkpoints = Checkpoints(
-        checkpointing.directory if checkpointing is not None else None,
-        checkpointing.every if checkpointing is not None else None,
-        run_fingerprint(module, optimizer, fingerprint),
+        checkpointing.directory,
+        checkpointing.every,
+        run_fingerprint(module, optimizer, checkpointing.fingerprint),
     )
     validation = _Validation(validation, max_iter, result)
     start, best_state = checkpoints.resume(module, optimizer, rng, result)

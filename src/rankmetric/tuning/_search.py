@@ -173,9 +173,21 @@ class TunedMetricLearner(TransformerMixin, BaseEstimator):
         return clone(self.estimator)
 
     def _check_settings(self):
-        for name, (valid, what) in _SETTINGS.items():
-            if not valid(getattr(self, name)):
-                raise ValueError(f"{name} must {what}, got {getattr(self, name)!r}.")
+        if not (isinstance(self.budget, (int, float)) and self.budget >= 3):
+            raise ValueError(f"budget must be a number of default fits >= 3, got {self.budget!r}.")
+        if not 0.0 < float(self.validation_fraction) < 1.0:
+            raise ValueError(
+                f"validation_fraction must lie in (0, 1), got {self.validation_fraction!r}."
+            )
+        if self.split not in ("auto", "groups", "stratified"):
+            raise ValueError(f"split must be 'auto', 'groups' or 'stratified', got {self.split!r}.")
+        if not (isinstance(self.eta, (int, np.integer)) and self.eta >= 2):
+            raise ValueError(f"eta must be an integer >= 2, got {self.eta!r}.")
+        if not (isinstance(self.n_rounds, (int, np.integer)) and self.n_rounds >= 1):
+            raise ValueError(f"n_rounds must be an integer >= 1, got {self.n_rounds!r}.")
+        fixed = self.n_candidates
+        if fixed is not None and not (isinstance(fixed, (int, np.integer)) and fixed >= 1):
+            raise ValueError(f"n_candidates must be None or an integer >= 1, got {fixed!r}.")
 
     def _space(self, X, y, template) -> dict:
         space = self.search_space(X, y, template) if self.param_space is None else self.param_space
@@ -456,27 +468,6 @@ class TunedMetricLearner(TransformerMixin, BaseEstimator):
         """
         check_is_fitted(self, "best_estimator_")
         self.best_estimator_.save(path)
-
-
-def _integer_at_least(low: int):
-    return lambda value: isinstance(value, (int, np.integer)) and value >= low
-
-
-#: The search's settings: ``name: (check, what a valid value is)``, checked in this order.
-_SETTINGS = {
-    "budget": (
-        lambda v: isinstance(v, (int, float)) and v >= 3,
-        "be a number of default fits >= 3",
-    ),
-    "validation_fraction": (lambda v: 0.0 < float(v) < 1.0, "lie in (0, 1)"),
-    "split": (
-        lambda v: v in ("auto", "groups", "stratified"),
-        "be 'auto', 'groups' or 'stratified'",
-    ),
-    "eta": (_integer_at_least(2), "be an integer >= 2"),
-    "n_rounds": (_integer_at_least(1), "be an integer >= 1"),
-    "n_candidates": (lambda v: v is None or _integer_at_least(1)(v), "be None or an integer >= 1"),
-}
 
 
 def ranks_below(values: tuple[int, ...]):

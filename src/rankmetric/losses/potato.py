@@ -223,7 +223,12 @@ class RiemannianPotatoLoss(MetricLoss):
     ) -> None:
         super().__init__(reduction)
         metric = canonical_metric(metric, DISTANCES, name="metric")
-        _check_loss_params(momentum, n_classes, eps)
+        if not 0 < momentum <= 1:
+            raise ValueError(f"momentum must be in (0, 1], got {momentum}.")
+        if n_classes is not None and (int(n_classes) != n_classes or n_classes < 1):
+            raise ValueError(f"n_classes must be a positive integer or None, got {n_classes!r}.")
+        if eps <= 0:
+            raise ValueError(f"eps must be > 0, got {eps}.")
         if min_log_sigma <= 0:
             raise ValueError(f"min_log_sigma must be > 0, got {min_log_sigma}.")
         check_option("center", center, CENTERS)
@@ -385,13 +390,10 @@ class RiemannianPotatoLoss(MetricLoss):
             return
         needed = all_reduce_max(needed, self.log_mu.device)
         if needed > current:
-            self._resize(needed)
-
-    def _resize(self, size: int) -> None:
-        grow = size - self.log_mu.shape[0]
-        self.log_mu = torch.cat([self.log_mu, self.log_mu.new_zeros(grow)])
-        self.log_sigma = torch.cat([self.log_sigma, self.log_sigma.new_ones(grow)])
-        self.seen = torch.cat([self.seen, self.seen.new_zeros(grow)])
+            grow = needed - current
+            self.log_mu = torch.cat([self.log_mu, self.log_mu.new_zeros(grow)])
+            self.log_sigma = torch.cat([self.log_sigma, self.log_sigma.new_ones(grow)])
+            self.seen = torch.cat([self.seen, self.seen.new_zeros(grow)])
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
         incoming = state_dict.get(prefix + "log_mu")
@@ -479,12 +481,3 @@ class _KarcherMean(torch.autograd.Function):
         V = torch.einsum("k,kab->ab", v, basis)
         dlog = U @ ((U.mT @ V @ U) * delta) @ U.mT  # D log_{Z_i}[V], (n, c, c)
         return (-W @ dlog @ W).to(grad_M.dtype)
-
-
-def _check_loss_params(momentum, n_classes, eps) -> None:
-    if not 0 < momentum <= 1:
-        raise ValueError(f"momentum must be in (0, 1], got {momentum}.")
-    if n_classes is not None and (int(n_classes) != n_classes or n_classes < 1):
-        raise ValueError(f"n_classes must be a positive integer or None, got {n_classes!r}.")
-    if eps <= 0:
-        raise ValueError(f"eps must be > 0, got {eps}.")

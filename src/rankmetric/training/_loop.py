@@ -187,21 +187,18 @@ class _Validation:
         self.result.start_score = self.result.best_score
         self.best_state = copy.deepcopy(module.state_dict())
 
-    def _record(self, score: float, step: int, module: torch.nn.Module) -> None:
-        if score > self.result.best_score:
-            self.result.best_score, self.result.best_step = score, step
-            self.best_state = copy.deepcopy(module.state_dict())
-            self.bad = 0
-        else:
-            self.bad += 1
-
     def after_step(self, done: int, module: torch.nn.Module, entry: dict) -> None:
         """Validate after ``done`` steps when it is time, noting the score in ``entry``."""
         config = self.config
         if config is None or not (done % config.every == 0 or done == self.max_iter):
             return
         entry["val_score"] = score = float(config.score())
-        self._record(score, done, module)
+        if score > self.result.best_score:
+            self.result.best_score, self.result.best_step = score, done
+            self.best_state = copy.deepcopy(module.state_dict())
+            self.bad = 0
+        else:
+            self.bad += 1
 
     def should_stop(self) -> bool:
         """The first stopping rule: ``patience`` validations without improvement."""

@@ -65,7 +65,13 @@ from ..geometry.matrix_functions import divided_differences, spd_exp, spd_log, s
 from ..geometry.means import riemannian_mean
 from ..geometry.tangent import congruence
 from .base import MetricLoss, finite_loss, non_negative
-from .pair_distances import SPD_METRICS, check_batch, label_masks, pairwise_distance
+from .pair_distances import (
+    SPD_METRICS,
+    MetricSelector,
+    check_batch,
+    label_masks,
+    pairwise_distance,
+)
 from .precision import is_compiling, mixed_precision
 
 __all__ = ["RiemannianPotatoLoss", "embedding_distances", "DISTANCES", "CENTERS", "CENTRES"]
@@ -123,7 +129,7 @@ def _masked_mean(values: torch.Tensor, mask: torch.Tensor, temperature: float) -
     return (weights * values).sum(dim=1) / total
 
 
-class RiemannianPotatoLoss(MetricLoss):
+class RiemannianPotatoLoss(MetricSelector, MetricLoss):
     """Riemannian Potato-based Ranking Loss over a batch of embeddings and class labels.
 
     Parameters
@@ -246,11 +252,6 @@ class RiemannianPotatoLoss(MetricLoss):
         self.register_buffer("log_mu", torch.zeros(size))
         self.register_buffer("log_sigma", torch.ones(size))
         self.register_buffer("seen", torch.zeros(size, dtype=torch.bool))
-
-    @property
-    def distance(self) -> str:
-        """The name of :attr:`metric` before 0.3, readable this release."""
-        return self.metric
 
     @property
     def centre(self) -> str:

@@ -70,15 +70,13 @@ class KernelWARCACV(TunedMetricLearner):
     def search_space(self, X, y, template) -> dict:
         from ..kernels import default_gamma
 
-        kernel = "chi2_rbf" if template is None else template.kernel
-        seed = 0 if template is None or template.random_state is None else template.random_state
-        if template is not None and template.gamma is not None:
-            base = float(template.gamma)
-        else:
-            base = default_gamma(np.asarray(X, dtype=np.float64), kernel, make_rng(seed))
-        gammas = [None] + [float(base * f) for f in (0.25, 0.5, 2.0, 4.0)]
+        template = KernelWARCA() if template is None else template
+        base = template.gamma
+        if base is None:
+            rng = make_rng(0 if template.random_state is None else template.random_state)
+            base = default_gamma(np.asarray(X, dtype=np.float64), template.kernel, rng)
         return {
-            "gamma": gammas,
+            "gamma": [None] + [float(base * f) for f in (0.25, 0.5, 2.0, 4.0)],
             "reg_lambda": [0.0, 1e-4, 1e-3, 1e-2],
             "n_components": ranks_below((16, 32, 64))(X),
             "max_iter": [500, 1000, 2000],

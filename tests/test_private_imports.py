@@ -155,7 +155,6 @@ PENDING_PRIVATE_IMPORTS = {
     "index/core.py": "index._rows._as_ids",
     "index/export.py": "index._ann._faiss",
     "index/evaluation.py": "evaluate._inputs, evaluate._precision",
-    "losses/_warp_sampling.py": "three private kernels of losses._warp_terms",
     "models/linear.py": "geometry._common",
     "neighbors/tiled.py": "neighbors._search._sortable_bits(_inverse)",
 }

@@ -9,6 +9,7 @@ then evaluates the loss with gradients on the violators only. Public names are r
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -102,7 +103,7 @@ class _Distances:
         return cross_sq_euclidean(self.ends if pairs is None else self.ends[pairs], e_neg)
 
 
-class _Violations:
+class _Violations(NamedTuple):
     """What the detection pass found, per (anchor, positive) row of the symmetric batch.
 
     Rows ``0..P-1`` use anchor ``first`` and positive ``second``; rows ``P..2P-1`` the reverse
@@ -110,13 +111,12 @@ class _Violations:
     the same negatives). ``rows``/``negatives`` list each counted (row, negative) draw.
     """
 
-    def __init__(self, anchors, positives, rows, negatives, n_violators, rank):
-        self.anchors = anchors  # (R,) sample index of each row's anchor
-        self.positives = positives  # (R,)
-        self.rows = rows  # (V,) row of each selected violator
-        self.negatives = negatives  # (V,) sample index of each selected violator
-        self.n_violators = n_violators  # (R,)
-        self.rank = rank  # (R,)
+    anchors: torch.Tensor  # (R,) sample index of each row's anchor
+    positives: torch.Tensor  # (R,)
+    rows: torch.Tensor  # (V,) row of each selected violator
+    negatives: torch.Tensor  # (V,) sample index of each selected violator
+    n_violators: torch.Tensor  # (R,)
+    rank: torch.Tensor  # (R,)
 
 
 def _detect_batched(

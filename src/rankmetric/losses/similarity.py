@@ -121,13 +121,6 @@ def jaccard_similarity_targets(
     return float(neg_target) + (1.0 - float(neg_target)) * jaccard
 
 
-def _check_neg_target(neg_target: float) -> float:
-    neg_target = float(neg_target)
-    if not -1.0 <= neg_target < 1.0:
-        raise ValueError(f"neg_target must lie in [-1, 1), got {neg_target}.")
-    return neg_target
-
-
 class SimilarityRegressionLoss(BatchMetricLoss):
     """Squared loss between target similarities and :math:`\\hat S = H(a)^\\top H(b)`, averaged over
     pairs.
@@ -192,7 +185,9 @@ class SimilarityRegressionLoss(BatchMetricLoss):
 
     def __init__(self, neg_target: float = -1.0, *, reduction: str = "mean") -> None:
         super().__init__(reduction)
-        self.neg_target = _check_neg_target(neg_target)
+        if not -1.0 <= float(neg_target) < 1.0:
+            raise ValueError(f"neg_target must lie in [-1, 1), got {float(neg_target)}.")
+        self.neg_target = float(neg_target)
 
     @finite_loss
     def pairs(

@@ -150,7 +150,6 @@ PENDING_PRIVATE_IMPORTS = {
     "training/_scoring.py": "evaluate._precision",
     "evaluate/_ranking.py": "neighbors._search",
     "index/evaluation.py": "evaluate._precision",
-    "losses/_warp_sampling.py": "three private kernels of losses._warp_terms",
     "neighbors/tiled.py": "neighbors._search._sortable_bits(_inverse)",
 }
 

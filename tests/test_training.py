@@ -198,22 +198,6 @@ def test_untrained_model_warning_is_public_and_a_convergence_warning():
     assert issubclass(UntrainedModelWarning, UserWarning)
 
 
-def test_stop_after_still_works_with_a_future_warning(tmp_path):
-    module, opt, rng, loss_step, _ = _setup(seed=1)
-    with pytest.warns(FutureWarning, match="stop_after"):
-        partial = train(
-            module,
-            opt,
-            loss_step,
-            rng=rng,
-            max_iter=120,
-            checkpointing=Checkpointing(tmp_path, every=20),
-            stop_after=60,
-        )
-    assert partial.n_iter == 60 and len(partial.history) == 60
-    assert (tmp_path / "checkpoint.pt").exists()
-
-
 def _checkpoint_then_resume(tmp_path, first, second):
     """Leave a checkpoint stamped with fingerprint ``first``, then resume with ``second``."""
     module, opt, rng, loss_step, _ = _setup(seed=1)
@@ -236,15 +220,6 @@ def test_the_fingerprint_argument_decides_which_checkpoint_resumes(tmp_path):
     assert resumed.n_iter == 10 and len(resumed.history) == 10
     with pytest.raises(ValueError, match="does not match"):
         _checkpoint_then_resume(tmp_path / "other", "data A", "data B")
-
-
-def test_the_deprecated_fingerprint_block_still_stamps_checkpoints(tmp_path):
-    from rankmetric.training import checkpoint_fingerprint
-
-    with pytest.warns(FutureWarning, match="fingerprint"):
-        with checkpoint_fingerprint("data A"):
-            with pytest.raises(ValueError, match="does not match"):
-                _checkpoint_then_resume(tmp_path, None, "data B")
 
 
 def test_the_steps_are_named_and_patchable(monkeypatch):
@@ -271,16 +246,6 @@ def test_optimisation_step_guards_a_non_finite_gradient():
     with pytest.raises(NonFiniteLossError, match="gradient became non-finite at step 3"):
         optimisation_step([w], opt, lambda step: (w - 1).abs().sum() ** 0.5, 3)
     assert torch.equal(w.detach(), torch.ones(2))
-
-
-def test_train_has_no_hidden_fingerprint_or_test_hook_in_its_loop():
-    import inspect
-
-    from rankmetric import training
-
-    source = inspect.getsource(training.train)
-    loop = source[source.index("for step in bar") :]
-    assert "stop_after" not in loop and "_FINGERPRINT" not in loop
 
 
 def test_the_flat_keywords_of_0_1_still_work_with_a_future_warning(tmp_path):

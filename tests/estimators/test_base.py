@@ -206,19 +206,6 @@ def test_a_failed_refit_leaves_the_estimator_unfitted_and_no_fingerprint_behind(
     assert est._sklearn_output_config == {"transform": "pandas"}  # settings are kept
 
 
-def test_the_deprecated_class_decorator_still_applies_the_fit_decorator():
-    from rankmetric.estimators.base import atomic_fit
-
-    with pytest.warns(FutureWarning, match="fit_context"):
-
-        @atomic_fit
-        class Old(BaseEstimator):
-            def fit(self, X, y=None):
-                return self
-
-    assert Old.fit._rankmetric_fit_context
-
-
 def test_metric_learners_declare_that_they_need_labels_once():
     from rankmetric.estimators.base import MetricLearnerMixin
 

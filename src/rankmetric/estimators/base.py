@@ -18,7 +18,6 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._distances import paired_squared_euclidean
 from .._threads import fit_threads
 from .._validation import ParameterValidationMixin
-from .._validation.compat import warn_deprecated
 from ..io import load_model, save_model
 from ..training import Checkpointing, TrainingResult, Validation, fit_fingerprint, train
 from ._held_out import HeldOutCheckMixin, fit_depth, run_held_out_check
@@ -27,10 +26,7 @@ from ._supervision import split_pairs
 __all__ = [
     "MetricLearnerMixin",
     "MahalanobisMixin",
-    "atomic_fit",
     "fit_context",
-    "train_estimator",
-    "training_history",
 ]
 
 #: The fit methods of an estimator; each carries :func:`fit_context`.
@@ -199,21 +195,6 @@ def training_history(result: TrainingResult) -> dict:
         "initial_validation_score_": result.start_score,
         "validation_scores_": [float(h["val_score"]) for h in result.history if "val_score" in h],
     }
-
-
-def atomic_fit(cls: type) -> type:
-    """Deprecated class decorator (removed in 0.3): apply :func:`fit_context` to each fit method.
-
-    Decorate each fit method with :func:`fit_context` instead.
-    """
-    warn_deprecated(
-        "atomic_fit", "Decorate each fit method with rankmetric.estimators.base.fit_context"
-    )
-    for name in FIT_METHODS:
-        method = cls.__dict__.get(name)
-        if method is not None and not getattr(method, "_rankmetric_fit_context", False):
-            setattr(cls, name, fit_context(method))
-    return cls
 
 
 class MetricLearnerMixin(

@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import torch
 
-__all__ = ["FLOAT32_REFINE_RATIO", "MIN_WORK_PER_THREAD", "eigh", "eigvalsh", "orient_columns"]
+__all__ = ["eigh", "eigvalsh", "orient_columns"]
 
 #: float32 matrices with ``min |λ| <= FLOAT32_REFINE_RATIO * max |λ|`` are decomposed in float64.
 FLOAT32_REFINE_RATIO = 100 * torch.finfo(torch.float32).eps

@@ -9,6 +9,7 @@ then evaluates the loss with gradients on the violators only. Public names are r
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -19,11 +20,11 @@ from .._validation import check_option
 from ..sampling import LabelIndex
 from ._warp_terms import (
     DISTANCE_EPS,
-    _cross_euclidean,
-    _cross_sq_euclidean,
-    _paired_euclidean,
     batched_rank_estimate,
+    cross_euclidean,
+    cross_sq_euclidean,
     first_violation,
+    paired_euclidean,
     sequential_rank_estimate,
     warp_loss_from_violations,
 )
@@ -99,10 +100,10 @@ class _Distances:
             drawn = partial.gather(2, negatives[:, None, :].expand(-1, 2, -1))
             return complete_squared_euclidean(drawn, sq_ends, DISTANCE_EPS)
         e_neg = _embed_rows(self.embed, negatives, self.n_samples)
-        return _cross_sq_euclidean(self.ends if pairs is None else self.ends[pairs], e_neg)
+        return cross_sq_euclidean(self.ends if pairs is None else self.ends[pairs], e_neg)
 
 
-class _Violations:
+class _Violations(NamedTuple):
     """What the detection pass found, per (anchor, positive) row of the symmetric batch.
 
     Rows ``0..P-1`` use anchor ``first`` and positive ``second``; rows ``P..2P-1`` the reverse
@@ -110,13 +111,12 @@ class _Violations:
     the same negatives). ``rows``/``negatives`` list each counted (row, negative) draw.
     """
 
-    def __init__(self, anchors, positives, rows, negatives, n_violators, rank):
-        self.anchors = anchors  # (R,) sample index of each row's anchor
-        self.positives = positives  # (R,)
-        self.rows = rows  # (V,) row of each selected violator
-        self.negatives = negatives  # (V,) sample index of each selected violator
-        self.n_violators = n_violators  # (R,)
-        self.rank = rank  # (R,)
+    anchors: torch.Tensor  # (R,) sample index of each row's anchor
+    positives: torch.Tensor  # (R,)
+    rows: torch.Tensor  # (V,) row of each selected violator
+    negatives: torch.Tensor  # (V,) sample index of each selected violator
+    n_violators: torch.Tensor  # (R,)
+    rank: torch.Tensor  # (R,)
 
 
 def _detect_batched(
@@ -242,7 +242,7 @@ def sampled_warp_loss(
         n_draws = 0 if sampling == "exact" else max_sampling
         ends = torch.stack([e_a, e_p], dim=1)
         dist = _Distances(detached, ends, index.n_samples, dense, n_draws)
-        threshold = (margin + _paired_euclidean(e_a, e_p)).square()  # compared with d²
+        threshold = (margin + paired_euclidean(e_a, e_p)).square()  # compared with d²
         if sampling == "batched":
             found = _detect_batched(
                 dist, index, rng, first, threshold, n_other, max_sampling, max_violators
@@ -283,8 +283,8 @@ def _sparse_hinge_sums(embed, found, active, row_slot, margin, n_samples) -> tor
     else:
         emb = embed(torch.cat(parts))
         e_a, e_p, e_n = emb.split([n_active, n_active, found.negatives.numel()])
-    d_ap = _paired_euclidean(e_a, e_p)
-    d_an = _paired_euclidean(e_a.index_select(0, row_slot), e_n)
+    d_ap = paired_euclidean(e_a, e_p)
+    d_an = paired_euclidean(e_a.index_select(0, row_slot), e_n)
     hinge = torch.relu(margin + d_ap.index_select(0, row_slot) - d_an)
     return torch.zeros(n_active, dtype=hinge.dtype, device=hinge.device).index_add(
         0, row_slot, hinge
@@ -299,8 +299,8 @@ def _dense_hinge_sums(embed, found, active, row_slot, margin, n_samples) -> torc
     counts.index_put_(
         (row_slot, found.negatives), torch.ones_like(row_slot, dtype=counts.dtype), True
     )
-    d_ap = _paired_euclidean(e_a, e_p)
-    hinge = torch.relu(margin + d_ap[:, None] - _cross_euclidean(e_a, everything))
+    d_ap = paired_euclidean(e_a, e_p)
+    hinge = torch.relu(margin + d_ap[:, None] - cross_euclidean(e_a, everything))
     return (hinge * counts).sum(dim=1)
 
 
@@ -308,7 +308,7 @@ class _ViolatorHinges(torch.autograd.Function):
     """:func:`_sparse_hinge_sums` on rows of one embedding ``E`` of all N items, fused.
 
     ``hinge_sum[s] = Σ_{v: row_slot[v] = s} [γ + F(e_a[s], e_p[s]) − F(e_a[s], e_n[v])]_+`` with
-    ``F`` of :func:`~rankmetric.losses._warp_terms._paired_euclidean`. The forward runs the same
+    ``F`` of :func:`~rankmetric.losses._warp_terms.paired_euclidean`. The forward runs the same
     operations as the autograd graph of that formula; the backward is that graph's backward
     written out, operation for operation and in the engine's order, so values and gradients are
     bit-identical to it (``tests/losses/test_warp_fused.py``), but it skips what the generic

@@ -158,16 +158,16 @@ def exact_rank(d_pos: torch.Tensor, d_neg: torch.Tensor, margin: float) -> torch
     return (margin + d_pos[:, None] - d_neg > 0).sum(dim=1)
 
 
-def _paired_euclidean(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+def paired_euclidean(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """``F(a, b) = ||a − b||₂`` row by row (broadcasting), with a finite gradient at 0."""
     return paired_squared_euclidean(a, b).clamp_min(DISTANCE_EPS).sqrt()
 
 
-def _cross_sq_euclidean(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+def cross_sq_euclidean(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """``F(a_i, b_j)²`` for every row pair (one matrix product), floored at ``DISTANCE_EPS``."""
     return floored_squared_euclidean(a, b, DISTANCE_EPS)
 
 
-def _cross_euclidean(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """``F(a_i, b_j)`` for every row pair (the square root of :func:`_cross_sq_euclidean`)."""
-    return _cross_sq_euclidean(a, b).sqrt()
+def cross_euclidean(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``F(a_i, b_j)`` for every row pair (the square root of :func:`cross_sq_euclidean`)."""
+    return cross_sq_euclidean(a, b).sqrt()

@@ -135,6 +135,52 @@ def check_indices_tuple(
     return tuple(out)
 
 
+def reference_call(
+    embeddings: Tensor,
+    labels: Tensor,
+    indices_tuple: Sequence[Tensor] | None,
+    ref_emb: Tensor | None,
+    ref_labels: Tensor | None,
+    *,
+    allow_matrices: bool = False,
+    name: str = "the loss",
+) -> tuple[Tensor | None, Tensor | None, IndicesTuple | None]:
+    """A loss call's reference set and index tuple, both checked.
+
+    Parameters
+    ----------
+    embeddings, labels : tensors
+        The checked batch.
+    indices_tuple : tuple of tensors, optional
+        Mined pairs or triplets (:func:`check_indices_tuple`, bounded by the batch and the
+        reference set).
+    ref_emb, ref_labels : tensors, optional
+        The reference set (:func:`check_reference`).
+    allow_matrices : bool, default=False
+        Whether the reference set may be SPD matrices.
+    name : str, default="the loss"
+        The caller named in the refusal of ``ref_labels`` without ``ref_emb``.
+
+    Returns
+    -------
+    ref_emb, ref_labels : tensors or None
+        The checked reference set; ``None, None`` when it is the batch itself (the form
+        :func:`~rankmetric.losses.pair_distances.pairwise_distance` and
+        :func:`~rankmetric.losses.pair_distances.label_masks` take).
+    indices : tuple of int64 tensors or None
+        The checked ``indices_tuple``.
+    """
+    same = ref_emb is None
+    ref_emb, ref_labels = check_reference(
+        embeddings, labels, ref_emb, ref_labels, allow_matrices=allow_matrices, name=name
+    )
+    indices = None
+    if indices_tuple is not None:
+        n_refs = ref_labels.shape[0]
+        indices = check_indices_tuple(indices_tuple, labels.shape[0], n_refs, labels.device)
+    return (None, None, indices) if same else (ref_emb, ref_labels, indices)
+
+
 def to_pairs(indices_tuple: IndicesTuple) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """``(a1, p, a2, n)``: pairs as they are, triplets ``(a, p, n)`` as ``(a, p, a, n)``.
 

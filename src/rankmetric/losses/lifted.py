@@ -38,13 +38,7 @@ from torch import Tensor
 from .._validation import check_option, renamed_keywords
 from ..geometry.aliases import canonical_metric
 from .base import BatchMetricLoss
-from .indices import (
-    all_pairs,
-    check_indices_tuple,
-    check_reference,
-    pair_counts,
-    to_pairs,
-)
+from .indices import all_pairs, pair_counts, reference_call, to_pairs
 from .pair_distances import (
     SPD_METRICS,
     VECTOR_METRICS,
@@ -155,18 +149,15 @@ default="euclidean"
 
     def _with_tuple(self, embeddings, labels, indices_tuple, ref_emb, ref_labels) -> Tensor:
         """Given pairs, or every pair of the batch against a reference set."""
-        same = ref_emb is None
-        ref_emb, ref_labels = check_reference(
-            embeddings, labels, ref_emb, ref_labels, allow_matrices=True
+        ref_emb, ref_labels, indices = reference_call(
+            embeddings, labels, indices_tuple, ref_emb, ref_labels, allow_matrices=True
         )
-        n, m = labels.shape[0], ref_labels.shape[0]
-        if indices_tuple is None:
-            a1, p, a2, neg = all_pairs(labels, None if same else ref_labels)
-        else:
-            a1, p, a2, neg = to_pairs(check_indices_tuple(indices_tuple, n, m, labels.device))
+        same = ref_emb is None
+        a1, p, a2, neg = all_pairs(labels, ref_labels) if indices is None else to_pairs(indices)
         if a1.numel() == 0 or a2.numel() == 0:
             return self.reduce(zero_loss(embeddings).reshape(1)[:0])
-        dist = pairwise_distance(embeddings, self.metric, None if same else ref_emb)
+        dist = pairwise_distance(embeddings, self.metric, ref_emb)
+        n, m = dist.shape
         if self.form == "generalized":
             positive = pair_counts(a1, p, n, m, torch.int64) > 0
             negative = pair_counts(a2, neg, n, m, torch.int64) > 0

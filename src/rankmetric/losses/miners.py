@@ -396,6 +396,37 @@ def sorted_negatives(dist: Tensor, negative: Tensor) -> tuple[Tensor, Tensor, Te
     return sorted_neg, order, negative.sum(dim=1)
 
 
+def hinge_sums(dist: Tensor, negative: Tensor, margin: float) -> tuple[Tensor, Tensor, Tensor]:
+    """Per (anchor, positive) cell, the violating negatives and their hinges, from one sort.
+
+    With ``t = D_ap + m`` and ``c`` the negatives of the anchor closer than ``t`` (the
+    violators), ``Σ_n [t − D_an]₊ = c t − Σ_{D_an < t} D_an``, read off prefix sums of the
+    sorted negative distances with a binary search: O(B² log B) time, O(B²) memory, exact
+    gradients (the difference of the two sums is taken in float64). The triplet loss's
+    ``"all"`` mining and the WARP loss both sum these hinges.
+
+    Parameters
+    ----------
+    dist : tensor of shape (B, M)
+    negative : bool tensor of shape (B, M)
+    margin : float
+
+    Returns
+    -------
+    n_violators : int64 tensor of shape (B, M)
+    hinge_sum : tensor of shape (B, M), of ``dist``'s dtype
+    n_negatives : int64 tensor of shape (B,)
+    """
+    sorted_neg, _, n_neg = sorted_negatives(dist, negative)
+    threshold = dist + margin
+    below = torch.searchsorted(sorted_neg.contiguous(), threshold.detach().contiguous())
+    finite = sorted_neg.masked_fill(torch.isinf(sorted_neg), 0.0).to(torch.float64)
+    prefix = torch.cat([finite.new_zeros(dist.shape[0], 1), finite.cumsum(dim=1)], dim=1)
+    # c·t − Σ D_an in float64: the difference of two sums of up to B terms each
+    per_pair = (below * threshold.to(torch.float64) - prefix.gather(1, below)).to(dist.dtype)
+    return below, per_pair, n_neg
+
+
 def batch_hard_choice(dist: Tensor, positive: Tensor, negative: Tensor):
     """Batch-hard selection (Hermans et al. 2017), the one used by the miner and the loss.
 

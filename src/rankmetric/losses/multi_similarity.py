@@ -30,7 +30,7 @@ import torch
 
 from ..geometry.aliases import canonical_metric
 from .base import BatchMetricLoss, non_negative
-from .indices import check_indices_tuple, check_reference, pair_masks
+from .indices import pair_masks, reference_call
 from .miners import multi_similarity_masks
 from .pair_distances import (
     SIMILARITIES,
@@ -125,16 +125,14 @@ class MultiSimilarityLoss(BatchMetricLoss):
         self.similarity = canonical_metric(similarity, SIMILARITIES, name="similarity")
 
     def batch_loss(self, embeddings, labels, indices_tuple, ref_emb, ref_labels):
-        same = ref_emb is None
-        ref_emb, ref_labels = check_reference(embeddings, labels, ref_emb, ref_labels)
-        sim = pairwise_similarity(embeddings, self.similarity, None if same else ref_emb)
-        if indices_tuple is not None:
-            indices = check_indices_tuple(
-                indices_tuple, labels.shape[0], ref_labels.shape[0], labels.device
-            )
-            positive, negative = pair_masks(indices, labels.shape[0], ref_labels.shape[0])
+        ref_emb, ref_labels, indices = reference_call(
+            embeddings, labels, indices_tuple, ref_emb, ref_labels
+        )
+        sim = pairwise_similarity(embeddings, self.similarity, ref_emb)
+        if indices is not None:
+            positive, negative = pair_masks(indices, *sim.shape)
         else:
-            positive, negative = label_masks(labels, None if same else ref_labels)
+            positive, negative = label_masks(labels, ref_labels)
             if self.mining:
                 positive, negative = self.mine(sim.detach(), positive, negative)
         pos_term = _log1p_sum_exp(-self.alpha * (sim - self.base), positive) / self.alpha

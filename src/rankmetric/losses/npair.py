@@ -24,7 +24,7 @@ import torch.nn.functional as F
 
 from ..geometry.aliases import canonical_metric
 from .base import BatchMetricLoss, non_negative
-from .indices import all_pairs, check_indices_tuple, check_reference, to_pairs
+from .indices import all_pairs, reference_call, to_pairs
 from .pair_distances import (
     SIMILARITIES,
     Similarity,
@@ -106,16 +106,11 @@ class NPairLoss(BatchMetricLoss):
             anchor_idx, positive_idx = first_pair_per_class(labels)
             ref_emb = embeddings
         else:
-            same = ref_emb is None
-            ref_emb, ref_labels = check_reference(embeddings, labels, ref_emb, ref_labels)
-            if indices_tuple is None:
-                a1, p, _, _ = all_pairs(labels, None if same else ref_labels)
-            else:
-                a1, p, _, _ = to_pairs(
-                    check_indices_tuple(
-                        indices_tuple, labels.shape[0], ref_labels.shape[0], labels.device
-                    )
-                )
+            ref, ref_labels, indices = reference_call(
+                embeddings, labels, indices_tuple, ref_emb, ref_labels
+            )
+            ref_emb = embeddings if ref is None else ref
+            a1, p, _, _ = all_pairs(labels, ref_labels) if indices is None else to_pairs(indices)
             first = _first_per_label(labels[a1])
             anchor_idx, positive_idx = a1[first], p[first]
         if not is_compiling() and anchor_idx.shape[0] < 2:

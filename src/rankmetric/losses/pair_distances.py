@@ -125,7 +125,8 @@ def pairwise_distance(
         return _call_injected(metric, x, x if y is None else y)
     metric = canonical_metric(metric, VECTOR_METRICS + SPD_METRICS, name="distance")
     if metric in SPD_METRICS:
-        return _spd_distance(x, metric, y)
+        _check_matrices(x, y, metric)
+        return spd_pairwise_distance(x, y, metric)
     _check_vectors(x, y, metric)
     if metric == "cosine":
         return 1.0 - _cosine(x, y)
@@ -416,11 +417,6 @@ def _check_matrices(x: torch.Tensor, y: torch.Tensor | None, metric: str) -> Non
                 f"metric {metric!r} needs SPD matrices of shape (n, c, c); {name} has shape "
                 f"{tuple(t.shape)}."
             )
-
-
-def _spd_distance(x: torch.Tensor, metric: str, y: torch.Tensor | None) -> torch.Tensor:
-    _check_matrices(x, y, metric)
-    return spd_pairwise_distance(x, y, metric)
 
 
 def _rescaled(kernel: Callable, x: torch.Tensor, y: torch.Tensor | None, metric: str):

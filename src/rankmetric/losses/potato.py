@@ -65,7 +65,13 @@ from ..geometry.matrix_functions import divided_differences, spd_exp, spd_log, s
 from ..geometry.means import riemannian_mean
 from ..geometry.tangent import congruence
 from .base import MetricLoss, finite_loss, non_negative
-from .pair_distances import SPD_METRICS, check_batch, label_masks, pairwise_distance
+from .pair_distances import (
+    SPD_METRICS,
+    MetricSelector,
+    check_batch,
+    label_masks,
+    pairwise_distance,
+)
 from .precision import is_compiling, mixed_precision
 
 __all__ = ["RiemannianPotatoLoss", "embedding_distances", "DISTANCES", "CENTERS", "CENTRES"]
@@ -123,7 +129,7 @@ def _masked_mean(values: torch.Tensor, mask: torch.Tensor, temperature: float) -
     return (weights * values).sum(dim=1) / total
 
 
-class RiemannianPotatoLoss(MetricLoss):
+class RiemannianPotatoLoss(MetricSelector, MetricLoss):
     """Riemannian Potato-based Ranking Loss over a batch of embeddings and class labels.
 
     Parameters
@@ -223,7 +229,12 @@ class RiemannianPotatoLoss(MetricLoss):
     ) -> None:
         super().__init__(reduction)
         metric = canonical_metric(metric, DISTANCES, name="metric")
-        _check_loss_params(momentum, n_classes, eps)
+        if not 0 < momentum <= 1:
+            raise ValueError(f"momentum must be in (0, 1], got {momentum}.")
+        if n_classes is not None and (int(n_classes) != n_classes or n_classes < 1):
+            raise ValueError(f"n_classes must be a positive integer or None, got {n_classes!r}.")
+        if eps <= 0:
+            raise ValueError(f"eps must be > 0, got {eps}.")
         if min_log_sigma <= 0:
             raise ValueError(f"min_log_sigma must be > 0, got {min_log_sigma}.")
         check_option("center", center, CENTERS)
@@ -241,11 +252,6 @@ class RiemannianPotatoLoss(MetricLoss):
         self.register_buffer("log_mu", torch.zeros(size))
         self.register_buffer("log_sigma", torch.ones(size))
         self.register_buffer("seen", torch.zeros(size, dtype=torch.bool))
-
-    @property
-    def distance(self) -> str:
-        """The name of :attr:`metric` before 0.3, readable this release."""
-        return self.metric
 
     @property
     def centre(self) -> str:
@@ -385,13 +391,10 @@ class RiemannianPotatoLoss(MetricLoss):
             return
         needed = all_reduce_max(needed, self.log_mu.device)
         if needed > current:
-            self._resize(needed)
-
-    def _resize(self, size: int) -> None:
-        grow = size - self.log_mu.shape[0]
-        self.log_mu = torch.cat([self.log_mu, self.log_mu.new_zeros(grow)])
-        self.log_sigma = torch.cat([self.log_sigma, self.log_sigma.new_ones(grow)])
-        self.seen = torch.cat([self.seen, self.seen.new_zeros(grow)])
+            grow = needed - current
+            self.log_mu = torch.cat([self.log_mu, self.log_mu.new_zeros(grow)])
+            self.log_sigma = torch.cat([self.log_sigma, self.log_sigma.new_ones(grow)])
+            self.seen = torch.cat([self.seen, self.seen.new_zeros(grow)])
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
         incoming = state_dict.get(prefix + "log_mu")
@@ -479,12 +482,3 @@ class _KarcherMean(torch.autograd.Function):
         V = torch.einsum("k,kab->ab", v, basis)
         dlog = U @ ((U.mT @ V @ U) * delta) @ U.mT  # D log_{Z_i}[V], (n, c, c)
         return (-W @ dlog @ W).to(grad_M.dtype)
-
-
-def _check_loss_params(momentum, n_classes, eps) -> None:
-    if not 0 < momentum <= 1:
-        raise ValueError(f"momentum must be in (0, 1], got {momentum}.")
-    if n_classes is not None and (int(n_classes) != n_classes or n_classes < 1):
-        raise ValueError(f"n_classes must be a positive integer or None, got {n_classes!r}.")
-    if eps <= 0:
-        raise ValueError(f"eps must be > 0, got {eps}.")

@@ -31,7 +31,7 @@ import torch
 
 from ..models.sphere import sphere_similarity
 from .base import BatchMetricLoss, finite_loss
-from .indices import check_indices_tuple, check_reference, to_pairs
+from .indices import reference_call, to_pairs
 from .regularizers import group_norm_penalty, group_soft_threshold_
 
 __all__ = [
@@ -121,13 +121,6 @@ def jaccard_similarity_targets(
     return float(neg_target) + (1.0 - float(neg_target)) * jaccard
 
 
-def _check_neg_target(neg_target: float) -> float:
-    neg_target = float(neg_target)
-    if not -1.0 <= neg_target < 1.0:
-        raise ValueError(f"neg_target must lie in [-1, 1), got {neg_target}.")
-    return neg_target
-
-
 class SimilarityRegressionLoss(BatchMetricLoss):
     """Squared loss between target similarities and :math:`\\hat S = H(a)^\\top H(b)`, averaged over
     pairs.
@@ -192,7 +185,9 @@ class SimilarityRegressionLoss(BatchMetricLoss):
 
     def __init__(self, neg_target: float = -1.0, *, reduction: str = "mean") -> None:
         super().__init__(reduction)
-        self.neg_target = _check_neg_target(neg_target)
+        if not -1.0 <= float(neg_target) < 1.0:
+            raise ValueError(f"neg_target must lie in [-1, 1), got {float(neg_target)}.")
+        self.neg_target = float(neg_target)
 
     @finite_loss
     def pairs(
@@ -228,16 +223,15 @@ class SimilarityRegressionLoss(BatchMetricLoss):
         return self.reduce(weights * sq, weights.sum())
 
     def batch_loss(self, embeddings, labels, indices_tuple, ref_emb, ref_labels):
-        same = ref_emb is None
-        ref_emb, ref_labels = check_reference(embeddings, labels, ref_emb, ref_labels)
-        if indices_tuple is not None:
-            a1, p, a2, n = to_pairs(
-                check_indices_tuple(
-                    indices_tuple, labels.shape[0], ref_labels.shape[0], labels.device
-                )
-            )
+        ref, ref_labels, indices = reference_call(
+            embeddings, labels, indices_tuple, ref_emb, ref_labels
+        )
+        same = ref is None
+        ref_emb, ref_labels = (embeddings, labels) if same else (ref, ref_labels)
+        if indices is not None:
+            a1, p, a2, n = to_pairs(indices)
             emb_a = embeddings[torch.cat([a1, a2])]
-            emb_b = (embeddings if same else ref_emb)[torch.cat([p, n])]
+            emb_b = ref_emb[torch.cat([p, n])]
             targets = torch.cat(
                 [emb_a.new_ones(a1.shape[0]), emb_a.new_full((a2.shape[0],), self.neg_target)]
             )

@@ -48,13 +48,13 @@ from torch import Tensor
 from .._validation import check_option, renamed_keywords
 from ..geometry.aliases import canonical_metric
 from .base import BatchMetricLoss, as_count, non_negative
-from .indices import check_indices_tuple, check_reference, to_triplets
+from .indices import reference_call, to_triplets
 from .miners import (
     TripletMiner,
     batch_hard_choice,
     facenet_semihard_choice,
+    hinge_sums,
     random_partners,
-    sorted_negatives,
 )
 from .pair_distances import (
     SPD_METRICS,
@@ -179,22 +179,19 @@ default="euclidean"
 
     def _from_reference(self, embeddings, labels, indices_tuple, ref_emb, ref_labels):
         """Given triplets, or the batch's own mining against a reference set."""
-        same = ref_emb is None
-        ref_emb, ref_labels = check_reference(
-            embeddings, labels, ref_emb, ref_labels, allow_matrices=True
+        ref_emb, ref_labels, indices = reference_call(
+            embeddings, labels, indices_tuple, ref_emb, ref_labels, allow_matrices=True
         )
-        if indices_tuple is None and self.mining != "random":
+        if indices is None and self.mining != "random":
             return self._from_masks(embeddings, labels, ref_emb, ref_labels)
-        if indices_tuple is None:
+        if indices is None:
             miner = TripletMiner("random", self.metric, generator=self.generator)
-            refs = () if same else (ref_emb, ref_labels)
-            indices_tuple = miner(embeddings, labels, *refs)
-        a, p, n = to_triplets(
-            check_indices_tuple(indices_tuple, labels.shape[0], ref_labels.shape[0], labels.device)
-        )
+            refs = () if ref_emb is None else (ref_emb, ref_labels)
+            indices = miner(embeddings, labels, *refs)
+        a, p, n = to_triplets(indices)
         if a.numel() == 0:
             return None
-        dist = pairwise_distance(embeddings, self.metric, None if same else ref_emb)
+        dist = pairwise_distance(embeddings, self.metric, ref_emb)
         violation = dist[a, p] - dist[a, n] + self.margin
         hinge = torch.relu(violation)
         per_anchor = embeddings.new_zeros(labels.shape[0]).index_add(0, a, hinge)
@@ -208,11 +205,10 @@ default="euclidean"
         ref_labels: Tensor | None = None,
     ) -> Mined | None:
         """ "all", "hard" and "semihard" mining over the (B, B) positive/negative masks."""
-        same = ref_emb is None or ref_emb is embeddings
-        positive, negative = label_masks(labels, None if same else ref_labels)
+        positive, negative = label_masks(labels, ref_labels)
         if not is_compiling() and not bool((positive.any(dim=1) & negative.any(dim=1)).any()):
             return None
-        dist = pairwise_distance(embeddings, self.metric, None if same else ref_emb)
+        dist = pairwise_distance(embeddings, self.metric, ref_emb)
         miner = {
             "all": _all_triplets,
             "hard": _batch_hard,
@@ -240,13 +236,7 @@ def _hinge_sum(violation: Tensor, valid: Tensor) -> Mined:
 
 def _all_triplets(dist: Tensor, positive: Tensor, negative: Tensor, margin: float) -> Mined:
     """Every valid triplet, by prefix sums over sorted negative distances (see module docstring)."""
-    sorted_neg, _, n_neg = sorted_negatives(dist, negative)
-    threshold = dist + margin  # t_ap, shape (B, B)
-    below = torch.searchsorted(sorted_neg.contiguous(), threshold.detach().contiguous())
-    finite = sorted_neg.masked_fill(torch.isinf(sorted_neg), 0.0).to(torch.float64)
-    prefix = torch.cat([finite.new_zeros(dist.shape[0], 1), finite.cumsum(dim=1)], dim=1)
-    # c·t − Σ D_an in float64: the difference of two sums of up to B terms each
-    per_pair = (below * threshold.to(torch.float64) - prefix.gather(1, below)).to(dist.dtype)
+    below, per_pair, n_neg = hinge_sums(dist, negative, margin)
     per_anchor = torch.where(positive, per_pair, 0.0).sum(dim=1)
     n_terms = as_count((positive.sum(dim=1) * n_neg).sum())
     n_nonzero = as_count(torch.where(positive, below, 0).sum())

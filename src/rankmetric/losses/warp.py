@@ -41,7 +41,6 @@ searches and the loss pass on the violators) in ``losses/_warp_sampling.py``. Th
 
 from __future__ import annotations
 
-import math
 from numbers import Real
 
 import torch
@@ -68,7 +67,8 @@ from ._warp_terms import (
     warp_loss_from_violations,
 )
 from .base import MetricLoss, finite_loss
-from .indices import IndicesTuple, check_indices_tuple, check_reference, pair_masks
+from .indices import IndicesTuple, pair_masks, reference_call
+from .miners import hinge_sums
 from .pair_distances import VECTOR_METRICS, Metric, check_batch, label_masks, pairwise_distance
 from .precision import is_compiling, mixed_precision
 from .regularizers import aon_penalty, kernel_aon_penalty
@@ -95,35 +95,6 @@ __all__ = [
     "DISTANCE_EPS",
     "EULER_GAMMA",
 ]
-
-
-def _batch_warp_terms(
-    dist: torch.Tensor, negative: torch.Tensor, margin: float
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Violator count and hinge sum for every (anchor, positive) cell of a batch.
-
-    For anchor ``a`` with its negatives' distances sorted ascending ``s_1 ≤ s_2 ≤ …``, the
-    violators of positive ``p`` are the ``v = #{s < γ + d_ap}`` first ones, and
-    ``Σ hinge = v (γ + d_ap) − (s_1 + … + s_v)``: O(B² log B) time and O(B²) memory.
-
-    Parameters
-    ----------
-    dist : tensor of shape (B, B)
-    negative : bool tensor of shape (B, B)
-
-    Returns
-    -------
-    n_violators : int64 tensor of shape (B, B)
-    hinge_sum : tensor of shape (B, B)
-    """
-    inf = torch.tensor(math.inf, dtype=dist.dtype, device=dist.device)
-    sorted_neg, _ = torch.where(negative, dist, inf).sort(dim=1)
-    prefix = torch.where(torch.isfinite(sorted_neg), sorted_neg, 0.0).cumsum(dim=1)
-    threshold = margin + dist
-    n_violators = torch.searchsorted(sorted_neg.detach(), threshold.detach().contiguous())
-    taken = prefix.gather(1, (n_violators - 1).clamp_min(0))
-    taken = torch.where(n_violators > 0, taken, torch.zeros_like(taken))
-    return n_violators, n_violators.to(dist.dtype) * threshold - taken
 
 
 class WARPLoss(MetricLoss):
@@ -212,19 +183,15 @@ class WARPLoss(MetricLoss):
                 "WARPLoss's third argument is n_other; pass mined tuples as indices_tuple=."
             )
         labels = check_batch(embeddings, labels)
-        same = ref_emb is None
-        ref_emb, ref_labels = check_reference(
-            embeddings, labels, ref_emb, ref_labels, name=type(self).__name__
+        ref_emb, ref_labels, indices = reference_call(
+            embeddings, labels, indices_tuple, ref_emb, ref_labels, name=type(self).__name__
         )
-        if indices_tuple is None:
-            positive, negative = label_masks(labels, None if same else ref_labels)
+        dist = pairwise_distance(embeddings, self.distance, ref_emb)
+        if indices is None:
+            positive, negative = label_masks(labels, ref_labels)
         else:
-            indices = check_indices_tuple(
-                indices_tuple, labels.shape[0], ref_labels.shape[0], labels.device
-            )
-            positive, negative = pair_masks(indices, labels.shape[0], ref_labels.shape[0])
-        dist = pairwise_distance(embeddings, self.distance, None if same else ref_emb)
-        n_violators, hinge_sum = _batch_warp_terms(dist, negative, self.margin)
+            positive, negative = pair_masks(indices, *dist.shape)
+        n_violators, hinge_sum, _ = hinge_sums(dist, negative, self.margin)
         rank = n_violators.to(torch.float64)
         if n_other is not None:
             scale = torch.as_tensor(n_other, dtype=torch.float64, device=dist.device)

@@ -376,17 +376,8 @@ class SPDNet(nn.Module):
         check_option("head_init", head_init, HEAD_INITS)
         blocks: list[nn.Module] = []
         for d_in, d_out in zip(self.sizes[:-1], self.sizes[1:], strict=True):
-            blocks.append(
-                BiMap(
-                    d_in,
-                    d_out,
-                    manifold=bimap,
-                    init=init,
-                    generator=generator,
-                    dtype=dtype,
-                    device=device,
-                )  # fmt: skip
-            )
+            factory = {"generator": generator, "dtype": dtype, "device": device}
+            blocks.append(BiMap(d_in, d_out, manifold=bimap, init=init, **factory))
             if batchnorm:
                 norm = SPDBatchNorm(d_out, n_domains=n_domains, dtype=dtype, device=device)
                 blocks.append(norm)

@@ -23,6 +23,8 @@ from collections.abc import Iterable
 
 import torch
 
+from ..geometry.matrix_functions import symmetrize
+
 __all__ = [
     "sym",
     "stiefel_tangent_projection",
@@ -34,9 +36,8 @@ __all__ = [
 ]
 
 
-def sym(A: torch.Tensor) -> torch.Tensor:
-    """Symmetric part ``(A + Aᵀ) / 2`` of (a batch of) square matrices of shape (..., p, p)."""
-    return 0.5 * (A + A.transpose(-1, -2))
+#: The symmetric part ``(A + Aᵀ) / 2`` of the Stiefel formulas: geometry's one ``symmetrize``.
+sym = symmetrize
 
 
 def stiefel_tangent_projection(W: torch.Tensor, G: torch.Tensor) -> torch.Tensor:

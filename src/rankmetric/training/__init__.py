@@ -26,28 +26,15 @@ from ._loop import (
     TrainingResult,
     UntrainedModelWarning,
     Validation,
-    checkpoint_fingerprint,
     optimisation_step,
     train,
 )
-from ._scoring import (
-    RETRIEVAL_METRICS as RETRIEVAL_METRICS,
-)
-from ._scoring import (
-    per_query_retrieval as per_query_retrieval,
-)
-from ._scoring import (
-    per_query_scores,
-)
-from ._scoring import (
-    retrieval_score as retrieval_score,
-)
-from ._scoring import (
-    retrieval_validator as retrieval_validator,
-)
-from ._scoring import (
-    sample_retrieval_items as sample_retrieval_items,
-)
+from ._scoring import RETRIEVAL_METRICS as RETRIEVAL_METRICS
+from ._scoring import per_query_retrieval as per_query_retrieval
+from ._scoring import per_query_scores
+from ._scoring import retrieval_score as retrieval_score
+from ._scoring import retrieval_validator as retrieval_validator
+from ._scoring import sample_retrieval_items as sample_retrieval_items
 from ._split import VALIDATION_SPLITS as VALIDATION_SPLITS
 from ._split import holdout_folds, split_validation
 from .model_selection import OneStandardErrorSelector as OneStandardErrorSelector
@@ -60,7 +47,6 @@ __all__ = [
     "TrainingResult",
     "UntrainedModelWarning",
     "Validation",
-    "checkpoint_fingerprint",
     "fit_fingerprint",
     "holdout_folds",
     "optimisation_step",

@@ -22,12 +22,10 @@ named steps, each its own unit:
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import copy
 import math
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -36,29 +34,11 @@ from sklearn.exceptions import ConvergenceWarning
 
 from .._distributed import average_gradients
 from .._utils import progress
-from .._validation.compat import warn_deprecated
 from ._checkpoints import Checkpoints, run_fingerprint
 from ._settings import Checkpointing, Stopping, Validation, grouped
 
-__all__ = [
-    "Checkpointing",
-    "NonFiniteLossError",
-    "Stopping",
-    "TrainingResult",
-    "UntrainedModelWarning",
-    "Validation",
-    "checkpoint_fingerprint",
-    "optimisation_step",
-    "train",
-]
-
 #: Steps over which the loss is averaged by the divergence guard and the end-of-fit check.
 LOSS_WINDOW = 10
-# Only for the deprecated ``checkpoint_fingerprint`` block (removed in 0.3); the fingerprint is
-# an argument of :func:`train`.
-_FINGERPRINT: contextvars.ContextVar[str | None] = contextvars.ContextVar(
-    "rankmetric_fit_fingerprint", default=None
-)
 
 
 class NonFiniteLossError(ValueError, FloatingPointError):
@@ -115,34 +95,6 @@ class TrainingResult:
     diverged: bool = False
     restored_step: int | None = None
     start_score: float | None = None
-
-
-@contextlib.contextmanager
-def checkpoint_fingerprint(fingerprint: str | None) -> Iterator[None]:
-    """Deprecated: pass ``train(checkpointing=Checkpointing(fingerprint=...))`` instead.
-
-    Within this block, a :func:`train` called without a fingerprint stamps its checkpoints with
-    ``fingerprint``.
-
-    Parameters
-    ----------
-    fingerprint : str or None
-        The fingerprint of the block.
-
-    Yields
-    ------
-    None
-    """
-    warn_deprecated(
-        "checkpoint_fingerprint",
-        "Pass train(checkpointing=Checkpointing(fingerprint=...))",
-        stacklevel=3,
-    )
-    token = _FINGERPRINT.set(fingerprint)
-    try:
-        yield
-    finally:
-        _FINGERPRINT.reset(token)
 
 
 # ----------------------------------------------------------------------------- the steps
@@ -235,21 +187,18 @@ class _Validation:
         self.result.start_score = self.result.best_score
         self.best_state = copy.deepcopy(module.state_dict())
 
-    def _record(self, score: float, step: int, module: torch.nn.Module) -> None:
-        if score > self.result.best_score:
-            self.result.best_score, self.result.best_step = score, step
-            self.best_state = copy.deepcopy(module.state_dict())
-            self.bad = 0
-        else:
-            self.bad += 1
-
     def after_step(self, done: int, module: torch.nn.Module, entry: dict) -> None:
         """Validate after ``done`` steps when it is time, noting the score in ``entry``."""
         config = self.config
         if config is None or not (done % config.every == 0 or done == self.max_iter):
             return
         entry["val_score"] = score = float(config.score())
-        self._record(score, done, module)
+        if score > self.result.best_score:
+            self.result.best_score, self.result.best_step = score, done
+            self.best_state = copy.deepcopy(module.state_dict())
+            self.bad = 0
+        else:
+            self.bad += 1
 
     def should_stop(self) -> bool:
         """The first stopping rule: ``patience`` validations without improvement."""
@@ -298,27 +247,6 @@ class _LossPlateau:
         return before - recent < self.tol * max(abs(before), 1e-12)
 
 
-class _Interrupted(Exception):
-    """Internal: the deprecated ``stop_after`` ends the run as if it were killed."""
-
-
-def _interrupt_after(loss_step, stop_after: int):
-    """``loss_step`` that raises :class:`_Interrupted` instead of running step ``stop_after``."""
-    warn_deprecated(
-        "train(stop_after=...)",
-        "To simulate a killed run, let loss_step raise (or patch _checkpoints.save_checkpoint)",
-        stacklevel=3,
-    )
-    calls = iter(range(stop_after + 1))
-
-    def interrupted(step: int) -> torch.Tensor:
-        if next(calls, stop_after) == stop_after:
-            raise _Interrupted(step)
-        return loss_step(step)
-
-    return interrupted
-
-
 # ----------------------------------------------------------------------------- the loop
 
 
@@ -336,7 +264,6 @@ def train(
     verbose: bool | int = False,
     desc: str = "training",
     hint: str | None = None,
-    stop_after: int | None = None,
     **deprecated,
 ) -> TrainingResult:
     """Run ``max_iter`` optimisation steps of ``loss_step`` on ``module``'s parameters.
@@ -369,9 +296,6 @@ def train(
         Names the run in the progress bar, errors and warnings.
     hint : str, optional
         What the estimator suggests trying, appended to every :class:`UntrainedModelWarning`.
-    stop_after : int, optional
-        Deprecated (removed in 0.3): return after this many steps as if interrupted. To
-        simulate a killed run, let ``loss_step`` raise.
     **deprecated
         The flat keywords of 0.1 (``validate``, ``validation_every``, ``patience``,
         ``validate_start``, ``tol``, ``tol_window``, ``divergence_factor``, ``checkpoint_dir``,
@@ -410,17 +334,13 @@ def train(
         groups = {"validation": validation, "stopping": stopping, "checkpointing": checkpointing}
         groups = grouped(deprecated, groups)
         validation, stopping, checkpointing = groups.values()
-    if stop_after is not None:
-        loss_step = _interrupt_after(loss_step, stop_after)
-    fingerprint = checkpointing.fingerprint if checkpointing is not None else None
-    if fingerprint is None:
-        fingerprint = _FINGERPRINT.get()  # the deprecated checkpoint_fingerprint block
+    checkpointing = Checkpointing(None) if checkpointing is None else checkpointing
     result = TrainingResult()
     validated = validation is not None
     checkpoints = Checkpoints(
-        checkpointing.directory if checkpointing is not None else None,
-        checkpointing.every if checkpointing is not None else None,
-        run_fingerprint(module, optimizer, fingerprint),
+        checkpointing.directory,
+        checkpointing.every,
+        run_fingerprint(module, optimizer, checkpointing.fingerprint),
     )
     validation = _Validation(validation, max_iter, result)
     start, best_state = checkpoints.resume(module, optimizer, rng, result)
@@ -435,28 +355,24 @@ def train(
         range(start, max_iter), total=max_iter, initial=start, desc=desc, verbose=verbose
     )
     step = start
-    try:
-        for step in bar:
-            value = optimisation_step(
-                params, optimizer, loss_step, step, post_step=post_step, desc=desc
-            )
-            losses.append(value)
-            entry = {"step": step + 1, "loss": value}
-            validation.after_step(step + 1, module, entry)
-            result.history.append(entry)
-            if verbose:
-                bar.set_postfix(loss=f"{value:.4g}")
-            checkpoints.after_step(step + 1, module, optimizer, rng, result, validation.best_state)
-            if (
-                validation.should_stop()
-                or divergence.should_stop(losses, step + 1, module)
-                or plateau.should_stop(losses)
-            ):
-                result.stopped_early = True
-                break
-    except _Interrupted as stopped:
-        result.n_iter = stopped.args[0]
-        return result
+    for step in bar:
+        value = optimisation_step(
+            params, optimizer, loss_step, step, post_step=post_step, desc=desc
+        )
+        losses.append(value)
+        entry = {"step": step + 1, "loss": value}
+        validation.after_step(step + 1, module, entry)
+        result.history.append(entry)
+        if verbose:
+            bar.set_postfix(loss=f"{value:.4g}")
+        checkpoints.after_step(step + 1, module, optimizer, rng, result, validation.best_state)
+        if (
+            validation.should_stop()
+            or divergence.should_stop(losses, step + 1, module)
+            or plateau.should_stop(losses)
+        ):
+            result.stopped_early = True
+            break
     result.n_iter = step + 1 if max_iter > start else start
     result.diverged = divergence.diverged
     _restore(module, result, validation.best_state, divergence)

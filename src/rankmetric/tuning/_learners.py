@@ -6,19 +6,12 @@ import numpy as np
 
 from .._registry import ESTIMATORS
 from .._utils import make_rng
-from ._search import TunedMetricLearner
-
-
-def _components(n_features: int, values=(8, 16, 32, 64)) -> list:
-    """Rank candidates below ``n_features`` and ``None`` (the learner's default rank)."""
-    return [None, *(v for v in values if v < n_features)]
-
-
-def _learner(path: str):
-    module, _, name = path.rpartition(".")
-    import importlib
-
-    return getattr(importlib.import_module(module), name)
+from ..estimators.itml import ITML
+from ..estimators.lmnn import LMNN
+from ..estimators.pair_covariance import KISSME, XQDA
+from ..estimators.ssne import SSNE
+from ..estimators.warca import WARCA, KernelWARCA
+from ._search import TunedMetricLearner, ranks_below
 
 
 def _start_from_components(self, previous) -> dict:
@@ -45,15 +38,12 @@ class WARCACV(TunedMetricLearner):
     'WARCA'
     """
 
-    _learner = _learner("rankmetric.estimators.warca.WARCA")
-
-    def search_space(self, X, y, template) -> dict:
-        return {
-            "n_components": _components(X.shape[1]),
-            "reg_lambda": [1e-3, 1e-2, 1e-1],
-            "learning_rate": [None, 3e-3, 3e-2],
-        }
-
+    _learner = WARCA
+    _grid = {
+        "n_components": ranks_below((8, 16, 32, 64)),
+        "reg_lambda": [1e-3, 1e-2, 1e-1],
+        "learning_rate": [None, 3e-3, 3e-2],
+    }
     _warm_start = _start_from_components
 
 
@@ -75,22 +65,20 @@ class KernelWARCACV(TunedMetricLearner):
     (['gamma', 'max_iter', 'n_components', 'reg_lambda'], 5)
     """
 
-    _learner = _learner("rankmetric.estimators.warca.KernelWARCA")
+    _learner = KernelWARCA
 
     def search_space(self, X, y, template) -> dict:
         from ..kernels import default_gamma
 
-        kernel = "chi2_rbf" if template is None else template.kernel
-        seed = 0 if template is None or template.random_state is None else template.random_state
-        if template is not None and template.gamma is not None:
-            base = float(template.gamma)
-        else:
-            base = default_gamma(np.asarray(X, dtype=np.float64), kernel, make_rng(seed))
-        gammas = [None] + [float(base * f) for f in (0.25, 0.5, 2.0, 4.0)]
+        template = KernelWARCA() if template is None else template
+        base = template.gamma
+        if base is None:
+            rng = make_rng(0 if template.random_state is None else template.random_state)
+            base = default_gamma(np.asarray(X, dtype=np.float64), template.kernel, rng)
         return {
-            "gamma": gammas,
+            "gamma": [None] + [float(base * f) for f in (0.25, 0.5, 2.0, 4.0)],
             "reg_lambda": [0.0, 1e-4, 1e-3, 1e-2],
-            "n_components": _components(X.shape[1], (16, 32, 64)),
+            "n_components": ranks_below((16, 32, 64))(X),
             "max_iter": [500, 1000, 2000],
         }
 
@@ -109,13 +97,8 @@ class SSNECV(TunedMetricLearner):
     [None, 8, 16]
     """
 
-    _learner = _learner("rankmetric.estimators.ssne.SSNE")
-
-    def search_space(self, X, y, template) -> dict:
-        return {
-            "n_components": _components(X.shape[1]),
-            "reg_lambda": [1e-5, 1e-4, 1e-3, 1e-2],
-        }
+    _learner = SSNE
+    _grid = {"n_components": ranks_below((8, 16, 32, 64)), "reg_lambda": [1e-5, 1e-4, 1e-3, 1e-2]}
 
 
 class ITMLCV(TunedMetricLearner):
@@ -132,10 +115,8 @@ class ITMLCV(TunedMetricLearner):
     {'slack_weight': [0.01, 0.1, 1.0, 10.0, 100.0]}
     """
 
-    _learner = _learner("rankmetric.estimators.itml.ITML")
-
-    def search_space(self, X, y, template) -> dict:
-        return {"slack_weight": [0.01, 0.1, 1.0, 10.0, 100.0]}
+    _learner = ITML
+    _grid = {"slack_weight": [0.01, 0.1, 1.0, 10.0, 100.0]}
 
 
 class KISSMECV(TunedMetricLearner):
@@ -153,13 +134,11 @@ class KISSMECV(TunedMetricLearner):
     [None]
     """
 
-    _learner = _learner("rankmetric.estimators.pair_covariance.KISSME")
-
-    def search_space(self, X, y, template) -> dict:
-        return {
-            "n_components": _components(X.shape[1]),
-            "regularization": [1e-6, 1e-4, 1e-2, 1e-1],
-        }
+    _learner = KISSME
+    _grid = {
+        "n_components": ranks_below((8, 16, 32, 64)),
+        "regularization": [1e-6, 1e-4, 1e-2, 1e-1],
+    }
 
 
 class XQDACV(TunedMetricLearner):
@@ -177,13 +156,11 @@ class XQDACV(TunedMetricLearner):
     [0.0001, 0.001, 0.01, 0.1, 1.0]
     """
 
-    _learner = _learner("rankmetric.estimators.pair_covariance.XQDA")
-
-    def search_space(self, X, y, template) -> dict:
-        return {
-            "n_components": _components(X.shape[1]),
-            "regularization": [1e-4, 1e-3, 1e-2, 1e-1, 1.0],
-        }
+    _learner = XQDA
+    _grid = {
+        "n_components": ranks_below((8, 16, 32, 64)),
+        "regularization": [1e-4, 1e-3, 1e-2, 1e-1, 1.0],
+    }
 
 
 class LMNNCV(TunedMetricLearner):
@@ -201,11 +178,8 @@ class LMNNCV(TunedMetricLearner):
     [1, 3, 5]
     """
 
-    _learner = _learner("rankmetric.estimators.lmnn.LMNN")
-
-    def search_space(self, X, y, template) -> dict:
-        return {"n_target_neighbors": [1, 3, 5], "push_weight": [0.25, 0.5, 0.75]}
-
+    _learner = LMNN
+    _grid = {"n_target_neighbors": [1, 3, 5], "push_weight": [0.25, 0.5, 0.75]}
     _warm_start = _start_from_components
 
 

@@ -97,6 +97,9 @@ class TunedMetricLearner(TransformerMixin, BaseEstimator):
     """
 
     _learner: type | None = None
+    #: A *CV learner's space: ``{parameter: values}``, or a callable ``X -> values`` for the
+    #: values that depend on the data (:func:`ranks_below`).
+    _grid: dict | None = None
 
     def __init__(
         self,
@@ -145,10 +148,12 @@ class TunedMetricLearner(TransformerMixin, BaseEstimator):
         >>> ITMLCV().search_space(np.zeros((10, 3)), np.arange(10) % 2, None)["slack_weight"]
         [0.01, 0.1, 1.0, 10.0, 100.0]
         """
-        raise NotImplementedError(  # the base class: each *CV learner names its own space
-            f"{type(self).__name__} has no search space of its own: pass param_space= "
-            "(a dict of candidate values per parameter) or use one of the *CV learners."
-        )
+        if self._grid is None:  # the base class: each *CV learner names its own space
+            raise NotImplementedError(
+                f"{type(self).__name__} has no search space of its own: pass param_space= "
+                "(a dict of candidate values per parameter) or use one of the *CV learners."
+            )
+        return {name: v(X) if callable(v) else list(v) for name, v in self._grid.items()}
 
     def _warm_start(self, previous) -> dict:
         """Parameters that start a promoted candidate from its previous round's fit."""
@@ -463,6 +468,12 @@ class TunedMetricLearner(TransformerMixin, BaseEstimator):
         """
         check_is_fitted(self, "best_estimator_")
         self.best_estimator_.save(path)
+
+
+def ranks_below(values: tuple[int, ...]):
+    """``X -> [None, *values below X's dimension]``: the rank candidates of a search space
+    (``None``: the learner's default rank)."""
+    return lambda X: [None, *(v for v in values if v < X.shape[1])]
 
 
 def _same(a, b) -> bool:

@@ -39,9 +39,7 @@ __all__ = [
     "LMNN",
     "LMNN_PARAMETER_CONSTRAINTS",
     "MAX_PAIR_TRIPLETS",
-    "fit_on_active_sets",
     "n_components_for",
-    "starting_map",
     "warn_small_classes",
 ]
 

@@ -16,7 +16,14 @@ the classes, compared with the Euclidean distance; ``docs/reliability.md``), whi
 the table gives WARCA's time with it and without it (``held_out_check=False``, the same model),
 and the previous window rule (without the check) for reference.
 
+``--check`` (validation only, like ``--select``): the share of WARCA's default ``fit`` that
+is its held-out check, and candidates that make the check cheaper or share its work with the
+final fit -- the probes cut to a budget of steps, and the final fit warm-started from the
+first probe's map -- with each candidate's check verdict (its ``z``, the paired difference in
+standard errors, and whether its ``below`` agrees with the default check's).
+
     OMP_NUM_THREADS=1 python benchmarks/bench_warca_small.py --select
+    OMP_NUM_THREADS=1 python benchmarks/bench_warca_small.py --check --repeats 1
     OMP_NUM_THREADS=1 python benchmarks/bench_warca_small.py --repeats 5
     python benchmarks/bench_warca_small.py --repeats 5 --threads default
 """
@@ -37,6 +44,12 @@ from sklearn.preprocessing import StandardScaler
 from rankmetric import WARCA
 from rankmetric.datasets import load_dataset
 from rankmetric.estimators.warca import auto_schedule
+from rankmetric.training import (
+    compare_with_reference,
+    holdout_folds,
+    pooled,
+    sample_retrieval_items,
+)
 
 SETS = ["digits", "wine", "wdbc"]
 #: More sets for --select (the rule must hold beyond the three compared with NCA).
@@ -152,10 +165,119 @@ def compare(sets, repeats: int) -> None:
         )
 
 
+#: ``--check`` candidates: (steps of each probe (None: the default stopping), warm start of the
+#: final fit from the first probe's map, one fold only (two classes held out once, as a
+#: ``validation_split="groups"`` would, instead of the check's six over up to three folds)).
+DEFAULT_FIT = "default fit (check: 3 probes, stopped by tol)"
+CHECK_CANDIDATES = {
+    DEFAULT_FIT: (None, False, False),
+    "probes cut to 30 steps": (30, False, False),
+    "probes cut to 20 steps": (20, False, False),
+    "probes cut to 14 steps": (14, False, False),
+    "final warm-started from probe 1": (None, True, False),
+    "probes cut to 14 steps, final warm-started": (14, True, False),
+    "one fold (2 of 10 classes), final warm-started": (None, True, True),
+}
+#: The held-out check's convention for labels (``rankmetric.estimators`` documents it:
+#: ``docs/reliability.md``): a fifth of the classes per fold, six held out over at most three
+#: folds, at most 2,000 items ranked, mAP against the Euclidean distance.
+CHECK_FOLDS = {"min_groups": 6, "min_held": 6, "max_folds": 3}
+
+
+def emulated_check(X, y, seed: int, max_iter: int | None = None, one_fold: bool = False):
+    """WARCA's held-out check on ``(X, y)`` redone from the public pieces, with each probe cut
+    to ``max_iter`` steps (None: the default stopping) and, with ``one_fold``, the first fold
+    only: ``(result, probes)``, ``result`` as ``held_out_check_`` (None when the check skips:
+    fewer than six classes with two items). Equal to ``WARCA(random_state=seed)``'s own check
+    with the defaults (``tests/bench/test_bench_warca_small.py``)."""
+    codes = np.unique(y, return_inverse=True)[1].ravel()
+    if (np.bincount(codes) >= 2).sum() < CHECK_FOLDS["min_groups"]:
+        return None, []
+    folds = holdout_folds(
+        codes, 0.2, np.random.default_rng(seed), **CHECK_FOLDS, what="the held-out check"
+    )
+    rng, results, probes = np.random.default_rng(seed), [], []
+    for train, held in folds[:1] if one_fold else folds:
+        probe = WARCA(random_state=seed, held_out_check=False)
+        if max_iter is not None:
+            probe.set_params(max_iter=max_iter)
+        probes.append(probe.fit(X[train], y[train]))
+        items = held[sample_retrieval_items(codes[held], rng, 2000)]
+        results.append(
+            compare_with_reference(probe.transform(X[items]), X[items], codes[items], metric="map")
+        )
+    result = pooled(results)
+    result["below"] = bool(result["difference"] < -1.645 * result["standard_error"])
+    return result, probes
+
+
+def check_candidate(max_iter, warm, one_fold, X, y, fit_idx, val_idx, seed):
+    """CPU s of the default ``fit`` done the candidate's way, 3-NN accuracy % on ``val_idx`` of
+    the model it returns, and its check's ``(z, below)`` (``nan, None`` when skipped)."""
+    scaler = StandardScaler().fit(X[fit_idx])
+    X_fit, X_val, y_fit = scaler.transform(X[fit_idx]), scaler.transform(X[val_idx]), y[fit_idx]
+    start = time.process_time()
+    if (max_iter, warm, one_fold) == CHECK_CANDIDATES[DEFAULT_FIT]:  # the library's own fit
+        est = WARCA(random_state=seed).fit(X_fit, y_fit)
+        check = est.held_out_check_ if est.held_out_check_["status"] == "done" else None
+    else:  # the check first (its probes), then the final fit, from the first probe's map
+        check, probes = emulated_check(X_fit, y_fit, seed, max_iter, one_fold)
+        init = probes[0].components_ if warm and probes else "random"
+        est = WARCA(random_state=seed, held_out_check=False, init=init).fit(X_fit, y_fit)
+    seconds = time.process_time() - start
+    knn = KNeighborsClassifier(3).fit(est.transform(X_fit), y_fit)
+    acc = 100 * knn.score(est.transform(X_val), y[val_idx])
+    if check is None:
+        return seconds, acc, float("nan"), None
+    return seconds, acc, check["difference"] / check["standard_error"], check["below"]
+
+
+def check_share(sets, repeats: int) -> None:
+    print(
+        "| data | candidate | validation acc % | fit CPU s | × NCA (NCA ÷ WARCA) "
+        "| check z | verdict as default |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    for name in sets:
+        data = load_dataset(name)
+        X, y = data.X.astype(np.float64), data.y
+        splits = list(inner_splits(X, y))
+        nca = []
+        runs = {c: [] for c in CHECK_CANDIDATES}
+        for i, (f, v) in enumerate(splits):
+            for r in range(repeats):  # alternate the sides
+                seed = i * repeats + r
+                nca.append(fit_score(NeighborhoodComponentsAnalysis(random_state=seed), X, y, f, v))
+                for c, candidate in CHECK_CANDIDATES.items():
+                    runs[c].append(check_candidate(*candidate, X, y, f, v, seed))
+        base = np.median([s for s, _ in nca])
+        bare = [fit_score(WARCA(random_state=i, held_out_check=False), X, y, f, v)
+                for i, (f, v) in enumerate(splits)]  # fmt: skip
+        bare_s = np.median([s for s, _ in bare])
+        print(f"| {name} | NCA | {np.mean([a for _, a in nca]):.2f} | {base:.3f} | 1.00 | | |")
+        print(
+            f"| {name} | WARCA fit alone (held_out_check=False) | "
+            f"{np.mean([a for _, a in bare]):.2f} | {bare_s:.3f} | {base / bare_s:.2f} | | |"
+        )
+        default = [b for *_, b in runs[next(iter(CHECK_CANDIDATES))]]
+        for c, rows in runs.items():
+            sec = np.median([row[0] for row in rows])
+            acc = np.mean([row[1] for row in rows])
+            z = np.nanmean([row[2] for row in rows])
+            same = np.mean([row[3] == d for row, d in zip(rows, default, strict=True)])
+            below = sum(bool(row[3]) for row in rows)
+            print(
+                f"| {name} | {c} | {acc:.2f} | {sec:.3f} | {base / sec:.2f} | {z:+.2f} "
+                f"({below}/{len(rows)} below) | {100 * same:.0f} % |",
+                flush=True,
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sets", nargs="+", default=None)
     parser.add_argument("--select", action="store_true", help="choose on validation splits")
+    parser.add_argument("--check", action="store_true", help="the held-out check's share")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--threads", choices=["one", "default"], default="one")
     args = parser.parse_args()
@@ -167,6 +289,8 @@ def main() -> None:
     WARCA(max_iter=5, random_state=0).fit(warm.X, warm.y)
     if args.select:
         select(args.sets or SELECT_SETS)
+    elif args.check:
+        check_share(args.sets or SELECT_SETS, args.repeats)
     else:
         compare(args.sets or SETS, args.repeats)
     print(f"load average (1, 5, 15 min): {os.getloadavg()}")

@@ -213,13 +213,15 @@ def emulated_check(X, y, seed: int, max_iter: int | None = None, one_fold: bool 
 
 def check_candidate(max_iter, warm, one_fold, X, y, fit_idx, val_idx, seed):
     """CPU s of the default ``fit`` done the candidate's way, 3-NN accuracy % on ``val_idx`` of
-    the model it returns, and its check's ``(z, below)`` (``nan, None`` when skipped)."""
+    the model it returns, its check's ``(z, below)`` (``nan, None`` when skipped), and the steps
+    of the final fit and of its probes (an empty list when they are the library's own)."""
     scaler = StandardScaler().fit(X[fit_idx])
     X_fit, X_val, y_fit = scaler.transform(X[fit_idx]), scaler.transform(X[val_idx]), y[fit_idx]
     start = time.process_time()
     if (max_iter, warm, one_fold) == CHECK_CANDIDATES[DEFAULT_FIT]:  # the library's own fit
         est = WARCA(random_state=seed).fit(X_fit, y_fit)
         check = est.held_out_check_ if est.held_out_check_["status"] == "done" else None
+        probes = []
     else:  # the check first (its probes), then the final fit, from the first probe's map
         check, probes = emulated_check(X_fit, y_fit, seed, max_iter, one_fold)
         init = probes[0].components_ if warm and probes else "random"
@@ -227,17 +229,23 @@ def check_candidate(max_iter, warm, one_fold, X, y, fit_idx, val_idx, seed):
     seconds = time.process_time() - start
     knn = KNeighborsClassifier(3).fit(est.transform(X_fit), y_fit)
     acc = 100 * knn.score(est.transform(X_val), y[val_idx])
+    steps = (est.n_iter_, [probe.n_iter_ for probe in probes])
     if check is None:
-        return seconds, acc, float("nan"), None
-    return seconds, acc, check["difference"] / check["standard_error"], check["below"]
+        return seconds, acc, float("nan"), None, *steps
+    return seconds, acc, check["difference"] / check["standard_error"], check["below"], *steps
+
+
+def spread(values) -> str:
+    """``median (min–max)`` of integers."""
+    return f"{np.median(values):.0f} ({min(values)}–{max(values)})"
 
 
 def check_share(sets, repeats: int) -> None:
     print(
         "| data | candidate | validation acc % | fit CPU s | × NCA (NCA ÷ WARCA) "
-        "| check z | verdict as default |"
+        "| check z | verdict as default | steps: final fit; probes |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     for name in sets:
         data = load_dataset(name)
         X, y = data.X.astype(np.float64), data.y
@@ -254,21 +262,24 @@ def check_share(sets, repeats: int) -> None:
         bare = [fit_score(WARCA(random_state=i, held_out_check=False), X, y, f, v)
                 for i, (f, v) in enumerate(splits)]  # fmt: skip
         bare_s = np.median([s for s, _ in bare])
-        print(f"| {name} | NCA | {np.mean([a for _, a in nca]):.2f} | {base:.3f} | 1.00 | | |")
+        print(f"| {name} | NCA | {np.mean([a for _, a in nca]):.2f} | {base:.3f} | 1.00 | | | |")
         print(
             f"| {name} | WARCA fit alone (held_out_check=False) | "
-            f"{np.mean([a for _, a in bare]):.2f} | {bare_s:.3f} | {base / bare_s:.2f} | | |"
+            f"{np.mean([a for _, a in bare]):.2f} | {bare_s:.3f} | {base / bare_s:.2f} | | | |"
         )
-        default = [b for *_, b in runs[next(iter(CHECK_CANDIDATES))]]
+        default = [row[3] for row in runs[DEFAULT_FIT]]
         for c, rows in runs.items():
             sec = np.median([row[0] for row in rows])
             acc = np.mean([row[1] for row in rows])
             z = np.nanmean([row[2] for row in rows])
             same = np.mean([row[3] == d for row, d in zip(rows, default, strict=True)])
             below = sum(bool(row[3]) for row in rows)
+            final = [row[4] for row in rows]
+            probe_steps = [n for row in rows for n in row[5]]
+            steps = spread(final) + (f"; probes {spread(probe_steps)}" if probe_steps else "")
             print(
                 f"| {name} | {c} | {acc:.2f} | {sec:.3f} | {base / sec:.2f} | {z:+.2f} "
-                f"({below}/{len(rows)} below) | {100 * same:.0f} % |",
+                f"({below}/{len(rows)} below) | {100 * same:.0f} % | {steps} |",
                 flush=True,
             )
 

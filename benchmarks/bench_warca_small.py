@@ -23,7 +23,7 @@ first probe's map -- with each candidate's check verdict (its ``z``, the paired 
 standard errors, and whether its ``below`` agrees with the default check's).
 
     OMP_NUM_THREADS=1 python benchmarks/bench_warca_small.py --select
-    OMP_NUM_THREADS=1 python benchmarks/bench_warca_small.py --check --repeats 1
+    OMP_NUM_THREADS=1 python benchmarks/bench_warca_small.py --check --repeats 2
     OMP_NUM_THREADS=1 python benchmarks/bench_warca_small.py --repeats 5
     python benchmarks/bench_warca_small.py --repeats 5 --threads default
 """

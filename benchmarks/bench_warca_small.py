@@ -11,8 +11,9 @@ Default (the comparison): WARCA with its defaults and NCA fitted on each outer t
 (898 points on digits) and scored on the held-out half; process CPU time of ``fit``, median of
 ``--repeats`` fits per fold (alternating the sides), with one torch/BLAS thread and then the
 default threads (run the script with ``OMP_NUM_THREADS=1`` for the one-thread row). WARCA's
-default ``fit`` also runs the held-out check (``held_out_check="auto"``: a second fit on part of
-the classes, compared with the Euclidean distance; ``docs/reliability.md``), which NCA does not:
+default ``fit`` also runs the held-out check (``held_out_check="auto"``: up to three probe fits,
+each on part of the classes, compared with the Euclidean distance on the others;
+``docs/reliability.md``), which NCA does not:
 the table gives WARCA's time with it and without it (``held_out_check=False``, the same model),
 and the cube window that was measured and not adopted (without the check) for reference.
 

@@ -11,12 +11,20 @@ Default (the comparison): WARCA with its defaults and NCA fitted on each outer t
 (898 points on digits) and scored on the held-out half; process CPU time of ``fit``, median of
 ``--repeats`` fits per fold (alternating the sides), with one torch/BLAS thread and then the
 default threads (run the script with ``OMP_NUM_THREADS=1`` for the one-thread row). WARCA's
-default ``fit`` also runs the held-out check (``held_out_check="auto"``: a second fit on part of
-the classes, compared with the Euclidean distance; ``docs/reliability.md``), which NCA does not:
+default ``fit`` also runs the held-out check (``held_out_check="auto"``: up to three probe fits,
+each on part of the classes, compared with the Euclidean distance on the others;
+``docs/reliability.md``), which NCA does not:
 the table gives WARCA's time with it and without it (``held_out_check=False``, the same model),
-and the previous window rule (without the check) for reference.
+and the cube window that was measured and not adopted (without the check) for reference.
+
+``--check`` (validation only, like ``--select``): the share of WARCA's default ``fit`` that
+is its held-out check, and candidates that make the check cheaper or share its work with the
+final fit -- the probes cut to a budget of steps, and the final fit warm-started from the
+first probe's map -- with each candidate's check verdict (its ``z``, the paired difference in
+standard errors, and whether its ``below`` agrees with the default check's).
 
     OMP_NUM_THREADS=1 python benchmarks/bench_warca_small.py --select
+    OMP_NUM_THREADS=1 python benchmarks/bench_warca_small.py --check --repeats 2
     OMP_NUM_THREADS=1 python benchmarks/bench_warca_small.py --repeats 5
     python benchmarks/bench_warca_small.py --repeats 5 --threads default
 """
@@ -37,17 +45,24 @@ from sklearn.preprocessing import StandardScaler
 from rankmetric import WARCA
 from rankmetric.datasets import load_dataset
 from rankmetric.estimators.warca import auto_schedule
+from rankmetric.training import (
+    compare_with_reference,
+    holdout_folds,
+    pooled,
+    sample_retrieval_items,
+)
 
 SETS = ["digits", "wine", "wdbc"]
 #: More sets for --select (the rule must hold beyond the three compared with NCA).
 SELECT_SETS = SETS + ["iris", "ionosphere", "sonar"]
-#: Candidate rules (WARCA parameters; the unset ones keep their defaults; ``"square"``: the
-#: previous window ``clip(50 · (B/512)², 10, 50)`` on the default batch B).
-PREVIOUS = "previous: window clip(50·(B/512)², 10, 50)"
+#: Candidate rules (WARCA parameters; the unset ones keep their defaults; ``"cube3"`` and
+#: ``"cube5"``: the window ``clip(50 · (B/512)³, 3 or 5, 50)`` on the default batch B; the
+#: default is the square window ``clip(50 · (B/512)², 10, 50)``).
+SHORT = "window clip(50·(B/512)³, 5, 50) (not adopted)"
 RULES = {
-    PREVIOUS: {"tol_window": "square"},
+    "default: window clip(50·(B/512)², 10, 50)": {},
     "window clip(50·(B/512)³, 3, 50)": {"tol_window": "cube3"},
-    "window clip(50·(B/512)³, 5, 50) (default)": {},
+    SHORT: {"tol_window": "cube5"},
 }
 
 
@@ -55,10 +70,9 @@ def resolve(params: dict, n_samples: int) -> dict:
     """The rule's WARCA parameters for ``n_samples`` training points."""
     out = dict(params)
     batch = auto_schedule(n_samples, None, None)[0]
-    if out.get("tol_window") == "square":
-        out["tol_window"] = int(np.clip(round(50 * (batch / 512) ** 2), 10, 50))
-    elif out.get("tol_window") == "cube3":
-        out["tol_window"] = int(np.clip(round(50 * (batch / 512) ** 3), 3, 50))
+    floor = {"cube3": 3, "cube5": 5}.get(out.get("tol_window"))
+    if floor is not None:
+        out["tol_window"] = int(np.clip(round(50 * (batch / 512) ** 3), floor, 50))
     return out
 
 
@@ -108,13 +122,13 @@ def select(sets) -> None:
             print(f"| {name} | {rule} | {acc:.2f} | {sec:.3f} | {sec / base:.2f} |", flush=True)
 
 
-SIDES = ("WARCA", "WARCA, no check", "NCA", "previous")
+SIDES = ("WARCA", "WARCA, no check", "NCA", "short")
 
 
 def compare(sets, repeats: int) -> None:
     print(
         "| data | N train | WARCA 3-NN % | NCA 3-NN % | WARCA CPU s (no check) | NCA CPU s "
-        "| NCA ÷ WARCA (no check) | WARCA, previous rule: CPU s (3-NN %) |"
+        "| NCA ÷ WARCA (no check) | WARCA, cube window (not adopted): CPU s (3-NN %) |"
     )
     print("|---|---|---|---|---|---|---|---|")
     for name in sets:
@@ -125,7 +139,7 @@ def compare(sets, repeats: int) -> None:
         folds = list(StratifiedKFold(2, shuffle=True, random_state=0).split(X, y))
         for train, test in folds:
             per_fold = {side: [] for side in SIDES}
-            previous = resolve(RULES[PREVIOUS], len(train))
+            short = resolve(RULES[SHORT], len(train))
             for r in range(repeats):  # alternate the sides
                 for side, est in zip(
                     SIDES,
@@ -133,7 +147,7 @@ def compare(sets, repeats: int) -> None:
                         WARCA(random_state=r),
                         WARCA(random_state=r, held_out_check=False),
                         NeighborhoodComponentsAnalysis(random_state=r),
-                        WARCA(random_state=r, held_out_check=False, **previous),
+                        WARCA(random_state=r, held_out_check=False, **short),
                     ),
                     strict=True,
                 ):
@@ -147,15 +161,135 @@ def compare(sets, repeats: int) -> None:
             f"| {name} | {len(folds[0][0])} | {np.mean(accs['WARCA']):.2f} | "
             f"{np.mean(accs['NCA']):.2f} | {w:.3f} ({bare:.3f}) | {n:.3f} | "
             f"{n / w:.2f} ({n / bare:.2f}) | "
-            f"{np.mean(times['previous']):.3f} ({np.mean(accs['previous']):.2f}) |",
+            f"{np.mean(times['short']):.3f} ({np.mean(accs['short']):.2f}) |",
             flush=True,
         )
+
+
+#: ``--check`` candidates: (steps of each probe (None: the default stopping), warm start of the
+#: final fit from the first probe's map, one fold only (two classes held out once, as a
+#: ``validation_split="groups"`` would, instead of the check's six over up to three folds)).
+DEFAULT_FIT = "default fit (check: 3 probes, stopped by tol)"
+CHECK_CANDIDATES = {
+    DEFAULT_FIT: (None, False, False),
+    "probes cut to 30 steps": (30, False, False),
+    "probes cut to 20 steps": (20, False, False),
+    "probes cut to 14 steps": (14, False, False),
+    "final warm-started from probe 1": (None, True, False),
+    "probes cut to 14 steps, final warm-started": (14, True, False),
+    "one fold (2 of 10 classes), final warm-started": (None, True, True),
+}
+#: The held-out check's convention for labels (``rankmetric.estimators`` documents it:
+#: ``docs/reliability.md``): a fifth of the classes per fold, six held out over at most three
+#: folds, at most 2,000 items ranked, mAP against the Euclidean distance.
+CHECK_FOLDS = {"min_groups": 6, "min_held": 6, "max_folds": 3}
+
+
+def emulated_check(X, y, seed: int, max_iter: int | None = None, one_fold: bool = False):
+    """WARCA's held-out check on ``(X, y)`` redone from the public pieces, with each probe cut
+    to ``max_iter`` steps (None: the default stopping) and, with ``one_fold``, the first fold
+    only: ``(result, probes)``, ``result`` as ``held_out_check_`` (None when the check skips:
+    fewer than six classes with two items). Equal to ``WARCA(random_state=seed)``'s own check
+    with the defaults (``tests/bench/test_bench_warca_small.py``)."""
+    codes = np.unique(y, return_inverse=True)[1].ravel()
+    if (np.bincount(codes) >= 2).sum() < CHECK_FOLDS["min_groups"]:
+        return None, []
+    folds = holdout_folds(
+        codes, 0.2, np.random.default_rng(seed), **CHECK_FOLDS, what="the held-out check"
+    )
+    rng, results, probes = np.random.default_rng(seed), [], []
+    for train, held in folds[:1] if one_fold else folds:
+        probe = WARCA(random_state=seed, held_out_check=False)
+        if max_iter is not None:
+            probe.set_params(max_iter=max_iter)
+        probes.append(probe.fit(X[train], y[train]))
+        items = held[sample_retrieval_items(codes[held], rng, 2000)]
+        results.append(
+            compare_with_reference(probe.transform(X[items]), X[items], codes[items], metric="map")
+        )
+    result = pooled(results)
+    result["below"] = bool(result["difference"] < -1.645 * result["standard_error"])
+    return result, probes
+
+
+def check_candidate(max_iter, warm, one_fold, X, y, fit_idx, val_idx, seed):
+    """CPU s of the default ``fit`` done the candidate's way, 3-NN accuracy % on ``val_idx`` of
+    the model it returns, its check's ``(z, below)`` (``nan, None`` when skipped), and the steps
+    of the final fit and of its probes (an empty list when they are the library's own)."""
+    scaler = StandardScaler().fit(X[fit_idx])
+    X_fit, X_val, y_fit = scaler.transform(X[fit_idx]), scaler.transform(X[val_idx]), y[fit_idx]
+    start = time.process_time()
+    if (max_iter, warm, one_fold) == CHECK_CANDIDATES[DEFAULT_FIT]:  # the library's own fit
+        est = WARCA(random_state=seed).fit(X_fit, y_fit)
+        check = est.held_out_check_ if est.held_out_check_["status"] == "done" else None
+        probes = []
+    else:  # the check first (its probes), then the final fit, from the first probe's map
+        check, probes = emulated_check(X_fit, y_fit, seed, max_iter, one_fold)
+        init = probes[0].components_ if warm and probes else "random"
+        est = WARCA(random_state=seed, held_out_check=False, init=init).fit(X_fit, y_fit)
+    seconds = time.process_time() - start
+    knn = KNeighborsClassifier(3).fit(est.transform(X_fit), y_fit)
+    acc = 100 * knn.score(est.transform(X_val), y[val_idx])
+    steps = (est.n_iter_, [probe.n_iter_ for probe in probes])
+    if check is None:
+        return seconds, acc, float("nan"), None, *steps
+    return seconds, acc, check["difference"] / check["standard_error"], check["below"], *steps
+
+
+def spread(values) -> str:
+    """``median (min–max)`` of integers."""
+    return f"{np.median(values):.0f} ({min(values)}–{max(values)})"
+
+
+def check_share(sets, repeats: int) -> None:
+    print(
+        "| data | candidate | validation acc % | fit CPU s | × NCA (NCA ÷ WARCA) "
+        "| check z | verdict as default | steps: final fit; probes |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for name in sets:
+        data = load_dataset(name)
+        X, y = data.X.astype(np.float64), data.y
+        splits = list(inner_splits(X, y))
+        nca = []
+        runs = {c: [] for c in CHECK_CANDIDATES}
+        for i, (f, v) in enumerate(splits):
+            for r in range(repeats):  # alternate the sides
+                seed = i * repeats + r
+                nca.append(fit_score(NeighborhoodComponentsAnalysis(random_state=seed), X, y, f, v))
+                for c, candidate in CHECK_CANDIDATES.items():
+                    runs[c].append(check_candidate(*candidate, X, y, f, v, seed))
+        base = np.median([s for s, _ in nca])
+        bare = [fit_score(WARCA(random_state=i, held_out_check=False), X, y, f, v)
+                for i, (f, v) in enumerate(splits)]  # fmt: skip
+        bare_s = np.median([s for s, _ in bare])
+        print(f"| {name} | NCA | {np.mean([a for _, a in nca]):.2f} | {base:.3f} | 1.00 | | | |")
+        print(
+            f"| {name} | WARCA fit alone (held_out_check=False) | "
+            f"{np.mean([a for _, a in bare]):.2f} | {bare_s:.3f} | {base / bare_s:.2f} | | | |"
+        )
+        default = [row[3] for row in runs[DEFAULT_FIT]]
+        for c, rows in runs.items():
+            sec = np.median([row[0] for row in rows])
+            acc = np.mean([row[1] for row in rows])
+            z = np.nanmean([row[2] for row in rows])
+            same = np.mean([row[3] == d for row, d in zip(rows, default, strict=True)])
+            below = sum(bool(row[3]) for row in rows)
+            final = [row[4] for row in rows]
+            probe_steps = [n for row in rows for n in row[5]]
+            steps = spread(final) + (f"; probes {spread(probe_steps)}" if probe_steps else "")
+            print(
+                f"| {name} | {c} | {acc:.2f} | {sec:.3f} | {base / sec:.2f} | {z:+.2f} "
+                f"({below}/{len(rows)} below) | {100 * same:.0f} % | {steps} |",
+                flush=True,
+            )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sets", nargs="+", default=None)
     parser.add_argument("--select", action="store_true", help="choose on validation splits")
+    parser.add_argument("--check", action="store_true", help="the held-out check's share")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--threads", choices=["one", "default"], default="one")
     args = parser.parse_args()
@@ -167,6 +301,8 @@ def main() -> None:
     WARCA(max_iter=5, random_state=0).fit(warm.X, warm.y)
     if args.select:
         select(args.sets or SELECT_SETS)
+    elif args.check:
+        check_share(args.sets or SELECT_SETS, args.repeats)
     else:
         compare(args.sets or SETS, args.repeats)
     print(f"load average (1, 5, 15 min): {os.getloadavg()}")

@@ -20,6 +20,7 @@ import torch
 from .._utils import make_rng, torch_generator
 from .._validation import check_option
 from ..neighbors import squared_norms
+from ._inputs import check_int
 
 BACKENDS = ("torch", "faiss", "sklearn")
 _CHUNK_BYTES = 64 * 2**20
@@ -131,8 +132,7 @@ def kmeans_labels(
     max_iter: int = 300, tol: float = 1e-4,
 ) -> np.ndarray:  # fmt: skip
     """Cluster labels of the rows of ``X`` (the best inertia over ``n_init`` restarts)."""
-    if isinstance(n_init, bool) or not isinstance(n_init, (int, np.integer)) or n_init < 1:
-        raise ValueError(f"n_init must be a positive integer, got {n_init!r}.")
+    n_init = check_int(n_init, "n_init")
     backend = check_backend(backend)
     if backend == "sklearn":
         from sklearn.cluster import KMeans

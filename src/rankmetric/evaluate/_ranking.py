@@ -1,4 +1,4 @@
-"""The ranking kernel shared by every exact ranking score: chunk sizes and relevant columns.
+"""The relevant columns of each query, for the ranking kernel shared by every exact ranking score.
 
 Each consumer (``retrieval_scores``, ``retrieval_report``, ``reid_scores``) scores a chunk of
 queries against the whole gallery, writes ``+inf`` over the entries its protocol removes, and
@@ -9,20 +9,6 @@ which returns the place of every relevant item without sorting keys or copying d
 from __future__ import annotations
 
 import torch
-
-from ..neighbors._search import MEMORY_BUDGET, resolve_chunk_size
-
-#: Bytes per (query, gallery item) of the exact fallback for rows with tied scores (int64 keys,
-#: a masked copy, int64 buckets and masks; measured peak ≈ 43).
-TIE_BYTES_PER_PAIR = 48
-
-
-def chunk_rows(chunk_size, n_queries: int, n_gallery: int, itemsize: int) -> tuple[int, int]:
-    """Queries per chunk (the scores and their sorted copy within the memory budget) and rows
-    per block of the tie fallback."""
-    chunk = resolve_chunk_size(chunk_size, n_queries, n_gallery=n_gallery, itemsize=itemsize)
-    tie_rows = int(max(1, MEMORY_BUDGET // (TIE_BYTES_PER_PAIR * max(n_gallery, 1))))
-    return chunk, tie_rows
 
 
 class ClassColumns:

@@ -6,9 +6,9 @@ import numpy as np
 import torch
 
 from .._threads import call_threads, search_work
-from .._utils import resolve_device
-from ..neighbors import Gallery, check_metric, exact_places, for_each_chunk, resolve_chunk_size
-from ._inputs import as_embeddings, check_ks, check_same_width, compute_dtype, encode_labels
+from ..neighbors import Gallery, check_metric, for_each_chunk, relevant_places, resolve_chunk_size
+from ._inputs import check_ks, embedding_tensors, encode_labels
+from ._ranking import ClassColumns
 
 __all__ = ["cmc_curve"]
 
@@ -79,11 +79,7 @@ def cmc_curve(
     {1: 0.5, 2: 1.0}
     """
     metric = check_metric(metric)
-    dev = resolve_device(device)
-    dtype = compute_dtype(probe, gallery)
-    P = as_embeddings(probe, "probe", dev, dtype)
-    G = as_embeddings(gallery, "gallery", dev, dtype)
-    check_same_width(P, G, "probe", "gallery")
+    P, G = embedding_tensors(probe, gallery, ("probe", "gallery"), device)
     _, (p_codes, g_codes) = encode_labels(
         probe_ids, gallery_ids, lengths=[P.shape[0], G.shape[0]], names=["probe_ids", "gallery_ids"]
     )
@@ -100,16 +96,13 @@ def cmc_curve(
         chunk_size, P.shape[0], n_gallery=G.shape[0], itemsize=P.element_size()
     )
 
-    p_codes_t, g_codes_t = (
-        torch.as_tensor(p_codes, device=dev),
-        torch.as_tensor(g_codes, device=dev),
-    )
-    match_rank = torch.empty(P.shape[0], dtype=torch.int64, device=dev)
+    p_codes_t = torch.as_tensor(p_codes, device=P.device)
+    classes = ClassColumns(torch.as_tensor(g_codes, device=P.device), int(g_codes.max()) + 1)
+    match_rank = torch.empty(P.shape[0], dtype=torch.int64, device=P.device)
 
-    def rank_first_match(rows, scores, _):
-        is_match = g_codes_t.unsqueeze(0) == p_codes_t[rows].unsqueeze(1)
-        best, column = scores.masked_fill(~is_match, torch.inf).min(dim=1)  # ties: lower column
-        match_rank[rows] = exact_places(scores, best, column)
+    def rank_first_match(rows, scores, _):  # the first match's place is exact at any depth
+        columns, inside = classes.of(p_codes_t[rows])
+        match_rank[rows] = relevant_places(scores, columns, inside, depth=1)[0][:, 0]
 
     for_each_chunk(P, Gallery.build(G, metric), chunk, rank_first_match)
 

@@ -23,36 +23,22 @@ counted; the means are over the valid queries.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from numbers import Integral
 
 import numpy as np
 import torch
 
 from .._threads import call_threads, search_work
-from .._utils import make_rng, resolve_device
+from .._utils import make_rng
 from .._validation import check_option
 from .._validation import encode_labels as encode_label_arrays
-from ..neighbors import Gallery, check_metric, for_each_chunk, relevant_places
-from ._inputs import (
-    as_embeddings,
-    as_label_array,
-    check_ks,
-    check_same_width,
-    compute_dtype,
-    encode_labels,
-)
+from ..neighbors import Gallery, check_metric, for_each_chunk, relevant_places, resolve_chunk_size
+from ._inputs import as_label_array, check_int, check_ks, embedding_tensors, encode_labels
 from ._precision import average_precision
-from ._ranking import ClassColumns, chunk_rows
+from ._ranking import ClassColumns
 
 __all__ = ["PROTOCOLS", "query_gallery_split", "reid_scores"]
 
 PROTOCOLS = ("market1501", "cuhk03", "single-view", "closed-set")
-
-
-def _check_n_draws(n_draws) -> int:
-    if isinstance(n_draws, bool) or not isinstance(n_draws, Integral) or n_draws < 1:
-        raise ValueError(f"n_draws must be a positive integer, got {n_draws!r}.")
-    return int(n_draws)
 
 
 def _camera_codes(query_cams, gallery_cams, n_query: int, n_gallery: int, protocol: str):
@@ -229,24 +215,19 @@ def reid_scores(
     protocol = check_option("protocol", protocol, PROTOCOLS)
     if metric != "precomputed":
         metric = check_metric(metric)
-    n_draws = _check_n_draws(n_draws)
-    dev = resolve_device(device)
+    n_draws = check_int(n_draws, "n_draws")
     if metric == "precomputed":
         if gallery is not None:
             raise ValueError("with metric='precomputed', query is the distance matrix: pass "
                              "gallery=None.")  # fmt: skip
-        dtype = compute_dtype(query)
-        Q = as_embeddings(query, "query (precomputed distances)", dev, dtype)
+        Q, G = embedding_tensors(query, None, ("query (precomputed distances)", ""), device)
         n_query, n_gallery = Q.shape
-        G = None
     else:
         if gallery is None:
             raise ValueError("gallery is None; it is only omitted with metric='precomputed'.")
-        dtype = compute_dtype(query, gallery)
-        Q = as_embeddings(query, "query", dev, dtype)
-        G = as_embeddings(gallery, "gallery", dev, dtype)
-        check_same_width(Q, G, "query", "gallery")
+        Q, G = embedding_tensors(query, gallery, ("query", "gallery"), device)
         n_query, n_gallery = Q.shape[0], G.shape[0]
+    dev = Q.device
     _, (q_ids, g_ids) = encode_labels(
         query_ids, gallery_ids, lengths=[n_query, n_gallery], names=["query_ids", "gallery_ids"]
     )
@@ -259,7 +240,7 @@ def reid_scores(
     ranks = check_ks(ranks, identities.shape[0] if cuhk03 else n_gallery, "ranks")
     as_t = lambda a: torch.as_tensor(a, device=dev)  # noqa: E731
     junk_t = as_t(np.flatnonzero(junk))  # junk items leave every ranking
-    chunk, tie_rows = chunk_rows(chunk_size, n_query, n_gallery, Q.element_size())
+    chunk = resolve_chunk_size(chunk_size, n_query, n_gallery=n_gallery, itemsize=Q.element_size())
     workspace = (
         torch.empty((min(chunk, n_query), n_gallery), dtype=Q.dtype) if dev.type == "cpu" else None
     )
@@ -289,9 +270,7 @@ def reid_scores(
             at, k = twin.nonzero(as_tuple=True)
             scores[at, columns[at, k]] = torch.inf
             counted &= ~twin
-        places, R = relevant_places(
-            scores, columns, counted, tie_rows=tie_rows, workspace=workspace
-        )
+        places, R = relevant_places(scores, columns, counted, workspace=workspace)
         ok = R > 0
         j = torch.arange(places.shape[1], device=dev)
         ap[rows] = average_precision(j + 1, places, j < R.unsqueeze(1), R)

@@ -25,13 +25,13 @@ import torch
 from sklearn.metrics import adjusted_mutual_info_score
 
 from .._threads import call_threads, search_work
-from .._utils import progress, resolve_device
+from .._utils import progress
 from .._validation import check_option
-from ..neighbors import Gallery, check_metric, for_each_chunk, relevant_places
-from ._inputs import as_embeddings, check_ks, check_same_width, compute_dtype, encode_labels
+from ..neighbors import Gallery, check_metric, for_each_chunk, relevant_places, resolve_chunk_size
+from ._inputs import check_ks, embedding_tensors, encode_labels
 from ._kmeans import check_backend, kmeans_labels
 from ._precision import average_precision
-from ._ranking import ClassColumns, chunk_rows
+from ._ranking import ClassColumns
 from .clustering import nmi_score
 
 __all__ = [
@@ -43,19 +43,16 @@ __all__ = [
 ]
 
 
-def _prepare(embeddings, labels, query_embeddings, query_labels, metric, device):
+def _prepare(embeddings, labels, query_embeddings, query_labels, device):
     """Validated gallery/query tensors, label codes and the leave-one-out flag."""
-    check_metric(metric)
     if (query_embeddings is None) != (query_labels is None):
         raise ValueError("query_embeddings and query_labels must be given together.")
-    dev = resolve_device(device)
-    dtype = compute_dtype(embeddings, query_embeddings)
-    G = as_embeddings(embeddings, "embeddings", dev, dtype)
-    if query_embeddings is None:
+    G, Q = embedding_tensors(
+        embeddings, query_embeddings, ("embeddings", "query_embeddings"), device
+    )
+    if Q is None:
         _, (g_codes,) = encode_labels(labels, lengths=[G.shape[0]], names=["labels"])
         return G, G, g_codes, g_codes, True
-    Q = as_embeddings(query_embeddings, "query_embeddings", dev, dtype)
-    check_same_width(Q, G, "query_embeddings", "embeddings")
     _, (g_codes, q_codes) = encode_labels(
         labels, query_labels, lengths=[G.shape[0], Q.shape[0]], names=["labels", "query_labels"]
     )
@@ -82,7 +79,7 @@ def _ranked_pass(
         name: torch.zeros(n_q, dtype=torch.float64, device=dev)
         for name in ("map", "map@r", "r_precision")
     }
-    chunk, tie_rows = chunk_rows(chunk_size, n_q, n_g, Q.element_size())
+    chunk = resolve_chunk_size(chunk_size, n_q, n_gallery=n_g, itemsize=Q.element_size())
     workspace = torch.empty((min(chunk, n_q), n_g), dtype=Q.dtype) if dev.type == "cpu" else None
     order = None
     if depth_of is not None:
@@ -94,9 +91,7 @@ def _ranked_pass(
         if leave_one_out:  # the query's own score is +inf already
             inside &= columns != rows.unsqueeze(1)
         depth = None if depth_of is None else int(depth_of[rows].max())
-        places, r = relevant_places(
-            scores, columns, inside, depth=depth, tie_rows=tie_rows, workspace=workspace
-        )
+        places, r = relevant_places(scores, columns, inside, depth=depth, workspace=workspace)
         j = torch.arange(places.shape[1], device=dev)
         counted = j < r.unsqueeze(1)
         within_r = counted & (places <= r.unsqueeze(1))
@@ -115,10 +110,10 @@ def _ranked_pass(
     return out
 
 
-def _checked(embeddings, labels, ks, query_embeddings, query_labels, metric, device):
+def _checked(embeddings, labels, ks, query_embeddings, query_labels, device):
     """Validated inputs of a ranking score: tensors, codes, the leave-one-out flag, ks, R."""
     Q, G, q_codes, g_codes, leave_one_out = _prepare(
-        embeddings, labels, query_embeddings, query_labels, metric, device
+        embeddings, labels, query_embeddings, query_labels, device
     )
     if np.unique(g_codes).shape[0] < 2:
         raise ValueError(
@@ -237,7 +232,7 @@ def retrieval_scores(
     """
     metric = check_metric(metric)
     Q, G, q_codes, g_codes, leave_one_out, ks, R = _checked(
-        embeddings, labels, ks, query_embeddings, query_labels, metric, device
+        embeddings, labels, ks, query_embeddings, query_labels, device
     )
     depth_of = np.maximum(R, ks[-1])  # mAP@R looks R places deep, Recall@K K places
     with _announce(Q.shape[0], G.shape[0], G.shape[1], int(depth_of.max()), verbose) as bar:
@@ -497,7 +492,7 @@ def retrieval_report(
     check_option("average", average, AVERAGES)
     metric = check_metric(metric)
     Q, G, q_codes, g_codes, leave_one_out, ks, R = _checked(
-        embeddings, labels, ks, query_embeddings, query_labels, metric, device
+        embeddings, labels, ks, query_embeddings, query_labels, device
     )
     include = _check_include(include)
     if clustering:

@@ -41,6 +41,7 @@ import torch
 from .._distances import paired_squared_euclidean
 from .._utils import make_rng
 from .._validation import check_finite, check_labels
+from ._inputs import check_int
 
 __all__ = [
     "roc_curve_from_distances",
@@ -373,9 +374,8 @@ def labelled_pairs(
     if max_pairs is None or max_pairs >= total:
         k = None
     else:
-        if not isinstance(max_pairs, Integral) or max_pairs < 1:
-            raise ValueError(f"max_pairs must be an integer >= 1, got {max_pairs!r}.")
-        k = np.sort(make_rng(random_state).choice(total, size=int(max_pairs), replace=False))
+        max_pairs = check_int(max_pairs, "max_pairs")
+        k = np.sort(make_rng(random_state).choice(total, size=max_pairs, replace=False))
     if k is None:
         _check_pair_memory(n, total, _PAIR_BYTES, "labelled_pairs")
         i, j = _all_pairs(n)

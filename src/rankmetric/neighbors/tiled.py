@@ -16,7 +16,7 @@ strictly below the current k-th score.
 
 The tiled path serves float32 searches on the CPU with ``k <= MAX_TILED_K``; other searches
 (float64, CUDA, very large ``k``) score full-width chunks and select with
-:func:`~rankmetric.neighbors._search.smallest_k` — same results, more memory traffic.
+:func:`~rankmetric.neighbors.smallest_k` — same results, more memory traffic.
 """
 
 from __future__ import annotations
@@ -25,16 +25,8 @@ from collections.abc import Iterator
 
 import torch
 
-from ._search import (
-    NO_KEY,
-    Gallery,
-    _score_chunks,
-    exclude_own_items,
-    pack_keys,
-    resolve_chunk_size,
-    smallest_k,
-    unpack_keys,
-)
+from ._places import NO_KEY, pack_keys, smallest_k, unpack_keys
+from ._search import Gallery, exclude_own_items, resolve_chunk_size, score_chunks
 
 __all__ = ["MAX_TILED_K", "nearest_chunks", "uses_tiles"]
 
@@ -184,7 +176,7 @@ def nearest_chunks(
             chunk_size, Q.shape[0], n_gallery=len(gallery), itemsize=Q.element_size(),
             n_selected=k_max,
         )  # fmt: skip
-        for rows, scores, const in _score_chunks(Q, gallery, chunk, exclude_self, order):
+        for rows, scores, const in score_chunks(Q, gallery, chunk, exclude_self, order):
             yield rows, *smallest_k(scores, k_of(rows)), const
         return
     Qp, const = gallery.prepare_queries(Q)

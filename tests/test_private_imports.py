@@ -150,14 +150,12 @@ PENDING_PRIVATE_IMPORTS = {
     "cli/data.py": "datasets._cache, datasets._info, datasets._registry",
     "training/_scoring.py": "evaluate._precision",
     "estimators/spd/_network.py": "geometry._common",
-    "evaluate/_ranking.py": "neighbors._search",
     "index/_store.py": "_safe_npz._Corrupt, _safe_npz._read_header, io._registered_class",
     "index/core.py": "index._rows._as_ids",
     "index/export.py": "index._ann._faiss",
     "index/evaluation.py": "evaluate._inputs, evaluate._precision",
     "losses/_warp_sampling.py": "three private kernels of losses._warp_terms",
     "models/linear.py": "geometry._common",
-    "neighbors/tiled.py": "neighbors._search._sortable_bits(_inverse)",
 }
 
 

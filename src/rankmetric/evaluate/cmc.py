@@ -6,9 +6,9 @@ import numpy as np
 import torch
 
 from .._threads import call_threads, search_work
-from ..neighbors import Gallery, check_metric, for_each_chunk, relevant_places, resolve_chunk_size
+from ..neighbors import check_metric
 from ._inputs import check_ks, embedding_tensors, encode_labels
-from ._ranking import ClassColumns
+from ._ranking import for_each_ranked_chunk
 
 __all__ = ["cmc_curve"]
 
@@ -92,20 +92,14 @@ def cmc_curve(
             "defined for closed-set identification: drop those probes first."
         )
     ranks = check_ks(ranks, G.shape[0], "ranks")
-    chunk = resolve_chunk_size(
-        chunk_size, P.shape[0], n_gallery=G.shape[0], itemsize=P.element_size()
-    )
-
-    p_codes_t = torch.as_tensor(p_codes, device=P.device)
-    classes = ClassColumns(torch.as_tensor(g_codes, device=P.device), int(g_codes.max()) + 1)
     match_rank = torch.empty(P.shape[0], dtype=torch.int64, device=P.device)
 
-    def rank_first_match(rows, scores, _):  # the first match's place is exact at any depth
-        columns, inside = classes.of(p_codes_t[rows])
-        match_rank[rows] = relevant_places(scores, columns, inside, depth=1)[0][:, 0]
+    def rank_first_match(rows, scores, columns, counted, places, R):
+        match_rank[rows] = places[:, 0]  # the first match's place is exact at any depth
 
-    for_each_chunk(P, Gallery.build(G, metric), chunk, rank_first_match)
-
+    for_each_ranked_chunk(
+        P, G, metric, p_codes, g_codes, rank_first_match, chunk_size=chunk_size, depth=1
+    )
     counts = np.bincount(match_rank.cpu().numpy() - 1, minlength=G.shape[0])
     curve = np.cumsum(counts) / P.shape[0]
     result = {r: float(curve[r - 1]) for r in ranks}

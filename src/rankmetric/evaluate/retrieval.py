@@ -27,11 +27,11 @@ from sklearn.metrics import adjusted_mutual_info_score
 from .._threads import call_threads, search_work
 from .._utils import progress
 from .._validation import check_option
-from ..neighbors import Gallery, check_metric, for_each_chunk, relevant_places, resolve_chunk_size
+from ..neighbors import check_metric
 from ._inputs import check_ks, embedding_tensors, encode_labels
 from ._kmeans import check_backend, kmeans_labels
 from ._precision import average_precision
-from ._ranking import ClassColumns
+from ._ranking import first_places_and_ap, for_each_ranked_chunk
 from .clustering import nmi_score
 
 __all__ = [
@@ -67,46 +67,27 @@ def _ranked_pass(
     Each chunk of queries scores the whole gallery once; the places of the relevant items come
     from :func:`~rankmetric.neighbors.relevant_places` (ties: the lower gallery index), and are
     reduced to per-query numbers at once. ``depth_of`` (n_queries,): the deepest place each
-    query needs (then queries are visited in its order, so a chunk ranks only as deep as its
-    own deepest query); None: every place.
+    query needs (a chunk ranks only as deep as its own deepest query); None: every place.
     """
-    dev, n_q, n_g = Q.device, Q.shape[0], G.shape[0]
-    n_classes = int(max(q_codes.max(), g_codes.max())) + 1
-    q_codes_t = torch.as_tensor(q_codes, device=dev)
-    classes = ClassColumns(torch.as_tensor(g_codes, device=dev), n_classes)
-    first = torch.zeros(n_q, dtype=torch.int64, device=dev)  # place of the first hit (0: none)
-    per_query = {
-        name: torch.zeros(n_q, dtype=torch.float64, device=dev)
-        for name in ("map", "map@r", "r_precision")
-    }
-    chunk = resolve_chunk_size(chunk_size, n_q, n_gallery=n_g, itemsize=Q.element_size())
-    workspace = torch.empty((min(chunk, n_q), n_g), dtype=Q.dtype) if dev.type == "cpu" else None
-    order = None
-    if depth_of is not None:
-        depth_of = torch.as_tensor(depth_of, device=dev)
-        order = torch.argsort(depth_of, stable=True)
+    names = ("first", "map", "map@r", "r_precision")  # first: place of the first hit (0: none)
+    found = torch.zeros((len(names), Q.shape[0]), dtype=torch.float64, device=Q.device)
 
-    def visit(rows, scores, _):
-        columns, inside = classes.of(q_codes_t[rows])
-        if leave_one_out:  # the query's own score is +inf already
-            inside &= columns != rows.unsqueeze(1)
-        depth = None if depth_of is None else int(depth_of[rows].max())
-        places, r = relevant_places(scores, columns, inside, depth=depth, workspace=workspace)
-        j = torch.arange(places.shape[1], device=dev)
-        counted = j < r.unsqueeze(1)
+    def visit(rows, scores, columns, counted, places, r):
+        first, ap, j, counted = first_places_and_ap(places, r)
         within_r = counted & (places <= r.unsqueeze(1))
-        per_query["map"][rows] = average_precision(j + 1, places, counted, r)
-        per_query["map@r"][rows] = average_precision(j + 1, places, within_r, r)
-        per_query["r_precision"][rows] = within_r.sum(dim=1) / r.clamp(min=1).to(torch.float64)
-        first[rows] = torch.where(r > 0, places[:, 0], 0)
+        map_at_r = average_precision(j + 1, places, within_r, r)
+        r_precision = within_r.sum(dim=1) / r.clamp(min=1).to(torch.float64)
+        for per_query, value in zip(found, (first, ap, map_at_r, r_precision), strict=True):
+            per_query[rows] = value.to(torch.float64)
         if bar is not None:
             bar.update(len(rows))
 
-    for_each_chunk(
-        Q, Gallery.build(G, metric), chunk, visit, exclude_self=leave_one_out, order=order
-    )
-    out = {name: v.cpu().numpy() for name, v in per_query.items()}
-    out["first"] = first.cpu().numpy()
+    for_each_ranked_chunk(
+        Q, G, metric, q_codes, g_codes, visit, chunk_size=chunk_size,
+        exclude_self=leave_one_out, depth=depth_of,
+    )  # fmt: skip
+    out = dict(zip(names, found.cpu().numpy(), strict=True))
+    out["first"] = out["first"].astype(np.int64)
     return out
 
 

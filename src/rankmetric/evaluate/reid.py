@@ -248,7 +248,8 @@ def reid_scores(
 
     def score_chunk(rows, scores, columns, counted, places, R):
         nonlocal curve_counts
-        first[rows], ap[rows], _, _ = first_places_and_ap(places, R)  # (first as float64)
+        found, ap[rows], _, _ = first_places_and_ap(places, R)
+        first[rows] = found.to(torch.float64)
         last = places.gather(1, (R - 1).clamp(min=0).unsqueeze(1)).squeeze(1)
         inp[rows] = torch.where(R > 0, R / last, 0.0).to(torch.float64)
         if cuhk03:

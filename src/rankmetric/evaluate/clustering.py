@@ -38,11 +38,14 @@ def nmi_score(labels_true, labels_pred) -> float:
     Parameters
     ----------
     labels_true : array-like of shape (n_samples,)
+        The classes ``T``.
     labels_pred : array-like of shape (n_samples,)
+        The clusters ``P`` (any labels: only the partition counts).
 
     Returns
     -------
     float in [0, 1]
+        1 when the two partitions are the same, 0 when they are independent.
 
     See Also
     --------

@@ -317,6 +317,7 @@ def precision_at_1(
     )["precision@1"]  # fmt: skip
 
 
+# precision_at_1's signature on purpose: both are one score of retrieval_scores, called alike
 @_shared_docs
 def map_at_r(
     embeddings,

@@ -345,14 +345,13 @@ def for_each_chunk(
     Examples
     --------
     >>> import torch
-    >>> from rankmetric.neighbors import Gallery
-    >>> gallery = Gallery.build(torch.tensor([[0.0, 0.0], [3.0, 4.0]]), "euclidean")
-    >>> queries = torch.tensor([[0.0, 1.0], [3.0, 3.0]])
-    >>> from rankmetric.neighbors import for_each_chunk
+    >>> from rankmetric.neighbors import Gallery, for_each_chunk
+    >>> cosine = Gallery.build(torch.tensor([[1.0, 0.0], [0.0, 2.0], [1.0, 1.0]]), "cosine")
     >>> seen = []
-    >>> for_each_chunk(queries, gallery, 1, lambda rows, scores, c: seen.append(scores.argmin(1)))
-    >>> torch.cat(seen).tolist()
-    [0, 1]
+    >>> record = lambda rows, scores, c: seen.append(scores.argmin(1))
+    >>> for_each_chunk(torch.tensor([[0.0, 5.0], [4.0, 1.0]]), cosine, 1, record)
+    >>> torch.cat(seen).tolist()  # the most similar direction
+    [1, 0]
     """
     for rows, scores, const in score_chunks(Q, gallery, chunk_size, exclude_self, order):
         visit(rows, scores, const)

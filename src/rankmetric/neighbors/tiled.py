@@ -159,14 +159,13 @@ def nearest_chunks(
     Examples
     --------
     >>> import torch
-    >>> from rankmetric.neighbors import Gallery
-    >>> gallery = Gallery.build(torch.tensor([[0.0, 0.0], [3.0, 4.0]]), "euclidean")
-    >>> queries = torch.tensor([[0.0, 1.0], [3.0, 3.0]])
-    >>> from rankmetric.neighbors import nearest_chunks, to_distance
-    >>> for rows, scores, indices, query_const in nearest_chunks(queries, gallery, 1):
-    ...     print(rows.tolist(), indices.tolist(), to_distance(scores, query_const, "euclidean"))
-    [0, 1] [[0], [1]] tensor([[1.],
-            [1.]])
+    >>> from rankmetric.neighbors import Gallery, nearest_chunks, to_distance
+    >>> line = Gallery.build(torch.arange(5.0).unsqueeze(1), "sqeuclidean")  # 0, 1, 2, 3, 4
+    >>> found = nearest_chunks(torch.tensor([[1.2], [3.9]]), line, 2)
+    >>> for rows, scores, indices, query_const in found:
+    ...     print(rows.tolist(), indices.tolist(), to_distance(scores, query_const, "sqeuclidean"))
+    [0, 1] [[1, 2], [4, 3]] tensor([[0.0400, 0.6400],
+            [0.0100, 0.8100]])
     """
     per_query = isinstance(k, torch.Tensor)
     k_max = int(k.max()) if per_query else int(k)

@@ -47,13 +47,10 @@ BLOCK_BYTES = 32 * 2**20  # one float64 (block × n_gallery) array of a Jaccard 
 
 
 def _pair_sq_distance(A: torch.Tensor, B: torch.Tensor, metric: str) -> torch.Tensor:
-    """``d(a, b)²`` for rows ``A`` (n, d) against ``B`` (n, m, d), per pair: shape (n, m)."""
+    """``d(a, b)²`` for rows ``A`` (n, d) against ``B`` (n, m, d), per pair: shape (n, m); the
+    rows of a :class:`~rankmetric.neighbors.Gallery` (unit rows for cosine)."""
     if metric == "cosine":
-        a = A / A.norm(dim=-1, keepdim=True).clamp(min=torch.finfo(A.dtype).tiny)
-        b = B / B.norm(dim=-1, keepdim=True).clamp(min=torch.finfo(B.dtype).tiny)
-        a = torch.where(A.norm(dim=-1, keepdim=True) > 0, a, 0.0)
-        b = torch.where(B.norm(dim=-1, keepdim=True) > 0, b, 0.0)
-        d = (1.0 - (b @ a.unsqueeze(-1)).squeeze(-1)).clamp(0.0, 2.0)
+        d = (1.0 - (B @ A.unsqueeze(-1)).squeeze(-1)).clamp(0.0, 2.0)
     else:
         d = paired_squared_euclidean(B, A.unsqueeze(1))
         if metric == "euclidean":
@@ -62,8 +59,9 @@ def _pair_sq_distance(A: torch.Tensor, B: torch.Tensor, metric: str) -> torch.Te
 
 
 def _neighbors_and_scale(X: torch.Tensor, metric: str, k: int, chunk_size) -> tuple:
-    """Each item's ``k`` nearest items (itself included; ties by lower index) and its largest
-    squared distance to any item, in one chunked pass."""
+    """Each item's ``k`` nearest items (itself included; ties by lower index), its largest
+    squared distance to any item, in one chunked pass, and the items as the search saw them
+    (unit rows for cosine)."""
     N = X.shape[0]
     nn = torch.empty((N, k), dtype=torch.int64, device=X.device)
     scale = torch.empty(N, dtype=torch.float64, device=X.device)
@@ -74,8 +72,9 @@ def _neighbors_and_scale(X: torch.Tensor, metric: str, k: int, chunk_size) -> tu
         d = to_distance(scores, const, metric)
         scale[rows] = d.max(dim=1).values.to(torch.float64).square()
 
-    for_each_chunk(X, Gallery.build(X, metric), chunk, visit)
-    return nn, scale
+    gallery = Gallery.build(X, metric)
+    for_each_chunk(X, gallery, chunk, visit)
+    return nn, scale, gallery.vectors
 
 
 def _reciprocal(nn: torch.Tensor, k: int) -> torch.Tensor:
@@ -89,7 +88,7 @@ def _reciprocal(nn: torch.Tensor, k: int) -> torch.Tensor:
     return out
 
 
-def _encode(X, nn, scale, k1: int, metric: str):
+def _encode(X, nn, scale, k1: int, metric: str):  # X: the rows of the search's Gallery
     """The sparse k-reciprocal encoding ``V`` (scipy CSR, N × N), rows summing to 1."""
     from scipy.sparse import csr_matrix
 
@@ -252,8 +251,8 @@ def rerank_k_reciprocal(
         raise ValueError(f"k1 + 1 = {k1 + 1} and k2 = {k2} must not exceed the {N} items "
                          "(queries and gallery together).")  # fmt: skip
     X = torch.cat([Q, G])
-    nn, scale = _neighbors_and_scale(X, metric, max(k1 + 1, k2), chunk_size)
-    V = _encode(X, nn, scale, k1, metric)
+    nn, scale, vectors = _neighbors_and_scale(X, metric, max(k1 + 1, k2), chunk_size)
+    V = _encode(vectors, nn, scale, k1, metric)
     if k2 != 1:
         V = _query_expand(V, nn, k2)
     del nn

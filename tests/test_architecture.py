@@ -119,7 +119,6 @@ DISTANCES_ALLOWED = {
 
 #: Modules #39 routes through ``_distances`` in other changes (its item 6).
 DISTANCES_PENDING = {
-    "evaluate/_kmeans.py": "k-means++ seeding and assignment",
     "estimators/ssne.py": "SSNE's validation similarity",
     "estimators/_held_out.py": "the held-out check's reference distance",
     "neighbors/_search.py": "the search's chunk scores ||g||² − 2 qᵀg",

@@ -220,12 +220,8 @@ def retrieval_scores(
         found = _ranked_pass(
             Q, G, q_codes, g_codes, leave_one_out, metric, chunk_size, depth_of, bar
         )
-    first, scored = found["first"], R > 0
-    hit = first > 0
-    result = {f"recall@{k}": float(np.mean(hit & (first <= k))) for k in ks}
-    result["precision@1"] = float(np.mean(first[scored] == 1))
-    result["map@r"] = float(np.mean(found["map@r"][scored]))
-    return result
+    result = _summarise(found, R, q_codes, ks, {"recall@k", "precision@1", "map@r"}, "micro")
+    return {key: result[key] for key in (*(f"recall@{k}" for k in ks), "precision@1", "map@r")}
 
 
 @_shared_docs
@@ -481,13 +477,20 @@ def retrieval_report(
     include = _check_include(include)
     if clustering:
         kmeans = check_backend(kmeans)
-    scored = R > 0
     depth_of = None if "map" in include else np.maximum(R, ks[-1])
     found = _ranked_pass(Q, G, q_codes, g_codes, leave_one_out, metric, chunk_size, depth_of)
-    n_q, first = Q.shape[0], found.pop("first")
+    result = _summarise(found, R, q_codes, ks, include, average)
+    if clustering:
+        result.update(_cluster_scores(Q, q_codes, random_state, n_init, kmeans))
+    return result
+
+
+def _summarise(found: dict, R, q_codes, ks, include, average: str) -> dict:
+    """The scores of ``include`` from :func:`_ranked_pass`'s per-query numbers, averaged over
+    the queries with ``R ≥ 1`` (Recall@K: over all queries), micro or macro."""
+    first, scored, everyone = found.pop("first"), R > 0, np.ones(R.shape[0], dtype=bool)
     hit = first > 0
     mean = lambda values, mask: _class_mean(values, q_codes, mask, average)  # noqa: E731
-    everyone = np.ones(n_q, dtype=bool)
     result = {name: mean(v, scored) for name, v in found.items() if name in include}
     if "mrr" in include:
         result["mrr"] = mean(np.where(hit, 1.0 / np.maximum(first, 1), 0.0), scored)
@@ -496,8 +499,6 @@ def retrieval_report(
     if "recall@k" in include:
         for k in ks:
             result[f"recall@{k}"] = mean((hit & (first <= k)).astype(np.float64), everyone)
-    if clustering:
-        result.update(_cluster_scores(Q, q_codes, random_state, n_init, kmeans))
     return result
 
 

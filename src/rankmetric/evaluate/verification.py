@@ -40,7 +40,7 @@ import torch
 
 from .._distances import paired_squared_euclidean
 from .._utils import make_rng
-from .._validation import check_finite, check_labels
+from .._validation import Interval, check_finite, check_labels, check_param
 from ._inputs import check_int
 
 __all__ = [
@@ -72,13 +72,12 @@ def _check_pair_memory(n: int, n_pairs: int, per_pair: int, what: str) -> None:
     )
 
 
+def _as_array(x) -> np.ndarray:
+    return np.asarray(x.detach().cpu() if isinstance(x, torch.Tensor) else x)
+
+
 def _check_inputs(distances, same) -> tuple[np.ndarray, np.ndarray]:
-    if isinstance(distances, torch.Tensor):
-        distances = distances.detach().cpu().numpy()
-    if isinstance(same, torch.Tensor):
-        same = same.detach().cpu().numpy()
-    d = np.asarray(distances)
-    s = np.asarray(same)
+    d, s = _as_array(distances), _as_array(same)
     if d.ndim != 1:
         raise ValueError(f"distances must have shape (n_pairs,), got {d.shape}.")
     if not np.issubdtype(d.dtype, np.number) or np.iscomplexobj(d):
@@ -222,8 +221,7 @@ def _eer(tp: np.ndarray, fp: np.ndarray, thresholds: np.ndarray) -> tuple[float,
 def _check_far(far) -> tuple[float, ...]:
     values = (far,) if isinstance(far, Real) else tuple(far)
     for f in values:
-        if not isinstance(f, Real) or not 0.0 < float(f) <= 1.0:
-            raise ValueError(f"far must hold rates in (0, 1], got {f!r}.")
+        check_param("far", f, [Interval(Real, 0, 1, closed="right")])
     return tuple(float(f) for f in values)
 
 
@@ -294,9 +292,7 @@ def verification_scores(
 
 
 def _as_points(embeddings) -> np.ndarray:
-    if isinstance(embeddings, torch.Tensor):
-        embeddings = embeddings.detach().cpu().numpy()
-    E = np.asarray(embeddings)
+    E = _as_array(embeddings)
     if E.ndim != 2 or E.shape[0] < 2:
         raise ValueError(f"embeddings must have shape (n_samples >= 2, n_features), got {E.shape}.")
     E = E.astype(np.float64, copy=False)

@@ -76,8 +76,9 @@ def as_embeddings(X, name: str, device: torch.device, dtype: torch.dtype) -> tor
         raise ValueError(f"{name} must have shape (n_samples, n_features), got {tuple(X.shape)}.")
     if X.shape[0] == 0 or X.shape[1] == 0:
         raise ValueError(f"{name} is empty (shape {tuple(X.shape)}).")
-    T = X.to(device=device, dtype=dtype) if isinstance(X, torch.Tensor) else None
-    if T is None:
+    if isinstance(X, torch.Tensor):
+        T = X.to(device=device, dtype=dtype)
+    else:
         with warnings.catch_warnings():  # a read-only (memory-mapped) array: never written to
             warnings.filterwarnings("ignore", message=".*not writable.*", category=UserWarning)
             T = torch.as_tensor(np.ascontiguousarray(X), dtype=dtype, device=device)

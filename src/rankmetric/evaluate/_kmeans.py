@@ -20,7 +20,7 @@ import torch
 from .._distances import partial_squared_euclidean, squared_euclidean_in_place
 from .._utils import make_rng, torch_generator
 from .._validation import check_option
-from ..neighbors import squared_norms
+from ..neighbors import faiss_available, squared_norms
 from ._inputs import check_int
 
 BACKENDS = ("torch", "faiss", "sklearn")
@@ -30,8 +30,6 @@ _CHUNK_BYTES = 64 * 2**20
 def check_backend(backend: str) -> str:
     check_option("kmeans", backend, BACKENDS)
     if backend == "faiss":
-        from ..neighbors import faiss_available
-
         if not faiss_available():
             raise ValueError("kmeans='faiss' needs the faiss package; use kmeans='torch'.")
     return backend
@@ -153,9 +151,7 @@ def kmeans_labels(
         )  # fmt: skip
         km.train(data)
         return km.index.search(data, 1)[1].ravel().astype(np.int64)
-    Xt = X.detach()
-    if Xt.dtype not in (torch.float32, torch.float64):
-        Xt = Xt.float()
+    Xt = X.detach()  # float32 or float64: the evaluation functions' embeddings
     x_sq = squared_norms(Xt)
     threshold = tol * float(Xt.double().var(dim=0).mean()) if Xt.shape[0] > 1 else 0.0
     gen = torch_generator(rng, Xt.device)

@@ -58,14 +58,11 @@ def _camera_codes(query_cams, gallery_cams, n_query: int, n_gallery: int, protoc
 
 def _junk_mask(gallery_ids, junk_ids) -> np.ndarray:
     if junk_ids is None:
-        return np.zeros(len(gallery_ids), dtype=bool)
-    if isinstance(junk_ids, (str, bytes)) or not isinstance(junk_ids, Iterable):
+        junk_ids = ()
+    elif isinstance(junk_ids, (str, bytes)) or not isinstance(junk_ids, Iterable):
         junk_ids = [junk_ids]
-    junk = list(junk_ids)
-    ids = as_label_array(gallery_ids, "gallery_ids")
-    if not junk:
-        return np.zeros(len(ids), dtype=bool)
-    return np.isin(ids, _in_id_type(junk, ids))
+    junk, ids = list(junk_ids), as_label_array(gallery_ids, "gallery_ids")
+    return np.isin(ids, _in_id_type(junk, ids)) if junk else np.zeros(len(ids), dtype=bool)
 
 
 def _in_id_type(junk: list, ids: np.ndarray) -> np.ndarray:

@@ -43,22 +43,6 @@ __all__ = [
 ]
 
 
-def _prepare(embeddings, labels, query_embeddings, query_labels, device):
-    """Validated gallery/query tensors, label codes and the leave-one-out flag."""
-    if (query_embeddings is None) != (query_labels is None):
-        raise ValueError("query_embeddings and query_labels must be given together.")
-    G, Q = embedding_tensors(
-        embeddings, query_embeddings, ("embeddings", "query_embeddings"), device
-    )
-    if Q is None:
-        _, (g_codes,) = encode_labels(labels, lengths=[G.shape[0]], names=["labels"])
-        return G, G, g_codes, g_codes, True
-    _, (g_codes, q_codes) = encode_labels(
-        labels, query_labels, lengths=[G.shape[0], Q.shape[0]], names=["labels", "query_labels"]
-    )
-    return Q, G, q_codes, g_codes, False
-
-
 def _ranked_pass(
     Q, G, q_codes, g_codes, leave_one_out, metric, chunk_size, depth_of=None, bar=None
 ) -> dict:
@@ -93,9 +77,19 @@ def _ranked_pass(
 
 def _checked(embeddings, labels, ks, query_embeddings, query_labels, device):
     """Validated inputs of a ranking score: tensors, codes, the leave-one-out flag, ks, R."""
-    Q, G, q_codes, g_codes, leave_one_out = _prepare(
-        embeddings, labels, query_embeddings, query_labels, device
+    if (query_embeddings is None) != (query_labels is None):
+        raise ValueError("query_embeddings and query_labels must be given together.")
+    G, Q = embedding_tensors(
+        embeddings, query_embeddings, ("embeddings", "query_embeddings"), device
     )
+    leave_one_out = Q is None
+    if leave_one_out:
+        _, (g_codes,) = encode_labels(labels, lengths=[G.shape[0]], names=["labels"])
+        Q, q_codes = G, g_codes
+    else:
+        _, (g_codes, q_codes) = encode_labels(
+            labels, query_labels, lengths=[G.shape[0], Q.shape[0]], names=["labels", "query_labels"]
+        )
     if np.unique(g_codes).shape[0] < 2:
         raise ValueError(
             "the gallery holds a single class: every item is relevant, so retrieval scores "

@@ -107,10 +107,14 @@ def squared_norms(X: torch.Tensor, block: int = 4096) -> torch.Tensor:
     return out
 
 
-def _unit_rows(X: torch.Tensor) -> torch.Tensor:
-    """Rows scaled to unit norm; zero rows stay zero."""
+def _prepared(X: torch.Tensor, metric: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """Rows in the form of ``metric``'s scores and their offsets: unit rows (zero rows stay
+    zero) and zeros for cosine, the rows and their squared norms otherwise."""
+    if metric != "cosine":
+        return X, squared_norms(X)
     norms = torch.linalg.vector_norm(X, dim=1, keepdim=True)
-    return X / torch.where(norms > 0, norms, torch.ones_like(norms))
+    unit = X / torch.where(norms > 0, norms, torch.ones_like(norms))
+    return unit, torch.zeros(X.shape[0], dtype=X.dtype, device=X.device)
 
 
 @dataclass(frozen=True)
@@ -163,20 +167,14 @@ class Gallery:
     @classmethod
     def build(cls, G: torch.Tensor, metric: str) -> Gallery:
         metric = check_metric(metric)
-        if metric == "cosine":
-            return cls(
-                _unit_rows(G), torch.zeros(G.shape[0], dtype=G.dtype, device=G.device), metric
-            )
-        return cls(G, squared_norms(G), metric)
+        return cls(*_prepared(G, metric), metric)
 
     def __len__(self) -> int:
         return self.vectors.shape[0]
 
     def prepare_queries(self, Q: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Queries in the gallery's form and their constant ``||q||²`` (0 for cosine)."""
-        if self.metric == "cosine":
-            return _unit_rows(Q), torch.zeros(Q.shape[0], dtype=Q.dtype, device=Q.device)
-        return Q, squared_norms(Q)
+        return _prepared(Q, self.metric)
 
     def scores(
         self, Qc: torch.Tensor, out: torch.Tensor | None = None, items: slice = slice(None)

@@ -103,10 +103,10 @@ def pairwise_f1(labels_true, labels_pred) -> float:
     Examples
     --------
     >>> from rankmetric.evaluate import pairwise_f1
-    >>> pairwise_f1([0, 0, 1, 1], [1, 1, 0, 0])
-    1.0
     >>> round(pairwise_f1([0, 0, 0, 1], [0, 0, 1, 1]), 4)  # precision 1/2, recall 1/3
     0.4
+    >>> pairwise_f1(["a", "a", "b", "b"], [1, 1, 0, 0])  # the same partition, other names
+    1.0
     """
     true_codes, pred_codes = _check_pair(labels_true, labels_pred)
     same_class = _pairs(np.bincount(true_codes))

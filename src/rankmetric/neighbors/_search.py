@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .._validation import POSITIVE_INT, check_param
+from .._validation import NONE, POSITIVE_INT, check_param
 from ..geometry.aliases import canonical_metric
 
 __all__ = [
@@ -297,7 +297,7 @@ def resolve_chunk_size(chunk_size, n_queries: int, **auto_kw) -> int:
     """
     if chunk_size is None:
         return auto_chunk_size(n_queries, **auto_kw)
-    check_param("chunk_size", chunk_size, [POSITIVE_INT])
+    check_param("chunk_size", chunk_size, [NONE, POSITIVE_INT])
     return int(chunk_size)
 
 

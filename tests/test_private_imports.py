@@ -148,9 +148,7 @@ PACKAGE = ROOT / "src" / "rankmetric"
 PENDING_PRIVATE_IMPORTS = {
     "cli/data.py": "datasets._cache, datasets._registry",
     "training/_scoring.py": "evaluate._precision",
-    "evaluate/_ranking.py": "neighbors._search",
     "index/evaluation.py": "evaluate._precision",
-    "neighbors/tiled.py": "neighbors._search._sortable_bits(_inverse)",
 }
 
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from rankmetric.neighbors import _search, auto_chunk_size, smallest_k
+from rankmetric.neighbors import _places, auto_chunk_size, smallest_k
 
 
 def _reference(S: np.ndarray, k: int) -> np.ndarray:
@@ -21,7 +21,7 @@ def _reference(S: np.ndarray, k: int) -> np.ndarray:
 @pytest.fixture(params=["numpy", "torch"])
 def engine(request, monkeypatch):
     if request.param == "torch":
-        monkeypatch.setattr(_search, "_on_numpy", lambda t: False)
+        monkeypatch.setattr(_places, "_on_numpy", lambda t: False)
     return request.param
 
 

@@ -9,25 +9,44 @@ from numbers import Integral
 import numpy as np
 import torch
 
-from .._validation import as_label_array, encode_labels
+from .._utils import resolve_device
+from .._validation import Interval, as_label_array, check_param, encode_labels
 from ..neighbors import squared_norms
 
 __all__ = [
     "as_embeddings",
     "as_label_array",
-    "encode_labels",
-    "check_same_width",
+    "check_int",
     "check_ks",
-    "compute_dtype",
+    "embedding_tensors",
+    "encode_labels",
 ]
 
 
-def compute_dtype(*arrays) -> torch.dtype:
-    """``torch.float64`` if any input is double precision, else ``torch.float32``."""
-    for a in arrays:
-        if a is not None and getattr(a, "dtype", None) in (np.float64, torch.float64):
-            return torch.float64
-    return torch.float32
+def check_int(value, name: str, low: int = 1) -> int:
+    """``value`` as an int if it is an integer (not a bool) ``>= low``, else ``ValueError``."""
+    check_param(name, value, [Interval(Integral, low, None, closed="left")])
+    return int(value)
+
+
+def embedding_tensors(first, second, names: tuple[str, str], device) -> tuple:
+    """``first`` and ``second`` (None stays None) checked by :func:`as_embeddings`, on the
+    resolved ``device``, in one precision (float64 if either input is double, else float32),
+    with the same number of features."""
+    double = (np.float64, torch.float64)
+    dtype = (
+        torch.float64
+        if any(getattr(a, "dtype", None) in double for a in (first, second))
+        else torch.float32
+    )
+    dev = resolve_device(device)
+    A = as_embeddings(first, names[0], dev, dtype)
+    if second is None:
+        return A, None
+    B = as_embeddings(second, names[1], dev, dtype)
+    if A.shape[1] != B.shape[1]:
+        raise ValueError(f"{names[0]} has {A.shape[1]} features but {names[1]} has {B.shape[1]}.")
+    return A, B
 
 
 def as_embeddings(X, name: str, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
@@ -57,8 +76,9 @@ def as_embeddings(X, name: str, device: torch.device, dtype: torch.dtype) -> tor
         raise ValueError(f"{name} must have shape (n_samples, n_features), got {tuple(X.shape)}.")
     if X.shape[0] == 0 or X.shape[1] == 0:
         raise ValueError(f"{name} is empty (shape {tuple(X.shape)}).")
-    T = X.to(device=device, dtype=dtype) if isinstance(X, torch.Tensor) else None
-    if T is None:
+    if isinstance(X, torch.Tensor):
+        T = X.to(device=device, dtype=dtype)
+    else:
         with warnings.catch_warnings():  # a read-only (memory-mapped) array: never written to
             warnings.filterwarnings("ignore", message=".*not writable.*", category=UserWarning)
             T = torch.as_tensor(np.ascontiguousarray(X), dtype=dtype, device=device)
@@ -70,12 +90,6 @@ def as_embeddings(X, name: str, device: torch.device, dtype: torch.dtype) -> tor
     raise ValueError(
         f"{name} has values too large for {dtype} distances (squared norms overflow): rescale it."
     )
-
-
-def check_same_width(A: torch.Tensor, B: torch.Tensor, a: str, b: str) -> None:
-    """Raise unless ``A`` and ``B`` have the same number of columns."""
-    if A.shape[1] != B.shape[1]:
-        raise ValueError(f"{a} has {A.shape[1]} features but {b} has {B.shape[1]}.")
 
 
 def check_ks(ks, n_candidates: int, name: str = "k") -> tuple[int, ...]:

@@ -17,9 +17,11 @@ import math
 import numpy as np
 import torch
 
+from .._distances import partial_squared_euclidean, squared_euclidean_in_place
 from .._utils import make_rng, torch_generator
 from .._validation import check_option
-from ..neighbors import squared_norms
+from ..neighbors import faiss_available, squared_norms
+from ._inputs import check_int
 
 BACKENDS = ("torch", "faiss", "sklearn")
 _CHUNK_BYTES = 64 * 2**20
@@ -28,8 +30,6 @@ _CHUNK_BYTES = 64 * 2**20
 def check_backend(backend: str) -> str:
     check_option("kmeans", backend, BACKENDS)
     if backend == "faiss":
-        from ..neighbors import faiss_available
-
         if not faiss_available():
             raise ValueError("kmeans='faiss' needs the faiss package; use kmeans='torch'.")
     return backend
@@ -39,12 +39,11 @@ def _nearest(X: torch.Tensor, C: torch.Tensor):
     """Each point's nearest centre and its score ``‖c‖² − 2 xᵀc`` there (the squared distance
     less ``‖x‖²``), chunk by chunk; ties go to the lower centre index."""
     n, k = X.shape[0], C.shape[0]
-    c_sq = squared_norms(C)
     labels = torch.empty(n, dtype=torch.int64, device=X.device)
     best = torch.empty(n, dtype=X.dtype, device=X.device)
     step = max(1, _CHUNK_BYTES // (4 * max(k, 1)))
     for start in range(0, n, step):  # loop over chunks of points
-        part = torch.addmm(c_sq.unsqueeze(0), X[start : start + step], C.T, alpha=-2.0)
+        part = partial_squared_euclidean(X[start : start + step], C)  # ‖c‖² − 2 xᵀc
         if part.device.type == "cpu":  # NumPy's argmin is about twice torch's min here
             idx = torch.from_numpy(part.numpy().argmin(axis=1))
             best[start : start + step] = part.gather(1, idx.unsqueeze(1)).squeeze(1)
@@ -74,13 +73,13 @@ def _reassign(X, C: torch.Tensor, new: torch.Tensor, labels: torch.Tensor, own: 
     return labels, own
 
 
-def _seed(X: torch.Tensor, x_sq: torch.Tensor, k: int, gen: torch.Generator) -> torch.Tensor:
+def _seed(X: torch.Tensor, k: int, gen: torch.Generator) -> torch.Tensor:
     """Greedy k-means++ centres (rows of ``X``)."""
     n = X.shape[0]
     trials = 2 + int(math.log(k))
     first = int(torch.randint(n, (1,), generator=gen, device=X.device))
     centres = [first]
-    closest = (x_sq - 2.0 * (X @ X[first]) + x_sq[first]).clamp_(min=0.0)
+    closest = squared_euclidean_in_place(X, X[first : first + 1]).squeeze(1)
     for _ in range(1, k):  # loop over centres (k), vectorised over points
         weights = closest.double()
         total = float(weights.sum())
@@ -89,7 +88,7 @@ def _seed(X: torch.Tensor, x_sq: torch.Tensor, k: int, gen: torch.Generator) -> 
         else:
             candidates = torch.multinomial(weights / total, trials, replacement=True, generator=gen)
         cand = X[candidates]
-        to_cand = (x_sq.unsqueeze(1) - 2.0 * (X @ cand.T) + x_sq[candidates]).clamp_(min=0.0)
+        to_cand = squared_euclidean_in_place(X, cand)
         merged = torch.minimum(closest.unsqueeze(1), to_cand)
         best = int(merged.double().sum(dim=0).argmin())
         centres.append(int(candidates[best]))
@@ -131,8 +130,7 @@ def kmeans_labels(
     max_iter: int = 300, tol: float = 1e-4,
 ) -> np.ndarray:  # fmt: skip
     """Cluster labels of the rows of ``X`` (the best inertia over ``n_init`` restarts)."""
-    if isinstance(n_init, bool) or not isinstance(n_init, (int, np.integer)) or n_init < 1:
-        raise ValueError(f"n_init must be a positive integer, got {n_init!r}.")
+    n_init = check_int(n_init, "n_init")
     backend = check_backend(backend)
     if backend == "sklearn":
         from sklearn.cluster import KMeans
@@ -153,15 +151,13 @@ def kmeans_labels(
         )  # fmt: skip
         km.train(data)
         return km.index.search(data, 1)[1].ravel().astype(np.int64)
-    Xt = X.detach()
-    if Xt.dtype not in (torch.float32, torch.float64):
-        Xt = Xt.float()
+    Xt = X.detach()  # float32 or float64: the evaluation functions' embeddings
     x_sq = squared_norms(Xt)
     threshold = tol * float(Xt.double().var(dim=0).mean()) if Xt.shape[0] > 1 else 0.0
     gen = torch_generator(rng, Xt.device)
     best_labels, best_inertia = None, math.inf
     for _ in range(n_init):  # loop over restarts
-        centres = _seed(Xt, x_sq, int(n_clusters), gen)
+        centres = _seed(Xt, int(n_clusters), gen)
         labels, inertia = _lloyd(Xt, x_sq, centres, max_iter, threshold)
         if inertia < best_inertia:
             best_labels, best_inertia = labels, inertia

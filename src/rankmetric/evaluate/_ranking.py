@@ -1,28 +1,18 @@
-"""The ranking kernel shared by every exact ranking score: chunk sizes and relevant columns.
+"""The ranked pass shared by every exact ranking score, and the relevant columns of each query.
 
-Each consumer (``retrieval_scores``, ``retrieval_report``, ``reid_scores``) scores a chunk of
-queries against the whole gallery, writes ``+inf`` over the entries its protocol removes, and
-hands the relevant columns of each query to :func:`~rankmetric.neighbors.relevant_places`,
-which returns the place of every relevant item without sorting keys or copying dtypes.
+Each consumer (``retrieval_scores``, ``retrieval_report``, ``reid_scores``, ``cmc_curve``)
+scores a chunk of queries against the whole gallery, writes ``+inf`` over the entries its
+protocol removes, and hands the relevant columns of each query to
+:func:`~rankmetric.neighbors.relevant_places`, which returns the place of every relevant item
+without sorting keys or copying dtypes (:func:`for_each_ranked_chunk`).
 """
 
 from __future__ import annotations
 
 import torch
 
-from ..neighbors._search import MEMORY_BUDGET, resolve_chunk_size
-
-#: Bytes per (query, gallery item) of the exact fallback for rows with tied scores (int64 keys,
-#: a masked copy, int64 buckets and masks; measured peak ≈ 43).
-TIE_BYTES_PER_PAIR = 48
-
-
-def chunk_rows(chunk_size, n_queries: int, n_gallery: int, itemsize: int) -> tuple[int, int]:
-    """Queries per chunk (the scores and their sorted copy within the memory budget) and rows
-    per block of the tie fallback."""
-    chunk = resolve_chunk_size(chunk_size, n_queries, n_gallery=n_gallery, itemsize=itemsize)
-    tie_rows = int(max(1, MEMORY_BUDGET // (TIE_BYTES_PER_PAIR * max(n_gallery, 1))))
-    return chunk, tie_rows
+from ..neighbors import Gallery, for_each_chunk, relevant_places, resolve_chunk_size
+from ._precision import average_precision
 
 
 class ClassColumns:
@@ -49,3 +39,56 @@ class ClassColumns:
         inside = j < size.unsqueeze(1)
         at = (self.start[query_codes].unsqueeze(1) + j).clamp_(max=max(self.order.shape[0] - 1, 0))
         return self.order[at], inside
+
+
+def for_each_ranked_chunk(
+    Q, G, metric, q_codes, g_codes, visit, *, chunk_size=None, exclude_self=False, depth=None,
+    remove=None,
+) -> None:  # fmt: skip
+    """Rank the gallery for each chunk of queries and hand the places of their relevant items
+    (the gallery items of their own code) to ``visit(rows, scores, columns, counted, places, R)``.
+
+    ``G`` None: ``Q`` holds precomputed distances (rows are copied, ``metric`` is ignored).
+    ``exclude_self``: query ``i`` is gallery item ``i`` and leaves its ranking. ``depth``: an
+    int, or the deepest place each query needs (n_queries,): then queries are visited in its
+    order, so that a chunk ranks only as deep as its own deepest query; None: every place.
+    ``remove(rows, scores, columns, counted)``, when given, writes ``+inf`` over the entries a
+    protocol removes and returns the relevant items that count.
+    """
+    dev, n_q = Q.device, Q.shape[0]
+    n_g = Q.shape[1] if G is None else G.shape[0]
+    n_codes = int(max(q_codes.max(), g_codes.max())) + 1
+    classes = ClassColumns(torch.as_tensor(g_codes, device=dev), n_codes)
+    q_codes = torch.as_tensor(q_codes, device=dev)
+    chunk = resolve_chunk_size(chunk_size, n_q, n_gallery=n_g, itemsize=Q.element_size())
+    workspace = torch.empty((min(chunk, n_q), n_g), dtype=Q.dtype) if dev.type == "cpu" else None
+    order = None
+    if depth is not None and not isinstance(depth, int):
+        depth = torch.as_tensor(depth, device=dev)
+        order = torch.argsort(depth, stable=True)
+
+    def rank(rows, scores, _=None):
+        columns, counted = classes.of(q_codes[rows])
+        if exclude_self:  # the query's own score is +inf already
+            counted &= columns != rows.unsqueeze(1)
+        if remove is not None:
+            counted = remove(rows, scores, columns, counted)
+        deepest = int(depth[rows].max()) if order is not None else depth
+        places, R = relevant_places(scores, columns, counted, depth=deepest, workspace=workspace)
+        visit(rows, scores, columns, counted, places, R)
+
+    if G is None:
+        for rows in torch.arange(n_q, device=dev).split(chunk):  # loop over query chunks
+            rank(rows, Q[rows].clone())
+    else:
+        gallery = Gallery.build(G, metric)
+        for_each_chunk(Q, gallery, chunk, rank, exclude_self=exclude_self, order=order)
+
+
+def first_places_and_ap(places: torch.Tensor, R: torch.Tensor):
+    """Each query's first relevant place (0: none) and its average precision over every
+    relevant item; also ``j`` (the relevant items' indices) and ``counted`` (``j < R``)."""
+    j = torch.arange(places.shape[1], device=places.device)
+    counted = j < R.unsqueeze(1)
+    first = torch.where(R > 0, places[:, 0], 0)
+    return first, average_precision(j + 1, places, counted, R), j, counted

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from numbers import Integral
+
 import numpy as np
-import torch
 from sklearn.metrics import normalized_mutual_info_score
 from sklearn.metrics.cluster import contingency_matrix
 
 from .._threads import call_threads, data_work
-from ._inputs import as_embeddings, as_label_array, compute_dtype, encode_labels
+from .._validation import Interval, check_param
+from ._inputs import as_label_array, embedding_tensors, encode_labels
 from ._kmeans import kmeans_labels
 
 __all__ = ["clustering_scores", "nmi_score", "pairwise_f1"]
@@ -36,11 +38,14 @@ def nmi_score(labels_true, labels_pred) -> float:
     Parameters
     ----------
     labels_true : array-like of shape (n_samples,)
+        The classes ``T``.
     labels_pred : array-like of shape (n_samples,)
+        The clusters ``P`` (any labels: only the partition counts).
 
     Returns
     -------
     float in [0, 1]
+        1 when the two partitions are the same, 0 when they are independent.
 
     See Also
     --------
@@ -98,10 +103,10 @@ def pairwise_f1(labels_true, labels_pred) -> float:
     Examples
     --------
     >>> from rankmetric.evaluate import pairwise_f1
-    >>> pairwise_f1([0, 0, 1, 1], [1, 1, 0, 0])
-    1.0
     >>> round(pairwise_f1([0, 0, 0, 1], [0, 0, 1, 1]), 4)  # precision 1/2, recall 1/3
     0.4
+    >>> pairwise_f1(["a", "a", "b", "b"], [1, 1, 0, 0])  # the same partition, other names
+    1.0
     """
     true_codes, pred_codes = _check_pair(labels_true, labels_pred)
     same_class = _pairs(np.bincount(true_codes))
@@ -161,16 +166,16 @@ def clustering_scores(
     >>> clustering_scores(X, [0, 0, 0, 1, 1, 1])
     {'nmi': 1.0, 'f1': 1.0}
     """
-    dtype = compute_dtype(embeddings)
-    X = as_embeddings(embeddings, "embeddings", torch.device("cpu"), dtype)
+    X, _ = embedding_tensors(embeddings, None, ("embeddings", ""), "cpu")
     classes, (codes,) = encode_labels(labels, lengths=[X.shape[0]], names=["labels"])
     if classes.shape[0] < 2:
         raise ValueError("labels hold a single class; clustering scores need at least two.")
     n_clusters = classes.shape[0] if n_clusters is None else n_clusters
-    if isinstance(n_clusters, bool) or not isinstance(n_clusters, (int, np.integer)):
-        raise ValueError(f"n_clusters must be an integer, got {n_clusters!r}.")
-    if not 2 <= n_clusters <= X.shape[0]:
-        raise ValueError(f"n_clusters must be in [2, n_samples={X.shape[0]}], got {n_clusters}.")
+    check_param(
+        "n_clusters",
+        n_clusters,
+        [Interval(Integral, 2, X.shape[0], closed="both", right_label="n_samples")],
+    )
     clusters = kmeans_labels(
         X, int(n_clusters), n_init=n_init, random_state=random_state, backend=kmeans
     )

@@ -6,9 +6,9 @@ import numpy as np
 import torch
 
 from .._threads import call_threads, search_work
-from .._utils import resolve_device
-from ..neighbors import Gallery, check_metric, exact_places, for_each_chunk, resolve_chunk_size
-from ._inputs import as_embeddings, check_ks, check_same_width, compute_dtype, encode_labels
+from ..neighbors import check_metric
+from ._inputs import check_ks, embedding_tensors, encode_labels
+from ._ranking import for_each_ranked_chunk
 
 __all__ = ["cmc_curve"]
 
@@ -79,11 +79,7 @@ def cmc_curve(
     {1: 0.5, 2: 1.0}
     """
     metric = check_metric(metric)
-    dev = resolve_device(device)
-    dtype = compute_dtype(probe, gallery)
-    P = as_embeddings(probe, "probe", dev, dtype)
-    G = as_embeddings(gallery, "gallery", dev, dtype)
-    check_same_width(P, G, "probe", "gallery")
+    P, G = embedding_tensors(probe, gallery, ("probe", "gallery"), device)
     _, (p_codes, g_codes) = encode_labels(
         probe_ids, gallery_ids, lengths=[P.shape[0], G.shape[0]], names=["probe_ids", "gallery_ids"]
     )
@@ -96,23 +92,14 @@ def cmc_curve(
             "defined for closed-set identification: drop those probes first."
         )
     ranks = check_ks(ranks, G.shape[0], "ranks")
-    chunk = resolve_chunk_size(
-        chunk_size, P.shape[0], n_gallery=G.shape[0], itemsize=P.element_size()
+    match_rank = torch.empty(P.shape[0], dtype=torch.int64, device=P.device)
+
+    def rank_first_match(rows, scores, columns, counted, places, R):
+        match_rank[rows] = places[:, 0]  # the first match's place is exact at any depth
+
+    for_each_ranked_chunk(
+        P, G, metric, p_codes, g_codes, rank_first_match, chunk_size=chunk_size, depth=1
     )
-
-    p_codes_t, g_codes_t = (
-        torch.as_tensor(p_codes, device=dev),
-        torch.as_tensor(g_codes, device=dev),
-    )
-    match_rank = torch.empty(P.shape[0], dtype=torch.int64, device=dev)
-
-    def rank_first_match(rows, scores, _):
-        is_match = g_codes_t.unsqueeze(0) == p_codes_t[rows].unsqueeze(1)
-        best, column = scores.masked_fill(~is_match, torch.inf).min(dim=1)  # ties: lower column
-        match_rank[rows] = exact_places(scores, best, column)
-
-    for_each_chunk(P, Gallery.build(G, metric), chunk, rank_first_match)
-
     counts = np.bincount(match_rank.cpu().numpy() - 1, minlength=G.shape[0])
     curve = np.cumsum(counts) / P.shape[0]
     result = {r: float(curve[r - 1]) for r in ranks}

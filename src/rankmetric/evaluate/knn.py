@@ -6,18 +6,16 @@ import numpy as np
 import torch
 
 from .._threads import call_threads, search_work
-from .._utils import resolve_device
 from .._validation import check_option
-from ..neighbors import Gallery, check_metric, faiss_available, faiss_search, nearest_chunks
-from ..neighbors import to_distance as _to_distance
-from ._inputs import (
-    as_embeddings,
-    as_label_array,
-    check_ks,
-    check_same_width,
-    compute_dtype,
-    encode_labels,
+from ..neighbors import (
+    Gallery,
+    check_metric,
+    faiss_available,
+    faiss_search,
+    nearest_chunks,
+    to_distance,
 )
+from ._inputs import as_label_array, check_ks, embedding_tensors, encode_labels
 
 __all__ = ["knn_search", "knn_predict", "knn_accuracy"]
 
@@ -107,11 +105,8 @@ def knn_search(
     """
     metric = check_metric(metric)
     backend = _resolve_backend(backend)
-    dev = resolve_device(device)
-    dtype = compute_dtype(queries, gallery)
-    Q = as_embeddings(queries, "queries", dev, dtype)
-    G = Q if gallery is None else as_embeddings(gallery, "gallery", dev, dtype)
-    check_same_width(Q, G, "queries", "gallery")
+    Q, G = embedding_tensors(queries, gallery, ("queries", "gallery"), device)
+    G = Q if G is None else G
     exclude_self = gallery is None if exclude_self is None else bool(exclude_self)
     if exclude_self and Q.shape[0] > G.shape[0]:
         raise ValueError(
@@ -128,8 +123,6 @@ def _torch_search(Q, G, k, metric, exclude_self, chunk_size) -> tuple[np.ndarray
     """The torch path of :func:`knn_search` on validated tensors."""
     from ..resources import check_memory
 
-    dtype = Q.dtype
-    dev = Q.device
     need = Q.shape[0] * k * (Q.element_size() + 8)  # the (queries × k) result
     if need > 1 << 20:  # reading the budget costs ~0.2-1 ms: not for a small search in a loop
         check_memory(
@@ -137,14 +130,14 @@ def _torch_search(Q, G, k, metric, exclude_self, chunk_size) -> tuple[np.ndarray
             f"knn_search's {Q.shape[0]} × {k} neighbours",
             "Ask for fewer neighbours (k) or search the queries in batches.",
         )
-    distances = torch.empty((Q.shape[0], k), dtype=dtype, device=dev)
-    indices = torch.empty((Q.shape[0], k), dtype=torch.int64, device=dev)
+    distances = torch.empty((Q.shape[0], k), dtype=Q.dtype, device=Q.device)
+    indices = torch.empty((Q.shape[0], k), dtype=torch.int64, device=Q.device)
     chunks = nearest_chunks(
         Q, Gallery.build(G, metric), k, exclude_self=exclude_self, chunk_size=chunk_size
     )
     for rows, values, nearest, const in chunks:
         indices[rows] = nearest
-        distances[rows] = _to_distance(values, const, metric)
+        distances[rows] = to_distance(values, const, metric)
     return distances.cpu().numpy(), indices.cpu().numpy()
 
 

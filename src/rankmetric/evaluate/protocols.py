@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from numbers import Integral
 
 import numpy as np
 from joblib import Parallel, delayed
@@ -15,6 +14,7 @@ from sklearn.utils import check_array
 
 from .._utils import progress
 from .._validation import check_labels
+from ._inputs import check_int
 from .knn import knn_accuracy
 
 __all__ = ["CVResult", "repeated_cv_knn"]
@@ -79,12 +79,6 @@ def _check_estimator(estimator) -> None:
             f"estimator must be None or a scikit-learn transformer; {type(estimator).__name__} "
             f"has no {' / '.join(missing)} method."
         )
-
-
-def _check_count(value, name: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, Integral) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}.")
-    return int(value)
 
 
 def _score_fold(estimator, X, y, codes, train, test, k: int, standardize: bool):
@@ -178,9 +172,9 @@ def repeated_cv_knn(
     '97.00 ± 1.73'
     """
     _check_estimator(estimator)
-    n_repeats = _check_count(n_repeats, "n_repeats", 1)
-    n_splits = _check_count(n_splits, "n_splits", 2)
-    k = _check_count(k, "k", 1)
+    n_repeats = check_int(n_repeats, "n_repeats")
+    n_splits = check_int(n_splits, "n_splits", 2)
+    k = check_int(k, "k")
     X = check_array(X, allow_nd=True, dtype=[np.float64, np.float32])
     if standardize and X.ndim != 2:
         raise ValueError(

@@ -23,36 +23,21 @@ counted; the means are over the valid queries.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from numbers import Integral
 
 import numpy as np
 import torch
 
 from .._threads import call_threads, search_work
-from .._utils import make_rng, resolve_device
+from .._utils import make_rng
 from .._validation import check_option
 from .._validation import encode_labels as encode_label_arrays
-from ..neighbors import Gallery, check_metric, for_each_chunk, relevant_places
-from ._inputs import (
-    as_embeddings,
-    as_label_array,
-    check_ks,
-    check_same_width,
-    compute_dtype,
-    encode_labels,
-)
-from ._precision import average_precision
-from ._ranking import ClassColumns, chunk_rows
+from ..neighbors import check_metric
+from ._inputs import as_label_array, check_int, check_ks, embedding_tensors, encode_labels
+from ._ranking import first_places_and_ap, for_each_ranked_chunk
 
 __all__ = ["PROTOCOLS", "query_gallery_split", "reid_scores"]
 
 PROTOCOLS = ("market1501", "cuhk03", "single-view", "closed-set")
-
-
-def _check_n_draws(n_draws) -> int:
-    if isinstance(n_draws, bool) or not isinstance(n_draws, Integral) or n_draws < 1:
-        raise ValueError(f"n_draws must be a positive integer, got {n_draws!r}.")
-    return int(n_draws)
 
 
 def _camera_codes(query_cams, gallery_cams, n_query: int, n_gallery: int, protocol: str):
@@ -73,14 +58,11 @@ def _camera_codes(query_cams, gallery_cams, n_query: int, n_gallery: int, protoc
 
 def _junk_mask(gallery_ids, junk_ids) -> np.ndarray:
     if junk_ids is None:
-        return np.zeros(len(gallery_ids), dtype=bool)
-    if isinstance(junk_ids, (str, bytes)) or not isinstance(junk_ids, Iterable):
+        junk_ids = ()
+    elif isinstance(junk_ids, (str, bytes)) or not isinstance(junk_ids, Iterable):
         junk_ids = [junk_ids]
-    junk = list(junk_ids)
-    ids = as_label_array(gallery_ids, "gallery_ids")
-    if not junk:
-        return np.zeros(len(ids), dtype=bool)
-    return np.isin(ids, _in_id_type(junk, ids))
+    junk, ids = list(junk_ids), as_label_array(gallery_ids, "gallery_ids")
+    return np.isin(ids, _in_id_type(junk, ids)) if junk else np.zeros(len(ids), dtype=bool)
 
 
 def _in_id_type(junk: list, ids: np.ndarray) -> np.ndarray:
@@ -104,18 +86,6 @@ def _in_id_type(junk: list, ids: np.ndarray) -> np.ndarray:
                 ) from None
         values.append(j)
     return np.asarray(values, dtype=np.float64)
-
-
-def _for_each_score_chunk(query, gallery, metric: str, chunk: int, visit) -> None:
-    """``visit(rows, scores)`` per chunk of queries: embeddings scored by the neighbours
-    engine (:func:`~rankmetric.neighbors.for_each_chunk`), or a copy of rows of given
-    distances (the caller writes into the scores)."""
-    if metric != "precomputed":
-        for_each_chunk(query, Gallery.build(gallery, metric), chunk, lambda r, s, _: visit(r, s))
-        return
-    for start in range(0, query.shape[0], chunk):  # loop over query chunks
-        stop = min(start + chunk, query.shape[0])
-        visit(torch.arange(start, stop, device=query.device), query[start:stop].clone())
 
 
 @call_threads(lambda a: search_work(a["gallery"], a["query"]))
@@ -227,26 +197,20 @@ def reid_scores(
     (1.0, 20, 0)
     """
     protocol = check_option("protocol", protocol, PROTOCOLS)
-    if metric != "precomputed":
-        metric = check_metric(metric)
-    n_draws = _check_n_draws(n_draws)
-    dev = resolve_device(device)
-    if metric == "precomputed":
-        if gallery is not None:
-            raise ValueError("with metric='precomputed', query is the distance matrix: pass "
-                             "gallery=None.")  # fmt: skip
-        dtype = compute_dtype(query)
-        Q = as_embeddings(query, "query (precomputed distances)", dev, dtype)
-        n_query, n_gallery = Q.shape
-        G = None
-    else:
-        if gallery is None:
-            raise ValueError("gallery is None; it is only omitted with metric='precomputed'.")
-        dtype = compute_dtype(query, gallery)
-        Q = as_embeddings(query, "query", dev, dtype)
-        G = as_embeddings(gallery, "gallery", dev, dtype)
-        check_same_width(Q, G, "query", "gallery")
-        n_query, n_gallery = Q.shape[0], G.shape[0]
+    precomputed = metric == "precomputed"
+    metric = metric if precomputed else check_metric(metric)
+    n_draws = check_int(n_draws, "n_draws")
+    if precomputed != (gallery is None):
+        raise ValueError(
+            "gallery is only omitted with metric='precomputed', where query is the distance "
+            "matrix: pass gallery=None with it, and a gallery otherwise."
+        )
+    Q, G = embedding_tensors(
+        query, gallery, ("query (precomputed distances)" if precomputed else "query", "gallery"),
+        device,
+    )  # fmt: skip
+    n_query, n_gallery = Q.shape[0], Q.shape[1] if precomputed else G.shape[0]
+    dev = Q.device
     _, (q_ids, g_ids) = encode_labels(
         query_ids, gallery_ids, lengths=[n_query, n_gallery], names=["query_ids", "gallery_ids"]
     )
@@ -258,53 +222,42 @@ def reid_scores(
     cuhk03 = protocol == "cuhk03"
     ranks = check_ks(ranks, identities.shape[0] if cuhk03 else n_gallery, "ranks")
     as_t = lambda a: torch.as_tensor(a, device=dev)  # noqa: E731
-    junk_t = as_t(np.flatnonzero(junk))  # junk items leave every ranking
-    chunk, tie_rows = chunk_rows(chunk_size, n_query, n_gallery, Q.element_size())
-    workspace = (
-        torch.empty((min(chunk, n_query), n_gallery), dtype=Q.dtype) if dev.type == "cpu" else None
-    )
-
+    junk_t, is_junk = as_t(np.flatnonzero(junk)), as_t(junk)  # junk items leave every ranking
     q_ids_t, g_ids_t = as_t(q_ids), as_t(g_ids)
     q_cams_t, g_cams_t = (None, None) if q_cams is None else (as_t(q_cams), as_t(g_cams))
-    is_junk = as_t(junk)
-    identity_columns = ClassColumns(g_ids_t, int(max(q_ids.max(), g_ids.max())) + 1)
     if cuhk03:
         u = make_rng(random_state).random((n_draws, n_gallery))
         picks = as_t(_one_per_identity(u, g_ids, junk))  # (n_draws, n_gallery) bool
         u_t = as_t(u)
-
-    first = torch.zeros(n_query, dtype=torch.int64, device=dev)  # 0: skipped
+    first, ap, inp = torch.zeros((3, n_query), dtype=torch.float64, device=dev)  # first 0: skipped
     curve_counts = torch.zeros(n_gallery + 1, dtype=torch.float64, device=dev)
-    ap = torch.zeros(n_query, dtype=torch.float64, device=dev)
-    inp = torch.zeros(n_query, dtype=torch.float64, device=dev)
 
-    def score_chunk(rows, scores):
-        nonlocal curve_counts
+    def remove(rows, scores, columns, counted):  # junk, and the query's twins of its camera
         if junk_t.numel():
             scores.index_fill_(1, junk_t, torch.inf)
-        columns, counted = identity_columns.of(q_ids_t[rows])  # the query's identity
         counted &= ~is_junk[columns]
-        if q_cams_t is not None:  # its items of the query's camera leave the ranking
+        if q_cams_t is not None:
             twin = counted & (g_cams_t[columns] == q_cams_t[rows].unsqueeze(1))
             at, k = twin.nonzero(as_tuple=True)
             scores[at, columns[at, k]] = torch.inf
             counted &= ~twin
-        places, R = relevant_places(
-            scores, columns, counted, tie_rows=tie_rows, workspace=workspace
-        )
-        ok = R > 0
-        j = torch.arange(places.shape[1], device=dev)
-        ap[rows] = average_precision(j + 1, places, j < R.unsqueeze(1), R)
+        return counted
+
+    def score_chunk(rows, scores, columns, counted, places, R):
+        nonlocal curve_counts
+        found, ap[rows], _, _ = first_places_and_ap(places, R)
+        first[rows] = found.to(torch.float64)
         last = places.gather(1, (R - 1).clamp(min=0).unsqueeze(1)).squeeze(1)
-        inp[rows] = torch.where(ok, R / last, 0.0).to(torch.float64)
-        first[rows] = torch.where(ok, places[:, 0], 0)
+        inp[rows] = torch.where(R > 0, R / last, 0.0).to(torch.float64)
         if cuhk03:
             same_id = g_ids_t.unsqueeze(0) == q_ids_t[rows].unsqueeze(1)
             curve_counts += _single_shot_counts(
-                scores, columns, counted, same_id, ok, picks, u_t, n_gallery
+                scores, columns, counted, same_id, R > 0, picks, u_t, n_gallery
             )
 
-    _for_each_score_chunk(Q, G, metric, chunk, score_chunk)
+    for_each_ranked_chunk(
+        Q, G, metric, q_ids, g_ids, score_chunk, chunk_size=chunk_size, remove=remove
+    )
     valid_q = (first > 0).cpu().numpy()
     n_valid = int(valid_q.sum())
     if n_valid == 0:
@@ -315,7 +268,7 @@ def reid_scores(
     if cuhk03:
         counts = curve_counts.cpu().numpy()[1:] / n_draws
     else:
-        counts = np.bincount(first.cpu().numpy(), minlength=n_gallery + 1)[1:]
+        counts = np.bincount(first.cpu().numpy().astype(np.int64), minlength=n_gallery + 1)[1:]
     curve = np.cumsum(counts) / n_valid
     if cuhk03:
         curve = curve[: identities.shape[0]]

@@ -21,39 +21,36 @@ large array is the ``n_query × n_gallery`` result.
 
 from __future__ import annotations
 
-from numbers import Integral, Real
+from numbers import Real
 
 import numpy as np
 import torch
 
 from .._distances import paired_squared_euclidean
 from .._threads import call_threads, search_work
-from .._utils import resolve_device
-from ..neighbors import Gallery, check_metric, for_each_chunk, smallest_k, to_distance
-from ._inputs import as_embeddings, check_same_width, compute_dtype
+from .._validation import Interval, check_param
+from ..neighbors import (
+    Gallery,
+    check_metric,
+    for_each_chunk,
+    resolve_chunk_size,
+    smallest_k,
+    to_distance,
+)
+from ._inputs import check_int, embedding_tensors
 from .knn import knn_search
 
 __all__ = ["average_query_expansion", "rerank_k_reciprocal"]
 
-MEMORY_BUDGET = 256 * 2**20
 TRIPLES_PER_BLOCK = 2_000_000  # (query, shared item, gallery item) terms per Jaccard block
 BLOCK_BYTES = 32 * 2**20  # one float64 (block × n_gallery) array of a Jaccard block
 
 
-def _check_int(value, name: str, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, Integral) or value < low:
-        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}.")
-    return int(value)
-
-
 def _pair_sq_distance(A: torch.Tensor, B: torch.Tensor, metric: str) -> torch.Tensor:
-    """``d(a, b)²`` for rows ``A`` (n, d) against ``B`` (n, m, d), per pair: shape (n, m)."""
+    """``d(a, b)²`` for rows ``A`` (n, d) against ``B`` (n, m, d), per pair: shape (n, m); the
+    rows of a :class:`~rankmetric.neighbors.Gallery` (unit rows for cosine)."""
     if metric == "cosine":
-        a = A / A.norm(dim=-1, keepdim=True).clamp(min=torch.finfo(A.dtype).tiny)
-        b = B / B.norm(dim=-1, keepdim=True).clamp(min=torch.finfo(B.dtype).tiny)
-        a = torch.where(A.norm(dim=-1, keepdim=True) > 0, a, 0.0)
-        b = torch.where(B.norm(dim=-1, keepdim=True) > 0, b, 0.0)
-        d = (1.0 - (b @ a.unsqueeze(-1)).squeeze(-1)).clamp(0.0, 2.0)
+        d = (1.0 - (B @ A.unsqueeze(-1)).squeeze(-1)).clamp(0.0, 2.0)
     else:
         d = paired_squared_euclidean(B, A.unsqueeze(1))
         if metric == "euclidean":
@@ -62,21 +59,22 @@ def _pair_sq_distance(A: torch.Tensor, B: torch.Tensor, metric: str) -> torch.Te
 
 
 def _neighbors_and_scale(X: torch.Tensor, metric: str, k: int, chunk_size) -> tuple:
-    """Each item's ``k`` nearest items (itself included; ties by lower index) and its largest
-    squared distance to any item, in one chunked pass."""
+    """Each item's ``k`` nearest items (itself included; ties by lower index), its largest
+    squared distance to any item, in one chunked pass, and the items as the search saw them
+    (unit rows for cosine)."""
     N = X.shape[0]
     nn = torch.empty((N, k), dtype=torch.int64, device=X.device)
     scale = torch.empty(N, dtype=torch.float64, device=X.device)
-    per_row = N * (2 * X.element_size() + 4) + 64 * k
-    chunk = chunk_size or int(max(1, min(N, MEMORY_BUDGET // per_row)))
+    chunk = resolve_chunk_size(chunk_size, N, n_gallery=N, itemsize=X.element_size(), n_selected=k)
 
     def visit(rows, scores, const):
         nn[rows] = smallest_k(scores, k)[1]
         d = to_distance(scores, const, metric)
         scale[rows] = d.max(dim=1).values.to(torch.float64).square()
 
-    for_each_chunk(X, Gallery.build(X, metric), chunk, visit)
-    return nn, scale
+    gallery = Gallery.build(X, metric)
+    for_each_chunk(X, gallery, chunk, visit)
+    return nn, scale, gallery.vectors
 
 
 def _reciprocal(nn: torch.Tensor, k: int) -> torch.Tensor:
@@ -90,7 +88,7 @@ def _reciprocal(nn: torch.Tensor, k: int) -> torch.Tensor:
     return out
 
 
-def _encode(X, nn, scale, k1: int, metric: str):
+def _encode(X, nn, scale, k1: int, metric: str):  # X: the rows of the search's Gallery
     """The sparse k-reciprocal encoding ``V`` (scipy CSR, N × N), rows summing to 1."""
     from scipy.sparse import csr_matrix
 
@@ -243,28 +241,18 @@ def rerank_k_reciprocal(
     0.9
     """
     metric = check_metric(metric)
-    k1 = _check_int(k1, "k1", 1)
-    k2 = _check_int(k2, "k2", 1)
-    if (
-        isinstance(lambda_value, bool)
-        or not isinstance(lambda_value, Real)
-        or not 0 <= lambda_value <= 1
-    ):
-        raise ValueError(f"lambda_value must be a number in [0, 1], got {lambda_value!r}.")
-    if chunk_size is not None:
-        chunk_size = _check_int(chunk_size, "chunk_size", 1)
-    dev = resolve_device(device)
-    dtype = compute_dtype(query, gallery)
-    Q = as_embeddings(query, "query", dev, dtype)
-    G = as_embeddings(gallery, "gallery", dev, dtype)
-    check_same_width(Q, G, "query", "gallery")
+    k1 = check_int(k1, "k1")
+    k2 = check_int(k2, "k2")
+    check_param("lambda_value", lambda_value, [Interval(Real, 0, 1, closed="both")])
+    Q, G = embedding_tensors(query, gallery, ("query", "gallery"), device)
+    dtype = Q.dtype
     n_query, N = Q.shape[0], Q.shape[0] + G.shape[0]
     if k1 + 1 > N or k2 > N:
         raise ValueError(f"k1 + 1 = {k1 + 1} and k2 = {k2} must not exceed the {N} items "
                          "(queries and gallery together).")  # fmt: skip
     X = torch.cat([Q, G])
-    nn, scale = _neighbors_and_scale(X, metric, max(k1 + 1, k2), chunk_size)
-    V = _encode(X, nn, scale, k1, metric)
+    nn, scale, vectors = _neighbors_and_scale(X, metric, max(k1 + 1, k2), chunk_size)
+    V = _encode(vectors, nn, scale, k1, metric)
     if k2 != 1:
         V = _query_expand(V, nn, k2)
     del nn
@@ -319,7 +307,7 @@ def average_query_expansion(
     >>> average_query_expansion(np.zeros((1, 2)), np.array([[1.0, 0], [3, 0], [9, 9]]), k=2)
     array([[1.33333333, 0.        ]])
     """
-    k = _check_int(k, "k", 1)
+    k = check_int(k, "k")
     _, idx = knn_search(query, gallery, k=k, metric=metric, device=device)
     Q, G = np.asarray(query), np.asarray(gallery)
     dtype = np.result_type(Q.dtype, G.dtype, np.float32)

@@ -25,13 +25,13 @@ import torch
 from sklearn.metrics import adjusted_mutual_info_score
 
 from .._threads import call_threads, search_work
-from .._utils import progress, resolve_device
+from .._utils import progress
 from .._validation import check_option
-from ..neighbors import Gallery, check_metric, for_each_chunk, relevant_places
-from ._inputs import as_embeddings, check_ks, check_same_width, compute_dtype, encode_labels
+from ..neighbors import check_metric
+from ._inputs import check_ks, embedding_tensors, encode_labels
 from ._kmeans import check_backend, kmeans_labels
 from ._precision import average_precision
-from ._ranking import ClassColumns, chunk_rows
+from ._ranking import first_places_and_ap, for_each_ranked_chunk
 from .clustering import nmi_score
 
 __all__ = [
@@ -43,25 +43,6 @@ __all__ = [
 ]
 
 
-def _prepare(embeddings, labels, query_embeddings, query_labels, metric, device):
-    """Validated gallery/query tensors, label codes and the leave-one-out flag."""
-    check_metric(metric)
-    if (query_embeddings is None) != (query_labels is None):
-        raise ValueError("query_embeddings and query_labels must be given together.")
-    dev = resolve_device(device)
-    dtype = compute_dtype(embeddings, query_embeddings)
-    G = as_embeddings(embeddings, "embeddings", dev, dtype)
-    if query_embeddings is None:
-        _, (g_codes,) = encode_labels(labels, lengths=[G.shape[0]], names=["labels"])
-        return G, G, g_codes, g_codes, True
-    Q = as_embeddings(query_embeddings, "query_embeddings", dev, dtype)
-    check_same_width(Q, G, "query_embeddings", "embeddings")
-    _, (g_codes, q_codes) = encode_labels(
-        labels, query_labels, lengths=[G.shape[0], Q.shape[0]], names=["labels", "query_labels"]
-    )
-    return Q, G, q_codes, g_codes, False
-
-
 def _ranked_pass(
     Q, G, q_codes, g_codes, leave_one_out, metric, chunk_size, depth_of=None, bar=None
 ) -> dict:
@@ -70,56 +51,45 @@ def _ranked_pass(
     Each chunk of queries scores the whole gallery once; the places of the relevant items come
     from :func:`~rankmetric.neighbors.relevant_places` (ties: the lower gallery index), and are
     reduced to per-query numbers at once. ``depth_of`` (n_queries,): the deepest place each
-    query needs (then queries are visited in its order, so a chunk ranks only as deep as its
-    own deepest query); None: every place.
+    query needs (a chunk ranks only as deep as its own deepest query); None: every place.
     """
-    dev, n_q, n_g = Q.device, Q.shape[0], G.shape[0]
-    n_classes = int(max(q_codes.max(), g_codes.max())) + 1
-    q_codes_t = torch.as_tensor(q_codes, device=dev)
-    classes = ClassColumns(torch.as_tensor(g_codes, device=dev), n_classes)
-    first = torch.zeros(n_q, dtype=torch.int64, device=dev)  # place of the first hit (0: none)
-    per_query = {
-        name: torch.zeros(n_q, dtype=torch.float64, device=dev)
-        for name in ("map", "map@r", "r_precision")
-    }
-    chunk, tie_rows = chunk_rows(chunk_size, n_q, n_g, Q.element_size())
-    workspace = torch.empty((min(chunk, n_q), n_g), dtype=Q.dtype) if dev.type == "cpu" else None
-    order = None
-    if depth_of is not None:
-        depth_of = torch.as_tensor(depth_of, device=dev)
-        order = torch.argsort(depth_of, stable=True)
+    names = ("first", "map", "map@r", "r_precision")  # first: place of the first hit (0: none)
+    found = torch.zeros((len(names), Q.shape[0]), dtype=torch.float64, device=Q.device)
 
-    def visit(rows, scores, _):
-        columns, inside = classes.of(q_codes_t[rows])
-        if leave_one_out:  # the query's own score is +inf already
-            inside &= columns != rows.unsqueeze(1)
-        depth = None if depth_of is None else int(depth_of[rows].max())
-        places, r = relevant_places(
-            scores, columns, inside, depth=depth, tie_rows=tie_rows, workspace=workspace
-        )
-        j = torch.arange(places.shape[1], device=dev)
-        counted = j < r.unsqueeze(1)
+    def visit(rows, scores, columns, counted, places, r):
+        first, ap, j, counted = first_places_and_ap(places, r)
         within_r = counted & (places <= r.unsqueeze(1))
-        per_query["map"][rows] = average_precision(j + 1, places, counted, r)
-        per_query["map@r"][rows] = average_precision(j + 1, places, within_r, r)
-        per_query["r_precision"][rows] = within_r.sum(dim=1) / r.clamp(min=1).to(torch.float64)
-        first[rows] = torch.where(r > 0, places[:, 0], 0)
+        map_at_r = average_precision(j + 1, places, within_r, r)
+        r_precision = within_r.sum(dim=1) / r.clamp(min=1).to(torch.float64)
+        for per_query, value in zip(found, (first, ap, map_at_r, r_precision), strict=True):
+            per_query[rows] = value.to(torch.float64)
         if bar is not None:
             bar.update(len(rows))
 
-    for_each_chunk(
-        Q, Gallery.build(G, metric), chunk, visit, exclude_self=leave_one_out, order=order
-    )
-    out = {name: v.cpu().numpy() for name, v in per_query.items()}
-    out["first"] = first.cpu().numpy()
+    for_each_ranked_chunk(
+        Q, G, metric, q_codes, g_codes, visit, chunk_size=chunk_size,
+        exclude_self=leave_one_out, depth=depth_of,
+    )  # fmt: skip
+    out = dict(zip(names, found.cpu().numpy(), strict=True))
+    out["first"] = out["first"].astype(np.int64)
     return out
 
 
-def _checked(embeddings, labels, ks, query_embeddings, query_labels, metric, device):
+def _checked(embeddings, labels, ks, query_embeddings, query_labels, device):
     """Validated inputs of a ranking score: tensors, codes, the leave-one-out flag, ks, R."""
-    Q, G, q_codes, g_codes, leave_one_out = _prepare(
-        embeddings, labels, query_embeddings, query_labels, metric, device
+    if (query_embeddings is None) != (query_labels is None):
+        raise ValueError("query_embeddings and query_labels must be given together.")
+    G, Q = embedding_tensors(
+        embeddings, query_embeddings, ("embeddings", "query_embeddings"), device
     )
+    leave_one_out = Q is None
+    if leave_one_out:
+        _, (g_codes,) = encode_labels(labels, lengths=[G.shape[0]], names=["labels"])
+        Q, q_codes = G, g_codes
+    else:
+        _, (g_codes, q_codes) = encode_labels(
+            labels, query_labels, lengths=[G.shape[0], Q.shape[0]], names=["labels", "query_labels"]
+        )
     if np.unique(g_codes).shape[0] < 2:
         raise ValueError(
             "the gallery holds a single class: every item is relevant, so retrieval scores "
@@ -237,19 +207,15 @@ def retrieval_scores(
     """
     metric = check_metric(metric)
     Q, G, q_codes, g_codes, leave_one_out, ks, R = _checked(
-        embeddings, labels, ks, query_embeddings, query_labels, metric, device
+        embeddings, labels, ks, query_embeddings, query_labels, device
     )
     depth_of = np.maximum(R, ks[-1])  # mAP@R looks R places deep, Recall@K K places
     with _announce(Q.shape[0], G.shape[0], G.shape[1], int(depth_of.max()), verbose) as bar:
         found = _ranked_pass(
             Q, G, q_codes, g_codes, leave_one_out, metric, chunk_size, depth_of, bar
         )
-    first, scored = found["first"], R > 0
-    hit = first > 0
-    result = {f"recall@{k}": float(np.mean(hit & (first <= k))) for k in ks}
-    result["precision@1"] = float(np.mean(first[scored] == 1))
-    result["map@r"] = float(np.mean(found["map@r"][scored]))
-    return result
+    result = _summarise(found, R, q_codes, ks, {"recall@k", "precision@1", "map@r"}, "micro")
+    return {key: result[key] for key in (*(f"recall@{k}" for k in ks), "precision@1", "map@r")}
 
 
 @_shared_docs
@@ -341,6 +307,7 @@ def precision_at_1(
     )["precision@1"]  # fmt: skip
 
 
+# precision_at_1's signature on purpose: both are one score of retrieval_scores, called alike
 @_shared_docs
 def map_at_r(
     embeddings,
@@ -458,7 +425,9 @@ def retrieval_report(
     kmeans : {"torch", "faiss", "sklearn"}, default="torch"
         The k-means of the clustering scores: the project's own on torch (chunked), faiss's,
         or scikit-learn's ``KMeans`` (with ``n_init=10``: the scores of earlier versions). See
-        :func:`~rankmetric.evaluate.clustering_scores`.
+        :func:`~rankmetric.evaluate.clustering_scores`; here the torch and faiss ones stop
+        after at most 25 Lloyd iterations (faiss's default, as pytorch-metric-learning runs
+        it), :func:`~rankmetric.evaluate.clustering_scores` runs them to convergence.
     include : iterable of str, optional
         The ranking scores to compute, among ``"map"``, ``"mrr"``, ``"r_precision"``,
         ``"map@r"``, ``"precision@1"`` and ``"recall@k"`` (every K of ``ks``); None: all.
@@ -497,18 +466,25 @@ def retrieval_report(
     check_option("average", average, AVERAGES)
     metric = check_metric(metric)
     Q, G, q_codes, g_codes, leave_one_out, ks, R = _checked(
-        embeddings, labels, ks, query_embeddings, query_labels, metric, device
+        embeddings, labels, ks, query_embeddings, query_labels, device
     )
     include = _check_include(include)
     if clustering:
         kmeans = check_backend(kmeans)
-    scored = R > 0
     depth_of = None if "map" in include else np.maximum(R, ks[-1])
     found = _ranked_pass(Q, G, q_codes, g_codes, leave_one_out, metric, chunk_size, depth_of)
-    n_q, first = Q.shape[0], found.pop("first")
+    result = _summarise(found, R, q_codes, ks, include, average)
+    if clustering:
+        result.update(_cluster_scores(Q, q_codes, random_state, n_init, kmeans))
+    return result
+
+
+def _summarise(found: dict, R, q_codes, ks, include, average: str) -> dict:
+    """The scores of ``include`` from :func:`_ranked_pass`'s per-query numbers, averaged over
+    the queries with ``R ≥ 1`` (Recall@K: over all queries), micro or macro."""
+    first, scored, everyone = found.pop("first"), R > 0, np.ones(R.shape[0], dtype=bool)
     hit = first > 0
     mean = lambda values, mask: _class_mean(values, q_codes, mask, average)  # noqa: E731
-    everyone = np.ones(n_q, dtype=bool)
     result = {name: mean(v, scored) for name, v in found.items() if name in include}
     if "mrr" in include:
         result["mrr"] = mean(np.where(hit, 1.0 / np.maximum(first, 1), 0.0), scored)
@@ -517,8 +493,6 @@ def retrieval_report(
     if "recall@k" in include:
         for k in ks:
             result[f"recall@{k}"] = mean((hit & (first <= k)).astype(np.float64), everyone)
-    if clustering:
-        result.update(_cluster_scores(Q, q_codes, random_state, n_init, kmeans))
     return result
 
 
@@ -538,6 +512,11 @@ def _check_include(include) -> frozenset:
     return frozenset(names)
 
 
+#: Lloyd iterations of the report's k-means at most (torch and faiss; scikit-learn's ``KMeans``
+#: keeps its own 300): faiss's default, which PML's ``AccuracyCalculator`` runs.
+REPORT_KMEANS_ITERATIONS = 25
+
+
 def _cluster_scores(Q: torch.Tensor, q_codes: np.ndarray, random_state, n_init, kmeans) -> dict:
     """NMI and AMI of k-means (k = number of query classes) on the queries against their labels,
     as pytorch-metric-learning's ``AccuracyCalculator`` defines them."""
@@ -547,8 +526,9 @@ def _cluster_scores(Q: torch.Tensor, q_codes: np.ndarray, random_state, n_init, 
             "the queries hold a single class, so NMI and AMI are undefined; pass clustering=False."
         )
     clusters = kmeans_labels(
-        Q, n_clusters, n_init=n_init, random_state=random_state, backend=kmeans
-    )
+        Q, n_clusters, n_init=n_init, random_state=random_state, backend=kmeans,
+        max_iter=REPORT_KMEANS_ITERATIONS,
+    )  # fmt: skip
     return {
         "nmi": nmi_score(q_codes, clusters),
         "ami": float(adjusted_mutual_info_score(q_codes, clusters)),

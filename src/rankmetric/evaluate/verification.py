@@ -40,7 +40,8 @@ import torch
 
 from .._distances import paired_squared_euclidean
 from .._utils import make_rng
-from .._validation import check_finite, check_labels
+from .._validation import Interval, check_finite, check_labels, check_param
+from ._inputs import check_int
 
 __all__ = [
     "roc_curve_from_distances",
@@ -71,13 +72,12 @@ def _check_pair_memory(n: int, n_pairs: int, per_pair: int, what: str) -> None:
     )
 
 
+def _as_array(x) -> np.ndarray:
+    return np.asarray(x.detach().cpu() if isinstance(x, torch.Tensor) else x)
+
+
 def _check_inputs(distances, same) -> tuple[np.ndarray, np.ndarray]:
-    if isinstance(distances, torch.Tensor):
-        distances = distances.detach().cpu().numpy()
-    if isinstance(same, torch.Tensor):
-        same = same.detach().cpu().numpy()
-    d = np.asarray(distances)
-    s = np.asarray(same)
+    d, s = _as_array(distances), _as_array(same)
     if d.ndim != 1:
         raise ValueError(f"distances must have shape (n_pairs,), got {d.shape}.")
     if not np.issubdtype(d.dtype, np.number) or np.iscomplexobj(d):
@@ -221,8 +221,7 @@ def _eer(tp: np.ndarray, fp: np.ndarray, thresholds: np.ndarray) -> tuple[float,
 def _check_far(far) -> tuple[float, ...]:
     values = (far,) if isinstance(far, Real) else tuple(far)
     for f in values:
-        if not isinstance(f, Real) or not 0.0 < float(f) <= 1.0:
-            raise ValueError(f"far must hold rates in (0, 1], got {f!r}.")
+        check_param("far", f, [Interval(Real, 0, 1, closed="right")])
     return tuple(float(f) for f in values)
 
 
@@ -293,9 +292,7 @@ def verification_scores(
 
 
 def _as_points(embeddings) -> np.ndarray:
-    if isinstance(embeddings, torch.Tensor):
-        embeddings = embeddings.detach().cpu().numpy()
-    E = np.asarray(embeddings)
+    E = _as_array(embeddings)
     if E.ndim != 2 or E.shape[0] < 2:
         raise ValueError(f"embeddings must have shape (n_samples >= 2, n_features), got {E.shape}.")
     E = E.astype(np.float64, copy=False)
@@ -373,9 +370,8 @@ def labelled_pairs(
     if max_pairs is None or max_pairs >= total:
         k = None
     else:
-        if not isinstance(max_pairs, Integral) or max_pairs < 1:
-            raise ValueError(f"max_pairs must be an integer >= 1, got {max_pairs!r}.")
-        k = np.sort(make_rng(random_state).choice(total, size=int(max_pairs), replace=False))
+        max_pairs = check_int(max_pairs, "max_pairs")
+        k = np.sort(make_rng(random_state).choice(total, size=max_pairs, replace=False))
     if k is None:
         _check_pair_memory(n, total, _PAIR_BYTES, "labelled_pairs")
         i, j = _all_pairs(n)

@@ -16,20 +16,17 @@ tensors. Users call :func:`rankmetric.evaluate.knn_search`.
 """
 
 from ._faiss import faiss_available, faiss_search
+from ._places import ranking_keys, relevant_places, smallest_k
 from ._search import (
     METRICS,
     Gallery,
     auto_chunk_size,
     check_metric,
     for_each_chunk,
-    ranking_keys,
-    relevant_places,
     resolve_chunk_size,
-    smallest_k,
     squared_norms,
     to_distance,
 )
-from ._search import exact_places as exact_places  # the tie-exact places of CMC
 from .tiled import MAX_TILED_K, nearest_chunks, uses_tiles
 
 __all__ = [

@@ -16,7 +16,7 @@ strictly below the current k-th score.
 
 The tiled path serves float32 searches on the CPU with ``k <= MAX_TILED_K``; other searches
 (float64, CUDA, very large ``k``) score full-width chunks and select with
-:func:`~rankmetric.neighbors._search.smallest_k` — same results, more memory traffic.
+:func:`~rankmetric.neighbors.smallest_k` — same results, more memory traffic.
 """
 
 from __future__ import annotations
@@ -25,16 +25,8 @@ from collections.abc import Iterator
 
 import torch
 
-from ._search import (
-    NO_KEY,
-    Gallery,
-    _score_chunks,
-    exclude_own_items,
-    pack_keys,
-    resolve_chunk_size,
-    smallest_k,
-    unpack_keys,
-)
+from ._places import NO_KEY, pack_keys, smallest_k, unpack_keys
+from ._search import Gallery, exclude_own_items, resolve_chunk_size, score_chunks
 
 __all__ = ["MAX_TILED_K", "nearest_chunks", "uses_tiles"]
 
@@ -167,14 +159,13 @@ def nearest_chunks(
     Examples
     --------
     >>> import torch
-    >>> from rankmetric.neighbors import Gallery
-    >>> gallery = Gallery.build(torch.tensor([[0.0, 0.0], [3.0, 4.0]]), "euclidean")
-    >>> queries = torch.tensor([[0.0, 1.0], [3.0, 3.0]])
-    >>> from rankmetric.neighbors import nearest_chunks, to_distance
-    >>> for rows, scores, indices, query_const in nearest_chunks(queries, gallery, 1):
-    ...     print(rows.tolist(), indices.tolist(), to_distance(scores, query_const, "euclidean"))
-    [0, 1] [[0], [1]] tensor([[1.],
-            [1.]])
+    >>> from rankmetric.neighbors import Gallery, nearest_chunks, to_distance
+    >>> line = Gallery.build(torch.arange(5.0).unsqueeze(1), "sqeuclidean")  # 0, 1, 2, 3, 4
+    >>> found = nearest_chunks(torch.tensor([[1.2], [3.9]]), line, 2)
+    >>> for rows, scores, indices, query_const in found:
+    ...     print(rows.tolist(), indices.tolist(), to_distance(scores, query_const, "sqeuclidean"))
+    [0, 1] [[1, 2], [4, 3]] tensor([[0.0400, 0.6400],
+            [0.0100, 0.8100]])
     """
     per_query = isinstance(k, torch.Tensor)
     k_max = int(k.max()) if per_query else int(k)
@@ -184,7 +175,7 @@ def nearest_chunks(
             chunk_size, Q.shape[0], n_gallery=len(gallery), itemsize=Q.element_size(),
             n_selected=k_max,
         )  # fmt: skip
-        for rows, scores, const in _score_chunks(Q, gallery, chunk, exclude_self, order):
+        for rows, scores, const in score_chunks(Q, gallery, chunk, exclude_self, order):
             yield rows, *smallest_k(scores, k_of(rows)), const
         return
     Qp, const = gallery.prepare_queries(Q)

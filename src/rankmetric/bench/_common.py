@@ -15,36 +15,6 @@ import numpy as np
 
 from .._threads import single_blas_thread
 
-__all__ = [
-    "BenchConfig",
-    "Summary",
-    "mean_std",
-    "mean_ci",
-    "paired_p_value",
-    "compare_rows",
-    "format_ci",
-    "format_comparison",
-    "comparison_cells",
-    "comparison_payload",
-    "below_reference_note",
-    "below_summary",
-    "marked",
-    "SIGNIFICANCE_TEXT",
-    "SIGNIFICANT_MARK",
-    "BELOW_MARK",
-    "format_pm",
-    "format_number",
-    "markdown_table",
-    "group_by",
-    "select",
-    "captured_warnings",
-    "cell_runner",
-    "split_failures",
-    "strip_timings",
-    "json_safe",
-    "write_json",
-]
-
 #: Result keys that hold wall-clock measurements (they differ between two identical runs).
 TIMING_KEYS = ("seconds", "fit_seconds", "fit_seconds_by_candidate")
 

@@ -42,6 +42,7 @@ import torch
 from sklearn.base import clone
 
 from ..evaluate import clustering_scores, knn_accuracy, retrieval_scores
+from ..geometry import mean_whitening
 from ._common import (
     SIGNIFICANCE_TEXT,
     BenchConfig,
@@ -62,7 +63,7 @@ from ._common import (
 )
 from .grid import Cell
 from .spd_pipelines import PIPELINES, fit_pipeline
-from .spdnet_baselines import ROWS, fit_spdnet_row, log_vectors, whiten
+from .spdnet_baselines import ROWS, fit_spdnet_row, log_vectors
 
 __all__ = ["NAME", "PAPER_TABLE", "SPD_SETS", "METHODS", "build_cells", "run_cell", "summarise"]
 
@@ -270,7 +271,7 @@ def split_description(name) -> str:
 
 def _fit_log_euclidean(X):
     """No learning: the whitened inputs' log-vectors (the network's untrained output)."""
-    W = whiten(torch.as_tensor(X, dtype=torch.float64))
+    W = mean_whitening(torch.as_tensor(X, dtype=torch.float64))
 
     def transform(Z):
         Z = torch.as_tensor(Z, dtype=torch.float64)

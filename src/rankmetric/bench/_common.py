@@ -155,6 +155,23 @@ def compare_rows(scores: Mapping[str, Mapping], reference: str | None) -> dict[s
     return out
 
 
+def compare_results(
+    results: Iterable[dict], score: Callable[[dict], float | None], references: Sequence[str]
+) -> dict[str, dict]:
+    """:func:`compare_rows` of cell results: one row per method, its cells paired by split.
+
+    ``score(result)`` reads a cell's score (``None``: left out); the cells of two methods pair
+    by ``(fold, seed)``; the reference is the first of ``references`` that has scores.
+    """
+    scores: dict = {}
+    for result in results:
+        value = score(result)
+        if value is not None:
+            cell = result["cell"]
+            scores.setdefault(cell["method"], {})[cell["fold"], cell["seed"]] = value
+    return compare_rows(scores, next((m for m in references if m in scores), None))
+
+
 def format_ci(mean: float, half: float, *, scale: float = 100.0, digits: int = 1) -> str:
     """``"97.1 ± 0.3"``: a mean and its interval's half-width (``"—"`` when missing)."""
     return format_pm(mean, half, scale=scale, digits=digits)

@@ -51,7 +51,7 @@ from ._common import (
     below_summary,
     captured_warnings,
     cell_runner,
-    compare_rows,
+    compare_results,
     comparison_cells,
     format_ci,
     group_by,
@@ -377,16 +377,6 @@ def discriminating(entries: dict) -> bool:
     return any(e["R@1"][0] > e["chance R@1"][0] + CHANCE_BAND for e in entries.values())
 
 
-def compare_r1(results: list[dict], dataset: str) -> dict[str, dict]:
-    """Each method's test R@1 on ``dataset``: interval and paired t-tests over the seeds against
-    the Log-Euclidean reference and the best row."""
-    scores: dict = {}
-    for r in results:
-        if r["cell"]["dataset"] == dataset and r["scores"].get("R@1") is not None:
-            scores.setdefault(r["cell"]["method"], {})[r["cell"]["seed"]] = r["scores"]["R@1"]
-    return compare_rows(scores, REFERENCE if REFERENCE in scores else None)
-
-
 def _per_dataset_tables(
     table: dict, datasets, methods, results, paths: dict | None = None
 ) -> tuple[str, list[str]]:
@@ -395,7 +385,8 @@ def _per_dataset_tables(
     labels = {m: METHOD_INFO[m][0] for m in METHOD_INFO}
     for dataset in datasets:
         rows = []
-        compared = compare_r1(results, dataset)
+        found = [r for r in results if r["cell"]["dataset"] == dataset]
+        compared = compare_results(found, lambda r: r["scores"].get("R@1"), (REFERENCE,))
         below += below_reference_note(compared, labels, dataset, "R@1", "Log-Euclidean")
         for method in methods:
             entry = table.get(dataset, {}).get(method)

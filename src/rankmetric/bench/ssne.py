@@ -34,7 +34,7 @@ from ._common import (
     below_reference_note,
     below_summary,
     cell_runner,
-    compare_rows,
+    compare_results,
     comparison_payload,
     format_ci,
     format_pm,
@@ -424,14 +424,9 @@ def _table1(results: list[dict], config: BenchConfig) -> tuple[str, dict]:
 
 def _compare_methods(groups: dict, dataset: str, methods: list[str]) -> dict[str, dict]:
     """Intervals and paired tests of every method on ``dataset`` (paired by fold and seed)."""
-    scores = {
-        m: {(r["cell"]["fold"], r["cell"]["seed"]): r["accuracy"] for r in groups[dataset, m]}
-        for m in methods
-        if (dataset, m) in groups
-    }
+    found = [r for m in methods for r in groups.get((dataset, m), [])]
     # the learned rows see standardised features: their reference is Euclidean on those
-    reference = next((m for m in ("euclidean-scaled", "euclidean") if m in scores), None)
-    rows = compare_rows(scores, reference)
+    rows = compare_results(found, lambda r: r["accuracy"], ("euclidean-scaled", "euclidean"))
     for method in EUCLIDEAN:  # the baselines learn nothing: only learned rows are marked
         if method in rows:
             rows[method]["below_reference"] = False

@@ -35,7 +35,7 @@ from ._common import (
     below_reference_note,
     below_summary,
     cell_runner,
-    compare_rows,
+    compare_results,
     comparison_cells,
     comparison_payload,
     format_ci,
@@ -389,15 +389,6 @@ def _protocol_text(dataset: str, found: list[dict]) -> str:
     return f"{ids} test identities (camera-A probes vs camera-B gallery)"
 
 
-def _rank1_comparison(found: list[dict]) -> dict[str, dict]:
-    """Each method's rank-1 interval and paired t-tests (over the splits) against Euclidean
-    and against the best method (:func:`~rankmetric.bench._common.compare_rows`)."""
-    scores: dict = {}
-    for r in found:
-        scores.setdefault(r["cell"]["method"], {})[r["cell"]["fold"]] = r["cmc"]["1"]
-    return compare_rows(scores, "euclidean" if "euclidean" in scores else None)
-
-
 def _spread(values) -> dict[str, float]:
     """``{"mean", "std", "ci95"}`` of one cell's scores over its splits."""
     values = list(values)
@@ -409,7 +400,7 @@ def _cmc_tables(results: list[dict]) -> tuple[str, dict, dict, list[str]]:
     parts, payload, curves, below = [], {}, {}, []
     for dataset, description in _set_descriptions(results).items():
         found = [r for r in results if r["cell"]["dataset"] == dataset]
-        compared = _rank1_comparison(found)
+        compared = compare_results(found, lambda r: r["cmc"]["1"], ("euclidean",))
         below += below_reference_note(compared, LABELS, dataset, "rank 1")
         rows = []
         for method in METHODS:

@@ -71,6 +71,13 @@ PROTOCOL = "market1501+rerank"
 CURVE_LENGTH = 50  # ranks kept for the CMC plot
 PCA_DIMS = 64
 
+#: The score columns of a CMC table -> how a cell's result holds each.
+SCORE_COLUMNS = {
+    **{f"rank {r}": lambda result, r=str(r): result["cmc"][r] for r in RANKS},
+    "mAP": lambda result: result["map"],
+    "rank 1 re-rank": lambda result: result["rerank"]["cmc"]["1"],
+    "mAP re-rank": lambda result: result["rerank"]["map"],
+}
 #: Published figures (Jose & Fleuret, ECCV 2016): Market-1501, CMC ranks 1 / 5 / 10 (%).
 PAPER_MARKET1501 = {"WARCA": (45.2, 68.2, 76.0), "LOMO+XQDA": (43.8, None, None)}
 
@@ -407,17 +414,14 @@ def _cmc_tables(results: list[dict]) -> tuple[str, dict, dict, list[str]]:
             hits = [r for r in found if r["cell"]["method"] == method]
             if not hits:
                 continue
-            cis = {r: mean_ci(h["cmc"][str(r)] for h in hits) for r in RANKS}
-            map_ci = mean_ci(h["map"] for h in hits)
-            rr1_ci = mean_ci(h["rerank"]["cmc"]["1"] for h in hits)
-            rr_map_ci = mean_ci(h["rerank"]["map"] for h in hits)
+            scores = {column: [read(h) for h in hits] for column, read in SCORE_COLUMNS.items()}
             test = compared[method]
             payload.setdefault(dataset, {})[method] = json_safe({
-                **{str(r): _spread(h["cmc"][str(r)] for h in hits) for r in RANKS},
-                "map": _spread(h["map"] for h in hits),
+                **{str(r): _spread(scores[f"rank {r}"]) for r in RANKS},
+                "map": _spread(scores["mAP"]),
                 "minp": {"mean": mean_std(h["minp"] for h in hits)[0]},
-                "rerank": {"1": _spread(h["rerank"]["cmc"]["1"] for h in hits),
-                           "map": _spread(h["rerank"]["map"] for h in hits)},
+                "rerank": {"1": _spread(scores["rank 1 re-rank"]),
+                           "map": _spread(scores["mAP re-rank"])},
                 **comparison_payload(test, "rank1_"),
             })  # fmt: skip
             common = min(len(h["curve"]) for h in hits)  # small files: galleries differ
@@ -427,10 +431,8 @@ def _cmc_tables(results: list[dict]) -> tuple[str, dict, dict, list[str]]:
             # not in the payload: timings differ between runs, the scores must not
             seconds = float(np.median([h["fit_seconds"] for h in hits]))
             label = marked(LABELS[method], test["below_reference"])
-            rows.append([label, *(format_ci(*cis[r]) for r in RANKS),
-                         format_ci(*map_ci), format_ci(*rr1_ci), format_ci(*rr_map_ci),
-                         *comparison_cells(test),
-                         format_number(seconds, 2)])  # fmt: skip
+            rows.append([label, *(format_ci(*mean_ci(v)) for v in scores.values()),
+                         *comparison_cells(test), format_number(seconds, 2)])  # fmt: skip
         n_splits = len({r["cell"]["fold"] for r in found})
         stand_in = "STAND-IN for re-id data" if dataset in REID_SETS else "not a stand-in"
         parts.append(
@@ -439,16 +441,7 @@ def _cmc_tables(results: list[dict]) -> tuple[str, dict, dict, list[str]]:
             "2017, k1 = 20, k2 = 6, λ = 0.3) of the same embedding; fit s: median time of the "
             "final fit on the training identities.\n\n"
             + markdown_table(
-                [
-                    "method",
-                    *(f"rank {r}" for r in RANKS),
-                    "mAP",
-                    "rank 1 re-rank",
-                    "mAP re-rank",
-                    "Δ rank 1 vs Euclidean",
-                    "Δ rank 1 vs best",
-                    "fit s",
-                ],
+                ["method", *SCORE_COLUMNS, "Δ rank 1 vs Euclidean", "Δ rank 1 vs best", "fit s"],
                 rows,
             )  # fmt: skip
         )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import importlib
 import json
 import warnings
 from collections import defaultdict
@@ -17,6 +18,12 @@ from .._threads import single_blas_thread
 
 #: Result keys that hold wall-clock measurements (they differ between two identical runs).
 TIMING_KEYS = ("seconds", "fit_seconds", "fit_seconds_by_candidate")
+
+
+def import_object(path: str):
+    """The object a dotted path names (``"module.name"``): cell runners, estimator classes."""
+    module, _, name = path.rpartition(".")
+    return getattr(importlib.import_module(module), name)
 
 
 @dataclass(frozen=True)

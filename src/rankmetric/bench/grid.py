@@ -14,7 +14,6 @@ Worker processes ignore Ctrl-C (the parent stops them) and exit when the parent 
 from __future__ import annotations
 
 import hashlib
-import importlib
 import json
 import multiprocessing
 import multiprocessing.connection
@@ -22,7 +21,7 @@ import os
 import signal
 import threading
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -30,6 +29,7 @@ from pathlib import Path
 from .._progress import ProgressLines, is_terminal
 from .._utils import progress
 from ..io import atomic_write
+from ._common import import_object
 
 __all__ = [
     "CACHE_FORMAT",
@@ -66,17 +66,12 @@ class Cell:
         return f"{where}/fold{self.fold}-seed{self.seed}-{digest}"
 
 
-def _resolve(path: str) -> Callable[[Cell], dict]:
-    module, _, name = path.rpartition(".")
-    return getattr(importlib.import_module(module), name)
-
-
 def execute_cell(cell: Cell, threads: int = 1) -> dict:
     """Run one cell with ``threads`` torch threads; returns its result dict."""
     import torch
 
     torch.set_num_threads(threads)
-    result = _resolve(cell.runner)(cell)
+    result = import_object(cell.runner)(cell)
     return {"cell": asdict(cell), **result}
 
 

@@ -26,6 +26,20 @@ def import_object(path: str):
     return getattr(importlib.import_module(module), name)
 
 
+def file_label(path) -> str:
+    """The data-set name of a user's file in cells and tables: its name and the first 8 hex
+    digits of its SHA-256 (so that a changed file is not read from the cache)."""
+    from .._safe_npz import sha256_file
+
+    return f"{Path(path).name}@{sha256_file(path)[:8]}"
+
+
+def user_files(paths: Iterable, resolve: bool = False) -> dict[str, dict]:
+    """``{label: {"path": path}}`` of a user's files (``--data``), labelled by :func:`file_label`;
+    the path as given, or made absolute with ``resolve``."""
+    return {file_label(p): {"path": str(Path(p).resolve() if resolve else p)} for p in paths}
+
+
 @dataclass(frozen=True)
 class BenchConfig:
     """How a benchmark is run.

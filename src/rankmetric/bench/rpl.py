@@ -43,6 +43,8 @@ from sklearn.base import clone
 
 from ..evaluate import clustering_scores, knn_accuracy, retrieval_scores
 from ..geometry import mean_whitening
+
+# the table helpers every benchmark imports (an import list alike in warca.py, not code)
 from ._common import (
     SIGNIFICANCE_TEXT,
     BenchConfig,
@@ -60,6 +62,7 @@ from ._common import (
     mean_ci,
     mean_std,
     split_failures,
+    user_files,
 )
 from .grid import Cell
 from .spd_pipelines import PIPELINES, fit_pipeline
@@ -161,7 +164,7 @@ USER_TEST_SIZE = 0.3
 
 def is_trial_file(name) -> bool:
     """Whether a data set name is a user's ``.npz`` trial file (``--data PATH``), or its label in
-    cells and tables (``name.npz@digest``, :func:`rankmetric.bench.warca.file_label`)."""
+    cells and tables (``name.npz@digest``, :func:`rankmetric.bench._common.file_label`)."""
     return str(name).lower().endswith(".npz") or ".npz@" in str(name).lower()
 
 
@@ -169,33 +172,22 @@ def build_cells(config: BenchConfig) -> list[Cell]:
     """One cell per (method, data set, seed); a user's trial files (``--data``) as data sets."""
     mode = config.mode
     files = tuple(d for d in (config.datasets or ()) if is_trial_file(d))
-    if files:
-        datasets, default_methods = files, USER_METHODS
+    if files:  # the file's name and digest label the cells: a changed file is recomputed
+        datasets, default_methods = user_files(files, resolve=True), USER_METHODS
     else:
-        datasets = config.pick("datasets", QUICK_SETS if config.quick else FULL_SETS, SPD_SETS)
-        default_methods = METHODS
+        picked = config.pick("datasets", QUICK_SETS if config.quick else FULL_SETS, SPD_SETS)
+        datasets, default_methods = {name: {} for name in picked}, METHODS
     methods = config.pick("methods", default_methods, METHODS)
     budget = {**SHARED_BUDGET, **BUDGETS[mode]}
     n_seeds = config.seeds or SEEDS[mode]
     options = {"mode": mode, "device": config.device, "budget": budget,
                "fmnist_sizes": FMNIST_SIZES[mode]}  # fmt: skip
-    cells = []
-    for dataset in datasets:
-        extra = {}
-        if files:  # the file's name and digest label the cells: a changed file is recomputed
-            from pathlib import Path
-
-            from .warca import file_label
-
-            extra = {"path": str(Path(dataset).resolve())}
-            dataset = file_label(dataset)
-        cells += [
-            Cell(NAME, method, dataset, 0, seed, "rankmetric.bench.rpl.run_cell",
-                 {**options, **extra})
-            for method in methods
-            for seed in range(n_seeds)
-        ]  # fmt: skip
-    return cells
+    return [
+        Cell(NAME, method, dataset, 0, seed, "rankmetric.bench.rpl.run_cell", {**options, **extra})
+        for dataset, extra in datasets.items()
+        for method in methods
+        for seed in range(n_seeds)
+    ]
 
 
 @functools.lru_cache(maxsize=4)

@@ -23,6 +23,7 @@ their own ``predict``; the metric rows' a k-NN vote on the embedding.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Mapping
 
@@ -105,37 +106,31 @@ def _fit_logistic(X, y, seed, budget):
     return embed, predict, {"params": {"C": C, **budget}, "validation": validation}
 
 
-def _fit_metric(method: str):
-    learner = method.removeprefix("ts-")
+def _fit_metric(X, y, seed, budget, *, method: str):
+    ts = _tangent_space(X)
+    fitted = fit_learner(
+        method.removeprefix("ts-"),
+        ts.transform(X),
+        y,
+        fixed=budget,
+        grid=GRIDS[method],
+        seed=seed,
+        split=validation_split,
+        score=loo_recall_at_1,
+        prefer_first=True,
+    )
 
-    def fit(X, y, seed, budget):
-        ts = _tangent_space(X)
-        fitted = fit_learner(
-            learner,
-            ts.transform(X),
-            y,
-            fixed=budget,
-            grid=GRIDS[method],
-            seed=seed,
-            split=validation_split,
-            score=loo_recall_at_1,
-            prefer_first=True,
-        )
+    def embed(Z):
+        return fitted.transform(ts.transform(Z))
 
-        def embed(Z):
-            return fitted.transform(ts.transform(Z))
-
-        record = {"params": fitted.params, "validation": fitted.validation}
-        return embed, None, record
-
-    return fit
+    return embed, None, {"params": fitted.params, "validation": fitted.validation}
 
 
 _FITS: dict[str, Callable] = {
     "mdm": _fit_mdm,
     "ts-lr": _fit_logistic,
-    "ts-warca": _fit_metric("ts-warca"),
-    "ts-lmnn": _fit_metric("ts-lmnn"),
+    "ts-warca": functools.partial(_fit_metric, method="ts-warca"),
+    "ts-lmnn": functools.partial(_fit_metric, method="ts-lmnn"),
 }
 
 

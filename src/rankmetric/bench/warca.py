@@ -40,12 +40,14 @@ from ._common import (
     comparison_payload,
     format_ci,
     format_number,
+    group_by,
     json_safe,
     markdown_table,
     marked,
     mean_ci,
     mean_std,
     split_failures,
+    user_files,
 )
 from .grid import Cell
 from .learners import LABELS, FittedLearner, expand_grid, fit_learner, loo_recall_at_1
@@ -149,24 +151,14 @@ SCALING_SEEDS = {"quick": 1, "full": 3}
 NCA_MAX_N = 4000  # scikit-learn's NCA holds N × N matrices
 
 
-def file_label(path: str) -> str:
-    """The data-set name of a user's feature file in cells and tables: its name and the first
-    8 hex digits of its SHA-256 (so that a changed file is not read from the cache)."""
-    from pathlib import Path
-
-    from .._safe_npz import sha256_file
-
-    return f"{Path(path).name}@{sha256_file(path)[:8]}"
-
-
 def build_cells(config: BenchConfig) -> list[Cell]:
     """CMC cells (method × stand-in set × split) and fit-time cells (method × N × seed); with
     feature files among ``config.datasets`` (``--data PATH``), CMC cells on those only."""
     files = [d for d in (config.datasets or ()) if is_feature_file(d)]
     mode = config.mode
     # a user's file is named as the command gave it (relative to the working directory), not
-    # by the user's home or folder layout; its label carries its digest
-    datasets = {file_label(path): {"path": str(path)} for path in files} or {
+    # by the user's home or folder layout
+    datasets = user_files(files) or {
         name: {} for name in config.pick("datasets", (*REID_SETS, SCALING), (*REID_SETS, SCALING))
     }
     methods = config.pick("methods", METHODS, METHODS)
@@ -449,12 +441,9 @@ def _cmc_tables(results: list[dict]) -> tuple[str, dict, dict, list[str]]:
 
 
 def _scaling_table(results: list[dict]) -> tuple[str, dict]:
-    times: dict = {}
-    for r in results:
-        times.setdefault(r["cell"]["method"], {}).setdefault(r["cell"]["fold"], []).append(
-            r["seconds"]
-        )
-    medians = {m: {n: float(np.median(v)) for n, v in by_n.items()} for m, by_n in times.items()}
+    medians: dict = {}  # method -> N -> median seconds
+    for (method, n), group in group_by(results, "method", "fold").items():
+        medians.setdefault(method, {})[n] = float(np.median([r["seconds"] for r in group]))
     sizes = sorted({n for by_n in medians.values() for n in by_n})
     order = [m for m in SCALING_METHODS if m in medians]
     rows = [[LABELS[m], *(format_number(medians[m].get(n), 2) for n in sizes)] for m in order]

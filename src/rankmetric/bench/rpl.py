@@ -137,6 +137,7 @@ METHOD_INFO = {
     **{k: (label, None) for k, (label, _) in PIPELINES.items()},
 }
 METHODS = tuple(METHOD_INFO)
+LABELS = {method: label for method, (label, _) in METHOD_INFO.items()}
 #: The row every learned row is compared with (no learning).
 REFERENCE = "log-euclidean"
 
@@ -374,18 +375,17 @@ def _per_dataset_tables(
 ) -> tuple[str, list[str]]:
     parts, below = [], []
     columns = (*METRICS, TRAIN_METRIC, ACCURACY)
-    labels = {m: METHOD_INFO[m][0] for m in METHOD_INFO}
     for dataset in datasets:
         rows = []
         found = [r for r in results if r["cell"]["dataset"] == dataset]
         compared = compare_results(found, lambda r: r["scores"].get("R@1"), (REFERENCE,))
-        below += below_reference_note(compared, labels, dataset, "R@1", "Log-Euclidean")
+        below += below_reference_note(compared, LABELS, dataset, "R@1", "Log-Euclidean")
         for method in methods:
             entry = table.get(dataset, {}).get(method)
             if entry:
                 test = compared.get(method, {})
                 rows.append(
-                    [marked(METHOD_INFO[method][0], test.get("below_reference", False)),
+                    [marked(LABELS[method], test.get("below_reference", False)),
                      *(format_ci(*entry[m]) for m in columns),
                      _format_seconds(entry.get(FIT_TIME, (float("nan"),))[0]),
                      *comparison_cells(test)]
@@ -483,16 +483,14 @@ def summarise(results: list[dict], config: BenchConfig, out_dir) -> Summary:
     markdown = "\n\n".join(part for part in [
         title, intro, tables, verdict, paper, failures,
     ] if part)  # fmt: skip
-    labels = {m: METHOD_INFO[m][0] for m in METHODS}
     ordered = {d: {m: table[d][m] for m in methods if m in table[d]} for d in datasets}
-    plots = [metric_bars(ordered, METRICS, labels, out_dir, "rpl_spd_scores.png")]
+    plots = [metric_bars(ordered, METRICS, LABELS, out_dir, "rpl_spd_scores.png")]
     payload = {
         d: {
-            m: {k: {"mean": v[0], "std": v[1]} for k, v in table[d][m].items() if np.isfinite(v[0])}
-            for m in table[d]
+            **{m: {k: {"mean": v[0], "std": v[1]} for k, v in entry.items() if np.isfinite(v[0])}
+               for m, entry in table[d].items()},
+            "discriminating": discriminating(table[d]),
         }
         for d in datasets
-    }
-    for d in datasets:
-        payload[d]["discriminating"] = discriminating(table[d])
+    }  # fmt: skip
     return Summary(NAME, markdown.rstrip(), payload, plots)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
 import numpy as np
 
@@ -135,9 +135,8 @@ _FITS: dict[str, Callable] = {
 
 
 def fit_pipeline(
-    method: str, X: np.ndarray, y: np.ndarray, *, seed: int, mode: str = "full",
-    budgets: Mapping | None = None,
-) -> tuple[Callable, Callable | None, dict]:  # fmt: skip
+    method: str, X: np.ndarray, y: np.ndarray, *, seed: int, mode: str = "full"
+) -> tuple[Callable, Callable | None, dict]:
     """Fit the row ``method`` of :data:`PIPELINES` on SPD matrices ``X`` (n, c, c).
 
     Parameters
@@ -150,8 +149,6 @@ def fit_pipeline(
         Seed of the validation split and of the learners.
     mode : {"full", "quick"}
         Which of :data:`BUDGETS`.
-    budgets : mapping, optional
-        Overrides :data:`BUDGETS` [mode].
 
     Returns
     -------
@@ -166,7 +163,7 @@ def fit_pipeline(
     """
     if method not in _FITS:
         raise ValueError(f"unknown SPD pipeline {method!r}; choose from {list(PIPELINES)}.")
-    budget = dict((budgets or BUDGETS[mode]).get(method, {}))
+    budget = dict(BUDGETS[mode].get(method, {}))
     start = time.perf_counter()
     embed, predict, record = _FITS[method](np.asarray(X, dtype=np.float64), np.asarray(y), seed,
                                            budget)  # fmt: skip

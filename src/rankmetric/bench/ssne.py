@@ -248,7 +248,11 @@ def _flat(Z) -> np.ndarray:
 
 
 def _evaluate(cell: Cell, X_train, y_train, X_test, y_test) -> dict:
-    """Fit the cell's method on the training part; k-NN accuracy on the test part."""
+    """Standardise on the training part (except for plain Euclidean), fit the cell's method
+    there; k-NN accuracy on the test part."""
+    if cell.method != "euclidean":
+        scaler = StandardScaler().fit(X_train)
+        X_train, X_test = scaler.transform(X_train), scaler.transform(X_test)
     opts = cell.options
     fitted = fit_learner(
         cell.method, X_train, y_train, fixed=opts["fixed"], grid=opts["grid"], seed=cell.seed,
@@ -277,16 +281,12 @@ def _evaluate(cell: Cell, X_train, y_train, X_test, y_test) -> dict:
 
 @cell_runner
 def run_cv_cell(cell: Cell) -> dict:
-    """One fold of Table 1: standardise on the training half, fit, score the test half."""
+    """One fold of Table 1: fit on the training half (standardised), score the test half."""
     X, y, X_extra, y_extra = load_arrays(cell.dataset)
     if X_extra is not None:  # a set with an official split: CV runs on train + test together
         X, y = np.vstack([X, X_extra]), np.concatenate([y, y_extra])
     train, test = cv_fold(y, cell.fold, cell.options["n_repeats"], cell.options["cv_seed"])
-    X_train, X_test = X[train], X[test]
-    if cell.method != "euclidean":
-        scaler = StandardScaler().fit(X_train)
-        X_train, X_test = scaler.transform(X_train), scaler.transform(X_test)
-    return _evaluate(cell, X_train, y[train], X_test, y[test])
+    return _evaluate(cell, X[train], y[train], X[test], y[test])
 
 
 def image_split(name: str, n_train: int | None, seed: int = 0):
@@ -314,11 +314,7 @@ def run_split_cell(cell: Cell) -> dict:
         )
         X_train, y_train = X_train[np.sort(keep)], y_train[np.sort(keep)]
     pca = PCA(n_components=opts["pca"], random_state=0).fit(X_train)
-    X_train, X_test = pca.transform(X_train), pca.transform(X_test)
-    if cell.method != "euclidean":
-        scaler = StandardScaler().fit(X_train)
-        X_train, X_test = scaler.transform(X_train), scaler.transform(X_test)
-    return _evaluate(cell, X_train, y_train, X_test, y_test)
+    return _evaluate(cell, pca.transform(X_train), y_train, pca.transform(X_test), y_test)
 
 
 # ----------------------------------------------------------------------------- the report

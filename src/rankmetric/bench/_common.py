@@ -279,9 +279,7 @@ def format_pm(
 
 def format_number(value: float | None, digits: int = 1) -> str:
     """A plain number, ``"—"`` when missing."""
-    if value is None or not np.isfinite(value):
-        return "—"
-    return f"{value:.{digits}f}"
+    return format_pm(value, scale=1.0, digits=digits)
 
 
 def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:

@@ -28,6 +28,7 @@ __all__ = [
     "FittedLearner",
     "build_learner",
     "expand_grid",
+    "grids_text",
     "fit_learner",
     "keep_first_unless_better",
     "loo_recall_at_1",
@@ -49,6 +50,12 @@ LABELS = {
     **{e.name: e.label for e in ESTIMATORS if e.label},
     "nca": "NCA (scikit-learn)",
 }
+
+
+def grids_text(grids: Mapping[str, Mapping], note: str = "") -> str:
+    """The candidates of each learner as the tables' headings list them (``"WARCA {...}; ..."``)."""
+    return "; ".join(f"{LABELS[method]}{note} {grid}" for method, grid in grids.items())
+
 
 #: Grid entries that tune the scoring rule (the k of the k-NN vote), not the estimator: they are
 #: passed to the scorer as keywords, and candidates differing only in them share one fit.

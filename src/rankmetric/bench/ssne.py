@@ -47,7 +47,7 @@ from ._common import (
     split_failures,
 )
 from .grid import Cell
-from .learners import EUCLIDEAN, LABELS, fit_learner
+from .learners import EUCLIDEAN, LABELS, fit_learner, grids_text
 
 __all__ = [
     "NAME",
@@ -497,7 +497,7 @@ def summarise(results: list[dict], config: BenchConfig, out_dir) -> Summary:
         if config.quick
         else "hyper-parameters (and k) chosen per fold on a stratified validation third of the "
         "training half (grids, defaults first: "
-        + "; ".join(f"{LABELS[m]} {g}" for m, g in GRIDS.items())
+        + grids_text(GRIDS)
         + "); the defaults are kept unless a candidate beats their validation accuracy by more "
         "than its binomial standard error"
     )

@@ -50,7 +50,7 @@ from ._common import (
     user_files,
 )
 from .grid import Cell
-from .learners import LABELS, FittedLearner, expand_grid, fit_learner, loo_recall_at_1
+from .learners import LABELS, FittedLearner, expand_grid, fit_learner, grids_text, loo_recall_at_1
 from .reid_data import MULTI_CAMERA_SETS, REID_SETS, load_reid
 
 __all__ = [
@@ -484,18 +484,10 @@ def summarise(results: list[dict], config: BenchConfig, out_dir) -> Summary:
         tuning = (
             "each method's defaults (quick mode)"
             if config.quick
-            else (
-                "chosen on 20% of the training identities held out (leave-one-out R@1); grids: "
-                + "; ".join(f"{LABELS[m]} {g}" for m, g in GRIDS.items())
-                + "; on "
-                + ", ".join(HISTOGRAM_SETS)
-                + ": "
-                + "; ".join(f"{LABELS[m]} (χ²-RBF) {g}" for m, g in HISTOGRAM_GRIDS.items())
-                + "; on "
-                + ", ".join(PCA_SETS)
-                + f" ({PCA_KEY}: the first d principal axes): "
-                + "; ".join(f"{LABELS[m]} {g}" for m, g in PCA_GRIDS.items())
-            )
+            else "chosen on 20% of the training identities held out (leave-one-out R@1); grids: "
+            f"{grids_text(GRIDS)}; on {', '.join(HISTOGRAM_SETS)}: "
+            f"{grids_text(HISTOGRAM_GRIDS, ' (χ²-RBF)')}; on {', '.join(PCA_SETS)} ({PCA_KEY}: the "
+            f"first d principal axes): {grids_text(PCA_GRIDS)}"
         )
         paper = ", ".join(
             f"{name} {'/'.join('—' if v is None else f'{v:.1f}' for v in vals)}"

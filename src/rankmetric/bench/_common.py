@@ -40,6 +40,15 @@ def user_files(paths: Iterable, resolve: bool = False) -> dict[str, dict]:
     return {file_label(p): {"path": str(Path(p).resolve() if resolve else p)} for p in paths}
 
 
+@functools.lru_cache(maxsize=4)
+def load_arrays(name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """``(X, y, X_test, y_test)`` of a data set of the tables (cached; no test part: None)."""
+    from ..datasets import load_dataset
+
+    data = load_dataset(name)
+    return data.X, data.y, data.X_test, data.y_test
+
+
 @dataclass(frozen=True)
 class BenchConfig:
     """How a benchmark is run.

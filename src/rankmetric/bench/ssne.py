@@ -15,8 +15,6 @@ Table 2: single train/test split on image sets standing in for CIFAR-10 and OSC:
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 from sklearn.decomposition import PCA
 from sklearn.model_selection import RepeatedStratifiedKFold, train_test_split
@@ -40,6 +38,7 @@ from ._common import (
     format_pm,
     group_by,
     json_safe,
+    load_arrays,
     markdown_table,
     marked,
     mean_std,
@@ -201,15 +200,6 @@ def build_cells(config: BenchConfig) -> list[Cell]:
 
 
 # ----------------------------------------------------------------------------- the cells
-
-
-@functools.lru_cache(maxsize=4)
-def load_arrays(name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
-    """``(X, y, X_test, y_test)`` of a data set of the tables (cached; no test part: None)."""
-    from ..datasets import load_dataset
-
-    data = load_dataset(name)
-    return data.X, data.y, data.X_test, data.y_test
 
 
 def cv_fold(y: np.ndarray, fold: int, n_repeats: int, seed: int = CV_SEED):

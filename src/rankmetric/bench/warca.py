@@ -42,6 +42,7 @@ from ._common import (
     format_number,
     group_by,
     json_safe,
+    load_arrays,
     markdown_table,
     marked,
     mean_ci,
@@ -337,17 +338,9 @@ def run_cmc_cell(cell: Cell) -> dict:
 # ----------------------------------------------------------------------------- fit-time cells
 
 
-@functools.lru_cache(maxsize=1)
-def _fashion_train() -> tuple[np.ndarray, np.ndarray]:
-    from ..datasets import load_dataset
-
-    data = load_dataset("fashion-mnist")
-    return data.X, data.y
-
-
 def scaling_data(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """``n`` stratified Fashion-MNIST training images (seeded): pixels/255 → PCA-64 → scaled."""
-    X, y = _fashion_train()
+    X, y, _, _ = load_arrays("fashion-mnist")
     if n < len(y):
         X, _, y, _ = train_test_split(X, y, train_size=n, stratify=y, random_state=seed)
     X = PCA(n_components=PCA_DIMS, random_state=0).fit_transform(X / 255.0)

@@ -29,7 +29,8 @@ cell) and PNG plots. Fetch the data first: `rankmetric data fetch all`.
 
 
 def run_bench(args: argparse.Namespace) -> int:
-    from ..bench import BenchConfig, run_all, run_benchmark
+    from ..bench._common import BenchConfig
+    from ..bench.runner import run_all, run_benchmark
 
     if args.jobs < 1:
         raise ValueError(f"--jobs must be at least 1, got {args.jobs}.")

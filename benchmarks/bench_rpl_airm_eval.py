@@ -22,6 +22,7 @@ import torch
 from rankmetric.bench import rpl
 from rankmetric.bench.spdnet_baselines import fit_spdnet_row
 from rankmetric.evaluate import retrieval_scores
+from rankmetric.geometry import mean_whitening
 
 
 def main() -> None:
@@ -34,7 +35,7 @@ def main() -> None:
     # the test subsample: stratified, seed 0 (the training part, whole here, draws nothing)
     _, _, X_sub, y_sub = rpl.load_spd_split("fmnist-regcov", (None, args.n_test))
     budget = {**rpl.SHARED_BUDGET, **rpl.BUDGETS["full"]}
-    W = rpl.whiten(torch.as_tensor(X, dtype=torch.float64))
+    W = mean_whitening(torch.as_tensor(X, dtype=torch.float64))
     ref_vec = rpl.log_vectors(W @ torch.as_tensor(X_sub) @ W).numpy()
     le = retrieval_scores(ref_vec, y_sub, ks=(1,), device="cpu")["recall@1"]
     airm = rpl.airm_recall_at_1(X_sub, y_sub)

@@ -7,14 +7,9 @@ import pytest
 import torch
 
 from rankmetric.bench import BELOW_MARK, BenchConfig, rpl, spd_pipelines
-from rankmetric.bench.spdnet_baselines import (
-    ROWS,
-    fit_spdnet_baseline,
-    fit_spdnet_row,
-    log_vectors,
-    whiten,
-)
+from rankmetric.bench.spdnet_baselines import ROWS, fit_spdnet_row, log_vectors
 from rankmetric.evaluate import clustering_scores, recall_at_k
+from rankmetric.geometry import mean_whitening as whiten
 
 # Fits here use deliberately tiny budgets and data: the convergence and untrained-model
 # warnings they raise are expected (the tests that check a warning use pytest.warns).
@@ -62,27 +57,25 @@ def test_every_row_starts_from_the_untrained_reference(spd):
 def test_baseline_is_deterministic_per_seed(spd):
     X, y, X_test, _ = spd
     budget = {**TINY, "init": "random"}  # the identity start draws nothing from the seed
-    a, _ = fit_spdnet_baseline(X, y, "triplet-random", budget, seed=3)
-    b, _ = fit_spdnet_baseline(X, y, "triplet-random", budget, seed=3)
-    c, _ = fit_spdnet_baseline(X, y, "triplet-random", budget, seed=4)
-    np.testing.assert_array_equal(a(X_test), b(X_test))
-    assert not np.allclose(a(X_test), c(X_test))
+    a, b, c = (fit_spdnet_row(X, y, "triplet-random", budget, seed=s)[0] for s in (3, 3, 4))
+    np.testing.assert_array_equal(a.transform(X_test), b.transform(X_test))
+    assert not np.allclose(a.transform(X_test), c.transform(X_test))
 
 
 def test_baseline_training_improves_on_its_start(spd):
     X, y, X_test, y_test = spd
-    start, _ = fit_spdnet_baseline(
+    start, _ = fit_spdnet_row(
         X, y, "lifted", {**TINY, "max_iter": 1, "validation_fraction": 0.0}, seed=0
     )
-    trained, _ = fit_spdnet_baseline(
+    trained, _ = fit_spdnet_row(
         X,
         y,
         "lifted",
         {**TINY, "max_iter": 60, "validation_every": 10, "n_iter_no_change": None},
         seed=0,
     )
-    before = recall_at_k(start(X_test), y_test, ks=(1,), device="cpu")[1]
-    after = recall_at_k(trained(X_test), y_test, ks=(1,), device="cpu")[1]
+    before = recall_at_k(start.transform(X_test), y_test, ks=(1,), device="cpu")[1]
+    after = recall_at_k(trained.transform(X_test), y_test, ks=(1,), device="cpu")[1]
     assert after >= before
 
 

@@ -124,7 +124,7 @@ def test_fit_time_cells_and_table(tmp_path, monkeypatch, rng):
     # stand-in for Fashion-MNIST's training images (the real ones are a 30 MB fetch)
     pixels = rng.integers(0, 256, size=(1500, 784)).astype(float)
     labels = np.arange(1500) % 10
-    monkeypatch.setattr(warca, "_fashion_train", lambda: (pixels, labels))
+    monkeypatch.setattr(warca, "load_arrays", lambda name: (pixels, labels, None, None))
     config = BenchConfig(quick=True, datasets=(warca.SCALING,), methods=("kissme", "itml"),
                          seeds=1)  # fmt: skip
     cells = [c for c in warca.build_cells(config) if c.fold <= 1000]

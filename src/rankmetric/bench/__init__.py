@@ -41,43 +41,21 @@ from __future__ import annotations
 
 import importlib
 
-#: Public name → (submodule, name there).
-_LAZY = {
-    "BenchConfig": ("_common", "BenchConfig"),
-    "Summary": ("_common", "Summary"),
-    "captured_warnings": ("_common", "captured_warnings"),
-    "cell_runner": ("_common", "cell_runner"),
-    "format_number": ("_common", "format_number"),
-    "format_pm": ("_common", "format_pm"),
-    "group_by": ("_common", "group_by"),
-    "json_safe": ("_common", "json_safe"),
-    "markdown_table": ("_common", "markdown_table"),
-    "mean_std": ("_common", "mean_std"),
-    "mean_ci": ("_common", "mean_ci"),
-    "paired_p_value": ("_common", "paired_p_value"),
-    "compare_rows": ("_common", "compare_rows"),
-    "format_ci": ("_common", "format_ci"),
-    "format_comparison": ("_common", "format_comparison"),
-    "below_reference_note": ("_common", "below_reference_note"),
-    "BELOW_MARK": ("_common", "BELOW_MARK"),
-    "select": ("_common", "select"),
-    "split_failures": ("_common", "split_failures"),
-    "strip_timings": ("_common", "strip_timings"),
-    "write_json": ("_common", "write_json"),
-    "Cell": ("grid", "Cell"),
-    "execute_cell": ("grid", "execute_cell"),
-    "is_cached": ("grid", "is_cached"),
-    "result_digest": ("grid", "result_digest"),
-    "run_grid": ("grid", "run_grid"),
-    "store_result": ("grid", "store_result"),
-    "BENCHMARKS": ("runner", "BENCHMARKS"),
-    "run_all": ("runner", "run_all"),
-    "run_benchmark": ("runner", "run_benchmark"),
-    "load_reid": ("reid_data", "load_reid"),
-    "identity_holdout": ("warca", "identity_holdout"),
-    "loo_recall_at_1": ("learners", "loo_recall_at_1"),
-    "reid_features": ("warca", "_features"),
+#: Submodule → the public names it defines (imported from there on first use).
+_EXPORTS = {
+    "_common": "BenchConfig Summary captured_warnings cell_runner format_number format_pm group_by "
+    "json_safe markdown_table mean_std mean_ci paired_p_value compare_rows format_ci "
+    "format_comparison below_reference_note BELOW_MARK select split_failures strip_timings "
+    "write_json",
+    "grid": "Cell execute_cell is_cached result_digest run_grid store_result",
+    "runner": "BENCHMARKS run_all run_benchmark",
+    "reid_data": "load_reid",
+    "warca": "identity_holdout",
+    "learners": "loo_recall_at_1",
 }
+#: Public name → (submodule, name there).
+_LAZY = {name: (module, name) for module, names in _EXPORTS.items() for name in names.split()}
+_LAZY["reid_features"] = ("warca", "_features")
 
 __all__ = sorted(_LAZY)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import importlib
 import json
 import warnings
 from collections import defaultdict
@@ -15,38 +16,37 @@ import numpy as np
 
 from .._threads import single_blas_thread
 
-__all__ = [
-    "BenchConfig",
-    "Summary",
-    "mean_std",
-    "mean_ci",
-    "paired_p_value",
-    "compare_rows",
-    "format_ci",
-    "format_comparison",
-    "comparison_cells",
-    "comparison_payload",
-    "below_reference_note",
-    "below_summary",
-    "marked",
-    "SIGNIFICANCE_TEXT",
-    "SIGNIFICANT_MARK",
-    "BELOW_MARK",
-    "format_pm",
-    "format_number",
-    "markdown_table",
-    "group_by",
-    "select",
-    "captured_warnings",
-    "cell_runner",
-    "split_failures",
-    "strip_timings",
-    "json_safe",
-    "write_json",
-]
-
 #: Result keys that hold wall-clock measurements (they differ between two identical runs).
 TIMING_KEYS = ("seconds", "fit_seconds", "fit_seconds_by_candidate")
+
+
+def import_object(path: str):
+    """The object a dotted path names (``"module.name"``): cell runners, estimator classes."""
+    module, _, name = path.rpartition(".")
+    return getattr(importlib.import_module(module), name)
+
+
+def file_label(path) -> str:
+    """The data-set name of a user's file in cells and tables: its name and the first 8 hex
+    digits of its SHA-256 (so that a changed file is not read from the cache)."""
+    from .._safe_npz import sha256_file
+
+    return f"{Path(path).name}@{sha256_file(path)[:8]}"
+
+
+def user_files(paths: Iterable, resolve: bool = False) -> dict[str, dict]:
+    """``{label: {"path": path}}`` of a user's files (``--data``), labelled by :func:`file_label`;
+    the path as given, or made absolute with ``resolve``."""
+    return {file_label(p): {"path": str(Path(p).resolve() if resolve else p)} for p in paths}
+
+
+@functools.lru_cache(maxsize=4)
+def load_arrays(name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """``(X, y, X_test, y_test)`` of a data set of the tables (cached; no test part: None)."""
+    from ..datasets import load_dataset
+
+    data = load_dataset(name)
+    return data.X, data.y, data.X_test, data.y_test
 
 
 @dataclass(frozen=True)
@@ -185,6 +185,23 @@ def compare_rows(scores: Mapping[str, Mapping], reference: str | None) -> dict[s
     return out
 
 
+def compare_results(
+    results: Iterable[dict], score: Callable[[dict], float | None], references: Sequence[str]
+) -> dict[str, dict]:
+    """:func:`compare_rows` of cell results: one row per method, its cells paired by split.
+
+    ``score(result)`` reads a cell's score (``None``: left out); the cells of two methods pair
+    by ``(fold, seed)``; the reference is the first of ``references`` that has scores.
+    """
+    scores: dict = {}
+    for result in results:
+        value = score(result)
+        if value is not None:
+            cell = result["cell"]
+            scores.setdefault(cell["method"], {})[cell["fold"], cell["seed"]] = value
+    return compare_rows(scores, next((m for m in references if m in scores), None))
+
+
 def format_ci(mean: float, half: float, *, scale: float = 100.0, digits: int = 1) -> str:
     """``"97.1 ± 0.3"``: a mean and its interval's half-width (``"—"`` when missing)."""
     return format_pm(mean, half, scale=scale, digits=digits)
@@ -271,9 +288,7 @@ def format_pm(
 
 def format_number(value: float | None, digits: int = 1) -> str:
     """A plain number, ``"—"`` when missing."""
-    if value is None or not np.isfinite(value):
-        return "—"
-    return f"{value:.{digits}f}"
+    return format_pm(value, scale=1.0, digits=digits)
 
 
 def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:

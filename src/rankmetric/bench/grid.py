@@ -14,7 +14,6 @@ Worker processes ignore Ctrl-C (the parent stops them) and exit when the parent 
 from __future__ import annotations
 
 import hashlib
-import importlib
 import json
 import multiprocessing
 import multiprocessing.connection
@@ -22,7 +21,7 @@ import os
 import signal
 import threading
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -30,6 +29,7 @@ from pathlib import Path
 from .._progress import ProgressLines, is_terminal
 from .._utils import progress
 from ..io import atomic_write
+from ._common import import_object
 
 __all__ = [
     "CACHE_FORMAT",
@@ -66,17 +66,12 @@ class Cell:
         return f"{where}/fold{self.fold}-seed{self.seed}-{digest}"
 
 
-def _resolve(path: str) -> Callable[[Cell], dict]:
-    module, _, name = path.rpartition(".")
-    return getattr(importlib.import_module(module), name)
-
-
 def execute_cell(cell: Cell, threads: int = 1) -> dict:
     """Run one cell with ``threads`` torch threads; returns its result dict."""
     import torch
 
     torch.set_num_threads(threads)
-    result = _resolve(cell.runner)(cell)
+    result = import_object(cell.runner)(cell)
     return {"cell": asdict(cell), **result}
 
 
@@ -169,7 +164,7 @@ def _worker_init() -> None:
         threading.Thread(target=_exit_with_parent, args=(parent.sentinel,), daemon=True).start()
 
 
-def _run_in_pool(cells: list[Cell], todo: list[int], n_jobs: int, finish, bar) -> None:
+def _run_in_pool(cells: list[Cell], todo: list[int], n_jobs: int, finish) -> None:
     """Run cells ``todo`` on ``n_jobs`` spawned workers; on any interruption stop them all."""
     ctx = multiprocessing.get_context("spawn")
     pool = ProcessPoolExecutor(max_workers=n_jobs, mp_context=ctx, initializer=_worker_init)
@@ -177,7 +172,6 @@ def _run_in_pool(cells: list[Cell], todo: list[int], n_jobs: int, finish, bar) -
         futures = {i: pool.submit(execute_cell, cells[i]) for i in todo}
         for i, fut in futures.items():
             finish(i, fut.result())
-            bar.update()
     except BaseException:
         workers = list(getattr(pool, "_processes", {}).values())
         pool.shutdown(wait=False, cancel_futures=True)
@@ -226,6 +220,7 @@ def run_grid(
 
     lines = ProgressLines(desc, enabled=verbose and not is_terminal())
     lines(f"{len(todo)} cell(s) to run, {len(cells) - len(todo)} read from the cache")
+    bar = progress(total=len(todo), desc=desc, verbose=verbose)
 
     def finish(i: int, result: dict) -> None:
         results[i] = result
@@ -234,8 +229,8 @@ def run_grid(
         cell = cells[i]
         lines(f"{len(results) - (len(cells) - len(todo))}/{len(todo)} cells done: {cell.method} "
               f"on {cell.dataset}, fold {cell.fold}, seed {cell.seed}")  # fmt: skip
+        bar.update()
 
-    bar = progress(total=len(todo), desc=desc, verbose=verbose)
     if scheduler is not None:
         try:
             from distributed import Client, as_completed
@@ -248,12 +243,10 @@ def run_grid(
             futures = {client.submit(execute_cell, cells[i], pure=False): i for i in todo}
             for fut in as_completed(futures):
                 finish(futures[fut], fut.result())
-                bar.update()
     elif n_jobs > 1 and len(todo) > 1:
-        _run_in_pool(cells, todo, n_jobs, finish, bar)
+        _run_in_pool(cells, todo, n_jobs, finish)
     else:
         for i in todo:
             finish(i, execute_cell(cells[i], threads=max(1, n_jobs)))
-            bar.update()
     bar.close()
     return [results[i] for i in range(len(cells))]

@@ -10,7 +10,6 @@ instead, and is scored on the validation split by its own accuracy.
 
 from __future__ import annotations
 
-import importlib
 import itertools
 import time
 from collections.abc import Callable, Mapping
@@ -20,7 +19,7 @@ import numpy as np
 from sklearn.base import is_classifier
 
 from .._registry import ESTIMATORS
-from ._common import captured_warnings
+from ._common import captured_warnings, import_object
 
 __all__ = [
     "LABELS",
@@ -29,6 +28,7 @@ __all__ = [
     "FittedLearner",
     "build_learner",
     "expand_grid",
+    "grids_text",
     "fit_learner",
     "keep_first_unless_better",
     "loo_recall_at_1",
@@ -50,6 +50,12 @@ LABELS = {
     **{e.name: e.label for e in ESTIMATORS if e.label},
     "nca": "NCA (scikit-learn)",
 }
+
+
+def grids_text(grids: Mapping[str, Mapping], note: str = "") -> str:
+    """The candidates of each learner as the tables' headings list them (``"WARCA {...}; ..."``)."""
+    return "; ".join(f"{LABELS[method]}{note} {grid}" for method, grid in grids.items())
+
 
 #: Grid entries that tune the scoring rule (the k of the k-NN vote), not the estimator: they are
 #: passed to the scorer as keywords, and candidates differing only in them share one fit.
@@ -90,11 +96,6 @@ class FittedLearner:
     predict: Callable[[np.ndarray], np.ndarray] | None = None
 
 
-def _import(path: str):
-    module, _, name = path.rpartition(".")
-    return getattr(importlib.import_module(module), name)
-
-
 def build_learner(method: str, params: Mapping, seed: int, device: str = "cpu"):
     """An unfitted estimator for ``method`` with ``params``, seeded; ``None`` for Euclidean.
 
@@ -107,7 +108,7 @@ def build_learner(method: str, params: Mapping, seed: int, device: str = "cpu"):
         return None
     if method not in CLASSES:
         raise ValueError(f"unknown learner {method!r}; choose from {[*EUCLIDEAN, *CLASSES]}.")
-    cls = _import(CLASSES[method])
+    cls = import_object(CLASSES[method])
     kwargs = dict(params)
     accepted = cls().get_params(deep=False)
     if "random_state" in accepted:
@@ -136,10 +137,6 @@ def loo_recall_at_1(Z_train, y_train, Z_val, y_val) -> float:
     return float(retrieval_scores(np.asarray(Z_val), y_val, ks=(1,), device="cpu")["recall@1"])
 
 
-def _identity(X: np.ndarray) -> np.ndarray:
-    return X
-
-
 def _is_classifier(est) -> bool:
     """A learner that predicts labels by its own distances instead of embedding the data."""
     return est is not None and is_classifier(est) and not hasattr(est, "transform")
@@ -162,7 +159,8 @@ def _fit(method: str, params: Mapping, X: np.ndarray, y: np.ndarray, seed: int, 
 
 
 def _transform(est):
-    return _identity if est is None else est.transform
+    """The learned map of a fitted estimator; the identity for the Euclidean baselines."""
+    return (lambda X: X) if est is None else est.transform
 
 
 def _select(method, fixed, candidates, X, y, seed, device, split, score, prefer_first=False):

@@ -27,7 +27,8 @@ def _pyplot():
     return plt
 
 
-def _grid(n_panels: int, plt, width: float = 4.2, height: float = 3.0):
+def _grid(n_panels: int, width: float = 4.2, height: float = 3.0):
+    plt = _pyplot()
     cols = min(3, n_panels)
     rows = math.ceil(n_panels / cols)
     fig, axes = plt.subplots(rows, cols, figsize=(width * cols, height * rows), squeeze=False)
@@ -36,11 +37,11 @@ def _grid(n_panels: int, plt, width: float = 4.2, height: float = 3.0):
     return fig, axes.ravel()
 
 
-def _save(fig, path: Path, plt) -> Path:
+def _save(fig, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
     fig.savefig(path, dpi=110, bbox_inches="tight")
-    plt.close(fig)
+    _pyplot().close(fig)
     return path
 
 
@@ -60,9 +61,8 @@ def accuracy_bars(
     paper : dict
         ``{dataset: ((mean %, std %), ...)}`` in the order of ``paper_methods``.
     """
-    plt = _pyplot()
     datasets = [d for d, row in table.items() if any(v["scores"] for v in row.values())]
-    fig, axes = _grid(len(datasets), plt)
+    fig, axes = _grid(len(datasets))
     # strict=False: the grid of axes is padded with hidden panels, so it may be longer.
     for ax, dataset in zip(axes, datasets, strict=False):
         methods = [m for m, v in table[dataset].items() if v["scores"]]
@@ -83,7 +83,7 @@ def accuracy_bars(
         ax.set_title(dataset, fontsize=9)
         ax.set_ylabel("k-NN accuracy (%)", fontsize=8)
     axes[0].legend(fontsize=7)
-    return _save(fig, Path(out_dir) / name, plt)
+    return _save(fig, Path(out_dir) / name)
 
 
 def metric_bars(
@@ -100,9 +100,8 @@ def metric_bars(
     table : dict
         ``{dataset: {method: {metric: (mean, std)}}}`` with values in [0, 1].
     """
-    plt = _pyplot()
     datasets = list(table)
-    fig, axes = _grid(len(datasets), plt, width=5.0)
+    fig, axes = _grid(len(datasets), width=5.0)
     # strict=False: the grid of axes is padded with hidden panels, so it may be longer.
     for ax, dataset in zip(axes, datasets, strict=False):
         methods = list(table[dataset])
@@ -118,7 +117,7 @@ def metric_bars(
     handles, names = axes[0].get_legend_handles_labels()
     fig.legend(handles, names, loc="upper center", ncol=min(4, len(names)), fontsize=7,
                bbox_to_anchor=(0.5, 0.0))  # fmt: skip
-    return _save(fig, Path(out_dir) / name, plt)
+    return _save(fig, Path(out_dir) / name)
 
 
 def cmc_plot(
@@ -128,8 +127,7 @@ def cmc_plot(
     max_rank: int = 50,
 ) -> Path:
     """CMC curves, one panel per data set: ``{dataset: {method: mean CMC (rank 1..)}}``."""
-    plt = _pyplot()
-    fig, axes = _grid(len(curves), plt, width=4.8, height=3.6)
+    fig, axes = _grid(len(curves), width=4.8, height=3.6)
     # strict=False: the grid of axes is padded with hidden panels, so it may be longer.
     for ax, (dataset, by_method) in zip(axes, curves.items(), strict=False):
         for method, curve in by_method.items():
@@ -140,15 +138,14 @@ def cmc_plot(
         ax.set_title(dataset, fontsize=9)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
-    return _save(fig, Path(out_dir) / name, plt)
+    return _save(fig, Path(out_dir) / name)
 
 
 def scaling_plot(
     times: Mapping[str, Mapping[int, float]], out_dir: Path, name: str, title: str = ""
 ) -> Path:
     """Median fit time against the number of training points, log-log: ``{method: {N: s}}``."""
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(5.5, 4.0))
+    fig, ax = _pyplot().subplots(figsize=(5.5, 4.0))
     for method, by_n in times.items():
         ns = sorted(by_n)
         ax.plot(ns, [by_n[n] for n in ns], marker="o", label=LABELS.get(method, method))
@@ -159,4 +156,4 @@ def scaling_plot(
     ax.set_title(title, fontsize=9)
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8)
-    return _save(fig, Path(out_dir) / name, plt)
+    return _save(fig, Path(out_dir) / name)

@@ -42,6 +42,9 @@ import torch
 from sklearn.base import clone
 
 from ..evaluate import clustering_scores, knn_accuracy, retrieval_scores
+from ..geometry import mean_whitening
+
+# the table helpers every benchmark imports (an import list alike in warca.py, not code)
 from ._common import (
     SIGNIFICANCE_TEXT,
     BenchConfig,
@@ -50,7 +53,7 @@ from ._common import (
     below_summary,
     captured_warnings,
     cell_runner,
-    compare_rows,
+    compare_results,
     comparison_cells,
     format_ci,
     group_by,
@@ -59,10 +62,11 @@ from ._common import (
     mean_ci,
     mean_std,
     split_failures,
+    user_files,
 )
 from .grid import Cell
 from .spd_pipelines import PIPELINES, fit_pipeline
-from .spdnet_baselines import ROWS, fit_spdnet_row, log_vectors, whiten
+from .spdnet_baselines import ROWS, fit_spdnet_row, log_vectors
 
 __all__ = ["NAME", "PAPER_TABLE", "SPD_SETS", "METHODS", "build_cells", "run_cell", "summarise"]
 
@@ -133,6 +137,7 @@ METHOD_INFO = {
     **{k: (label, None) for k, (label, _) in PIPELINES.items()},
 }
 METHODS = tuple(METHOD_INFO)
+LABELS = {method: label for method, (label, _) in METHOD_INFO.items()}
 #: The row every learned row is compared with (no learning).
 REFERENCE = "log-euclidean"
 
@@ -160,7 +165,7 @@ USER_TEST_SIZE = 0.3
 
 def is_trial_file(name) -> bool:
     """Whether a data set name is a user's ``.npz`` trial file (``--data PATH``), or its label in
-    cells and tables (``name.npz@digest``, :func:`rankmetric.bench.warca.file_label`)."""
+    cells and tables (``name.npz@digest``, :func:`rankmetric.bench._common.file_label`)."""
     return str(name).lower().endswith(".npz") or ".npz@" in str(name).lower()
 
 
@@ -168,33 +173,22 @@ def build_cells(config: BenchConfig) -> list[Cell]:
     """One cell per (method, data set, seed); a user's trial files (``--data``) as data sets."""
     mode = config.mode
     files = tuple(d for d in (config.datasets or ()) if is_trial_file(d))
-    if files:
-        datasets, default_methods = files, USER_METHODS
+    if files:  # the file's name and digest label the cells: a changed file is recomputed
+        datasets, default_methods = user_files(files, resolve=True), USER_METHODS
     else:
-        datasets = config.pick("datasets", QUICK_SETS if config.quick else FULL_SETS, SPD_SETS)
-        default_methods = METHODS
+        picked = config.pick("datasets", QUICK_SETS if config.quick else FULL_SETS, SPD_SETS)
+        datasets, default_methods = {name: {} for name in picked}, METHODS
     methods = config.pick("methods", default_methods, METHODS)
     budget = {**SHARED_BUDGET, **BUDGETS[mode]}
     n_seeds = config.seeds or SEEDS[mode]
     options = {"mode": mode, "device": config.device, "budget": budget,
                "fmnist_sizes": FMNIST_SIZES[mode]}  # fmt: skip
-    cells = []
-    for dataset in datasets:
-        extra = {}
-        if files:  # the file's name and digest label the cells: a changed file is recomputed
-            from pathlib import Path
-
-            from .warca import file_label
-
-            extra = {"path": str(Path(dataset).resolve())}
-            dataset = file_label(dataset)
-        cells += [
-            Cell(NAME, method, dataset, 0, seed, "rankmetric.bench.rpl.run_cell",
-                 {**options, **extra})
-            for method in methods
-            for seed in range(n_seeds)
-        ]  # fmt: skip
-    return cells
+    return [
+        Cell(NAME, method, dataset, 0, seed, "rankmetric.bench.rpl.run_cell", {**options, **extra})
+        for dataset, extra in datasets.items()
+        for method in methods
+        for seed in range(n_seeds)
+    ]
 
 
 @functools.lru_cache(maxsize=4)
@@ -270,7 +264,7 @@ def split_description(name) -> str:
 
 def _fit_log_euclidean(X):
     """No learning: the whitened inputs' log-vectors (the network's untrained output)."""
-    W = whiten(torch.as_tensor(X, dtype=torch.float64))
+    W = mean_whitening(torch.as_tensor(X, dtype=torch.float64))
 
     def transform(Z):
         Z = torch.as_tensor(Z, dtype=torch.float64)
@@ -376,32 +370,22 @@ def discriminating(entries: dict) -> bool:
     return any(e["R@1"][0] > e["chance R@1"][0] + CHANCE_BAND for e in entries.values())
 
 
-def compare_r1(results: list[dict], dataset: str) -> dict[str, dict]:
-    """Each method's test R@1 on ``dataset``: interval and paired t-tests over the seeds against
-    the Log-Euclidean reference and the best row."""
-    scores: dict = {}
-    for r in results:
-        if r["cell"]["dataset"] == dataset and r["scores"].get("R@1") is not None:
-            scores.setdefault(r["cell"]["method"], {})[r["cell"]["seed"]] = r["scores"]["R@1"]
-    return compare_rows(scores, REFERENCE if REFERENCE in scores else None)
-
-
 def _per_dataset_tables(
     table: dict, datasets, methods, results, paths: dict | None = None
 ) -> tuple[str, list[str]]:
     parts, below = [], []
     columns = (*METRICS, TRAIN_METRIC, ACCURACY)
-    labels = {m: METHOD_INFO[m][0] for m in METHOD_INFO}
     for dataset in datasets:
         rows = []
-        compared = compare_r1(results, dataset)
-        below += below_reference_note(compared, labels, dataset, "R@1", "Log-Euclidean")
+        found = [r for r in results if r["cell"]["dataset"] == dataset]
+        compared = compare_results(found, lambda r: r["scores"].get("R@1"), (REFERENCE,))
+        below += below_reference_note(compared, LABELS, dataset, "R@1", "Log-Euclidean")
         for method in methods:
             entry = table.get(dataset, {}).get(method)
             if entry:
                 test = compared.get(method, {})
                 rows.append(
-                    [marked(METHOD_INFO[method][0], test.get("below_reference", False)),
+                    [marked(LABELS[method], test.get("below_reference", False)),
                      *(format_ci(*entry[m]) for m in columns),
                      _format_seconds(entry.get(FIT_TIME, (float("nan"),))[0]),
                      *comparison_cells(test)]
@@ -499,16 +483,14 @@ def summarise(results: list[dict], config: BenchConfig, out_dir) -> Summary:
     markdown = "\n\n".join(part for part in [
         title, intro, tables, verdict, paper, failures,
     ] if part)  # fmt: skip
-    labels = {m: METHOD_INFO[m][0] for m in METHODS}
     ordered = {d: {m: table[d][m] for m in methods if m in table[d]} for d in datasets}
-    plots = [metric_bars(ordered, METRICS, labels, out_dir, "rpl_spd_scores.png")]
+    plots = [metric_bars(ordered, METRICS, LABELS, out_dir, "rpl_spd_scores.png")]
     payload = {
         d: {
-            m: {k: {"mean": v[0], "std": v[1]} for k, v in table[d][m].items() if np.isfinite(v[0])}
-            for m in table[d]
+            **{m: {k: {"mean": v[0], "std": v[1]} for k, v in entry.items() if np.isfinite(v[0])}
+               for m, entry in table[d].items()},
+            "discriminating": discriminating(table[d]),
         }
         for d in datasets
-    }
-    for d in datasets:
-        payload[d]["discriminating"] = discriminating(table[d])
+    }  # fmt: skip
     return Summary(NAME, markdown.rstrip(), payload, plots)

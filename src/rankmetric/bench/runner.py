@@ -108,24 +108,20 @@ def run_all(config: BenchConfig, **kwargs) -> list[Summary]:
 
 
 def _command(name: str, config: BenchConfig, n_jobs: int, scheduler: str | None) -> str:
-    parts = ["rankmetric bench", name]
-    if config.quick:
-        parts.append("--quick")
-    if config.datasets:
-        from ..datasets.user_features import is_feature_file
+    from ..datasets.user_features import is_feature_file
 
-        files = [d for d in config.datasets if is_feature_file(d)]
-        named = [d for d in config.datasets if not is_feature_file(d)]
-        parts += ["--data", *files] if files else []
-        parts += ["--datasets", *named] if named else []
-    if config.methods:
-        parts += ["--methods", *config.methods]
-    if config.seeds:
-        parts += ["--seeds", str(config.seeds)]
-    if n_jobs > 1:
-        parts += ["--jobs", str(n_jobs)]
-    if scheduler:
-        parts += ["--scheduler", scheduler]
+    datasets = config.datasets or ()
+    options = {
+        "--data": [d for d in datasets if is_feature_file(d)],
+        "--datasets": [d for d in datasets if not is_feature_file(d)],
+        "--methods": config.methods or (),
+        "--seeds": [config.seeds] if config.seeds else [],
+        "--jobs": [n_jobs] if n_jobs > 1 else [],
+        "--scheduler": [scheduler] if scheduler else [],
+    }
+    parts = ["rankmetric bench", name, *(["--quick"] if config.quick else [])]
+    for flag, values in options.items():
+        parts += [flag, *map(str, values)] if values else []
     return " ".join(parts)
 
 

@@ -23,8 +23,9 @@ their own ``predict``; the metric rows' a k-NN vote on the embedding.
 
 from __future__ import annotations
 
+import functools
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
 import numpy as np
 
@@ -105,44 +106,37 @@ def _fit_logistic(X, y, seed, budget):
     return embed, predict, {"params": {"C": C, **budget}, "validation": validation}
 
 
-def _fit_metric(method: str):
-    learner = method.removeprefix("ts-")
+def _fit_metric(X, y, seed, budget, *, method: str):
+    ts = _tangent_space(X)
+    fitted = fit_learner(
+        method.removeprefix("ts-"),
+        ts.transform(X),
+        y,
+        fixed=budget,
+        grid=GRIDS[method],
+        seed=seed,
+        split=validation_split,
+        score=loo_recall_at_1,
+        prefer_first=True,
+    )
 
-    def fit(X, y, seed, budget):
-        ts = _tangent_space(X)
-        fitted = fit_learner(
-            learner,
-            ts.transform(X),
-            y,
-            fixed=budget,
-            grid=GRIDS[method],
-            seed=seed,
-            split=validation_split,
-            score=loo_recall_at_1,
-            prefer_first=True,
-        )
+    def embed(Z):
+        return fitted.transform(ts.transform(Z))
 
-        def embed(Z):
-            return fitted.transform(ts.transform(Z))
-
-        record = {"params": fitted.params, "validation": fitted.validation}
-        return embed, None, record
-
-    return fit
+    return embed, None, {"params": fitted.params, "validation": fitted.validation}
 
 
 _FITS: dict[str, Callable] = {
     "mdm": _fit_mdm,
     "ts-lr": _fit_logistic,
-    "ts-warca": _fit_metric("ts-warca"),
-    "ts-lmnn": _fit_metric("ts-lmnn"),
+    "ts-warca": functools.partial(_fit_metric, method="ts-warca"),
+    "ts-lmnn": functools.partial(_fit_metric, method="ts-lmnn"),
 }
 
 
 def fit_pipeline(
-    method: str, X: np.ndarray, y: np.ndarray, *, seed: int, mode: str = "full",
-    budgets: Mapping | None = None,
-) -> tuple[Callable, Callable | None, dict]:  # fmt: skip
+    method: str, X: np.ndarray, y: np.ndarray, *, seed: int, mode: str = "full"
+) -> tuple[Callable, Callable | None, dict]:
     """Fit the row ``method`` of :data:`PIPELINES` on SPD matrices ``X`` (n, c, c).
 
     Parameters
@@ -155,8 +149,6 @@ def fit_pipeline(
         Seed of the validation split and of the learners.
     mode : {"full", "quick"}
         Which of :data:`BUDGETS`.
-    budgets : mapping, optional
-        Overrides :data:`BUDGETS` [mode].
 
     Returns
     -------
@@ -171,7 +163,7 @@ def fit_pipeline(
     """
     if method not in _FITS:
         raise ValueError(f"unknown SPD pipeline {method!r}; choose from {list(PIPELINES)}.")
-    budget = dict((budgets or BUDGETS[mode]).get(method, {}))
+    budget = dict(BUDGETS[mode].get(method, {}))
     start = time.perf_counter()
     embed, predict, record = _FITS[method](np.asarray(X, dtype=np.float64), np.asarray(y), seed,
                                            budget)  # fmt: skip

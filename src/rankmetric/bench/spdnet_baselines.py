@@ -10,17 +10,15 @@ start from the same network (the identity start: the untrained log-Euclidean ref
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 import numpy as np
 import torch
 
-from ..estimators.spd import LOSSES, SPDNetEmbedding
-from ..geometry.matrix_functions import spd_inv_sqrt, spd_log, sym_to_vec
-from ..geometry.means import riemannian_mean
+from ..estimators.spd import RPLEmbedding, SPDNetEmbedding
+from ..geometry.matrix_functions import spd_log, sym_to_vec
 
-__all__ = ["BASELINE_LOSSES", "ROWS", "fit_spdnet_row", "fit_spdnet_baseline", "whiten",
-           "log_vectors"]  # fmt: skip
+__all__ = ["ROWS", "fit_spdnet_row", "log_vectors"]
 
 #: Row id -> (estimator, loss, extra parameters): every row the same network and budget.
 ROWS = {
@@ -36,28 +34,11 @@ ROWS = {
     "rpl-class": ("rpl", "rpl", {"potato": "class"}),
     "rpl-pairwise": ("rpl", "rpl", {"potato": "pairwise"}),
 }
-#: The Euclidean deep-metric-learning baselines (their published defaults; margins 1).
-BASELINE_LOSSES = {k: LOSSES[loss] for k, (_, loss, _) in ROWS.items() if not k.startswith("rpl")}
 #: Budget keys passed to the estimator (the network keys only when given).
 _BUDGET_KEYS = ("max_iter", "learning_rate", "n_per_class", "validation_fraction",
                 "validation_every", "n_iter_no_change", "validation_metric",
                 "selection_se")  # fmt: skip
 _NETWORK_KEYS = ("hidden_sizes", "eps", "relative_eps", "bimap", "init", "head", "batchnorm")
-
-
-def make_row_estimator(row: str, budget: Mapping, seed: int, device: str = "cpu"):
-    """The unfitted estimator of a table row, with the shared ``budget``."""
-    if row not in ROWS:
-        raise ValueError(f"unknown row {row!r}; choose from {list(ROWS)}.")
-    kind, loss, extra = ROWS[row]
-    params = {k: budget[k] for k in _BUDGET_KEYS if k in budget}
-    params.update({k: budget[k] for k in _NETWORK_KEYS if budget.get(k) is not None})
-    params.update(extra, random_state=seed, device=device)
-    if kind == "rpl":
-        from ..estimators.spd import RPLEmbedding
-
-        return RPLEmbedding(**params)
-    return SPDNetEmbedding(loss=loss, **params)
 
 
 def fit_spdnet_row(
@@ -72,7 +53,14 @@ def fit_spdnet_row(
         ``n_iter``, ``best_iter`` (0: the untrained start was kept), ``validation_score`` and
         ``initial_validation_score``.
     """
-    est = make_row_estimator(row, budget, seed, device).fit(X, y)
+    if row not in ROWS:
+        raise ValueError(f"unknown row {row!r}; choose from {list(ROWS)}.")
+    kind, loss, extra = ROWS[row]
+    params = {k: budget[k] for k in _BUDGET_KEYS if k in budget}
+    params.update({k: budget[k] for k in _NETWORK_KEYS if budget.get(k) is not None})
+    params.update(extra, random_state=seed, device=device)
+    est = RPLEmbedding(**params) if kind == "rpl" else SPDNetEmbedding(loss=loss, **params)
+    est.fit(X, y)
     record = {
         "n_iter": int(est.n_iter_),
         "best_iter": est.best_iter_,
@@ -80,31 +68,6 @@ def fit_spdnet_row(
         "initial_validation_score": est.initial_validation_score_,
     }
     return est, record
-
-
-def fit_spdnet_baseline(
-    X: np.ndarray, y: np.ndarray, loss_name: str, budget: Mapping, *, seed: int,
-    device: str = "cpu",
-) -> tuple[Callable[[np.ndarray], np.ndarray], dict]:  # fmt: skip
-    """A baseline row's embedding function (``transform``) and training record."""
-    if loss_name not in BASELINE_LOSSES:
-        raise ValueError(f"unknown baseline {loss_name!r}; choose from {list(BASELINE_LOSSES)}.")
-    est, record = fit_spdnet_row(X, y, loss_name, budget, seed=seed, device=device)
-    return est.transform, record
-
-
-def whiten(X: torch.Tensor) -> torch.Tensor:
-    """The whitening ``M^{-1/2}`` by the Riemannian mean ``M`` of a stack (as the estimators).
-
-    Parameters
-    ----------
-    X : float64 tensor of shape (n, c, c)
-
-    Returns
-    -------
-    tensor of shape (c, c)
-    """
-    return spd_inv_sqrt(riemannian_mean(X))
 
 
 def log_vectors(Y: torch.Tensor) -> torch.Tensor:

@@ -35,20 +35,23 @@ from ._common import (
     below_reference_note,
     below_summary,
     cell_runner,
-    compare_rows,
+    compare_results,
     comparison_cells,
     comparison_payload,
     format_ci,
     format_number,
+    group_by,
     json_safe,
+    load_arrays,
     markdown_table,
     marked,
     mean_ci,
     mean_std,
     split_failures,
+    user_files,
 )
 from .grid import Cell
-from .learners import LABELS, FittedLearner, expand_grid, fit_learner, loo_recall_at_1
+from .learners import LABELS, FittedLearner, expand_grid, fit_learner, grids_text, loo_recall_at_1
 from .reid_data import MULTI_CAMERA_SETS, REID_SETS, load_reid
 
 __all__ = [
@@ -71,6 +74,13 @@ PROTOCOL = "market1501+rerank"
 CURVE_LENGTH = 50  # ranks kept for the CMC plot
 PCA_DIMS = 64
 
+#: The score columns of a CMC table -> how a cell's result holds each.
+SCORE_COLUMNS = {
+    **{f"rank {r}": lambda result, r=str(r): result["cmc"][r] for r in RANKS},
+    "mAP": lambda result: result["map"],
+    "rank 1 re-rank": lambda result: result["rerank"]["cmc"]["1"],
+    "mAP re-rank": lambda result: result["rerank"]["map"],
+}
 #: Published figures (Jose & Fleuret, ECCV 2016): Market-1501, CMC ranks 1 / 5 / 10 (%).
 PAPER_MARKET1501 = {"WARCA": (45.2, 68.2, 76.0), "LOMO+XQDA": (43.8, None, None)}
 
@@ -142,24 +152,14 @@ SCALING_SEEDS = {"quick": 1, "full": 3}
 NCA_MAX_N = 4000  # scikit-learn's NCA holds N × N matrices
 
 
-def file_label(path: str) -> str:
-    """The data-set name of a user's feature file in cells and tables: its name and the first
-    8 hex digits of its SHA-256 (so that a changed file is not read from the cache)."""
-    from pathlib import Path
-
-    from .._safe_npz import sha256_file
-
-    return f"{Path(path).name}@{sha256_file(path)[:8]}"
-
-
 def build_cells(config: BenchConfig) -> list[Cell]:
     """CMC cells (method × stand-in set × split) and fit-time cells (method × N × seed); with
     feature files among ``config.datasets`` (``--data PATH``), CMC cells on those only."""
     files = [d for d in (config.datasets or ()) if is_feature_file(d)]
     mode = config.mode
     # a user's file is named as the command gave it (relative to the working directory), not
-    # by the user's home or folder layout; its label carries its digest
-    datasets = {file_label(path): {"path": str(path)} for path in files} or {
+    # by the user's home or folder layout
+    datasets = user_files(files) or {
         name: {} for name in config.pick("datasets", (*REID_SETS, SCALING), (*REID_SETS, SCALING))
     }
     methods = config.pick("methods", METHODS, METHODS)
@@ -338,17 +338,9 @@ def run_cmc_cell(cell: Cell) -> dict:
 # ----------------------------------------------------------------------------- fit-time cells
 
 
-@functools.lru_cache(maxsize=1)
-def _fashion_train() -> tuple[np.ndarray, np.ndarray]:
-    from ..datasets import load_dataset
-
-    data = load_dataset("fashion-mnist")
-    return data.X, data.y
-
-
 def scaling_data(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """``n`` stratified Fashion-MNIST training images (seeded): pixels/255 → PCA-64 → scaled."""
-    X, y = _fashion_train()
+    X, y, _, _ = load_arrays("fashion-mnist")
     if n < len(y):
         X, _, y, _ = train_test_split(X, y, train_size=n, stratify=y, random_state=seed)
     X = PCA(n_components=PCA_DIMS, random_state=0).fit_transform(X / 255.0)
@@ -389,15 +381,6 @@ def _protocol_text(dataset: str, found: list[dict]) -> str:
     return f"{ids} test identities (camera-A probes vs camera-B gallery)"
 
 
-def _rank1_comparison(found: list[dict]) -> dict[str, dict]:
-    """Each method's rank-1 interval and paired t-tests (over the splits) against Euclidean
-    and against the best method (:func:`~rankmetric.bench._common.compare_rows`)."""
-    scores: dict = {}
-    for r in found:
-        scores.setdefault(r["cell"]["method"], {})[r["cell"]["fold"]] = r["cmc"]["1"]
-    return compare_rows(scores, "euclidean" if "euclidean" in scores else None)
-
-
 def _spread(values) -> dict[str, float]:
     """``{"mean", "std", "ci95"}`` of one cell's scores over its splits."""
     values = list(values)
@@ -409,24 +392,21 @@ def _cmc_tables(results: list[dict]) -> tuple[str, dict, dict, list[str]]:
     parts, payload, curves, below = [], {}, {}, []
     for dataset, description in _set_descriptions(results).items():
         found = [r for r in results if r["cell"]["dataset"] == dataset]
-        compared = _rank1_comparison(found)
+        compared = compare_results(found, lambda r: r["cmc"]["1"], ("euclidean",))
         below += below_reference_note(compared, LABELS, dataset, "rank 1")
         rows = []
         for method in METHODS:
             hits = [r for r in found if r["cell"]["method"] == method]
             if not hits:
                 continue
-            cis = {r: mean_ci(h["cmc"][str(r)] for h in hits) for r in RANKS}
-            map_ci = mean_ci(h["map"] for h in hits)
-            rr1_ci = mean_ci(h["rerank"]["cmc"]["1"] for h in hits)
-            rr_map_ci = mean_ci(h["rerank"]["map"] for h in hits)
+            scores = {column: [read(h) for h in hits] for column, read in SCORE_COLUMNS.items()}
             test = compared[method]
             payload.setdefault(dataset, {})[method] = json_safe({
-                **{str(r): _spread(h["cmc"][str(r)] for h in hits) for r in RANKS},
-                "map": _spread(h["map"] for h in hits),
+                **{str(r): _spread(scores[f"rank {r}"]) for r in RANKS},
+                "map": _spread(scores["mAP"]),
                 "minp": {"mean": mean_std(h["minp"] for h in hits)[0]},
-                "rerank": {"1": _spread(h["rerank"]["cmc"]["1"] for h in hits),
-                           "map": _spread(h["rerank"]["map"] for h in hits)},
+                "rerank": {"1": _spread(scores["rank 1 re-rank"]),
+                           "map": _spread(scores["mAP re-rank"])},
                 **comparison_payload(test, "rank1_"),
             })  # fmt: skip
             common = min(len(h["curve"]) for h in hits)  # small files: galleries differ
@@ -436,10 +416,8 @@ def _cmc_tables(results: list[dict]) -> tuple[str, dict, dict, list[str]]:
             # not in the payload: timings differ between runs, the scores must not
             seconds = float(np.median([h["fit_seconds"] for h in hits]))
             label = marked(LABELS[method], test["below_reference"])
-            rows.append([label, *(format_ci(*cis[r]) for r in RANKS),
-                         format_ci(*map_ci), format_ci(*rr1_ci), format_ci(*rr_map_ci),
-                         *comparison_cells(test),
-                         format_number(seconds, 2)])  # fmt: skip
+            rows.append([label, *(format_ci(*mean_ci(v)) for v in scores.values()),
+                         *comparison_cells(test), format_number(seconds, 2)])  # fmt: skip
         n_splits = len({r["cell"]["fold"] for r in found})
         stand_in = "STAND-IN for re-id data" if dataset in REID_SETS else "not a stand-in"
         parts.append(
@@ -448,16 +426,7 @@ def _cmc_tables(results: list[dict]) -> tuple[str, dict, dict, list[str]]:
             "2017, k1 = 20, k2 = 6, λ = 0.3) of the same embedding; fit s: median time of the "
             "final fit on the training identities.\n\n"
             + markdown_table(
-                [
-                    "method",
-                    *(f"rank {r}" for r in RANKS),
-                    "mAP",
-                    "rank 1 re-rank",
-                    "mAP re-rank",
-                    "Δ rank 1 vs Euclidean",
-                    "Δ rank 1 vs best",
-                    "fit s",
-                ],
+                ["method", *SCORE_COLUMNS, "Δ rank 1 vs Euclidean", "Δ rank 1 vs best", "fit s"],
                 rows,
             )  # fmt: skip
         )
@@ -465,12 +434,9 @@ def _cmc_tables(results: list[dict]) -> tuple[str, dict, dict, list[str]]:
 
 
 def _scaling_table(results: list[dict]) -> tuple[str, dict]:
-    times: dict = {}
-    for r in results:
-        times.setdefault(r["cell"]["method"], {}).setdefault(r["cell"]["fold"], []).append(
-            r["seconds"]
-        )
-    medians = {m: {n: float(np.median(v)) for n, v in by_n.items()} for m, by_n in times.items()}
+    medians: dict = {}  # method -> N -> median seconds
+    for (method, n), group in group_by(results, "method", "fold").items():
+        medians.setdefault(method, {})[n] = float(np.median([r["seconds"] for r in group]))
     sizes = sorted({n for by_n in medians.values() for n in by_n})
     order = [m for m in SCALING_METHODS if m in medians]
     rows = [[LABELS[m], *(format_number(medians[m].get(n), 2) for n in sizes)] for m in order]
@@ -511,18 +477,10 @@ def summarise(results: list[dict], config: BenchConfig, out_dir) -> Summary:
         tuning = (
             "each method's defaults (quick mode)"
             if config.quick
-            else (
-                "chosen on 20% of the training identities held out (leave-one-out R@1); grids: "
-                + "; ".join(f"{LABELS[m]} {g}" for m, g in GRIDS.items())
-                + "; on "
-                + ", ".join(HISTOGRAM_SETS)
-                + ": "
-                + "; ".join(f"{LABELS[m]} (χ²-RBF) {g}" for m, g in HISTOGRAM_GRIDS.items())
-                + "; on "
-                + ", ".join(PCA_SETS)
-                + f" ({PCA_KEY}: the first d principal axes): "
-                + "; ".join(f"{LABELS[m]} {g}" for m, g in PCA_GRIDS.items())
-            )
+            else "chosen on 20% of the training identities held out (leave-one-out R@1); grids: "
+            f"{grids_text(GRIDS)}; on {', '.join(HISTOGRAM_SETS)}: "
+            f"{grids_text(HISTOGRAM_GRIDS, ' (χ²-RBF)')}; on {', '.join(PCA_SETS)} ({PCA_KEY}: the "
+            f"first d principal axes): {grids_text(PCA_GRIDS)}"
         )
         paper = ", ".join(
             f"{name} {'/'.join('—' if v is None else f'{v:.1f}' for v in vals)}"

@@ -1,18 +1,13 @@
 """Numpydoc text that several estimators share, written once and filled in at class definition.
 
 A class docstring names a shared block by a line that holds only ``%(name)s`` (indented as the
-block must be); :func:`fill_doc` replaces that line by the block of :data:`SHARED`, indented the
-same, so the rendered ``__doc__`` (what ``help``, numpydoc validation, Sphinx autodoc and the
-doctests read) is the complete text. Only whole-line placeholders are replaced, so the ``%`` and
-braces of the rest of a docstring need no escaping; an unknown name raises ``KeyError`` when the
-module defining the class is imported.
+block must be); ``fill_doc`` replaces that line by the block of :data:`SHARED`
+(:func:`rankmetric._docstrings.doc_filler`), so the rendered ``__doc__`` is the complete text.
 """
 
 from __future__ import annotations
 
-import re
-import textwrap
-from typing import TypeVar
+from .._docstrings import doc_filler
 
 __all__ = ["SHARED", "fill_doc"]
 
@@ -74,40 +69,6 @@ checkpoint_every : int, default=100
     Steps between two checkpoints.""",
 }
 
-_PLACEHOLDER = re.compile(r"^( *)%\((\w+)\)s$", re.MULTILINE)
-
-_T = TypeVar("_T")
-
-
-def fill_doc(obj: _T) -> _T:
-    """Replace the whole-line ``%(name)s`` placeholders of ``obj.__doc__`` by :data:`SHARED`.
-
-    Parameters
-    ----------
-    obj : class or function
-        Its ``__doc__`` is rewritten in place.
-
-    Returns
-    -------
-    class or function
-        ``obj``, so that this works as a decorator.
-
-    Examples
-    --------
-    >>> from rankmetric.estimators._docstrings import fill_doc
-    >>> @fill_doc
-    ... class Learner:
-    ...     '''A learner.
-    ...
-    ...     Attributes
-    ...     ----------
-    ...     %(held_out_check_attribute)s
-    ...     '''
-    >>> print(Learner.__doc__.splitlines()[4].strip())
-    held_out_check_ : dict or None
-    """
-    if obj.__doc__:
-        obj.__doc__ = _PLACEHOLDER.sub(
-            lambda m: textwrap.indent(SHARED[m.group(2)], m.group(1)), obj.__doc__
-        )
-    return obj
+#: Replace the whole-line ``%(name)s`` placeholders of a docstring by :data:`SHARED`
+#: (:func:`rankmetric._docstrings.doc_filler`); used as a class or function decorator.
+fill_doc = doc_filler(SHARED)

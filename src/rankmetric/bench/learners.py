@@ -28,7 +28,6 @@ __all__ = [
     "FittedLearner",
     "build_learner",
     "expand_grid",
-    "grids_text",
     "fit_learner",
     "keep_first_unless_better",
     "loo_recall_at_1",

@@ -38,6 +38,7 @@ from ..geometry.matrix_functions import (
     symmetrize,
 )
 from ..geometry.means import riemannian_mean
+from ._docstrings import fill_doc
 from .batchnorm import SPDBatchNorm, batch_karcher_mean
 from .stiefel import random_stiefel
 
@@ -82,6 +83,7 @@ def rectified_log(X: torch.Tensor, eps: float) -> torch.Tensor:
     )
 
 
+@fill_doc
 class BiMap(nn.Module):
     r"""Bilinear map :math:`Y = W^\top X W` with :math:`W` of shape (in_features, out_features).
 
@@ -109,17 +111,10 @@ class BiMap(nn.Module):
     rankmetric.models.ReEig : The rectification that follows it.
     rankmetric.models.SPDNet : The network of BiMap and ReEig blocks.
 
-    References
-    ----------
-    .. [1] Z. Huang and L. Van Gool. A Riemannian Network for SPD Matrix Learning. AAAI 2017.
+    %(huang_van_gool)s
 
-    Examples
-    --------
-    >>> import torch
-    >>> from rankmetric.datasets import make_spd_clusters
-    >>> X = torch.as_tensor(make_spd_clusters(6, n_channels=4, n_classes=2, random_state=0)[0])
-    >>> from rankmetric.models import BiMap
-    >>> BiMap(4, 2, dtype=torch.float64)(X).shape
+    %(spd_example_batch)s
+    >>> models.BiMap(4, 2, dtype=torch.float64)(X).shape
     torch.Size([6, 2, 2])
     """
 
@@ -183,6 +178,7 @@ class BiMap(nn.Module):
         )
 
 
+@fill_doc
 class ReEig(nn.Module):
     r"""Eigenvalue rectification :math:`U \max(t I, \Lambda)\, U^\top` of SPD matrices (B, c, c).
 
@@ -206,9 +202,7 @@ class ReEig(nn.Module):
     rankmetric.geometry.spd_clamp : The same eigenvalue floor as a function.
     rankmetric.models.BiMap : The layer before it.
 
-    References
-    ----------
-    .. [1] Z. Huang and L. Van Gool. A Riemannian Network for SPD Matrix Learning. AAAI 2017.
+    %(huang_van_gool)s
 
     Examples
     --------
@@ -252,6 +246,7 @@ class ReEig(nn.Module):
         return f"eps={self.eps}, relative={self.relative}"
 
 
+@fill_doc
 class LogEig(nn.Module):
     r"""Matrix logarithm :math:`U \log(\Lambda)\, U^\top` of SPD matrices (B, c, c).
 
@@ -263,9 +258,7 @@ class LogEig(nn.Module):
     rankmetric.geometry.spd_log : The same logarithm as a function.
     rankmetric.models.SPDNet : Ends with it when ``log_output=True``.
 
-    References
-    ----------
-    .. [1] Z. Huang and L. Van Gool. A Riemannian Network for SPD Matrix Learning. AAAI 2017.
+    %(huang_van_gool)s
 
     Examples
     --------

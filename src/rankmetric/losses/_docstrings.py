@@ -16,6 +16,10 @@ SHARED: dict[str, str] = {
     "call_convention": """\
 How a call ``loss(embeddings, labels, indices_tuple=None, ref_emb=None, ref_labels=None)``
 (:meth:`BatchMetricLoss.forward`) reads its arguments and what it returns:""",
+    # The argument of to_pairs and to_triplets.
+    "indices_tuple": """\
+indices_tuple : tuple of Tensor
+    Pairs ``(a1, p, a2, n)`` or triplets ``(a, p, n)``, as miners return them.""",
     # The batch the examples of the batch losses and miners run on: 4 classes of 2 samples.
     "example_batch": """\
 Examples

@@ -10,8 +10,27 @@ from .._docstrings import CITATIONS, doc_filler
 
 __all__ = ["SHARED", "fill_doc"]
 
+
+def _layer_io(size_in: str, size_out: str, kind: str, output: str) -> str:
+    """Parameters and Returns of an SPD layer's ``forward(X)`` on a batch of B matrices."""
+    return f"""\
+Parameters
+----------
+X : tensor of shape (B, {size_in}, {size_in})
+    {kind} matrices.
+
+Returns
+-------
+tensor of shape (B, {size_out}, {size_out})
+    {output}"""
+
+
 SHARED: dict[str, str] = {
     **CITATIONS,
+    # The forward methods of BiMap, ReEig and LogEig.
+    "bimap_io": _layer_io("in_features", "out_features", "SPD", "``Wᵀ X W``, exactly symmetric."),
+    "reeig_io": _layer_io("c", "c", "Symmetric", "SPD matrices, exactly symmetric."),
+    "logeig_io": _layer_io("c", "c", "SPD", "Symmetric matrices."),
     # The SPD matrices the examples of the SPD layers and optimisers run on.
     "spd_example_batch": """\
 Examples

@@ -147,18 +147,11 @@ class BiMap(nn.Module):
             )
         self.weight = nn.Parameter(weight)
 
+    @fill_doc
     def forward(self, X: torch.Tensor) -> torch.Tensor:
         """Map SPD matrices (B, in_features, in_features) to (B, out_features, out_features).
 
-        Parameters
-        ----------
-        X : tensor of shape (B, in_features, in_features)
-            SPD matrices.
-
-        Returns
-        -------
-        tensor of shape (B, out_features, out_features)
-            ``Wᵀ X W``, exactly symmetric.
+        %(bimap_io)s
         """
         W = self.weight
         return symmetrize(W.transpose(-1, -2) @ X @ W)
@@ -223,18 +216,11 @@ class ReEig(nn.Module):
         self.eps = float(eps)
         self.relative = bool(relative)
 
+    @fill_doc
     def forward(self, X: torch.Tensor) -> torch.Tensor:
         """Floor the eigenvalues of each matrix.
 
-        Parameters
-        ----------
-        X : tensor of shape (B, c, c)
-            Symmetric matrices.
-
-        Returns
-        -------
-        tensor of shape (B, c, c)
-            SPD matrices, exactly symmetric.
+        %(reeig_io)s
         """
         # Symmetrised so that outputs are exactly symmetric, not only up to rounding.
         if not self.relative:
@@ -268,18 +254,11 @@ class LogEig(nn.Module):
     tensor([[1., 1.]])
     """
 
+    @fill_doc
     def forward(self, X: torch.Tensor) -> torch.Tensor:
         """Matrix logarithm of each SPD matrix.
 
-        Parameters
-        ----------
-        X : tensor of shape (B, c, c)
-            SPD matrices.
-
-        Returns
-        -------
-        tensor of shape (B, c, c)
-            Symmetric matrices.
+        %(logeig_io)s
         """
         return spd_log(X)
 

@@ -66,6 +66,7 @@ KERNEL_PARAMETER_CONSTRAINTS = {
 }
 
 
+# alike: numpydoc See Also / Examples skeleton alike in resources.format_bytes; the functions differ
 def check_kernel(kernel: str, gamma=None, degree=3, coef0=1.0) -> None:
     """Validate a kernel name and its parameters; raise ``ValueError`` naming the problem.
 
@@ -139,6 +140,8 @@ def _row_chunks(n_rows: int, row_cost: int, chunk_elements: int):
         yield slice(start, min(start + step, n_rows))
 
 
+# alike: numpydoc Parameters / Returns skeleton of a pairwise function, alike in _distances.py; the
+# formulas differ
 @_fill_doc
 def linear_kernel(X: torch.Tensor, Y: torch.Tensor) -> torch.Tensor:
     """``K = X Yᵀ``.

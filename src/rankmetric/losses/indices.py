@@ -182,6 +182,8 @@ def reference_call(
     return (None, None, indices) if same else (ref_emb, ref_labels, indices)
 
 
+# alike: numpydoc See Also / Examples skeleton alike in neighbors/_search.py, vec_to_sym and
+# exp_map; the functions differ
 @fill_doc
 def to_pairs(indices_tuple: IndicesTuple) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """``(a1, p, a2, n)``: pairs as they are, triplets ``(a, p, n)`` as ``(a, p, a, n)``.
@@ -213,6 +215,7 @@ def to_pairs(indices_tuple: IndicesTuple) -> tuple[Tensor, Tensor, Tensor, Tenso
     return a, p, a, n
 
 
+# alike: numpydoc See Also / Examples skeleton alike in all_pairs below; the conversions differ
 @fill_doc
 def to_triplets(indices_tuple: IndicesTuple) -> tuple[Tensor, Tensor, Tensor]:
     """``(a, p, n)``: triplets as they are; pairs give every (positive, negative) with one anchor.

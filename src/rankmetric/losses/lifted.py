@@ -57,6 +57,9 @@ __all__ = ["LiftedStructureLoss", "FORMS"]
 FORMS = ("original", "generalized")
 
 
+# alike: numpydoc See Also / Notes skeleton alike in NPairLoss; the text differs
+# alike: the constructor of the metric-injected losses (margin, metric and its old name) is alike in
+# TripletLoss; defaults and other parameters differ
 @fill_doc
 class LiftedStructureLoss(MetricSelector, BatchMetricLoss):
     """Lifted structured loss over every positive and negative pair of a batch.

@@ -111,6 +111,8 @@ class Miner(nn.Module, metaclass=abc.ABCMeta):
 
     allow_matrices = False
 
+    # alike: the (embeddings, labels, ref_emb, ref_labels) call convention of losses and miners,
+    # alike in TripletLoss._from_masks
     def forward(
         self,
         embeddings: Tensor,

@@ -97,6 +97,8 @@ class MultiSimilarityLoss(BatchMetricLoss):
 
     _repr_fields = ("alpha", "beta", "base", "epsilon", "mining", "similarity")
 
+    # alike: a constructor of float hyper-parameters, shaped like RiemannianPotatoLoss's; the
+    # parameters differ
     def __init__(
         self,
         alpha: float = 2.0,

@@ -121,6 +121,8 @@ class ProxyNCALoss(BatchMetricLoss):
         init = torch.randn(n_classes, embedding_dim, generator=generator, dtype=dtype)
         self.proxies = nn.Parameter(init.to(device))
 
+    # alike: a property and extra_repr of an nn.Module, shaped like BiMap's (models/spdnet.py); the
+    # fields differ
     @property
     def n_classes(self) -> int:
         return self.proxies.shape[0]

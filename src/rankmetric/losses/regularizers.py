@@ -29,6 +29,8 @@ __all__ = [
 ]
 
 
+# alike: See Also, citation and example header alike in kernel_aon_penalty (the linear and kernel
+# forms of one penalty); the estimators named differ
 @fill_doc
 def aon_penalty(weight: torch.Tensor) -> torch.Tensor:
     r"""Approximate-orthonormality regulariser (eq. 4 with the :math:`\tfrac12` of eq. 5).

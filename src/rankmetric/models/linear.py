@@ -119,6 +119,8 @@ class LinearMap(nn.Module):
             )
         return value
 
+    # alike: nn.Linear's in_features / out_features, alike in BiMap (models/spdnet.py), whose weight
+    # is stored transposed: (in, out) there, (out, in) here
     @property
     def in_features(self) -> int:
         return self.weight.shape[1]

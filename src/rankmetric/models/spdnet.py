@@ -475,6 +475,8 @@ class SPDNet(nn.Module):
         self.train(was_training)
 
 
+# alike: its Returns / Raises are alike in estimators/spd/_network.py's parse_hidden_sizes, which
+# calls it and states its errors
 def check_sizes(sizes: Sequence[int], name: str = "sizes") -> list[int]:
     """The BiMap sizes ``[c, h1, ..., hk]`` as a list of ints: non-empty, positive, non-increasing.
 

@@ -23,6 +23,7 @@ __all__ = ["SphereTanhEmbedding", "sphere_similarity"]
 NORM_EPS = 1e-12
 
 
+# alike: numpydoc See Also / Examples skeleton alike in neighbors/_faiss.py; the functions differ
 def sphere_similarity(emb_a: torch.Tensor, emb_b: torch.Tensor) -> torch.Tensor:
     r"""Row-wise similarity :math:`\hat S(a, b) = H(a)^\top H(b)` of paired embeddings.
 

@@ -171,6 +171,8 @@ class _StiefelOptimizer(torch.optim.Optimizer):
             p.add_(direction, alpha=-step_size)
 
 
+# alike: the orthonormality check of the example and the torch.optim constructor (params, lr, ...)
+# are alike in StiefelAdam; the optimisers differ
 @fill_doc
 class StiefelSGD(_StiefelOptimizer):
     r"""SGD (with optional momentum) that keeps ``"stiefel": True`` parameter groups orthonormal.

@@ -6,7 +6,8 @@ indented the same, so the rendered ``__doc__`` (what ``help``, numpydoc validati
 and the doctests read) is the complete text. Only whole-line placeholders are replaced, so the
 ``%`` and braces of the rest of a docstring need no escaping; an unknown name raises ``KeyError``
 when the module defining the object is imported. Each package keeps its own table (e.g.
-``estimators/_docstrings.py``) and makes its ``fill_doc`` from it.
+``estimators/_docstrings.py``) and makes its ``fill_doc`` from it; :data:`CITATIONS` holds the
+papers that several packages cite, for those tables to include.
 """
 
 from __future__ import annotations
@@ -16,11 +17,32 @@ import textwrap
 from collections.abc import Callable, Mapping
 from typing import TypeVar
 
-__all__ = ["doc_filler"]
+__all__ = ["CITATIONS", "doc_filler"]
 
 _PLACEHOLDER = re.compile(r"^( *)%\((\w+)\)s$", re.MULTILINE)
 
 _T = TypeVar("_T")
+
+#: The papers several packages cite, each a complete numpydoc References section, by authors.
+CITATIONS: dict[str, str] = {
+    # WARCA, its WARP loss, its regularisers and its linear map.
+    "jose_fleuret": """\
+References
+----------
+.. [1] C. Jose and F. Fleuret. Scalable Metric Learning via Weighted Approximate Rank
+   Component Analysis. ECCV 2016.""",
+    # SSNE, its similarity loss, its group norm and its sphere embedding.
+    "batra_shakhnarovich": """\
+References
+----------
+.. [1] D. Batra and G. Shakhnarovich. Similarity Sensitive Nonlinear Embeddings. Toyota
+   Technological Institute at Chicago, workshop extended abstract.""",
+    # SPDNet's layers and the Stiefel manifold optimisers.
+    "huang_van_gool": """\
+References
+----------
+.. [1] Z. Huang and L. Van Gool. A Riemannian Network for SPD Matrix Learning. AAAI 2017.""",
+}
 
 
 def doc_filler(shared: Mapping[str, str]) -> Callable[[_T], _T]:

@@ -27,6 +27,7 @@ import numpy as np
 import torch
 
 from ._distances import squared_euclidean_in_place
+from ._docstrings import doc_filler
 from ._utils import to_tensor
 from ._validation import NONE, POSITIVE_INT, Interval, Options, check_param
 
@@ -65,6 +66,7 @@ KERNEL_PARAMETER_CONSTRAINTS = {
 }
 
 
+# alike: numpydoc See Also / Examples skeleton alike in resources.format_bytes; the functions differ
 def check_kernel(kernel: str, gamma=None, degree=3, coef0=1.0) -> None:
     """Validate a kernel name and its parameters; raise ``ValueError`` naming the problem.
 
@@ -110,6 +112,27 @@ def _check_non_negative(X: torch.Tensor, name: str) -> None:
         )
 
 
+#: The numpydoc blocks the elementwise kernels share (:func:`rankmetric._docstrings.doc_filler`).
+_fill_doc = doc_filler(
+    {
+        "kernel_rows": """\
+X : tensor of shape (n_x, n_features)
+    Rows ``x_i``.
+Y : tensor of shape (n_y, n_features)
+    Rows ``y_j``.""",
+        "see_also_and_example_start": """\
+See Also
+--------
+rankmetric.kernels.pairwise_kernel : Any kernel by name, on arrays.
+
+Examples
+--------
+>>> import torch
+>>> from rankmetric import kernels""",
+    }
+)
+
+
 def _row_chunks(n_rows: int, row_cost: int, chunk_elements: int):
     """Slices of at most ``chunk_elements // row_cost`` rows covering ``range(n_rows)``."""
     step = max(1, chunk_elements // max(row_cost, 1))
@@ -117,6 +140,9 @@ def _row_chunks(n_rows: int, row_cost: int, chunk_elements: int):
         yield slice(start, min(start + step, n_rows))
 
 
+# alike: numpydoc Parameters / Returns skeleton of a pairwise function, alike in _distances.py; the
+# formulas differ
+@_fill_doc
 def linear_kernel(X: torch.Tensor, Y: torch.Tensor) -> torch.Tensor:
     """``K = X Yᵀ``.
 
@@ -129,20 +155,14 @@ def linear_kernel(X: torch.Tensor, Y: torch.Tensor) -> torch.Tensor:
     -------
     tensor of shape (n_x, n_y)
 
-    See Also
-    --------
-    rankmetric.kernels.pairwise_kernel : Any kernel by name, on arrays.
-
-    Examples
-    --------
-    >>> import torch
-    >>> from rankmetric.kernels import linear_kernel
-    >>> linear_kernel(torch.tensor([[1.0, 2.0]]), torch.tensor([[3.0, 4.0]]))
+    %(see_also_and_example_start)s
+    >>> kernels.linear_kernel(torch.tensor([[1.0, 2.0]]), torch.tensor([[3.0, 4.0]]))
     tensor([[11.]])
     """
     return X @ Y.T
 
 
+@_fill_doc
 def rbf_kernel(X: torch.Tensor, Y: torch.Tensor, gamma: float) -> torch.Tensor:
     r"""Gaussian kernel :math:`K_{ij} = \exp(-\gamma \lVert x_i - y_j \rVert^2)`.
 
@@ -150,10 +170,7 @@ def rbf_kernel(X: torch.Tensor, Y: torch.Tensor, gamma: float) -> torch.Tensor:
 
     Parameters
     ----------
-    X : tensor of shape (n_x, n_features)
-        Rows ``x_i``.
-    Y : tensor of shape (n_y, n_features)
-        Rows ``y_j``.
+    %(kernel_rows)s
     gamma : float
         Width, ``> 0``.
 
@@ -162,15 +179,9 @@ def rbf_kernel(X: torch.Tensor, Y: torch.Tensor, gamma: float) -> torch.Tensor:
     tensor of shape (n_x, n_y)
         The kernel values, in ``(0, 1]``.
 
-    See Also
-    --------
-    rankmetric.kernels.pairwise_kernel : Any kernel by name, on arrays.
-
-    Examples
-    --------
-    >>> import torch
-    >>> from rankmetric.kernels import rbf_kernel
-    >>> rbf_kernel(torch.tensor([[0.0], [1.0]]), torch.tensor([[0.0]]), gamma=1.0).round(decimals=4)
+    %(see_also_and_example_start)s
+    >>> x, y = torch.tensor([[0.0], [1.0]]), torch.tensor([[0.0]])
+    >>> kernels.rbf_kernel(x, y, gamma=1.0).round(decimals=4)
     tensor([[1.0000],
             [0.3679]])
     """
@@ -178,6 +189,7 @@ def rbf_kernel(X: torch.Tensor, Y: torch.Tensor, gamma: float) -> torch.Tensor:
     return torch.exp_(squared_euclidean_in_place(X, Y).mul_(-gamma))
 
 
+@_fill_doc
 def polynomial_kernel(
     X: torch.Tensor, Y: torch.Tensor, gamma: float, degree: int = 3, coef0: float = 1.0
 ) -> torch.Tensor:
@@ -187,10 +199,7 @@ def polynomial_kernel(
 
     Parameters
     ----------
-    X : tensor of shape (n_x, n_features)
-        Rows ``x_i``.
-    Y : tensor of shape (n_y, n_features)
-        Rows ``y_j``.
+    %(kernel_rows)s
     gamma : float
         Scale of the inner product.
     degree : int, default=3
@@ -203,16 +212,9 @@ def polynomial_kernel(
     tensor of shape (n_x, n_y)
         The kernel values.
 
-    See Also
-    --------
-    rankmetric.kernels.pairwise_kernel : Any kernel by name, on arrays.
-
-    Examples
-    --------
-    >>> import torch
-    >>> from rankmetric.kernels import polynomial_kernel
+    %(see_also_and_example_start)s
     >>> x, y = torch.tensor([[1.0, 2.0]]), torch.tensor([[3.0, 4.0]])
-    >>> polynomial_kernel(x, y, gamma=1.0, degree=2)  # (11 + 1)²
+    >>> kernels.polynomial_kernel(x, y, gamma=1.0, degree=2)  # (11 + 1)²
     tensor([[144.]])
     """
     return (X @ Y.T).mul_(gamma).add_(coef0).pow_(degree)

@@ -66,6 +66,8 @@ def _caller_stacklevel(prefixes: tuple[str, ...]) -> int:
     return level
 
 
+# alike: the warnings.catch_warnings doctest idiom, alike in estimators/_early_stopping.py; the
+# warnings differ
 def warn_at_caller(message: str, category: type[Warning] = UserWarning) -> None:
     """Warn at the first line outside rankmetric and scikit-learn: the user's own call.
 

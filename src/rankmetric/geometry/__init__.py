@@ -45,6 +45,8 @@ for _name in _HALF_AS_FLOAT32.split():
     globals()[_name] = half_as_float32(globals()[_name])
 del _name
 
+# alike: the package's public list names its modules' names again (explicit, as numpy and
+# scikit-learn write theirs; the modules' own lists hold internal names too)
 __all__ = [
     "METRIC_ALIASES",
     "canonical_metric",

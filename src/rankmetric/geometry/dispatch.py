@@ -82,6 +82,8 @@ def distance(A, B, metric: str | Callable = "airm") -> torch.Tensor:
     return distance_functions[metric](A, B)
 
 
+# alike: numpydoc Returns / Raises skeleton of a pairwise distance, alike in pairwise_airm
+# (distances.py)
 def pairwise_distance(X, Y=None, metric: str | Callable = "airm") -> torch.Tensor:
     r"""Matrix of distances between every matrix of ``X`` and every matrix of ``Y``.
 

@@ -26,6 +26,7 @@ from ._common import (
     safe_sqrt,
     triangular_inverse,
 )
+from ._docstrings import fill_doc
 from ._host_blas import blas_threads, side_by_side, use_host_blas, whiten_pairs_host
 from .checks import (
     as_symmetric_tensor,
@@ -201,6 +202,7 @@ def _raise_at(failed: torch.Tensor, index: torch.Tensor, name: str, why: str) ->
         raise ValueError(f"{name}[{bad}] is not positive definite ({why}).")
 
 
+@fill_doc
 def airm_distance(A, B) -> torch.Tensor:
     r"""Affine-invariant Riemannian distance between paired SPD matrices.
 
@@ -245,13 +247,8 @@ def airm_distance(A, B) -> torch.Tensor:
     .. [2] X. Pennec, P. Fillard, N. Ayache, "A Riemannian framework for tensor computing",
        IJCV 66(1), 2006.
 
-    Examples
-    --------
-    >>> import torch
-    >>> A = torch.eye(2, dtype=torch.float64)
-    >>> B = torch.diag(torch.tensor([1.0, 2.0], dtype=torch.float64).exp())  # diag(e, e²)
-    >>> from rankmetric.geometry import airm_distance
-    >>> round(airm_distance(A, B).item(), 4)  # √(1² + 2²)
+    %(example_pair)s
+    >>> round(geometry.airm_distance(A, B).item(), 4)  # √(1² + 2²)
     2.2361
     """
     A, B = common_dtype(as_symmetric_tensor(A, "A"), as_symmetric_tensor(B, "B"))
@@ -259,6 +256,7 @@ def airm_distance(A, B) -> torch.Tensor:
     return safe_sqrt(_AirmSquared.apply(A, B, False))
 
 
+@fill_doc
 def pairwise_airm(A, B=None, chunk_size: int | None = None) -> torch.Tensor:
     r"""Matrix of affine-invariant Riemannian distances between two sets of SPD matrices.
 
@@ -291,22 +289,14 @@ def pairwise_airm(A, B=None, chunk_size: int | None = None) -> torch.Tensor:
     ValueError
         If an input is not a stack of SPD matrices of shape (n, c, c), or ``chunk_size < 1``.
 
-    See Also
-    --------
-    rankmetric.geometry.airm_distance : Distances of paired matrices.
-    rankmetric.geometry.pairwise_distance : Any named metric (pyRiemann's names accepted).
+    %(see_also_pairwise_airm)s
 
     References
     ----------
     .. [1] X. Pennec, P. Fillard, N. Ayache, IJCV 66(1), 2006 (see :func:`airm_distance`).
 
-    Examples
-    --------
-    >>> import torch
-    >>> A = torch.eye(2, dtype=torch.float64)
-    >>> B = torch.diag(torch.tensor([1.0, 2.0], dtype=torch.float64).exp())  # diag(e, e²)
-    >>> from rankmetric.geometry import pairwise_airm
-    >>> pairwise_airm(torch.stack([A, B])).round(decimals=4)
+    %(example_pair)s
+    >>> geometry.pairwise_airm(torch.stack([A, B])).round(decimals=4)
     tensor([[0.0000, 2.2361],
             [2.2361, 0.0000]], dtype=torch.float64)
     """

@@ -13,6 +13,7 @@ import torch
 
 from .._distances import centered_squared_euclidean
 from ._common import as_matrix_stack, broadcast_pair, common_dtype, safe_sqrt
+from ._docstrings import fill_doc
 from .checks import as_symmetric_tensor
 from .matrix_functions import log_unchecked, sym_to_vec, symmetrize
 
@@ -24,43 +25,21 @@ __all__ = [
 ]
 
 
+@fill_doc
 def log_euclidean_distance(A, B) -> torch.Tensor:
     r"""Log-Euclidean distance between paired SPD matrices.
 
     .. math:: \delta_{LE}(A, B) = \Vert \log A - \log B \Vert_F
 
-    Parameters
-    ----------
-    A, B : Tensor or ndarray of shape (..., c, c)
-        SPD matrices; leading dimensions broadcast against each other.
-
-    Returns
-    -------
-    Tensor of shape (...,)
-        Distances, differentiable (zero gradient where the distance is 0).
-
-    Raises
-    ------
-    ValueError
-        If ``A`` or ``B`` is not a stack of SPD matrices, or their sizes differ.
-
-    See Also
-    --------
-    rankmetric.geometry.pairwise_log_euclidean : All the distances between two sets.
-    rankmetric.geometry.airm_distance : The affine-invariant distance.
+    %(paired_spd)s
 
     References
     ----------
     .. [1] V. Arsigny, P. Fillard, X. Pennec, N. Ayache, "Geometric means in a novel vector space
        structure on symmetric positive-definite matrices", SIAM J. Matrix Anal. Appl. 29(1), 2007.
 
-    Examples
-    --------
-    >>> import torch
-    >>> A = torch.eye(2, dtype=torch.float64)
-    >>> B = torch.diag(torch.tensor([1.0, 2.0], dtype=torch.float64).exp())  # diag(e, e²)
-    >>> from rankmetric.geometry import log_euclidean_distance
-    >>> round(log_euclidean_distance(A, B).item(), 4)  # ‖log A − log B‖_F
+    %(example_pair)s
+    >>> round(geometry.log_euclidean_distance(A, B).item(), 4)  # ‖log A − log B‖_F
     2.2361
     """
     A, B = common_dtype(as_symmetric_tensor(A, "A"), as_symmetric_tensor(B, "B"))
@@ -69,6 +48,7 @@ def log_euclidean_distance(A, B) -> torch.Tensor:
     return safe_sqrt((difference**2).sum(dim=(-2, -1)))
 
 
+@fill_doc
 def pairwise_log_euclidean(A, B=None) -> torch.Tensor:
     r"""Matrix of log-Euclidean distances: one matrix logarithm per input, then Euclidean distances.
 
@@ -80,70 +60,28 @@ def pairwise_log_euclidean(A, B=None) -> torch.Tensor:
     :math:`\epsilon \lVert \log A_i \rVert_F^2` on :math:`D_{ij}^2` (:math:`\epsilon` the machine
     epsilon of the dtype).
 
-    Parameters
-    ----------
-    A : Tensor or ndarray of shape (n_a, c, c)
-        SPD matrices.
-    B : Tensor or ndarray of shape (n_b, c, c), optional
-        SPD matrices; ``A`` when omitted (the diagonal is then exactly 0).
-
-    Returns
-    -------
-    Tensor of shape (n_a, n_b)
-        Distances, differentiable (zero gradient where the distance is 0).
-
-    Raises
-    ------
-    ValueError
-        If an input is not a stack of SPD matrices of shape (n, c, c).
-
-    See Also
-    --------
-    rankmetric.geometry.log_euclidean_distance : Distances of paired matrices.
-    rankmetric.geometry.pairwise_distance : Any named metric (pyRiemann's names accepted).
+    %(pairwise_spd)s
 
     References
     ----------
     .. [1] V. Arsigny, P. Fillard, X. Pennec, N. Ayache, SIAM J. Matrix Anal. Appl. 29(1), 2007
        (see :func:`log_euclidean_distance`).
 
-    Examples
-    --------
-    >>> import torch
-    >>> A = torch.eye(2, dtype=torch.float64)
-    >>> B = torch.diag(torch.tensor([1.0, 2.0], dtype=torch.float64).exp())  # diag(e, e²)
-    >>> from rankmetric.geometry import pairwise_log_euclidean
-    >>> pairwise_log_euclidean(torch.stack([A, B]), A[None]).round(decimals=4)
+    %(example_pair)s
+    >>> geometry.pairwise_log_euclidean(torch.stack([A, B]), A[None]).round(decimals=4)
     tensor([[0.0000],
             [2.2361]], dtype=torch.float64)
     """
     return _pairwise_frobenius(A, B, log_unchecked)
 
 
+@fill_doc
 def euclidean_distance(A, B) -> torch.Tensor:
     r"""Euclidean (Frobenius) distance between paired symmetric matrices.
 
     .. math:: \delta_E(A, B) = \Vert A - B \Vert_F
 
-    Parameters
-    ----------
-    A, B : Tensor or ndarray of shape (..., c, c)
-        Symmetric matrices; leading dimensions broadcast against each other.
-
-    Returns
-    -------
-    Tensor of shape (...,)
-        Distances, differentiable (zero gradient where the distance is 0).
-
-    Raises
-    ------
-    ValueError
-        If ``A`` or ``B`` is not a stack of symmetric matrices, or their sizes differ.
-
-    See Also
-    --------
-    rankmetric.geometry.pairwise_euclidean : All the distances between two sets.
-    rankmetric.geometry.airm_distance : The affine-invariant distance.
+    %(paired_symmetric)s
 
     Examples
     --------
@@ -157,6 +95,7 @@ def euclidean_distance(A, B) -> torch.Tensor:
     return safe_sqrt(((A - B) ** 2).sum(dim=(-2, -1)))
 
 
+@fill_doc
 def pairwise_euclidean(A, B=None) -> torch.Tensor:
     r"""Matrix of Euclidean (Frobenius) distances between two sets of symmetric matrices.
 
@@ -165,27 +104,7 @@ def pairwise_euclidean(A, B=None) -> torch.Tensor:
     Computed as :func:`pairwise_log_euclidean` is, from the Gram matrix of the half-vectorised
     matrices (:func:`~rankmetric.geometry.sym_to_vec` is an isometry), without the logarithm.
 
-    Parameters
-    ----------
-    A : Tensor or ndarray of shape (n_a, c, c)
-        Symmetric matrices.
-    B : Tensor or ndarray of shape (n_b, c, c), optional
-        Symmetric matrices; ``A`` when omitted (the diagonal is then exactly 0).
-
-    Returns
-    -------
-    Tensor of shape (n_a, n_b)
-        Distances, differentiable (zero gradient where the distance is 0).
-
-    Raises
-    ------
-    ValueError
-        If an input is not a stack of symmetric matrices of shape (n, c, c).
-
-    See Also
-    --------
-    rankmetric.geometry.euclidean_distance : Distances of paired matrices.
-    rankmetric.geometry.pairwise_distance : Any named metric (pyRiemann's names accepted).
+    %(pairwise_symmetric)s
 
     Examples
     --------

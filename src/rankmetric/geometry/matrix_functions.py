@@ -398,6 +398,7 @@ def _check_exponent(p) -> float:
     return p
 
 
+# alike: numpydoc See Also / Examples skeleton alike in log_map (tangent.py); the maps differ
 def sym_to_vec(S: torch.Tensor) -> torch.Tensor:
     r"""Upper triangle of symmetric matrices, off-diagonal entries scaled by :math:`\sqrt 2`.
 
@@ -445,6 +446,8 @@ def _upper_triangle(c: int, dtype: torch.dtype, device: torch.device):
     return rows, cols, scale
 
 
+# alike: numpydoc See Also / Examples skeleton alike in losses/indices.py and neighbors/_search.py;
+# the functions differ
 def vec_to_sym(v: torch.Tensor) -> torch.Tensor:
     r"""Symmetric matrices from their :func:`sym_to_vec` vectors (the inverse map).
 

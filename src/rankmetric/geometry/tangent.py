@@ -147,6 +147,8 @@ def whiten(X, reference) -> torch.Tensor:
     return congruence(X, spd_inv_sqrt(M))
 
 
+# alike: numpydoc See Also / Examples skeleton alike in sym_to_vec (matrix_functions.py); the maps
+# differ
 def log_map(X, reference, metric: str = "airm") -> torch.Tensor:
     r"""Logarithmic map of SPD matrices at ``reference``: symmetric tangent matrices.
 
@@ -215,6 +217,8 @@ def log_map_unchecked(X: torch.Tensor, M: torch.Tensor, metric: str) -> torch.Te
     return symmetrize(vectors @ (loewner * inner) @ vectors.mT)
 
 
+# alike: numpydoc See Also / Examples skeleton alike in losses/indices.py and neighbors/_search.py;
+# the functions differ
 def exp_map(T, reference, metric: str = "airm") -> torch.Tensor:
     r"""Exponential map at ``reference`` of symmetric tangent matrices: the inverse of
     :func:`log_map`.

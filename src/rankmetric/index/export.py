@@ -30,6 +30,7 @@ import os
 import numpy as np
 
 from .._atomic import atomic_write
+from .._docstrings import doc_filler
 from ..estimators.base import MahalanobisMixin
 from ..estimators.ssne import SSNE
 from ..estimators.warca import KernelWARCA
@@ -37,10 +38,26 @@ from ._model import linear_map
 
 __all__ = ["export_onnx", "onnx_graph", "to_faiss", "OPSET"]
 
+#: The start both examples share: a linear model fitted on small random data.
+_fill_doc = doc_filler(
+    {
+        "fitted_kissme_example": """\
+Examples
+--------
+>>> import numpy as np
+>>> from rankmetric import KISSME
+>>> from rankmetric.index import onnx_graph, to_faiss
+>>> rng = np.random.default_rng(0)
+>>> X, y = rng.normal(size=(60, 5)), np.repeat(np.arange(6), 10)
+>>> model = KISSME(n_components=3, held_out_check=False).fit(X, y)"""
+    }
+)
+
 OPSET = 17
 _NOT_EXPORTABLE = ("SPDNetEmbedding", "RPLEmbedding")
 
 
+@_fill_doc
 def to_faiss(model, factory: str = "Flat", *, dim: int | None = None, metric: str = "euclidean"):
     """An empty faiss index for ``model``'s embedding, its linear map as ``IndexPreTransform``.
 
@@ -64,14 +81,7 @@ def to_faiss(model, factory: str = "Flat", *, dim: int | None = None, metric: st
         Untrained if the factory needs training: train it on embeddings
         (``faiss.downcast_index(index.index).train(E)`` past the pre-transform).
 
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from rankmetric import KISSME
-    >>> from rankmetric.index import to_faiss
-    >>> rng = np.random.default_rng(0)
-    >>> X, y = rng.normal(size=(60, 5)), np.repeat(np.arange(6), 10)
-    >>> model = KISSME(n_components=3, held_out_check=False).fit(X, y)
+    %(fitted_kissme_example)s
     >>> index = to_faiss(model)
     >>> index.d, index.index.d  # raw rows in, 3-d embeddings indexed
     (5, 3)
@@ -104,6 +114,7 @@ def _check_exportable(model) -> None:
         raise ValueError(f"{name} has no transform to export.")
 
 
+@_fill_doc
 def onnx_graph(model):
     """The ONNX model (``onnx.ModelProto``) of a fitted model's ``transform``.
 
@@ -117,14 +128,8 @@ def onnx_graph(model):
     onnx.ModelProto
         Input ``X`` (float32, (n, n_features)), output ``embedding`` (float32, (n, dim)).
 
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from rankmetric import KISSME
-    >>> from rankmetric.index import onnx_graph
-    >>> rng = np.random.default_rng(0)
-    >>> X, y = rng.normal(size=(60, 5)), np.repeat(np.arange(6), 10)
-    >>> graph = onnx_graph(KISSME(n_components=3, held_out_check=False).fit(X, y))
+    %(fitted_kissme_example)s
+    >>> graph = onnx_graph(model)
     >>> [n.op_type for n in graph.graph.node]
     ['MatMul']
     """

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
+from ._docstrings import fill_doc
 from .base import check_reference_arguments
 from .pair_distances import check_batch, label_masks
 
@@ -181,13 +182,15 @@ def reference_call(
     return (None, None, indices) if same else (ref_emb, ref_labels, indices)
 
 
+# alike: numpydoc See Also / Examples skeleton alike in neighbors/_search.py, vec_to_sym and
+# exp_map; the functions differ
+@fill_doc
 def to_pairs(indices_tuple: IndicesTuple) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """``(a1, p, a2, n)``: pairs as they are, triplets ``(a, p, n)`` as ``(a, p, a, n)``.
 
     Parameters
     ----------
-    indices_tuple : tuple of Tensor
-        Pairs ``(a1, p, a2, n)`` or triplets ``(a, p, n)``, as miners return them.
+    %(indices_tuple)s
 
     Returns
     -------
@@ -212,6 +215,8 @@ def to_pairs(indices_tuple: IndicesTuple) -> tuple[Tensor, Tensor, Tensor, Tenso
     return a, p, a, n
 
 
+# alike: numpydoc See Also / Examples skeleton alike in all_pairs below; the conversions differ
+@fill_doc
 def to_triplets(indices_tuple: IndicesTuple) -> tuple[Tensor, Tensor, Tensor]:
     """``(a, p, n)``: triplets as they are; pairs give every (positive, negative) with one anchor.
 
@@ -221,8 +226,7 @@ def to_triplets(indices_tuple: IndicesTuple) -> tuple[Tensor, Tensor, Tensor]:
 
     Parameters
     ----------
-    indices_tuple : tuple of Tensor
-        Pairs ``(a1, p, a2, n)`` or triplets ``(a, p, n)``, as miners return them.
+    %(indices_tuple)s
 
     Returns
     -------

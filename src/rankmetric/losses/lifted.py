@@ -37,6 +37,7 @@ from torch import Tensor
 
 from .._validation import check_option, renamed_keywords
 from ..geometry.aliases import canonical_metric
+from ._docstrings import fill_doc
 from .base import BatchMetricLoss
 from .indices import all_pairs, pair_counts, reference_call, to_pairs
 from .pair_distances import (
@@ -56,6 +57,10 @@ __all__ = ["LiftedStructureLoss", "FORMS"]
 FORMS = ("original", "generalized")
 
 
+# alike: numpydoc See Also / Notes skeleton alike in NPairLoss; the text differs
+# alike: the constructor of the metric-injected losses (margin, metric and its old name) is alike in
+# TripletLoss; defaults and other parameters differ
+@fill_doc
 class LiftedStructureLoss(MetricSelector, BatchMetricLoss):
     """Lifted structured loss over every positive and negative pair of a batch.
 
@@ -84,8 +89,7 @@ default="euclidean"
 
     Notes
     -----
-    How a call ``loss(embeddings, labels, indices_tuple=None, ref_emb=None, ref_labels=None)``
-    (:meth:`BatchMetricLoss.forward`) reads its arguments and what it returns:
+    %(call_convention)s
 
     * ``indices_tuple``: mined pairs ``(a1, p, a2, n)`` or triplets ``(a, p, n)`` (read as ``(a, p,
       a, n)``). ``"original"``: one term per given positive pair, against the given negative pairs
@@ -103,14 +107,8 @@ default="euclidean"
     Song, Xiang, Jegelka & Savarese, *Deep Metric Learning via Lifted Structured Feature
     Embedding*, CVPR 2016. Hermans, Beyer & Leibe, arXiv:1703.07737, 2017.
 
-    Examples
-    --------
-    >>> import torch
-    >>> _ = torch.manual_seed(0)
-    >>> x = torch.randn(8, 3, requires_grad=True)
-    >>> y = torch.tensor([0, 0, 1, 1, 2, 2, 3, 3])
-    >>> from rankmetric.losses import LiftedStructureLoss
-    >>> loss = LiftedStructureLoss(margin=1.0)(x, y)
+    %(example_batch)s
+    >>> loss = losses.LiftedStructureLoss(margin=1.0)(x, y)
     >>> round(loss.item(), 2)
     9.35
     >>> loss.backward()

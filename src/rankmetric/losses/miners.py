@@ -35,6 +35,7 @@ from torch import Tensor, nn
 
 from .._validation import check_option, renamed_keywords
 from ..geometry.aliases import canonical_metric
+from ._docstrings import fill_doc
 from .base import non_negative
 from .indices import IndicesTuple, all_triplets, check_reference, run_offsets
 from .pair_distances import (
@@ -87,6 +88,7 @@ _BANDS = {
 }
 
 
+@fill_doc
 class Miner(nn.Module, metaclass=abc.ABCMeta):
     """Base of the miners: validates the batch and mines without gradients.
 
@@ -98,15 +100,9 @@ class Miner(nn.Module, metaclass=abc.ABCMeta):
     rankmetric.losses.TripletMiner : Triplets by the rules of the triplet loss.
     rankmetric.losses.MultiSimilarityMiner : Pairs by the rule of the Multi-Similarity loss.
 
-    Examples
-    --------
-    >>> import torch
-    >>> _ = torch.manual_seed(0)
-    >>> x = torch.randn(8, 3, requires_grad=True)
-    >>> y = torch.tensor([0, 0, 1, 1, 2, 2, 3, 3])
-    >>> from rankmetric.losses import Miner, TripletMiner
-    >>> miner = TripletMiner("all")
-    >>> isinstance(miner, Miner)
+    %(example_batch)s
+    >>> miner = losses.TripletMiner("all")
+    >>> isinstance(miner, losses.Miner)
     True
     >>> anchors, positives, negatives = miner(x, y)
     >>> anchors.shape
@@ -115,6 +111,8 @@ class Miner(nn.Module, metaclass=abc.ABCMeta):
 
     allow_matrices = False
 
+    # alike: the (embeddings, labels, ref_emb, ref_labels) call convention of losses and miners,
+    # alike in TripletLoss._from_masks
     def forward(
         self,
         embeddings: Tensor,

@@ -29,6 +29,7 @@ from __future__ import annotations
 import torch
 
 from ..geometry.aliases import canonical_metric
+from ._docstrings import fill_doc
 from .base import BatchMetricLoss, non_negative
 from .indices import pair_masks, reference_call
 from .miners import multi_similarity_masks
@@ -42,6 +43,7 @@ from .pair_distances import (
 __all__ = ["MultiSimilarityLoss"]
 
 
+@fill_doc
 class MultiSimilarityLoss(BatchMetricLoss):
     """Multi-Similarity loss over the mined pairs of a batch.
 
@@ -71,8 +73,7 @@ class MultiSimilarityLoss(BatchMetricLoss):
 
     Notes
     -----
-    How a call ``loss(embeddings, labels, indices_tuple=None, ref_emb=None, ref_labels=None)``
-    (:meth:`BatchMetricLoss.forward`) reads its arguments and what it returns:
+    %(call_convention)s
 
     * ``indices_tuple``: mined pairs ``(a1, p, a2, n)`` or triplets ``(a, p, n)`` (read as the pairs
       ``(a, p)`` and ``(a, n)``); they replace the loss's own mining. A pair given twice counts once
@@ -87,14 +88,8 @@ class MultiSimilarityLoss(BatchMetricLoss):
     Wang, Han, Huang, Dong & Scott, *Multi-Similarity Loss with General Pair Weighting for Deep
     Metric Learning*, CVPR 2019.
 
-    Examples
-    --------
-    >>> import torch
-    >>> _ = torch.manual_seed(0)
-    >>> x = torch.randn(8, 3, requires_grad=True)
-    >>> y = torch.tensor([0, 0, 1, 1, 2, 2, 3, 3])
-    >>> from rankmetric.losses import MultiSimilarityLoss
-    >>> loss = MultiSimilarityLoss()(x, y)
+    %(example_batch)s
+    >>> loss = losses.MultiSimilarityLoss()(x, y)
     >>> round(loss.item(), 2)
     1.21
     >>> loss.backward()
@@ -102,6 +97,8 @@ class MultiSimilarityLoss(BatchMetricLoss):
 
     _repr_fields = ("alpha", "beta", "base", "epsilon", "mining", "similarity")
 
+    # alike: a constructor of float hyper-parameters, shaped like RiemannianPotatoLoss's; the
+    # parameters differ
     def __init__(
         self,
         alpha: float = 2.0,

@@ -23,6 +23,7 @@ import torch
 import torch.nn.functional as F
 
 from ..geometry.aliases import canonical_metric
+from ._docstrings import fill_doc
 from .base import BatchMetricLoss, non_negative
 from .indices import all_pairs, reference_call, to_pairs
 from .pair_distances import (
@@ -36,6 +37,7 @@ from .precision import is_compiling
 __all__ = ["NPairLoss", "first_pair_per_class"]
 
 
+@fill_doc
 class NPairLoss(BatchMetricLoss):
     """Multi-class N-pair loss: softmax of each anchor over the positives of all classes.
 
@@ -62,8 +64,7 @@ class NPairLoss(BatchMetricLoss):
     exactly two per class); only the first two samples of each class are used. A batch with fewer
     than two such pairs gives a zero loss (still attached to the graph).
 
-    How a call ``loss(embeddings, labels, indices_tuple=None, ref_emb=None, ref_labels=None)``
-    (:meth:`BatchMetricLoss.forward`) reads its arguments and what it returns:
+    %(call_convention)s
 
     * ``indices_tuple``: mined pairs ``(a1, p, a2, n)`` or triplets ``(a, p, n)``: of their positive
       pairs ``(a1, p)``, the first one of each anchor label is used (pytorch-metric-learning's
@@ -77,14 +78,8 @@ class NPairLoss(BatchMetricLoss):
     ----------
     Sohn, *Improved Deep Metric Learning with Multi-class N-pair Loss Objective*, NeurIPS 2016.
 
-    Examples
-    --------
-    >>> import torch
-    >>> _ = torch.manual_seed(0)
-    >>> x = torch.randn(8, 3, requires_grad=True)
-    >>> y = torch.tensor([0, 0, 1, 1, 2, 2, 3, 3])
-    >>> from rankmetric.losses import NPairLoss
-    >>> loss = NPairLoss()(x, y)
+    %(example_batch)s
+    >>> loss = losses.NPairLoss()(x, y)
     >>> round(loss.item(), 2)
     2.93
     >>> loss.backward()

@@ -43,6 +43,8 @@ from ..geometry.dispatch import pairwise_distance as spd_pairwise_distance
 from ..geometry.distances import safe_sqrt
 from .precision import is_compiling
 
+# alike: the end of __all__ and the option tuples are shaped like those of
+# estimators/spd/_network.py; the names differ
 __all__ = [
     "Metric",
     "Similarity",
@@ -133,6 +135,7 @@ def pairwise_distance(
     return _rescaled(squared_euclidean, x, y, metric)
 
 
+# alike: numpydoc See Also / Examples skeleton alike in neighbors/_search.py; the functions differ
 def paired_distance(x: torch.Tensor, y: torch.Tensor, metric: Metric = "euclidean") -> torch.Tensor:
     """Distances between matching rows, ``d(x_i, y_i)``: O(n) work instead of an (n, n) matrix.
 
@@ -354,6 +357,8 @@ def power_of_two_scale(*tensors: torch.Tensor | None, dim: int | None = None) ->
     return torch.ldexp(torch.ones_like(largest), exponent - 1)
 
 
+# alike: numpydoc Parameters / Returns / Examples skeleton alike in _distances.py; the functions
+# differ
 def unit_rows(x: torch.Tensor) -> torch.Tensor:
     """``x_i / ||x_i||`` for every row, exact from about 1e-31 to the largest float32 (0 for 0).
 

@@ -23,6 +23,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .._validation import Interval, check_param
+from ._docstrings import fill_doc
 from .base import BatchMetricLoss
 from .indices import anchor_weights, check_indices_tuple
 from .pair_distances import pairwise_distance, unit_rows
@@ -39,6 +40,7 @@ _CONSTRAINTS = {
 }
 
 
+@fill_doc
 class ProxyNCALoss(BatchMetricLoss):
     """Proxy NCA with one learnable proxy per class (the proxies are an ``nn.Parameter``).
 
@@ -72,8 +74,7 @@ class ProxyNCALoss(BatchMetricLoss):
 
     Notes
     -----
-    How a call ``loss(embeddings, labels, indices_tuple=None, ref_emb=None, ref_labels=None)``
-    (:meth:`BatchMetricLoss.forward`) reads its arguments and what it returns:
+    %(call_convention)s
 
     * ``embeddings``: tensor of shape (B, embedding_dim); same device as the proxies; the same
       dtype, or float16 / bfloat16 against float32 proxies (computed in float32, see
@@ -89,14 +90,8 @@ class ProxyNCALoss(BatchMetricLoss):
     Movshovitz-Attias, Toshev, Leung, Ioffe & Singh, *No Fuss Distance Metric Learning using
     Proxies*, ICCV 2017.
 
-    Examples
-    --------
-    >>> import torch
-    >>> _ = torch.manual_seed(0)
-    >>> x = torch.randn(8, 3, requires_grad=True)
-    >>> y = torch.tensor([0, 0, 1, 1, 2, 2, 3, 3])
-    >>> from rankmetric.losses import ProxyNCALoss
-    >>> loss_fn = ProxyNCALoss(n_classes=4, embedding_dim=3)
+    %(example_batch)s
+    >>> loss_fn = losses.ProxyNCALoss(n_classes=4, embedding_dim=3)
     >>> loss_fn.proxies.shape
     torch.Size([4, 3])
     >>> loss = loss_fn(x, y)
@@ -126,6 +121,8 @@ class ProxyNCALoss(BatchMetricLoss):
         init = torch.randn(n_classes, embedding_dim, generator=generator, dtype=dtype)
         self.proxies = nn.Parameter(init.to(device))
 
+    # alike: a property and extra_repr of an nn.Module, shaped like BiMap's (models/spdnet.py); the
+    # fields differ
     @property
     def n_classes(self) -> int:
         return self.proxies.shape[0]

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import torch
 
+from ._docstrings import fill_doc
+
 __all__ = [
     "aon_penalty",
     "kernel_aon_penalty",
@@ -27,6 +29,9 @@ __all__ = [
 ]
 
 
+# alike: See Also, citation and example header alike in kernel_aon_penalty (the linear and kernel
+# forms of one penalty); the estimators named differ
+@fill_doc
 def aon_penalty(weight: torch.Tensor) -> torch.Tensor:
     r"""Approximate-orthonormality regulariser (eq. 4 with the :math:`\tfrac12` of eq. 5).
 
@@ -45,10 +50,7 @@ def aon_penalty(weight: torch.Tensor) -> torch.Tensor:
     rankmetric.losses.kernel_aon_penalty : The same regulariser for Kernel WARCA.
     rankmetric.WARCA : The estimator that adds it to the WARP loss.
 
-    References
-    ----------
-    .. [1] C. Jose and F. Fleuret. Scalable Metric Learning via Weighted Approximate Rank
-       Component Analysis. ECCV 2016.
+    %(jose_fleuret)s
 
     Examples
     --------
@@ -80,6 +82,7 @@ class _KernelAON(torch.autograd.Function):
         return 2.0 * grad_output * (residual @ KA.T), None
 
 
+@fill_doc
 def kernel_aon_penalty(
     A: torch.Tensor, K: torch.Tensor | None = None, KA: torch.Tensor | None = None
 ) -> torch.Tensor:
@@ -109,10 +112,7 @@ def kernel_aon_penalty(
     rankmetric.losses.aon_penalty : The linear version.
     rankmetric.KernelWARCA : The estimator that adds it to the WARP loss.
 
-    References
-    ----------
-    .. [1] C. Jose and F. Fleuret. Scalable Metric Learning via Weighted Approximate Rank
-       Component Analysis. ECCV 2016.
+    %(jose_fleuret)s
 
     Examples
     --------
@@ -130,6 +130,7 @@ def kernel_aon_penalty(
     return _KernelAON.apply(A, KA.detach())
 
 
+@fill_doc
 def group_norm_penalty(weight: torch.Tensor) -> torch.Tensor:
     r"""The :math:`L_{1,2}` group norm :math:`R(W) = \sum_m \Vert w_m \Vert_2` over the columns of
     ``weight``.
@@ -149,10 +150,7 @@ def group_norm_penalty(weight: torch.Tensor) -> torch.Tensor:
     rankmetric.losses.group_soft_threshold_ : Its proximal operator.
     rankmetric.SSNE : The estimator that prunes units with it.
 
-    References
-    ----------
-    .. [1] D. Batra and G. Shakhnarovich. Similarity Sensitive Nonlinear Embeddings. Toyota
-       Technological Institute at Chicago, workshop extended abstract.
+    %(batra_shakhnarovich)s
 
     Examples
     --------
@@ -164,6 +162,7 @@ def group_norm_penalty(weight: torch.Tensor) -> torch.Tensor:
     return torch.linalg.vector_norm(weight, dim=0).sum()
 
 
+@fill_doc
 @torch.no_grad()
 def group_soft_threshold_(
     weight: torch.Tensor, threshold: float, columns: torch.Tensor | None = None
@@ -196,10 +195,7 @@ def group_soft_threshold_(
     --------
     rankmetric.losses.group_norm_penalty : The penalty whose proximal operator this is.
 
-    References
-    ----------
-    .. [1] D. Batra and G. Shakhnarovich. Similarity Sensitive Nonlinear Embeddings. Toyota
-       Technological Institute at Chicago, workshop extended abstract.
+    %(batra_shakhnarovich)s
 
     Examples
     --------

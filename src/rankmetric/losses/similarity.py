@@ -30,6 +30,7 @@ from __future__ import annotations
 import torch
 
 from ..models.sphere import sphere_similarity
+from ._docstrings import fill_doc
 from .base import BatchMetricLoss, finite_loss
 from .indices import reference_call, to_pairs
 from .regularizers import group_norm_penalty, group_soft_threshold_
@@ -121,6 +122,7 @@ def jaccard_similarity_targets(
     return float(neg_target) + (1.0 - float(neg_target)) * jaccard
 
 
+@fill_doc
 class SimilarityRegressionLoss(BatchMetricLoss):
     """Squared loss between target similarities and :math:`\\hat S = H(a)^\\top H(b)`, averaged over
     pairs.
@@ -151,8 +153,7 @@ class SimilarityRegressionLoss(BatchMetricLoss):
 
     Notes
     -----
-    How a call ``loss(embeddings, labels, indices_tuple=None, ref_emb=None, ref_labels=None)``
-    (:meth:`BatchMetricLoss.forward`) reads its arguments and what it returns:
+    %(call_convention)s
 
     * ``embeddings``: tensor of shape (batch_size, n_components), unit-norm.
     * ``indices_tuple``: mined pairs ``(a1, p, a2, n)`` or triplets ``(a, p, n)`` (read as ``(a, p,
@@ -162,20 +163,11 @@ class SimilarityRegressionLoss(BatchMetricLoss):
       in row-major order. ``ref_labels`` are its labels.
     * the result: scalar tensor, or tensor of shape (n_terms,) with ``reduction="none"``.
 
-    References
-    ----------
-    .. [1] D. Batra and G. Shakhnarovich. Similarity Sensitive Nonlinear Embeddings. Toyota
-       Technological Institute at Chicago, workshop extended abstract.
+    %(batra_shakhnarovich)s
 
-    Examples
-    --------
-    >>> import torch
-    >>> _ = torch.manual_seed(0)
-    >>> x = torch.randn(8, 3, requires_grad=True)
-    >>> y = torch.tensor([0, 0, 1, 1, 2, 2, 3, 3])
-    >>> from rankmetric.losses import SimilarityRegressionLoss
+    %(example_batch)s
     >>> h = torch.nn.functional.normalize(x, dim=1)  # points on the unit sphere
-    >>> loss = SimilarityRegressionLoss()(h, y)
+    >>> loss = losses.SimilarityRegressionLoss()(h, y)
     >>> loss.shape
     torch.Size([])
     >>> loss.backward()

@@ -47,6 +47,7 @@ from torch import Tensor
 
 from .._validation import check_option, renamed_keywords
 from ..geometry.aliases import canonical_metric
+from ._docstrings import fill_doc
 from .base import BatchMetricLoss, as_count, non_negative
 from .indices import reference_call, to_triplets
 from .miners import (
@@ -75,6 +76,7 @@ Mining = Literal["all", "hard", "semihard", "facenet-semihard", "random"]
 Mined = tuple[Tensor, int, int]  # (hinge sum per anchor (B,), number of triplets, of them > 0)
 
 
+@fill_doc
 class TripletLoss(MetricSelector, BatchMetricLoss):
     """Triplet margin loss :math:`[D_{ap} - D_{an} + m]_+` over in-batch mined triplets.
 
@@ -112,8 +114,7 @@ default="euclidean"
 
     Notes
     -----
-    How a call ``loss(embeddings, labels, indices_tuple=None, ref_emb=None, ref_labels=None)``
-    (:meth:`BatchMetricLoss.forward`) reads its arguments and what it returns:
+    %(call_convention)s
 
     * ``indices_tuple``: mined triplets ``(a, p, n)`` or pairs ``(a1, p, a2, n)`` (every positive
       and negative pair with a common anchor then forms a triplet), e.g. from a
@@ -129,14 +130,8 @@ default="euclidean"
     Schroff, Kalenichenko & Philbin, *FaceNet*, CVPR 2015. Hermans, Beyer & Leibe, *In Defense of
     the Triplet Loss for Person Re-Identification*, arXiv:1703.07737, 2017.
 
-    Examples
-    --------
-    >>> import torch
-    >>> _ = torch.manual_seed(0)
-    >>> x = torch.randn(8, 3, requires_grad=True)
-    >>> y = torch.tensor([0, 0, 1, 1, 2, 2, 3, 3])
-    >>> from rankmetric.losses import TripletLoss
-    >>> loss = TripletLoss(margin=0.2, mining="hard")(x, y)
+    %(example_batch)s
+    >>> loss = losses.TripletLoss(margin=0.2, mining="hard")(x, y)
     >>> round(loss.item(), 2)
     1.74
     >>> loss.backward()

@@ -46,6 +46,7 @@ from numbers import Real
 import torch
 
 from ..geometry.aliases import canonical_metric
+from ._docstrings import fill_doc
 from ._warp_sampling import (
     DENSE_DETECTION_RATIO,
     EXACT_MAX_ENTRIES,
@@ -97,6 +98,7 @@ __all__ = [
 ]
 
 
+@fill_doc
 class WARPLoss(MetricLoss):
     """In-batch WARP loss (eq. 5) for any embedding network.
 
@@ -123,10 +125,7 @@ class WARPLoss(MetricLoss):
     rankmetric.KernelWARCA : The same for a kernel map.
     rankmetric.losses.TripletLoss : The unweighted triplet hinge that WARP weights by rank.
 
-    References
-    ----------
-    .. [1] C. Jose and F. Fleuret. Scalable Metric Learning via Weighted Approximate Rank
-       Component Analysis. ECCV 2016.
+    %(jose_fleuret)s
 
     Examples
     --------

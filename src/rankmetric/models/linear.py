@@ -18,6 +18,7 @@ from torch import nn
 from .._utils import torch_generator
 from .._validation import check_finite, check_option
 from ..geometry.eigen import orient_columns
+from ._docstrings import fill_doc
 
 __all__ = ["LinearMap", "pca_components"]
 
@@ -49,6 +50,7 @@ def pca_components(X: torch.Tensor, n_components: int, max_rows: int = 100_000) 
     return leading.T.to(X.dtype).contiguous()
 
 
+@fill_doc
 class LinearMap(nn.Module):
     """``x ↦ W ((x − μ) / σ)`` with a trainable ``W`` of shape (out_features, in_features).
 
@@ -73,10 +75,7 @@ class LinearMap(nn.Module):
     rankmetric.WARCA : The estimator that trains this map.
     rankmetric.losses.WARPLoss : The loss WARCA trains it with.
 
-    References
-    ----------
-    .. [1] C. Jose and F. Fleuret. Scalable Metric Learning via Weighted Approximate Rank
-       Component Analysis. ECCV 2016.
+    %(jose_fleuret)s
 
     Examples
     --------
@@ -120,6 +119,8 @@ class LinearMap(nn.Module):
             )
         return value
 
+    # alike: nn.Linear's in_features / out_features, alike in BiMap (models/spdnet.py), whose weight
+    # is stored transposed: (in, out) there, (out, in) here
     @property
     def in_features(self) -> int:
         return self.weight.shape[1]

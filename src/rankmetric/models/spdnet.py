@@ -38,6 +38,7 @@ from ..geometry.matrix_functions import (
     symmetrize,
 )
 from ..geometry.means import riemannian_mean
+from ._docstrings import fill_doc
 from .batchnorm import SPDBatchNorm, batch_karcher_mean
 from .stiefel import random_stiefel
 
@@ -82,6 +83,7 @@ def rectified_log(X: torch.Tensor, eps: float) -> torch.Tensor:
     )
 
 
+@fill_doc
 class BiMap(nn.Module):
     r"""Bilinear map :math:`Y = W^\top X W` with :math:`W` of shape (in_features, out_features).
 
@@ -109,17 +111,10 @@ class BiMap(nn.Module):
     rankmetric.models.ReEig : The rectification that follows it.
     rankmetric.models.SPDNet : The network of BiMap and ReEig blocks.
 
-    References
-    ----------
-    .. [1] Z. Huang and L. Van Gool. A Riemannian Network for SPD Matrix Learning. AAAI 2017.
+    %(huang_van_gool)s
 
-    Examples
-    --------
-    >>> import torch
-    >>> from rankmetric.datasets import make_spd_clusters
-    >>> X = torch.as_tensor(make_spd_clusters(6, n_channels=4, n_classes=2, random_state=0)[0])
-    >>> from rankmetric.models import BiMap
-    >>> BiMap(4, 2, dtype=torch.float64)(X).shape
+    %(spd_example_batch)s
+    >>> models.BiMap(4, 2, dtype=torch.float64)(X).shape
     torch.Size([6, 2, 2])
     """
 
@@ -152,18 +147,11 @@ class BiMap(nn.Module):
             )
         self.weight = nn.Parameter(weight)
 
+    @fill_doc
     def forward(self, X: torch.Tensor) -> torch.Tensor:
         """Map SPD matrices (B, in_features, in_features) to (B, out_features, out_features).
 
-        Parameters
-        ----------
-        X : tensor of shape (B, in_features, in_features)
-            SPD matrices.
-
-        Returns
-        -------
-        tensor of shape (B, out_features, out_features)
-            ``Wᵀ X W``, exactly symmetric.
+        %(bimap_io)s
         """
         W = self.weight
         return symmetrize(W.transpose(-1, -2) @ X @ W)
@@ -183,6 +171,7 @@ class BiMap(nn.Module):
         )
 
 
+@fill_doc
 class ReEig(nn.Module):
     r"""Eigenvalue rectification :math:`U \max(t I, \Lambda)\, U^\top` of SPD matrices (B, c, c).
 
@@ -206,9 +195,7 @@ class ReEig(nn.Module):
     rankmetric.geometry.spd_clamp : The same eigenvalue floor as a function.
     rankmetric.models.BiMap : The layer before it.
 
-    References
-    ----------
-    .. [1] Z. Huang and L. Van Gool. A Riemannian Network for SPD Matrix Learning. AAAI 2017.
+    %(huang_van_gool)s
 
     Examples
     --------
@@ -229,18 +216,11 @@ class ReEig(nn.Module):
         self.eps = float(eps)
         self.relative = bool(relative)
 
+    @fill_doc
     def forward(self, X: torch.Tensor) -> torch.Tensor:
         """Floor the eigenvalues of each matrix.
 
-        Parameters
-        ----------
-        X : tensor of shape (B, c, c)
-            Symmetric matrices.
-
-        Returns
-        -------
-        tensor of shape (B, c, c)
-            SPD matrices, exactly symmetric.
+        %(reeig_io)s
         """
         # Symmetrised so that outputs are exactly symmetric, not only up to rounding.
         if not self.relative:
@@ -252,6 +232,7 @@ class ReEig(nn.Module):
         return f"eps={self.eps}, relative={self.relative}"
 
 
+@fill_doc
 class LogEig(nn.Module):
     r"""Matrix logarithm :math:`U \log(\Lambda)\, U^\top` of SPD matrices (B, c, c).
 
@@ -263,9 +244,7 @@ class LogEig(nn.Module):
     rankmetric.geometry.spd_log : The same logarithm as a function.
     rankmetric.models.SPDNet : Ends with it when ``log_output=True``.
 
-    References
-    ----------
-    .. [1] Z. Huang and L. Van Gool. A Riemannian Network for SPD Matrix Learning. AAAI 2017.
+    %(huang_van_gool)s
 
     Examples
     --------
@@ -275,18 +254,11 @@ class LogEig(nn.Module):
     tensor([[1., 1.]])
     """
 
+    @fill_doc
     def forward(self, X: torch.Tensor) -> torch.Tensor:
         """Matrix logarithm of each SPD matrix.
 
-        Parameters
-        ----------
-        X : tensor of shape (B, c, c)
-            SPD matrices.
-
-        Returns
-        -------
-        tensor of shape (B, c, c)
-            Symmetric matrices.
+        %(logeig_io)s
         """
         return spd_log(X)
 
@@ -503,6 +475,8 @@ class SPDNet(nn.Module):
         self.train(was_training)
 
 
+# alike: its Returns / Raises are alike in estimators/spd/_network.py's parse_hidden_sizes, which
+# calls it and states its errors
 def check_sizes(sizes: Sequence[int], name: str = "sizes") -> list[int]:
     """The BiMap sizes ``[c, h1, ..., hk]`` as a list of ints: non-empty, positive, non-increasing.
 

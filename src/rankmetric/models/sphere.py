@@ -15,6 +15,7 @@ import torch
 from torch import nn
 
 from .._validation import renamed_keywords
+from ._docstrings import fill_doc
 
 __all__ = ["SphereTanhEmbedding", "sphere_similarity"]
 
@@ -22,6 +23,7 @@ __all__ = ["SphereTanhEmbedding", "sphere_similarity"]
 NORM_EPS = 1e-12
 
 
+# alike: numpydoc See Also / Examples skeleton alike in neighbors/_faiss.py; the functions differ
 def sphere_similarity(emb_a: torch.Tensor, emb_b: torch.Tensor) -> torch.Tensor:
     r"""Row-wise similarity :math:`\hat S(a, b) = H(a)^\top H(b)` of paired embeddings.
 
@@ -55,6 +57,7 @@ def sphere_similarity(emb_a: torch.Tensor, emb_b: torch.Tensor) -> torch.Tensor:
     return (emb_a * emb_b).sum(dim=-1)
 
 
+@fill_doc
 class SphereTanhEmbedding(nn.Module):
     r""":math:`x \mapsto H(x)`: tanh units on an affine map, normalised onto the unit sphere.
 
@@ -100,10 +103,7 @@ class SphereTanhEmbedding(nn.Module):
     but never overflows. When every unit is zero the norm guard returns ``H(x) = 0`` (with finite
     gradients) instead of dividing by zero.
 
-    References
-    ----------
-    .. [1] D. Batra and G. Shakhnarovich. Similarity Sensitive Nonlinear Embeddings. Toyota
-       Technological Institute at Chicago, workshop extended abstract.
+    %(batra_shakhnarovich)s
 
     Examples
     --------

@@ -24,6 +24,7 @@ from collections.abc import Iterable
 import torch
 
 from ..geometry.matrix_functions import symmetrize
+from ._docstrings import fill_doc
 
 __all__ = [
     "sym",
@@ -170,6 +171,9 @@ class _StiefelOptimizer(torch.optim.Optimizer):
             p.add_(direction, alpha=-step_size)
 
 
+# alike: the orthonormality check of the example and the torch.optim constructor (params, lr, ...)
+# are alike in StiefelAdam; the optimisers differ
+@fill_doc
 class StiefelSGD(_StiefelOptimizer):
     r"""SGD (with optional momentum) that keeps ``"stiefel": True`` parameter groups orthonormal.
 
@@ -191,18 +195,11 @@ class StiefelSGD(_StiefelOptimizer):
     --------
     rankmetric.models.StiefelAdam : The same constraint with Adam.
 
-    References
-    ----------
-    .. [1] Z. Huang and L. Van Gool. A Riemannian Network for SPD Matrix Learning. AAAI 2017.
+    %(huang_van_gool)s
 
-    Examples
-    --------
-    >>> import torch
-    >>> from rankmetric.datasets import make_spd_clusters
-    >>> X = torch.as_tensor(make_spd_clusters(6, n_channels=4, n_classes=2, random_state=0)[0])
-    >>> from rankmetric.models import SPDNet, StiefelSGD
-    >>> net = SPDNet([4, 3], dtype=torch.float64)
-    >>> optimiser = StiefelSGD(net.parameter_groups(), lr=1e-2)
+    %(spd_example_batch)s
+    >>> net = models.SPDNet([4, 3], dtype=torch.float64)
+    >>> optimiser = models.StiefelSGD(net.parameter_groups(), lr=1e-2)
     >>> net(X).diagonal(dim1=1, dim2=2).sum().backward()
     >>> optimiser.step()
     >>> W = net.parameter_groups()[0]["params"][0]

@@ -190,6 +190,9 @@ class StripeHistograms(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEs
     (5, 156)
     """
 
+    # alike: its integer window sizes are shaped like the keyword defaults of make_synthetic_reid
+    # (datasets/synthetic.py) and stored like TunedMetricLearner's (tuning/_search.py): the
+    # scikit-learn constructor convention, no shared values
     def __init__(
         self,
         image_shape: tuple[int, ...] | None = None,

@@ -141,6 +141,8 @@ class DomainRecentering(
 
     _requires_fit = False  # a new domain is re-centred at its own mean
 
+    # alike: the scikit-learn fit / fit_transform skeleton is alike in TangentSpace
+    # (tangent_space.py); the extra argument and the work differ
     def fit(self, X, y=None, domains=None) -> DomainRecentering:
         """Compute the mean of every domain.
 

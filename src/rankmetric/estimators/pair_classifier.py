@@ -410,9 +410,7 @@ class PairClassifier(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
     def decision_function(self, pairs) -> np.ndarray:
         """``threshold_ − distance``: positive for pairs predicted similar.
 
-        Parameters
-        ----------
-        %(stacked_pairs)s
+        %(stacked_pairs_parameters)s
 
         Returns
         -------
@@ -425,9 +423,7 @@ class PairClassifier(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
     def predict(self, pairs) -> np.ndarray:
         """``classes_[1]`` (similar) where ``distance < threshold_``, else ``classes_[0]``.
 
-        Parameters
-        ----------
-        %(stacked_pairs)s
+        %(stacked_pairs_parameters)s
 
         Returns
         -------
@@ -441,9 +437,7 @@ class PairClassifier(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
     def predict_proba(self, pairs) -> np.ndarray:
         """Probabilities of (dissimilar, similar) from the Platt map (``probability=True``).
 
-        Parameters
-        ----------
-        %(stacked_pairs)s
+        %(stacked_pairs_parameters)s
 
         Returns
         -------

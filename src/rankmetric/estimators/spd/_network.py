@@ -158,12 +158,13 @@ def parse_hidden_sizes(sizes, n_channels: int) -> list[int]:
     Returns
     -------
     list of int
+        The output sizes ``[h1, ..., hk]``.
 
     Raises
     ------
     ValueError
-        Unless the sizes are integers, non-empty, positive and non-increasing from ``c``
-        (:func:`rankmetric.models.spdnet.check_sizes`).
+        When ``sizes`` is empty, and as :func:`rankmetric.models.spdnet.check_sizes` on
+        ``[c, *sizes]``.
     """
     if isinstance(sizes, str):
         sizes = [s for s in sizes.replace(" ", "").split(",") if s]

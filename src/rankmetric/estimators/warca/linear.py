@@ -191,10 +191,7 @@ class WARCA(MahalanobisMixin, BaseWARCA):
     rankmetric.LMNN : Mahalanobis metric with k-NN margins instead of rank weights.
     rankmetric.KISSME : Closed-form Mahalanobis metric, also a warm start (``init=``).
 
-    References
-    ----------
-    .. [1] C. Jose and F. Fleuret. Scalable Metric Learning via Weighted Approximate Rank
-       Component Analysis. ECCV 2016.
+    %(warca_reference)s
 
     Examples
     --------

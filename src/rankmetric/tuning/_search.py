@@ -422,7 +422,6 @@ class TunedMetricLearner(TransformerMixin, BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Samples to embed.
 
         Returns
         -------

@@ -292,6 +292,7 @@ class SPDNetEmbedding(DomainsRequestMixin, MetricLearnerMixin, BaseEstimator):
         selection_se: float = 1.0,
         output: str = "vector",
         whiten: bool = True,
+        # the tail every trained estimator repeats: scikit-learn reads the signature, so spelled out
         random_state=None,
         device: str | None = None,
         verbose: bool | int = False,

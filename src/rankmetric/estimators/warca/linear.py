@@ -240,6 +240,7 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         n_iter_no_change: int | None = 10,
         tol: float | None = 1e-2,
         tol_window: int | None = None,
+        # the tail every trained estimator repeats: scikit-learn reads the signature, so spelled out
         random_state=None,
         device: str | None = None,
         verbose: bool = False,

@@ -35,9 +35,8 @@ Examples
 
 from __future__ import annotations
 
-import importlib
-
 from . import _registry
+from ._lazy import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -57,12 +56,4 @@ _LAZY = {
 
 __all__ = ["__version__", *_LAZY]
 
-
-def __getattr__(name: str):
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'rankmetric' has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, __all__)

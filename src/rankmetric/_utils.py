@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 
 import numpy as np
 import torch
@@ -14,6 +15,7 @@ __all__ = [
     "torch_generator",
     "progress",
     "to_tensor",
+    "store_parameters",
 ]
 
 
@@ -81,3 +83,22 @@ def to_tensor(
     if isinstance(X, torch.Tensor):
         return X.to(device=device, dtype=dtype).contiguous()
     return torch.as_tensor(np.ascontiguousarray(X), dtype=dtype, device=device)
+
+
+def store_parameters(estimator, values: Mapping[str, object]) -> None:
+    """Set every constructor parameter of ``estimator`` from ``values``, as given.
+
+    Call it as the whole body of ``__init__``: ``store_parameters(self, locals())``. The names
+    are those of the ``__init__`` signature (scikit-learn's ``_get_param_names``, which reads
+    through ``deprecate_positional_args``), so the stored attributes are exactly what
+    ``get_params`` returns and ``clone`` copies, and a signature of several dozen keywords is not
+    repeated as as many assignments in every estimator.
+
+    Parameters
+    ----------
+    estimator : scikit-learn estimator
+    values : mapping
+        The ``__init__``'s ``locals()``.
+    """
+    for name in type(estimator)._get_param_names():
+        setattr(estimator, name, values[name])

@@ -11,7 +11,9 @@ from rankmetric.estimators._docstrings import SHARED, fill_doc
 _FILLED = ["WARCA", "KernelWARCA", "ITML", "KISSME", "XQDA", "SSNE", "LMNN", "SPDNetEmbedding"]
 
 
-@pytest.mark.parametrize("name", [*_FILLED, "MultiMetricLMNN", "PairClassifier", "RPLEmbedding"])
+@pytest.mark.parametrize(
+    "name", [*_FILLED, "MultiMetricLMNN", "PairClassifier", "RPLEmbedding", "MDM"]
+)
 def test_no_placeholder_left(name):
     cls = getattr(rankmetric, name)
     docs = [cls.__doc__] + [m.__doc__ or "" for _, m in inspect.getmembers(cls, callable)]
@@ -58,3 +60,21 @@ def test_inline_percent_and_braces_untouched():
         """50 % of {a} and %(held_out_check)s inline stay."""
 
     assert f.__doc__ == """50 % of {a} and %(held_out_check)s inline stay."""
+
+
+@pytest.mark.parametrize(
+    ("name", "method", "text"),
+    [
+        ("MDM", "fit", "    y : array-like of shape (n_matrices,)\n            Class labels."),
+        ("MDM", "predict_proba", "            Columns in the order of ``classes_``."),
+        ("MDM", "predict", "            SPD matrices.\n\n        Returns"),
+        ("SPDNetEmbedding", "fit", "X : array-like of shape (n_matrices, c, c)\n            SPD"),
+        ("PairClassifier", "predict", "        Parameters\n        ----------\n        pairs :"),
+    ],
+)
+def test_shared_method_blocks_are_rendered(name, method, text):
+    assert text in getattr(getattr(rankmetric, name), method).__doc__
+
+
+def test_warca_reference_is_rendered():
+    assert "    .. [1] C. Jose and F. Fleuret. Scalable Metric" in rankmetric.WARCA.__doc__

@@ -123,6 +123,7 @@ QUICK_SETS = ("JapaneseVowels", "fmnist-regcov")
 FMNIST_SIZES = {"full": (5000, None), "quick": (1000, 2000)}
 
 #: Method id -> (table label, the paper's row name or None).
+# A table of string pairs, alike in shape with other tables (training's grouped keywords)
 METHOD_INFO = {
     "log-euclidean": ("Log-Euclidean (no learning)", None),
     "dsml-triplet": ("DSML-Triplet (AIRM, SPD output)", "DSML-Triplet"),

@@ -11,7 +11,7 @@ docs/datasets.md); ``rankmetric data fetch all`` (or :func:`fetch`) downloads an
 
 from __future__ import annotations
 
-import importlib
+from .._lazy import lazy_exports
 
 # Imported when first used, so that ``rankmetric data list`` and ``rankmetric --help`` start
 # without torch, scikit-learn, SciPy or pandas (the loaders of some sets need them).
@@ -37,14 +37,4 @@ _LAZY = {
 
 __all__ = list(_LAZY)
 
-
-def __getattr__(name: str):
-    if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'rankmetric.datasets' has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, __all__, globals())

@@ -39,6 +39,7 @@ class _Parts:
     lengths_test: np.ndarray | None = None
 
 
+# Alike other public names' numpydoc sections (See Also, Examples) in shape only: texts differ
 def list_datasets() -> list[DatasetInfo]:
     """Every data set the package knows, loadable or not (``info.available``).
 

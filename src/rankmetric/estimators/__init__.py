@@ -19,20 +19,11 @@ Examples
 
 from __future__ import annotations
 
-import importlib
-
+from .._lazy import lazy_exports
 from .._registry import ESTIMATORS
 
 _LAZY = {e.cls: e.path for e in ESTIMATORS}  # the one table of estimators
 
 __all__ = list(_LAZY)
 
-
-def __getattr__(name: str):
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'rankmetric.estimators' has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, __all__)

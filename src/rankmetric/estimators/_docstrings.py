@@ -26,6 +26,14 @@ fallback : {None, "reference"}, default=None
     ``"reference"``: when the check finds the learned distance below, return the
     reference instead: """
 
+_STACKED_PAIRS = """\
+pairs : ndarray of shape (n_pairs, 2, n_features), (n_pairs, 2 · n_features) or (n_pairs, 2)
+    Stacked pairs, flattened pairs, or row indices into ``points`` (see the class)."""
+
+_SPD_MATRICES = """\
+X : array-like of shape (n_matrices, c, c)
+    SPD matrices."""
+
 SHARED: dict[str, str] = {
     # The check's parameter with the fallback that replaces the map by the identity.
     "held_out_check": _HELD_OUT_CHECK
@@ -52,10 +60,30 @@ pairs : array-like of shape (n_pairs, 2), int
     Row indices into ``X``.
 y : array-like of shape (n_pairs,)
     ``+1`` similar, ``−1`` dissimilar.""",
-    # The ``pairs`` argument of PairClassifier's prediction methods.
-    "stacked_pairs": """\
-pairs : ndarray of shape (n_pairs, 2, n_features), (n_pairs, 2 · n_features) or (n_pairs, 2)
-    Stacked pairs, flattened pairs, or row indices into ``points`` (see the class).""",
+    # The Parameters section of PairClassifier's prediction methods (``pairs`` alone).
+    "stacked_pairs_parameters": "Parameters\n----------\n" + _STACKED_PAIRS,
+    # The arguments of ``fit(X, y)`` from SPD matrices and class labels (MDM, SPDNetEmbedding).
+    "labelled_spd": _SPD_MATRICES
+    + """
+y : array-like of shape (n_matrices,)
+    Class labels.""",
+    # The Parameters section of the prediction methods on SPD matrices (``X`` alone).
+    "spd_matrices_parameters": "Parameters\n----------\n" + _SPD_MATRICES,
+    # Parameters and Returns of MDM's methods that give one column per class.
+    "spd_class_columns": "Parameters\n----------\n"
+    + _SPD_MATRICES
+    + """
+
+Returns
+-------
+ndarray of shape (n_matrices, n_classes)
+    Columns in the order of ``classes_``.""",
+    # The paper of WARCA (KernelWARCA cites its kernelised form, eq. 8–10, in its own words).
+    "warca_reference": """\
+References
+----------
+.. [1] C. Jose and F. Fleuret. Scalable Metric Learning via Weighted Approximate Rank
+   Component Analysis. ECCV 2016.""",
     # The early-stopping patience's former name (every iteratively trained estimator).
     "patience": """\
 patience : int or None

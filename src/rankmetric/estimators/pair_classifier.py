@@ -74,6 +74,7 @@ class _IfProbability:
         return types.MethodType(self.fn, obj)
 
 
+# PairClassifier.calibrate_threshold takes the same keywords and passes them on
 def calibrated_threshold(
     distances: np.ndarray,
     similar: np.ndarray,
@@ -366,6 +367,7 @@ class PairClassifier(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
             pairs = np.stack(split_pairs(pairs, X2), axis=1)
         return self._distances(self._stacked(pairs, reset=False))
 
+    # calibrated_threshold's keywords, passed on to it: alike on purpose
     def calibrate_threshold(
         self,
         pairs,
@@ -410,9 +412,7 @@ class PairClassifier(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
     def decision_function(self, pairs) -> np.ndarray:
         """``threshold_ − distance``: positive for pairs predicted similar.
 
-        Parameters
-        ----------
-        %(stacked_pairs)s
+        %(stacked_pairs_parameters)s
 
         Returns
         -------
@@ -425,9 +425,7 @@ class PairClassifier(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
     def predict(self, pairs) -> np.ndarray:
         """``classes_[1]`` (similar) where ``distance < threshold_``, else ``classes_[0]``.
 
-        Parameters
-        ----------
-        %(stacked_pairs)s
+        %(stacked_pairs_parameters)s
 
         Returns
         -------
@@ -441,9 +439,7 @@ class PairClassifier(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
     def predict_proba(self, pairs) -> np.ndarray:
         """Probabilities of (dissimilar, similar) from the Platt map (``probability=True``).
 
-        Parameters
-        ----------
-        %(stacked_pairs)s
+        %(stacked_pairs_parameters)s
 
         Returns
         -------

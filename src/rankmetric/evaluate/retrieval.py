@@ -266,6 +266,7 @@ def recall_at_k(
     return {int(key.split("@")[1]): v for key, v in scores.items() if key.startswith("recall@")}
 
 
+# recall_at_k's keywords on purpose: each of them is one score of retrieval_scores, called alike
 @_shared_docs
 def precision_at_1(
     embeddings,

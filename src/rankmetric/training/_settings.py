@@ -111,6 +111,7 @@ class Checkpointing:
 
 
 #: The keywords of :func:`train` before its settings were grouped: ``old: (group, field)``.
+# A table of string pairs, alike in shape with other tables (the bench's method labels)
 _GROUPED_KEYWORDS = {
     "validate": ("validation", "score"),
     "validation_every": ("validation", "every"),

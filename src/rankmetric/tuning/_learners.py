@@ -119,6 +119,7 @@ class ITMLCV(TunedMetricLearner):
     _grid = {"slack_weight": [0.01, 0.1, 1.0, 10.0, 100.0]}
 
 
+# Each *CV class names its learner, its grid and shows its space: alike in shape on purpose
 class KISSMECV(TunedMetricLearner):
     """:class:`~rankmetric.KISSME` with its PCA dimension and ridge chosen inside ``fit``.
 
@@ -141,6 +142,7 @@ class KISSMECV(TunedMetricLearner):
     }
 
 
+# Each *CV class names its learner, its grid and shows its space: alike in shape on purpose
 class XQDACV(TunedMetricLearner):
     """:class:`~rankmetric.XQDA` with its dimension and ridge chosen inside ``fit``.
 
@@ -163,6 +165,7 @@ class XQDACV(TunedMetricLearner):
     }
 
 
+# Each *CV class names its learner, its grid and shows its space: alike in shape on purpose
 class LMNNCV(TunedMetricLearner):
     """:class:`~rankmetric.LMNN` with its k and push weight chosen inside ``fit``.
 

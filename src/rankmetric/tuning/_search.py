@@ -12,7 +12,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin, clone
 from sklearn.utils.validation import check_is_fitted
 
-from .._utils import make_rng
+from .._utils import make_rng, store_parameters
 from ..training import split_validation
 from ._split import (
     MIN_GROUPS_FOR_GROUP_SPLIT,
@@ -115,18 +115,10 @@ class TunedMetricLearner(TransformerMixin, BaseEstimator):
         random_state=None,
         verbose: bool = False,
     ) -> None:
-        self.estimator = estimator
-        self.param_space = param_space
-        self.budget = budget
-        self.validation_fraction = validation_fraction
-        self.split = split
-        self.eta = eta
-        self.n_rounds = n_rounds
-        self.n_candidates = n_candidates
-        self.random_state = random_state
-        self.verbose = verbose
+        store_parameters(self, locals())
 
     # ------------------------------------------------------------------ the search space
+    # Its example is a *CV class's in shape: the space of one learner
     def search_space(self, X: np.ndarray, y: np.ndarray, template) -> dict:
         """The candidate values of the learner's decisive parameters for data ``(X, y)``.
 
@@ -416,6 +408,7 @@ class TunedMetricLearner(TransformerMixin, BaseEstimator):
         return finalists
 
     # ------------------------------------------------------------------ the fitted learner
+    # transform's sections share their shape with every learner's (X in, embedding out)
     def transform(self, X) -> np.ndarray:
         """Embed ``X`` with the best estimator.
 

@@ -37,6 +37,7 @@ from .._early_stopping import EARLY_STOPPING_CONSTRAINTS
 from .._init_parameters import TRAINING_PARAMETER_CONSTRAINTS
 from .._supervision import split_pairs
 
+# The module's public names: a list alike in shape with other modules' __all__
 __all__ = [
     "HEADS",
     "SPDNET_PARAMETER_CONSTRAINTS",
@@ -158,12 +159,13 @@ def parse_hidden_sizes(sizes, n_channels: int) -> list[int]:
     Returns
     -------
     list of int
+        The output sizes ``[h1, ..., hk]``.
 
     Raises
     ------
     ValueError
-        Unless the sizes are integers, non-empty, positive and non-increasing from ``c``
-        (:func:`rankmetric.models.spdnet.check_sizes`).
+        When ``sizes`` is empty, and as :func:`rankmetric.models.spdnet.check_sizes` on
+        ``[c, *sizes]``.
     """
     if isinstance(sizes, str):
         sizes = [s for s in sizes.replace(" ", "").split(",") if s]

@@ -28,6 +28,7 @@ from ...geometry.aliases import canonical_metric
 from ...geometry.dispatch import pairwise_distance
 from ...geometry.means import MEAN_METRICS, spd_mean
 from ...io import register_estimator
+from .._docstrings import fill_doc
 from .._init_parameters import store_parameters
 from ..base import fit_context
 from ._network import check_spd_stack
@@ -114,15 +115,13 @@ class MDM(
         return tags
 
     @fit_context
+    @fill_doc
     def fit(self, X, y, sample_weight=None) -> MDM:
         """Compute the mean of every class.
 
         Parameters
         ----------
-        X : array-like of shape (n_matrices, c, c)
-            SPD matrices.
-        y : array-like of shape (n_matrices,)
-            Class labels.
+        %(labelled_spd)s
         sample_weight : array-like of shape (n_matrices,), optional
             Weight of each matrix in its class's mean (pyRiemann's ``sample_weight``).
 
@@ -149,17 +148,13 @@ class MDM(
         self.covmeans_ = torch.stack(means).numpy()
         return self
 
+    @fill_doc
     def transform(self, X) -> np.ndarray:
         """Distance of each matrix to every class mean (pyRiemann's ``MDM.transform``).
 
-        Parameters
-        ----------
-        X : array-like of shape (n_matrices, c, c)
+        The distances are in the dtype of ``X`` (float32 or float64; computed in float64).
 
-        Returns
-        -------
-        ndarray of shape (n_matrices, n_classes)
-            In the dtype of ``X`` (float32 or float64; computed in float64).
+        %(spd_class_columns)s
         """
         check_is_fitted(self, "covmeans_")
         metric = self._check_params()
@@ -173,12 +168,11 @@ class MDM(
             )
         return D.cpu().numpy().astype(X.dtype, copy=False)
 
+    @fill_doc
     def predict(self, X) -> np.ndarray:
         """The class of the nearest mean.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_matrices, c, c)
+        %(spd_matrices_parameters)s
 
         Returns
         -------
@@ -186,16 +180,11 @@ class MDM(
         """
         return self.classes_[np.argmin(self.transform(X), axis=1)]
 
+    @fill_doc
     def predict_proba(self, X) -> np.ndarray:
         """Softmax of the negative squared distances to the class means (as pyRiemann).
 
-        Parameters
-        ----------
-        X : array-like of shape (n_matrices, c, c)
-
-        Returns
-        -------
-        ndarray of shape (n_matrices, n_classes)
+        %(spd_class_columns)s
         """
         return softmax(-(self.transform(X) ** 2), axis=1)
 

@@ -156,6 +156,7 @@ class RPLEmbedding(SPDNetEmbedding):
         selection_se: float = 1.0,
         output: str = "vector",
         whiten: bool = True,
+        # the tail every trained estimator repeats: scikit-learn reads the signature, so spelled out
         random_state=None,
         device: str | None = None,
         verbose: bool | int = False,

@@ -292,6 +292,7 @@ class SPDNetEmbedding(DomainsRequestMixin, MetricLearnerMixin, BaseEstimator):
         selection_se: float = 1.0,
         output: str = "vector",
         whiten: bool = True,
+        # the tail every trained estimator repeats: scikit-learn reads the signature, so spelled out
         random_state=None,
         device: str | None = None,
         verbose: bool | int = False,
@@ -323,16 +324,14 @@ class SPDNetEmbedding(DomainsRequestMixin, MetricLearnerMixin, BaseEstimator):
     # ------------------------------------------------------------------ fit
 
     @fit_context
+    @fill_doc
     def fit(self, X, y, domains=None):
-        """Train the network on SPD matrices ``X`` (n_samples, c, c) with class labels ``y``.
+        """Train the network on SPD matrices ``X`` (n_matrices, c, c) with class labels ``y``.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, c, c)
-            SPD matrices.
-        y : array-like of shape (n_samples,)
-            Class labels.
-        domains : array-like of shape (n_samples,), optional
+        %(labelled_spd)s
+        domains : array-like of shape (n_matrices,), optional
             Domain (session, subject) of each matrix: each domain whitened at its own mean and,
             with ``batchnorm=True``, normalised at its own running means, every batch drawn from
             one domain (TSMNet's domain-specific batch normalisation). Routed by scikit-learn's

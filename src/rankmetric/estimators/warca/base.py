@@ -15,6 +15,8 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import validate_data
 
 from ..._utils import make_rng
+
+# the checks it uses (an import list alike in ssne.py's, not code)
 from ..._validation import (
     CHECKPOINTS,
     NONE,

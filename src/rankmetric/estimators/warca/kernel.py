@@ -240,6 +240,7 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         tol: float | None = 1e-2,
         tol_window: int = 50,
         positives: str = "all",
+        # the tail every trained estimator repeats: scikit-learn reads the signature, so spelled out
         random_state=None,
         device: str | None = None,
         verbose: bool = False,

@@ -191,10 +191,7 @@ class WARCA(MahalanobisMixin, BaseWARCA):
     rankmetric.LMNN : Mahalanobis metric with k-NN margins instead of rank weights.
     rankmetric.KISSME : Closed-form Mahalanobis metric, also a warm start (``init=``).
 
-    References
-    ----------
-    .. [1] C. Jose and F. Fleuret. Scalable Metric Learning via Weighted Approximate Rank
-       Component Analysis. ECCV 2016.
+    %(warca_reference)s
 
     Examples
     --------
@@ -243,6 +240,7 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         n_iter_no_change: int | None = 10,
         tol: float | None = 1e-2,
         tol_window: int | None = None,
+        # the tail every trained estimator repeats: scikit-learn reads the signature, so spelled out
         random_state=None,
         device: str | None = None,
         verbose: bool = False,

@@ -2,17 +2,23 @@
 
 Every pair ``(a, b)`` with weight ``w_ab`` (pull weights ``1 − μ + μ·#active triplets``, push
 weights ``−μ·#active triplets``) contributes ``w_ab (x_a − x_b)(x_a − x_b)ᵀ`` to the gradient, so
-``∇ε = 2 Zᵀ (C X)`` with ``Z = X Lᵀ`` and ``C`` the sparse weighted Laplacian
-``Σ w_ab (e_a − e_b)(e_a − e_b)ᵀ``; ``C X`` is formed by scatter-adds, never as an (n × n) matrix.
+``∇ε = 2 Zᵀ C X = 2 (C Z)ᵀ X`` with ``Z = X Lᵀ`` and ``C`` the sparse weighted Laplacian
+``Σ w_ab (e_a − e_b)(e_a − e_b)ᵀ = diag(W1 + Wᵀ1) − W − Wᵀ``; ``C Z`` is formed by two
+sparse × dense products over index structures built once per active set
+(:class:`PairLaplacian`), never as an (n × n) matrix.
 """
 
 from __future__ import annotations
 
+import warnings
+
 import torch
 
-from .search import ActiveSet, pair_sq_distances, row_chunk, target_distances
+from .search import ActiveSet, pair_sq_distances, target_distances
 
 __all__ = [
+    "ActivePairs",
+    "PairLaplacian",
     "fixed_triplet_loss_and_grad",
     "laplacian_gradient",
     "laplacian_product",
@@ -21,10 +27,77 @@ __all__ = [
 ]
 
 
+def _csr(crow: torch.Tensor, col: torch.Tensor, values: torch.Tensor, n: int) -> torch.Tensor:
+    """An (n × n) CSR matrix on given (valid, sorted) index arrays, without checks or warnings."""
+    with warnings.catch_warnings():  # torch calls its CSR layout "beta" (once per process)
+        warnings.filterwarnings("ignore", "Sparse CSR tensor support", UserWarning)
+        return torch.sparse_csr_tensor(crow, col, values, (n, n), check_invariants=False)
+
+
+def _row_pointers(rows: torch.Tensor, n: int, dtype: torch.dtype) -> torch.Tensor:
+    """CSR row pointers (n + 1,) of sorted row indices."""
+    crow = torch.zeros(n + 1, dtype=torch.int64, device=rows.device)
+    torch.cumsum(torch.bincount(rows, minlength=n), 0, out=crow[1:])
+    return crow.to(dtype)
+
+
+class PairLaplacian:
+    """The weighted Laplacian ``C = Σ_p w_p (e_{a_p} − e_{b_p})(e_{a_p} − e_{b_p})ᵀ`` of fixed
+    pairs, for many weight vectors ``w``.
+
+    The index structures (the pairs as an (n × n) CSR matrix ``W`` by ``a`` and its transpose
+    by ``b``) are built once, with one sort of the pairs; :meth:`times` then costs
+    ``O(P·r + n·r)`` per call: ``C Z = diag(W1 + Wᵀ1) Z − W Z − Wᵀ Z``, two sparse × dense
+    products, with no sort, no (n × n) matrix and no (pairs × r) temporary.
+
+    Parameters
+    ----------
+    a, b : LongTensor of shape (n_pairs,)
+        The pairs (any order).
+    n_samples : int
+
+    Examples
+    --------
+    >>> import torch
+    >>> C = PairLaplacian(torch.tensor([0, 1]), torch.tensor([1, 2]), 3)
+    >>> C.times(torch.tensor([1.0, 2.0]), torch.tensor([[0.0], [1.0], [3.0]]))
+    tensor([[-1.],
+            [-3.],
+            [ 4.]])
+    """
+
+    def __init__(self, a: torch.Tensor, b: torch.Tensor, n_samples: int):
+        n = int(n_samples)
+        index = torch.int32 if max(n, a.numel()) < 2**31 - 1 else torch.int64
+        self.n_samples = n
+        #: Positions of the pairs in ``a``-order (None: ``a`` is sorted already).
+        self.order = None if bool((a[1:] >= a[:-1]).all()) else torch.argsort(a, stable=True)
+        if self.order is not None:
+            a, b = a[self.order], b[self.order]
+        self.crow, self.col = _row_pointers(a, n, index), b.to(index)
+        #: Positions (in ``a``-order) of the pairs in ``b``-order: the transpose's values.
+        self.transpose = torch.argsort(b, stable=True)
+        self.crow_t = _row_pointers(b.index_select(0, self.transpose), n, index)
+        self.col_t = a.index_select(0, self.transpose).to(index)
+
+    def times(self, w: torch.Tensor, Z: torch.Tensor) -> torch.Tensor:
+        """``C Z`` for pair weights ``w`` (n_pairs,) and ``Z`` (n_samples, r)."""
+        if self.order is not None:
+            w = w.index_select(0, self.order)
+        n = self.n_samples
+        Z1 = torch.cat([Z, Z.new_ones(n, 1)], 1)  # the last column gives the degrees
+        forward = _csr(self.crow, self.col, w, n) @ Z1
+        backward = _csr(self.crow_t, self.col_t, w.index_select(0, self.transpose), n) @ Z1
+        degree = forward[:, -1:] + backward[:, -1:]
+        return degree * Z - forward[:, :-1] - backward[:, :-1]
+
+
 def laplacian_product(
     X: torch.Tensor, a: torch.Tensor, b: torch.Tensor, w: torch.Tensor
 ) -> torch.Tensor:
     """``C X`` with ``C = Σ_p w_p (e_{a_p} − e_{b_p})(e_{a_p} − e_{b_p})ᵀ`` (n, n), never formed.
+
+    One call of :class:`PairLaplacian` (build it once to reuse the pairs' index structures).
 
     Parameters
     ----------
@@ -36,14 +109,27 @@ def laplacian_product(
     -------
     Tensor of shape (n_samples, n_features)
     """
-    out = torch.zeros_like(X)
-    step = row_chunk(X.shape[1])
-    for start in range(0, a.numel(), step):  # loop over pair chunks
-        sl = slice(start, start + step)
-        contrib = w[sl, None] * (X[a[sl]] - X[b[sl]])
-        out.index_add_(0, a[sl], contrib)
-        out.index_add_(0, b[sl], -contrib)
-    return out
+    return PairLaplacian(a, b, X.shape[0]).times(w, X)
+
+
+def _triplet_weights(
+    d_target: torch.Tensor, d_impostor: torch.Tensor, active: ActiveSet, mu: float
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The LMNN objective and the pair weights of its gradient: ``(loss, pull (n, k), push
+    (n_pairs,))``, as :func:`triplet_terms`. O(n_pairs · k), no sort."""
+    mask = active.target_mask
+    # Padded targets get −inf: their hinge is −inf, never violated, clamped to 0.
+    margin = (d_target + 1.0).masked_fill_(~mask, -torch.inf)
+    hinge = margin.index_select(0, active.anchors).sub_(d_impostor[:, None])  # (m, k)
+    violated = hinge > 0
+    maskf = mask.to(d_target.dtype)
+    loss = (1.0 - mu) * (d_target * maskf).sum() + mu * hinge.clamp_min_(0.0).sum()
+    counts = violated.to(d_target.dtype)
+    pull = (1.0 - mu) * maskf + mu * torch.zeros_like(maskf).index_add_(0, active.anchors, counts)
+    # A product with ones, not counts.sum(1): exact (small integers) and far faster than a
+    # reduction over the short last dimension.
+    push = -mu * (counts @ counts.new_ones(counts.shape[1]))
+    return loss, pull, push
 
 
 def triplet_terms(
@@ -69,29 +155,20 @@ def triplet_terms(
         Pairs and weights: ``∂loss/∂d(a_p, b_p)² = w_p`` (pull weights ``1 − μ + μ·#violated
         triplets`` on the target pairs, ``−μ·#violated triplets`` on the impostor pairs).
     """
-    mu = float(regularization)
+    loss, pull, push = _triplet_weights(d_target, d_impostor, active, float(regularization))
     n, k = active.targets.shape
-    hinge = 1.0 + d_target[active.anchors] - d_impostor[:, None]  # (m, k)
-    violated = (hinge > 0) & active.target_mask[active.anchors]
-    mask = active.target_mask.to(d_target.dtype)
-    loss = (1.0 - mu) * (d_target * mask).sum() + mu * hinge.clamp_min(0.0).mul(violated).sum()
-
-    counts = violated.to(d_target.dtype)
-    pull = (1.0 - mu) * mask + mu * torch.zeros_like(mask).index_add_(0, active.anchors, counts)
-    push = -mu * counts.sum(1)
     rows = torch.arange(n, device=d_target.device).repeat_interleave(k)
     a = torch.cat([rows, active.anchors])
     b = torch.cat([active.targets.reshape(-1), active.impostors])
-    w = torch.cat([pull.reshape(-1), push])
-    return loss, a, b, w
+    return loss, a, b, torch.cat([pull.reshape(-1), push])
 
 
 def laplacian_gradient(
     Z: torch.Tensor, X: torch.Tensor, a: torch.Tensor, b: torch.Tensor, w: torch.Tensor
 ) -> torch.Tensor:
-    """``∂/∂L Σ_p w_p ||L(x_{a_p} − x_{b_p})||² = 2 Zᵀ C X`` with ``Z = X Lᵀ``.
+    """``∂/∂L Σ_p w_p ||L(x_{a_p} − x_{b_p})||² = 2 Zᵀ C X = 2 (C Z)ᵀ X`` with ``Z = X Lᵀ``.
 
-    ``C`` is the weighted Laplacian of the pairs (see :func:`laplacian_product`).
+    ``C`` is the weighted Laplacian of the pairs (see :class:`PairLaplacian`).
 
     Parameters
     ----------
@@ -104,7 +181,67 @@ def laplacian_gradient(
     -------
     Tensor of shape (r, n_features)
     """
-    return 2.0 * Z.T @ laplacian_product(X, a, b, w)
+    return _gradient(Z, X, [(PairLaplacian(a, b, Z.shape[0]), w)])
+
+
+def _gradient(Z: torch.Tensor, X: torch.Tensor, terms) -> torch.Tensor:
+    """``2 (C Z)ᵀ X`` with ``C Z = Σ laplacian.times(w, Z)`` over ``terms`` of ``(laplacian,
+    w)``, taken on the centred ``Z`` (equal, as ``C 1 = 0``): the degree term ``deg · z_i`` and
+    the neighbour sums then cancel on smaller numbers."""
+    Zc = Z - Z.mean(0)
+    CZ = sum(laplacian.times(w, Zc) for laplacian, w in terms)
+    return 2.0 * CZ.T @ X
+
+
+class ActivePairs:
+    """The index structures of an active set's pairs for :func:`lmnn_loss_and_grad`, built once
+    per active set (one sort of its pairs) and reused by every evaluation on it.
+
+    Parameters
+    ----------
+    active : ActiveSet
+    groups : LongTensor of shape (n_samples,), optional
+        As in :func:`lmnn_loss_and_grad`: the pairs are split by the group of their reference
+        point (the target, or the impostor).
+    n_groups : int, optional
+        Number of groups (default: ``groups.max() + 1``).
+
+    Attributes
+    ----------
+    blocks : list of tuples ``(target positions, target Laplacian, impostor positions,
+        impostor Laplacian)``
+        One per group (one in all without groups, with positions None: every pair).
+
+    Examples
+    --------
+    >>> import torch
+    >>> active = ActiveSet(
+    ...     torch.tensor([[1], [0], [3], [2]]),
+    ...     torch.ones(4, 1, dtype=torch.bool),
+    ...     torch.tensor([0, 1]),
+    ...     torch.tensor([2, 3]),
+    ... )
+    >>> len(ActivePairs(active).blocks)
+    1
+    """
+
+    def __init__(
+        self, active: ActiveSet, groups: torch.Tensor | None = None, n_groups: int | None = None
+    ):
+        n, k = active.targets.shape
+        rows = torch.arange(n, device=active.targets.device).repeat_interleave(k)
+        ends = (rows, active.targets.reshape(-1)), (active.anchors, active.impostors)
+        self.blocks = []
+        if groups is None:
+            self.blocks.append(tuple(v for a, b in ends for v in (None, PairLaplacian(a, b, n))))
+            return
+        n_groups = int(groups.max()) + 1 if n_groups is None else int(n_groups)
+        for g in range(n_groups):  # loop over the (few) groups
+            block = []
+            for a, b in ends:
+                where = torch.nonzero(groups[b] == g).flatten()
+                block += [where, PairLaplacian(a[where], b[where], n)]
+            self.blocks.append(tuple(block))
 
 
 def lmnn_loss_and_grad(
@@ -113,6 +250,7 @@ def lmnn_loss_and_grad(
     active: ActiveSet,
     regularization: float,
     groups: torch.Tensor | None = None,
+    pairs: ActivePairs | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """LMNN objective ε(L) on an active set, and its (sub)gradient with respect to ``L``.
 
@@ -128,24 +266,36 @@ def lmnn_loss_and_grad(
         μ in [0, 1]: weight of the push term; the pull term has weight 1 − μ.
     groups : LongTensor of shape (n_samples,), optional
         Group of each sample: a distance to sample ``j`` is measured in ``L[groups[j]]``.
+    pairs : ActivePairs, optional
+        ``ActivePairs(active, groups, n_groups)`` when evaluating many times on one active set
+        (built here when None).
 
     Returns
     -------
     loss : Tensor of shape ()
     grad : Tensor of the shape of ``L``
+
+    Notes
+    -----
+    One evaluation costs O(P·(r + k)) for P impostor pairs (gathers of embedded rows, and two
+    sparse × dense products: :class:`PairLaplacian`), plus O(n·r·D) for ``Z = X Lᵀ`` and the
+    gradient ``2 (C Z)ᵀ X``: no sort, no (n × n) matrix, no D-sized work per pair.
     """
+    if pairs is None:
+        pairs = ActivePairs(active, groups, None if groups is None else L.shape[0])
     Z = X @ L.mT
     d_target = target_distances(Z, active.targets, groups)  # (n, k)
     d_impostor = pair_sq_distances(Z, active.anchors, active.impostors, groups)  # (m,)
-    loss, a, b, w = triplet_terms(d_target, d_impostor, active, regularization)
-    if groups is None:
-        return loss, laplacian_gradient(Z, X, a, b, w)
-    reference = groups[b]
-    grad = torch.empty_like(L)
-    for g in range(L.shape[0]):  # loop over the (few) groups: the pairs measured in g's metric
-        sel = reference == g
-        grad[g] = laplacian_gradient(Z[g], X, a[sel], b[sel], w[sel])
-    return loss, grad
+    loss, pull, push = _triplet_weights(d_target, d_impostor, active, float(regularization))
+    weights = pull.reshape(-1), push
+    grads = []
+    for g, block in enumerate(pairs.blocks):  # one block, or one per (few) group
+        terms = [
+            (laplacian, w if where is None else w.index_select(0, where))
+            for where, laplacian, w in zip(block[::2], block[1::2], weights, strict=True)
+        ]
+        grads.append(_gradient(Z if groups is None else Z[g], X, terms))
+    return loss, grads[0] if groups is None else torch.stack(grads)
 
 
 def fixed_triplet_loss_and_grad(

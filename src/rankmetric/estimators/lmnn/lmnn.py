@@ -32,7 +32,7 @@ from .._supervision import (
 )
 from ..base import MahalanobisMixin, fit_context
 from ._active_set import numpy_objective, optimize_fixed, optimize_with_progress
-from ._objective import fixed_triplet_loss_and_grad, lmnn_loss_and_grad
+from ._objective import ActivePairs, fixed_triplet_loss_and_grad, lmnn_loss_and_grad
 from .search import active_set_search, check_first_active_set, find_target_neighbors
 
 __all__ = [
@@ -137,8 +137,9 @@ def fit_on_active_sets(estimator, X: np.ndarray, codes: np.ndarray, L0: np.ndarr
     mu = float(estimator._param("push_weight"))
     search = active_set_search(Xt, codes_t, targets, target_mask, groups_t)
 
-    def objective(active):
-        loss_and_grad = lambda L: lmnn_loss_and_grad(L, Xt, active, mu, groups_t)  # noqa: E731
+    def objective(active):  # once per active set: its pairs' index structures, then evaluations
+        pairs = ActivePairs(active, groups_t, None if groups is None else L0.shape[0])
+        loss_and_grad = lambda L: lmnn_loss_and_grad(L, Xt, active, mu, groups_t, pairs)  # noqa: E731
         return numpy_objective(loss_and_grad, L0.shape, Xt)
 
     name = "LMNN" if groups is None else "mLMNN"

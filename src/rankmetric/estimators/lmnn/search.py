@@ -34,6 +34,8 @@ __all__ = [
 
 # Elements of one (chunk × n) distance block; bounds the memory of every neighbour search.
 _BLOCK_ELEMENTS = 1 << 22
+# Elements of one (chunk × r) gather buffer of the pair distances (1 MiB in float32).
+_GATHER_ELEMENTS = 1 << 18
 # Relative slack of the impostor search, so that rounding in ``||a||² + ||b||² − 2ab`` never drops
 # a violated triplet (extra candidates cost little: their hinge is zero).
 _SEARCH_SLACK = 1e-4
@@ -145,7 +147,7 @@ def pair_sq_distances(
     -------
     Tensor of the broadcast shape of ``a`` and ``b``
     """
-    if a.ndim == 1 and b.ndim == 1 and a.numel() > row_chunk(Z.shape[-1]):
+    if a.ndim == 1 and b.ndim == 1 and a.numel() > _gather_rows(Z.shape[-1]):
         return _chunked_pair_sq_distances(Z, a, b, groups)
     if groups is None:
         return paired_squared_euclidean(Z[a], Z[b])
@@ -153,14 +155,38 @@ def pair_sq_distances(
     return paired_squared_euclidean(Z[g, a], Z[g, b])
 
 
+def _gather_rows(n_columns: int) -> int:
+    """Pairs per chunk of :func:`_chunked_pair_sq_distances`: two (chunk × r) buffers that stay
+    in the CPU's cache."""
+    return max(1, _GATHER_ELEMENTS // max(n_columns, 1))
+
+
 def _chunked_pair_sq_distances(Z, a, b, groups) -> torch.Tensor:
-    """:func:`pair_sq_distances` of many pairs, a chunk at a time: the (pairs × r) gathers stay
-    within ``_BLOCK_ELEMENTS`` numbers instead of growing with the active set."""
+    """:func:`pair_sq_distances` of many pairs, a chunk at a time, into two (chunk × r) buffers
+    allocated once: the same difference form, bit for bit, at O(P·r) gathers of embedded rows.
+
+    ``index_select`` into reused buffers, not ``Z[a]``: advanced indexing and a fresh
+    (pairs × r) temporary per chunk cost ≈ 130 ns per pair at r = 20, this ≈ 25 ns
+    (``benchmarks/bench_lmnn_memory.py iteration``).
+    """
+    r = Z.shape[-1]
+    n = Z.shape[-2]
+    flat = Z.reshape(-1, r)  # with groups: row g·n + i is Z[g, i]
     out = torch.empty(a.shape[0], dtype=Z.dtype, device=Z.device)
-    step = row_chunk(Z.shape[-1])
+    step = _gather_rows(r)
+    rows = min(step, a.shape[0])
+    A = torch.empty(rows, r, dtype=Z.dtype, device=Z.device)
+    B = torch.empty_like(A)
     for start in range(0, a.shape[0], step):  # loop over pair chunks
-        sl = slice(start, start + step)
-        out[sl] = pair_sq_distances(Z, a[sl], b[sl], groups)
+        ia, ib = a[start : start + step], b[start : start + step]
+        if groups is not None:
+            offset = groups.index_select(0, ib) * n
+            ia, ib = ia + offset, ib + offset
+        m = ia.shape[0]
+        torch.index_select(flat, 0, ia, out=A[:m])
+        torch.index_select(flat, 0, ib, out=B[:m])
+        diff = A[:m].sub_(B[:m])
+        torch.sum(diff.mul_(diff), 1, out=out[start : start + m])
     return out
 
 

@@ -14,7 +14,7 @@ import warnings
 
 import torch
 
-from .search import ActiveSet, pair_sq_distances, target_distances
+from .search import ActiveSet, pair_chunks, pair_sq_distances, target_distances
 
 __all__ = [
     "ActivePairs",
@@ -79,6 +79,7 @@ class PairLaplacian:
         self.transpose = torch.argsort(b, stable=True)
         self.crow_t = _row_pointers(b.index_select(0, self.transpose), n, index)
         self.col_t = a.index_select(0, self.transpose).to(index)
+        self._values_t = None  # the transpose's values, a buffer reused by every call
 
     def times(self, w: torch.Tensor, Z: torch.Tensor) -> torch.Tensor:
         """``C Z`` for pair weights ``w`` (n_pairs,) and ``Z`` (n_samples, r)."""
@@ -87,7 +88,10 @@ class PairLaplacian:
         n = self.n_samples
         Z1 = torch.cat([Z, Z.new_ones(n, 1)], 1)  # the last column gives the degrees
         forward = _csr(self.crow, self.col, w, n) @ Z1
-        backward = _csr(self.crow_t, self.col_t, w.index_select(0, self.transpose), n) @ Z1
+        if self._values_t is None or self._values_t.dtype != w.dtype:
+            self._values_t = torch.empty_like(w)
+        values_t = torch.index_select(w, 0, self.transpose, out=self._values_t)
+        backward = _csr(self.crow_t, self.col_t, values_t, n) @ Z1
         degree = forward[:, -1:] + backward[:, -1:]
         return degree * Z - forward[:, :-1] - backward[:, :-1]
 
@@ -112,24 +116,42 @@ def laplacian_product(
     return PairLaplacian(a, b, X.shape[0]).times(w, X)
 
 
+def _margins(d_target: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """``1 + d_target`` (n, k); −inf at padded targets, whose hinges are then never violated."""
+    return (d_target + 1.0).masked_fill_(~mask, -torch.inf)
+
+
+def _hinges(
+    margins: torch.Tensor, d: torch.Tensor, anchors: torch.Tensor, pull_counts: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The hinges ``[1 + d(i, j) − d(i, l)]₊`` of the impostor pairs ``(anchors, ·)`` at squared
+    distances ``d``: adds each pair's violated triplets to ``pull_counts`` (n, k) of its anchor
+    and returns ``(Σ hinges, violated triplets per pair)``. O(pairs · k), no sort."""
+    hinge = margins.index_select(0, anchors).sub_(d[:, None])  # (m, k)
+    violated = hinge > 0
+    counts = violated.to(d.dtype)
+    pull_counts.index_add_(0, anchors, counts)
+    # A product with ones, not counts.sum(1): exact (small integers) and far faster than a
+    # reduction over the short last dimension.
+    return hinge.clamp_min_(0.0).sum(), counts @ counts.new_ones(counts.shape[1])
+
+
+def _loss_and_weights(d_target, mask, mu: float, hinge_sum, pull_counts, push_counts):
+    """``(loss, pull (n, k), push (n_pairs,))`` of :func:`triplet_terms` from the hinges."""
+    maskf = mask.to(d_target.dtype)
+    loss = (1.0 - mu) * (d_target * maskf).sum() + mu * hinge_sum
+    return loss, (1.0 - mu) * maskf + mu * pull_counts, -mu * push_counts
+
+
 def _triplet_weights(
     d_target: torch.Tensor, d_impostor: torch.Tensor, active: ActiveSet, mu: float
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The LMNN objective and the pair weights of its gradient: ``(loss, pull (n, k), push
-    (n_pairs,))``, as :func:`triplet_terms`. O(n_pairs · k), no sort."""
-    mask = active.target_mask
-    # Padded targets get −inf: their hinge is −inf, never violated, clamped to 0.
-    margin = (d_target + 1.0).masked_fill_(~mask, -torch.inf)
-    hinge = margin.index_select(0, active.anchors).sub_(d_impostor[:, None])  # (m, k)
-    violated = hinge > 0
-    maskf = mask.to(d_target.dtype)
-    loss = (1.0 - mu) * (d_target * maskf).sum() + mu * hinge.clamp_min_(0.0).sum()
-    counts = violated.to(d_target.dtype)
-    pull = (1.0 - mu) * maskf + mu * torch.zeros_like(maskf).index_add_(0, active.anchors, counts)
-    # A product with ones, not counts.sum(1): exact (small integers) and far faster than a
-    # reduction over the short last dimension.
-    push = -mu * (counts @ counts.new_ones(counts.shape[1]))
-    return loss, pull, push
+    (n_pairs,))``, as :func:`triplet_terms`."""
+    pull_counts = torch.zeros_like(d_target)
+    margins = _margins(d_target, active.target_mask)
+    hinge_sum, push_counts = _hinges(margins, d_impostor, active.anchors, pull_counts)
+    return _loss_and_weights(d_target, active.target_mask, mu, hinge_sum, pull_counts, push_counts)
 
 
 def triplet_terms(
@@ -229,6 +251,8 @@ class ActivePairs:
         self, active: ActiveSet, groups: torch.Tensor | None = None, n_groups: int | None = None
     ):
         n, k = active.targets.shape
+        self.n_pairs = active.anchors.numel()
+        self._push_counts = None
         rows = torch.arange(n, device=active.targets.device).repeat_interleave(k)
         ends = (rows, active.targets.reshape(-1)), (active.anchors, active.impostors)
         self.blocks = []
@@ -242,6 +266,14 @@ class ActivePairs:
                 where = torch.nonzero(groups[b] == g).flatten()
                 block += [where, PairLaplacian(a[where], b[where], n)]
             self.blocks.append(tuple(block))
+
+    def push_counts(self, dtype: torch.dtype) -> torch.Tensor:
+        """A buffer (n_pairs,) for the violated triplets of each impostor pair, allocated once
+        per active set (a fresh one per evaluation costs page faults at millions of pairs)."""
+        if self._push_counts is None or self._push_counts.dtype != dtype:
+            device = self.blocks[0][1].crow.device
+            self._push_counts = torch.empty(self.n_pairs, dtype=dtype, device=device)
+        return self._push_counts
 
 
 def lmnn_loss_and_grad(
@@ -285,8 +317,18 @@ def lmnn_loss_and_grad(
         pairs = ActivePairs(active, groups, None if groups is None else L.shape[0])
     Z = X @ L.mT
     d_target = target_distances(Z, active.targets, groups)  # (n, k)
-    d_impostor = pair_sq_distances(Z, active.anchors, active.impostors, groups)  # (m,)
-    loss, pull, push = _triplet_weights(d_target, d_impostor, active, float(regularization))
+    margins = _margins(d_target, active.target_mask)
+    pull_counts = torch.zeros_like(d_target)
+    push_counts = pairs.push_counts(d_target.dtype)
+    hinge_sum = d_target.new_zeros(())
+    # Distances and hinges a chunk of pairs at a time: every temporary stays in the cache.
+    for sl, d in pair_chunks(Z, active.anchors, active.impostors, groups):
+        chunk_sum, push_counts[sl] = _hinges(margins, d, active.anchors[sl], pull_counts)
+        hinge_sum += chunk_sum
+    mu = float(regularization)
+    loss, pull, push = _loss_and_weights(
+        d_target, active.target_mask, mu, hinge_sum, pull_counts, push_counts
+    )
     weights = pull.reshape(-1), push
     grads = []
     for g, block in enumerate(pairs.blocks):  # one block, or one per (few) group

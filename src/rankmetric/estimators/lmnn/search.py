@@ -162,21 +162,30 @@ def _gather_rows(n_columns: int) -> int:
 
 
 def _chunked_pair_sq_distances(Z, a, b, groups) -> torch.Tensor:
-    """:func:`pair_sq_distances` of many pairs, a chunk at a time, into two (chunk × r) buffers
-    allocated once: the same difference form, bit for bit, at O(P·r) gathers of embedded rows.
-
-    ``index_select`` into reused buffers, not ``Z[a]``: advanced indexing and a fresh
-    (pairs × r) temporary per chunk cost ≈ 130 ns per pair at r = 20, this ≈ 25 ns
-    (``benchmarks/bench_lmnn_memory.py iteration``).
-    """
-    r = Z.shape[-1]
-    n = Z.shape[-2]
-    flat = Z.reshape(-1, r)  # with groups: row g·n + i is Z[g, i]
+    """:func:`pair_sq_distances` of many pairs, a chunk at a time (:func:`pair_chunks`)."""
     out = torch.empty(a.shape[0], dtype=Z.dtype, device=Z.device)
+    for sl, d in pair_chunks(Z, a, b, groups):
+        out[sl] = d
+    return out
+
+
+def pair_chunks(Z: torch.Tensor, a: torch.Tensor, b: torch.Tensor, groups=None):
+    """``(slice, d)`` per chunk of the pairs ``(a, b)``: their squared distances as
+    :func:`pair_sq_distances` gives them, bit for bit (the difference form), in O(P·r) gathers
+    of embedded rows into two (chunk × r) buffers allocated once; ``d`` is a buffer too, valid
+    until the next chunk.
+
+    ``index_select`` into reused buffers that stay in the CPU's cache, not ``Z[a]``: advanced
+    indexing and a fresh (pairs × r) temporary per chunk cost ≈ 130 ns per pair at r = 20,
+    this ≈ 25 ns (one thread).
+    """
+    r, n = Z.shape[-1], Z.shape[-2]
+    flat = Z.reshape(-1, r)  # with groups: row g·n + i is Z[g, i]
     step = _gather_rows(r)
-    rows = min(step, a.shape[0])
+    rows = max(1, min(step, a.shape[0]))
     A = torch.empty(rows, r, dtype=Z.dtype, device=Z.device)
     B = torch.empty_like(A)
+    d = torch.empty(rows, dtype=Z.dtype, device=Z.device)
     for start in range(0, a.shape[0], step):  # loop over pair chunks
         ia, ib = a[start : start + step], b[start : start + step]
         if groups is not None:
@@ -186,8 +195,8 @@ def _chunked_pair_sq_distances(Z, a, b, groups) -> torch.Tensor:
         torch.index_select(flat, 0, ia, out=A[:m])
         torch.index_select(flat, 0, ib, out=B[:m])
         diff = A[:m].sub_(B[:m])
-        torch.sum(diff.mul_(diff), 1, out=out[start : start + m])
-    return out
+        torch.sum(diff.mul_(diff), 1, out=d[:m])
+        yield slice(start, start + m), d[:m]
 
 
 def target_distances(

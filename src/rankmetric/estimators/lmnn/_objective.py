@@ -18,6 +18,7 @@ from .search import ActiveSet, pair_chunks, pair_sq_distances, target_distances
 
 __all__ = [
     "ActivePairs",
+    "FixedTriplets",
     "PairLaplacian",
     "fixed_triplet_loss_and_grad",
     "laplacian_gradient",
@@ -340,6 +341,37 @@ def lmnn_loss_and_grad(
     return loss, grads[0] if groups is None else torch.stack(grads)
 
 
+class FixedTriplets:
+    """Given triplets (anchor, positive, negative) of :meth:`LMNN.fit_triplets`, prepared once
+    for :func:`fixed_triplet_loss_and_grad`: the distinct (anchor, positive) pairs (one
+    ``unique``) and the pairs' :class:`PairLaplacian` (one sort), so that an evaluation sorts
+    nothing.
+
+    Parameters
+    ----------
+    anchor, positive, negative : LongTensor of shape (n_triplets,)
+    n_samples : int
+
+    Examples
+    --------
+    >>> import torch
+    >>> t = FixedTriplets(torch.tensor([0, 0]), torch.tensor([1, 1]), torch.tensor([2, 3]), 4)
+    >>> t.target_anchor.tolist(), t.target_positive.tolist()
+    ([0], [1])
+    """
+
+    def __init__(
+        self, anchor: torch.Tensor, positive: torch.Tensor, negative: torch.Tensor, n_samples
+    ):
+        n = int(n_samples)
+        keys = torch.unique(anchor * n + positive)
+        self.target_anchor, self.target_positive = keys // n, keys % n
+        self.anchor, self.positive, self.negative = anchor, positive, negative
+        a = torch.cat([self.target_anchor, anchor, anchor])
+        b = torch.cat([self.target_positive, positive, negative])
+        self.laplacian = PairLaplacian(a, b, n)
+
+
 def fixed_triplet_loss_and_grad(
     L: torch.Tensor,
     X: torch.Tensor,
@@ -347,12 +379,13 @@ def fixed_triplet_loss_and_grad(
     positive: torch.Tensor,
     negative: torch.Tensor,
     regularization: float,
+    triplets: FixedTriplets | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The LMNN objective on given triplets, and its gradient with respect to ``L``.
 
     ``ε(L) = (1 − μ) Σ_{(a, p)} ||L(x_a − x_p)||² + μ Σ_{(a, p, n)} [1 + ||L(x_a − x_p)||²
     − ||L(x_a − x_n)||²]₊``: the pull term over the distinct (anchor, positive) pairs, the push
-    term over every triplet. The gradient is ``2 Zᵀ (C X)`` as in :func:`laplacian_gradient`.
+    term over every triplet. The gradient is ``2 (C Z)ᵀ X`` as in :func:`laplacian_gradient`.
 
     Parameters
     ----------
@@ -361,6 +394,9 @@ def fixed_triplet_loss_and_grad(
     anchor, positive, negative : LongTensor of shape (n_triplets,)
     regularization : float
         μ in [0, 1].
+    triplets : FixedTriplets, optional
+        ``FixedTriplets(anchor, positive, negative, n_samples)`` when evaluating many times
+        (built here when None).
 
     Returns
     -------
@@ -368,17 +404,13 @@ def fixed_triplet_loss_and_grad(
     grad : Tensor of shape (r, n_features)
     """
     mu = float(regularization)
-    n = X.shape[0]
+    t = FixedTriplets(anchor, positive, negative, X.shape[0]) if triplets is None else triplets
     Z = X @ L.T
-    keys = torch.unique(anchor * n + positive)
-    ta, tp = keys // n, keys % n
-    d_target = pair_sq_distances(Z, ta, tp)
-    d_ap = pair_sq_distances(Z, anchor, positive)
-    d_an = pair_sq_distances(Z, anchor, negative)
+    d_target = pair_sq_distances(Z, t.target_anchor, t.target_positive)
+    d_ap = pair_sq_distances(Z, t.anchor, t.positive)
+    d_an = pair_sq_distances(Z, t.anchor, t.negative)
     hinge = 1.0 + d_ap - d_an
     violated = (hinge > 0).to(Z.dtype)
     loss = (1.0 - mu) * d_target.sum() + mu * (hinge * violated).sum()
-    a = torch.cat([ta, anchor, anchor])
-    b = torch.cat([tp, positive, negative])
     w = torch.cat([torch.full_like(d_target, 1.0 - mu), mu * violated, -mu * violated])
-    return loss, laplacian_gradient(Z, X, a, b, w)
+    return loss, _gradient(Z, X, [(t.laplacian, w)])

@@ -48,10 +48,12 @@ MAX_ACTIVE_SET_BYTES: int | None = None
 #: Anchors sampled to estimate the size of an active set before searching it.
 N_PROBE_ANCHORS = 512
 #: Bytes one active pair really costs at the peak of a fit: ``PAIR_BYTES + PAIR_BYTES_PER_K · k``.
-#: Measured (docs/reliability.md): the objective on 3M pairs peaks at 99 B/pair at k = 3 and 181
-#: at k = 8, its two indices included (its (pairs × k) hinge terms; the pair distances are
-#: chunked — unchunked they took 258 B at rank 20); a full fit on 6,000 points peaked at 83 B per
-#: pair of its largest active set (k = 3). The bound (124 B at k = 3, 224 B at k = 8) covers each.
+#: Measured (docs/reliability.md): the objective on 3M pairs peaked at 99 B/pair at k = 3 and 181
+#: at k = 8, its two indices included (its (pairs × k) hinge terms; unchunked pair distances took
+#: 258 B at rank 20); since the hinges run a chunk of pairs at a time, 79 B at k = 3 and 81 B at
+#: k = 8, the index structures of ``_objective.PairLaplacian`` included
+#: (``bench_lmnn_memory.py objective``); a full fit on 6,000 points peaked at 83 B per pair of
+#: its largest active set (k = 3). The bound (124 B at k = 3, 224 B at k = 8) covers each.
 PAIR_BYTES, PAIR_BYTES_PER_K = 64, 20
 #: Factor on an active set *estimated* from sampled anchors before a search: the set keeps the
 #: previous search's near pairs (hysteresis) and grows as the metric moves, so an estimate that

@@ -77,9 +77,10 @@ class PairLaplacian:
             a, b = a[self.order], b[self.order]
         self.crow, self.col = _row_pointers(a, n, index), b.to(index)
         #: Positions (in ``a``-order) of the pairs in ``b``-order: the transpose's values.
-        self.transpose = torch.argsort(b, stable=True)
-        self.crow_t = _row_pointers(b.index_select(0, self.transpose), n, index)
-        self.col_t = a.index_select(0, self.transpose).to(index)
+        transpose = torch.argsort(b, stable=True)
+        self.crow_t = _row_pointers(b.index_select(0, transpose), n, index)
+        self.col_t = a.index_select(0, transpose).to(index)
+        self.transpose = transpose.to(index)
         self._values_t = None  # the transpose's values, a buffer reused by every call
 
     def times(self, w: torch.Tensor, Z: torch.Tensor) -> torch.Tensor:

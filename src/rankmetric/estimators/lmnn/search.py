@@ -53,7 +53,8 @@ N_PROBE_ANCHORS = 512
 #: 258 B at rank 20); since the hinges run a chunk of pairs at a time, 79 B at k = 3 and 81 B at
 #: k = 8, the index structures of ``_objective.PairLaplacian`` included
 #: (``bench_lmnn_memory.py objective``); a full fit on 6,000 points peaked at 83 B per pair of
-#: its largest active set (k = 3). The bound (124 B at k = 3, 224 B at k = 8) covers each.
+#: its largest active set (k = 3), 81 B now (``bench_lmnn_memory.py fit --n 6000 --k 3
+#: --max-iter 8``: 21.3M pairs). The bound (124 B at k = 3, 224 B at k = 8) covers each.
 PAIR_BYTES, PAIR_BYTES_PER_K = 64, 20
 #: Factor on an active set *estimated* from sampled anchors before a search: the set keeps the
 #: previous search's near pairs (hysteresis) and grows as the metric moves, so an estimate that

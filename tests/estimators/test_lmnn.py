@@ -18,7 +18,7 @@ from rankmetric.estimators.lmnn import (
     find_target_neighbors,
     lmnn_loss_and_grad,
 )
-from rankmetric.estimators.lmnn._objective import laplacian_product
+from rankmetric.estimators.lmnn._objective import ActivePairs, PairLaplacian, laplacian_product
 
 # Fits here use deliberately tiny budgets and data: the convergence and untrained-model
 # warnings they raise are expected (the tests that check a warning use pytest.warns).
@@ -164,18 +164,71 @@ def test_gradient_passes_gradcheck(rng):
     )
 
 
-def test_laplacian_product_matches_dense(rng, monkeypatch):
-    monkeypatch.setattr(search_module, "_BLOCK_ELEMENTS", 8)  # several pair chunks
+def _dense_laplacian(a, b, w, n):
+    C = torch.zeros(n, n, dtype=torch.float64)
+    for p in range(len(a)):  # the definition, one pair at a time
+        e = torch.zeros(n, dtype=torch.float64)
+        e[a[p]] += 1.0
+        e[b[p]] -= 1.0  # a pair (i, i) adds nothing
+        C += w[p] * torch.outer(e, e)
+    return C
+
+
+def test_laplacian_product_matches_dense(rng):
     X = torch.as_tensor(rng.normal(size=(6, 3)))
-    a = torch.as_tensor([0, 1, 2, 0, 5, 3])
+    a = torch.as_tensor([0, 1, 2, 0, 5, 3])  # unsorted, a repeated pair, a row without pairs
     b = torch.as_tensor([1, 2, 0, 1, 4, 0])
     w = torch.as_tensor(rng.normal(size=6))
-    C = torch.zeros(6, 6, dtype=torch.float64)
-    for p in range(6):
-        e = torch.zeros(6, dtype=torch.float64)
-        e[a[p]], e[b[p]] = 1.0, -1.0
-        C += w[p] * torch.outer(e, e)
-    torch.testing.assert_close(laplacian_product(X, a, b, w), C @ X)
+    torch.testing.assert_close(laplacian_product(X, a, b, w), _dense_laplacian(a, b, w, 6) @ X)
+
+
+def test_pair_laplacian_reuses_its_pairs_for_new_weights(rng):
+    """Built once (one sort), then exact for any weights; sorted and unsorted pairs alike."""
+    n, m = 9, 40
+    a = torch.as_tensor(rng.integers(0, n, m))
+    b = torch.as_tensor(rng.integers(0, n, m))
+    Z = torch.as_tensor(rng.normal(size=(n, 4)))
+    for order in (torch.arange(m), torch.argsort(a, stable=True)):
+        laplacian = PairLaplacian(a[order], b[order], n)
+        assert (laplacian.order is None) == bool((a[order].diff() >= 0).all())
+        for _ in range(2):
+            w = torch.as_tensor(rng.normal(size=m))
+            expected = _dense_laplacian(a[order], b[order], w, n) @ Z
+            torch.testing.assert_close(laplacian.times(w, Z), expected)
+    empty = PairLaplacian(torch.zeros(0, dtype=torch.long), torch.zeros(0, dtype=torch.long), n)
+    assert torch.equal(empty.times(torch.zeros(0, dtype=Z.dtype), Z), torch.zeros_like(Z))
+
+
+def test_objective_does_not_depend_on_the_order_of_the_pairs(rng):
+    """Prebuilt index structures (as the fit reuses them) and any order of the impostor pairs
+    give the same objective and gradient."""
+    X, y, Xt, codes, targets, mask = _tiny_problem(rng, n=20)
+    L = torch.as_tensor(rng.normal(size=(2, 3)))
+    anchors, impostors = _all_impostor_pairs(y)
+    active = ActiveSet(targets, mask, anchors, impostors)
+    loss, grad = lmnn_loss_and_grad(L, Xt, active, 0.5)
+    prebuilt = lmnn_loss_and_grad(L, Xt, active, 0.5, pairs=ActivePairs(active))
+    assert prebuilt[0].item() == loss.item()
+    assert torch.equal(prebuilt[1], grad)
+    shuffled = torch.as_tensor(rng.permutation(anchors.numel()))
+    mixed = ActiveSet(targets, mask, anchors[shuffled], impostors[shuffled])
+    loss_m, grad_m = lmnn_loss_and_grad(L, Xt, mixed, 0.5)
+    assert loss_m.item() == pytest.approx(loss.item(), rel=1e-12)
+    torch.testing.assert_close(grad_m, grad)
+
+
+@pytest.mark.parametrize("with_groups", [False, True])
+def test_chunked_pair_distances_are_the_difference_form_bit_for_bit(rng, monkeypatch, with_groups):
+    n = 30
+    Z = torch.as_tensor(rng.normal(size=(2, n, 4)) if with_groups else rng.normal(size=(n, 4)))
+    groups = torch.as_tensor(rng.integers(0, 2, n)) if with_groups else None
+    a, b = (torch.as_tensor(rng.integers(0, n, 50)) for _ in range(2))
+    whole = search_module.pair_sq_distances(Z, a, b, groups)  # 50 pairs: one plain gather
+    monkeypatch.setattr(search_module, "_GATHER_ELEMENTS", 28)  # chunks of 7 pairs
+    chunked = search_module.pair_sq_distances(Z, a, b, groups)
+    assert torch.equal(chunked, whole)
+    za, zb = (Z[groups[b], a], Z[groups[b], b]) if with_groups else (Z[a], Z[b])
+    assert torch.equal(whole, ((za - zb) ** 2).sum(-1))
 
 
 def test_impostor_search_is_chunk_invariant_and_complete(rng, monkeypatch):

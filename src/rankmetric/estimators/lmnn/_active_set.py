@@ -93,6 +93,7 @@ def optimize_on_active_sets(
         budget = min(active_set_update, 2**rounds, max_iter - n_iter)
         fun = objective(active)
         x, steps, loss, settled, lr = _SOLVERS[solver](fun, x, budget, lr, tol)
+        del fun  # its index structures of the pairs, freed before the next search
         n_iter, rounds = n_iter + max(steps, 1), rounds + 1
         fresh = search(x, active)
         n_new = int((~torch.isin(fresh.pair_keys(n), active.pair_keys(n))).sum())

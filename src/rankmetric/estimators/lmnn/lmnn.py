@@ -32,7 +32,12 @@ from .._supervision import (
 )
 from ..base import MahalanobisMixin, fit_context
 from ._active_set import numpy_objective, optimize_fixed, optimize_with_progress
-from ._objective import fixed_triplet_loss_and_grad, lmnn_loss_and_grad
+from ._objective import (
+    ActivePairs,
+    FixedTriplets,
+    fixed_triplet_loss_and_grad,
+    lmnn_loss_and_grad,
+)
 from .search import active_set_search, check_first_active_set, find_target_neighbors
 
 __all__ = [
@@ -135,8 +140,12 @@ def fit_on_active_sets(estimator, X: np.ndarray, codes: np.ndarray, L0: np.ndarr
     mu = float(estimator._param("push_weight"))
     search = active_set_search(Xt, codes_t, targets, target_mask, groups_t)
 
-    def objective(active):
-        loss_and_grad = lambda L: lmnn_loss_and_grad(L, Xt, active, mu, groups_t)  # noqa: E731
+    def objective(active):  # once per active set: its pairs' index structures, then evaluations
+        pairs = ActivePairs(active, groups_t, None if groups is None else L0.shape[0])
+
+        def loss_and_grad(L):
+            return lmnn_loss_and_grad(L, Xt, active, mu, groups_t, pairs)
+
         return numpy_objective(loss_and_grad, L0.shape, Xt)
 
     name = "LMNN" if groups is None else "mLMNN"
@@ -339,7 +348,11 @@ class LMNN(MahalanobisMixin, BaseEstimator):
         Xt = to_tensor(t.X.astype(np.float32), device)
         a, p, n = (torch.as_tensor(v, device=device) for v in (t.anchor, t.positive, t.negative))
         mu = float(self._param("push_weight"))
-        loss_and_grad = lambda L: fixed_triplet_loss_and_grad(L, Xt, a, p, n, mu)  # noqa: E731
+        prepared = FixedTriplets(a, p, n, Xt.shape[0])  # once: no sort per evaluation
+
+        def loss_and_grad(L):
+            return fixed_triplet_loss_and_grad(L, Xt, a, p, n, mu, prepared)
+
         L, n_iter, loss = optimize_fixed(self, numpy_objective(loss_and_grad, L0.shape, Xt), L0)
         return self._store(L, n_iter, loss, t.anchor.shape[0])
 

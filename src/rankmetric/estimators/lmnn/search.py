@@ -34,6 +34,8 @@ __all__ = [
 
 # Elements of one (chunk × n) distance block; bounds the memory of every neighbour search.
 _BLOCK_ELEMENTS = 1 << 22
+# Elements of one (chunk × r) gather buffer of the pair distances (1 MiB in float32).
+_GATHER_ELEMENTS = 1 << 18
 # Relative slack of the impostor search, so that rounding in ``||a||² + ||b||² − 2ab`` never drops
 # a violated triplet (extra candidates cost little: their hinge is zero).
 _SEARCH_SLACK = 1e-4
@@ -46,10 +48,13 @@ MAX_ACTIVE_SET_BYTES: int | None = None
 #: Anchors sampled to estimate the size of an active set before searching it.
 N_PROBE_ANCHORS = 512
 #: Bytes one active pair really costs at the peak of a fit: ``PAIR_BYTES + PAIR_BYTES_PER_K · k``.
-#: Measured (docs/reliability.md): the objective on 3M pairs peaks at 99 B/pair at k = 3 and 181
-#: at k = 8, its two indices included (its (pairs × k) hinge terms; the pair distances are
-#: chunked — unchunked they took 258 B at rank 20); a full fit on 6,000 points peaked at 83 B per
-#: pair of its largest active set (k = 3). The bound (124 B at k = 3, 224 B at k = 8) covers each.
+#: Measured (docs/reliability.md): the objective on 3M pairs peaked at 99 B/pair at k = 3 and 181
+#: at k = 8, its two indices included (its (pairs × k) hinge terms; unchunked pair distances took
+#: 258 B at rank 20); since the hinges run a chunk of pairs at a time, 79 B at k = 3 and 81 B at
+#: k = 8, the index structures of ``_objective.PairLaplacian`` included
+#: (``bench_lmnn_memory.py objective``); a full fit on 6,000 points peaked at 83 B per pair of
+#: its largest active set (k = 3), 81 B now (``bench_lmnn_memory.py fit --n 6000 --k 3
+#: --max-iter 8``: 21.3M pairs). The bound (124 B at k = 3, 224 B at k = 8) covers each.
 PAIR_BYTES, PAIR_BYTES_PER_K = 64, 20
 #: Factor on an active set *estimated* from sampled anchors before a search: the set keeps the
 #: previous search's near pairs (hysteresis) and grows as the metric moves, so an estimate that
@@ -145,7 +150,7 @@ def pair_sq_distances(
     -------
     Tensor of the broadcast shape of ``a`` and ``b``
     """
-    if a.ndim == 1 and b.ndim == 1 and a.numel() > row_chunk(Z.shape[-1]):
+    if a.ndim == 1 and b.ndim == 1 and a.numel() > _gather_rows(Z.shape[-1]):
         return _chunked_pair_sq_distances(Z, a, b, groups)
     if groups is None:
         return paired_squared_euclidean(Z[a], Z[b])
@@ -153,15 +158,48 @@ def pair_sq_distances(
     return paired_squared_euclidean(Z[g, a], Z[g, b])
 
 
+def _gather_rows(n_columns: int) -> int:
+    """Pairs per chunk of :func:`_chunked_pair_sq_distances`: two (chunk × r) buffers that stay
+    in the CPU's cache."""
+    return max(1, _GATHER_ELEMENTS // max(n_columns, 1))
+
+
 def _chunked_pair_sq_distances(Z, a, b, groups) -> torch.Tensor:
-    """:func:`pair_sq_distances` of many pairs, a chunk at a time: the (pairs × r) gathers stay
-    within ``_BLOCK_ELEMENTS`` numbers instead of growing with the active set."""
+    """:func:`pair_sq_distances` of many pairs, a chunk at a time (:func:`pair_chunks`)."""
     out = torch.empty(a.shape[0], dtype=Z.dtype, device=Z.device)
-    step = row_chunk(Z.shape[-1])
-    for start in range(0, a.shape[0], step):  # loop over pair chunks
-        sl = slice(start, start + step)
-        out[sl] = pair_sq_distances(Z, a[sl], b[sl], groups)
+    for sl, d in pair_chunks(Z, a, b, groups):
+        out[sl] = d
     return out
+
+
+def pair_chunks(Z: torch.Tensor, a: torch.Tensor, b: torch.Tensor, groups=None):
+    """``(slice, d)`` per chunk of the pairs ``(a, b)``: their squared distances as
+    :func:`pair_sq_distances` gives them, bit for bit (the difference form), in O(P·r) gathers
+    of embedded rows into two (chunk × r) buffers allocated once; ``d`` is a buffer too, valid
+    until the next chunk.
+
+    ``index_select`` into reused buffers that stay in the CPU's cache, not ``Z[a]``: advanced
+    indexing and a fresh (pairs × r) temporary per chunk cost ≈ 130 ns per pair at r = 20,
+    this ≈ 25 ns (one thread).
+    """
+    r, n = Z.shape[-1], Z.shape[-2]
+    flat = Z.reshape(-1, r)  # with groups: row g·n + i is Z[g, i]
+    step = _gather_rows(r)
+    rows = max(1, min(step, a.shape[0]))
+    A = torch.empty(rows, r, dtype=Z.dtype, device=Z.device)
+    B = torch.empty_like(A)
+    d = torch.empty(rows, dtype=Z.dtype, device=Z.device)
+    for start in range(0, a.shape[0], step):  # loop over pair chunks
+        ia, ib = a[start : start + step], b[start : start + step]
+        if groups is not None:
+            offset = groups.index_select(0, ib) * n
+            ia, ib = ia + offset, ib + offset
+        m = ia.shape[0]
+        torch.index_select(flat, 0, ia, out=A[:m])
+        torch.index_select(flat, 0, ib, out=B[:m])
+        diff = A[:m].sub_(B[:m])
+        torch.sum(diff.mul_(diff), 1, out=d[:m])
+        yield slice(start, start + m), d[:m]
 
 
 def target_distances(

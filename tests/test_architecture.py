@@ -117,12 +117,8 @@ DISTANCES_ALLOWED = {
     "geometry/flat_distances.py": "Frobenius norms of matrix differences (log-Euclidean metric)",
 }
 
-#: Modules #39 routes through ``_distances`` in other changes (its item 6).
-DISTANCES_PENDING = {
-    "estimators/ssne.py": "SSNE's validation similarity",
-    "neighbors/_search.py": "the search's chunk scores ||g||² − 2 qᵀg",
-    "index/_exact.py": "the few-queries search's scores",
-}
+#: Modules #39 routes through ``_distances`` in other changes (its item 6): none left.
+DISTANCES_PENDING: dict[str, str] = {}
 
 
 def distance_kernels(source: str) -> list[str]:

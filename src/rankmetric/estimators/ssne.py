@@ -17,6 +17,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .. import distributed
+from .._distances import paired_squared_euclidean
 from .._utils import make_rng, resolve_device, to_tensor, torch_generator
 from .._validation import (
     CHECKPOINTS,
@@ -527,7 +528,7 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
         """
         H1, H2 = (self.transform(side) for side in split_pairs(pairs_or_X1, X2))
         if self._reference_in_use():  # the sphere's relation d² = 2 − 2 S, on the inputs
-            return 1.0 - 0.5 * ((H1 - H2) ** 2).sum(axis=1)
+            return 1.0 - 0.5 * paired_squared_euclidean(H1, H2)
         return sphere_similarity(torch.as_tensor(H1), torch.as_tensor(H2)).numpy()
 
     def _embedding_module(self, device: torch.device, dtype: torch.dtype) -> SphereTanhEmbedding:

@@ -143,14 +143,6 @@ def test_every_public_name_of_bench_resolves_and_is_documented():
 
 PACKAGE = ROOT / "src" / "rankmetric"
 
-#: Private names still imported across packages; #39 (item 7) makes each public or moves it.
-#: An entry that no longer imports across fails the test, so that it is deleted at merge.
-PENDING_PRIVATE_IMPORTS = {
-    "cli/data.py": "datasets._cache, datasets._registry",
-    "training/_scoring.py": "evaluate._precision",
-    "index/evaluation.py": "evaluate._precision",
-}
-
 
 def _module_path(path: Path) -> list[str]:
     parts = ["rankmetric", *path.relative_to(PACKAGE).with_suffix("").parts]
@@ -197,10 +189,7 @@ def test_no_private_name_is_imported_across_packages_inside_src():
         )
         if names:
             found[path.relative_to(PACKAGE).as_posix()] = names
-    new = {p: n for p, n in found.items() if p not in PENDING_PRIVATE_IMPORTS}
-    assert not new, "\n".join(f"{p}: {', '.join(n)}" for p, n in sorted(new.items()))
-    stale = sorted(set(PENDING_PRIVATE_IMPORTS) - set(found))
-    assert not stale, f"no longer import across packages: delete from the pending list: {stale}"
+    assert not found, "\n".join(f"{p}: {', '.join(n)}" for p, n in sorted(found.items()))
 
 
 @pytest.mark.parametrize(

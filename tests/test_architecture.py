@@ -1,9 +1,10 @@
 """The conventions of ``docs/architecture.md`` (section 4) that a reading of ``src/`` can check.
 
-* **Threads**: thread pools are sized only by the estimators' fit context, ``rankmetric.threads``
-  (both in ``_threads``), the serving index's searches and the commands (``cli``, ``bench``);
-  below the estimators the one thread setting is ``single_blas_thread()`` (it pins BLAS to one
-  thread around loops of tiny products; it sizes nothing).
+* **Threads**: thread pools are sized only in ``_threads`` (the estimators' fit context, the
+  evaluation and search entry points' ``call_threads``, ``rankmetric.threads``) and by the
+  commands (``cli``, ``bench``); below the estimators the one thread setting is
+  ``single_blas_thread()`` (it pins BLAS to one thread around loops of tiny products; it sizes
+  nothing).
 * **Squared distances**: no squared-Euclidean kernel outside ``_distances`` (``cdist``, the Gram
   form ``addmm(..., alpha=-2)`` or ``-2 * (X @ Y)``, the difference form ``((a - b) ** 2).sum``).
 * **Deprecations**: no ``warnings.warn(..., FutureWarning | DeprecationWarning)`` outside the one
@@ -65,7 +66,6 @@ THREAD_SETTERS = {
 THREADS_ALLOWED = {
     "_threads.py": "the mechanism itself: thread_limit, threads(n), fit_threads",
     "estimators/": "fit_context applies fit_threads to every fit method",
-    "index/": "a serving index's searches size their pools (n_threads=), above the estimators",
     "cli/": "the commands' --threads option",
     "bench/": "the benchmark grid runs each cell on the threads it is given",
 }

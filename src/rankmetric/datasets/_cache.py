@@ -108,6 +108,9 @@ def cache_status(
 ) -> str:
     """Whether a data set can be loaded from the cache, in a few words.
 
+    The cache is filled by :func:`~rankmetric.datasets.fetch`; what is known about the set
+    itself, cached or not, is :func:`~rankmetric.datasets.get_info`'s.
+
     Parameters
     ----------
     name : str
@@ -132,11 +135,6 @@ def cache_status(
     ------
     ValueError
         If no data set has that name.
-
-    See Also
-    --------
-    rankmetric.datasets.fetch : Download data sets into the cache.
-    rankmetric.datasets.get_info : What is known about a set.
 
     Examples
     --------

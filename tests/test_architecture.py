@@ -1,9 +1,10 @@
 """The conventions of ``docs/architecture.md`` (section 4) that a reading of ``src/`` can check.
 
-* **Threads**: thread pools are sized only by the estimators' fit context, ``rankmetric.threads``
-  (both in ``_threads``), the serving index's searches and the commands (``cli``, ``bench``);
-  below the estimators the one thread setting is ``single_blas_thread()`` (it pins BLAS to one
-  thread around loops of tiny products; it sizes nothing).
+* **Threads**: thread pools are sized only in ``_threads`` (the estimators' fit context, the
+  evaluation and search entry points' ``call_threads``, ``rankmetric.threads``) and by the
+  commands (``cli``, ``bench``); below the estimators the one thread setting is
+  ``single_blas_thread()`` (it pins BLAS to one thread around loops of tiny products; it sizes
+  nothing).
 * **Squared distances**: no squared-Euclidean kernel outside ``_distances`` (``cdist``, the Gram
   form ``addmm(..., alpha=-2)`` or ``-2 * (X @ Y)``, the difference form ``((a - b) ** 2).sum``).
 * **Deprecations**: no ``warnings.warn(..., FutureWarning | DeprecationWarning)`` outside the one
@@ -13,10 +14,8 @@
   only ``resources`` reads the machine's memory; every loss derives from ``MetricLoss`` and the
   batch losses share one ``forward``; transformers name their output.
 
-Each check lists its justified exceptions (``ALLOWED``, with the reason) and, apart from them,
-the modules that the restructuring of #39 moves onto the convention in other changes
-(``PENDING``). A pending module that no longer breaks the rule fails the check too, so that its
-entry is deleted when that change is merged: the lists only shrink.
+Each check lists its justified exceptions (``ALLOWED``, with the reason); every other module
+keeps the convention (the restructuring of #39 moved the last ones onto it).
 """
 
 from __future__ import annotations
@@ -40,12 +39,10 @@ def _allowed(path: str, allowed: dict[str, str]) -> bool:
     return any(path == key or (key.endswith("/") and path.startswith(key)) for key in allowed)
 
 
-def _check(found: dict[str, list[str]], allowed: dict[str, str], pending: dict[str, str]):
-    """No violation outside ``allowed`` and ``pending``; no stale ``pending`` entry."""
-    new = {p: hits for p, hits in found.items() if not _allowed(p, allowed) and p not in pending}
+def _check(found: dict[str, list[str]], allowed: dict[str, str]):
+    """No violation outside ``allowed``."""
+    new = {p: hits for p, hits in found.items() if not _allowed(p, allowed)}
     assert not new, "\n".join(f"{p}: {', '.join(hits)}" for p, hits in sorted(new.items()))
-    stale = sorted(set(pending) - set(found))
-    assert not stale, f"these modules now keep the convention: delete them from PENDING: {stale}"
 
 
 def _called_name(node: ast.Call) -> str:
@@ -69,13 +66,9 @@ THREAD_SETTERS = {
 THREADS_ALLOWED = {
     "_threads.py": "the mechanism itself: thread_limit, threads(n), fit_threads",
     "estimators/": "fit_context applies fit_threads to every fit method",
-    "index/": "a serving index's searches size their pools (n_threads=), above the estimators",
     "cli/": "the commands' --threads option",
     "bench/": "the benchmark grid runs each cell on the threads it is given",
 }
-
-#: Evaluation functions still size their pools themselves; #39 moves the sizing up to the callers.
-THREADS_PENDING = {}
 
 
 def thread_settings(source: str) -> list[str]:
@@ -89,7 +82,7 @@ def thread_settings(source: str) -> list[str]:
 
 def test_only_the_fit_context_and_the_commands_set_threads():
     found = {p: hits for p, src in _modules().items() if (hits := thread_settings(src))}
-    _check(found, THREADS_ALLOWED, THREADS_PENDING)
+    _check(found, THREADS_ALLOWED)
 
 
 # --- squared distances ------------------------------------------------------------------------
@@ -115,13 +108,6 @@ DISTANCES_ALLOWED = {
     ),
     "index/export.py": "the Gram form written as ONNX operators, for the exported graph",
     "geometry/flat_distances.py": "Frobenius norms of matrix differences (log-Euclidean metric)",
-}
-
-#: Modules #39 routes through ``_distances`` in other changes (its item 6).
-DISTANCES_PENDING = {
-    "estimators/ssne.py": "SSNE's validation similarity",
-    "neighbors/_search.py": "the search's chunk scores ||g||² − 2 qᵀg",
-    "index/_exact.py": "the few-queries search's scores",
 }
 
 
@@ -158,15 +144,12 @@ def test_the_distance_check_finds_hand_written_kernels(line, kind):
 
 def test_every_squared_distance_is_in_distances():
     found = {p: hits for p, src in _modules().items() if (hits := distance_kernels(src))}
-    _check(found, DISTANCES_ALLOWED, DISTANCES_PENDING)
+    _check(found, DISTANCES_ALLOWED)
 
 
 # --- deprecations -----------------------------------------------------------------------------
 
 _DEPRECATIONS = {"FutureWarning", "DeprecationWarning", "PendingDeprecationWarning"}
-
-#: Deprecated paths warned by hand; #39 deletes them (item 2) or routes them through compat.
-DEPRECATIONS_PENDING = {}
 
 
 def deprecation_warnings(source: str) -> list[str]:
@@ -183,7 +166,7 @@ def deprecation_warnings(source: str) -> list[str]:
 
 def test_every_deprecation_goes_through_the_helper():
     found = {p: hits for p, src in _modules().items() if (hits := deprecation_warnings(src))}
-    _check(found, {"_validation/compat.py": "the one deprecation helper"}, DEPRECATIONS_PENDING)
+    _check(found, {"_validation/compat.py": "the one deprecation helper"})
 
 
 def test_the_deprecation_check_finds_a_hand_written_warning():
@@ -194,13 +177,10 @@ def test_the_deprecation_check_finds_a_hand_written_warning():
 
 # --- module size, memory, losses --------------------------------------------------------------
 
-#: Modules still over the cap; #39 splits them by job in other changes.
-LONG_PENDING: set[str] = set()
-
 
 def test_no_module_is_longer_than_600_lines():
     found = {p: [f"{n} lines"] for p, src in _modules().items() if (n := src.count("\n")) > 600}
-    _check(found, {}, dict.fromkeys(LONG_PENDING, "split by job"))
+    _check(found, {})
 
 
 #: What reads the machine's memory: only ``resources`` (the one memory model) may.
@@ -215,7 +195,7 @@ def test_only_resources_reads_the_machines_memory():
         for p, src in _modules().items()
     }
     found = {p: hits for p, hits in found.items() if hits}
-    _check(found, {"resources.py": "the one memory model"}, {})
+    _check(found, {"resources.py": "the one memory model"})
 
 
 def test_every_loss_derives_from_the_base_and_batch_losses_share_one_forward():

@@ -6,7 +6,11 @@ import numpy as np
 import pytest
 import torch
 
-from rankmetric._distances import paired_squared_euclidean, squared_euclidean
+from rankmetric._distances import (
+    paired_squared_euclidean,
+    partial_squared_euclidean,
+    squared_euclidean,
+)
 
 
 def _brute(A: np.ndarray, B: np.ndarray) -> np.ndarray:
@@ -64,3 +68,52 @@ def test_paired_form_takes_numpy_arrays_too():
     got = paired_squared_euclidean(A, B)
     assert isinstance(got, np.ndarray)
     np.testing.assert_allclose(got, np.einsum("pd,pd->p", A - B, A - B), rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_partial_form_is_the_distance_without_the_query_norm(dtype):
+    rng = np.random.default_rng(6)
+    A, B = rng.normal(size=(7, 4)), rng.normal(size=(5, 4))
+    got = partial_squared_euclidean(torch.tensor(A, dtype=dtype), torch.tensor(B, dtype=dtype))
+    rtol = 1e-5 if dtype == torch.float32 else 1e-12
+    expected = _brute(A, B) - (A * A).sum(1)[:, None]
+    np.testing.assert_allclose(got.numpy(), expected, rtol=rtol, atol=rtol)
+    batched = partial_squared_euclidean(
+        torch.tensor(np.stack([A, 2 * A]), dtype=dtype), torch.tensor(np.stack([B, B]), dtype=dtype)
+    )
+    np.testing.assert_allclose(batched[0].numpy(), expected, rtol=rtol, atol=rtol)
+
+
+def test_partial_form_writes_into_a_buffer_with_given_norms():
+    """A chunked search's call: the gallery's norms kept, every chunk scored into one buffer."""
+    rng = np.random.default_rng(7)
+    A, B = torch.tensor(rng.normal(size=(6, 3))), torch.tensor(rng.normal(size=(9, 3)))
+    reference = partial_squared_euclidean(A, B)
+    buffer = torch.full((8, 9), torch.nan, dtype=A.dtype)
+    got = partial_squared_euclidean(A, B, sq_b=(B * B).sum(1), out=buffer[:6])
+    assert got.data_ptr() == buffer.data_ptr()
+    torch.testing.assert_close(got, reference, rtol=0, atol=0)
+    assert torch.isnan(buffer[6:]).all()  # nothing written past the chunk
+    batched = partial_squared_euclidean(A[None], B[None], out=torch.empty(1, 6, 9, dtype=A.dtype))
+    torch.testing.assert_close(batched[0], reference, rtol=0, atol=0)
+
+
+def test_partial_form_ranks_filtered_items_last():
+    A, B = torch.tensor([[0.0, 0.0]]), torch.tensor([[1.0, 0.0], [5.0, 0.0]])
+    got = partial_squared_euclidean(A, B, sq_b=torch.tensor([torch.inf, 25.0]))
+    assert got.tolist() == [[torch.inf, 25.0]]
+
+
+def test_partial_form_takes_numpy_queries_and_buffers():
+    rng = np.random.default_rng(8)
+    A = rng.normal(size=(4, 3)).astype(np.float32)
+    B = rng.normal(size=(9, 3)).astype(np.float32)
+    expected = _brute(A, B) - (A * A).sum(1)[:, None]
+    np.testing.assert_allclose(partial_squared_euclidean(A, B), expected, rtol=1e-5, atol=1e-5)
+    buffer = np.full(12, np.nan, dtype=np.float32)
+    got = partial_squared_euclidean(A[2], B, sq_b=(B * B).sum(1), out=buffer[:9])
+    assert got.dtype == np.float32 and np.shares_memory(got, buffer)
+    np.testing.assert_allclose(got, expected[2], rtol=1e-5, atol=1e-5)
+    assert np.isnan(buffer[9:]).all()
+    torch_scores = partial_squared_euclidean(torch.from_numpy(A), torch.from_numpy(B))
+    np.testing.assert_allclose(got, torch_scores[2].numpy(), rtol=1e-5, atol=1e-5)

@@ -143,14 +143,6 @@ def test_every_public_name_of_bench_resolves_and_is_documented():
 
 PACKAGE = ROOT / "src" / "rankmetric"
 
-#: Private names still imported across packages; #39 (item 7) makes each public or moves it.
-#: An entry that no longer imports across fails the test, so that it is deleted at merge.
-PENDING_PRIVATE_IMPORTS = {
-    "cli/data.py": "datasets._cache, datasets._registry",
-    "training/_scoring.py": "evaluate._precision",
-    "index/evaluation.py": "evaluate._precision",
-}
-
 
 def _module_path(path: Path) -> list[str]:
     parts = ["rankmetric", *path.relative_to(PACKAGE).with_suffix("").parts]
@@ -197,10 +189,7 @@ def test_no_private_name_is_imported_across_packages_inside_src():
         )
         if names:
             found[path.relative_to(PACKAGE).as_posix()] = names
-    new = {p: n for p, n in found.items() if p not in PENDING_PRIVATE_IMPORTS}
-    assert not new, "\n".join(f"{p}: {', '.join(n)}" for p, n in sorted(new.items()))
-    stale = sorted(set(PENDING_PRIVATE_IMPORTS) - set(found))
-    assert not stale, f"no longer import across packages: delete from the pending list: {stale}"
+    assert not found, "\n".join(f"{p}: {', '.join(n)}" for p, n in sorted(found.items()))
 
 
 @pytest.mark.parametrize(
@@ -219,3 +208,43 @@ def test_no_private_name_is_imported_across_packages_inside_src():
 def test_the_source_check_knows_whose_private_name_it_is(source, module, expected):
     found = foreign_private_imports(source, module.split("."), is_package=False)
     assert len(found) == len(expected) and all(e in f for e, f in zip(expected, found, strict=True))
+
+
+def imports_from_root_private_modules(path: Path) -> list[tuple[str, str]]:
+    """``(module, name)`` of each name that ``path`` imports from a private module of the root
+    package (``rankmetric._safe_npz``, ``rankmetric._threads``, ...) that it is not part of."""
+    module = _module_path(path)
+    is_package = path.name == "__init__.py"
+    here = module if is_package else module[:-1]
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        if node.level:
+            base = here[: len(here) - node.level + 1] + [
+                p for p in (node.module or "").split(".") if p
+            ]
+        elif (node.module or "").split(".")[0] == "rankmetric":
+            base = node.module.split(".")
+        else:
+            continue
+        root_private = len(base) == 2 and base[1].startswith("_") and not base[1].endswith("__")
+        if root_private and module[:2] != base:
+            found += [(".".join(base), alias.name) for alias in node.names]
+    return found
+
+
+def test_the_root_s_private_modules_are_imported_through_their_all():
+    """``io`` and ``index`` import only ``_safe_npz.__all__`` (docs/architecture.md), and so do
+    the importers of every other private module of the root that declares an ``__all__``."""
+    import importlib
+
+    outside = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for module, name in imports_from_root_private_modules(path):
+            names = getattr(importlib.import_module(module), "__all__", None)
+            if names is not None and name not in names:
+                outside.append(f"{path.relative_to(PACKAGE)}: {module}.{name}")
+    assert not outside, "\n".join(outside)
+    io_imports = imports_from_root_private_modules(PACKAGE / "io.py")
+    assert ("rankmetric._safe_npz", "read_model_arrays") in io_imports  # the check sees them

@@ -29,6 +29,11 @@ too, so that every squared distance of the package lives in this module:
   (:func:`complete_squared_euclidean`); :func:`squared_norms` is the difference form's last step,
   for callers that keep the differences (the engine's fused backward).
 
+The exact searches rank with :func:`partial_squared_euclidean` too (it orders items as the
+distance does; ``neighbors``' chunks score into one ``out=`` buffer with the gallery's kept
+norms, the index's few-queries path takes NumPy's matrix-vector product), and add
+:math:`\Vert x \Vert^2` only to the neighbours they keep.
+
 Moving those callers to the fused kernel would change the last bits of their fits (kernel
 WARCA by about 1e-6), and so the published tables they produced; each order is kept and named.
 
@@ -43,6 +48,7 @@ refused before (:func:`rankmetric._validation.check_scale`).
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 __all__ = [
@@ -124,6 +130,7 @@ def paired_squared_euclidean(A: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
     return ((A - B) ** 2).sum(-1)
 
 
+# duplicates: numpydoc sections shaped like other functions'; the text is this function's own.
 def squared_euclidean_in_place(X: torch.Tensor, Y: torch.Tensor) -> torch.Tensor:
     """``‖x_i − y_j‖²`` from the Gram matrix, built in one ``(n, m)`` buffer in place.
 
@@ -151,6 +158,7 @@ def squared_euclidean_in_place(X: torch.Tensor, Y: torch.Tensor) -> torch.Tensor
     return sq.clamp_min_(0.0)
 
 
+# duplicates: numpydoc sections shaped like other functions'; the text is this function's own.
 def centered_squared_euclidean(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """``‖a_i − b_j‖²`` with both sets first centered on ``a``'s mean, clamped at 0.
 
@@ -217,20 +225,57 @@ def squared_norms(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Ten
     return (x.square() if out is None else torch.mul(x, x, out=out)).sum(-1)
 
 
-def partial_squared_euclidean(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """``‖b_j‖² − 2 a_iᵀ b_j`` for every row pair (also batched): the Gram form without ``‖a_i‖²``,
-    which :func:`complete_squared_euclidean` adds (after a gather, on fewer entries).
+def partial_squared_euclidean(
+    a: torch.Tensor | np.ndarray,
+    b: torch.Tensor | np.ndarray,
+    *,
+    sq_b: torch.Tensor | np.ndarray | None = None,
+    out: torch.Tensor | np.ndarray | None = None,
+) -> torch.Tensor | np.ndarray:
+    r"""``‖b_j‖² − 2 a_iᵀ b_j`` for every row pair: the Gram form without ``‖a_i‖²``.
+
+    It orders the rows of ``b`` as ``‖a_i − b_j‖²`` does, so the chunked searches rank with it
+    (:class:`rankmetric.neighbors.Gallery`) and add ``‖a_i‖²`` only to the few kept; WARCA's
+    WARP engine gathers it first and finishes it with :func:`complete_squared_euclidean`.
+
+    Parameters
+    ----------
+    a : tensor of shape (n, d) or (p, n, d), or ndarray of shape (d,) or (n, d)
+        The queries (``p`` batched problems). A NumPy vector is one query, scored by a
+        matrix-vector product (a search's few-queries path).
+    b : tensor of shape (m, d) or (p, m, d), or ndarray of shape (m, d)
+        The items.
+    sq_b : tensor or ndarray of shape (m,) or (p, m), optional
+        ``‖b_j‖²``, when the caller keeps it (a search's prepared gallery); ``+inf`` entries
+        rank their items last (a filter).
+    out : tensor or ndarray of the result's shape, optional
+        A buffer to write into (allocated once by a chunked search); returned.
+
+    Returns
+    -------
+    tensor of shape (n, m) or (p, n, m), or ndarray of shape (m,) or (n, m)
+        In the type and dtype of ``a``.
 
     Examples
     --------
-    >>> import torch
+    >>> import numpy as np, torch
     >>> partial_squared_euclidean(torch.tensor([[1.0, 0.0]]), torch.tensor([[3.0, 4.0]]))
     tensor([[19.]])
+    >>> partial_squared_euclidean(np.array([1.0, 0.0]), np.array([[3.0, 4.0], [1.0, 0.0]]))
+    array([19., -1.])
     """
-    sq_b = squared_norms(b)
+    if isinstance(a, np.ndarray):
+        if sq_b is None:
+            sq_b = np.einsum("md,md->m", b, b)
+        out = np.dot(b, a, out=out) if a.ndim == 1 else np.dot(a, b.T, out=out)
+        out *= -2.0
+        out += sq_b
+        return out
+    if sq_b is None:
+        sq_b = squared_norms(b)
     if a.dim() == 2:
-        return torch.addmm(sq_b[None, :], a, b.T, alpha=-2.0)
-    return torch.baddbmm(sq_b[:, None, :], a, b.transpose(-1, -2), alpha=-2.0)
+        return torch.addmm(sq_b[None, :], a, b.T, alpha=-2.0, out=out)
+    return torch.baddbmm(sq_b[:, None, :], a, b.transpose(-1, -2), alpha=-2.0, out=out)
 
 
 def complete_squared_euclidean(

@@ -6,7 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from rankmetric.datasets import FetchError, data_home, fetch, list_datasets, load_dataset
+from rankmetric.datasets import (
+    FetchError,
+    cache_status,
+    data_home,
+    fetch,
+    list_datasets,
+    load_dataset,
+)
 from rankmetric.datasets import _fetch as fetch_module
 from rankmetric.datasets._cache import verified_files
 from rankmetric.datasets._sources import CHECKSUMS, SOURCES
@@ -53,6 +60,26 @@ def test_truncated_copy_is_reported_as_corrupt(fetched_copy):
     path.write_bytes(path.read_bytes()[:1000])
     with pytest.raises(ValueError, match=r"corrupt or truncated.*rankmetric data fetch sonar"):
         load_dataset("sonar", data_home=home)
+
+
+def test_cache_status_of_each_kind_of_set(tmp_path):
+    assert cache_status("protein", tmp_path) == "unavailable"
+    assert cache_status("Iris", tmp_path, verify=False) == "bundled, nothing to fetch"
+    assert cache_status("sonar", tmp_path, verify=False) == "not fetched"
+    missing = cache_status("sonar", tmp_path)
+    assert "not in the cache" in missing and "rankmetric data fetch sonar" in missing
+    (tmp_path / "heart").mkdir()
+    (tmp_path / "heart" / "heart.dat").write_text("1,2,3\n")
+    assert cache_status("heart", tmp_path, verify=False) == "fetched"  # present, not read
+    assert "corrupt or truncated" in cache_status("heart", tmp_path)
+    with pytest.raises(ValueError, match="unknown data set 'no-such-set'"):
+        cache_status("no-such-set", tmp_path)
+
+
+@pytest.mark.data
+def test_cache_status_of_an_intact_copy_names_its_folder(fetched_copy):
+    home = fetched_copy("heart")
+    assert cache_status("heart", home) == f"fetched, checksums ok ({home / 'heart'})"
 
 
 def test_fetch_of_bundled_sets_downloads_nothing(tmp_path, monkeypatch):

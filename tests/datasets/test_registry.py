@@ -3,9 +3,8 @@
 import numpy as np
 import pytest
 
-from rankmetric.datasets import DatasetInfo, list_datasets, load_dataset
+from rankmetric.datasets import DatasetInfo, get_info, list_datasets, load_dataset
 from rankmetric.datasets._loaders import balance_scale
-from rankmetric.datasets._registry import get_info
 
 # name: (n_samples train+test, features or (channels, length), classes, n_test) (documented sizes)
 DOCUMENTED = {

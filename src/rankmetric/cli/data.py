@@ -5,9 +5,15 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..datasets import DatasetInfo, FetchError, data_home, fetch, list_datasets
-from ..datasets._cache import is_fetched, set_directory, verified_files
-from ..datasets._registry import get_info
+from ..datasets import (
+    DatasetInfo,
+    FetchError,
+    cache_status,
+    data_home,
+    fetch,
+    get_info,
+    list_datasets,
+)
 
 SUMMARY = "list, fetch and describe the data sets"
 DESCRIPTION = "List, fetch and describe the data sets that rankmetric can load."
@@ -40,9 +46,7 @@ def register(parser: argparse.ArgumentParser, full: bool = True) -> None:
 
 
 def _status(info: DatasetInfo, home) -> str:
-    if not info.available or not info.needs_fetch:
-        return _cache_status(info, home).split(",")[0]
-    return "fetched" if is_fetched(info.name, home) else "not fetched"
+    return cache_status(info.name, home, verify=False).split(",")[0]
 
 
 def _short_source(info: DatasetInfo) -> str:
@@ -96,24 +100,12 @@ def _run_info(args: argparse.Namespace) -> int:
         ("original", info.url),
         ("stands in for", info.stands_in_for),
         ("notes", info.notes),
-        ("status", _cache_status(info, args.data_home)),
+        ("status", cache_status(info.name, args.data_home)),
     ]
     for label, value in fields:
         if value not in ("", None):
             print(f"{label + ':':14s} {value}")
     return 0
-
-
-def _cache_status(info: DatasetInfo, home) -> str:
-    if not info.available:
-        return "unavailable"
-    if not info.needs_fetch:
-        return "bundled, nothing to fetch"
-    try:
-        verified_files(info.name, home)
-    except ValueError as exc:
-        return str(exc)
-    return f"fetched, checksums ok ({set_directory(info.name, home)})"
 
 
 #: ``(name, help, description, [(flags, options) of its arguments], runner)`` of each action.

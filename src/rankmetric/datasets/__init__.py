@@ -18,7 +18,8 @@ from .._lazy import lazy_exports
 _LAZY = {
     name: module
     for module, names in {
-        "._cache": ("data_home",),
+        "._cache": ("cache_status", "data_home"),
+        "._registry": ("get_info",),
         "._fetch": ("FetchError", "fetch"),
         "._info": ("Dataset", "DatasetInfo"),
         "._loaders": ("list_datasets", "load_dataset"),

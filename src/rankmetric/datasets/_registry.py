@@ -1,4 +1,7 @@
-"""The table of data sets: every set of docs/datasets.md, loadable or not."""
+"""The table of data sets: every set of docs/datasets.md, loadable or not.
+
+:func:`get_info` is public through :mod:`rankmetric.datasets`.
+"""
 
 from __future__ import annotations
 
@@ -211,12 +214,35 @@ _LOOKUP.update({alias: name for alias, name in _ALIASES.items()})
 
 
 def get_info(name: str) -> DatasetInfo:
-    """Registry entry of ``name`` (case, ``-``, ``_`` and spaces ignored).
+    """What is known about one data set before loading it: its registry entry.
+
+    Parameters
+    ----------
+    name : str
+        A name of :func:`~rankmetric.datasets.list_datasets`, or an alias; case, ``-``, ``_``
+        and spaces are ignored.
+
+    Returns
+    -------
+    DatasetInfo
+        Shape, classes, split, source and notes (what ``rankmetric data info NAME`` prints).
 
     Raises
     ------
     ValueError
         If no data set has that name (the message lists the known names).
+
+    See Also
+    --------
+    rankmetric.datasets.list_datasets : Every set's entry.
+    rankmetric.datasets.cache_status : Whether a set is in the cache.
+
+    Examples
+    --------
+    >>> from rankmetric.datasets import get_info
+    >>> info = get_info("Fashion_MNIST")
+    >>> info.name, info.kind, info.n_classes
+    ('fashion-mnist', 'image', 10)
     """
     key = normalize_name(name)
     if key not in _LOOKUP:

@@ -17,8 +17,9 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .. import distributed
+from .._distances import paired_squared_euclidean
 from .._utils import make_rng, resolve_device, to_tensor, torch_generator
-from .._validation import (
+from .._validation import (  # duplicates: the constraint names every iterative estimator imports
     CHECKPOINTS,
     DEPRECATED,
     NONE,
@@ -77,6 +78,8 @@ def default_n_components(n_features: int) -> int:
     return int(np.clip(2 * n_features, MIN_DEFAULT_COMPONENTS, MAX_DEFAULT_COMPONENTS))
 
 
+# duplicates: the paper's References block, cited by each public name built on it
+# (models.SphereTanhEmbedding, losses.similarity, losses.group_norm_penalty).
 @register_estimator
 @fill_doc
 class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
@@ -474,6 +477,7 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
         penalty = group_norm_penalty(torch.as_tensor(self.weight_, dtype=torch.float64))
         return float(loss) + float(self.reg_lambda) * float(penalty)
 
+    # duplicates: the Parameters / Returns every transformer's transform documents.
     def transform(self, X) -> np.ndarray:
         """Embed ``X`` on the unit sphere.
 
@@ -527,7 +531,7 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
         """
         H1, H2 = (self.transform(side) for side in split_pairs(pairs_or_X1, X2))
         if self._reference_in_use():  # the sphere's relation d² = 2 − 2 S, on the inputs
-            return 1.0 - 0.5 * ((H1 - H2) ** 2).sum(axis=1)
+            return 1.0 - 0.5 * paired_squared_euclidean(H1, H2)
         return sphere_similarity(torch.as_tensor(H1), torch.as_tensor(H2)).numpy()
 
     def _embedding_module(self, device: torch.device, dtype: torch.dtype) -> SphereTanhEmbedding:

@@ -13,6 +13,7 @@ budget, ties broken by the lower gallery index) and accepts NumPy arrays or torc
 ``recall_at_k``        RPL's R@K (leave-one-out)
 ``precision_at_1``     P@1
 ``map_at_r``           mAP@R (Musgrave et al. 2020)
+``average_precision``  the one average-precision formula, from ranked hits or places
 ``clustering_scores``  k-means with k = #classes, then NMI and pairwise F1
 ``nmi_score``          normalised mutual information
 ``pairwise_f1``        F1 of "same cluster" vs "same class" pairs
@@ -29,6 +30,7 @@ fixed FARs of pair distances (and the ROC curve, ``roc_curve_from_distances``);
 ``rerank_k_reciprocal`` (Zhong et al. 2017) and ``average_query_expansion`` re-rank them.
 """
 
+from ._precision import average_precision
 from .clustering import clustering_scores, nmi_score, pairwise_f1
 from .cmc import cmc_curve
 from .knn import knn_accuracy, knn_predict, knn_search
@@ -52,6 +54,7 @@ __all__ = [
     "recall_at_k",
     "precision_at_1",
     "map_at_r",
+    "average_precision",
     "clustering_scores",
     "nmi_score",
     "pairwise_f1",

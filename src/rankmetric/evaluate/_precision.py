@@ -1,4 +1,8 @@
-"""Average precision of ranked lists: the one formula behind mAP@R and the re-id mAP."""
+"""Average precision of ranked lists: the one formula behind mAP@R and the re-id mAP.
+
+Public as :func:`rankmetric.evaluate.average_precision`, so that the validation scorer
+(``training``) and the index's evaluation use this formula rather than a copy.
+"""
 
 from __future__ import annotations
 
@@ -31,6 +35,30 @@ def average_precision(
     Returns
     -------
     float64 tensor of shape (n,)
+        Each row's average precision.
+
+    See Also
+    --------
+    rankmetric.evaluate.map_at_r : mAP@R of embeddings, through this formula.
+    rankmetric.evaluate.reid_scores : The full-ranking mAP of re-identification, through it too.
+
+    Examples
+    --------
+    A ranking whose 1st and 3rd items are relevant, out of ``R = 2``:
+    ``AP = (1/1 + 2/3) / 2``.
+
+    >>> import torch
+    >>> from rankmetric.evaluate import average_precision
+    >>> is_hit = torch.tensor([[True, False, True]])
+    >>> position = torch.arange(1, 4)[None]
+    >>> average_precision(is_hit.cumsum(1), position, is_hit, torch.tensor([2]))
+    tensor([0.8333], dtype=torch.float64)
+
+    The same from the places of the relevant items (``hits_so_far = 1, 2``):
+
+    >>> places = torch.tensor([[1, 3]])
+    >>> average_precision(torch.arange(1, 3)[None], places, places > 0, torch.tensor([2]))
+    tensor([0.8333], dtype=torch.float64)
     """
     precision = hits_so_far.to(torch.float64) / position.to(torch.float64)
     total = torch.where(is_hit, precision, 0.0).sum(dim=1)

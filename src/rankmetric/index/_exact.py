@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from .._distances import partial_squared_euclidean
 from ..neighbors import Gallery, nearest_chunks, smallest_k, to_distance
 from ._rows import Rows
 
@@ -68,7 +69,7 @@ def exact_search(
 def _few_queries(Q: np.ndarray, gallery: Gallery, k: int, distances, found) -> None:
     """A few queries: matrix-vector products through NumPy's BLAS, block by block, then select.
 
-    The scores are :meth:`Gallery.scores`' ranking scores (``offset + alpha qᵀg``), computed
+    The scores are :meth:`Gallery.scores`' ranking scores (:func:`_block_scores`), computed
     with NumPy's BLAS, whose matrix-vector product streams a large catalogue about 1.5× faster
     than torch's on one thread (``benchmarks/bench_index.py``): a single query against a
     catalogue in memory is bound by reading it once. Each block of ``FEW_QUERIES_BLOCK`` items
@@ -78,17 +79,14 @@ def _few_queries(Q: np.ndarray, gallery: Gallery, k: int, distances, found) -> N
     """
     V = gallery.vectors.numpy()
     offset = gallery.offset.numpy()
-    alpha = np.float32(-1.0 if gallery.metric == "cosine" else -2.0)
     Qp, const = gallery.prepare_queries(torch.from_numpy(Q))
     n = V.shape[0]
     buffer = np.empty(min(n, FEW_QUERIES_BLOCK), dtype=np.float32)
     for i, q in enumerate(Qp.numpy()):  # a few queries (at most FEW_QUERIES), not samples
         rows, values = np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
         for start in range(0, n, FEW_QUERIES_BLOCK):  # blocks of items
-            block = buffer[: min(FEW_QUERIES_BLOCK, n - start)]
-            np.dot(V[start : start + block.shape[0]], q, out=block)
-            block *= alpha
-            block += offset[start : start + block.shape[0]]
+            items = slice(start, min(start + FEW_QUERIES_BLOCK, n))
+            block = _block_scores(q, V[items], offset[items], gallery.metric, buffer)
             if rows.shape[0] == k:  # beat the running k-th (a tie loses: its row is higher)
                 keep = np.flatnonzero(block < values[-1])
             elif block.shape[0] > k:  # the block's own k smallest, ties at its k-th included
@@ -103,6 +101,19 @@ def _few_queries(Q: np.ndarray, gallery: Gallery, k: int, distances, found) -> N
         scores = torch.from_numpy(np.ascontiguousarray(values[None]))
         distances[i, :k] = to_distance(scores, const[i : i + 1], gallery.metric).numpy()[0]
         found[i, :k] = rows
+
+
+def _block_scores(q: np.ndarray, V: np.ndarray, offset: np.ndarray, metric: str, buffer):
+    """:meth:`Gallery.scores` of one query against a block of items, through NumPy's BLAS,
+    into the start of ``buffer``: ``‖g‖² − 2 qᵀg`` (the one kernel's partial form), or
+    ``offset − q̂ᵀĝ`` for cosine."""
+    block = buffer[: V.shape[0]]
+    if metric != "cosine":
+        return partial_squared_euclidean(q, V, sq_b=offset, out=block)
+    np.dot(V, q, out=block)
+    np.negative(block, out=block)
+    block += offset
+    return block
 
 
 def _search_into(Q, gallery: Gallery, k: int, distances, found) -> None:

@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from .._validation import POSITIVE_INT, check_param, encode_labels
-from ..evaluate._precision import average_precision
+from ..evaluate import average_precision
 from ._exact import exact_search
 from ._filters import allowed_rows
 

@@ -9,7 +9,9 @@ per-query constant:
 * ``"cosine"``: ``s(q, g) = −q̂ᵀĝ = (1 − cos(q, g)) − 1`` with ``x̂ = x / ||x||`` (a zero
   vector has cosine similarity 0 to everything, as in scikit-learn).
 
-One fused matrix product (``addmm``) yields a chunk of scores. Ties are broken by the lower
+One fused matrix product (``addmm``) yields a chunk of scores; the Euclidean ones are
+:func:`rankmetric._distances.partial_squared_euclidean`, the one kernel's Gram form without
+the query's norm. Ties are broken by the lower
 gallery index, among equal *computed* scores.
 """
 
@@ -20,6 +22,8 @@ from dataclasses import dataclass
 
 import torch
 
+from .._distances import partial_squared_euclidean
+from .._distances import squared_norms as row_squared_norms
 from .._validation import NONE, POSITIVE_INT, check_param
 from ..geometry.aliases import canonical_metric
 
@@ -39,6 +43,7 @@ METRICS = ("euclidean", "sqeuclidean", "cosine")
 MEMORY_BUDGET = 256 * 2**20  # bytes for the per-chunk temporaries
 
 
+# duplicates: numpydoc sections shaped like other functions'; the text is this function's own.
 def check_metric(metric: str) -> str:
     """The canonical name of a vector metric of :data:`METRICS`, else raise ``ValueError``.
 
@@ -75,6 +80,7 @@ def check_metric(metric: str) -> str:
     return canonical_metric(metric, METRICS, name="metric")
 
 
+# duplicates: numpydoc sections shaped like other functions'; the text is this function's own.
 def squared_norms(X: torch.Tensor, block: int = 4096) -> torch.Tensor:
     """``||x||²`` of each row of ``X`` (n, d), in cache-sized row blocks (no n × d temporary).
 
@@ -103,7 +109,7 @@ def squared_norms(X: torch.Tensor, block: int = 4096) -> torch.Tensor:
     """
     out = torch.empty(X.shape[0], dtype=X.dtype, device=X.device)
     for start in range(0, X.shape[0], block):  # loop over row blocks, not samples
-        out[start : start + block] = X[start : start + block].square().sum(dim=1)
+        out[start : start + block] = row_squared_norms(X[start : start + block])
     return out
 
 
@@ -184,11 +190,13 @@ class Gallery:
         ``items``: a block of gallery items (default: all); ``out`` (contiguous, that shape)
         receives the scores when given.
         """
-        alpha = -1.0 if self.metric == "cosine" else -2.0
-        offset, vectors = self.offset[items].unsqueeze(0), self.vectors[items]
-        return torch.addmm(offset, Qc, vectors.T, alpha=alpha, out=out)
+        offset, vectors = self.offset[items], self.vectors[items]
+        if self.metric == "cosine":  # −q̂ᵀĝ: an inner product (the offset: 0, or +inf)
+            return torch.addmm(offset.unsqueeze(0), Qc, vectors.T, alpha=-1.0, out=out)
+        return partial_squared_euclidean(Qc, vectors, sq_b=offset, out=out)
 
 
+# duplicates: numpydoc sections shaped like other functions'; the text is this function's own.
 def to_distance(scores: torch.Tensor, query_const: torch.Tensor, metric: str) -> torch.Tensor:
     """Turn ranking scores (n, m) back into distances, given each query's constant (n,).
 

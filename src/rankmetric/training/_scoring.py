@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from .._distances import squared_euclidean
-from ..evaluate._precision import average_precision
+from ..evaluate import average_precision
 from ..neighbors import relevant_places
 
 __all__ = [

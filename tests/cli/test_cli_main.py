@@ -116,3 +116,15 @@ def test_warnings_print_as_the_command_s_one_line_without_the_entry_script(capsy
     assert main(["data", "list"]) == 0
     assert warnings.formatwarning is before  # restored after the command
     capsys.readouterr()
+
+
+def test_a_deprecated_alias_parses_but_is_not_offered(capsys):
+    # ``patience`` is the deprecated name of ``n_iter_no_change``: old command lines still
+    # parse, but ``--help`` offers only the current name.
+    with pytest.raises(SystemExit):
+        main(["fit", "warca", "--help"])
+    text = capsys.readouterr().out
+    assert "--n-iter-no-change" in text
+    assert "--patience" not in text
+    args = build_parser().parse_args(["fit", "warca", "--patience", "5"])
+    assert args.param_patience == 5

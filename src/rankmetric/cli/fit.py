@@ -14,6 +14,7 @@ import time
 
 from .._progress import ProgressLines
 from .._registry import ESTIMATORS
+from .._validation import DEPRECATED
 from ._args import (
     add_feature_file_options,
     check_column_options,
@@ -89,7 +90,7 @@ def _add_method_parser(sub, method: str) -> None:
             dest=f"param_{name}",
             default=default,
             metavar="VALUE",
-            help=helps.get(name, " ").replace("%", "%%"),
+            help=_parameter_help(helps, name, default),
             type=parameter_type(parse_value, default),
         )
     add_fit_pairs_option(parser, cls)
@@ -178,6 +179,13 @@ def _fit(est, split, progress) -> float:
     est.fit(split.X_train, split.y_train, **fit_params)
     progress(f"{type(est).__name__} fitted", start)
     return time.perf_counter() - start
+
+
+def _parameter_help(helps: dict[str, str], name: str, default) -> str:
+    """A parameter's ``--help`` line; a deprecated alias still parses but is not offered."""
+    if isinstance(default, str) and default == DEPRECATED:
+        return argparse.SUPPRESS
+    return helps.get(name, " ").replace("%", "%%")
 
 
 def run_fit(args: argparse.Namespace) -> int:

@@ -19,6 +19,7 @@ from sklearn.utils.validation import validate_data
 
 from ..._utils import to_tensor
 from ..._validation import check_labels
+from ...evaluate.knn import knn_accuracy
 from ...training import (
     RETRIEVAL_METRICS,
     retrieval_score,
@@ -143,8 +144,6 @@ def make_validator(
     ref_index = torch.as_tensor(ref, device=device)
 
     def validate() -> float:
-        from ...evaluate.knn import knn_accuracy  # imported lazily: evaluate sits above us
-
         with torch.no_grad():
             ref_emb, val_emb = embed(ref_index), embed_val(None)
         return knn_accuracy(ref_emb, codes[ref], val_emb, val_codes, k=VALIDATION_K)

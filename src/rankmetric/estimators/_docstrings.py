@@ -7,7 +7,7 @@ block must be); ``fill_doc`` replaces that line by the block of :data:`SHARED`
 
 from __future__ import annotations
 
-from .._docstrings import doc_filler
+from .._docstrings import CITATIONS, doc_filler
 
 __all__ = ["SHARED", "fill_doc"]
 
@@ -79,11 +79,7 @@ Returns
 ndarray of shape (n_matrices, n_classes)
     Columns in the order of ``classes_``.""",
     # The paper of WARCA (KernelWARCA cites its kernelised form, eq. 8–10, in its own words).
-    "warca_reference": """\
-References
-----------
-.. [1] C. Jose and F. Fleuret. Scalable Metric Learning via Weighted Approximate Rank
-   Component Analysis. ECCV 2016.""",
+    "warca_reference": CITATIONS["jose_fleuret"],
     # The early-stopping patience's former name (every iteratively trained estimator).
     "patience": """\
 patience : int or None

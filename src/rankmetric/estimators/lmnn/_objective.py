@@ -187,6 +187,7 @@ def triplet_terms(
     return loss, a, b, torch.cat([pull.reshape(-1), push])
 
 
+# alike: laplacian_product's Parameters (the same pairs and weights; a product, not a gradient)
 def laplacian_gradient(
     Z: torch.Tensor, X: torch.Tensor, a: torch.Tensor, b: torch.Tensor, w: torch.Tensor
 ) -> torch.Tensor:

@@ -397,6 +397,7 @@ class MultiMetricLMNN(HeldOutCheckMixin, ParameterValidationMixin, ClassifierMix
         np.add.at(counts, (np.arange(votes.shape[0])[:, None], votes), 1.0)
         return counts / self.n_neighbors
 
+    # alike: predict_proba's Parameters section (the same X, a different return)
     def predict(self, X) -> np.ndarray:
         """Majority label of the ``n_neighbors`` nearest training points (ties: smallest label).
 

@@ -33,7 +33,8 @@ def _columns(relevant: np.ndarray):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("n_values", [3, 40, 10_000])  # heavy ties, a few, almost none
 @pytest.mark.parametrize("depth", [None, 5])
-def test_places_equal_a_stable_sort_of_each_row(dtype, n_values, depth):
+@pytest.mark.parametrize("block_rows", [None, 7])  # one block of rows; blocks of 7 (4 last)
+def test_places_equal_a_stable_sort_of_each_row(dtype, n_values, depth, block_rows):
     rng = np.random.default_rng(n_values)
     n, m = 60, 700
     scores = rng.integers(0, n_values, (n, m)).astype(dtype) / 7
@@ -44,10 +45,10 @@ def test_places_equal_a_stable_sort_of_each_row(dtype, n_values, depth):
     relevant[0] = False  # a row without relevant entries
     relevant[1, 3:5] = True
     cols, counted = _columns(relevant)
-    S = torch.as_tensor(scores)
-    places, R = relevant_places(
-        S, cols, counted, depth=depth, tie_rows=7, workspace=torch.empty_like(S)
-    )
+    S, before = torch.as_tensor(scores), scores.copy()  # S shares the array's memory
+    workspace = None if block_rows is None else torch.empty((block_rows, m), dtype=S.dtype)
+    places, R = relevant_places(S, cols, counted, depth=depth, tie_rows=7, workspace=workspace)
+    np.testing.assert_array_equal(scores, before)  # the scores are left as they were
     expected = _brute_force(scores, relevant)
     assert R.tolist() == [len(e) for e in expected]
     for row, want in enumerate(expected):

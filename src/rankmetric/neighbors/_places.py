@@ -287,7 +287,7 @@ def relevant_places(
         place.
     tie_rows : int, optional
         Rows (or tied items) per block in the exact counting of ties (None: as many as 256 MB
-        of temporaries allow).
+        of temporaries allow; tied items: at most as many rows as fit in about 1 MB).
     workspace : tensor of shape (b, m), optional
         Scratch space of ``scores``' dtype for ``b`` rows at a time, reused across calls (CPU
         only; None: one of about 1 MB per call).
@@ -348,10 +348,12 @@ def relevant_places(
     tied = ((following == values) & (places < depth) | (places == depth)) & is_rel
     if tie_rows is None:
         tie_rows = int(max(1, MEMORY_BUDGET // (TIE_BYTES_PER_PAIR * max(m, 1))))
+    # tied pairs a block: as many rows as stay in cache (no fresh pages for a large block)
+    pair_rows = min(tie_rows, max(1, CACHED_ROWS_BYTES // (scores.element_size() * max(m, 1))))
     if bool(tied.any()):
         many = tied.sum(dim=1) > _FEW_TIES  # rows of heavy ties: unique keys, O(m log R) a row
         at, j = (tied & ~many.unsqueeze(1)).nonzero(as_tuple=True)
-        for block in _blocks(at.shape[0], tie_rows):  # blocks of tied (row, item) pairs
+        for block in _blocks(at.shape[0], pair_rows):  # blocks of tied (row, item) pairs
             a, k = at[block], j[block]
             places[a, k] += _count_equal_before(scores[a], values[a, k], columns[a, k])
         heavy = many.nonzero().squeeze(1)

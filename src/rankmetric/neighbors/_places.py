@@ -353,9 +353,12 @@ def relevant_places(
     if bool(tied.any()):
         many = tied.sum(dim=1) > _FEW_TIES  # rows of heavy ties: unique keys, O(m log R) a row
         at, j = (tied & ~many.unsqueeze(1)).nonzero(as_tuple=True)
+        by_column = torch.argsort(columns[at, j])  # a block compares only up to its last column
+        at, j = at[by_column], j[by_column]
         for block in _blocks(at.shape[0], pair_rows):  # blocks of tied (row, item) pairs
             a, k = at[block], j[block]
-            places[a, k] += _count_equal_before(scores[a], values[a, k], columns[a, k])
+            before = int(columns[a, k].max())  # the equal entries counted lie left of it
+            places[a, k] += _count_equal_before(scores[a, :before], values[a, k], columns[a, k])
         heavy = many.nonzero().squeeze(1)
         for block in _blocks(heavy.shape[0], tie_rows):  # blocks of rows with many ties
             rows = heavy[block]

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from rankmetric.neighbors import relevant_places
+from rankmetric.neighbors import _places, relevant_places
 
 
 def _brute_force(scores: np.ndarray, relevant: np.ndarray) -> list[list[int]]:
@@ -33,7 +33,8 @@ def _columns(relevant: np.ndarray):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("n_values", [3, 40, 10_000])  # heavy ties, a few, almost none
 @pytest.mark.parametrize("depth", [None, 5])
-def test_places_equal_a_stable_sort_of_each_row(dtype, n_values, depth):
+@pytest.mark.parametrize("block_rows", [None, 7])  # one block of rows; blocks of 7 (4 last)
+def test_places_equal_a_stable_sort_of_each_row(dtype, n_values, depth, block_rows):
     rng = np.random.default_rng(n_values)
     n, m = 60, 700
     scores = rng.integers(0, n_values, (n, m)).astype(dtype) / 7
@@ -44,10 +45,10 @@ def test_places_equal_a_stable_sort_of_each_row(dtype, n_values, depth):
     relevant[0] = False  # a row without relevant entries
     relevant[1, 3:5] = True
     cols, counted = _columns(relevant)
-    S = torch.as_tensor(scores)
-    places, R = relevant_places(
-        S, cols, counted, depth=depth, tie_rows=7, workspace=torch.empty_like(S)
-    )
+    S, before = torch.as_tensor(scores), scores.copy()  # S shares the array's memory
+    workspace = None if block_rows is None else torch.empty((block_rows, m), dtype=S.dtype)
+    places, R = relevant_places(S, cols, counted, depth=depth, tie_rows=7, workspace=workspace)
+    np.testing.assert_array_equal(scores, before)  # the scores are left as they were
     expected = _brute_force(scores, relevant)
     assert R.tolist() == [len(e) for e in expected]
     for row, want in enumerate(expected):
@@ -63,3 +64,21 @@ def test_the_first_relevant_entry_wins_ties_by_its_lower_column():
     scores = torch.tensor([[0.5, 0.5, 0.5, 0.1]])
     places, _ = relevant_places(scores, torch.tensor([[1, 2]]), torch.tensor([[True, True]]))
     assert places.tolist() == [[3, 4]]  # column 3 (0.1), column 0 (tie, lower), then 1 and 2
+
+
+@pytest.mark.parametrize("n_values", [3, 40, 10_000])
+@pytest.mark.parametrize("depth", [None, 5])
+def test_the_torch_path_gives_the_numpy_paths_places(monkeypatch, n_values, depth):
+    """The path of non-CPU tensors (torch sort / topk of whole chunks), run here on the CPU."""
+    rng = np.random.default_rng(n_values + 1)
+    scores = rng.integers(0, n_values, (50, 300)).astype(np.float32) / 7
+    scores[rng.random((50, 300)) < 0.05] = np.inf
+    relevant = (rng.random((50, 300)) < 0.2) & np.isfinite(scores)
+    cols, counted = _columns(relevant)
+    S = torch.as_tensor(scores)
+    on_numpy, R = relevant_places(S, cols, counted, depth=depth)
+    monkeypatch.setattr(_places, "_on_numpy", lambda t: False)
+    on_torch, R_torch = relevant_places(S, cols, counted, depth=depth)
+    assert torch.equal(R, R_torch)
+    for row, r in enumerate(R.tolist()):
+        assert on_torch[row, :r].tolist() == on_numpy[row, :r].tolist()

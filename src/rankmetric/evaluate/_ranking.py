@@ -61,7 +61,6 @@ def for_each_ranked_chunk(
     classes = ClassColumns(torch.as_tensor(g_codes, device=dev), n_codes)
     q_codes = torch.as_tensor(q_codes, device=dev)
     chunk = resolve_chunk_size(chunk_size, n_q, n_gallery=n_g, itemsize=Q.element_size())
-    workspace = torch.empty((min(chunk, n_q), n_g), dtype=Q.dtype) if dev.type == "cpu" else None
     order = None
     if depth is not None and not isinstance(depth, int):
         depth = torch.as_tensor(depth, device=dev)
@@ -74,7 +73,7 @@ def for_each_ranked_chunk(
         if remove is not None:
             counted = remove(rows, scores, columns, counted)
         deepest = int(depth[rows].max()) if order is not None else depth
-        places, R = relevant_places(scores, columns, counted, depth=deepest, workspace=workspace)
+        places, R = relevant_places(scores, columns, counted, depth=deepest)
         visit(rows, scores, columns, counted, places, R)
 
     if G is None:

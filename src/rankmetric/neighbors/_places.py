@@ -164,28 +164,54 @@ _FEW_TIES = 8  # tied relevant items of a row counted one by one; more: the row'
 TIE_BYTES_PER_PAIR = 48
 
 
-def _sorted_rows(scores: torch.Tensor, depth: int, workspace: torch.Tensor | None) -> torch.Tensor:
-    """The ``depth`` smallest values of each row in ascending order, shape (n, depth).
+#: Bytes of score rows sorted and searched at once on the CPU: few enough rows that they stay in
+#: the core's cache from their sort to the binary searches of their relevant values.
+CACHED_ROWS_BYTES = 2**20
 
-    On the CPU the rows are copied into ``workspace`` (reused: no fresh pages per chunk),
-    partitioned at ``depth`` when it is below the row length, and sorted there (NumPy's
-    vectorised sort); elsewhere ``torch.sort`` / ``torch.topk``.
+
+def _below_and_next(
+    scores: torch.Tensor, values: torch.Tensor, depth: int, workspace: torch.Tensor | None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Rank each row's ``values`` among the row's ``depth`` smallest scores.
+
+    Returns ``below`` (n, w): the scores smaller than each value among those ``depth``, and
+    ``following`` (n, w): the sorted row's entry at place ``below + 1`` (index clamped to
+    ``depth − 1``), which equals the value when another entry ties with it.
+
+    On the CPU the rows go through ``workspace`` a few at a time (:data:`CACHED_ROWS_BYTES`):
+    copied, partitioned at ``depth`` when it is below the row length, sorted (NumPy's
+    vectorised sort) and searched while still in cache; ``scores`` is left as it is.
+    Elsewhere ``torch.sort`` / ``torch.topk`` of the whole chunk.
     """
     n, m = scores.shape
     if not _on_numpy(scores):
         if depth < m:
-            return torch.topk(scores, depth, dim=1, largest=False, sorted=True).values
-        return torch.sort(scores, dim=1).values
-    if workspace is None or workspace.dtype != scores.dtype or workspace.shape[0] < n:
-        workspace = torch.empty_like(scores)
-    buffer = workspace.numpy()[:n, :m] if workspace.shape[1] != m else workspace.numpy()[:n]
-    np.copyto(buffer, scores.numpy())
-    if depth < m:
-        buffer.partition(depth - 1, axis=1)
-        head = np.sort(buffer[:, :depth], axis=1)
-        return torch.from_numpy(head)
-    buffer.sort(axis=1)
-    return torch.from_numpy(buffer)
+            ranked = torch.topk(scores, depth, dim=1, largest=False, sorted=True).values
+        else:
+            ranked = torch.sort(scores, dim=1).values
+        below = torch.searchsorted(ranked, values)
+        return below, ranked.gather(1, (below + 1).clamp_(max=depth - 1))
+    step = max(1, min(n, CACHED_ROWS_BYTES // (scores.element_size() * max(m, 1))))
+    if workspace is None or workspace.dtype != scores.dtype or workspace.shape[1] != m:
+        workspace = torch.empty((step, m), dtype=scores.dtype)
+    step = min(step, workspace.shape[0])
+    buffer, rows = workspace.numpy(), scores.numpy()
+    below = torch.empty(values.shape, dtype=torch.int64)
+    following = torch.empty_like(values)
+    for start in range(0, n, step):  # loop over blocks of a few rows (vectorised within)
+        stop = min(start + step, n)
+        block = buffer[: stop - start]
+        np.copyto(block, rows[start:stop])
+        if depth < m:
+            block.partition(depth - 1, axis=1)
+            block = np.sort(block[:, :depth], axis=1)
+        else:
+            block.sort(axis=1)
+        ranked = torch.from_numpy(block)
+        found = torch.searchsorted(ranked, values[start:stop])
+        below[start:stop] = found
+        following[start:stop] = ranked.gather(1, (found + 1).clamp_(max=depth - 1))
+    return below, following
 
 
 def _count_equal_before(
@@ -261,9 +287,10 @@ def relevant_places(
         place.
     tie_rows : int, optional
         Rows (or tied items) per block in the exact counting of ties (None: as many as 256 MB
-        of temporaries allow).
-    workspace : tensor of shape (≥ n, m), optional
-        Scratch space of ``scores``' dtype, reused across calls (CPU only).
+        of temporaries allow; tied items: at most as many rows as fit in about 1 MB).
+    workspace : tensor of shape (b, m), optional
+        Scratch space of ``scores``' dtype for ``b`` rows at a time, reused across calls (CPU
+        only; None: one of about 1 MB per call).
 
     Returns
     -------
@@ -283,11 +310,13 @@ def relevant_places(
     -----
     The rows are sorted by value (vectorised float sort, no 64-bit keys, no index array) and
     each relevant value finds its place by binary search in its sorted row: ``O(m log m)`` a
-    row in the sort, ``O(R log m)`` in the search. Where a relevant value equals another
-    entry's, the order among equals is the lower column: the equal entries of lower column
-    are counted by one comparison of the row (a few such items a row, as float32 scores of
-    distinct points give), or, for rows with more, the row is ranked again with unique
-    (score, column) keys (:func:`ranking_keys`). The result is exact whatever the ties.
+    row in the sort, ``O(R log m)`` in the search. On the CPU a few rows at a time are copied,
+    sorted and searched, so that the searches find the sorted rows in cache. Where a relevant
+    value equals another entry's, the order among equals is the lower column: the equal
+    entries of lower column are counted by one comparison of the row (a few such items a row,
+    as float32 scores of distinct points give), or, for rows with more, the row is ranked
+    again with unique (score, column) keys (:func:`ranking_keys`). The result is exact
+    whatever the ties.
 
     Examples
     --------
@@ -310,22 +339,26 @@ def relevant_places(
     values = scores.gather(1, columns).masked_fill_(~counted, torch.inf)
     values, columns = _sort_by_value_then_index(values, columns)  # relevant first
     values, columns = values[:, :width].contiguous(), columns[:, :width]
-    ranked = _sorted_rows(scores, depth, workspace)
-    below = torch.searchsorted(ranked, values)  # entries with a smaller score (up to depth)
+    # below: entries with a smaller score (up to depth). The sorted row's entry at place
+    # below + 1 is the relevant value itself; another entry ties with it when the next one
+    # (following) equals it (at the depth itself the next one is not at hand: counted too).
+    below, following = _below_and_next(scores, values, depth, workspace)
     places = below + 1
     is_rel = torch.arange(width, device=R.device) < R.unsqueeze(1)
-    # ranked[below] is the relevant value itself; another entry ties with it when the next
-    # sorted value equals it (at the depth itself the next one is not at hand: counted too).
-    following = ranked.gather(1, places.clamp(max=depth - 1))
     tied = ((following == values) & (places < depth) | (places == depth)) & is_rel
     if tie_rows is None:
         tie_rows = int(max(1, MEMORY_BUDGET // (TIE_BYTES_PER_PAIR * max(m, 1))))
+    # tied pairs a block: as many rows as stay in cache (no fresh pages for a large block)
+    pair_rows = min(tie_rows, max(1, CACHED_ROWS_BYTES // (scores.element_size() * max(m, 1))))
     if bool(tied.any()):
         many = tied.sum(dim=1) > _FEW_TIES  # rows of heavy ties: unique keys, O(m log R) a row
         at, j = (tied & ~many.unsqueeze(1)).nonzero(as_tuple=True)
-        for block in _blocks(at.shape[0], tie_rows):  # blocks of tied (row, item) pairs
+        by_column = torch.argsort(columns[at, j])  # a block compares only up to its last column
+        at, j = at[by_column], j[by_column]
+        for block in _blocks(at.shape[0], pair_rows):  # blocks of tied (row, item) pairs
             a, k = at[block], j[block]
-            places[a, k] += _count_equal_before(scores[a], values[a, k], columns[a, k])
+            before = int(columns[a, k].max())  # the equal entries counted lie left of it
+            places[a, k] += _count_equal_before(scores[a, :before], values[a, k], columns[a, k])
         heavy = many.nonzero().squeeze(1)
         for block in _blocks(heavy.shape[0], tie_rows):  # blocks of rows with many ties
             rows = heavy[block]

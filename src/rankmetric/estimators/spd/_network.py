@@ -37,7 +37,6 @@ from .._early_stopping import EARLY_STOPPING_CONSTRAINTS
 from .._init_parameters import TRAINING_PARAMETER_CONSTRAINTS
 from .._supervision import split_pairs
 
-# The module's public names: a list alike in shape with other modules' __all__
 __all__ = [
     "HEADS",
     "SPDNET_PARAMETER_CONSTRAINTS",

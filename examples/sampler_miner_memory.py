@@ -27,7 +27,7 @@ X_train, X_test, y_train, y_test = train_test_split(
 train = torch.utils.data.TensorDataset(
     torch.tensor(X_train, dtype=torch.float32), torch.tensor(y_train)
 )
-sampler = ClassBalancedBatchSampler(y_train, n_classes=4, n_per_class=8, seed=0)
+sampler = ClassBalancedBatchSampler(y_train, n_classes=4, n_per_class=8, random_state=0)
 loader = torch.utils.data.DataLoader(train, batch_sampler=sampler)
 
 net = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, 16))

@@ -99,7 +99,7 @@ def _check_batches(sampler, labels):
 
 def test_balanced_sampler_sees_every_item_once_per_epoch():
     labels = np.repeat(np.arange(10), 8)[np.random.default_rng(0).permutation(80)]
-    sampler = ClassBalancedBatchSampler(labels, n_classes=4, n_per_class=2, seed=3)
+    sampler = ClassBalancedBatchSampler(labels, n_classes=4, n_per_class=2, random_state=3)
     assert len(sampler) == 10
     for epoch in range(3):
         sampler.set_epoch(epoch)
@@ -110,7 +110,7 @@ def test_balanced_sampler_sees_every_item_once_per_epoch():
 def test_balanced_sampler_covers_uneven_classes():
     counts = np.array([3, 9, 5, 12, 1, 7, 6, 4])
     labels = np.repeat(np.arange(8), counts)
-    sampler = ClassBalancedBatchSampler(labels, n_classes=3, n_per_class=2, seed=0)
+    sampler = ClassBalancedBatchSampler(labels, n_classes=3, n_per_class=2, random_state=0)
     n_chunks = int(np.sum(-(-counts // 2)))
     assert len(sampler) == -(-n_chunks // 3)
     seen = np.concatenate(_check_batches(sampler, labels))
@@ -125,10 +125,10 @@ def test_balanced_sampler_takes_string_labels():
 
 def test_balanced_sampler_is_seeded():
     labels = np.repeat(np.arange(6), 5)
-    first = list(ClassBalancedBatchSampler(labels, 3, 2, seed=1))
-    assert first == list(ClassBalancedBatchSampler(labels, 3, 2, seed=1))
-    assert first != list(ClassBalancedBatchSampler(labels, 3, 2, seed=2))
-    sampler = ClassBalancedBatchSampler(labels, 3, 2, seed=1)
+    first = list(ClassBalancedBatchSampler(labels, 3, 2, random_state=1))
+    assert first == list(ClassBalancedBatchSampler(labels, 3, 2, random_state=1))
+    assert first != list(ClassBalancedBatchSampler(labels, 3, 2, random_state=2))
+    sampler = ClassBalancedBatchSampler(labels, 3, 2, random_state=1)
     sampler.set_epoch(1)
     assert list(sampler) != first
 
@@ -149,7 +149,7 @@ def test_balanced_sampler_feeds_a_dataloader():
 def test_distributed_ranks_get_disjoint_batches_of_one_global_sequence(world):
     labels = np.repeat(np.arange(7), 6)
     ranks = [
-        ClassBalancedBatchSampler(labels, 3, 2, seed=4, num_replicas=world, rank=r)
+        ClassBalancedBatchSampler(labels, 3, 2, random_state=4, num_replicas=world, rank=r)
         for r in range(world)
     ]
     everything = ranks[0].global_batches()
@@ -195,12 +195,47 @@ def test_each_pass_of_the_class_balanced_sampler_starts_the_next_epoch():
     from rankmetric.sampling import ClassBalancedBatchSampler
 
     labels = np.repeat(np.arange(10), 6)
-    sampler = ClassBalancedBatchSampler(labels, 4, 3, seed=0)
+    sampler = ClassBalancedBatchSampler(labels, 4, 3, random_state=0)
     first, second = list(sampler), list(sampler)
     assert first != second and sampler.epoch == 1
-    again = ClassBalancedBatchSampler(labels, 4, 3, seed=0)
+    again = ClassBalancedBatchSampler(labels, 4, 3, random_state=0)
     assert [list(again), list(again)] == [first, second]  # seeded: the same sequence
     sampler.set_epoch(0)
     assert list(sampler) == first
     sampler.set_epoch(0)
     assert list(sampler) == first  # an explicit epoch is never advanced past
+
+
+def test_the_sampler_takes_random_state_as_the_estimators_do():
+    """An int, a Generator or a RandomState, validated by the estimators' rule."""
+    labels = np.repeat(np.arange(6), 5)
+    by_int = ClassBalancedBatchSampler(labels, 3, 2, random_state=5)
+    assert by_int.random_state == 5 and by_int.seed == 5
+    generators = [np.random.default_rng(11), np.random.default_rng(11)]
+    first, second = (ClassBalancedBatchSampler(labels, 3, 2, random_state=g) for g in generators)
+    assert list(first) == list(second)  # the same generator state: the same batches
+    legacy = ClassBalancedBatchSampler(labels, 3, 2, random_state=np.random.RandomState(0))
+    _check_batches(legacy, labels)
+    fresh = [ClassBalancedBatchSampler(labels, 3, 2, random_state=None).seed for _ in range(2)]
+    assert fresh[0] != fresh[1]  # None: fresh entropy on each construction
+    for bad in (-1, 1.5, "0"):
+        with pytest.raises(ValueError, match="random_state must be"):
+            ClassBalancedBatchSampler(labels, 3, 2, random_state=bad)
+
+
+def test_random_state_none_is_refused_with_several_replicas():
+    with pytest.raises(ValueError, match="random_state=None.*2 replicas"):
+        ClassBalancedBatchSampler(
+            np.repeat(np.arange(4), 3), 2, 2, random_state=None, num_replicas=2, rank=0
+        )
+
+
+def test_seed_is_the_deprecated_name_of_random_state():
+    labels = np.repeat(np.arange(6), 5)
+    with pytest.warns(FutureWarning, match="'seed' was renamed 'random_state'.*random_state=3"):
+        old = ClassBalancedBatchSampler(labels, 3, 2, seed=3)
+    new = ClassBalancedBatchSampler(labels, 3, 2, random_state=3)
+    assert [list(old), list(old)] == [list(new), list(new)]
+    assert old.random_state == old.seed == 3
+    with pytest.raises(TypeError, match="both 'seed' and its new name 'random_state'"):
+        ClassBalancedBatchSampler(labels, 3, 2, seed=3, random_state=3)

@@ -15,7 +15,15 @@ import torch
 from torch.utils.data import BatchSampler
 
 from . import _distributed
-from ._validation import POSITIVE_INT, check_labels, check_param, encode_labels
+from ._utils import make_rng
+from ._validation import (
+    POSITIVE_INT,
+    RANDOM_STATE,
+    check_labels,
+    check_param,
+    encode_labels,
+    renamed_keywords,
+)
 
 __all__ = [
     "LabelIndex",
@@ -318,6 +326,15 @@ class CrossCameraLabelIndex(LabelIndex):
         return self.order[pos], self.order[cls_start + b]
 
 
+def _integer_seed(random_state) -> int:
+    """One int seed from a ``random_state``: an int itself, else one draw (``None``: OS entropy)."""
+    if random_state is not None and not isinstance(
+        random_state, (np.random.Generator, np.random.RandomState)
+    ):
+        return int(random_state)
+    return int(make_rng(random_state).integers(0, 2**63))
+
+
 class ClassBalancedBatchSampler(BatchSampler):
     """Batches of ``n_classes`` distinct classes × ``n_per_class`` samples, for a ``DataLoader``.
 
@@ -338,11 +355,15 @@ class ClassBalancedBatchSampler(BatchSampler):
         ``P``, classes per batch; at most the number of distinct labels.
     n_per_class : int
         ``K``, samples per class in a batch.
-    seed : int, default=0
-        Seed of the shuffles; epoch ``e`` draws from ``(seed, e)``, so every rank of a
-        distributed run draws the same global sequence of batches. Each new pass over the
-        sampler starts the next epoch (new shuffles in a plain loop, no call needed);
-        :meth:`set_epoch` chooses the epoch of the next pass explicitly.
+    random_state : int, Generator, RandomState or None, default=0
+        Seeds the shuffles, as the estimators' ``random_state`` does. It is turned into one
+        integer seed here (an int is that seed; a ``Generator`` or ``RandomState`` gives one
+        draw; ``None`` fresh OS entropy), and epoch ``e`` draws from ``(seed, e)``: every rank of
+        a distributed run draws the same global sequence of batches when each is given the same
+        int or an identically seeded generator (``None`` is refused with more than one replica).
+        Each new pass over the sampler starts the next epoch (new shuffles in a plain loop, no
+        call needed); :meth:`set_epoch` chooses the epoch of the next pass explicitly.
+        (``seed=`` before 0.2: it still works this release, with a ``FutureWarning``.)
     num_replicas : int, optional
         Number of distributed processes; default ``torch.distributed``'s world size when it is
         initialised, else 1.
@@ -361,7 +382,7 @@ class ClassBalancedBatchSampler(BatchSampler):
     --------
     >>> import numpy as np
     >>> labels = np.repeat(np.arange(6), 4)
-    >>> sampler = ClassBalancedBatchSampler(labels, n_classes=3, n_per_class=2, seed=0)
+    >>> sampler = ClassBalancedBatchSampler(labels, n_classes=3, n_per_class=2, random_state=0)
     >>> len(sampler)
     4
     >>> batch = next(iter(sampler))
@@ -369,16 +390,18 @@ class ClassBalancedBatchSampler(BatchSampler):
     (6, 3)
     """
 
+    @renamed_keywords(seed="random_state")
     def __init__(
         self,
         labels,
         n_classes: int,
         n_per_class: int,
         *,
-        seed: int = 0,
+        random_state=0,
         num_replicas: int | None = None,
         rank: int | None = None,
     ) -> None:
+        check_param("random_state", random_state, [RANDOM_STATE])
         if isinstance(labels, torch.Tensor):
             labels = labels.detach().cpu().numpy()
         _, codes = check_labels(labels, min_classes=1)
@@ -394,15 +417,26 @@ class ClassBalancedBatchSampler(BatchSampler):
         rank = _distributed.rank() if rank is None else rank
         if not 1 <= num_replicas or not 0 <= rank < num_replicas:
             raise ValueError(f"rank must lie in 0..num_replicas-1, got {rank} of {num_replicas}.")
+        if random_state is None and num_replicas > 1:
+            raise ValueError(
+                f"random_state=None would draw other batches on each of the {num_replicas} "
+                "replicas; give every rank the same int random_state."
+            )
         self.n_classes = int(n_classes)
         self.n_per_class = int(n_per_class)
         self.batch_size = self.n_classes * self.n_per_class
         self.drop_last = True
-        self.seed = int(seed)
+        self.random_state = random_state
+        self._seed = _integer_seed(random_state)
         self.num_replicas = int(num_replicas)
         self.rank = int(rank)
         self.epoch = 0
         self._advance = False  # the next pass starts the next epoch (unless set_epoch is called)
+
+    @property
+    def seed(self) -> int:
+        """The integer seed of the shuffles (``random_state`` turned into one int)."""
+        return self._seed
 
     def set_epoch(self, epoch: int) -> None:
         """Use the shuffles of epoch ``epoch`` for the next pass (as
@@ -432,7 +466,7 @@ class ClassBalancedBatchSampler(BatchSampler):
 
     def global_batches(self) -> np.ndarray:
         """Every batch of the current epoch, all ranks' together: shape (n_batches, P·K)."""
-        rng = np.random.default_rng([self.seed, self.epoch])
+        rng = np.random.default_rng([self._seed, self.epoch])
         idx, k, p = self.index, self.n_per_class, self.n_classes
         # shuffled positions within each class: samples grouped by class, random order inside
         shuffled = np.lexsort((rng.random(idx.n_samples), idx.codes))

@@ -22,7 +22,6 @@ __all__ = [
     "PairLaplacian",
     "fixed_triplet_loss_and_grad",
     "laplacian_gradient",
-    "laplacian_product",
     "lmnn_loss_and_grad",
     "triplet_terms",
 ]
@@ -98,26 +97,6 @@ class PairLaplacian:
         return degree * Z - forward[:, :-1] - backward[:, :-1]
 
 
-def laplacian_product(
-    X: torch.Tensor, a: torch.Tensor, b: torch.Tensor, w: torch.Tensor
-) -> torch.Tensor:
-    """``C X`` with ``C = Σ_p w_p (e_{a_p} − e_{b_p})(e_{a_p} − e_{b_p})ᵀ`` (n, n), never formed.
-
-    One call of :class:`PairLaplacian` (build it once to reuse the pairs' index structures).
-
-    Parameters
-    ----------
-    X : Tensor of shape (n_samples, n_features)
-    a, b : LongTensor of shape (n_pairs,)
-    w : Tensor of shape (n_pairs,)
-
-    Returns
-    -------
-    Tensor of shape (n_samples, n_features)
-    """
-    return PairLaplacian(a, b, X.shape[0]).times(w, X)
-
-
 def _margins(d_target: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """``1 + d_target`` (n, k); −inf at padded targets, whose hinges are then never violated."""
     return (d_target + 1.0).masked_fill_(~mask, -torch.inf)
@@ -187,7 +166,6 @@ def triplet_terms(
     return loss, a, b, torch.cat([pull.reshape(-1), push])
 
 
-# alike: laplacian_product's Parameters (the same pairs and weights; a product, not a gradient)
 def laplacian_gradient(
     Z: torch.Tensor, X: torch.Tensor, a: torch.Tensor, b: torch.Tensor, w: torch.Tensor
 ) -> torch.Tensor:

@@ -30,14 +30,13 @@ from ...geometry.tangent import congruence, mean_whitening
 from ...losses.lifted import LiftedStructureLoss
 from ...losses.potato import DISTANCES, RiemannianPotatoLoss, embedding_distances
 from ...losses.triplet import TripletLoss
-from ...models.spdnet import SPDNet, check_sizes, sym_to_vec
+from ...models.spdnet import BIMAP_MANIFOLDS, INITS, SPDNet, check_sizes, sym_to_vec
 from ...preprocessing.recentring import transform_domain_codes
 from ...training import RETRIEVAL_METRICS, per_query_scores
 from .._early_stopping import EARLY_STOPPING_CONSTRAINTS
 from .._init_parameters import TRAINING_PARAMETER_CONSTRAINTS
 from .._supervision import split_pairs
 
-# The module's public names: a list alike in shape with other modules' __all__
 __all__ = [
     "HEADS",
     "SPDNET_PARAMETER_CONSTRAINTS",
@@ -54,8 +53,6 @@ __all__ = [
 
 
 HEADS = ("spd", "log", "linear")
-INITS = ("identity", "random")
-BIMAPS = ("free", "stiefel")
 OUTPUTS = ("spd", "log", "vector")
 #: The hyper-parameters every SPD-network estimator shares (the loss's own are added by each).
 SPDNET_PARAMETER_CONSTRAINTS = {
@@ -66,7 +63,7 @@ SPDNET_PARAMETER_CONSTRAINTS = {
     ],
     "head": [Options(*HEADS)],
     "distance": [InstanceOf(str, "a distance name")],  # aliases resolved by ``_distance``
-    "bimap": [Options(*BIMAPS)],
+    "bimap": [Options(*BIMAP_MANIFOLDS)],  # the network's own options: it is built with them
     "init": [Options(*INITS)],
     "eps": [Interval(Real, 0, None, closed="neither")],
     "relative_eps": [BOOLEAN],
@@ -105,9 +102,12 @@ def check_spd_stack(estimator, X, y=None, *, reset: bool, ensure_min_samples: in
     return check_spd(X), y
 
 
-def fit_whitening(X: torch.Tensor, whiten: bool) -> np.ndarray:
-    """``M^{-1/2}`` for the Riemannian mean ``M`` of ``X`` (the identity unless ``whiten``)."""
-    return mean_whitening(X).cpu().numpy() if whiten else np.eye(X.shape[-1])
+def fit_whitening(X: torch.Tensor, whiten: bool) -> torch.Tensor:
+    """``M^{-1/2}`` for the Riemannian mean ``M`` of ``X`` (the identity unless ``whiten``), in
+    ``X``'s dtype and device."""
+    if whiten:
+        return mean_whitening(X)
+    return torch.eye(X.shape[-1], dtype=X.dtype, device=X.device)
 
 
 def translation_invariant(loss_fn: torch.nn.Module) -> bool:
@@ -329,7 +329,7 @@ def fitted_outputs(est, X, log: bool = False, domains=None) -> tuple[torch.Tenso
     W = [to_tensor(est.domain_whitening_, device, torch.float64)]
     for d in new:  # a new domain: whitened at its own mean, then its own BN means
         X_d = to_tensor(X[codes == d], device, torch.float64)
-        W.append(to_tensor(fit_whitening(X_d, est.whiten), device, torch.float64)[None])
+        W.append(fit_whitening(X_d, est.whiten)[None])
         if net.batchnorms:
             net.adapt_domain(congruence(X_d, W[-1][0]), d)
     W, codes_t = torch.cat(W), torch.as_tensor(codes, device=device)

@@ -356,14 +356,15 @@ class SPDNetEmbedding(DomainsRequestMixin, MetricLearnerMixin, BaseEstimator):
         device = resolve_device(self.device)
         rng = make_rng(self.random_state)
         X_t = to_tensor(X, device, torch.float64)
-        self.whitening_ = fit_whitening(X_t, self.whiten)
+        W = fit_whitening(X_t, self.whiten)
+        self.whitening_ = W.cpu().numpy()
         self.domain_whitening_ = None
         if domain_idx is None:
-            X_t = congruence(X_t, to_tensor(self.whitening_, device, torch.float64)).float()
+            X_t = congruence(X_t, W).float()
         else:  # each domain whitened by its own mean (DomainRecentering's re-centring)
             per_domain = [X_t[torch.as_tensor(domain_idx == d)] for d in range(len(self.domains_))]
-            self.domain_whitening_ = np.stack([fit_whitening(Xd, self.whiten) for Xd in per_domain])
-            W = to_tensor(self.domain_whitening_, device, torch.float64)
+            W = torch.stack([fit_whitening(Xd, self.whiten) for Xd in per_domain])
+            self.domain_whitening_ = W.cpu().numpy()
             X_t = congruence(X_t, W[torch.as_tensor(domain_idx, device=device)]).float()
 
         untrained = self.max_iter == 0  # the untrained reference: nothing held out

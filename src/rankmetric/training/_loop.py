@@ -49,8 +49,9 @@ class UntrainedModelWarning(ConvergenceWarning):
     """A fit returned a model that is no better than where it started, or no better than a
     reference the estimator checks (the Euclidean distance, for WARCA and kernel WARCA).
 
-    Issued by :func:`train` when the loss diverged (it rose far above its start: the fit is
-    stopped and the best parameters seen are restored), when validation kept the untrained
+    Issued by :func:`train` when the loss diverged (it rose far above its start and is not
+    coming down: the fit is stopped and the best parameters seen are restored; a spike that is
+    falling runs on, see :class:`Stopping`), when validation kept the untrained
     start (step 0), or when the training loss ended no lower than it began; and by the estimators
     when the fitted metric ranks below their reference. The message says which, and what to try.
     A subclass of scikit-learn's ``ConvergenceWarning`` (so of ``UserWarning``): filters on

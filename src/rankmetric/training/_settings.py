@@ -76,12 +76,12 @@ class Stopping:
         above the threshold at every step of the last ``SPIKE_WINDOWS`` (10) windows (100
         steps). A spike that is falling may recover; the rule is applied from step 20, when
         the windowed loss has 10 earlier values to be compared with (a NaN or infinite loss
-        stops any run at once, with :class:`~rankmetric.training.NonFiniteLossError`).
-        A stopped run restores the best parameters
-        seen (the best validation, else the lowest 10-step mean loss below the threshold,
-        checked every 10 steps, or the start) and issues an
-        :class:`~rankmetric.UntrainedModelWarning`. Whether a recovered fit is any good is
-        for validation and the estimators' checks to say. ``None`` disables the guard.
+        stops any run at once, with :class:`~rankmetric.training.NonFiniteLossError`). A
+        stopped run restores the best parameters seen (the best validation, else the lowest
+        10-step mean loss below the threshold, checked every 10 steps, or the start) and
+        issues an :class:`~rankmetric.UntrainedModelWarning`. Whether a recovered fit is any
+        good is for validation and the estimators' checks to say. ``None`` disables the
+        guard.
 
     Examples
     --------

@@ -1,3 +1,5 @@
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -147,6 +149,128 @@ def test_divergence_guard_stops_restores_the_lowest_loss_and_warns():
     # the lowest 10-step mean loss came from the last window before the blow-up: step 30
     assert result.restored_step == 30
     torch.testing.assert_close(module.w.detach(), snapshots[30])
+
+
+def _replay(losses, max_iter=None, **stopping):
+    """Run :func:`train` on a tiny module whose loss at step ``t`` is ``losses[t]``."""
+    module = Quadratic()
+    opt = torch.optim.SGD(module.parameters(), lr=1e-3)
+    values = np.asarray(losses, dtype=np.float64)
+
+    def loss_step(step):
+        return module.w.sum() * 0 + torch.tensor(values[step], dtype=torch.float64)
+
+    max_iter = len(values) if max_iter is None else max_iter
+    return train(module, opt, loss_step, rng=np.random.default_rng(0), max_iter=max_iter,
+                 stopping=Stopping(**stopping))  # fmt: skip
+
+
+def _guard_stop(losses, factor=10.0, window=10, spike_windows=10):
+    """The divergence rule written out step by step: the step at which it stops, or None."""
+    threshold = losses[0] + (factor - 1) * abs(losses[0])
+    means = {}
+    for n in range(1, len(losses) + 1):
+        if n < window:
+            continue
+        means[n] = sum(losses[n - window : n]) / window
+        if not means[n] > threshold:
+            continue
+        if n >= 2 * window and means[n] >= max(means[j] for j in range(n - window, n)):
+            return n
+        span = spike_windows * window
+        if n >= span + window - 1 and all(means[j] > threshold for j in range(n - span + 1, n + 1)):
+            return n
+    return None
+
+
+def _spike(peak, ratio, n=200, start=2.0, end=1.0):
+    """A loss that jumps to ``peak`` at step 1 and falls by ``ratio`` per step to ``end``."""
+    t = np.arange(n - 1)
+    return np.concatenate([[start], end + (peak - end) * ratio**t])
+
+
+def test_a_falling_spike_recovers_and_is_not_stopped():
+    from rankmetric.training import UntrainedModelWarning
+
+    # 2 → 2,000 at step 1, falling by 12 % a step: three 10-step windows above 10× the start
+    losses = _spike(2000.0, 0.88)
+    assert (losses[:30].reshape(3, 10).mean(axis=1) > 10 * losses[0]).all()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UntrainedModelWarning)
+        result = _replay(losses)
+    assert not result.diverged and result.n_iter == len(losses) and not result.stopped_early
+    # the same spike with an oscillating loss (Adam's), still falling window by window
+    wobbly = losses * (1 + 0.9 * np.sin(np.arange(len(losses)) * 2 * np.pi / 7))
+    wobbly[0] = losses[0]
+    assert _guard_stop(list(wobbly)) is None
+    assert not _replay(wobbly).diverged
+
+
+@pytest.mark.parametrize(
+    "case, stop, why",
+    [
+        ("rising", 20, "not falling"),  # judged once a window has one before it
+        ("plateau", 20, "not falling"),
+        ("slow fall", 109, "for 100 steps"),  # falling, but above 10× for 100 steps
+        ("rising later", 40, "not falling"),  # trained, then a loss that grows
+    ],
+)
+def test_a_rising_or_stuck_loss_above_the_threshold_is_stopped(case, stop, why):
+    from rankmetric.training import UntrainedModelWarning
+
+    t = np.arange(300.0)
+    losses = {
+        "rising": 2.0 * (1 + t),
+        "plateau": np.r_[2.0, np.full(299, 50.0)],
+        "slow fall": np.r_[2.0, 60.0 * 0.999 ** t[1:]],
+        "rising later": np.r_[np.full(30, 2.0), 2.0 * 1.5 ** t[:270]],
+    }[case]
+    assert _guard_stop(list(losses)) == stop
+    with pytest.warns(UntrainedModelWarning, match=f"diverged.*{why}.*stopped at step {stop}"):
+        result = _replay(losses)
+    assert result.diverged and result.stopped_early and result.n_iter == stop
+    # the lowest windowed loss below the threshold (step 10 for the two that start below it)
+    assert result.restored_step == (0 if case in ("plateau", "slow fall") else 10)
+
+
+def test_a_nan_or_inf_loss_stops_a_spike_at_once():
+    for bad in (np.nan, np.inf):  # inside a spike the guard lets recover: still an error
+        with pytest.raises(NonFiniteLossError):
+            _replay(np.r_[1.0, _spike(500.0, 0.8, n=30)[1:], bad, np.ones(20)])
+    _replay(np.r_[1.0, _spike(500.0, 0.8, n=30)[1:], np.full(21, 0.5)])  # without it: no stop
+
+
+def test_the_divergence_rule_matches_its_definition_on_random_losses():
+    rng = np.random.default_rng(0)
+    stops = []
+    for _ in range(60):
+        n = int(rng.integers(15, 200))
+        base = rng.uniform(0.5, 5.0)
+        jump = rng.choice([1.0, 5.0, 30.0, 1e4]) * base
+        trend = rng.choice([0.8, 0.95, 0.995, 1.0, 1.02, 1.2])
+        noise = rng.choice([0.0, 0.05, 0.7])
+        start = int(rng.integers(1, min(40, n)))
+        losses = np.full(n, base) * rng.uniform(0.9, 1.1, n)
+        wobble = 1 + noise * rng.uniform(-1, 1, n - start)
+        losses[start:] += jump * trend ** np.arange(n - start) * wobble
+        expected = _guard_stop(list(losses))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            result = _replay(losses)
+        assert result.diverged == (expected is not None)
+        assert result.n_iter == (n if expected is None else expected)
+        stops.append(expected)
+    # the draws exercise every branch: no stop, and stops at 10–19 (never), 20, later, ≥ 109
+    assert None in stops and 20 in stops and any(s and 20 < s < 109 for s in stops)
+    assert not any(s and s < 20 for s in stops) and any(s and s >= 109 for s in stops)
+
+
+def test_a_disabled_guard_never_stops():
+    from rankmetric.training import UntrainedModelWarning
+
+    with pytest.warns(UntrainedModelWarning, match="no lower than its first"):
+        result = _replay(np.r_[1.0, np.full(150, 1e6)], divergence_factor=None)
+    assert not result.diverged and result.n_iter == 151
 
 
 def test_validation_that_keeps_the_start_warns():

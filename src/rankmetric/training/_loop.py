@@ -35,7 +35,7 @@ from sklearn.exceptions import ConvergenceWarning
 from .._distributed import average_gradients
 from .._utils import progress
 from ._checkpoints import Checkpoints, run_fingerprint
-from ._settings import Checkpointing, Stopping, Validation, grouped
+from ._settings import SPIKE_WINDOWS, Checkpointing, Stopping, Validation, grouped
 
 #: Steps over which the loss is averaged by the divergence guard and the end-of-fit check.
 LOSS_WINDOW = 10
@@ -49,8 +49,9 @@ class UntrainedModelWarning(ConvergenceWarning):
     """A fit returned a model that is no better than where it started, or no better than a
     reference the estimator checks (the Euclidean distance, for WARCA and kernel WARCA).
 
-    Issued by :func:`train` when the loss diverged (it rose far above its start: the fit is
-    stopped and the best parameters seen are restored), when validation kept the untrained
+    Issued by :func:`train` when the loss diverged (it rose far above its start and is not
+    coming down: the fit is stopped and the best parameters seen are restored; a spike that is
+    falling runs on, see :class:`Stopping`), when validation kept the untrained
     start (step 0), or when the training loss ended no lower than it began; and by the estimators
     when the fitted metric ranks below their reference. The message says which, and what to try.
     A subclass of scikit-learn's ``ConvergenceWarning`` (so of ``UserWarning``): filters on
@@ -207,29 +208,54 @@ class _Validation:
 
 
 class _DivergenceGuard:
-    """Stop when the windowed loss rises ``factor`` times above the first step's loss.
+    """Stop a run whose windowed loss is above the threshold and not recovering.
 
-    Keeps the parameters of the lowest windowed loss (every ``LOSS_WINDOW`` steps), to restore
-    when the run diverged without a validated best.
+    The threshold is the first step's loss plus ``factor − 1`` times its magnitude. The
+    windowed loss is the mean of the last ``LOSS_WINDOW`` steps; above the threshold, the run
+    is stopped when it is at least as high as at each of the
+    ``LOSS_WINDOW`` steps before (rising or flat: not a spike on its way down from its peak;
+    judged from step ``2 · LOSS_WINDOW``), or when it has been above the threshold at each of
+    the last ``SPIKE_WINDOWS · LOSS_WINDOW`` steps (a non-finite loss never gets here:
+    :func:`optimisation_step` raises :class:`NonFiniteLossError`). A pure
+    function of the losses, so a resumed run decides as an uninterrupted one. Keeps the
+    parameters of the lowest windowed loss below the threshold (every ``LOSS_WINDOW`` steps),
+    to restore when the run diverged without a validated best.
     """
 
     def __init__(self, factor: float | None, module: torch.nn.Module, start: int):
         self.factor, self.start = factor, start
         self.low_state = copy.deepcopy(module.state_dict()) if factor is not None else None
         self.low_step, self.low_loss = start, math.inf
-        self.diverged = False
+        self.diverged, self.reason = False, ""
 
     def should_stop(self, losses: list[float], done: int, module: torch.nn.Module) -> bool:
         if self.factor is None or len(losses) < LOSS_WINDOW:
             return False
+        threshold = losses[0] + (self.factor - 1) * max(abs(losses[0]), 1e-12)
         recent = float(np.mean(losses[-LOSS_WINDOW:]))
-        if recent > losses[0] + (self.factor - 1) * max(abs(losses[0]), 1e-12):
-            self.diverged = True
-            return True
+        if recent > threshold:
+            self.reason = _divergence(losses, threshold)
+            self.diverged = bool(self.reason)
+            return self.diverged
         if (done - self.start) % LOSS_WINDOW == 0 and recent < self.low_loss:
             self.low_loss, self.low_step = recent, done
             self.low_state = copy.deepcopy(module.state_dict())
         return False
+
+
+def _divergence(losses: list[float], threshold: float) -> str:
+    """Why a windowed loss above ``threshold`` is a divergence, or ``""`` for a spike that is
+    falling (:class:`_DivergenceGuard`'s rule; ``losses`` end above the threshold)."""
+    w, span = LOSS_WINDOW, SPIKE_WINDOWS * LOSS_WINDOW
+    tail = np.asarray(losses[-(max(span, w + 1) + w - 1) :], dtype=np.float64)
+    windowed = np.convolve(tail, np.full(w, 1.0 / w), mode="valid")  # [-1]: the last step's
+    if len(losses) < 2 * w:
+        return ""  # judged from step 2 · LOSS_WINDOW, with a window's worth of earlier means
+    if windowed[-1] >= windowed[-(w + 1) : -1].max():
+        return f"not falling: at least as high as at each of the {w} steps before"
+    if len(windowed) >= span and np.all(windowed[-span:] > threshold):
+        return f"above {threshold:.4g} for {span} steps"
+    return ""
 
 
 class _LossPlateau:
@@ -376,7 +402,7 @@ def train(
     result.n_iter = step + 1 if max_iter > start else start
     result.diverged = divergence.diverged
     _restore(module, result, validation.best_state, divergence)
-    _warn_if_untrained(result, losses, desc, hint, validated=validated)
+    _warn_if_untrained(result, losses, desc, hint, validated=validated, why=divergence.reason)
     _warn_if_unsettled(result, desc, stopping.tol, max_iter, validated=validated)
     checkpoints.remove()
     return result
@@ -405,9 +431,16 @@ def _warn_if_unsettled(result, desc: str, tol, max_iter: int, *, validated: bool
 
 
 def _warn_if_untrained(
-    result: TrainingResult, losses: list[float], desc: str, hint: str | None, *, validated: bool
+    result: TrainingResult,
+    losses: list[float],
+    desc: str,
+    hint: str | None,
+    *,
+    validated: bool,
+    why: str = "",
 ) -> None:
-    """Issue an :class:`UntrainedModelWarning` when the run ended no better than its start."""
+    """Issue an :class:`UntrainedModelWarning` when the run ended no better than its start
+    (``why``: the divergence guard's reason)."""
     advice = f" {hint}" if hint else ""
     start = "the untrained start (step 0)"
     if result.diverged:
@@ -415,8 +448,8 @@ def _warn_if_untrained(
         kept = start if result.restored_step == 0 else f"step {result.restored_step}"
         message = (
             f"{desc}: the training loss diverged, from {losses[0]:.4g} at the first step to a "
-            f"mean of {recent:.4g} over steps {len(losses) - LOSS_WINDOW + 1}–{len(losses)}; "
-            f"training stopped at step {result.n_iter} and the parameters of {kept} were "
+            f"mean of {recent:.4g} over steps {len(losses) - LOSS_WINDOW + 1}–{len(losses)} "
+            f"({why}); training stopped at step {result.n_iter} and the parameters of {kept} were "
             "restored."
         )
     elif validated and result.best_step == 0:

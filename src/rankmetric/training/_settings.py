@@ -15,9 +15,14 @@ from .._validation.compat import warn_deprecated
 
 __all__ = ["Checkpointing", "Stopping", "Validation", "grouped"]
 
-#: Default of ``Stopping(divergence_factor=...)``: stop when the windowed loss exceeds this many
-#: times the loss of the first step.
+#: Default of ``Stopping(divergence_factor=...)``: the windowed loss above this many times the
+#: loss of the first step is a spike, stopped unless it is falling (see :class:`Stopping`).
 DIVERGENCE_FACTOR = 10.0
+#: The longest a falling spike may stay above the threshold, in windows of 10 steps. Chosen on
+#: training losses only (``benchmarks/bench_divergence_guard.py``, docs/warca.md): Kernel
+#: WARCA's spikes at the bench's pinned settings stay above it for at most 44 steps and recover;
+#: ``learning_rate=1.0`` stays above it for good and is stopped at step 109.
+SPIKE_WINDOWS = 10
 
 
 @dataclass(frozen=True)
@@ -63,11 +68,20 @@ class Stopping:
     window : int, default=100
         The steps of ``tol``'s means.
     divergence_factor : float or None, default=10.0
-        The divergence guard: stop when the mean loss of the last ``LOSS_WINDOW`` (10) steps
-        exceeds the first step's loss by ``divergence_factor − 1`` times its magnitude (10
-        times a positive start), restore the best parameters seen (the best validation, else
-        the lowest 10-step mean loss, checked every 10 steps, or the start) and issue an
-        :class:`~rankmetric.UntrainedModelWarning`. ``None`` disables it.
+        The divergence guard. The threshold is the first step's loss plus
+        ``divergence_factor − 1`` times its magnitude (10 times a positive start); while the
+        mean loss of the last ``LOSS_WINDOW`` (10) steps is above it, the run is in a spike,
+        and the guard stops it when that mean is at least as high as at each of the 10 steps
+        before (rising or flat: the loss is not falling from its peak) or when it has been
+        above the threshold at every step of the last ``SPIKE_WINDOWS`` (10) windows (100
+        steps). A spike that is falling may recover; the rule is applied from step 20, when
+        the windowed loss has 10 earlier values to be compared with (a NaN or infinite loss
+        stops any run at once, with :class:`~rankmetric.training.NonFiniteLossError`). A
+        stopped run restores the best parameters seen (the best validation, else the lowest
+        10-step mean loss below the threshold, checked every 10 steps, or the start) and
+        issues an :class:`~rankmetric.UntrainedModelWarning`. Whether a recovered fit is any
+        good is for validation and the estimators' checks to say. ``None`` disables the
+        guard.
 
     Examples
     --------

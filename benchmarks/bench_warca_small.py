@@ -32,6 +32,7 @@ standard errors, and whether its ``below`` agrees with the default check's).
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import time
 import warnings
@@ -187,20 +188,26 @@ CHECK_FOLDS = {"min_groups": 6, "min_held": 6, "max_folds": 3}
 Z_BELOW = 1.645
 
 
-def emulated_check(X, y, seed: int, max_iter: int | None = None, one_fold: bool = False):
+def emulated_check(
+    X, y, seed: int, max_iter: int | None = None, one_fold: bool = False, all_folds: bool = False
+):
     """WARCA's held-out check on ``(X, y)`` redone from the public pieces, with each probe cut
     to ``max_iter`` steps (None: the default stopping) and, with ``one_fold``, the first fold
     only: ``(result, probes)``, ``result`` as ``held_out_check_`` (None when the check skips:
-    fewer than six classes with two items). Equal to ``WARCA(random_state=seed)``'s own check
-    with the defaults (``tests/bench/test_bench_warca_small.py``)."""
+    fewer than six classes with two items), with ``folds``, each fold's own comparison. The
+    folds run one at a time until the pooled difference is beyond the sequential bound
+    (:func:`sequential_bounds`); ``all_folds`` runs every fold (the verdict is still the last
+    look's). Equal to ``WARCA(random_state=seed)``'s own check with the defaults
+    (``tests/bench/test_bench_warca_small.py``)."""
     codes = np.unique(y, return_inverse=True)[1].ravel()
     if (np.bincount(codes) >= 2).sum() < CHECK_FOLDS["min_groups"]:
         return None, []
     folds = holdout_folds(
         codes, 0.2, np.random.default_rng(seed), **CHECK_FOLDS, what="the held-out check"
     )
+    folds = folds[:1] if one_fold else folds
     rng, results, probes = np.random.default_rng(seed), [], []
-    for train, held in folds[:1] if one_fold else folds:
+    for (train, held), bound in zip(folds, sequential_bounds(len(folds)), strict=True):
         probe = WARCA(random_state=seed, held_out_check=False)
         if max_iter is not None:
             probe.set_params(max_iter=max_iter)
@@ -209,9 +216,11 @@ def emulated_check(X, y, seed: int, max_iter: int | None = None, one_fold: bool 
         results.append(
             compare_with_reference(probe.transform(X[items]), X[items], codes[items], metric="map")
         )
-    result = pooled(results)
-    result["below"] = bool(result["difference"] < -Z_BELOW * result["standard_error"])
-    result["folds"] = results  # each fold's own comparison (``--sequential``)
+        result = pooled(results)
+        if not all_folds and abs(result["difference"]) > bound * result["standard_error"]:
+            break
+    result["below"] = bool(result["difference"] < -bound * result["standard_error"])
+    result["folds"] = results
     return result, probes
 
 
@@ -294,7 +303,8 @@ SEQUENTIAL_SETS = ["digits", "vowel", "glass", "satellite", "letter"]
 SEQUENTIAL_ROWS = 2000
 
 
-def sequential_bounds(n_folds: int, z: float = Z_BELOW, step: float = 0.01) -> np.ndarray:
+@functools.cache
+def sequential_bounds(n_folds: int, z: float = Z_BELOW, step: float = 0.01) -> tuple[float, ...]:
     """O'Brien–Fleming boundaries for looking after each of ``n_folds`` equal folds.
 
     The pooled statistic after fold ``k`` is ``Z_k = S_k / sqrt(k)``, ``S`` a random walk of
@@ -308,7 +318,7 @@ def sequential_bounds(n_folds: int, z: float = Z_BELOW, step: float = 0.01) -> n
     from scipy.stats import norm
 
     if n_folds == 1:
-        return np.array([z])
+        return (z,)
 
     def stays_above(level: float) -> float:
         x = np.arange(-level, 12.0 * np.sqrt(n_folds), step) + step / 2
@@ -319,7 +329,7 @@ def sequential_bounds(n_folds: int, z: float = Z_BELOW, step: float = 0.01) -> n
         return float(density.sum())
 
     c = brentq(lambda c: stays_above(c * np.sqrt(n_folds)) - norm.cdf(z), 0.5, 5.0, xtol=1e-8)
-    return c * np.sqrt(n_folds / np.arange(1, n_folds + 1))
+    return tuple(float(b) for b in c * np.sqrt(n_folds / np.arange(1, n_folds + 1)))
 
 
 def sequential_verdict(folds: list[dict], rule: str) -> tuple[bool, int]:
@@ -376,14 +386,16 @@ def sequential(sets, seeds: int) -> None:
                 WARCA(random_state=seed, held_out_check=False).fit(Xf, yf)
                 fit_s = time.process_time() - start
                 start = time.process_time()
-                result, probes = emulated_check(Xf, yf, seed)
+                result, probes = emulated_check(Xf, yf, seed, all_folds=True)
                 if result is None:
                     break
                 probe_s = (time.process_time() - start) / len(probes)
                 folds = result["folds"]
                 z = [fo["difference"] / fo["standard_error"] for fo in folds]
                 verdicts = {ru: sequential_verdict(folds, ru) for ru in rules}
-                fits.append((i, result["below"], z, verdicts, fit_s, probe_s))
+                full = pooled(folds)  # the check before sequential folds: every fold, Z_BELOW
+                below = bool(full["difference"] < -Z_BELOW * full["standard_error"])
+                fits.append((i, below, z, verdicts, fit_s, probe_s))
         if not fits:
             print(f"| {name} | 0 (check skipped) | | | | | | | |")
             continue

@@ -30,11 +30,15 @@ def digits():
 @pytest.mark.filterwarnings("ignore::rankmetric.training.UntrainedModelWarning")
 def test_the_emulated_check_equals_warcas_own_check(script, digits):
     X, y = digits
-    own = WARCA(random_state=3).fit(X, y).held_out_check_
-    result, probes = script.emulated_check(X, y, 3)
-    assert own["status"] == "done" and len(probes) == own["n_folds"] == 3
-    for key in ("learned", "reference", "difference", "standard_error", "n_queries", "below"):
-        assert result[key] == pytest.approx(own[key], rel=1e-6), key
+    for seed in (3, 4):
+        own = WARCA(random_state=seed).fit(X, y).held_out_check_
+        result, probes = script.emulated_check(X, y, seed)
+        assert own["status"] == "done" and len(probes) == own["n_folds"]
+        assert own["folds_planned"] == 3 and own["bound"] == pytest.approx(
+            script.sequential_bounds(3)[own["n_folds"] - 1], abs=1e-4
+        )
+        for key in ("learned", "reference", "difference", "standard_error", "n_queries", "below"):
+            assert result[key] == pytest.approx(own[key], rel=1e-6), key
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
@@ -48,16 +52,18 @@ def test_the_candidates_cut_the_probes_and_the_folds(script, digits):
 
 
 def test_the_sequential_bounds_keep_the_checks_false_alarm_rate(script):
-    from rankmetric.estimators._held_out import Z_BELOW
+    from rankmetric.estimators._held_out import MAX_FOLDS, SEQUENTIAL_BOUNDS, Z_BELOW
 
     assert script.Z_BELOW == Z_BELOW
-    assert script.sequential_bounds(1).tolist() == [Z_BELOW]
+    assert script.sequential_bounds(1) == (Z_BELOW,)
+    for k in range(1, MAX_FOLDS + 1):  # the library's constants are the script's computation
+        np.testing.assert_allclose(SEQUENTIAL_BOUNDS[k], script.sequential_bounds(k), atol=1e-4)
     # O'Brien–Fleming, one-sided 5 %, three equal looks (Jennison & Turnbull's table 2.3)
     np.testing.assert_allclose(script.sequential_bounds(3), [2.961, 2.094, 1.710], atol=2e-3)
     rng = np.random.default_rng(0)
     for k in (2, 3):  # the rate at which a level comparison crosses some look's boundary
         walks = np.cumsum(rng.normal(size=(400_000, k)), axis=1) / np.sqrt(np.arange(1, k + 1))
-        crossed = (walks < -script.sequential_bounds(k)).any(axis=1).mean()
+        crossed = (walks < -np.asarray(script.sequential_bounds(k))).any(axis=1).mean()
         assert crossed == pytest.approx(0.05, abs=0.0015)
 
 

@@ -66,6 +66,7 @@ __all__ = [
     "HELD_OUT_FRACTION",
     "HELD_OUT_PARAMETER_CONSTRAINTS",
     "MIN_GROUPS",
+    "SEQUENTIAL_BOUNDS",
     "Z_BELOW",
     "HeldOutCheckMixin",
     "compare_with_reference",
@@ -84,8 +85,16 @@ MAX_FOLDS = 3
 #: at least four left to learn from.
 MIN_GROUPS = 6
 #: The learned distance is below the reference when the paired difference is below ``-Z_BELOW``
-#: standard errors (one-sided, about 95 %).
+#: standard errors (one-sided, about 95 %), when one fold is all there is to look at.
 Z_BELOW = 1.645
+#: The folds run one at a time: after fold ``k`` of ``K``, a pooled difference beyond
+#: ``SEQUENTIAL_BOUNDS[K][k - 1]`` standard errors either way ends the check (below: the warning;
+#: above: none); otherwise the next fold runs, and the last fold's bound decides. O'Brien–Fleming
+#: boundaries ``c · sqrt(K / k)``, ``c`` such that a level comparison crosses the lower one at
+#: some look with probability ``norm.sf(Z_BELOW)``: the false-alarm rate of one look at
+#: ``Z_BELOW`` (``benchmarks/bench_warca_small.py``'s ``sequential_bounds`` computes them;
+#: ``tests/bench/test_bench_warca_small.py`` checks these against it and by simulation).
+SEQUENTIAL_BOUNDS = {1: (Z_BELOW,), 2: (2.37317, 1.67809), 3: (2.96135, 2.09399, 1.70974)}
 #: Most held-out items ranked (whole groups drawn beyond), most held-out pairs scored.
 MAX_HELD_OUT_ITEMS = 2000
 MAX_HELD_OUT_PAIRS = 200_000
@@ -228,11 +237,18 @@ def run_held_out_check(est, fit: Callable, args: tuple, kwargs: dict) -> None:
     except _Skip as skip:
         _skipped(est, str(skip), explicit=setting is True)
         return
+    bounds, results = SEQUENTIAL_BOUNDS[len(task.folds)], []
     with warnings.catch_warnings():  # what matters of these fits is the comparison
-        warnings.simplefilter("ignore")  # a fresh probe for each fold:
-        result = pooled([task.score_fold(_probe(est), fit, *fold) for fold in task.folds])
-    below = bool(result["difference"] < -Z_BELOW * result["standard_error"])
-    result.update(n_folds=len(task.folds), n_groups=task.n_held_groups, held_out=task.what)
+        warnings.simplefilter("ignore")
+        for fold, bound in zip(task.folds, bounds, strict=True):  # a fresh probe for each fold
+            results.append(task.score_fold(_probe(est), fit, *fold))
+            result = pooled(results)
+            if abs(result["difference"]) > bound * result["standard_error"]:
+                break  # decisive either way; the last fold's bound always decides
+    below = bool(result["difference"] < -bound * result["standard_error"])
+    n_groups = sum(task.held_groups[: len(results)])
+    result.update(n_folds=len(results), folds_planned=len(task.folds), bound=bound)
+    result.update(n_groups=n_groups, held_out=task.what)
     result.update(status="done", below=below, fallback=False)
     est.held_out_check_ = result
     if result["below"]:
@@ -322,7 +338,7 @@ class _Task(NamedTuple):
 
     score_fold: Callable
     folds: list
-    n_held_groups: int
+    held_groups: list[int]  # groups held out by each fold
     what: str
 
 
@@ -372,7 +388,7 @@ def _label_task(est, bound: dict) -> _Task:
             cameras=rows["cameras"][items] if "cameras" in rows else None,
         )
 
-    n_held = sum(len(np.unique(groups[held])) for _, held in folds)
+    n_held = [len(np.unique(groups[held])) for _, held in folds]
     return _Task(score_fold, folds, n_held, "identities" if "cameras" in rows else "classes")
 
 
@@ -400,7 +416,7 @@ def _classifier_task(est, bound: dict) -> _Task:
         )
 
     n_classes = len(np.unique(codes[held]))
-    return _Task(score_fold, [(train, held)], n_classes, "classes' samples")
+    return _Task(score_fold, [(train, held)], [n_classes], "classes' samples")
 
 
 def _reference_embedding(est, probe, fit, X_train, y_train, fitted_rows):
@@ -476,5 +492,5 @@ def _graph_task(est, X, a, b, targets, refit) -> _Task:
         reference = np.sqrt(paired_squared_euclidean(ref_a, ref_b))
         return compare_with_reference(learned, reference, sim, metric="roc_auc")
 
-    n_held = sum(len(np.unique(groups[rows[held]])) for _, held in folds)
+    n_held = [len(np.unique(groups[rows[held]])) for _, held in folds]
     return _Task(score_fold, held_masks, n_held, "groups of pairs")

@@ -23,8 +23,16 @@ final fit -- the probes cut to a budget of steps, and the final fit warm-started
 first probe's map -- with each candidate's check verdict (its ``z``, the paired difference in
 standard errors, and whether its ``below`` agrees with the default check's).
 
+``--sequential`` (validation only): the held-out check's folds one at a time. On the inner
+halves of the sets with six classes or more (at most 2,000 rows each), WARCA's check is run with
+every fold; each fold's comparison (z: the difference in its standard errors), the all-folds
+verdict (``Z_BELOW``), and what two sequential rules replayed on the same folds keep of it:
+O'Brien–Fleming bounds either way (the check's rule since it was measured here) and stopping
+early only when above; with the verdict's agreement across two seeds of one split.
+
     OMP_NUM_THREADS=1 python benchmarks/bench_warca_small.py --select
     OMP_NUM_THREADS=1 python benchmarks/bench_warca_small.py --check --repeats 2
+    OMP_NUM_THREADS=1 python benchmarks/bench_warca_small.py --sequential
     OMP_NUM_THREADS=1 python benchmarks/bench_warca_small.py --repeats 5
     python benchmarks/bench_warca_small.py --repeats 5 --threads default
 """

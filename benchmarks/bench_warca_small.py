@@ -23,8 +23,16 @@ final fit -- the probes cut to a budget of steps, and the final fit warm-started
 first probe's map -- with each candidate's check verdict (its ``z``, the paired difference in
 standard errors, and whether its ``below`` agrees with the default check's).
 
+``--sequential`` (validation only): the held-out check's folds one at a time. On the inner
+halves of the sets with six classes or more (at most 2,000 rows each), WARCA's check is run with
+every fold; each fold's comparison (z: the difference in its standard errors), the all-folds
+verdict (``Z_BELOW``), and what two sequential rules replayed on the same folds keep of it:
+O'Brien–Fleming bounds either way (the check's rule since it was measured here) and stopping
+early only when above; with the verdict's agreement across two seeds of one split.
+
     OMP_NUM_THREADS=1 python benchmarks/bench_warca_small.py --select
     OMP_NUM_THREADS=1 python benchmarks/bench_warca_small.py --check --repeats 2
+    OMP_NUM_THREADS=1 python benchmarks/bench_warca_small.py --sequential
     OMP_NUM_THREADS=1 python benchmarks/bench_warca_small.py --repeats 5
     python benchmarks/bench_warca_small.py --repeats 5 --threads default
 """
@@ -32,6 +40,7 @@ standard errors, and whether its ``below`` agrees with the default check's).
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import time
 import warnings
@@ -128,15 +137,17 @@ SIDES = ("WARCA", "WARCA, no check", "NCA", "short")
 def compare(sets, repeats: int) -> None:
     print(
         "| data | N train | WARCA 3-NN % | NCA 3-NN % | WARCA CPU s (no check) | NCA CPU s "
-        "| NCA ÷ WARCA (no check) | WARCA, cube window (not adopted): CPU s (3-NN %) |"
+        "| NCA ÷ WARCA (no check) | WARCA, cube window (not adopted): CPU s (3-NN %) "
+        "| check: probes run / planned (fits below) |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     for name in sets:
         data = load_dataset(name)
         X, y = data.X.astype(np.float64), data.y
         times = {side: [] for side in SIDES}
         accs = {side: [] for side in SIDES}
         folds = list(StratifiedKFold(2, shuffle=True, random_state=0).split(X, y))
+        checks = []  # the default fits' held-out checks (run and planned folds, verdict)
         for train, test in folds:
             per_fold = {side: [] for side in SIDES}
             short = resolve(RULES[SHORT], len(train))
@@ -154,6 +165,10 @@ def compare(sets, repeats: int) -> None:
                     sec, acc = fit_score(est, X, y, train, test)
                     per_fold[side].append(sec)
                     accs[side].append(acc)
+                    check = est.get_params().get("held_out_check") and est.held_out_check_
+                    if check and check["status"] == "done":
+                        n = check["n_folds"]
+                        checks.append((n, check.get("folds_planned", n), check["below"]))
             for side in SIDES:
                 times[side].append(np.median(per_fold[side]))
         w, bare, n = (np.mean(times[side]) for side in ("WARCA", "WARCA, no check", "NCA"))
@@ -161,7 +176,13 @@ def compare(sets, repeats: int) -> None:
             f"| {name} | {len(folds[0][0])} | {np.mean(accs['WARCA']):.2f} | "
             f"{np.mean(accs['NCA']):.2f} | {w:.3f} ({bare:.3f}) | {n:.3f} | "
             f"{n / w:.2f} ({n / bare:.2f}) | "
-            f"{np.mean(times['short']):.3f} ({np.mean(accs['short']):.2f}) |",
+            f"{np.mean(times['short']):.3f} ({np.mean(accs['short']):.2f}) | "
+            + (
+                f"{sum(c[0] for c in checks)} / {sum(c[1] for c in checks)} "
+                f"({sum(c[2] for c in checks)} of {len(checks)}) |"
+                if checks
+                else "skipped |"
+            ),
             flush=True,
         )
 
@@ -169,7 +190,7 @@ def compare(sets, repeats: int) -> None:
 #: ``--check`` candidates: (steps of each probe (None: the default stopping), warm start of the
 #: final fit from the first probe's map, one fold only (two classes held out once, as a
 #: ``validation_split="groups"`` would, instead of the check's six over up to three folds)).
-DEFAULT_FIT = "default fit (check: 3 probes, stopped by tol)"
+DEFAULT_FIT = "default fit (check: up to 3 probes, one at a time)"
 CHECK_CANDIDATES = {
     DEFAULT_FIT: (None, False, False),
     "probes cut to 30 steps": (30, False, False),
@@ -183,22 +204,30 @@ CHECK_CANDIDATES = {
 #: ``docs/reliability.md``): a fifth of the classes per fold, six held out over at most three
 #: folds, at most 2,000 items ranked, mAP against the Euclidean distance.
 CHECK_FOLDS = {"min_groups": 6, "min_held": 6, "max_folds": 3}
+#: The check's one-sided threshold (``rankmetric.estimators._held_out.Z_BELOW``): about 5 %.
+Z_BELOW = 1.645
 
 
-def emulated_check(X, y, seed: int, max_iter: int | None = None, one_fold: bool = False):
+def emulated_check(
+    X, y, seed: int, max_iter: int | None = None, one_fold: bool = False, all_folds: bool = False
+):
     """WARCA's held-out check on ``(X, y)`` redone from the public pieces, with each probe cut
     to ``max_iter`` steps (None: the default stopping) and, with ``one_fold``, the first fold
     only: ``(result, probes)``, ``result`` as ``held_out_check_`` (None when the check skips:
-    fewer than six classes with two items). Equal to ``WARCA(random_state=seed)``'s own check
-    with the defaults (``tests/bench/test_bench_warca_small.py``)."""
+    fewer than six classes with two items), with ``folds``, each fold's own comparison. The
+    folds run one at a time until the pooled difference is beyond the sequential bound
+    (:func:`sequential_bounds`); ``all_folds`` runs every fold (the verdict is still the last
+    look's). Equal to ``WARCA(random_state=seed)``'s own check with the defaults
+    (``tests/bench/test_bench_warca_small.py``)."""
     codes = np.unique(y, return_inverse=True)[1].ravel()
     if (np.bincount(codes) >= 2).sum() < CHECK_FOLDS["min_groups"]:
         return None, []
     folds = holdout_folds(
         codes, 0.2, np.random.default_rng(seed), **CHECK_FOLDS, what="the held-out check"
     )
+    folds = folds[:1] if one_fold else folds
     rng, results, probes = np.random.default_rng(seed), [], []
-    for train, held in folds[:1] if one_fold else folds:
+    for (train, held), bound in zip(folds, sequential_bounds(len(folds)), strict=True):
         probe = WARCA(random_state=seed, held_out_check=False)
         if max_iter is not None:
             probe.set_params(max_iter=max_iter)
@@ -207,8 +236,11 @@ def emulated_check(X, y, seed: int, max_iter: int | None = None, one_fold: bool 
         results.append(
             compare_with_reference(probe.transform(X[items]), X[items], codes[items], metric="map")
         )
-    result = pooled(results)
-    result["below"] = bool(result["difference"] < -1.645 * result["standard_error"])
+        result = pooled(results)
+        if not all_folds and abs(result["difference"]) > bound * result["standard_error"]:
+            break
+    result["below"] = bool(result["difference"] < -bound * result["standard_error"])
+    result["folds"] = results
     return result, probes
 
 
@@ -285,11 +317,155 @@ def check_share(sets, repeats: int) -> None:
             )
 
 
+#: ``--sequential``: the sets with six classes or more (the check runs), at most this many rows
+#: each (a stratified draw, seed 0; fashion-mnist's 784 pixels left out: 2–4 s a fit).
+SEQUENTIAL_SETS = ["digits", "vowel", "glass", "satellite", "letter"]
+SEQUENTIAL_ROWS = 2000
+
+
+@functools.cache
+def sequential_bounds(n_folds: int, z: float = Z_BELOW, step: float = 0.01) -> tuple[float, ...]:
+    """O'Brien–Fleming boundaries for looking after each of ``n_folds`` equal folds.
+
+    The pooled statistic after fold ``k`` is ``Z_k = S_k / sqrt(k)``, ``S`` a random walk of
+    standard normal steps when the learned and the reference distance are level; the boundaries
+    ``c · sqrt(K / k)`` are crossed (``Z_k < -c · sqrt(K / k)`` at any look) with probability
+    ``norm.sf(z)``, the one-look test's false-alarm rate. In the sum's scale the boundary is the
+    constant ``-c · sqrt(K)``: ``c`` solves ``P(S_1..S_K all above it) = 1 - norm.sf(z)``, each
+    probability by convolving the walk's density on a grid of ``step``.
+    """
+    from scipy.optimize import brentq
+    from scipy.stats import norm
+
+    if n_folds == 1:
+        return (z,)
+
+    def stays_above(level: float) -> float:
+        x = np.arange(-level, 12.0 * np.sqrt(n_folds), step) + step / 2
+        density = norm.pdf(x) * step
+        kernel = norm.pdf(np.arange(1 - len(x), len(x)) * step) * step
+        for _ in range(n_folds - 1):
+            density = np.convolve(density, kernel)[len(x) - 1 : 2 * len(x) - 1]
+        return float(density.sum())
+
+    c = brentq(lambda c: stays_above(c * np.sqrt(n_folds)) - norm.cdf(z), 0.5, 5.0, xtol=1e-8)
+    return tuple(float(b) for b in c * np.sqrt(n_folds / np.arange(1, n_folds + 1)))
+
+
+def sequential_verdict(folds: list[dict], rule: str) -> tuple[bool, int]:
+    """``(below, folds run)`` of a sequential rule on the check's per-fold comparisons.
+
+    ``"obf"``: after each fold, stop when the pooled difference is beyond the O'Brien–Fleming
+    boundary either way (below: warn; above: no warning); the last fold's boundary decides.
+    ``"futility"``: stop early only when above (non-binding: the false-alarm rate stays at most
+    ``norm.sf(Z_BELOW)``); below is decided after every fold at ``Z_BELOW``, as the check does.
+    """
+    bounds = sequential_bounds(len(folds))
+    for k in range(1, len(folds) + 1):
+        r = pooled(folds[:k])
+        z = r["difference"] / r["standard_error"] if r["standard_error"] > 0 else 0.0
+        if k == len(folds):
+            return bool(z < -(bounds[-1] if rule == "obf" else Z_BELOW)), k
+        if z > bounds[k - 1]:
+            return False, k
+        if rule == "obf" and z < -bounds[k - 1]:
+            return True, k
+    raise AssertionError("unreachable")
+
+
+def sequential(sets, seeds: int) -> None:
+    """Per-fold verdicts of the default check on inner fits and what sequential rules keep."""
+    rules = ("obf", "futility")
+    bounds = "; ".join(f"{k} folds {np.round(sequential_bounds(k), 3).tolist()}" for k in (2, 3))
+    print(f"O'Brien–Fleming bounds (one-sided, {Z_BELOW} at one look): {bounds}")
+    print(
+        "| data | fits | fold z per fit (learned − Euclidean mAP ÷ SE) | below (all folds) "
+        "| spread of fold z (SD) | O'B–F: below, agree, probes | futility: below, agree, probes "
+        "| replicate agreement: all folds, O'B–F | CPU s: fit alone, one probe |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    total = {"fits": 0, "pairs": 0, "rep_full": 0, "rep_obf": 0, "planned": 0}
+    total.update({f"{r}_{k}": 0 for r in rules for k in ("agree", "folds")})
+    for name in sets:
+        data = load_dataset(name)
+        X, y = data.X.astype(np.float64), data.y
+        if len(y) > SEQUENTIAL_ROWS:
+            keep, _ = next(
+                StratifiedKFold(
+                    int(np.ceil(len(y) / (len(y) - SEQUENTIAL_ROWS))), shuffle=True, random_state=0
+                ).split(X, y)
+            )
+            keep = keep[:SEQUENTIAL_ROWS]
+            X, y = X[keep], y[keep]
+        fits = []
+        for i, (f, _) in enumerate(inner_splits(X, y)):
+            Xf, yf = StandardScaler().fit_transform(X[f]), y[f]
+            for r in range(seeds):
+                seed = i * seeds + r
+                start = time.process_time()
+                WARCA(random_state=seed, held_out_check=False).fit(Xf, yf)
+                fit_s = time.process_time() - start
+                start = time.process_time()
+                result, probes = emulated_check(Xf, yf, seed, all_folds=True)
+                if result is None:
+                    break
+                probe_s = (time.process_time() - start) / len(probes)
+                folds = result["folds"]
+                z = [fo["difference"] / fo["standard_error"] for fo in folds]
+                verdicts = {ru: sequential_verdict(folds, ru) for ru in rules}
+                full = pooled(folds)  # the check before sequential folds: every fold, Z_BELOW
+                below = bool(full["difference"] < -Z_BELOW * full["standard_error"])
+                fits.append((i, below, z, verdicts, fit_s, probe_s))
+        if not fits:
+            print(f"| {name} | 0 (check skipped) | | | | | | | |")
+            continue
+        planned = sum(len(fit[2]) for fit in fits)
+        cells = []
+        for ru in rules:
+            agree = sum(fit[3][ru][0] == fit[1] for fit in fits)
+            run = sum(fit[3][ru][1] for fit in fits)
+            below = sum(fit[3][ru][0] for fit in fits)
+            cells.append(f"{below}, {agree}/{len(fits)}, {run}/{planned}")
+            total[f"{ru}_agree"] += agree
+            total[f"{ru}_folds"] += run
+        by_split = {}  # the first two seeds of each inner split: the check redone on new draws
+        for fit in fits:
+            by_split.setdefault(fit[0], []).append(fit)
+        pairs = [same[:2] for same in by_split.values() if len(same) >= 2]
+        rep_full = sum(a[1] == b[1] for a, b in pairs)
+        rep_obf = sum(a[3]["obf"][0] == b[3]["obf"][0] for a, b in pairs)
+        total.update(
+            fits=total["fits"] + len(fits), pairs=total["pairs"] + len(pairs),
+            rep_full=total["rep_full"] + rep_full, rep_obf=total["rep_obf"] + rep_obf,
+            planned=total["planned"] + planned,
+        )  # fmt: skip
+        spread = np.median([np.std(fit[2], ddof=1) for fit in fits])
+        zs = "; ".join(" ".join(f"{v:+.1f}" for v in fit[2]) for fit in fits)
+        print(
+            f"| {name} | {len(fits)} | {zs} | {sum(fit[1] for fit in fits)} | {spread:.2f} | "
+            f"{cells[0]} | {cells[1]} | {rep_full}/{len(pairs)}, {rep_obf}/{len(pairs)} | "
+            f"{np.median([fit[4] for fit in fits]):.3f}, "
+            f"{np.median([fit[5] for fit in fits]):.3f} |",
+            flush=True,
+        )
+    t = total
+    print(
+        f"| all | {t['fits']} | | | "
+        f"| {t['obf_agree']}/{t['fits']}, {t['obf_folds']}/{t['planned']} "
+        f"| {t['futility_agree']}/{t['fits']}, {t['futility_folds']}/{t['planned']} "
+        f"| {t['rep_full']}/{t['pairs']}, {t['rep_obf']}/{t['pairs']} | |"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sets", nargs="+", default=None)
     parser.add_argument("--select", action="store_true", help="choose on validation splits")
     parser.add_argument("--check", action="store_true", help="the held-out check's share")
+    parser.add_argument(
+        "--sequential", action="store_true", help="sequential folds for the check (validation)"
+    )
+    parser.add_argument("--seeds", type=int, default=2, help="--sequential: seeds per split")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--threads", choices=["one", "default"], default="one")
     args = parser.parse_args()
@@ -303,6 +479,8 @@ def main() -> None:
         select(args.sets or SELECT_SETS)
     elif args.check:
         check_share(args.sets or SELECT_SETS, args.repeats)
+    elif args.sequential:
+        sequential(args.sets or SEQUENTIAL_SETS, args.seeds)
     else:
         compare(args.sets or SETS, args.repeats)
     print(f"load average (1, 5, 15 min): {os.getloadavg()}")

@@ -30,11 +30,15 @@ def digits():
 @pytest.mark.filterwarnings("ignore::rankmetric.training.UntrainedModelWarning")
 def test_the_emulated_check_equals_warcas_own_check(script, digits):
     X, y = digits
-    own = WARCA(random_state=3).fit(X, y).held_out_check_
-    result, probes = script.emulated_check(X, y, 3)
-    assert own["status"] == "done" and len(probes) == own["n_folds"] == 3
-    for key in ("learned", "reference", "difference", "standard_error", "n_queries", "below"):
-        assert result[key] == pytest.approx(own[key], rel=1e-6), key
+    for seed in (3, 4):
+        own = WARCA(random_state=seed).fit(X, y).held_out_check_
+        result, probes = script.emulated_check(X, y, seed)
+        assert own["status"] == "done" and len(probes) == own["n_folds"]
+        assert own["folds_planned"] == 3 and own["bound"] == pytest.approx(
+            script.sequential_bounds(3)[own["n_folds"] - 1], abs=1e-4
+        )
+        for key in ("learned", "reference", "difference", "standard_error", "n_queries", "below"):
+            assert result[key] == pytest.approx(own[key], rel=1e-6), key
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
@@ -45,3 +49,39 @@ def test_the_candidates_cut_the_probes_and_the_folds(script, digits):
     assert len(probes) == 1 and probes[0].n_iter_ == 7
     assert np.isfinite(result["difference"]) and result["n_queries"] > 0
     assert script.emulated_check(X[y < 4], y[y < 4], 0) == (None, [])  # four classes: skipped
+
+
+def test_the_sequential_bounds_keep_the_checks_false_alarm_rate(script):
+    from rankmetric.estimators._held_out import MAX_FOLDS, SEQUENTIAL_BOUNDS, Z_BELOW
+
+    assert script.Z_BELOW == Z_BELOW
+    assert script.sequential_bounds(1) == (Z_BELOW,)
+    for k in range(1, MAX_FOLDS + 1):  # the library's constants are the script's computation
+        np.testing.assert_allclose(SEQUENTIAL_BOUNDS[k], script.sequential_bounds(k), atol=1e-4)
+    # O'Brien–Fleming, one-sided 5 %, three equal looks (Jennison & Turnbull's table 2.3)
+    np.testing.assert_allclose(script.sequential_bounds(3), [2.961, 2.094, 1.710], atol=2e-3)
+    rng = np.random.default_rng(0)
+    for k in (2, 3):  # the rate at which a level comparison crosses some look's boundary
+        walks = np.cumsum(rng.normal(size=(400_000, k)), axis=1) / np.sqrt(np.arange(1, k + 1))
+        crossed = (walks < -np.asarray(script.sequential_bounds(k))).any(axis=1).mean()
+        assert crossed == pytest.approx(0.05, abs=0.0015)
+
+
+def fold(z):
+    return {"metric": "map", "learned": 0.5 + 0.01 * z, "reference": 0.5,
+            "difference": 0.01 * z, "standard_error": 0.01, "n_queries": 100}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("zs", "obf", "futility"),
+    [
+        ([-4.0, 2.0, 2.0], (True, 1), (False, 3)),  # decisive below: O'B–F stops; futility runs on
+        ([4.0, -9.0, -9.0], (False, 1), (False, 1)),  # decisive above: both stop, no warning
+        ([-2.0, -0.5, -1.0], (True, 3), (True, 3)),  # ambiguous: every fold, then the last bound
+        ([0.0, -2.0, -0.87], (False, 3), (True, 3)),  # pooled -1.66: between 1.645 and 1.710
+    ],
+)
+def test_sequential_rules_stop_only_when_decisive(script, zs, obf, futility):
+    folds = [fold(z) for z in zs]
+    assert script.sequential_verdict(folds, "obf") == obf
+    assert script.sequential_verdict(folds, "futility") == futility

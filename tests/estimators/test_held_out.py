@@ -48,6 +48,12 @@ LEARNERS = {
 }
 
 
+def count_every_metric_below(monkeypatch):
+    """Every learned metric counts as below its reference, at the first fold."""
+    bounds = {k: (-1e6,) * k for k in range(1, _held_out.MAX_FOLDS + 1)}
+    monkeypatch.setattr(_held_out, "SEQUENTIAL_BOUNDS", bounds)
+
+
 @pytest.fixture(scope="module")
 def unseen_digits():
     """Digits of classes 0–5 to learn from; every pair of 500 digits of classes 6–9 to verify."""
@@ -73,7 +79,8 @@ def test_unseen_classes_beat_euclidean_or_warn_and_fallback_is_never_below(unsee
     warned = [w for w in caught if issubclass(w.category, UntrainedModelWarning)]
     held_out = [w for w in warned if "held-out check" in str(w.message)]
     auc = roc_auc_score(same, -est.pair_distances(X1, X2))
-    assert check["status"] == "done" and check["n_groups"] == 6 and check["n_folds"] == 3
+    assert check["status"] == "done" and check["folds_planned"] == 3  # 2 of 6 classes a fold
+    assert check["n_groups"] == 2 * check["n_folds"]  # the folds run: until decisive
     assert bool(held_out) == check["below"] == check["fallback"]
     if check["below"]:
         assert held_out[0].filename == __file__  # points at the user's line
@@ -82,6 +89,19 @@ def test_unseen_classes_beat_euclidean_or_warn_and_fallback_is_never_below(unsee
     else:
         assert auc > euclidean
     assert auc >= euclidean - 1e-4
+
+
+def test_the_folds_run_one_at_a_time_until_the_comparison_is_decisive(monkeypatch):
+    X, y = make_gaussian_clusters(240, 6, 8, n_informative=3, random_state=0)
+    early = KISSME().fit(X, y).held_out_check_
+    assert early["folds_planned"] == 3 and early["n_folds"] == 2 and early["n_groups"] == 4
+    assert early["bound"] == _held_out.SEQUENTIAL_BOUNDS[3][1] and not early["below"]
+    assert early["difference"] > early["bound"] * early["standard_error"]  # decisively above
+    # Never decisive before the last fold: all three run, and the last bound decides.
+    monkeypatch.setattr(_held_out, "SEQUENTIAL_BOUNDS", {3: (np.inf, np.inf, 1.645)})
+    every = KISSME().fit(X, y).held_out_check_
+    assert every["n_folds"] == 3 and every["n_groups"] == 6 and every["bound"] == 1.645
+    assert every["n_queries"] > early["n_queries"] and not every["below"]
 
 
 def test_the_check_does_not_change_the_model():
@@ -144,7 +164,7 @@ def test_fits_inside_cross_validation_are_not_checked_but_the_refit_is():
 @pytest.mark.filterwarnings("ignore:.*stopped at max_iter")
 @pytest.mark.parametrize("make", [KernelWARCA, SSNE])
 def test_fallback_of_a_nonlinear_learner_survives_save_and_load(tmp_path, monkeypatch, make):
-    monkeypatch.setattr(_held_out, "Z_BELOW", -1e6)  # every learned metric counts as below
+    count_every_metric_below(monkeypatch)
     X, y = make_gaussian_clusters(120, 4, 6, n_informative=3, random_state=0)
     X = X - X.min() + 0.1
     est = make(max_iter=20, random_state=0, device="cpu", fallback="reference")
@@ -159,7 +179,7 @@ def test_fallback_of_a_nonlinear_learner_survives_save_and_load(tmp_path, monkey
 
 
 def test_kissme_falls_back_to_euclidean_on_its_pca_features(monkeypatch):
-    monkeypatch.setattr(_held_out, "Z_BELOW", -1e6)
+    count_every_metric_below(monkeypatch)
     X, y = make_gaussian_clusters(120, 6, 6, n_informative=3, random_state=0)
     with pytest.warns(UntrainedModelWarning):
         est = KISSME(n_components=3, fallback="reference").fit(X, y)
@@ -167,14 +187,16 @@ def test_kissme_falls_back_to_euclidean_on_its_pca_features(monkeypatch):
 
 
 def test_spd_network_falls_back_to_its_untrained_network(monkeypatch):
-    monkeypatch.setattr(_held_out, "Z_BELOW", -1e6)
+    count_every_metric_below(monkeypatch)
     X, y = make_spd_clusters(120, 4, 6, class_sep=1.5, random_state=0)
     params = {"max_iter": 10, "validation_every": 5, "random_state": 0, "device": "cpu"}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         est = SPDNetEmbedding(**params, fallback="reference").fit(X, y)
     assert any("held-out check" in str(w.message) for w in caught)
-    assert est.held_out_check_["fallback"] and est.held_out_check_["n_groups"] == 6
+    check = est.held_out_check_
+    assert check["fallback"] and check["folds_planned"] == 3
+    assert check["n_groups"] == 2 * check["n_folds"]  # a level first fold (0 ± 0) decides nothing
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         untrained = SPDNetEmbedding(**{**params, "max_iter": 0}).fit(X, y)
@@ -269,7 +291,7 @@ def test_multi_metric_lmnn_is_checked_on_held_out_samples_of_its_classes(monkeyp
         est = MultiMetricLMNN(**params).fit(X, y)
     check = est.held_out_check_
     assert check["metric"] == "accuracy" and check["n_queries"] == 30 and check["n_groups"] == 3
-    monkeypatch.setattr(_held_out, "Z_BELOW", -1e6)
+    count_every_metric_below(monkeypatch)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fallen = MultiMetricLMNN(**params, fallback="reference").fit(X, y)

@@ -15,7 +15,8 @@ _HELD_OUT_CHECK = """\
 held_out_check : {"auto", True, False}, default="auto"
     After the fit, the same settings are fitted again on part of the classes (with pairs: of the
     groups the similar pairs join) and the learned distance is compared with the reference on
-    the classes held out (``held_out_check_``); below it beyond noise, the fit issues an
+    the classes held out (``held_out_check_``): with few classes up to three such fits, one at a
+    time until the comparison is decisive either way. Below it beyond noise, the fit issues an
     :class:`~rankmetric.training.UntrainedModelWarning`. ``"auto"`` skips it with fewer than 6
     groups (``held_out_check_`` says so), True then also warns, False switches it off. The model
     returned does not depend on it. ``docs/reliability.md``, "Never worse than Euclidean without

@@ -153,7 +153,9 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         The held-out check: ``metric`` (``"map"``, leave-one-out on held-out classes;
         ``"roc_auc"`` on held-out pairs), the ``learned`` and ``reference`` scores, their
         ``difference`` and its paired ``standard_error``, ``below``, ``fallback`` (whether the
-        reference was returned), ``n_groups``, ``n_queries``, ``n_folds`` and ``status``; or
+        reference was returned), ``n_groups``, ``n_queries``, ``n_folds`` (run: one at a time
+        until decisive), ``folds_planned``, ``bound`` (the standard errors the last look
+        required) and ``status``; or
         ``status="skipped"`` and its ``reason``. None with ``held_out_check=False``.
     components_ : ndarray of shape (n_components, n_features)
         ``L`` with ``transform(X) = X @ L.T``.

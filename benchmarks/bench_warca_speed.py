@@ -111,7 +111,7 @@ def make_learners(n: int, d: int) -> dict:
     r, m, p = RANK, LANDMARKS, PAIRS
     common = {"n_components": r, "tol": None, "random_state": 0, "learning_rate": None}
     common["validation_fraction"] = 0.0  # no validation while timing steps (as before 0.2)
-    # linear WARCA's learning_rate=None diverges on 4,000 standardised features (its first Adam
+    # linear WARCA's learning_rate=None spikes on 4,000 standardised features (its first Adam
     # step moves an embedding by ~lr·Σ|x|); 64 / Σ|x| of that step size trains (docs/warca.md)
     linear_lr = 1e-2 * 64 / (0.8 * d)
     return {  # the bound's shapes: rows × inputs of the map, rank, pair ends, items

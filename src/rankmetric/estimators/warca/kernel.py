@@ -144,7 +144,8 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         :math:`\min(1,\, 64 / \operatorname{mean}_i \sum_j |K_{ij}|)` (Nyström: the rows of the
         features :math:`\Phi`), since a step on ``A`` moves an embedding by up to the step
         size times the mass of its kernel row, which grows with N (:data:`KERNEL_ROW_MASS`).
-        The default was 0.01 before 0.2, which diverges at VIPeR's 1,264 items; on validation
+        The default was 0.01 before 0.2, whose loss spikes to over 30× its start at VIPeR's 1,264
+        items before it falls back (``docs/warca.md``, "Spikes and divergence"); on validation
         identities of three histogram stand-ins of 474 items the two are within seed noise
         (``docs/warca.md``, "Kernel WARCA's defaults").
     %(held_out_check_only)s

@@ -17,6 +17,15 @@ Written figures (under ``--out``), for the quick runs::
     rankmetric bench rpl-spd --quick --jobs 1    ->  bench_quick_rpl_spd.png
 
 (``--prefix bench_full`` for the full runs.)
+
+``warca-reid/warca-reid.json`` gives the CMC curves (the mean curve over the splits, as the
+bench's own ``warca_cmc.png``), written as ``--warca-out`` (default ``PREFIX_warca_cmc.png``).
+``--replace-cells RUN_DIR`` (repeatable) takes the cells of a later run of some rows: each of
+its cells replaces the cell of the same data set, method, split and seed, so the figure shows
+the cells of a table whose rows were rerun::
+
+    python docs/tools/bench_figures.py FULL_RUN --prefix bench_full \
+        --replace-cells RERUN --warca-out bench_full_warca_reid_intervals.png
 """
 
 from __future__ import annotations
@@ -89,6 +98,40 @@ def rpl_figure(run: dict, out: Path) -> Path:
         return Path(shutil.copy(path, out))
 
 
+def _cell_key(result: dict) -> tuple:
+    cell = result["cell"]
+    return tuple(cell.get(k) for k in ("benchmark", "dataset", "method", "fold", "seed"))
+
+
+def with_replaced_cells(run: dict, reruns: list[dict]) -> dict:
+    """``run`` with each cell of ``reruns`` in place of the cell with its key (new keys added)."""
+    cells = {_cell_key(result): result for result in run["cells"]}
+    for rerun in reruns:
+        cells.update({_cell_key(result): result for result in rerun["cells"]})
+    return {**run, "cells": list(cells.values())}
+
+
+def warca_reid_figure(run: dict, out: Path) -> Path:
+    """CMC curves per data set: each method's mean curve over its splits (the bench's own)."""
+    import numpy as np
+
+    from rankmetric.bench.plots import cmc_plot
+
+    hits: dict = defaultdict(lambda: defaultdict(list))
+    for result in run["cells"]:
+        if result.get("curve") and result["cell"].get("benchmark") == "warca-reid":
+            hits[result["cell"]["dataset"]][result["cell"]["method"]].append(result["curve"])
+    curves = {
+        dataset: {
+            method: np.mean([c[: min(map(len, found))] for c in found], axis=0)
+            for method, found in by_method.items()
+        }
+        for dataset, by_method in hits.items()
+    }
+    with _tmp_dir() as tmp:
+        return Path(shutil.copy(cmc_plot(curves, Path(tmp), "warca_cmc.png"), out))
+
+
 def _tmp_dir():
     import tempfile
 
@@ -100,6 +143,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("results", type=Path, help="the --results-dir of rankmetric bench")
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parents[1] / "img")
     parser.add_argument("--prefix", default="bench_quick", help="bench_quick or bench_full")
+    parser.add_argument(
+        "--replace-cells",
+        type=Path,
+        action="append",
+        default=[],
+        help="a later run's --results-dir whose cells replace the same cells",
+    )
+    parser.add_argument("--warca-out", help="file name of the CMC figure")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     written = []
@@ -107,10 +158,14 @@ def main(argv: list[str] | None = None) -> int:
         written.append(ssne_figure(run, args.out / f"{args.prefix}_ssne_uci.png"))
     if (run := _load(args.results, "rpl-spd")) is not None:
         written.append(rpl_figure(run, args.out / f"{args.prefix}_rpl_spd.png"))
+    if (run := _load(args.results, "warca-reid")) is not None:
+        reruns = [r for d in args.replace_cells if (r := _load(d, "warca-reid")) is not None]
+        name = args.warca_out or f"{args.prefix}_warca_cmc.png"
+        written.append(warca_reid_figure(with_replaced_cells(run, reruns), args.out / name))
     for path in written:
         print(path)
     if not written:
-        print(f"{args.results}: no ssne-uci/ or rpl-spd/ run to draw", file=sys.stderr)
+        print(f"{args.results}: no ssne-uci/, rpl-spd/ or warca-reid/ run to draw", file=sys.stderr)
     return 0 if written else 1
 
 

@@ -160,6 +160,11 @@ PREFER_DEFAULT = True
 VALIDATION_FRACTION = 1 / 3
 #: Image sets: training points used (quick mode subsamples; NCA's O(N²) memory caps it).
 IMAGE_TRAIN = {"quick": 2000, "full": None}
+#: Image sets: seeds per mode (``--seeds`` overrides). Seed ``s`` draws the training subsample
+#: (quick mode), MNIST-5k's 50/50 split and NCA's 5,000 points with ``s``, and seeds every
+#: learner with ``s``; Fashion-MNIST's official split is kept, so in full mode (every training
+#: image) its seeds vary only the learners and NCA's subsample. Seed 0 is the former single split.
+IMAGE_SEEDS = {"quick": 3, "full": 5}
 NCA_MAX_TRAIN = 5000
 
 
@@ -189,7 +194,10 @@ def build_cells(config: BenchConfig) -> list[Cell]:
             if image:
                 options |= {"n_train": IMAGE_TRAIN[mode], "pca": IMAGE_PCA}
                 runner = "rankmetric.bench.ssne.run_split_cell"
-                cells.append(Cell("ssne-images", method, dataset, 0, 0, runner, options))
+                cells += [
+                    Cell("ssne-images", method, dataset, 0, seed, runner, options)
+                    for seed in range(config.seeds or IMAGE_SEEDS[mode])
+                ]
                 continue
             options |= {"n_repeats": n_repeats, "cv_seed": CV_SEED}
             cells += [
@@ -297,11 +305,12 @@ def image_split(name: str, n_train: int | None, seed: int = 0):
 def run_split_cell(cell: Cell) -> dict:
     """Table 2: one train/test split of an image set, on PCA features of the training part."""
     opts = cell.options
-    X_train, y_train, X_test, y_test = image_split(cell.dataset, opts["n_train"])
+    X_train, y_train, X_test, y_test = image_split(cell.dataset, opts["n_train"], cell.seed)
     if cell.method == "nca" and len(y_train) > NCA_MAX_TRAIN:  # O(N²) memory
         keep, _ = train_test_split(
-            np.arange(len(y_train)), train_size=NCA_MAX_TRAIN, stratify=y_train, random_state=0
-        )
+            np.arange(len(y_train)), train_size=NCA_MAX_TRAIN, stratify=y_train,
+            random_state=cell.seed,
+        )  # fmt: skip
         X_train, y_train = X_train[np.sort(keep)], y_train[np.sort(keep)]
     pca = PCA(n_components=opts["pca"], random_state=0).fit(X_train)
     return _evaluate(cell, pca.transform(X_train), y_train, pca.transform(X_test), y_test)

@@ -256,21 +256,3 @@ def test_compare_rows_marks_learned_rows_below_the_reference():
     assert "-19.7 points of rank 1" in lines[0]
     assert np.isnan(paired_p_value({0: 0.1, 1: 0.2}, {0: 0.2, 1: 0.3}))  # no spread
 
-
-def test_log_mean_ci_is_the_t_interval_of_the_log_values_taken_back():
-    from scipy import stats
-
-    from rankmetric.bench._common import log_mean_ci
-
-    times = [2.0, 3.0, 2.5, 4.0]
-    logs = np.log(times)
-    half = stats.t.ppf(0.975, 3) * logs.std(ddof=1) / 2.0  # brute force, n = 4
-    geo, low, high = log_mean_ci(times)
-    assert geo == pytest.approx(np.prod(times) ** 0.25)
-    assert (low, high) == pytest.approx((np.exp(logs.mean() - half), np.exp(logs.mean() + half)))
-    # scaling every time scales the interval (a property of log-scale intervals)
-    assert log_mean_ci(np.multiply(times, 10)) == pytest.approx((10 * geo, 10 * low, 10 * high))
-    one = log_mean_ci([3.0])
-    assert one[0] == pytest.approx(3.0) and np.isnan(one[1]) and np.isnan(one[2])
-    with pytest.raises(ValueError, match="positive"):
-        log_mean_ci([1.0, 0.0])

@@ -255,4 +255,3 @@ def test_compare_rows_marks_learned_rows_below_the_reference():
     assert len(lines) == 1 and BELOW_MARK in lines[0] and "Bad" in lines[0] and "−" not in lines[0]
     assert "-19.7 points of rank 1" in lines[0]
     assert np.isnan(paired_p_value({0: 0.1, 1: 0.2}, {0: 0.2, 1: 0.3}))  # no spread
-

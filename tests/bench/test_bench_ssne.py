@@ -330,3 +330,26 @@ def test_summary_prints_table2_with_its_marks(tmp_path):
     assert "▼ **WARCA** is below Euclidean on mnist-5k" in text
     assert summary.payload["table2"]["mnist-5k"]["warca"]["below_euclidean"] is True
     json.dumps(summary.payload, allow_nan=False)  # strict JSON
+
+
+def test_cli_prints_table2_over_its_seeds_with_the_below_list(monkeypatch, rng, tmp_path, capsys):
+    from rankmetric.cli import main
+
+    _fake_images(monkeypatch, rng, official_split=False)
+    monkeypatch.setitem(ssne.IMAGE_TRAIN, "quick", 150)
+    monkeypatch.setattr(ssne, "IMAGE_PCA", 8)
+    monkeypatch.setitem(ssne.BUDGETS["quick"], "ssne", {"max_iter": 20})
+    argv = ["bench", "ssne-uci", "--quick", "--datasets", "mnist-5k", "--methods", "euclidean",
+            "ssne", "--results-dir", str(tmp_path)]  # fmt: skip
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    table2 = out.split("## SSNE Table 2 — images")[1]
+    assert "mean ± 95 % t-interval half-width over 3 seed(s)" in table2
+    assert "| mnist-5k (150 / 200) |" in table2
+    payload = json.loads((tmp_path / "ssne-uci" / "ssne-uci.json").read_text())
+    ssne_row = payload["summary"]["table2"]["mnist-5k"]["ssne"]
+    assert ssne_row["seeds"] == [0, 1, 2] and len(ssne_row["scores"]) == 3
+    if ssne_row["below_euclidean"]:  # the printed list names it, with its paired p-value
+        assert "▼ **SSNE** is below Euclidean on mnist-5k" in table2
+    else:
+        assert "No learned row is below Euclidean." in table2

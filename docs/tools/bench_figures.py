@@ -15,6 +15,10 @@ Written figures (under ``--out``), for the quick runs::
 
     rankmetric bench ssne-uci --quick --jobs 1   ->  bench_quick_ssne_uci.png
     rankmetric bench rpl-spd --quick --jobs 1    ->  bench_quick_rpl_spd.png
+    rankmetric bench warca-reid --quick --jobs 1 ->  bench_quick_warca_fit_time.png
+
+(the fit-time figure: geometric mean fit times with their 95 % intervals, the cells of the
+fit-time table; written when the run has fit-time cells.)
 
 (``--prefix bench_full`` for the full runs.)
 
@@ -132,6 +136,15 @@ def warca_reid_figure(run: dict, out: Path) -> Path:
         return Path(shutil.copy(cmc_plot(curves, Path(tmp), "warca_cmc.png"), out))
 
 
+def fit_time_figure(run: dict, out: Path) -> Path:
+    """WARCA's fit-time table: geometric mean time ± its 95 % interval against N, log-log."""
+    from rankmetric.bench.warca import fit_time_plot
+
+    with _tmp_dir() as tmp:
+        path = fit_time_plot(run["summary"]["fit_time"], tmp)
+        return Path(shutil.copy(path, out))
+
+
 def _tmp_dir():
     import tempfile
 
@@ -160,8 +173,12 @@ def main(argv: list[str] | None = None) -> int:
         written.append(rpl_figure(run, args.out / f"{args.prefix}_rpl_spd.png"))
     if (run := _load(args.results, "warca-reid")) is not None:
         reruns = [r for d in args.replace_cells if (r := _load(d, "warca-reid")) is not None]
-        name = args.warca_out or f"{args.prefix}_warca_cmc.png"
-        written.append(warca_reid_figure(with_replaced_cells(run, reruns), args.out / name))
+        run = with_replaced_cells(run, reruns)
+        if any(result.get("curve") for result in run["cells"]):
+            name = args.warca_out or f"{args.prefix}_warca_cmc.png"
+            written.append(warca_reid_figure(run, args.out / name))
+        if run["summary"].get("fit_time"):
+            written.append(fit_time_figure(run, args.out / f"{args.prefix}_warca_fit_time.png"))
     for path in written:
         print(path)
     if not written:

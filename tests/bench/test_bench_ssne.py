@@ -200,3 +200,156 @@ def test_table1_keeps_the_papers_mlmnn_column_when_mlmnn_was_not_run():
     assert "| LMNN | mLMNN |" in table and "mLMNN was not run (paper figures only)" in table
     assert "96.00 ± 1.04" in table  # the paper's mLMNN on iris
     assert list(payload["iris"]) == ["lmnn"]
+
+
+# ----------------------------------------------------------------------------- Table 2's seeds
+
+
+def test_image_cells_run_several_seeds_per_mode():
+    for quick, n_seeds in ((True, 3), (False, 5)):
+        cells = [
+            c for c in ssne.build_cells(BenchConfig(quick=quick)) if c.benchmark == "ssne-images"
+        ]
+        assert ssne.IMAGE_SEEDS["quick" if quick else "full"] == n_seeds >= 3
+        for dataset in ssne.IMAGE_SETS:
+            for method in ssne.IMAGE_METHODS:
+                mine = [c for c in cells if (c.dataset, c.method) == (dataset, method)]
+                assert [(c.fold, c.seed) for c in mine] == [(0, s) for s in range(n_seeds)]
+                assert len({c.key for c in mine}) == n_seeds  # each seed its own cache entry
+    # --seeds sets Table 1's repeats and Table 2's seeds alike
+    config = BenchConfig(quick=True, datasets=("mnist-5k", "iris"), methods=("ssne",), seeds=2)
+    cells = ssne.build_cells(config)
+    assert [c.seed for c in cells if c.dataset == "mnist-5k"] == [0, 1]
+    assert [c.fold for c in cells if c.dataset == "iris"] == [0, 1, 2, 3]
+
+
+def _fake_images(monkeypatch, rng, official_split: bool):
+    """Small stand-in image arrays for ``load_arrays`` (the real sets are a 60 MB fetch)."""
+    y = np.arange(400) % 10
+    X = rng.integers(0, 256, size=(400, 36)).astype(float) + 20.0 * y[:, None]
+    test = (X[:100] + 1.0, y[:100]) if official_split else (None, None)
+    monkeypatch.setattr(ssne, "load_arrays", lambda name: (X, y, *test))
+    return X, y
+
+
+def test_image_seeds_draw_the_subsample_and_mnist_split_but_keep_an_official_split(
+    monkeypatch, rng
+):
+    X, _ = _fake_images(monkeypatch, rng, official_split=True)
+    full = [ssne.image_split("fashion-mnist", None, seed) for seed in (0, 1)]
+    np.testing.assert_array_equal(full[0][0], full[1][0])  # every training image, each seed
+    np.testing.assert_array_equal(full[0][0], X / 255.0)
+    sub = [ssne.image_split("fashion-mnist", 100, seed)[0] for seed in (0, 1)]
+    assert sub[0].shape == (100, 36) and not np.array_equal(sub[0], sub[1])
+    _fake_images(monkeypatch, rng, official_split=False)  # MNIST-5k: a 50/50 split per seed
+    halves = [ssne.image_split("mnist-5k", None, seed) for seed in (0, 1)]
+    assert halves[0][0].shape == halves[0][2].shape == (200, 36)
+    assert not np.array_equal(halves[0][2], halves[1][2])
+    np.testing.assert_array_equal(np.bincount(halves[1][1]), np.full(10, 20))  # stratified
+
+
+def test_image_cells_fit_with_their_seed(monkeypatch, rng):
+    """A seed changes the data draw and the learner's seed; the same seed gives the same cell."""
+    _fake_images(monkeypatch, rng, official_split=False)
+    config = BenchConfig(quick=True, datasets=("mnist-5k",), methods=("euclidean", "ssne"))
+    cells = [c for c in ssne.build_cells(config) if c.method == "ssne"]
+    small = {"n_train": 150, "pca": 8, "fixed": {"max_iter": 20}}
+    cells = [dataclasses.replace(c, options={**c.options, **small}) for c in cells]
+    results = [ssne.run_split_cell(c) for c in cells]
+    assert all(r["n_train"] == 150 and r["n_test"] == 200 for r in results)
+    assert len({r["accuracy"] for r in results}) > 1  # seeds draw other data
+    assert ssne.run_split_cell(cells[1])["accuracy"] == results[1]["accuracy"]
+
+
+def _table2_results(accuracies: dict[str, list[float]], dataset="mnist-5k") -> list[dict]:
+    config = BenchConfig(quick=True, datasets=(dataset,), methods=tuple(accuracies))
+    results = []
+    for cell in ssne.build_cells(config):
+        acc = accuracies[cell.method][cell.seed]
+        results.append({"cell": dataclasses.asdict(cell), "accuracy": acc, "n_train": 2000,
+                        "n_test": 2500})  # fmt: skip
+    return results
+
+
+def test_table2_intervals_tests_and_marks_against_brute_force():
+    from scipy import stats
+
+    accuracies = {
+        "euclidean": [0.90, 0.91, 0.92],
+        "ssne": [0.93, 0.935, 0.945],  # above Euclidean on every seed
+        "warca": [0.80, 0.86, 0.83],  # below: marked ▼
+        "itml": [0.905, 0.905, 0.925],  # above on average
+    }
+    config = BenchConfig(quick=True, datasets=("mnist-5k",))
+    table, payload = ssne._table2(_table2_results(accuracies), config)
+    for method, accs in accuracies.items():
+        entry = payload["mnist-5k"][method]
+        half = stats.t.ppf(0.975, 2) * np.std(accs, ddof=1) / np.sqrt(3)
+        assert entry["mean"] == pytest.approx(np.mean(accs))
+        assert entry["ci95"] == pytest.approx(half)
+        assert entry["seeds"] == [0, 1, 2]
+        if method != "euclidean":
+            p_ref = stats.ttest_rel(accs, accuracies["euclidean"]).pvalue
+            assert entry["vs_euclidean"]["p"] == pytest.approx(p_ref)
+            assert entry["vs_euclidean"]["diff"] == pytest.approx(
+                np.mean(accs) - np.mean(accuracies["euclidean"])
+            )
+        assert entry["below_euclidean"] == (method == "warca")
+    p_best = stats.ttest_rel(accuracies["warca"], accuracies["ssne"]).pvalue
+    assert payload["mnist-5k"]["warca"]["vs_best"]["p"] == pytest.approx(p_best)
+    lines = table.splitlines()
+    header = next(line for line in lines if line.startswith("| data set (train"))
+    row = next(line for line in lines if line.startswith("| mnist-5k (2000"))
+    cells = dict(zip([c.strip() for c in header.split("|")[2:-1]],
+                     [c.strip() for c in row.split("|")[2:-1]], strict=True))  # fmt: skip
+    assert cells["WARCA"].endswith("▼*") and "▼" not in cells["SSNE"] + cells["ITML"]
+    half = stats.t.ppf(0.975, 2) * np.std(accuracies["ssne"], ddof=1) / np.sqrt(3)
+    assert cells["SSNE"] == f"{100 * np.mean(accuracies['ssne']):.2f} ± {100 * half:.2f}*"
+    assert "over 3 seed(s)" in table and "over data draws and learner seeds" in table
+    # the printed list names the row below Euclidean, by how much and with its p-value
+    below = table.split("**Learned rows below Euclidean (▼):**")[1]
+    assert "**WARCA** is below Euclidean on mnist-5k: -8.0 points" in below
+    assert "ITML" not in below and "SSNE" not in below
+
+
+def test_table2_without_a_learned_row_below_says_so_and_full_mode_names_learner_seeds():
+    accuracies = {"euclidean": [0.85, 0.85, 0.85], "ssne": [0.86, 0.855, 0.858]}
+    config = BenchConfig(quick=False, datasets=("fashion-mnist",))
+    results = _table2_results(accuracies, "fashion-mnist")
+    table, payload = ssne._table2(results, config)
+    assert "No learned row is below Euclidean." in table
+    assert "**not over data draws**" in table
+    assert payload["fashion-mnist"]["euclidean"]["ci95"] == 0.0  # deterministic reference
+
+
+def test_summary_prints_table2_with_its_marks(tmp_path):
+    accuracies = {"euclidean": [0.90, 0.91, 0.92], "warca": [0.80, 0.86, 0.83]}
+    config = BenchConfig(quick=True, datasets=("mnist-5k",), methods=("euclidean", "warca"))
+    summary = ssne.summarise(_table2_results(accuracies), config, tmp_path)
+    text = summary.markdown.split("## SSNE Table 2 — images")[1]
+    assert "▼ **WARCA** is below Euclidean on mnist-5k" in text
+    assert summary.payload["table2"]["mnist-5k"]["warca"]["below_euclidean"] is True
+    json.dumps(summary.payload, allow_nan=False)  # strict JSON
+
+
+def test_cli_prints_table2_over_its_seeds_with_the_below_list(monkeypatch, rng, tmp_path, capsys):
+    from rankmetric.cli import main
+
+    _fake_images(monkeypatch, rng, official_split=False)
+    monkeypatch.setitem(ssne.IMAGE_TRAIN, "quick", 150)
+    monkeypatch.setattr(ssne, "IMAGE_PCA", 8)
+    monkeypatch.setitem(ssne.BUDGETS["quick"], "ssne", {"max_iter": 20})
+    argv = ["bench", "ssne-uci", "--quick", "--datasets", "mnist-5k", "--methods", "euclidean",
+            "ssne", "--results-dir", str(tmp_path)]  # fmt: skip
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    table2 = out.split("## SSNE Table 2 — images")[1]
+    assert "mean ± 95 % t-interval half-width over 3 seed(s)" in table2
+    assert "| mnist-5k (150 / 200) |" in table2
+    payload = json.loads((tmp_path / "ssne-uci" / "ssne-uci.json").read_text())
+    ssne_row = payload["summary"]["table2"]["mnist-5k"]["ssne"]
+    assert ssne_row["seeds"] == [0, 1, 2] and len(ssne_row["scores"]) == 3
+    if ssne_row["below_euclidean"]:  # the printed list names it, with its paired p-value
+        assert "▼ **SSNE** is below Euclidean on mnist-5k" in table2
+    else:
+        assert "No learned row is below Euclidean." in table2

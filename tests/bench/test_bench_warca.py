@@ -1,5 +1,6 @@
 """The WARCA table: stand-in identity data, identity splits, CMC cells and fit-time cells."""
 
+import json
 from dataclasses import asdict
 
 import numpy as np
@@ -273,3 +274,68 @@ def test_cmc_table_marks_and_lists_learned_rows_below_euclidean(tmp_path):
     assert entry["rank1_vs_euclidean"]["p"] < 0.05
     assert not summary.payload["cmc"]["synthetic-reid"]["kissme"]["below_euclidean"]
     assert entry["1"]["ci95"] > 0
+
+
+def test_fit_time_cells_run_at_least_three_seeds_per_mode():
+    for quick in (True, False):
+        config = BenchConfig(quick=quick, datasets=(warca.SCALING,), methods=("warca",))
+        cells = warca.build_cells(config)
+        seeds = {n: sorted(c.seed for c in cells if c.fold == n) for n in {c.fold for c in cells}}
+        assert all(s == list(range(warca.SCALING_SEEDS[config.mode])) for s in seeds.values())
+        assert warca.SCALING_SEEDS[config.mode] >= 3
+
+
+def test_fit_time_table_intervals_and_paired_ratios_against_brute_force(tmp_path):
+    from scipy import stats
+
+    times = {  # method -> N -> seconds of seeds 0, 1, 2
+        "warca": {500: [2.0, 3.0, 2.5], 1000: [2.2, 2.9, 2.6]},
+        "lmnn": {500: [1.0, 1.8, 1.1], 1000: [4.0, 6.5, 5.0]},
+        "kissme": {500: [0.010, 0.012, 0.011], 1000: [0.02, 0.021, 0.025]},
+    }
+    config = BenchConfig(quick=True, datasets=(warca.SCALING,), methods=tuple(times))
+    results = [
+        {"cell": asdict(c), "seconds": times[c.method][c.fold][c.seed], "n_train": c.fold}
+        for c in warca.build_cells(config)
+        if c.fold in (500, 1000)
+    ]
+
+    def brute(values):  # geometric mean and the t-interval of the mean log, by hand
+        logs = np.log(values)
+        half = stats.t.ppf(0.975, len(logs) - 1) * logs.std(ddof=1) / np.sqrt(len(logs))
+        return np.exp(logs.mean()), np.exp(logs.mean() - half), np.exp(logs.mean() + half)
+
+    text, payload = warca._scaling_table(results)
+    for method, by_n in times.items():
+        for n, secs in by_n.items():
+            entry = payload[method][n]
+            geo, low, high = brute(secs)
+            assert entry["geo_mean"] == pytest.approx(geo)
+            assert entry["ci95"] == pytest.approx([low, high])
+            assert entry["median"] == pytest.approx(np.median(secs))
+            if method == "warca":
+                assert "ratio_to_warca" not in entry
+                continue
+            # paired: each seed's time over WARCA's on the same seed's N points
+            ratio = brute(np.divide(secs, times["warca"][n]))
+            assert entry["ratio_to_warca"]["geo_mean"] == pytest.approx(ratio[0])
+            assert entry["ratio_to_warca"]["ci95"] == pytest.approx(list(ratio[1:]))
+    lmnn = payload["lmnn"][1000]
+    row = next(line for line in text.splitlines() if line.startswith("| LMNN / WARCA |"))
+    low, high = lmnn["ratio_to_warca"]["ci95"]
+    assert f"{lmnn['ratio_to_warca']['geo_mean']:.2f} [{low:.2f}, {high:.2f}]" in row
+    kissme = next(line for line in text.splitlines() if line.startswith("| KISSME |"))
+    assert f"{payload['kissme'][500]['geo_mean']:.3f} [" in kissme  # small times: 3 digits
+    assert "over 3 seed(s)" in text and "do not apply to times" in text
+    assert "▼" not in text.split("\n\n", 1)[1]  # no row is marked
+    summary = warca.summarise(results, config, tmp_path)
+    assert "geometric mean [95 % interval]" in summary.markdown
+    assert (tmp_path / "warca_fit_time.png").is_file()
+    json.dumps(summary.payload, allow_nan=False)  # strict JSON
+
+
+def test_fit_time_table_with_one_seed_prints_no_interval():
+    cell = warca.build_cells(BenchConfig(quick=True, datasets=(warca.SCALING,), seeds=1))[0]
+    text, payload = warca._scaling_table([{"cell": asdict(cell), "seconds": 0.5}])
+    assert payload[cell.method][cell.fold]["ci95"] == [None, None]
+    assert f"| {warca.LABELS[cell.method]} | 0.50 |" in text

@@ -131,6 +131,27 @@ def mean_ci(values: Iterable[float]) -> tuple[float, float]:
     return float(arr.mean()), float(half)
 
 
+def log_mean_ci(values: Iterable[float]) -> tuple[float, float, float]:
+    """Geometric mean of positive values (times, ratios) and its 95 % interval.
+
+    :func:`mean_ci` of the logarithms, taken back: ``(exp(m), exp(m − h), exp(m + h))`` for the
+    mean ``m`` of the logs and its half-width ``h`` (a t-interval, exact when the log-values are
+    normal). Non-finite values are left out; the bounds are NaN with fewer than two values.
+
+    Examples
+    --------
+    >>> g, low, high = log_mean_ci([1.0, 2.0, 4.0])
+    >>> round(g, 6), bool(low < g < high)
+    (2.0, True)
+    """
+    arr = np.asarray(list(values), dtype=np.float64)
+    arr = arr[np.isfinite(arr)]
+    if np.any(arr <= 0):
+        raise ValueError(f"log_mean_ci needs positive values, got {arr[arr <= 0][:3].tolist()}.")
+    mean, half = mean_ci(np.log(arr))
+    return float(np.exp(mean)), float(np.exp(mean - half)), float(np.exp(mean + half))
+
+
 def paired_p_value(a: Mapping, b: Mapping) -> float:
     """Two-sided paired t-test p-value of two rows' scores over their shared splits.
 

@@ -142,18 +142,38 @@ def cmc_plot(
 
 
 def scaling_plot(
-    times: Mapping[str, Mapping[int, float]], out_dir: Path, name: str, title: str = ""
+    times: Mapping[str, Mapping[int, float]],
+    out_dir: Path,
+    name: str,
+    title: str = "",
+    intervals: Mapping[str, Mapping[int, Sequence[float | None]]] | None = None,
 ) -> Path:
-    """Median fit time against the number of training points, log-log: ``{method: {N: s}}``."""
+    """Fit time against the number of training points, log-log: ``{method: {N: s}}``.
+
+    ``intervals`` (``{method: {N: (low, high)}}``, optional) draws each point's interval as an
+    error bar; the y label then says the points are geometric means.
+    """
     fig, ax = _pyplot().subplots(figsize=(5.5, 4.0))
     for method, by_n in times.items():
         ns = sorted(by_n)
-        ax.plot(ns, [by_n[n] for n in ns], marker="o", label=LABELS.get(method, method))
+        ys = np.array([by_n[n] for n in ns], dtype=float)
+        bounds = (intervals or {}).get(method, {})
+        low = np.array([_or_nan(bounds.get(n), 0) for n in ns], dtype=float)
+        high = np.array([_or_nan(bounds.get(n), 1) for n in ns], dtype=float)
+        yerr = np.nan_to_num(np.vstack([ys - low, high - ys]), nan=0.0)
+        ax.errorbar(ns, ys, yerr=yerr if intervals else None, marker="o", capsize=3,
+                    label=LABELS.get(method, method))  # fmt: skip
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("training points N")
-    ax.set_ylabel("fit time (s, median)")
+    ax.set_ylabel("fit time (s, geometric mean, 95 % interval)" if intervals else
+                  "fit time (s, median)")  # fmt: skip
     ax.set_title(title, fontsize=9)
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8)
     return _save(fig, Path(out_dir) / name)
+
+
+def _or_nan(pair: Sequence[float | None] | None, i: int) -> float:
+    value = None if pair is None else pair[i]
+    return np.nan if value is None else value

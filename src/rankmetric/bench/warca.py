@@ -12,7 +12,9 @@ among them), never on test identities; on ``fmnist-views`` a grid may also hold 
 number of leading principal axes the learner gets (:func:`fit_reid_learner`).
 
 Fit time: each learner is fitted on N Fashion-MNIST training images (10 classes, PCA-64,
-standardised) for growing N, one thread per process; the table reports the median over seeds.
+standardised) for growing N, one thread per process; the table reports the geometric mean over
+the seeds with the 95 % interval of the mean log-time, and each method's time over WARCA's from
+per-seed ratios.
 """
 
 from __future__ import annotations
@@ -42,9 +44,9 @@ from ._common import (
     comparison_payload,
     format_ci,
     format_number,
-    group_by,
     json_safe,
     load_arrays,
+    log_mean_ci,
     markdown_table,
     marked,
     mean_ci,
@@ -150,7 +152,8 @@ QUICK_PCA_DIMS = {"kissme": BUDGETS["quick"]["kissme"]["n_components"]}
 VALIDATION_IDENTITIES = 0.2
 SPLITS = {"quick": 3, "full": 10}
 SIZES = {"quick": (500, 1000, 2000), "full": (1000, 2000, 4000, 8000, 16000, 32000)}
-SCALING_SEEDS = {"quick": 1, "full": 3}
+#: Seeds per size: the fit-time cells' intervals need at least three.
+SCALING_SEEDS = {"quick": 3, "full": 3}
 NCA_MAX_N = 4000  # scikit-learn's NCA holds N × N matrices
 
 
@@ -436,36 +439,75 @@ def _cmc_tables(results: list[dict]) -> tuple[str, dict, dict, list[str]]:
 
 
 def _scaling_table(results: list[dict]) -> tuple[str, dict]:
-    medians: dict = {}  # method -> N -> median seconds
-    for (method, n), group in group_by(results, "method", "fold").items():
-        medians.setdefault(method, {})[n] = float(np.median([r["seconds"] for r in group]))
-    sizes = sorted({n for by_n in medians.values() for n in by_n})
-    order = [m for m in SCALING_METHODS if m in medians]
-    rows = [[LABELS[m], *(format_number(medians[m].get(n), 2) for n in sizes)] for m in order]
-    if "warca" in medians:
-        for m in order:
-            if m == "warca":
-                continue
-            ratios = [
-                format_number(medians[m][n] / medians["warca"][n], 2)
-                if n in medians[m] and n in medians["warca"] else "—"
-                for n in sizes
-            ]  # fmt: skip
-            rows.append([f"{LABELS[m]} / WARCA", *ratios])
-    seeds = len({r["cell"]["seed"] for r in results})
+    """Fit time per (method, N): geometric mean over the seeds with its 95 % interval, and each
+    method's time over WARCA's from per-seed ratios (the same N points, paired by seed)."""
+    seconds: dict = {}  # method -> N -> {seed: seconds}
+    for r in results:
+        method, n, seed = (r["cell"][k] for k in ("method", "fold", "seed"))
+        seconds.setdefault(method, {}).setdefault(n, {})[seed] = r["seconds"]
+    sizes = sorted({n for by_n in seconds.values() for n in by_n})
+    order = [m for m in SCALING_METHODS if m in seconds]
+    payload: dict = {}
+    for method in order:
+        for n, by_seed in seconds[method].items():
+            geo, low, high = log_mean_ci(by_seed.values())
+            entry = {"geo_mean": geo, "ci95": [low, high], "median": float(np.median(
+                list(by_seed.values()))), "seconds": list(by_seed.values())}  # fmt: skip
+            warca_n = seconds.get("warca", {}).get(n, {})
+            paired = [by_seed[s] / warca_n[s] for s in by_seed if s in warca_n]
+            if method != "warca" and paired:
+                ratio, r_low, r_high = log_mean_ci(paired)
+                entry["ratio_to_warca"] = {"geo_mean": ratio, "ci95": [r_low, r_high]}
+            payload.setdefault(method, {})[n] = json_safe(entry)
+    rows = [[LABELS[m], *(_time_cell(payload[m].get(n)) for n in sizes)] for m in order]
+    rows += [
+        [f"{LABELS[m]} / WARCA",
+         *(_time_cell(payload[m].get(n, {}).get("ratio_to_warca")) for n in sizes)]
+        for m in order
+        if m != "warca" and "warca" in payload
+    ]  # fmt: skip
+    n_seeds = len({r["cell"]["seed"] for r in results})
     text = (
-        f"Median fit time (s) over {seeds} seed(s), one torch/BLAS thread per process, on N "
-        f"Fashion-MNIST training images (PCA-{PCA_DIMS}, 10 classes); NCA (scikit-learn) stops "
-        f"at N = {NCA_MAX_N} (its N × N matrices). Ratios > 1: slower than WARCA. The machine "
-        "is shared, so timings carry noise.\n\n"
+        f"Fit time (s) over {n_seeds} seed(s) (seed s draws the N images and seeds the learner), "
+        f"one torch/BLAS thread per process, on N Fashion-MNIST training images (PCA-{PCA_DIMS}, "
+        f"10 classes); NCA (scikit-learn) stops at N = {NCA_MAX_N} (its N × N matrices). Cells: "
+        "**geometric mean [95 % interval]**: the t-interval of the mean of log-times over the "
+        "seeds, taken back to seconds (`bench._common.log_mean_ci`; with 3 seeds t(0.975, 2) = "
+        "4.3, so the intervals are wide). Ratio rows: the geometric mean of the per-seed ratios "
+        "(a method's time over WARCA's on the same N points) with the same interval; > 1: slower "
+        "than WARCA; an interval that excludes 1 is a paired difference at the 5 % level. Paired "
+        "tests against Euclidean do not apply to times (Euclidean fits nothing), so no row is "
+        "marked ▼. The machine is shared, so timings carry noise.\n\n"
         + markdown_table(["method", *(f"N={n}" for n in sizes)], rows)
     )
-    return text, medians
+    return text, payload
+
+
+def _time_cell(entry: dict | None) -> str:
+    """``"2.92 [2.51, 3.40]"``: a geometric mean and its interval (``"—"`` when missing)."""
+    if not entry:
+        return "—"
+    digits = 3 if entry["geo_mean"] < 0.1 else 2
+    text = format_number(entry["geo_mean"], digits)
+    low, high = entry["ci95"]
+    if low is None or high is None:
+        return text
+    return f"{text} [{format_number(low, digits)}, {format_number(high, digits)}]"
+
+
+def fit_time_plot(fit_time: dict, out_dir, name: str = "warca_fit_time.png"):
+    """The fit-time figure of a run's payload (``summary["fit_time"]``): geometric means with
+    their 95 % intervals against N, log-log."""
+    from .plots import scaling_plot
+
+    times = {m: {int(n): e["geo_mean"] for n, e in by_n.items()} for m, by_n in fit_time.items()}
+    bounds = {m: {int(n): e["ci95"] for n, e in by_n.items()} for m, by_n in fit_time.items()}
+    return scaling_plot(times, out_dir, name, "fit time vs N (Fashion-MNIST, PCA-64)", bounds)
 
 
 def summarise(results: list[dict], config: BenchConfig, out_dir) -> Summary:
     """CMC tables, the fit-time table, CMC curves and the fit-time plot."""
-    from .plots import cmc_plot, scaling_plot
+    from .plots import cmc_plot
 
     results, failures = split_failures(results)
     cmc = [r for r in results if r["cell"]["benchmark"] == NAME]
@@ -501,6 +543,5 @@ def summarise(results: list[dict], config: BenchConfig, out_dir) -> Summary:
     if scaling:
         text, payload["fit_time"] = _scaling_table(scaling)
         parts.append(f"### Fit time against training-set size\n\n{quick}{text}")
-        plots.append(scaling_plot(payload["fit_time"], out_dir, "warca_fit_time.png",
-                                  "fit time vs N (Fashion-MNIST, PCA-64)"))  # fmt: skip
+        plots.append(fit_time_plot(payload["fit_time"], out_dir))
     return Summary(NAME, "\n\n".join([*parts, failures] if failures else parts), payload, plots)

@@ -276,7 +276,9 @@ def _loss_on_violators(
 ) -> torch.Tensor:
     """Differentiable mean over rows of ``L(r̂)/v · Σ hinge`` using only the selected violators."""
     n_rows = found.anchors.shape[0]
-    active = torch.unique(found.rows)
+    # the detectors list rows in ascending order (row-major nonzero; the sequential one cats
+    # two ascending halves), so their distinct values need no sort
+    active = torch.unique_consecutive(found.rows)
     slot = torch.full((n_rows,), -1, dtype=torch.long, device=found.rows.device)
     slot[active] = torch.arange(active.numel(), device=active.device)
     row_slot = slot[found.rows]

@@ -39,8 +39,12 @@ alternately in child processes (so both see the same load): process CPU time of 
 without and with the held-out check and of NCA's (the same code in both: a control for the load),
 on each outer training half, medians; and whether the two trees fit bit-identical maps.
 
+``--profile``: where a step's time goes, phase by phase (process CPU time per step over five
+fits of WARCA without the check on digits' first outer training half; the phases nest).
+
     OMP_NUM_THREADS=1 python benchmarks/bench_warca_small.py --repeats 5
     python benchmarks/bench_warca_small.py --repeats 5 --threads default
+    OMP_NUM_THREADS=1 python benchmarks/bench_warca_small.py --profile
     git archive REV src | tar -x -C /tmp/b
     OMP_NUM_THREADS=1 python benchmarks/bench_warca_small.py --repeats 5 --before-src /tmp/b/src
 """
@@ -534,6 +538,62 @@ def compare_trees(sets, repeats: int, before: str, threads: str) -> None:
         )
 
 
+#: ``--profile``'s phases: (label, module, attribute), timed by wrapping the attribute.
+PHASES = (
+    ("optimisation step (all below)", "rankmetric.training._loop", "optimisation_step"),
+    ("  WARP loss (sampled_warp_loss)", "rankmetric.estimators.warca.solver", "sampled_warp_loss"),
+    ("    positive pairs (NumPy draws)", "rankmetric.sampling", "LabelIndex.positive_pairs"),
+    ("    violator detection", "rankmetric.losses._warp_sampling", "_detect_batched"),
+    ("      negatives (NumPy draws)", "rankmetric.sampling", "LabelIndex.negatives"),
+    ("    loss on the violators", "rankmetric.losses._warp_sampling", "_loss_on_violators"),
+    ("  AON penalty", "rankmetric.estimators.warca.solver", "aon_penalty"),
+    ("  backward", "torch", "Tensor.backward"),
+    ("  Adam step", "torch.optim", "Adam.step"),
+)
+
+
+def profile_steps(fits: int = 5) -> None:
+    """``--profile``: process CPU time per step of each phase in :data:`PHASES`."""
+    import importlib
+
+    spent = dict.fromkeys([label for label, _, _ in PHASES], 0.0)
+
+    def timed(label, function):
+        @functools.wraps(function)
+        def run(*args, **kwargs):
+            start = time.process_time()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                spent[label] += time.process_time() - start
+
+        return run
+
+    for label, module, attribute in PHASES:
+        owner = importlib.import_module(module)
+        *path, name = attribute.split(".")
+        for part in path:
+            owner = getattr(owner, part)
+        setattr(owner, name, timed(label, getattr(owner, name)))
+    data = load_dataset("digits")
+    X, y = data.X.astype(np.float64), data.y
+    train, _ = next(StratifiedKFold(2, shuffle=True, random_state=0).split(X, y))
+    X_fit, y_fit = StandardScaler().fit_transform(X[train]), y[train]
+    spent.update(dict.fromkeys(spent, 0.0))
+    steps, start = 0, time.process_time()
+    for seed in range(fits):
+        steps += WARCA(random_state=seed, held_out_check=False).fit(X_fit, y_fit).n_iter_
+    total = time.process_time() - start
+    print(f"digits, {len(train)} training rows, {fits} fits, {steps} steps (CPU time per step)")
+    print("| phase | ms per step | share of the fit |")
+    print("|---|--:|--:|")
+    print(f"| whole fit (set-up and loop included) | {total / steps * 1e3:.3f} | 100 % |")
+    for label, seconds in spent.items():
+        name = label.strip().replace("|", "/")
+        indent = "· " * ((len(label) - len(label.lstrip())) // 2)
+        print(f"| {indent}{name} | {seconds / steps * 1e3:.3f} | {100 * seconds / total:.0f} % |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sets", nargs="+", default=None)
@@ -546,6 +606,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--threads", choices=["one", "default"], default="one")
     parser.add_argument("--before-src", help="another source tree to time side by side")
+    parser.add_argument("--profile", action="store_true", help="where a step's time goes")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -565,6 +626,8 @@ def main() -> None:
         check_share(args.sets or SELECT_SETS, args.repeats)
     elif args.sequential:
         sequential(args.sets or SEQUENTIAL_SETS, args.seeds)
+    elif args.profile:
+        profile_steps()
     elif args.before_src:
         compare_trees(args.sets or SETS, args.repeats, args.before_src, args.threads)
     else:

@@ -33,15 +33,31 @@ early only when above; with the verdict's agreement across two seeds of one spli
     OMP_NUM_THREADS=1 python benchmarks/bench_warca_small.py --select
     OMP_NUM_THREADS=1 python benchmarks/bench_warca_small.py --check --repeats 2
     OMP_NUM_THREADS=1 python benchmarks/bench_warca_small.py --sequential
+``--before-src DIR`` (the comparison, two source trees): another source tree (an older commit's
+``src``: ``git archive REV src | tar -x -C DIR``) and this one, each repeat running both
+alternately in child processes (so both see the same load): process CPU time of WARCA's ``fit``
+without and with the held-out check and of NCA's (the same code in both: a control for the load),
+on each outer training half, medians; and whether the two trees fit bit-identical maps.
+
+``--profile``: where a step's time goes, phase by phase (process CPU time per step over five
+fits of WARCA without the check on digits' first outer training half; the phases nest).
+
     OMP_NUM_THREADS=1 python benchmarks/bench_warca_small.py --repeats 5
     python benchmarks/bench_warca_small.py --repeats 5 --threads default
+    OMP_NUM_THREADS=1 python benchmarks/bench_warca_small.py --profile
+    git archive REV src | tar -x -C /tmp/b
+    OMP_NUM_THREADS=1 python benchmarks/bench_warca_small.py --repeats 5 --before-src /tmp/b/src
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
+import hashlib
+import json
 import os
+import subprocess
+import sys
 import time
 import warnings
 
@@ -457,6 +473,132 @@ def sequential(sets, seeds: int) -> None:
     )
 
 
+def worker(name: str, seed: int) -> None:
+    """One repeat of ``--before-src`` in this process's tree: per outer training half, CPU s of
+    WARCA without and with the check and of NCA, steps, and a digest of the map (JSON)."""
+    data = load_dataset(name)
+    X, y = data.X.astype(np.float64), data.y
+    out = {"bare": [], "check": [], "nca": [], "steps": [], "digest": []}
+    for train, _ in StratifiedKFold(2, shuffle=True, random_state=0).split(X, y):
+        X_fit, y_fit = StandardScaler().fit_transform(X[train]), y[train]
+        for key, est in (
+            ("bare", WARCA(random_state=seed, held_out_check=False)),
+            ("check", WARCA(random_state=seed)),
+            ("nca", NeighborhoodComponentsAnalysis(random_state=seed)),
+        ):
+            start = time.process_time()
+            est.fit(X_fit, y_fit)
+            out[key].append(time.process_time() - start)
+            if key == "bare":
+                out["steps"].append(est.n_iter_)
+                out["digest"].append(hashlib.sha1(est.components_.tobytes()).hexdigest())
+    print(json.dumps(out))
+
+
+def compare_trees(sets, repeats: int, before: str, threads: str) -> None:
+    """``--before-src``: the two trees alternately, in child processes."""
+    here = os.path.dirname(os.path.dirname(__import__("rankmetric").__file__))
+    trees = {"before": before, "after": here}
+    print(f"# before: {trees['before']}; after: {trees['after']}")
+    print(
+        "| data | WARCA fit, no check: before / after CPU s (after ÷ before) "
+        "| default fit (check): before / after (after ÷ before) | NCA CPU s: before / after "
+        "| NCA ÷ WARCA no check: before / after | NCA ÷ WARCA default: before / after "
+        "| steps (median) | same maps |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for name in sets:
+        runs: dict[str, list[dict]] = {"before": [], "after": []}
+        for r in range(repeats):
+            order = list(trees.items()) if r % 2 == 0 else list(trees.items())[::-1]
+            for tree, src in order:
+                command = [sys.executable, __file__, "--worker", name, "--seed", str(r)]
+                command += ["--threads", threads]
+                env = {**os.environ, "PYTHONPATH": src}
+                done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
+                runs[tree].append(json.loads(done.stdout.strip().splitlines()[-1]))
+        med = {
+            tree: {k: float(np.median([v for run in rs for v in run[k]])) for k in rs[0]
+                   if k != "digest"}
+            for tree, rs in runs.items()
+        }  # fmt: skip
+        b, a = med["before"], med["after"]
+        same = all(
+            rb["digest"] == ra["digest"]
+            for rb, ra in zip(runs["before"], runs["after"], strict=True)
+        )
+        print(
+            f"| {name} | {b['bare']:.3f} / {a['bare']:.3f} ({a['bare'] / b['bare']:.2f}) "
+            f"| {b['check']:.3f} / {a['check']:.3f} ({a['check'] / b['check']:.2f}) "
+            f"| {b['nca']:.3f} / {a['nca']:.3f} "
+            f"| {b['nca'] / b['bare']:.2f} / {a['nca'] / a['bare']:.2f} "
+            f"| {b['nca'] / b['check']:.2f} / {a['nca'] / a['check']:.2f} "
+            f"| {a['steps']:.0f} | {'yes' if same else 'NO'} |",
+            flush=True,
+        )
+
+
+#: ``--profile``'s phases: (label, module, attribute), timed by wrapping the attribute.
+PHASES = (
+    ("optimisation step (all below)", "rankmetric.training._loop", "optimisation_step"),
+    ("  WARP loss (sampled_warp_loss)", "rankmetric.estimators.warca.solver", "sampled_warp_loss"),
+    ("    positive pairs (NumPy draws)", "rankmetric.sampling", "LabelIndex.positive_pairs"),
+    ("    violator detection", "rankmetric.losses._warp_sampling", "_detect_batched"),
+    ("      negatives (NumPy draws)", "rankmetric.sampling", "LabelIndex.negatives"),
+    ("    loss on the violators", "rankmetric.losses._warp_sampling", "_loss_on_violators"),
+    ("  AON penalty", "rankmetric.estimators.warca.solver", "aon_penalty"),
+    ("  backward", "torch", "Tensor.backward"),
+    ("  Adam step", "torch.optim", "Adam.step"),
+)
+
+
+def profile_steps(fits: int = 5) -> None:
+    """``--profile``: process CPU time per step of each phase in :data:`PHASES`."""
+    import importlib
+
+    spent = dict.fromkeys([label for label, _, _ in PHASES], 0.0)
+
+    def timed(label, function):
+        @functools.wraps(function)
+        def run(*args, **kwargs):
+            start = time.process_time()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                spent[label] += time.process_time() - start
+
+        return run
+
+    originals = []
+    for label, module, attribute in PHASES:
+        owner = importlib.import_module(module)
+        *path, name = attribute.split(".")
+        for part in path:
+            owner = getattr(owner, part)
+        originals.append((owner, name, getattr(owner, name)))
+        setattr(owner, name, timed(label, getattr(owner, name)))
+    data = load_dataset("digits")
+    X, y = data.X.astype(np.float64), data.y
+    train, _ = next(StratifiedKFold(2, shuffle=True, random_state=0).split(X, y))
+    X_fit, y_fit = StandardScaler().fit_transform(X[train]), y[train]
+    steps, start = 0, time.process_time()
+    try:
+        for seed in range(fits):
+            steps += WARCA(random_state=seed, held_out_check=False).fit(X_fit, y_fit).n_iter_
+    finally:
+        for owner, name, original in originals[::-1]:  # the wrapped functions put back
+            setattr(owner, name, original)
+    total = time.process_time() - start
+    print(f"digits, {len(train)} training rows, {fits} fits, {steps} steps (CPU time per step)")
+    print("| phase | ms per step | share of the fit |")
+    print("|---|--:|--:|")
+    print(f"| whole fit (set-up and loop included) | {total / steps * 1e3:.3f} | 100 % |")
+    for label, seconds in spent.items():
+        name = label.strip().replace("|", "/")
+        indent = "· " * ((len(label) - len(label.lstrip())) // 2)
+        print(f"| {indent}{name} | {seconds / steps * 1e3:.3f} | {100 * seconds / total:.0f} % |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sets", nargs="+", default=None)
@@ -468,10 +610,18 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=2, help="--sequential: seeds per split")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--threads", choices=["one", "default"], default="one")
+    parser.add_argument("--before-src", help="another source tree to time side by side")
+    parser.add_argument("--profile", action="store_true", help="where a step's time goes")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.threads == "one":
         torch.set_num_threads(1)
     warnings.simplefilter("ignore")
+    if args.worker:
+        warm = load_dataset("iris")  # one-off start-up costs, not timed
+        WARCA(max_iter=5, random_state=0).fit(warm.X, warm.y)
+        return worker(args.worker, args.seed)
     print(f"torch threads: {torch.get_num_threads()}")
     warm = load_dataset("iris")  # the first torch fit pays one-off start-up costs: not timed
     WARCA(max_iter=5, random_state=0).fit(warm.X, warm.y)
@@ -481,6 +631,10 @@ def main() -> None:
         check_share(args.sets or SELECT_SETS, args.repeats)
     elif args.sequential:
         sequential(args.sets or SEQUENTIAL_SETS, args.seeds)
+    elif args.profile:
+        profile_steps()
+    elif args.before_src:
+        compare_trees(args.sets or SETS, args.repeats, args.before_src, args.threads)
     else:
         compare(args.sets or SETS, args.repeats)
     print(f"load average (1, 5, 15 min): {os.getloadavg()}")

@@ -74,3 +74,24 @@ def test_the_loop_takes_grouped_settings_and_the_estimators_pass_them():
     names = set(inspect.signature(training.train).parameters)
     assert {"validation", "stopping", "checkpointing"} <= names
     assert not names & {"validate", "validation_every", "checkpoint_dir", "fingerprint", "tol"}
+
+
+def test_snapshot_is_an_independent_copy_that_restores_the_module():
+    """The loop's kept states (best validated, lowest loss): tensors cloned, not shared."""
+    import torch
+
+    from rankmetric.training._loop import _snapshot
+
+    module = torch.nn.BatchNorm1d(3)  # parameters, buffers and an integer buffer
+    module.running_mean.fill_(2.0)
+    kept = _snapshot(module)
+    assert list(kept) == list(module.state_dict())
+    with torch.no_grad():
+        module.weight.mul_(3.0)
+        module.running_mean.zero_()
+        module.num_batches_tracked += 1
+    assert kept["weight"].eq(1.0).all() and kept["running_mean"].eq(2.0).all()
+    assert int(kept["num_batches_tracked"]) == 0
+    module.load_state_dict(kept)
+    assert module.weight.eq(1.0).all() and module.running_mean.eq(2.0).all()
+    assert kept["weight"].data_ptr() != module.weight.data_ptr()

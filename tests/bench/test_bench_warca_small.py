@@ -85,3 +85,40 @@ def test_sequential_rules_stop_only_when_decisive(script, zs, obf, futility):
     folds = [fold(z) for z in zs]
     assert script.sequential_verdict(folds, "obf") == obf
     assert script.sequential_verdict(folds, "futility") == futility
+
+
+def test_profile_times_every_phase_and_puts_the_functions_back(script, capsys):
+    import torch
+
+    from rankmetric.training import _loop
+
+    step, backward = _loop.optimisation_step, torch.Tensor.backward
+    script.profile_steps(fits=1)
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
+    assert len(rows) == 2 + len(script.PHASES)  # header, whole fit, one row per phase
+    per_step = [float(row.split("|")[2]) for row in rows[1:]]
+    assert all(value > 0 for value in per_step)
+    assert per_step[1] <= per_step[0]  # the optimisation step is part of the fit
+    assert _loop.optimisation_step is step and torch.Tensor.backward is backward
+
+
+def test_worker_times_both_fits_and_digests_the_map(script, capsys):
+    import hashlib
+    import json
+
+    from sklearn.model_selection import StratifiedKFold
+    from sklearn.preprocessing import StandardScaler
+
+    from rankmetric.datasets import load_dataset
+
+    script.worker("wine", 0)
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert {len(out[key]) for key in ("bare", "check", "nca", "steps", "digest")} == {2}
+    data = load_dataset("wine")
+    X, y = data.X.astype(np.float64), data.y
+    train, _ = next(StratifiedKFold(2, shuffle=True, random_state=0).split(X, y))
+    fitted = WARCA(random_state=0, held_out_check=False).fit(
+        StandardScaler().fit_transform(X[train]), y[train]
+    )
+    assert out["digest"][0] == hashlib.sha1(fitted.components_.tobytes()).hexdigest()
+    assert out["steps"][0] == fitted.n_iter_

@@ -78,3 +78,31 @@ def test_the_pattern_sees_each_spelling():
                  "torch.mul(d, d, out=buf)", "torch.cdist(a, b)"):  # fmt: skip
         assert DISTANCE_KERNEL.search(line), line
     assert not DISTANCE_KERNEL.search("torch.mul(a, b)")
+
+
+def test_embedded_once_computes_all_rows_once_with_the_gradient():
+    """A step's ``embed(None)``: computed on the first call (with its graph, even under
+    ``no_grad``), reused detached by the detection and with the gradient by the loss."""
+    import torch
+
+    from rankmetric.estimators.warca.solver import embedded_once
+
+    g = torch.Generator().manual_seed(0)
+    X, W = torch.randn(20, 5, generator=g), torch.randn(3, 5, generator=g).requires_grad_()
+    calls = []
+
+    def embed(indices):
+        calls.append(indices)
+        return (X if indices is None else X.index_select(0, indices)) @ W.T
+
+    step = embedded_once(embed)
+    with torch.no_grad():
+        detached = step(None)
+        rows = step(torch.tensor([2, 5]))
+    assert not detached.requires_grad and not rows.requires_grad
+    everything = step(None)
+    assert everything.requires_grad and torch.equal(everything, detached)
+    assert [c is None for c in calls] == [True, False]  # all rows once; rows by index each time
+    everything.square().sum().backward()
+    expected = torch.autograd.grad((X @ W.T).square().sum(), W)[0]
+    assert torch.equal(W.grad, expected)

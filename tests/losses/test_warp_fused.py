@@ -55,3 +55,33 @@ def test_fused_pass_gradient_by_gradcheck():
     X, W, indices, _ = problem(0, n=12, d=5, r=3, n_rows=6, n_violators=20, dtype=torch.float64)
     E = (X @ W.T).detach().requires_grad_()
     assert torch.autograd.gradcheck(lambda E: _ViolatorHinges.apply(E, *indices, 1.0), (E,))
+
+
+@pytest.mark.parametrize("n_draws", [4, 40])  # P·S below N (drawn rows embedded) and above it
+def test_detection_distances_equal_the_cross_formula_to_the_bit(n_draws):
+    """The detection's squared distances to drawn negatives, with the rows' squared norms
+    computed once per row and gathered, equal ``cross_sq_euclidean`` of the gathered rows."""
+    from rankmetric.losses._warp_sampling import _Distances
+    from rankmetric.losses._warp_terms import cross_sq_euclidean
+
+    g = torch.Generator().manual_seed(3)
+    n, r, n_pairs = 60, 9, 12
+    E = torch.randn(n, r, generator=g)
+    calls = []
+
+    def embed(indices):
+        calls.append(indices is None)
+        return E if indices is None else E.index_select(0, indices)
+
+    ends = E[torch.randint(0, n, (n_pairs, 2), generator=g)]
+    negatives = torch.randint(0, n, (n_pairs, n_draws), generator=g)
+    dist = _Distances(embed, ends, n, dense=False)
+    assert dist.partial is None  # the sparse layout
+    expected = cross_sq_euclidean(ends, E[negatives])
+    assert torch.equal(dist.to(None, negatives), expected)
+    pending = torch.tensor([1, 4, 7])
+    drawn = negatives[pending]
+    expected = cross_sq_euclidean(ends[pending], E[drawn])  # the sequential sampler's rounds
+    assert torch.equal(dist.to(pending, drawn), expected)
+    # all N rows embedded at most once per step, only when the draws outnumber them
+    assert calls.count(True) == (1 if n_pairs * n_draws >= n else 0)

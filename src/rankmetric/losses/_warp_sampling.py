@@ -22,7 +22,6 @@ from ._warp_terms import (
     DISTANCE_EPS,
     batched_rank_estimate,
     cross_euclidean,
-    cross_sq_euclidean,
     first_violation,
     paired_euclidean,
     sequential_rank_estimate,
@@ -80,6 +79,7 @@ class _Distances:
         self, embed: Embed, ends: torch.Tensor, n_samples: int, dense: bool, n_draws: int = 0
     ) -> None:
         self.embed, self.ends, self.n_samples, self.partial = embed, ends, n_samples, None
+        self.all_rows: tuple[torch.Tensor, torch.Tensor] | None = None  # (E, ‖E‖²) of all N
         rank = ends.shape[-1]
         self.sq_ends = squared_norms(ends)  # (P, 2)
         if dense or n_samples <= DENSE_DETECTION_RATIO * n_draws:
@@ -99,8 +99,24 @@ class _Distances:
             sq_ends = self.sq_ends if pairs is None else self.sq_ends[pairs]
             drawn = partial.gather(2, negatives[:, None, :].expand(-1, 2, -1))
             return complete_squared_euclidean(drawn, sq_ends, DISTANCE_EPS)
-        e_neg = _embed_rows(self.embed, negatives, self.n_samples)
-        return cross_sq_euclidean(self.ends if pairs is None else self.ends[pairs], e_neg)
+        ends = self.ends if pairs is None else self.ends[pairs]
+        sq_ends = self.sq_ends if pairs is None else self.sq_ends[pairs]
+        flat = negatives.reshape(-1)
+        if flat.numel() >= self.n_samples:
+            # rows of all N embedded once (as _embed_rows does), their squared norms computed
+            # once per row rather than once per draw (the sequential sampler's rounds share both)
+            if self.all_rows is None:
+                everything = self.embed(None)
+                self.all_rows = everything, squared_norms(everything)
+            everything, sq_all = self.all_rows
+            e_neg = everything.index_select(0, flat).reshape(*negatives.shape, -1)
+            sq_neg = sq_all.index_select(0, flat).reshape(negatives.shape)
+        else:
+            e_neg = _embed_rows(self.embed, negatives, self.n_samples)
+            sq_neg = squared_norms(e_neg)
+        # cross_sq_euclidean's formula, with the ends' and the rows' squared norms from above
+        partial = partial_squared_euclidean(ends, e_neg, sq_b=sq_neg)
+        return complete_squared_euclidean(partial, sq_ends, DISTANCE_EPS)
 
 
 class _Violations(NamedTuple):
@@ -260,7 +276,9 @@ def _loss_on_violators(
 ) -> torch.Tensor:
     """Differentiable mean over rows of ``L(r̂)/v · Σ hinge`` using only the selected violators."""
     n_rows = found.anchors.shape[0]
-    active = torch.unique(found.rows)
+    # the detectors list rows in ascending order (row-major nonzero; the sequential one cats
+    # two ascending halves), so their distinct values need no sort
+    active = torch.unique_consecutive(found.rows)
     slot = torch.full((n_rows,), -1, dtype=torch.long, device=found.rows.device)
     slot[active] = torch.arange(active.numel(), device=active.device)
     row_slot = slot[found.rows]

@@ -25,6 +25,7 @@ from __future__ import annotations
 import copy
 import math
 import warnings
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -149,9 +150,10 @@ def optimisation_step(
     """
     optimizer.zero_grad(set_to_none=True)
     loss = loss_step(step)
-    if not torch.isfinite(loss):
+    value = float(loss.detach())  # one read of the scalar: the check and the returned value
+    if not math.isfinite(value):
         raise NonFiniteLossError(
-            f"{desc}: the loss became {loss.item()} at step {step}; parameters are left at "
+            f"{desc}: the loss became {value} at step {step}; parameters are left at "
             "their last finite values. Lower the learning rate or check the input scaling."
         )
     loss.backward()
@@ -165,7 +167,20 @@ def optimisation_step(
     if post_step is not None:
         with torch.no_grad():
             post_step()
-    return float(loss.detach())
+    return value
+
+
+def _snapshot(module: torch.nn.Module) -> dict:
+    """A copy of ``module.state_dict()`` to restore later: tensors cloned, anything else (a
+    module's extra state) deep-copied, the version metadata kept; what ``copy.deepcopy`` of it
+    gives, without its generic walk over every tensor's attributes."""
+    state = module.state_dict()
+    copied = OrderedDict(
+        (key, value.clone() if isinstance(value, torch.Tensor) else copy.deepcopy(value))
+        for key, value in state.items()
+    )
+    copied._metadata = copy.deepcopy(getattr(state, "_metadata", None))  # type: ignore[attr-defined]
+    return copied
 
 
 class _Validation:
@@ -186,7 +201,7 @@ class _Validation:
         """Score the parameters before the first step (``Validation(score_start=True)``)."""
         self.result.best_score, self.result.best_step = float(self.config.score()), 0
         self.result.start_score = self.result.best_score
-        self.best_state = copy.deepcopy(module.state_dict())
+        self.best_state = _snapshot(module)
 
     def after_step(self, done: int, module: torch.nn.Module, entry: dict) -> None:
         """Validate after ``done`` steps when it is time, noting the score in ``entry``."""
@@ -196,7 +211,7 @@ class _Validation:
         entry["val_score"] = score = float(config.score())
         if score > self.result.best_score:
             self.result.best_score, self.result.best_step = score, done
-            self.best_state = copy.deepcopy(module.state_dict())
+            self.best_state = _snapshot(module)
             self.bad = 0
         else:
             self.bad += 1
@@ -224,7 +239,7 @@ class _DivergenceGuard:
 
     def __init__(self, factor: float | None, module: torch.nn.Module, start: int):
         self.factor, self.start = factor, start
-        self.low_state = copy.deepcopy(module.state_dict()) if factor is not None else None
+        self.low_state = _snapshot(module) if factor is not None else None
         self.low_step, self.low_loss = start, math.inf
         self.diverged, self.reason = False, ""
 
@@ -239,7 +254,7 @@ class _DivergenceGuard:
             return self.diverged
         if (done - self.start) % LOSS_WINDOW == 0 and recent < self.low_loss:
             self.low_loss, self.low_step = recent, done
-            self.low_state = copy.deepcopy(module.state_dict())
+            self.low_state = _snapshot(module)
         return False
 
 

@@ -137,6 +137,29 @@ def rows_in(embedded: torch.Tensor) -> Embed:
     return lambda indices: embedded if indices is None else embedded.index_select(0, indices)
 
 
+def embedded_once(embed: Embed) -> Embed:
+    """``embed`` for one step, with all N rows (``embed(None)``) computed at most once.
+
+    The first call for all rows computes them with the gradient, even under ``no_grad`` (the
+    detection pass), and later calls reuse them: detached under ``no_grad``, with the gradient
+    otherwise (the loss pass). The same product as two separate calls, with the same values and
+    the same backward, one (N, D) @ (D, r) product fewer a step. Rows by index are computed
+    each time.
+    """
+    everything = None
+
+    def embed_step(indices: torch.Tensor | None) -> torch.Tensor:
+        nonlocal everything
+        if indices is not None:
+            return embed(indices)
+        if everything is None:
+            with torch.enable_grad():
+                everything = embed(None)
+        return everything if torch.is_grad_enabled() else everything.detach()
+
+    return embed_step
+
+
 def linear_steps(model: LinearMap, data: torch.Tensor, sampling: str, draws: int):
     """``prepare_step`` of a linear map on rows of ``data`` (linear WARCA, Nyström features).
 
@@ -151,7 +174,7 @@ def linear_steps(model: LinearMap, data: torch.Tensor, sampling: str, draws: int
         return aon_penalty(model.weight)
 
     if not (sampling == "exact" or data.shape[0] <= DENSE_DETECTION_RATIO * draws):
-        return lambda: (embed, None, penalty)
+        return lambda: (embedded_once(embed), None, penalty)
 
     def prepare_step():
         everything = model(data)

@@ -363,7 +363,7 @@ class ClassBalancedBatchSampler(BatchSampler):
         int or an identically seeded generator (``None`` is refused with more than one replica).
         Each new pass over the sampler starts the next epoch (new shuffles in a plain loop, no
         call needed); :meth:`set_epoch` chooses the epoch of the next pass explicitly.
-        (``seed=`` before 0.2: it still works this release, with a ``FutureWarning``.)
+        (``seed=``, the former name, still works with a ``FutureWarning`` until 0.3.)
     num_replicas : int, optional
         Number of distributed processes; default ``torch.distributed``'s world size when it is
         initialised, else 1.

@@ -277,7 +277,8 @@ def _loss_on_violators(
     """Differentiable mean over rows of ``L(r̂)/v · Σ hinge`` using only the selected violators."""
     n_rows = found.anchors.shape[0]
     # the detectors list rows in ascending order (row-major nonzero; the sequential one cats
-    # two ascending halves), so their distinct values need no sort
+    # the ascending anchor-side rows and the same rows + n_pairs), so their distinct values
+    # need no sort
     active = torch.unique_consecutive(found.rows)
     slot = torch.full((n_rows,), -1, dtype=torch.long, device=found.rows.device)
     slot[active] = torch.arange(active.numel(), device=active.device)

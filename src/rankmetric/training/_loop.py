@@ -262,10 +262,10 @@ def _divergence(losses: list[float], threshold: float) -> str:
     """Why a windowed loss above ``threshold`` is a divergence, or ``""`` for a spike that is
     falling (:class:`_DivergenceGuard`'s rule; ``losses`` end above the threshold)."""
     w, span = LOSS_WINDOW, SPIKE_WINDOWS * LOSS_WINDOW
-    tail = np.asarray(losses[-(max(span, w + 1) + w - 1) :], dtype=np.float64)
-    windowed = np.convolve(tail, np.full(w, 1.0 / w), mode="valid")  # [-1]: the last step's
     if len(losses) < 2 * w:
         return ""  # judged from step 2 · LOSS_WINDOW, with a window's worth of earlier means
+    tail = np.asarray(losses[-(max(span, w + 1) + w - 1) :], dtype=np.float64)
+    windowed = np.convolve(tail, np.full(w, 1.0 / w), mode="valid")  # [-1]: the last step's
     if windowed[-1] >= windowed[-(w + 1) : -1].max():
         return f"not falling: at least as high as at each of the {w} steps before"
     if len(windowed) >= span and np.all(windowed[-span:] > threshold):

@@ -23,12 +23,15 @@ final fit -- the probes cut to a budget of steps, and the final fit warm-started
 first probe's map -- with each candidate's check verdict (its ``z``, the paired difference in
 standard errors, and whether its ``below`` agrees with the default check's).
 
-``--sequential`` (validation only): the held-out check's folds one at a time. On the inner
-halves of the sets with six classes or more (at most 2,000 rows each), WARCA's check is run with
-every fold; each fold's comparison (z: the difference in its standard errors), the all-folds
-verdict (``Z_BELOW``), and what two sequential rules replayed on the same folds keep of it:
-O'Brien–Fleming bounds either way (the check's rule since it was measured here) and stopping
-early only when above; with the verdict's agreement across two seeds of one split.
+``--sequential`` (validation only): the held-out check's folds one at a time, and what its
+standard error counts. On the inner halves of the sets with six classes or more (at most 2,000
+rows each), WARCA's check is run with every fold; each fold's comparison (z: the difference in
+the held-out items' standard errors), the pooled t over the held-out classes, and two rules
+replayed on the same folds: the items' standard error with normal O'Brien–Fleming bounds,
+warning only when below (the check before it counted classes), and the classes' with Student's
+t bounds, warning when below or not better (the check now); each with its agreement with the
+same rule run on every fold (whether it warns), the probes it runs, and whether two seeds of
+one inner split (other classes held out) give the same warning.
 
     OMP_NUM_THREADS=1 python benchmarks/bench_warca_small.py --select
     OMP_NUM_THREADS=1 python benchmarks/bench_warca_small.py --check --repeats 2
@@ -72,9 +75,11 @@ from rankmetric.datasets import load_dataset
 from rankmetric.estimators.warca import auto_schedule
 from rankmetric.training import (
     compare_with_reference,
+    critical_value,
     holdout_folds,
     pooled,
     sample_retrieval_items,
+    verdict,
 )
 
 SETS = ["digits", "wine", "wdbc"]
@@ -154,7 +159,7 @@ def compare(sets, repeats: int) -> None:
     print(
         "| data | N train | WARCA 3-NN % | NCA 3-NN % | WARCA CPU s (no check) | NCA CPU s "
         "| NCA ÷ WARCA (no check) | WARCA, cube window (not adopted): CPU s (3-NN %) "
-        "| check: probes run / planned (fits below) |"
+        "| check: probes run / planned (fits warned) |"
     )
     print("|---|---|---|---|---|---|---|---|---|")
     for name in sets:
@@ -184,7 +189,8 @@ def compare(sets, repeats: int) -> None:
                     check = est.get_params().get("held_out_check") and est.held_out_check_
                     if check and check["status"] == "done":
                         n = check["n_folds"]
-                        checks.append((n, check.get("folds_planned", n), check["below"]))
+                        warned = check.get("verdict", "below" if check["below"] else "") in WARNS
+                        checks.append((n, check.get("folds_planned", n), warned))
             for side in SIDES:
                 times[side].append(np.median(per_fold[side]))
         w, bare, n = (np.mean(times[side]) for side in ("WARCA", "WARCA, no check", "NCA"))
@@ -243,7 +249,7 @@ def emulated_check(
     )
     folds = folds[:1] if one_fold else folds
     rng, results, probes = np.random.default_rng(seed), [], []
-    for (train, held), bound in zip(folds, sequential_bounds(len(folds)), strict=True):
+    for (train, held), z_bound in zip(folds, sequential_bounds(len(folds)), strict=True):
         probe = WARCA(random_state=seed, held_out_check=False)
         if max_iter is not None:
             probe.set_params(max_iter=max_iter)
@@ -253,9 +259,11 @@ def emulated_check(
             compare_with_reference(probe.transform(X[items]), X[items], codes[items], metric="map")
         )
         result = pooled(results)
+        bound = critical_value(z_bound, result["dof"])
         if not all_folds and abs(result["difference"]) > bound * result["standard_error"]:
             break
-    result["below"] = bool(result["difference"] < -bound * result["standard_error"])
+    result["verdict"] = verdict(result, bound)
+    result["below"] = result["verdict"] == "below"
     result["folds"] = results
     return result, probes
 
@@ -368,40 +376,52 @@ def sequential_bounds(n_folds: int, z: float = Z_BELOW, step: float = 0.01) -> t
     return tuple(float(b) for b in c * np.sqrt(n_folds / np.arange(1, n_folds + 1)))
 
 
-def sequential_verdict(folds: list[dict], rule: str) -> tuple[bool, int]:
-    """``(below, folds run)`` of a sequential rule on the check's per-fold comparisons.
+#: ``--sequential``'s two rules: the standard error over the held-out items with normal
+#: bounds, warning only when below (the check before it counted classes), and over the
+#: held-out classes with Student's t bounds, warning when below or not better (the check now).
+RULES_SEEN = ("items", "classes")
 
-    ``"obf"``: after each fold, stop when the pooled difference is beyond the O'Brien–Fleming
-    boundary either way (below: warn; above: no warning); the last fold's boundary decides.
-    ``"futility"``: stop early only when above (non-binding: the false-alarm rate stays at most
-    ``norm.sf(Z_BELOW)``); below is decided after every fold at ``Z_BELOW``, as the check does.
+
+def sequential_verdict(folds: list[dict], scale: str, sequential: bool = True) -> tuple[str, int]:
+    """``(verdict, folds run)`` of the check's rule on its per-fold comparisons.
+
+    After each fold, stop when the pooled difference is beyond the O'Brien–Fleming boundary
+    either way; the last fold's boundary decides (``sequential=False``: every fold, then one
+    look at ``Z_BELOW``). ``scale="items"``: the queries' standard error and the normal bound,
+    and the verdict is ``"below"`` or ``"-"`` (the old rule warned only when below);
+    ``"classes"``: the check's own (:func:`rankmetric.training.verdict`).
     """
-    bounds = sequential_bounds(len(folds))
+    last = (Z_BELOW,)
+    bounds = sequential_bounds(len(folds)) if sequential else (np.inf,) * (len(folds) - 1) + last
     for k in range(1, len(folds) + 1):
-        r = pooled(folds[:k])
-        z = r["difference"] / r["standard_error"] if r["standard_error"] > 0 else 0.0
-        if k == len(folds):
-            return bool(z < -(bounds[-1] if rule == "obf" else Z_BELOW)), k
-        if z > bounds[k - 1]:
-            return False, k
-        if rule == "obf" and z < -bounds[k - 1]:
-            return True, k
+        r = dict(pooled(folds[:k]))
+        bound = bounds[k - 1]
+        if scale == "items":
+            r["standard_error"] = r["item_standard_error"]
+        else:
+            bound = critical_value(bound, r["dof"])
+        if k == len(folds) or abs(r["difference"]) > bound * r["standard_error"]:
+            said = verdict(r, bound)
+            return (said if scale == "classes" or said == "below" else "-"), k
     raise AssertionError("unreachable")
 
 
+WARNS = ("below", "not better")
+
+
 def sequential(sets, seeds: int) -> None:
-    """Per-fold verdicts of the default check on inner fits and what sequential rules keep."""
-    rules = ("obf", "futility")
+    """The check's two rules (:data:`RULES_SEEN`) on the same inner fits' folds: what each says,
+    the probes each runs, and whether two seeds of one inner split (other classes held out) say
+    the same."""
     bounds = "; ".join(f"{k} folds {np.round(sequential_bounds(k), 3).tolist()}" for k in (2, 3))
-    print(f"O'Brien–Fleming bounds (one-sided, {Z_BELOW} at one look): {bounds}")
+    print(f"O'Brien–Fleming bounds (one-sided, {Z_BELOW} at one look, normal): {bounds}")
     print(
-        "| data | fits | fold z per fit (learned − Euclidean mAP ÷ SE) | below (all folds) "
-        "| spread of fold z (SD) | O'B–F: below, agree, probes | futility: below, agree, probes "
-        "| replicate agreement: all folds, O'B–F | CPU s: fit alone, one probe |"
+        "| data | fits | fold z per fit (items' SE) | pooled t, all folds (classes' SE, dof) "
+        "| items rule: warned, agree, probes | classes rule: below, not better, agree, probes "
+        "| same warning on two seeds: items, classes | CPU s: fit alone, one probe |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
-    total = {"fits": 0, "pairs": 0, "rep_full": 0, "rep_obf": 0, "planned": 0}
-    total.update({f"{r}_{k}": 0 for r in rules for k in ("agree", "folds")})
+    print("|---|---|---|---|---|---|---|---|")
+    total = {"fits": 0, "pairs": 0, "planned": 0}
     for name in sets:
         data = load_dataset(name)
         X, y = data.X.astype(np.float64), data.y
@@ -427,49 +447,60 @@ def sequential(sets, seeds: int) -> None:
                     break
                 probe_s = (time.process_time() - start) / len(probes)
                 folds = result["folds"]
-                z = [fo["difference"] / fo["standard_error"] for fo in folds]
-                verdicts = {ru: sequential_verdict(folds, ru) for ru in rules}
-                full = pooled(folds)  # the check before sequential folds: every fold, Z_BELOW
-                below = bool(full["difference"] < -Z_BELOW * full["standard_error"])
-                fits.append((i, below, z, verdicts, fit_s, probe_s))
+                z = [fo["difference"] / fo["item_standard_error"] for fo in folds]
+                full = pooled(folds)
+                said = {ru: sequential_verdict(folds, ru) for ru in RULES_SEEN}
+                once = {ru: sequential_verdict(folds, ru, sequential=False)[0] for ru in RULES_SEEN}
+                t_all = (full["difference"] / full["standard_error"], full["dof"])
+                fits.append((i, z, t_all, said, once, fit_s, probe_s))
         if not fits:
-            print(f"| {name} | 0 (check skipped) | | | | | | | |")
+            print(f"| {name} | 0 (check skipped) | | | | | | |")
             continue
-        planned = sum(len(fit[2]) for fit in fits)
+        planned = sum(len(fit[1]) for fit in fits)
         cells = []
-        for ru in rules:
-            agree = sum(fit[3][ru][0] == fit[1] for fit in fits)
+        for ru in RULES_SEEN:
+            agree = sum((fit[3][ru][0] in WARNS) == (fit[4][ru] in WARNS) for fit in fits)
             run = sum(fit[3][ru][1] for fit in fits)
-            below = sum(fit[3][ru][0] for fit in fits)
-            cells.append(f"{below}, {agree}/{len(fits)}, {run}/{planned}")
-            total[f"{ru}_agree"] += agree
-            total[f"{ru}_folds"] += run
+            counts = [sum(fit[3][ru][0] == v for fit in fits) for v in WARNS]
+            shown = f"{counts[0] + counts[1]}" if ru == "items" else f"{counts[0]}, {counts[1]}"
+            cells.append(f"{shown}, {agree}/{len(fits)}, {run}/{planned}")
+            for key, value in ((f"{ru}_agree", agree), (f"{ru}_folds", run)):
+                total[key] = total.get(key, 0) + value
+            for v, c in zip(WARNS, counts, strict=True):
+                total[f"{ru}_{v}"] = total.get(f"{ru}_{v}", 0) + c
         by_split = {}  # the first two seeds of each inner split: the check redone on new draws
         for fit in fits:
             by_split.setdefault(fit[0], []).append(fit)
         pairs = [same[:2] for same in by_split.values() if len(same) >= 2]
-        rep_full = sum(a[1] == b[1] for a, b in pairs)
-        rep_obf = sum(a[3]["obf"][0] == b[3]["obf"][0] for a, b in pairs)
+        same_warning = {
+            ru: sum((a[3][ru][0] in WARNS) == (b[3][ru][0] in WARNS) for a, b in pairs)
+            for ru in RULES_SEEN
+        }
+        for ru in RULES_SEEN:
+            total[f"rep_{ru}"] = total.get(f"rep_{ru}", 0) + same_warning[ru]
         total.update(
             fits=total["fits"] + len(fits), pairs=total["pairs"] + len(pairs),
-            rep_full=total["rep_full"] + rep_full, rep_obf=total["rep_obf"] + rep_obf,
             planned=total["planned"] + planned,
         )  # fmt: skip
-        spread = np.median([np.std(fit[2], ddof=1) for fit in fits])
-        zs = "; ".join(" ".join(f"{v:+.1f}" for v in fit[2]) for fit in fits)
+        zs = "; ".join(" ".join(f"{v:+.1f}" for v in fit[1]) for fit in fits)
+        ts = "; ".join(f"{fit[2][0]:+.1f}" for fit in fits)
         print(
-            f"| {name} | {len(fits)} | {zs} | {sum(fit[1] for fit in fits)} | {spread:.2f} | "
-            f"{cells[0]} | {cells[1]} | {rep_full}/{len(pairs)}, {rep_obf}/{len(pairs)} | "
-            f"{np.median([fit[4] for fit in fits]):.3f}, "
-            f"{np.median([fit[5] for fit in fits]):.3f} |",
+            f"| {name} | {len(fits)} | {zs} | {ts} (dof {fits[0][2][1]}) | {cells[0]} | "
+            f"{cells[1]} | {same_warning['items']}/{len(pairs)}, "
+            f"{same_warning['classes']}/{len(pairs)} | "
+            f"{np.median([fit[5] for fit in fits]):.3f}, "
+            f"{np.median([fit[6] for fit in fits]):.3f} |",
             flush=True,
         )
     t = total
+    if not t["fits"]:
+        return
     print(
-        f"| all | {t['fits']} | | | "
-        f"| {t['obf_agree']}/{t['fits']}, {t['obf_folds']}/{t['planned']} "
-        f"| {t['futility_agree']}/{t['fits']}, {t['futility_folds']}/{t['planned']} "
-        f"| {t['rep_full']}/{t['pairs']}, {t['rep_obf']}/{t['pairs']} | |"
+        f"| all | {t['fits']} | | "
+        f"| {t['items_below']}, {t['items_agree']}/{t['fits']}, {t['items_folds']}/{t['planned']} "
+        f"| {t['classes_below']}, {t['classes_not better']}, {t['classes_agree']}/{t['fits']}, "
+        f"{t['classes_folds']}/{t['planned']} "
+        f"| {t['rep_items']}/{t['pairs']}, {t['rep_classes']}/{t['pairs']} | |"
     )
 
 

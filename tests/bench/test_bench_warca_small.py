@@ -34,11 +34,14 @@ def test_the_emulated_check_equals_warcas_own_check(script, digits):
         own = WARCA(random_state=seed).fit(X, y).held_out_check_
         result, probes = script.emulated_check(X, y, seed)
         assert own["status"] == "done" and len(probes) == own["n_folds"]
+        z_bound = script.sequential_bounds(3)[own["n_folds"] - 1]
         assert own["folds_planned"] == 3 and own["bound"] == pytest.approx(
-            script.sequential_bounds(3)[own["n_folds"] - 1], abs=1e-4
+            script.critical_value(z_bound, own["dof"]), abs=1e-4
         )
-        for key in ("learned", "reference", "difference", "standard_error", "n_queries", "below"):
+        keys = ("learned", "reference", "difference", "standard_error", "n_queries", "dof")
+        for key in (*keys, "item_standard_error", "below"):
             assert result[key] == pytest.approx(own[key], rel=1e-6), key
+        assert result["verdict"] == own["verdict"]
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
@@ -67,24 +70,37 @@ def test_the_sequential_bounds_keep_the_checks_false_alarm_rate(script):
         assert crossed == pytest.approx(0.05, abs=0.0015)
 
 
-def fold(z):
-    return {"metric": "map", "learned": 0.5 + 0.01 * z, "reference": 0.5,
-            "difference": 0.01 * z, "standard_error": 0.01, "n_queries": 100}  # fmt: skip
+def normal_folds(script, monkeypatch, zs):
+    """Folds whose pooled difference after ``k`` folds is ``mean(zs[:k])`` in standard errors of
+    ``1 / sqrt(k)`` (items' and classes' alike, with very many classes: normal bounds)."""
+
+    def pooled(folds):
+        k = len(folds)
+        se = 0.01 / np.sqrt(k)
+        return {"difference": 0.01 * np.mean(folds), "standard_error": se,
+                "item_standard_error": se, "dof": 10**9}  # fmt: skip
+
+    monkeypatch.setattr(script, "pooled", pooled)
+    return list(zs)
 
 
 @pytest.mark.parametrize(
-    ("zs", "obf", "futility"),
+    ("zs", "classes", "items", "every_fold"),
     [
-        ([-4.0, 2.0, 2.0], (True, 1), (False, 3)),  # decisive below: O'B–F stops; futility runs on
-        ([4.0, -9.0, -9.0], (False, 1), (False, 1)),  # decisive above: both stop, no warning
-        ([-2.0, -0.5, -1.0], (True, 3), (True, 3)),  # ambiguous: every fold, then the last bound
-        ([0.0, -2.0, -0.87], (False, 3), (True, 3)),  # pooled -1.66: between 1.645 and 1.710
+        ([-4.0, 2.0, 2.0], ("below", 1), ("below", 1), "level"),  # decisive below: stops
+        ([4.0, -9.0, -9.0], ("better", 1), ("-", 1), "below"),  # decisive above: no warning
+        ([-2.0, -0.5, -1.0], ("below", 3), ("below", 3), "below"),  # pooled -2.02 at the last
+        ([0.0, -2.0, -0.87], ("not better", 3), ("-", 3), "below"),  # -1.66: 1.645 < it < 1.710
+        ([0.5, 1.0, -0.5], ("level", 3), ("-", 3), "level"),
     ],
 )
-def test_sequential_rules_stop_only_when_decisive(script, zs, obf, futility):
-    folds = [fold(z) for z in zs]
-    assert script.sequential_verdict(folds, "obf") == obf
-    assert script.sequential_verdict(folds, "futility") == futility
+def test_sequential_rules_stop_only_when_decisive(
+    script, monkeypatch, zs, classes, items, every_fold
+):
+    folds = normal_folds(script, monkeypatch, zs)
+    assert script.sequential_verdict(folds, "classes") == classes
+    assert script.sequential_verdict(folds, "items") == items
+    assert script.sequential_verdict(folds, "classes", sequential=False) == (every_fold, 3)
 
 
 def test_profile_times_every_phase_and_puts_the_functions_back(script, capsys):

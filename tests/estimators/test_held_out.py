@@ -5,6 +5,7 @@ import warnings
 
 import numpy as np
 import pytest
+import torch
 from sklearn.datasets import load_digits
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import roc_auc_score
@@ -33,6 +34,7 @@ from rankmetric.estimators._held_out import (
     pair_groups,
 )
 from rankmetric.estimators.spd import SPDNetEmbedding
+from rankmetric.training import critical_value, per_query_retrieval, pooled, verdict
 
 #: Fast settings: each fit of the unseen-class test takes seconds on one CPU thread.
 LEARNERS = {
@@ -49,9 +51,10 @@ LEARNERS = {
 
 
 def count_every_metric_below(monkeypatch):
-    """Every learned metric counts as below its reference, at the first fold."""
+    """Every learned metric counts as below its reference, at the first decisive fold."""
     bounds = {k: (-1e6,) * k for k in range(1, _held_out.MAX_FOLDS + 1)}
     monkeypatch.setattr(_held_out, "SEQUENTIAL_BOUNDS", bounds)
+    monkeypatch.setattr(_held_out, "verdict", lambda result, bound: "below")
 
 
 @pytest.fixture(scope="module")
@@ -81,8 +84,10 @@ def test_unseen_classes_beat_euclidean_or_warn_and_fallback_is_never_below(unsee
     auc = roc_auc_score(same, -est.pair_distances(X1, X2))
     assert check["status"] == "done" and check["folds_planned"] == 3  # 2 of 6 classes a fold
     assert check["n_groups"] == 2 * check["n_folds"]  # the folds run: until decisive
-    assert bool(held_out) == check["below"] == check["fallback"]
-    if check["below"]:
+    warns = check["verdict"] in _held_out.WARNED
+    assert bool(held_out) == warns == check["fallback"]
+    assert check["below"] == (check["verdict"] == "below")
+    if warns:
         assert held_out[0].filename == __file__  # points at the user's line
         assert len(str(held_out[0].message)) < 300
         assert auc == pytest.approx(euclidean, abs=1e-4)  # the reference (up to rounding ties)
@@ -92,16 +97,90 @@ def test_unseen_classes_beat_euclidean_or_warn_and_fallback_is_never_below(unsee
 
 
 def test_the_folds_run_one_at_a_time_until_the_comparison_is_decisive(monkeypatch):
-    X, y = make_gaussian_clusters(240, 6, 8, n_informative=3, random_state=0)
+    X, y = make_gaussian_clusters(500, 25, 8, n_informative=3, random_state=1)
     early = KISSME().fit(X, y).held_out_check_
     assert early["folds_planned"] == 3 and early["n_folds"] == 2 and early["n_groups"] == 4
-    assert early["bound"] == _held_out.SEQUENTIAL_BOUNDS[3][1] and not early["below"]
+    assert early["dof"] == 3 and early["verdict"] == "better" and not early["below"]
+    assert early["bound"] == critical_value(_held_out.SEQUENTIAL_BOUNDS[3][1], 3)  # Student's t
     assert early["difference"] > early["bound"] * early["standard_error"]  # decisively above
     # Never decisive before the last fold: all three run, and the last bound decides.
     monkeypatch.setattr(_held_out, "SEQUENTIAL_BOUNDS", {3: (np.inf, np.inf, 1.645)})
     every = KISSME().fit(X, y).held_out_check_
-    assert every["n_folds"] == 3 and every["n_groups"] == 6 and every["bound"] == 1.645
+    assert every["n_folds"] == 3 and every["n_groups"] == 6
+    assert every["bound"] == critical_value(1.645, 5) == pytest.approx(2.015, abs=1e-3)
     assert every["n_queries"] > early["n_queries"] and not every["below"]
+
+
+def class_effects(seed=0):
+    """Six held-out classes of 40 items in three folds of two, where the learned embedding is
+    clearly better on some classes and clearly worse on others: the items' noise is small, the
+    classes' large."""
+    rng = np.random.default_rng(seed)
+    folds = []
+    for fold in range(3):
+        groups = np.repeat([2 * fold, 2 * fold + 1], 40)
+        centres = rng.normal(size=(2, 8)) * 1.2
+        reference = centres[groups - 2 * fold] + rng.normal(size=(80, 8))
+        better = groups % 2 == fold % 2  # one class of each fold gains, the other loses
+        scale = np.where(better, 0.5, 1.6 + 0.2 * fold)[:, None]
+        learned = centres[groups - 2 * fold] + scale * rng.normal(size=(80, 8))
+        folds.append((learned, reference, groups))
+    return folds
+
+
+def test_the_standard_error_counts_the_held_out_classes_not_the_items():
+    results = [compare_with_reference(a, b, g, metric="map") for a, b, g in class_effects()]
+    out = pooled(results)
+    assert out["n_groups"] == 6 and out["dof"] == 5 and out["n_queries"] == 240
+    # By definition: per-query differences summed per class around the pooled mean (CR1).
+    d = np.concatenate(
+        [
+            per_query_retrieval(torch.as_tensor(a), torch.as_tensor(g), "map").numpy()
+            - per_query_retrieval(torch.as_tensor(b), torch.as_tensor(g), "map").numpy()
+            for a, b, g in class_effects()
+        ]
+    )
+    groups = np.concatenate([g for _, _, g in class_effects()])
+    assert out["difference"] == pytest.approx(d.mean())
+    sums = np.array([np.sum(d[groups == k] - d.mean()) for k in range(6)])
+    assert out["standard_error"] == pytest.approx(np.sqrt(6 / 5 * np.sum(sums**2)) / 240)
+    # The items' standard error says "decisive"; the classes' says "within the noise".
+    assert out["difference"] / out["item_standard_error"] < -3
+    assert verdict(out, critical_value(1.645, out["dof"])) in ("not better", "level")
+
+
+def test_pairs_between_two_groups_count_in_both_once():
+    """The dyadic sum: every two pairs that share a group covary; brute force on 60 pairs."""
+    rng = np.random.default_rng(3)
+    ga, gb = rng.integers(0, 5, 60), rng.integers(0, 5, 60)
+    similar = ga == gb
+    similar[:4] = True
+    d_ref = rng.normal(size=60) - similar
+    d_learned = d_ref + rng.normal(size=60)
+    out = compare_with_reference(d_learned, d_ref, similar, metric="roc_auc", pair_groups=(ga, gb))
+    # Each pair's influence on the AUC difference, from its placement values by brute force.
+    pos, neg = np.flatnonzero(similar), np.flatnonzero(~similar)
+
+    def placements(dist):
+        below = (dist[neg][None, :] > dist[pos][:, None]) + 0.5 * (
+            dist[neg][None, :] == dist[pos][:, None]
+        )
+        return below.mean(axis=1), below.mean(axis=0)
+
+    (l10, l01), (r10, r01) = placements(d_learned), placements(d_ref)
+    theta = l10.mean() - r10.mean()
+    psi = np.empty(60)
+    psi[pos], psi[neg] = (l10 - r10 - theta) / len(pos), (l01 - r01 - theta) / len(neg)
+    share = np.array(
+        [[len({ga[p], gb[p]} & {ga[q], gb[q]}) > 0 for q in range(60)] for p in range(60)]
+    )
+    n_groups = len(np.unique(np.concatenate([ga, gb])))
+    expected = np.sqrt(n_groups / (n_groups - 1) * psi @ share @ psi)
+    assert out["difference"] == pytest.approx(theta)
+    assert out["n_groups"] == n_groups and out["standard_error"] == pytest.approx(expected)
+    alone = compare_with_reference(d_learned, d_ref, similar, metric="roc_auc")
+    assert alone["n_groups"] == 60  # no groups: each pair its own (about DeLong's)
+    assert alone["standard_error"] == pytest.approx(alone["item_standard_error"], rel=0.05)
 
 
 def test_the_check_does_not_change_the_model():
@@ -238,7 +317,8 @@ def test_pair_classifier_passes_the_check_to_its_learner(unseen_digits, monkeypa
         clf.fit(pairs, labels)
     check = clf.held_out_check_
     assert check is clf.learner_.held_out_check_ and check["metric"] == "roc_auc"
-    assert check["below"] == any("held-out check" in str(w.message) for w in caught)
+    warned = any("held-out check" in str(w.message) for w in caught)
+    assert warned == (check["verdict"] in _held_out.WARNED) == check["fallback"]
     auc = roc_auc_score(same, -clf.learner_.pair_distances(X1, X2))
     assert auc > euclidean or auc == pytest.approx(euclidean, abs=1e-4)
     off = PairClassifier(KISSME(), points=X, held_out_check=False).fit(pairs, labels)
@@ -290,7 +370,8 @@ def test_multi_metric_lmnn_is_checked_on_held_out_samples_of_its_classes(monkeyp
         warnings.simplefilter("ignore", ConvergenceWarning)
         est = MultiMetricLMNN(**params).fit(X, y)
     check = est.held_out_check_
-    assert check["metric"] == "accuracy" and check["n_queries"] == 30 and check["n_groups"] == 3
+    assert check["metric"] == "accuracy" and check["n_queries"] == 30
+    assert check["n_groups"] == 30  # samples of its training classes: each counts alone
     count_every_metric_below(monkeypatch)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

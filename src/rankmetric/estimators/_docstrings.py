@@ -16,7 +16,8 @@ held_out_check : {"auto", True, False}, default="auto"
     After the fit, the same settings are fitted again on part of the classes (with pairs: of the
     groups the similar pairs join) and the learned distance is compared with the reference on
     the classes held out (``held_out_check_``): with few classes up to three such fits, one at a
-    time until the comparison is decisive either way. Below it beyond noise, the fit issues an
+    time until the comparison is decisive either way, its noise counted over the held-out
+    classes. Below it (beyond that noise, or within it: "not better"), the fit issues an
     :class:`~rankmetric.training.UntrainedModelWarning`. ``"auto"`` skips it with fewer than 6
     groups (``held_out_check_`` says so), True then also warns, False switches it off. The model
     returned does not depend on it. ``docs/reliability.md``, "Never worse than Euclidean without
@@ -24,8 +25,8 @@ held_out_check : {"auto", True, False}, default="auto"
 
 _FALLBACK = """\
 fallback : {None, "reference"}, default=None
-    ``"reference"``: when the check finds the learned distance below, return the
-    reference instead: """
+    ``"reference"``: when the check finds the learned distance below (or not better), return
+    the reference instead: """
 
 _STACKED_PAIRS = """\
 pairs : ndarray of shape (n_pairs, 2, n_features), (n_pairs, 2 · n_features) or (n_pairs, 2)

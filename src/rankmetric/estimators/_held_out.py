@@ -13,30 +13,34 @@ untrained network for the SPD networks):
   rotate through up to :data:`MAX_FOLDS` disjoint folds (:func:`held_out_folds`);
 * pairs and triplets: the ROC AUC of the held-out pairs (both members in held-out groups);
 * a classifier of its training classes (``MultiMetricLMNN``): 20 % of each class's samples held
-  out, its k-NN accuracy there against the Euclidean k-NN rule's.
+  out, its k-NN accuracy there against the Euclidean k-NN rule's (each sample counts alone in
+  the standard error: the classes are its training ones).
 
 Fits inside scikit-learn's cross-validation skip it (``"auto"``): the search scores held-out
 folds itself, and its final refit is checked.
 
-The comparison is paired (the same queries, the same pairs): the standard error of the mean
-per-query difference, or DeLong's for two correlated AUCs. The folds run one at a time, each a
-probe fit: after each, the comparison pooled over the folds so far ends the check when it is
-beyond :data:`SEQUENTIAL_BOUNDS` either way (O'Brien–Fleming boundaries: 2.96, 2.09, 1.71
-standard errors after folds 1, 2, 3 of three), so that a level comparison is called below no
-more often than one look at ``Z_BELOW`` (1.645, one-sided 5 %) would; an undecided comparison
-runs every fold. On inner splits of digits, vowel, glass, satellite and letter this ran 73 of
-112 probe fits and gave the all-folds verdict in 39 of 40 fits
-(``benchmarks/bench_warca_small.py --sequential``); the folds' own comparisons spread more
-than their standard errors say (the held-out classes differ), for the full check as for this
-rule (``docs/reliability.md``). The learned distance is **below** the
-reference when the difference is below ``-bound`` standard errors at the last look (``bound``:
-``Z_BELOW`` with one fold); then the fit issues an
-:class:`~rankmetric.training.UntrainedModelWarning` (how much, on what, what to try) and, with
-``fallback="reference"``, the estimator returns the reference metric instead (its transform
-becomes the identity of the same preprocessing). The model returned without fallback is the one
+The comparison is paired (the same queries, the same pairs), and its standard error is counted
+over the held-out **groups**, not the items (:func:`rankmetric.training.pooled`: each query's or
+pair's influence summed per group, a pair between two groups in both; Student's t with groups − 1
+degrees of freedom): which classes happen to be held out moves the difference far more than the
+items' noise (on inner splits of digits and satellite the folds' item-level z spread with SDs of
+2.9 and 5.4, ``docs/reliability.md``). The folds run one at a time, each a probe fit: after
+each, the comparison pooled over the folds so far ends the check when it is beyond
+:data:`SEQUENTIAL_BOUNDS` either way (O'Brien–Fleming boundaries: 2.96, 2.09, 1.71 normal
+standard errors after folds 1, 2, 3 of three, each turned into Student's t at that look's degrees
+of freedom by :func:`rankmetric.training.critical_value`), so that a level comparison is called
+below no more often than one look at ``Z_BELOW`` (1.645, one-sided 5 %) would; an undecided
+comparison runs every fold. The verdict (:func:`rankmetric.training.verdict`): **below** or
+**better** beyond the last look's ``bound``; within it, **not better** when the difference is
+negative, else **level**. Below and not better issue an
+:class:`~rankmetric.training.UntrainedModelWarning` (how much, on what, what to try; "never worse
+than Euclidean without saying so": with few held-out classes a real loss is often within the
+noise, and the user is told), and with ``fallback="reference"`` the estimator returns the
+reference metric instead (its transform becomes the identity of the same preprocessing: the
+better-scoring of the two on the held-out groups). The model returned without fallback is the one
 fitted on all the data: the check never changes it. The result is the fitted attribute
-``held_out_check_`` (with ``n_folds`` run of ``folds_planned``, and the ``bound`` applied);
-fewer than :data:`MIN_GROUPS` groups with two items skip the check, which
+``held_out_check_`` (with ``n_folds`` run of ``folds_planned``, the ``bound`` applied and the
+``verdict``); fewer than :data:`MIN_GROUPS` groups with two items skip the check, which
 ``held_out_check_`` says (and, with ``held_out_check=True``, a warning at each fit).
 
 :func:`held_out_folds`, :func:`pair_groups`, :func:`compare_with_reference`
@@ -65,10 +69,12 @@ from .._validation.compat import warn_at_caller
 from ..training import (
     UntrainedModelWarning,
     compare_with_reference,
+    critical_value,
     holdout_folds,
     pooled,
     sample_retrieval_items,
     split_validation,
+    verdict,
 )
 from ._supervision import check_pair_supervision, check_triplet_supervision, pairs_from_triplets
 
@@ -106,6 +112,9 @@ Z_BELOW = 1.645
 #: ``Z_BELOW`` (``benchmarks/bench_warca_small.py``'s ``sequential_bounds`` computes them;
 #: ``tests/bench/test_bench_warca_small.py`` checks these against it and by simulation).
 SEQUENTIAL_BOUNDS = {1: (Z_BELOW,), 2: (2.37317, 1.67809), 3: (2.96135, 2.09399, 1.70974)}
+#: The verdicts that warn (and fall back with ``fallback="reference"``): below the reference
+#: beyond the bound, or below it within the noise (:func:`rankmetric.training.verdict`).
+WARNED = ("below", "not better")
 #: Most held-out items ranked (whole groups drawn beyond), most held-out pairs scored.
 MAX_HELD_OUT_ITEMS = 2000
 MAX_HELD_OUT_PAIRS = 200_000
@@ -251,18 +260,18 @@ def run_held_out_check(est, fit: Callable, args: tuple, kwargs: dict) -> None:
     bounds, results = SEQUENTIAL_BOUNDS[len(task.folds)], []
     with warnings.catch_warnings():  # what matters of these fits is the comparison
         warnings.simplefilter("ignore")
-        for fold, bound in zip(task.folds, bounds, strict=True):  # a fresh probe for each fold
+        for fold, z_bound in zip(task.folds, bounds, strict=True):  # a fresh probe each fold
             results.append(task.score_fold(_probe(est), fit, *fold))
             result = pooled(results)
+            bound = critical_value(z_bound, result["dof"])
             if abs(result["difference"]) > bound * result["standard_error"]:
                 break  # decisive either way; the last fold's bound always decides
-    below = bool(result["difference"] < -bound * result["standard_error"])
-    n_groups = sum(task.held_groups[: len(results)])
+    said = verdict(result, bound)
     result.update(n_folds=len(results), folds_planned=len(task.folds), bound=bound)
-    result.update(n_groups=n_groups, held_out=task.what)
-    result.update(status="done", below=below, fallback=False)
+    result.update(held_out=task.what, status="done", verdict=said, below=said == "below")
+    result.update(fallback=False)
     est.held_out_check_ = result
-    if result["below"]:
+    if said in WARNED:
         if est.fallback == "reference":
             _fall_back(est, fit, args, kwargs)
             result["fallback"] = True
@@ -315,10 +324,15 @@ def _fall_back(est, fit, args, kwargs) -> None:
 def _warn_below(est, r: dict) -> None:
     what = {"roc_auc": "ROC AUC", "map": "mAP", "accuracy": "k-NN accuracy"}.get(r["metric"])
     reference = "the untrained network" if est._reference_params else "the Euclidean distance"
+    how = (
+        "worse than no metric learning"
+        if r["verdict"] == "below"
+        else "not better than no metric learning (below it, within the noise)"
+    )
     warn_at_caller(
         f"{type(est).__name__} held-out check: {what} {r['learned']:.3f} vs {r['reference']:.3f} "
         f"for {reference} ({r['difference']:+.3f} ± {r['standard_error']:.3f}) on "
-        f"{r['n_groups']} {r['held_out']} held out of the fit: worse than no metric learning. "
+        f"{r['n_groups']} {r['held_out']} held out of the fit: {how}. "
         + (
             "fallback='reference': the reference was returned."
             if r["fallback"]
@@ -349,7 +363,6 @@ class _Task(NamedTuple):
 
     score_fold: Callable
     folds: list
-    held_groups: list[int]  # groups held out by each fold
     what: str
 
 
@@ -399,8 +412,7 @@ def _label_task(est, bound: dict) -> _Task:
             cameras=rows["cameras"][items] if "cameras" in rows else None,
         )
 
-    n_held = [len(np.unique(groups[held])) for _, held in folds]
-    return _Task(score_fold, folds, n_held, "identities" if "cameras" in rows else "classes")
+    return _Task(score_fold, folds, "identities" if "cameras" in rows else "classes")
 
 
 def _classifier_task(est, bound: dict) -> _Task:
@@ -426,8 +438,7 @@ def _classifier_task(est, bound: dict) -> _Task:
             metric="accuracy",
         )
 
-    n_classes = len(np.unique(codes[held]))
-    return _Task(score_fold, [(train, held)], [n_classes], "classes' samples")
+    return _Task(score_fold, [(train, held)], "samples of its classes")
 
 
 def _reference_embedding(est, probe, fit, X_train, y_train, fitted_rows):
@@ -501,7 +512,8 @@ def _graph_task(est, X, a, b, targets, refit) -> _Task:
         learned = probe.pair_distances(X[pa], X[pb])
         ref_a, ref_b = probe._held_out_reference(X[pa]), probe._held_out_reference(X[pb])
         reference = np.sqrt(paired_squared_euclidean(ref_a, ref_b))
-        return compare_with_reference(learned, reference, sim, metric="roc_auc")
+        return compare_with_reference(
+            learned, reference, sim, metric="roc_auc", pair_groups=(groups[pa], groups[pb])
+        )
 
-    n_held = [len(np.unique(groups[rows[held]])) for _, held in folds]
-    return _Task(score_fold, held_masks, n_held, "groups of pairs")
+    return _Task(score_fold, held_masks, "groups of pairs")

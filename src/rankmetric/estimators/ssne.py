@@ -173,7 +173,7 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
     %(checkpoint)s
     %(held_out_check_only)s
     fallback : {None, "reference"}, default=None
-        ``"reference"``: when the check finds the learned distance below, return the
+        ``"reference"``: when the check finds the learned distance below (or not better), return the
         reference instead: ``transform`` returns its input (the Euclidean distance;
         ``score_pairs`` is ``1 − d²/2``).
     %(patience)s

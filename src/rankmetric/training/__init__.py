@@ -16,7 +16,9 @@
 """
 
 from ._comparison import compare_with_reference as compare_with_reference
+from ._comparison import critical_value as critical_value
 from ._comparison import pooled as pooled
+from ._comparison import verdict as verdict
 from ._fingerprint import RESUMABLE_PARAMS as RESUMABLE_PARAMS
 from ._fingerprint import fit_fingerprint
 from ._loop import (

@@ -173,14 +173,15 @@ class MultiMetricLMNN(HeldOutCheckMixin, ParameterValidationMixin, ClassifierMix
     held_out_check : {"auto", True, False}, default="auto"
         After the fit, the same settings are fitted again without 20 % of each class's samples, and
         on those the k-NN accuracy of the learned rule is compared with the Euclidean k-NN rule's
-        (``held_out_check_``); below it beyond noise, the fit issues an
+        (``held_out_check_``; each held-out sample counts alone: the classes are the training
+        ones); below it (beyond noise, or within it), the fit issues an
         :class:`~rankmetric.training.UntrainedModelWarning`. ``"auto"`` skips it when too few
         samples can be held out (``held_out_check_`` says why), True then also warns, False switches
         it off. The model returned does not depend on it. ``docs/reliability.md``, "Never worse than
         Euclidean without saying so".
     fallback : {None, "reference"}, default=None
-        ``"reference"``: when the check finds the learned rule below, return the Euclidean
-        k-NN rule instead (every ``L_c`` becomes the identity).
+        ``"reference"``: when the check finds the learned rule below (or not better), return the
+        Euclidean k-NN rule instead (every ``L_c`` becomes the identity).
 
     Attributes
     ----------

@@ -88,7 +88,7 @@ class KISSME(PairCovarianceLearner):
         is a ``ValueError``.
     %(held_out_check_only)s
     fallback : {None, "reference"}, default=None
-        ``"reference"``: when the check finds the learned distance below, return the
+        ``"reference"``: when the check finds the learned distance below (or not better), return the
         reference instead: ``components_`` becomes the PCA projection (the Euclidean
         distance of the PCA features).
 

@@ -180,7 +180,7 @@ class SPDNetEmbedding(DomainsRequestMixin, MetricLearnerMixin, BaseEstimator):
         Steps between two checkpoints.
     %(held_out_check_only)s
     fallback : {None, "reference"}, default=None
-        ``"reference"``: when the check finds the learned distance below, return the
+        ``"reference"``: when the check finds the learned distance below (or not better), return the
         reference instead: the untrained network (``max_iter=0``) fitted on the same data.
     %(patience)s
 

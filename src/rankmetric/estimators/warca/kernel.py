@@ -150,7 +150,7 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         (``docs/warca.md``, "Kernel WARCA's defaults").
     %(held_out_check_only)s
     fallback : {None, "reference"}, default=None
-        ``"reference"``: when the check finds the learned distance below, return the
+        ``"reference"``: when the check finds the learned distance below (or not better), return the
         reference instead: ``transform`` returns its input (the Euclidean distance).
     %(patience)s
 

@@ -152,11 +152,14 @@ class WARCA(MahalanobisMixin, BaseWARCA):
     held_out_check_ : dict or None
         The held-out check: ``metric`` (``"map"``, leave-one-out on held-out classes;
         ``"roc_auc"`` on held-out pairs), the ``learned`` and ``reference`` scores, their
-        ``difference`` and its paired ``standard_error``, ``below``, ``fallback`` (whether the
-        reference was returned), ``n_groups``, ``n_queries``, ``n_folds`` (run: one at a time
-        until decisive), ``folds_planned``, ``bound`` (the standard errors the last look
-        required) and ``status``; or
-        ``status="skipped"`` and its ``reason``. None with ``held_out_check=False``.
+        ``difference`` and its paired ``standard_error`` counted over the held-out classes
+        (groups; ``dof`` = ``n_groups`` − 1; ``item_standard_error`` counts the queries only),
+        ``verdict`` (``"below"`` or ``"better"`` beyond ``bound`` standard errors, else
+        ``"not better"`` or ``"level"`` by the difference's sign; the first two warn),
+        ``below``, ``fallback`` (whether the reference was returned), ``n_queries``,
+        ``n_folds`` (run: one at a time until decisive), ``folds_planned``, ``bound``
+        (Student's t for the last look) and ``status``; or ``status="skipped"`` and its
+        ``reason``. None with ``held_out_check=False``.
     components_ : ndarray of shape (n_components, n_features)
         ``L`` with ``transform(X) = X @ L.T``.
     mean_, scale_ : ndarray of shape (n_features,)

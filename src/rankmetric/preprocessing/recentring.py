@@ -14,16 +14,8 @@ import numpy as np
 import torch
 from sklearn.base import BaseEstimator, TransformerMixin
 
-from .._validation import (
-    DEVICE,
-    NONE,
-    InstanceOf,
-    Options,
-    ParameterValidationMixin,
-    check_domain_sizes,
-    domain_codes,
-    transform_domain_codes,
-)
+from .._validation import DEVICE, NONE, InstanceOf, Options, ParameterValidationMixin
+from .._validation.checks import check_domain_sizes, domain_codes, transform_domain_codes
 from ..geometry import canonical_metric, spd_mean, whiten
 from ..geometry.means import MEAN_METRICS
 from ._matrix_output import MatrixInputMixin, MatrixOutputMixin, input_matrices

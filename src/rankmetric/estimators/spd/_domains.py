@@ -18,7 +18,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from ..._validation import domain_codes
+from ..._validation.checks import domain_codes
 from ...models.spdnet import SPDNet
 from ...sampling import LabelIndex
 

@@ -20,16 +20,8 @@ import torch
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..._utils import resolve_device, to_tensor
-from ..._validation import (
-    BOOLEAN,
-    CHECKPOINTS,
-    NONE,
-    POSITIVE_INT,
-    InstanceOf,
-    Interval,
-    Options,
-    transform_domain_codes,
-)
+from ..._validation import BOOLEAN, CHECKPOINTS, NONE, POSITIVE_INT, InstanceOf, Interval, Options
+from ..._validation.checks import transform_domain_codes
 from ...geometry.aliases import canonical_metric
 from ...geometry.checks import check_spd
 from ...geometry.dispatch import distance as spd_distance

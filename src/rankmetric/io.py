@@ -200,7 +200,7 @@ def _fitted_payload(est, arrays: dict[str, np.ndarray]) -> dict[str, Any]:
     return kinds
 
 
-# Alike other public names' numpydoc sections (See Also, Examples) in shape only: texts differ
+# alike: other public names' numpydoc sections (See Also, Examples) in shape; texts differ
 def save_model(est, path: str | os.PathLike) -> None:
     """Write a fitted estimator to ``path`` (an ``.npz`` file), atomically.
 
@@ -312,7 +312,7 @@ def _check_meta(meta: dict) -> type:
     return cls
 
 
-# Alike other public names' numpydoc sections (See Also, Examples) in shape only: texts differ
+# alike: other public names' numpydoc sections (See Also, Examples) in shape; texts differ
 def load_model(path: str | os.PathLike, *, max_bytes: int = MAX_LOAD_BYTES):
     """Read an estimator written by :func:`save_model`; no code from the file is executed.
 

@@ -3,7 +3,8 @@
 Bad input never turns into a silent wrong answer: non-finite values (:func:`check_finite`), values
 whose squared distances overflow the arithmetic (:func:`check_scale`), class labels
 (:func:`check_labels`, over the one label encoder :func:`encode_labels`), classes too small to
-form pairs (:func:`check_min_per_class`); SPD matrices are checked by
+form pairs (:func:`check_min_per_class`), domain labels (:func:`domain_codes`, the encoder's codes
+of sessions or subjects, and :func:`transform_domain_codes`); SPD matrices are checked by
 :func:`rankmetric.geometry.check_spd`.
 """
 
@@ -14,11 +15,14 @@ import numpy as np
 __all__ = [
     "SCALE_HEADROOM_TERMS",
     "as_label_array",
+    "check_domain_sizes",
     "check_finite",
     "check_labels",
     "check_min_per_class",
     "check_scale",
+    "domain_codes",
     "encode_labels",
+    "transform_domain_codes",
 ]
 
 
@@ -223,6 +227,119 @@ def encode_labels(
             raise ValueError(f"labels of {', '.join(names)} cannot be compared ({exc}).") from exc
         classes, codes = check_labels(joined, min_classes=min_classes)
     return classes, np.split(codes, np.cumsum([a.shape[0] for a in arrays])[:-1])
+
+
+#: Label of the one domain of a fit without ``domains``, and of a transform's batch without them.
+ONE_DOMAIN, NEW_DOMAIN = "<all>", "<new domain>"
+
+
+def check_domain_sizes(names, codes: np.ndarray, which) -> None:
+    """``ValueError`` if a domain whose own mean must be computed has a single matrix.
+
+    Parameters
+    ----------
+    names : sequence
+        Every domain's label, by code.
+    codes : int ndarray of shape (n,)
+        The domain code of each matrix.
+    which : iterable of int
+        The codes of the domains whose mean is computed.
+
+    Examples
+    --------
+    >>> try:
+    ...     check_domain_sizes(["a", "b"], np.array([0, 0, 1]), [1])
+    ... except ValueError as error:
+    ...     print(str(error).split(":")[0])
+    domain 'b' has a single matrix
+    """
+    counts = np.bincount(codes, minlength=len(names))
+    for k in which:
+        if counts[k] < 2:
+            raise ValueError(
+                f"domain {names[k]!r} has a single matrix: re-centring it at its own mean would "
+                "map it to the identity. Give a new domain's matrices together, or a domain seen "
+                "in fit."
+            )
+
+
+def domain_codes(domains, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(names, codes)`` of ``domains`` (one label per matrix, NaN refused; ``None``: one domain).
+
+    Parameters
+    ----------
+    domains : array-like of shape (n,) or None
+    n : int
+        Number of matrices.
+
+    Returns
+    -------
+    names : ndarray of shape (n_domains,), sorted
+    codes : int64 ndarray of shape (n,)
+
+    Examples
+    --------
+    >>> names, codes = domain_codes(["tue", "mon", "tue"], 3)
+    >>> names.tolist(), codes.tolist()
+    (['mon', 'tue'], [1, 0, 1])
+    """
+    if domains is None:
+        return np.array([ONE_DOMAIN]), np.zeros(n, dtype=np.int64)
+    labels = np.asarray(domains)
+    if labels.shape != (n,):
+        raise ValueError(
+            f"domains must have shape ({n},), one label per matrix, got {labels.shape}."
+        )
+    if labels.dtype.kind == "f" and not np.isfinite(labels).all():
+        raise ValueError("domains contains NaN or infinity.")
+    if labels.dtype.kind == "O":
+        labels = labels.astype(str)
+    names, (codes,) = encode_labels(labels)
+    return names, codes
+
+
+def transform_domain_codes(seen: np.ndarray, domains, n: int) -> tuple[np.ndarray, list[int]]:
+    """Codes of a transform's domains: a seen domain keeps its code, new ones come after.
+
+    A new domain is re-centred at its own mean, so it needs two matrices or more.
+
+    Parameters
+    ----------
+    seen : ndarray of shape (n_seen,)
+        The domains of ``fit``.
+    domains : array-like of shape (n,) or None
+        ``None``: all the matrices form one new domain.
+    n : int
+
+    Returns
+    -------
+    codes : int64 ndarray of shape (n,)
+        In ``[0, n_seen + n_new)``.
+    new : list of int
+        The codes of the new domains (``n_seen``, ``n_seen + 1``, ...).
+
+    Raises
+    ------
+    ValueError
+        If a new domain has a single matrix.
+
+    Examples
+    --------
+    >>> codes, new = transform_domain_codes(np.array(["mon", "tue"]), ["wed", "mon", "wed"], 3)
+    >>> codes.tolist(), new
+    ([2, 0, 2], [2])
+    """
+    if domains is None:
+        names, local = np.array([NEW_DOMAIN]), np.zeros(n, dtype=np.int64)
+    else:
+        names, local = domain_codes(domains, n)
+    lookup = {name: k for k, name in enumerate(seen.tolist())}
+    new_names = [name for name in names.tolist() if name not in lookup or domains is None]
+    lookup.update({name: len(seen) + k for k, name in enumerate(new_names)})
+    mapping = np.array([lookup[name] for name in names.tolist()], dtype=np.int64)
+    new = list(range(len(seen), len(seen) + len(new_names)))
+    check_domain_sizes(np.array([*seen.tolist(), *new_names], dtype=object), mapping[local], new)
+    return mapping[local], new
 
 
 def check_min_per_class(codes: np.ndarray, minimum: int = 2, what: str = "positive pairs") -> None:

@@ -44,7 +44,7 @@ from sklearn.base import clone
 from ..evaluate import clustering_scores, knn_accuracy, retrieval_scores
 from ..geometry import mean_whitening
 
-# the table helpers every benchmark imports (an import list alike in warca.py, not code)
+# alike: the table helpers every benchmark imports (an import list as warca.py's, not code)
 from ._common import (
     SIGNIFICANCE_TEXT,
     BenchConfig,
@@ -123,7 +123,7 @@ QUICK_SETS = ("JapaneseVowels", "fmnist-regcov")
 FMNIST_SIZES = {"full": (5000, None), "quick": (1000, 2000)}
 
 #: Method id -> (table label, the paper's row name or None).
-# A table of string pairs, alike in shape with other tables (training's grouped keywords)
+# alike: a table of string pairs, shaped like other tables (training's grouped keywords)
 METHOD_INFO = {
     "log-euclidean": ("Log-Euclidean (no learning)", None),
     "dsml-triplet": ("DSML-Triplet (AIRM, SPD output)", "DSML-Triplet"),

@@ -24,7 +24,7 @@ from sklearn.preprocessing import StandardScaler
 from ..estimators.warca import SCHEDULE_0_1 as WARCA_01
 from ..evaluate import knn_accuracy
 
-# the table helpers every benchmark imports (an import list alike in warca.py, not code)
+# alike: the table helpers every benchmark imports (an import list as warca.py's, not code)
 from ._common import (
     BELOW_MARK,
     SIGNIFICANT_MARK,

@@ -31,7 +31,7 @@ from ..datasets.user_features import is_feature_file
 from ..estimators.warca import SCHEDULE_0_1 as WARCA_01
 from ..evaluate import query_gallery_split, reid_scores, rerank_k_reciprocal
 
-# the table helpers every benchmark imports (an import list alike in rpl.py and ssne.py, not code)
+# alike: the table helpers every benchmark imports (as rpl.py's and ssne.py's, not code)
 from ._common import (
     SIGNIFICANCE_TEXT,
     BenchConfig,

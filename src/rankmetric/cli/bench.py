@@ -104,7 +104,7 @@ def _relative(path: str) -> str:
     return os.path.relpath(where, here) if where.startswith(here + os.sep) else path
 
 
-# One add_argument call per option, argparse's idiom: alike in shape with other commands'
+# alike: one add_argument call per option (argparse's idiom), as in other commands'
 def register(parser: argparse.ArgumentParser, full: bool = True) -> None:
     """Add the options of ``bench`` to its ``parser``."""
     parser.add_argument("name", choices=BENCH_NAMES, help="which table to reproduce")

@@ -258,7 +258,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
-# One add_argument call per option, argparse's idiom: alike in shape with other commands'
+# alike: one add_argument call per option (argparse's idiom), as in other commands'
 def register(parser: argparse.ArgumentParser, full: bool = True) -> None:
     """Add the options of ``evaluate`` to its ``parser``."""
     parser.add_argument(

@@ -11,7 +11,7 @@ __all__ = ["Dataset", "DatasetInfo", "KINDS"]
 KINDS = ("tabular", "image", "multichannel")
 
 
-# Alike other public names' numpydoc sections (See Also, Examples) in shape only: texts differ
+# alike: other public names' numpydoc sections (See Also, Examples) in shape; texts differ
 @dataclass(frozen=True)
 class DatasetInfo:
     """What is known about a data set before loading it.

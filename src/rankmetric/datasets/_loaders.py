@@ -39,7 +39,7 @@ class _Parts:
     lengths_test: np.ndarray | None = None
 
 
-# Alike other public names' numpydoc sections (See Also, Examples) in shape only: texts differ
+# alike: other public names' numpydoc sections (See Also, Examples) in shape; texts differ
 def list_datasets() -> list[DatasetInfo]:
     """Every data set the package knows, loadable or not (``info.available``).
 

@@ -25,7 +25,7 @@ _NOT_AVAILABLE = ("hub", "stu", "tyl")
 _EIGEN_FLOOR = 1e-5  # smallest eigenvalue kept, relative to the trace
 
 
-# Alike other public names' numpydoc sections (See Also, Examples) in shape only: texts differ
+# alike: other public names' numpydoc sections (See Also, Examples) in shape; texts differ
 def covariances(
     X: np.ndarray | Sequence[np.ndarray],
     estimator: str = "oas",

@@ -233,7 +233,7 @@ class ReidData:
         return np.flatnonzero(mask)
 
 
-# A public generator's keywords, spelled out (make_multicamera_reid shares several)
+# alike: a public generator's keywords, spelled out (make_multicamera_reid shares several)
 def make_synthetic_reid(
     n_identities: int = N_IDENTITIES,
     n_features: int = 64,
@@ -373,7 +373,7 @@ def make_camera_views(images: np.ndarray, random_state=0) -> ReidData:
     return _two_cameras(views)
 
 
-# make_synthetic_reid's keywords and sections again, spelled out: a public signature
+# alike: make_synthetic_reid's keywords and sections, spelled out: a public signature
 def make_multicamera_reid(
     n_identities: int = 600,
     n_cameras: int = 6,

@@ -50,7 +50,7 @@ ALIASES = {
 SPLITS = ("train", "test", "query", "gallery")
 
 
-# Alike other public names' numpydoc sections (See Also, Examples) in shape only: texts differ
+# alike: other public names' numpydoc sections (See Also, Examples) in shape; texts differ
 @dataclass(frozen=True)
 class FeatureData:
     """Features read from a user's file, checked.
@@ -96,7 +96,7 @@ class FeatureData:
         return np.flatnonzero(np.isin(self.split, splits))
 
 
-# Alike other public names' numpydoc sections (See Also, Examples) in shape only: texts differ
+# alike: other public names' numpydoc sections (See Also, Examples) in shape; texts differ
 def is_feature_file(name) -> bool:
     """Whether ``name`` (a ``--data`` value) names a feature file rather than a bundled set.
 
@@ -229,7 +229,7 @@ def _split_values(values, path: str) -> np.ndarray:
     return split
 
 
-# Alike other public names' numpydoc sections (See Also, Examples) in shape only: texts differ
+# alike: other public names' numpydoc sections (See Also, Examples) in shape; texts differ
 def load_features(
     path, *, X: str | None = None, y: str | None = None, cameras: str | None = None,
     split: str | None = None, features=None,

@@ -107,7 +107,7 @@ def warn_if_below_reference(
     return True
 
 
-# Alike other public names' numpydoc sections (See Also, Examples) in shape only: texts differ
+# alike: other public names' numpydoc sections (See Also, Examples) in shape; texts differ
 def warn_validation_set(owner: str) -> None:
     """The ``FutureWarning`` of ``fit(X, y, X_val, y_val)``: ``validation_fraction`` instead.
 

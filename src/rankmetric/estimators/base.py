@@ -303,7 +303,7 @@ class MahalanobisMixin(MetricLearnerMixin):
 
     _fitted_arrays = {"components_": (None, "n_features_in_")}
 
-    # transform's sections share their shape with every learner's (X in, embedding out)
+    # alike: transform's sections, shaped like every learner's (X in, embedding out)
     def transform(self, X) -> np.ndarray:
         """Project ``X`` (n_samples, n_features) onto the learned space (n_samples, r).
 

@@ -392,7 +392,7 @@ class ITML(MahalanobisMixin, BaseEstimator):
         # Identical points make a percentile 0; keep the projections finite as the authors do.
         return np.maximum(bounds, 1e-9)
 
-    # fit's sections as LMNN's and mLMNN's: the shared text is %(labelled_samples)s already
+    # alike: fit's sections as LMNN's and mLMNN's; the shared text is %(labelled_samples)s
     @fit_context
     @fill_doc
     def fit(self, X, y):

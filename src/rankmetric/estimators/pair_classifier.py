@@ -74,7 +74,7 @@ class _IfProbability:
         return types.MethodType(self.fn, obj)
 
 
-# PairClassifier.calibrate_threshold takes the same keywords and passes them on
+# alike: PairClassifier.calibrate_threshold takes the same keywords and passes them on
 def calibrated_threshold(
     distances: np.ndarray,
     similar: np.ndarray,
@@ -367,7 +367,7 @@ class PairClassifier(ParameterValidationMixin, ClassifierMixin, BaseEstimator):
             pairs = np.stack(split_pairs(pairs, X2), axis=1)
         return self._distances(self._stacked(pairs, reset=False))
 
-    # calibrated_threshold's keywords, passed on to it: alike on purpose
+    # alike: calibrated_threshold's keywords, passed on to it
     def calibrate_threshold(
         self,
         pairs,

@@ -248,7 +248,7 @@ class SSNE(MetricLearnerMixin, TransformerMixin, BaseEstimator):
     }
     _renamed_parameters = RENAMED_PATIENCE
 
-    # The signature is spelled out, not inherited: scikit-learn reads the parameters from it.
+    # alike: the signature is spelled out, not inherited (scikit-learn reads the parameters)
     @deprecate_positional_args
     def __init__(
         self,

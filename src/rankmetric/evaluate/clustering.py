@@ -119,7 +119,7 @@ def pairwise_f1(labels_true, labels_pred) -> float:
 
 
 @call_threads(lambda a: data_work(a["embeddings"]) * len(np.unique(np.asarray(a["labels"]))))
-# Alike other public names' numpydoc sections (See Also, Examples) in shape only: texts differ
+# alike: other public names' numpydoc sections (See Also, Examples) in shape; texts differ
 def clustering_scores(
     embeddings,
     labels,

@@ -20,7 +20,7 @@ from .knn import knn_accuracy
 __all__ = ["CVResult", "repeated_cv_knn"]
 
 
-# Alike other public names' numpydoc sections (See Also, Examples) in shape only: texts differ
+# alike: other public names' numpydoc sections (See Also, Examples) in shape; texts differ
 @dataclass(frozen=True, eq=False)
 class CVResult:
     """Test accuracies of a repeated cross-validation.
@@ -107,7 +107,7 @@ def _flat(Z) -> np.ndarray:
     return Z.reshape(Z.shape[0], -1)
 
 
-# Alike other public names' numpydoc sections (See Also, Examples) in shape only: texts differ
+# alike: other public names' numpydoc sections (See Also, Examples) in shape; texts differ
 def repeated_cv_knn(
     estimator,
     X,

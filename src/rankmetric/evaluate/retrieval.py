@@ -266,7 +266,7 @@ def recall_at_k(
     return {int(key.split("@")[1]): v for key, v in scores.items() if key.startswith("recall@")}
 
 
-# recall_at_k's keywords on purpose: each of them is one score of retrieval_scores, called alike
+# alike: recall_at_k's keywords on purpose: each is one score of retrieval_scores
 @_shared_docs
 def precision_at_1(
     embeddings,
@@ -308,7 +308,7 @@ def precision_at_1(
     )["precision@1"]  # fmt: skip
 
 
-# precision_at_1's signature on purpose: both are one score of retrieval_scores, called alike
+# alike: precision_at_1's signature on purpose: both are one score of retrieval_scores
 @_shared_docs
 def map_at_r(
     embeddings,

@@ -385,7 +385,7 @@ def labelled_pairs(
     return i, j, distances, codes[i] == codes[j]
 
 
-# Alike other public names' numpydoc sections (See Also, Examples) in shape only: texts differ
+# alike: other public names' numpydoc sections (See Also, Examples) in shape; texts differ
 def labelled_verification_scores(
     embeddings,
     labels,

@@ -215,7 +215,7 @@ def to_pairs(indices_tuple: IndicesTuple) -> tuple[Tensor, Tensor, Tensor, Tenso
     return a, p, a, n
 
 
-# alike: numpydoc See Also / Examples skeleton alike in all_pairs below; the conversions differ
+# alike: numpydoc sections shaped like all_pairs' and all_triplets' below; the conversions differ
 @fill_doc
 def to_triplets(indices_tuple: IndicesTuple) -> tuple[Tensor, Tensor, Tensor]:
     """``(a, p, n)``: triplets as they are; pairs give every (positive, negative) with one anchor.

@@ -15,6 +15,7 @@ import torch
 from sklearn.base import BaseEstimator, TransformerMixin
 
 from .._validation import DEVICE, NONE, InstanceOf, Options, ParameterValidationMixin
+from .._validation.checks import check_domain_sizes, domain_codes, transform_domain_codes
 from ..geometry import canonical_metric, spd_mean, whiten
 from ..geometry.means import MEAN_METRICS
 from ._matrix_output import MatrixInputMixin, MatrixOutputMixin, input_matrices
@@ -23,9 +24,6 @@ __all__ = [
     "DomainRecentering",
     "DomainsRequestMixin",
 ]
-
-#: Label of the one domain of a fit without ``domains``, and of a transform's batch without them.
-ONE_DOMAIN, NEW_DOMAIN = "<all>", "<new domain>"
 
 
 class DomainsRequestMixin:
@@ -208,7 +206,7 @@ class DomainRecentering(
         X = input_matrices(self, X, None)
         self.n_channels_ = int(X.shape[-1])
         self.domains_, codes = domain_codes(domains, len(X))
-        _check_sizes(self.domains_, codes, range(len(self.domains_)))
+        check_domain_sizes(self.domains_, codes, range(len(self.domains_)))
         self.means_ = torch.stack([self._mean(X[codes == k]) for k in range(len(self.domains_))])
         self.means_ = self.means_.cpu().numpy()
         return X, codes
@@ -226,83 +224,3 @@ class DomainRecentering(
                 rows = index == k
                 out[rows] = whiten(X[rows], means[k])
         return out.cpu().numpy()
-
-
-def _check_sizes(names, codes: np.ndarray, which) -> None:
-    """``ValueError`` if a domain (of the codes ``which``) whose mean must be computed has a single
-    matrix."""
-    counts = np.bincount(codes, minlength=len(names))
-    for k in which:
-        if counts[k] < 2:
-            raise ValueError(
-                f"domain {names[k]!r} has a single matrix: re-centring it at its own mean would "
-                "map it to the identity. Give a new domain's matrices together, or a domain seen "
-                "in fit."
-            )
-
-
-def domain_codes(domains, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(names, codes)`` of ``domains`` (one label per matrix, NaN refused; ``None``: one domain).
-
-    Parameters
-    ----------
-    domains : array-like of shape (n,) or None
-    n : int
-        Number of matrices.
-
-    Returns
-    -------
-    names : ndarray of shape (n_domains,), sorted
-    codes : int64 ndarray of shape (n,)
-    """
-    if domains is None:
-        return np.array([ONE_DOMAIN]), np.zeros(n, dtype=np.int64)
-    labels = np.asarray(domains)
-    if labels.shape != (n,):
-        raise ValueError(
-            f"domains must have shape ({n},), one label per matrix, got {labels.shape}."
-        )
-    if labels.dtype.kind == "f" and not np.isfinite(labels).all():
-        raise ValueError("domains contains NaN or infinity.")
-    if labels.dtype.kind == "O":
-        labels = labels.astype(str)
-    names, codes = np.unique(labels, return_inverse=True)
-    return names, codes.astype(np.int64)
-
-
-def transform_domain_codes(seen: np.ndarray, domains, n: int) -> tuple[np.ndarray, list[int]]:
-    """Codes of a transform's domains: a seen domain keeps its code, new ones come after.
-
-    A new domain is re-centred at its own mean, so it needs two matrices or more.
-
-    Parameters
-    ----------
-    seen : ndarray of shape (n_seen,)
-        The domains of ``fit``.
-    domains : array-like of shape (n,) or None
-        ``None``: all the matrices form one new domain.
-    n : int
-
-    Returns
-    -------
-    codes : int64 ndarray of shape (n,)
-        In ``[0, n_seen + n_new)``.
-    new : list of int
-        The codes of the new domains (``n_seen``, ``n_seen + 1``, ...).
-
-    Raises
-    ------
-    ValueError
-        If a new domain has a single matrix.
-    """
-    if domains is None:
-        names, local = np.array([NEW_DOMAIN]), np.zeros(n, dtype=np.int64)
-    else:
-        names, local = domain_codes(domains, n)
-    lookup = {name: k for k, name in enumerate(seen.tolist())}
-    new_names = [name for name in names.tolist() if name not in lookup or domains is None]
-    lookup.update({name: len(seen) + k for k, name in enumerate(new_names)})
-    mapping = np.array([lookup[name] for name in names.tolist()], dtype=np.int64)
-    new = list(range(len(seen), len(seen) + len(new_names)))
-    _check_sizes(np.array([*seen.tolist(), *new_names], dtype=object), mapping[local], new)
-    return mapping[local], new

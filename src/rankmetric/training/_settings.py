@@ -125,7 +125,7 @@ class Checkpointing:
 
 
 #: The keywords of :func:`train` before its settings were grouped: ``old: (group, field)``.
-# A table of string pairs, alike in shape with other tables (the bench's method labels)
+# alike: a table of string pairs, shaped like other tables (the bench's method labels)
 _GROUPED_KEYWORDS = {
     "validate": ("validation", "score"),
     "validation_every": ("validation", "every"),

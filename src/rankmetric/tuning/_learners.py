@@ -119,7 +119,7 @@ class ITMLCV(TunedMetricLearner):
     _grid = {"slack_weight": [0.01, 0.1, 1.0, 10.0, 100.0]}
 
 
-# Each *CV class names its learner, its grid and shows its space: alike in shape on purpose
+# alike: each *CV class names its learner, its grid and shows its space, on purpose
 class KISSMECV(TunedMetricLearner):
     """:class:`~rankmetric.KISSME` with its PCA dimension and ridge chosen inside ``fit``.
 
@@ -142,7 +142,7 @@ class KISSMECV(TunedMetricLearner):
     }
 
 
-# Each *CV class names its learner, its grid and shows its space: alike in shape on purpose
+# alike: each *CV class names its learner, its grid and shows its space, on purpose
 class XQDACV(TunedMetricLearner):
     """:class:`~rankmetric.XQDA` with its dimension and ridge chosen inside ``fit``.
 
@@ -165,7 +165,7 @@ class XQDACV(TunedMetricLearner):
     }
 
 
-# Each *CV class names its learner, its grid and shows its space: alike in shape on purpose
+# alike: each *CV class names its learner, its grid and shows its space, on purpose
 class LMNNCV(TunedMetricLearner):
     """:class:`~rankmetric.LMNN` with its k and push weight chosen inside ``fit``.
 

@@ -118,7 +118,7 @@ class TunedMetricLearner(TransformerMixin, BaseEstimator):
         store_parameters(self, locals())
 
     # ------------------------------------------------------------------ the search space
-    # Its example is a *CV class's in shape: the space of one learner
+    # alike: its example is a *CV class's in shape (the space of one learner)
     def search_space(self, X: np.ndarray, y: np.ndarray, template) -> dict:
         """The candidate values of the learner's decisive parameters for data ``(X, y)``.
 
@@ -408,7 +408,7 @@ class TunedMetricLearner(TransformerMixin, BaseEstimator):
         return finalists
 
     # ------------------------------------------------------------------ the fitted learner
-    # transform's sections share their shape with every learner's (X in, embedding out)
+    # alike: transform's sections, shaped like every learner's (X in, embedding out)
     def transform(self, X) -> np.ndarray:
         """Embed ``X`` with the best estimator.
 

@@ -240,7 +240,7 @@ class LMNN(MahalanobisMixin, BaseEstimator):
     }
     _renamed_parameters = {"k": "n_target_neighbors", "regularization": "push_weight"}
 
-    # The signature is spelled out (scikit-learn reads it), shared with mLMNN / LMNN.
+    # alike: the signature is spelled out (scikit-learn reads it), shared with mLMNN / LMNN
     @deprecate_positional_args
     def __init__(
         self,

@@ -246,7 +246,7 @@ class MultiMetricLMNN(HeldOutCheckMixin, ParameterValidationMixin, ClassifierMix
     }
     _renamed_parameters = {"k": "n_target_neighbors", "regularization": "push_weight"}
 
-    # The signature is spelled out (scikit-learn reads it), shared with mLMNN / LMNN.
+    # alike: the signature is spelled out (scikit-learn reads it), shared with mLMNN / LMNN
     @deprecate_positional_args
     def __init__(
         self,

@@ -128,7 +128,7 @@ class KISSME(PairCovarianceLearner):
     (150, 3)
     """
 
-    # The signature is spelled out, not inherited: scikit-learn reads the parameters from it.
+    # alike: the signature is spelled out, not inherited (scikit-learn reads the parameters)
     @deprecate_positional_args
     def __init__(
         self,

@@ -144,7 +144,7 @@ class XQDA(PairCovarianceLearner):
     (150, 2)
     """
 
-    # The signature is spelled out, not inherited: scikit-learn reads the parameters from it.
+    # alike: the signature is spelled out, not inherited (scikit-learn reads the parameters)
     @deprecate_positional_args
     def __init__(
         self,

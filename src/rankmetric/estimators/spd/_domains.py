@@ -18,8 +18,8 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
+from ..._validation.checks import domain_codes
 from ...models.spdnet import SPDNet
-from ...preprocessing.recentring import domain_codes
 from ...sampling import LabelIndex
 
 __all__ = ["batch_drawer", "fit_domain_codes", "start_domain_statistics"]

@@ -21,6 +21,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..._utils import resolve_device, to_tensor
 from ..._validation import BOOLEAN, CHECKPOINTS, NONE, POSITIVE_INT, InstanceOf, Interval, Options
+from ..._validation.checks import transform_domain_codes
 from ...geometry.aliases import canonical_metric
 from ...geometry.checks import check_spd
 from ...geometry.dispatch import distance as spd_distance
@@ -31,7 +32,6 @@ from ...losses.lifted import LiftedStructureLoss
 from ...losses.potato import DISTANCES, RiemannianPotatoLoss, embedding_distances
 from ...losses.triplet import TripletLoss
 from ...models.spdnet import BIMAP_MANIFOLDS, INITS, SPDNet, check_sizes, sym_to_vec
-from ...preprocessing.recentring import transform_domain_codes
 from ...training import RETRIEVAL_METRICS, per_query_scores
 from .._early_stopping import EARLY_STOPPING_CONSTRAINTS
 from .._init_parameters import TRAINING_PARAMETER_CONSTRAINTS

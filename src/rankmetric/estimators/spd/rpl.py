@@ -125,7 +125,7 @@ class RPLEmbedding(SPDNetEmbedding):
         "temperature": [Interval(Real, 0, None, closed="left")],
     }
 
-    # scikit-learn reads the parameters from the signature: SPDNetEmbedding's are repeated here
+    # alike: SPDNetEmbedding's parameters, repeated (scikit-learn reads the signature)
     @deprecate_positional_args
     def __init__(
         self,
@@ -156,7 +156,7 @@ class RPLEmbedding(SPDNetEmbedding):
         selection_se: float = 1.0,
         output: str = "vector",
         whiten: bool = True,
-        # the tail every trained estimator repeats: scikit-learn reads the signature, so spelled out
+        # alike: the tail every trained estimator repeats (scikit-learn reads the signature)
         random_state=None,
         device: str | None = None,
         verbose: bool | int = False,

@@ -265,7 +265,7 @@ class SPDNetEmbedding(DomainsRequestMixin, MetricLearnerMixin, BaseEstimator):
     }
     _renamed_parameters = RENAMED_PATIENCE
 
-    # The signature is spelled out, not inherited: scikit-learn reads the parameters from it.
+    # alike: the signature is spelled out, not inherited (scikit-learn reads the parameters)
     @deprecate_positional_args
     def __init__(
         self,
@@ -292,7 +292,7 @@ class SPDNetEmbedding(DomainsRequestMixin, MetricLearnerMixin, BaseEstimator):
         selection_se: float = 1.0,
         output: str = "vector",
         whiten: bool = True,
-        # the tail every trained estimator repeats: scikit-learn reads the signature, so spelled out
+        # alike: the tail every trained estimator repeats (scikit-learn reads the signature)
         random_state=None,
         device: str | None = None,
         verbose: bool | int = False,

@@ -16,7 +16,7 @@ from sklearn.utils.validation import validate_data
 
 from ..._utils import make_rng
 
-# the checks it uses (an import list alike in ssne.py's, not code)
+# alike: the checks it uses (an import list as ssne.py's, not code)
 from ..._validation import (
     CHECKPOINTS,
     NONE,

@@ -215,7 +215,7 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
     }
     _renamed_parameters = RENAMED_PATIENCE
 
-    # The signature is spelled out, not inherited: scikit-learn reads the parameters from it.
+    # alike: the signature is spelled out, not inherited (scikit-learn reads the parameters)
     @deprecate_positional_args
     def __init__(
         self,
@@ -241,7 +241,7 @@ class KernelWARCA(MetricLearnerMixin, BaseWARCA):
         tol: float | None = 1e-2,
         tol_window: int = 50,
         positives: str = "all",
-        # the tail every trained estimator repeats: scikit-learn reads the signature, so spelled out
+        # alike: the tail every trained estimator repeats (scikit-learn reads the signature)
         random_state=None,
         device: str | None = None,
         verbose: bool = False,

@@ -222,7 +222,7 @@ class WARCA(MahalanobisMixin, BaseWARCA):
     }
     _renamed_parameters = RENAMED_PATIENCE
 
-    # The signature is spelled out, not inherited: scikit-learn reads the parameters from it.
+    # alike: the signature is spelled out, not inherited (scikit-learn reads the parameters)
     @deprecate_positional_args
     def __init__(
         self,
@@ -245,7 +245,7 @@ class WARCA(MahalanobisMixin, BaseWARCA):
         n_iter_no_change: int | None = 10,
         tol: float | None = 1e-2,
         tol_window: int | None = None,
-        # the tail every trained estimator repeats: scikit-learn reads the signature, so spelled out
+        # alike: the tail every trained estimator repeats (scikit-learn reads the signature)
         random_state=None,
         device: str | None = None,
         verbose: bool = False,

@@ -94,7 +94,8 @@ def test_evaluate_index_against_brute_force_scores(rng):
 
 def test_cosine_after_a_linear_map(rng):
     X, y = rng.normal(size=(2000, 10)), np.repeat(np.arange(200), 10)
-    model = KISSME(n_components=4).fit(X, y)
+    # random features: no metric beats Euclidean there (the check would say so); the index is tested
+    model = KISSME(n_components=4, held_out_check=False).fit(X, y)
     index = Index.build(model, X, metric="cosine", backend="ivf", nlist=4, nprobe=4)
     d_exact, exact = index.search(X[:20], 5, exact=True)
     d, _ = index.search(X[:20], 5)  # every list visited: the same items (near ties may swap)

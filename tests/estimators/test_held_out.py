@@ -35,6 +35,7 @@ from rankmetric.estimators._held_out import (
 )
 from rankmetric.estimators.spd import SPDNetEmbedding
 from rankmetric.training import critical_value, per_query_retrieval, pooled, verdict
+from rankmetric.training._comparison import VERDICTS
 
 #: Fast settings: each fit of the unseen-class test takes seconds on one CPU thread.
 LEARNERS = {
@@ -84,6 +85,7 @@ def test_unseen_classes_beat_euclidean_or_warn_and_fallback_is_never_below(unsee
     auc = roc_auc_score(same, -est.pair_distances(X1, X2))
     assert check["status"] == "done" and check["folds_planned"] == 3  # 2 of 6 classes a fold
     assert check["n_groups"] == 2 * check["n_folds"]  # the folds run: until decisive
+    assert check["verdict"] in VERDICTS
     warns = check["verdict"] in _held_out.WARNED
     assert bool(held_out) == warns == check["fallback"]
     assert check["below"] == (check["verdict"] == "below")

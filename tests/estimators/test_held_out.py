@@ -381,3 +381,17 @@ def test_multi_metric_lmnn_is_checked_on_held_out_samples_of_its_classes(monkeyp
     euclidean = KNeighborsClassifier(n_neighbors=3).fit(X, y)
     assert fallen.held_out_check_["fallback"]
     np.testing.assert_array_equal(fallen.predict(X), euclidean.predict(X))
+
+
+def test_large_classes_are_all_ranked_not_one_of_them():
+    """Two held-out classes of 1,100+ items each: every class keeps its share of the 2,000 items
+    ranked (drawing whole classes kept one, where both distances score mAP 1)."""
+    X, y = make_gaussian_clusters(7000, 6, 8, n_informative=3, random_state=0)
+    check = KISSME().fit(X, y).held_out_check_
+    assert check["n_groups"] == 2 * check["n_folds"] and check["learned"] < 1.0
+    codes = np.repeat([0, 1, 2, 3], [3000, 900, 5, 1])
+    kept = _held_out.held_out_items(codes, np.random.default_rng(0))
+    assert np.bincount(codes[kept]).tolist() == [500, 500, 5, 1]  # 2000 // 4 each, or all
+    assert len(np.unique(kept)) == len(kept)
+    many = np.repeat(np.arange(1500), 3)  # more than 1,000 groups: whole groups, as before
+    assert len(np.unique(many[_held_out.held_out_items(many, np.random.default_rng(0))])) == 666

@@ -78,7 +78,7 @@ from rankmetric.training import (
     critical_value,
     holdout_folds,
     pooled,
-    sample_retrieval_items,
+    share_retrieval_items,
     verdict,
 )
 
@@ -254,7 +254,7 @@ def emulated_check(
         if max_iter is not None:
             probe.set_params(max_iter=max_iter)
         probes.append(probe.fit(X[train], y[train]))
-        items = held[sample_retrieval_items(codes[held], rng, 2000)]
+        items = held[share_retrieval_items(codes[held], rng, 2000)]
         results.append(
             compare_with_reference(probe.transform(X[items]), X[items], codes[items], metric="map")
         )

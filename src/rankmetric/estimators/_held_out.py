@@ -72,7 +72,7 @@ from ..training import (
     critical_value,
     holdout_folds,
     pooled,
-    sample_retrieval_items,
+    share_retrieval_items,
     split_validation,
     verdict,
 )
@@ -115,7 +115,8 @@ SEQUENTIAL_BOUNDS = {1: (Z_BELOW,), 2: (2.37317, 1.67809), 3: (2.96135, 2.09399,
 #: The verdicts that warn (and fall back with ``fallback="reference"``): below the reference
 #: beyond the bound, or below it within the noise (:func:`rankmetric.training.verdict`).
 WARNED = ("below", "not better")
-#: Most held-out items ranked (:func:`held_out_items`), most held-out pairs scored.
+#: Most held-out items ranked (every held-out group its share:
+#: :func:`rankmetric.training.share_retrieval_items`), most held-out pairs scored.
 MAX_HELD_OUT_ITEMS = 2000
 MAX_HELD_OUT_PAIRS = 200_000
 #: ``fallback``: None (keep the learned metric) or ``"reference"``.
@@ -186,34 +187,6 @@ def held_out_folds(groups, random_state) -> list[tuple[np.ndarray, np.ndarray]]:
         max_folds=MAX_FOLDS,
         what="the held-out check",
     )
-
-
-def held_out_items(codes: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Indices of at most about :data:`MAX_HELD_OUT_ITEMS` held-out items to rank, every held-out
-    group kept: a group with more than its share (``MAX_HELD_OUT_ITEMS // n_groups`` items, at
-    least 2) gives that many, drawn at random, a smaller one all its items. Drawing whole groups
-    instead would keep one class of a large-class set (two held-out classes of 6,000 items: one
-    class, every item's only matches its own, both distances at mAP 1). With more than
-    ``MAX_HELD_OUT_ITEMS / 2`` groups, whole groups are drawn
-    (:func:`rankmetric.training.sample_retrieval_items`).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> codes = np.repeat([0, 1, 2], [5000, 3000, 10])
-    >>> kept = held_out_items(codes, np.random.default_rng(0))
-    >>> np.bincount(codes[kept]).tolist()
-    [666, 666, 10]
-    """
-    n = codes.shape[0]
-    _, inverse, counts = np.unique(codes, return_inverse=True, return_counts=True)
-    quota = MAX_HELD_OUT_ITEMS // counts.shape[0]
-    if n <= MAX_HELD_OUT_ITEMS or quota < 2:
-        return sample_retrieval_items(codes, rng, MAX_HELD_OUT_ITEMS)
-    shuffled = rng.permutation(n)
-    by_group = shuffled[np.argsort(inverse[shuffled], kind="stable")]
-    rank = np.arange(n) - np.repeat(np.cumsum(counts) - counts, counts)  # rank within its group
-    return np.sort(by_group[rank < quota])
 
 
 class HeldOutCheckMixin:
@@ -429,7 +402,7 @@ def _label_task(est, bound: dict) -> _Task:
     def score_fold(probe, fit, train, held):
         fitted = {k: v[train] for k, v in rows.items()}
         fit(probe, X[train], y[train], **fitted, **others)
-        items = held[held_out_items(groups[held], rng)]
+        items = held[share_retrieval_items(groups[held], rng, MAX_HELD_OUT_ITEMS)]
         extra = {k: v[items] for k, v in rows.items() if k == "domains"}
         reference = _reference_embedding(est, probe, fit, X[train], y[train], fitted)
         return compare_with_reference(

@@ -3,14 +3,18 @@
 Every hold-out of the package draws here: the early stopping of the iterative estimators
 (``validation_fraction`` / ``validation_split``), the held-out check of every learner
 (:mod:`rankmetric.estimators._held_out`, several disjoint folds of whole groups) and the
-validation of the self-tuning learners (:func:`rankmetric.tuning.group_holdout`).
+validation of the self-tuning learners (:func:`rankmetric.tuning.group_holdout`); and the
+held-out check's draw of the items it ranks, every held-out class its share
+(:func:`share_retrieval_items`).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["VALIDATION_SPLITS", "holdout_folds", "split_validation"]
+from ._scoring import sample_retrieval_items
+
+__all__ = ["VALIDATION_SPLITS", "holdout_folds", "share_retrieval_items", "split_validation"]
 
 #: How ``validation_fraction`` holds data out: a share of each class, or whole classes.
 VALIDATION_SPLITS = ("stratified", "groups")
@@ -134,3 +138,32 @@ def split_validation(
     """
     folds = holdout_folds(codes, fraction, rng, split=split) if fraction > 0 else []
     return folds[0] if folds else (np.arange(codes.shape[0]), np.empty(0, dtype=np.int64))
+
+
+def share_retrieval_items(
+    codes: np.ndarray, rng: np.random.Generator, max_items: int
+) -> np.ndarray:
+    """Indices of at most about ``max_items`` items for a leave-one-out ranking, every class
+    kept: a class with more than its share (``max_items // n_classes`` items, at least 2) gives
+    that many, drawn at random, a smaller one all its items. :func:`sample_retrieval_items`
+    draws whole classes instead, which keeps one class of a large-class set (two classes of
+    6,000 items: one class, every item's only matches its own, every distance at mAP 1); with
+    more than ``max_items / 2`` classes this draws whole classes too.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> codes = np.repeat([0, 1, 2], [5000, 3000, 10])
+    >>> kept = share_retrieval_items(codes, np.random.default_rng(0), 2000)
+    >>> np.bincount(codes[kept]).tolist()
+    [666, 666, 10]
+    """
+    n = codes.shape[0]
+    _, inverse, counts = np.unique(codes, return_inverse=True, return_counts=True)
+    quota = max_items // counts.shape[0]
+    if n <= max_items or quota < 2:
+        return sample_retrieval_items(codes, rng, max_items)
+    shuffled = rng.permutation(n)
+    by_class = shuffled[np.argsort(inverse[shuffled], kind="stable")]
+    rank = np.arange(n) - np.repeat(np.cumsum(counts) - counts, counts)  # rank in its class
+    return np.sort(by_class[rank < quota])

@@ -20,8 +20,9 @@ and the cube window that was measured and not adopted (without the check) for re
 ``--check`` (validation only, like ``--select``): the share of WARCA's default ``fit`` that
 is its held-out check, and candidates that make the check cheaper or share its work with the
 final fit -- the probes cut to a budget of steps, and the final fit warm-started from the
-first probe's map -- with each candidate's check verdict (its ``z``, the paired difference in
-standard errors, and whether its ``below`` agrees with the default check's).
+first probe's map -- with each candidate's check verdict (its ``t``, the paired difference in
+the held-out classes' standard errors, and whether it warns -- below or not better -- as the
+default check does).
 
 ``--sequential`` (validation only): the held-out check's folds one at a time, and what its
 standard error counts. On the inner halves of the sets with six classes or more (at most 2,000
@@ -270,7 +271,7 @@ def emulated_check(
 
 def check_candidate(max_iter, warm, one_fold, X, y, fit_idx, val_idx, seed):
     """CPU s of the default ``fit`` done the candidate's way, 3-NN accuracy % on ``val_idx`` of
-    the model it returns, its check's ``(z, below)`` (``nan, None`` when skipped), and the steps
+    the model it returns, its check's ``(t, warns)`` (``nan, None`` when skipped), and the steps
     of the final fit and of its probes (an empty list when they are the library's own)."""
     scaler = StandardScaler().fit(X[fit_idx])
     X_fit, X_val, y_fit = scaler.transform(X[fit_idx]), scaler.transform(X[val_idx]), y[fit_idx]
@@ -289,7 +290,8 @@ def check_candidate(max_iter, warm, one_fold, X, y, fit_idx, val_idx, seed):
     steps = (est.n_iter_, [probe.n_iter_ for probe in probes])
     if check is None:
         return seconds, acc, float("nan"), None, *steps
-    return seconds, acc, check["difference"] / check["standard_error"], check["below"], *steps
+    warns = check["verdict"] in WARNS
+    return seconds, acc, check["difference"] / check["standard_error"], warns, *steps
 
 
 def spread(values) -> str:
@@ -300,7 +302,7 @@ def spread(values) -> str:
 def check_share(sets, repeats: int) -> None:
     print(
         "| data | candidate | validation acc % | fit CPU s | × NCA (NCA ÷ WARCA) "
-        "| check z | verdict as default | steps: final fit; probes |"
+        "| check t (fits warned) | warns as default | steps: final fit; probes |"
     )
     print("|---|---|---|---|---|---|---|---|")
     for name in sets:
@@ -330,13 +332,13 @@ def check_share(sets, repeats: int) -> None:
             acc = np.mean([row[1] for row in rows])
             z = np.nanmean([row[2] for row in rows])
             same = np.mean([row[3] == d for row, d in zip(rows, default, strict=True)])
-            below = sum(bool(row[3]) for row in rows)
+            warned = sum(bool(row[3]) for row in rows)
             final = [row[4] for row in rows]
             probe_steps = [n for row in rows for n in row[5]]
             steps = spread(final) + (f"; probes {spread(probe_steps)}" if probe_steps else "")
             print(
                 f"| {name} | {c} | {acc:.2f} | {sec:.3f} | {base / sec:.2f} | {z:+.2f} "
-                f"({below}/{len(rows)} below) | {100 * same:.0f} % | {steps} |",
+                f"({warned}/{len(rows)}) | {100 * same:.0f} % | {steps} |",
                 flush=True,
             )
 

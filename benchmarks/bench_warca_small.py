@@ -79,7 +79,7 @@ from rankmetric.training import (
     critical_value,
     holdout_folds,
     pooled,
-    share_retrieval_items,
+    sample_retrieval_items,
     verdict,
 )
 
@@ -255,7 +255,7 @@ def emulated_check(
         if max_iter is not None:
             probe.set_params(max_iter=max_iter)
         probes.append(probe.fit(X[train], y[train]))
-        items = held[share_retrieval_items(codes[held], rng, 2000)]
+        items = held[sample_retrieval_items(codes[held], rng, 2000)]
         results.append(
             compare_with_reference(probe.transform(X[items]), X[items], codes[items], metric="map")
         )

@@ -88,6 +88,10 @@ def test_item_sample_keeps_whole_classes():
     assert 0 < items.size <= 50
     assert np.all(np.bincount(codes[items])[np.unique(codes[items])] == 3)
     assert sample_retrieval_items(codes[:30], np.random.default_rng(0), 50).size == 30
+    # few large classes: each keeps its share (whole classes would leave one, all at mAP 1)
+    big = np.repeat(np.arange(4), 600)
+    drawn = sample_retrieval_items(big, np.random.default_rng(0), max_items=500)
+    assert np.bincount(big[drawn]).tolist() == [125] * 4
 
 
 def test_below_reference_warns_with_the_hint():

@@ -38,7 +38,7 @@ from rankmetric.training import (
     critical_value,
     per_query_retrieval,
     pooled,
-    share_retrieval_items,
+    sample_retrieval_items,
     verdict,
 )
 from rankmetric.training._comparison import VERDICTS
@@ -396,8 +396,8 @@ def test_large_classes_are_all_ranked_not_one_of_them():
     check = KISSME().fit(X, y).held_out_check_
     assert check["n_groups"] == 2 * check["n_folds"] and check["learned"] < 1.0
     codes = np.repeat([0, 1, 2, 3], [3000, 900, 5, 1])
-    kept = share_retrieval_items(codes, np.random.default_rng(0), 2000)
+    kept = sample_retrieval_items(codes, np.random.default_rng(0), 2000)
     assert np.bincount(codes[kept]).tolist() == [500, 500, 5, 1]  # 2000 // 4 each, or all
     assert len(np.unique(kept)) == len(kept)
     many = np.repeat(np.arange(1500), 3)  # more than 1,000 groups: whole groups, as before
-    assert len(np.unique(many[share_retrieval_items(many, np.random.default_rng(0), 2000)])) == 666
+    assert len(np.unique(many[sample_retrieval_items(many, np.random.default_rng(0), 2000)])) == 666

@@ -72,7 +72,7 @@ from ..training import (
     critical_value,
     holdout_folds,
     pooled,
-    share_retrieval_items,
+    sample_retrieval_items,
     split_validation,
     verdict,
 )
@@ -116,7 +116,7 @@ SEQUENTIAL_BOUNDS = {1: (Z_BELOW,), 2: (2.37317, 1.67809), 3: (2.96135, 2.09399,
 #: beyond the bound, or below it within the noise (:func:`rankmetric.training.verdict`).
 WARNED = ("below", "not better")
 #: Most held-out items ranked (every held-out group its share:
-#: :func:`rankmetric.training.share_retrieval_items`), most held-out pairs scored.
+#: :func:`rankmetric.training.sample_retrieval_items`), most held-out pairs scored.
 MAX_HELD_OUT_ITEMS = 2000
 MAX_HELD_OUT_PAIRS = 200_000
 #: ``fallback``: None (keep the learned metric) or ``"reference"``.
@@ -402,7 +402,7 @@ def _label_task(est, bound: dict) -> _Task:
     def score_fold(probe, fit, train, held):
         fitted = {k: v[train] for k, v in rows.items()}
         fit(probe, X[train], y[train], **fitted, **others)
-        items = held[share_retrieval_items(groups[held], rng, MAX_HELD_OUT_ITEMS)]
+        items = held[sample_retrieval_items(groups[held], rng, MAX_HELD_OUT_ITEMS)]
         extra = {k: v[items] for k, v in rows.items() if k == "domains"}
         reference = _reference_embedding(est, probe, fit, X[train], y[train], fitted)
         return compare_with_reference(

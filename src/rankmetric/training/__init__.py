@@ -36,10 +36,9 @@ from ._scoring import per_query_retrieval as per_query_retrieval
 from ._scoring import per_query_scores
 from ._scoring import retrieval_score as retrieval_score
 from ._scoring import retrieval_validator as retrieval_validator
-from ._scoring import sample_retrieval_items as sample_retrieval_items
 from ._split import VALIDATION_SPLITS as VALIDATION_SPLITS
 from ._split import holdout_folds, split_validation
-from ._split import share_retrieval_items as share_retrieval_items
+from ._split import sample_retrieval_items as sample_retrieval_items
 from .model_selection import OneStandardErrorSelector as OneStandardErrorSelector
 from .model_selection import paired_gain as paired_gain
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import numpy as np
 import torch
 
 from .._distances import squared_euclidean
@@ -27,7 +26,6 @@ __all__ = [
     "per_query_scores",
     "retrieval_score",
     "retrieval_validator",
-    "sample_retrieval_items",
 ]
 
 #: Leave-one-out retrieval scores among the validation items.
@@ -161,24 +159,3 @@ def retrieval_validator(
             return retrieval_score(embed(), codes, metric)
 
     return validate
-
-
-def sample_retrieval_items(
-    codes: np.ndarray, rng: np.random.Generator, max_items: int = MAX_VALIDATION_ITEMS
-) -> np.ndarray:
-    """Indices of at most ``max_items`` items for a leave-one-out ranking, drawn by whole class
-    (so the items keep their matches); all items when there are no more than ``max_items``.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> len(sample_retrieval_items(np.repeat(np.arange(10), 3), np.random.default_rng(0), 7))
-    6
-    """
-    n = codes.shape[0]
-    if n <= max_items:
-        return np.arange(n)
-    classes = rng.permutation(np.unique(codes))
-    counts = np.bincount(codes)[classes]
-    keep = classes[: max(1, int(np.searchsorted(np.cumsum(counts), max_items, side="right")))]
-    return np.flatnonzero(np.isin(codes, keep))

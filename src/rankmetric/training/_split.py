@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._scoring import sample_retrieval_items
+from ._scoring import MAX_VALIDATION_ITEMS
 
-__all__ = ["VALIDATION_SPLITS", "holdout_folds", "share_retrieval_items", "split_validation"]
+__all__ = ["VALIDATION_SPLITS", "holdout_folds", "sample_retrieval_items", "split_validation"]
 
 #: How ``validation_fraction`` holds data out: a share of each class, or whole classes.
 VALIDATION_SPLITS = ("stratified", "groups")
@@ -140,29 +140,37 @@ def split_validation(
     return folds[0] if folds else (np.arange(codes.shape[0]), np.empty(0, dtype=np.int64))
 
 
-def share_retrieval_items(
-    codes: np.ndarray, rng: np.random.Generator, max_items: int
+def sample_retrieval_items(
+    codes: np.ndarray, rng: np.random.Generator, max_items: int = MAX_VALIDATION_ITEMS
 ) -> np.ndarray:
-    """Indices of at most about ``max_items`` items for a leave-one-out ranking, every class
-    kept: a class with more than its share (``max_items // n_classes`` items, at least 2) gives
-    that many, drawn at random, a smaller one all its items. :func:`sample_retrieval_items`
-    draws whole classes instead, which keeps one class of a large-class set (two classes of
-    6,000 items: one class, every item's only matches its own, every distance at mAP 1); with
-    more than ``max_items / 2`` classes this draws whole classes too.
+    """Indices of at most about ``max_items`` items for a leave-one-out ranking (validation
+    scoring, the check against the Euclidean distance, the held-out check), every class kept
+    when it can be: a class with more than its share (``max_items // n_classes`` items, at least
+    2) gives that many, drawn at random, a smaller one all its items. With more than
+    ``max_items / 2`` classes whole classes are drawn instead, so the items keep their matches.
+    All items when there are no more than ``max_items``. (Whole classes were drawn always until
+    0.3's development: two classes of 6,000 items then kept one, every item's only matches its
+    own, every distance at mAP 1.)
 
     Examples
     --------
     >>> import numpy as np
     >>> codes = np.repeat([0, 1, 2], [5000, 3000, 10])
-    >>> kept = share_retrieval_items(codes, np.random.default_rng(0), 2000)
+    >>> kept = sample_retrieval_items(codes, np.random.default_rng(0), 2000)
     >>> np.bincount(codes[kept]).tolist()
     [666, 666, 10]
+    >>> len(sample_retrieval_items(np.repeat(np.arange(10), 3), np.random.default_rng(0), 7))
+    6
     """
     n = codes.shape[0]
-    _, inverse, counts = np.unique(codes, return_inverse=True, return_counts=True)
-    quota = max_items // counts.shape[0]
-    if n <= max_items or quota < 2:
-        return sample_retrieval_items(codes, rng, max_items)
+    if n <= max_items:
+        return np.arange(n)
+    classes, inverse, counts = np.unique(codes, return_inverse=True, return_counts=True)
+    quota = max_items // classes.shape[0]
+    if quota < 2:  # many classes: whole ones
+        drawn = rng.permutation(classes.shape[0])
+        fit = int(np.searchsorted(np.cumsum(counts[drawn]), max_items, side="right"))
+        return np.flatnonzero(np.isin(inverse, drawn[: max(1, fit)]))
     shuffled = rng.permutation(n)
     by_class = shuffled[np.argsort(inverse[shuffled], kind="stable")]
     rank = np.arange(n) - np.repeat(np.cumsum(counts) - counts, counts)  # rank in its class

@@ -124,10 +124,10 @@ def make_validator(
 ) -> Callable[[], float]:
     """The validation score ``metric`` (a ``validation_metric``).
 
-    Retrieval metrics rank at most ``MAX_VALIDATION_ITEMS`` validation items (whole classes)
-    leave-one-out among themselves; ``"knn"`` is the k-NN accuracy (k=3) of the validation set
-    against a fixed subset of training points. ``embed(indices)`` embeds training rows,
-    ``embed_val(indices)`` validation rows (``None``: all).
+    Retrieval metrics rank at most ``MAX_VALIDATION_ITEMS`` validation items (every class its
+    share) leave-one-out among themselves; ``"knn"`` is the k-NN accuracy (k=3) of the
+    validation set against a fixed subset of training points. ``embed(indices)`` embeds
+    training rows, ``embed_val(indices)`` validation rows (``None``: all).
     """
     if metric != "knn":
         items = sample_retrieval_items(val_codes, rng)
@@ -164,7 +164,7 @@ def compare_with_euclidean(
     """Set ``est.reference_scores_``: the fitted metric against the inputs' Euclidean distance.
 
     Leave-one-out recall@1 (or, ``validation_metric="map"``, mAP) of ``embed_rows(rows)`` and of
-    the rows themselves on at most ``MAX_REFERENCE_ITEMS`` items (whole classes): validation
+    the rows themselves on at most ``MAX_REFERENCE_ITEMS`` items (every class its share): validation
     items when there are (``X_val``), else training items; a learned score below the Euclidean
     one issues an :class:`~rankmetric.training.UntrainedModelWarning` (the class name and its
     ``_untrained_hint`` in its text). None when there are no labels (fitted from pairs or

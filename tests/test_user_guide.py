@@ -61,6 +61,7 @@ def test_page_runs_and_prints_what_it_shows(page, tmp_path):
     assert code, f"{page.name} has no runnable python block"
     script = "\n".join(f"{c}\nprint({MARKER.format(i)!r}, flush=True)" for i, c in enumerate(code))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "OMP_NUM_THREADS": "1"}
+    env["CUDA_VISIBLE_DEVICES"] = ""  # the pages show what the CPU prints (user_guide/index.md)
     proc = subprocess.run(
         [sys.executable, "-W", "error::UserWarning", "-c", script],
         cwd=tmp_path,

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
+import warnings
 from collections.abc import Mapping
 
 import numpy as np
@@ -11,6 +13,7 @@ from tqdm.auto import tqdm
 
 __all__ = [
     "resolve_device",
+    "deterministic_on",
     "make_rng",
     "torch_generator",
     "progress",
@@ -50,6 +53,45 @@ def resolve_device(device: str | torch.device | None) -> torch.device:
                 f"use {forms}."
             ) from None
     return resolved
+
+
+@contextlib.contextmanager
+def deterministic_on(device):
+    """Torch's deterministic kernels while the block runs on a CUDA ``device``.
+
+    On CUDA, torch's scatter-adds (the backward of an indexing, ``index_add_``) add in the
+    order the threads arrive, so two fits with one seed differ in the last bits and then drift
+    apart. Inside the block ``torch.use_deterministic_algorithms(True, warn_only=True)`` picks
+    the order-fixed kernels; the state before is restored after. cuBLAS's products are
+    reproducible on one stream (NVIDIA's documentation), so torch's note about
+    ``CUBLAS_WORKSPACE_CONFIG`` is not shown. On the CPU (and for a device that is not one)
+    nothing changes.
+
+    Parameters
+    ----------
+    device : str, torch.device or None
+        As :func:`resolve_device` takes it.
+
+    Examples
+    --------
+    >>> with deterministic_on("cpu"):
+    ...     torch.are_deterministic_algorithms_enabled()
+    False
+    """
+    try:
+        on_cuda = resolve_device(device).type == "cuda"
+    except ValueError:  # the fit names the bad device itself
+        on_cuda = False
+    if not on_cuda or torch.are_deterministic_algorithms_enabled():
+        yield
+        return
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", ".*CUBLAS_WORKSPACE_CONFIG", UserWarning)
+            yield
+    finally:
+        torch.use_deterministic_algorithms(False)
 
 
 def make_rng(random_state) -> np.random.Generator:

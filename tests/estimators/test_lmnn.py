@@ -200,6 +200,17 @@ def test_pair_laplacian_reuses_its_pairs_for_new_weights(rng):
     assert torch.equal(empty.times(torch.zeros(0, dtype=Z.dtype), Z), torch.zeros_like(Z))
 
 
+def test_pair_laplacian_merges_repeated_pairs_as_cuda_needs(rng):
+    """More pairs than n² entries (cuSPARSE refuses them): merged, the product is the same."""
+    n, m = 4, 60  # 60 pairs > 16 entries, so many repeats
+    a, b = torch.as_tensor(rng.integers(0, n, m)), torch.as_tensor(rng.integers(0, n, m))
+    Z, w = torch.as_tensor(rng.normal(size=(n, 3))), torch.as_tensor(rng.normal(size=m))
+    merged = PairLaplacian(a, b, n, merge=True)
+    assert merged.col.numel() <= n * n and merged.order is None
+    torch.testing.assert_close(merged.times(w, Z), _dense_laplacian(a, b, w, n) @ Z)
+    torch.testing.assert_close(merged.times(w, Z), PairLaplacian(a, b, n).times(w, Z))
+
+
 def test_objective_does_not_depend_on_the_order_of_the_pairs(rng):
     """Prebuilt index structures (as the fit reuses them) and any order of the impostor pairs
     give the same objective and gradient."""

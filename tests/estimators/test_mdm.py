@@ -13,19 +13,14 @@ from rankmetric import MDM
 from rankmetric.datasets import make_spd_clusters
 from rankmetric.io import load_model, save_model
 
+from ._spd_rows import rows_to_spd
+
 pyriemann_datasets = pytest.importorskip("pyriemann.datasets")
 pyriemann_classification = pytest.importorskip("pyriemann.classification")
 
 
-def _rows_to_spd(X):
-    """Feature rows x (d,) → SPD matrices diag(1.5 + tanh x) + 0.2 tanh(x) tanh(x)ᵀ / d."""
-    t = np.tanh(np.asarray(X))
-    d = t.shape[1]
-    return np.eye(d, dtype=t.dtype) * (1.5 + t)[:, :, None] + 0.2 * t[:, :, None] * t[:, None] / d
-
-
 def _pipeline():  # scikit-learn's checks feed 2-D rows: mapped to SPD matrices first
-    return make_pipeline(FunctionTransformer(_rows_to_spd, validate=True), MDM(device="cpu"))
+    return make_pipeline(FunctionTransformer(rows_to_spd, validate=True), MDM(device="cpu"))
 
 
 @parametrize_with_checks([_pipeline()], expected_failed_checks=lambda est: {

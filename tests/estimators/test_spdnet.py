@@ -21,6 +21,8 @@ from rankmetric.estimators.spd import (
 from rankmetric.evaluate import knn_accuracy
 from rankmetric.io import load_model, save_model
 
+from ._spd_rows import rows_to_spd
+
 # Fits here use deliberately tiny budgets and data: the convergence and untrained-model
 # warnings they raise are expected (the tests that check a warning use pytest.warns).
 pytestmark = [
@@ -55,18 +57,6 @@ def _reference(est, X):
 # SPDNetEmbedding and its RPL configuration RPLEmbedding: scikit-learn's checks feed 2-D feature
 # arrays, so every check that fits or transforms the bare estimator fails on the shape; the same
 # checks run again on a pipeline whose first step maps feature rows to SPD matrices
-
-
-def _rows_to_spd(X):
-    """Map feature rows x (d,) to SPD matrices diag(1.5 + tanh x) + 0.2 tanh(x) tanh(x)ᵀ / d.
-
-    Lets scikit-learn's 2-D estimator checks reach the estimator with valid SPD input; the dtype
-    of ``X`` is kept.
-    """
-    t = np.tanh(np.asarray(X))
-    d = t.shape[1]
-    eye = np.eye(d, dtype=t.dtype)
-    return eye * (1.5 + t)[:, :, None] + 0.2 * t[:, :, None] * t[:, None, :] / d
 
 
 _NEEDS_2D = "the check feeds 2-D features; the SPD estimators take SPD matrices (n, c, c)"
@@ -116,7 +106,7 @@ def test_sklearn_checks_bare(estimator, check):
 
 
 def _spd_pipeline(est):
-    return make_pipeline(FunctionTransformer(_rows_to_spd, validate=True), clone(est))
+    return make_pipeline(FunctionTransformer(rows_to_spd, validate=True), clone(est))
 
 
 @parametrize_with_checks(

@@ -31,6 +31,7 @@ def limit_headroom(extra):
 
 def _run(script: str) -> str:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    env["CUDA_VISIBLE_DEVICES"] = ""  # host memory is measured: the CPU path, also on a GPU host
     env.pop("RANKMETRIC_MEMORY_LIMIT", None)
     out = subprocess.run(
         [sys.executable, "-c", _PRELUDE + textwrap.dedent(script)],

@@ -17,6 +17,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._distances import paired_squared_euclidean
 from .._threads import fit_threads
+from .._utils import deterministic_on
 from .._validation import ParameterValidationMixin
 from ..io import load_model, save_model
 from ..training import Checkpointing, TrainingResult, Validation, fit_fingerprint, train
@@ -96,7 +97,7 @@ def fit_context(fit):
         if own and getattr(self, "checkpoint_dir", None) is not None:
             self._fit_fingerprint = fit_fingerprint(self, *args, **kwargs)
         try:
-            with fit_depth() as outermost:
+            with fit_depth() as outermost, deterministic_on(getattr(self, "device", "cpu")):
                 fitted = sized(self, *args, **kwargs)
                 if outermost and hasattr(self, "held_out_check"):
                     run_held_out_check(self, fit, args, kwargs)

@@ -183,10 +183,17 @@ def _paired_auc(scores_l: np.ndarray, scores_r: np.ndarray, similar: np.ndarray)
     return float(l10.mean()), float(r10.mean()), float(np.sqrt(max(var, 0.0))), influence
 
 
+#: One look's bound, one-sided 5 % (the held-out check's ``Z_BELOW``), before Student's t.
+Z_ONE_LOOK = 1.645
+
+
 def compare_with_reference(
     learned, reference, labels, *, metric: str = "recall@1", cameras=None, pair_groups=None
 ) -> dict:
     """Compare a learned distance with a reference on the same held-out queries or pairs.
+
+    Its ``verdict`` is what the estimators' held-out check would say of this one comparison, so
+    a network trained in your own loop is judged in the same words (``docs/reliability.md``).
 
     Parameters
     ----------
@@ -215,7 +222,9 @@ def compare_with_reference(
         ``pair_groups`` for pairs, the queries for ``"accuracy"``), ``dof`` (its degrees of
         freedom: groups − 1), ``n_groups``, ``item_standard_error`` (of the mean per-query
         difference, or DeLong's: the queries' noise only), ``n_queries`` (items with a match,
-        or pairs), and ``_clusters`` (the group sums, for :func:`pooled`).
+        or pairs), ``verdict`` (one of :data:`VERDICTS`: the difference against
+        ``critical_value(1.645, dof)`` standard errors, :func:`verdict`) and ``_clusters`` (the
+        group sums, for :func:`pooled`).
 
     Examples
     --------
@@ -226,7 +235,16 @@ def compare_with_reference(
     >>> out = compare_with_reference(X[:, :1], X, groups)
     >>> out["metric"], out["n_queries"], out["n_groups"], out["difference"] <= 0
     ('recall@1', 20, 4, True)
+    >>> out["verdict"] in VERDICTS
+    True
     """
+    out = _compared(learned, reference, labels, metric, cameras, pair_groups)
+    out["verdict"] = verdict(out, critical_value(Z_ONE_LOOK, out["dof"]))
+    return out
+
+
+def _compared(learned, reference, labels, metric: str, cameras, pair_groups) -> dict:
+    """:func:`compare_with_reference` without its verdict."""
     if metric == "roc_auc":
         similar = np.asarray(labels, dtype=bool)
         d_l, d_r = np.asarray(learned, np.float64), np.asarray(reference, np.float64)

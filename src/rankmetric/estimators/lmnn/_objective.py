@@ -31,6 +31,8 @@ def _csr(crow: torch.Tensor, col: torch.Tensor, values: torch.Tensor, n: int) ->
     """An (n × n) CSR matrix on given (valid, sorted) index arrays, without checks or warnings."""
     with warnings.catch_warnings():  # torch calls its CSR layout "beta" (once per process)
         warnings.filterwarnings("ignore", "Sparse CSR tensor support", UserWarning)
+        # torch 2.11 also warns that check_invariants=False skips the checks: asked for here
+        warnings.filterwarnings("ignore", "Sparse invariant checks", UserWarning)
         return torch.sparse_csr_tensor(crow, col, values, (n, n), check_invariants=False)
 
 
@@ -55,6 +57,10 @@ class PairLaplacian:
     a, b : LongTensor of shape (n_pairs,)
         The pairs (any order).
     n_samples : int
+    merge : bool, optional
+        Store each distinct pair once, its weight the sum of its repeats' (default: on CUDA,
+        whose sparse library refuses more than ``n²`` entries; the CPU takes repeats as they
+        are, in the order that the recorded fits were made with).
 
     Examples
     --------
@@ -66,10 +72,15 @@ class PairLaplacian:
             [ 4.]])
     """
 
-    def __init__(self, a: torch.Tensor, b: torch.Tensor, n_samples: int):
+    def __init__(self, a: torch.Tensor, b: torch.Tensor, n_samples: int, merge: bool | None = None):
         n = int(n_samples)
         index = torch.int32 if max(n, a.numel()) < 2**31 - 1 else torch.int64
         self.n_samples = n
+        #: Each pair's entry among the distinct pairs (None: the pairs are kept as given).
+        self.merged = None
+        if a.is_cuda if merge is None else merge:  # cuSPARSE takes at most n² entries: sum repeats
+            distinct, self.merged = torch.unique(a * n + b, return_inverse=True)
+            a, b = distinct // n, distinct % n
         #: Positions of the pairs in ``a``-order (None: ``a`` is sorted already).
         self.order = None if bool((a[1:] >= a[:-1]).all()) else torch.argsort(a, stable=True)
         if self.order is not None:
@@ -84,6 +95,8 @@ class PairLaplacian:
 
     def times(self, w: torch.Tensor, Z: torch.Tensor) -> torch.Tensor:
         """``C Z`` for pair weights ``w`` (n_pairs,) and ``Z`` (n_samples, r)."""
+        if self.merged is not None:
+            w = w.new_zeros(self.col.numel()).index_add_(0, self.merged, w)
         if self.order is not None:
             w = w.index_select(0, self.order)
         n = self.n_samples

@@ -42,7 +42,7 @@ def test_the_gallery_has_the_promised_scripts():
 def test_example_runs(path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "OMP_NUM_THREADS": "1"}
     proc = subprocess.run(
-        [sys.executable, "-W", "error::UserWarning", path.name],
+        [sys.executable, "-W", "error::UserWarning", "-W", "error::FutureWarning", path.name],
         cwd=path.parent,
         capture_output=True,
         text=True,

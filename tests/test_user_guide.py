@@ -63,7 +63,7 @@ def test_page_runs_and_prints_what_it_shows(page, tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "OMP_NUM_THREADS": "1"}
     env["CUDA_VISIBLE_DEVICES"] = ""  # the pages show what the CPU prints (user_guide/index.md)
     proc = subprocess.run(
-        [sys.executable, "-W", "error::UserWarning", "-c", script],
+        [sys.executable, "-W", "error::UserWarning", "-W", "error::FutureWarning", "-c", script],
         cwd=tmp_path,
         capture_output=True,
         text=True,

@@ -401,3 +401,18 @@ def test_large_classes_are_all_ranked_not_one_of_them():
     assert len(np.unique(kept)) == len(kept)
     many = np.repeat(np.arange(1500), 3)  # more than 1,000 groups: whole groups, as before
     assert len(np.unique(many[sample_retrieval_items(many, np.random.default_rng(0), 2000)])) == 666
+
+
+def test_compare_with_reference_says_the_checks_verdict():
+    """A network of one's own is judged in the check's words: one look at its 5 % bound."""
+    rng = np.random.default_rng(0)
+    groups = np.repeat(np.arange(12), 15)
+    signal = rng.normal(size=(12, 4))[groups] + 0.3 * rng.normal(size=(180, 4))
+    noisy = np.hstack([signal, 4.0 * rng.normal(size=(180, 20))])  # the classes drowned
+    said = {}
+    for name, learned, reference in [("better", signal, noisy), ("below", noisy, signal)]:
+        out = compare_with_reference(learned, reference, groups, metric="map")
+        assert out["verdict"] == verdict(out, critical_value(1.645, out["dof"]))
+        said[name] = out["verdict"]
+    level = compare_with_reference(signal, signal, groups, metric="map")
+    assert said == {"better": "better", "below": "below"} and level["verdict"] == "level"

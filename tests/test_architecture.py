@@ -12,7 +12,8 @@
 * **One home**: the label encoder, the thread and memory mechanisms, the distance kernels and the
   triplet selections are each defined in one module (``ONE_HOME``); no module is over 600 lines;
   only ``resources`` reads the machine's memory; every loss derives from ``MetricLoss`` and the
-  batch losses share one ``forward``; transformers name their output.
+  batch losses share one ``forward``; transformers name their output; torch's determinism
+  switch is set in ``_utils.deterministic_on`` only, which the fit context enters.
 
 Each check lists its justified exceptions (``ALLOWED``, with the reason); every other module
 keeps the convention (the restructuring of #39 moved the last ones onto it).
@@ -196,6 +197,21 @@ def test_only_resources_reads_the_machines_memory():
     }
     found = {p: hits for p, hits in found.items() if hits}
     _check(found, {"resources.py": "the one memory model"})
+
+
+#: torch's process-wide determinism switch, set by one helper that the fit context enters.
+_DETERMINISM_SWITCH = re.compile(r"use_deterministic_algorithms\(")
+
+
+def test_only_the_fit_context_sets_torchs_determinism():
+    found = {
+        p: [f"line {n}" for n, line in enumerate(src.splitlines(), 1)
+            if _DETERMINISM_SWITCH.search(line) and not line.lstrip().startswith(("#", "``"))]
+        for p, src in _modules().items()
+    }  # fmt: skip
+    found = {p: hits for p, hits in found.items() if hits}
+    _check(found, {"_utils.py": "deterministic_on, entered by estimators/base.py's fit_context"})
+    assert "deterministic_on(" in (PACKAGE / "estimators" / "base.py").read_text()
 
 
 def test_every_loss_derives_from_the_base_and_batch_losses_share_one_forward():

@@ -67,6 +67,7 @@ from .._distances import paired_squared_euclidean
 from .._validation import BOOLEAN, NONE, Options
 from .._validation.compat import warn_at_caller
 from ..training import (
+    Z_ONE_LOOK,
     UntrainedModelWarning,
     compare_with_reference,
     critical_value,
@@ -103,7 +104,7 @@ MAX_FOLDS = 3
 MIN_GROUPS = 6
 #: The learned distance is below the reference when the paired difference is below ``-Z_BELOW``
 #: standard errors (one-sided, about 95 %), when one fold is all there is to look at.
-Z_BELOW = 1.645
+Z_BELOW = Z_ONE_LOOK
 #: The folds run one at a time: after fold ``k`` of ``K``, a pooled difference beyond
 #: ``SEQUENTIAL_BOUNDS[K][k - 1]`` standard errors either way ends the check (below: the warning;
 #: above: none); otherwise the next fold runs, and the last fold's bound decides. O'Brien–Fleming

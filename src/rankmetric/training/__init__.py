@@ -15,6 +15,7 @@
 ============================  ==================================================================
 """
 
+from ._comparison import Z_ONE_LOOK as Z_ONE_LOOK
 from ._comparison import compare_with_reference as compare_with_reference
 from ._comparison import critical_value as critical_value
 from ._comparison import pooled as pooled

@@ -183,7 +183,7 @@ def _paired_auc(scores_l: np.ndarray, scores_r: np.ndarray, similar: np.ndarray)
     return float(l10.mean()), float(r10.mean()), float(np.sqrt(max(var, 0.0))), influence
 
 
-#: One look's bound, one-sided 5 % (the held-out check's ``Z_BELOW``), before Student's t.
+#: One look's bound, one-sided 5 %, before Student's t (the held-out check's ``Z_BELOW``).
 Z_ONE_LOOK = 1.645
 
 

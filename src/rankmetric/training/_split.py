@@ -5,7 +5,7 @@ Every hold-out of the package draws here: the early stopping of the iterative es
 (:mod:`rankmetric.estimators._held_out`, several disjoint folds of whole groups) and the
 validation of the self-tuning learners (:func:`rankmetric.tuning.group_holdout`); and the
 held-out check's draw of the items it ranks, every held-out class its share
-(:func:`share_retrieval_items`).
+(:func:`sample_retrieval_items`, which validation scoring uses too).
 """
 
 from __future__ import annotations

@@ -58,8 +58,11 @@ def test_fit_pairs_reports_learned_vs_euclidean(method, extra, stacked, tmp_path
     standardises = method in ("warca", "ssne")
     assert report["preprocessing"].startswith("standardised") == standardises
     assert ("euclidean_raw" in report) == standardises
-    # the saved model reproduces the reported scores
+    # the saved model reproduces the reported scores, and the report says its held-out check
     model = load_model(out)
+    check = model.held_out_check_
+    said = f"{check['verdict']}: {check['summary']}" if check["status"] == "done" else None
+    assert report["held_out_check"] == (said or f"skipped: {check['reason']}")
     d = model.pair_distances(X[test_pairs[:, 0]], X[test_pairs[:, 1]])
     assert learned["roc_auc"] == pytest.approx(
         verification_scores(d, test_labels > 0)["roc_auc"], abs=1e-9

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 
 import pytest
 
@@ -52,6 +53,8 @@ def test_text_columns_are_refused_clearly_then_ignored_when_features_are_named(t
     assert main(argv) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["reid_rank1_learned"] > report["reid_rank1_euclidean"]
+    said = r"(better|level|not better|below): mAP .* identities held out of the fit"
+    assert re.fullmatch(said, report["held_out_check"]), report["held_out_check"]
     assert main([*argv[:-3], "--feature-columns", "g*"]) == 2
     assert "no column matches the feature column 'g*'" in capsys.readouterr().err
 

@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 
-from ._report import euclidean_spaces, model_preprocessing, print_report
+from ._report import euclidean_spaces, held_out_report, model_preprocessing, print_report
 
 __all__ = [
     "add_fit_pairs_option",
@@ -96,6 +96,7 @@ def run_fit_pairs(args: argparse.Namespace, est) -> int:
         "evaluated_on": evaluated,
         "n_evaluated_pairs": int(len(y_eval)),
         "preprocessing": preprocessing,
+        **held_out_report(est),
     }
     for name, pairs_in in euclidean_spaces(stacked, preprocess):
         report[name] = _scores(_euclidean(pairs_in), y_eval, DEFAULT_FAR)

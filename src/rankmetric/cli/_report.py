@@ -10,6 +10,7 @@ import numpy as np
 __all__ = [
     "euclidean_spaces",
     "flat",
+    "held_out_report",
     "knn_report",
     "model_preprocessing",
     "print_report",
@@ -29,6 +30,26 @@ def model_preprocessing(est):
     if np.all(scale == 1) and np.all(mean == 0):  # standardize=False
         return None, "none"
     return (lambda X: (np.asarray(X) - mean) / scale), "standardised (the model's mean_, scale_)"
+
+
+def held_out_report(est) -> dict:
+    """The held-out check's line of a report: its verdict and the comparison behind it
+    (``held_out_check_["summary"]``), the reason it was skipped, or nothing when it was switched
+    off. A warning says a loss as well; this line says every outcome, "better" included.
+
+    Examples
+    --------
+    >>> class Fitted:
+    ...     held_out_check_ = {"status": "done", "verdict": "better", "summary": "mAP ..."}
+    >>> held_out_report(Fitted())
+    {'held_out_check': 'better: mAP ...'}
+    """
+    check = getattr(est, "held_out_check_", None)
+    if check is None:
+        return {}
+    if check.get("status") != "done":
+        return {"held_out_check": f"skipped: {check.get('reason', check.get('status'))}"}
+    return {"held_out_check": f"{check['verdict']}: {check['summary']}"}
 
 
 def euclidean_spaces(X, preprocess) -> list[tuple[str, object]]:

@@ -29,7 +29,7 @@ from ._args import (
 )
 from ._help import parameter_help, parse_value, summary
 from ._pairs import add_fit_pairs_option, run_fit_pairs
-from ._report import knn_report, model_preprocessing, print_report, reid_report
+from ._report import held_out_report, knn_report, model_preprocessing, print_report, reid_report
 
 SUMMARY = "fit a metric learner on a data set and save it"
 DESCRIPTION = (
@@ -219,6 +219,7 @@ def run_fit(args: argparse.Namespace) -> int:
               "n_train": int(len(split.X_train)), "n_test": int(len(split.X_test)),
               "fit_seconds": round(fit_time, 3)}  # fmt: skip
     preprocess, report["preprocessing"] = model_preprocessing(est)
+    report.update(held_out_report(est))
     report.update(knn_report(est, args.k, split, preprocess))
     if split.cameras_test is not None:
         report.update(reid_report(est.transform, split.X_test, split.y_test, split.cameras_test,

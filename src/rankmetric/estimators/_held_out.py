@@ -102,6 +102,8 @@ MAX_FOLDS = 3
 #: Fewest groups with two items (labels) or groups (pairs) for the check to run: two held out and
 #: at least four left to learn from.
 MIN_GROUPS = 6
+#: How the split's messages name the check.
+CHECK = "the held-out check"
 #: The learned distance is below the reference when the paired difference is below ``-Z_BELOW``
 #: standard errors (one-sided, about 95 %), when one fold is all there is to look at.
 Z_BELOW = Z_ONE_LOOK
@@ -186,7 +188,7 @@ def held_out_folds(groups, random_state) -> list[tuple[np.ndarray, np.ndarray]]:
         min_groups=MIN_GROUPS,
         min_held=MIN_HELD_GROUPS,
         max_folds=MAX_FOLDS,
-        what="the held-out check",
+        what=CHECK,
     )
 
 
@@ -271,7 +273,7 @@ def run_held_out_check(est, fit: Callable, args: tuple, kwargs: dict) -> None:
     said = verdict(result, bound)
     result.update(n_folds=len(results), folds_planned=len(task.folds), bound=bound)
     result.update(held_out=task.what, status="done", verdict=said, below=said == "below")
-    result.update(fallback=False)
+    result.update(fallback=False, summary=_summary_line(est, result))
     est.held_out_check_ = result
     if said in WARNED:
         if est.fallback == "reference":
@@ -323,18 +325,26 @@ def _fall_back(est, fit, args, kwargs) -> None:
     est.held_out_check_ = kept
 
 
-def _warn_below(est, r: dict) -> None:
+def _summary_line(est, r: dict) -> str:
+    """The comparison in words (``held_out_check_["summary"]``: the warning's and the command
+    line's report)."""
     what = {"roc_auc": "ROC AUC", "map": "mAP", "accuracy": "k-NN accuracy"}.get(r["metric"])
     reference = "the untrained network" if est._reference_params else "the Euclidean distance"
+    return (
+        f"{what} {r['learned']:.3f} vs {r['reference']:.3f} for {reference} "
+        f"({r['difference']:+.3f} ± {r['standard_error']:.3f}) on {r['n_groups']} "
+        f"{r['held_out']} held out of the fit"
+    )
+
+
+def _warn_below(est, r: dict) -> None:
     how = (
         "worse than no metric learning"
         if r["verdict"] == "below"
         else "not better than no metric learning (below it, within the noise)"
     )
     warn_at_caller(
-        f"{type(est).__name__} held-out check: {what} {r['learned']:.3f} vs {r['reference']:.3f} "
-        f"for {reference} ({r['difference']:+.3f} ± {r['standard_error']:.3f}) on "
-        f"{r['n_groups']} {r['held_out']} held out of the fit: {how}. "
+        f"{type(est).__name__} held-out check: {r['summary']}: {how}. "
         + (
             "fallback='reference': the reference was returned."
             if r["fallback"]
@@ -395,7 +405,8 @@ def _label_task(est, bound: dict) -> _Task:
     try:
         folds = held_out_folds(groups, random_state=_seed(est))
     except ValueError as exc:
-        raise _Skip(str(exc).replace("groups", "classes").replace("rows", "samples")) from None
+        reason = str(exc).removeprefix(f"{CHECK}: ")  # the skip's own messages name the check
+        raise _Skip(reason.replace("groups", "classes").replace("rows", "samples")) from None
     rows = {k: np.asarray(v) for k, v in bound.items() if k in ROW_ARGUMENTS and v is not None}
     others = {k: v for k, v in bound.items() if k not in ("X", "y", *ROW_ARGUMENTS)}
     rng = np.random.default_rng(_seed(est))

@@ -92,7 +92,7 @@ def holdout_folds(
     if eligible.shape[0] < max(min_groups, 4):
         raise ValueError(
             f"{what}: too few groups to hold whole ones out: only {eligible.shape[0]} groups have "
-            f"two rows or more, and {max(min_groups, 4)} are needed (two held "
+            f"two rows or more, and {max(min_groups, 4)} are needed (at least two held "
             "out, two to learn from). Use more groups, or hold out a share of each class."
         )
     n_held = min(max(2, int(round(fraction * eligible.shape[0]))), eligible.shape[0] - 2)

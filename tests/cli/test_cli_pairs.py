@@ -85,8 +85,50 @@ def test_evaluate_pairs_euclidean_and_text_output(tmp_path, capsys):
     assert main(["evaluate", "--pairs", str(path), "--far", "0.05"]) == 0
     out = capsys.readouterr().out
     assert "Euclidean distance" in out and "tar_at_far_0.05" in out and "(pairs)" in out
-    assert main(["fit", "kissme", "--pairs", str(path)]) == 0
-    assert "the training pairs (the file has no pairs_test)" in capsys.readouterr().out
+    assert main(["fit", "kissme", "--pairs", str(path), "--test-size", "0"]) == 0
+    assert "the training pairs (the file has no pairs_test; --test-size 0)" in (
+        capsys.readouterr().out
+    )
+
+
+@pytest.mark.parametrize("stacked", [False, True])
+def test_fit_pairs_without_test_pairs_holds_items_out(stacked, tmp_path, capsys):
+    """Without pairs_test, fit scores pairs of held-out items only, and evaluate --model scores
+    the same pairs (never the training ones); without a model, evaluate scores every pair."""
+    from rankmetric.datasets import holdout_pairs, read_pair_file
+
+    path, out = tmp_path / "pairs.npz", tmp_path / "kissme.npz"
+    _pair_file(path, stacked=stacked, with_test=False)
+    assert main(["fit", "kissme", "--pairs", str(path), "--out", str(out), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    split = holdout_pairs(read_pair_file(path), 0.3)
+    assert report["evaluated_on"] == split.how and "held out" in split.how
+    assert report["n_evaluated_pairs"] == len(split.test[1])
+    assert report["n_train_pairs"] == len(split.y) and report["n_pairs_left_out"] > 0
+    assert report["learned"]["roc_auc"] > report["euclidean"]["roc_auc"] + 0.1
+    assert main(["evaluate", "--pairs", str(path), "--model", str(out), "--json"]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["n_pairs"] == len(split.test[1]) and split.how in again["pairs"]
+    assert again["scores"]["roc_auc"] == pytest.approx(report["learned"]["roc_auc"], abs=1e-12)
+    assert main(["evaluate", "--pairs", str(path), "--json"]) == 0  # Euclidean: every pair
+    assert json.loads(capsys.readouterr().out)["n_pairs"] == 350
+
+
+def test_a_pair_file_that_cannot_be_split_names_test_size(tmp_path, capsys):
+    """One group of similar pairs holding every item: no hold-out can keep similar pairs on
+    both sides; the error names --test-size and what to do."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 3))
+    chain = np.stack([np.arange(29), np.arange(1, 30)], axis=1)  # one component
+    pairs = np.concatenate([chain, rng.integers(0, 30, size=(40, 2))])
+    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+    y = np.r_[np.ones(29), -np.ones(len(pairs) - 29)]
+    np.savez(tmp_path / "chain.npz", X=X, pairs=pairs, y=y)
+    assert main(["fit", "kissme", "--pairs", str(tmp_path / "chain.npz")]) == 2
+    err = capsys.readouterr().err
+    assert (
+        "--test-size: holding out 30% of the items" in err and "pairs_test" in err and "or 0" in err
+    )
 
 
 @pytest.mark.parametrize(

@@ -111,3 +111,84 @@ def test_a_pair_file_in_index_form_with_test_pairs(tmp_path):
     np.savez(path, X=np.eye(3), pairs=[[0, 5]], y=[1])
     with pytest.raises(ValueError, match=r"indices must lie in \[0, 3\)"):
         read_pair_file(path).stacked()
+
+
+# ------------------------------------------------------------------ a user's pair file, split
+
+
+def _identity_pairs(n_identities=12, per=3, n_different=300, seed=0):
+    """Items of ``n_identities`` identities, every same-identity pair and random different
+    ones (row indices into X)."""
+    rng = np.random.default_rng(seed)
+    ids = np.repeat(np.arange(n_identities), per)
+    X = rng.normal(size=(ids.shape[0], 4)) + 3 * ids[:, None]
+    i, j = np.triu_indices(ids.shape[0], 1)
+    same = ids[i] == ids[j]
+    pick = rng.choice(np.flatnonzero(~same), n_different, replace=False)
+    pairs = np.concatenate([np.stack([i[same], j[same]], 1), np.stack([i[pick], j[pick]], 1)])
+    y = np.where(ids[pairs[:, 0]] == ids[pairs[:, 1]], 1, -1)
+    return X, pairs, y, ids
+
+
+@pytest.mark.parametrize("test_size", [0.2, 0.3, 0.5])
+def test_holdout_pairs_keeps_every_test_item_out_of_training(test_size):
+    from rankmetric.datasets import PairData, holdout_pairs
+
+    X, pairs, y, ids = _identity_pairs()
+    split = holdout_pairs(PairData(X, pairs, y, None, "mine.npz"), test_size)
+    train_items = set(split.pairs.ravel().tolist())
+    test_rows = {tuple(row) for row in split.test[0].reshape(-1, 4).tolist()}
+    assert not test_rows & {tuple(X[k].tolist()) for k in train_items}
+    # whole identities held out, about the share asked for, and every pair accounted for
+    held_ids = {ids[k] for k in range(len(X)) if tuple(X[k].tolist()) in test_rows}
+    assert len(held_ids) == max(1, int(np.ceil(test_size * 12 - 1e-9)))
+    assert len(split.y) + len(split.test[1]) + split.n_left_out == len(y)
+    assert {1, -1} <= set(split.y.tolist()) and {1, -1} <= set(split.test[1].tolist())
+    assert (
+        split.how
+        == f"{test_size:.0%} of the items held out (whole groups of similar pairs, seed 0)"
+    )
+
+
+def test_holdout_pairs_same_split_in_both_forms_and_a_seeded_draw():
+    from rankmetric.datasets import PairData, holdout_pairs
+
+    X, pairs, y, _ = _identity_pairs()
+    indexed = holdout_pairs(PairData(X, pairs, y, None, "-"), 0.3)
+    stacked = holdout_pairs(PairData(None, X[pairs], y, None, "-"), 0.3)
+    np.testing.assert_array_equal(X[indexed.pairs], stacked.pairs)
+    np.testing.assert_array_equal(indexed.test[0], stacked.test[0])
+    again = holdout_pairs(PairData(X, pairs, y, None, "-"), 0.3)
+    np.testing.assert_array_equal(indexed.pairs, again.pairs)
+
+
+def test_holdout_pairs_leaves_test_pairs_and_a_zero_share_alone_and_checks_the_share():
+    from rankmetric.datasets import PairData, holdout_pairs
+
+    X, pairs, y, _ = _identity_pairs()
+    with_test = PairData(X, pairs, y, (X[pairs[:5]], y[:5]), "-", "pairs_test")
+    assert holdout_pairs(with_test, 0.3) is with_test
+    plain = PairData(X, pairs, y, None, "-")
+    assert holdout_pairs(plain, 0.0) is plain
+    for bad in (1.0, -0.1):
+        with pytest.raises(ValueError, match=r"test_size must lie in \[0, 1\)"):
+            holdout_pairs(plain, bad)
+
+
+def test_holdout_pairs_draws_a_giant_group_last():
+    """A group holding more items than the share is not drawn while smaller ones can make it."""
+    from rankmetric.datasets import PairData, holdout_pairs
+
+    X, pairs, y, _ = _identity_pairs(n_identities=12, per=3)
+    big = np.arange(15, 36)  # identities 5-11 joined: 21 of 36 items, more than 30 %
+    bridges = np.stack([np.arange(15, 33, 3), np.arange(18, 36, 3)], axis=1)
+    for seed in range(5):  # whatever order the groups are drawn in
+        rng = np.random.default_rng(seed)
+        order = rng.permutation(len(X))  # items renumbered: another draw of the groups
+        rank = np.argsort(order)
+        data = PairData(X[order], rank[np.concatenate([pairs, bridges])],
+                        np.r_[y, np.ones(len(bridges))], None, "-")  # fmt: skip
+        split = holdout_pairs(data, 0.3)
+        test_rows = {tuple(r) for r in split.test[0].reshape(-1, 4).tolist()}
+        assert not test_rows & {tuple(X[k].tolist()) for k in big}
+        assert len(test_rows) >= 0.3 * len(X)

@@ -113,7 +113,7 @@ def test_distinct_rows_uses_a_few_bytes_a_row():
     copy of them: its peak is a small fraction of the input."""
     import tracemalloc
 
-    from rankmetric.estimators._supervision import distinct_rows
+    from rankmetric._validation.points import distinct_rows
 
     rng = np.random.default_rng(0)
     pool = rng.normal(size=(500, 64))

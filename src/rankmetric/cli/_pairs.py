@@ -2,8 +2,11 @@
 
 The pair file (``docs/pairs.md``) is read and checked by
 :func:`rankmetric.datasets.read_pair_file`. ``fit`` trains on ``pairs``/``y`` and reports the
-verification scores of ``pairs_test`` (or, without it, of the training pairs, marked as such);
-``evaluate`` scores ``pairs_test`` when the file has it, else ``pairs``.
+verification scores of ``pairs_test``; without it, ``--test-size`` of the items are held out
+whole (:func:`rankmetric.datasets.holdout_pairs`), and ``--test-size 0`` scores the training
+pairs, marked as such. ``evaluate`` scores ``pairs_test``; without it, with ``--model``, the
+pairs that ``fit`` held out of the same file (same ``--test-size``), and without a model every
+pair.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import time
 
 import numpy as np
 
+from ._args import option_error
 from ._report import euclidean_spaces, held_out_report, model_preprocessing, print_report
 
 __all__ = [
@@ -25,7 +29,8 @@ __all__ = [
 PAIR_FILE_HELP = (
     "a .npz pair file: X (items) + pairs (n, 2) row indices + y (+1/-1 or similarities), or "
     "stacked pairs (n, 2, n_features) + y, or the two members X1, X2 (n, n_features) + y; "
-    "optional X_test/pairs_test/y_test (or X1_test, X2_test, y_test) (docs/pairs.md)"
+    "optional X_test/pairs_test/y_test (or X1_test, X2_test, y_test) (docs/pairs.md); without "
+    "test pairs, --test-size of the items are held out whole (their groups of similar pairs)"
 )
 DEFAULT_FAR = (1e-1, 1e-2, 1e-3)
 
@@ -53,10 +58,21 @@ def _scores(distances, y, far) -> dict:
     return {"roc_auc": s["roc_auc"], "eer": s["eer"], **tars}
 
 
+def _held_out(data, test_size: float):
+    """The file's test pairs, else ``test_size`` of its items held out
+    (:func:`~rankmetric.datasets.holdout_pairs`)."""
+    from ..datasets import holdout_pairs
+
+    try:
+        return holdout_pairs(data, test_size)
+    except ValueError as exc:
+        raise option_error(exc) from None
+
+
 def _evaluated(data, pairs_name: str) -> tuple[np.ndarray, np.ndarray, str]:
-    """``(stacked pairs, y, what they are)``: the file's test pairs, else its pairs."""
+    """``(stacked pairs, y, what they are)``: the test pairs, else the pairs."""
     if data.test is not None:
-        return (*data.test, "pairs_test")
+        return (*data.test, data.how)
     return data.stacked(), data.y, pairs_name
 
 
@@ -78,20 +94,23 @@ def run_fit_pairs(args: argparse.Namespace, est) -> int:
     (``--out`` was checked with the other options, in ``run_fit``)."""
     if getattr(args, "data", None):
         raise ValueError("give either --data NAME or --pairs PAIRS.npz, not both.")
-    data = _read(args.pairs)
+    data = _held_out(_read(args.pairs), args.test_size)
     items = () if data.X is None else (data.X,)  # stacked pairs, or items and row indices
     start = time.perf_counter()
     est.fit_pairs(*items, data.pairs, data.y)
     fit_time = time.perf_counter() - start
     if args.out:
         est.save(args.out)
-    stacked, y_eval, evaluated = _evaluated(data, "the training pairs (the file has no pairs_test)")
+    stacked, y_eval, evaluated = _evaluated(
+        data, "the training pairs (the file has no pairs_test; --test-size 0)"
+    )
     learned = est.pair_distances(stacked[:, 0], stacked[:, 1])
     preprocess, preprocessing = model_preprocessing(est)
     report = {
         "method": type(est).__name__,
         "pairs": args.pairs,
         "n_train_pairs": int(len(data.y)),
+        **({"n_pairs_left_out": data.n_left_out} if data.n_left_out else {}),
         "fit_seconds": round(fit_time, 3),
         "evaluated_on": evaluated,
         "n_evaluated_pairs": int(len(y_eval)),
@@ -112,8 +131,9 @@ def add_evaluate_pairs_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--pairs",
         metavar="PAIRS.npz",
-        help=PAIR_FILE_HELP + "; prints ROC AUC, EER and TAR@FAR of its test pairs (else of its "
-        "pairs) under --model's distance, or the Euclidean one",
+        help=PAIR_FILE_HELP + "; prints ROC AUC, EER and TAR@FAR of its test pairs under "
+        "--model's distance (without pairs_test: the pairs rankmetric fit held out, same "
+        "--test-size), or under the Euclidean distance (without --model: every pair)",
     )
     parser.add_argument(
         "--far",
@@ -130,6 +150,8 @@ def run_evaluate_pairs(args: argparse.Namespace) -> int:
     if args.embeddings or args.data:
         raise ValueError("--pairs replaces EMBEDDINGS and --data: give the pairs file only.")
     data = _read(args.pairs)
+    if args.model:  # never the pairs the model was fitted on
+        data = _held_out(data, args.test_size)
     stacked, y, evaluated = _evaluated(data, "pairs")
     if args.model:
         from ..io import load_model

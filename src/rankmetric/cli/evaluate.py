@@ -297,8 +297,8 @@ def register(parser: argparse.ArgumentParser, full: bool = True) -> None:
         "--test-size",
         type=float,
         default=0.3,
-        help="held-out fraction when the data set has no official test split "
-        "(default: %(default)s, as `rankmetric fit`)",
+        help="held-out fraction when the data set has no official test split, or the pair "
+        "file no pairs_test (default: %(default)s, as `rankmetric fit`)",
     )
     parser.add_argument(
         "--scores",

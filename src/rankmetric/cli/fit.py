@@ -71,7 +71,9 @@ def _add_method_parser(sub, method: str) -> None:
         "--test-size",
         type=float,
         default=0.3,
-        help="held-out fraction when the data set has no official test split",
+        help="held-out fraction when the data set has no official test split (with --pairs: "
+        "of the items, whole groups of similar pairs, when the file has no pairs_test; 0: "
+        "score the training pairs)",
     )
     parser.add_argument("-k", type=int, default=3, help="neighbours for the k-NN evaluation")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")

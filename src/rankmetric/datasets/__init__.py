@@ -29,7 +29,7 @@ _LAZY = {
                        "make_multicamera_reid", "make_spd_clusters", "make_synthetic_reid"),
         ".user_features": ("FeatureData", "is_feature_file", "load_features"),
         ".splits": ("Split", "holdout_rows", "load_split"),
-        ".user_pairs": ("PairData", "read_pair_file"),
+        ".user_pairs": ("PairData", "holdout_pairs", "read_pair_file"),
         ".user_trials": ("TrialData", "read_trial_file", "is_trial_file"),
         ".embeddings": ("read_embeddings",),
     }.items()

@@ -16,6 +16,10 @@ archive (no pickled objects, sizes checked before reading) in the pair conventio
 ``pairs_test``     optional: held-out pairs, same layout as ``pairs``
 ``y_test``         optional: their labels; a similarity counts as "same" when ``> 0``
 =================  ==========================================================================
+
+A file without test pairs is split by :func:`holdout_pairs` (what ``rankmetric fit --pairs``
+and ``rankmetric evaluate --pairs --model`` do): whole groups of items held out, so that no
+item of a test pair is seen in training.
 """
 
 from __future__ import annotations
@@ -25,8 +29,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._safe_npz import read_data_npz
+from .._validation.points import distinct_rows, pair_groups
 
-__all__ = ["PairData", "read_pair_file"]
+__all__ = ["PairData", "holdout_pairs", "read_pair_file"]
 
 
 @dataclass(frozen=True)
@@ -44,6 +49,12 @@ class PairData:
     test : tuple of (ndarray of shape (n_test, 2, n_features), ndarray) or None
         The held-out pairs, stacked, and their labels.
     source : str
+    how : str
+        Where the test pairs come from (``"pairs_test"``, or the hold-out of
+        :func:`holdout_pairs`); empty without them.
+    n_left_out : int
+        Pairs of the file in neither part (:func:`holdout_pairs`: one member held out, the
+        other not).
 
     Examples
     --------
@@ -59,6 +70,8 @@ class PairData:
     y: np.ndarray
     test: tuple | None
     source: str
+    how: str = ""
+    n_left_out: int = 0
 
     def stacked(self) -> np.ndarray:
         """The training pairs as (n_pairs, 2, n_features) float64."""
@@ -108,7 +121,109 @@ def read_pair_file(path) -> PairData:
         _check_labels(arrays, "_test", path)
         items = arrays.get("X_test", X)
         test = (_stacked(items, arrays["pairs_test"], f"{path}: pairs_test"), arrays["y_test"])
-    return PairData(X, arrays["pairs"], arrays["y"], test, path)
+    return PairData(X, arrays["pairs"], arrays["y"], test, path, "pairs_test" if test else "")
+
+
+def holdout_pairs(data: PairData, test_size: float = 0.3) -> PairData:
+    """Hold out test pairs whose items never appear in a training pair (seed 0).
+
+    The items (the rows of ``X``, or the distinct rows of stacked pairs) fall into groups, the
+    connected components of the similar pairs (the identities, when "similar" means "same
+    identity"; an item in no similar pair is a group of its own). Whole groups, drawn at random
+    with seed 0, are held out until they hold ``test_size`` of the items; a pair whose two
+    members are held out is a test pair, a pair with neither is a training pair, and a pair
+    with one of each is left out (in neither part: it would show a test item in training), as
+    verification protocols with disjoint identities do. A group larger than the share is held
+    out only when nothing else is left to draw.
+
+    Parameters
+    ----------
+    data : PairData
+        A pair file read by :func:`read_pair_file`. When it has test pairs (``pairs_test``) or
+        ``test_size`` is 0, it is returned as it is.
+    test_size : float, default=0.3
+        The share of the items held out, in ``[0, 1)``.
+
+    Returns
+    -------
+    PairData
+        The training pairs as ``pairs``, ``y`` (indices into the same ``X``, or stacked pairs),
+        the held-out ones as ``test``; ``how`` says how they were drawn and ``n_left_out`` counts
+        the pairs in neither part.
+
+    Raises
+    ------
+    ValueError
+        Naming ``test_size`` when it is outside ``[0, 1)``, or when a part would have no similar
+        or no dissimilar pair (a file with one kind only is returned as it is: the fit names
+        that problem) (a similarity counts as similar when ``> 0``); the message says
+        what to do (test pairs in the file, another share, or ``test_size=0`` to score the
+        training pairs).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rankmetric.datasets import PairData, holdout_pairs
+    >>> X = np.random.default_rng(0).normal(size=(12, 3))  # six identities of two items
+    >>> i, j = np.triu_indices(12, 1)
+    >>> same = i // 2 == j // 2
+    >>> data = PairData(X, np.stack([i, j], axis=1), np.where(same, 1, -1), None, "mine.npz")
+    >>> split = holdout_pairs(data, test_size=0.3)  # two identities: four items
+    >>> len(split.y), len(split.test[1]), split.n_left_out
+    (28, 6, 32)
+    >>> split.how
+    '30% of the items held out (whole groups of similar pairs, seed 0)'
+    """
+    if not 0 <= test_size < 1:
+        raise ValueError(f"test_size must lie in [0, 1), got {test_size!r}.")
+    same = np.asarray(data.y) > 0  # +1, 1, True, or a similarity above 0
+    if data.test is not None or test_size == 0 or same.all() or not same.any():
+        return data  # a file of one kind of pair: the fit names that problem
+    ids = _item_ids(data)
+    n_items = int(ids.max()) + 1
+    groups = pair_groups(ids[:, 0], ids[:, 1], same, n_items)
+    held_group = _held_groups(groups, test_size)
+    held = held_group[groups][ids]
+    test, train = held.all(axis=1), ~held.any(axis=1)
+    share = f"{test_size:.0%} of the items held out (whole groups of similar pairs, seed 0)"
+    for part, name in ((train, "training"), (test, "test")):
+        if not (same[part].any() and (~same[part]).any()):
+            raise ValueError(
+                f"test_size: holding out {test_size:.0%} of the items (whole groups of similar "
+                f"pairs, seed 0) leaves the {name} pairs of {data.source} "
+                "without both similar and dissimilar pairs; put test pairs in the file "
+                "(pairs_test, y_test), choose another test_size, or 0 to score the training "
+                "pairs."
+            )
+    pairs, y = np.asarray(data.pairs), np.asarray(data.y)
+    test_pairs = _stacked(data.X, pairs[test], f"{data.source}: pairs")
+    n_left_out = int(np.count_nonzero(~test & ~train))
+    return PairData(data.X, pairs[train], y[train], (test_pairs, y[test]), data.source, share,
+                    n_left_out)  # fmt: skip
+
+
+def _item_ids(data: PairData) -> np.ndarray:
+    """(n_pairs, 2) item numbers of the pairs' members: the distinct points among those the
+    pairs use (two equal rows of ``X`` are one item, as the learners count them)."""
+    pairs = _checked_form(data.X, data.pairs, f"{data.source}: pairs")
+    if data.X is None:
+        return distinct_rows(pairs.reshape(-1, pairs.shape[2]))[1].reshape(-1, 2)
+    used, where = np.unique(pairs, return_inverse=True)
+    rows = np.asarray(data.X, dtype=np.float64)[used]
+    return distinct_rows(rows)[1][where.reshape(-1, 2)]
+
+
+def _held_groups(groups: np.ndarray, test_size: float) -> np.ndarray:
+    """Whether each group is held out: groups in a seeded random order, those larger than the
+    share last, taken until they hold ``test_size`` of the items."""
+    sizes = np.bincount(groups)
+    order = np.random.default_rng(0).permutation(sizes.shape[0])
+    target = test_size * groups.shape[0]
+    order = order[np.argsort(sizes[order] > target, kind="stable")]
+    taken = np.searchsorted(np.cumsum(sizes[order]), target) + 1
+    held = np.zeros(sizes.shape[0], dtype=bool)
+    held[order[: min(taken, sizes.shape[0] - 1)]] = True
+    return held
 
 
 def _check_labels(arrays: dict, suffix: str, path: str) -> None:
@@ -138,13 +253,14 @@ def _stack_members(arrays: dict, suffix: str, path: str) -> None:
     arrays[f"pairs{suffix}"] = np.stack([a, b], axis=1)
 
 
-def _stacked(X, pairs, what: str) -> np.ndarray:
-    """Stacked (n, 2, n_features) pairs from either layout."""
+def _checked_form(X, pairs, what: str) -> np.ndarray:
+    """``pairs`` in either layout, checked: (n, 2, n_features) stacked, or (n, 2) integer row
+    indices of ``X``."""
     pairs = np.asarray(pairs)
     if pairs.ndim == 3:
         if pairs.shape[1] != 2:
             raise ValueError(f"{what} must have shape (n, 2, n_features), got {pairs.shape}.")
-        return pairs.astype(np.float64)
+        return pairs
     if X is None:
         raise ValueError(f"{what} holds row indices but the file has no X (the items).")
     if pairs.ndim != 2 or pairs.shape[1] != 2 or not np.issubdtype(pairs.dtype, np.integer):
@@ -152,7 +268,14 @@ def _stacked(X, pairs, what: str) -> np.ndarray:
             f"{what} must be (n, 2) integer row indices or (n, 2, n_features) stacked pairs, "
             f"got {pairs.dtype} of shape {pairs.shape}."
         )
-    X = np.asarray(X, dtype=np.float64)
     if pairs.size and (pairs.min() < 0 or pairs.max() >= len(X)):
         raise ValueError(f"{what}: indices must lie in [0, {len(X)}) (rows of X).")
-    return X[pairs]
+    return pairs
+
+
+def _stacked(X, pairs, what: str) -> np.ndarray:
+    """Stacked (n, 2, n_features) float64 pairs from either layout."""
+    pairs = _checked_form(X, pairs, what)
+    if pairs.ndim == 3:
+        return pairs.astype(np.float64)
+    return np.asarray(X, dtype=np.float64)[pairs]

@@ -59,13 +59,12 @@ from numbers import Integral
 from typing import NamedTuple
 
 import numpy as np
-from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import connected_components
 from sklearn.base import clone
 
 from .._distances import paired_squared_euclidean
 from .._validation import BOOLEAN, NONE, Options
 from .._validation.compat import warn_at_caller
+from .._validation.points import pair_groups
 from ..training import (
     Z_ONE_LOOK,
     UntrainedModelWarning,
@@ -135,37 +134,6 @@ HELD_OUT_PARAMETER_CONSTRAINTS = {
 
 #: Depth of the rankmetric fits running in this context: only the outermost one checks.
 _FIT_DEPTH: contextvars.ContextVar[int] = contextvars.ContextVar("rankmetric_fit_depth", default=0)
-
-
-def pair_groups(a, b, similar, n_points: int) -> np.ndarray:
-    """Group codes of points from their pairs: the connected components of the similar pairs.
-
-    Pairs have no labels of their own; when "similar" means "same identity", the components of
-    the similar pairs are the identities (or unions of them).
-
-    Parameters
-    ----------
-    a, b : array-like of shape (n_pairs,), int
-        Row indices of the two members of each pair.
-    similar : array-like of shape (n_pairs,), bool
-    n_points : int
-
-    Returns
-    -------
-    ndarray of shape (n_points,), int
-        Component code of each point (a point in no similar pair is its own group).
-
-    Examples
-    --------
-    >>> pair_groups([0, 2, 0], [1, 3, 2], [True, True, False], 5).tolist()
-    [0, 0, 1, 1, 2]
-    """
-    a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
-    sim = np.asarray(similar, dtype=bool)
-    graph = coo_matrix(
-        (np.ones(int(sim.sum())), (a[sim], b[sim])), shape=(n_points, n_points)
-    ).tocsr()
-    return connected_components(graph, directed=False)[1].astype(np.int64)
 
 
 def held_out_folds(groups, random_state) -> list[tuple[np.ndarray, np.ndarray]]:

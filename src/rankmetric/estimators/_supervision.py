@@ -37,6 +37,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
 from .._validation import check_finite, check_labels, check_min_per_class, check_scale
+from .._validation.points import distinct_rows
 from ..sampling import PairIndex
 
 __all__ = [
@@ -156,54 +157,6 @@ def _split_call(X, tuples, y, size: int, name: str):
             f"(n, {size}), or stacked {name} of shape (n, {size}, n_features)."
         )
     return X, tuples, y
-
-
-def _row_hashes(flat: np.ndarray) -> np.ndarray:
-    """A 64-bit hash of each row's values (``-0.0`` and ``0.0`` alike), in bounded chunks."""
-    words = np.uint64 if flat.dtype.itemsize == 8 else np.uint32
-    mult = np.random.default_rng(0x5EED).integers(1, 2**63, size=flat.shape[1], dtype=np.uint64)
-    mult |= np.uint64(1)
-    out = np.empty(flat.shape[0], dtype=np.uint64)
-    step = max(1, (_CHUNK_ELEMENTS >> 3) // max(flat.shape[1], 1))  # three temporaries a chunk
-    for start in range(0, flat.shape[0], step):  # chunks of rows, vectorised inside
-        bits = (flat[start : start + step] + 0.0).view(words).astype(np.uint64)
-        bits ^= bits >> np.uint64(29)
-        with np.errstate(over="ignore"):
-            out[start : start + step] = (bits * mult).sum(axis=1, dtype=np.uint64)
-    return out
-
-
-def distinct_rows(flat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(first, inverse)``: the first row of each distinct value, in order of appearance, and
-    each row's distinct-point number (``flat[first][inverse] == flat``).
-
-    Rows are hashed in chunks (8 bytes a row) instead of sorted as ``np.unique(axis=0)`` does
-    (which copies the whole array); equal hashes are then checked value by value, so a hash
-    collision can never merge two different points.
-    """
-    first, inverse = _in_order_of_appearance(
-        *np.unique(_row_hashes(flat), return_index=True, return_inverse=True)[1:]
-    )
-    step = max(1, (_CHUNK_ELEMENTS >> 3) // max(flat.shape[1], 1))
-    for start in range(0, flat.shape[0], step):  # every row equals its representative
-        sl = slice(start, start + step)
-        if not np.all(flat[sl] == flat[first[inverse[sl]]]):
-            break
-    else:
-        return first, inverse
-    # a 64-bit collision (about 1 in 10^6 for 10^7 rows): the exact, sorting method
-    return _in_order_of_appearance(
-        *np.unique(flat, axis=0, return_index=True, return_inverse=True)[1:]
-    )
-
-
-def _in_order_of_appearance(first: np.ndarray, inverse: np.ndarray):
-    """``np.unique``'s ``(first, inverse)`` renumbered so the distinct values come in the order
-    they first appear."""
-    order = np.argsort(first)
-    rank = np.empty_like(order)
-    rank[order] = np.arange(order.shape[0])
-    return first[order], rank[inverse.ravel()]
 
 
 def _points(estimator, X, tuples, size: int, name: str) -> tuple[np.ndarray, np.ndarray]:

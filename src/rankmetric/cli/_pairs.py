@@ -72,7 +72,7 @@ def _held_out(data, test_size: float):
 def _evaluated(data, pairs_name: str) -> tuple[np.ndarray, np.ndarray, str]:
     """``(stacked pairs, y, what they are)``: the test pairs, else the pairs."""
     if data.test is not None:
-        return (*data.test, data.how)
+        return (*data.test, data.how or "pairs_test")
     return data.stacked(), data.y, pairs_name
 
 

@@ -202,3 +202,23 @@ def test_a_missing_column_names_a_few_columns_not_all(tmp_path, arrays):
     assert "person, f0" in message and "f6" in message and "f7" not in message
     assert "(201 in all)" in message
     assert "--id-column" in message and len(message) < 400
+
+
+def test_items_and_optional_labels_for_a_catalogue(tmp_path):
+    """``items=`` keeps an identifier column out of the features; ``require_labels=False``
+    reads a table without labels (``y`` None) and one whose labels hold a single identity."""
+    path = tmp_path / "catalogue.csv"
+    path.write_text("image_path,f1,f2\na.jpg,1.0,2.0\nb.jpg,3.0,4.0\nc.jpg,5.0,6.5\n")
+    data = load_features(path, items="image_path", require_labels=False)
+    assert data.y is None and data.n_identities == 0 and data.X.shape == (3, 2)
+    assert data.items.tolist() == ["a.jpg", "b.jpg", "c.jpg"]
+    assert data.rows().tolist() == [0, 1, 2]
+    with pytest.raises(ValueError, match="no column 'y' or 'labels'"):
+        load_features(path, items="image_path")  # labels required by default: named missing
+    with pytest.raises(ValueError, match="no column 'sku' for items"):
+        load_features(path, items="sku", require_labels=False)
+    one = tmp_path / "one.csv"
+    one.write_text("pid,f1\n7,1.0\n7,2.0\n")
+    assert load_features(one, require_labels=False).y.tolist() == [7, 7]
+    with pytest.raises(ValueError, match="single identity"):
+        load_features(one)

@@ -124,3 +124,59 @@ def test_cli_build_add_query_evaluate(user_file, tmp_path, capsys):
     )
     assert "not an index folder" in capsys.readouterr().err
     assert load_model(tmp_path / "m.npz") is not None
+
+
+def _table(path, X, y=None, items=None):
+    """A CSV table as users keep them: an item column (text), a label column, features."""
+    import csv
+
+    header = (["image_path"] if items is not None else []) + (["pid"] if y is not None else [])
+    header += [f"feat_{j}" for j in range(X.shape[1])]
+    with open(path, "w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(header)
+        for i, row in enumerate(X):
+            head = ([items[i]] if items is not None else []) + ([y[i]] if y is not None else [])
+            writer.writerow(head + [repr(float(v)) for v in row])
+
+
+def test_cli_index_reads_a_table_as_fit_does(user_file, tmp_path, capsys):
+    """A catalogue and queries in CSV (an image_path column, labels, features): the same
+    index and the same neighbours as from the .npz arrays; labels optional for build/query."""
+    with np.load(user_file) as f:
+        order = np.random.default_rng(1).permutation(1000)
+        X, y = f["X"][order], f["y"][order]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        WARCA(n_components=6, max_iter=30, random_state=0).fit(X, y).save(tmp_path / "m.npz")
+    paths = np.array([f"img/{i:04d}.jpg" for i in range(800)])
+    _table(tmp_path / "cat.csv", X[:800], y[:800], paths)
+    _table(tmp_path / "q.csv", X[900:])  # queries without labels or ids
+    _table(tmp_path / "q_labelled.csv", X[900:], y[900:])
+    np.savez(tmp_path / "cat.npz", X=X[:800], y=y[:800], ids=paths)
+    model = str(tmp_path / "m.npz")
+    table = ["--item-column", "image_path", "--id-column", "pid", "--feature-columns", "feat_*"]
+    for name, data, extra in (("t", "cat.csv", table), ("n", "cat.npz", [])):
+        argv = ["index", "build", "--model", model, "--data", str(tmp_path / data)]
+        assert main([*argv, "--out", str(tmp_path / name), *extra]) == 0
+    from_table, from_arrays = Index.load(tmp_path / "t"), Index.load(tmp_path / "n")
+    queries = X[900:]
+    d_t, ids_t = from_table.search(queries, 5)
+    d_n, ids_n = from_arrays.search(queries, 5)
+    np.testing.assert_array_equal(ids_t, ids_n)
+    np.testing.assert_allclose(d_t, d_n, rtol=1e-6)
+    assert str(ids_t[0, 0]).startswith("img/")  # the item column, not row numbers
+    argv = ["index", "query", "--index", str(tmp_path / "t"), "--data", str(tmp_path / "q.csv")]
+    assert main([*argv, "--k", "5", "--out", str(tmp_path / "nn.npz")]) == 0
+    with np.load(tmp_path / "nn.npz") as nn:
+        np.testing.assert_array_equal(nn["ids"], ids_t)
+    capsys.readouterr()
+    argv = ["index", "evaluate", "--index", str(tmp_path / "t"), "--data"]
+    assert main([*argv, str(tmp_path / "q_labelled.csv")]) == 0
+    assert json.loads(capsys.readouterr().out)["n_queries"] == 100
+    assert main([*argv, str(tmp_path / "q.csv")]) == 2  # no labels to evaluate with
+    assert "needs the queries' labels" in capsys.readouterr().err
+    build = ["index", "build", "--data", str(tmp_path / "cat.npz"), "--out", str(tmp_path / "x")]
+    assert main([*build, "--item-column", "image_path"]) == 2
+    err = capsys.readouterr().err
+    assert "--item-column" in err and "for a table" in err

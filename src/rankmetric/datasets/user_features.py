@@ -58,13 +58,16 @@ class FeatureData:
     Attributes
     ----------
     X : ndarray of shape (n_samples, n_features), float
-    y : ndarray of shape (n_samples,)
-        Identities (re-identification) or class labels; at least two distinct values.
+    y : ndarray of shape (n_samples,) or None
+        Identities (re-identification) or class labels; at least two distinct values (None:
+        read with ``require_labels=False`` from a file without labels).
     cameras : ndarray of shape (n_samples,) or None
     split : ndarray of shape (n_samples,) of str, or None
         ``"train"``, ``"test"``, ``"query"`` or ``"gallery"`` per row.
     source : str
         The file's path.
+    items : ndarray of shape (n_samples,) or None
+        The item identifiers (``load_features(items=...)``), what an index returns.
 
     See Also
     --------
@@ -84,15 +87,16 @@ class FeatureData:
     cameras: np.ndarray | None
     split: np.ndarray | None
     source: str
+    items: np.ndarray | None = None
 
     @property
     def n_identities(self) -> int:
-        return int(np.unique(self.y).shape[0])
+        return 0 if self.y is None else int(np.unique(self.y).shape[0])
 
     def rows(self, *splits: str) -> np.ndarray:
         """Indices of the rows whose split is one of ``splits`` (all rows without a split)."""
         if self.split is None:
-            return np.arange(self.y.shape[0])
+            return np.arange(self.X.shape[0])
         return np.flatnonzero(np.isin(self.split, splits))
 
 
@@ -129,7 +133,7 @@ def first_present(names, available) -> str | None:
 
 
 def _find(available, wanted: str | None, kind: str, path: str, required: bool):
-    names = (wanted,) if wanted else ALIASES[kind]
+    names = (wanted,) if wanted else ALIASES.get(kind, ())
     found = first_present(names, available)
     if found is None and (required or wanted):
         raise ValueError(
@@ -145,6 +149,7 @@ _MAPPING_HINT = {
     "y": "; name the identity column with y=... (--id-column on the command line)",
     "cameras": "; name it with cameras=... (--camera-column on the command line)",
     "split": "; name it with split=... (--split-column on the command line)",
+    "items": " (--item-column on the command line)",
 }
 
 
@@ -232,7 +237,8 @@ def _split_values(values, path: str) -> np.ndarray:
 # alike: other public names' numpydoc sections (See Also, Examples) in shape; texts differ
 def load_features(
     path, *, X: str | None = None, y: str | None = None, cameras: str | None = None,
-    split: str | None = None, features=None,
+    split: str | None = None, features=None, items: str | None = None,
+    require_labels: bool = True,
 ) -> FeatureData:  # fmt: skip
     """Read and check a user's feature file (``.npz``, ``.csv``, ``.parquet``, ``.mat``).
 
@@ -248,6 +254,14 @@ def load_features(
         ``"feat_[0-9]*"``), in the file's order; every other column (an ``image_path``, a
         name) is ignored. None: every column but ``y``, ``cameras`` and ``split``, which must
         then all be numeric.
+    items : str, optional
+        The column / array of item identifiers (an ``image_path``, a product id), kept as
+        ``FeatureData.items`` and never read as a feature: what a served index
+        (``rankmetric index``) returns for each neighbour.
+    require_labels : bool, default=True
+        Whether the file must hold labels (at least two identities: a metric is learned from
+        them). False (a catalogue to index or queries to search): labels are read when
+        present (named or by alias) and ``y`` is ``None`` otherwise.
 
     Returns
     -------
@@ -279,34 +293,39 @@ def load_features(
     """
     path = str(path)
     suffix = Path(path).suffix.lower()
-    names = _candidates(X, y, cameras, split)
+    names = _candidates(X, y, cameras, split) | ({items} if items else set())
     names |= {features} if isinstance(features, str) else {str(f) for f in features or ()}
     found, available = _read(path, suffix, names, _feature_selector(features))
-    y_name = _find(available, y, "y", path, required=True)
+    y_name = _find(available, y, "y", path, required=require_labels)
     cam_name = _find(available, cameras, "cameras", path, required=False)
     split_name = _find(available, split, "split", path, required=False)
-    labels = _labels(found[y_name], f"{y_name!r}", path)
-    n = labels.shape[0]
+    item_name = _find(available, items, "items", path, required=False)
+    used = {y_name, cam_name, split_name, item_name}
+    labels = None if y_name is None else _labels(found[y_name], f"{y_name!r}", path)
+    n = -1 if labels is None else labels.shape[0]  # -1: the features' rows
     if n == 0:
         raise ValueError(f"{path}: no rows ({y_name!r} is empty): there is nothing to learn from.")
     if features is not None:
-        features = _mapped_features(found, features, {y_name, cam_name, split_name}, suffix, path)
+        features = _mapped_features(found, features, used, suffix, path)
     elif suffix in (".csv", ".parquet") and X is None:
-        features = _table_features(found, {y_name, cam_name, split_name}, path)
+        features = _table_features(found, used, path)
     else:
         features = _array_features(found, available, X, suffix == ".mat", n, path)
-    if features.shape[0] != n:
+    if labels is None:
+        n = features.shape[0]
+    elif features.shape[0] != n:
         raise ValueError(f"{path}: mismatched lengths: {features.shape[0]} feature rows but "
                          f"{n} labels in {y_name!r}.")  # fmt: skip
-    if np.unique(labels).shape[0] < 2:
+    if require_labels and np.unique(labels).shape[0] < 2:
         raise ValueError(f"{path}: {y_name!r} holds a single identity; metric learning needs "
                          "at least two.")  # fmt: skip
-    check_labels(labels, n, min_classes=2)
+    if require_labels:
+        check_labels(labels, n, min_classes=2)
     cams = _per_item(found, cam_name, n, path)
     parts = _per_item(found, split_name, n, path)
     if parts is not None:
         parts = _split_values(parts, path)
-    return FeatureData(features, labels, cams, parts, path)
+    return FeatureData(features, labels, cams, parts, path, _per_item(found, item_name, n, path))
 
 
 def _feature_selector(features):

@@ -219,4 +219,22 @@ def test_cli_fit_tune_reports_the_chosen_values(tmp_path, capsys):
     )
     report = json.loads(capsys.readouterr().out)
     assert set(report["tuned_params"]) == {"n_components", "regularization"}
-    assert type(load_model(out)) is KISSME
+    model = load_model(out)
+    assert type(model) is KISSME
+    # the report describes the model saved: its held-out check, its preprocessing
+    check = model.held_out_check_
+    said = f"{check['verdict']}: {check['summary']}" if check["status"] == "done" else None
+    assert report["held_out_check"] == (said or f"skipped: {check['reason']}")
+
+
+def test_cli_fit_tune_reports_the_tuned_models_preprocessing(tmp_path, capsys):
+    """WARCA standardises its inputs: the tuned report scores the Euclidean baseline on the
+    standardised features too (the learned part's gain alone), as the untuned report does."""
+    import json
+
+    from rankmetric.cli import main
+
+    argv = ["fit", "warca", "--data", "wine", "--tune", "3", "--json", "--max-iter", "20"]
+    assert main(argv) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["preprocessing"].startswith("standardised") and "held_out_check" in report

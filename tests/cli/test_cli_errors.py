@@ -115,3 +115,20 @@ def test_fit_checks_its_arguments_before_fitting(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(fit_cli, "_load", lambda args: loaded.append(args))
     assert main(["fit", "kissme", "--data", "iris", "--out", str(tmp_path / "no" / "m.npz")]) == 2
     assert loaded == []  # refused before any data was loaded or model fitted
+
+
+@pytest.mark.parametrize(
+    "argv, said",
+    [
+        (["fit", "warca", "--max-iter", "-1"], "--max-iter must be an integer >= 0, got -1."),
+        (["fit", "rpl", "--learning-rate", "-1"], "--learning-rate must be a finite number > 0"),
+    ],
+)
+def test_a_bad_hyper_parameter_names_its_option_before_the_data_is_read(
+    argv, said, tmp_path, capsys
+):
+    """The estimator's checks run first (the data file here does not even exist) and the
+    message names the option typed, not the Python parameter behind it."""
+    assert main([*argv, "--data", str(tmp_path / "never_read.npz")]) == 2
+    err = capsys.readouterr().err
+    assert said in err and "never_read" not in err

@@ -19,11 +19,18 @@ __all__ = [
 ]
 
 
+def _fitted_model(est):
+    """The model a report describes: a tuned learner's ``best_estimator_`` (what ``--out``
+    saves), else ``est``."""
+    return getattr(est, "best_estimator_", est)
+
+
 def model_preprocessing(est):
     """``(preprocess, description)``: the fixed preprocessing ``est`` applies before its learned
     part — the per-feature standardisation ``(x − mean_) / scale_`` of WARCA and SSNE (with
     ``standardize=True``) — or ``(None, "none")``. The Euclidean baseline of a report is scored
     on these features, so that the gain printed is the learned part's alone."""
+    est = _fitted_model(est)
     mean, scale = getattr(est, "mean_", None), getattr(est, "scale_", None)
     if mean is None or scale is None or np.ndim(scale) != 1:
         return None, "none"
@@ -44,7 +51,7 @@ def held_out_report(est) -> dict:
     >>> held_out_report(Fitted())
     {'held_out_check': 'better: mAP ...'}
     """
-    check = getattr(est, "held_out_check_", None)
+    check = getattr(_fitted_model(est), "held_out_check_", None)
     if check is None:
         return {}
     if check.get("status") != "done":

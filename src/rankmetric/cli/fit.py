@@ -183,6 +183,20 @@ def _fit(est, split, progress) -> float:
     return time.perf_counter() - start
 
 
+def _check_parameters(est, given) -> None:
+    """``est``'s hyper-parameter checks run now, before any data is read; an error names the
+    option (``--max-iter``) where the library names the parameter (``max_iter``)."""
+    if not hasattr(est, "_parameter_constraints"):
+        return
+    try:
+        est._validate_params()
+    except ValueError as exc:
+        name, message = str(exc).split(" ", 1)[0], str(exc)
+        if name in given:
+            raise ValueError(f"--{name.replace('_', '-')}{message[len(name) :]}") from None
+        raise
+
+
 def _parameter_help(helps: dict[str, str], name: str, default) -> str:
     """A parameter's ``--help`` line; a deprecated alias still parses but is not offered."""
     if isinstance(default, str) and default == DEPRECATED:
@@ -198,6 +212,7 @@ def run_fit(args: argparse.Namespace) -> int:
     params = {k[len("param_") :]: v for k, v in vars(args).items() if k.startswith("param_")}
     _check_arguments(args, params)
     est = cls(**params)
+    _check_parameters(est, params)  # before any data is read
     if getattr(args, "pairs", None):
         return run_fit_pairs(args, est)
     if getattr(args, "tune", None) is not None:

@@ -82,7 +82,7 @@ def test_fit_cli_parses_parameter_types(capsys):
 def test_fit_cli_names_a_bad_parameter_value(capsys):
     code = main(["fit", "warca", "--data", "wine", "--max-iter", "-5"])
     assert code == 2
-    assert "max_iter" in capsys.readouterr().err
+    assert "--max-iter must be" in capsys.readouterr().err  # the option typed, not max_iter
 
 
 def test_fit_cli_rejects_multichannel_data_for_vector_methods(capsys, monkeypatch):

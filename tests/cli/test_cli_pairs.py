@@ -146,6 +146,25 @@ def test_a_pair_file_that_cannot_be_split_names_test_size(tmp_path, capsys):
             {"X": np.eye(4), "pairs": np.array([[0, 1], [2, 3]]), "y": np.ones(2)},
             "all 2 usable pairs are similar",
         ),
+        (  # a missing value, named by its array and row before anything is fitted
+            "fit",
+            {
+                "X1": np.eye(4),
+                "X2": np.r_[np.eye(4)[:2], [[0, np.nan, 0, 0]], np.eye(4)[3:]],
+                "y": np.array([1, -1, 1, -1]),
+            },
+            r"X2: row 2 contains NaN or infinity",
+        ),
+        (
+            "evaluate",
+            {"X": np.r_[np.eye(3), [[np.inf, 0, 0]]], "pairs": np.array([[0, 3]]), "y": [1]},
+            r"X: row 3 contains NaN or infinity",
+        ),
+        (
+            "fit",
+            {"pairs": np.zeros((2, 2, 3)), "y": np.array([1.0, np.nan])},
+            r"y: row 1 contains NaN or infinity",
+        ),
     ],
 )
 def test_bad_pair_files_name_the_problem(command, arrays, match, tmp_path, capsys):

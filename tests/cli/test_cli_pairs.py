@@ -153,17 +153,17 @@ def test_a_pair_file_that_cannot_be_split_names_test_size(tmp_path, capsys):
                 "X2": np.r_[np.eye(4)[:2], [[0, np.nan, 0, 0]], np.eye(4)[3:]],
                 "y": np.array([1, -1, 1, -1]),
             },
-            r"X2: row 2 contains NaN or infinity",
+            r"X2 contains NaN or infinity \(row 2;",
         ),
         (
             "evaluate",
             {"X": np.r_[np.eye(3), [[np.inf, 0, 0]]], "pairs": np.array([[0, 3]]), "y": [1]},
-            r"X: row 3 contains NaN or infinity",
+            r"X contains NaN or infinity \(row 3;",
         ),
         (
             "fit",
             {"pairs": np.zeros((2, 2, 3)), "y": np.array([1.0, np.nan])},
-            r"y: row 1 contains NaN or infinity",
+            r"y contains NaN or infinity \(row 1;",
         ),
     ],
 )

@@ -26,10 +26,35 @@ __all__ = [
 ]
 
 
+#: Elements :func:`check_finite` tests at once: a memory-mapped array is never read whole.
+FINITE_CHUNK_ELEMENTS = 1 << 22
+
+
 def check_finite(X: np.ndarray, name: str = "X") -> np.ndarray:
-    """Raise if ``X`` holds NaN or infinity."""
-    if not np.all(np.isfinite(X)):
-        raise ValueError(f"{name} contains NaN or infinity.")
+    """Raise if ``X`` holds NaN or infinity, naming the first row that does (rows are tested
+    in chunks of bounded memory).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rankmetric._validation import check_finite
+    >>> check_finite(np.array([[1.0, 2.0], [3.0, np.nan]]), "X")
+    Traceback (most recent call last):
+    ...
+    ValueError: X contains NaN or infinity (row 1; a missing value?).
+    """
+    values = np.asarray(X)
+    if values.dtype.kind not in "fc":  # integers and booleans are finite
+        return X
+    rows = values.reshape(1, -1) if values.ndim == 0 else values
+    n = rows.shape[0]
+    step = max(1, FINITE_CHUNK_ELEMENTS // max(1, rows[:1].size))
+    for start in range(0, n, step):  # chunks of rows, vectorised inside
+        finite = np.isfinite(rows[start : start + step]).reshape(min(step, n - start), -1)
+        finite = finite.all(axis=1)
+        if not finite.all():
+            row = start + int(np.argmin(finite))
+            raise ValueError(f"{name} contains NaN or infinity (row {row}; a missing value?).")
     return X
 
 

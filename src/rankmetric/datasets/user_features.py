@@ -377,9 +377,7 @@ def _table_features(found: dict, used: set, path: str) -> np.ndarray:
     features = np.empty((len(found[columns[0]]), len(columns)))
     for j, c in enumerate(columns):
         features[:, j] = _as_float(np.asarray(found[c]), f"feature column {c!r}", path)
-        if not np.all(np.isfinite(features[:, j])):
-            raise ValueError(f"{path}: feature column {c!r} contains NaN or infinity "
-                             "(a missing value?).")  # fmt: skip
+        check_finite(features[:, j], f"{path}: feature column {c!r}")
     return features
 
 

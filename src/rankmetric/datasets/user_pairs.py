@@ -30,9 +30,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._safe_npz import read_data_npz
+from .._validation import check_finite
 from .._validation.points import distinct_rows, pair_groups
 
 __all__ = ["PairData", "holdout_pairs", "read_pair_file"]
+
+#: The arrays of a pair file that hold numbers which must be finite (stacked ``pairs`` too).
+FLOAT_ARRAYS = ("X", "X_test", "X1", "X2", "X1_test", "X2_test", "pairs", "pairs_test", "y",
+                "y_test")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -110,7 +115,7 @@ def read_pair_file(path) -> PairData:
     arrays = read_data_npz(path, path)  # untrusted: checked before it is read
     for key in FLOAT_ARRAYS:
         if key in arrays:
-            _check_finite_rows(arrays[key], f"{path}: {key}")
+            check_finite(arrays[key], f"{path}: {key}")
     for suffix in ("", "_test"):  # X1, X2: the members of each pair, stacked here
         _stack_members(arrays, suffix, path)
     for key in ("pairs", "y"):
@@ -228,28 +233,6 @@ def _held_groups(groups: np.ndarray, test_size: float) -> np.ndarray:
     held = np.zeros(sizes.shape[0], dtype=bool)
     held[order[: min(taken, sizes.shape[0] - 1)]] = True
     return held
-
-
-#: The arrays of a pair file that hold numbers which must be finite (stacked ``pairs`` too).
-FLOAT_ARRAYS = ("X", "X_test", "X1", "X2", "X1_test", "X2_test", "pairs", "pairs_test", "y",
-                "y_test")  # fmt: skip
-#: Elements checked at once (a memory-mapped member is never read whole).
-_FINITE_CHUNK = 1 << 22
-
-
-def _check_finite_rows(values: np.ndarray, what: str) -> None:
-    """Raise, naming the first row, when a float array holds NaN or infinity (in chunks: a
-    memory-mapped member is never read whole)."""
-    if values.dtype.kind not in "fc" or values.ndim == 0:
-        return
-    n = values.shape[0]
-    step = max(1, _FINITE_CHUNK // max(1, int(np.prod(values.shape[1:]))))
-    for start in range(0, n, step):  # chunks of rows, vectorised inside
-        rows = np.isfinite(values[start : start + step]).reshape(min(step, n - start), -1)
-        finite = rows.all(axis=1)
-        if not finite.all():
-            raise ValueError(f"{what}: row {start + int(np.argmin(finite))} contains NaN or "
-                             "infinity (a missing value?).")  # fmt: skip
 
 
 def _check_labels(arrays: dict, suffix: str, path: str) -> None:

@@ -132,3 +132,15 @@ def test_a_bad_hyper_parameter_names_its_option_before_the_data_is_read(
     assert main([*argv, "--data", str(tmp_path / "never_read.npz")]) == 2
     err = capsys.readouterr().err
     assert said in err and "never_read" not in err
+
+
+def test_a_renamed_parameter_warns_once(capsys):
+    """The early parameter check does not repeat the fit's deprecation warning."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        main(["fit", "warca", "--data", "wine", "--patience", "5", "--max-iter", "5"])
+    said = [w for w in seen if issubclass(w.category, FutureWarning)]
+    said += [line for line in capsys.readouterr().err.splitlines() if "FutureWarning" in line]
+    assert len([w for w in said if "patience" in str(getattr(w, "message", w))]) == 1

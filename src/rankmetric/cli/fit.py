@@ -11,6 +11,7 @@ import argparse
 import importlib
 import inspect
 import time
+import warnings
 
 from .._progress import ProgressLines
 from .._registry import ESTIMATORS
@@ -189,7 +190,9 @@ def _check_parameters(est, given) -> None:
     if not hasattr(est, "_parameter_constraints"):
         return
     try:
-        est._validate_params()
+        with warnings.catch_warnings():  # a renamed parameter's warning comes once, from fit
+            warnings.simplefilter("ignore", FutureWarning)
+            est._validate_params()
     except ValueError as exc:
         name, message = str(exc).split(" ", 1)[0], str(exc)
         if name in given:

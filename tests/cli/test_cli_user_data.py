@@ -162,3 +162,20 @@ def test_evaluate_with_a_model_scores_only_the_rows_fit_held_out(reid_file, tmp_
     assert "hold-out" in report["split"] and "identities held out" in report["split"]
     assert main(["evaluate", "--data", str(reid_file), "--scores", "knn", "--json"]) == 0
     assert _json(capsys)["n_evaluated"] == len(np.load(reid_file)["y"])  # raw: nothing trained
+
+
+def test_evaluate_embeddings_in_a_table_as_in_a_npz(tmp_path, capsys):
+    """Embeddings written to a CSV by another program are evaluated as the same arrays in a
+    .npz are (the table is read as --data reads a feature file, with its column options)."""
+    d = make_multicamera_reid(n_identities=20, random_state=2)
+    np.savez(tmp_path / "emb.npz", X=d.X, y=d.ids)
+    columns = [f"e{j}" for j in range(d.X.shape[1])]
+    rows = [",".join(["image_path", "pid", *columns])]
+    rows += [",".join([f"img{i}.jpg", str(p), *map(repr, map(float, x))])
+             for i, (p, x) in enumerate(zip(d.ids, d.X, strict=True))]  # fmt: skip
+    (tmp_path / "emb.csv").write_text("\n".join(rows) + "\n")
+    assert main(["evaluate", str(tmp_path / "emb.npz"), "--scores", "retrieval", "--json"]) == 0
+    from_arrays = _json(capsys)["scores"]
+    argv = ["evaluate", str(tmp_path / "emb.csv"), "--feature-columns", "e*", "--json"]
+    assert main([*argv, "--scores", "retrieval"]) == 0
+    assert _json(capsys)["scores"] == pytest.approx(from_arrays, abs=1e-12)

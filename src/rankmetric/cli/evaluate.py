@@ -24,6 +24,8 @@ from ._args import (
 from ._pairs import add_evaluate_pairs_options, run_evaluate_pairs
 from ._report import flat, print_report, reid_report, transform
 
+#: Embeddings in a table are read as a feature file (``--data``), with its column options.
+TABLES = (".csv", ".parquet", ".mat")
 SCORES = ("knn", "retrieval", "clustering", "cv")
 
 SUMMARY = "k-NN accuracy, Recall@K / P@1 / mAP@R and clustering scores of an embedding"
@@ -227,6 +229,8 @@ def run_evaluate(args: argparse.Namespace) -> int:
         torch.set_num_threads(args.threads)
     if args.pairs:
         return run_evaluate_pairs(args)
+    if args.embeddings and not args.data and args.embeddings.lower().endswith(TABLES):
+        args.data, args.embeddings = args.embeddings, None  # read as a feature file
     if bool(args.embeddings) == bool(args.data):
         raise ValueError("give either an embeddings file or --data NAME (with --model PATH).")
     if args.model and not args.data:
@@ -265,7 +269,8 @@ def register(parser: argparse.ArgumentParser, full: bool = True) -> None:
         "embeddings",
         nargs="?",
         metavar="EMBEDDINGS",
-        help="a .npz (X, y[, X_test, y_test]) or .npy (with --labels) file",
+        help="a .npz (X, y[, X_test, y_test]) or .npy (with --labels) file, or a table of "
+        "embeddings (.csv/.parquet/.mat: read as --data reads your feature file)",
     )
     parser.add_argument(
         "--labels",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -75,3 +77,48 @@ def test_the_command_line_reads_aliases_and_sessions(tmp_path, capsys):
     assert main(argv) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["split"].startswith("domain s2 held out") and report["n_test"] == 12
+
+
+def _spd_stack(n=60, c=5, seed=0):
+    rng = np.random.default_rng(seed)
+    y = np.repeat(np.arange(3), n // 3)
+    A = rng.normal(size=(n, c, 3 * c))
+    A[:, :, :2] += y[:, None, None]
+    return A @ A.transpose(0, 2, 1) / (3 * c), y
+
+
+def test_a_file_of_spd_matrices_is_used_as_given(tmp_path):
+    """Covariances the user estimated: read as SPD matrices, never re-estimated from them as if
+    they were raw trials; a covariance estimator for them is refused, naming it."""
+    from rankmetric.datasets import load_split
+
+    C, y = _spd_stack()
+    np.savez(tmp_path / "covs.npz", X=C, y=y)
+    data = read_trial_file(tmp_path / "covs.npz")
+    X, labels, _ = _arrays()
+    np.savez(tmp_path / "trials.npz", X=X, y=labels)
+    assert data.holds_spd and not read_trial_file(tmp_path / "trials.npz").holds_spd
+    split = load_split(tmp_path / "covs.npz", test_size=0.3, spd=True)
+    rows = {m.tobytes() for m in C}
+    assert all(m.tobytes() in rows for m in np.concatenate([split.X_train, split.X_test]))
+    assert split.how.endswith("the file's SPD matrices, as given")
+    with pytest.raises(ValueError, match="covariance_estimator: .* holds SPD matrices"):
+        load_split(tmp_path / "covs.npz", spd=True, covariance_estimator="lwf")
+
+
+def test_a_non_spd_matrix_in_a_file_of_matrices_is_named(tmp_path):
+    C, y = _spd_stack()
+    C[7] = -np.eye(C.shape[1])  # symmetric, not positive definite
+    np.savez(tmp_path / "bad.npz", covariances=C, labels=y)
+    with pytest.raises(ValueError, match=r"bad.npz: covariances\[7\] is not positive definite"):
+        read_trial_file(tmp_path / "bad.npz")
+
+
+@pytest.mark.filterwarnings("ignore::rankmetric.training.UntrainedModelWarning")
+def test_the_command_line_fits_on_a_file_of_spd_matrices(tmp_path, capsys):
+    C, y = _spd_stack()
+    np.savez(tmp_path / "covs.npz", X=C, y=y)
+    argv = ["fit", "rpl", "--data", str(tmp_path / "covs.npz"), "--max-iter", "5", "--json"]
+    assert main([*argv, "--random-state", "0"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["split"].endswith("the file's SPD matrices, as given")

@@ -232,14 +232,29 @@ def user_split(path) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     from ..preprocessing import DomainRecentering
 
     held = _held_session(path)[1]
+    estimator = None if _holds_spd(path) else USER_COVARIANCES  # SPD matrices: as given
     split = load_split(path, test_size=USER_TEST_SIZE, spd=True,
-                       covariance_estimator=USER_COVARIANCES, test_domain=held)  # fmt: skip
+                       covariance_estimator=estimator, test_domain=held)  # fmt: skip
     if held is None:
         return split.X_train, split.y_train, split.X_test, split.y_test
     sessions = split.domains_train.astype(str)
     recentre = DomainRecentering(device="cpu").fit(split.X_train, domains=sessions)
     C_train = recentre.transform(split.X_train, domains=sessions)
     return C_train, split.y_train, recentre.transform(split.X_test), split.y_test
+
+
+def _user_matrices(path) -> str:
+    """What the table says a user's file holds."""
+    if _holds_spd(path):
+        return "your SPD matrices, as given"
+    return f"your trials, {USER_COVARIANCES.upper()} covariances"
+
+
+def _holds_spd(path) -> bool:
+    """Whether a user's file holds SPD matrices (used as given) rather than raw trials."""
+    from ..datasets import read_trial_file
+
+    return read_trial_file(path).holds_spd
 
 
 def _held_session(path) -> tuple[bool, str | None]:
@@ -395,9 +410,9 @@ def _per_dataset_tables(
         chance = next(iter(entries.values()))["chance R@1"][0] if entries else float("nan")
         flag = "" if discriminating(entries) else " — **not discriminating**: every method, the " \
             "reference included, is within 5 points of chance in R@1"  # fmt: skip
+        path = (paths or {}).get(dataset, dataset)
         what = (
-            f"your trials, {USER_COVARIANCES.upper()} covariances; test part: "
-            f"{split_description((paths or {}).get(dataset, dataset))}"
+            f"{_user_matrices(path)}; test part: {split_description(path)}"
             if is_trial_file(dataset)
             else f"stands in for {SPD_SETS.get(dataset, '?')}"
         )

@@ -158,19 +158,25 @@ def _covariances(estimator: str | None):
 
 
 def _trial_file_split(path, test_size, covariance_estimator, test_domain) -> Split:
-    """A trial file's covariances, split by its ``X_test``, a held-out domain or a hold-out."""
+    """A trial file's covariances (or its SPD matrices, as given), split by its ``X_test``, a
+    held-out domain or a hold-out."""
     from .user_trials import read_trial_file
 
-    cov = _covariances(covariance_estimator)
     try:
         data = read_trial_file(path)
     except ValueError as exc:
         raise ValueError(f"data {exc}") from None
+    if data.holds_spd and covariance_estimator is not None:
+        raise ValueError(f"covariance_estimator: {path} holds SPD matrices (square and "
+                         "symmetric), used as given; a covariance estimator applies to raw "
+                         "trials (n_trials, channels, time).")  # fmt: skip
+    cov = (lambda matrices: matrices) if data.holds_spd else _covariances(covariance_estimator)
     X, y, domains = cov(data.X), data.y, data.domains
+    given = "; the file's SPD matrices, as given" if data.holds_spd else ""
     if data.X_test is not None:
         if test_domain is not None:
             raise ValueError("test_domain needs a trial file with domains and without X_test.")
-        return Split(X, y, cov(data.X_test), data.y_test, "official test split",
+        return Split(X, y, cov(data.X_test), data.y_test, "official test split" + given,
                      str(path), domains_train=domains, domains_test=data.domains_test)  # fmt: skip
     if test_domain is not None:
         if domains is None:
@@ -180,11 +186,12 @@ def _trial_file_split(path, test_size, covariance_estimator, test_domain) -> Spl
             names = sorted({str(d) for d in domains})
             raise ValueError(f"test_domain {test_domain!r} must be one of {names}, and not the "
                              "only one.")  # fmt: skip
-        how = f"domain {test_domain} held out (cross-domain), trained on the others"
+        how = f"domain {test_domain} held out (cross-domain), trained on the others{given}"
         return Split(X[~held], y[~held], X[held], y[held], how, str(path),
                      domains_train=domains[~held], domains_test=domains[held])  # fmt: skip
     train, test = _stratified([np.arange(len(y))], y, test_size)  # the rows of X, y and domains
-    return Split(X[train], y[train], X[test], y[test], _stratified_how(test_size), str(path),
+    return Split(X[train], y[train], X[test], y[test], _stratified_how(test_size) + given,
+                 str(path),
                  domains_train=_rows(domains, train),
                  domains_test=_rows(domains, test))  # fmt: skip
 

@@ -12,11 +12,17 @@ array               what it holds
 ``X_test`` ...      optional: a test part, with ``y_test`` (and ``domains_test``)
 ==================  =================================================================
 
+``X`` may also hold SPD matrices already, (n_trials, n_channels, n_channels) (covariances the
+user estimated, coherence or kernel matrices, as pyRiemann takes them): a stack of square,
+symmetric matrices is read as such (:attr:`TrialData.holds_spd`), each checked positive
+definite (the first that is not is named), and used as given; no covariance is estimated.
+
 The names of the feature files are accepted (:data:`rankmetric.datasets.user_features.ALIASES`:
 ``features``, ``labels``, ``ids`` ...), and those of EEG tools: trials ``trials``, ``epochs``,
-``data``, ``signals``; labels ``events``, ``targets``, ``classes``; domains ``session``,
-``sessions``, ``subject``, ``subjects``, ``run``, ``runs``, ``groups``. A test part is any of them
-with ``_test`` (``trials_test``, ``labels_test``, ``session_test``); the first name found wins.
+``data``, ``signals`` (SPD matrices: ``covariances``, ``covs``, ``matrices``); labels
+``events``, ``targets``, ``classes``; domains ``session``, ``sessions``, ``subject``,
+``subjects``, ``run``, ``runs``, ``groups``. A test part is any of them with ``_test``
+(``trials_test``, ``labels_test``, ``session_test``); the first name found wins.
 """
 
 from __future__ import annotations
@@ -32,7 +38,8 @@ __all__ = ["TRIAL_ALIASES", "TrialData", "is_trial_file", "read_trial_file"]
 
 #: What a trial file's arrays may be called, for each role (first found wins).
 TRIAL_ALIASES = {
-    "X": (*FEATURE_ALIASES["X"], "trials", "epochs", "data", "signals"),
+    "X": (*FEATURE_ALIASES["X"], "trials", "epochs", "data", "signals", "covariances", "covs",
+          "matrices"),
     "y": (*FEATURE_ALIASES["y"], "events", "targets", "classes"),
     "domains": (
         "domains", "domain", "session", "sessions", "subject", "subjects", "run", "runs", "groups",
@@ -56,6 +63,9 @@ class TrialData:
         ``{role: name in the file}`` of the arrays read (``"X"``, ``"y"``, ``"domains"``, and
         ``"X_test"`` ... when present).
     source : str
+    holds_spd : bool
+        Whether ``X`` (and ``X_test``) hold SPD matrices rather than raw trials: square and
+        symmetric (checked positive definite as the file was read).
 
     Examples
     --------
@@ -74,10 +84,32 @@ class TrialData:
     domains_test: np.ndarray | None
     names: dict
     source: str
+    holds_spd: bool = False
 
     @property
     def n_channels(self) -> int:
         return int(self.X.shape[1])
+
+
+#: Relative tolerance of "symmetric" for a stack of square matrices (float32 round-off).
+SYMMETRY_RTOL = 1e-5
+
+
+def _looks_spd(X: np.ndarray) -> bool:
+    """Whether a stack ``(n, c, t)`` holds square, symmetric matrices (SPD matrices given as
+    they are) rather than raw trials: raw signals are not symmetric.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rankmetric.datasets.user_trials import _looks_spd
+    >>> _looks_spd(np.stack([np.eye(3)] * 4)), _looks_spd(np.ones((4, 3, 50)))
+    (True, False)
+    """
+    if X.ndim != 3 or X.shape[1] != X.shape[2] or X.shape[0] == 0:
+        return False
+    scale = float(np.max(np.abs(X))) or 1.0
+    return bool(np.allclose(X, X.transpose(0, 2, 1), rtol=0, atol=SYMMETRY_RTOL * scale))
 
 
 def is_trial_file(path) -> bool:
@@ -161,8 +193,8 @@ def read_trial_file(path) -> TrialData:
         tried = "; ".join(f"{r}: {', '.join(TRIAL_ALIASES[r])}" for r in missing)
         raise ValueError(
             f"{path}: missing array(s) {missing} (names tried, {tried}); a trial file holds X "
-            f"(n_trials, channels, time) and y (n_trials,), optionally X_test and y_test; it "
-            f"has {sorted(arrays)}."
+            f"(n_trials, channels, time), or SPD matrices (n_trials, channels, channels), and y "
+            f"(n_trials,), optionally X_test and y_test; it has {sorted(arrays)}."
         )
     if (names["X_test"] is None) != (names["y_test"] is None):
         raise ValueError(f"{path}: X_test and y_test come together.")
@@ -173,6 +205,15 @@ def read_trial_file(path) -> TrialData:
     X, X_test = found["X"], found.get("X_test")
     if X_test is not None and X_test.shape[1] != X.shape[1]:
         raise ValueError(f"{path}: X has {X.shape[1]} channels, X_test {X_test.shape[1]}.")
+    holds_spd = _looks_spd(X)
+    if holds_spd:  # SPD matrices as given: each checked positive definite, the first named
+        from ..geometry import check_spd
+
+        for key in ("X", "X_test") if X_test is not None else ("X",):
+            if not _looks_spd(found[key]):
+                raise ValueError(f"{path}: X holds SPD matrices but {key} does not (square "
+                                 "and symmetric matrices, both parts).")  # fmt: skip
+            check_spd(found[key], f"{path}: {names[key]}")
     return TrialData(
         X=X.astype(np.float64),
         y=found["y"],
@@ -182,6 +223,7 @@ def read_trial_file(path) -> TrialData:
         domains_test=found.get("domains_test"),
         names=names,
         source=str(path),
+        holds_spd=holds_spd,
     )
 
 

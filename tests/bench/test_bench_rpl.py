@@ -272,6 +272,25 @@ def test_bench_on_a_users_trial_file_puts_mdm_ts_lr_and_rpl_side_by_side(tmp_pat
     assert mean.max() / mean.min() < 1.5  # close to the identity
 
 
+def test_bench_on_a_file_of_spd_matrices_uses_them_as_given(tmp_path, capsys):
+    from rankmetric.cli import main
+
+    rng = np.random.default_rng(0)
+    y = np.repeat(np.arange(3), 20)
+    A = rng.normal(size=(60, 4, 12)) + y[:, None, None] * np.eye(4, 12)
+    C = A @ A.transpose(0, 2, 1) / 12
+    path = tmp_path / "covs.npz"
+    np.savez(path, covariances=C, labels=y)
+    C_tr, _, C_te, _ = rpl.user_split(str(path))
+    rows = {m.tobytes() for m in C}
+    assert all(m.tobytes() in rows for m in np.concatenate([C_tr, C_te]))  # not re-estimated
+    argv = ["bench", "rpl-spd", "--data", str(path), "--quick", "--seeds", "1", "--quiet",
+            "--results-dir", str(tmp_path / "results")]  # fmt: skip
+    argv += ["--methods", "log-euclidean", "mdm"]
+    assert main(argv) == 0
+    assert "your SPD matrices, as given" in capsys.readouterr().out
+
+
 def test_bench_data_errors_name_the_problem(tmp_path, capsys):
     from rankmetric.cli import main
 

@@ -18,8 +18,18 @@ __all__ = [
     "check_output_file",
     "check_output_dir",
     "check_random_state",
+    "is_table",
     "parameter_type",
 ]
+
+
+def is_table(path) -> bool:
+    """Whether ``path`` is a table that ``load_features`` reads (``.csv``, ``.parquet``,
+    ``.mat``), rather than the arrays of a ``.npz`` / ``.npy``."""
+    from ..datasets.user_features import FEATURE_SUFFIXES
+
+    suffix = Path(str(path)).suffix.lower()
+    return suffix in FEATURE_SUFFIXES and suffix != ".npz"
 
 
 def check_device(device) -> None:

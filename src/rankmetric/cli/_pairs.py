@@ -46,8 +46,8 @@ def _read(path: str):
 
 
 def _same(y) -> np.ndarray:
-    y = np.asarray(y)
-    return y > 0 if y.dtype != bool else y
+    """Similar pairs: ``+1``, ``1``, ``True`` or a similarity above 0 (as the split reads them)."""
+    return np.asarray(y) > 0
 
 
 def _scores(distances, y, far) -> dict:

@@ -17,6 +17,7 @@ from ._args import (
     check_device,
     check_threads,
     feature_file_columns,
+    is_table,
     junk_ids,
     option_error,
     vector_metric,
@@ -24,8 +25,6 @@ from ._args import (
 from ._pairs import add_evaluate_pairs_options, run_evaluate_pairs
 from ._report import flat, print_report, reid_report, transform
 
-#: Embeddings in a table are read as a feature file (``--data``), with its column options.
-TABLES = (".csv", ".parquet", ".mat")
 SCORES = ("knn", "retrieval", "clustering", "cv")
 
 SUMMARY = "k-NN accuracy, Recall@K / P@1 / mAP@R and clustering scores of an embedding"
@@ -229,13 +228,14 @@ def run_evaluate(args: argparse.Namespace) -> int:
         torch.set_num_threads(args.threads)
     if args.pairs:
         return run_evaluate_pairs(args)
-    if args.embeddings and not args.data and args.embeddings.lower().endswith(TABLES):
+    from ..datasets import is_feature_file, is_trial_file
+
+    if args.embeddings and not args.data and is_table(args.embeddings):
         args.data, args.embeddings = args.embeddings, None  # read as a feature file
     if bool(args.embeddings) == bool(args.data):
         raise ValueError("give either an embeddings file or --data NAME (with --model PATH).")
     if args.model and not args.data:
         raise ValueError("--model needs --data NAME: the data set to embed.")
-    from ..datasets import is_feature_file, is_trial_file
 
     check_column_options(args, bool(args.data) and is_feature_file(args.data))
     if args.embeddings:

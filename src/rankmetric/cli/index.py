@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from ._args import check_output_file
+from ._args import check_output_file, is_table
 
 SUMMARY = "build, grow, query and evaluate a served index of a learned metric"
 DESCRIPTION = "Serve a learned metric: an index folder of the embedded catalogue."
@@ -30,26 +30,26 @@ _TABLE_OPTIONS = {"feature_columns": "features", "item_column": "items", "id_col
 
 def _read_rows(path: str, args) -> dict:
     """``{"X": rows, "ids": ..., "y": ...}`` of a data file, checked before anything is read
-    (no pickle): the index's own .npz / .npy (memory-mapped), else a user's table read by
-    :func:`~rankmetric.datasets.load_features` (labels optional)."""
+    (no pickle): a user's table read by :func:`~rankmetric.datasets.load_features` (labels
+    optional), else the index's own .npz / .npy (memory-mapped)."""
     from .._safe_npz import read_data_npy, read_data_npz
     from ..datasets import load_features
 
     columns = {key: getattr(args, option) for option, key in _TABLE_OPTIONS.items()
                if getattr(args, option, None) is not None}  # fmt: skip
-    if path.endswith((".npy", ".npz")) and columns:
-        given = ", ".join(f"--{o.replace('_', '-')}" for o in _TABLE_OPTIONS if hasattr(args, o))
-        raise ValueError(f"{given}: for a table (.csv, .parquet, .mat), not {path!r}: a .npz "
-                         "holds the arrays X, ids and y.")  # fmt: skip
-    if path.endswith(".npy"):
-        return {"X": read_data_npy(path, f"--data {path}")}
-    if not path.endswith(".npz"):
+    if is_table(path):
         try:
             data = load_features(path, **columns, require_labels=False)
         except ValueError as exc:
             raise ValueError(f"--data {exc}") from None
         found = {"X": data.X, "ids": data.items, "y": data.y}
         return {key: value for key, value in found.items() if value is not None}
+    if columns:
+        given = ", ".join(f"--{o.replace('_', '-')}" for o in _TABLE_OPTIONS if hasattr(args, o))
+        raise ValueError(f"{given}: for a table (.csv, .parquet, .mat), not {path!r}: a .npz "
+                         "holds the arrays X, ids and y.")  # fmt: skip
+    if path.endswith(".npy"):
+        return {"X": read_data_npy(path, f"--data {path}")}
     found = read_data_npz(path, f"--data {path}", keys=("X", "ids", "y"))
     if "X" not in found:
         raise ValueError(f"--data {path} has no array X (it has {sorted(found)}).")

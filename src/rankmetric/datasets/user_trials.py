@@ -91,27 +91,6 @@ class TrialData:
         return int(self.X.shape[1])
 
 
-#: Relative tolerance of "symmetric" for a stack of square matrices (float32 round-off).
-SYMMETRY_RTOL = 1e-5
-
-
-def _looks_spd(X: np.ndarray) -> bool:
-    """Whether a stack ``(n, c, t)`` holds square, symmetric matrices (SPD matrices given as
-    they are) rather than raw trials: raw signals are not symmetric.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from rankmetric.datasets.user_trials import _looks_spd
-    >>> _looks_spd(np.stack([np.eye(3)] * 4)), _looks_spd(np.ones((4, 3, 50)))
-    (True, False)
-    """
-    if X.ndim != 3 or X.shape[1] != X.shape[2] or X.shape[0] == 0:
-        return False
-    scale = float(np.max(np.abs(X))) or 1.0
-    return bool(np.allclose(X, X.transpose(0, 2, 1), rtol=0, atol=SYMMETRY_RTOL * scale))
-
-
 def is_trial_file(path) -> bool:
     """Whether ``path`` is a ``.npz`` file whose ``X`` holds raw trials (3-D), by its header.
 
@@ -181,6 +160,7 @@ def read_trial_file(path) -> TrialData:
     ((6, 3, 50), 'session')
     """
     from .._safe_npz import read_data_npz
+    from ..geometry.checks import check_spd, is_symmetric_stack
 
     arrays = read_data_npz(path)  # untrusted input: every member checked before it is read
     names = {
@@ -205,12 +185,10 @@ def read_trial_file(path) -> TrialData:
     X, X_test = found["X"], found.get("X_test")
     if X_test is not None and X_test.shape[1] != X.shape[1]:
         raise ValueError(f"{path}: X has {X.shape[1]} channels, X_test {X_test.shape[1]}.")
-    holds_spd = _looks_spd(X)
+    holds_spd = is_symmetric_stack(X)
     if holds_spd:  # SPD matrices as given: each checked positive definite, the first named
-        from ..geometry import check_spd
-
         for key in ("X", "X_test") if X_test is not None else ("X",):
-            if not _looks_spd(found[key]):
+            if not is_symmetric_stack(found[key]):
                 raise ValueError(f"{path}: X holds SPD matrices but {key} does not (square "
                                  "and symmetric matrices, both parts).")  # fmt: skip
             check_spd(found[key], f"{path}: {names[key]}")

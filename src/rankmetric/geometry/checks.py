@@ -19,6 +19,7 @@ import torch
 __all__ = [
     "check_spd",
     "as_symmetric_tensor",
+    "is_symmetric_stack",
     "as_matrix_stack",
     "working_dtype",
     "raise_if_not_positive",
@@ -114,10 +115,7 @@ def as_symmetric_tensor(X, name: str = "X") -> torch.Tensor:
     if not X.is_floating_point():
         X = X.to(torch.get_default_dtype())
     _check_square_shape(tuple(X.shape), name)
-    flat = _flat(X).detach()
-    scale, asym = _scale_and_asymmetry(flat)
-    finite = torch.isfinite(scale)  # amax propagates NaN and infinity
-    symmetric = asym <= SYMMETRY_RTOL * scale + 1e-12
+    finite, symmetric, asym = _finite_and_symmetric(_flat(X).detach())
     if bool((finite & symmetric).all()):
         return X
     bad = int(torch.argmin(finite.to(torch.int8)))
@@ -127,6 +125,26 @@ def as_symmetric_tensor(X, name: str = "X") -> torch.Tensor:
     raise ValueError(
         f"{name}[{bad}] is not symmetric (largest |X - X^T| = {float(asym[bad]):.3g})."
     )
+
+
+def is_symmetric_stack(X) -> bool:
+    """Whether ``X`` is a non-empty stack of square, finite, symmetric matrices, by the same
+    tolerance as :func:`as_symmetric_tensor` (raw signals, channels × time, are not): how a
+    user's file of SPD matrices is told from one of raw trials.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rankmetric.geometry.checks import is_symmetric_stack
+    >>> is_symmetric_stack(np.stack([np.eye(3)] * 4)), is_symmetric_stack(np.ones((4, 3, 50)))
+    (True, False)
+    """
+    X = torch.as_tensor(np.asarray(X)) if not isinstance(X, torch.Tensor) else X
+    if X.ndim < 2 or X.shape[-1] != X.shape[-2] or X.numel() == 0 or X.is_complex():
+        return False
+    X = X if X.is_floating_point() else X.to(torch.float64)
+    finite, symmetric, _ = _finite_and_symmetric(_flat(X).detach())
+    return bool((finite & symmetric).all())
 
 
 def as_matrix_stack(
@@ -273,6 +291,14 @@ def _scale_and_asymmetry(flat: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor
         scale[start : start + step] = chunk.abs().amax(dim=(-2, -1))
         asym[start : start + step] = (chunk - chunk.mT).abs().amax(dim=(-2, -1))
     return scale, asym
+
+
+def _finite_and_symmetric(flat: torch.Tensor):
+    """``(finite, symmetric, largest asymmetry)`` per matrix of an ``(n, c, c)`` stack:
+    ``|X − Xᵀ| ≤ SYMMETRY_RTOL · max|X| + 1e-12``."""
+    scale, asym = _scale_and_asymmetry(flat)
+    finite = torch.isfinite(scale)  # amax propagates NaN and infinity
+    return finite, asym <= SYMMETRY_RTOL * scale + 1e-12, asym
 
 
 def _flat(X: torch.Tensor) -> torch.Tensor:

@@ -34,6 +34,7 @@ import numpy as np
 from .. import __version__
 from .._atomic import atomic_write
 from .._safe_npz import CorruptFile, read_npy_header, sha256_file
+from .._validation import check_finite
 from ..neighbors import METRICS
 
 __all__ = ["save_index", "load_index", "FORMAT", "FORMAT_VERSION"]
@@ -264,9 +265,11 @@ def _load_npy(path: Path, name: str, kinds: str, shape: tuple, mmap: bool) -> np
 
 
 def _check_finite(vectors: np.ndarray) -> None:
-    for start in range(0, vectors.shape[0], _CHUNK_ROWS):  # chunks of rows
-        if not np.isfinite(vectors[start : start + _CHUNK_ROWS]).all():
-            raise CorruptFile("vectors.npy holds NaN or infinite values")
+    """The package's one finiteness check (rows in bounded chunks), as a corrupt file."""
+    try:
+        check_finite(vectors, "vectors.npy")
+    except ValueError as exc:
+        raise CorruptFile(str(exc)) from None
 
 
 def load_index(

@@ -122,6 +122,7 @@ def test_fit_checks_its_arguments_before_fitting(tmp_path, monkeypatch, capsys):
     [
         (["fit", "warca", "--max-iter", "-1"], "--max-iter must be an integer >= 0, got -1."),
         (["fit", "rpl", "--learning-rate", "-1"], "--learning-rate must be a finite number > 0"),
+        (["fit", "kissme", "--tune", "2"], "--tune must be a number of default fits >= 3, got 2"),
     ],
 )
 def test_a_bad_hyper_parameter_names_its_option_before_the_data_is_read(

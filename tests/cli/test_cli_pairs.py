@@ -207,3 +207,56 @@ def test_pair_file_with_the_two_members_x1_x2(tmp_path, capsys):
     np.savez(tmp_path / "bad.npz", X1=X1, X2=X2[:10], y=y)
     assert main(["fit", "kissme", "--pairs", str(tmp_path / "bad.npz")]) == 2
     assert "X1 and X2 must both have shape" in capsys.readouterr().err
+
+
+def _pair_table(tmp_path):
+    """The index-form pair file of ``_pair_file`` written as a verification user has it: a CSV
+    of the items (an ``image`` column and features) and a CSV of pairs naming them."""
+    path = tmp_path / "pairs.npz"
+    _pair_file(path, with_test=False)
+    data = np.load(path)
+    names = [f"img{i:03d}.jpg" for i in range(len(data["X"]))]
+    rows = [
+        f"{n}," + ",".join(repr(float(v)) for v in x) for n, x in zip(names, data["X"], strict=True)
+    ]
+    (tmp_path / "items.csv").write_text("image,f0,f1,f2,f3\n" + "\n".join(rows) + "\n")
+    same = ["true" if s > 0 else "false" for s in data["y"]]
+    rows = [f"{names[a]},{names[b]},{s}" for (a, b), s in zip(data["pairs"], same, strict=True)]
+    (tmp_path / "pairs.csv").write_text("img1,img2,same\n" + "\n".join(rows) + "\n")
+    return path, tmp_path / "pairs.csv", tmp_path / "items.csv"
+
+
+def test_a_table_of_pairs_beside_a_feature_file(tmp_path, capsys):
+    """``--pairs PAIRS.csv --data ITEMS.csv --item-column``: the same split and scores as the
+    same pairs in a ``.npz``; ``evaluate`` scores the model's held-out pairs again."""
+    npz, table, items = _pair_table(tmp_path)
+    model = tmp_path / "k.npz"
+    from_npz = _json_run(["fit", "kissme", "--pairs", str(npz)], capsys)
+    argv = ["--pairs", str(table), "--data", str(items), "--item-column", "image"]
+    from_table = _json_run(["fit", "kissme", *argv, "--out", str(model)], capsys)
+    for key in ("n_train_pairs", "n_pairs_left_out", "n_evaluated_pairs", "evaluated_on"):
+        assert from_table[key] == from_npz[key]
+    assert from_table["learned"] == pytest.approx(from_npz["learned"], abs=1e-12)
+    again = _json_run(["evaluate", *argv, "--model", str(model)], capsys)
+    assert again["scores"]["roc_auc"] == pytest.approx(from_table["learned"]["roc_auc"], abs=1e-12)
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        ([], "lists pairs of items by name: give the items' features with --data"),
+        (["--data", "ITEMS"], r"--data .*items.csv, line 2: feature column 'image' holds"),
+        (["--data", "ITEMS", "--item-column", "image", "--pair-columns", "a", "b", "c"],
+         r"--pairs .*pairs.csv has no column 'a'"),
+    ],
+)  # fmt: skip
+def test_a_table_of_pairs_needs_its_items(tmp_path, capsys, extra, message):
+    _, table, items = _pair_table(tmp_path)
+    extra = [str(items) if e == "ITEMS" else e for e in extra]
+    assert main(["fit", "kissme", "--pairs", str(table), *extra]) == 2
+    assert re.search(message, capsys.readouterr().err)
+
+
+def _json_run(argv, capsys) -> dict:
+    assert main([*argv, "--json"]) == 0, capsys.readouterr().err
+    return json.loads(capsys.readouterr().out)

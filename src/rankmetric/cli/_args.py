@@ -184,11 +184,11 @@ def junk_ids(values) -> tuple:
     return tuple(values)
 
 
-#: Parameters of :func:`rankmetric.datasets.load_split`, ``read_embeddings`` and
-#: ``resolve_device`` -> their options.
+#: Parameters of :func:`rankmetric.datasets.load_split`, ``read_embeddings``,
+#: ``resolve_device`` and the tuned learner's ``budget`` -> their options.
 _OPTIONS = {"data": "--data", "test_domain": "--test-domain", "test_size": "--test-size",
             "covariance_estimator": "--covariance-estimator", "labels": "--labels",
-            "device": "--device"}  # fmt: skip
+            "device": "--device", "budget": "--tune"}  # fmt: skip
 
 
 def option_error(exc: ValueError) -> ValueError:

@@ -16,7 +16,8 @@ import time
 
 import numpy as np
 
-from ._args import option_error
+from ._args import is_table, option_error
+from ._fitted_split import record_fit_split, use_fit_split
 from ._report import euclidean_spaces, held_out_report, model_preprocessing, print_report
 
 __all__ = [
@@ -29,18 +30,61 @@ __all__ = [
 PAIR_FILE_HELP = (
     "a .npz pair file: X (items) + pairs (n, 2) row indices + y (+1/-1 or similarities), or "
     "stacked pairs (n, 2, n_features) + y, or the two members X1, X2 (n, n_features) + y; "
-    "optional X_test/pairs_test/y_test (or X1_test, X2_test, y_test) (docs/pairs.md); without "
+    "optional X_test/pairs_test/y_test (or X1_test, X2_test, y_test) (docs/pairs.md); or a "
+    ".csv/.parquet table of pairs (img1, img2, same[, split]) of the items in --data; without "
     "test pairs, --test-size of the items are held out whole (their groups of similar pairs)"
 )
 DEFAULT_FAR = (1e-1, 1e-2, 1e-3)
 
 
-def _read(path: str):
-    """The pair file of ``--pairs`` (:func:`~rankmetric.datasets.read_pair_file`)."""
-    from ..datasets import read_pair_file
+def _add_pair_table_options(parser: argparse.ArgumentParser) -> None:
+    """``--pair-columns`` and ``--item-column``: a table of pairs and its items' identifiers."""
+    group = parser.add_argument_group(
+        "a table of pairs (--pairs PAIRS.csv --data ITEMS)",
+        "Each row names two items and a label (+1/-1, 1/0, true/false or a similarity), "
+        "optionally a split (train/test); the items' features are in --data.",
+    )
+    unset = argparse.SUPPRESS
+    group.add_argument("--pair-columns", nargs=3, metavar=("FIRST", "SECOND", "LABEL"),
+                       default=unset, help="the pair table's item and label columns (default: "
+                       "found by name: img1/img2, a/b, image_a/image_b, ...; same, y, label, "
+                       "...)")  # fmt: skip
+    group.add_argument("--item-column", metavar="NAME", default=unset,
+                       help="the items' identifier column in --data, as the pairs name them "
+                       "(default: row numbers, from 0)")  # fmt: skip
 
+
+def _items(args):
+    """The items of a pair table: ``--data``'s features, ``--item-column`` their identifiers."""
+    from ..datasets import load_features
+
+    if not args.data:
+        raise ValueError(f"--pairs {args.pairs} lists pairs of items by name: give the items' "
+                         "features with --data FILE (.csv, .parquet, .npz, .mat).")  # fmt: skip
+    columns = {"items": getattr(args, "item_column", None),
+               "features": getattr(args, "feature_columns", None)}  # fmt: skip
     try:
-        return read_pair_file(path)
+        return load_features(args.data, require_labels=False,
+                             **{k: v for k, v in columns.items() if v is not None})  # fmt: skip
+    except ValueError as exc:
+        raise ValueError(f"--data {exc}") from None
+
+
+def _read(args):
+    """The pairs of ``--pairs``: a ``.npz`` pair file
+    (:func:`~rankmetric.datasets.read_pair_file`), or a table of pairs of the items in
+    ``--data`` (:func:`~rankmetric.datasets.read_pair_table`)."""
+    from ..datasets import read_pair_file, read_pair_table
+
+    table = is_table(args.pairs)
+    if args.data and not table:
+        raise ValueError("give either --data NAME or --pairs PAIRS.npz, not both (--data "
+                         "goes with a table of pairs: the items' features).")  # fmt: skip
+    items = _items(args) if table else None
+    try:
+        if table:
+            return read_pair_table(args.pairs, items, getattr(args, "pair_columns", None))
+        return read_pair_file(args.pairs)
     except ValueError as exc:
         raise ValueError(f"--pairs {exc}") from None
 
@@ -85,21 +129,21 @@ def add_fit_pairs_option(parser: argparse.ArgumentParser, cls) -> None:
     optional: one of the two is checked in ``run_fit``)."""
     if hasattr(cls, "fit_pairs"):
         parser.add_argument(
-            "--pairs", metavar="PAIRS.npz", help=PAIR_FILE_HELP + "; replaces --data"
+            "--pairs", metavar="PAIRS", help=PAIR_FILE_HELP + "; replaces --data (a .npz)"
         )
+        _add_pair_table_options(parser)
 
 
 def run_fit_pairs(args: argparse.Namespace, est) -> int:
     """Fit ``est`` on a pair file, print verification scores (learned vs Euclidean), save it
     (``--out`` was checked with the other options, in ``run_fit``)."""
-    if getattr(args, "data", None):
-        raise ValueError("give either --data NAME or --pairs PAIRS.npz, not both.")
-    data = _held_out(_read(args.pairs), args.test_size)
+    data = _held_out(_read(args), args.test_size)
     items = () if data.X is None else (data.X,)  # stacked pairs, or items and row indices
     start = time.perf_counter()
     est.fit_pairs(*items, data.pairs, data.y)
     fit_time = time.perf_counter() - start
     if args.out:
+        record_fit_split(est, args, args.pairs, data.how or "pairs_test")
         est.save(args.out)
     stacked, y_eval, evaluated = _evaluated(
         data, "the training pairs (the file has no pairs_test; --test-size 0)"
@@ -128,9 +172,10 @@ def run_fit_pairs(args: argparse.Namespace, est) -> int:
 
 def add_evaluate_pairs_options(parser: argparse.ArgumentParser) -> None:
     """``--pairs PAIRS.npz`` and ``--far`` for ``rankmetric evaluate``."""
+    _add_pair_table_options(parser)
     parser.add_argument(
         "--pairs",
-        metavar="PAIRS.npz",
+        metavar="PAIRS",
         help=PAIR_FILE_HELP + "; prints ROC AUC, EER and TAR@FAR of its test pairs under "
         "--model's distance (without pairs_test: the pairs rankmetric fit held out, same "
         "--test-size), or under the Euclidean distance (without --model: every pair)",
@@ -147,16 +192,18 @@ def add_evaluate_pairs_options(parser: argparse.ArgumentParser) -> None:
 
 def run_evaluate_pairs(args: argparse.Namespace) -> int:
     """Verification scores of a pair file under a saved model's distance (or Euclidean)."""
-    if args.embeddings or args.data:
-        raise ValueError("--pairs replaces EMBEDDINGS and --data: give the pairs file only.")
-    data = _read(args.pairs)
-    if args.model:  # never the pairs the model was fitted on
+    if args.embeddings:
+        raise ValueError("--pairs replaces EMBEDDINGS: give the pairs file (and, for a table "
+                         "of pairs, the items' features with --data).")  # fmt: skip
+    from ..io import load_model
+
+    model = load_model(args.model) if args.model else None
+    model_split = use_fit_split(args, model, args.pairs)  # --test-size as the fit's
+    data = _read(args)
+    if model is not None:  # never the pairs the model was fitted on
         data = _held_out(data, args.test_size)
     stacked, y, evaluated = _evaluated(data, "pairs")
-    if args.model:
-        from ..io import load_model
-
-        model = load_model(args.model)
+    if model is not None:
         distances = model.pair_distances(stacked[:, 0], stacked[:, 1])
         source = args.model
     else:
@@ -166,6 +213,7 @@ def run_evaluate_pairs(args: argparse.Namespace) -> int:
         "pairs": f"{args.pairs} ({evaluated})",
         "n_pairs": int(len(y)),
         "n_same": int(np.count_nonzero(_same(y))),
+        **({"model_split": model_split} if model_split else {}),
         "scores": _scores(distances, y, tuple(args.far)),
     }
     print_report(report, args.json)

@@ -22,6 +22,7 @@ from ._args import (
     option_error,
     vector_metric,
 )
+from ._fitted_split import use_fit_split
 from ._pairs import add_evaluate_pairs_options, run_evaluate_pairs
 from ._report import flat, print_report, reid_report, transform
 
@@ -87,19 +88,16 @@ def _from_file(args) -> _Embedded:
                      found.source, found.how, raw, found.cameras_test)  # fmt: skip
 
 
-def _model_embedding(args):
-    """``(model or None, its flat embedding or flat raw features, the source's description)``."""
-    from ..io import load_model
-
-    model = load_model(args.model) if args.model else None
+def _model_embedding(args, model):
+    """``(its flat embedding or flat raw features, the source's description)``."""
     embed = (lambda X: flat(model.transform(X))) if model is not None else flat
-    return model, embed, f"{args.model or 'raw features'} on {args.data}"
+    return embed, f"{args.model or 'raw features'} on {args.data}"
 
 
-def _from_model(args) -> _Embedded:
+def _from_model(args, model) -> _Embedded:
     from ..datasets import load_split
 
-    model, embed, source = _model_embedding(args)
+    embed, source = _model_embedding(args, model)
     split = load_split(args.data, test_size=args.test_size, spd=None)  # as `rankmetric fit`
     data = split.dataset  # the set before the hold-out, for the cross-validation
     return _Embedded(embed(split.X_test), split.y_test, embed(split.X_train), split.y_train,
@@ -125,14 +123,14 @@ def _evaluated_rows(data, args) -> tuple[np.ndarray, np.ndarray, str]:
     return data.rows(), np.arange(0), "all rows"
 
 
-def _from_user_file(args) -> _Embedded:
+def _from_user_file(args, model) -> _Embedded:
     """A user's feature file (``--data PATH``), embedded by ``--model`` when given: its test
     rows (``split`` column, else the hold-out ``rankmetric fit`` made) are evaluated against its
     training rows; test identities absent from training are evaluated leave-one-out."""
     from ..datasets import load_features
 
     data = load_features(args.data, **feature_file_columns(args))
-    model, embed, source = _model_embedding(args)
+    embed, source = _model_embedding(args, model)
     raw = (model, data.X, data.y)
     evaluated, reference, rows = _evaluated_rows(data, args)
     Z = embed(data.X)
@@ -146,15 +144,13 @@ def _from_user_file(args) -> _Embedded:
                      sub(data.split))  # fmt: skip
 
 
-def _from_trial_file(args) -> _Embedded:
+def _from_trial_file(args, model) -> _Embedded:
     """Raw trials embedded by an SPD ``--model``: covariances (``--covariance-estimator``, as
     at fit) and the split of ``rankmetric fit rpl|spdnet`` on the same file (its ``X_test``, a
     held-out domain with ``--test-domain``, else the stratified ``--test-size`` hold-out), with
     the file's ``domains`` passed to ``transform`` when the model was fitted with domains."""
     from ..datasets import load_split
-    from ..io import load_model
 
-    model = load_model(args.model)
     if not hasattr(model, "weights_"):
         raise ValueError(f"{args.data} holds raw trials: --model must be an SPD network "
                          "(rankmetric fit rpl|spdnet).")  # fmt: skip
@@ -229,6 +225,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
     if args.pairs:
         return run_evaluate_pairs(args)
     from ..datasets import is_feature_file, is_trial_file
+    from ..io import load_model
 
     if args.embeddings and not args.data and is_table(args.embeddings):
         args.data, args.embeddings = args.embeddings, None  # read as a feature file
@@ -238,18 +235,21 @@ def run_evaluate(args: argparse.Namespace) -> int:
         raise ValueError("--model needs --data NAME: the data set to embed.")
 
     check_column_options(args, bool(args.data) and is_feature_file(args.data))
+    model = load_model(args.model) if args.model else None
+    model_split = use_fit_split(args, model, args.data)  # --test-size ... as the fit's
     if args.embeddings:
         embedded = _from_file(args)
     elif args.model and is_trial_file(args.data):
-        embedded = _from_trial_file(args)
+        embedded = _from_trial_file(args, model)
     elif is_feature_file(args.data):
-        embedded = _from_user_file(args)
+        embedded = _from_user_file(args, model)
     else:
-        embedded = _from_model(args)
+        embedded = _from_model(args, model)
     scores = evaluate_embedding(embedded, args)
     report = {
         "source": embedded.source,
         "split": embedded.split,
+        **({"model_split": model_split} if model_split else {}),
         "n_evaluated": int(len(embedded.X_eval)),
         "n_reference": None if embedded.X_ref is None else int(len(embedded.X_ref)),
         "n_features": int(embedded.X_eval.shape[1]),
@@ -301,9 +301,9 @@ def register(parser: argparse.ArgumentParser, full: bool = True) -> None:
     parser.add_argument(
         "--test-size",
         type=float,
-        default=0.3,
         help="held-out fraction when the data set has no official test split, or the pair "
-        "file no pairs_test (default: %(default)s, as `rankmetric fit`)",
+        "file no pairs_test (default: with --model on the file it was fitted on, the one it "
+        "was fitted with, recorded in it; else 0.3, as `rankmetric fit`)",
     )
     parser.add_argument(
         "--scores",

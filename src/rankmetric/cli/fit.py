@@ -28,6 +28,7 @@ from ._args import (
     option_error,
     parameter_type,
 )
+from ._fitted_split import record_fit_split
 from ._help import parameter_help, parse_value, summary
 from ._pairs import add_fit_pairs_option, run_fit_pairs
 from ._report import held_out_report, knn_report, model_preprocessing, print_report, reid_report
@@ -221,7 +222,10 @@ def run_fit(args: argparse.Namespace) -> int:
     if getattr(args, "tune", None) is not None:
         from ..tuning import tuned_learner
 
-        est = tuned_learner(args.method, est, args.tune)
+        try:
+            est = tuned_learner(args.method, est, args.tune)  # its budget checked: --tune
+        except ValueError as exc:
+            raise option_error(exc) from None
     if not args.data:
         raise ValueError("--data NAME is required (or --pairs PAIRS.npz for a pair learner).")
     check_column_options(args, is_feature_file(args.data))
@@ -234,6 +238,7 @@ def run_fit(args: argparse.Namespace) -> int:
     if rank() != 0:  # under torchrun every rank holds the same model: one report, one file
         return 0
     if args.out:  # saved before the report: a failing evaluation cannot lose the model
+        record_fit_split(est, args, args.data, split.how)  # for `evaluate --model`
         est.save(args.out)
     report = {"method": cls.__name__, "data": args.data, "split": split.how,
               "n_train": int(len(split.X_train)), "n_test": int(len(split.X_test)),

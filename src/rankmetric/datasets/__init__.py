@@ -30,6 +30,7 @@ _LAZY = {
         ".user_features": ("FeatureData", "is_feature_file", "load_features"),
         ".splits": ("Split", "holdout_rows", "load_split"),
         ".user_pairs": ("PairData", "holdout_pairs", "read_pair_file"),
+        ".pair_tables": ("read_pair_table",),
         ".user_trials": ("TrialData", "read_trial_file", "is_trial_file"),
         ".embeddings": ("read_embeddings",),
     }.items()

@@ -112,7 +112,12 @@ def read_pair_file(path) -> PairData:
     ((3, 2, 2), True)
     """
     path = str(path)
-    arrays = read_data_npz(path, path)  # untrusted: checked before it is read
+    return pair_data(read_data_npz(path, path), path)  # untrusted: checked before it is read
+
+
+def pair_data(arrays: dict, path: str) -> PairData:
+    """The checked :class:`PairData` of a pair file's ``arrays`` (the module's table), read
+    from ``path`` (a ``.npz``, or a pair table turned into these arrays)."""
     for key in FLOAT_ARRAYS:
         if key in arrays:
             check_finite(arrays[key], f"{path}: {key}")

@@ -232,6 +232,7 @@ def tuned_learner(method: str, estimator, budget: float = 10.0) -> TunedMetricLe
     Returns
     -------
     TunedMetricLearner
+        Its settings checked (a bad ``budget`` raises here, before any data is read).
 
     Examples
     --------
@@ -244,4 +245,6 @@ def tuned_learner(method: str, estimator, budget: float = 10.0) -> TunedMetricLe
         raise ValueError(f"--tune is available for {sorted(CV_CLASSES)}, not {method!r}.")
     seed = getattr(estimator, "random_state", None)
     seed = seed if isinstance(seed, (int, np.integer)) else 0
-    return CV_CLASSES[method](estimator, budget=budget, random_state=seed)
+    learner = CV_CLASSES[method](estimator, budget=budget, random_state=seed)
+    learner._check_settings()
+    return learner

@@ -1,0 +1,119 @@
+"""``rankmetric fit --out`` records its hold-out in the model; ``evaluate --model`` on the same
+file scores that hold-out, never rows (or pairs, or trials) the model was trained on."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from rankmetric import KISSME, load_model, save_model
+from rankmetric.cli import main
+
+from .test_cli_fit_spd import FAST, _session_file
+from .test_cli_pairs import _pair_file
+
+pytestmark = [pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")]
+
+
+def _run(argv, capsys) -> dict:
+    assert main([*argv, "--json"]) == 0, capsys.readouterr().err
+    return json.loads(capsys.readouterr().out)
+
+
+def _refused(argv, capsys) -> str:
+    assert main(argv) == 2
+    return capsys.readouterr().err
+
+
+@pytest.fixture
+def feature_file(tmp_path):
+    rng = np.random.default_rng(0)
+    y = np.repeat(np.arange(6), 20)
+    X = np.c_[y + 0.3 * rng.normal(size=120), rng.normal(size=(120, 3))]
+    path = tmp_path / "features.npz"
+    np.savez(path, X=X, y=y)
+    return path
+
+
+def test_evaluate_uses_the_test_size_the_model_was_fitted_with(feature_file, tmp_path, capsys):
+    model = tmp_path / "m.npz"
+    fitted = _run(["fit", "kissme", "--data", str(feature_file), "--test-size", "0.5",
+                   "--out", str(model)], capsys)  # fmt: skip
+    record = load_model(model).fit_split_
+    assert record["test_size"] == 0.5 and record["how"] == fitted["split"]
+    assert record["fingerprint"].startswith("sha256:")
+    report = _run(["evaluate", "--model", str(model), "--data", str(feature_file)], capsys)
+    assert report["n_evaluated"] == fitted["n_test"] == 60  # the fit's hold-out, not 30 %
+    assert report["model_split"].startswith(f"the hold-out {model} was fitted with")
+    same = _run(["evaluate", "--model", str(model), "--data", str(feature_file),
+                 "--test-size", "0.5"], capsys)  # fmt: skip
+    assert same["scores"] == report["scores"]
+
+
+def test_evaluate_refuses_another_hold_out_of_the_models_file(feature_file, tmp_path, capsys):
+    model = tmp_path / "m.npz"
+    assert main(["fit", "kissme", "--data", str(feature_file), "--test-size", "0.5",
+                 "--out", str(model)]) == 0  # fmt: skip
+    capsys.readouterr()
+    err = _refused(["evaluate", "--model", str(model), "--data", str(feature_file),
+                    "--test-size", "0.3"], capsys)  # fmt: skip
+    assert "--test-size 0.3" in err and "with --test-size 0.5" in err
+    assert "would score data it was trained on" in err and "Leave --test-size out" in err
+
+
+def test_another_file_or_an_unrecorded_model_keeps_the_stated_test_size(
+    feature_file, tmp_path, capsys
+):
+    model = tmp_path / "m.npz"
+    assert main(["fit", "kissme", "--data", str(feature_file), "--test-size", "0.5",
+                 "--out", str(model)]) == 0  # fmt: skip
+    capsys.readouterr()
+    other = tmp_path / "other.npz"
+    data = dict(np.load(feature_file))
+    data["X"][0, 0] += 1.0  # one value changed: another file
+    np.savez(other, **data)
+    report = _run(["evaluate", "--model", str(model), "--data", str(other)], capsys)
+    assert report["model_split"].startswith(f"{other} is not the file")
+    assert report["n_evaluated"] == 36  # its own default 30 % hold-out
+    plain = tmp_path / "plain.npz"  # saved in Python: no record
+    save_model(KISSME().fit(data["X"], data["y"]), plain)
+    report = _run(["evaluate", "--model", str(plain), "--data", str(feature_file)], capsys)
+    assert "does not record its hold-out" in report["model_split"]
+    assert "--test-size 0.3 assumed" in report["model_split"]
+    copy = tmp_path / "copy.npz"  # the same bytes under another name: the same file
+    shutil.copy(feature_file, copy)
+    report = _run(["evaluate", "--model", str(model), "--data", str(copy)], capsys)
+    assert report["n_evaluated"] == 60
+
+
+def test_pair_evaluation_uses_the_models_test_size(tmp_path, capsys):
+    path, model = tmp_path / "pairs.npz", tmp_path / "k.npz"
+    _pair_file(path, with_test=False)
+    fitted = _run(["fit", "kissme", "--pairs", str(path), "--test-size", "0.5",
+                   "--out", str(model)], capsys)  # fmt: skip
+    report = _run(["evaluate", "--pairs", str(path), "--model", str(model)], capsys)
+    assert report["n_pairs"] == fitted["n_evaluated_pairs"]
+    assert report["scores"]["roc_auc"] == pytest.approx(fitted["learned"]["roc_auc"], abs=1e-12)
+    err = _refused(["evaluate", "--pairs", str(path), "--model", str(model),
+                    "--test-size", "0.3"], capsys)  # fmt: skip
+    assert "with --test-size 0.5" in err
+
+
+def test_trial_evaluation_uses_the_models_domain_and_covariances(tmp_path, capsys):
+    path, _ = _session_file(tmp_path)
+    model = tmp_path / "rpl.npz"
+    fitted = _run(["fit", "rpl", "--data", str(path), "--test-domain", "s2", "--out", str(model),
+                   "--covariance-estimator", "lwf", *FAST], capsys)  # fmt: skip
+    report = _run(["evaluate", "--model", str(model), "--data", str(path), "--scores", "knn"],
+                  capsys)  # fmt: skip
+    assert report["split"] == fitted["split"] and report["n_evaluated"] == fitted["n_test"]
+    assert report["scores"]["knn3_accuracy"] == pytest.approx(fitted["knn3_accuracy_learned"])
+    err = _refused(["evaluate", "--model", str(model), "--data", str(path),
+                    "--covariance-estimator", "oas"], capsys)  # fmt: skip
+    assert "with --covariance-estimator lwf" in err and "estimated that way" in err
+    err = _refused(["evaluate", "--model", str(model), "--data", str(path),
+                    "--test-domain", "s1"], capsys)  # fmt: skip
+    assert "with --test-domain s2" in err

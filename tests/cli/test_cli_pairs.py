@@ -260,3 +260,28 @@ def test_a_table_of_pairs_needs_its_items(tmp_path, capsys, extra, message):
 def _json_run(argv, capsys) -> dict:
     assert main([*argv, "--json"]) == 0, capsys.readouterr().err
     return json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize(
+    "argv, said",
+    [
+        (["fit", "kissme", "--pairs", "TABLE", "--data", "ITEMS", "--tune", "4"],
+         "--tune: for --data with class labels, not with --pairs"),
+        (["fit", "kissme", "--pairs", "TABLE", "--data", "ITEMS", "--id-column", "pid",
+          "--rerank"], "--id-column, --rerank: for --data with class labels"),
+        (["evaluate", "--pairs", "TABLE", "--data", "ITEMS", "--camera-column", "cam"],
+         "--camera-column: for --data with class labels"),
+        (["fit", "kissme", "--pairs", "NPZ", "--pair-columns", "a", "b", "c"],
+         "--pair-columns: for a table of pairs"),
+        (["fit", "kissme", "--data", "wine", "--item-column", "image"],
+         "--item-column: for a table of pairs"),
+        (["evaluate", "--data", "wine", "--item-column", "image"],
+         "--item-column: for a table of pairs"),
+    ],
+)  # fmt: skip
+def test_options_the_pairs_leave_unused_are_refused_not_ignored(tmp_path, capsys, argv, said):
+    """``--tune`` or ``--id-column`` beside ``--pairs`` would read as if it took effect."""
+    npz, table, items = _pair_table(tmp_path)
+    names = {"TABLE": str(table), "ITEMS": str(items), "NPZ": str(npz)}
+    assert main([names.get(a, a) for a in argv]) == 2
+    assert said in capsys.readouterr().err

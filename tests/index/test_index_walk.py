@@ -180,3 +180,36 @@ def test_cli_index_reads_a_table_as_fit_does(user_file, tmp_path, capsys):
     assert main([*build, "--item-column", "image_path"]) == 2
     err = capsys.readouterr().err
     assert "--item-column" in err and "for a table" in err
+
+
+def test_cli_query_names_the_queries_and_writes_a_csv(user_file, tmp_path, capsys):
+    """Queries from a table with their own identifiers (``--item-column``): printed by name,
+    written as ``query_ids`` in a .npz, and as one row per (query, neighbour) in a .csv."""
+    import csv
+
+    with np.load(user_file) as f:
+        X = f["X"][:300]
+    np.savez(tmp_path / "cat.npz", X=X[:250], ids=np.array([f"c{i}" for i in range(250)]))
+    assert main(["index", "build", "--data", str(tmp_path / "cat.npz"), "--backend", "exact",
+                 "--out", str(tmp_path / "idx")]) == 0  # fmt: skip
+    names = np.array([f"q/{i:02d}.jpg" for i in range(50)])
+    _table(tmp_path / "q.csv", X[250:], items=names)
+    argv = ["index", "query", "--index", str(tmp_path / "idx"), "--data", str(tmp_path / "q.csv"),
+            "--item-column", "image_path", "--k", "3"]  # fmt: skip
+    capsys.readouterr()
+    assert main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("query q/00.jpg: c") and len(lines) == 50
+    assert main([*argv, "--out", str(tmp_path / "nn.npz")]) == 0
+    assert main([*argv, "--out", str(tmp_path / "nn.csv")]) == 0
+    with np.load(tmp_path / "nn.npz") as nn:
+        ids, distances = nn["ids"], nn["distances"]
+        np.testing.assert_array_equal(nn["query_ids"], names)
+    with open(tmp_path / "nn.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) == 150 and list(rows[0]) == ["query", "rank", "item", "distance"]
+    assert [r["query"] for r in rows[:4]] == [names[0]] * 3 + [names[1]]
+    assert [int(r["rank"]) for r in rows[:4]] == [1, 2, 3, 1]
+    np.testing.assert_array_equal([r["item"] for r in rows], ids.ravel())
+    np.testing.assert_array_equal(np.array([r["distance"] for r in rows], np.float32),
+                                  distances.ravel())  # fmt: skip

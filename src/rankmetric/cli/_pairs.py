@@ -21,6 +21,7 @@ from ._fitted_split import record_fit_split, use_fit_split
 from ._report import euclidean_spaces, held_out_report, model_preprocessing, print_report
 
 __all__ = [
+    "check_pair_options",
     "add_fit_pairs_option",
     "add_evaluate_pairs_options",
     "run_fit_pairs",
@@ -52,6 +53,34 @@ def _add_pair_table_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--item-column", metavar="NAME", default=unset,
                        help="the items' identifier column in --data, as the pairs name them "
                        "(default: row numbers, from 0)")  # fmt: skip
+
+
+#: Options of ``fit`` / ``evaluate`` that a pair file does not use: refused, not ignored.
+_NOT_WITH_PAIRS = ("tune", "id_column", "camera_column", "split_column", "rerank", "junk_id")
+#: Options of a table of pairs only.
+_PAIR_TABLE_ONLY = ("pair_columns", "item_column")
+
+
+def _given(args, names) -> list[str]:
+    return [
+        f"--{n.replace('_', '-')}" for n in names if getattr(args, n, None) not in (None, False)
+    ]
+
+
+def check_pair_options(args: argparse.Namespace) -> None:
+    """Refuse the options that the pairs (``--pairs``), or their absence, leave unused: an
+    option that is silently ignored (``--tune``, ``--id-column``) reads as if it took effect."""
+    if getattr(args, "pairs", None):
+        unused = _given(args, _NOT_WITH_PAIRS)
+        if unused:
+            raise ValueError(f"{', '.join(unused)}: for --data with class labels, not with "
+                             "--pairs (a pair file has no class labels or cameras).")  # fmt: skip
+        if not is_table(args.pairs) and _given(args, _PAIR_TABLE_ONLY):
+            raise ValueError(f"{', '.join(_given(args, _PAIR_TABLE_ONLY))}: for a table of "
+                             "pairs (--pairs PAIRS.csv), not a .npz pair file.")  # fmt: skip
+    elif _given(args, _PAIR_TABLE_ONLY):
+        raise ValueError(f"{', '.join(_given(args, _PAIR_TABLE_ONLY))}: for a table of pairs "
+                         "(--pairs PAIRS.csv --data ITEMS).")  # fmt: skip
 
 
 def _items(args):
@@ -137,6 +166,7 @@ def add_fit_pairs_option(parser: argparse.ArgumentParser, cls) -> None:
 def run_fit_pairs(args: argparse.Namespace, est) -> int:
     """Fit ``est`` on a pair file, print verification scores (learned vs Euclidean), save it
     (``--out`` was checked with the other options, in ``run_fit``)."""
+    check_pair_options(args)
     data = _held_out(_read(args), args.test_size)
     items = () if data.X is None else (data.X,)  # stacked pairs, or items and row indices
     start = time.perf_counter()
@@ -197,6 +227,7 @@ def run_evaluate_pairs(args: argparse.Namespace) -> int:
                          "of pairs, the items' features with --data).")  # fmt: skip
     from ..io import load_model
 
+    check_pair_options(args)
     model = load_model(args.model) if args.model else None
     model_split = use_fit_split(args, model, args.pairs)  # --test-size as the fit's
     data = _read(args)

@@ -23,7 +23,7 @@ from ._args import (
     vector_metric,
 )
 from ._fitted_split import use_fit_split
-from ._pairs import add_evaluate_pairs_options, run_evaluate_pairs
+from ._pairs import add_evaluate_pairs_options, check_pair_options, run_evaluate_pairs
 from ._report import flat, print_report, reid_report, transform
 
 SCORES = ("knn", "retrieval", "clustering", "cv")
@@ -235,6 +235,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
         raise ValueError("--model needs --data NAME: the data set to embed.")
 
     check_column_options(args, bool(args.data) and is_feature_file(args.data))
+    check_pair_options(args)  # --item-column, --pair-columns: for --pairs only
     model = load_model(args.model) if args.model else None
     model_split = use_fit_split(args, model, args.data)  # --test-size ... as the fit's
     if args.embeddings:

@@ -30,7 +30,7 @@ from ._args import (
 )
 from ._fitted_split import record_fit_split
 from ._help import parameter_help, parse_value, summary
-from ._pairs import add_fit_pairs_option, run_fit_pairs
+from ._pairs import add_fit_pairs_option, check_pair_options, run_fit_pairs
 from ._report import held_out_report, knn_report, model_preprocessing, print_report, reid_report
 
 SUMMARY = "fit a metric learner on a data set and save it"
@@ -228,6 +228,7 @@ def run_fit(args: argparse.Namespace) -> int:
             raise option_error(exc) from None
     if not args.data:
         raise ValueError("--data NAME is required (or --pairs PAIRS.npz for a pair learner).")
+    check_pair_options(args)  # --item-column, --pair-columns: for --pairs only
     check_column_options(args, is_feature_file(args.data))
     split = _load(args)
     if args.k > len(split.X_train):

@@ -91,19 +91,39 @@ def _query(args) -> int:
     from ..index import Index
 
     index = Index.load(args.index)
-    Q = _read_rows(args.data, args)["X"]
-    distances, ids = index.search(Q, args.k, exact=args.exact)
+    queries = _read_rows(args.data, args)
+    distances, ids = index.search(queries["X"], args.k, exact=args.exact)
+    ids = ids if ids.dtype != object else ids.astype(str)
+    names = queries.get("ids", np.arange(len(ids)))  # the queries' own ids, else row numbers
     if args.out:
         check_output_file(args.out)
-        ids_out = ids if ids.dtype != object else ids.astype(str)
-        with open(args.out, "wb") as fh:
-            np.savez(fh, distances=distances, ids=ids_out)
+        if args.out.lower().endswith(".csv"):
+            _write_neighbours_csv(args.out, names, ids, distances)
+        else:
+            with open(args.out, "wb") as fh:
+                np.savez(fh, distances=distances, ids=ids, query_ids=np.asarray(names))
         print(f"{ids.shape[0]} queries × {ids.shape[1]} neighbours written to {args.out}")
         return 0
-    for row, (d, i) in enumerate(zip(distances, ids, strict=True)):  # printing, not a hot path
+    for name, d, i in zip(names, distances, ids, strict=True):  # printing, not a hot path
         pairs = ", ".join(f"{item} ({dist:.4g})" for item, dist in zip(i, d, strict=True))
-        print(f"query {row}: {pairs}")
+        print(f"query {name}: {pairs}")
     return 0
+
+
+def _write_neighbours_csv(path: str, names, ids, distances) -> None:
+    """One row per (query, neighbour): ``query, rank, item, distance`` (rank from 1)."""
+    import csv
+
+    import numpy as np
+
+    n, k = ids.shape
+    rows = zip(np.repeat(np.asarray(names), k).tolist(), np.tile(np.arange(1, k + 1), n).tolist(),
+               ids.ravel().tolist(), np.char.mod("%.9g", distances.ravel()).tolist(),
+               strict=True)  # fmt: skip
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["query", "rank", "item", "distance"])
+        writer.writerows(rows)
 
 
 def _evaluate(args) -> int:
@@ -148,8 +168,14 @@ def register(parser: argparse.ArgumentParser, full: bool = True) -> None:
                        help="queries (.npz/.npy, or a .csv/.parquet/.mat table)")  # fmt: skip
     query.add_argument("--k", type=int, default=10)
     query.add_argument("--exact", action="store_true", help="exact search on any backend")
-    query.add_argument("--out", metavar="PATH", help="write distances and ids to a .npz")
-    _add_table_options(query, items=False, labels=None)
+    query.add_argument(
+        "--out",
+        metavar="PATH",
+        help="write the neighbours to a .npz (distances, ids, query_ids) or a .csv (query, "
+        "rank, item, distance per row)",
+    )
+    query_ids = "the queries' identifiers, printed and written with their neighbours "
+    _add_table_options(query, items=query_ids + "(default: row numbers; a .npz's ids)")
     query.set_defaults(func=_query)
     evaluate = sub.add_parser("evaluate", help="recall@k and CMC / mAP@R, approximate vs exact")
     evaluate.add_argument("--index", metavar="DIR", required=True)
@@ -159,7 +185,7 @@ def register(parser: argparse.ArgumentParser, full: bool = True) -> None:
     evaluate.set_defaults(func=_evaluate)
 
 
-def _add_table_options(parser, items: bool = True, labels: str | None = None) -> None:
+def _add_table_options(parser, items: bool | str = True, labels: str | None = None) -> None:
     """The column options of a table ``--data`` (the names ``rankmetric fit`` uses)."""
     unset = argparse.SUPPRESS
     group = parser.add_argument_group("a table as --data (.csv, .parquet, .mat)")
@@ -167,9 +193,10 @@ def _add_table_options(parser, items: bool = True, labels: str | None = None) ->
                        help="the feature columns, by name or pattern ('feat_*'; default: every "
                        "numeric column but the others named here)")  # fmt: skip
     if items:
+        default_help = "the item identifiers a query returns (image_path, product id; default: "
         group.add_argument("--item-column", metavar="NAME", default=unset,
-                           help="the item identifiers a query returns (image_path, product "
-                           "id; default: row numbers)")  # fmt: skip
+                           help=items if isinstance(items, str) else default_help + "row "
+                           "numbers)")  # fmt: skip
     if labels:
         group.add_argument("--id-column", metavar="NAME", default=unset,
                            help=f"the identity / class label column ({labels}; default: a "

@@ -222,3 +222,16 @@ def test_items_and_optional_labels_for_a_catalogue(tmp_path):
     assert load_features(one, require_labels=False).y.tolist() == [7, 7]
     with pytest.raises(ValueError, match="single identity"):
         load_features(one)
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-Infinity"])
+def test_a_csv_missing_value_is_named_by_its_line(tmp_path, value):
+    """The row counts data rows from 0; the line is the file's, blank lines and the header
+    counted, as a spreadsheet or an editor shows it."""
+    path = tmp_path / "f.csv"
+    path.write_text(f"y,f1,f2\n0,1,2\n\n0,1,3\n1,3,{value}\n1,5,6\n")
+    with pytest.raises(ValueError, match=r"'f2' contains NaN or infinity \(row 2; .*line 5 of"):
+        load_features(path)
+    np.savez(tmp_path / "f.npz", X=np.array([[1.0, 2.0], [1.0, np.nan]]), y=[0, 1])
+    with pytest.raises(ValueError, match=r"row 1; a missing value\?\)\.$"):  # no line: arrays
+        load_features(tmp_path / "f.npz")

@@ -14,6 +14,7 @@ import numpy as np
 
 __all__ = [
     "SCALE_HEADROOM_TERMS",
+    "NonFiniteError",
     "as_label_array",
     "check_domain_sizes",
     "check_finite",
@@ -28,6 +29,15 @@ __all__ = [
 
 #: Elements :func:`check_finite` tests at once: a memory-mapped array is never read whole.
 FINITE_CHUNK_ELEMENTS = 1 << 22
+
+
+class NonFiniteError(ValueError):
+    """The error of :func:`check_finite`; ``row`` is the first row holding NaN or infinity (a
+    reader of a text file adds the file's line)."""
+
+    def __init__(self, message: str, row: int):
+        super().__init__(message)
+        self.row = row
 
 
 def check_finite(X: np.ndarray, name: str = "X") -> np.ndarray:
@@ -54,7 +64,8 @@ def check_finite(X: np.ndarray, name: str = "X") -> np.ndarray:
         finite = finite.all(axis=1)
         if not finite.all():
             row = start + int(np.argmin(finite))
-            raise ValueError(f"{name} contains NaN or infinity (row {row}; a missing value?).")
+            raise NonFiniteError(f"{name} contains NaN or infinity (row {row}; a missing "
+                                 "value?).", row)  # fmt: skip
     return X
 
 

@@ -25,7 +25,7 @@ import numpy as np
 from .._safe_npz import MAX_DATA_COMPRESSION_RATIO, check_regular_file
 from ..resources import check_memory, format_bytes
 
-__all__ = ["read_csv_table", "read_mat", "read_parquet_table", "MAX_CSV_COLUMNS"]
+__all__ = ["read_csv_table", "read_mat", "read_parquet_table", "csv_line", "MAX_CSV_COLUMNS"]
 
 #: Most columns a CSV feature table may have (wider data belongs in ``.npz``).
 MAX_CSV_COLUMNS = 100_000
@@ -308,6 +308,18 @@ def _count_rows(path: str) -> tuple[list, int]:
         except (csv.Error, UnicodeDecodeError) as exc:
             raise _csv_error(path, reader, exc) from None
     return names, n_rows
+
+
+def csv_line(path: str, row: int) -> int:
+    """The line of the file ``path`` that holds data row ``row`` (from 0, below the header;
+    blank lines skipped, as :func:`read_csv_table` skips them): for an error message."""
+    with open(path, newline="", encoding="utf-8") as handle:
+        reader = csv.reader(handle)
+        next(reader)
+        for seen, _ in enumerate(filter(None, reader)):
+            if seen == row:
+                return reader.line_num
+    raise ValueError(f"{path} has no data row {row}.")  # pragma: no cover
 
 
 def _numbers(cells, name: str, path: str, first_line: int) -> np.ndarray:

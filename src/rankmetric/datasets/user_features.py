@@ -35,8 +35,8 @@ from pathlib import Path
 import numpy as np
 
 from .._safe_npz import read_data_npz
-from .._validation import check_finite, check_labels
-from ._user_readers import UnparsedColumn, read_csv_table, read_mat, read_parquet_table
+from .._validation import NonFiniteError, check_finite, check_labels
+from ._user_readers import UnparsedColumn, csv_line, read_csv_table, read_mat, read_parquet_table
 
 __all__ = ["FEATURE_SUFFIXES", "FeatureData", "is_feature_file", "load_features"]
 
@@ -377,7 +377,12 @@ def _table_features(found: dict, used: set, path: str) -> np.ndarray:
     features = np.empty((len(found[columns[0]]), len(columns)))
     for j, c in enumerate(columns):
         features[:, j] = _as_float(np.asarray(found[c]), f"feature column {c!r}", path)
-        check_finite(features[:, j], f"{path}: feature column {c!r}")
+        try:
+            check_finite(features[:, j], f"{path}: feature column {c!r}")
+        except NonFiniteError as exc:  # a CSV's line, as a spreadsheet numbers it
+            if not path.lower().endswith(".csv"):
+                raise
+            raise ValueError(f"{exc} It is line {csv_line(path, exc.row)} of the file.") from None
     return features
 
 

@@ -76,7 +76,8 @@ def use_fit_split(args: argparse.Namespace, model, source: str) -> str | None:
     if same_file:
         return f"the hold-out {args.model} was fitted with (recorded in it: {record['how']})"
     if isinstance(record, dict):
-        return f"{source} is not the file {args.model} was fitted on ({record.get('data')})"
+        return (f"{source} is not the file {args.model} was fitted on ({record.get('data')}; "
+                "its rows, if this file holds them, may have been trained on)")  # fmt: skip
     return (f"{args.model} does not record its hold-out (saved in Python, or by an earlier "
             f"rankmetric): --test-size {args.test_size} assumed, as rankmetric fit's "
             "default")  # fmt: skip

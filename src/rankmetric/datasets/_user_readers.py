@@ -25,7 +25,14 @@ import numpy as np
 from .._safe_npz import MAX_DATA_COMPRESSION_RATIO, check_regular_file
 from ..resources import check_memory, format_bytes
 
-__all__ = ["read_csv_table", "read_mat", "read_parquet_table", "csv_line", "MAX_CSV_COLUMNS"]
+__all__ = [
+    "read_csv_table",
+    "read_mat",
+    "read_parquet_table",
+    "count_rows",
+    "csv_line",
+    "MAX_CSV_COLUMNS",
+]
 
 #: Most columns a CSV feature table may have (wider data belongs in ``.npz``).
 MAX_CSV_COLUMNS = 100_000
@@ -289,7 +296,7 @@ def _check_header(path: str, header: list) -> list:
     return names
 
 
-def _count_rows(path: str) -> tuple[list, int]:
+def count_rows(path: str) -> tuple[list, int]:
     """The header and the number of data rows, every row's width checked (one streaming pass)."""
     with open(path, newline="", encoding="utf-8") as handle:
         reader = csv.reader(handle)
@@ -359,7 +366,7 @@ def read_csv_table(path: str, keep_text: set, wanted=None) -> dict:
     result is checked before the second); the second parses bounded chunks of rows.
     """
     check_regular_file(path, path)
-    names, n_rows = _count_rows(path)
+    names, n_rows = count_rows(path)
     if n_rows == 0:
         raise ValueError(f"{path}: no rows (only a header): there is nothing to learn from.")
     features = [

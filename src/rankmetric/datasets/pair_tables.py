@@ -23,8 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ._user_readers import _count_rows, read_csv_table, read_parquet_table
-from .user_features import FeatureData, _labels
+from ._user_readers import count_rows, read_csv_table, read_parquet_table
+from .user_features import FeatureData, label_values
 from .user_pairs import PairData, pair_data
 
 __all__ = ["read_pair_table"]
@@ -71,7 +71,7 @@ def _read(path: str, columns) -> tuple[dict, tuple[str, str, str]]:
     if Path(path).suffix.lower() != ".csv":
         raise ValueError(f"{path}: a pair table is a .csv or .parquet file (a .npz pair file "
                          "is read by read_pair_file).")  # fmt: skip
-    roles = _columns(_count_rows(path)[0], columns, path)
+    roles = _columns(count_rows(path)[0], columns, path)
     keep = {*roles, "split"}
     return read_csv_table(path, keep_text=keep, wanted=lambda name: False), roles
 
@@ -88,7 +88,7 @@ def _same_labels(values, name: str, path: str) -> np.ndarray:
                              f"(pair {first}); labels are +1/-1, 1/0, true/false or "
                              "similarities in [-1, 1].")  # fmt: skip
         return np.where(np.isin(word, _TRUE), 1, -1)
-    return _labels(values, f"label column {name!r}", path)
+    return label_values(values, f"label column {name!r}", path)
 
 
 def _rows(ids: np.ndarray, column: str, items: FeatureData, path: str) -> np.ndarray:
@@ -159,7 +159,7 @@ def read_pair_table(path, items: FeatureData, columns=None) -> PairData:
     """
     path = str(path)
     found, (first, second, label) = _read(path, columns)
-    pairs = np.stack([_rows(_labels(found[c], f"column {c!r}", path), c, items, path)
+    pairs = np.stack([_rows(label_values(found[c], f"column {c!r}", path), c, items, path)
                       for c in (first, second)], axis=1)  # fmt: skip
     y = _same_labels(found[label], label, path)
     if "split" not in found:

@@ -168,7 +168,9 @@ def _candidates(X, y, cameras, split) -> set:
     return {n for kind, name in given.items() for n in ((name,) if name else ALIASES[kind])}
 
 
-def _labels(values, name: str, path: str) -> np.ndarray:
+def label_values(values, name: str, path: str) -> np.ndarray:
+    """One value per item (labels, cameras, identifiers), checked: float integers become
+    int64 (exactly), text stays text, NaN and unusable kinds are refused, naming ``name``."""
     values = np.asarray(values)
     if values.ndim == 2 and 1 in values.shape:  # MATLAB vectors are 1 × n or n × 1
         values = values.ravel()
@@ -301,7 +303,7 @@ def load_features(
     split_name = _find(available, split, "split", path, required=False)
     item_name = _find(available, items, "items", path, required=False)
     used = {y_name, cam_name, split_name, item_name}
-    labels = None if y_name is None else _labels(found[y_name], f"{y_name!r}", path)
+    labels = None if y_name is None else label_values(found[y_name], f"{y_name!r}", path)
     n = -1 if labels is None else labels.shape[0]  # -1: the features' rows
     if n == 0:
         raise ValueError(f"{path}: no rows ({y_name!r} is empty): there is nothing to learn from.")
@@ -404,7 +406,7 @@ def _per_item(found: dict, name: str | None, n: int, path: str) -> np.ndarray | 
     """The per-item values ``name`` (cameras, split), one per item; ``None`` without a name."""
     if name is None:
         return None
-    values = _labels(found[name], f"{name!r}", path)
+    values = label_values(found[name], f"{name!r}", path)
     if values.shape[0] != n:
         raise ValueError(f"{path}: mismatched lengths: {values.shape[0]} values in "
                          f"{name!r} but {n} items.")  # fmt: skip

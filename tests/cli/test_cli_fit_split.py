@@ -117,3 +117,13 @@ def test_trial_evaluation_uses_the_models_domain_and_covariances(tmp_path, capsy
     err = _refused(["evaluate", "--model", str(model), "--data", str(path),
                     "--test-domain", "s1"], capsys)  # fmt: skip
     assert "with --test-domain s2" in err
+
+
+def test_an_index_of_an_spd_model_refuses_raw_trials_naming_the_estimator(tmp_path, capsys):
+    path, _ = _session_file(tmp_path)
+    model = tmp_path / "rpl.npz"
+    _run(["fit", "rpl", "--data", str(path), "--covariance-estimator", "lwf", "--out", str(model),
+          *FAST], capsys)  # fmt: skip
+    err = _refused(["index", "build", "--model", str(model), "--data", str(path), "--out",
+                    str(tmp_path / "idx")], capsys)  # fmt: skip
+    assert "holds raw trials" in err and "the model was fitted with, 'lwf'" in err

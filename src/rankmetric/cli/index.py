@@ -56,10 +56,24 @@ def _read_rows(path: str, args) -> dict:
     return found
 
 
+def _refuse_raw_trials(X, model, path: str) -> None:
+    """Raw trials (n, channels, time) are not what an SPD network embeds: say how to make its
+    input (the covariance estimator the model records, ``rankmetric fit`` having used it)."""
+    if not hasattr(model, "weights_") or getattr(X, "ndim", 0) != 3 or X.shape[1] == X.shape[2]:
+        return  # not an SPD network, or not raw trials
+    estimator = (getattr(model, "fit_split_", None) or {}).get("covariance_estimator")
+    which = f", {estimator!r}" if estimator else ""
+    raise ValueError(f"--data {path} holds raw trials {X.shape} (trials, channels, time); the "
+                     "index embeds SPD matrices: write rankmetric.datasets.covariances(trials, "
+                     f"estimator) to a .npz first, with the estimator the model was fitted "
+                     f"with{which}.")  # fmt: skip
+
+
 def _add_rows(index, args, folder: str) -> int:
     """Add the rows of the data file ``args.data`` (their ``ids``, ``y`` as the attribute
     ``label``) to ``index`` and save it in ``folder``."""
     data = _read_rows(args.data, args)
+    _refuse_raw_trials(data["X"], index.model, args.data)
     attributes = {"label": data["y"]} if "y" in data else None
     index.add(data["X"], data.get("ids"), attributes)
     index.save(folder)
@@ -92,6 +106,7 @@ def _query(args) -> int:
 
     index = Index.load(args.index)
     queries = _read_rows(args.data, args)
+    _refuse_raw_trials(queries["X"], index.model, args.data)
     distances, ids = index.search(queries["X"], args.k, exact=args.exact)
     ids = ids if ids.dtype != object else ids.astype(str)
     names = queries.get("ids", np.arange(len(ids)))  # the queries' own ids, else row numbers
@@ -131,6 +146,7 @@ def _evaluate(args) -> int:
 
     index = Index.load(args.index)
     data = _read_rows(args.data, args)
+    _refuse_raw_trials(data["X"], index.model, args.data)
     if "y" not in data:
         raise ValueError(f"--data {args.data} needs the queries' labels to evaluate (y in a "
                          ".npz; a label column of a table, --id-column).")  # fmt: skip

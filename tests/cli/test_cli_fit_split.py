@@ -127,3 +127,49 @@ def test_an_index_of_an_spd_model_refuses_raw_trials_naming_the_estimator(tmp_pa
     err = _refused(["index", "build", "--model", str(model), "--data", str(path), "--out",
                     str(tmp_path / "idx")], capsys)  # fmt: skip
     assert "holds raw trials" in err and "the model was fitted with, 'lwf'" in err
+
+
+def test_evaluate_puts_the_euclidean_distance_beside_the_model(feature_file, tmp_path, capsys):
+    """The same rows under the plain distance: equal to scoring the raw rows directly, and a
+    model worse than it on this data says so."""
+    from rankmetric.datasets import holdout_rows, load_features
+    from rankmetric.evaluate import knn_accuracy, retrieval_scores
+
+    model = tmp_path / "m.npz"
+    assert main(["fit", "kissme", "--data", str(feature_file), "--out", str(model)]) == 0
+    capsys.readouterr()
+    report = _run(["evaluate", "--model", str(model), "--data", str(feature_file)], capsys)
+    train, test, _ = holdout_rows(load_features(feature_file), 0.3)
+    data = np.load(feature_file)
+    X, y = data["X"], data["y"]
+    euclidean = report["euclidean_scores"]
+    assert euclidean["knn3_accuracy"] == knn_accuracy(X[train], y[train], X[test], y[test], k=3)
+    assert euclidean["map@r"] == pytest.approx(retrieval_scores(X[test], y[test])["map@r"])
+    assert set(euclidean) == set(report["scores"]) and report["below_euclidean"] == "none"
+    # a model of another file, where the labels live in another feature: below the distance
+    rng = np.random.default_rng(1)
+    other_y = np.repeat(np.arange(6), 20)
+    other = np.c_[
+        rng.normal(size=120), other_y + 0.3 * rng.normal(size=120), rng.normal(size=(120, 2))
+    ]
+    np.savez(tmp_path / "other.npz", X=other, y=other_y)
+    report = _run(
+        ["evaluate", "--model", str(model), "--data", str(tmp_path / "other.npz")], capsys
+    )
+    assert "map@r" in report["below_euclidean"] and " vs " in report["below_euclidean"]
+
+
+def test_pair_evaluation_puts_the_euclidean_distance_beside_the_model(tmp_path, capsys):
+    from rankmetric.datasets import holdout_pairs, read_pair_file
+    from rankmetric.evaluate import verification_scores
+
+    path, model = tmp_path / "pairs.npz", tmp_path / "k.npz"
+    _pair_file(path, with_test=False)
+    assert main(["fit", "kissme", "--pairs", str(path), "--out", str(model)]) == 0
+    capsys.readouterr()
+    report = _run(["evaluate", "--pairs", str(path), "--model", str(model)], capsys)
+    stacked, y = holdout_pairs(read_pair_file(path), 0.3).test
+    d = np.linalg.norm(stacked[:, 0] - stacked[:, 1], axis=1)
+    expected = verification_scores(d, y > 0)["roc_auc"]
+    assert report["euclidean_scores"]["roc_auc"] == pytest.approx(expected, abs=1e-12)
+    assert report["below_euclidean"] == "none"  # eer lower is better: not listed

@@ -18,7 +18,13 @@ import numpy as np
 
 from ._args import is_table, option_error
 from ._fitted_split import record_fit_split, use_fit_split
-from ._report import euclidean_spaces, held_out_report, model_preprocessing, print_report
+from ._report import (
+    beside_euclidean,
+    euclidean_spaces,
+    held_out_report,
+    model_preprocessing,
+    print_report,
+)
 
 __all__ = [
     "check_pair_options",
@@ -247,5 +253,8 @@ def run_evaluate_pairs(args: argparse.Namespace) -> int:
         **({"model_split": model_split} if model_split else {}),
         "scores": _scores(distances, y, tuple(args.far)),
     }
+    if model is not None:  # the same pairs under the Euclidean distance, beside
+        euclidean = _scores(_euclidean(stacked), y, tuple(args.far))
+        report.update(beside_euclidean(report["scores"], euclidean, lower_is_better=("eer",)))
     print_report(report, args.json)
     return 0

@@ -8,6 +8,7 @@ import json
 import numpy as np
 
 __all__ = [
+    "beside_euclidean",
     "euclidean_spaces",
     "flat",
     "held_out_report",
@@ -66,6 +67,31 @@ def euclidean_spaces(X, preprocess) -> list[tuple[str, object]]:
     if preprocess is None:
         return [("euclidean", X)]
     return [("euclidean", preprocess(X)), ("euclidean_raw", X)]
+
+
+#: Scores of a report that are counts or spreads: not compared.
+_NOT_COMPARED = ("_std", "queries_valid", "queries_skipped")
+
+
+def beside_euclidean(scores: dict, euclidean: dict, lower_is_better=()) -> dict:
+    """The Euclidean distance's scores on the same rows (``euclidean_scores``) and those of
+    ``scores`` that are worse (``below_euclidean``: point estimates on these rows; the fit's
+    held-out check is the test with its noise).
+
+    Examples
+    --------
+    >>> found = beside_euclidean({"map@r": 0.4, "eer": 0.2}, {"map@r": 0.5, "eer": 0.3}, ["eer"])
+    >>> found["below_euclidean"]
+    'map@r 0.4000 vs 0.5000'
+    """
+
+    def worse(key) -> bool:
+        sign = -1 if key in lower_is_better else 1
+        return sign * scores[key] < sign * euclidean[key]
+
+    below = [f"{key} {scores[key]:.4f} vs {euclidean[key]:.4f}" for key in scores
+             if key in euclidean and not key.endswith(_NOT_COMPARED) and worse(key)]  # fmt: skip
+    return {"euclidean_scores": euclidean, "below_euclidean": "; ".join(below) or "none"}
 
 
 def reid_report(embed, X, y, cameras, split, metric: str = "euclidean", *,

@@ -24,7 +24,14 @@ from ._args import (
 )
 from ._fitted_split import use_fit_split
 from ._pairs import add_evaluate_pairs_options, check_pair_options, run_evaluate_pairs
-from ._report import flat, print_report, reid_report, transform
+from ._report import (
+    beside_euclidean,
+    flat,
+    model_preprocessing,
+    print_report,
+    reid_report,
+    transform,
+)
 
 SCORES = ("knn", "retrieval", "clustering", "cv")
 
@@ -70,6 +77,7 @@ class _Embedded:
     raw: tuple | None = None  # (estimator or None, X, y) for the cross-validation
     cameras: np.ndarray | None = None  # of the evaluation part: re-id scores are printed
     eval_split: np.ndarray | None = None  # "query" / "gallery" / "test" of the evaluation part
+    baseline: _Embedded | None = None  # with --model: the same rows, Euclidean distance
 
 
 def _from_file(args) -> _Embedded:
@@ -88,20 +96,32 @@ def _from_file(args) -> _Embedded:
                      found.source, found.how, raw, found.cameras_test)  # fmt: skip
 
 
-def _model_embedding(args, model):
-    """``(its flat embedding or flat raw features, the source's description)``."""
-    embed = (lambda X: flat(model.transform(X))) if model is not None else flat
-    return embed, f"{args.model or 'raw features'} on {args.data}"
+def _with_baseline(build, model) -> _Embedded:
+    """``build(embed, model)``: the model's flat embedding (``embed(X, domains)``; the raw
+    features without a model) and, beside it as its ``baseline``, the same rows under the
+    Euclidean distance on the features the model's learned part receives (after its
+    preprocessing, as ``rankmetric fit`` reports it), so that a model that does worse on this
+    data than the plain distance is seen to."""
+    if model is None:
+        return build(lambda X, domains=None: flat(X), None)
+    embedded = build(lambda X, domains=None: flat(transform(model, X, domains)), model)
+    preprocess, _ = model_preprocessing(model)
+    same = (lambda X: X) if preprocess is None else preprocess
+    embedded.baseline = build(lambda X, domains=None: flat(same(X)), None)
+    return embedded
 
 
 def _from_model(args, model) -> _Embedded:
     from ..datasets import load_split
 
-    embed, source = _model_embedding(args, model)
     split = load_split(args.data, test_size=args.test_size, spd=None)  # as `rankmetric fit`
     data = split.dataset  # the set before the hold-out, for the cross-validation
-    return _Embedded(embed(split.X_test), split.y_test, embed(split.X_train), split.y_train,
-                     source, split.how, (model, data.X, data.y))  # fmt: skip
+    source = f"{args.model or 'raw features'} on {args.data}"
+    return _with_baseline(
+        lambda embed, est: _Embedded(embed(split.X_test), split.y_test, embed(split.X_train),
+                                     split.y_train, source, split.how, (est, data.X, data.y)),
+        model,
+    )  # fmt: skip
 
 
 def _evaluated_rows(data, args) -> tuple[np.ndarray, np.ndarray, str]:
@@ -130,18 +150,22 @@ def _from_user_file(args, model) -> _Embedded:
     from ..datasets import load_features
 
     data = load_features(args.data, **feature_file_columns(args))
-    embed, source = _model_embedding(args, model)
-    raw = (model, data.X, data.y)
+    source = f"{args.model or 'raw features'} on {args.data}"
     evaluated, reference, rows = _evaluated_rows(data, args)
-    Z = embed(data.X)
     sub = lambda a: None if a is None else a[evaluated]  # noqa: E731
-    if reference.size and np.isin(data.y[evaluated], data.y[reference]).all():
-        ref, how = (Z[reference], data.y[reference]), f"train -> test rows ({rows})"
+    with_reference = reference.size and np.isin(data.y[evaluated], data.y[reference]).all()
+    if with_reference:
+        how = f"train -> test rows ({rows})"
     else:
-        ref = (None, None)
         how = f"test rows, leave-one-out ({rows})" if reference.size else f"{rows}, leave-one-out"
-    return _Embedded(Z[evaluated], data.y[evaluated], *ref, source, how, raw, sub(data.cameras),
-                     sub(data.split))  # fmt: skip
+
+    def build(embed, est) -> _Embedded:
+        Z = embed(data.X)
+        ref = (Z[reference], data.y[reference]) if with_reference else (None, None)
+        return _Embedded(Z[evaluated], data.y[evaluated], *ref, source, how,
+                         (est, data.X, data.y), sub(data.cameras), sub(data.split))  # fmt: skip
+
+    return _with_baseline(build, model)
 
 
 def _from_trial_file(args, model) -> _Embedded:
@@ -161,9 +185,12 @@ def _from_trial_file(args, model) -> _Embedded:
     except ValueError as exc:
         raise option_error(exc) from None
     source = f"{args.model} on the trials of {args.data}"
-    Z_test = flat(transform(model, split.X_test, split.domains_test))
-    Z_train = flat(transform(model, split.X_train, split.domains_train))
-    return _Embedded(Z_test, split.y_test, Z_train, split.y_train, source, split.how)
+    return _with_baseline(
+        lambda embed, _: _Embedded(embed(split.X_test, split.domains_test), split.y_test,
+                                   embed(split.X_train, split.domains_train), split.y_train,
+                                   source, split.how),
+        model,
+    )  # fmt: skip
 
 
 def _knn_score(e: _Embedded, args) -> dict[str, float]:
@@ -259,6 +286,8 @@ def run_evaluate(args: argparse.Namespace) -> int:
         "seed": args.seed,
         "scores": scores,
     }
+    if embedded.baseline is not None:
+        report.update(beside_euclidean(scores, evaluate_embedding(embedded.baseline, args)))
     print_report(report, args.json)
     return 0
 

@@ -285,3 +285,31 @@ def test_options_the_pairs_leave_unused_are_refused_not_ignored(tmp_path, capsys
     names = {"TABLE": str(table), "ITEMS": str(items), "NPZ": str(npz)}
     assert main([names.get(a, a) for a in argv]) == 2
     assert said in capsys.readouterr().err
+
+
+def test_a_table_of_pairs_of_the_rows_of_a_npy(tmp_path, capsys):
+    """Features in a ``.npy`` (a network's output) and pairs of row numbers with a ``split``
+    column: the scores of the same pairs in a ``.npz`` with ``pairs_test``."""
+    rng = np.random.default_rng(0)
+    y = np.repeat(np.arange(10), 6)
+    X = np.c_[y + 0.2 * rng.normal(size=60), rng.normal(size=(60, 3))]
+    i, j = np.triu_indices(60, 1)
+    keep = rng.random(len(i)) < 0.2
+    i, j = i[keep], j[keep]
+    same = (y[i] == y[j]).astype(int)
+    test = (i >= 40) & (j >= 40)
+    train = (i < 40) & (j < 40)
+    np.save(tmp_path / "features.npy", X)
+    rows = [f"{a},{b},{s},{'test' if t else 'train'}" for a, b, s, t, r
+            in zip(i, j, same, test, train | test, strict=True) if r]  # fmt: skip
+    (tmp_path / "pairs.csv").write_text("left,right,same,split\n" + "\n".join(rows) + "\n")
+    np.savez(tmp_path / "pairs.npz", X=X, pairs=np.c_[i, j][train], y=same[train],
+             pairs_test=np.c_[i, j][test], y_test=same[test])  # fmt: skip
+    from_npz = _json_run(["fit", "kissme", "--pairs", str(tmp_path / "pairs.npz")], capsys)
+    argv = ["fit", "kissme", "--pairs", str(tmp_path / "pairs.csv"), "--data"]
+    from_table = _json_run([*argv, str(tmp_path / "features.npy")], capsys)
+    assert from_table["evaluated_on"] == "pairs_test"
+    assert from_table["n_evaluated_pairs"] == from_npz["n_evaluated_pairs"] == test.sum()
+    assert from_table["learned"] == pytest.approx(from_npz["learned"], abs=1e-12)
+    assert main([*argv, str(tmp_path / "features.npy"), "--item-column", "x"]) == 2
+    assert "is a .npy of rows: --item-column" in capsys.readouterr().err

@@ -244,7 +244,7 @@ def test_a_table_of_pairs_beside_a_feature_file(tmp_path, capsys):
 @pytest.mark.parametrize(
     "extra, message",
     [
-        ([], "lists pairs of items by name: give the items' features with --data"),
+        ([], "lists pairs of items: give the items' features with --data"),
         (["--data", "ITEMS"], r"--data .*items.csv, line 2: feature column 'image' holds"),
         (["--data", "ITEMS", "--item-column", "image", "--pair-columns", "a", "b", "c"],
          r"--pairs .*pairs.csv has no column 'a'"),
@@ -312,4 +312,6 @@ def test_a_table_of_pairs_of_the_rows_of_a_npy(tmp_path, capsys):
     assert from_table["n_evaluated_pairs"] == from_npz["n_evaluated_pairs"] == test.sum()
     assert from_table["learned"] == pytest.approx(from_npz["learned"], abs=1e-12)
     assert main([*argv, str(tmp_path / "features.npy"), "--item-column", "x"]) == 2
-    assert "is a .npy of rows: --item-column" in capsys.readouterr().err
+    assert "holds feature rows only (a .npy), without named columns (items)" in (
+        capsys.readouterr().err
+    )

@@ -235,3 +235,19 @@ def test_a_csv_missing_value_is_named_by_its_line(tmp_path, value):
     np.savez(tmp_path / "f.npz", X=np.array([[1.0, 2.0], [1.0, np.nan]]), y=[0, 1])
     with pytest.raises(ValueError, match=r"row 1; a missing value\?\)\.$"):  # no line: arrays
         load_features(tmp_path / "f.npz")
+
+
+def test_a_npy_of_rows_is_read_without_labels_only(tmp_path):
+    """A ``.npy`` holds feature rows (a network's output): read when no labels are required
+    (the items of a table of pairs), refused where labels or named columns are expected."""
+    X = np.arange(12.0).reshape(4, 3)
+    np.save(tmp_path / "rows.npy", X)
+    data = load_features(tmp_path / "rows.npy", require_labels=False)
+    assert np.array_equal(data.X, X) and data.y is None and data.items is None
+    with pytest.raises(ValueError, match=r"feature rows only \(a .npy\), without labels"):
+        load_features(tmp_path / "rows.npy")
+    with pytest.raises(ValueError, match=r"without named columns \(items\)"):
+        load_features(tmp_path / "rows.npy", items="image_path", require_labels=False)
+    np.save(tmp_path / "bad.npy", np.array([1.0, np.nan]).reshape(1, 2))
+    with pytest.raises(ValueError, match=r"bad.npy contains NaN or infinity \(row 0"):
+        load_features(tmp_path / "bad.npy", require_labels=False)

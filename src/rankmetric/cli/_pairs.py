@@ -94,35 +94,15 @@ def _items(args):
     from ..datasets import load_features
 
     if not args.data:
-        raise ValueError(f"--pairs {args.pairs} lists pairs of items by name: give the items' "
-                         "features with --data FILE (.csv, .parquet, .npz, .mat).")  # fmt: skip
+        raise ValueError(f"--pairs {args.pairs} lists pairs of items: give the items' features "
+                         "with --data FILE (.csv, .parquet, .npz, .mat, .npy).")  # fmt: skip
     columns = {"items": getattr(args, "item_column", None),
                "features": getattr(args, "feature_columns", None)}  # fmt: skip
-    try:
-        if str(args.data).lower().endswith(".npy"):  # rows only: the pairs name row numbers
-            return _npy_items(args.data, columns)
+    try:  # a table, arrays, or a .npy of rows (the pairs then name row numbers)
         return load_features(args.data, require_labels=False,
                              **{k: v for k, v in columns.items() if v is not None})  # fmt: skip
     except ValueError as exc:
         raise ValueError(f"--data {exc}") from None
-
-
-def _npy_items(path: str, columns: dict):
-    """The items of a ``.npy`` of feature rows (memory-mapped, header checked), checked finite."""
-    from .._safe_npz import read_data_npy
-    from .._validation import check_finite
-    from ..datasets import FeatureData
-
-    options = {"items": "--item-column", "features": "--feature-columns"}
-    given = [options[key] for key, value in columns.items() if value is not None]
-    if given:
-        raise ValueError(f"{path} is a .npy of rows: {', '.join(given)} name columns of a "
-                         "table; the pairs name row numbers, from 0.")  # fmt: skip
-    X = read_data_npy(path)
-    if X.ndim != 2 or X.dtype.kind not in "iuf":
-        raise ValueError(f"{path} must hold numeric rows (n_items, n_features), got "
-                         f"{X.dtype} of shape {X.shape}.")  # fmt: skip
-    return FeatureData(check_finite(np.asarray(X, dtype=np.float64), path), None, None, None, path)
 
 
 def _read(args):

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .._safe_npz import read_data_npz
+from .._safe_npz import read_data_npy, read_data_npz
 from .._validation import NonFiniteError, check_finite, check_labels
 from ._user_readers import UnparsedColumn, csv_line, read_csv_table, read_mat, read_parquet_table
 
@@ -263,7 +263,8 @@ def load_features(
     require_labels : bool, default=True
         Whether the file must hold labels (at least two identities: a metric is learned from
         them). False (a catalogue to index or queries to search): labels are read when
-        present (named or by alias) and ``y`` is ``None`` otherwise.
+        present (named or by alias) and ``y`` is ``None`` otherwise; a ``.npy`` of feature
+        rows is then read too (features only: the items of a table of pairs).
 
     Returns
     -------
@@ -295,6 +296,10 @@ def load_features(
     """
     path = str(path)
     suffix = Path(path).suffix.lower()
+    if suffix == ".npy":
+        given = [k for k, v in dict(X=X, y=y, cameras=cameras, split=split, features=features,
+                                    items=items).items() if v is not None]  # fmt: skip
+        return _npy_rows(path, require_labels, given)
     names = _candidates(X, y, cameras, split) | ({items} if items else set())
     names |= {features} if isinstance(features, str) else {str(f) for f in features or ()}
     found, available = _read(path, suffix, names, _feature_selector(features))
@@ -328,6 +333,21 @@ def load_features(
     if parts is not None:
         parts = _split_values(parts, path)
     return FeatureData(features, labels, cams, parts, path, _per_item(found, item_name, n, path))
+
+
+def _npy_rows(path: str, require_labels: bool, given: list) -> FeatureData:
+    """A ``.npy`` of feature rows (memory-mapped after its header is checked): features only,
+    for items whose labels live elsewhere (the items of a table of pairs)."""
+    if require_labels or given:
+        what = "labels" if require_labels else f"named columns ({', '.join(given)})"
+        raise ValueError(f"{path} holds feature rows only (a .npy), without {what}: give a "
+                         ".npz (X, y, ...) or a table.")  # fmt: skip
+    features = read_data_npy(path)
+    if features.ndim != 2:
+        raise ValueError(f"{path}: the rows must be a 2-D array (items × features), got shape "
+                         f"{features.shape}.")  # fmt: skip
+    features = check_finite(np.asarray(_as_float(features, "the rows", path)), path)
+    return FeatureData(features, None, None, None, path)
 
 
 def _feature_selector(features):

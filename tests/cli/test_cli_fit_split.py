@@ -102,11 +102,19 @@ def test_pair_evaluation_uses_the_models_test_size(tmp_path, capsys):
     assert "with --test-size 0.5" in err
 
 
-def test_trial_evaluation_uses_the_models_domain_and_covariances(tmp_path, capsys):
+@pytest.fixture
+def fitted_rpl(tmp_path, capsys):
+    """``(trial file, model, fit report)``: RPL fitted on raw trials, session s2 held out, LWF
+    covariances."""
     path, _ = _session_file(tmp_path)
     model = tmp_path / "rpl.npz"
     fitted = _run(["fit", "rpl", "--data", str(path), "--test-domain", "s2", "--out", str(model),
                    "--covariance-estimator", "lwf", *FAST], capsys)  # fmt: skip
+    return path, model, fitted
+
+
+def test_trial_evaluation_uses_the_models_domain_and_covariances(fitted_rpl, capsys):
+    path, model, fitted = fitted_rpl
     report = _run(["evaluate", "--model", str(model), "--data", str(path), "--scores", "knn"],
                   capsys)  # fmt: skip
     assert report["split"] == fitted["split"] and report["n_evaluated"] == fitted["n_test"]
@@ -119,11 +127,10 @@ def test_trial_evaluation_uses_the_models_domain_and_covariances(tmp_path, capsy
     assert "with --test-domain s2" in err
 
 
-def test_an_index_of_an_spd_model_refuses_raw_trials_naming_the_estimator(tmp_path, capsys):
-    path, _ = _session_file(tmp_path)
-    model = tmp_path / "rpl.npz"
-    _run(["fit", "rpl", "--data", str(path), "--covariance-estimator", "lwf", "--out", str(model),
-          *FAST], capsys)  # fmt: skip
+def test_an_index_of_an_spd_model_refuses_raw_trials_naming_the_estimator(
+    fitted_rpl, tmp_path, capsys
+):
+    path, model, _ = fitted_rpl
     err = _refused(["index", "build", "--model", str(model), "--data", str(path), "--out",
                     str(tmp_path / "idx")], capsys)  # fmt: skip
     assert "holds raw trials" in err and "the model was fitted with, 'lwf'" in err

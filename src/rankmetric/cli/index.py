@@ -24,6 +24,8 @@ examples:
       --item-column image_path --id-column pid --out idx/
 """
 
+_QUERY_OUT_HELP = ("write the neighbours to a .npz (distances, ids, query_ids) or a .csv "
+                   "(query, rank, item, distance per row)")  # fmt: skip
 #: The column options of a table (``load_features``' keywords).
 _TABLE_OPTIONS = {"feature_columns": "features", "item_column": "items", "id_column": "y"}
 
@@ -184,12 +186,7 @@ def register(parser: argparse.ArgumentParser, full: bool = True) -> None:
                        help="queries (.npz/.npy, or a .csv/.parquet/.mat table)")  # fmt: skip
     query.add_argument("--k", type=int, default=10)
     query.add_argument("--exact", action="store_true", help="exact search on any backend")
-    query.add_argument(
-        "--out",
-        metavar="PATH",
-        help="write the neighbours to a .npz (distances, ids, query_ids) or a .csv (query, "
-        "rank, item, distance per row)",
-    )
+    query.add_argument("--out", metavar="PATH", help=_QUERY_OUT_HELP)
     query_ids = "the queries' identifiers, printed and written with their neighbours "
     _add_table_options(query, items=query_ids + "(default: row numbers; a .npz's ids)")
     query.set_defaults(func=_query)

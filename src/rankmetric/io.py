@@ -354,13 +354,36 @@ def load_model(path: str | os.PathLike, *, max_bytes: int = MAX_LOAD_BYTES):
     >>> type(model).__name__, model.components_.shape
     ('LMNN', (2, 4))
     """
-    try:
+    return _reading(path, lambda: _load(path, max_bytes))
+
+
+def _load(path, max_bytes: int):
+    with zipfile.ZipFile(path) as archive:
+        meta = read_model_meta(archive, max_bytes)
+        cls = _check_meta(meta)
+        data = read_model_arrays(archive, meta, max_bytes)
+    est = _build(cls, meta, data)
+    _check_fitted(est)
+    return est
+
+
+def model_file_version(path: str | os.PathLike) -> str:
+    """Which rankmetric wrote the model file ``path``, in which format (its metadata only)."""
+
+    def read() -> str:
         with zipfile.ZipFile(path) as archive:
-            meta = read_model_meta(archive, max_bytes)
-            cls = _check_meta(meta)
-            data = read_model_arrays(archive, meta, max_bytes)
-        est = _build(cls, meta, data)
-        _check_fitted(est)
+            meta = read_model_meta(archive, MAX_LOAD_BYTES)
+        _check_format_version(meta)
+        writer = str(meta.get("library_version", "an unknown version"))[:40]
+        return f"rankmetric {writer} (model format {meta['format_version']})"
+
+    return _reading(path, read)
+
+
+def _reading(path, read):
+    """``read()``, every problem of the file ``path`` raised as a ``ValueError`` naming it."""
+    try:
+        return read()
     except CorruptFile as exc:
         raise ValueError(f"{path}: {exc}.") from exc
     except FileNotFoundError as exc:
@@ -382,7 +405,6 @@ def load_model(path: str | os.PathLike, *, max_bytes: int = MAX_LOAD_BYTES):
             f"{path}: not a readable rankmetric model file ({type(exc).__name__}: "
             f"{str(exc)[:200]})."
         ) from exc
-    return est
 
 
 def _special_param(name: str, spec, data: dict[str, np.ndarray]):
@@ -428,7 +450,7 @@ def _attribute_value(name: str, kind, data: dict[str, np.ndarray]):
     raise CorruptFile(f"unknown kind of attribute {name!r}")
 
 
-def _probe_input(est) -> np.ndarray:
+def probe_input(est) -> np.ndarray:
     """A small valid input for ``est``: ones (2, n_features) or identity matrices (2, c, c)."""
     n = est.n_features_in_
     if not isinstance(n, int) or isinstance(n, bool) or not 0 < n <= 1_000_000:
@@ -456,7 +478,7 @@ def _check_fitted(est) -> None:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            out = np.asarray(method(_probe_input(probe)))
+            out = np.asarray(method(probe_input(probe)))
     except Exception as exc:  # any failure here means the arrays do not fit together
         raise CorruptFile(
             f"its fitted arrays do not fit together ({type(exc).__name__}: {str(exc)[:200]})"

@@ -19,7 +19,7 @@ import warnings
 
 from .. import __version__
 
-_SUBCOMMANDS = ["demo", "data", "fit", "evaluate", "bench", "index"]
+_SUBCOMMANDS = ["demo", "data", "fit", "evaluate", "describe", "bench", "index"]
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:

@@ -53,6 +53,16 @@ def test_evaluate_uses_the_test_size_the_model_was_fitted_with(feature_file, tmp
     assert same["scores"] == report["scores"]
 
 
+def test_a_tuned_model_records_its_hold_out_too(feature_file, tmp_path, capsys):
+    """``--tune`` saves the best estimator: the record goes with it."""
+    model = tmp_path / "t.npz"
+    fitted = _run(["fit", "kissme", "--data", str(feature_file), "--test-size", "0.5", "--tune",
+                   "3", "--out", str(model)], capsys)  # fmt: skip
+    assert load_model(model).fit_split_["test_size"] == 0.5
+    report = _run(["evaluate", "--model", str(model), "--data", str(feature_file)], capsys)
+    assert report["n_evaluated"] == fitted["n_test"]
+
+
 def test_evaluate_refuses_another_hold_out_of_the_models_file(feature_file, tmp_path, capsys):
     model = tmp_path / "m.npz"
     assert main(["fit", "kissme", "--data", str(feature_file), "--test-size", "0.5",

@@ -41,10 +41,12 @@ def _option(name: str) -> str:
 
 
 def record_fit_split(est, args: argparse.Namespace, source: str, how: str) -> None:
-    """Record on ``est`` (attribute ``fit_split_``, saved with it) how ``rankmetric fit`` split
-    ``source``: the options of :data:`SPLIT_OPTIONS` as given (or their defaults) and ``how``."""
+    """Record on ``est`` (attribute ``fit_split_``, saved with it; on a tuned learner, on the
+    ``best_estimator_`` it saves) how ``rankmetric fit`` split ``source``: the options of
+    :data:`SPLIT_OPTIONS` as given (or their defaults) and ``how``."""
     options = {name: getattr(args, name, None) for name in SPLIT_OPTIONS}
-    est.fit_split_ = {"data": str(source), "fingerprint": _fingerprint(source), "how": how,
+    saved = getattr(est, "best_estimator_", est)
+    saved.fit_split_ = {"data": str(source), "fingerprint": _fingerprint(source), "how": how,
                       **{k: default if options[k] is None else options[k]
                          for k, default in SPLIT_OPTIONS.items()}}  # fmt: skip
 

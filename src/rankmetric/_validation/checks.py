@@ -48,10 +48,11 @@ def check_finite(X: np.ndarray, name: str = "X") -> np.ndarray:
     --------
     >>> import numpy as np
     >>> from rankmetric._validation import check_finite
-    >>> check_finite(np.array([[1.0, 2.0], [3.0, np.nan]]), "X")
-    Traceback (most recent call last):
-    ...
-    ValueError: X contains NaN or infinity (row 1; a missing value?).
+    >>> try:
+    ...     check_finite(np.array([[1.0, 2.0], [3.0, np.nan]]), "X")
+    ... except ValueError as exc:  # a NonFiniteError, whose .row is 1
+    ...     print(exc, exc.row)
+    X contains NaN or infinity (row 1; a missing value?). 1
     """
     values = np.asarray(X)
     if values.dtype.kind not in "fc":  # integers and booleans are finite

@@ -190,3 +190,19 @@ def test_pair_evaluation_puts_the_euclidean_distance_beside_the_model(tmp_path, 
     expected = verification_scores(d, y > 0)["roc_auc"]
     assert report["euclidean_scores"]["roc_auc"] == pytest.approx(expected, abs=1e-12)
     assert report["below_euclidean"] == "none"  # eer lower is better: not listed
+
+
+def test_data_the_model_cannot_take_is_named_with_both_files(feature_file, tmp_path, capsys):
+    model = tmp_path / "m.npz"
+    assert main(["fit", "kissme", "--data", str(feature_file), "--out", str(model)]) == 0
+    np.savez(tmp_path / "wide.npz", X=np.zeros((30, 6)), y=np.arange(30) % 3)
+    err = _refused(["evaluate", "--model", str(model), "--data", str(tmp_path / "wide.npz")],
+                   capsys)  # fmt: skip
+    assert f"--data {tmp_path / 'wide.npz'} has 6 features per row, but --model {model} " in err
+    assert f"(KISSME, fitted on {feature_file}) takes 4." in err
+    assert main(["index", "build", "--model", str(model), "--data", str(feature_file), "--out",
+                 str(tmp_path / "idx")]) == 0  # fmt: skip
+    capsys.readouterr()
+    err = _refused(["index", "query", "--index", str(tmp_path / "idx"), "--data",
+                    str(tmp_path / "wide.npz")], capsys)  # fmt: skip
+    assert f"but the model of --index {tmp_path / 'idx'} (KISSME" in err

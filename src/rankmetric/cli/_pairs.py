@@ -20,6 +20,7 @@ from ._args import is_table, option_error
 from ._fitted_split import record_fit_split, use_fit_split
 from ._report import (
     beside_euclidean,
+    check_model_input,
     euclidean_spaces,
     held_out_report,
     model_preprocessing,
@@ -241,6 +242,7 @@ def run_evaluate_pairs(args: argparse.Namespace) -> int:
         data = _held_out(data, args.test_size)
     stacked, y, evaluated = _evaluated(data, "pairs")
     if model is not None:
+        check_model_input(model, stacked, args.data or args.pairs, f"--model {args.model}")
         distances = model.pair_distances(stacked[:, 0], stacked[:, 1])
         source = args.model
     else:

@@ -8,6 +8,7 @@ import json
 import numpy as np
 
 __all__ = [
+    "check_model_input",
     "beside_euclidean",
     "euclidean_spaces",
     "flat",
@@ -67,6 +68,37 @@ def euclidean_spaces(X, preprocess) -> list[tuple[str, object]]:
     if preprocess is None:
         return [("euclidean", X)]
     return [("euclidean", preprocess(X)), ("euclidean_raw", X)]
+
+
+def check_model_input(model, X, data: str, model_name: str) -> None:
+    """Refuse rows that ``model`` cannot take, naming both files: the features it was fitted on
+    (and the file, when ``rankmetric fit`` recorded it) against those of ``data``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> class Fitted:
+    ...     n_features_in_ = 4
+    >>> check_model_input(Fitted(), np.zeros((2, 3)), "new.csv", "--model m.npz")
+    Traceback (most recent call last):
+    ...
+    ValueError: --data new.csv has 3 features per row, but --model m.npz (Fitted) takes 4.
+    """
+    model = getattr(model, "best_estimator_", model)
+    n = getattr(model, "n_features_in_", None)
+    X = np.asarray(X) if not hasattr(X, "shape") else X
+    if n is None or X.ndim < 2:
+        return
+    spd = hasattr(model, "weights_")  # an SPD network takes c × c matrices
+    got = tuple(X.shape[1:]) if spd else X.shape[-1]
+    if got == ((n, n) if spd else n):
+        return
+    has = " × ".join(map(str, got)) + " matrices" if spd else f"{got} features per row"
+    takes = f"{n} × {n} SPD matrices" if spd else str(n)
+    record = getattr(model, "fit_split_", None)
+    fitted = f", fitted on {record['data']}" if isinstance(record, dict) else ""
+    raise ValueError(f"--data {data} has {has}, but {model_name} "
+                     f"({type(model).__name__}{fitted}) takes {takes}.")  # fmt: skip
 
 
 #: Scores of a report that are counts or spreads: not compared.

@@ -26,6 +26,7 @@ from ._fitted_split import use_fit_split
 from ._pairs import add_evaluate_pairs_options, check_pair_options, run_evaluate_pairs
 from ._report import (
     beside_euclidean,
+    check_model_input,
     flat,
     model_preprocessing,
     print_report,
@@ -115,6 +116,7 @@ def _from_model(args, model) -> _Embedded:
     from ..datasets import load_split
 
     split = load_split(args.data, test_size=args.test_size, spd=None)  # as `rankmetric fit`
+    check_model_input(model, split.X_test, args.data, f"--model {args.model}")
     data = split.dataset  # the set before the hold-out, for the cross-validation
     source = f"{args.model or 'raw features'} on {args.data}"
     return _with_baseline(
@@ -150,6 +152,7 @@ def _from_user_file(args, model) -> _Embedded:
     from ..datasets import load_features
 
     data = load_features(args.data, **feature_file_columns(args))
+    check_model_input(model, data.X, args.data, f"--model {args.model}")
     source = f"{args.model or 'raw features'} on {args.data}"
     evaluated, reference, rows = _evaluated_rows(data, args)
     sub = lambda a: None if a is None else a[evaluated]  # noqa: E731
@@ -184,6 +187,7 @@ def _from_trial_file(args, model) -> _Embedded:
                            test_domain=args.test_domain)  # fmt: skip
     except ValueError as exc:
         raise option_error(exc) from None
+    check_model_input(model, split.X_test, args.data, f"--model {args.model}")
     source = f"{args.model} on the trials of {args.data}"
     return _with_baseline(
         lambda embed, _: _Embedded(embed(split.X_test, split.domains_test), split.y_test,

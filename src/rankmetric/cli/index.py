@@ -58,6 +58,18 @@ def _read_rows(path: str, args) -> dict:
     return found
 
 
+def _check_rows(X, model, args) -> None:
+    """Rows the index's model can embed: not raw trials, the features it was fitted on."""
+    from ._report import check_model_input
+
+    if model is None:  # an index of embeddings: its own dimension check
+        return
+    _refuse_raw_trials(X, model, args.data)
+    built = getattr(args, "model", None)
+    name = f"--model {built}" if built else f"the model of --index {args.index}"
+    check_model_input(model, X, args.data, name)
+
+
 def _refuse_raw_trials(X, model, path: str) -> None:
     """Raw trials (n, channels, time) are not what an SPD network embeds: say how to make its
     input (the covariance estimator the model records, ``rankmetric fit`` having used it)."""
@@ -75,7 +87,7 @@ def _add_rows(index, args, folder: str) -> int:
     """Add the rows of the data file ``args.data`` (their ``ids``, ``y`` as the attribute
     ``label``) to ``index`` and save it in ``folder``."""
     data = _read_rows(args.data, args)
-    _refuse_raw_trials(data["X"], index.model, args.data)
+    _check_rows(data["X"], index.model, args)
     attributes = {"label": data["y"]} if "y" in data else None
     index.add(data["X"], data.get("ids"), attributes)
     index.save(folder)
@@ -108,7 +120,7 @@ def _query(args) -> int:
 
     index = Index.load(args.index)
     queries = _read_rows(args.data, args)
-    _refuse_raw_trials(queries["X"], index.model, args.data)
+    _check_rows(queries["X"], index.model, args)
     distances, ids = index.search(queries["X"], args.k, exact=args.exact)
     ids = ids if ids.dtype != object else ids.astype(str)
     names = queries.get("ids", np.arange(len(ids)))  # the queries' own ids, else row numbers
@@ -148,7 +160,7 @@ def _evaluate(args) -> int:
 
     index = Index.load(args.index)
     data = _read_rows(args.data, args)
-    _refuse_raw_trials(data["X"], index.model, args.data)
+    _check_rows(data["X"], index.model, args)
     if "y" not in data:
         raise ValueError(f"--data {args.data} needs the queries' labels to evaluate (y in a "
                          ".npz; a label column of a table, --id-column).")  # fmt: skip

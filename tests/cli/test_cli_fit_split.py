@@ -143,7 +143,7 @@ def test_an_index_of_an_spd_model_refuses_raw_trials_naming_the_estimator(
     path, model, _ = fitted_rpl
     err = _refused(["index", "build", "--model", str(model), "--data", str(path), "--out",
                     str(tmp_path / "idx")], capsys)  # fmt: skip
-    assert "holds raw trials" in err and "the model was fitted with, 'lwf'" in err
+    assert "these are raw trials" in err and "the model was fitted with, 'lwf'" in err
 
 
 def test_evaluate_puts_the_euclidean_distance_beside_the_model(feature_file, tmp_path, capsys):

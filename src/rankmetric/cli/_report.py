@@ -95,10 +95,17 @@ def check_model_input(model, X, data: str, model_name: str) -> None:
         return
     has = " × ".join(map(str, got)) + " matrices" if spd else f"{got} features per row"
     takes = f"{n} × {n} SPD matrices" if spd else str(n)
-    record = getattr(model, "fit_split_", None)
-    fitted = f", fitted on {record['data']}" if isinstance(record, dict) else ""
-    raise ValueError(f"--data {data} has {has}, but {model_name} "
-                     f"({type(model).__name__}{fitted}) takes {takes}.")  # fmt: skip
+    record = getattr(model, "fit_split_", None) or {}
+    fitted = f", fitted on {record['data']}" if "data" in record else ""
+    message = f"--data {data} has {has}, but {model_name} ({type(model).__name__}{fitted}) takes "
+    if spd and X.ndim == 3 and X.shape[1] != X.shape[2]:  # raw trials: what makes its input
+        estimator = record.get("covariance_estimator")
+        which = f", {estimator!r}" if estimator else ""
+        raise ValueError(f"{message}{takes}: these are raw trials (trials, channels, time); "
+                         "write rankmetric.datasets.covariances(trials, estimator) to a .npz "
+                         f"first, with the estimator the model was fitted "
+                         f"with{which}.")  # fmt: skip
+    raise ValueError(f"{message}{takes}.")
 
 
 #: Scores of a report that are counts or spreads: not compared.

@@ -59,28 +59,14 @@ def _read_rows(path: str, args) -> dict:
 
 
 def _check_rows(X, model, args) -> None:
-    """Rows the index's model can embed: not raw trials, the features it was fitted on."""
+    """Rows the index's model can embed: the features (or SPD matrices) it was fitted on."""
     from ._report import check_model_input
 
     if model is None:  # an index of embeddings: its own dimension check
         return
-    _refuse_raw_trials(X, model, args.data)
     built = getattr(args, "model", None)
     name = f"--model {built}" if built else f"the model of --index {args.index}"
     check_model_input(model, X, args.data, name)
-
-
-def _refuse_raw_trials(X, model, path: str) -> None:
-    """Raw trials (n, channels, time) are not what an SPD network embeds: say how to make its
-    input (the covariance estimator the model records, ``rankmetric fit`` having used it)."""
-    if not hasattr(model, "weights_") or getattr(X, "ndim", 0) != 3 or X.shape[1] == X.shape[2]:
-        return  # not an SPD network, or not raw trials
-    estimator = (getattr(model, "fit_split_", None) or {}).get("covariance_estimator")
-    which = f", {estimator!r}" if estimator else ""
-    raise ValueError(f"--data {path} holds raw trials {X.shape} (trials, channels, time); the "
-                     "index embeds SPD matrices: write rankmetric.datasets.covariances(trials, "
-                     f"estimator) to a .npz first, with the estimator the model was fitted "
-                     f"with{which}.")  # fmt: skip
 
 
 def _add_rows(index, args, folder: str) -> int:
@@ -199,18 +185,22 @@ def register(parser: argparse.ArgumentParser, full: bool = True) -> None:
     query.add_argument("--k", type=int, default=10)
     query.add_argument("--exact", action="store_true", help="exact search on any backend")
     query.add_argument("--out", metavar="PATH", help=_QUERY_OUT_HELP)
-    query_ids = "the queries' identifiers, printed and written with their neighbours "
-    _add_table_options(query, items=query_ids + "(default: row numbers; a .npz's ids)")
+    _add_table_options(query, items="the queries' identifiers, printed and written with "
+                       "their neighbours (default: row numbers; a .npz's ids)")  # fmt: skip
     query.set_defaults(func=_query)
     evaluate = sub.add_parser("evaluate", help="recall@k and CMC / mAP@R, approximate vs exact")
     evaluate.add_argument("--index", metavar="DIR", required=True)
     evaluate.add_argument("--data", metavar="PATH", required=True, help="queries with labels y")
     evaluate.add_argument("--k", type=int, default=10)
-    _add_table_options(evaluate, items=False, labels="the queries' labels (required)")
+    _add_table_options(evaluate, items=None, labels="the queries' labels (required)")
     evaluate.set_defaults(func=_evaluate)
 
 
-def _add_table_options(parser, items: bool | str = True, labels: str | None = None) -> None:
+_ITEMS_HELP = ("the item identifiers a query returns (image_path, product id; default: row "
+               "numbers)")  # fmt: skip
+
+
+def _add_table_options(parser, items: str | None = _ITEMS_HELP, labels: str | None = None):
     """The column options of a table ``--data`` (the names ``rankmetric fit`` uses)."""
     unset = argparse.SUPPRESS
     group = parser.add_argument_group("a table as --data (.csv, .parquet, .mat)")
@@ -218,10 +208,7 @@ def _add_table_options(parser, items: bool | str = True, labels: str | None = No
                        help="the feature columns, by name or pattern ('feat_*'; default: every "
                        "numeric column but the others named here)")  # fmt: skip
     if items:
-        default_help = "the item identifiers a query returns (image_path, product id; default: "
-        group.add_argument("--item-column", metavar="NAME", default=unset,
-                           help=items if isinstance(items, str) else default_help + "row "
-                           "numbers)")  # fmt: skip
+        group.add_argument("--item-column", metavar="NAME", default=unset, help=items)
     if labels:
         group.add_argument("--id-column", metavar="NAME", default=unset,
                            help=f"the identity / class label column ({labels}; default: a "

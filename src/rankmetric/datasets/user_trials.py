@@ -187,10 +187,10 @@ def read_trial_file(path) -> TrialData:
         raise ValueError(f"{path}: X has {X.shape[1]} channels, X_test {X_test.shape[1]}.")
     holds_spd = is_symmetric_stack(X)
     if holds_spd:  # SPD matrices as given: each checked positive definite, the first named
+        if X_test is not None and not is_symmetric_stack(X_test):
+            raise ValueError(f"{path}: X holds SPD matrices but X_test does not (square and "
+                             "symmetric matrices, both parts).")  # fmt: skip
         for key in ("X", "X_test") if X_test is not None else ("X",):
-            if not is_symmetric_stack(found[key]):
-                raise ValueError(f"{path}: X holds SPD matrices but {key} does not (square "
-                                 "and symmetric matrices, both parts).")  # fmt: skip
             check_spd(found[key], f"{path}: {names[key]}")
     return TrialData(
         X=X.astype(np.float64),

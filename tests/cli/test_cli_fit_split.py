@@ -206,3 +206,18 @@ def test_data_the_model_cannot_take_is_named_with_both_files(feature_file, tmp_p
     err = _refused(["index", "query", "--index", str(tmp_path / "idx"), "--data",
                     str(tmp_path / "wide.npz")], capsys)  # fmt: skip
     assert f"but the model of --index {tmp_path / 'idx'} (KISSME" in err
+
+
+def test_a_trial_file_with_eeg_names_is_evaluated_as_trials(tmp_path, capsys):
+    """``trials``, ``labels``, ``session`` (EEG tools' names, which fit reads) are trials for
+    ``evaluate`` too: it used to look for ``X`` only and read the file as features."""
+    path, _ = _session_file(tmp_path)
+    data = dict(np.load(path))
+    named = tmp_path / "eeg.npz"
+    np.savez(named, trials=data["X"], labels=data["y"], session=data["domains"])
+    model = tmp_path / "rpl.npz"
+    fitted = _run(["fit", "rpl", "--data", str(named), "--test-domain", "s2", "--out", str(model),
+                   *FAST], capsys)  # fmt: skip
+    report = _run(["evaluate", "--model", str(model), "--data", str(named), "--scores", "knn"],
+                  capsys)  # fmt: skip
+    assert report["split"] == fitted["split"] and report["n_evaluated"] == fitted["n_test"]

@@ -92,7 +92,9 @@ class TrialData:
 
 
 def is_trial_file(path) -> bool:
-    """Whether ``path`` is a ``.npz`` file whose ``X`` holds raw trials (3-D), by its header.
+    """Whether ``path`` is a ``.npz`` file whose trials (``X`` or an alias of
+    :data:`TRIAL_ALIASES`, the first found, as :func:`read_trial_file` takes it) are 3-D, by
+    their header.
 
     Only the header of ``X`` is read (the trials themselves are read once, later); a file that
     cannot be read is not one (its reader reports why).
@@ -111,8 +113,9 @@ def is_trial_file(path) -> bool:
     >>> from rankmetric.datasets import is_trial_file
     >>> path = os.path.join(tempfile.mkdtemp(), "t.npz")
     >>> np.savez(path, X=np.zeros((2, 3, 8)), y=[0, 1])
-    >>> is_trial_file(path), is_trial_file("iris")
-    (True, False)
+    >>> np.savez(path.replace("t.npz", "e.npz"), trials=np.zeros((2, 3, 8)), labels=[0, 1])
+    >>> is_trial_file(path), is_trial_file(path.replace("t.npz", "e.npz")), is_trial_file("iris")
+    (True, True, False)
     """
     import zipfile
 
@@ -121,8 +124,13 @@ def is_trial_file(path) -> bool:
     if not path or not str(path).lower().endswith(".npz"):
         return False
     try:
-        with zipfile.ZipFile(path) as archive, archive.open("X.npy") as member:
-            return len(read_npy_header(member)[1]) == 3
+        with zipfile.ZipFile(path) as archive:
+            stored = [name.removesuffix(".npy") for name in archive.namelist()]
+            name = first_present(TRIAL_ALIASES["X"], stored)
+            if name is None:
+                return False
+            with archive.open(f"{name}.npy") as member:
+                return len(read_npy_header(member)[1]) == 3
     except (OSError, ValueError, KeyError, zipfile.BadZipFile):
         return False
 
